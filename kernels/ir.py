@@ -1,0 +1,349 @@
+"""The backend-neutral kernel IR.
+
+A `Kernel` is a loop nest over its output (`loops`, outermost first) whose
+`stores` write one value per output point. Values form a DAG of `Value` nodes:
+loads through symbolic index expressions (`kernels.expr`), constants, scalar
+parameters, ALU ops, casts and reductions. A `REDUCE` value owns its own loop
+variables, so one kernel may hold several reductions, nested or side by side
+(softmax is a max, then a sum that reads the max, then a division).
+
+Where a value is computed is not written down: it follows from the variables
+it reads. `loop_scopes` places every value in the innermost loop among those
+variables, which hoists loop-invariant work (the row max of a softmax is
+computed once per row, not once per element). Backends render that placement;
+the scheduler uses `recomputed_reductions` to refuse fusions that would
+recompute a reduction.
+
+Semantics every backend must honour: integer FLOORDIV and MOD round toward
+negative infinity (Python), and give 0 for a zero divisor; float MOD is
+Python's remainder (sign of the divisor); MAX/MIN propagate NaN; CMPNE is true
+for NaN; ROUND rounds half to even; a float to int CAST saturates (NaN gives 0).
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import weakref
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from .dtype import SHORT_NAMES, DType, bool_
+from .expr import Bounds, Expr, Var
+
+
+class Alu(Enum):
+    """Elementwise operations; the value is the arity."""
+
+    NEG = ("neg", 1)
+    NOT = ("not", 1)
+    ABS = ("abs", 1)
+    RECIP = ("recip", 1)
+    EXP = ("exp", 1)
+    EXP2 = ("exp2", 1)
+    EXPM1 = ("expm1", 1)
+    LOG = ("log", 1)
+    LOG2 = ("log2", 1)
+    LOG1P = ("log1p", 1)
+    SQRT = ("sqrt", 1)
+    SIN = ("sin", 1)
+    COS = ("cos", 1)
+    TAN = ("tan", 1)
+    TANH = ("tanh", 1)
+    ERF = ("erf", 1)
+    FLOOR = ("floor", 1)
+    CEIL = ("ceil", 1)
+    ROUND = ("round", 1)
+    TRUNC = ("trunc", 1)
+    ADD = ("add", 2)
+    SUB = ("sub", 2)
+    MUL = ("mul", 2)
+    DIV = ("div", 2)
+    FLOORDIV = ("floordiv", 2)
+    MOD = ("mod", 2)
+    POW = ("pow", 2)
+    MAX = ("max", 2)
+    MIN = ("min", 2)
+    CMPLT = ("cmplt", 2)
+    CMPLE = ("cmple", 2)
+    CMPEQ = ("cmpeq", 2)
+    CMPNE = ("cmpne", 2)
+    AND = ("and", 2)
+    OR = ("or", 2)
+    XOR = ("xor", 2)
+    WHERE = ("where", 3)
+
+    @property
+    def arity(self) -> int:
+        return self.value[1]
+
+    @property
+    def label(self) -> str:
+        return self.value[0]
+
+
+COMPARISONS = frozenset({Alu.CMPLT, Alu.CMPLE, Alu.CMPEQ, Alu.CMPNE})
+
+
+class ReduceOp(Enum):
+    SUM = "sum"
+    PROD = "prod"
+    MAX = "max"
+    MIN = "min"
+
+    @property
+    def combine(self) -> Alu:
+        return {ReduceOp.SUM: Alu.ADD, ReduceOp.PROD: Alu.MUL, ReduceOp.MAX: Alu.MAX,
+                ReduceOp.MIN: Alu.MIN}[self]
+
+    def identity(self, dtype: DType) -> bool | int | float:
+        if self is ReduceOp.SUM:
+            return False if dtype == bool_ else 0
+        if self is ReduceOp.PROD:
+            return True if dtype == bool_ else 1
+        if dtype == bool_:
+            return self is ReduceOp.MIN
+        if dtype.is_float:
+            return -math.inf if self is ReduceOp.MAX else math.inf
+        bits = dtype.bits
+        lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if dtype.is_signed else (0, (1 << bits) - 1)
+        return lo if self is ReduceOp.MAX else hi
+
+
+class VOp(Enum):
+    LOAD = "load"      # arg: (buffer slot, index Expr, valid Bounds)
+    CONST = "const"    # arg: Python scalar
+    PARAM = "param"    # arg: scalar parameter slot
+    INDEX = "index"    # arg: Expr, read as an int64 value
+    VALID = "valid"    # arg: Bounds, read as a bool value
+    ALU = "alu"        # arg: Alu
+    CAST = "cast"      # arg: None; the value's dtype is the target
+    REDUCE = "reduce"  # arg: (ReduceOp, loop Vars it owns)
+
+
+_interned: weakref.WeakValueDictionary[tuple, Value] = weakref.WeakValueDictionary()
+
+
+def _arg_key(arg: Any) -> Any:
+    # 0.0 == -0.0 and True == 1 would merge different constants
+    return (type(arg).__name__, repr(arg)) if isinstance(arg, (bool, int, float)) else arg
+
+
+class Value:
+    """One node of a kernel's expression DAG. Structurally equal values are the same object."""
+
+    __slots__ = ("op", "dtype", "srcs", "arg", "__weakref__")
+
+    def __new__(cls, op: VOp, dtype: DType, srcs: tuple[Value, ...] = (), arg: Any = None) -> Value:
+        key = (op, dtype, tuple(id(s) for s in srcs), _arg_key(arg))
+        if (hit := _interned.get(key)) is not None:
+            return hit
+        self = super().__new__(cls)
+        self.op, self.dtype, self.srcs, self.arg = op, dtype, srcs, arg
+        _interned[key] = self
+        return self
+
+    def exprs(self) -> list[Expr]:
+        """The index expressions this value reads directly."""
+        if self.op is VOp.LOAD:
+            return [self.arg[1], *(b.expr for b in self.arg[2])]
+        if self.op is VOp.INDEX:
+            return [self.arg]
+        if self.op is VOp.VALID:
+            return [b.expr for b in self.arg]
+        return []
+
+    def __repr__(self) -> str:
+        return f"Value({self.op.value}, {self.dtype})"
+
+
+def load(buf: int, dtype: DType, index: Expr, valid: Bounds) -> Value:
+    return Value(VOp.LOAD, dtype, (), (buf, index, valid))
+
+
+def const(value: bool | int | float, dtype: DType) -> Value:
+    return Value(VOp.CONST, dtype, (), value)
+
+
+def param(slot: int, dtype: DType) -> Value:
+    return Value(VOp.PARAM, dtype, (), slot)
+
+
+def index(expr: Expr) -> Value:
+    from .dtype import int64
+    return Value(VOp.INDEX, int64, (), expr)
+
+
+def valid(bounds: Bounds) -> Value:
+    return Value(VOp.VALID, bool_, (), bounds)
+
+
+def alu(op: Alu, dtype: DType, *srcs: Value) -> Value:
+    if len(srcs) != op.arity:
+        raise ValueError(f"{op.label} takes {op.arity} operands, got {len(srcs)}")
+    return Value(VOp.ALU, dtype, srcs, op)
+
+
+def cast(src: Value, dtype: DType) -> Value:
+    return src if src.dtype == dtype else Value(VOp.CAST, dtype, (src,), None)
+
+
+def reduce(op: ReduceOp, src: Value, ranges: tuple[Var, ...]) -> Value:
+    return Value(VOp.REDUCE, src.dtype, (src,), (op, ranges))
+
+
+@dataclass(frozen=True, slots=True)
+class BufferParam:
+    """A buffer argument: `size` elements of `dtype`."""
+
+    dtype: DType
+    size: int
+    output: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Store:
+    buf: int
+    index: Expr
+    value: Value
+
+
+def toposort(roots: list) -> list:
+    """Nodes reachable from `roots` through `.srcs`, each after its sources.
+
+    Uses an explicit stack: a chain of 10,000 ops must not hit Python's recursion limit.
+    """
+    order: list[Value] = []
+    seen: set[int] = set()
+    stack: list[tuple[Value, bool]] = [(r, False) for r in reversed(roots)]
+    while stack:
+        v, expanded = stack.pop()
+        if expanded:
+            order.append(v)
+            continue
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        stack.append((v, True))
+        stack.extend((s, False) for s in reversed(v.srcs) if id(s) not in seen)
+    return order
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A loop nest over `loops` that writes `stores`; see the module docstring."""
+
+    name: str
+    buffers: tuple[BufferParam, ...]
+    params: tuple[DType, ...]
+    loops: tuple[Var, ...]
+    stores: tuple[Store, ...]
+
+    def values(self) -> list[Value]:
+        return toposort([s.value for s in self.stores])
+
+    @property
+    def numel(self) -> int:
+        return math.prod(v.size for v in self.loops)
+
+    def body_text(self) -> str:
+        """The kernel without its name: the structural key caches compile by."""
+        names: dict[int, str] = {}
+        lines = []
+        bufs = ", ".join(f"b{i}: {SHORT_NAMES[b.dtype]}[{b.size}]{' out' if b.output else ''}"
+                         for i, b in enumerate(self.buffers))
+        params = "".join(f", p{i}: {SHORT_NAMES[d]}" for i, d in enumerate(self.params))
+        lines.append(f"({bufs}{params})")
+        lines.append("  for " + ", ".join(f"{v.name} < {v.size}" for v in self.loops))
+        for v in self.values():
+            names[id(v)] = name = f"v{len(names)}"
+            lines.append(f"    {name}: {SHORT_NAMES[v.dtype]} = {_describe(v, names)}")
+        for s in self.stores:
+            lines.append(f"    b{s.buf}[{s.index}] = {names[id(s.value)]}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return f"kernel {self.name}{self.body_text()}"
+
+
+def _describe(v: Value, names: dict[int, str]) -> str:
+    srcs = " ".join(names[id(s)] for s in v.srcs)
+    if v.op is VOp.LOAD:
+        buf, idx, bounds = v.arg
+        return f"load b{buf}[{idx}]" + (f" if {' and '.join(map(str, bounds))}" if bounds else "")
+    if v.op is VOp.CONST:
+        return f"const {v.arg!r}"
+    if v.op is VOp.PARAM:
+        return f"param p{v.arg}"
+    if v.op is VOp.INDEX:
+        return f"index {v.arg}"
+    if v.op is VOp.VALID:
+        return "valid " + " and ".join(map(str, v.arg))
+    if v.op is VOp.ALU:
+        return f"{v.arg.label} {srcs}"
+    if v.op is VOp.CAST:
+        return f"cast {srcs}"
+    op, ranges = v.arg
+    return f"{op.value} {srcs} over " + ", ".join(f"{r.name} < {r.size}" for r in ranges)
+
+
+def kernel_name(kind: str, values: list[Value], shape: tuple[int, ...], body: str) -> str:
+    """`{kind}_{ops}_{shape}_{hash8}`: readable in a profile, unique for a body."""
+    ops: list[str] = []
+    for v in values:
+        label = v.arg.label if v.op is VOp.ALU else v.arg[0].value if v.op is VOp.REDUCE else None
+        if label and label not in ops:
+            ops.append(label)
+    dims = "x".join(map(str, shape)) or "scalar"
+    digest = hashlib.sha256(body.encode()).hexdigest()[:8]
+    return "_".join([kind, *ops[:4], dims, digest])
+
+
+def free_vars(values: list[Value]) -> dict[int, frozenset[Var]]:
+    """For each value (by id) the loop variables it depends on, its own reduce loops excluded."""
+    free: dict[int, frozenset[Var]] = {}
+    for v in values:
+        fv: set[Var] = set()
+        for s in v.srcs:
+            fv |= free[id(s)]
+        for e in v.exprs():
+            fv |= e.vars()
+        if v.op is VOp.REDUCE:
+            fv -= set(v.arg[1])
+        free[id(v)] = frozenset(fv)
+    return free
+
+
+def loop_scopes(kernel: Kernel) -> tuple[list[Value], dict[int, tuple[Var, ...]]]:
+    """Place each value in the innermost loop among the variables it reads.
+
+    Returns the values in dependency order and, for each (by id), its loop path:
+    the chain of loop variables from the outermost output loop down to the loop
+    whose body computes it. A REDUCE's own loops open inside its path.
+    """
+    values = kernel.values()
+    free = free_vars(values)
+    var_path = {var: kernel.loops[:d + 1] for d, var in enumerate(kernel.loops)}
+    scopes: dict[int, tuple[Var, ...]] = {}
+
+    def place(v: Value) -> tuple[Var, ...]:
+        return max((var_path[var] for var in free[id(v)]), key=len, default=())
+
+    # A reduce nested in another reads the outer one's loop variables, and comes
+    # before it in dependency order: place reductions outermost first.
+    for red in reversed([v for v in values if v.op is VOp.REDUCE]):
+        scopes[id(red)] = place(red)
+        ranges = red.arg[1]
+        for k, var in enumerate(ranges):
+            var_path[var] = scopes[id(red)] + ranges[:k + 1]
+    for v in values:
+        scopes[id(v)] = place(v)
+    return values, scopes
+
+
+def recomputed_reductions(kernel: Kernel) -> list[Value]:
+    """Reductions that the loop nest would recompute for loops they do not depend on."""
+    values, scopes = loop_scopes(kernel)
+    free = free_vars(values)
+    return [v for v in values if v.op is VOp.REDUCE
+            and any(var.size > 1 and var not in free[id(v)] for var in scopes[id(v)])]

@@ -1,0 +1,5 @@
+"""The CPU backend: kernel IR to LLVM IR (`render`), compiled and called in process (`runtime`)."""
+from .render import render
+from .runtime import Program, compile_kernel
+
+__all__ = ["Program", "compile_kernel", "render"]

@@ -1,0 +1,393 @@
+"""Render a `kernels.ir.Kernel` to LLVM IR with llvmlite.
+
+The generated function has one signature for every kernel:
+
+    void name(ptr buffers, ptr params, i64 start, i64 end)
+
+`buffers` is an array of data pointers (one per `Kernel.buffers` slot),
+`params` an array of 8-byte scalar slots (int64 or double, cast to the
+parameter's dtype on entry), and `[start, end)` the range of the outermost
+output loop this call covers, so a caller may split the work across threads.
+
+Loops count through stack slots that LLVM's mem2reg promotes to registers;
+addresses are formed with GEP only (no inttoptr, which LLVM may miscompile
+under unrolling).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from llvmlite import ir
+
+from ..dtype import DType, bool_, float32, float64, int64
+from ..expr import Bounds, Div, Expr, Mod, Var
+from ..ir import Alu, Kernel, ReduceOp, Value, VOp, loop_scopes
+
+I1, I8, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(64)
+PTR = ir.PointerType()
+F64 = ir.DoubleType()
+
+# Functions LLVM has no intrinsic for: the C library's, resolved in the host process.
+LIBM = {Alu.EXPM1: "expm1", Alu.LOG1P: "log1p", Alu.TAN: "tan", Alu.TANH: "tanh", Alu.ERF: "erf"}
+INTRINSICS = {Alu.EXP: "llvm.exp", Alu.EXP2: "llvm.exp2", Alu.LOG: "llvm.log", Alu.LOG2: "llvm.log2",
+              Alu.SQRT: "llvm.sqrt", Alu.SIN: "llvm.sin", Alu.COS: "llvm.cos", Alu.FLOOR: "llvm.floor",
+              Alu.CEIL: "llvm.ceil", Alu.ROUND: "llvm.roundeven", Alu.TRUNC: "llvm.trunc",
+              Alu.ABS: "llvm.fabs", Alu.POW: "llvm.pow"}
+
+
+def llvm_type(dtype: DType) -> ir.Type:
+    if dtype == bool_:
+        return I1
+    if dtype.is_float:
+        return ir.FloatType() if dtype == float32 else ir.DoubleType()
+    return ir.IntType(dtype.bits)
+
+
+def memory_type(dtype: DType) -> ir.Type:
+    """Bools live in memory as bytes and in registers as i1."""
+    return I8 if dtype == bool_ else llvm_type(dtype)
+
+
+def libm_name(op: Alu, dtype: DType) -> str:
+    return LIBM[op] + ("f" if dtype == float32 else "")
+
+
+class _Renderer:
+    def __init__(self, kernel: Kernel):
+        self.kernel = kernel
+        self.module = ir.Module(name=kernel.name)
+        fn_type = ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64])
+        self.fn = ir.Function(self.module, fn_type, name=kernel.name)
+        self.entry = self.fn.append_basic_block("entry")
+        self.b = ir.IRBuilder(self.entry)
+        self.vars: dict[Var, ir.Value] = {}
+        self.vals: dict[int, ir.Value] = {}
+
+    def render(self) -> ir.Module:
+        k, b = self.kernel, self.b
+        bufs, params, start, end = self.fn.args
+        self.bufs = [b.load(b.gep(bufs, [I64(i)], source_etype=PTR), typ=PTR) for i in range(len(k.buffers))]
+        self.params = []
+        for i, dt in enumerate(k.params):
+            slot = b.gep(params, [I64(i)], source_etype=I64)
+            raw = b.load(slot, typ=F64 if dt.is_float else I64)
+            self.params.append(self.cast(raw, float64 if dt.is_float else int64, dt))
+        values, scopes = loop_scopes(k)
+        self.by_scope: dict[tuple[Var, ...], list[Value]] = {}
+        for v in values:
+            self.by_scope.setdefault(scopes[id(v)], []).append(v)
+        self.emit_output_level((), start, end)
+        b.ret_void()
+        return self.module
+
+    # ---- loops -------------------------------------------------------------------------
+
+    def alloca(self, typ: ir.Type) -> ir.Value:
+        with self.b.goto_block(self.entry):
+            self.b.position_at_start(self.entry)
+            return self.b.alloca(typ)
+
+    def loop(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[], None]) -> None:
+        b = self.b
+        counter = self.alloca(I64)
+        b.store(lo, counter)
+        header = self.fn.append_basic_block(f"{var.name}_head")
+        inner = self.fn.append_basic_block(f"{var.name}_body")
+        done = self.fn.append_basic_block(f"{var.name}_done")
+        b.branch(header)
+        b.position_at_end(header)
+        i = b.load(counter, typ=I64)
+        b.cbranch(b.icmp_signed("<", i, hi), inner, done)
+        b.position_at_end(inner)
+        self.vars[var] = i
+        body()
+        b.store(b.add(i, I64(1)), counter)
+        b.branch(header)
+        b.position_at_end(done)
+
+    def emit_scope(self, path: tuple[Var, ...]) -> None:
+        for v in self.by_scope.get(path, ()):
+            if v.op is VOp.REDUCE:
+                self.emit_reduce(v, path)
+            else:
+                self.vals[id(v)] = self.value(v)
+
+    def emit_output_level(self, path: tuple[Var, ...], start: ir.Value, end: ir.Value) -> None:
+        loops = self.kernel.loops
+        self.emit_scope(path)
+        depth = len(path)
+        if depth == len(loops):
+            for s in self.kernel.stores:
+                val = self.vals[id(s.value)]
+                if s.value.dtype == bool_:
+                    val = self.b.zext(val, I8)
+                self.b.store(val, self.gep(s.buf, self.expr(s.index)))
+            return
+        var = loops[depth]
+        lo, hi = (start, end) if depth == 0 else (I64(0), I64(var.size))
+        self.loop(var, lo, hi, lambda: self.emit_output_level(path + (var,), start, end))
+
+    def emit_reduce(self, red: Value, path: tuple[Var, ...]) -> None:
+        op, ranges = red.arg
+        src, dtype = red.srcs[0], red.dtype
+        acc = self.alloca(llvm_type(dtype))
+        self.b.store(self.constant(op.identity(dtype), dtype), acc)
+
+        def level(k: int) -> None:
+            inner = path + ranges[:k]
+            if k:
+                self.emit_scope(inner)
+            if k == len(ranges):
+                cur = self.b.load(acc, typ=llvm_type(dtype))
+                self.b.store(self.alu(op.combine, dtype, [cur, self.vals[id(src)]]), acc)
+                return
+            self.loop(ranges[k], I64(0), I64(ranges[k].size), lambda: level(k + 1))
+
+        level(0)
+        self.vals[id(red)] = self.b.load(acc, typ=llvm_type(dtype))
+
+    # ---- indices -------------------------------------------------------------------------
+
+    def expr(self, e: Expr) -> ir.Value:
+        b = self.b
+        out: ir.Value = I64(e.const)
+        for atom, k in e.terms:
+            if isinstance(atom, Var):
+                term = self.vars[atom]
+            elif isinstance(atom, Div):
+                term = self.int_floordiv(self.expr(atom.x), I64(atom.c), int64, atom.x.vmin >= 0)
+            else:
+                assert isinstance(atom, Mod)
+                term = self.int_mod(self.expr(atom.x), I64(atom.c), int64, atom.x.vmin >= 0)
+            out = b.add(out, term if k == 1 else b.mul(term, I64(k)))
+        return out
+
+    def bounds(self, bounds: Bounds) -> ir.Value:
+        b = self.b
+        ok: ir.Value = I1(1)
+        for bound in bounds:
+            e = self.expr(bound.expr)
+            if bound.expr.vmin < bound.lo:
+                ok = b.and_(ok, b.icmp_signed(">=", e, I64(bound.lo)))
+            if bound.expr.vmax >= bound.hi:
+                ok = b.and_(ok, b.icmp_signed("<", e, I64(bound.hi)))
+        return ok
+
+    def gep(self, buf: int, idx: ir.Value) -> ir.Value:
+        etype = memory_type(self.kernel.buffers[buf].dtype)
+        return self.b.gep(self.bufs[buf], [idx], source_etype=etype, inbounds=True)
+
+    # ---- values ----------------------------------------------------------------------------
+
+    def constant(self, value: bool | int | float, dtype: DType) -> ir.Constant:
+        if dtype.is_float:
+            return ir.Constant(llvm_type(dtype), float(value))
+        return ir.Constant(llvm_type(dtype), int(value))
+
+    def value(self, v: Value) -> ir.Value:
+        b = self.b
+        if v.op is VOp.LOAD:
+            buf, index, bounds = v.arg
+            idx = self.expr(index)
+            ok = self.bounds(bounds) if bounds else None
+            if ok is not None:
+                idx = b.select(ok, idx, I64(0))
+            raw = b.load(self.gep(buf, idx), typ=memory_type(v.dtype))
+            val = b.icmp_unsigned("!=", raw, I8(0)) if v.dtype == bool_ else raw
+            return b.select(ok, val, self.constant(0, v.dtype)) if ok is not None else val
+        if v.op is VOp.CONST:
+            return self.constant(v.arg, v.dtype)
+        if v.op is VOp.PARAM:
+            return self.params[v.arg]
+        if v.op is VOp.INDEX:
+            return self.expr(v.arg)
+        if v.op is VOp.VALID:
+            return self.bounds(v.arg)
+        srcs = [self.vals[id(s)] for s in v.srcs]
+        if v.op is VOp.CAST:
+            return self.cast(srcs[0], v.srcs[0].dtype, v.dtype)
+        assert v.op is VOp.ALU
+        operand_dtype = v.srcs[-1].dtype
+        return self.alu(v.arg, operand_dtype, srcs)
+
+    def call(self, name: str, dtype: DType, args: list[ir.Value]) -> ir.Value:
+        t = llvm_type(dtype)
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(t, [t] * len(args)), name=name)
+        return self.b.call(fn, args)
+
+    def intrinsic(self, name: str, dtype: DType, args: list[ir.Value]) -> ir.Value:
+        t = llvm_type(dtype)
+        fn = self.module.declare_intrinsic(name, [t], ir.FunctionType(t, [t] * len(args)))
+        return self.b.call(fn, args)
+
+    def alu(self, op: Alu, dt: DType, s: list[ir.Value]) -> ir.Value:
+        b = self.b
+        fl, t = dt.is_float, llvm_type(dt)
+        zero = self.constant(0, dt)
+        if op in LIBM:
+            return self.call(libm_name(op, dt), dt, s)
+        if op in INTRINSICS and fl:
+            return self.intrinsic(INTRINSICS[op], dt, s)
+        if op is Alu.NEG:
+            return b.fneg(s[0]) if fl else b.sub(zero, s[0])
+        if op is Alu.NOT:
+            return b.xor(s[0], ir.Constant(t, -1))
+        if op is Alu.ABS:
+            return b.select(b.icmp_signed("<", s[0], zero), b.sub(zero, s[0]), s[0]) if dt.is_signed else s[0]
+        if op is Alu.RECIP:
+            return b.fdiv(self.constant(1, dt), s[0])
+        if op in (Alu.FLOOR, Alu.CEIL, Alu.ROUND, Alu.TRUNC):
+            return s[0]
+        if op is Alu.ADD:
+            return b.fadd(*s) if fl else b.or_(*s) if dt == bool_ else b.add(*s)
+        if op is Alu.SUB:
+            return b.fsub(*s) if fl else b.sub(*s)
+        if op is Alu.MUL:
+            return b.fmul(*s) if fl else b.and_(*s) if dt == bool_ else b.mul(*s)
+        if op is Alu.DIV:
+            return b.fdiv(*s)
+        if op is Alu.FLOORDIV:
+            return self.float_floordiv(*s, dt) if fl else self.int_floordiv(*s, dt, not dt.is_signed)
+        if op is Alu.MOD:
+            return self.float_mod(*s) if fl else self.int_mod(*s, dt, not dt.is_signed)
+        if op is Alu.POW:
+            return self.int_pow(*s, dt)
+        if op in (Alu.MAX, Alu.MIN):
+            return self.maxmin(op, dt, *s)
+        if op in (Alu.CMPLT, Alu.CMPLE, Alu.CMPEQ, Alu.CMPNE):
+            sym = {Alu.CMPLT: "<", Alu.CMPLE: "<=", Alu.CMPEQ: "==", Alu.CMPNE: "!="}[op]
+            if fl:
+                return b.fcmp_unordered(sym, *s) if op is Alu.CMPNE else b.fcmp_ordered(sym, *s)
+            return b.icmp_signed(sym, *s) if dt.is_signed and dt != bool_ else b.icmp_unsigned(sym, *s)
+        if op is Alu.AND:
+            return b.and_(*s)
+        if op is Alu.OR:
+            return b.or_(*s)
+        if op is Alu.XOR:
+            return b.xor(*s)
+        if op is Alu.WHERE:
+            return b.select(*s)
+        raise NotImplementedError(f"the LLVM backend cannot render {op.label} on {dt}")
+
+    def maxmin(self, op: Alu, dt: DType, a: ir.Value, c: ir.Value) -> ir.Value:
+        b = self.b
+        if dt == bool_:
+            return b.or_(a, c) if op is Alu.MAX else b.and_(a, c)
+        sym = ">" if op is Alu.MAX else "<"
+        if dt.is_float:
+            pick = b.select(b.fcmp_ordered(sym, a, c), a, c)
+            return b.select(b.fcmp_unordered("uno", a, a), a, pick)
+        cmp = b.icmp_signed(sym, a, c) if dt.is_signed else b.icmp_unsigned(sym, a, c)
+        return b.select(cmp, a, c)
+
+    def int_floordiv(self, a: ir.Value, c: ir.Value, dt: DType, nonneg: bool) -> ir.Value:
+        b, t = self.b, a.type
+        if isinstance(c, ir.Constant):
+            q = b.udiv(a, c) if nonneg else b.sdiv(a, c)
+            if nonneg:
+                return q
+            r = b.srem(a, c)
+            adjust = b.and_(b.icmp_signed("!=", r, ir.Constant(t, 0)), b.icmp_signed("<", r, ir.Constant(t, 0)))
+            return b.sub(q, b.zext(adjust, t))
+        zero, one, minus1 = ir.Constant(t, 0), ir.Constant(t, 1), ir.Constant(t, -1)
+        bad = b.icmp_unsigned("==", c, zero)
+        if nonneg:
+            return b.select(bad, zero, b.udiv(a, b.select(bad, one, c)))
+        neg1 = b.icmp_signed("==", c, minus1)
+        safe = b.select(b.or_(bad, neg1), one, c)
+        q, r = b.sdiv(a, safe), b.srem(a, safe)
+        adjust = b.and_(b.icmp_signed("!=", r, zero), b.xor(b.icmp_signed("<", r, zero), b.icmp_signed("<", safe, zero)))
+        q = b.sub(q, b.zext(adjust, t))
+        return b.select(bad, zero, b.select(neg1, b.sub(zero, a), q))
+
+    def int_mod(self, a: ir.Value, c: ir.Value, dt: DType, nonneg: bool) -> ir.Value:
+        b, t = self.b, a.type
+        zero, one = ir.Constant(t, 0), ir.Constant(t, 1)
+        if isinstance(c, ir.Constant):
+            if nonneg:
+                return b.urem(a, c)
+            r = b.srem(a, c)
+            return b.select(b.icmp_signed("<", r, zero), b.add(r, c), r)
+        bad = b.icmp_unsigned("==", c, zero)
+        if nonneg:
+            return b.select(bad, zero, b.urem(a, b.select(bad, one, c)))
+        bad = b.or_(bad, b.icmp_signed("==", c, ir.Constant(t, -1)))
+        safe = b.select(bad, one, c)
+        r = b.srem(a, safe)
+        adjust = b.and_(b.icmp_signed("!=", r, zero), b.xor(b.icmp_signed("<", r, zero), b.icmp_signed("<", safe, zero)))
+        return b.select(bad, zero, b.select(adjust, b.add(r, safe), r))
+
+    def float_mod(self, a: ir.Value, c: ir.Value) -> ir.Value:
+        b = self.b
+        zero = ir.Constant(a.type, 0.0)
+        r = b.frem(a, c)
+        adjust = b.and_(b.fcmp_ordered("!=", r, zero), b.xor(b.fcmp_ordered("<", r, zero), b.fcmp_ordered("<", c, zero)))
+        return b.select(adjust, b.fadd(r, c), r)
+
+    def float_floordiv(self, a: ir.Value, c: ir.Value, dt: DType) -> ir.Value:
+        """PyTorch's floor division: exact where `floor(a / c)` would round wrongly."""
+        b = self.b
+        zero, one, half = (ir.Constant(a.type, x) for x in (0.0, 1.0, 0.5))
+        mod = b.frem(a, c)
+        div = b.fdiv(b.fsub(a, mod), c)
+        adjust = b.and_(b.fcmp_ordered("!=", mod, zero), b.xor(b.fcmp_ordered("<", c, zero), b.fcmp_ordered("<", mod, zero)))
+        div = b.select(adjust, b.fsub(div, one), div)
+        floor = self.intrinsic("llvm.floor", dt, [div])
+        floor = b.select(b.fcmp_ordered(">", b.fsub(div, floor), half), b.fadd(floor, one), floor)
+        quotient = b.fdiv(a, c)
+        signed_zero = self.intrinsic("llvm.copysign", dt, [zero, quotient])
+        out = b.select(b.fcmp_ordered("==", div, zero), signed_zero, floor)
+        return b.select(b.fcmp_ordered("==", c, zero), quotient, out)
+
+    def int_pow(self, base: ir.Value, exp: ir.Value, dt: DType) -> ir.Value:
+        """Exponentiation by squaring, unrolled over the exponent's bits."""
+        b, t = self.b, base.type
+        if dt.is_float:
+            return self.intrinsic("llvm.pow", dt, [base, exp])
+        one, zero = ir.Constant(t, 1), ir.Constant(t, 0)
+        result, sq, e = one, base, exp
+        for _ in range(dt.bits):
+            odd = b.trunc(e, I1) if dt.bits > 1 else e
+            result = b.select(odd, b.mul(result, sq), result)
+            sq = b.mul(sq, sq)
+            e = b.lshr(e, one)
+        if not dt.is_signed:
+            return result
+        # A negative exponent truncates 1/base**|e| toward zero: only |base| == 1 survives.
+        neg_result = b.select(b.icmp_signed("==", base, one), one,
+                              b.select(b.icmp_signed("==", base, ir.Constant(t, -1)),
+                                       b.select(b.trunc(exp, I1), ir.Constant(t, -1), one), zero))
+        return b.select(b.icmp_signed("<", exp, zero), neg_result, result)
+
+    def cast(self, x: ir.Value, src: DType, dst: DType) -> ir.Value:
+        b = self.b
+        if src == dst:
+            return x
+        t = llvm_type(dst)
+        if dst == bool_:
+            return b.fcmp_unordered("!=", x, ir.Constant(x.type, 0.0)) if src.is_float else b.icmp_unsigned("!=", x, ir.Constant(x.type, 0))
+        if src == bool_:
+            return b.uitofp(x, t) if dst.is_float else b.zext(x, t)
+        if src.is_float and dst.is_float:
+            return b.fpext(x, t) if dst.itemsize > src.itemsize else b.fptrunc(x, t)
+        if dst.is_float:
+            return b.sitofp(x, t) if src.is_signed else b.uitofp(x, t)
+        if src.is_float:
+            # Saturate through int64, then wrap like C: -1.0 cast to uint8 is 255, as in PyTorch.
+            name = f"llvm.fptosi.sat.i64.{'f32' if src == float32 else 'f64'}"
+            fn = self.module.globals.get(name) or ir.Function(self.module, ir.FunctionType(I64, [x.type]), name)
+            wide = b.call(fn, [x])
+            return wide if dst.bits == 64 else b.trunc(wide, t)
+        if dst.bits < src.bits:
+            return b.trunc(x, t)
+        if dst.bits > src.bits:
+            return b.sext(x, t) if src.is_signed else b.zext(x, t)
+        return x
+
+
+
+def render(kernel: Kernel) -> str:
+    """LLVM IR text of `kernel`."""
+    return str(_Renderer(kernel).render())

@@ -1,0 +1,169 @@
+"""Making tensors: from data (`asarray`), from a value (`zeros`, `full`), and from a formula
+(`arange`, `linspace`, `eye`). Formulas are lazy too: `arange(n) * 2` is one kernel."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from . import dtypes
+from .device import canonical, get_device
+from .dtypes import DType, default_float, default_int, float64
+from .errors import DTypeError
+from .graph import Node, Op
+from .movement import shape_arg
+from .tensor import Tensor, _is_scalar
+
+
+def _numpy_of(obj: Any, dtype: DType | None) -> np.ndarray:
+    if isinstance(obj, np.ndarray) or isinstance(obj, np.generic):
+        arr = np.asarray(obj)
+        if dtype is None:
+            dtypes.to_dtype(arr.dtype)  # raises for unsupported dtypes
+    else:
+        try:
+            arr = np.asarray(obj)
+        except (ValueError, TypeError) as e:
+            raise TypeError(f"asarray: cannot make a tensor from {type(obj).__name__}: {e}") from None
+        if dtype is None:
+            # Python data: floats default to float32 and ints to int64, as in PyTorch
+            if arr.dtype.kind == "f":
+                arr = arr.astype(default_float.np_name)
+            elif arr.dtype.kind in "iu":
+                arr = arr.astype(default_int.np_name)
+            elif arr.dtype.kind not in "b":
+                raise DTypeError(f"asarray: cannot make a tensor from data of NumPy dtype {arr.dtype}")
+    if dtype is not None:
+        if arr.dtype.kind not in "biuf":
+            raise DTypeError(f"asarray: cannot make a tensor from data of NumPy dtype {arr.dtype}")
+        arr = arr.astype(dtypes.to_numpy_dtype(dtype), copy=False)
+    return arr
+
+
+def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None = None) -> Tensor:
+    """A tensor from a tensor, NumPy array, nested list or Python scalar.
+
+    The data is copied (a lazy tensor must not see later writes to the source);
+    `from_numpy` shares memory instead.
+    """
+    dt = dtypes.to_dtype(dtype) if dtype is not None else None
+    if isinstance(obj, Tensor):
+        out = obj.cast(dt) if dt is not None else obj
+        return out.to(device) if device is not None else out
+    dev = get_device(device)
+    arr = np.array(_numpy_of(obj, dt), copy=True, order="C")
+    return Tensor(Node.from_buffer(dev.from_numpy(arr), dtypes.to_dtype(arr.dtype), arr.shape, dev.name))
+
+
+tensor = asarray
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A CPU tensor sharing `array`'s memory (PyTorch's from_numpy): later writes to the array show."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(array).__name__}")
+    dt = dtypes.to_dtype(array.dtype)
+    arr = array if array.flags.c_contiguous else np.ascontiguousarray(array)
+    dev = get_device("cpu")
+    return Tensor(Node.from_buffer(dev.from_numpy(arr), dt, arr.shape, dev.name))
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """A tensor of `shape` filled with `fill_value` (its dtype follows the value unless given)."""
+    shape = shape_arg((shape,) if isinstance(shape, int) else shape, "full")
+    if any(n < 0 for n in shape):
+        raise ValueError(f"full: negative dimension in shape {shape}")
+    if isinstance(fill_value, Tensor):
+        return fill_value.reshape(()).cast(dtype or fill_value.dtype).broadcast_to(shape)
+    if not _is_scalar(fill_value):
+        fill_value = np.asarray(fill_value).item()
+    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.scalar_dtype(fill_value)
+    return Tensor._scalar(fill_value, dt, canonical(device), "full").broadcast_to(shape)
+
+
+def _constant(shape: Any, value: int, dtype: Any, device: Any) -> Tensor:
+    shape = shape_arg(shape, "zeros")
+    dt = dtypes.to_dtype(dtype) if dtype is not None else default_float
+    return Tensor._const(value, dt, get_device(device).name).broadcast_to(shape)
+
+
+def zeros(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    return _constant(shape, 0, dtype, device)
+
+
+def ones(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    return _constant(shape, 1, dtype, device)
+
+
+def empty(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """Like zeros: lazytensor never hands out uninitialized memory."""
+    return _constant(shape, 0, dtype, device)
+
+
+def _like(x: Tensor, dtype: Any, device: Any) -> tuple[DType, str]:
+    return (dtypes.to_dtype(dtype) if dtype is not None else x.dtype), (device or x.device)
+
+
+def zeros_like(x: Tensor, dtype: Any = None, device: Any = None) -> Tensor:
+    dt, dev = _like(x, dtype, device)
+    return zeros(x.shape, dtype=dt, device=dev)
+
+
+def ones_like(x: Tensor, dtype: Any = None, device: Any = None) -> Tensor:
+    dt, dev = _like(x, dtype, device)
+    return ones(x.shape, dtype=dt, device=dev)
+
+
+def empty_like(x: Tensor, dtype: Any = None, device: Any = None) -> Tensor:
+    return zeros_like(x, dtype, device)
+
+
+def full_like(x: Tensor, fill_value: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    dt, dev = _like(x, dtype, device)
+    return full(x.shape, fill_value, dtype=dt, device=dev)
+
+
+def _iota(n: int, device: str) -> Tensor:
+    return Tensor._make(Op.IOTA, default_int, (n,), (), device=device)
+
+
+def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any = None,
+           device: Any = None) -> Tensor:
+    """`start, start+step, ...` below `stop`; int64 when every argument is an int, else float32."""
+    if stop is None:
+        start, stop = 0, start
+    if step == 0:
+        raise ValueError("arange: step must not be zero")
+    all_int = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (start, stop, step))
+    dt = dtypes.to_dtype(dtype) if dtype is not None else default_int if all_int else default_float
+    n = max(0, math.ceil((stop - start) / step))
+    dev = get_device(device).name
+    if all_int and not dt.is_float:
+        return (_iota(n, dev) * int(step) + int(start)).cast(dt)
+    return (_iota(n, dev).cast(float64) * float(step) + float(start)).cast(dt)
+
+
+def linspace(start: float, stop: float, num: int = 50, endpoint: bool = True, dtype: Any = None,
+             device: Any = None) -> Tensor:
+    """`num` evenly spaced values from start to stop; computed from both ends so the last is exact."""
+    if num < 0:
+        raise ValueError(f"linspace: num must be non-negative, got {num}")
+    dt = dtypes.to_dtype(dtype) if dtype is not None else default_float
+    dev = get_device(device).name
+    div = (num - 1) if endpoint else num
+    step = (stop - start) / div if div > 0 else 0.0
+    i = _iota(num, dev).cast(float64)
+    from .tensor import where
+    last = num - 1 if endpoint else num
+    from_start = i * step + float(start)
+    from_end = float(stop if endpoint else start + step * num) - (last - i) * step
+    return where(i < num // 2, from_start, from_end).cast(dt)
+
+
+def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = None, device: Any = None) -> Tensor:
+    """Ones on the k-th diagonal of an n x m matrix, zeros elsewhere."""
+    m = n if m is None else m
+    dev = get_device(device).name
+    dt = dtypes.to_dtype(dtype) if dtype is not None else default_float
+    return (_iota(n, dev).reshape(n, 1) + k == _iota(m, dev).reshape(1, m)).cast(dt)

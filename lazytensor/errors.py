@@ -1,0 +1,22 @@
+"""Exceptions users see. Each subclasses the builtin a NumPy or PyTorch user would catch."""
+from __future__ import annotations
+
+
+class ShapeError(ValueError):
+    """Shapes that do not fit: broadcasting, reshape sizes, matmul inner dimensions."""
+
+
+class AxisError(ValueError, IndexError):
+    """An axis outside the tensor's dimensions, or repeated (NumPy's AxisError)."""
+
+
+class DTypeError(TypeError):
+    """A dtype an op does not support, or a value that does not fit a dtype."""
+
+
+class DeviceError(RuntimeError):
+    """A device that does not exist here, or tensors on different devices in one op."""
+
+
+class KernelError(RuntimeError):
+    """A kernel failed to compile or run; the message names the op's line in user code."""

@@ -1,0 +1,99 @@
+"""The lazy graph: one `Node` per recorded op.
+
+Nodes are hash-consed: building the same op on the same inputs twice returns
+the same node, so common subexpressions are shared for free. Each node records
+the user's line that created it (`origin`), which errors raised later name.
+
+Realizing a node turns it into a BUFFER node in place and drops its sources,
+so the graph that produced it can be freed; every tensor and node holding it
+sees the data.
+"""
+from __future__ import annotations
+
+import weakref
+from enum import Enum
+from typing import Any
+
+from .helpers import prod, user_frame
+from .kernels.dtype import DType
+from .kernels.ir import toposort
+
+__all__ = ["MOVEMENT", "Node", "Op", "toposort"]
+
+
+class Op(Enum):
+    BUFFER = "buffer"          # realized data; `buffer` holds it
+    SCALAR = "scalar"          # a Python scalar, passed to kernels as a parameter; arg: value
+    CONST = "const"            # a constant baked into kernels; arg: value
+    IOTA = "iota"              # int64 0..n-1 along the only axis
+    ALU = "alu"                # elementwise; arg: kernels.ir.Alu
+    CAST = "cast"              # to `dtype`
+    REDUCE = "reduce"          # arg: (ReduceOp, axes); reduced axes keep size 1
+    RESHAPE = "reshape"        # arg: new shape
+    PERMUTE = "permute"        # arg: axis order
+    EXPAND = "expand"          # arg: new shape (size-1 axes broadcast)
+    PAD = "pad"                # arg: ((before, after), ...) zero padding
+    SHRINK = "shrink"          # arg: ((start, stop, step), ...) with step > 0
+    FLIP = "flip"              # arg: axes to reverse
+    CONTIGUOUS = "contiguous"  # a forced realize point
+
+
+MOVEMENT = frozenset({Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.PAD, Op.SHRINK, Op.FLIP})
+
+_interned: weakref.WeakValueDictionary[tuple, Node] = weakref.WeakValueDictionary()
+
+
+def _arg_key(arg: Any) -> Any:
+    # 0.0 == -0.0 and True == 1: scalars are keyed by type and spelling
+    return (type(arg).__name__, repr(arg)) if isinstance(arg, (bool, int, float)) else arg
+
+
+class Node:
+    """One op in the lazy graph, with its output dtype, shape and device known at once."""
+
+    __slots__ = ("op", "dtype", "shape", "device", "srcs", "arg", "origin", "buffer", "_key", "__weakref__")
+
+    op: Op
+    dtype: DType
+    shape: tuple[int, ...]
+    device: str
+    srcs: tuple[Node, ...]
+    arg: Any
+    origin: str
+    buffer: Any
+
+    def __new__(cls, op: Op, dtype: DType, shape: tuple[int, ...], device: str,
+                srcs: tuple[Node, ...] = (), arg: Any = None) -> Node:
+        key = (op, dtype, shape, device, tuple(id(s) for s in srcs), _arg_key(arg))
+        if (hit := _interned.get(key)) is not None:
+            return hit
+        self = super().__new__(cls)
+        self.op, self.dtype, self.shape, self.device, self.srcs, self.arg = op, dtype, shape, device, srcs, arg
+        self.origin, self.buffer, self._key = user_frame(), None, key
+        _interned[key] = self
+        return self
+
+    @staticmethod
+    def from_buffer(buffer: Any, dtype: DType, shape: tuple[int, ...], device: str) -> Node:
+        """A fresh node for data that already exists (never shared with another buffer)."""
+        self = object.__new__(Node)
+        self.op, self.dtype, self.shape, self.device, self.srcs, self.arg = Op.BUFFER, dtype, shape, device, (), None
+        self.origin, self.buffer, self._key = user_frame(), buffer, None
+        return self
+
+    @property
+    def numel(self) -> int:
+        return prod(self.shape)
+
+    @property
+    def realized(self) -> bool:
+        return self.op is Op.BUFFER
+
+    def become_buffer(self, buffer: Any) -> None:
+        """Mark this node computed: it now holds `buffer` and forgets how it was made."""
+        if self._key is not None and _interned.get(self._key) is self:
+            del _interned[self._key]
+        self.op, self.srcs, self.arg, self.buffer, self._key = Op.BUFFER, (), None, buffer, None
+
+    def __repr__(self) -> str:
+        return f"<Node {self.op.value} {self.dtype.name}{list(self.shape)} at {self.origin}>"

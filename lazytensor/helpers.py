@@ -1,0 +1,32 @@
+"""Small utilities with no lazytensor dependencies: environment flags and the user's frame."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+_PACKAGE_DIRS = (str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent / "kernels"))
+
+
+def getenv(name: str, default: int = 0) -> int:
+    """An integer environment flag, read at each call so tests can flip it."""
+    value = os.environ.get(name, "")
+    return int(value) if value.strip() else default
+
+
+def user_frame() -> str:
+    """`file:line` of the innermost caller outside lazytensor: where the user wrote the op."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(_PACKAGE_DIRS):
+            return f"{filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "<unknown>"
+
+
+def prod(xs) -> int:
+    out = 1
+    for x in xs:
+        out *= x
+    return out

@@ -1,0 +1,393 @@
+"""Movement ops: reshape, permute, broadcast, pad, slice, flip, and what is built from them.
+
+None of these copies data or launches a kernel: each records a view node that
+becomes index arithmetic in the kernel that reads it (see `views.py`).
+Shapes are given as tuples, lists or separate ints, as in NumPy and PyTorch.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from .dtypes import bool_, promote
+from .errors import AxisError, DeviceError, ShapeError
+from .graph import Op
+from .helpers import prod
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+Shape = tuple[int, ...]
+
+
+def shape_arg(args: Sequence[Any], op: str) -> Shape:
+    """`f(2, 3)`, `f((2, 3))` and `f([2, 3])` all mean the shape (2, 3)."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = args[0]
+    try:
+        return tuple(int(a) for a in args)
+    except TypeError:
+        raise TypeError(f"{op}: a shape is a sequence of ints, got {args!r}") from None
+
+
+def normalize_axis(axis: int, ndim: int, op: str) -> int:
+    if not isinstance(axis, int):
+        raise TypeError(f"{op}: an axis is an int, got {type(axis).__name__}")
+    if not -ndim <= axis < ndim:
+        raise AxisError(f"{op}: axis {axis} is out of bounds for a tensor of dimension {ndim}")
+    return axis % ndim
+
+
+def normalize_axes(axis: Any, ndim: int, op: str) -> tuple[int, ...]:
+    """Axes as sorted non-negative ints; None means all of them."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    out = tuple(normalize_axis(a, ndim, op) for a in axes)
+    if len(set(out)) != len(out):
+        raise AxisError(f"{op}: repeated axis in {axes}")
+    return tuple(sorted(out))
+
+
+class MovementOps:
+    """Mixed into Tensor."""
+
+    __slots__ = ()
+
+    def reshape(self: Tensor, *shape: Any) -> Tensor:
+        """Same elements in a new shape (row-major); one axis may be -1."""
+        new = list(shape_arg(shape, "reshape"))
+        if new.count(-1) > 1:
+            raise ShapeError(f"reshape: only one axis may be -1, got {tuple(new)}")
+        if any(n < -1 for n in new):
+            raise ShapeError(f"reshape: negative size in {tuple(new)}")
+        if -1 in new:
+            known = prod(n for n in new if n != -1)
+            if known == 0 or self.numel() % known:
+                raise ShapeError(f"reshape: cannot reshape a tensor of shape {self.shape} ({self.numel()} "
+                                 f"elements) into {tuple(shape_arg(shape, 'reshape'))}")
+            new[new.index(-1)] = self.numel() // known
+        target = tuple(new)
+        if prod(target) != self.numel():
+            raise ShapeError(f"reshape: cannot reshape a tensor of shape {self.shape} ({self.numel()} elements) "
+                             f"into {target} ({prod(target)} elements)")
+        if target == self.shape:
+            return self
+        node = self.node
+        if node.op is Op.RESHAPE:  # a reshape of a reshape reads the original directly
+            from .tensor import Tensor
+            return Tensor(node.srcs[0])._derive(Op.RESHAPE, target, target) if node.srcs[0].shape != target \
+                else Tensor(node.srcs[0])
+        return self._derive(Op.RESHAPE, target, target)
+
+    view = reshape
+
+    def permute(self: Tensor, *axes: Any) -> Tensor:
+        """Reorder the axes: output axis i is input axis `axes[i]`."""
+        order = shape_arg(axes, "permute")
+        if len(order) != self.ndim:
+            raise AxisError(f"permute: got {len(order)} axes {order} for a tensor of dimension {self.ndim}")
+        order = tuple(normalize_axis(a, self.ndim, "permute") for a in order)
+        if sorted(order) != list(range(self.ndim)):
+            raise AxisError(f"permute: {order} is not a permutation of the axes of a {self.ndim}-d tensor")
+        if order == tuple(range(self.ndim)):
+            return self
+        node = self.node
+        if node.op is Op.PERMUTE:  # compose with the permute below
+            from .tensor import Tensor
+            return Tensor(node.srcs[0]).permute(tuple(node.arg[a] for a in order))
+        return self._derive(Op.PERMUTE, tuple(self.shape[a] for a in order), order)
+
+    def permute_dims(self: Tensor, axes: Sequence[int]) -> Tensor:
+        return self.permute(axes)
+
+    def transpose(self: Tensor, *axes: Any) -> Tensor:
+        """`t.transpose()` reverses the axes and `t.transpose(axes)` permutes them (NumPy);
+        `t.transpose(a, b)` swaps two axes (PyTorch)."""
+        if not axes:
+            return self.permute(tuple(reversed(range(self.ndim))))
+        if len(axes) == 2 and all(isinstance(a, int) for a in axes):
+            return self.swapaxes(*axes)
+        return self.permute(*axes)
+
+    def swapaxes(self: Tensor, axis1: int, axis2: int) -> Tensor:
+        a, b = normalize_axis(axis1, self.ndim, "swapaxes"), normalize_axis(axis2, self.ndim, "swapaxes")
+        order = list(range(self.ndim))
+        order[a], order[b] = order[b], order[a]
+        return self.permute(order)
+
+    swapdims = swapaxes
+
+    @property
+    def T(self: Tensor) -> Tensor:
+        """All axes reversed."""
+        return self.permute(tuple(reversed(range(self.ndim))))
+
+    @property
+    def mT(self: Tensor) -> Tensor:
+        """The last two axes swapped (a batch of transposed matrices)."""
+        if self.ndim < 2:
+            raise ShapeError(f"mT: needs at least 2 dimensions, got a tensor of shape {self.shape}")
+        return self.swapaxes(-1, -2)
+
+    def broadcast_to(self: Tensor, *shape: Any) -> Tensor:
+        """Repeat size-1 axes (and prepend new ones) to reach `shape`, without copying."""
+        target = shape_arg(shape, "broadcast_to")
+        if target == self.shape:
+            return self
+        if len(target) < self.ndim:
+            raise ShapeError(f"broadcast_to: cannot broadcast shape {self.shape} to {target} with fewer dimensions")
+        padded = (1,) * (len(target) - self.ndim) + self.shape
+        for have, want in zip(padded, target):
+            if have != want and have != 1:
+                raise ShapeError(f"broadcast_to: cannot broadcast shape {self.shape} to {target}")
+        x = self.reshape(padded)
+        return x if padded == target else x._derive(Op.EXPAND, target, target)
+
+    def expand(self: Tensor, *sizes: Any) -> Tensor:
+        """PyTorch's expand: like broadcast_to, where -1 keeps an axis's size."""
+        target = shape_arg(sizes, "expand")
+        lead = len(target) - self.ndim
+        if lead < 0:
+            raise ShapeError(f"expand: cannot expand shape {self.shape} to {target} with fewer dimensions")
+        return self.broadcast_to(tuple(self.shape[i - lead] if n == -1 and i >= lead else n
+                                       for i, n in enumerate(target)))
+
+    def squeeze(self: Tensor, axis: Any = None, dim: Any = None) -> Tensor:
+        """Remove size-1 axes: all of them, or the ones named (which must have size 1)."""
+        axis = dim if axis is None else axis
+        if axis is None:
+            return self.reshape(tuple(n for n in self.shape if n != 1))
+        axes = normalize_axes(axis, self.ndim, "squeeze")
+        for a in axes:
+            if self.shape[a] != 1:
+                raise ShapeError(f"squeeze: axis {a} has size {self.shape[a]}, not 1 (shape {self.shape})")
+        return self.reshape(tuple(n for i, n in enumerate(self.shape) if i not in axes))
+
+    def unsqueeze(self: Tensor, axis: int) -> Tensor:
+        """Insert a size-1 axis at position `axis` of the result."""
+        ndim = self.ndim + 1
+        a = normalize_axis(axis, ndim, "unsqueeze")
+        return self.reshape(self.shape[:a] + (1,) + self.shape[a:])
+
+    def expand_dims(self: Tensor, axis: int | Sequence[int]) -> Tensor:
+        axes = (axis,) if isinstance(axis, int) else tuple(axis)
+        ndim = self.ndim + len(axes)
+        new = normalize_axes(axes, ndim, "expand_dims")
+        it = iter(self.shape)
+        return self.reshape(tuple(1 if i in new else next(it) for i in range(ndim)))
+
+    def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        """Merge axes start_dim..end_dim (all by default) into one."""
+        if self.ndim == 0:
+            return self.reshape(1)
+        s = normalize_axis(start_dim, self.ndim, "flatten")
+        e = normalize_axis(end_dim, self.ndim, "flatten")
+        if s > e:
+            raise AxisError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+        return self.reshape(self.shape[:s] + (prod(self.shape[s:e + 1]),) + self.shape[e + 1:])
+
+    ravel = flatten
+
+    def flip(self: Tensor, axis: Any = None, dims: Any = None) -> Tensor:
+        """Reverse the order of elements along the given axes (all by default)."""
+        axes = normalize_axes(dims if axis is None else axis, self.ndim, "flip")
+        axes = tuple(a for a in axes if self.shape[a] > 1)
+        return self._derive(Op.FLIP, self.shape, axes) if axes else self
+
+    def pad(self: Tensor, pad_width: Any, value: Any = 0) -> Tensor:
+        """Constant padding, NumPy style: `pad_width` is an int, a (before, after) pair, or one pair per axis."""
+        pads = _pad_pairs(pad_width, self.ndim)
+        if all(p == (0, 0) for p in pads):
+            return self
+        shape = tuple(n + b + a for n, (b, a) in zip(self.shape, pads))
+        padded = self._derive(Op.PAD, shape, pads)
+        if isinstance(value, (int, float)) and value == 0 and not isinstance(value, bool):
+            return padded
+        inside = self._const(True, bool_, self.device).broadcast_to(self.shape)._derive(Op.PAD, shape, pads)
+        from .tensor import where
+        return where(inside, padded, value)
+
+    def _shrink(self: Tensor, ranges: Sequence[tuple[int, int, int]]) -> Tensor:
+        """Keep `range(start, stop, step)` of each axis (step > 0, bounds already in range)."""
+        ranges = tuple(ranges)
+        if all(r == (0, n, 1) for r, n in zip(ranges, self.shape)):
+            return self
+        return self._derive(Op.SHRINK, tuple(len(range(*r)) for r in ranges), ranges)
+
+    def __getitem__(self: Tensor, index: Any) -> Tensor:
+        """Basic indexing: ints (negative too), slices with any step, None and `...`."""
+        items = index if isinstance(index, tuple) else (index,)
+        from .tensor import Tensor
+        for it in items:
+            if isinstance(it, (Tensor, list)) or (hasattr(it, "dtype") and hasattr(it, "shape")):
+                raise TypeError("indexing with tensors or lists (advanced indexing) is not supported; "
+                                "use ints, slices, None and ...")
+            if isinstance(it, bool) or not (it is None or it is Ellipsis or isinstance(it, (int, slice))
+                                            or hasattr(it, "__index__")):
+                raise TypeError(f"invalid index {it!r}: use ints, slices, None and ...")
+        if sum(it is Ellipsis for it in items) > 1:
+            raise IndexError("an index can only have a single ellipsis ('...')")
+        used = sum(1 for it in items if it is not None and it is not Ellipsis)
+        if used > self.ndim:
+            raise IndexError(f"too many indices for a tensor of dimension {self.ndim}: {used} were given")
+        if Ellipsis in items:
+            i = items.index(Ellipsis)
+            items = items[:i] + (slice(None),) * (self.ndim - used) + items[i + 1:]
+        else:
+            items = items + (slice(None),) * (self.ndim - used)
+        ranges, flips, out_shape = [], [], []
+        axis = 0
+        for it in items:
+            if it is None:
+                out_shape.append(1)
+                continue
+            n = self.shape[axis]
+            if isinstance(it, slice):
+                start, stop, step = it.indices(n)
+                length = len(range(start, stop, step))
+                if step < 0:
+                    flips.append(axis)
+                    start = n - 1 - start
+                    step = -step
+                ranges.append((start, start + (length - 1) * step + 1 if length else start, step))
+                out_shape.append(length)
+            else:
+                i = int(it.__index__())
+                if not -n <= i < n:
+                    raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
+                ranges.append((i % n, i % n + 1, 1))
+            axis += 1
+        x = self.flip(flips) if flips else self
+        return x._shrink(ranges).reshape(tuple(out_shape))
+
+    def split(self: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+        """PyTorch's split: pieces of `split_size` along `dim` (the last may be shorter), or of the
+        sizes listed."""
+        axis = normalize_axis(dim, self.ndim, "split")
+        n = self.shape[axis]
+        if isinstance(split_size_or_sections, int):
+            size = split_size_or_sections
+            if size <= 0:
+                raise ValueError(f"split: split_size must be positive, got {size}")
+            sizes = [min(size, n - s) for s in range(0, n, size)] or [0]
+        else:
+            sizes = list(split_size_or_sections)
+            if sum(sizes) != n:
+                raise ShapeError(f"split: sizes {sizes} sum to {sum(sizes)}, but axis {axis} has size {n}")
+        starts = [sum(sizes[:i]) for i in range(len(sizes))]
+        return _pieces(self, [(s, s + n) for s, n in zip(starts, sizes)], axis)
+
+    def chunk(self: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+        n = self.shape[normalize_axis(dim, self.ndim, "chunk")]
+        return self.split(max(1, -(-n // chunks)), dim)
+
+    def tile(self: Tensor, *reps: Any) -> Tensor:
+        """Repeat the whole tensor `reps[i]` times along axis i (NumPy's tile, PyTorch's repeat)."""
+        reps_t = shape_arg(reps, "tile")
+        if any(r < 0 for r in reps_t):
+            raise ValueError(f"tile: repetitions must be non-negative, got {reps_t}")
+        ndim = max(len(reps_t), self.ndim)
+        reps_t = (1,) * (ndim - len(reps_t)) + reps_t
+        x = self.reshape((1,) * (ndim - self.ndim) + self.shape)
+        expanded = []
+        for r, n in zip(reps_t, x.shape):
+            expanded += [r, n]
+        interleaved = x.reshape(tuple(v for n in x.shape for v in (1, n))).broadcast_to(tuple(expanded))
+        return interleaved.reshape(tuple(r * n for r, n in zip(reps_t, x.shape)))
+
+    def repeat(self: Tensor, *sizes: Any) -> Tensor:
+        """PyTorch's repeat (NumPy's tile): at least as many repeats as dimensions."""
+        reps = shape_arg(sizes, "repeat")
+        if len(reps) < self.ndim:
+            raise ShapeError(f"repeat: {len(reps)} repeats given for a tensor of dimension {self.ndim}")
+        return self.tile(reps)
+
+
+def _pad_pairs(pad_width: Any, ndim: int) -> tuple[tuple[int, int], ...]:
+    if isinstance(pad_width, int):
+        pairs = [(pad_width, pad_width)] * ndim
+    else:
+        pw = list(pad_width)
+        if len(pw) == 2 and all(isinstance(p, int) for p in pw):
+            pairs = [tuple(pw)] * ndim
+        elif len(pw) == 1 and not isinstance(pw[0], int):
+            pairs = [tuple(pw[0])] * ndim
+        else:
+            pairs = [tuple(p) for p in pw]
+    if len(pairs) != ndim or any(len(p) != 2 for p in pairs):
+        raise ShapeError(f"pad: pad_width {pad_width!r} does not give a (before, after) pair for each of {ndim} axes")
+    if any(int(b) < 0 or int(a) < 0 for b, a in pairs):
+        raise ValueError(f"pad: pad widths must be non-negative, got {pad_width!r}")
+    return tuple((int(b), int(a)) for b, a in pairs)
+
+
+def _pieces(x: Tensor, bounds: Sequence[tuple[int, int]], axis: int) -> tuple[Tensor, ...]:
+    """`x[..., start:stop, ...]` along `axis` for each (start, stop)."""
+    out = []
+    for start, stop in bounds:
+        ranges = [(0, n, 1) for n in x.shape]
+        ranges[axis] = (start, max(start, stop), 1)
+        out.append(x._shrink(ranges))
+    return tuple(out)
+
+
+def concat(tensors: Sequence[Tensor], axis: int | None = 0) -> Tensor:
+    """Join tensors along an existing axis (`axis=None` flattens them first)."""
+    from .tensor import Tensor
+    ts = list(tensors)
+    if not ts:
+        raise ValueError("concat: needs at least one tensor")
+    if not all(isinstance(t, Tensor) for t in ts):
+        raise TypeError("concat: every element must be a Tensor")
+    if axis is None:
+        ts, axis = [t.reshape(-1) for t in ts], 0
+    ndim = ts[0].ndim
+    if ndim == 0:
+        raise ShapeError("concat: zero-dimensional tensors cannot be concatenated")
+    a = normalize_axis(axis, ndim, "concat")
+    for t in ts:
+        if t.ndim != ndim or any(n != m for i, (n, m) in enumerate(zip(t.shape, ts[0].shape)) if i != a):
+            shapes = ", ".join(str(t.shape) for t in ts)
+            raise ShapeError(f"concat: shapes {shapes} differ outside axis {a}")
+        if t.device != ts[0].device:
+            raise DeviceError(f"concat: tensors are on different devices: {ts[0].device} and {t.device}")
+    dtype = ts[0].dtype
+    for t in ts[1:]:
+        dtype = promote(dtype, t.dtype)
+    total = sum(t.shape[a] for t in ts)
+    pieces, offset = [], 0
+    for t in ts:
+        pads = [(0, 0)] * ndim
+        pads[a] = (offset, total - offset - t.shape[a])
+        offset += t.shape[a]
+        inside = t._const(True, bool_, t.device).broadcast_to(t.shape).pad(pads)
+        pieces.append((inside, t.cast(dtype).pad(pads)))
+    from .tensor import where
+    out = pieces[-1][1]
+    for inside, piece in reversed(pieces[:-1]):
+        out = where(inside, piece, out)
+    return out
+
+
+def stack(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
+    """Join tensors of one shape along a new axis."""
+    ts = list(tensors)
+    if not ts:
+        raise ValueError("stack: needs at least one tensor")
+    shapes = {t.shape for t in ts}
+    if len(shapes) != 1:
+        raise ShapeError(f"stack: all tensors need one shape, got {', '.join(str(t.shape) for t in ts)}")
+    return concat([t.unsqueeze(axis) for t in ts], axis)
+
+
+def split(x: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) -> tuple[Tensor, ...]:
+    """NumPy's split: N equal sections (N must divide the axis), or cuts at the given indices."""
+    a = normalize_axis(axis, x.ndim, "split")
+    n = x.shape[a]
+    if isinstance(indices_or_sections, int):
+        k = indices_or_sections
+        if k <= 0 or n % k:
+            raise ShapeError(f"split: axis {a} of size {n} does not divide into {k} equal sections")
+        return _pieces(x, [(i * (n // k), (i + 1) * (n // k)) for i in range(k)], a)
+    cuts = [0] + [min(max(int(i) + n if int(i) < 0 else int(i), 0), n) for i in indices_or_sections] + [n]
+    return _pieces(x, list(zip(cuts, cuts[1:])), a)

@@ -1,0 +1,90 @@
+"""Run a schedule: allocate outputs, compile (or fetch from cache) and launch each kernel.
+
+`LT_DEBUG=1` prints one line per launch (kernel, device, shapes, time);
+`LT_DEBUG=2` adds the kernel IR; `LT_DEBUG=3` the LLVM IR; `LT_DEBUG=4` the
+host assembly. Lines go to stderr.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, fields
+
+from .device import get_device
+from .errors import KernelError
+from .graph import Node
+from .helpers import getenv
+from .schedule import Schedule, ScheduleItem, schedule
+
+
+@dataclass
+class Stats:
+    """Counters since the process started (or the last `reset_stats()`)."""
+
+    kernels_launched: int = 0
+    kernels_compiled: int = 0
+    realizes: int = 0
+    compile_seconds: float = 0.0
+    run_seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, float]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+_stats = Stats()
+
+
+def stats() -> Stats:
+    """Kernel counters: how many kernels were compiled and launched, and the time spent."""
+    return _stats
+
+
+def reset_stats() -> None:
+    global _stats
+    _stats = Stats()
+
+
+def _debug(item: ScheduleItem, program, seconds: float, compiled: bool) -> None:
+    level = getenv("LT_DEBUG")
+    if level < 1:
+        return
+    k = item.kernel
+    shapes = " ".join(f"b{i}:{b.dtype.name}[{b.size}]" for i, b in enumerate(k.buffers))
+    note = f" (compiled in {program.compile_seconds * 1e3:.1f} ms)" if compiled else ""
+    print(f"lt: {k.name:<48} {item.device:<6} {shapes}  {seconds * 1e6:9.1f} us{note}  <- {item.output.origin}",
+          file=sys.stderr)
+    if level >= 2:
+        print(k, file=sys.stderr)
+    if level >= 3:
+        print(program.llvm_ir, file=sys.stderr)
+    if level >= 4:
+        print(program.assembly, file=sys.stderr)
+
+
+def run(items: Schedule) -> None:
+    """Launch every item in order; each output node becomes a buffer."""
+    for item in items:
+        device = get_device(item.device)
+        try:
+            program, compiled = device.compile(item.kernel)
+        except Exception as e:  # the backend's error, restated in the user's terms
+            raise KernelError(f"compiling the kernel for the op at {item.output.origin} failed: {e}\n"
+                              f"{item.kernel}") from e
+        if compiled:
+            _stats.kernels_compiled += 1
+            _stats.compile_seconds += program.compile_seconds
+        out = device.alloc(item.output.dtype, item.output.numel)
+        t0 = time.perf_counter()
+        program([out.ptr, *(n.buffer.ptr for n in item.inputs)], item.params)
+        seconds = time.perf_counter() - t0
+        _stats.kernels_launched += 1
+        _stats.run_seconds += seconds
+        item.output.become_buffer(out)
+        _debug(item, program, seconds, compiled)
+
+
+def realize_nodes(*nodes: Node) -> None:
+    """Compute every node in one schedule: shared work runs once."""
+    items = schedule(*nodes)
+    _stats.realizes += 1
+    run(items)

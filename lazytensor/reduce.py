@@ -1,0 +1,193 @@
+"""Reductions and the ops built from them: sum, mean, max, argmax, var, softmax, cumsum, ...
+
+Every reduction takes `axis` (an int, a tuple, or None for all axes) and
+`keepdims`, with PyTorch's `dim` and `keepdim` accepted as aliases. Integer and
+bool sums and products accumulate in int64, as in NumPy and PyTorch.
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from .dtypes import bool_, default_float, default_int, to_dtype
+from .errors import ShapeError
+from .graph import Op
+from .helpers import prod
+from .kernels.ir import ReduceOp
+from .movement import normalize_axes, normalize_axis
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+# Past this length cumsum works in blocks, so its cost grows as n**1.5, not n**2.
+CUMSUM_BLOCK = 256
+
+
+def _pick(axis: Any, dim: Any) -> Any:
+    return dim if axis is None else axis
+
+
+class ReduceOps:
+    """Mixed into Tensor."""
+
+    __slots__ = ()
+
+    def _reduce(self: Tensor, op: ReduceOp, axis: Any, keepdims: bool, name: str) -> Tensor:
+        axes = normalize_axes(axis, self.ndim, name)
+        if op in (ReduceOp.MAX, ReduceOp.MIN) and any(self.shape[a] == 0 for a in axes):
+            raise ShapeError(f"{name}: cannot reduce over an axis of size 0 (shape {self.shape}, axes {axes}): "
+                             "the result has no identity")
+        if not axes:
+            return self
+        kept = tuple(1 if i in axes else n for i, n in enumerate(self.shape))
+        out = self._derive(Op.REDUCE, kept, (op, axes))
+        return out if keepdims else out.reshape(tuple(n for i, n in enumerate(self.shape) if i not in axes))
+
+    def _accumulate_dtype(self: Tensor, dtype: Any) -> Tensor:
+        if dtype is not None:
+            return self.cast(to_dtype(dtype))
+        return self if self.dtype.is_float else self.cast(default_int)
+
+    def sum(self: Tensor, axis: Any = None, keepdims: bool = False, dtype: Any = None, *, dim: Any = None,
+            keepdim: bool = False) -> Tensor:
+        """Sum over `axis` (all axes by default)."""
+        x = self._accumulate_dtype(dtype)
+        return x._reduce(ReduceOp.SUM, _pick(axis, dim), keepdims or keepdim, "sum")
+
+    def prod(self: Tensor, axis: Any = None, keepdims: bool = False, dtype: Any = None, *, dim: Any = None,
+             keepdim: bool = False) -> Tensor:
+        x = self._accumulate_dtype(dtype)
+        return x._reduce(ReduceOp.PROD, _pick(axis, dim), keepdims or keepdim, "prod")
+
+    def max(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
+            keepdim: bool = False) -> Tensor:
+        """The largest element over `axis` (values only, as NumPy; NaN wins)."""
+        return self._reduce(ReduceOp.MAX, _pick(axis, dim), keepdims or keepdim, "max")
+
+    def min(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
+            keepdim: bool = False) -> Tensor:
+        return self._reduce(ReduceOp.MIN, _pick(axis, dim), keepdims or keepdim, "min")
+
+    amax = max
+    amin = min
+
+    def any(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
+            keepdim: bool = False) -> Tensor:
+        return self.cast(bool_)._reduce(ReduceOp.MAX, _pick(axis, dim), keepdims or keepdim, "any")
+
+    def all(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
+            keepdim: bool = False) -> Tensor:
+        return self.cast(bool_)._reduce(ReduceOp.MIN, _pick(axis, dim), keepdims or keepdim, "all")
+
+    def _count(self: Tensor, axis: Any, name: str) -> int:
+        return prod(self.shape[a] for a in normalize_axes(axis, self.ndim, name))
+
+    def mean(self: Tensor, axis: Any = None, keepdims: bool = False, dtype: Any = None, *, dim: Any = None,
+             keepdim: bool = False) -> Tensor:
+        """Arithmetic mean; integer input gives float32 (the default float)."""
+        axis = _pick(axis, dim)
+        x = self.cast(to_dtype(dtype)) if dtype is not None else self
+        x = x if x.dtype.is_float else x.cast(default_float)
+        count = x._count(axis, "mean")
+        return x.sum(axis, keepdims or keepdim) / x._const(count, x.dtype, x.device)
+
+    def var(self: Tensor, axis: Any = None, keepdims: bool = False, *, correction: float | None = None,
+            ddof: float | None = None, dim: Any = None, keepdim: bool = False) -> Tensor:
+        """Variance with `correction` (NumPy's `ddof`) subtracted from the count: 0 by default, as
+        NumPy and the array API; pass correction=1 for PyTorch's default."""
+        axis = _pick(axis, dim)
+        if correction is not None and ddof is not None and correction != ddof:
+            raise ValueError("var: give correction or ddof, not both")
+        corr = correction if correction is not None else ddof if ddof is not None else 0
+        x = self if self.dtype.is_float else self.cast(default_float)
+        centered = x - x.mean(axis, keepdims=True)
+        denom = max(0.0, x._count(axis, "var") - corr)
+        return (centered * centered).sum(axis, keepdims or keepdim) / x._const(denom, x.dtype, x.device)
+
+    def std(self: Tensor, axis: Any = None, keepdims: bool = False, *, correction: float | None = None,
+            ddof: float | None = None, dim: Any = None, keepdim: bool = False) -> Tensor:
+        return self.var(axis, keepdims, correction=correction, ddof=ddof, dim=dim, keepdim=keepdim).sqrt()
+
+    def _arg(self: Tensor, op: ReduceOp, axis: int | None, keepdims: bool, name: str) -> Tensor:
+        x = self.reshape(-1) if axis is None else self
+        a = 0 if axis is None else normalize_axis(axis, self.ndim, name)
+        if x.ndim == 0:
+            x, a = x.reshape(1), 0
+        n = x.shape[a]
+        best = x._reduce(op, a, True, name)
+        hit = (x == best) | (x != x)  # the first NaN wins, as PyTorch
+        positions = x._iota_along(a).broadcast_to(x.shape)
+        from .tensor import where
+        first = where(hit, positions, n)._reduce(ReduceOp.MIN, a, True, name)
+        if axis is None:
+            return first.reshape(((1,) * self.ndim) if keepdims else ())
+        return first if keepdims else first.squeeze(a)
+
+    def argmax(self: Tensor, axis: int | None = None, keepdims: bool = False, *, dim: int | None = None,
+               keepdim: bool = False) -> Tensor:
+        """Index of the first largest element (over the flattened tensor when axis is None)."""
+        return self._arg(ReduceOp.MAX, _pick(axis, dim), keepdims or keepdim, "argmax")
+
+    def argmin(self: Tensor, axis: int | None = None, keepdims: bool = False, *, dim: int | None = None,
+               keepdim: bool = False) -> Tensor:
+        return self._arg(ReduceOp.MIN, _pick(axis, dim), keepdims or keepdim, "argmin")
+
+    def _iota_along(self: Tensor, axis: int) -> Tensor:
+        """int64 positions 0..n-1 along `axis`, shaped to broadcast against self."""
+        from .tensor import Tensor
+        n = self.shape[axis]
+        iota = Tensor._make(Op.IOTA, default_int, (n,), (), device=self.device)
+        return iota.reshape(tuple(n if i == axis else 1 for i in range(self.ndim)))
+
+    def logsumexp(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
+                  keepdim: bool = False) -> Tensor:
+        """`log(sum(exp(x)))` without overflow."""
+        axis = _pick(axis, dim)
+        x = self if self.dtype.is_float else self.cast(default_float)
+        m = x.max(axis, keepdims=True)
+        from .tensor import where
+        shift = where(m.isinf(), 0.0, m)
+        out = (x - shift).exp().sum(axis, keepdims=True).log() + shift
+        return out if keepdims or keepdim else out.squeeze(normalize_axes(axis, self.ndim, "logsumexp"))
+
+    def softmax(self: Tensor, axis: int = -1, *, dim: int | None = None) -> Tensor:
+        """`exp(x) / sum(exp(x))` along `axis` (the last by default), computed stably."""
+        axis = _pick(dim, axis) if dim is not None else axis
+        x = self if self.dtype.is_float else self.cast(default_float)
+        e = (x - x.max(axis, keepdims=True)).exp()
+        return e / e.sum(axis, keepdims=True)
+
+    def log_softmax(self: Tensor, axis: int = -1, *, dim: int | None = None) -> Tensor:
+        axis = _pick(dim, axis) if dim is not None else axis
+        x = self if self.dtype.is_float else self.cast(default_float)
+        return x - x.logsumexp(axis, keepdims=True)
+
+    def cumsum(self: Tensor, axis: int | None = None, dtype: Any = None, *, dim: int | None = None) -> Tensor:
+        """Running sum along `axis` (over the flattened tensor when axis is None, as NumPy)."""
+        axis = _pick(axis, dim)
+        x = self._accumulate_dtype(dtype)
+        if axis is None:
+            x, axis = x.reshape(-1), 0
+        if x.ndim == 0:
+            return x
+        a = normalize_axis(axis, x.ndim, "cumsum")
+        return x.swapaxes(a, -1)._cumsum_last().swapaxes(a, -1)
+
+    def _cumsum_last(self: Tensor) -> Tensor:
+        n = self.shape[-1]
+        if n <= CUMSUM_BLOCK:
+            # out[..., i] = sum over j <= i of x[..., j]: one reduction under a triangular mask
+            from .tensor import where
+            positions = self._iota_along(self.ndim - 1)
+            i = positions.reshape(*positions.shape, 1)
+            j = positions.reshape(*positions.shape[:-1], 1, n)
+            return where(j <= i, self.reshape(*self.shape[:-1], 1, n), 0).sum(-1)
+        block = math.isqrt(n - 1) + 1
+        blocks = -(-n // block)
+        pad = [(0, 0)] * (self.ndim - 1) + [(0, blocks * block - n)]
+        tiles = self.pad(pad).reshape(*self.shape[:-1], blocks, block)
+        inner = tiles._cumsum_last()
+        totals = inner[..., -1]
+        offsets = totals._cumsum_last() - totals
+        out = inner + offsets.unsqueeze(-1)
+        return out.reshape(*self.shape[:-1], blocks * block)[..., :n]

@@ -1,0 +1,96 @@
+"""The scheduler: which nodes get their own buffer, and the kernels that compute them.
+
+Fusion rules (each one is a kernel-count test in tests/test_schedule.py):
+
+1. A node is realized (written to memory) only if it is a requested output, a
+   `contiguous()`, a reduction read by more than one op, or a reduction that
+   the consuming loop nest would recompute (its result broadcast along an
+   axis the consumer loops over *outside* the axes the reduction depends on,
+   such as `x - x.mean(axis=0)`). Everything else is fused into its consumer.
+2. So any chain of elementwise ops is one kernel; elementwise producers fuse
+   into the reduction that reads them; a reduction broadcast along trailing
+   axes (softmax, layernorm and var over the last axis) stays in the kernel
+   that reads it, computed once per row.
+3. Movement ops never run on their own: they are index arithmetic in the
+   loads of the kernel that reads them.
+4. An elementwise node read by several ops is recomputed by each kernel that
+   reads it. This trades arithmetic for memory traffic: recomputing `a + b`
+   reads `a` and `b` again but never writes or re-reads a temporary. Within
+   one kernel a shared node is computed once.
+5. A fused region is capped at MAX_FUSED_OPS ops; past that the node is
+   realized, so huge graphs compile in bounded time.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .graph import Node, Op, toposort
+from .kernels.ir import Kernel, recomputed_reductions
+from .lowering import lower
+
+MAX_FUSED_OPS = 512
+
+
+@dataclass
+class ScheduleItem:
+    """One kernel launch: computes `output` from the buffers of `inputs` and scalar `params`."""
+
+    kernel: Kernel
+    output: Node
+    inputs: list[Node]
+    params: list[Any]
+
+    @property
+    def device(self) -> str:
+        return self.output.device
+
+    def __str__(self) -> str:
+        return f"# {self.output.origin} on {self.device}\n{self.kernel}"
+
+
+class Schedule(list):
+    """The kernels `realize` would run, in order. `print` it to read their kernel IR."""
+
+    def __str__(self) -> str:
+        if not self:
+            return "<empty schedule: everything is already realized>"
+        return "\n\n".join(f"[{i}] {item}" for i, item in enumerate(self))
+
+
+def _realize_points(nodes: list[Node], roots: list[Node]) -> set[Node]:
+    consumers: dict[int, int] = {}
+    for n in nodes:
+        for s in set(map(id, n.srcs)):
+            consumers[s] = consumers.get(s, 0) + 1
+    points = {r for r in roots if not r.realized}
+    cost: dict[int, int] = {}
+    for n in nodes:
+        if n.realized:
+            cost[id(n)] = 0
+            continue
+        if n.op is Op.CONTIGUOUS or (n.op is Op.REDUCE and consumers.get(id(n), 0) > 1):
+            points.add(n)
+        c = 1 + sum(cost[id(s)] for s in n.srcs)
+        if c > MAX_FUSED_OPS:
+            points.add(n)
+        cost[id(n)] = 0 if n in points else c
+    return points
+
+
+def schedule(*roots: Node) -> Schedule:
+    """The kernels that compute `roots` from realized buffers, producers first."""
+    nodes = toposort(list(roots))
+    points = _realize_points(nodes, list(roots))
+    while True:
+        items = Schedule()
+        for n in nodes:
+            if n in points and not n.realized:
+                lk = lower(n, points)
+                wasteful = [lk.reductions[id(v)] for v in recomputed_reductions(lk.kernel)]
+                if wasteful:
+                    points.update(wasteful)
+                    break
+                items.append(ScheduleItem(lk.kernel, n, lk.inputs, lk.params))
+        else:
+            return items

@@ -1,0 +1,627 @@
+"""The Tensor: a handle on a lazy graph node, with NumPy- and PyTorch-style operators.
+
+Every method records graph nodes and returns at once; shapes and dtypes are
+checked here, at the user's call, so errors point at the user's line. Data is
+computed only by `realize()` or by reading it (`numpy()`, `item()`, `repr`,
+`bool`, ...). Reductions live in `reduce.py`, movement ops in `movement.py`,
+contractions in `linalg.py`; this module holds the core and elementwise ops.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from . import dtypes
+from .device import canonical, get_device
+from .dtypes import DType, bool_, default_float
+from .errors import DeviceError, DTypeError, ShapeError
+from .graph import Node, Op
+from .helpers import prod
+from .kernels.ir import Alu
+from .linalg import LinalgOps
+from .movement import MovementOps
+from .realize import realize_nodes
+from .reduce import ReduceOps
+
+Scalar = bool | int | float
+Shape = tuple[int, ...]
+
+
+class _Size(int):
+    """`t.size` is the element count (NumPy); `t.size()` and `t.size(dim)` give the shape (PyTorch)."""
+
+    _shape: Shape
+
+    def __new__(cls, shape: Shape) -> _Size:
+        self = super().__new__(cls, prod(shape))
+        self._shape = shape
+        return self
+
+    def __call__(self, dim: int | None = None) -> Shape | int:
+        return self._shape if dim is None else self._shape[dim]
+
+
+def broadcast_shapes(*shapes: Shape, op: str = "broadcast") -> Shape:
+    """NumPy broadcasting of shapes; a ShapeError names the op and every shape."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for axis in range(-ndim, 0):
+        sizes = {s[axis] for s in shapes if len(s) >= -axis} - {1}
+        if len(sizes) > 1:
+            shown = " and ".join(str(tuple(s)) for s in shapes)
+            raise ShapeError(f"{op}: shapes {shown} are not broadcastable (axis {axis}: sizes {sorted(sizes)})")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+def _is_scalar(x: object) -> bool:
+    return isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
+
+
+class Tensor(ReduceOps, MovementOps, LinalgOps):
+    """An n-dimensional array whose value is computed lazily. See the README's "Lazy evaluation"."""
+
+    __slots__ = ("node", "__weakref__")
+    __array_priority__ = 1000  # numpy_array + tensor gives a Tensor
+
+    def __init__(self, data: Any, dtype: Any = None, device: Any = None):
+        if isinstance(data, Node):
+            self.node = data
+        else:
+            from .creation import asarray
+            self.node = asarray(data, dtype=dtype, device=device).node
+
+    # ---- graph construction ----------------------------------------------------------
+
+    @staticmethod
+    def _make(op: Op, dtype: DType, shape: Shape, srcs: tuple[Node, ...], arg: Any = None,
+              device: str | None = None) -> Tensor:
+        """Record a node. A result with no elements is realized at once: it needs no kernel."""
+        device = device if device is not None else srcs[0].device
+        if prod(shape) == 0:
+            return Tensor(Node.from_buffer(get_device(device).alloc(dtype, 0), dtype, shape, device))
+        return Tensor(Node(op, dtype, shape, device, srcs, arg))
+
+    def _derive(self, op: Op, shape: Shape, arg: Any = None, dtype: DType | None = None) -> Tensor:
+        return Tensor._make(op, dtype or self.dtype, shape, (self.node,), arg)
+
+    @staticmethod
+    def _scalar(value: Scalar, dtype: DType, device: str, op: str = "op") -> Tensor:
+        """A Python scalar as a 0-d tensor, passed to kernels as a parameter (never baked in)."""
+        dtypes.check_fits(value, dtype, op)
+        value = float(value) if dtype.is_float else bool(value) if dtype == bool_ else int(value)
+        return Tensor._make(Op.SCALAR, dtype, (), (), value, device=device)
+
+    @staticmethod
+    def _const(value: Scalar, dtype: DType, device: str) -> Tensor:
+        """A constant baked into kernels (identities and fixed literals, not user scalars)."""
+        value = float(value) if dtype.is_float else bool(value) if dtype == bool_ else int(value)
+        return Tensor._make(Op.CONST, dtype, (), (), value, device=device)
+
+    def cast(self, dtype: Any) -> Tensor:
+        """This tensor converted to `dtype` (C-style: floats truncate toward zero into ints)."""
+        dtype = dtypes.to_dtype(dtype)
+        return self if dtype == self.dtype else self._derive(Op.CAST, self.shape, dtype=dtype)
+
+    astype = cast
+
+    def _alu(self, op: Alu, dtype: DType, *others: Tensor) -> Tensor:
+        return Tensor._make(Op.ALU, dtype, self.shape, (self.node, *(o.node for o in others)), op)
+
+    def _operands(self, others: Sequence[Any], op: str) -> tuple[list[Tensor], DType]:
+        """Tensors for self and `others` (Python scalars are weak), cast to their common dtype and
+        broadcast to one shape."""
+        strong = [self, *(o if isinstance(o, Tensor) else None if _is_scalar(o) else self._like(o) for o in others)]
+        for t in strong:
+            if t is not None and t.device != self.device:
+                raise DeviceError(f"{op}: tensors are on different devices: {self.device} and {t.device}")
+        dtype = self.dtype
+        for t in strong[1:]:
+            if t is not None:
+                dtype = dtypes.promote(dtype, t.dtype)
+        for o in others:
+            if _is_scalar(o):
+                dtype = dtypes.result_type(dtype, o)
+        tensors = [t if t is not None else Tensor._scalar(o, dtype, self.device, op)
+                   for t, o in zip(strong, [self, *others])]
+        shape = broadcast_shapes(*(t.shape for t in tensors), op=op)
+        return [t.cast(dtype).broadcast_to(shape) for t in tensors], dtype
+
+    def _like(self, data: Any) -> Tensor:
+        from .creation import asarray
+        return asarray(data, device=self.device)
+
+    def _binary(self, other: Any, op: Alu, name: str, reverse: bool = False) -> Tensor:
+        (a, b), dtype = self._operands([other], name)
+        if reverse:
+            a, b = b, a
+        if dtype == bool_ and op in (Alu.SUB, Alu.FLOORDIV, Alu.MOD, Alu.POW, Alu.NEG):
+            raise DTypeError(f"{name}: not supported for two bool tensors (cast to an integer dtype first)")
+        if op in (Alu.AND, Alu.OR, Alu.XOR) and dtype.is_float:
+            raise DTypeError(f"{name}: bitwise ops need bool or integer tensors, got {dtype.name}")
+        if op is Alu.DIV and not dtype.is_float:
+            a, b, dtype = a.cast(default_float), b.cast(default_float), default_float
+        out_dtype = bool_ if op in (Alu.CMPLT, Alu.CMPLE, Alu.CMPEQ, Alu.CMPNE) else dtype
+        return a._alu(op, out_dtype, b)
+
+    def _float_unary(self, op: Alu) -> Tensor:
+        x = self if self.dtype.is_float else self.cast(default_float)
+        return x._alu(op, x.dtype)
+
+    # ---- attributes ------------------------------------------------------------------
+
+    @property
+    def shape(self) -> Shape:
+        return self.node.shape
+
+    @property
+    def dtype(self) -> DType:
+        return self.node.dtype
+
+    @property
+    def device(self) -> str:
+        return self.node.device
+
+    @property
+    def ndim(self) -> int:
+        return len(self.node.shape)
+
+    @property
+    def size(self) -> _Size:
+        return _Size(self.node.shape)
+
+    def numel(self) -> int:
+        return self.node.numel
+
+    def dim(self) -> int:
+        return self.ndim
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel() * self.itemsize
+
+    @property
+    def is_realized(self) -> bool:
+        return self.node.realized
+
+    # ---- realizing and reading ---------------------------------------------------------
+
+    def realize(self) -> Tensor:
+        """Compute this tensor now (and everything it needs that is not computed yet)."""
+        if not self.node.realized:
+            realize_nodes(self.node)
+        return self
+
+    def numpy(self) -> np.ndarray:
+        """The data as a read-only NumPy array sharing this tensor's memory (realizes)."""
+        self.realize()
+        out = self.node.buffer.numpy().reshape(self.shape)
+        out.flags.writeable = False
+        return out
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        out = self.numpy()
+        if dtype is not None and np.dtype(dtype) != out.dtype:
+            return out.astype(dtype)
+        return out.copy() if copy else out
+
+    def item(self) -> Scalar:
+        if self.numel() != 1:
+            raise ValueError(f"item(): only a tensor with one element converts to a Python scalar, "
+                             f"this one has shape {self.shape}")
+        return self.numpy().reshape(()).item()
+
+    def tolist(self) -> Any:
+        return self.numpy().tolist()
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            raise ValueError(f"the truth value of a tensor with {self.numel()} elements (shape {self.shape}) "
+                             "is ambiguous: use .any() or .all()")
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype.is_float or self.numel() != 1:
+            raise TypeError(f"only one-element integer tensors can be used as an index, not {self.dtype.name}"
+                            f"{list(self.shape)}")
+        return int(self.item())
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __iter__(self) -> Iterator[Tensor]:
+        if not self.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __repr__(self) -> str:
+        body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
+        return f"tensor({body}, dtype={self.dtype.name}, device='{self.device}')"
+
+    __str__ = __repr__
+    __hash__ = object.__hash__
+
+    def to(self, *args: Any, device: Any = None, dtype: Any = None) -> Tensor:
+        """Another device and/or dtype: `t.to('cpu')`, `t.to(lt.float64)`, `t.to(device=..., dtype=...)`."""
+        for a in args:
+            if isinstance(a, str) and not a.strip().lower() in dtypes.BY_NAME:
+                device = a
+            else:
+                dtype = a
+        out = self.cast(dtype) if dtype is not None else self
+        if device is not None and canonical(device) != self.device:
+            get_device(device)
+            raise DeviceError(f"copies from {self.device} to {canonical(device)} are not supported yet")
+        return out
+
+    def cpu(self) -> Tensor:
+        return self.to("cpu")
+
+    def float(self) -> Tensor:
+        return self.cast(dtypes.float32)
+
+    def double(self) -> Tensor:
+        return self.cast(dtypes.float64)
+
+    def int(self) -> Tensor:
+        return self.cast(dtypes.int32)
+
+    def long(self) -> Tensor:
+        return self.cast(dtypes.int64)
+
+    def bool(self) -> Tensor:
+        return self.cast(bool_)
+
+    def contiguous(self) -> Tensor:
+        """A tensor that is computed into its own buffer when realized: a fusion barrier."""
+        return self if self.node.realized else self._derive(Op.CONTIGUOUS, self.shape)
+
+    def clone(self) -> Tensor:
+        return self._derive(Op.CONTIGUOUS, self.shape)
+
+    # ---- arithmetic operators ----------------------------------------------------------
+
+    def add(self, other: Any) -> Tensor:
+        return self._binary(other, Alu.ADD, "add")
+
+    def sub(self, other: Any) -> Tensor:
+        return self._binary(other, Alu.SUB, "subtract")
+
+    def mul(self, other: Any) -> Tensor:
+        return self._binary(other, Alu.MUL, "multiply")
+
+    def div(self, other: Any) -> Tensor:
+        return self._binary(other, Alu.DIV, "divide")
+
+    def floor_divide(self, other: Any) -> Tensor:
+        return self._binary(other, Alu.FLOORDIV, "floor_divide")
+
+    def remainder(self, other: Any) -> Tensor:
+        return self._binary(other, Alu.MOD, "remainder")
+
+    def pow(self, other: Any) -> Tensor:
+        return self._pow(other, reverse=False)
+
+    def _pow(self, other: Any, reverse: bool) -> Tensor:
+        if _is_scalar(other) and not reverse and not isinstance(other, bool) and isinstance(other, int) \
+                and other < 0 and not self.dtype.is_float:
+            raise ValueError(f"power: integers to negative integer powers are not allowed ({self.dtype.name} "
+                             f"tensor ** {other})")
+        return self._binary(other, Alu.POW, "power", reverse)
+
+    __add__ = add
+    __sub__ = sub
+    __mul__ = mul
+    __truediv__ = div
+    __floordiv__ = floor_divide
+    __mod__ = remainder
+    __pow__ = pow
+
+    def __radd__(self, other: Any) -> Tensor:
+        return self._binary(other, Alu.ADD, "add", reverse=True)
+
+    def __rsub__(self, other: Any) -> Tensor:
+        return self._binary(other, Alu.SUB, "subtract", reverse=True)
+
+    def __rmul__(self, other: Any) -> Tensor:
+        return self._binary(other, Alu.MUL, "multiply", reverse=True)
+
+    def __rtruediv__(self, other: Any) -> Tensor:
+        return self._binary(other, Alu.DIV, "divide", reverse=True)
+
+    def __rfloordiv__(self, other: Any) -> Tensor:
+        return self._binary(other, Alu.FLOORDIV, "floor_divide", reverse=True)
+
+    def __rmod__(self, other: Any) -> Tensor:
+        return self._binary(other, Alu.MOD, "remainder", reverse=True)
+
+    def __rpow__(self, other: Any) -> Tensor:
+        return self._pow(other, reverse=True)
+
+    def __and__(self, other: Any) -> Tensor:
+        return self._binary(other, Alu.AND, "bitwise_and")
+
+    def __or__(self, other: Any) -> Tensor:
+        return self._binary(other, Alu.OR, "bitwise_or")
+
+    def __xor__(self, other: Any) -> Tensor:
+        return self._binary(other, Alu.XOR, "bitwise_xor")
+
+    def __rand__(self, other: Any) -> Tensor:
+        return self._binary(other, Alu.AND, "bitwise_and", reverse=True)
+
+    def __ror__(self, other: Any) -> Tensor:
+        return self._binary(other, Alu.OR, "bitwise_or", reverse=True)
+
+    def __rxor__(self, other: Any) -> Tensor:
+        return self._binary(other, Alu.XOR, "bitwise_xor", reverse=True)
+
+    def _inplace(self, result: Tensor, op: str) -> Tensor:
+        """`x op= y` rebinds x to the result, which must keep x's shape and a dtype x can hold."""
+        if result.shape != self.shape:
+            raise ShapeError(f"{op}: the result has shape {result.shape}, which cannot be written into "
+                             f"a tensor of shape {self.shape}")
+        if result.dtype != self.dtype and (result.dtype.is_float and not self.dtype.is_float
+                                           or result.dtype != bool_ and self.dtype == bool_):
+            raise DTypeError(f"{op}: result dtype {result.dtype.name} cannot be cast to {self.dtype.name} in place")
+        self.node = result.cast(self.dtype).node
+        return self
+
+    def __iadd__(self, other: Any) -> Tensor:
+        return self._inplace(self + other, "+=")
+
+    def __isub__(self, other: Any) -> Tensor:
+        return self._inplace(self - other, "-=")
+
+    def __imul__(self, other: Any) -> Tensor:
+        return self._inplace(self * other, "*=")
+
+    def __itruediv__(self, other: Any) -> Tensor:
+        return self._inplace(self / other, "/=")
+
+    def __ifloordiv__(self, other: Any) -> Tensor:
+        return self._inplace(self // other, "//=")
+
+    def __imod__(self, other: Any) -> Tensor:
+        return self._inplace(self % other, "%=")
+
+    def __ipow__(self, other: Any) -> Tensor:
+        return self._inplace(self ** other, "**=")
+
+    def __iand__(self, other: Any) -> Tensor:
+        return self._inplace(self & other, "&=")
+
+    def __ior__(self, other: Any) -> Tensor:
+        return self._inplace(self | other, "|=")
+
+    def __ixor__(self, other: Any) -> Tensor:
+        return self._inplace(self ^ other, "^=")
+
+    def __neg__(self) -> Tensor:
+        if self.dtype == bool_:
+            raise DTypeError("negative: not supported for bool tensors; use ~ or logical_not")
+        return self._alu(Alu.NEG, self.dtype)
+
+    neg = negative = __neg__
+
+    def __pos__(self) -> Tensor:
+        return self
+
+    def __invert__(self) -> Tensor:
+        if self.dtype.is_float:
+            raise DTypeError(f"bitwise_not: needs a bool or integer tensor, got {self.dtype.name}")
+        return self._alu(Alu.NOT, self.dtype)
+
+    bitwise_not = __invert__
+
+    # ---- comparisons --------------------------------------------------------------------
+
+    def __lt__(self, other: Any) -> Tensor:
+        return self._binary(other, Alu.CMPLT, "less")
+
+    def __le__(self, other: Any) -> Tensor:
+        return self._binary(other, Alu.CMPLE, "less_equal")
+
+    def __gt__(self, other: Any) -> Tensor:
+        return self._binary(other, Alu.CMPLT, "greater", reverse=True)
+
+    def __ge__(self, other: Any) -> Tensor:
+        return self._binary(other, Alu.CMPLE, "greater_equal", reverse=True)
+
+    def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
+        return self._binary(other, Alu.CMPEQ, "equal")
+
+    def __ne__(self, other: Any) -> Tensor:  # type: ignore[override]
+        return self._binary(other, Alu.CMPNE, "not_equal")
+
+    lt = less = __lt__
+    le = less_equal = __le__
+    gt = greater = __gt__
+    ge = greater_equal = __ge__
+    eq = equal = __eq__
+    ne = not_equal = __ne__
+
+    def maximum(self, other: Any) -> Tensor:
+        """Elementwise maximum; NaN wins, as in NumPy and PyTorch."""
+        return self._binary(other, Alu.MAX, "maximum")
+
+    def minimum(self, other: Any) -> Tensor:
+        """Elementwise minimum; NaN wins, as in NumPy and PyTorch."""
+        return self._binary(other, Alu.MIN, "minimum")
+
+    def clip(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+        """`minimum(maximum(x, min), max)`: with min > max every element is max, as in NumPy."""
+        if min is None and max is None:
+            raise ValueError("clip: give at least one of min and max")
+        out = self if min is None else self.maximum(min)
+        return out if max is None else out.minimum(max)
+
+    clamp = clip
+
+    def where(self, condition: Any, other: Any) -> Tensor:
+        """PyTorch's `x.where(condition, y)`: x where condition holds, else y."""
+        return where(condition, self, other)
+
+    # ---- elementwise math ---------------------------------------------------------------
+
+    def exp(self) -> Tensor:
+        return self._float_unary(Alu.EXP)
+
+    def exp2(self) -> Tensor:
+        return self._float_unary(Alu.EXP2)
+
+    def expm1(self) -> Tensor:
+        return self._float_unary(Alu.EXPM1)
+
+    def log(self) -> Tensor:
+        return self._float_unary(Alu.LOG)
+
+    def log2(self) -> Tensor:
+        return self._float_unary(Alu.LOG2)
+
+    def log1p(self) -> Tensor:
+        return self._float_unary(Alu.LOG1P)
+
+    def log10(self) -> Tensor:
+        return self.log2() * (1 / math.log2(10))
+
+    def sqrt(self) -> Tensor:
+        return self._float_unary(Alu.SQRT)
+
+    def rsqrt(self) -> Tensor:
+        return self.sqrt().reciprocal()
+
+    def sin(self) -> Tensor:
+        return self._float_unary(Alu.SIN)
+
+    def cos(self) -> Tensor:
+        return self._float_unary(Alu.COS)
+
+    def tan(self) -> Tensor:
+        return self._float_unary(Alu.TAN)
+
+    def tanh(self) -> Tensor:
+        return self._float_unary(Alu.TANH)
+
+    def erf(self) -> Tensor:
+        return self._float_unary(Alu.ERF)
+
+    def reciprocal(self) -> Tensor:
+        return self._float_unary(Alu.RECIP)
+
+    def sigmoid(self) -> Tensor:
+        x = self if self.dtype.is_float else self.cast(default_float)
+        return (x._const(1, x.dtype, x.device).broadcast_to(x.shape) + (-x).exp()).reciprocal()
+
+    def relu(self) -> Tensor:
+        if self.dtype == bool_:
+            raise DTypeError("relu: not supported for bool tensors")
+        return self._alu(Alu.MAX, self.dtype, self._const(0, self.dtype, self.device).broadcast_to(self.shape))
+
+    def abs(self) -> Tensor:
+        return self if self.dtype == bool_ else self._alu(Alu.ABS, self.dtype)
+
+    __abs__ = absolute = abs
+
+    def square(self) -> Tensor:
+        return self * self
+
+    def sign(self) -> Tensor:
+        """-1, 0 or 1 by the sign of each element (0 for NaN, as PyTorch)."""
+        if self.dtype == bool_:
+            return self
+        zero = self._const(0, self.dtype, self.device).broadcast_to(self.shape)
+        pos, neg = zero._alu(Alu.CMPLT, bool_, self), self._alu(Alu.CMPLT, bool_, zero)
+        return pos.cast(self.dtype) - neg.cast(self.dtype)
+
+    def _rounding(self, op: Alu) -> Tensor:
+        return self._alu(op, self.dtype) if self.dtype.is_float else self
+
+    def floor(self) -> Tensor:
+        return self._rounding(Alu.FLOOR)
+
+    def ceil(self) -> Tensor:
+        return self._rounding(Alu.CEIL)
+
+    def trunc(self) -> Tensor:
+        return self._rounding(Alu.TRUNC)
+
+    def round(self, decimals: int = 0) -> Tensor:
+        """Round half to even, like NumPy and PyTorch; `decimals` scales by 10**decimals first."""
+        if decimals == 0 or not self.dtype.is_float:
+            return self._rounding(Alu.ROUND)
+        scale = 10.0 ** decimals
+        return (self * scale)._rounding(Alu.ROUND) / scale
+
+    def isnan(self) -> Tensor:
+        if not self.dtype.is_float:
+            return self._const(False, bool_, self.device).broadcast_to(self.shape)
+        return self._alu(Alu.CMPNE, bool_, self)
+
+    def isinf(self) -> Tensor:
+        if not self.dtype.is_float:
+            return self._const(False, bool_, self.device).broadcast_to(self.shape)
+        return self.abs() == math.inf
+
+    def isfinite(self) -> Tensor:
+        if not self.dtype.is_float:
+            return self._const(True, bool_, self.device).broadcast_to(self.shape)
+        return self.abs() < math.inf
+
+    def logical_not(self) -> Tensor:
+        return self.cast(bool_)._alu(Alu.NOT, bool_)
+
+    def _logical(self, other: Any, op: Alu, name: str) -> Tensor:
+        other = other.cast(bool_) if isinstance(other, Tensor) else bool(other) if _is_scalar(other) else other
+        return self.cast(bool_)._binary(other, op, name)
+
+    def logical_and(self, other: Any) -> Tensor:
+        return self._logical(other, Alu.AND, "logical_and")
+
+    def logical_or(self, other: Any) -> Tensor:
+        return self._logical(other, Alu.OR, "logical_or")
+
+    def logical_xor(self, other: Any) -> Tensor:
+        return self._logical(other, Alu.XOR, "logical_xor")
+
+
+def where(condition: Any, x: Any, y: Any) -> Tensor:
+    """Elements of `x` where `condition` is true, else of `y`; any of the three may be a scalar."""
+    from .creation import asarray
+    cond = condition if isinstance(condition, Tensor) else asarray(condition)
+    swap = not isinstance(x, Tensor) and isinstance(y, Tensor)
+    base, other = (y, x) if swap else (x, y)
+    if not isinstance(base, Tensor):
+        dtype = (dtypes.promote(dtypes.scalar_dtype(x), dtypes.scalar_dtype(y))
+                 if _is_scalar(x) and _is_scalar(y) else None)
+        base = asarray(base, dtype=dtype, device=cond.device)
+    if cond.device != base.device:
+        raise DeviceError(f"where: tensors are on different devices: {cond.device} and {base.device}")
+    (a, b), dtype = base._operands([other], "where")
+    if swap:
+        a, b = b, a
+    shape = broadcast_shapes(cond.shape, a.shape, op="where")
+    return cond.cast(bool_).broadcast_to(shape)._alu(Alu.WHERE, dtype, a.broadcast_to(shape), b.broadcast_to(shape))
+
+
+def realize(*tensors: Tensor) -> tuple[Tensor, ...]:
+    """Compute several tensors in one schedule, so work they share runs once."""
+    realize_nodes(*(t.node for t in tensors if not t.node.realized))
+    return tensors
+
+
+__all__ = ["Tensor", "broadcast_shapes", "realize", "where"]

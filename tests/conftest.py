@@ -1,0 +1,101 @@
+"""The torch oracle: helpers every op test uses.
+
+`check(got, expected)` asserts that a lazytensor result matches a torch (or
+NumPy) result in shape, dtype and value. `inputs(shape, dtype)` yields the
+same data as a lazytensor tensor and a torch tensor in several layouts:
+contiguous, transposed, strided/sliced and flipped, so every op is also
+tested on non-contiguous views.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+import pytest
+import torch
+
+import lazytensor as lt
+
+TORCH_DTYPES = {
+    lt.bool_: torch.bool, lt.int8: torch.int8, lt.int16: torch.int16, lt.int32: torch.int32,
+    lt.int64: torch.int64, lt.uint8: torch.uint8, lt.float32: torch.float32, lt.float64: torch.float64,
+}
+ALL_DTYPES = list(TORCH_DTYPES)
+FLOAT_DTYPES = [lt.float32, lt.float64]
+INT_DTYPES = [lt.int8, lt.int16, lt.int32, lt.int64, lt.uint8]
+
+TOLERANCE = {lt.float32: (1e-5, 1e-6), lt.float64: (1e-12, 1e-12)}
+
+
+def to_torch_dtype(dtype: lt.DType) -> torch.dtype:
+    return TORCH_DTYPES[dtype]
+
+
+def check(got: lt.Tensor, expected, rtol: float | None = None, atol: float | None = None) -> None:
+    """Assert shape, dtype and values (NaN matches NaN; floats within the dtype's tolerance)."""
+    assert isinstance(got, lt.Tensor), f"expected a lazytensor Tensor, got {type(got).__name__}"
+    exp = expected.detach().numpy() if isinstance(expected, torch.Tensor) else np.asarray(expected)
+    if isinstance(expected, torch.Tensor):
+        assert TORCH_DTYPES[got.dtype] == expected.dtype, f"dtype {got.dtype} != torch {expected.dtype}"
+    else:
+        assert got.dtype.name == exp.dtype.name, f"dtype {got.dtype} != numpy {exp.dtype}"
+    arr = got.numpy()
+    assert arr.shape == exp.shape, f"shape {arr.shape} != expected {exp.shape}"
+    if got.dtype.is_float:
+        r, a = TOLERANCE[got.dtype]
+        np.testing.assert_allclose(arr, exp, rtol=rtol if rtol is not None else r,
+                                   atol=atol if atol is not None else a, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(arr, exp)
+
+
+def random_array(shape: tuple[int, ...], dtype: lt.DType, seed: int = 0, low: float = -3, high: float = 3) -> np.ndarray:
+    """Reproducible data of `dtype`: floats in [low, high), ints in a range every int dtype holds."""
+    rng = np.random.default_rng(seed)
+    if dtype == lt.bool_:
+        return rng.random(shape) < 0.5
+    if dtype.is_float:
+        return rng.uniform(low, high, shape).astype(dtype.name)
+    lo, hi = (0, 100) if dtype == lt.uint8 else (-50, 50)
+    return rng.integers(lo, hi, shape).astype(dtype.name)
+
+
+LAYOUTS = ["contiguous", "transposed", "strided", "flipped"]
+
+
+def layout(arr: np.ndarray, kind: str) -> tuple[lt.Tensor, torch.Tensor]:
+    """The same values as a lazytensor and a torch tensor, built as a view of kind `kind`.
+
+    Non-contiguous kinds build a bigger base tensor and take a view of it, so
+    the view (not a copy) is what the op under test reads.
+    """
+    if kind == "contiguous" or arr.ndim == 0:
+        return lt.asarray(arr), torch.tensor(arr)
+    if kind == "transposed":
+        base = np.ascontiguousarray(np.moveaxis(arr, -1, 0).T if arr.ndim > 1 else arr)
+        if arr.ndim > 1:
+            base = np.ascontiguousarray(arr.T)
+            return lt.asarray(base).T, torch.tensor(base).T
+        return lt.asarray(base), torch.tensor(base)
+    if kind == "strided":
+        base = np.repeat(arr, 2, axis=-1)
+        sl = (Ellipsis, slice(None, None, 2))
+        return lt.asarray(base)[sl], torch.tensor(base)[sl]
+    if kind == "flipped":
+        base = np.ascontiguousarray(np.flip(arr, -1))
+        return lt.asarray(base).flip(-1), torch.tensor(base).flip(-1)
+    raise ValueError(kind)
+
+
+def inputs(shape: tuple[int, ...], dtype: lt.DType, seed: int = 0, **kw) -> Iterator[tuple[str, lt.Tensor, torch.Tensor]]:
+    arr = random_array(shape, dtype, seed, **kw)
+    for kind in LAYOUTS:
+        x, t = layout(arr, kind)
+        assert x.shape == tuple(t.shape)
+        yield kind, x, t
+
+
+@pytest.fixture(autouse=True)
+def _fresh_stats():
+    lt.reset_stats()
+    yield
