@@ -69,14 +69,11 @@ def layout(arr: np.ndarray, kind: str) -> tuple[lt.Tensor, torch.Tensor]:
     Non-contiguous kinds build a bigger base tensor and take a view of it, so
     the view (not a copy) is what the op under test reads.
     """
-    if kind == "contiguous" or arr.ndim == 0:
+    if kind == "contiguous" or arr.ndim == 0 or (kind == "transposed" and arr.ndim < 2):
         return lt.asarray(arr), torch.tensor(arr)
     if kind == "transposed":
-        base = np.ascontiguousarray(np.moveaxis(arr, -1, 0).T if arr.ndim > 1 else arr)
-        if arr.ndim > 1:
-            base = np.ascontiguousarray(arr.T)
-            return lt.asarray(base).T, torch.tensor(base).T
-        return lt.asarray(base), torch.tensor(base)
+        base = np.ascontiguousarray(arr.T)
+        return lt.asarray(base).T, torch.tensor(base).T
     if kind == "strided":
         base = np.repeat(arr, 2, axis=-1)
         sl = (Ellipsis, slice(None, None, 2))
