@@ -95,6 +95,8 @@ class Expr:
     @staticmethod
     def make(const: int, coefs: dict[Atom, int]) -> Expr:
         const += _recombine_div_mod(coefs)
+        for atom in [a for a in coefs if a.vmin == a.vmax]:  # a size-1 loop, or a div/mod that folds
+            const += coefs.pop(atom) * atom.vmin
         terms = tuple(sorted(((a, k) for a, k in coefs.items() if k != 0), key=_atom_order))
         lo = hi = const
         for atom, k in terms:

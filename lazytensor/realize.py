@@ -14,7 +14,7 @@ from .device import get_device
 from .errors import KernelError
 from .graph import Node
 from .helpers import getenv
-from .schedule import Schedule, ScheduleItem, schedule
+from .schedule import Schedule, ScheduleItem, schedule, storage
 
 
 @dataclass
@@ -88,3 +88,6 @@ def realize_nodes(*nodes: Node) -> None:
     items = schedule(*nodes)
     _stats.realizes += 1
     run(items)
+    for node in nodes:
+        if not node.realized:
+            node.become_buffer(storage(node).buffer)

@@ -3,7 +3,8 @@
 Fusion rules (each one is a kernel-count test in tests/test_schedule.py):
 
 1. A node is realized (written to memory) only if it is a requested output, a
-   `contiguous()`, a reduction read by more than one op, or a reduction that
+   `contiguous()`, a reduction that would otherwise be computed more than once
+   (read by two kernels, or through two different views), or a reduction that
    the consuming loop nest would recompute (its result broadcast along an
    axis the consumer loops over *outside* the axes the reduction depends on,
    such as `x - x.mean(axis=0)`). Everything else is fused into its consumer.
@@ -59,17 +60,13 @@ class Schedule(list):
 
 
 def _realize_points(nodes: list[Node], roots: list[Node]) -> set[Node]:
-    consumers: dict[int, int] = {}
-    for n in nodes:
-        for s in set(map(id, n.srcs)):
-            consumers[s] = consumers.get(s, 0) + 1
     points = {r for r in roots if not r.realized}
     cost: dict[int, int] = {}
     for n in nodes:
         if n.realized:
             cost[id(n)] = 0
             continue
-        if n.op is Op.CONTIGUOUS or (n.op is Op.REDUCE and consumers.get(id(n), 0) > 1):
+        if n.op is Op.CONTIGUOUS:
             points.add(n)
         c = 1 + sum(cost[id(s)] for s in n.srcs)
         if c > MAX_FUSED_OPS:
@@ -78,19 +75,28 @@ def _realize_points(nodes: list[Node], roots: list[Node]) -> set[Node]:
     return points
 
 
+def storage(node: Node) -> Node:
+    """The node whose buffer holds `node`'s data: a reshape shares its source's buffer."""
+    return node.srcs[0] if node.op is Op.RESHAPE else node
+
+
 def schedule(*roots: Node) -> Schedule:
     """The kernels that compute `roots` from realized buffers, producers first."""
-    nodes = toposort(list(roots))
-    points = _realize_points(nodes, list(roots))
+    targets = [storage(r) for r in roots]
+    nodes = toposort(targets)
+    points = _realize_points(nodes, targets)
     while True:
         items = Schedule()
+        wasteful: set[Node] = set()
+        copies: dict[Node, int] = {}
         for n in nodes:
             if n in points and not n.realized:
                 lk = lower(n, points)
-                wasteful = [lk.reductions[id(v)] for v in recomputed_reductions(lk.kernel)]
-                if wasteful:
-                    points.update(wasteful)
-                    break
+                wasteful.update(lk.reductions[id(v)] for v in recomputed_reductions(lk.kernel))
+                for red in lk.reductions.values():
+                    copies[red] = copies.get(red, 0) + 1
                 items.append(ScheduleItem(lk.kernel, n, lk.inputs, lk.params))
-        else:
+        wasteful.update(red for red, count in copies.items() if count > 1)
+        if not wasteful:
             return items
+        points.update(wasteful)

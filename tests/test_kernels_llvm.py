@@ -1,0 +1,68 @@
+"""The kernel IR and the LLVM backend on their own, without the Tensor frontend."""
+from __future__ import annotations
+
+import numpy as np
+
+from lazytensor.kernels import ir
+from lazytensor.kernels.dtype import float32, int32
+from lazytensor.kernels.expr import Bound, Expr, Var
+from lazytensor.kernels.llvm import compile_kernel, render
+
+
+def softmax_kernel(rows: int, cols: int) -> ir.Kernel:
+    o0, o1, r0, r1 = Var("o0", rows), Var("o1", cols), Var("r0", cols), Var("r1", cols)
+    at = lambda col: Expr.of(o0) * cols + col  # noqa: E731
+    x = ir.load(1, float32, at(Expr.of(o1)), ())
+    m = ir.reduce(ir.ReduceOp.MAX, ir.load(1, float32, at(Expr.of(r0)), ()), (r0,))
+    e = lambda v: ir.alu(ir.Alu.EXP, float32, ir.alu(ir.Alu.SUB, float32, v, m))  # noqa: E731
+    s = ir.reduce(ir.ReduceOp.SUM, e(ir.load(1, float32, at(Expr.of(r1)), ())), (r1,))
+    out = ir.alu(ir.Alu.DIV, float32, e(x), s)
+    bufs = (ir.BufferParam(float32, rows * cols, True), ir.BufferParam(float32, rows * cols))
+    return ir.Kernel("softmax_test", bufs, (), (o0, o1), (ir.Store(0, at(Expr.of(o1)), out),))
+
+
+def test_reductions_are_hoisted_out_of_loops_they_do_not_read():
+    k = softmax_kernel(3, 5)
+    values, scopes = ir.loop_scopes(k)
+    reductions = [v for v in values if v.op is ir.VOp.REDUCE]
+    assert [tuple(v.name for v in scopes[id(r)]) for r in reductions] == [("o0",), ("o0",)]
+    assert ir.recomputed_reductions(k) == []
+
+
+def test_a_reduction_under_a_loop_it_ignores_is_reported():
+    o0, o1, r0 = Var("o0", 4), Var("o1", 6), Var("r0", 4)
+    col_sum = ir.reduce(ir.ReduceOp.SUM, ir.load(1, float32, Expr.of(r0) * 6 + Expr.of(o1), ()), (r0,))
+    bufs = (ir.BufferParam(float32, 24, True), ir.BufferParam(float32, 24))
+    k = ir.Kernel("k", bufs, (), (o0, o1), (ir.Store(0, Expr.of(o0) * 6 + Expr.of(o1), col_sum),))
+    assert ir.recomputed_reductions(k) == [col_sum]
+
+
+def test_kernel_text_is_readable_and_compiles_once():
+    k = softmax_kernel(3, 5)
+    text = str(k)
+    assert text.splitlines()[:2] == ["kernel softmax_test(b0: f32[15] out, b1: f32[15])", "  for o0 < 3, o1 < 5"]
+    assert "    v2: f32 = max v1 over r0 < 5" in text and "    b0[(o0*5 + o1)] = v9" in text
+    assert "define void @\"softmax_test\"" in render(k)
+    program, fresh = compile_kernel(k)
+    again, fresh_again = compile_kernel(softmax_kernel(3, 5))
+    assert again is program and not fresh_again
+    x = np.random.default_rng(0).normal(size=(3, 5)).astype(np.float32)
+    out = np.empty_like(x)
+    program([out.ctypes.data, x.ctypes.data], [])
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(out, e / e.sum(1, keepdims=True), rtol=1e-6)
+    assert "softmax_test" in program.assembly
+
+
+def test_masked_loads_never_read_out_of_bounds():
+    o0 = Var("o0", 6)
+    shifted = Expr.of(o0) - 2
+    v = ir.load(1, int32, shifted, (Bound(shifted, 0, 3),))
+    bufs = (ir.BufferParam(int32, 6, True), ir.BufferParam(int32, 3))
+    k = ir.Kernel("padded", bufs, (int32,), (o0,),
+                  (ir.Store(0, Expr.of(o0), ir.alu(ir.Alu.ADD, int32, v, ir.param(0, int32))),))
+    program, _ = compile_kernel(k)
+    src = np.array([7, 8, 9], np.int32)
+    out = np.empty(6, np.int32)
+    program([out.ctypes.data, src.ctypes.data], [100])
+    np.testing.assert_array_equal(out, [100, 100, 107, 108, 109, 100])

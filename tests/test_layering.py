@@ -1,0 +1,47 @@
+"""The package's import rules: torch is only a test oracle, and kernels/ stands alone."""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def imports(path: Path) -> list[tuple[str, int]]:
+    """(module, relative level) for every import in a file."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out += [(a.name, 0) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            out.append((node.module or "", node.level))
+    return out
+
+
+def test_import_lazytensor_does_not_import_torch():
+    code = "import sys, lazytensor as lt; (lt.ones(3) + 1).realize(); assert 'torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd="/")
+
+
+def test_no_library_file_imports_torch():
+    for path in [*ROOT.joinpath("lazytensor").rglob("*.py"), *ROOT.joinpath("kernels").rglob("*.py")]:
+        for module, _ in imports(path):
+            assert module.split(".")[0] != "torch", f"{path} imports torch"
+
+
+def test_kernels_import_nothing_from_the_rest_of_lazytensor():
+    kernels = ROOT / "kernels"
+    for path in kernels.rglob("*.py"):
+        depth = len(path.relative_to(kernels).parts) - 1  # 0 for kernels/x.py, 1 for kernels/llvm/x.py
+        for module, level in imports(path):
+            assert module.split(".")[0] != "lazytensor", f"{path} imports {module}"
+            assert level <= depth + 1 or level == 0, f"{path} reaches outside kernels/ with a relative import"
+
+
+def test_kernels_is_installed_as_a_subpackage():
+    import lazytensor.kernels
+    assert Path(lazytensor.kernels.__file__).resolve().parent == ROOT / "kernels"
+    code = "import importlib.util, sys; sys.exit(importlib.util.find_spec('kernels') is not None)"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd="/")

@@ -1,0 +1,198 @@
+"""The fusion contract, asserted as kernel counts (see the rules in lazytensor/schedule.py)."""
+from __future__ import annotations
+
+import gc
+import weakref
+
+import numpy as np
+import pytest
+
+import lazytensor as lt
+from conftest import check, random_array
+
+
+def kernels(*tensors: lt.Tensor) -> int:
+    return len(lt.schedule(*tensors))
+
+
+def data(*shape: int, seed: int = 0) -> lt.Tensor:
+    return lt.asarray(random_array(shape, lt.float32, seed))
+
+
+def test_elementwise_chain_is_one_kernel():
+    x, y = data(64, 32), data(64, 32, seed=1)
+    out = ((x + y) * 2 - y.exp()).sqrt().abs() / 3
+    assert kernels(out) == 1
+
+
+def test_sum_of_fused_elementwise_is_one_kernel():
+    x, y, z = data(1 << 12), data(1 << 12, seed=1), data(1 << 12, seed=2)
+    s = (x + y * z).sum()
+    assert kernels(s) == 1
+    s.realize()
+    assert lt.stats().kernels_launched == 1
+    np.testing.assert_allclose(s.item(), (x.numpy().astype(np.float64) + y.numpy() * z.numpy()).sum(), rtol=1e-5)
+
+
+def test_mean_of_squared_difference_is_one_kernel():
+    a, b = data(16, 300), data(16, 300, seed=1)
+    m = ((a - b) ** 2).mean(axis=1)
+    assert kernels(m) == 1
+    np.testing.assert_allclose(m.numpy(), ((a.numpy() - b.numpy()) ** 2).mean(axis=1), rtol=1e-5)
+
+
+@pytest.mark.parametrize("view", [
+    lambda x: x.T, lambda x: x[1:, ::-2], lambda x: x.flip(0), lambda x: x.pad(((1, 2), (0, 3)))[:8, :5],
+    lambda x: x.reshape(4, 2, 8)[:, 1].reshape(4, 8)[:, :5].T.T, lambda x: x[:, :1].broadcast_to(8, 5),
+])
+def test_movement_ops_cost_no_kernel(view):
+    x = data(8, 8)
+    out = view(x) * 2 + 1
+    assert kernels(out) == 1
+    expected = view(lt.asarray(x.numpy())).numpy() * 2 + 1
+    np.testing.assert_allclose(out.numpy(), expected)
+
+
+def test_movement_of_a_realized_tensor_only_costs_its_consumer():
+    x = data(6, 7).realize()
+    assert kernels(x) == 0
+    assert kernels(x.T[::2].reshape(-1)) == 1
+    assert kernels(x.T.sum(0)) == 1
+
+
+def test_broadcast_operand_is_index_math():
+    x, b = data(32, 16), data(16, seed=1)
+    assert kernels(x + b) == 1
+    assert kernels((x * b).sum(1)) == 1
+
+
+def test_matmul_is_one_kernel():
+    a, b = data(8, 5), data(5, 3, seed=1)
+    assert kernels(a @ b) == 1
+    assert kernels((a.T.T @ b + 1).relu()) == 1
+
+
+@pytest.mark.parametrize("op", [
+    lambda x: x.softmax(-1), lambda x: x.log_softmax(-1), lambda x: x.logsumexp(-1), lambda x: x.var(-1),
+    lambda x: x.std(-1), lambda x: (x - x.mean(-1, keepdims=True)) / (x.var(-1, keepdims=True) + 1e-5).sqrt(),
+    lambda x: x.var(0),
+])
+def test_row_reductions_broadcast_along_trailing_axes_stay_in_one_kernel(op):
+    x = data(8, 33)
+    assert kernels(op(x)) == 1
+
+
+def test_reduction_broadcast_along_an_outer_loop_is_realized_once():
+    x = data(8, 33)
+    out = x - x.mean(0)
+    sched = lt.schedule(out)
+    assert len(sched) == 2
+    np.testing.assert_allclose(out.numpy(), x.numpy() - x.numpy().mean(0), rtol=1e-5, atol=1e-6)
+
+
+def test_shared_reduction_is_computed_once_per_realize():
+    x, y = data(100), data(100, seed=1)
+    s = x.sum()
+    a, b = y * s, (y - s).exp()
+    assert kernels(a, b) == 3
+    lt.realize(a, b)
+    assert lt.stats().kernels_launched == 3
+    assert kernels(s) == 0  # s is a reshape of the realized sum: it shares its buffer
+
+
+def test_shared_elementwise_node_is_recomputed_not_stored():
+    x = data(100)
+    y = x * 2
+    assert kernels(y + 1, y - 1) == 2
+    a, b = y + 1, y - 1
+    lt.realize(a, b)
+    assert not y.is_realized
+
+
+def test_realize_runs_each_kernel_once_for_shared_outputs():
+    x = data(10)
+    y = (x + 1).sum()
+    lt.realize(y, y, y)
+    assert lt.stats().kernels_launched == 1
+
+
+def test_contiguous_is_a_fusion_barrier():
+    x = data(10)
+    assert kernels((x * 2).contiguous() + 1) == 2
+
+
+def test_schedule_does_not_run_and_prints_kernel_ir():
+    x = data(10)
+    sched = lt.schedule((x * 3).sum())
+    assert lt.stats().kernels_launched == 0
+    text = str(sched)
+    assert "kernel red_" in text and "sum" in text and "test_schedule.py" in text
+
+
+def test_same_graph_on_new_data_compiles_nothing():
+    def step(seed):
+        x, y = data(50, 20, seed=seed), data(20, seed=seed + 1)
+        return ((x * y).relu().sum(0) + 1).realize()
+    step(0)
+    before = lt.stats().kernels_compiled
+    step(5)
+    assert lt.stats().kernels_compiled == before
+
+
+def test_python_scalars_are_kernel_parameters():
+    x = data(30)
+    (x * 0.5 + 7).realize()
+    compiled = lt.stats().kernels_compiled
+    y = (x * 0.25 + 3).realize()
+    assert lt.stats().kernels_compiled == compiled
+    check(y, x.numpy() * np.float32(0.25) + np.float32(3))
+
+
+def test_ten_thousand_op_chain_realizes():
+    x = lt.asarray(np.zeros(4, np.float32))
+    y = x
+    for _ in range(10_000):
+        y = y + 1
+    check(y, np.full(4, 10_000, np.float32))
+
+
+def test_realizing_drops_the_graph():
+    x = data(10)
+    hidden = x * 3
+    probe = weakref.ref(hidden.node)
+    out = (hidden + 1).realize()
+    del hidden
+    gc.collect()
+    assert probe() is None
+    assert out.node.srcs == ()
+
+
+def test_nodes_record_the_user_line():
+    x = data(3)
+    y = x + 1
+    assert y.node.origin.endswith(f"test_schedule.py:{y_line()}")
+
+
+def y_line() -> int:
+    import inspect
+    src, start = inspect.getsourcelines(test_nodes_record_the_user_line)
+    return start + next(i for i, line in enumerate(src) if "y = x + 1" in line)
+
+
+def test_stats_count_compiles_and_launches():
+    x = data(7, seed=42)
+    (x * 11.5 - 0.125).cos().sum().realize()
+    s = lt.stats()
+    assert s.kernels_launched == 1 and s.realizes == 1 and s.kernels_compiled in (0, 1)
+
+
+def test_debug_prints_one_line_per_launch(capsys, monkeypatch):
+    monkeypatch.setenv("LT_DEBUG", "2")
+    x = data(9)
+    (x.exp() + 2).realize()
+    err = capsys.readouterr().err
+    assert err.count("lt: ew_") == 1 and "cpu" in err and "kernel ew_" in err and "load b1" in err
+    monkeypatch.setenv("LT_DEBUG", "3")
+    (x.sin() * 5).realize()
+    err = capsys.readouterr().err
+    assert "define void" in err
