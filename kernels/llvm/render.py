@@ -35,6 +35,9 @@ INTRINSICS = {Alu.EXP: "llvm.exp", Alu.EXP2: "llvm.exp2", Alu.LOG: "llvm.log", A
               Alu.ABS: "llvm.fabs", Alu.POW: "llvm.pow"}
 
 
+REASSOCIATIVE = {ReduceOp.SUM: ir.IRBuilder.fadd, ReduceOp.PROD: ir.IRBuilder.fmul}
+
+
 def llvm_type(dtype: DType) -> ir.Type:
     if dtype == bool_:
         return I1
@@ -138,8 +141,14 @@ class _Renderer:
             if k:
                 self.emit_scope(inner)
             if k == len(ranges):
-                cur = self.b.load(acc, typ=llvm_type(dtype))
-                self.b.store(self.alu(op.combine, dtype, [cur, self.vals[id(src)]]), acc)
+                cur, x = self.b.load(acc, typ=llvm_type(dtype)), self.vals[id(src)]
+                if dtype.is_float and op in REASSOCIATIVE:
+                    # Reassociating lets LLVM keep several vector accumulators: faster, and more
+                    # accurate than one running float sum.
+                    combined = REASSOCIATIVE[op](self.b, cur, x, flags=("reassoc", "nsz"))
+                else:
+                    combined = self.alu(op.combine, dtype, [cur, x])
+                self.b.store(combined, acc)
                 return
             self.loop(ranges[k], I64(0), I64(ranges[k].size), lambda: level(k + 1))
 

@@ -3,20 +3,31 @@
 One MCJIT engine serves the whole process (MCJIT leaks when modules are
 removed, so compiled kernels live as long as the process). Each kernel is
 optimized with LLVM's new pass manager at speed level 3 for the host CPU,
-then called through ctypes; ctypes releases the GIL for the call.
+then called through ctypes.
+
+ctypes releases the GIL during the call, so a kernel with enough work is
+split along its outermost output loop across a pool of `LT_NUM_THREADS`
+threads (default: the cores this process may run on). Kernels below
+`PARALLEL_MIN_WORK` loop iterations run on the calling thread: handing work
+to the pool costs tens of microseconds.
 """
 from __future__ import annotations
 
 import ctypes
+import math
+import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Sequence
 
 import llvmlite.binding as llvm
 
-from ..ir import Kernel
+from ..ir import Kernel, VOp
 from .render import render
+
+PARALLEL_MIN_WORK = 1 << 16
 
 _KernelFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
@@ -43,6 +54,25 @@ class _Jit:
 
 
 _jit: _Jit | None = None
+_pool: ThreadPoolExecutor | None = None
+
+
+def num_threads() -> int:
+    value = os.environ.get("LT_NUM_THREADS", "").strip()
+    return max(1, int(value)) if value else len(os.sched_getaffinity(0))
+
+
+def pool() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=num_threads(), thread_name_prefix="lazytensor")
+    return _pool
+
+
+def work(kernel: Kernel) -> int:
+    """Loop iterations a kernel runs: its output points times the reduction loops inside them."""
+    inner = 1 + sum(math.prod(r.size for r in v.arg[1]) for v in kernel.values() if v.op is VOp.REDUCE)
+    return kernel.numel * inner
 
 
 def jit() -> _Jit:
@@ -61,6 +91,7 @@ class Program:
     optimized_ir: str
     compile_seconds: float
     fn: ctypes._CFuncPtr = field(repr=False)
+    work: int = 0
     _asm: str | None = field(default=None, repr=False)
 
     @property
@@ -81,7 +112,15 @@ class Program:
                 ctypes.c_double.from_buffer(slots, 8 * i).value = float(p)
             else:
                 slots[i] = int(p)
-        self.fn(ptrs, slots, 0, self.kernel.loops[0].size)
+        outer = self.kernel.loops[0].size
+        threads = min(num_threads(), outer, self.work // PARALLEL_MIN_WORK)
+        if threads <= 1:
+            self.fn(ptrs, slots, 0, outer)
+            return
+        bounds = [outer * t // threads for t in range(threads + 1)]
+        jobs = [pool().submit(self.fn, ptrs, slots, lo, hi) for lo, hi in zip(bounds, bounds[1:])]
+        for job in jobs:
+            job.result()
 
 
 _programs: dict[str, Program] = {}
@@ -99,12 +138,14 @@ def compile_kernel(kernel: Kernel) -> tuple[Program, bool]:
     j = jit()
     with j.lock:
         module = llvm.parse_assembly(source)
+        module.triple = j.target_machine.triple
+        module.data_layout = str(j.target_machine.target_data)
         module.verify()
         j.optimize(module)
         optimized = str(module)
         j.engine.add_module(module)
         j.engine.finalize_object()
         address = j.engine.get_function_address(kernel.name)
-    program = Program(kernel, source, optimized, time.perf_counter() - t0, _KernelFn(address))
+    program = Program(kernel, source, optimized, time.perf_counter() - t0, _KernelFn(address), work(kernel))
     _programs[key] = program
     return program, True
