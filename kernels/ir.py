@@ -26,6 +26,7 @@ import math
 import weakref
 from dataclasses import dataclass
 from enum import Enum
+from functools import cached_property
 from typing import Any
 
 from .dtype import SHORT_NAMES, DType, bool_
@@ -233,13 +234,34 @@ def toposort(roots: list) -> list:
 class Kernel:
     """A loop nest over `loops` that writes `stores`; see the module docstring."""
 
-    name: str
+    name: str  # "" names it from its ops, output shape and a hash of its body
     buffers: tuple[BufferParam, ...]
     params: tuple[DType, ...]
     loops: tuple[Var, ...]
     stores: tuple[Store, ...]
 
+    def __post_init__(self) -> None:
+        if not self.name:
+            object.__setattr__(self, "name", self.default_name())
+
+    def default_name(self) -> str:
+        """`{kind}_{ops}_{shape}_{hash8}`: readable in a profile, unique for a body."""
+        kind = "red" if any(v.op is VOp.REDUCE for v in self.values()) else "ew"
+        ops: list[str] = []
+        for v in self.values():
+            label = v.arg.label if v.op is VOp.ALU else v.arg[0].value if v.op is VOp.REDUCE else None
+            if label and label not in ops:
+                ops.append(label)
+        dims = "x".join(str(v.size) for v in self.loops)
+        digest = hashlib.sha256(self.body_text().encode()).hexdigest()[:8]
+        return "_".join([kind, *ops[:4], dims, digest])
+
     def values(self) -> list[Value]:
+        """Every value the stores need, each after its sources."""
+        return self._values
+
+    @cached_property
+    def _values(self) -> list[Value]:
         return toposort([s.value for s in self.stores])
 
     @property
@@ -248,6 +270,10 @@ class Kernel:
 
     def body_text(self) -> str:
         """The kernel without its name: the structural key caches compile by."""
+        return self._body_text
+
+    @cached_property
+    def _body_text(self) -> str:
         names: dict[int, str] = {}
         lines = []
         bufs = ", ".join(f"b{i}: {SHORT_NAMES[b.dtype]}[{b.size}]{' out' if b.output else ''}"
@@ -285,18 +311,6 @@ def _describe(v: Value, names: dict[int, str]) -> str:
         return f"cast {srcs}"
     op, ranges = v.arg
     return f"{op.value} {srcs} over " + ", ".join(f"{r.name} < {r.size}" for r in ranges)
-
-
-def kernel_name(kind: str, values: list[Value], shape: tuple[int, ...], body: str) -> str:
-    """`{kind}_{ops}_{shape}_{hash8}`: readable in a profile, unique for a body."""
-    ops: list[str] = []
-    for v in values:
-        label = v.arg.label if v.op is VOp.ALU else v.arg[0].value if v.op is VOp.REDUCE else None
-        if label and label not in ops:
-            ops.append(label)
-    dims = "x".join(map(str, shape)) or "scalar"
-    digest = hashlib.sha256(body.encode()).hexdigest()[:8]
-    return "_".join([kind, *ops[:4], dims, digest])
 
 
 def free_vars(values: list[Value]) -> dict[int, frozenset[Var]]:

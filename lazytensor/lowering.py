@@ -133,11 +133,7 @@ class _Lowerer:
         buffers = (ir.BufferParam(root.dtype, root.numel, output=True),
                    *(ir.BufferParam(n.dtype, n.numel) for n in self.inputs))
         params = tuple(n.dtype for n in self.scalars)
-        draft = ir.Kernel("", buffers, params, loops, stores)
-        values = draft.values()
-        kind = "red" if any(v.op is ir.VOp.REDUCE for v in values) else "ew"
-        name = ir.kernel_name(kind, values, shape, draft.body_text())
-        kernel = ir.Kernel(name, buffers, params, loops, stores)
+        kernel = ir.Kernel("", buffers, params, loops, stores)
         return LoweredKernel(kernel, list(self.inputs), [n.arg for n in self.scalars], self.reductions)
 
 
