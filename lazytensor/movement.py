@@ -70,14 +70,7 @@ class MovementOps:
         if prod(target) != self.numel():
             raise ShapeError(f"reshape: cannot reshape a tensor of shape {self.shape} ({self.numel()} elements) "
                              f"into {target} ({prod(target)} elements)")
-        if target == self.shape:
-            return self
-        node = self.node
-        if node.op is Op.RESHAPE:  # a reshape of a reshape reads the original directly
-            from .tensor import Tensor
-            return Tensor(node.srcs[0])._derive(Op.RESHAPE, target, target) if node.srcs[0].shape != target \
-                else Tensor(node.srcs[0])
-        return self._derive(Op.RESHAPE, target, target)
+        return self if target == self.shape else self._derive(Op.RESHAPE, target, target)
 
     view = reshape
 
@@ -91,10 +84,6 @@ class MovementOps:
             raise AxisError(f"permute: {order} is not a permutation of the axes of a {self.ndim}-d tensor")
         if order == tuple(range(self.ndim)):
             return self
-        node = self.node
-        if node.op is Op.PERMUTE:  # compose with the permute below
-            from .tensor import Tensor
-            return Tensor(node.srcs[0]).permute(tuple(node.arg[a] for a in order))
         return self._derive(Op.PERMUTE, tuple(self.shape[a] for a in order), order)
 
     def permute_dims(self: Tensor, axes: Sequence[int]) -> Tensor:

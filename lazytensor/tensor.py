@@ -17,6 +17,7 @@ from . import dtypes
 from .device import canonical, get_device
 from .dtypes import DType, bool_, default_float
 from .errors import DeviceError, DTypeError, ShapeError
+from .autograd import is_grad_enabled
 from .graph import Node, Op
 from .helpers import prod
 from .kernels.ir import Alu
@@ -63,29 +64,50 @@ def _is_scalar(x: object) -> bool:
 class Tensor(ReduceOps, MovementOps, LinalgOps):
     """An n-dimensional array whose value is computed lazily. See the README's "Lazy evaluation"."""
 
-    __slots__ = ("node", "__weakref__")
+    __slots__ = ("node", "requires_grad", "grad", "_ctx", "__weakref__")
     __array_priority__ = 1000  # numpy_array + tensor gives a Tensor
 
-    def __init__(self, data: Any, dtype: Any = None, device: Any = None):
+    def __init__(self, data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False):
         if isinstance(data, Node):
             self.node = data
         else:
             from .creation import asarray
             self.node = asarray(data, dtype=dtype, device=device).node
+        self.requires_grad = requires_grad
+        self.grad: Tensor | None = None
+        self._ctx: tuple[Op, Any, tuple[Tensor, ...]] | None = None
 
     # ---- graph construction ----------------------------------------------------------
 
     @staticmethod
-    def _make(op: Op, dtype: DType, shape: Shape, srcs: tuple[Node, ...], arg: Any = None,
+    def _make(op: Op, dtype: DType, shape: Shape, srcs: tuple[Tensor, ...], arg: Any = None,
               device: str | None = None) -> Tensor:
-        """Record a node. A result with no elements is realized at once: it needs no kernel."""
+        """Record an op on `srcs`. A result with no elements is realized at once: it needs no kernel.
+
+        The graph node composes a reshape of a reshape (and a permute of a permute) into one
+        view of the original; the autograd record keeps the op as the user applied it.
+        """
         device = device if device is not None else srcs[0].device
         if prod(shape) == 0:
-            return Tensor(Node.from_buffer(get_device(device).alloc(dtype, 0), dtype, shape, device))
-        return Tensor(Node(op, dtype, shape, device, srcs, arg))
+            out = Tensor(Node.from_buffer(get_device(device).alloc(dtype, 0), dtype, shape, device))
+        else:
+            nodes, node_arg = tuple(s.node for s in srcs), arg
+            if op is Op.RESHAPE and nodes[0].op is Op.RESHAPE:
+                nodes = nodes[0].srcs
+            elif op is Op.PERMUTE and nodes[0].op is Op.PERMUTE:
+                node_arg = tuple(nodes[0].arg[a] for a in arg)
+                nodes = nodes[0].srcs
+            if op in (Op.RESHAPE, Op.PERMUTE) and nodes[0].shape == shape and \
+                    (op is Op.RESHAPE or node_arg == tuple(range(len(shape)))):
+                out = Tensor(nodes[0])
+            else:
+                out = Tensor(Node(op, dtype, shape, device, nodes, node_arg))
+        if any(s.requires_grad for s in srcs) and is_grad_enabled():
+            out.requires_grad, out._ctx = True, (op, arg, srcs)
+        return out
 
     def _derive(self, op: Op, shape: Shape, arg: Any = None, dtype: DType | None = None) -> Tensor:
-        return Tensor._make(op, dtype or self.dtype, shape, (self.node,), arg)
+        return Tensor._make(op, dtype or self.dtype, shape, (self,), arg)
 
     @staticmethod
     def _scalar(value: Scalar, dtype: DType, device: str, op: str = "op") -> Tensor:
@@ -108,7 +130,7 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
     astype = cast
 
     def _alu(self, op: Alu, dtype: DType, *others: Tensor) -> Tensor:
-        return Tensor._make(Op.ALU, dtype, self.shape, (self.node, *(o.node for o in others)), op)
+        return Tensor._make(Op.ALU, dtype, self.shape, (self, *others), op)
 
     def _operands(self, others: Sequence[Any], op: str) -> tuple[list[Tensor], DType]:
         """Tensors for self and `others` (Python scalars are weak), cast to their common dtype and
@@ -285,6 +307,22 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
 
     def bool(self) -> Tensor:
         return self.cast(bool_)
+
+    # ---- autograd (rules in autograd.py) ------------------------------------------------
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Mark this tensor as a leaf whose gradient `backward()` accumulates into `.grad`."""
+        self.requires_grad = requires_grad
+        return self
+
+    def detach(self) -> Tensor:
+        """The same data, cut off from autograd."""
+        return Tensor(self.node)
+
+    def backward(self, gradient: Tensor | None = None) -> None:
+        """Accumulate d(self)/d(leaf) into `.grad` of every leaf that requires grad."""
+        from .autograd import backward
+        backward(self, gradient)
 
     def contiguous(self) -> Tensor:
         """A tensor that is computed into its own buffer when realized: a fusion barrier."""
