@@ -24,10 +24,10 @@ class Buffer:
     dtype: DType
     size: int
     data: np.ndarray
+    ptr: int = 0  # the data's address, read once: NumPy's ctypes lookup costs microseconds per launch
 
-    @property
-    def ptr(self) -> int:
-        return self.data.ctypes.data
+    def __post_init__(self) -> None:
+        self.ptr = self.data.ctypes.data
 
     def numpy(self) -> np.ndarray:
         return self.data

@@ -10,7 +10,7 @@ kernel parameters, so `x * 0.5` and `x * 0.25` compile to one kernel.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 from .graph import MOVEMENT, Node, Op
 from .kernels import ir
@@ -24,7 +24,7 @@ Key = tuple[Node, tuple[Expr, ...], Bounds]
 class LoweredKernel:
     kernel: ir.Kernel
     inputs: list[Node]                                   # buffer slots 1.. in order
-    params: list[Any]                                    # scalar parameter values in slot order
+    scalars: list[Node]                                  # SCALAR nodes in parameter slot order
     reductions: dict[int, Node] = field(default_factory=dict)  # id(REDUCE value) -> its graph node
 
 
@@ -134,7 +134,7 @@ class _Lowerer:
                    *(ir.BufferParam(n.dtype, n.numel) for n in self.inputs))
         params = tuple(n.dtype for n in self.scalars)
         kernel = ir.Kernel("", buffers, params, loops, stores)
-        return LoweredKernel(kernel, list(self.inputs), [n.arg for n in self.scalars], self.reductions)
+        return LoweredKernel(kernel, list(self.inputs), list(self.scalars), self.reductions)
 
 
 def lower(root: Node, boundaries: set[Node]) -> LoweredKernel:

@@ -20,27 +20,36 @@ Fusion rules (each one is a kernel-count test in tests/test_schedule.py):
    one kernel a shared node is computed once.
 5. A fused region is capped at MAX_FUSED_OPS ops; past that the node is
    realized, so huge graphs compile in bounded time.
+
+Schedules are cached by the structure of the graph (ops, dtypes, shapes and
+sharing; not the data, nor the values of Python scalars), so a training loop
+that builds the same graph each step schedules it once.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
 
 from .graph import Node, Op, toposort
 from .kernels.ir import Kernel, recomputed_reductions
 from .lowering import lower
 
 MAX_FUSED_OPS = 512
+SCHEDULE_CACHE_SIZE = 4096
 
 
 @dataclass
 class ScheduleItem:
-    """One kernel launch: computes `output` from the buffers of `inputs` and scalar `params`."""
+    """One kernel launch: computes `output` from the buffers of `inputs` and the values of `scalars`."""
 
     kernel: Kernel
     output: Node
     inputs: list[Node]
-    params: list[Any]
+    scalars: list[Node]
+
+    @property
+    def params(self) -> list[bool | int | float]:
+        return [n.arg for n in self.scalars]
 
     @property
     def device(self) -> str:
@@ -80,10 +89,37 @@ def storage(node: Node) -> Node:
     return node.srcs[0] if node.op is Op.RESHAPE else node
 
 
+# structure key -> per kernel: (kernel, output position, input positions, scalar positions)
+_cache: OrderedDict[tuple, list[tuple[Kernel, int, list[int], list[int]]]] = OrderedDict()
+
+
+def _structure(nodes: list[Node], targets: list[Node]) -> tuple:
+    """What a schedule depends on: every node but data and scalar values, with its sources by position."""
+    pos = {id(n): i for i, n in enumerate(nodes)}
+    return (tuple((n.op, n.dtype, n.shape, n.device, tuple(pos[id(s)] for s in n.srcs),
+                   None if n.op in (Op.SCALAR, Op.BUFFER) else n.arg) for n in nodes),
+            tuple(pos[id(t)] for t in targets))
+
+
 def schedule(*roots: Node) -> Schedule:
     """The kernels that compute `roots` from realized buffers, producers first."""
     targets = [storage(r) for r in roots]
     nodes = toposort(targets)
+    key = _structure(nodes, targets)
+    if (hit := _cache.get(key)) is not None:
+        _cache.move_to_end(key)
+        return Schedule(ScheduleItem(k, nodes[o], [nodes[i] for i in ins], [nodes[p] for p in ps])
+                        for k, o, ins, ps in hit)
+    items = _schedule(nodes, targets)
+    pos = {id(n): i for i, n in enumerate(nodes)}
+    _cache[key] = [(it.kernel, pos[id(it.output)], [pos[id(n)] for n in it.inputs],
+                    [pos[id(n)] for n in it.scalars]) for it in items]
+    if len(_cache) > SCHEDULE_CACHE_SIZE:
+        _cache.popitem(last=False)
+    return items
+
+
+def _schedule(nodes: list[Node], targets: list[Node]) -> Schedule:
     points = _realize_points(nodes, targets)
     while True:
         items = Schedule()
@@ -95,7 +131,7 @@ def schedule(*roots: Node) -> Schedule:
                 wasteful.update(lk.reductions[id(v)] for v in recomputed_reductions(lk.kernel))
                 for red in lk.reductions.values():
                     copies[red] = copies.get(red, 0) + 1
-                items.append(ScheduleItem(lk.kernel, n, lk.inputs, lk.params))
+                items.append(ScheduleItem(lk.kernel, n, lk.inputs, lk.scalars))
         wasteful.update(red for red, count in copies.items() if count > 1)
         if not wasteful:
             return items
