@@ -1,0 +1,211 @@
+"""The CPU benchmark suite: every workload on lazytensor and on each installed peer, in one run.
+
+    python benchmarks/suite.py [--quick] [--json results.json] [--only softmax,matmul]
+
+Peers, when installed: NumPy, torch eager, torch.compile, jax.jit, tinygrad. The machine's copy
+bandwidth is measured in the same run (NumPy copying 2**24 float32 into a reused buffer), and
+memory-bound workloads are reported as a percentage of it. Ratios are lazytensor's time over
+the peer's: below 1 means lazytensor is faster. Compare numbers only within one run: this
+machine is shared and moves 10-30% between runs.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+import lazytensor as lt
+
+
+def best_of(fn: Callable[[], object], repeat: int, warmup: int = 2) -> float:
+    for _ in range(warmup):
+        fn()
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+@dataclass
+class Workload:
+    name: str
+    make: Callable[[np.random.Generator], list[np.ndarray]]
+    bytes_moved: Callable[[list[np.ndarray]], int] | None = None   # memory-bound: report GB/s
+    flops: Callable[[list[np.ndarray]], int] | None = None         # compute-bound: report GFLOP/s
+    impls: dict[str, Callable[[list[np.ndarray]], Callable[[], object]]] = field(default_factory=dict)
+
+
+def _peers() -> dict[str, object]:
+    found: dict[str, object] = {}
+    try:
+        import torch
+        found["torch"] = torch
+    except ImportError:
+        pass
+    try:
+        import jax
+        import jax.numpy as jnp
+        found["jax"] = (jax, jnp)
+    except ImportError:
+        pass
+    try:
+        import tinygrad
+        found["tinygrad"] = tinygrad
+    except ImportError:
+        pass
+    return found
+
+
+def build(quick: bool) -> list[Workload]:
+    n = 1 << (20 if quick else 24)
+    side = 1024 if quick else 4096
+    peers = _peers()
+    vec3 = lambda rng: [rng.random(n, dtype=np.float32) for _ in range(3)]  # noqa: E731
+    square = lambda rng: [rng.standard_normal((side, side), dtype=np.float32)]  # noqa: E731
+
+    def lt_fn(f):
+        def prepare(arrays):
+            ts = [lt.asarray(a) for a in arrays]
+            return lambda: f(*ts).realize()
+        return prepare
+
+    def np_fn(f):
+        return lambda arrays: (lambda: f(*arrays))
+
+    def layernorm(x, xp_mean, xp_var, sqrt):
+        m = xp_mean(x)
+        return (x - m) / sqrt(xp_var(x) + 1e-5)
+
+    workloads = [
+        Workload("(x + y*z).sum()", vec3, bytes_moved=lambda a: 12 * a[0].size),
+        Workload("exp(x)*y + sin(z)", vec3, bytes_moved=lambda a: 16 * a[0].size),
+        Workload(f"softmax {side}x{side}", square, bytes_moved=lambda a: 8 * a[0].size),
+        Workload(f"layernorm {side}x{side}", square, bytes_moved=lambda a: 8 * a[0].size),
+    ]
+    for size in ([256, 512] if quick else [512, 1024, 2048]):
+        workloads.append(Workload(f"matmul f32 {size}",
+                                  lambda rng, s=size: [rng.standard_normal((s, s), dtype=np.float32) for _ in range(2)],
+                                  flops=lambda a: 2 * a[0].shape[0] ** 3))
+    ew, red, sm, ln = workloads[:4]
+    red.impls["lazytensor"] = lt_fn(lambda x, y, z: (x + y * z).sum())
+    red.impls["numpy"] = np_fn(lambda x, y, z: (x + y * z).sum())
+    ew.impls["lazytensor"] = lt_fn(lambda x, y, z: x.exp() * y + z.sin())
+    ew.impls["numpy"] = np_fn(lambda x, y, z: np.exp(x) * y + np.sin(z))
+    sm.impls["lazytensor"] = lt_fn(lambda x: x.softmax(-1))
+    sm.impls["numpy"] = np_fn(lambda x: (lambda e: e / e.sum(-1, keepdims=True))(np.exp(x - x.max(-1, keepdims=True))))
+    ln.impls["lazytensor"] = lt_fn(lambda x: (x - x.mean(-1, keepdims=True)) / (x.var(-1, keepdims=True) + 1e-5).sqrt())
+    ln.impls["numpy"] = np_fn(lambda x: (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5))
+    for w in workloads[4:]:
+        w.impls["lazytensor"] = lt_fn(lambda a, b: a @ b)
+        w.impls["numpy"] = np_fn(lambda a, b: a @ b)
+
+    if "torch" in peers:
+        torch = peers["torch"]
+        fns = {
+            red.name: lambda x, y, z: (x + y * z).sum(),
+            ew.name: lambda x, y, z: torch.exp(x) * y + torch.sin(z),
+            sm.name: lambda x: torch.softmax(x, -1),
+            ln.name: lambda x: torch.nn.functional.layer_norm(x, x.shape[-1:], eps=1e-5),
+            **{w.name: (lambda a, b: a @ b) for w in workloads[4:]},
+        }
+        for w in workloads:
+            f = fns[w.name]
+            w.impls["torch eager"] = lambda arrays, f=f: (lambda ts: lambda: f(*ts))([torch.from_numpy(a) for a in arrays])
+            compiled = torch.compile(f)
+            w.impls["torch.compile"] = lambda arrays, c=compiled: (lambda ts: lambda: c(*ts))(
+                [torch.from_numpy(a) for a in arrays])
+    if "jax" in peers:
+        jax, jnp = peers["jax"]
+        fns = {
+            red.name: lambda x, y, z: (x + y * z).sum(),
+            ew.name: lambda x, y, z: jnp.exp(x) * y + jnp.sin(z),
+            sm.name: lambda x: jax.nn.softmax(x, -1),
+            ln.name: lambda x: (x - x.mean(-1, keepdims=True)) / jnp.sqrt(x.var(-1, keepdims=True) + 1e-5),
+            **{w.name: (lambda a, b: a @ b) for w in workloads[4:]},
+        }
+        for w in workloads:
+            jf = jax.jit(fns[w.name])
+            w.impls["jax.jit"] = lambda arrays, jf=jf: (lambda ts: lambda: jf(*ts).block_until_ready())(
+                [jnp.asarray(a) for a in arrays])
+    if "tinygrad" in peers:
+        from tinygrad import Tensor as TT
+        fns = {
+            red.name: lambda x, y, z: (x + y * z).sum(),
+            ew.name: lambda x, y, z: x.exp() * y + z.sin(),
+            sm.name: lambda x: x.softmax(-1),
+            ln.name: lambda x: x.layernorm(-1, eps=1e-5),
+            **{w.name: (lambda a, b: a @ b) for w in workloads[4:]},
+        }
+        for w in workloads:
+            f = fns[w.name]
+            w.impls["tinygrad"] = lambda arrays, f=f: (lambda ts: lambda: f(*ts).realize())(
+                [TT(a).realize() for a in arrays])
+    return workloads
+
+
+def copy_bandwidth(n: int, repeat: int) -> float:
+    src = np.random.default_rng(1).random(n, dtype=np.float32)
+    dst = np.empty_like(src)
+    return 8 * n / best_of(lambda: np.copyto(dst, src), repeat)
+
+
+def overhead(repeat: int) -> float:
+    """Seconds per realize of a one-kernel graph of tiny tensors whose kernel is cached."""
+    y, z = lt.asarray(np.ones(16, np.float32)), lt.asarray(np.ones(16, np.float32))
+    xs = [lt.asarray(np.full(16, i, np.float32)) for i in range(repeat + 1)]
+    (xs[0] + y * z).sum().realize()
+    pending = [(x + y * z).sum() for x in xs[1:]]
+    t0 = time.perf_counter()
+    for p in pending:
+        p.realize()
+    return (time.perf_counter() - t0) / repeat
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--only", default="", help="comma-separated substrings of workload names")
+    parser.add_argument("--json", default="", help="also write the results to this file")
+    args = parser.parse_args()
+
+    bandwidth = copy_bandwidth(1 << (20 if args.quick else 24), args.repeat)
+    rows = []
+    print(f"copy bandwidth: {bandwidth / 1e9:.1f} GB/s   ({lt.devices()[0].describe()})")
+    print(f"{'workload':24}{'impl':15}{'time':>11}{'rate':>14}{'% copy bw':>11}{'lt / impl':>11}")
+    for w in build(args.quick):
+        if args.only and not any(s in w.name for s in args.only.split(",")):
+            continue
+        arrays = w.make(np.random.default_rng(0))
+        times = {}
+        for impl, prepare in w.impls.items():
+            try:
+                times[impl] = best_of(prepare(arrays), args.repeat)
+            except Exception as e:  # a peer that cannot run a workload is reported, not fatal
+                print(f"{w.name:24}{impl:15}  failed: {type(e).__name__}: {str(e)[:60]}")
+        for impl, t in times.items():
+            if w.bytes_moved:
+                rate, unit = w.bytes_moved(arrays) / t / 1e9, "GB/s"
+                pct = f"{100 * w.bytes_moved(arrays) / t / bandwidth:.0f}%"
+            else:
+                rate, unit, pct = w.flops(arrays) / t / 1e9, "GFLOP/s", ""
+            ratio = f"{times['lazytensor'] / t:.2f}" if "lazytensor" in times and impl != "lazytensor" else ""
+            print(f"{w.name:24}{impl:15}{t * 1e3:9.2f}ms{rate:9.1f} {unit:<5}{pct:>10}{ratio:>11}")
+            rows.append({"workload": w.name, "impl": impl, "seconds": t, "rate": rate, "unit": unit,
+                         "ratio_lt_over_impl": times.get("lazytensor", float("nan")) / t})
+    per_realize = overhead(2000)
+    print(f"per-realize overhead (one cached kernel, tiny tensors): {per_realize * 1e6:.1f} us")
+    rows.append({"workload": "per-realize overhead", "impl": "lazytensor", "seconds": per_realize})
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"copy_bandwidth_gbs": bandwidth / 1e9, "results": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
