@@ -16,6 +16,16 @@ from .movement import shape_arg
 from .tensor import Tensor, _is_scalar
 
 
+def _check_int_range(arr: np.ndarray, dtype: DType) -> None:
+    """Python ints that `dtype` cannot hold raise, as in NumPy 2 and PyTorch: a cast would wrap them silently."""
+    if arr.size and arr.dtype.kind in "iu" and dtype.is_int:
+        info = np.iinfo(dtype.np_name)
+        lo, hi = int(arr.min()), int(arr.max())
+        if lo < info.min or hi > info.max:
+            bad = lo if lo < info.min else hi
+            raise DTypeError(f"asarray: Python integer {bad} is out of bounds for {dtype.name}")
+
+
 def _numpy_of(obj: Any, dtype: DType | None) -> np.ndarray:
     if isinstance(obj, np.ndarray) or isinstance(obj, np.generic):
         arr = np.asarray(obj)
@@ -26,6 +36,7 @@ def _numpy_of(obj: Any, dtype: DType | None) -> np.ndarray:
             arr = np.asarray(obj)
         except (ValueError, TypeError) as e:
             raise TypeError(f"asarray: cannot make a tensor from {type(obj).__name__}: {e}") from None
+        _check_int_range(arr, dtype or default_int)
         if dtype is None:
             # Python data: floats default to float32 and ints to int64, as in PyTorch
             if arr.dtype.kind == "f":
@@ -69,11 +80,17 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return Tensor(Node.from_buffer(dev.from_numpy(arr), dt, arr.shape, dev.name))
 
 
+def _shape(args: Any, op: str) -> tuple[int, ...]:
+    """A shape argument, checked now: a negative size must fail at the user's call, not at realize."""
+    shape = shape_arg(args, op)
+    if any(n < 0 for n in shape):
+        raise ValueError(f"{op}: negative dimension in shape {shape}")
+    return shape
+
+
 def full(shape: Any, fill_value: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """A tensor of `shape` filled with `fill_value` (its dtype follows the value unless given)."""
-    shape = shape_arg((shape,) if isinstance(shape, int) else shape, "full")
-    if any(n < 0 for n in shape):
-        raise ValueError(f"full: negative dimension in shape {shape}")
+    shape = _shape((shape,) if isinstance(shape, int) else shape, "full")
     if isinstance(fill_value, Tensor):
         return fill_value.reshape(()).cast(dtype or fill_value.dtype).broadcast_to(shape)
     if not _is_scalar(fill_value):
@@ -82,23 +99,23 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, device: Any = None) -> 
     return Tensor._scalar(fill_value, dt, canonical(device), "full").broadcast_to(shape)
 
 
-def _constant(shape: Any, value: int, dtype: Any, device: Any) -> Tensor:
-    shape = shape_arg(shape, "zeros")
+def _constant(shape: Any, value: int, dtype: Any, device: Any, op: str) -> Tensor:
+    shape = _shape(shape, op)
     dt = dtypes.to_dtype(dtype) if dtype is not None else default_float
     return Tensor._const(value, dt, get_device(device).name).broadcast_to(shape)
 
 
 def zeros(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
-    return _constant(shape, 0, dtype, device)
+    return _constant(shape, 0, dtype, device, "zeros")
 
 
 def ones(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
-    return _constant(shape, 1, dtype, device)
+    return _constant(shape, 1, dtype, device, "ones")
 
 
 def empty(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """Like zeros: lazytensor never hands out uninitialized memory."""
-    return _constant(shape, 0, dtype, device)
+    return _constant(shape, 0, dtype, device, "empty")
 
 
 def _like(x: Tensor, dtype: Any, device: Any) -> tuple[DType, str]:
@@ -158,7 +175,8 @@ def linspace(start: float, stop: float, num: int = 50, endpoint: bool = True, dt
     last = num - 1 if endpoint else num
     from_start = i * step + float(start)
     from_end = float(stop if endpoint else start + step * num) - (last - i) * step
-    return where(i < num // 2, from_start, from_end).cast(dt)
+    # the first half counts up from start, the rest down from the end (as torch); one point is start itself
+    return where(i < max(num // 2, 1), from_start, from_end).cast(dt)
 
 
 def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = None, device: Any = None) -> Tensor:

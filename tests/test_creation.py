@@ -1,0 +1,552 @@
+"""Making tensors and reading them back: asarray/tensor, from_numpy, zeros/ones/full/empty and their
+_like forms, arange, linspace, eye; attributes (shape, dtype, size, T, mT, ...), conversions to
+NumPy and Python values, casts."""
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+import pytest
+import torch
+
+import lazytensor as lt
+
+from conftest import ALL_DTYPES, check, layout, random_array, to_torch_dtype
+
+
+# ---- asarray / tensor -----------------------------------------------------------------------------
+
+PYTHON_DATA = [
+    [[1, 2], [3, 4]], [[1.5, 2], [3, 4]], [True, False, True], [True, 2], [1, 2.5], [[[1], [2]], [[3], [4]]],
+    3, 2.5, True, -7, [], [[]], [[1.0, -0.0], [math.inf, -math.inf]], [2 ** 63 - 1, -2 ** 63],
+]
+
+
+@pytest.mark.parametrize("data", PYTHON_DATA, ids=str)
+def test_asarray_python_data_default_dtypes(data):
+    """Float data defaults to float32, int data to int64, bools to bool: as torch.tensor."""
+    x = lt.asarray(data)
+    check(x, torch.tensor(data))
+    check(lt.tensor(data), torch.tensor(data))
+
+
+def test_asarray_default_dtype_of_float_and_int_lists():
+    assert lt.asarray([1.0, 2.0]).dtype == lt.float32
+    assert lt.asarray([1, 2]).dtype == lt.int64
+    assert lt.asarray(1.0).dtype == lt.float32
+    assert lt.asarray([[1, 2.0]]).dtype == lt.float32
+    assert lt.asarray([]).dtype == lt.float32
+    check(lt.asarray([]), torch.tensor([]))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_asarray_python_data_with_dtype(dtype):
+    data = [[0, 1, 2], [3, 1, 0]]
+    for spec in (dtype, dtype.name, np.dtype(dtype.name)):
+        check(lt.asarray(data, dtype=spec), torch.tensor(data, dtype=to_torch_dtype(dtype)))
+    fdata = [1.7, -1.7, 0.0, 2.5] if dtype.is_signed else [1.7, 0.2, 0.0, 2.5]
+    check(lt.asarray(fdata, dtype=dtype), torch.tensor(fdata, dtype=to_torch_dtype(dtype)))  # ints truncate
+
+
+@pytest.mark.parametrize("pytype,expected", [(float, lt.float32), (int, lt.int64), (bool, lt.bool_)], ids=str)
+def test_asarray_dtype_given_as_python_type(pytype, expected):
+    x = lt.asarray([0, 1, 2], dtype=pytype)
+    assert x.dtype == expected
+    check(x, torch.tensor([0, 1, 2], dtype=to_torch_dtype(expected)))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_asarray_numpy_of_every_dtype(dtype):
+    arr = random_array((2, 3), dtype, 1)
+    x = lt.asarray(arr)
+    assert x.dtype == dtype
+    check(x, torch.from_numpy(arr))
+    check(lt.asarray(arr.T), torch.from_numpy(arr).T)  # a non-contiguous source
+    check(lt.asarray(arr[:, ::-2]), torch.from_numpy(np.ascontiguousarray(arr[:, ::-2])))
+    check(lt.asarray(arr[0, 0]), torch.tensor(arr[0, 0]))  # a NumPy scalar keeps its dtype
+    check(lt.asarray(np.asarray(arr[1, 2])), torch.tensor(arr[1, 2]))  # 0-d array
+    check(lt.from_numpy(arr), torch.from_numpy(arr))
+
+
+@pytest.mark.parametrize("src", ALL_DTYPES, ids=str)
+def test_asarray_numpy_with_dtype_casts(src):
+    arr = random_array((5,), src, 2)
+    for dst in (lt.float64, lt.int32, lt.bool_):
+        check(lt.asarray(arr, dtype=dst), torch.from_numpy(arr).to(to_torch_dtype(dst)))
+
+
+def test_asarray_copies_its_source():
+    arr = np.array([1.0, 2.0, 3.0], np.float32)
+    x = lt.asarray(arr)
+    arr[0] = 100.0
+    check(x, torch.tensor([1.0, 2.0, 3.0]))
+    check(x + 1, torch.tensor([2.0, 3.0, 4.0]))
+
+
+def test_asarray_of_a_tensor_is_that_tensor():
+    x = lt.asarray([1, 2, 3])
+    assert lt.asarray(x) is x
+    assert lt.asarray(x, dtype=lt.int64) is x
+    check(lt.asarray(x, dtype=lt.float64), torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64))
+    check(lt.asarray([lt.asarray(1.5), lt.asarray(2.5)]), torch.tensor([1.5, 2.5]))
+
+
+def test_tensor_constructor():
+    check(lt.Tensor([1, 2], dtype="int8"), torch.tensor([1, 2], dtype=torch.int8))
+    check(lt.Tensor([[1.5]]), torch.tensor([[1.5]]))
+    check(lt.Tensor(np.arange(4, dtype=np.int16)), torch.arange(4, dtype=torch.int16))
+
+
+@pytest.mark.parametrize("make", [
+    lambda: lt.asarray(np.zeros(3, np.float16)), lambda: lt.asarray(np.zeros(3, np.complex64)),
+    lambda: lt.asarray(np.zeros(3, np.complex128)), lambda: lt.asarray([1 + 2j]), lambda: lt.asarray(1j),
+    lambda: lt.asarray(np.zeros(3, np.uint16)), lambda: lt.asarray(np.zeros(3, np.uint64)),
+    lambda: lt.asarray([1.0], dtype="float16"), lambda: lt.asarray([1.0], dtype=np.complex64),
+    lambda: lt.asarray(["a", "b"]), lambda: lt.asarray(None), lambda: lt.asarray([[1, 2], [3]]),
+    lambda: lt.asarray({1: 2}), lambda: lt.from_numpy(np.zeros(2, np.float16)),
+    lambda: lt.from_numpy([1.0, 2.0]), lambda: lt.zeros(2, dtype="complex64"),
+    lambda: lt.asarray(np.zeros(2, np.complex64), dtype=lt.float32),
+], ids=["float16", "complex64", "complex128", "py-complex-list", "py-complex", "uint16", "uint64",
+        "dtype-float16", "dtype-complex64", "strings", "None", "ragged", "dict", "from_numpy-float16",
+        "from_numpy-list", "zeros-complex", "complex-to-float32"])
+def test_unsupported_data_and_dtypes_raise_type_error(make):
+    with pytest.raises(TypeError):
+        make()
+
+
+def test_unsupported_dtype_error_is_a_dtype_error():
+    with pytest.raises(lt.DTypeError):
+        lt.asarray(np.zeros(2, np.float16))
+
+
+@pytest.mark.parametrize("data,dtype", [([2 ** 63], None), (2 ** 63, None), ([-2 ** 63 - 1], None),
+                                        ([300], lt.uint8), ([-1], lt.uint8), ([[128]], lt.int8),
+                                        ([1, 2 ** 31], lt.int32)], ids=str)
+def test_asarray_python_int_out_of_range_raises(data, dtype):
+    """NumPy 2 and torch refuse these; a silent wrap-around would be a wrong value."""
+    with pytest.raises(lt.DTypeError):
+        lt.asarray(data, dtype=dtype)
+
+
+def test_asarray_python_ints_at_the_edges_fit():
+    check(lt.asarray([127, -128], dtype=lt.int8), torch.tensor([127, -128], dtype=torch.int8))
+    check(lt.asarray([0, 255], dtype="uint8"), torch.tensor([0, 255], dtype=torch.uint8))
+    check(lt.asarray([2 ** 63 - 1, -2 ** 63]), torch.tensor([2 ** 63 - 1, -2 ** 63]))
+    check(lt.asarray([2 ** 40], dtype=lt.float32), torch.tensor([2 ** 40], dtype=torch.float32))
+
+
+# ---- from_numpy -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_from_numpy_shares_memory(dtype):
+    arr = random_array((2, 3), dtype, 3)
+    x = lt.from_numpy(arr)
+    assert x.dtype == dtype and x.shape == (2, 3)
+    new = random_array((3,), dtype, 4)
+    arr[1] = new  # a later write to the array shows in the tensor
+    np.testing.assert_array_equal(x.numpy()[1], new)
+    assert np.shares_memory(x.numpy(), arr)
+    check(x, torch.from_numpy(arr))
+
+
+def test_from_numpy_write_shows_in_a_lazy_result_computed_later():
+    arr = np.array([1.0, 2.0, 3.0])
+    x = lt.from_numpy(arr)
+    y = x * 2
+    arr[0] = 10.0
+    check(y, torch.tensor([20.0, 4.0, 6.0], dtype=torch.float64))
+
+
+def test_from_numpy_non_contiguous_array_gives_the_same_values():
+    arr = np.arange(12, dtype=np.int32).reshape(3, 4)
+    check(lt.from_numpy(arr.T), torch.from_numpy(arr).T)
+    check(lt.from_numpy(arr[:, ::2]), torch.from_numpy(arr)[:, ::2])
+
+
+# ---- zeros / ones / empty / full -----------------------------------------------------------------
+
+SHAPE_SPECS = [((2, 3), ((2, 3),)), ((2, 3), ([2, 3],)), ((2, 3), (2, 3)), ((4,), (4,)), ((4,), ((4,),)),
+               ((), ()), ((), ((),)), ((2, 0, 3), ((2, 0, 3),)), ((0,), (0,))]
+
+
+@pytest.mark.parametrize("shape,args", SHAPE_SPECS, ids=str)
+def test_zeros_ones_empty_shape_forms(shape, args):
+    check(lt.zeros(*args), torch.zeros(shape))
+    check(lt.ones(*args), torch.ones(shape))
+    check(lt.empty(*args), torch.zeros(shape))  # lazytensor's empty is zero-filled
+    check(lt.full(args[0] if len(args) == 1 else args, 2.5), torch.full(shape, 2.5))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_zeros_ones_full_dtypes(dtype):
+    td = to_torch_dtype(dtype)
+    check(lt.zeros(2, 3, dtype=dtype), torch.zeros(2, 3, dtype=td))
+    check(lt.ones((2, 3), dtype=dtype.name), torch.ones(2, 3, dtype=td))
+    check(lt.empty([3], dtype=dtype), torch.zeros(3, dtype=td))
+    check(lt.full((2, 2), 1, dtype=dtype), torch.full((2, 2), 1, dtype=td))
+
+
+@pytest.mark.parametrize("value", [7, -7, 2.5, -0.0, True, False, math.inf, math.nan], ids=str)
+def test_full_dtype_follows_the_value(value):
+    check(lt.full((2, 3), value), torch.full((2, 3), value))
+    check(lt.full(3, value), torch.full((3,), value))
+    check(lt.full([], value), torch.full((), value))
+
+
+def test_full_with_explicit_dtype_and_conversions():
+    check(lt.full((2,), 2.7, dtype=lt.int32), torch.full((2,), 2.7, dtype=torch.int32))
+    check(lt.full((2,), 3, dtype=lt.float64), torch.full((2,), 3, dtype=torch.float64))
+    check(lt.full((2,), 0.5, dtype=bool), torch.full((2,), 0.5, dtype=torch.bool))
+    check(lt.full((2,), np.float64(1.5)), torch.full((2,), 1.5))
+    check(lt.full((2, 2), lt.asarray(3)), torch.full((2, 2), 3))
+    with pytest.raises(lt.DTypeError):
+        lt.full((2,), 300, dtype=lt.uint8)
+
+
+@pytest.mark.parametrize("make", [lambda: lt.zeros(-1), lambda: lt.ones((2, -1)), lambda: lt.full(-1, 2.0),
+                                  lambda: lt.empty([3, -2])], ids=["zeros", "ones", "full", "empty"])
+def test_negative_dimensions_raise(make):
+    with pytest.raises(ValueError):
+        make()
+
+
+@pytest.mark.parametrize("dtype", [lt.int8, lt.bool_, lt.float64], ids=str)
+def test_like_functions(dtype):
+    base = lt.asarray(random_array((3, 4), dtype, 5)).T  # a view: its shape, not its base's
+    td = to_torch_dtype(dtype)
+    check(lt.zeros_like(base), torch.zeros(4, 3, dtype=td))
+    check(lt.ones_like(base), torch.ones(4, 3, dtype=td))
+    check(lt.empty_like(base), torch.zeros(4, 3, dtype=td))
+    check(lt.full_like(base, 1), torch.full((4, 3), 1, dtype=td))
+    check(lt.zeros_like(base, dtype=lt.float32), torch.zeros(4, 3))
+    check(lt.ones_like(base, dtype="int16"), torch.ones(4, 3, dtype=torch.int16))
+    check(lt.full_like(base, 2.5, dtype=lt.float64), torch.full((4, 3), 2.5, dtype=torch.float64))
+    check(lt.full_like(lt.zeros(2, 0), 1.0), torch.full((2, 0), 1.0))
+
+
+def test_full_like_value_is_cast_to_the_tensor_dtype():
+    x = lt.asarray([1, 2, 3], dtype=lt.int32)
+    check(lt.full_like(x, 2.9), torch.full_like(torch.tensor([1, 2, 3], dtype=torch.int32), 2.9))
+
+
+# ---- arange / linspace / eye ----------------------------------------------------------------------
+
+ARANGE_ARGS = [(5,), (0,), (2, 10), (2, 10, 3), (10, 2, -3), (0, -5, -1), (-4, 4, 2), (3, 4, 5), (1.5,),
+               (0, 1, 0.1), (1.0, -1.0, -0.5), (-2.5, 2.5, 0.7), (0.0, 3), (1, 2.0, 0.25), (5, 5.0)]
+
+
+@pytest.mark.parametrize("args", ARANGE_ARGS, ids=str)
+def test_arange(args):
+    """int64 when every argument is an int, else float32, as torch."""
+    check(lt.arange(*args), torch.arange(*args))
+
+
+@pytest.mark.parametrize("dtype", [lt.float64, lt.int8, lt.int32, lt.float32], ids=str)
+def test_arange_dtype(dtype):
+    check(lt.arange(6, dtype=dtype), torch.arange(6, dtype=to_torch_dtype(dtype)))
+    check(lt.arange(-3, 9, 2, dtype=dtype.name), torch.arange(-3, 9, 2, dtype=to_torch_dtype(dtype)))
+    check(lt.arange(9, -3, -4, dtype=dtype), torch.arange(9, -3, -4, dtype=to_torch_dtype(dtype)))
+
+
+def test_arange_float_dtype_from_float_args():
+    check(lt.arange(0.5, 2.0, 0.5, dtype=lt.float64), torch.arange(0.5, 2.0, 0.5, dtype=torch.float64))
+    check(lt.arange(np.int64(4)), torch.arange(4))
+
+
+def test_arange_large_and_fused():
+    check(lt.arange(1000) * 3 - 7, torch.arange(1000) * 3 - 7)
+    check(lt.arange(0.0, 10.0, 0.01), torch.arange(0.0, 10.0, 0.01, dtype=torch.float64).float())
+
+
+@pytest.mark.parametrize("args", [(-3,), (10, 2), (0, 5, -1), (2.5, 1.0), (0.0, 1.0, -0.5)], ids=str)
+def test_arange_empty_ranges(args):
+    """A step that points away from stop gives no elements (NumPy; torch raises instead)."""
+    expected_dtype = np.int64 if all(isinstance(a, int) for a in args) else np.float32
+    check(lt.arange(*args), np.zeros(0, expected_dtype))
+    assert len(np.arange(*args)) == 0
+
+
+def test_arange_zero_step_raises():
+    with pytest.raises(ValueError):
+        lt.arange(0, 5, 0)
+    with pytest.raises(ValueError):
+        lt.arange(0.0, 5.0, 0.0)
+
+
+@pytest.mark.parametrize("start,stop,num", [(0, 1, 5), (0, 1, 0), (0, 1, 1), (3, 3, 1), (0, 1, 2), (-1, 1, 50),
+                                            (10, -10, 7), (2.5, -1.5, 9), (0, 1, 3), (-5, 5, 11)], ids=str)
+def test_linspace(start, stop, num):
+    check(lt.linspace(start, stop, num), torch.linspace(start, stop, num))
+    check(lt.linspace(start, stop, num, dtype=lt.float64), torch.linspace(start, stop, num, dtype=torch.float64))
+    expected = np.linspace(start, stop, num, endpoint=False).astype(np.float32)
+    check(lt.linspace(start, stop, num, endpoint=False), expected)
+
+
+def test_linspace_endpoints_are_exact():
+    x = lt.linspace(0.1, 0.7, 13, dtype=lt.float64).numpy()
+    assert x[0] == 0.1 and x[-1] == 0.7
+    assert lt.linspace(-3.3, 7.7, 1).item() == np.float32(-3.3)
+
+
+def test_linspace_default_num_and_int_dtype():
+    check(lt.linspace(0, 1), torch.linspace(0, 1, 50))
+    check(lt.linspace(0, 10, 5, dtype=lt.int64), torch.linspace(0, 10, 5, dtype=torch.int64))
+
+
+def test_linspace_negative_num_raises():
+    with pytest.raises(ValueError):
+        lt.linspace(0, 1, -1)
+
+
+@pytest.mark.parametrize("n,m", [(3, None), (1, None), (0, None), (2, 4), (4, 2), (3, 0)], ids=str)
+def test_eye(n, m):
+    check(lt.eye(n, m), torch.eye(n, m if m is not None else n))
+    check(lt.eye(n, m, dtype=lt.int64), torch.eye(n, m if m is not None else n, dtype=torch.int64))
+
+
+@pytest.mark.parametrize("k", [-4, -1, 0, 1, 2, 5])
+def test_eye_offset_diagonal(k):
+    check(lt.eye(3, 4, k=k), np.eye(3, 4, k=k, dtype=np.float32))
+    check(lt.eye(4, k=k, dtype=lt.bool_), np.eye(4, k=k, dtype=np.bool_))
+
+
+# ---- attributes ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", [(), (0,), (5,), (2, 3), (2, 0, 3), (1, 2, 3, 4)], ids=str)
+def test_shape_ndim_size_attributes(shape):
+    x, t = lt.zeros(shape, dtype=lt.int16), torch.zeros(shape, dtype=torch.int16)
+    assert x.shape == tuple(t.shape) and type(x.shape) is tuple
+    assert x.ndim == t.ndim == x.dim()
+    assert x.size == t.numel() == x.numel()
+    assert isinstance(x.size, int)
+    assert x.size() == tuple(t.size())
+    for d in range(-len(shape), len(shape)):
+        assert x.size(d) == t.size(d)
+    assert x.dtype == lt.int16
+    assert x.device == "cpu"
+    assert x.itemsize == 2 and x.nbytes == 2 * t.numel()
+
+
+def test_size_is_usable_as_an_int():
+    x = lt.zeros(2, 3)
+    assert x.size == 6 and x.size + 1 == 7 and list(range(x.size)) == list(range(6))
+    assert x.size(1) == 3 and x.size(-2) == 2
+
+
+@pytest.mark.parametrize("shape", [(), (4,), (2, 3), (2, 3, 4)], ids=str)
+def test_T(shape):
+    arr = random_array(shape, lt.float32, 6)
+    x, t = lt.asarray(arr), torch.tensor(arr)
+    check(x.T, t.permute(tuple(reversed(range(t.ndim)))))
+    check(x.T.T, t)
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (2, 3, 4), (1, 2, 1, 3)], ids=str)
+def test_mT(shape):
+    arr = random_array(shape, lt.int32, 7)
+    x, t = lt.asarray(arr), torch.tensor(arr)
+    check(x.mT, t.mT)
+    check(x.mT + 1, t.mT + 1)
+
+
+def test_mT_needs_two_dims():
+    with pytest.raises(lt.ShapeError):
+        lt.asarray([1, 2]).mT
+    with pytest.raises(ValueError):
+        lt.asarray(1.0).mT
+
+
+# ---- reading values -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_numpy(dtype):
+    arr = random_array((3, 4), dtype, 8)
+    for kind in ("contiguous", "transposed", "flipped"):
+        x, t = layout(arr, kind)
+        out = x.numpy()
+        assert isinstance(out, np.ndarray)
+        assert out.dtype == np.dtype(dtype.name)
+        np.testing.assert_array_equal(out, t.numpy())
+    out = lt.asarray(arr).numpy()
+    assert not out.flags.writeable
+    with pytest.raises(ValueError):
+        out[0, 0] = out[0, 1]
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_item(dtype):
+    arr = random_array((1, 1), dtype, 9)
+    x, t = lt.asarray(arr), torch.tensor(arr)
+    got, exp = x.item(), t.item()
+    assert type(got) is type(exp)
+    assert got == exp
+    got, exp = (x * 1).item(), (t * 1).item()  # a computed value, not just a copied one
+    assert type(got) is type(exp) and got == exp
+    assert lt.asarray(arr.reshape(())).item() == exp
+
+
+def test_item_needs_one_element():
+    for x in (lt.zeros(2), lt.zeros(0), lt.zeros(1, 2)):
+        with pytest.raises(ValueError):
+            x.item()
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_tolist(dtype):
+    arr = random_array((2, 3), dtype, 10)
+    x, t = lt.asarray(arr), torch.tensor(arr)
+    assert x.tolist() == t.tolist()
+    assert x.T.tolist() == t.T.tolist()
+    assert lt.asarray(arr[0, 0]).tolist() == t[0, 0].tolist()
+    assert lt.zeros(2, 0).tolist() == torch.zeros(2, 0).tolist()
+
+
+def test_array_protocol():
+    arr = random_array((2, 3), lt.int16, 11)
+    x = lt.asarray(arr).T
+    out = np.asarray(x)
+    assert out.dtype == np.int16
+    np.testing.assert_array_equal(out, arr.T)
+    as64 = np.asarray(x, dtype=np.float64)
+    assert as64.dtype == np.float64
+    np.testing.assert_array_equal(as64, arr.T.astype(np.float64))
+    copied = np.array(x)
+    assert copied.flags.writeable
+    copied[0, 0] = 99  # a copy: the tensor keeps its value
+    assert x.numpy()[0, 0] == arr[0, 0]
+
+
+def test_numpy_array_with_tensor_gives_a_tensor():
+    out = np.array([1.0, 2.0]) + lt.asarray([1, 2])
+    assert isinstance(out, lt.Tensor)
+    check(out, np.array([2.0, 4.0]))
+
+
+def test_repr():
+    assert repr(lt.asarray([1.5, 2.0])) == "tensor([1.5, 2. ], dtype=float32, device='cpu')"
+    assert repr(lt.asarray([[1, 2], [3, 4]], dtype=lt.int8)) == \
+        "tensor([[1, 2],\n        [3, 4]], dtype=int8, device='cpu')"
+    assert repr(lt.asarray(True)) == "tensor(True, dtype=bool, device='cpu')"
+    assert repr(lt.zeros(0, dtype=lt.int64)) == "tensor([], dtype=int64, device='cpu')"
+    x = lt.asarray([1.0, 2.0]) * 3
+    assert str(x) == repr(x) == "tensor([3., 6.], dtype=float32, device='cpu')"
+
+
+def test_len_and_iteration():
+    arr = random_array((3, 2), lt.float64, 12)
+    x, t = lt.asarray(arr), torch.tensor(arr)
+    assert len(x) == len(t) == 3
+    assert len(lt.zeros(0, 4)) == 0
+    rows = list(x)
+    assert len(rows) == 3
+    for got, exp in zip(rows, t):
+        check(got, exp)
+    with pytest.raises(TypeError):
+        len(lt.asarray(1.0))
+    with pytest.raises(TypeError):
+        iter(lt.asarray(1.0))
+
+
+@pytest.mark.parametrize("value", [0, 3, -2, 0.0, -0.0, 0.5, math.nan, math.inf, True, False], ids=str)
+def test_python_conversions(value):
+    x, t = lt.asarray([value]), torch.tensor([value])
+    assert bool(x) == bool(t)
+    assert bool(lt.asarray(value)) == bool(torch.tensor(value))
+    f = float(x)
+    assert (math.isnan(f) and math.isnan(float(t))) or f == float(t)
+    if not (isinstance(value, float) and not math.isfinite(value)):
+        assert int(x) == int(t)
+
+
+def test_int_conversion_truncates():
+    assert int(lt.asarray(2.7)) == 2
+    assert int(lt.asarray([-2.7])) == -2
+    assert float(lt.asarray([[3]])) == 3.0 and type(float(lt.asarray(3))) is float
+    assert operator.index(lt.asarray(4)) == 4
+    assert [10, 20, 30][lt.asarray(1)] == 20
+    with pytest.raises(TypeError):
+        operator.index(lt.asarray(1.0))
+
+
+@pytest.mark.parametrize("shape", [(2,), (0,), (2, 2)], ids=str)
+def test_conversions_of_several_elements_raise(shape):
+    x = lt.zeros(shape)
+    for fn in (bool, float, int):
+        with pytest.raises(ValueError):
+            fn(x)
+
+
+def test_bool_of_two_elements_is_ambiguous():
+    with pytest.raises(ValueError, match="ambiguous"):
+        bool(lt.asarray([1, 2]))
+    with pytest.raises(ValueError):
+        if lt.asarray([1.0, 2.0]) > 0:
+            pass
+
+
+# ---- casts ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("src", ALL_DTYPES, ids=str)
+def test_astype_every_pair(src):
+    arr = random_array((2, 3), src, 13)
+    x, t = lt.asarray(arr), torch.tensor(arr)
+    for dst in ALL_DTYPES:
+        check(x.astype(dst), t.to(to_torch_dtype(dst)))
+    check(x.T.astype(lt.float64), t.T.double())
+
+
+def test_astype_spellings():
+    arr = np.array([1.7, -1.7, 0.0, 2.5], np.float32)
+    x, t = lt.asarray(arr), torch.tensor(arr)
+    for spec, td in (("int32", torch.int32), (np.int16, torch.int16), (np.dtype("float64"), torch.float64),
+                     (lt.int8, torch.int8), (int, torch.int64), (float, torch.float32), (bool, torch.bool)):
+        check(x.astype(spec), t.to(td))
+        check(lt.astype(arr, spec), t.to(td))
+    assert x.astype(lt.float32) is x
+
+
+def test_float_to_int_casts():
+    """Truncation toward zero; negative floats wrap into uint8 as in torch."""
+    arr = np.array([2.9, -2.9, -0.5, 0.5, -1.0, 300.7, -129.0, 1e4], np.float64)  # all within int32
+    x, t = lt.asarray(arr), torch.tensor(arr)
+    for dst in (lt.int64, lt.int32, lt.int16, lt.int8, lt.uint8):
+        check(x.astype(dst), t.to(to_torch_dtype(dst)))
+
+
+def test_nan_to_int_is_zero():
+    """The kernel IR's documented saturating cast: NaN gives 0."""
+    x = lt.asarray([math.nan, 1.5], dtype=lt.float64)
+    for dst in (lt.int64, lt.int32, lt.uint8):
+        check(x.astype(dst), np.array([0, 1], dst.name))
+
+
+def test_casts_to_bool():
+    arr = np.array([0.0, -0.0, 0.1, math.nan, -math.inf], np.float32)
+    check(lt.asarray(arr).astype(bool), torch.tensor(arr).bool())
+    ints = np.array([0, -1, 256, 2], np.int64)
+    check(lt.asarray(ints).bool(), torch.tensor(ints).bool())
+
+
+@pytest.mark.parametrize("method", ["float", "double", "long", "int", "bool"])
+def test_cast_aliases(method):
+    arr = np.array([[1.5, -2.5], [0.0, 3.0]], np.float64)
+    x, t = lt.asarray(arr), torch.tensor(arr)
+    check(getattr(x, method)(), getattr(t, method)())
+    check(getattr(x.T, method)(), getattr(t.T, method)())
+
+
+def test_to():
+    x, t = lt.asarray([1.5, -2.5]), torch.tensor([1.5, -2.5])
+    check(x.to(lt.float64), t.to(torch.float64))
+    check(x.to("int32"), t.to(torch.int32))
+    check(x.to(dtype=lt.int8), t.to(dtype=torch.int8))
+    check(x.to("cpu", lt.float64), t.to("cpu", torch.float64))
+    assert x.to("cpu") is x and x.cpu() is x
+    assert x.to(device="cpu").device == "cpu"
+    with pytest.raises(lt.DeviceError):
+        x.to("cuda")
+    with pytest.raises(lt.DeviceError):
+        lt.asarray([1.0], device="cuda:0")
+    with pytest.raises(RuntimeError):  # DeviceError is a RuntimeError
+        lt.zeros(2, device="nonsense")

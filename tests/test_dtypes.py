@@ -1,0 +1,169 @@
+"""dtypes: the promotion table against torch.promote_types, to_dtype spellings, weak Python scalar
+result types, and that ops really produce the promoted dtype."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+import lazytensor as lt
+from lazytensor import dtypes
+
+from conftest import ALL_DTYPES, check, random_array, to_torch_dtype
+
+PAIRS = list(itertools.product(ALL_DTYPES, ALL_DTYPES))
+
+
+@pytest.mark.parametrize("a,b", PAIRS, ids=str)
+def test_promote_matches_torch(a, b):
+    out = lt.promote(a, b)
+    assert to_torch_dtype(out) == torch.promote_types(to_torch_dtype(a), to_torch_dtype(b))
+    assert out == lt.promote(b, a)
+
+
+def test_promote_table_spot_checks():
+    assert lt.promote(lt.int8, lt.uint8) == lt.int16
+    assert lt.promote(lt.int64, lt.uint8) == lt.int64
+    assert lt.promote(lt.int64, lt.float32) == lt.float32  # int with float: the float wins (torch, not NumPy)
+    assert lt.promote(lt.uint8, lt.float32) == lt.float32
+    assert lt.promote(lt.bool_, lt.uint8) == lt.uint8
+    assert lt.promote(lt.float32, lt.float64) == lt.float64
+    assert lt.promote(lt.int16, lt.int32) == lt.int32
+
+
+def test_promote_is_associative_over_all_triples():
+    for a, b, c in itertools.product(ALL_DTYPES, repeat=3):
+        assert lt.promote(lt.promote(a, b), c) == lt.promote(a, lt.promote(b, c)), (a, b, c)
+
+
+@pytest.mark.parametrize("a", ALL_DTYPES, ids=str)
+def test_binary_op_result_dtypes_match_torch(a):
+    """Ops, not just the table: a tensor of `a` combined with a tensor of every dtype (one fused kernel)."""
+    x = lt.asarray(random_array((3,), a, 1))
+    tx = torch.tensor(random_array((3,), a, 1))
+    for b in ALL_DTYPES:
+        arr = random_array((3,), b, 2)
+        y, ty = lt.asarray(arr), torch.tensor(arr)
+        check(y + x, ty + tx)
+
+
+@pytest.mark.parametrize("x,expected", [
+    (lt.float32, lt.float32), (lt.int8, lt.int8), ("float32", lt.float32), ("float64", lt.float64),
+    ("int8", lt.int8), ("int16", lt.int16), ("int32", lt.int32), ("int64", lt.int64), ("uint8", lt.uint8),
+    ("bool", lt.bool_), ("f4", lt.float32), ("f8", lt.float64), ("i2", lt.int16), ("u1", lt.uint8),
+    ("?", lt.bool_), (np.float32, lt.float32), (np.float64, lt.float64), (np.int8, lt.int8), (np.int16, lt.int16),
+    (np.int32, lt.int32), (np.int64, lt.int64), (np.uint8, lt.uint8), (np.bool_, lt.bool_),
+    (np.dtype("float32"), lt.float32), (np.dtype("int64"), lt.int64), (np.dtype("bool"), lt.bool_),
+    (float, lt.float32), (int, lt.int64), (bool, lt.bool_),
+], ids=str)
+def test_to_dtype(x, expected):
+    assert dtypes.to_dtype(x) == expected
+    assert lt.zeros(1, dtype=x).dtype == expected
+
+
+@pytest.mark.parametrize("x", ["float16", "complex64", "uint16", "uint32", "uint64", "object", "notadtype", "",
+                               np.float16, np.complex128, np.uint16, complex, object, str, None.__class__, 3],
+                         ids=str)
+def test_to_dtype_unsupported_raises(x):
+    with pytest.raises(lt.DTypeError):
+        dtypes.to_dtype(x)
+    with pytest.raises(TypeError):  # DTypeError is a TypeError
+        dtypes.to_dtype(x)
+
+
+def test_to_dtype_error_names_the_supported_dtypes():
+    with pytest.raises(lt.DTypeError, match="float16.*supported: bool, int8"):
+        dtypes.to_dtype(np.float16)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_to_numpy_dtype_round_trip(dtype):
+    npd = dtypes.to_numpy_dtype(dtype)
+    assert npd == np.dtype(dtype.name)
+    assert dtypes.to_dtype(npd) == dtype
+    assert dtypes.to_dtype(dtype.name) == dtype
+
+
+@pytest.mark.parametrize("value,expected", [(True, lt.bool_), (False, lt.bool_), (3, lt.int64), (-2 ** 63, lt.int64),
+                                            (2.5, lt.float32), (float("nan"), lt.float32)], ids=str)
+def test_scalar_dtype_matches_torch(value, expected):
+    assert dtypes.scalar_dtype(value) == expected
+    assert to_torch_dtype(expected) == torch.tensor(value).dtype
+
+
+@pytest.mark.parametrize("value", ["a", None, 1j, [1]], ids=str)
+def test_scalar_dtype_of_non_scalars_raises(value):
+    with pytest.raises(lt.DTypeError):
+        dtypes.scalar_dtype(value)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("scalar", [True, 2, 2.5], ids=["bool", "int", "float"])
+def test_result_type_with_weak_scalar_matches_torch(dtype, scalar):
+    expected = torch.result_type(torch.zeros(2, dtype=to_torch_dtype(dtype)), scalar)
+    assert to_torch_dtype(dtypes.result_type(dtype, scalar)) == expected
+
+
+def test_result_type_examples():
+    assert dtypes.result_type(lt.float32, 2.5) == lt.float32
+    assert dtypes.result_type(lt.int32, 2.5) == lt.float32
+    assert dtypes.result_type(lt.uint8, 7) == lt.uint8
+    assert dtypes.result_type(lt.bool_, 1) == lt.int64
+    assert dtypes.result_type(lt.bool_, True) == lt.bool_
+    assert dtypes.result_type(lt.float64, 1) == lt.float64
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_check_fits(dtype):
+    if dtype.is_int:
+        info = np.iinfo(dtype.name)
+        dtypes.check_fits(info.max, dtype, "op")
+        dtypes.check_fits(info.min, dtype, "op")
+        for bad in (info.max + 1, info.min - 1):
+            with pytest.raises(lt.DTypeError, match=f"op: .*{bad}.*{dtype.name}"):
+                dtypes.check_fits(bad, dtype, "op")
+    else:  # floats and bools take any Python int (it converts, possibly to inf or True)
+        dtypes.check_fits(2 ** 70, dtype, "op")
+    dtypes.check_fits(True, dtype, "op")
+    dtypes.check_fits(1e300, dtype, "op")
+
+
+def test_dtype_properties():
+    table = {  # dtype: (kind, itemsize, bits, is_float, is_int, is_signed)
+        lt.bool_: ("b", 1, 1, False, False, False), lt.int8: ("i", 1, 8, False, True, True),
+        lt.int16: ("i", 2, 16, False, True, True), lt.int32: ("i", 4, 32, False, True, True),
+        lt.int64: ("i", 8, 64, False, True, True), lt.uint8: ("u", 1, 8, False, True, False),
+        lt.float32: ("f", 4, 32, True, False, True), lt.float64: ("f", 8, 64, True, False, True),
+    }
+    assert set(table) == set(ALL_DTYPES) == set(dtypes.ALL_DTYPES)
+    for d, (kind, itemsize, bits, is_float, is_int, is_signed) in table.items():
+        assert (d.kind, d.itemsize, d.bits, d.is_float, d.is_int, d.is_signed) == \
+            (kind, itemsize, bits, is_float, is_int, is_signed)
+        assert d.itemsize == np.dtype(d.name).itemsize == to_torch_dtype(d).itemsize
+        assert str(d) == d.name and repr(d) == f"lazytensor.{d.name}"
+        assert d.np_name == d.name
+
+
+def test_dtypes_are_values():
+    assert lt.float32 == dtypes.to_dtype("float32") and hash(lt.float32) == hash(dtypes.to_dtype("float32"))
+    assert lt.float32 != lt.float64
+    assert len({*ALL_DTYPES, *dtypes.ALL_DTYPES}) == 8
+
+
+def test_module_aliases():
+    assert lt.bool is lt.bool_
+    assert lt.float is lt.float32 and lt.double is lt.float64
+    assert lt.long is lt.int64 and lt.int is lt.int32
+    assert lt.default_float == lt.float32 and lt.default_int == lt.int64
+
+
+def test_default_dtypes_of_creation_and_results():
+    assert lt.asarray([1.0]).dtype == lt.default_float
+    assert lt.asarray([1]).dtype == lt.default_int
+    assert lt.zeros(2).dtype == lt.default_float
+    assert lt.arange(3).dtype == lt.default_int
+    assert (lt.asarray([1, 2]) / 2).dtype == lt.default_float
+    assert lt.asarray([1, 2]).exp().dtype == lt.default_float
+    assert (lt.asarray([True]) + 1).dtype == lt.default_int

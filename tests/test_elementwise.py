@@ -1,0 +1,845 @@
+"""Elementwise ops against torch: arithmetic, comparisons, bitwise and logical ops, math functions,
+rounding, where/clip, with every dtype, broadcasting, 0-d and size-0 shapes, non-contiguous views,
+weak-scalar promotion, in-place operators and IEEE special values.
+
+Where lazytensor deliberately follows NumPy rather than torch (integer division by zero gives 0
+instead of raising), the test asserts NumPy's exact result.
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+import pytest
+import torch
+
+import lazytensor as lt
+
+from conftest import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, LAYOUTS, check, inputs, layout, random_array, to_torch_dtype
+
+NAN, INF = math.nan, math.inf
+SPECIALS = [NAN, INF, -INF, -0.0, 0.0, 1.0, -1.0, 0.5, -0.5, 1.5, -2.5, 2.5, 3.0, 1e-8, 100.0, -100.0]
+
+
+# maximum(-0.0, 0.0) may give either zero: torch itself answers differently on its broadcast and
+# contiguous paths. For these ops only the value of a signed-zero tie is checked, not its sign.
+ZERO_TIE_OPS = {"maximum", "minimum", "relu"}
+
+
+def check_signs(got: lt.Tensor, expected: torch.Tensor) -> None:
+    """`check`, plus the sign bit of every non-NaN float element (so -0.0 must match -0.0)."""
+    check(got, expected)
+    if got.dtype.is_float:
+        g, e = got.numpy(), expected.numpy()
+        both = ~np.isnan(e)
+        np.testing.assert_array_equal(np.signbit(g)[both], np.signbit(e)[both], err_msg="sign bits differ")
+
+
+def paired_layouts(a: np.ndarray, b: np.ndarray, every: int = 1):
+    """(kind, x, tx, y, ty) for each layout of `a`, paired with the next layout for `b`.
+
+    `every=2` keeps the pairs (contiguous, transposed) and (strided, flipped): every layout is
+    still read once, with half the kernels."""
+    for i, kind in enumerate(LAYOUTS[::every]):
+        x, tx = layout(a, kind)
+        y, ty = layout(b, LAYOUTS[(i * every + 1) % len(LAYOUTS)])
+        yield kind, x, tx, y, ty
+
+
+def ints_without_zero(shape, dtype, seed):
+    arr = random_array(shape, dtype, seed)
+    arr[arr == 0] = 1
+    return arr
+
+
+# ---- binary arithmetic -----------------------------------------------------------------------
+
+BINARY = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
+    "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow,
+}
+BOOL_UNSUPPORTED = {"sub", "floordiv", "mod", "pow"}  # torch refuses these for two bool tensors too
+
+
+def binary_operands(name: str, dtype: lt.DType, shape=(3, 4)) -> tuple[np.ndarray, np.ndarray]:
+    a = random_array(shape, dtype, seed=1)
+    if name == "pow" and dtype.is_float:
+        return random_array(shape, dtype, 1, low=0.1, high=3), random_array(shape, dtype, 2, low=-3, high=3)
+    if name == "pow" and dtype.is_int:
+        return a, np.random.default_rng(2).integers(0, 4, shape).astype(dtype.name)
+    if name in ("floordiv", "mod", "truediv") and dtype.is_int:
+        return a, ints_without_zero(shape, dtype, 2)  # torch raises for integer division by zero
+    return a, random_array(shape, dtype, seed=2)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("name", list(BINARY))
+def test_binary(name, dtype):
+    fn = BINARY[name]
+    a, b = binary_operands(name, dtype)
+    for _, x, tx, y, ty in paired_layouts(a, b, every=2):
+        if dtype == lt.bool_ and name in BOOL_UNSUPPORTED:
+            with pytest.raises(lt.DTypeError):
+                fn(x, y)
+        else:
+            check(fn(x, y), fn(tx, ty))
+
+
+@pytest.mark.parametrize("name,method", [("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"),
+                                         ("floordiv", "floor_divide"), ("mod", "remainder"), ("pow", "pow")])
+def test_binary_named_methods_and_functions(name, method):
+    a, b = binary_operands(name, lt.float64, (4,))
+    x, y = lt.asarray(a), lt.asarray(b)
+    expected = BINARY[name](torch.tensor(a), torch.tensor(b))
+    check(getattr(x, method)(y), expected)
+    check(getattr(lt, {"truediv": "divide", "sub": "subtract", "mul": "multiply"}.get(name, method))(a, y), expected)
+
+
+@pytest.mark.parametrize("da,db", [(lt.int8, lt.uint8), (lt.int32, lt.float64), (lt.bool_, lt.int8),
+                                   (lt.uint8, lt.float32), (lt.int64, lt.float32), (lt.bool_, lt.float64),
+                                   (lt.int16, lt.int32), (lt.float32, lt.float64), (lt.uint8, lt.int64)], ids=str)
+def test_binary_mixed_dtypes(da, db):
+    a, b = random_array((2, 3), da, 1), random_array((3,), db, 2)
+    x, y, tx, ty = lt.asarray(a), lt.asarray(b), torch.tensor(a), torch.tensor(b)
+    check(x + y, tx + ty)
+    check(y * x, ty * tx)
+    check(x / y, tx / ty)
+    check(x < y, tx < ty)
+    check(x.maximum(y), torch.maximum(tx, ty))
+
+
+def test_integer_overflow_wraps():
+    x = lt.asarray(np.array([100, -100, 127, -128], np.int8))
+    t = torch.tensor([100, -100, 127, -128], dtype=torch.int8)
+    check(x * 3, t * 3)
+    check(x + 100, t + 100)
+    check(x - 100, t - 100)
+    u, tu = lt.asarray(np.array([0, 1, 255], np.uint8)), torch.tensor([0, 1, 255], dtype=torch.uint8)
+    check(u - 2, tu - 2)
+    check(u + 1, tu + 1)
+    check(-u, -tu)
+
+
+# ---- reflected operators and weak Python scalars ------------------------------------------------
+
+REFLECTED = {
+    "radd": lambda s, x: s + x, "rsub": lambda s, x: s - x, "rmul": lambda s, x: s * x,
+    "rtruediv": lambda s, x: s / x, "rfloordiv": lambda s, x: s // x, "rmod": lambda s, x: s % x,
+    "rpow": lambda s, x: s ** x,
+}
+
+
+@pytest.mark.parametrize("dtype", [lt.int8, lt.int64, lt.uint8, lt.float32, lt.float64], ids=str)
+@pytest.mark.parametrize("name", list(REFLECTED))
+def test_reflected_scalar(name, dtype):
+    fn = REFLECTED[name]
+    if name == "rpow":
+        arr = np.random.default_rng(3).integers(0, 4, (2, 3)).astype(dtype.name)
+    else:
+        arr = ints_without_zero((2, 3), dtype, 3) if dtype.is_int else random_array((2, 3), dtype, 3)
+    for scalar, kind in ((7, "contiguous"), (2.5, "transposed")):
+        x, t = layout(arr, kind)
+        check(fn(scalar, x), fn(scalar, t))
+    if dtype.is_signed:
+        check(fn(-7, lt.asarray(arr)), fn(-7, torch.tensor(arr)))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("scalar", [True, 3, 2.5], ids=["bool", "int", "float"])
+def test_weak_scalar_promotion(dtype, scalar):
+    arr = random_array((5,), dtype, 4)
+    x, t = lt.asarray(arr), torch.tensor(arr)
+    check(x + scalar, t + scalar)
+    check(scalar * x, scalar * t)
+    check(x / scalar, t / scalar)
+    check(x == scalar, t == scalar)
+
+
+@pytest.mark.parametrize("dtype,scalar,expected", [
+    (lt.float32, 2.5, lt.float32), (lt.float64, 2.5, lt.float64), (lt.int32, 2.5, lt.float32),
+    (lt.uint8, 2.5, lt.float32), (lt.int8, 1, lt.int8), (lt.uint8, 200, lt.uint8), (lt.bool_, 1, lt.int64),
+    (lt.bool_, True, lt.bool_), (lt.bool_, 1.5, lt.float32), (lt.int16, True, lt.int16),
+    (lt.float32, 10 ** 30, lt.float32)], ids=str)
+def test_weak_scalar_result_dtype(dtype, scalar, expected):
+    x = lt.asarray(random_array((3,), dtype, 5))
+    assert (x + scalar).dtype == expected
+    assert (scalar + x).dtype == expected
+
+
+def test_true_division_of_ints_is_float32():
+    a, b = np.array([7, -7, 1, 0], np.int64), np.array([2, 2, 3, 5], np.int64)
+    out = lt.asarray(a) / lt.asarray(b)
+    assert out.dtype == lt.float32
+    check(out, torch.tensor(a) / torch.tensor(b))
+    check(lt.asarray(a.astype(np.int8)) / 4, torch.tensor(a.astype(np.int8)) / 4)
+
+
+def test_int8_plus_uint8_is_int16():
+    a, b = np.array([-128, 127, 5], np.int8), np.array([255, 255, 0], np.uint8)
+    out = lt.asarray(a) + lt.asarray(b)
+    assert out.dtype == lt.int16
+    check(out, torch.tensor(a) + torch.tensor(b))
+
+
+def test_bool_plus_int_is_int64():
+    b = np.array([True, False, True])
+    out = lt.asarray(b) + 1
+    assert out.dtype == lt.int64
+    check(out, torch.tensor(b) + 1)
+
+
+@pytest.mark.parametrize("dtype,value", [(lt.uint8, 300), (lt.uint8, -1), (lt.int8, 128), (lt.int8, -129),
+                                         (lt.int16, 40000), (lt.int32, 2 ** 31), (lt.int64, 2 ** 63)], ids=str)
+def test_python_int_out_of_range_raises(dtype, value):
+    x = lt.asarray(random_array((3,), dtype, 6))
+    for fn in (lambda: x + value, lambda: value + x, lambda: x * value, lambda: x - value, lambda: x // value):
+        with pytest.raises(lt.DTypeError):
+            fn()
+
+
+def test_python_int_at_the_edges_of_the_range_is_accepted():
+    u = lt.asarray(np.array([0, 1], np.uint8))
+    check(u + 255, torch.tensor([0, 1], dtype=torch.uint8) + 255)
+    i = lt.asarray(np.array([0, -1], np.int8))
+    check(i + (-128), torch.tensor([0, -1], dtype=torch.int8) + (-128))
+    check(i + 127, torch.tensor([0, -1], dtype=torch.int8) + 127)
+
+
+def test_python_float_overflowing_float32_is_inf():
+    x = lt.asarray([1.0, -1.0])
+    check(x * 1e300, torch.tensor([1.0, -1.0]) * 1e300)
+
+
+# ---- in-place operators ------------------------------------------------------------------------
+
+INPLACE_OK = [
+    ("iadd", lt.float32, "f64"), ("iadd", lt.int8, "i64"), ("isub", lt.uint8, 5), ("imul", lt.int32, 3),
+    ("itruediv", lt.float32, 2), ("itruediv", lt.float64, "f32"), ("ifloordiv", lt.int8, -3),
+    ("imod", lt.int16, 4), ("ipow", lt.int64, 2), ("ipow", lt.float32, 0.5), ("iand", lt.int8, 6),
+    ("ior", lt.bool_, True), ("ixor", lt.int64, "i32"), ("iadd", lt.float64, 1), ("imul", lt.int64, True),
+    ("iadd", lt.float32, "i64"), ("isub", lt.int16, "u8"),
+]
+INPLACE = {
+    "iadd": operator.iadd, "isub": operator.isub, "imul": operator.imul, "itruediv": operator.itruediv,
+    "ifloordiv": operator.ifloordiv, "imod": operator.imod, "ipow": operator.ipow, "iand": operator.iand,
+    "ior": operator.ior, "ixor": operator.ixor,
+}
+SHORT = {"f64": lt.float64, "f32": lt.float32, "i64": lt.int64, "i32": lt.int32, "u8": lt.uint8}
+
+
+def _operand(other, seed=8):
+    """A Python scalar as is, or a (2, 3) tensor pair of the dtype a short name gives."""
+    if not isinstance(other, str):
+        return other, other
+    arr = random_array((2, 3), SHORT[other], seed)
+    if SHORT[other].is_int:
+        arr[arr == 0] = 1
+    return lt.asarray(arr), torch.tensor(arr)
+
+
+@pytest.mark.parametrize("name,dtype,other", INPLACE_OK, ids=str)
+def test_inplace_keeps_dtype(name, dtype, other):
+    arr = random_array((2, 3), dtype, 7, low=0.5, high=3)
+    x, t = lt.asarray(arr), torch.tensor(arr)
+    y, ty = _operand(other)
+    before = x
+    x = INPLACE[name](x, y)
+    t = INPLACE[name](t, ty)
+    assert x is before
+    assert x.dtype == dtype
+    check(x, t)
+
+
+@pytest.mark.parametrize("name,dtype,other", [
+    ("iadd", lt.int64, 1.5), ("isub", lt.int32, "f32"), ("itruediv", lt.int64, 2), ("itruediv", lt.int8, "i64"),
+    ("imul", lt.uint8, 0.5), ("iadd", lt.bool_, 1), ("iand", lt.bool_, "i64"), ("ipow", lt.int16, 0.5),
+    ("ifloordiv", lt.int32, 2.0), ("iadd", lt.int8, 300), ("iadd", lt.uint8, -1)], ids=str)
+def test_inplace_raises_when_the_result_dtype_cannot_be_held(name, dtype, other):
+    x = lt.asarray(random_array((2, 3), dtype, 7))
+    y, _ = _operand(other)
+    with pytest.raises(lt.DTypeError):
+        INPLACE[name](x, y)
+    assert x.dtype == dtype  # the failed op left x alone
+
+
+def test_inplace_broadcasts_other_but_not_self():
+    x, t = lt.asarray(random_array((2, 3), lt.float32, 1)), torch.tensor(random_array((2, 3), lt.float32, 1))
+    row = random_array((3,), lt.float32, 2)
+    x += lt.asarray(row)
+    t += torch.tensor(row)
+    check(x, t)
+    small = lt.asarray(row)
+    with pytest.raises(lt.ShapeError):
+        small += x
+
+
+def test_inplace_on_an_alias_rebinds_the_same_object():
+    x = lt.asarray([1, 2, 3])
+    alias = x
+    x *= 2
+    assert alias is x
+    check(alias, torch.tensor([2, 4, 6]))
+
+
+# ---- integer floor division and modulo ----------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [lt.int8, lt.int16, lt.int32, lt.int64], ids=str)
+def test_int_floordiv_mod_negative_operands_follow_python(dtype):
+    a = np.repeat(np.arange(-7, 8), 6).astype(dtype.name)
+    b = np.tile(np.array([-3, -2, -1, 1, 2, 3]), 15).astype(dtype.name)
+    x, y = lt.asarray(a), lt.asarray(b)
+    expected_div = np.array([int(p) // int(q) for p, q in zip(a, b)], dtype.name)
+    expected_mod = np.array([int(p) % int(q) for p, q in zip(a, b)], dtype.name)
+    check(x // y, expected_div)
+    check(x % y, expected_mod)
+    check(x // y, torch.tensor(a) // torch.tensor(b))
+    check(x % y, torch.tensor(a) % torch.tensor(b))
+    for q in (-3, 2, 5):
+        check(x // q, np.array([int(p) // q for p in a], dtype.name))
+        check(x % q, np.array([int(p) % q for p in a], dtype.name))
+        check(q // y, np.array([q // int(p) for p in b], dtype.name))
+        check(q % y, np.array([q % int(p) for p in b], dtype.name))
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES, ids=str)
+def test_int_division_by_zero_gives_zero(dtype):
+    """NumPy's documented integer behaviour (torch raises instead): x // 0 == 0 and x % 0 == 0."""
+    a = random_array((7,), dtype, 9)
+    x = lt.asarray(a)
+    zeros = np.zeros(7, dtype.name)
+    check(x // lt.asarray(zeros), zeros)
+    check(x % lt.asarray(zeros), zeros)
+    check(x // 0, zeros)
+    check(x % 0, zeros)
+    mixed = np.array([0, 3, 0, 2, 0, 5, 0], dtype.name)
+    expected_div = np.array([0 if q == 0 else int(p) // int(q) for p, q in zip(a, mixed)], dtype.name)
+    expected_mod = np.array([0 if q == 0 else int(p) % int(q) for p, q in zip(a, mixed)], dtype.name)
+    check(x // lt.asarray(mixed), expected_div)
+    check(x % lt.asarray(mixed), expected_mod)
+
+
+@pytest.mark.parametrize("dtype", [lt.int8, lt.int16, lt.int32, lt.int64], ids=str)
+def test_int_min_divided_by_minus_one_wraps(dtype):
+    lo = np.iinfo(dtype.name).min
+    x = lt.asarray(np.array([lo, lo + 1, -1], dtype.name))
+    m = lt.asarray(np.array([-1, -1, -1], dtype.name))
+    check(x // m, np.array([lo, -(lo + 1), 1], dtype.name))
+    check(x % m, np.zeros(3, dtype.name))
+
+
+def test_uint8_floordiv_mod_large_values():
+    a = np.array([255, 254, 200, 7, 0, 128], np.uint8)
+    b = np.array([2, 255, 3, 200, 9, 128], np.uint8)
+    check(lt.asarray(a) // lt.asarray(b), torch.tensor(a) // torch.tensor(b))
+    check(lt.asarray(a) % lt.asarray(b), torch.tensor(a) % torch.tensor(b))
+    check(lt.asarray(a) // 7, torch.tensor(a) // 7)
+    check(lt.asarray(a) % 7, torch.tensor(a) % 7)
+
+
+# ---- integer and float powers -------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [lt.int8, lt.int32, lt.int64], ids=str)
+def test_int_pow_grid_including_negative_exponents(dtype):
+    base = np.repeat(np.arange(-3, 4), 7).astype(dtype.name)
+    exp = np.tile(np.arange(-3, 4), 7).astype(dtype.name)
+    check(lt.asarray(base) ** lt.asarray(exp), torch.tensor(base) ** torch.tensor(exp))
+    check(lt.asarray(base) ** 3, torch.tensor(base) ** 3)
+    check(lt.asarray(base) ** 0, torch.tensor(base) ** 0)
+
+
+def test_int_pow_large_exponent_wraps_like_torch():
+    base = np.array([2, 3, -2, 7], np.int64)
+    exp = np.array([62, 39, 63, 30], np.int64)
+    check(lt.asarray(base) ** lt.asarray(exp), torch.tensor(base) ** torch.tensor(exp))
+    b8 = base.astype(np.int8)
+    check(lt.asarray(b8) ** 9, torch.tensor(b8) ** 9)
+
+
+def test_int_to_negative_python_int_power_raises():
+    with pytest.raises(ValueError):
+        lt.asarray([1, 2, 3]) ** -1
+    check(lt.asarray([1.0, 2.0, 4.0]) ** -1, torch.tensor([1.0, 2.0, 4.0]) ** -1)
+
+
+def test_pow_promotion():
+    i = np.array([1, 2, 3], np.int32)
+    check(lt.asarray(i) ** 2.5, torch.tensor(i) ** 2.5)
+    check(2.5 ** lt.asarray(i), 2.5 ** torch.tensor(i))
+    check(2 ** lt.asarray(i), 2 ** torch.tensor(i))
+    b = np.array([True, False])
+    check(lt.asarray(b) ** 2, torch.tensor(b) ** 2)
+    check(2 ** lt.asarray(b), 2 ** torch.tensor(b))
+
+
+# ---- unary ops ------------------------------------------------------------------------------------
+
+FLOAT_UNARY = {  # name: (torch function, data range)
+    "exp": (torch.exp, (-3, 3)), "exp2": (torch.exp2, (-3, 3)), "expm1": (torch.expm1, (-1, 1)),
+    "log": (torch.log, (0.1, 5)), "log2": (torch.log2, (0.1, 5)), "log10": (torch.log10, (0.1, 5)),
+    "log1p": (torch.log1p, (-0.9, 3)), "sqrt": (torch.sqrt, (0, 5)), "rsqrt": (torch.rsqrt, (0.1, 5)),
+    "sin": (torch.sin, (-4, 4)), "cos": (torch.cos, (-4, 4)), "tan": (torch.tan, (-1.4, 1.4)),
+    "tanh": (torch.tanh, (-4, 4)), "sigmoid": (torch.sigmoid, (-8, 8)), "erf": (torch.erf, (-3, 3)),
+    "reciprocal": (torch.reciprocal, (0.25, 4)),
+}
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("name", list(FLOAT_UNARY))
+def test_float_unary(name, dtype):
+    tfn, (low, high) = FLOAT_UNARY[name]
+    for kind, x, t in inputs((3, 4), dtype, seed=10, low=low, high=high):
+        if kind in ("contiguous", "flipped"):  # the other layouts are read by the same ops in other tests
+            check(getattr(x, name)(), tfn(t))
+    if name == "reciprocal":  # negative inputs too
+        x, t = layout(random_array((5,), dtype, 11, low=-4, high=-0.25), "contiguous")
+        check(x.reciprocal(), t.reciprocal())
+
+
+@pytest.mark.parametrize("dtype", [lt.int32, lt.bool_], ids=str)
+@pytest.mark.parametrize("name", list(FLOAT_UNARY))
+def test_float_unary_of_ints_gives_float32(name, dtype):
+    arr = np.array([1, 2, 3, 4], dtype.name) if dtype != lt.bool_ else np.array([True, False, True, True])
+    x = lt.asarray(arr)
+    out = getattr(x, name)()
+    assert out.dtype == lt.float32
+    check(out, FLOAT_UNARY[name][0](torch.tensor(arr)))
+
+
+def test_module_functions_take_lists():
+    check(lt.exp([0.0, 1.0]), torch.exp(torch.tensor([0.0, 1.0])))
+    check(lt.logical_xor([0.0, 1.0], lt.asarray([1, 1])), torch.logical_xor(torch.tensor([0.0, 1.0]),
+                                                                           torch.tensor([1, 1])))
+    check(lt.sqrt([4, 9]), torch.sqrt(torch.tensor([4, 9])))
+    check(lt.abs([-1, 2]), torch.abs(torch.tensor([-1, 2])))
+    check(lt.maximum([1, 5], lt.asarray([3, 2])), torch.maximum(torch.tensor([1, 5]), torch.tensor([3, 2])))
+
+
+SAME_DTYPE_UNARY = {  # name: (lazytensor, torch)
+    "neg": (operator.neg, operator.neg), "abs": (abs, abs), "square": (lambda x: x.square(), torch.square),
+    "sign": (lambda x: x.sign(), torch.sign), "relu": (lambda x: x.relu(), torch.relu),
+    "floor": (lambda x: x.floor(), torch.floor), "ceil": (lambda x: x.ceil(), torch.ceil),
+    "round": (lambda x: x.round(), torch.round), "trunc": (lambda x: x.trunc(), torch.trunc),
+}
+
+
+@pytest.mark.parametrize("dtype", [d for d in ALL_DTYPES if d != lt.bool_], ids=str)
+@pytest.mark.parametrize("name", list(SAME_DTYPE_UNARY))
+def test_same_dtype_unary(name, dtype):
+    fn, tfn = SAME_DTYPE_UNARY[name]
+    arr = random_array((3, 4), dtype, 12)
+    for kind in ("transposed", "strided"):
+        x, t = layout(arr, kind)
+        out = fn(x)
+        assert out.dtype == dtype
+        check(out, tfn(t))
+
+
+def test_unary_on_bool():
+    arr = np.array([True, False, True])
+    x, t = lt.asarray(arr), torch.tensor(arr)
+    check(x.sign(), t.sign())
+    check(~x, ~t)
+    check(x.logical_not(), t.logical_not())
+    check(abs(x), arr)  # NumPy: abs of a bool array is itself
+    with pytest.raises(lt.DTypeError):
+        -x
+    with pytest.raises(lt.DTypeError):
+        x.relu()
+
+
+def test_rounding_ops_keep_int_dtypes():
+    arr = np.array([-3, 0, 7], np.int16)
+    x, t = lt.asarray(arr), torch.tensor(arr)
+    for name in ("floor", "ceil", "round", "trunc"):
+        out = getattr(x, name)()
+        assert out.dtype == lt.int16
+        check(out, getattr(t, name)())
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_round_half_to_even(dtype):
+    arr = np.array([0.5, 1.5, 2.5, 3.5, -0.5, -1.5, -2.5, 0.49999997, 0.5000001, -0.4, 1e15 + 0.5, 4.5],
+                   dtype.name)
+    check_signs(lt.asarray(arr).round(), torch.tensor(arr).round())
+    np.testing.assert_array_equal(lt.asarray(arr).round().numpy(), np.round(arr))
+
+
+@pytest.mark.parametrize("decimals", [1, 2, -1])
+def test_round_decimals(decimals):
+    arr = np.array([1.2345, -2.675, 125.0, 0.05, 15.0, 33.333], np.float64)
+    check(lt.asarray(arr).round(decimals), torch.tensor(arr).round(decimals=decimals))
+
+
+# ---- special values -------------------------------------------------------------------------------
+
+UNARY_SPECIAL = {**{name: (lambda x, n=name: getattr(x, n)(), tfn) for name, (tfn, _) in FLOAT_UNARY.items()},
+                 **SAME_DTYPE_UNARY}
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("name", list(UNARY_SPECIAL))
+def test_unary_special_values(name, dtype):
+    fn, tfn = UNARY_SPECIAL[name]
+    arr = np.array(SPECIALS, dtype.name)
+    (check if name in ZERO_TIE_OPS else check_signs)(fn(lt.asarray(arr)), tfn(torch.tensor(arr)))
+
+
+BINARY_SPECIAL = {**{k: v for k, v in BINARY.items()},
+                  "maximum": lambda a, b: a.maximum(b) if isinstance(a, lt.Tensor) else torch.maximum(a, b),
+                  "minimum": lambda a, b: a.minimum(b) if isinstance(a, lt.Tensor) else torch.minimum(a, b),
+                  "lt": operator.lt, "le": operator.le, "eq": operator.eq, "ne": operator.ne,
+                  "gt": operator.gt, "ge": operator.ge}
+BINARY_SPECIAL_VALUES = [NAN, INF, -INF, -0.0, 0.0, 1.0, -1.0, 2.0, -2.0, 0.5, 7.5, -7.5, 3.0]
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("name", list(BINARY_SPECIAL))
+def test_binary_special_values(name, dtype):
+    """Every pair of special values (an outer product through broadcasting)."""
+    fn = BINARY_SPECIAL[name]
+    vals = np.array(BINARY_SPECIAL_VALUES, dtype.name)
+    a, b = vals[:, None], vals[None, :]
+    (check if name in ZERO_TIE_OPS else check_signs)(fn(lt.asarray(a), lt.asarray(b)),
+                                                     fn(torch.tensor(a), torch.tensor(b)))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_maximum_minimum_propagate_nan(dtype):
+    a = np.array([NAN, 1.0, NAN, -INF, 2.0], dtype.name)
+    b = np.array([1.0, NAN, NAN, NAN, -1.0], dtype.name)
+    x, y, tx, ty = lt.asarray(a), lt.asarray(b), torch.tensor(a), torch.tensor(b)
+    for got, exp in ((x.maximum(y), torch.maximum(tx, ty)), (y.maximum(x), torch.maximum(ty, tx)),
+                     (x.minimum(y), torch.minimum(tx, ty)), (lt.minimum(y, x), torch.minimum(ty, tx))):
+        check(got, exp)
+        np.testing.assert_array_equal(np.isnan(got.numpy()), [True, True, True, True, False])
+    check(x.maximum(0.0), torch.maximum(tx, torch.tensor(0.0, dtype=tx.dtype)))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_maximum_minimum(dtype):
+    a, b = random_array((3, 4), dtype, 13), random_array((3, 4), dtype, 14)
+    (_, x, tx, y, ty), (_, x2, tx2, y2, ty2) = paired_layouts(a, b, every=2)
+    check(x.maximum(y), torch.maximum(tx, ty))
+    check(x2.minimum(y2), torch.minimum(tx2, ty2))
+    check(x.maximum(y[0]), torch.maximum(tx, ty[0]))  # broadcast
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_isnan_isinf_isfinite(dtype):
+    arr = np.array(SPECIALS, dtype.name)
+    x, t = lt.asarray(arr), torch.tensor(arr)
+    check(x.isnan(), t.isnan())
+    check(x.isinf(), t.isinf())
+    check(x.isfinite(), t.isfinite())
+    check(lt.isnan(arr), t.isnan())
+
+
+@pytest.mark.parametrize("dtype", [lt.bool_, lt.int8, lt.int64, lt.uint8], ids=str)
+def test_isnan_isinf_isfinite_of_ints(dtype):
+    arr = random_array((2, 3), dtype, 15)
+    x, t = lt.asarray(arr), torch.tensor(arr)
+    check(x.isnan(), t.isnan())
+    check(x.isinf(), t.isinf())
+    check(x.isfinite(), t.isfinite())
+
+
+# ---- comparisons -----------------------------------------------------------------------------------
+
+COMPARISONS = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge, "eq": operator.eq,
+               "ne": operator.ne}
+
+
+def small_values(shape, dtype, seed):
+    """Values from a tiny range, so that equal pairs are common."""
+    if dtype == lt.bool_:
+        return random_array(shape, dtype, seed)
+    lo = 0 if dtype == lt.uint8 else -2
+    return np.random.default_rng(seed).integers(lo, 3, shape).astype(dtype.name)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("name", list(COMPARISONS))
+def test_comparison(name, dtype):
+    fn = COMPARISONS[name]
+    a, b = small_values((3, 4), dtype, 16), small_values((3, 4), dtype, 17)
+    (_, x, tx, y, ty), (_, x2, tx2, y2, ty2) = paired_layouts(a, b, every=2)
+    out = fn(x, y)
+    assert out.dtype == lt.bool_
+    check(out, fn(tx, ty))
+    check(getattr(x2, name)(y2), getattr(tx2, name)(ty2))
+
+
+@pytest.mark.parametrize("dtype", [lt.bool_, lt.int8, lt.uint8, lt.int64, lt.float64], ids=str)
+@pytest.mark.parametrize("name", list(COMPARISONS))
+def test_comparison_with_scalar(name, dtype):
+    fn = COMPARISONS[name]
+    a = small_values((5,), dtype, 18)
+    x, t = lt.asarray(a), torch.tensor(a)
+    check(fn(x, 1), fn(t, 1))
+    check(fn(1, x), fn(1, t))  # reflected: Python swaps to the mirrored comparison
+
+
+def test_comparison_with_scalars_of_other_kinds():
+    i = np.array([1, 2, 3], np.int32)
+    x, t = lt.asarray(i), torch.tensor(i)
+    check(x < 2.5, t < 2.5)
+    check(x == 2.0, t == 2.0)
+    check(x >= True, t >= True)
+    f = lt.asarray([0.1, 0.2, 0.3])
+    check(f == 0.1, torch.tensor([0.1, 0.2, 0.3]) == 0.1)  # 0.1 is rounded to float32 first, as torch
+    check(lt.less([1, 5], 3), torch.tensor([1, 5]) < 3)
+    check(lt.not_equal([1, 5], 5), torch.tensor([1, 5]) != 5)
+
+
+def test_comparison_mixed_signedness():
+    a = np.array([-1, 0, 100, -128], np.int8)
+    b = np.array([255, 0, 99, 128], np.uint8)
+    for fn in COMPARISONS.values():
+        check(fn(lt.asarray(a), lt.asarray(b)), fn(torch.tensor(a), torch.tensor(b)))
+
+
+# ---- bitwise and logical ops -----------------------------------------------------------------------
+
+BITWISE = {"and": operator.and_, "or": operator.or_, "xor": operator.xor}
+
+
+@pytest.mark.parametrize("dtype", [lt.bool_, *INT_DTYPES], ids=str)
+@pytest.mark.parametrize("name", list(BITWISE))
+def test_bitwise(name, dtype):
+    fn = BITWISE[name]
+    a, b = random_array((3, 4), dtype, 18), random_array((3, 4), dtype, 19)
+    for kind, x, tx, y, ty in paired_layouts(a, b, every=2):
+        check(fn(x, y), fn(tx, ty))
+    x, t = lt.asarray(a), torch.tensor(a)
+    scalar = True if dtype == lt.bool_ else 6
+    check(fn(scalar, x), fn(scalar, t))
+
+
+@pytest.mark.parametrize("dtype", [lt.bool_, *INT_DTYPES], ids=str)
+def test_bitwise_not(dtype):
+    for _, x, t in list(inputs((3, 4), dtype, 20))[:2]:
+        check(~x, ~t)
+        check(x.bitwise_not(), torch.bitwise_not(t))
+
+
+def test_bitwise_negative_and_mixed():
+    a = np.array([-1, -128, 127, 0x55], np.int8)
+    b = np.array([0x0F, -1, -2, 0x33], np.int16)
+    check(lt.asarray(a) & lt.asarray(b), torch.tensor(a) & torch.tensor(b))
+    check(lt.asarray(a) ^ -1, torch.tensor(a) ^ -1)
+    bools = np.array([True, False, True, False])
+    check(lt.asarray(bools) | lt.asarray(a), torch.tensor(bools) | torch.tensor(a))
+    check(lt.asarray(bools) & 3, torch.tensor(bools) & 3)
+
+
+def test_bitwise_on_floats_raises():
+    x = lt.asarray([1.0, 2.0])
+    for fn in (lambda: x & x, lambda: x | 1, lambda: 1 ^ x, lambda: ~x, lambda: lt.asarray([1, 2]) & x):
+        with pytest.raises(lt.DTypeError):
+            fn()
+
+
+LOGICAL = {"logical_and": torch.logical_and, "logical_or": torch.logical_or, "logical_xor": torch.logical_xor}
+
+
+@pytest.mark.parametrize("dtype", [lt.bool_, lt.int8, lt.float32, lt.float64], ids=str)
+@pytest.mark.parametrize("name", list(LOGICAL))
+def test_logical(name, dtype):
+    if dtype.is_float:
+        a = np.array([[0.0, -0.0, NAN, 1.5], [0.0, 2.0, -INF, 0.0]], dtype.name)
+        b = np.array([[0.0, 3.0, 0.0, NAN], [-1.0, 0.0, 0.0, 0.5]], dtype.name)
+    else:
+        a, b = small_values((2, 4), dtype, 21), small_values((2, 4), dtype, 22)
+    for kind, x, tx, y, ty in paired_layouts(a, b, every=2):
+        out = getattr(x, name)(y)
+        assert out.dtype == lt.bool_
+        check(out, LOGICAL[name](tx, ty))
+    x, t = lt.asarray(a), torch.tensor(a)
+    check(getattr(x, name)(0), LOGICAL[name](t, torch.tensor(0)))
+    check(getattr(x, name)(2.5), LOGICAL[name](t, torch.tensor(2.5)))
+    mixed = random_array((4,), lt.int64, 23)
+    check(getattr(x, name)(lt.asarray(mixed)), LOGICAL[name](t, torch.tensor(mixed)))
+
+
+@pytest.mark.parametrize("dtype", [lt.bool_, lt.int8, lt.uint8, lt.float32, lt.float64], ids=str)
+def test_logical_not(dtype):
+    arr = np.array([0.0, -0.0, NAN, 1.5, -INF], dtype.name) if dtype.is_float else small_values((5,), dtype, 24)
+    for _, x, t in ((k, *layout(arr, k)) for k in ("contiguous", "flipped")):
+        check(x.logical_not(), t.logical_not())
+    check(lt.logical_not(arr), torch.logical_not(torch.tensor(arr)))
+
+
+# ---- where and clip ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_where(dtype):
+    cond = random_array((3, 4), lt.bool_, 25)
+    a, b = random_array((3, 4), dtype, 26), random_array((3, 4), dtype, 27)
+    c, tc = layout(cond, "transposed")
+    for kind, x, tx, y, ty in paired_layouts(a, b, every=2):
+        check(lt.where(c, x, y), torch.where(tc, tx, ty))
+        check(x.where(c, y), tx.where(tc, ty))
+
+
+def test_where_broadcasting_and_scalars():
+    cond = np.array([[True], [False], [True]])
+    a = random_array((1, 4), lt.float32, 28)
+    c, tc, x, tx = lt.asarray(cond), torch.tensor(cond), lt.asarray(a), torch.tensor(a)
+    check(lt.where(c, x, 0.5), torch.where(tc, tx, 0.5))
+    check(lt.where(c, -1.0, x), torch.where(tc, -1.0, tx))
+    check(lt.where(c, 1.0, 0), torch.where(tc, 1.0, 0))
+    check(lt.where(c, 1, 0), torch.where(tc, 1, 0))
+    check(lt.where(c, True, False), torch.where(tc, True, False))
+    check(lt.where(True, x, 0.5), torch.where(torch.tensor(True), tx, 0.5))  # a Python bool condition
+    i = np.array([1, 2, 3, 4], np.int32)
+    check(lt.where(c, lt.asarray(i), 2.5), torch.where(tc, torch.tensor(i), 2.5))
+    check(lt.where(c, lt.asarray(i), 7), torch.where(tc, torch.tensor(i), 7))
+    i8, f64 = np.array([1, -2, 3, -4], np.int8), random_array((3, 1), lt.float64, 29)
+    check(lt.where(c, lt.asarray(i8), lt.asarray(f64)), torch.where(tc, torch.tensor(i8), torch.tensor(f64)))
+
+
+def test_where_condition_of_other_dtypes_and_lists():
+    cond = np.array([0, 2, -1, 0], np.int64)
+    x, y = np.array([1.0, 2.0, 3.0, 4.0], np.float32), np.array([-1.0, -2.0, -3.0, -4.0], np.float32)
+    expected = torch.where(torch.tensor(cond) != 0, torch.tensor(x), torch.tensor(y))
+    check(lt.where(lt.asarray(cond), lt.asarray(x), lt.asarray(y)), expected)
+    check(lt.where([False, True, True, False], lt.asarray(x), lt.asarray(y)), expected)
+    fcond = np.array([0.0, NAN, -0.5, -0.0], np.float32)
+    check(lt.where(lt.asarray(fcond), lt.asarray(x), lt.asarray(y)), expected)
+
+
+def test_where_does_not_leak_nan_from_the_branch_not_taken():
+    x = lt.asarray([4.0, -1.0, 0.0])
+    out = lt.where(x > 0, x.sqrt(), 0.0)
+    check(out, torch.tensor([2.0, 0.0, 0.0]))
+    out = lt.where(x != 0, 1.0 / x, 0.0)
+    check(out, torch.tensor([0.25, -1.0, 0.0]))
+
+
+@pytest.mark.parametrize("dtype", [lt.int8, lt.int64, lt.uint8, lt.float32, lt.float64], ids=str)
+def test_clip(dtype):
+    for _, x, t in list(inputs((3, 4), dtype, 30))[::3]:
+        check(x.clip(2, 20), t.clamp(2, 20))
+        check(x.clip(min=5), t.clamp(min=5))
+        check(x.clamp(max=5), t.clamp(max=5))
+        check(x.clip(20, 5), t.clamp(20, 5))  # min > max: every element is max
+
+
+def test_clip_with_tensor_bounds_and_promotion():
+    arr = random_array((3, 4), lt.float32, 31)
+    lo, hi = random_array((4,), lt.float32, 32, low=-3, high=0), random_array((3, 1), lt.float32, 33, low=0, high=3)
+    x, t = lt.asarray(arr), torch.tensor(arr)
+    check(x.clip(lt.asarray(lo), lt.asarray(hi)), torch.clamp(t, torch.tensor(lo), torch.tensor(hi)))
+    check(lt.clip(arr, lt.asarray(lo)), torch.clamp(t, min=torch.tensor(lo)))
+    i = np.array([1, 5, -3], np.int64)
+    check(lt.asarray(i).clip(0.5, 2.5), torch.clamp(torch.tensor(i), 0.5, 2.5))
+    check(lt.clamp(lt.asarray(i), 0, 2), torch.clamp(torch.tensor(i), 0, 2))
+    nan = np.array([NAN, 1.0, -5.0], np.float32)
+    check(lt.asarray(nan).clip(-1.0, 0.5), torch.tensor(nan).clamp(-1.0, 0.5))
+    with pytest.raises(ValueError):
+        x.clip()
+
+
+# ---- broadcasting, 0-d and size-0 shapes ----------------------------------------------------------
+
+BROADCAST_SHAPES = [((3, 1), (1, 4)), ((5,), (2, 3, 5)), ((2, 1, 4), (3, 1)), ((), (2, 3)), ((1,), (4,)),
+                    ((2, 3), (2, 3)), ((1, 1), ()), ((4, 1, 1), (1, 2, 3))]
+
+
+@pytest.mark.parametrize("sa,sb", BROADCAST_SHAPES, ids=str)
+def test_broadcasting(sa, sb):
+    a, b = random_array(sa, lt.float32, 34), random_array(sb, lt.float32, 35)
+    x, y, tx, ty = lt.asarray(a), lt.asarray(b), torch.tensor(a), torch.tensor(b)
+    check(x + y, tx + ty)
+    check(y * x, ty * tx)
+    check(x - y, tx - ty)
+    check(x < y, tx < ty)
+    cond = random_array(sb, lt.bool_, 36)
+    check(lt.where(lt.asarray(cond), x, y), torch.where(torch.tensor(cond), tx, ty))
+    assert lt.broadcast_shapes(sa, sb) == tuple(torch.broadcast_shapes(sa, sb))
+
+
+def test_broadcasting_noncontiguous():
+    a = random_array((4, 3), lt.float64, 37)
+    b = random_array((3,), lt.float64, 38)
+    for _, x, tx in inputs((4, 3), lt.float64, 37):
+        for kind in ("strided", "flipped"):
+            y, ty = layout(b, kind)
+            check(x * y - 1, tx * ty - 1)
+
+
+@pytest.mark.parametrize("sa,sb", [((3,), (4,)), ((2, 3), (3, 2)), ((2, 0), (3,)), ((0,), (2,))], ids=str)
+def test_broadcasting_mismatch_raises(sa, sb):
+    x, y = lt.zeros(sa), lt.zeros(sb)
+    with pytest.raises(lt.ShapeError):
+        x + y
+    with pytest.raises(ValueError):  # ShapeError is a ValueError
+        lt.where(lt.zeros(sa, dtype=lt.bool_), x, y)
+
+
+@pytest.mark.parametrize("dtype", [lt.int32, lt.float32, lt.bool_], ids=str)
+def test_zero_dim(dtype):
+    a, b = random_array((), dtype, 39), random_array((), dtype, 40)
+    x, y, tx, ty = lt.asarray(a), lt.asarray(b), torch.tensor(a), torch.tensor(b)
+    assert x.shape == ()
+    check(x * y, tx * ty)
+    check(x + y, tx + ty)
+    check(x == y, tx == ty)
+    check(x.exp(), tx.exp())
+    check(x.logical_not(), tx.logical_not())
+    check(lt.where(x != y, x, y), torch.where(tx != ty, tx, ty))
+    row = random_array((3,), dtype, 41)
+    check(x + lt.asarray(row), tx + torch.tensor(row))
+    if dtype != lt.bool_:
+        check(-x, -tx)
+        check(x * 2, tx * 2)
+        check(x.maximum(y), torch.maximum(tx, ty))
+
+
+@pytest.mark.parametrize("shape", [(0,), (2, 0, 3)], ids=str)
+@pytest.mark.parametrize("dtype", [lt.int64, lt.float32, lt.bool_], ids=str)
+def test_size_zero(shape, dtype):
+    a = random_array(shape, dtype, 42)
+    x, t = lt.asarray(a), torch.tensor(a)
+    check(x + x, t + t)
+    check(x * 2, t * 2)
+    check(x == 1, t == 1)
+    check(x.sqrt(), t.sqrt())
+    check(x / x, t / t)
+    check(lt.where(x != 0, x, x), torch.where(t != 0, t, t))
+    check(x.logical_not(), t.logical_not())
+    check(x.isnan(), t.isnan())
+    if dtype != lt.bool_:
+        check(-x, -t)
+        check(x // x, t // t)
+        check(x.maximum(x), torch.maximum(t, t))
+        check(x.clip(0, 1), t.clamp(0, 1))
+
+
+@pytest.mark.parametrize("sa,sb", [((2, 0, 3), (3,)), ((0,), (1,)), ((2, 0, 3), (1, 1, 1)), ((0, 1), (1, 4)),
+                                   ((2, 0, 3), ())], ids=str)
+def test_size_zero_broadcasting(sa, sb):
+    a, b = random_array(sa, lt.float32, 43), random_array(sb, lt.float32, 44)
+    x, y, tx, ty = lt.asarray(a), lt.asarray(b), torch.tensor(a), torch.tensor(b)
+    check(x + y, tx + ty)
+    check(y * x, ty * tx)
+    check(x > y, tx > ty)
+
+
+def test_ops_chain_in_one_kernel_match_torch():
+    """A longer fused expression over non-contiguous inputs, mixing dtypes and scalars."""
+    for (_, x, tx), (_, y, ty) in zip(inputs((3, 4), lt.float32, 45), inputs((3, 4), lt.int32, 46)):
+        got = ((x * 2 - y) / 3).exp().clip(0.1, 4) + (y % 3 == 0) * x.abs().sqrt()
+        exp = ((tx * 2 - ty) / 3).exp().clamp(0.1, 4) + (ty % 3 == 0) * tx.abs().sqrt()
+        check(got, exp)
+
+
+def test_binary_results_of_constant_tensors():
+    """zeros/ones (constants folded into the kernel) combine with the same dtypes and values as torch."""
+    pairs = [(lt.int8, lt.uint8), (lt.bool_, lt.bool_), (lt.int32, lt.int64), (lt.uint8, lt.float64)]
+    for da, db in pairs:
+        x, y = lt.zeros(2, dtype=da), lt.ones(2, dtype=db)
+        tx, ty = torch.zeros(2, dtype=to_torch_dtype(da)), torch.ones(2, dtype=to_torch_dtype(db))
+        for fn in (operator.add, operator.mul, operator.truediv, operator.lt):
+            check(fn(x, y), fn(tx, ty))
