@@ -8,22 +8,10 @@ element), and the ratio of lazytensor's time to each peer's (below 1 is faster).
 from __future__ import annotations
 
 import argparse
-import time
-from typing import Callable
-
 import numpy as np
 
 import lazytensor as lt
-
-
-def best_of(fn: Callable[[], object], repeat: int) -> float:
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+from suite import best_of  # benchmarks/ is on sys.path when this script runs
 
 
 def main() -> None:
