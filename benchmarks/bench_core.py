@@ -8,6 +8,7 @@ element), and the ratio of lazytensor's time to each peer's (below 1 is faster).
 from __future__ import annotations
 
 import argparse
+
 import numpy as np
 
 import lazytensor as lt
