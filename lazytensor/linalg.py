@@ -45,7 +45,10 @@ class LinalgOps:
         if a2.shape[-1] != b2.shape[-2]:
             raise ShapeError(f"matmul: inner dimensions do not match: {self.shape} @ {other.shape} "
                              f"({a2.shape[-1]} != {b2.shape[-2]})")
-        batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2], op="matmul")
+        try:
+            batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2], op="matmul")
+        except ShapeError:  # name the operands the user passed, not their batch parts
+            raise ShapeError(f"matmul: batch dimensions do not broadcast: {self.shape} @ {other.shape}") from None
         n, k, m = a2.shape[-2], a2.shape[-1], b2.shape[-1]
         lhs = a2.reshape(*a2.shape, 1).broadcast_to(*batch, n, k, m)
         rhs = b2.reshape(*b2.shape[:-2], 1, k, m).broadcast_to(*batch, n, k, m)

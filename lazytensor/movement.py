@@ -125,6 +125,8 @@ class MovementOps:
             return self
         if len(target) < self.ndim:
             raise ShapeError(f"broadcast_to: cannot broadcast shape {self.shape} to {target} with fewer dimensions")
+        if any(n < 0 for n in target):  # a size-1 axis would otherwise "broadcast" to them
+            raise ShapeError(f"broadcast_to: negative size in {target}")
         padded = (1,) * (len(target) - self.ndim) + self.shape
         for have, want in zip(padded, target):
             if have != want and have != 1:
@@ -193,8 +195,9 @@ class MovementOps:
         if isinstance(value, (int, float)) and value == 0 and not isinstance(value, bool):
             return padded
         inside = self._const(True, bool_, self.device).broadcast_to(self.shape)._derive(Op.PAD, shape, pads)
-        from .tensor import where
-        return where(inside, padded, value)
+        from .tensor import Tensor, where
+        # the value takes the tensor's dtype (1.5 pads an int tensor with 1), as in NumPy and PyTorch
+        return where(inside, padded, Tensor._scalar(value, self.dtype, self.device, "pad"))
 
     def _shrink(self: Tensor, ranges: Sequence[tuple[int, int, int]]) -> Tensor:
         """Keep `range(start, stop, step)` of each axis (step > 0, bounds already in range)."""
@@ -208,7 +211,8 @@ class MovementOps:
         items = index if isinstance(index, tuple) else (index,)
         from .tensor import Tensor
         for it in items:
-            if isinstance(it, (Tensor, list)) or (hasattr(it, "dtype") and hasattr(it, "shape")):
+            # arrays are advanced indexing; a NumPy integer (shape ()) is an int, as in NumPy and PyTorch
+            if isinstance(it, (Tensor, list)) or (hasattr(it, "dtype") and getattr(it, "shape", ()) != ()):
                 raise TypeError("indexing with tensors or lists (advanced indexing) is not supported; "
                                 "use ints, slices, None and ...")
             if isinstance(it, bool) or not (it is None or it is Ellipsis or isinstance(it, (int, slice))

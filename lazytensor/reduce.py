@@ -33,15 +33,31 @@ class ReduceOps:
     __slots__ = ()
 
     def _reduce(self: Tensor, op: ReduceOp, axis: Any, keepdims: bool, name: str) -> Tensor:
+        """Reduce over `axis`; an axis of size 0 gives the op's identity (0 for sums, False for any, ...)."""
         axes = normalize_axes(axis, self.ndim, name)
-        if op in (ReduceOp.MAX, ReduceOp.MIN) and any(self.shape[a] == 0 for a in axes):
-            raise ShapeError(f"{name}: cannot reduce over an axis of size 0 (shape {self.shape}, axes {axes}): "
-                             "the result has no identity")
         if not axes:
             return self
         kept = tuple(1 if i in axes else n for i, n in enumerate(self.shape))
         out = self._derive(Op.REDUCE, kept, (op, axes))
         return out if keepdims else out.reshape(tuple(n for i, n in enumerate(self.shape) if i not in axes))
+
+    def _extremum(self: Tensor, op: ReduceOp, axis: Any, keepdims: bool, name: str) -> Tensor:
+        """max or min over `axis`, which must not be empty: -inf or the dtype's lowest value is no answer
+        (any and all reduce bools with the same ops, but False and True are their true identities)."""
+        axes = normalize_axes(axis, self.ndim, name)
+        if any(self.shape[a] == 0 for a in axes):
+            raise ShapeError(f"{name}: cannot reduce over an axis of size 0 (shape {self.shape}, axes {axes}): "
+                             "the result has no identity")
+        return self._reduce(op, axes, keepdims, name)
+
+    def _shift(self: Tensor, axis: Any, name: str) -> Tensor:
+        """The max over `axis` (kept as size 1), which softmax and friends subtract so exp cannot overflow.
+        An empty axis has no max and nothing to protect, so 0 stands in for it."""
+        axes = normalize_axes(axis, self.ndim, name)
+        if any(self.shape[a] == 0 for a in axes):
+            kept = tuple(1 if i in axes else n for i, n in enumerate(self.shape))
+            return self._const(0, self.dtype, self.device).broadcast_to(kept)
+        return self._reduce(ReduceOp.MAX, axes, True, name)
 
     def _accumulate_dtype(self: Tensor, dtype: Any) -> Tensor:
         if dtype is not None:
@@ -62,11 +78,11 @@ class ReduceOps:
     def max(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
             keepdim: bool = False) -> Tensor:
         """The largest element over `axis` (values only, as NumPy; NaN wins)."""
-        return self._reduce(ReduceOp.MAX, _pick(axis, dim), keepdims or keepdim, "max")
+        return self._extremum(ReduceOp.MAX, _pick(axis, dim), keepdims or keepdim, "max")
 
     def min(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
             keepdim: bool = False) -> Tensor:
-        return self._reduce(ReduceOp.MIN, _pick(axis, dim), keepdims or keepdim, "min")
+        return self._extremum(ReduceOp.MIN, _pick(axis, dim), keepdims or keepdim, "min")
 
     amax = max
     amin = min
@@ -114,7 +130,7 @@ class ReduceOps:
         if x.ndim == 0:
             x, a = x.reshape(1), 0
         n = x.shape[a]
-        best = x._reduce(op, a, True, name)
+        best = x._extremum(op, a, True, name)
         hit = (x == best) | (x != x)  # the first NaN wins, as PyTorch
         positions = x._iota_along(a).broadcast_to(x.shape)
         from .tensor import where
@@ -144,9 +160,9 @@ class ReduceOps:
         """`log(sum(exp(x)))` without overflow."""
         axis = _pick(axis, dim)
         x = self if self.dtype.is_float else self.cast(default_float)
-        m = x.max(axis, keepdims=True)
+        m = x._shift(axis, "logsumexp")
         from .tensor import where
-        shift = where(m.isinf(), 0.0, m)
+        shift = where(m.isinf(), 0.0, m)  # all -inf stays -inf, and an inf gives inf, not inf - inf
         out = (x - shift).exp().sum(axis, keepdims=True).log() + shift
         return out if keepdims or keepdim else out.squeeze(normalize_axes(axis, self.ndim, "logsumexp"))
 
@@ -154,13 +170,16 @@ class ReduceOps:
         """`exp(x) / sum(exp(x))` along `axis` (the last by default), computed stably."""
         axis = _pick(dim, axis) if dim is not None else axis
         x = self if self.dtype.is_float else self.cast(default_float)
-        e = (x - x.max(axis, keepdims=True)).exp()
+        e = (x - x._shift(axis, "softmax")).exp()
         return e / e.sum(axis, keepdims=True)
 
     def log_softmax(self: Tensor, axis: int = -1, *, dim: int | None = None) -> Tensor:
+        """`log(softmax(x))` as `(x - max) - log(sum(exp(x - max)))`. Not `x - logsumexp(x)`: for large x
+        that subtracts two large, rounded numbers and loses the small difference."""
         axis = _pick(dim, axis) if dim is not None else axis
         x = self if self.dtype.is_float else self.cast(default_float)
-        return x - x.logsumexp(axis, keepdims=True)
+        shifted = x - x._shift(axis, "log_softmax")
+        return shifted - shifted.exp().sum(axis, keepdims=True).log()
 
     def cumsum(self: Tensor, axis: int | None = None, dtype: Any = None, *, dim: int | None = None) -> Tensor:
         """Running sum along `axis` (over the flattened tensor when axis is None, as NumPy)."""
@@ -181,7 +200,9 @@ class ReduceOps:
             positions = self._iota_along(self.ndim - 1)
             i = positions.reshape(*positions.shape, 1)
             j = positions.reshape(*positions.shape[:-1], 1, n)
-            return where(j <= i, self.reshape(*self.shape[:-1], 1, n), 0).sum(-1)
+            below = where(j <= i, self.reshape(*self.shape[:-1], 1, n), 0)
+            # _reduce, not sum: sum would widen an int32 (cumsum(dtype=int32)) to int64
+            return below._reduce(ReduceOp.SUM, -1, False, "cumsum")
         block = math.isqrt(n - 1) + 1
         blocks = -(-n // block)
         pad = [(0, 0)] * (self.ndim - 1) + [(0, blocks * block - n)]

@@ -78,10 +78,26 @@ def _realize_points(nodes: list[Node], roots: list[Node]) -> set[Node]:
         if n.op is Op.CONTIGUOUS:
             points.add(n)
         c = 1 + sum(cost[id(s)] for s in n.srcs)
+        if c > MAX_FUSED_OPS:  # the sum counts a node shared by two paths twice: count the region's nodes
+            c = _region_size(n, points, MAX_FUSED_OPS + 1)
         if c > MAX_FUSED_OPS:
             points.add(n)
         cost[id(n)] = 0 if n in points else c
     return points
+
+
+def _region_size(root: Node, points: set[Node], limit: int) -> int:
+    """The distinct nodes `root`'s kernel would compute (up to `limit`): a DAG with much sharing, such as
+    the rounds of a random number generator, is small even where the paths through it are many."""
+    seen = {id(root)}
+    stack = list(root.srcs)
+    while stack and len(seen) < limit:
+        n = stack.pop()
+        if id(n) in seen or n.realized or n in points:
+            continue
+        seen.add(id(n))
+        stack.extend(n.srcs)
+    return len(seen)
 
 
 def storage(node: Node) -> Node:
@@ -133,6 +149,7 @@ def _schedule(nodes: list[Node], targets: list[Node]) -> Schedule:
                     copies[red] = copies.get(red, 0) + 1
                 items.append(ScheduleItem(lk.kernel, n, lk.inputs, lk.scalars))
         wasteful.update(red for red, count in copies.items() if count > 1)
+        wasteful -= points  # a kernel's own output cannot move to a buffer of its own: nothing left to split
         if not wasteful:
             return items
         points.update(wasteful)

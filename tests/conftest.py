@@ -79,7 +79,7 @@ def layout(arr: np.ndarray, kind: str) -> tuple[lt.Tensor, torch.Tensor]:
         sl = (Ellipsis, slice(None, None, 2))
         return lt.asarray(base)[sl], torch.tensor(base)[sl]
     if kind == "flipped":
-        base = np.ascontiguousarray(np.flip(arr, -1))
+        base = np.flip(arr, -1).copy()  # ascontiguousarray keeps a size-1 axis's negative stride
         return lt.asarray(base).flip(-1), torch.tensor(base).flip(-1)
     raise ValueError(kind)
 

@@ -1,0 +1,580 @@
+"""Reductions against the torch oracle: sum, mean, prod, max/min, argmax/argmin, var/std, any/all,
+logsumexp, softmax, log_softmax and cumsum, over every kind of axis argument, dtype, layout and size."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from conftest import ALL_DTYPES, LAYOUTS, check, inputs, layout, random_array, to_torch_dtype
+
+import lazytensor as lt
+
+SHAPE = (3, 4, 5)
+# (axis, keepdims): None, ints (negative too), tuples (unsorted, negative, all axes) and the empty tuple,
+# each with keepdims on and off.
+AXES = [(None, False), (None, True), (0, True), (1, False), (-1, True), ((0, 2), False), ((2, -3), True),
+        ((-1, 0, 1), False), ((), False), ((), True)]
+
+
+def rotating_layout(case) -> str:
+    """One of the non-contiguous layouts, picked by the case's position in AXES."""
+    return LAYOUTS[1 + AXES.index(case) % (len(LAYOUTS) - 1)]
+
+
+def torch_dims(axis, ndim: int):
+    """The `dim` torch needs for `axis`: torch has no None for every reduction, so spell out all axes."""
+    return tuple(range(ndim)) if axis is None else axis
+
+
+def torch_prod(t: torch.Tensor, axis, keepdim: bool) -> torch.Tensor:
+    """torch.prod takes one dim at a time: reduce the axes one by one (keeping them), then drop them."""
+    dims = sorted(d % t.ndim for d in ((axis,) if isinstance(axis, int) else torch_dims(axis, t.ndim)))
+    out = t
+    for d in dims:
+        out = out.prod(d, keepdim=True)
+    if out.dtype != torch.int64 and not out.dtype.is_floating_point:
+        out = out.to(torch.int64)
+    return out if keepdim else out.reshape([n for i, n in enumerate(out.shape) if i not in dims])
+
+
+def quiet(fn, *args, **kwargs):
+    """torch warns when var's divisor is <= 0; the value it returns is still the oracle."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return fn(*args, **kwargs)
+
+
+def _as_float(t: torch.Tensor) -> torch.Tensor:
+    return t if t.dtype.is_floating_point else t.to(torch.float32)
+
+
+# name: (lazytensor call, torch call, random_array range). Torch has no mean/var/logsumexp for ints, so the
+# oracle casts to float32, which is what lazytensor promises (integer input gives the default float).
+REDUCERS = {
+    "sum": (lambda x, a, k: x.sum(a, keepdims=k), lambda t, a, k: torch.sum(t, dim=a, keepdim=k), {}),
+    "prod": (lambda x, a, k: x.prod(a, keepdims=k), torch_prod, {"low": 0.5, "high": 1.5}),
+    "max": (lambda x, a, k: x.max(a, keepdims=k), lambda t, a, k: torch.amax(t, dim=a, keepdim=k), {}),
+    "min": (lambda x, a, k: x.min(a, keepdims=k), lambda t, a, k: torch.amin(t, dim=a, keepdim=k), {}),
+    "amax": (lambda x, a, k: x.amax(a, keepdims=k), lambda t, a, k: torch.amax(t, dim=a, keepdim=k), {}),
+    "amin": (lambda x, a, k: x.amin(a, keepdims=k), lambda t, a, k: torch.amin(t, dim=a, keepdim=k), {}),
+    "mean": (lambda x, a, k: x.mean(a, keepdims=k), lambda t, a, k: torch.mean(_as_float(t), dim=a, keepdim=k), {}),
+    # torch.any/all keep uint8 for uint8 input; lazytensor (like NumPy) always gives bool, so ask torch about
+    # the truth values.
+    "any": (lambda x, a, k: x.any(a, keepdims=k), lambda t, a, k: torch.any(t.bool(), dim=a, keepdim=k), {}),
+    "all": (lambda x, a, k: x.all(a, keepdims=k), lambda t, a, k: torch.all(t.bool(), dim=a, keepdim=k), {}),
+    "var": (lambda x, a, k: x.var(a, keepdims=k),
+            lambda t, a, k: torch.var(_as_float(t), dim=a, keepdim=k, correction=0), {}),
+    "std": (lambda x, a, k: x.std(a, keepdims=k),
+            lambda t, a, k: torch.std(_as_float(t), dim=a, keepdim=k, correction=0), {}),
+    "logsumexp": (lambda x, a, k: x.logsumexp(a, keepdims=k),
+                  lambda t, a, k: torch.logsumexp(t, dim=a, keepdim=k), {}),
+}
+
+
+def expected_reduce(name: str, t: torch.Tensor, axis, keepdims: bool) -> torch.Tensor:
+    if axis == ():
+        # NumPy semantics: reducing over no axes is the identity (torch would reduce over all of them); only
+        # the result dtype changes as it would for a real reduction.
+        dtype = torch_ref_dtype(name, t)
+        if name in ("var", "std"):
+            return torch.zeros_like(t, dtype=dtype)
+        return t.to(dtype)
+    return REDUCERS[name][1](t, torch_dims(axis, t.ndim), keepdims)
+
+
+def torch_ref_dtype(name: str, t: torch.Tensor) -> torch.dtype:
+    probe = REDUCERS[name][1](t.reshape(-1)[:1], 0, False)
+    return probe.dtype
+
+
+@pytest.mark.parametrize("axis,keepdims", AXES, ids=str)
+@pytest.mark.parametrize("name", [n for n in REDUCERS if n not in ("amax", "amin")])
+def test_reduce_axes_float32(name, axis, keepdims):
+    # every case runs contiguous and one non-contiguous layout, rotating through them over the axes, so each
+    # op meets every layout without compiling every combination.
+    fn, _, kw = REDUCERS[name]
+    arr = random_array(SHAPE, lt.float32, seed=1, **kw)
+    for kind in ("contiguous", rotating_layout((axis, keepdims))):
+        x, t = layout(arr, kind)
+        check(fn(x, axis, keepdims), expected_reduce(name, t, axis, keepdims))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("name", ["sum", "prod", "max", "min", "mean", "any", "all"])
+def test_reduce_dtypes(name, dtype):
+    # int and bool sums and products accumulate in int64 (torch's dtype); mean of ints is float32.
+    # (2, 3) keeps integer products inside int64. The index arithmetic does not depend on the dtype, so one
+    # non-contiguous layout is enough here (test_reduce_axes_float32 runs them all).
+    fn, _, kw = REDUCERS[name]
+    arr = random_array((2, 3), dtype, seed=2, **(kw if dtype.is_float else {}))
+    for kind, axis in (("contiguous", None), ("flipped", 1)):
+        x, t = layout(arr, kind)
+        check(fn(x, axis, False), expected_reduce(name, t, axis, False))
+
+
+def test_amax_amin_are_max_min():
+    for kind, x, t in inputs(SHAPE, lt.float32, seed=30):
+        check(x.amax((0, 2), keepdims=True), torch.amax(t, dim=(0, 2), keepdim=True))
+        check(x.amin(-1), torch.amin(t, dim=-1))
+    check(lt.amax(x), torch.amax(t))
+
+
+@pytest.mark.parametrize("dtype", [lt.int8, lt.uint8, lt.int32, lt.float64], ids=str)
+def test_sum_dtype_argument(dtype):
+    x, t = layout(random_array((4, 5), lt.int16, seed=3), "transposed")
+    check(x.sum(1, dtype=dtype), torch.sum(t.to(to_torch_dtype(dtype)), dim=1, dtype=to_torch_dtype(dtype)))
+    check(x.prod(0, dtype=lt.float64), torch.prod(t, dim=0, dtype=torch.float64))
+    check(x.mean(dtype=lt.float64), torch.mean(t.to(torch.float64)))
+
+
+def test_int_sums_do_not_overflow_small_dtypes():
+    # 1000 * 100 does not fit in int8 or uint8; the int64 accumulator holds it exactly.
+    for dtype, value in ((lt.int8, 100), (lt.uint8, 200), (lt.int16, 30000), (lt.int32, 2**31 - 1)):
+        arr = np.full(1000, value, dtype=dtype.name)
+        got = lt.asarray(arr).sum()
+        check(got, torch.tensor(arr).sum())
+        assert got.item() == 1000 * value
+    bools = np.arange(300) % 3 == 0
+    check(lt.asarray(bools).sum(), torch.tensor(bools).sum())
+    assert lt.asarray(bools).sum().item() == 100
+
+
+def test_torch_aliases_dim_keepdim():
+    for kind, x, t in inputs(SHAPE, lt.float32, seed=4):
+        check(x.sum(dim=1, keepdim=True), t.sum(dim=1, keepdim=True))
+        check(x.sum(dim=(0, 2)), t.sum(dim=(0, 2)))
+        check(x.mean(dim=-1, keepdim=True), t.mean(dim=-1, keepdim=True))
+        check(x.max(dim=0), t.amax(dim=0))
+        check(x.min(dim=2, keepdim=True), t.amin(dim=2, keepdim=True))
+        check(x.prod(dim=1), t.prod(dim=1))
+        check(x.argmax(dim=1, keepdim=True), t.argmax(dim=1, keepdim=True))
+        check(x.argmin(dim=-1), t.argmin(dim=-1))
+        check(x.var(dim=1, keepdim=True, correction=1), t.var(dim=1, keepdim=True, correction=1))
+        check(x.std(dim=(0, 1)), t.std(dim=(0, 1), correction=0))
+        check(x.any(dim=0), t.any(dim=0))
+        check(x.all(dim=2, keepdim=True), t.all(dim=2, keepdim=True))
+        check(x.logsumexp(dim=1, keepdim=True), t.logsumexp(dim=1, keepdim=True))
+        check(x.softmax(dim=0), t.softmax(dim=0))
+        check(x.log_softmax(dim=1), t.log_softmax(dim=1))
+        check(x.cumsum(dim=2), t.cumsum(dim=2))
+
+
+def test_function_forms():
+    arr = random_array(SHAPE, lt.float32, seed=5)
+    t = torch.tensor(arr)
+    check(lt.sum(arr, axis=1), t.sum(1))
+    check(lt.mean(arr, axis=(0, 2), keepdims=True), t.mean((0, 2), keepdim=True))
+    check(lt.max(arr), t.amax())
+    check(lt.amin(arr, 0), t.amin(0))
+    check(lt.argmax(arr, axis=2), t.argmax(2))
+    check(lt.var(arr, axis=0, ddof=1), t.var(0, correction=1))
+    check(lt.logsumexp(arr, axis=-1), t.logsumexp(-1))
+    check(lt.softmax(arr, axis=1), t.softmax(1))
+    check(lt.cumsum(arr, axis=0), t.cumsum(0))
+    check(lt.prod(arr, axis=2), t.prod(2))
+
+
+# ---- argmax / argmin ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_argmax_argmin_ties_first_occurrence(name, axis, keepdims):
+    # values in 0..3 on a 3x4x5 grid: every row has ties, and the first occurrence must win.
+    arr = np.random.default_rng(6).integers(0, 4, SHAPE).astype(np.float32)
+    for kind in ("contiguous", "transposed", "strided", "flipped"):
+        x, t = layout(arr, kind)
+        got = getattr(x, name)(axis, keepdims=keepdims)
+        check(got, getattr(torch, name)(t, dim=axis, keepdim=keepdims))
+
+
+@pytest.mark.parametrize("dtype", [lt.int8, lt.uint8, lt.int32, lt.int64, lt.float64], ids=str)
+def test_argmax_argmin_dtypes(dtype):
+    arr = random_array((5, 6), dtype, seed=7)
+    for kind, axes in (("contiguous", (None, 0)), ("transposed", (1,))):
+        x, t = layout(arr, kind)
+        for axis in axes:
+            check(x.argmax(axis), torch.argmax(t, dim=axis))
+            check(x.argmin(axis), torch.argmin(t, dim=axis))
+
+
+def test_argmax_bool_matches_numpy():
+    # torch has no argmax for bool; NumPy's answer (first True / first False) is the expectation.
+    arr = np.array([[False, True, True], [False, False, False], [True, False, True]])
+    x = lt.asarray(arr)
+    for axis in (None, 0, 1):
+        check(x.argmax(axis), np.argmax(arr, axis=axis))
+        check(x.argmin(axis), np.argmin(arr, axis=axis))
+
+
+def test_argmax_argmin_nan_as_torch():
+    nan, inf = math.nan, math.inf
+    arr = np.array([[1.0, nan, 3.0, nan, 3.0],
+                    [-inf, 2.0, inf, inf, 0.0],
+                    [nan, nan, nan, nan, nan],
+                    [0.0, -0.0, 0.0, -1.0, -1.0]], dtype=np.float32)
+    for kind in ("contiguous", "transposed", "strided", "flipped"):
+        x, t = layout(arr, kind)
+        for axis in (None, 0, 1):
+            check(x.argmax(axis), torch.argmax(t, dim=axis))
+            check(x.argmin(axis), torch.argmin(t, dim=axis))
+        check(x.max(1), torch.amax(t, dim=1))
+        check(x.min(0), torch.amin(t, dim=0))
+        check(x.max(), torch.amax(t))
+
+
+def test_argmax_keepdims_axis_none_and_0d():
+    arr = random_array((2, 3, 4), lt.float32, seed=8)
+    x, t = lt.asarray(arr), torch.tensor(arr)
+    check(x.argmax(keepdims=True), torch.argmax(t, dim=None, keepdim=True))
+    check(x.argmin(None, True), torch.argmin(t, dim=None, keepdim=True))
+    z = lt.asarray(np.float32(2.5))
+    check(z.argmax(), torch.argmax(torch.tensor(2.5)))
+    check(z.argmin(keepdims=True), torch.argmin(torch.tensor(2.5), keepdim=True))
+
+
+def test_argmax_rejects_tuple_axis():
+    x = lt.asarray(random_array((2, 3), lt.float32))
+    with pytest.raises(TypeError):
+        x.argmax((0, 1))
+
+
+# ---- var / std ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("correction", [0, 1, 2])
+@pytest.mark.parametrize("axis", [None, 0, -1, (0, 2)], ids=str)
+def test_var_std_correction(axis, correction):
+    arr = random_array(SHAPE, lt.float32, seed=9)
+    for kind in ("contiguous", "strided"):
+        x, t = layout(arr, kind)
+        dims = torch_dims(axis, 3)
+        check(x.var(axis, correction=correction), torch.var(t, dim=dims, correction=correction))
+        check(x.std(axis, ddof=correction, keepdims=True),
+              torch.std(t, dim=dims, correction=correction, keepdim=True))
+
+
+def test_var_std_defaults_and_dtypes():
+    arr64 = random_array((4, 7), lt.float64, seed=10)
+    x, t = lt.asarray(arr64), torch.tensor(arr64)
+    check(x.var(), torch.var(t, correction=0))  # default correction is 0, as NumPy
+    check(x.std(0), torch.std(t, dim=0, correction=0))
+    check(x.var(1), np.var(arr64, axis=1))
+    check(x.std(ddof=1), np.std(arr64, ddof=1))
+    for kind, xi, ti in inputs((4, 7), lt.int32, seed=11):
+        check(xi.var(1), torch.var(ti.to(torch.float32), dim=1, correction=0))
+        check(xi.std(correction=1), torch.std(ti.to(torch.float32), correction=1))
+
+
+def test_var_correction_at_least_count():
+    # torch clamps the divisor at 0: 0/0 gives nan (one element), positive/0 gives inf.
+    x = lt.asarray(np.array([[1.0, 2.0], [3.0, 3.0]], dtype=np.float32))
+    t = torch.tensor([[1.0, 2.0], [3.0, 3.0]])
+    check(x.var(1, correction=3), quiet(torch.var, t, dim=1, correction=3))
+    check(x[:, :1].var(1, correction=1), quiet(torch.var, t[:, :1], dim=1, correction=1))
+    check(x[:, :1].std(1, ddof=1), quiet(torch.std, t[:, :1], dim=1, correction=1))
+
+
+def test_var_correction_and_ddof_conflict():
+    x = lt.asarray(random_array((3,), lt.float32))
+    with pytest.raises(ValueError):
+        x.var(correction=1, ddof=0)
+    check(x.var(correction=1, ddof=1), torch.var(torch.tensor(random_array((3,), lt.float32)), correction=1))
+
+
+# ---- any / all ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [lt.bool_, lt.uint8, lt.int64, lt.float32], ids=str)
+def test_any_all_with_zeros(dtype):
+    # rows that are all zero, all nonzero and mixed, along every axis
+    arr = np.zeros((4, 3, 5), dtype=dtype.name)
+    arr[1] = 1
+    arr[2, :, ::2] = 1
+    arr[3, 1] = 1
+    arr[:, 2, 4] = 1
+    if dtype.is_float:
+        arr[0, 0, :2] = [math.nan, -0.0]  # NaN is true, -0.0 is false
+        arr[1, 0, 0] = -0.0
+    for kind, axes in (("contiguous", (None, 0, -1, (0, 2))), ("flipped", (-1, (0, 2)))):
+        x, t = layout(arr, kind)
+        for axis in axes:
+            dims = torch_dims(axis, 3)
+            check(x.any(axis), torch.any(t.bool(), dim=dims))
+            check(x.all(axis, keepdims=True), torch.all(t.bool(), dim=dims, keepdim=True))
+
+
+# ---- logsumexp / softmax / log_softmax --------------------------------------------------------------------
+
+
+def test_logsumexp_large_values_do_not_overflow():
+    arr = np.array([[1000.0, 1000.0, 999.0], [-1000.0, -1001.0, -1000.5], [0.0, 88.0, 89.0]], dtype=np.float32)
+    for kind in ("contiguous", "transposed", "flipped"):
+        x, t = layout(arr, kind)
+        for axis in (0, 1, None):
+            check(x.logsumexp(axis), torch.logsumexp(t, dim=torch_dims(axis, 2)))
+
+
+def test_logsumexp_infinities_and_nan():
+    inf, nan = math.inf, math.nan
+    arr = np.array([[-inf, -inf, -inf], [inf, 1.0, 2.0], [nan, 1.0, 2.0], [-inf, 0.0, 1.0]], dtype=np.float64)
+    x, t = lt.asarray(arr), torch.tensor(arr)
+    check(x.logsumexp(1), torch.logsumexp(t, 1))
+    check(x.logsumexp(1, keepdims=True), torch.logsumexp(t, 1, keepdim=True))
+    check(x[3:].logsumexp(), torch.logsumexp(t[3:], (0, 1)))
+
+
+def test_logsumexp_int_gives_float32():
+    arr = random_array((3, 4), lt.int64, seed=13) // 10
+    x, t = lt.asarray(arr), torch.tensor(arr)
+    check(x.logsumexp(1), torch.logsumexp(t, 1))
+    check(x.logsumexp(), torch.logsumexp(t, (0, 1)))
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1, -3])
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_axes(name, axis):
+    arr = random_array(SHAPE, lt.float32, seed=14)
+    for kind in ("contiguous", LAYOUTS[1 + axis % 3]):
+        x, t = layout(arr, kind)
+        check(getattr(x, name)(axis), getattr(torch, name)(t, dim=axis))
+    arr = random_array((2, 3, 4), lt.float64, seed=15)
+    check(getattr(lt.asarray(arr), name)(axis), getattr(torch, name)(torch.tensor(arr), dim=axis))
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_default_axis_and_stability(name):
+    arr = np.array([[1000.0, 999.0, 998.0], [-1000.0, -1000.0, -999.0], [50.0, 0.0, -50.0]], dtype=np.float32)
+    for kind in ("contiguous", "transposed", "flipped"):
+        x, t = layout(arr, kind)
+        check(getattr(x, name)(), getattr(torch, name)(t, dim=-1))
+        check(getattr(lt, name)(x, 0), getattr(torch, name)(t, dim=0))
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_infinities_and_nan_as_torch(name):
+    inf, nan = math.inf, math.nan
+    # masked (-inf) entries get probability 0; all-masked, +inf and NaN rows give NaN, as in torch.
+    arr = np.array([[-inf, 1.0, 2.0], [-inf, -inf, -inf], [inf, 1.0, 2.0], [nan, 1.0, 2.0], [-inf, -inf, 0.0]],
+                   dtype=np.float32)
+    x, t = lt.asarray(arr), torch.tensor(arr)
+    check(getattr(x, name)(1), getattr(torch, name)(t, dim=1))
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_int_gives_float32(name):
+    arr = random_array((3, 5), lt.int32, seed=16) // 10
+    x, t = lt.asarray(arr), torch.tensor(arr)
+    check(getattr(x, name)(1), getattr(torch, name)(t.to(torch.float32), dim=1))
+
+
+def test_softmax_sums_to_one():
+    x = lt.asarray(random_array((6, 40), lt.float64, seed=17, low=-20, high=20))
+    np.testing.assert_allclose(x.softmax(1).sum(1).numpy(), np.ones(6), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(x.log_softmax(0).exp().sum(0).numpy(), np.ones(40), rtol=1e-12, atol=1e-12)
+
+
+# ---- cumsum ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1, 2, -3])
+def test_cumsum_axes(axis):
+    for kind, x, t in inputs(SHAPE, lt.float32, seed=18):
+        check(x.cumsum(axis), torch.cumsum(t, dim=axis))
+
+
+def test_cumsum_axis_none_flattens():
+    for kind, x, t in inputs((3, 4), lt.float32, seed=19):
+        check(x.cumsum(), torch.cumsum(t.reshape(-1), dim=0))
+        check(lt.cumsum(x), np.cumsum(t.numpy()))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_cumsum_dtypes(dtype):
+    # ints and bools accumulate in int64, like torch.
+    arr = random_array((4, 6), dtype, seed=20)
+    x, t = layout(arr, "contiguous")
+    check(x.cumsum(1), torch.cumsum(t, dim=1))
+    x, t = layout(arr, "transposed")
+    check(x.cumsum(0), torch.cumsum(t, dim=0))
+
+
+def test_cumsum_dtype_argument():
+    x, t = layout(random_array((3, 5), lt.int8, seed=21), "transposed")
+    check(x.cumsum(0, dtype=lt.float64), torch.cumsum(t, dim=0, dtype=torch.float64))
+    check(x.cumsum(1, dtype=lt.int32), torch.cumsum(t, dim=1, dtype=torch.int32))
+
+
+def test_cumsum_0d_and_1():
+    check(lt.asarray(np.float32(2.5)).cumsum(0), torch.cumsum(torch.tensor(2.5), 0))
+    check(lt.asarray(np.float32(2.5)).cumsum(), np.cumsum(np.float32(2.5)))
+    check(lt.asarray(np.array([7], dtype=np.int16)).cumsum(0), torch.cumsum(torch.tensor([7], dtype=torch.int16), 0))
+
+
+@pytest.mark.parametrize("n", [256, 257, 1000])
+def test_cumsum_long_axes_blocked_path(n):
+    # past CUMSUM_BLOCK (256) elements cumsum works in blocks (padding the axis to a multiple of the block).
+    # Integer-valued floats keep every partial sum exact, so a different summation order cannot change the
+    # float32 answer: any difference is an indexing bug.
+    ints = np.random.default_rng(22).integers(-100, 100, (3, n))
+    x, t = layout(ints.astype(np.float32), "contiguous")
+    check(x.cumsum(1), torch.cumsum(t, dim=1))
+    x, t = layout(ints.astype(np.float32), "transposed")
+    check(x.T.cumsum(0), torch.cumsum(t.T, dim=0))
+    x, t = layout(ints, "flipped")
+    check(x.cumsum(-1), torch.cumsum(t, dim=-1))
+    # random float64 data: the blocked sums differ from torch's sequential ones only by rounding.
+    arr = random_array((2, n), lt.float64, seed=23)
+    check(lt.asarray(arr).cumsum(-1), torch.cumsum(torch.tensor(arr), dim=-1))
+
+
+def test_cumsum_long_flattened():
+    arr = np.random.default_rng(24).integers(0, 50, (25, 40)).astype(np.int32)
+    x, t = layout(arr, "transposed")
+    check(x.cumsum(), torch.cumsum(t.reshape(-1), 0))
+
+
+# ---- 0-d and size-0 ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "max", "min", "mean", "any", "all", "var", "std", "logsumexp"])
+def test_reduce_0d(name):
+    # a 0-d tensor has no axes: reducing over all of them (None) is reducing over none (()), which leaves
+    # the value (var and std: 0) in the reduction's dtype.
+    fn = REDUCERS[name][0]
+    for dtype in (lt.float32, lt.int32):
+        arr = np.array(3, dtype=dtype.name)
+        x, t = lt.asarray(arr), torch.tensor(arr)
+        for axis in (None, ()):
+            for keepdims in (False, True):
+                check(fn(x, axis, keepdims), expected_reduce(name, t, (), False))
+
+
+def test_reduce_empty_axis_gives_identity():
+    arr = np.zeros((3, 0, 2), dtype=np.float32)
+    x, t = lt.asarray(arr), torch.tensor(arr)
+    check(x.sum(1), t.sum(1))
+    check(x.sum(), t.sum())
+    check(x.sum((0, 1), keepdims=True), t.sum((0, 1), keepdim=True))
+    check(x.prod(1), t.prod(1))
+    check(x.mean(1), t.mean(1))  # 0/0: nan, as torch
+    check(x.var(1), quiet(t.var, 1, correction=0))
+    check(x.any(1), t.any(1))
+    check(x.all(1), t.all(1))
+    check(x.any(), t.any())
+    check(x.all(), t.all())
+    check(x.logsumexp(1), torch.logsumexp(t, 1))  # log(0): -inf
+    check(x.cumsum(1), t.cumsum(1))
+    ints = lt.asarray(np.zeros((0, 4), dtype=np.int8))
+    check(ints.sum(0), torch.zeros(4, dtype=torch.int64))
+    check(ints.sum(), torch.tensor(0))
+    check(ints.prod(0), torch.ones(4, dtype=torch.int64))
+
+
+def test_reduce_over_nonempty_axis_of_empty_tensor():
+    arr = np.zeros((0, 3), dtype=np.float32)
+    x, t = lt.asarray(arr), torch.tensor(arr)
+    check(x.sum(1), t.sum(1))
+    check(x.max(1), t.amax(1))
+    check(x.min(1, keepdims=True), t.amin(1, keepdim=True))
+    check(x.argmax(1), t.argmax(1))
+    check(x.var(1), t.var(1, correction=0))
+    check(x.softmax(1), t.softmax(1))
+    check(x.log_softmax(-1), t.log_softmax(-1))
+    check(x.softmax(0), t.softmax(0))  # the reduced axis is empty, so is the result
+    check(x.cumsum(1), t.cumsum(1))
+
+
+@pytest.mark.parametrize("name", ["max", "min", "amax", "amin", "argmax", "argmin"])
+def test_max_over_empty_axis_raises(name):
+    x = lt.asarray(np.zeros((3, 0), dtype=np.float32))
+    with pytest.raises(lt.ShapeError):
+        getattr(x, name)(1)
+    with pytest.raises(lt.ShapeError):
+        getattr(x, name)()
+    with pytest.raises(ValueError):  # ShapeError is a ValueError, as NumPy raises
+        getattr(x, name)(axis=-1)
+
+
+def test_reduce_of_broadcast_view():
+    # the reduction reads an expanded view, so its value is the same for every index along the broadcast
+    # axis and does not read that output loop (the scheduler once looped forever on such kernels)
+    for kind in ("contiguous", "flipped"):
+        x, t = layout(random_array((1, 3, 2), lt.float32, seed=31), kind)
+        check(x.expand(2, 3, 2).sum(1), t.expand(2, 3, 2).sum(1))
+        check(x.broadcast_to(4, 3, 2).max(-2), t.expand(4, 3, 2).amax(-2))
+        check(x.expand(2, 3, 2).mean(1, keepdims=True), t.expand(2, 3, 2).mean(1, keepdim=True))
+        check(x.expand(3, 3, 2).softmax(1), t.expand(3, 3, 2).softmax(1))
+
+
+# ---- bad axes -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("axis", [3, -4, (0, 3), (0, 0), (1, -2), 100])
+@pytest.mark.parametrize("name", ["sum", "prod", "max", "mean", "var", "any", "logsumexp"])
+def test_bad_axes_raise_axis_error(name, axis):
+    x = lt.asarray(random_array(SHAPE, lt.float32))
+    with pytest.raises(lt.AxisError):
+        getattr(x, name)(axis)
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin", "softmax", "log_softmax", "cumsum"])
+def test_bad_single_axis_raises_axis_error(name):
+    x = lt.asarray(random_array(SHAPE, lt.float32))
+    for axis in (3, -4):
+        with pytest.raises(lt.AxisError) as info:
+            getattr(x, name)(axis)
+        assert isinstance(info.value, IndexError) and isinstance(info.value, ValueError)
+
+
+def test_axis_error_is_index_and_value_error():
+    x = lt.asarray(random_array((2, 3), lt.float32))
+    with pytest.raises(IndexError):
+        x.sum(2)
+    with pytest.raises(ValueError):
+        x.mean(-3)
+    with pytest.raises(lt.AxisError):
+        x.sum(dim=5)
+
+
+# ---- larger sizes ---------------------------------------------------------------------------------------
+
+
+def test_large_float32_sum():
+    # torch and lazytensor add 100k float32 values in different orders, so their float32 results differ by
+    # more than rounding of the final answer; the float64 sum (computed by NumPy) is the reference instead.
+    arr = random_array((100_000,), lt.float32, seed=25)
+    check(lt.asarray(arr).sum(), np.float32(arr.astype(np.float64).sum()))
+    pos = random_array((100_000,), lt.float32, seed=26, low=0, high=1)
+    check(lt.asarray(pos).sum(), np.float32(pos.astype(np.float64).sum()))
+    check(lt.asarray(pos).mean(), np.float32(pos.astype(np.float64).mean()))
+
+
+def test_large_exact_reductions():
+    arr = np.random.default_rng(27).integers(-1000, 1000, 100_000).astype(np.int32)
+    x, t = lt.asarray(arr), torch.tensor(arr)
+    check(x.sum(), t.sum())
+    check(x.max(), t.amax())
+    check(x.min(), t.amin())
+    check(x.argmax(), t.argmax())  # ties among the +-999s: the first one wins
+    check(x.argmin(), t.argmin())
+    f = random_array((100_000,), lt.float32, seed=28)
+    xf, tf = lt.asarray(f), torch.tensor(f)
+    check(xf.max(), tf.amax())
+    check(xf.argmin(), tf.argmin())
+
+
+def test_large_2d_reductions():
+    arr = random_array((1000, 100), lt.float64, seed=29)
+    for kind in ("contiguous", "transposed"):
+        x, t = layout(arr, kind)
+        check(x.sum(0), t.sum(0))
+        check(x.mean(1), t.mean(1))
+        check(x.var(0, correction=1), t.var(0, correction=1))
+        check(x.softmax(0), t.softmax(0))
+        check(x.logsumexp(1), t.logsumexp(1))
+        check(x.argmax(0), t.argmax(0))
