@@ -73,7 +73,7 @@ def layout(arr: np.ndarray, kind: str) -> tuple[lt.Tensor, torch.Tensor]:
         return lt.asarray(arr), torch.tensor(arr)
     if kind == "transposed":
         base = np.ascontiguousarray(arr.T)
-        return lt.asarray(base).T, torch.tensor(base).T
+        return lt.asarray(base).T, torch.tensor(base).permute(*reversed(range(arr.ndim)))
     if kind == "strided":
         base = np.repeat(arr, 2, axis=-1)
         sl = (Ellipsis, slice(None, None, 2))
