@@ -22,17 +22,15 @@ from llvmlite import ir
 from ..dtype import DType, bool_, float32, float64, int64
 from ..expr import Bounds, Div, Expr, Mod, Var
 from ..ir import Alu, Kernel, ReduceOp, Value, VOp, loop_scopes
+from . import mathlib
 
 I1, I8, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(64)
 PTR = ir.PointerType()
 F64 = ir.DoubleType()
 
-# Functions LLVM has no intrinsic for: the C library's, resolved in the host process.
-LIBM = {Alu.EXPM1: "expm1", Alu.LOG1P: "log1p", Alu.TAN: "tan", Alu.TANH: "tanh", Alu.ERF: "erf"}
-INTRINSICS = {Alu.EXP: "llvm.exp", Alu.EXP2: "llvm.exp2", Alu.LOG: "llvm.log", Alu.LOG2: "llvm.log2",
-              Alu.SQRT: "llvm.sqrt", Alu.SIN: "llvm.sin", Alu.COS: "llvm.cos", Alu.FLOOR: "llvm.floor",
-              Alu.CEIL: "llvm.ceil", Alu.ROUND: "llvm.roundeven", Alu.TRUNC: "llvm.trunc",
-              Alu.ABS: "llvm.fabs", Alu.POW: "llvm.pow"}
+# Ops LLVM lowers well itself; the transcendental functions are mathlib's.
+INTRINSICS = {Alu.SQRT: "llvm.sqrt", Alu.FLOOR: "llvm.floor", Alu.CEIL: "llvm.ceil", Alu.ROUND: "llvm.roundeven",
+              Alu.TRUNC: "llvm.trunc", Alu.ABS: "llvm.fabs", Alu.POW: "llvm.pow"}
 
 
 REASSOCIATIVE = {ReduceOp.SUM: ir.IRBuilder.fadd, ReduceOp.PROD: ir.IRBuilder.fmul}
@@ -49,10 +47,6 @@ def llvm_type(dtype: DType) -> ir.Type:
 def memory_type(dtype: DType) -> ir.Type:
     """Bools live in memory as bytes and in registers as i1."""
     return I8 if dtype == bool_ else llvm_type(dtype)
-
-
-def libm_name(op: Alu, dtype: DType) -> str:
-    return LIBM[op] + ("f" if dtype == float32 else "")
 
 
 class _Renderer:
@@ -219,13 +213,6 @@ class _Renderer:
         operand_dtype = v.srcs[-1].dtype
         return self.alu(v.arg, operand_dtype, srcs)
 
-    def call(self, name: str, dtype: DType, args: list[ir.Value]) -> ir.Value:
-        t = llvm_type(dtype)
-        fn = self.module.globals.get(name)
-        if fn is None:
-            fn = ir.Function(self.module, ir.FunctionType(t, [t] * len(args)), name=name)
-        return self.b.call(fn, args)
-
     def intrinsic(self, name: str, dtype: DType, args: list[ir.Value]) -> ir.Value:
         t = llvm_type(dtype)
         fn = self.module.declare_intrinsic(name, [t], ir.FunctionType(t, [t] * len(args)))
@@ -235,8 +222,9 @@ class _Renderer:
         b = self.b
         fl, t = dt.is_float, llvm_type(dt)
         zero = self.constant(0, dt)
-        if op in LIBM:
-            return self.call(libm_name(op, dt), dt, s)
+        if mathlib.supports(op, dt):
+            # Inline, vectorizable implementations: a libm call would stop the loop vectorizer.
+            return mathlib.emit(op, b, s[0], dt)
         if op in INTRINSICS and fl:
             return self.intrinsic(INTRINSICS[op], dt, s)
         if op is Alu.NEG:
@@ -285,9 +273,8 @@ class _Renderer:
         if dt == bool_:
             return b.or_(a, c) if op is Alu.MAX else b.and_(a, c)
         sym = ">" if op is Alu.MAX else "<"
-        if dt.is_float:
-            pick = b.select(b.fcmp_ordered(sym, a, c), a, c)
-            return b.select(b.fcmp_unordered("uno", a, a), a, pick)
+        if dt.is_float:  # NaN-propagating, and LLVM vectorizes reductions over these intrinsics
+            return self.intrinsic("llvm.maximum" if op is Alu.MAX else "llvm.minimum", dt, [a, c])
         cmp = b.icmp_signed(sym, a, c) if dt.is_signed else b.icmp_unsigned(sym, a, c)
         return b.select(cmp, a, c)
 
@@ -351,17 +338,27 @@ class _Renderer:
         return b.select(b.fcmp_ordered("==", c, zero), quotient, out)
 
     def int_pow(self, base: ir.Value, exp: ir.Value, dt: DType) -> ir.Value:
-        """Exponentiation by squaring, unrolled over the exponent's bits."""
+        """Exponentiation by squaring: a loop over the exponent's bits while any are left."""
         b, t = self.b, base.type
         if dt.is_float:
             return self.intrinsic("llvm.pow", dt, [base, exp])
         one, zero = ir.Constant(t, 1), ir.Constant(t, 0)
-        result, sq, e = one, base, exp
-        for _ in range(dt.bits):
-            odd = b.trunc(e, I1) if dt.bits > 1 else e
-            result = b.select(odd, b.mul(result, sq), result)
-            sq = b.mul(sq, sq)
-            e = b.lshr(e, one)
+        result, square, bits = self.alloca(t), self.alloca(t), self.alloca(t)
+        b.store(one, result)
+        b.store(base, square)
+        b.store(exp, bits)
+        header, body, done = (self.fn.append_basic_block(f"pow_{part}") for part in ("head", "body", "done"))
+        b.branch(header)
+        b.position_at_end(header)
+        b.cbranch(b.icmp_unsigned("!=", b.load(bits, typ=t), zero), body, done)
+        b.position_at_end(body)
+        r, sq, e = b.load(result, typ=t), b.load(square, typ=t), b.load(bits, typ=t)
+        b.store(b.select(b.trunc(e, I1), b.mul(r, sq), r), result)
+        b.store(b.mul(sq, sq), square)
+        b.store(b.lshr(e, one), bits)
+        b.branch(header)
+        b.position_at_end(done)
+        result = b.load(result, typ=t)
         if not dt.is_signed:
             return result
         # A negative exponent truncates 1/base**|e| toward zero: only |base| == 1 survives.

@@ -1,0 +1,320 @@
+"""The inline math library of the LLVM backend (kernels/llvm/mathlib.py).
+
+Accuracy is measured in ulps of the result's dtype against references computed in higher
+precision: NumPy's float64 functions for float32 results, NumPy's x87 long double functions
+(64-bit significand) for float64 results, and mpmath where neither has the function (float64
+erf) or where the argument is a known worst case of the trigonometric reduction. The samples
+cover the whole float range: random bit patterns and log-spaced magnitudes of both signs,
+including subnormals, a dense sample of each function's interesting domain, the overflow,
+underflow and branch thresholds with their neighbours, and exact special values (NaN, +-inf,
++-0.0). Separate tests check that kernels using these functions are vectorized.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import torch
+
+import lazytensor as lt
+from lazytensor.kernels.llvm import compile_kernel
+
+FUNCTIONS = ["exp", "exp2", "expm1", "log", "log2", "log1p", "sin", "cos", "tan", "tanh", "erf"]
+DTYPES = [np.float32, np.float64]
+
+# The error bound each function is tested against, in ulps. The largest errors measured over
+# ~10**7 samples per function and dtype are 0.76-1.0 ulp (float32 sin/cos/tan, evaluated in
+# double, are correctly rounded but for double rounding: 0.5 ulp).
+ULP_BOUND = {
+    np.float32: {"exp": 1.25, "exp2": 1.25, "expm1": 1.0, "log": 1.0, "log2": 1.0, "log1p": 1.0,
+                 "sin": 0.51, "cos": 0.51, "tan": 0.51, "tanh": 1.0, "erf": 1.25},
+    np.float64: {"exp": 1.25, "exp2": 1.0, "expm1": 1.0, "log": 1.0, "log2": 1.0, "log1p": 1.0,
+                 "sin": 1.0, "cos": 1.0, "tan": 1.25, "tanh": 1.0, "erf": 1.0},
+}
+
+NAN, INF = np.nan, np.inf
+LONGDOUBLE_IS_EXTENDED = np.finfo(np.longdouble).nmant >= 63
+
+# Interesting domain of each function: where the result is neither trivially saturated nor
+# trivially equal to x.
+DOMAIN = {
+    np.float32: {"exp": (-105, 90), "exp2": (-151, 129), "expm1": (-20, 90), "log": (0, 4), "log2": (0, 4),
+                 "log1p": (-1, 4), "sin": (-20, 20), "cos": (-20, 20), "tan": (-20, 20), "tanh": (-10, 10),
+                 "erf": (-5, 5)},
+    np.float64: {"exp": (-746, 710), "exp2": (-1076, 1025), "expm1": (-40, 710), "log": (0, 4), "log2": (0, 4),
+                 "log1p": (-1, 4), "sin": (-20, 20), "cos": (-20, 20), "tan": (-20, 20), "tanh": (-20, 20),
+                 "erf": (-7, 7)},
+}
+
+# Thresholds where results overflow, underflow, saturate or switch formula.
+THRESHOLDS = {
+    np.float32: {"exp": [88.72283935546875, -103.97207708, -87.33654475, -16.6355323], "exp2": [128, -126, -149, -150],
+                 "expm1": [88.72283935546875, -17.32868, -0.3465736, 0.3465736], "log": [1, 0.70710677],
+                 "log2": [1, 0.70710677, 2], "log1p": [-1, -0.29289323, 0.41421357], "tanh": [1, 9.010913, 0.55],
+                 "erf": [1, 3.9192059, 4]},
+    np.float64: {"exp": [709.782712893384, -745.1332191019412, -708.3964185322641], "exp2": [1024, -1022, -1074, -1075],
+                 "expm1": [709.782712893384, -37.42994775023705, -0.34657359027997264], "log": [1, 0.7071067811865476],
+                 "log2": [1, 0.7071067811865476, 2], "log1p": [-1, -0.2928932188134524, 0.41421356237309515],
+                 "tanh": [1, 19.061547465398498, 0.55], "erf": [1, 5.921587195794507, 6]},
+}
+
+# Floats closest to a multiple of pi/2 (from the continued fraction of pi/2 * 2**-E, for every
+# exponent): the hardest arguments for the sin/cos/tan range reduction. The first float64 one
+# is 6381956970095103 * 2**797, at 2**-60.9 from a multiple of pi/2.
+HARD_TRIG = {
+    np.float32: ["0x1.f37c8ap+95", "0x1.47d0fep+34", "0x1.f37c8ap+96", "0x1.47d0fep+35", "0x1.f9cbe2p+7",
+                 "0x1.f37c8ap+97", "0x1.32ede2p+85", "0x1.628d4cp+40", "0x1.130930p+76", "0x1.47d0fep+36"],
+    np.float64: ["0x1.6ac5b262ca1ffp+849", "0x1.6c6cbc45dc8dep+5", "0x1.6ac5b262ca1ffp+850", "0x1.b951f1572eba5p+23",
+                 "0x1.504cac51f1eafp+131", "0x1.6ac5b262ca1ffp+851", "0x1.e009c53148be1p+991",
+                 "0x1.4c96c11134d36p+577", "0x1.cfe482285f8edp+860", "0x1.db41f3cb71d7bp+680"],
+}
+
+
+# ---- samples and references ---------------------------------------------------------------------
+
+
+def neighbours(values: np.ndarray, steps: int = 3) -> np.ndarray:
+    """`values` and the floats up to `steps` ulps either side of each."""
+    out = [values]
+    up, down = values.copy(), values.copy()
+    with np.errstate(over="ignore"):  # the neighbour of the largest float is infinite (dropped later)
+        for _ in range(steps):
+            up, down = np.nextafter(up, INF), np.nextafter(down, -INF)
+            out += [up, down]
+    return np.concatenate(out)
+
+
+def samples(name: str, dtype: type, n: int, seed: int = 0) -> np.ndarray:
+    """Finite test arguments for `name` spread over the whole range of `dtype`."""
+    rng = np.random.default_rng(seed)
+    fi = np.finfo(dtype)
+    if dtype == np.float32:
+        bit_patterns = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    else:
+        bit_patterns = rng.integers(0, 2**64, n, dtype=np.uint64, endpoint=False).view(np.float64)
+    lo_exp, hi_exp = np.log10(float(fi.smallest_subnormal)), np.log10(float(fi.max))
+    log_spaced = (rng.choice([-1.0, 1.0], n) * 10.0 ** rng.uniform(lo_exp, hi_exp, n)).astype(dtype)
+    lo, hi = DOMAIN[dtype][name]
+    domain = rng.uniform(lo, hi, n).astype(dtype)
+    small = (rng.uniform(-1, 1, n // 4) * 10.0 ** rng.uniform(-10, 0, n // 4)).astype(dtype)
+    subnormal = (rng.uniform(-1, 1, n // 16) * float(fi.tiny)).astype(dtype)
+    edges = [0.0, float(fi.tiny), float(fi.smallest_subnormal), float(fi.max), 1.0, 0.5, 2.0]
+    edges += THRESHOLDS[dtype].get(name, [])
+    edges += [k * np.pi / 4 for k in range(1, 9)]
+    special = neighbours(np.array(edges + [-v for v in edges], dtype=dtype))
+    if name in ("sin", "cos", "tan"):
+        special = np.concatenate([special, np.array([float.fromhex(h) for h in HARD_TRIG[dtype]], dtype)])
+    x = np.concatenate([bit_patterns, log_spaced, domain, small, subnormal, special])
+    return x[np.isfinite(x)]
+
+
+def reference(name: str, x: np.ndarray) -> np.ndarray:
+    """`name(x)` in more precision than x's dtype (float64 for float32 x, long double or
+    mpmath for float64 x)."""
+    with np.errstate(all="ignore"):
+        if x.dtype == np.float32:
+            if name == "erf":
+                return torch.special.erf(torch.from_numpy(x.astype(np.float64))).numpy()
+            return getattr(np, name)(x.astype(np.float64))
+        if not LONGDOUBLE_IS_EXTENDED:
+            pytest.skip("float64 references need a long double wider than double")
+        if name != "erf":
+            return getattr(np, name)(x.astype(np.longdouble))
+    return mp_reference(name, x)
+
+
+def mp_reference(name: str, x: np.ndarray) -> np.ndarray:
+    """`name(x)` with mpmath at 40 digits, as long doubles (or doubles, rounded from 40 digits)."""
+    mpmath = pytest.importorskip("mpmath")  # installed with torch (through sympy)
+    fn = {"exp2": lambda v: mpmath.power(2, v), "log2": lambda v: mpmath.log(v, 2)}.get(name, getattr(mpmath, name))
+    out = np.empty(x.shape, np.longdouble)
+    with mpmath.workdps(40):
+        for i, v in enumerate(x.tolist()):
+            if name.startswith("log") and v <= (-1 if name == "log1p" else 0):
+                out[i] = NAN if v < (-1 if name == "log1p" else 0) else -INF
+                continue
+            out[i] = np.longdouble(mpmath.nstr(fn(mpmath.mpf(v)), 30, strip_zeros=False))
+    return out
+
+
+def ulp_error(got: np.ndarray, ref: np.ndarray, dtype: type) -> np.ndarray:
+    """|got - ref| in ulps of `dtype` at ref. A reference beyond the largest float must come
+    out as an infinity of its sign; matching NaNs and infinities count as exact."""
+    fi = np.finfo(dtype)
+    ref = ref.astype(np.longdouble)
+    got_wide = got.astype(np.longdouble)
+    with np.errstate(all="ignore"):
+        _, exponent = np.frexp(ref)  # ref = m 2**exponent, 1/2 <= |m| < 1 (exponent 0 for 0)
+        exponent = np.where(ref == 0, fi.minexp, exponent.astype(np.int64) - 1)
+        ulp = np.ldexp(np.longdouble(1), np.maximum(exponent, fi.minexp) - fi.nmant)
+        err = np.abs(got_wide - ref) / ulp
+    overflow = np.abs(ref) > np.longdouble(fi.max) * (1 + np.longdouble(2.0) ** -(fi.nmant + 2))
+    err = np.where(overflow, np.where(np.isinf(got) & (np.sign(got) == np.sign(ref)), 0, INF), err)
+    exact = (np.isnan(got) & np.isnan(ref)) | (got_wide == ref)
+    err = np.where(exact, 0, err)
+    return np.where(np.isnan(got) != np.isnan(ref), INF, err)
+
+
+def evaluate(name: str, x: np.ndarray) -> np.ndarray:
+    return getattr(lt.asarray(x), name)().numpy()
+
+
+# ---- accuracy -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_max_ulp_error_over_the_whole_range(name, dtype):
+    n = 2**15 if dtype == np.float32 else 2**14
+    if dtype == np.float64 and name == "erf":
+        n = 2**9  # mpmath reference: slow
+    x = samples(name, dtype, n)
+    got = evaluate(name, x)
+    err = ulp_error(got, reference(name, x), dtype)
+    worst = int(np.argmax(err))
+    assert err[worst] <= ULP_BOUND[dtype][name], (f"{name}({x[worst]!r}) = {got[worst]!r}: {err[worst]:.3f} ulp "
+                                     f"(reference {float(reference(name, x[worst:worst + 1])[0])!r})")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
+@pytest.mark.parametrize("name", ["sin", "cos", "tan"])
+def test_trig_at_the_hardest_reduction_arguments(name, dtype):
+    """The closest floats to multiples of pi/2, of both signs, against 40-digit mpmath."""
+    if dtype == np.float64 and not LONGDOUBLE_IS_EXTENDED:
+        pytest.skip("float64 references need a long double wider than double")
+    x = np.array([float.fromhex(h) for h in HARD_TRIG[dtype]], dtype)
+    x = np.concatenate([x, -x])
+    err = ulp_error(evaluate(name, x), mp_reference(name, x), dtype)
+    assert err.max() <= ULP_BOUND[dtype][name], (x[np.argmax(err)], err.max())
+
+
+# ---- special values -----------------------------------------------------------------------------------
+
+F32_MAX, F64_MAX = float(np.finfo(np.float32).max), float(np.finfo(np.float64).max)
+
+# (argument, expected result); expected zeros also check the sign bit.
+SPECIAL = {
+    "exp": [(NAN, NAN), (INF, INF), (-INF, 0.0), (0.0, 1.0), (-0.0, 1.0), (1000.0, INF), (-1000.0, 0.0)],
+    "exp2": [(NAN, NAN), (INF, INF), (-INF, 0.0), (0.0, 1.0), (-0.0, 1.0), (10.0, 1024.0), (-3.0, 0.125),
+             (5000.0, INF), (-5000.0, 0.0)],
+    "expm1": [(NAN, NAN), (INF, INF), (-INF, -1.0), (0.0, 0.0), (-0.0, -0.0), (1000.0, INF), (-1000.0, -1.0)],
+    "log": [(NAN, NAN), (INF, INF), (-INF, NAN), (0.0, -INF), (-0.0, -INF), (-1.0, NAN), (1.0, 0.0)],
+    "log2": [(NAN, NAN), (INF, INF), (-INF, NAN), (0.0, -INF), (-0.0, -INF), (-1.0, NAN), (1.0, 0.0),
+             (1024.0, 10.0), (0.125, -3.0)],
+    "log1p": [(NAN, NAN), (INF, INF), (-INF, NAN), (-1.0, -INF), (-2.0, NAN), (0.0, 0.0), (-0.0, -0.0)],
+    "sin": [(NAN, NAN), (INF, NAN), (-INF, NAN), (0.0, 0.0), (-0.0, -0.0)],
+    "cos": [(NAN, NAN), (INF, NAN), (-INF, NAN), (0.0, 1.0), (-0.0, 1.0)],
+    "tan": [(NAN, NAN), (INF, NAN), (-INF, NAN), (0.0, 0.0), (-0.0, -0.0)],
+    "tanh": [(NAN, NAN), (INF, 1.0), (-INF, -1.0), (0.0, 0.0), (-0.0, -0.0), (50.0, 1.0), (-50.0, -1.0)],
+    "erf": [(NAN, NAN), (INF, 1.0), (-INF, -1.0), (0.0, 0.0), (-0.0, -0.0), (10.0, 1.0), (-10.0, -1.0)],
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_special_values(name, dtype):
+    args, expected = (np.array(v, dtype) for v in zip(*SPECIAL[name]))
+    got = evaluate(name, args)
+    np.testing.assert_array_equal(got, expected, err_msg=f"{name} at {args}")
+    np.testing.assert_array_equal(np.signbit(got[expected == 0]), np.signbit(expected[expected == 0]),
+                                  err_msg=f"{name}: sign of zero")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
+def test_overflow_and_underflow_thresholds(dtype):
+    """The last finite / first infinite and the last nonzero / first zero results sit exactly
+    where correct rounding puts them."""
+    fi = np.finfo(dtype)
+    big = np.log(np.longdouble(fi.max))  # exp overflows beyond this
+    zero = np.log(np.longdouble(fi.smallest_subnormal) / 2)  # and rounds to 0 below this
+    below_big = dtype(big) if dtype(big) < big else np.nextafter(dtype(big), dtype(0))
+    above_zero = dtype(zero) if dtype(zero) > zero else np.nextafter(dtype(zero), dtype(0))
+    x = np.array([below_big, np.nextafter(below_big, INF), above_zero, np.nextafter(above_zero, -INF)], dtype)
+    got = evaluate("exp", x)
+    assert np.isfinite(got[0]) and got[1] == INF
+    assert got[2] == fi.smallest_subnormal and got[3] == 0
+    got = evaluate("expm1", x[:2])
+    assert np.isfinite(got[0]) and got[1] == INF
+    # exp2: 2**emax overflows, 2**(min subnormal exponent - 1) is a tie that rounds to 0
+    emax, emin_sub = fi.maxexp, fi.minexp - fi.nmant
+    got = evaluate("exp2", np.array([np.nextafter(dtype(emax), dtype(0)), emax, emin_sub,
+                                     np.nextafter(dtype(emin_sub - 1), dtype(0)), emin_sub - 1], dtype))
+    assert np.isfinite(got[0]) and got[1] == INF
+    assert got[2] == fi.smallest_subnormal and got[3] == fi.smallest_subnormal and got[4] == 0
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
+def test_subnormal_results_are_correctly_rounded(dtype):
+    """exp and exp2 into the subnormal range: one rounding, so exact powers of two come out
+    exact, against the reference elsewhere."""
+    fi = np.finfo(dtype)
+    k = np.arange(fi.minexp - fi.nmant, fi.minexp, dtype=np.int64)
+    np.testing.assert_array_equal(evaluate("exp2", k.astype(dtype)), np.ldexp(dtype(1), k))
+    x = np.linspace(np.log(float(fi.smallest_subnormal)), np.log(float(fi.tiny)), 4001).astype(dtype)
+    err = ulp_error(evaluate("exp", x), reference("exp", x), dtype)
+    assert err.max() <= ULP_BOUND[dtype]["exp"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
+def test_odd_functions_are_exactly_odd(dtype):
+    x = samples("sin", dtype, 2**12, seed=3)
+    for name in ("sin", "tan", "tanh", "erf"):
+        got, mirrored = evaluate(name, x), evaluate(name, -x)
+        np.testing.assert_array_equal(mirrored, -got, err_msg=name)
+
+
+def test_matches_torch_on_a_typical_range():
+    """Sanity check against torch's own implementations (which are ~1 ulp themselves)."""
+    rng = np.random.default_rng(7)
+    for dtype in DTYPES:
+        x = rng.uniform(-3, 3, 10000).astype(dtype)
+        for name in FUNCTIONS:
+            arg = np.abs(x) + 0.1 if name.startswith("log") else x
+            np.testing.assert_allclose(evaluate(name, arg), getattr(torch, name)(torch.from_numpy(arg)).numpy(),
+                                       rtol=4 * np.finfo(dtype).eps, atol=0, err_msg=f"{name} {dtype.__name__}")
+
+
+# ---- vectorization --------------------------------------------------------------------------------------
+
+
+def loop_bodies(asm: str) -> list[list[str]]:
+    """The instructions of every basic block that jumps back to its own label (a loop body)."""
+    bodies = []
+    for block in re.split(r"\n(?=\.LBB\d+_\d+:)", asm):
+        label = re.match(r"(\.LBB\d+_\d+):", block)
+        lines = [ln.strip() for ln in block.splitlines()[1:] if ln.strip() and not ln.strip().startswith((".", "#"))]
+        if label and any(re.fullmatch(rf"j\w+\s+{re.escape(label.group(1))}", ln) for ln in lines):
+            bodies.append(lines)
+    return bodies
+
+
+def assert_vectorized(tensor: lt.Tensor) -> None:
+    program, _ = compile_kernel(lt.schedule(tensor)[0].kernel)
+    assert not re.search(r"\b(call|declare)\b[^\n]*@(exp|sin|cos|tan|log|erf)", program.llvm_ir), "libm call"
+    bodies = loop_bodies(program.assembly)
+    assert bodies, "no loop found"
+    for body in bodies:
+        assert not any(ln.startswith("call") for ln in body), "\n".join(body)
+
+    def packed_fp(body: list[str]) -> int:
+        return sum(bool(re.match(r"v(fn?m(add|sub)\w*|mul|add|sub|div)p[sd]\s", ln) and re.search(r"%[yz]mm", ln))
+                   for ln in body)
+
+    # the vector body (LLVM also keeps a scalar loop for the remainder)
+    assert max(packed_fp(body) for body in bodies) >= 10, program.assembly
+
+
+def test_fused_transcendental_kernel_is_vectorized():
+    rng = np.random.default_rng(0)
+    x, y, z = (lt.asarray(rng.standard_normal(4096).astype(np.float32)) for _ in range(3))
+    assert_vectorized(x.exp() * y + z.sin())
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
+def test_every_function_vectorizes(dtype):
+    x = lt.asarray(np.random.default_rng(1).uniform(0.5, 2, 4096).astype(dtype))
+    total = x.exp()
+    for name in FUNCTIONS[1:]:
+        total = total + getattr(x, name)()
+    assert_vectorized(total)
