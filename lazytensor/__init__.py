@@ -25,6 +25,10 @@ from .schedule import Schedule
 from .schedule import schedule as _schedule_nodes
 from .tensor import Tensor, broadcast_shapes, realize, where
 
+from . import nn, optim, random  # noqa: E402  (they build on Tensor)
+from .autograd import enable_grad, grad, gradients, no_grad, set_grad_enabled, value_and_grad  # noqa: E402
+from .random import manual_seed, rand, rand_like, randint, randn, randn_like, randperm  # noqa: E402
+
 bool = bool_  # noqa: A001  (lt.bool, as torch.bool)
 float = float32  # noqa: A001
 double = float64
@@ -63,3 +67,5 @@ __all__ = ["Tensor", "DType", "Device", "Schedule", "Stats", "asarray", "tensor"
            "broadcast_shapes", "promote", "bool_", "int8", "int16", "int32", "int64", "uint8", "float32",
            "float64", "default_float", "default_int", "ShapeError", "AxisError", "DTypeError", "DeviceError",
            "KernelError", *_METHODS, "subtract"]
+__all__ += ["nn", "optim", "random", "no_grad", "enable_grad", "set_grad_enabled", "grad", "value_and_grad",
+            "gradients", "manual_seed", "rand", "randn", "randint", "rand_like", "randn_like", "randperm"]

@@ -4,13 +4,32 @@ Every Tensor made by an op on a tensor that requires grad remembers that op
 (`Tensor._ctx`: the primitive graph op, its argument, and its source tensors).
 Gradients are built from these records with one vector-Jacobian product rule
 per primitive op, as ordinary lazy tensors: the backward pass fuses like any
-other computation.
+other computation, with the forward pass it reads and with the optimizer
+update that reads it.
+
+- `backward(t, gradient)` (also `t.backward()`) accumulates d(t)/d(leaf) into
+  `.grad` of every leaf tensor that requires grad. It frees nothing: the graph
+  can be differentiated again (PyTorch's `retain_graph=True`).
+- `grad(f)` is the functional form: a function returning the gradient of
+  `f`'s scalar result with respect to its arguments (JAX's `grad`);
+  `gradients(outputs, inputs)` is PyTorch's `torch.autograd.grad`.
+- `no_grad()` / `enable_grad()` switch recording off and on.
+
+Only floating-point tensors have gradients. Comparisons, bitwise and integer
+ops, `argmax`, casts to integers and `floor`/`ceil`/`round`/`trunc`/`//`
+pass no gradient (zero, as PyTorch); calling `backward` on a non-float result
+raises a clear error.
 """
 from __future__ import annotations
 
 import contextlib
+import functools
+import math
 import threading
-from typing import Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
 
 _state = threading.local()
 
@@ -39,3 +58,374 @@ def enable_grad() -> Iterator[None]:
         yield
     finally:
         _state.enabled = previous
+
+
+def set_grad_enabled(mode: bool) -> contextlib.AbstractContextManager:
+    return enable_grad() if mode else no_grad()
+
+
+# ---- the walk ------------------------------------------------------------------------------
+
+
+def _graph(roots: Sequence[Tensor]) -> list[Tensor]:
+    """Tensors that require grad reachable from `roots` through `_ctx`, each after its sources.
+
+    An explicit stack: a chain of 10,000 ops must not hit Python's recursion limit."""
+    order: list[Tensor] = []
+    seen: set[int] = set()
+    stack: list[tuple[Tensor, bool]] = [(r, False) for r in reversed(roots)]
+    while stack:
+        t, expanded = stack.pop()
+        if expanded:
+            order.append(t)
+            continue
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        stack.append((t, True))
+        if t._ctx is not None:
+            stack.extend((s, False) for s in reversed(t._ctx[2]) if s.requires_grad and id(s) not in seen)
+    return order
+
+
+def _propagate(roots: Sequence[Tensor], seeds: Sequence[Tensor],
+               stop: set[int] | None = None) -> dict[int, tuple[Tensor, Tensor]]:
+    """Gradients of `roots` (seeded with `seeds`): {id(t): (t, gradient)} for every tensor `t` of the
+    graph that has no `_ctx` (the leaves), or, when `stop` is given, for the tensors in it (by id).
+    Reverse topological order: a tensor's gradient is complete when its turn comes, and is dropped as
+    soon as its rule has run."""
+    order = _graph(roots)
+    pending: dict[int, Tensor] = {}
+    for r, s in zip(roots, seeds):
+        pending[id(r)] = pending[id(r)] + s if id(r) in pending else s
+    out: dict[int, tuple[Tensor, Tensor]] = {}
+    for t in reversed(order):
+        g = pending.pop(id(t), None)
+        if g is None:
+            continue
+        if stop is None or id(t) in stop:
+            if stop is not None or t._ctx is None:
+                out[id(t)] = (t, g)
+            if stop is not None and len(out) == len(stop):
+                break
+        if t._ctx is None:
+            continue
+        op, arg, srcs = t._ctx
+        needs = [s.requires_grad and s.dtype.is_float for s in srcs]
+        if not any(needs):
+            continue
+        for s, gs, need in zip(srcs, vjp(op, arg, srcs, t, g), needs):
+            if gs is None or not need:
+                continue
+            if gs.shape != s.shape or gs.dtype != s.dtype:  # a rule's contract: the source's shape and dtype
+                raise AssertionError(f"autograd: the {op.value} rule gave a gradient of shape {gs.shape} "
+                                     f"{gs.dtype.name} for a source of shape {s.shape} {s.dtype.name}")
+            pending[id(s)] = pending[id(s)] + gs if id(s) in pending else gs
+    return out
+
+
+def _seed(t: Tensor, gradient: Any, name: str) -> Tensor:
+    from .creation import asarray
+    from .tensor import Tensor
+    if not t.dtype.is_float:
+        raise RuntimeError(f"{name}: only floating-point tensors have gradients, this one is {t.dtype.name} "
+                           "(comparisons, argmax, integer and bool ops are not differentiable)")
+    if gradient is None:
+        if t.numel() != 1:
+            raise RuntimeError(f"{name}: a gradient can be implied only for a scalar output, this one has "
+                               f"shape {t.shape}: pass `gradient` (the same shape)")
+        return t._const(1, t.dtype, t.device).broadcast_to(t.shape)
+    g = gradient if isinstance(gradient, Tensor) else asarray(gradient, device=t.device)
+    if g.shape != t.shape:
+        raise RuntimeError(f"{name}: the gradient has shape {g.shape}, the output has shape {t.shape}")
+    return Tensor(g.node).cast(t.dtype)
+
+
+def backward(tensor: Tensor, gradient: Any = None, *, create_graph: bool = False) -> None:
+    """Accumulate d(tensor)/d(leaf) into `.grad` of every leaf that requires grad.
+
+    `gradient` (the vector of the vector-Jacobian product) is needed when `tensor` is not a scalar.
+    The gradients are lazy tensors: they are computed with whatever is realized next. The graph is
+    kept, so `backward` may be called again on it."""
+    if not tensor.requires_grad:
+        raise RuntimeError("backward: the tensor does not require grad: no input of the ops that made it "
+                           "requires grad (call requires_grad_() on the inputs first), or it was made under "
+                           "no_grad()")
+    from .tensor import Tensor
+    with set_grad_enabled(create_graph):
+        seed = _seed(tensor, gradient, "backward")
+        reached = _propagate([tensor], [seed])
+        if not reached:
+            raise RuntimeError("backward: no gradient reaches a tensor that requires grad: the output depends on "
+                               "them only through ops that are not differentiable (comparisons, casts from bool "
+                               "or integers, argmax, sign, ...)")
+        for leaf, g in reached.values():
+            if not leaf.requires_grad:
+                continue
+            g = g if create_graph else Tensor(g.node)
+            leaf.grad = g if leaf.grad is None else leaf.grad + g
+
+
+def gradients(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
+              grad_outputs: Any = None, *, create_graph: bool = False,
+              allow_unused: bool = False) -> tuple[Tensor, ...]:
+    """PyTorch's `torch.autograd.grad`: the gradients of `outputs` with respect to `inputs` (any tensors
+    of the graph, leaves or not), returned instead of accumulated into `.grad`."""
+    from .tensor import Tensor
+    outs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    ins = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    if grad_outputs is None:
+        gos = [None] * len(outs)
+    elif isinstance(outputs, Tensor):
+        gos = [grad_outputs]
+    else:
+        gos = list(grad_outputs)
+    for t in outs:
+        if not t.requires_grad:
+            raise RuntimeError("gradients: an output does not require grad (no input of the ops that made it "
+                               "requires grad)")
+    with set_grad_enabled(create_graph):
+        seeds = [_seed(t, g, "gradients") for t, g in zip(outs, gos)]
+        got = _propagate(outs, seeds, stop={id(t) for t in ins})
+    result = []
+    for t in ins:
+        g = got[id(t)][1] if id(t) in got else None
+        if g is None:  # not reached, or reached only through ops that are not differentiable
+            if not allow_unused:
+                raise RuntimeError("gradients: an input was not used to compute the outputs (pass "
+                                   "allow_unused=True to get a zero gradient for it)")
+            g = t._const(0, t.dtype, t.device).broadcast_to(t.shape)
+        result.append(g)
+    return tuple(result)
+
+
+def grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable[..., Any]:
+    """JAX-style `grad`: `grad(f)(x, y)` is d f(x, y) / dx for a function `f` returning a scalar tensor.
+
+    `argnums` picks the arguments to differentiate (an int gives one gradient, a tuple a tuple);
+    `has_aux=True` means `f` returns `(value, aux)` and `grad` returns `(gradient, aux)`. Gradients keep
+    their graph, so `grad(grad(f))` gives second derivatives."""
+    from .creation import asarray
+    from .tensor import Tensor
+
+    @functools.wraps(f)
+    def gradient_of_f(*args: Any, **kwargs: Any) -> Any:
+        nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+        args = list(args)
+        wrt = []
+        for i in nums:
+            a = args[i] if isinstance(args[i], Tensor) else asarray(args[i])
+            if not a.dtype.is_float:
+                raise TypeError(f"grad: argument {i} is {a.dtype.name}; only floating-point inputs have gradients")
+            x = Tensor(a.node, requires_grad=True)
+            if a.requires_grad and is_grad_enabled():  # differentiate through an outer grad as well
+                x = a * 1.0
+            args[i] = x
+            wrt.append(x)
+        with enable_grad():
+            result = f(*args, **kwargs)
+        value, aux = result if has_aux else (result, None)
+        if not isinstance(value, Tensor) or value.numel() != 1:
+            raise TypeError("grad: f must return a tensor with one element (a scalar)")
+        if not value.requires_grad:
+            gs = tuple(x._const(0, x.dtype, x.device).broadcast_to(x.shape) for x in wrt)
+        else:
+            gs = gradients(value, wrt, create_graph=True, allow_unused=True)
+        out = gs[0] if isinstance(argnums, int) else gs
+        return (out, aux) if has_aux else out
+
+    return gradient_of_f
+
+
+def value_and_grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., Any]:
+    """`value_and_grad(f)(x)` is `(f(x), grad(f)(x))`, evaluating f once."""
+    g = grad(lambda *a, **k: (lambda v: (v, v))(f(*a, **k)), argnums, has_aux=True)
+
+    @functools.wraps(f)
+    def both(*args: Any, **kwargs: Any) -> Any:
+        gr, value = g(*args, **kwargs)
+        return value, gr
+
+    return both
+
+
+# ---- vector-Jacobian products, one per primitive op ------------------------------------------
+
+
+def _zeros_like(t: Tensor) -> Tensor:
+    return t._const(0, t.dtype, t.device).broadcast_to(t.shape)
+
+
+def _where(cond: Tensor, a: Tensor, b: Tensor | float) -> Tensor:
+    from .tensor import where
+    return where(cond, a, b)
+
+
+def _constant_kind(t: Tensor) -> str | None:
+    """'const' or 'scalar' when `t` is a constant or a Python scalar seen through movement ops (relu's
+    0, clip's bounds), else None."""
+    from .graph import MOVEMENT, Op
+    if t.requires_grad:
+        return None
+    n = t.node
+    while n.op in MOVEMENT:
+        n = n.srcs[0]
+    return "const" if n.op is Op.CONST else "scalar" if n.op is Op.SCALAR else None
+
+
+def _alu_vjp(op: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> list[Tensor | None]:
+    from .kernels.ir import Alu
+    x = srcs[0]
+    if op is Alu.NEG:
+        return [-g]
+    if op is Alu.ABS:
+        return [g * x.sign()]
+    if op is Alu.RECIP:
+        return [-g * (out * out)]
+    if op is Alu.EXP:
+        return [g * out]
+    if op is Alu.EXP2:
+        return [g * out * math.log(2)]
+    if op is Alu.EXPM1:
+        return [g * (out + 1)]
+    if op is Alu.LOG:
+        return [g / x]
+    if op is Alu.LOG2:
+        return [g / (x * math.log(2))]
+    if op is Alu.LOG1P:
+        return [g / (x + 1)]
+    if op is Alu.SQRT:
+        return [g / (out * 2)]
+    if op is Alu.SIN:
+        return [g * x.cos()]
+    if op is Alu.COS:
+        return [g * -x.sin()]
+    if op is Alu.TAN:
+        return [g * (out * out + 1)]
+    if op is Alu.TANH:
+        return [g * (1 - out * out)]
+    if op is Alu.ERF:
+        return [g * ((-(x * x)).exp() * (2 / math.sqrt(math.pi)))]
+    if op in (Alu.FLOOR, Alu.CEIL, Alu.ROUND, Alu.TRUNC):  # piecewise constant: zero, as PyTorch
+        return [_zeros_like(x)]
+    if op is Alu.WHERE:
+        cond, a, b = srcs
+        return [None, _where(cond, g, 0.0), _where(cond, 0.0, g)]
+    a, b = srcs[0], srcs[1] if len(srcs) > 1 else None
+    if op is Alu.ADD:
+        return [g, g]
+    if op is Alu.SUB:
+        return [g, -g]
+    if op is Alu.MUL:
+        return [g * b, g * a]
+    if op is Alu.DIV:
+        return [g / b, -g * ((a / b) / b)]
+    if op is Alu.FLOORDIV:  # piecewise constant
+        return [_zeros_like(a), _zeros_like(b)]
+    if op is Alu.MOD:  # a - b * floor(a / b)
+        return [g, -g * (a / b).floor()]
+    if op is Alu.POW:
+        ga = _where(b == 0, 0.0, g * (b * a ** (b - 1)))
+        gb = g * _where((a == 0) & (b >= 0), 0.0, out * a.log())
+        return [ga, gb]
+    if op in (Alu.MAX, Alu.MIN):
+        return _extremum_vjp(op is Alu.MAX, a, b, g)
+    return [None] * len(srcs)  # comparisons, bitwise and logical ops: no gradient (bool or int results)
+
+
+def _extremum_vjp(is_max: bool, a: Tensor, b: Tensor, g: Tensor) -> list[Tensor | None]:
+    """maximum/minimum as PyTorch: ties split the gradient in half. Against a constant the op is relu
+    (the gradient passes where a > 0 strictly, as torch.relu); against a Python scalar it is clip
+    (where a >= bound, as torch.clamp)."""
+    for x, other, i in ((a, b, 0), (b, a, 1)):
+        kind = _constant_kind(other)
+        if kind is not None:
+            if kind == "const":
+                keep = x > other if is_max else x < other
+            else:
+                keep = x >= other if is_max else x <= other
+            out: list[Tensor | None] = [None, None]
+            out[i] = _where(keep, g, 0.0)
+            return out
+    half = _where(a == b, g * 0.5, g)
+    a_loses, b_loses = (a < b, a > b) if is_max else (a > b, a < b)
+    return [_where(a_loses, 0.0, half), _where(b_loses, 0.0, half)]
+
+
+def _reduce_vjp(arg: Any, x: Tensor, out: Tensor, g: Tensor) -> Tensor:
+    from .kernels.ir import ReduceOp
+    op, axes = arg
+    if op is ReduceOp.SUM:
+        return g.broadcast_to(x.shape)
+    if op in (ReduceOp.MAX, ReduceOp.MIN):
+        # amax/amin as PyTorch: the gradient is shared evenly among the elements equal to the extremum
+        hit = (x == out.broadcast_to(x.shape)).cast(x.dtype)
+        return hit * (g / hit.sum(axes, keepdims=True)).broadcast_to(x.shape)
+    if op is ReduceOp.PROD:
+        # d prod / d x_i is the product of the others: out / x_i without zeros; with exactly one zero
+        # in the group, the product of the non-zeros at the zero and 0 elsewhere; with more, 0
+        zero = x == 0
+        zeros = zero.cast(x.dtype).sum(axes, keepdims=True).broadcast_to(x.shape)
+        rest = _where(zero, 1.0, x)._reduce(ReduceOp.PROD, axes, True, "prod").broadcast_to(x.shape)
+        local = _where(zeros == 0, out.broadcast_to(x.shape) / x, _where((zeros == 1) & zero, rest, 0.0))
+        return g.broadcast_to(x.shape) * local
+    raise AssertionError(f"no gradient rule for the reduction {op}")
+
+
+def _unshrink(g: Tensor, shape: tuple[int, ...], ranges: Sequence[tuple[int, int, int]]) -> Tensor:
+    """The gradient of a strided slice: g scattered back to positions start + i*step, zeros elsewhere.
+    A step is undone by interleaving zeros (pad a new axis of size 1 to `step`, then merge it)."""
+    for axis, (start, _, step) in enumerate(ranges):
+        length = g.shape[axis]
+        if step == 1 or length <= 1:
+            continue
+        s = g.shape
+        wide = g.reshape(s[:axis + 1] + (1,) + s[axis + 1:])
+        wide = wide.pad([(0, 0)] * (axis + 1) + [(0, step - 1)] + [(0, 0)] * (len(s) - axis - 1))
+        wide = wide.reshape(s[:axis] + (length * step,) + s[axis + 1:])
+        keep = [(0, n, 1) for n in wide.shape]
+        keep[axis] = (0, (length - 1) * step + 1, 1)
+        g = wide._shrink(keep)
+    return g.pad([(start, n - start - m) for (start, _, _), n, m in zip(ranges, shape, g.shape)])
+
+
+def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> list[Tensor | None]:
+    """The gradients for `srcs` of the op `(op, arg)` that made `out`, given the gradient `g` of `out`
+    (None where a source gets no gradient)."""
+    from .graph import Op
+    if not out.dtype.is_float:
+        return [None] * len(srcs)
+    if out.numel() == 0:
+        return [_zeros_like(s) for s in srcs]
+    x = srcs[0]
+    if op is Op.ALU:
+        grads = _alu_vjp(arg, srcs, out, g)
+    elif op is Op.CAST:
+        grads = [g.cast(x.dtype) if x.dtype.is_float else None]
+    elif op is Op.CONTIGUOUS:  # a fusion barrier forward is one backward too
+        grads = [g.contiguous()]
+    elif op is Op.REDUCE:
+        grads = [_reduce_vjp(arg, x, out, g)]
+    elif op is Op.RESHAPE:
+        grads = [g.reshape(x.shape)]
+    elif op is Op.PERMUTE:
+        inverse = [0] * len(arg)
+        for i, a in enumerate(arg):
+            inverse[a] = i
+        grads = [g.permute(inverse)]
+    elif op is Op.EXPAND:
+        axes = tuple(i for i, (n, m) in enumerate(zip(x.shape, arg)) if n == 1 and m != 1)
+        grads = [g.sum(axes, keepdims=True) if axes else g]
+    elif op is Op.PAD:
+        grads = [g._shrink([(before, before + n, 1) for (before, _), n in zip(arg, x.shape)])]
+    elif op is Op.SHRINK:
+        grads = [_unshrink(g, x.shape, arg)]
+    elif op is Op.FLIP:
+        grads = [g.flip(arg)]
+    else:
+        raise AssertionError(f"no gradient rule for {op}")
+    return [None if gs is None else gs.cast(s.dtype) for gs, s in zip(grads, srcs)]
+
+
+__all__ = ["backward", "enable_grad", "grad", "gradients", "is_grad_enabled", "no_grad", "set_grad_enabled",
+           "value_and_grad", "vjp"]

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import sys
 import time
+import weakref
 from dataclasses import dataclass, fields
+from typing import Any
 
 from .device import get_device
 from .errors import KernelError
@@ -83,8 +85,25 @@ def run(items: Schedule) -> None:
         _debug(item, program, seconds, compiled)
 
 
+# Tensors whose state update is pending (optimizer state, running statistics): {id: weakref}
+_deferred: dict[int, weakref.ref] = {}
+
+
+def realize_with_next(*tensors: Any) -> None:
+    """Compute these tensors (their nodes at that time) in the next schedule that runs, whatever it is
+    for. An optimizer step and a batch norm's running statistics update state lazily; realizing that
+    state with what is realized next (the parameters, the loss) fuses the update into that schedule
+    and keeps the state's graph from growing step after step."""
+    for t in tensors:
+        _deferred[id(t)] = weakref.ref(t)
+
+
 def realize_nodes(*nodes: Node) -> None:
     """Compute every node in one schedule: shared work runs once."""
+    if _deferred:
+        pending = [t.node for r in _deferred.values() if (t := r()) is not None and not t.node.realized]
+        _deferred.clear()
+        nodes = (*nodes, *pending)
     items = schedule(*nodes)
     _stats.realizes += 1
     run(items)

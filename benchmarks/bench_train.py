@@ -1,0 +1,223 @@
+"""One training step (forward, backward, Adam update) of an MLP and of a small CNN: lazytensor against
+torch eager on the CPU (and jax.jit when installed), in one run.
+
+    python benchmarks/bench_train.py [--repeat 20] [--only mlp|cnn] [--threads N]
+
+- MLP 784-512-512-10 (ReLU), batch 256, cross-entropy, Adam;
+- the small CNN of examples/train_digits.py (conv 1->16 3x3, relu, maxpool 2, conv 16->32 3x3, relu,
+  maxpool 2, dropout, linear 128->10) on 8x8 images, batch 64.
+
+Prints the median time per step after warm-up (compiling and scheduling excluded), lazytensor's kernels
+per step (`lt.stats().kernels_launched`), the first step's time (schedule + compile), and the ratio of
+lazytensor's time to each peer's (below 1 is faster). On a shared machine, torch's default OpenMP threads
+slow down by 10-100x when other processes compete for the cores; `--threads 1` compares single threads.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+import lazytensor as lt
+from lazytensor import nn, optim
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+import train_digits  # noqa: E402
+
+
+def median_times(steps: dict[str, Callable[[], object]], repeat: int, rounds: int = 1) -> dict[str, float]:
+    """The median time per step of each, the contestants taking turns in `rounds` blocks. One block each
+    by default: interleaving steps makes each library's worker threads (torch's OpenMP threads spin after
+    their work) compete with the other's on a small machine, slowing both."""
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    for _ in range(rounds):
+        for name, step in steps.items():
+            for _ in range(max(1, repeat // rounds)):
+                t0 = time.perf_counter()
+                step()
+                times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def batches(kind: str, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    if kind == "mlp":
+        return rng.random((256, 784), dtype=np.float32), rng.integers(0, 10, 256)
+    return rng.random((64, 1, 8, 8), dtype=np.float32), rng.integers(0, 10, 64)
+
+
+# ---- lazytensor -------------------------------------------------------------------------------------
+
+
+def lazytensor_step(kind: str, x: np.ndarray, y: np.ndarray) -> tuple[Callable[[], float], Callable[[], object]]:
+    lt.manual_seed(0)
+    model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10)) \
+        if kind == "mlp" else train_digits.cnn()
+    opt = optim.Adam(model.parameters(), lr=1e-3)
+    xb, yb = lt.asarray(x), lt.asarray(y)
+
+    def step() -> lt.Tensor:
+        loss = nn.functional.cross_entropy(model(xb), yb)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        lt.realize(loss, *model.parameters())
+        return loss
+
+    return step, model
+
+
+# ---- torch eager ------------------------------------------------------------------------------------
+
+
+def torch_step(kind: str, x: np.ndarray, y: np.ndarray) -> Callable[[], object] | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.manual_seed(0)
+    tn = torch.nn
+    if kind == "mlp":
+        model = tn.Sequential(tn.Linear(784, 512), tn.ReLU(), tn.Linear(512, 512), tn.ReLU(), tn.Linear(512, 10))
+    else:
+        model = tn.Sequential(tn.Conv2d(1, 16, 3, padding=1), tn.ReLU(), tn.MaxPool2d(2),
+                              tn.Conv2d(16, 32, 3, padding=1), tn.ReLU(), tn.MaxPool2d(2),
+                              tn.Flatten(), tn.Dropout(0.2), tn.Linear(128, 10))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    xb, yb = torch.from_numpy(x), torch.from_numpy(y)
+
+    def step() -> object:
+        loss = tn.functional.cross_entropy(model(xb), yb)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    return step
+
+
+# ---- jax.jit -------------------------------------------------------------------------------------------
+
+
+def jax_step(kind: str, x: np.ndarray, y: np.ndarray) -> Callable[[], object] | None:
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return None
+    rng = np.random.default_rng(0)
+
+    def uniform(shape: tuple[int, ...], fan_in: int) -> object:
+        b = 1 / np.sqrt(fan_in)
+        return jnp.asarray(rng.uniform(-b, b, shape).astype(np.float32))
+
+    if kind == "mlp":
+        sizes = [(784, 512), (512, 512), (512, 10)]
+        params = [(uniform((i, o), i), uniform((o,), i)) for i, o in sizes]
+
+        def forward(params, xb):
+            h = xb
+            for k, (w, b) in enumerate(params):
+                h = h @ w + b
+                if k < len(params) - 1:
+                    h = jax.nn.relu(h)
+            return h
+    else:
+        params = [(uniform((16, 1, 3, 3), 9), uniform((16,), 9)), (uniform((32, 16, 3, 3), 144), uniform((32,), 144)),
+                  (uniform((128, 10), 128), uniform((10,), 128))]
+
+        def conv(h, w, b):
+            out = jax.lax.conv_general_dilated(h, w, (1, 1), ((1, 1), (1, 1)),
+                                               dimension_numbers=("NCHW", "OIHW", "NCHW"))
+            return out + b.reshape(1, -1, 1, 1)
+
+        def pool(h):
+            return jax.lax.reduce_window(h, -jnp.inf, jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
+
+        def forward(params, xb):
+            h = pool(jax.nn.relu(conv(xb, *params[0])))
+            h = pool(jax.nn.relu(conv(h, *params[1])))
+            return h.reshape(h.shape[0], -1) @ params[2][0] + params[2][1]
+
+    def loss_fn(params, xb, yb):
+        logp = jax.nn.log_softmax(forward(params, xb))
+        return -jnp.mean(jnp.take_along_axis(logp, yb[:, None], axis=1))
+
+    @jax.jit
+    def train_step(params, m, v, t, xb, yb):
+        loss, grads = jax.value_and_grad(loss_fn)(params, xb, yb)
+        t = t + 1
+        m = jax.tree_util.tree_map(lambda m, g: 0.9 * m + 0.1 * g, m, grads)
+        v = jax.tree_util.tree_map(lambda v, g: 0.999 * v + 0.001 * g * g, v, grads)
+        def update(p, m, v):
+            return p - 1e-3 / (1 - 0.9 ** t) * m / (jnp.sqrt(v / (1 - 0.999 ** t)) + 1e-8)
+        params = jax.tree_util.tree_map(update, params, m, v)
+        return params, m, v, t, loss
+
+    state = {"params": params, "m": jax.tree_util.tree_map(jnp.zeros_like, params),
+             "v": jax.tree_util.tree_map(jnp.zeros_like, params), "t": jnp.asarray(0.0)}
+    xb, yb = jnp.asarray(x), jnp.asarray(y)
+
+    def step() -> object:
+        p, m, v, t, loss = train_step(state["params"], state["m"], state["v"], state["t"], xb, yb)
+        state.update(params=p, m=m, v=v, t=t)
+        return float(loss)
+
+    return step
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--only", choices=["mlp", "cnn"], default=None)
+    parser.add_argument("--rounds", type=int, default=1, help="blocks of steps each contestant takes in turn")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads for every library (LT_NUM_THREADS, torch.set_num_threads); default: theirs")
+    args = parser.parse_args()
+    if args.threads is not None:
+        os.environ["LT_NUM_THREADS"] = str(args.threads)  # read when the first parallel kernel runs
+        try:
+            import torch
+            torch.set_num_threads(args.threads)
+        except ImportError:
+            pass
+    kinds = [args.only] if args.only else ["mlp", "cnn"]
+    titles = {"mlp": "MLP 784-512-512-10, batch 256, Adam", "cnn": "small CNN on 1x8x8, batch 64, Adam"}
+    for kind in kinds:
+        x, y = batches(kind, np.random.default_rng(0))
+        step, _ = lazytensor_step(kind, x, y)
+        lt.reset_stats()
+        t0 = time.perf_counter()
+        first = step().item()
+        first_seconds = time.perf_counter() - t0
+        step()  # Adam's second step has its own graph (the moments exist now)
+        step()
+        lt.reset_stats()
+        step()
+        kernels = lt.stats().kernels_launched
+        contestants = {"lazytensor": step}
+        for name, make in (("torch eager", torch_step), ("jax.jit", jax_step)):
+            peer = make(kind, x, y)
+            if peer is not None:
+                for _ in range(3):  # warm-up (jax.jit compiles here)
+                    peer()
+                contestants[name] = peer
+        results = median_times(contestants, args.repeat, args.rounds)
+        compiled = lt.stats().kernels_compiled
+        ours = results["lazytensor"]
+        print(f"{titles[kind]}: median of {args.repeat} steps")
+        print(f"  lazytensor: {kernels:.0f} kernels/step, first step {first_seconds:.1f} s (schedule + compile), "
+              f"{compiled} kernels compiled after warm-up, first loss {first:.4f}")
+        print(f"  {'':14}{'ms/step':>10}{'lazytensor / peer':>20}")
+        for name, t in results.items():
+            ratio = "" if name == "lazytensor" else f"{ours / t:.2f}x"
+            print(f"  {name:14}{t * 1e3:10.2f}{ratio:>20}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,487 @@
+"""Neural-network functions (PyTorch's `torch.nn.functional`), built from lazytensor ops.
+
+Everything here is ordinary lazy graph: a convolution is a sliding-window view
+(movement ops only, so index arithmetic in the kernel that reads it) times the
+weights, summed; pooling reduces the same view; losses are reductions. So they
+fuse like anything else, and their gradients come from the primitive rules in
+`lazytensor/autograd.py`.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import dtypes
+from ..autograd import no_grad
+from ..dtypes import default_float
+from ..errors import DTypeError, ShapeError
+from ..kernels.ir import ReduceOp
+from ..realize import realize_with_next
+from ..tensor import Tensor, where
+
+# ---- activations --------------------------------------------------------------------------------
+
+
+def _float(x: Tensor) -> Tensor:
+    return x if x.dtype.is_float else x.cast(default_float)
+
+
+def relu(x: Tensor, inplace: bool = False) -> Tensor:
+    return x.relu()
+
+
+def relu6(x: Tensor, inplace: bool = False) -> Tensor:
+    return x.relu().minimum(6.0)
+
+
+def leaky_relu(x: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    return where(x > 0, x, x * negative_slope)
+
+
+def elu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    return where(x > 0, x, (x.minimum(0.0)).expm1() * alpha)
+
+
+def sigmoid(x: Tensor) -> Tensor:
+    """`1 / (1 + exp(-x))` computed from `exp(-|x|)`, which cannot overflow: finite gradients everywhere
+    (through `1 / (1 + exp(-x))` itself, x < -88 in float32 gives 0 * inf = NaN)."""
+    x = _float(x)
+    e = where(x >= 0, -x, x).exp()  # exp(-|x|), with the slope of the branch taken at 0 (abs has none)
+    s = (e + 1).reciprocal()
+    return where(x >= 0, s, e * s)
+
+
+def tanh(x: Tensor) -> Tensor:
+    return x.tanh()
+
+
+def silu(x: Tensor, inplace: bool = False) -> Tensor:
+    """x * sigmoid(x) (swish)."""
+    return x * sigmoid(x)
+
+
+def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    """x * Phi(x), with the erf (exact) or the tanh approximation, as PyTorch."""
+    x = _float(x)
+    if approximate == "tanh":
+        return x * 0.5 * (((x + x * x * x * 0.044715) * math.sqrt(2 / math.pi)).tanh() + 1)
+    if approximate != "none":
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return x * 0.5 * ((x * (1 / math.sqrt(2))).erf() + 1)
+
+
+def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + exp(beta x)) / beta, linear above `threshold` (as PyTorch)."""
+    bx = x * beta
+    safe = bx.minimum(threshold)
+    return where(bx > threshold, x, safe.exp().log1p() / beta)
+
+
+def softmax(x: Tensor, dim: int = -1, dtype: Any = None) -> Tensor:
+    x = x.cast(dtype) if dtype is not None else x
+    return x.softmax(dim)
+
+
+def log_softmax(x: Tensor, dim: int = -1, dtype: Any = None) -> Tensor:
+    x = x.cast(dtype) if dtype is not None else x
+    return x.log_softmax(dim)
+
+
+# ---- linear layers ------------------------------------------------------------------------------
+
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """x @ weight.T + bias (weight is (out_features, in_features), as PyTorch)."""
+    out = x.matmul(weight.T)
+    return out if bias is None else out + bias
+
+
+def _pair(v: Any, n: int = 2, name: str = "") -> tuple[int, ...]:
+    if isinstance(v, int):
+        return (v,) * n
+    t = tuple(int(a) for a in v)
+    if len(t) != n:
+        raise ValueError(f"{name}: expected an int or {n} ints, got {v!r}")
+    return t
+
+
+def _windows(x: Tensor, kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int]) -> Tensor:
+    """The sliding windows over the last len(kernel) axes of `x` as a view: (..., *spatial) ->
+    (..., *out, *kernel), where out[i] = (n - dilation*(kernel-1) - 1) // stride + 1.
+
+    Movement ops only (no copy): each axis is tiled enough times that reshaping the tiles to rows of
+    length n + dilation shifts row j by j * dilation; rows are cut to the kernel size, columns taken
+    with the stride. Windows that do not overlap (kernel == stride) are a plain reshape."""
+    nd = len(kernel)
+    lead, spatial = x.shape[:-nd], x.shape[-nd:]
+    out = [(n - d * (k - 1) - 1) // s + 1 for n, k, s, d in zip(spatial, kernel, stride, dilation)]
+    if any(o <= 0 for o in out):
+        raise ShapeError(f"window of size {tuple(kernel)} (dilation {tuple(dilation)}) is larger than the "
+                         f"padded input {tuple(spatial)}")
+    keep = [(0, n, 1) for n in lead]
+    if all(k == s and d == 1 for k, s, d in zip(kernel, stride, dilation)):
+        x = x._shrink(keep + [(0, o * k, 1) for o, k in zip(out, kernel)])
+        x = x.reshape(*lead, *[v for o, k in zip(out, kernel) for v in (o, k)])
+        order = list(range(len(lead))) + [len(lead) + 2 * i for i in range(nd)] + \
+            [len(lead) + 2 * i + 1 for i in range(nd)]
+        return x.permute(order)
+    reps = [-(-k * (n + d) // n) for n, k, d in zip(spatial, kernel, dilation)]
+    x = x.reshape(*lead, *[v for n in spatial for v in (1, n)])
+    x = x.broadcast_to(*lead, *[v for r, n in zip(reps, spatial) for v in (r, n)])
+    x = x.reshape(*lead, *[r * n for r, n in zip(reps, spatial)])
+    x = x._shrink(keep + [(0, k * (n + d), 1) for n, k, d in zip(spatial, kernel, dilation)])
+    x = x.reshape(*lead, *[v for n, k, d in zip(spatial, kernel, dilation) for v in (k, n + d)])
+    x = x._shrink(keep + [r for k, o, s in zip(kernel, out, stride) for r in ((0, k, 1), (0, (o - 1) * s + 1, s))])
+    order = list(range(len(lead))) + [len(lead) + 2 * i + 1 for i in range(nd)] + \
+        [len(lead) + 2 * i for i in range(nd)]
+    return x.permute(order)
+
+
+def _conv_padding(padding: Any, kernel: Sequence[int], dilation: Sequence[int], stride: Sequence[int],
+                  name: str) -> list[tuple[int, int]]:
+    if isinstance(padding, str):
+        if padding == "valid":
+            return [(0, 0)] * len(kernel)
+        if padding == "same":
+            if any(s != 1 for s in stride):
+                raise ValueError(f"{name}: padding='same' needs stride 1")
+            totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
+            return [(t // 2, t - t // 2) for t in totals]
+        raise ValueError(f"{name}: padding must be an int, a tuple, 'valid' or 'same', got {padding!r}")
+    return [(p, p) for p in _pair(padding, len(kernel), name)]
+
+
+def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+           dilation: Any = 1, groups: int = 1) -> Tensor:
+    """2-d cross-correlation, as torch.nn.functional.conv2d: x (N, C_in, H, W) or (C_in, H, W), weight
+    (C_out, C_in / groups, kH, kW). One reduction over (C_in / groups, kH, kW) of the windows times the
+    weights, with the bias added in the same kernel."""
+    if x.ndim == 3:
+        return conv2d(x.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
+    if x.ndim != 4 or weight.ndim != 4:
+        raise ShapeError(f"conv2d: expected a 4-d input and weight, got shapes {x.shape} and {weight.shape}")
+    n, cin, _, _ = x.shape
+    cout, cg, kh, kw = weight.shape
+    if cin % groups or cout % groups or cin // groups != cg:
+        raise ShapeError(f"conv2d: input with {cin} channels and weight of shape {weight.shape} do not match "
+                         f"groups={groups} (the weight needs in_channels / groups = {cin // max(groups, 1)} "
+                         "channels and out_channels divisible by groups)")
+    stride_, dilation_ = _pair(stride, 2, "conv2d"), _pair(dilation, 2, "conv2d")
+    pads = _conv_padding(padding, (kh, kw), dilation_, stride_, "conv2d")
+    # the input in a buffer of its own: then so is its gradient, and the backward pass of each layer
+    # lowers only its own window arithmetic (a fused chain of several layers' windows is costly to lower)
+    xp = x.contiguous().pad([(0, 0), (0, 0), *pads])
+    win = _windows(xp, (kh, kw), stride_, dilation_)  # (N, C_in, OH, OW, kH, kW)
+    oh, ow = win.shape[2:4]
+    og = cout // groups
+    lhs = win.reshape(n, groups, 1, cg, oh, ow, kh, kw)
+    rhs = weight.reshape(1, groups, og, cg, 1, 1, kh, kw)
+    out = (lhs * rhs)._reduce(ReduceOp.SUM, (3, 6, 7), False, "conv2d").reshape(n, cout, oh, ow)
+    return out if bias is None else out + bias.reshape(1, cout, 1, 1)
+
+
+def _pool_geometry(x: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool,
+                   name: str) -> tuple[tuple[int, ...], ...]:
+    if x.ndim not in (3, 4):
+        raise ShapeError(f"{name}: expected a 3-d or 4-d input, got shape {x.shape}")
+    k = _pair(kernel_size, 2, name)
+    s = _pair(stride, 2, name) if stride is not None and stride != () and stride != [] else k
+    p = _pair(padding, 2, name)
+    d = _pair(dilation, 2, name)
+    if any(2 * pi > ki for pi, ki in zip(p, k)):
+        raise ValueError(f"{name}: padding {p} should be at most half the kernel size {k}")
+    extra = []
+    for n, ki, si, pi, di in zip(x.shape[-2:], k, s, p, d):
+        span = n + 2 * pi - di * (ki - 1) - 1
+        o = (-(-span // si) if ceil_mode else span // si) + 1
+        if ceil_mode and (o - 1) * si >= n + pi:  # the last window must start inside the input or left pad
+            o -= 1
+        extra.append(max(0, (o - 1) * si + di * (ki - 1) + 1 - (n + 2 * pi)))
+    return k, s, p, d, tuple(extra)
+
+
+def max_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
+    """The maximum of each window (padding counts as -inf). The gradient of a window goes to its
+    maximum (shared evenly among tied maxima, where PyTorch picks one of them)."""
+    if return_indices:
+        raise NotImplementedError("max_pool2d: return_indices is not supported")
+    k, s, p, d, extra = _pool_geometry(x, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d")
+    lead = [(0, 0)] * (x.ndim - 2)
+    low = -math.inf if x.dtype.is_float else False if x.dtype == dtypes.bool_ else \
+        int(np.iinfo(dtypes.to_numpy_dtype(x.dtype)).min)
+    pads = lead + [(pi, pi + e) for pi, e in zip(p, extra)]
+    xp = x.pad(pads, value=low) if any(a or b for a, b in pads) else x
+    return _windows(xp, k, s, d).max((-2, -1))
+
+
+def avg_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """The mean of each window; the padding counts unless count_include_pad=False (as PyTorch)."""
+    k, s, p, d, extra = _pool_geometry(x, kernel_size, stride, padding, 1, ceil_mode, "avg_pool2d")
+    x = _float(x)
+    lead = [(0, 0)] * (x.ndim - 2)
+    total = _windows(x.pad(lead + [(pi, pi + e) for pi, e in zip(p, extra)]), k, s, d).sum((-2, -1))
+    if divisor_override is not None:
+        return total / float(divisor_override)
+    if not any(extra) and (count_include_pad or not any(p)):
+        return total / float(k[0] * k[1])
+    # windows that reach past the input: count what they cover (the padding too if count_include_pad)
+    h, w = x.shape[-2:]
+    if count_include_pad:
+        ones = x._const(1, x.dtype, x.device).broadcast_to((h + 2 * p[0], w + 2 * p[1]))
+        ones = ones.pad([(0, extra[0]), (0, extra[1])])
+    else:
+        ones = x._const(1, x.dtype, x.device).broadcast_to((h, w)).pad([(pi, pi + e) for pi, e in zip(p, extra)])
+    counts = _windows(ones, k, s, d).sum((-2, -1))
+    return total / counts
+
+
+def adaptive_avg_pool2d(x: Tensor, output_size: Any) -> Tensor:
+    """Average pooling to `output_size` when it divides the input size (global pooling with (1, 1))."""
+    oh, ow = _pair(output_size, 2, "adaptive_avg_pool2d")
+    h, w = x.shape[-2:]
+    if h % oh or w % ow:
+        raise NotImplementedError(f"adaptive_avg_pool2d: output size {(oh, ow)} must divide the input size "
+                                  f"{(h, w)}")
+    return avg_pool2d(x, (h // oh, w // ow))
+
+
+# ---- normalization ------------------------------------------------------------------------------
+
+
+def layer_norm(x: Tensor, normalized_shape: Any, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    """Normalize over the last len(normalized_shape) axes (biased variance), then scale and shift."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(x.shape[x.ndim - len(shape):]) != shape:
+        raise ShapeError(f"layer_norm: normalized_shape {shape} does not match the end of the input shape "
+                         f"{x.shape}")
+    axes = tuple(range(x.ndim - len(shape), x.ndim))
+    mean = x.mean(axes, keepdims=True)
+    centered = x - mean
+    var = (centered * centered).mean(axes, keepdims=True)
+    out = centered * (var + eps).rsqrt()
+    if weight is not None:
+        out = out * weight
+    return out if bias is None else out + bias
+
+
+def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+               weight: Tensor | None = None, bias: Tensor | None = None, training: bool = False,
+               momentum: float | None = 0.1, eps: float = 1e-5,
+               num_batches_tracked: Tensor | None = None) -> Tensor:
+    """Batch normalization over axis 1 of (N, C, ...). Training normalizes with the batch statistics and
+    updates the running ones lazily (realized with the next schedule that runs); evaluation uses the
+    running statistics."""
+    if x.ndim < 2:
+        raise ShapeError(f"batch_norm: expected at least 2 dimensions (N, C, ...), got shape {x.shape}")
+    c = x.shape[1]
+    axes = (0, *range(2, x.ndim))
+    bshape = (1, c) + (1,) * (x.ndim - 2)
+    if training or running_mean is None:
+        count = x.numel() // c
+        if count <= 1:
+            raise ValueError(f"batch_norm: expected more than 1 value per channel when training, got input "
+                             f"of shape {x.shape}")
+        mean = x.mean(axes, keepdims=True)
+        centered = x - mean
+        var = (centered * centered).mean(axes, keepdims=True)
+        if training and running_mean is not None and running_var is not None:
+            with no_grad():
+                if num_batches_tracked is not None:
+                    num_batches_tracked.node = (num_batches_tracked + 1).node
+                factor: Any = momentum
+                if momentum is None:  # a cumulative average: 1 / (batches seen), kept lazy
+                    factor = 1.0 if num_batches_tracked is None else \
+                        num_batches_tracked.cast(running_mean.dtype).reciprocal()
+                m, v = Tensor(mean.node).reshape(c), Tensor(var.node).reshape(c)
+                running_mean.node = (running_mean * (1 - factor) + m * factor).cast(running_mean.dtype).node
+                unbiased = v * (count / (count - 1))
+                running_var.node = (running_var * (1 - factor) + unbiased * factor).cast(running_var.dtype).node
+                realize_with_next(*(t for t in (running_mean, running_var, num_batches_tracked) if t is not None))
+        out = centered * (var + eps).rsqrt()
+    else:
+        out = (x - running_mean.reshape(bshape)) * (running_var.reshape(bshape) + eps).rsqrt()
+    if weight is not None:
+        out = out * weight.reshape(bshape)
+    return out if bias is None else out + bias.reshape(bshape)
+
+
+def group_norm(x: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    n, c = x.shape[:2]
+    if c % num_groups:
+        raise ShapeError(f"group_norm: {c} channels do not divide into {num_groups} groups")
+    g = x.reshape(n, num_groups, -1)
+    mean = g.mean(-1, keepdims=True)
+    centered = g - mean
+    var = (centered * centered).mean(-1, keepdims=True)
+    out = (centered * (var + eps).rsqrt()).reshape(x.shape)
+    bshape = (1, c) + (1,) * (x.ndim - 2)
+    if weight is not None:
+        out = out * weight.reshape(bshape)
+    return out if bias is None else out + bias.reshape(bshape)
+
+
+# ---- embedding, dropout -------------------------------------------------------------------------
+
+
+def one_hot(labels: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 one-hot encoding along a new last axis."""
+    if labels.dtype.is_float or labels.dtype == dtypes.bool_:
+        raise DTypeError(f"one_hot: labels must be integers, got {labels.dtype.name}")
+    if num_classes < 0:
+        num_classes = int(labels.max().item()) + 1
+    classes = _iota(num_classes, labels.device)
+    return (labels.reshape(*labels.shape, 1) == classes).cast(dtypes.int64)
+
+
+def _iota(n: int, device: str) -> Tensor:
+    from ..creation import arange
+    return arange(n, device=device)
+
+
+def embedding(indices: Tensor, weight: Tensor, padding_idx: int | None = None) -> Tensor:
+    """Rows of `weight` picked by integer `indices`: a sum over the vocabulary of (index == row) * row,
+    so the gradient scatters into the picked rows (no gradient to `padding_idx`'s row)."""
+    if indices.dtype.is_float or indices.dtype == dtypes.bool_:
+        raise DTypeError(f"embedding: indices must be integers, got {indices.dtype.name}")
+    vocab, dim = weight.shape
+    rows = _iota(vocab, weight.device)
+    w = weight
+    if padding_idx is not None:
+        pad = padding_idx % vocab
+        w = where((rows == pad).reshape(vocab, 1), Tensor(weight.node), weight)
+    hit = indices.reshape(*indices.shape, 1) == rows  # (..., vocab)
+    picked = where(hit.reshape(*hit.shape, 1), w, 0.0)  # (..., vocab, dim)
+    return picked.sum(-2)
+
+
+def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero each element with probability p and scale the rest by 1 / (1 - p). The mask is drawn inside
+    the kernel that applies it (counter-based random numbers), so it costs no memory."""
+    if not 0 <= p <= 1:
+        raise ValueError(f"dropout: p must be in [0, 1], got {p}")
+    if not training or p == 0:
+        return x
+    if p == 1:
+        return x * 0.0
+    from ..random import rand
+    keep = rand(x.shape, dtype=x.dtype if x.dtype.is_float else None, device=x.device) >= p
+    return where(keep, x * (1.0 / (1.0 - p)), 0.0)
+
+
+# ---- losses ------------------------------------------------------------------------------------
+
+
+def _reduce_loss(loss: Tensor, reduction: str, name: str) -> Tensor:
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{name}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
+    diff = input - target
+    return _reduce_loss(diff * diff, reduction, "mse_loss")
+
+
+def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
+    return _reduce_loss((input - target).abs(), reduction, "l1_loss")
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+                                     reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
+    """-[pos_weight * y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))], computed stably."""
+    log_sig = -softplus(-input)      # log sigmoid(x)
+    log_not = -softplus(input)       # log(1 - sigmoid(x))
+    pos = target * log_sig if pos_weight is None else target * pos_weight * log_sig
+    loss = -(pos + (1 - target) * log_not)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce_loss(loss, reduction, "binary_cross_entropy_with_logits")
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+                         reduction: str = "mean") -> Tensor:
+    """-[y log p + (1 - y) log(1 - p)] with the logs clamped at -100, as PyTorch."""
+    loss = -(target * input.log().maximum(-100.0) + (1 - target) * (1 - input).log().maximum(-100.0))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce_loss(loss, reduction, "binary_cross_entropy")
+
+
+def _class_mask(target: Tensor, n_classes: int, class_dim_shape: tuple[int, ...]) -> Tensor:
+    """bool (N, C, d1, ...): target == class, with the class axis at position 1."""
+    classes = _iota(n_classes, target.device).reshape(class_dim_shape)
+    return target.unsqueeze(1) == classes
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore_index: int = -100,  # noqa: A002
+             reduction: str = "mean") -> Tensor:
+    """-input[i, target[i]] (times weight[target[i]]) for log-probabilities `input` of shape (N, C) or
+    (N, C, d1, ...); the mean divides by the summed weights of the targets not ignored, as PyTorch."""
+    return _nll(input, target, weight, ignore_index, reduction, "nll_loss")[0]
+
+
+def _nll(logp: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int, reduction: str,
+         name: str) -> tuple[Tensor, Tensor, Tensor]:
+    if target.dtype.is_float or target.dtype == dtypes.bool_:
+        raise DTypeError(f"{name}: targets must be class indices (integers), got {target.dtype.name}; "
+                         "probability targets are not supported")
+    if logp.ndim == 1:
+        logp, target = logp.unsqueeze(0), target.reshape(1)
+    if logp.ndim < 2 or target.shape != (logp.shape[0],) + logp.shape[2:]:
+        raise ShapeError(f"{name}: input of shape {logp.shape} needs targets of shape "
+                         f"{(logp.shape[0],) + logp.shape[2:]}, got {target.shape}")
+    c = logp.shape[1]
+    cshape = (1, c) + (1,) * (logp.ndim - 2)
+    hit = _class_mask(target, c, cshape)                       # (N, C, ...)
+    valid = target != ignore_index                             # (N, ...)
+    w_full = weight.reshape(cshape) if weight is not None else None
+    picked = where(hit, logp if w_full is None else logp * w_full, 0.0).sum(1)  # w[y] * logp[y]
+    loss = where(valid, -picked, 0.0)
+    if w_full is None:
+        denom = valid.cast(logp.dtype).sum()
+    else:
+        denom = where(hit, w_full, 0.0).sum(1).sum()  # the weights of the targets (0 for ignored)
+    if reduction == "mean":
+        return loss.sum() / denom, valid, denom
+    return _reduce_loss(loss, reduction, name), valid, denom
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+                  ignore_index: int = -100, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    """log_softmax over axis 1, then the negative log-likelihood of integer class targets; with
+    `label_smoothing` e, (1 - e) * nll + e * (the mean over classes of -log p), as PyTorch."""
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    x = _float(input)
+    class_dim = 1 if x.ndim >= 2 else 0
+    logp = x.log_softmax(class_dim)
+    nll, valid, denom = _nll(logp, target, weight, ignore_index, reduction, "cross_entropy")
+    if label_smoothing == 0.0:
+        return nll
+    if logp.ndim == 1:
+        logp = logp.unsqueeze(0)
+    c = logp.shape[1]
+    cshape = (1, c) + (1,) * (logp.ndim - 2)
+    weighted = logp if weight is None else logp * weight.reshape(cshape)
+    smooth = where(valid, -weighted.sum(1), 0.0)
+    if reduction == "mean":
+        smooth = smooth.sum() / denom
+    else:
+        smooth = _reduce_loss(smooth, reduction, "cross_entropy")
+    return nll * (1 - label_smoothing) + smooth * (label_smoothing / c)
+
+
+__all__ = ["relu", "relu6", "leaky_relu", "elu", "sigmoid", "tanh", "silu", "gelu", "softplus", "softmax",
+           "log_softmax", "linear", "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "layer_norm",
+           "batch_norm", "group_norm", "one_hot", "embedding", "dropout", "mse_loss", "l1_loss",
+           "binary_cross_entropy", "binary_cross_entropy_with_logits", "nll_loss", "cross_entropy"]

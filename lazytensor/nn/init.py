@@ -1,0 +1,132 @@
+"""Parameter initialization, as `torch.nn.init`: the same distributions (not the same bits).
+
+Each function replaces the tensor's value (rebinding its node, under no_grad) with
+numbers drawn inside a kernel by `lazytensor.random`, realizes it at once (a
+parameter read by a matmul must not redraw its random numbers per use), and
+returns the tensor.
+"""
+from __future__ import annotations
+
+import math
+from ..autograd import no_grad
+from ..tensor import Tensor
+
+
+def _set(t: Tensor, value: Tensor) -> Tensor:
+    with no_grad():
+        t.node = value.cast(t.dtype).node
+    return t.realize()
+
+
+def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
+    """The recommended gain for a nonlinearity (PyTorch's table)."""
+    linear = {"linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+              "conv_transpose3d", "sigmoid"}
+    if nonlinearity in linear:
+        return 1.0
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        slope = 0.01 if param is None else float(param)
+        return math.sqrt(2.0 / (1 + slope ** 2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"calculate_gain: unsupported nonlinearity {nonlinearity!r}")
+
+
+def _calculate_fan_in_and_fan_out(t: Tensor) -> tuple[int, int]:
+    if t.ndim < 2:
+        raise ValueError("fan in and fan out can not be computed for a tensor with fewer than 2 dimensions")
+    receptive = math.prod(t.shape[2:])
+    return t.shape[1] * receptive, t.shape[0] * receptive
+
+
+def _fan(t: Tensor, mode: str) -> int:
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(t)
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"mode must be 'fan_in' or 'fan_out', got {mode!r}")
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def uniform_(t: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
+    from ..random import rand
+    return _set(t, rand(t.shape, dtype=t.dtype, device=t.device) * (b - a) + a)
+
+
+def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
+    from ..random import randn
+    return _set(t, randn(t.shape, dtype=t.dtype, device=t.device) * std + mean)
+
+
+def constant_(t: Tensor, val: float) -> Tensor:
+    return _set(t, t._scalar(val, t.dtype, t.device).broadcast_to(t.shape))
+
+
+def zeros_(t: Tensor) -> Tensor:
+    return constant_(t, 0.0)
+
+
+def ones_(t: Tensor) -> Tensor:
+    return constant_(t, 1.0)
+
+
+def xavier_uniform_(t: Tensor, gain: float = 1.0) -> Tensor:
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(t)
+    bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
+    return uniform_(t, -bound, bound)
+
+
+def xavier_normal_(t: Tensor, gain: float = 1.0) -> Tensor:
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(t)
+    return normal_(t, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)))
+
+
+def kaiming_uniform_(t: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu") -> Tensor:
+    bound = calculate_gain(nonlinearity, a) * math.sqrt(3.0 / _fan(t, mode))
+    return uniform_(t, -bound, bound)
+
+
+def kaiming_normal_(t: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu") -> Tensor:
+    return normal_(t, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(_fan(t, mode)))
+
+
+def trunc_normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0) -> Tensor:
+    """Normal(mean, std) truncated to [a, b], by the inverse CDF of a uniform draw (as PyTorch)."""
+    from ..random import rand
+
+    def cdf(x: float) -> float:
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+    lo, hi = cdf((a - mean) / std), cdf((b - mean) / std)
+    u = rand(t.shape, dtype=t.dtype, device=t.device) * (2 * hi - 2 * lo) + (2 * lo - 1)
+    x = _normal_quantile((u + 1) * 0.5)  # sqrt(2) erfinv(u), as the normal quantile of (u + 1) / 2
+    return _set(t, (x * std + mean).clip(a, b))
+
+
+def _normal_quantile(p: Tensor) -> Tensor:
+    """The standard normal quantile by Acklam's rational approximation (relative error < 1.2e-9)."""
+    from ..tensor import where
+    a = (-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02, 1.383577518672690e+02,
+         -3.066479806614716e+01, 2.506628277459239e+00)
+    b = (-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02, 6.680131188771972e+01,
+         -1.328068155288572e+01)
+    c = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00, -2.549732539343734e+00,
+         4.374664141464968e+00, 2.938163982698783e+00)
+    d = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00, 3.754408661907416e+00)
+    q = p - 0.5
+    r = q * q
+    num = ((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]
+    den = ((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1
+    central = num * q / den
+    tail_p = where(q < 0, p, 1 - p).clip(1e-30, 1.0)
+    s = (tail_p.log() * -2).sqrt()
+    tail = (((((c[0] * s + c[1]) * s + c[2]) * s + c[3]) * s + c[4]) * s + c[5]) / \
+        ((((d[0] * s + d[1]) * s + d[2]) * s + d[3]) * s + 1)
+    tail = where(q < 0, tail, -tail)
+    return where(q.abs() <= 0.47575, central, tail)
+
+
+__all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "xavier_uniform_",
+           "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "trunc_normal_"]

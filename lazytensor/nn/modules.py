@@ -1,0 +1,698 @@
+"""Modules: parameters and sub-modules with PyTorch's interface (`torch.nn.Module` and friends)."""
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
+
+from .. import dtypes
+from ..autograd import no_grad
+from ..errors import ShapeError
+from ..tensor import Tensor
+from . import functional as F
+from . import init
+
+
+class Parameter(Tensor):
+    """A tensor that is a module's parameter: it requires grad, and `Module.parameters()` finds it.
+
+    Optimizers update a parameter by rebinding its node (`p.node = new.node`), so the object a model
+    holds stays the same across steps."""
+
+    def __init__(self, data: Any = None, requires_grad: bool = True):
+        if data is None:
+            data = Tensor([], dtype=dtypes.float32)
+        super().__init__(data.node if isinstance(data, Tensor) else data, requires_grad=requires_grad)
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
+
+    __str__ = __repr__
+
+
+class _IncompatibleKeys(NamedTuple):
+    missing_keys: list[str]
+    unexpected_keys: list[str]
+
+
+class Module:
+    """Base class of layers and models: set Parameters, Modules and buffers as attributes, define
+    `forward`, and call the module."""
+
+    training: bool
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "training", True)
+
+    # ---- attributes ---------------------------------------------------------------------------
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        d = self.__dict__
+        if "_parameters" not in d:
+            raise AttributeError(f"cannot assign {name!r} before Module.__init__() is called")
+        params, buffers, modules = self._parameters, self._buffers, self._modules
+        if isinstance(value, (Parameter, Module)):
+            for table in (params, buffers, modules, d):
+                table.pop(name, None)
+            (params if isinstance(value, Parameter) else modules)[name] = value
+        elif name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign {type(value).__name__} as parameter {name!r} (use nn.Parameter "
+                                "or None)")
+            params[name] = None
+        elif name in buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign {type(value).__name__} to buffer {name!r} (a Tensor or None)")
+            buffers[name] = value
+        elif name in modules and value is None:
+            modules[name] = None
+        else:
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        d = self.__dict__
+        for table in ("_parameters", "_buffers", "_modules"):
+            if table in d and name in d[table]:
+                return d[table][name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        for table in (self._parameters, self._buffers, self._modules):
+            if name in table:
+                del table[name]
+                return
+        object.__delattr__(self, name)
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        if param is None:
+            self._parameters[name] = None
+        else:
+            setattr(self, name, param if isinstance(param, Parameter) else Parameter(param))
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """A tensor that is part of the module's state (saved by state_dict) but not a parameter."""
+        self.__dict__.pop(name, None)
+        self._buffers[name] = tensor
+        if not persistent:
+            self._non_persistent.add(name)
+
+    def register_module(self, name: str, module: Module | None) -> None:
+        self._modules[name] = module
+
+    add_module = register_module
+
+    # ---- traversal -----------------------------------------------------------------------------
+
+    def named_modules(self, memo: set[int] | None = None, prefix: str = "") -> Iterator[tuple[str, Module]]:
+        memo = set() if memo is None else memo
+        stack: list[tuple[str, Module]] = [(prefix, self)]
+        while stack:  # depth first, in registration order
+            name, m = stack.pop()
+            if id(m) in memo:
+                continue
+            memo.add(id(m))
+            yield name, m
+            children = [(f"{name}.{k}" if name else k, c) for k, c in m._modules.items() if c is not None]
+            stack.extend(reversed(children))
+
+    def modules(self) -> Iterator[Module]:
+        for _, m in self.named_modules():
+            yield m
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        for k, m in self._modules.items():
+            if m is not None:
+                yield k, m
+
+    def children(self) -> Iterator[Module]:
+        for _, m in self.named_children():
+            yield m
+
+    def _named(self, table: str, prefix: str, recurse: bool) -> Iterator[tuple[str, Tensor]]:
+        seen: set[int] = set()
+        mods = self.named_modules(prefix=prefix) if recurse else iter([(prefix, self)])
+        for mname, m in mods:
+            for k, t in getattr(m, table).items():
+                if t is None or id(t) in seen:
+                    continue
+                seen.add(id(t))
+                yield (f"{mname}.{k}" if mname else k), t
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Parameter]]:
+        yield from self._named("_parameters", prefix, recurse)  # type: ignore[misc]
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Tensor]]:
+        yield from self._named("_buffers", prefix, recurse)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def apply(self, fn: Callable[[Module], None]) -> Module:
+        for m in reversed(list(self.modules())):
+            fn(m)
+        return self
+
+    # ---- state ---------------------------------------------------------------------------------
+
+    def state_dict(self, prefix: str = "") -> OrderedDict[str, Tensor]:
+        """Parameters and persistent buffers by dotted name, as detached tensors of their current value."""
+        out: OrderedDict[str, Tensor] = OrderedDict()
+        for mname, m in self.named_modules(prefix=prefix.rstrip(".")):
+            base = f"{mname}." if mname else ""
+            for k, p in m._parameters.items():
+                if p is not None:
+                    out[base + k] = Tensor(p.node)
+            for k, b in m._buffers.items():
+                if b is not None and k not in m._non_persistent:
+                    out[base + k] = Tensor(b.node)
+        return out
+
+    def load_state_dict(self, state_dict: Any, strict: bool = True) -> _IncompatibleKeys:
+        """Copy values (lazytensor tensors, NumPy arrays, torch tensors through NumPy, lists) into the
+        parameters and buffers of the same names; shapes must match."""
+        from ..creation import asarray
+        own: dict[str, Tensor] = {}
+        for mname, m in self.named_modules():
+            base = f"{mname}." if mname else ""
+            for k, t in [*m._parameters.items(), *((k, b) for k, b in m._buffers.items()
+                                                  if k not in m._non_persistent)]:
+                if t is not None:
+                    own[base + k] = t
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        if strict and (missing or unexpected):
+            raise KeyError(f"load_state_dict: missing keys {missing}, unexpected keys {unexpected}")
+        values = {}
+        for k, t in own.items():
+            if k not in state_dict:
+                continue
+            v = state_dict[k]
+            if not isinstance(v, Tensor):
+                v = v.detach().cpu().numpy() if hasattr(v, "detach") else v
+            v = asarray(v, dtype=t.dtype, device=t.device)
+            if v.shape != t.shape:
+                raise ShapeError(f"load_state_dict: {k} has shape {v.shape} in the state dict and {t.shape} "
+                                 "in the module")
+            values[k] = v
+        with no_grad():
+            for k, v in values.items():
+                own[k].node = v.node
+        return _IncompatibleKeys(missing, unexpected)
+
+    # ---- modes and conversions -------------------------------------------------------------------
+
+    def train(self, mode: bool = True) -> Module:
+        for m in self.modules():
+            object.__setattr__(m, "training", mode)
+        return self
+
+    def eval(self) -> Module:
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.parameters():
+            if set_to_none or p.grad is None:
+                p.grad = None
+            else:
+                p.grad = p.grad * 0.0
+
+    def to(self, *args: Any, dtype: Any = None, device: Any = None) -> Module:
+        """Cast floating-point parameters and buffers to a dtype (`model.to(lt.float64)`)."""
+        for a in args:
+            if isinstance(a, str) and a.strip().lower() not in dtypes.BY_NAME:
+                device = a
+            else:
+                dtype = a
+        if dtype is not None:
+            dt = dtypes.to_dtype(dtype)
+            with no_grad():
+                for t in [*self.parameters(), *self.buffers()]:
+                    if t.dtype.is_float:
+                        t.node = t.cast(dt).realize().node
+        if device is not None:
+            for t in [*self.parameters(), *self.buffers()]:
+                t.to(device)  # raises for devices it cannot copy to
+        return self
+
+    def float(self) -> Module:
+        return self.to(dtypes.float32)
+
+    def double(self) -> Module:
+        return self.to(dtypes.float64)
+
+    # ---- calling ------------------------------------------------------------------------------------
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} does not define forward()")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    def extra_repr(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        lines = [f"({k}): " + repr(m).replace("\n", "\n  ") for k, m in self._modules.items()]
+        head = f"{type(self).__name__}({self.extra_repr()}"
+        if not lines:
+            return head + ")"
+        return head + "\n  " + "\n  ".join(lines) + "\n)"
+
+    def __dir__(self) -> list[str]:
+        return sorted({*super().__dir__(), *self._parameters, *self._buffers, *self._modules})
+
+
+# ---- containers ----------------------------------------------------------------------------------
+
+
+class Sequential(Module):
+    """Modules applied in order: `Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))`."""
+
+    def __init__(self, *modules: Any):
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            for k, m in modules[0].items():
+                self.register_module(k, m)
+        else:
+            for i, m in enumerate(modules):
+                self.register_module(str(i), m)
+
+    def __getitem__(self, i: int | slice) -> Any:
+        items = list(self._modules.values())
+        if isinstance(i, slice):
+            return Sequential(*items[i])
+        return items[i]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+    def append(self, module: Module) -> Sequential:
+        self.register_module(str(len(self)), module)
+        return self
+
+    def forward(self, x: Any) -> Any:
+        for m in self._modules.values():
+            x = m(x)
+        return x
+
+
+class ModuleList(Module):
+    def __init__(self, modules: Iterable[Module] = ()):
+        super().__init__()
+        for m in modules:
+            self.append(m)
+
+    def append(self, module: Module) -> ModuleList:
+        self.register_module(str(len(self._modules)), module)
+        return self
+
+    def extend(self, modules: Iterable[Module]) -> ModuleList:
+        for m in modules:
+            self.append(m)
+        return self
+
+    def __getitem__(self, i: int) -> Module:
+        return list(self._modules.values())[i]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+
+# ---- layers ----------------------------------------------------------------------------------------
+
+
+class Identity(Module):
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__()
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x
+
+
+class Linear(Module):
+    """y = x W^T + b, W of shape (out_features, in_features); W and b uniform in +-1/sqrt(in_features)
+    (PyTorch's kaiming_uniform_(a=sqrt(5)) and its bias rule)."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype: Any = None):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+        self.weight = _parameter((out_features, in_features), dt)
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if bias:
+            bound = 1 / math.sqrt(in_features) if in_features > 0 else 0
+            self.bias = _parameter((out_features,), dt)
+            init.uniform_(self.bias, -bound, bound)
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.linear(x, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+def _parameter(shape: tuple[int, ...], dtype: Any) -> Parameter:
+    from ..creation import zeros
+    return Parameter(zeros(*shape, dtype=dtype).realize())
+
+
+class Conv2d(Module):
+    """2-d convolution (cross-correlation) with stride, padding (int, pair, 'same', 'valid'), dilation and
+    groups; weight (out, in / groups, kH, kW), initialized as PyTorch (uniform in +-1/sqrt(fan_in))."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+                 dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 dtype: Any = None):
+        super().__init__()
+        if padding_mode != "zeros":
+            raise NotImplementedError(f"Conv2d: padding_mode {padding_mode!r} is not supported (only 'zeros')")
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(f"Conv2d: in_channels ({in_channels}) and out_channels ({out_channels}) must be "
+                             f"divisible by groups ({groups})")
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel_size = F._pair(kernel_size, 2, "Conv2d")
+        self.stride, self.dilation = F._pair(stride, 2, "Conv2d"), F._pair(dilation, 2, "Conv2d")
+        self.padding = padding if isinstance(padding, str) else F._pair(padding, 2, "Conv2d")
+        dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+        self.weight = _parameter((out_channels, in_channels // groups, *self.kernel_size), dt)
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if bias:
+            fan_in = in_channels // groups * self.kernel_size[0] * self.kernel_size[1]
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            self.bias = _parameter((out_channels,), dt)
+            init.uniform_(self.bias, -bound, bound)
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def extra_repr(self) -> str:
+        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"padding={self.padding}, dilation={self.dilation}, groups={self.groups}")
+
+
+class MaxPool2d(Module):
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+                 return_indices: bool = False, ceil_mode: bool = False):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.dilation, self.ceil_mode, self.return_indices = dilation, ceil_mode, return_indices
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                            self.return_indices)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool2d(Module):
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+                 count_include_pad: bool = True, divisor_override: int | None = None):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.ceil_mode, self.count_include_pad, self.divisor_override = ceil_mode, count_include_pad, divisor_override
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
+                            self.divisor_override)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool2d(Module):
+    def __init__(self, output_size: Any):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.adaptive_avg_pool2d(x, self.output_size)
+
+
+class LayerNorm(Module):
+    def __init__(self, normalized_shape: Any, eps: float = 1e-5, elementwise_affine: bool = True,
+                 bias: bool = True, dtype: Any = None):
+        super().__init__()
+        self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.eps, self.elementwise_affine = eps, elementwise_affine
+        dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+        if elementwise_affine:
+            self.weight = _filled(self.normalized_shape, 1.0, dt)
+            if bias:
+                self.bias = _filled(self.normalized_shape, 0.0, dt)
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+def _filled(shape: tuple[int, ...], value: float, dtype: Any) -> Parameter:
+    from ..creation import full
+    return Parameter(full(shape, value, dtype=dtype).realize())
+
+
+class _BatchNorm(Module):
+    _expected_ndim: tuple[int, ...] = ()
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, dtype: Any = None):
+        super().__init__()
+        from ..creation import full
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+        if affine:
+            self.weight = _filled((num_features,), 1.0, dt)
+            self.bias = _filled((num_features,), 0.0, dt)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", full((num_features,), 0.0, dtype=dt).realize())
+            self.register_buffer("running_var", full((num_features,), 1.0, dtype=dt).realize())
+            self.register_buffer("num_batches_tracked", full((), 0, dtype=dtypes.int64).realize())
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        if self._expected_ndim and x.ndim not in self._expected_ndim:
+            raise ShapeError(f"{type(self).__name__}: expected a {' or '.join(map(str, self._expected_ndim))}-d "
+                             f"input, got shape {x.shape}")
+        if x.shape[1] != self.num_features:
+            raise ShapeError(f"{type(self).__name__}: expected {self.num_features} channels, got shape {x.shape}")
+        return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                            training=self.training or self.running_mean is None, momentum=self.momentum,
+                            eps=self.eps, num_batches_tracked=self.num_batches_tracked)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    _expected_ndim = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    _expected_ndim = (4,)
+
+
+class Embedding(Module):
+    """A lookup table of `num_embeddings` vectors of size `embedding_dim`, initialized N(0, 1) (the
+    `padding_idx` row zero, and it gets no gradient)."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None, dtype: Any = None):
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise ValueError(f"Embedding: padding_idx {padding_idx} is out of range")
+            padding_idx %= num_embeddings
+        self.padding_idx = padding_idx
+        dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+        self.weight = _parameter((num_embeddings, embedding_dim), dt)
+        init.normal_(self.weight)
+        if padding_idx is not None:
+            from ..creation import arange
+            from ..tensor import where
+            with no_grad():
+                rows = arange(num_embeddings).reshape(num_embeddings, 1)
+                self.weight.node = where(rows == padding_idx, 0.0, self.weight).realize().node
+
+    def forward(self, indices: Tensor) -> Tensor:
+        return F.embedding(indices, self.weight, self.padding_idx)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_embeddings}, {self.embedding_dim}" + \
+            (f", padding_idx={self.padding_idx}" if self.padding_idx is not None else "")
+
+
+class Dropout(Module):
+    def __init__(self, p: float = 0.5, inplace: bool = False):
+        super().__init__()
+        if not 0 <= p <= 1:
+            raise ValueError(f"Dropout: p must be in [0, 1], got {p}")
+        self.p = p
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.dropout(x, self.p, self.training)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
+
+
+class Flatten(Module):
+    def __init__(self, start_dim: int = 1, end_dim: int = -1):
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x.flatten(self.start_dim, self.end_dim)
+
+
+# ---- activations -----------------------------------------------------------------------------------
+
+
+class ReLU(Module):
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.relu(x)
+
+
+class LeakyReLU(Module):
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
+        super().__init__()
+        self.negative_slope = negative_slope
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.leaky_relu(x, self.negative_slope)
+
+
+class GELU(Module):
+    def __init__(self, approximate: str = "none"):
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.gelu(x, self.approximate)
+
+
+class SiLU(Module):
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.silu(x)
+
+
+class Sigmoid(Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return F.sigmoid(x)
+
+
+class Tanh(Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return x.tanh()
+
+
+class Softmax(Module):
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.softmax(x, self.dim)
+
+
+class LogSoftmax(Module):
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.log_softmax(x, self.dim)
+
+
+# ---- losses -------------------------------------------------------------------------------------------
+
+
+class CrossEntropyLoss(Module):
+    def __init__(self, weight: Tensor | None = None, ignore_index: int = -100, reduction: str = "mean",
+                 label_smoothing: float = 0.0):
+        super().__init__()
+        self.weight, self.ignore_index = weight, ignore_index
+        self.reduction, self.label_smoothing = reduction, label_smoothing
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.cross_entropy(input, target, self.weight, self.ignore_index, self.reduction, self.label_smoothing)
+
+
+class NLLLoss(Module):
+    def __init__(self, weight: Tensor | None = None, ignore_index: int = -100, reduction: str = "mean"):
+        super().__init__()
+        self.weight, self.ignore_index, self.reduction = weight, ignore_index, reduction
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.nll_loss(input, target, self.weight, self.ignore_index, self.reduction)
+
+
+class MSELoss(Module):
+    def __init__(self, reduction: str = "mean"):
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.mse_loss(input, target, self.reduction)
+
+
+class L1Loss(Module):
+    def __init__(self, reduction: str = "mean"):
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.l1_loss(input, target, self.reduction)
+
+
+class BCEWithLogitsLoss(Module):
+    def __init__(self, weight: Tensor | None = None, reduction: str = "mean", pos_weight: Tensor | None = None):
+        super().__init__()
+        self.weight, self.reduction, self.pos_weight = weight, reduction, pos_weight
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.binary_cross_entropy_with_logits(input, target, self.weight, self.reduction, self.pos_weight)

@@ -1,0 +1,267 @@
+"""Random numbers generated inside kernels: counter-based, so they fuse and repeat bit for bit.
+
+Each draw is Philox-4x32-10 (Salmon et al., "Parallel random numbers: as easy as
+1, 2, 3", SC'11) applied to a counter built from the element's position (an
+IOTA node) and a per-call offset, under a key made from the seed. Nothing is
+generated on the host: `lt.rand(n) * 2` is one kernel, a dropout mask is
+computed inside the kernel that applies it, and the same seed gives the same
+bits on every backend, since the generator is integer arithmetic only.
+
+The kernel IR has no shifts and no uint32, so the 32-bit words live in int64:
+a 32x32-bit product fits the 64-bit two's-complement wrap, `p // 2**32 & M`
+is its high word and `p & M` its low word (M = 0xFFFFFFFF).
+
+The seed and the offset are kernel parameters (SCALAR nodes), so new draws run
+the same compiled kernel. `manual_seed(s)` resets the offset; every call takes
+the next offset, so a program makes the same draws after the same seed.
+
+- uniform floats use the top 24 bits of a word (float32) or 53 bits of two
+  words (float64): `k * 2**-24` lies in [0, 1);
+- normal floats use the Box-Muller transform of two words;
+- integers in [low, high) use the multiply-high method on one word (a span up
+  to 2**32) or the remainder of 63 random bits (wider spans).
+"""
+from __future__ import annotations
+
+import math
+import threading
+from typing import Any
+
+from . import dtypes
+from .device import get_device
+from .dtypes import DType, default_float, default_int
+from .graph import Op
+from .helpers import prod
+from .kernels.ir import Alu
+from .movement import shape_arg
+
+M32 = 0xFFFFFFFF
+PHILOX_M = (0xD2511F53, 0xCD9E8D57)
+PHILOX_W = (0x9E3779B9, 0xBB67AE85)
+ROUNDS = 10
+OFFSET_BIAS = 1 << 62
+DEFAULT_SEED = 67280421310721  # PyTorch's default, as a reminder that an unseeded run is still repeatable
+
+
+class _Generator(threading.local):
+    def __init__(self) -> None:
+        self.seed = DEFAULT_SEED
+        self.offset = 0
+
+
+_gen = _Generator()
+
+
+def manual_seed(seed: int) -> None:
+    """Seed the generator: the draws that follow are the same in every run and on every backend.
+    (63 bits of the seed are used: s and s + 2**63 give the same numbers.)"""
+    seed = int(seed)
+    if not -(1 << 63) <= seed < (1 << 64):
+        raise ValueError(f"manual_seed: the seed must fit in 64 bits, got {seed}")
+    _gen.seed, _gen.offset = seed & ((1 << 64) - 1), 0
+
+
+seed = manual_seed
+
+
+def initial_seed() -> int:
+    return _gen.seed
+
+
+def get_rng_state() -> tuple[int, int]:
+    """(seed, offset): pass it to `set_rng_state` to repeat the draws that follow."""
+    return _gen.seed, _gen.offset
+
+
+def set_rng_state(state: tuple[int, int]) -> None:
+    _gen.seed, _gen.offset = int(state[0]), int(state[1])
+
+
+def _next_offset() -> int:
+    offset = _gen.offset
+    _gen.offset += 1
+    return offset
+
+
+# ---- Philox-4x32-10 on int64 tensors ------------------------------------------------------------
+
+
+def philox(counter: tuple[Any, Any, Any, Any], key: tuple[Any, Any]) -> tuple[Any, ...]:
+    """Philox-4x32-10 on four int64 tensors of 32-bit words (one shape) with a two-word key
+    (tensors broadcastable to it). Returns the four output words, each in [0, 2**32)."""
+    c0, c1, c2, c3 = counter
+    k0, k1 = key
+    shape = c0.shape
+
+    def const(v: int) -> Any:
+        return c0._const(v, dtypes.int64, c0.device).broadcast_to(shape)
+
+    mask, m0, m1, high = const(M32), const(PHILOX_M[0]), const(PHILOX_M[1]), const(1 << 32)
+
+    def alu(op: Alu, a: Any, b: Any) -> Any:
+        return a._alu(op, dtypes.int64, b)
+
+    for r in range(ROUNDS):
+        if r:
+            k0 = alu(Alu.AND, alu(Alu.ADD, k0, const(PHILOX_W[0])), mask)
+            k1 = alu(Alu.AND, alu(Alu.ADD, k1, const(PHILOX_W[1])), mask)
+        p0, p1 = alu(Alu.MUL, m0, c0), alu(Alu.MUL, m1, c2)
+        hi0 = alu(Alu.AND, alu(Alu.FLOORDIV, p0, high), mask)
+        hi1 = alu(Alu.AND, alu(Alu.FLOORDIV, p1, high), mask)
+        lo0, lo1 = alu(Alu.AND, p0, mask), alu(Alu.AND, p1, mask)
+        c0, c1, c2, c3 = (alu(Alu.XOR, alu(Alu.XOR, hi1, c1), k0), lo1,
+                          alu(Alu.XOR, alu(Alu.XOR, hi0, c3), k1), lo0)
+    return c0, c1, c2, c3
+
+
+def philox_reference(counter: tuple[int, int, int, int], key: tuple[int, int]) -> tuple[int, int, int, int]:
+    """The same function on Python ints, for tests and for reading."""
+    c0, c1, c2, c3 = counter
+    k0, k1 = key
+    for r in range(ROUNDS):
+        if r:
+            k0, k1 = (k0 + PHILOX_W[0]) & M32, (k1 + PHILOX_W[1]) & M32
+        p0, p1 = PHILOX_M[0] * c0, PHILOX_M[1] * c2
+        c0, c1, c2, c3 = ((p1 >> 32) ^ c1 ^ k0) & M32, p1 & M32, ((p0 >> 32) ^ c3 ^ k1) & M32, p0 & M32
+    return c0, c1, c2, c3
+
+
+def _words(shape: tuple[int, ...], device: str, n_words: int) -> list[Any]:
+    """`n_words` independent random 32-bit words (int64 tensors of `shape`) for the next call.
+
+    The counter is (index low, index high, offset low, offset high) and the key (seed low, seed high).
+    The seed and the offset reach the kernel as two int64 parameters, `seed` (>= 0) and
+    `-2**62 - offset`. Graph nodes of equal scalars are one node, which changes a kernel's structure
+    (and so compiles it again): the offset, which changes at every call, is kept far from the seed
+    and from the scalars programs use, so every draw runs the same kernel."""
+    from .tensor import Tensor
+    offset = _next_offset()
+    n = prod(shape)
+    dev = get_device(device).name
+    index = Tensor._make(Op.IOTA, default_int, (n,), (), device=dev).reshape(shape)
+    seed_ = Tensor._scalar(_gen.seed & ((1 << 63) - 1), dtypes.int64, dev, "random").broadcast_to(shape)
+    neg = Tensor._scalar(-OFFSET_BIAS - offset, dtypes.int64, dev, "random").broadcast_to(shape)
+    off = _int_op(Alu.SUB, _int_op(Alu.MUL, neg, -1), OFFSET_BIAS)
+    lo, hi = (index, index._const(0, dtypes.int64, dev).broadcast_to(shape)) if n <= M32 else \
+        (_int_op(Alu.AND, index, M32), _int_op(Alu.FLOORDIV, index, 1 << 32))
+    words = philox((lo, hi,
+                    _int_op(Alu.AND, off, M32), _int_op(Alu.FLOORDIV, off, 1 << 32)),
+                   (_int_op(Alu.AND, seed_, M32), _int_op(Alu.FLOORDIV, seed_, 1 << 32)))
+    return list(words[:n_words])
+
+
+def _int_op(op: Alu, t: Any, value: int) -> Any:
+    """`t op value` for an int64 tensor with `value` baked in as a constant (a division by a power of
+    two compiles to a shift), not passed as a parameter."""
+    return t._alu(op, dtypes.int64, t._const(value, dtypes.int64, t.device).broadcast_to(t.shape))
+
+
+def _float_dtype(dtype: Any) -> DType:
+    dt = dtypes.to_dtype(dtype) if dtype is not None else default_float
+    if not dt.is_float:
+        raise TypeError(f"random: a floating-point dtype is needed here, got {dt.name}")
+    return dt
+
+
+def _uniform01(words: list[Any], dtype: DType) -> Any:
+    """Floats in [0, 1) from the top 24 bits of a word (float32) or 53 bits of two words (float64)."""
+    if dtype == dtypes.float64:
+        a = _int_op(Alu.FLOORDIV, words[0], 1 << 5)  # 27 bits
+        b = _int_op(Alu.FLOORDIV, words[1], 1 << 6)  # 26 bits
+        return (a.cast(dtypes.float64) * float(1 << 26) + b.cast(dtypes.float64)) * (2.0 ** -53)
+    return _int_op(Alu.FLOORDIV, words[0], 1 << 8).cast(dtype) * (2.0 ** -24)
+
+
+def _shape(args: tuple[Any, ...], size: Any, name: str) -> tuple[int, ...]:
+    if size is not None:
+        return shape_arg((size,) if isinstance(size, int) else size, name)
+    return shape_arg(args, name)
+
+
+def rand(*shape: Any, size: Any = None, dtype: Any = None, device: Any = None) -> Any:
+    """Uniform floats in [0, 1): `rand(2, 3)` or `rand((2, 3))`."""
+    shape = _shape(shape, size, "rand")
+    dt = _float_dtype(dtype)
+    return _uniform01(_words(shape, device, 2 if dt == dtypes.float64 else 1), dt)
+
+
+def uniform(low: float = 0.0, high: float = 1.0, size: Any = (), dtype: Any = None, device: Any = None) -> Any:
+    """Uniform floats in [low, high)."""
+    shape = _shape((), size, "uniform")
+    return rand(shape, dtype=dtype, device=device) * (high - low) + low
+
+
+def randn(*shape: Any, size: Any = None, dtype: Any = None, device: Any = None) -> Any:
+    """Standard normal floats (Box-Muller: sqrt(-2 ln(1 - u1)) * cos(2 pi u2))."""
+    shape = _shape(shape, size, "randn")
+    dt = _float_dtype(dtype)
+    words = _words(shape, device, 4 if dt == dtypes.float64 else 2)
+    u1 = _uniform01(words[0:2] if dt == dtypes.float64 else words[0:1], dt)
+    u2 = _uniform01(words[2:4] if dt == dtypes.float64 else words[1:2], dt)
+    radius = ((1 - u1).log() * -2.0).sqrt()  # 1 - u1 is in (0, 1]: no log(0)
+    return radius * (u2 * (2 * math.pi)).cos()
+
+
+def normal(mean: float = 0.0, std: float = 1.0, size: Any = (), dtype: Any = None, device: Any = None) -> Any:
+    shape = _shape((), size, "normal")
+    return randn(shape, dtype=dtype, device=device) * std + mean
+
+
+def randint(low: int, high: int | None = None, size: Any = (), dtype: Any = None, device: Any = None) -> Any:
+    """Integers in [low, high) (`randint(high, size)` starts at 0), int64 by default."""
+    if high is None:
+        low, high = 0, low
+    low, high = int(low), int(high)
+    if high <= low:
+        raise ValueError(f"randint: high ({high}) must be greater than low ({low})")
+    shape = _shape((), size, "randint")
+    dt = dtypes.to_dtype(dtype) if dtype is not None else default_int
+    span = high - low
+    if span > (1 << 63) - 1:
+        raise ValueError(f"randint: the range [{low}, {high}) is wider than 2**63 - 1")
+    words = _words(shape, device, 2)
+    if span <= 1 << 31:
+        k = _int_op(Alu.FLOORDIV, words[0] * span, 1 << 32)  # multiply-high: < 2**63, no overflow
+    else:
+        k = (_int_op(Alu.MUL, _int_op(Alu.AND, words[1], 0x7FFFFFFF), 1 << 32) + words[0]) % span
+    return (k + low).cast(dt)
+
+
+def bernoulli(p: Any, shape: Any = None, device: Any = None) -> Any:
+    """bool tensor, True with probability `p` (a float or a tensor of probabilities)."""
+    from .tensor import Tensor
+    if isinstance(p, Tensor):
+        return rand(p.shape, dtype=p.dtype if p.dtype.is_float else None, device=p.device) < p
+    return rand(shape if shape is not None else (), device=device) < float(p)
+
+
+def rand_like(x: Any, dtype: Any = None) -> Any:
+    return rand(x.shape, dtype=dtype or (x.dtype if x.dtype.is_float else None), device=x.device)
+
+
+def randn_like(x: Any, dtype: Any = None) -> Any:
+    return randn(x.shape, dtype=dtype or (x.dtype if x.dtype.is_float else None), device=x.device)
+
+
+def randint_like(x: Any, low: int, high: int | None = None, dtype: Any = None) -> Any:
+    return randint(low, high, x.shape, dtype=dtype or x.dtype, device=x.device)
+
+
+def randperm(n: int, dtype: Any = None, device: Any = None) -> Any:
+    """A random permutation of 0..n-1: the ranks of n random keys (ties broken by position)."""
+    keys = randint(0, 1 << 62, (n,), device=device)
+    a = keys.reshape(n, 1)
+    b = keys.reshape(1, n)
+    from .creation import arange
+    pos = arange(n, device=device)
+    before = (b < a) | ((b == a) & (pos.reshape(1, n) < pos.reshape(n, 1)))
+    rank = before.cast(default_int).sum(1)  # element i goes to position rank[i]
+    # the permutation lists, for each position j, the element i with rank[i] == j
+    hit = rank.reshape(1, n) == pos.reshape(n, 1)
+    out = (hit.cast(default_int) * pos.reshape(1, n)).sum(1)
+    return out.cast(dtypes.to_dtype(dtype) if dtype is not None else default_int)
+
+
+__all__ = ["manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "rand", "randn", "randint",
+           "uniform", "normal", "bernoulli", "rand_like", "randn_like", "randint_like", "randperm", "philox",
+           "philox_reference"]

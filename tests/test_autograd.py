@@ -1,0 +1,405 @@
+"""Autograd against torch autograd: every primitive rule (through the ops built on it) on several shapes,
+broadcasting, 0-d and non-contiguous inputs; accumulation, detach, no_grad, functional grad; fusion."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from conftest import LAYOUTS, check, random_array
+
+import lazytensor as lt
+
+F64 = lt.float64
+
+
+def leaf_pair(arr: np.ndarray, kind: str = "contiguous"):
+    """(lazytensor leaf, its view of `kind`, torch leaf, torch view): gradients land on the leaves."""
+    if kind == "contiguous" or arr.ndim == 0 or (kind == "transposed" and arr.ndim < 2):
+        base = arr
+        view = lambda t: t  # noqa: E731
+    elif kind == "transposed":
+        base = np.ascontiguousarray(arr.T)
+        view = lambda t: t.permute(*reversed(range(arr.ndim)))  # noqa: E731
+    elif kind == "strided":
+        base = np.repeat(arr, 2, axis=-1)
+        view = lambda t: t[..., ::2]  # noqa: E731
+    elif kind == "flipped":
+        base = np.ascontiguousarray(np.flip(arr, -1))
+        view = lambda t: t.flip(-1)  # noqa: E731
+    else:
+        raise ValueError(kind)
+    x = lt.asarray(base).requires_grad_()
+    t = torch.tensor(base, requires_grad=True)
+    return x, view(x), t, view(t)
+
+
+def check_grads(f_lt, f_torch, arrays, kinds=("contiguous",), seed=7, **tol):
+    """Run f on leaves of each layout kind, backward a random upstream gradient through both, and compare
+    the outputs and the leaves' gradients (values, shapes, dtypes)."""
+    for kind in kinds:
+        pairs = [leaf_pair(a, kind) for a in arrays]
+        out = f_lt(*(p[1] for p in pairs))
+        tout = f_torch(*(p[3] for p in pairs))
+        check(out, tout, **tol)
+        up = random_array(tuple(tout.shape), lt.dtypes.to_dtype(str(tout.dtype).split(".")[-1]), seed=seed)
+        out.backward(lt.asarray(up))
+        tout.backward(torch.tensor(up))
+        for (x, _, t, _) in pairs:
+            assert x.grad is not None, f"no gradient ({kind})"
+            check(x.grad, t.grad, **tol)
+
+
+UNARY = {
+    "neg": (lambda x: -x, lambda t: -t, {}),
+    "abs": (lambda x: x.abs(), lambda t: t.abs(), {}),
+    "reciprocal": (lambda x: x.reciprocal(), lambda t: t.reciprocal(), {"low": 0.5, "high": 3}),
+    "exp": (lambda x: x.exp(), lambda t: t.exp(), {}),
+    "exp2": (lambda x: x.exp2(), lambda t: t.exp2(), {}),
+    "expm1": (lambda x: x.expm1(), lambda t: t.expm1(), {}),
+    "log": (lambda x: x.log(), lambda t: t.log(), {"low": 0.1, "high": 4}),
+    "log2": (lambda x: x.log2(), lambda t: t.log2(), {"low": 0.1, "high": 4}),
+    "log10": (lambda x: x.log10(), lambda t: t.log10(), {"low": 0.1, "high": 4}),
+    "log1p": (lambda x: x.log1p(), lambda t: t.log1p(), {"low": -0.5, "high": 4}),
+    "sqrt": (lambda x: x.sqrt(), lambda t: t.sqrt(), {"low": 0.1, "high": 4}),
+    "rsqrt": (lambda x: x.rsqrt(), lambda t: t.rsqrt(), {"low": 0.1, "high": 4}),
+    "sin": (lambda x: x.sin(), lambda t: t.sin(), {}),
+    "cos": (lambda x: x.cos(), lambda t: t.cos(), {}),
+    "tan": (lambda x: x.tan(), lambda t: t.tan(), {"low": -1.2, "high": 1.2}),
+    "tanh": (lambda x: x.tanh(), lambda t: t.tanh(), {}),
+    "erf": (lambda x: x.erf(), lambda t: t.erf(), {}),
+    "sigmoid": (lambda x: x.sigmoid(), lambda t: t.sigmoid(), {}),
+    "relu": (lambda x: x.relu(), lambda t: t.relu(), {}),
+    "square": (lambda x: x.square(), lambda t: t.square(), {}),
+    "floor": (lambda x: x.floor(), lambda t: t.floor(), {}),
+    "ceil": (lambda x: x.ceil(), lambda t: t.ceil(), {}),
+    "round": (lambda x: x.round(), lambda t: t.round(), {}),
+    "trunc": (lambda x: x.trunc(), lambda t: t.trunc(), {}),
+    "pow_scalar": (lambda x: x ** 3, lambda t: t ** 3, {}),
+    "pow_half": (lambda x: x ** 0.5, lambda t: t ** 0.5, {"low": 0.1, "high": 4}),
+    "rpow": (lambda x: 2.0 ** x, lambda t: 2.0 ** t, {}),
+    "clip": (lambda x: x.clip(-1.0, 1.5), lambda t: t.clamp(-1.0, 1.5), {}),
+}
+
+
+def two_layouts(i: int) -> tuple[str, str]:
+    """Contiguous and one of the non-contiguous layouts, rotating with the case's position."""
+    return "contiguous", LAYOUTS[1 + i % (len(LAYOUTS) - 1)]
+
+
+@pytest.mark.parametrize("name", list(UNARY))
+def test_unary_rules(name):
+    f, g, rng = UNARY[name]
+    check_grads(f, g, [random_array((3, 4), F64, seed=1, **rng)], kinds=two_layouts(list(UNARY).index(name)))
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "tanh", "sigmoid", "relu", "sqrt"])
+def test_unary_rules_0d_and_float32(name):
+    f, g, rng = UNARY[name]
+    check_grads(f, g, [random_array((), F64, seed=2, **rng)])
+    check_grads(f, g, [random_array((5,), lt.float32, seed=3, **rng)])
+
+
+BINARY = {
+    "add": (lambda a, b: a + b, lambda a, b: a + b, {}),
+    "sub": (lambda a, b: a - b, lambda a, b: a - b, {}),
+    "mul": (lambda a, b: a * b, lambda a, b: a * b, {}),
+    "div": (lambda a, b: a / b, lambda a, b: a / b, {"low": 0.5, "high": 3}),
+    "pow": (lambda a, b: a ** b, lambda a, b: a ** b, {"low": 0.5, "high": 2}),
+    "maximum": (lambda a, b: a.maximum(b), lambda a, b: torch.maximum(a, b), {}),
+    "minimum": (lambda a, b: a.minimum(b), lambda a, b: torch.minimum(a, b), {}),
+    "remainder": (lambda a, b: a % b, lambda a, b: a % b, {"low": 0.5, "high": 3}),
+    "where": (lambda a, b: lt.where(a > b, a * 2, b), lambda a, b: torch.where(a > b, a * 2, b), {}),
+}
+
+SHAPE_PAIRS = [((3, 4), (3, 4)), ((3, 1), (1, 4)), ((), (2, 3)), ((2, 1, 3), (4, 1))]
+
+
+@pytest.mark.parametrize("name", list(BINARY))
+@pytest.mark.parametrize("shapes", SHAPE_PAIRS, ids=str)
+def test_binary_rules_broadcasting(name, shapes):
+    f, g, rng = BINARY[name]
+    arrays = [random_array(s, F64, seed=10 + i, **rng) for i, s in enumerate(shapes)]
+    check_grads(f, g, arrays)
+
+
+@pytest.mark.parametrize("name", ["add", "mul", "div", "maximum"])
+def test_binary_rules_non_contiguous(name):
+    f, g, rng = BINARY[name]
+    arrays = [random_array((4, 3), F64, seed=20 + i, **rng) for i in range(2)]
+    check_grads(f, g, arrays, kinds=LAYOUTS)
+
+
+def test_maximum_minimum_ties_split_the_gradient_as_torch():
+    a = np.array([1.0, 2.0, 3.0, 2.0])
+    b = np.array([1.0, 1.0, 3.0, 5.0])
+    check_grads(lambda x, y: x.maximum(y), torch.maximum, [a, b])
+    check_grads(lambda x, y: x.minimum(y), torch.minimum, [a, b])
+
+
+def test_relu_and_clip_at_their_kinks_as_torch():
+    a = np.array([-1.0, 0.0, 0.5, 1.0, 2.0])
+    check_grads(lambda x: x.relu(), torch.relu, [a])
+    check_grads(lambda x: x.clip(0.0, 1.0), lambda t: t.clamp(0.0, 1.0), [a])
+    check_grads(lambda x: x.maximum(0.5), lambda t: t.clamp(min=0.5), [a])
+
+
+def test_pow_at_zero_as_torch():
+    a = np.array([0.0, 0.0, 2.0, 0.0])
+    b = np.array([0.0, 2.0, 0.0, 1.0])
+    check_grads(lambda x, y: x ** y, lambda x, y: x ** y, [a, b])
+
+
+def test_floor_divide_and_rounding_give_zero_gradients():
+    x = lt.asarray([1.5, -2.5, 3.0], dtype=F64).requires_grad_()
+    y = lt.asarray([2.0, 2.0, -1.5], dtype=F64).requires_grad_()
+    ((x // y) + x.floor() + x.round()).sum().backward()
+    check(x.grad, np.zeros(3))
+    check(y.grad, np.zeros(3))
+
+
+REDUCTIONS = {
+    "sum": (lambda x: x.sum(1), lambda t: t.sum(1)),
+    "sum_all": (lambda x: x.sum(), lambda t: t.sum()),
+    "sum_keep": (lambda x: x.sum((0, 2), keepdims=True), lambda t: t.sum((0, 2), keepdim=True)),
+    "mean": (lambda x: x.mean((0, -1)), lambda t: t.mean((0, -1))),
+    "max": (lambda x: x.max(2), lambda t: t.amax(2)),
+    "max_all": (lambda x: x.max(), lambda t: t.amax()),
+    "min": (lambda x: x.min((0, 1), keepdims=True), lambda t: t.amin((0, 1), keepdim=True)),
+    "prod": (lambda x: x.prod(1), lambda t: t.prod(1)),
+    "var": (lambda x: x.var(1, correction=1), lambda t: t.var(1)),
+    "std": (lambda x: x.std(-1), lambda t: t.std(-1, correction=0)),
+    "logsumexp": (lambda x: x.logsumexp(2), lambda t: t.logsumexp(2)),
+    "softmax": (lambda x: x.softmax(1), lambda t: t.softmax(1)),
+    "log_softmax": (lambda x: x.log_softmax(-1), lambda t: t.log_softmax(-1)),
+    "cumsum": (lambda x: x.cumsum(1), lambda t: t.cumsum(1)),
+}
+
+
+@pytest.mark.parametrize("name", list(REDUCTIONS))
+def test_reduction_rules(name):
+    f, g = REDUCTIONS[name]
+    check_grads(f, g, [random_array((2, 3, 4), F64, seed=30, low=0.5, high=2)],
+                kinds=two_layouts(list(REDUCTIONS).index(name)))
+
+
+def test_reductions_of_0d_and_float32():
+    check_grads(lambda x: x.sum(), lambda t: t.sum(), [np.array(2.5)])
+    check_grads(lambda x: x.max(), lambda t: t.amax(), [np.array(2.5)])
+    check_grads(lambda x: x.softmax(0), lambda t: t.softmax(0), [random_array((7,), lt.float32, seed=5)])
+    check_grads(lambda x: x.mean(1), lambda t: t.mean(1), [random_array((3, 5), lt.float32, seed=6)])
+
+
+def test_max_min_ties_share_the_gradient_as_amax():
+    a = np.array([[1.0, 3.0, 3.0, 0.0], [2.0, 2.0, 2.0, 2.0]])
+    check_grads(lambda x: x.max(1), lambda t: t.amax(1), [a])
+    check_grads(lambda x: x.min(), lambda t: t.amin(), [a])
+
+
+def test_prod_with_zeros():
+    a = np.array([[1.5, 0.0, 2.0, 3.0], [0.0, 2.0, 0.0, 1.0], [1.0, 2.0, -3.0, 0.5]])
+    check_grads(lambda x: x.prod(1), lambda t: t.prod(1), [a])
+    check_grads(lambda x: x.prod(0), lambda t: t.prod(0), [a])
+    check_grads(lambda x: x[0].prod(), lambda t: t[0].prod(), [a])
+
+
+MOVEMENT = {
+    "reshape": (lambda x: x.reshape(4, 6), lambda t: t.reshape(4, 6)),
+    "permute": (lambda x: x.permute(2, 0, 1), lambda t: t.permute(2, 0, 1)),
+    "transpose": (lambda x: x.transpose(0, 2), lambda t: t.transpose(0, 2)),
+    "broadcast": (lambda x: x[:, :1].broadcast_to(5, 2, 3, 4), lambda t: t[:, :1].expand(5, 2, 3, 4)),
+    "pad": (lambda x: x.pad(((1, 0), (0, 2), (1, 1))), lambda t: torch.nn.functional.pad(t, (1, 1, 0, 2, 1, 0))),
+    "slice": (lambda x: x[1:, 1:3, ::2], lambda t: t[1:, 1:3, ::2]),
+    "slice_step3": (lambda x: x[:, ::3, 1::3], lambda t: t[:, ::3, 1::3]),
+    "slice_negative": (lambda x: x[::-1, ::-2, 2:0:-1], lambda t: t.flip(0).flip(1)[:, ::2].flip(2)[:, :, 1:3]),
+    "index": (lambda x: x[1, :, 2], lambda t: t[1, :, 2]),
+    "flip": (lambda x: x.flip((0, 2)), lambda t: t.flip((0, 2))),
+    "squeeze_unsqueeze": (lambda x: x.unsqueeze(1)[:, :, :1].squeeze(), lambda t: t.unsqueeze(1)[:, :, :1].squeeze()),
+    "concat": (lambda x: lt.concat([x, x * 2], 1), lambda t: torch.cat([t, t * 2], 1)),
+    "stack": (lambda x: lt.stack([x[0], x[1]], -1), lambda t: torch.stack([t[0], t[1]], -1)),
+    "split": (lambda x: x.split([1, 2], 1)[1], lambda t: t.split([1, 2], 1)[1]),
+    "tile": (lambda x: x.tile(2, 1, 3), lambda t: t.repeat(2, 1, 3)),
+    "flatten": (lambda x: x.flatten(1), lambda t: t.flatten(1)),
+    "contiguous": (lambda x: x.T.contiguous(), lambda t: t.permute(2, 1, 0).contiguous()),
+}
+
+
+@pytest.mark.parametrize("name", list(MOVEMENT))
+def test_movement_rules(name):
+    f, g = MOVEMENT[name]
+    check_grads(f, g, [random_array((2, 3, 4), F64, seed=40)], kinds=two_layouts(list(MOVEMENT).index(name)))
+
+
+def test_strided_slices_of_several_phases():
+    arr = random_array((11,), F64, seed=41)
+    for start, step in [(0, 2), (1, 2), (2, 3), (1, 4), (3, 5)]:
+        check_grads(lambda x: x[start::step] * 3, lambda t: t[start::step] * 3, [arr])
+
+
+def test_cast_rule():
+    # float32 math inside, exact in both libraries (exp would differ by an ulp, then compared as float64)
+    check_grads(lambda x: x.cast(lt.float32) * 3, lambda t: t.float() * 3, [random_array((3,), F64, seed=42)])
+    check_grads(lambda x: x.cast(F64) * 2, lambda t: t.double() * 2, [random_array((3,), lt.float32, seed=43)])
+
+
+LINALG = {
+    "matmul": ((3, 4), (4, 5), lambda a, b: a @ b),
+    "batched": ((2, 3, 4), (4, 2), lambda a, b: a @ b),
+    "broadcast_batch": ((2, 1, 3, 4), (5, 4, 2), lambda a, b: a @ b),
+    "vector_matrix": ((4,), (4, 3), lambda a, b: a @ b),
+    "matrix_vector": ((3, 4), (4,), lambda a, b: a @ b),
+    "dot": ((4,), (4,), lambda a, b: a.dot(b) if isinstance(a, lt.Tensor) else torch.dot(a, b)),
+    "outer": ((3,), (4,), lambda a, b: a.outer(b) if isinstance(a, lt.Tensor) else torch.outer(a, b)),
+    "tensordot": ((2, 3, 4), (3, 4, 5), lambda a, b: a.tensordot(b, 2) if isinstance(a, lt.Tensor)
+                  else torch.tensordot(a, b, 2)),
+}
+
+
+@pytest.mark.parametrize("name", list(LINALG))
+def test_linalg(name):
+    sa, sb, f = LINALG[name]
+    kinds = ("contiguous", "transposed") if len(sa) >= 2 else ("contiguous",)
+    check_grads(f, f, [random_array(sa, F64, seed=50), random_array(sb, F64, seed=51)], kinds=kinds)
+
+
+def test_composite_expression_float32():
+    def f(x, w, b):
+        h = (x @ w + b).tanh()
+        return (h * h).mean(0).sqrt()
+    arrays = [random_array((4, 3), lt.float32, seed=60), random_array((3, 5), lt.float32, seed=61),
+              random_array((5,), lt.float32, seed=62)]
+    check_grads(f, f, arrays)
+
+
+# ---- the autograd machinery -------------------------------------------------------------------------
+
+
+def test_scalar_backward_and_accumulation():
+    x = lt.asarray([1.0, 2.0, 3.0]).requires_grad_()
+    (x * x).sum().backward()
+    check(x.grad, np.array([2.0, 4.0, 6.0], np.float32))
+    (x * 3).sum().backward()  # accumulates into .grad
+    check(x.grad, np.array([5.0, 7.0, 9.0], np.float32))
+    x.grad = None
+    y = (x * x).sum()
+    y.backward()
+    y.backward()  # the graph is kept: backward twice accumulates twice
+    check(x.grad, np.array([4.0, 8.0, 12.0], np.float32))
+
+
+def test_shared_subexpressions_accumulate():
+    check_grads(lambda x: (x * x).exp() + x * (x * x), lambda t: (t * t).exp() + t * (t * t),
+                [random_array((3,), F64, seed=70)])
+
+
+def test_backward_errors():
+    x = lt.asarray([1.0, 2.0]).requires_grad_()
+    with pytest.raises(RuntimeError, match="scalar"):
+        (x * 2).backward()
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        lt.asarray([1.0]).sum().backward()
+    with pytest.raises(RuntimeError, match="floating-point"):
+        (x > 1).backward()
+    with pytest.raises(RuntimeError, match="not differentiable"):
+        (x > 1).cast(lt.float32).sum().backward()
+    with pytest.raises(RuntimeError, match="shape"):
+        (x * 2).backward(lt.ones(3))
+
+
+def test_argmax_and_comparisons_pass_no_gradient():
+    x = lt.asarray([1.0, 3.0, 2.0]).requires_grad_()
+    t = torch.tensor([1.0, 3.0, 2.0], requires_grad=True)
+    y = x * (x.argmax() == 1).cast(lt.float32) + (x > 1).cast(lt.float32) * 0
+    ty = t * (t.argmax() == 1).float() + (t > 1).float() * 0
+    y.sum().backward()
+    ty.sum().backward()
+    check(x.grad, t.grad)
+
+
+def test_detach_and_no_grad():
+    x = lt.asarray([1.0, 2.0]).requires_grad_()
+    y = x * x
+    z = y.detach() * x  # d/dx = y, not 3x^2
+    assert not y.detach().requires_grad
+    z.sum().backward()
+    check(x.grad, np.array([1.0, 4.0], np.float32))
+    with lt.no_grad():
+        w = x * 2
+        assert lt.autograd.is_grad_enabled() is False
+        with lt.enable_grad():
+            assert (x * 2).requires_grad
+    assert not w.requires_grad and w._ctx is None
+    assert lt.autograd.is_grad_enabled()
+
+
+def test_leaves_that_do_not_require_grad_get_nothing():
+    x = lt.asarray([1.0, 2.0]).requires_grad_()
+    c = lt.asarray([3.0, 4.0])
+    (x * c).sum().backward()
+    assert c.grad is None
+    check(x.grad, np.array([3.0, 4.0], np.float32))
+
+
+def test_functional_grad():
+    f = lambda x, y: (x * x * y).sum()  # noqa: E731
+    x, y = lt.asarray([1.0, 2.0]), lt.asarray([3.0, 5.0])
+    check(lt.grad(f)(x, y), np.array([6.0, 20.0], np.float32))
+    gx, gy = lt.grad(f, argnums=(0, 1))(x, y)
+    check(gy, np.array([1.0, 4.0], np.float32))
+    g, aux = lt.grad(lambda x: ((x * 2).sum(), "aux"), has_aux=True)(x)
+    assert aux == "aux"
+    check(g, np.array([2.0, 2.0], np.float32))
+    value, g = lt.value_and_grad(lambda x: (x ** 3).sum())(x)
+    check(value, np.array(9.0, np.float32))
+    check(g, np.array([3.0, 12.0], np.float32))
+    assert x.grad is None  # grad() does not touch .grad
+
+
+def test_higher_order_grad():
+    f = lambda x: (x ** 3).sum()  # noqa: E731
+    x = lt.asarray([1.0, -2.0], dtype=F64)
+    check(lt.grad(lambda x: lt.grad(f)(x).sum())(x), np.array([6.0, -12.0]))
+    t = torch.tensor([0.3, 1.2], dtype=torch.float64, requires_grad=True)
+    (g,) = torch.autograd.grad(t.sin().exp().sum(), t, create_graph=True)
+    (gg,) = torch.autograd.grad(g.sum(), t)
+    check(lt.grad(lambda x: lt.grad(lambda y: y.sin().exp().sum())(x).sum())(lt.asarray([0.3, 1.2], dtype=F64)), gg)
+
+
+def test_gradients_of_intermediates():
+    x = lt.asarray([1.0, 2.0]).requires_grad_()
+    h = x * 3
+    y = (h * h).sum()
+    gh, gx = lt.gradients(y, [h, x])
+    check(gh, np.array([6.0, 12.0], np.float32))
+    check(gx, np.array([18.0, 36.0], np.float32))
+    assert x.grad is None
+
+
+def test_deep_chain_does_not_recurse():
+    x = lt.asarray([1.0]).requires_grad_()
+    y = x
+    for _ in range(2000):
+        y = y * 1.0 + 0.0
+    y.sum().backward()
+    check(x.grad, np.array([1.0], np.float32))
+
+
+def test_backward_fuses():
+    """The gradient of an elementwise chain is one kernel; with the forward it reads, still one."""
+    x = lt.asarray(random_array((64,), lt.float32, seed=80)).requires_grad_()
+    y = ((x * 2).exp().sin() * x).sum()
+    y.backward()
+    assert len(lt.schedule(x.grad)) == 1
+    lt.reset_stats()
+    lt.realize(y, x.grad)
+    assert lt.stats().kernels_launched == 2  # the loss (a reduction) and the gradient (elementwise)
+
+
+def test_grad_of_a_matmul_is_one_kernel_per_operand():
+    """The relu mask needs the product, computed once; then one reduction per operand's gradient."""
+    a = lt.asarray(random_array((8, 16), lt.float32, seed=81)).requires_grad_()
+    b = lt.asarray(random_array((16, 4), lt.float32, seed=82)).requires_grad_()
+    (a @ b).relu().sum().backward()
+    assert len(lt.schedule(a.grad, b.grad)) == 3
+    a.grad = b.grad = None
+    (a @ b).sum().backward()
+    assert len(lt.schedule(a.grad)) == 1 and len(lt.schedule(b.grad)) == 1

@@ -1,0 +1,483 @@
+"""lazytensor.nn against torch.nn, with the weights copied over: outputs, input gradients and parameter
+gradients of every layer and loss; the Module API; PyTorch's initialization distributions."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from conftest import check, random_array
+
+import lazytensor as lt
+from lazytensor import nn
+
+F = nn.functional
+F64 = lt.float64
+
+
+def copy_weights(module: nn.Module, tmodule: torch.nn.Module) -> None:
+    module.load_state_dict({k: v.detach().numpy() for k, v in tmodule.state_dict().items()})
+
+
+def run_both(module, tmodule, arr: np.ndarray, seed: int = 3, train_input: bool = True, **tol):
+    """Forward both on `arr`, backward the same random upstream gradient, compare the output, the input
+    gradient and every parameter's gradient."""
+    x = lt.asarray(arr).requires_grad_(train_input)
+    t = torch.tensor(arr, requires_grad=train_input)
+    out, tout = module(x), tmodule(t)
+    check(out, tout, **tol)
+    up = random_array(tuple(tout.shape), lt.float64 if tout.dtype == torch.float64 else lt.float32, seed=seed)
+    out.backward(lt.asarray(up))
+    tout.backward(torch.tensor(up))
+    if train_input:
+        check(x.grad, t.grad, **tol)
+    tparams = dict(tmodule.named_parameters())
+    for name, p in module.named_parameters():
+        check(p.grad, tparams[name].grad, **tol)
+    return out, tout
+
+
+def test_linear():
+    torch.manual_seed(0)
+    tm = torch.nn.Linear(5, 3, dtype=torch.float64)
+    m = nn.Linear(5, 3, dtype=F64)
+    copy_weights(m, tm)
+    run_both(m, tm, random_array((4, 5), F64, seed=1))
+    run_both(m, tm, random_array((2, 3, 5), F64, seed=2))  # extra batch axes
+
+
+def test_linear_without_bias_float32():
+    torch.manual_seed(0)
+    tm = torch.nn.Linear(6, 2, bias=False)
+    m = nn.Linear(6, 2, bias=False)
+    assert m.bias is None and [n for n, _ in m.named_parameters()] == ["weight"]
+    copy_weights(m, tm)
+    run_both(m, tm, random_array((3, 6), lt.float32, seed=1))
+
+
+CONV = [  # (in, out, kernel, stride, padding, dilation, groups, input H, W)
+    (3, 4, 3, 1, 0, 1, 1, 7, 6),
+    (3, 4, 3, 1, 1, 1, 1, 6, 6),
+    (4, 6, 3, 2, 1, 1, 2, 9, 8),
+    (2, 3, (3, 2), (2, 1), (1, 0), (2, 1), 1, 9, 7),
+    (4, 4, 3, 1, "same", 2, 4, 7, 7),
+    (2, 4, 2, 2, 0, 1, 1, 8, 8),
+    (1, 2, 5, 3, 2, 1, 1, 11, 10),
+]
+
+
+@pytest.mark.parametrize("cfg", CONV, ids=str)
+def test_conv2d(cfg):
+    cin, cout, k, s, p, d, g, h, w = cfg
+    torch.manual_seed(1)
+    tm = torch.nn.Conv2d(cin, cout, k, s, p, d, g, dtype=torch.float64)
+    m = nn.Conv2d(cin, cout, k, s, p, d, g, dtype=F64)
+    copy_weights(m, tm)
+    run_both(m, tm, random_array((2, cin, h, w), F64, seed=4))
+
+
+def test_conv2d_functional_without_bias_and_3d_input():
+    x, w = random_array((2, 5, 5), F64, seed=5), random_array((3, 2, 3, 3), F64, seed=6)
+    check(F.conv2d(lt.asarray(x), lt.asarray(w), padding=1),
+          torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), padding=1))
+
+
+def test_conv2d_shape_errors():
+    with pytest.raises(lt.ShapeError):
+        F.conv2d(lt.zeros(1, 3, 5, 5), lt.zeros(4, 2, 3, 3))
+    with pytest.raises(lt.ShapeError):
+        F.conv2d(lt.zeros(1, 1, 2, 2), lt.zeros(1, 1, 3, 3))
+
+
+POOL = [  # (kernel, stride, padding, dilation, ceil_mode)
+    (2, None, 0, 1, False),
+    (3, 2, 1, 1, False),
+    ((2, 3), (1, 2), (1, 1), 1, False),
+    (3, 1, 0, 2, False),
+    (3, 2, 1, 1, True),
+    (2, 2, 0, 1, True),
+]
+
+
+@pytest.mark.parametrize("cfg", POOL, ids=str)
+def test_max_pool2d(cfg):
+    k, s, p, d, ceil = cfg
+    tm = torch.nn.MaxPool2d(k, s, p, d, ceil_mode=ceil)
+    m = nn.MaxPool2d(k, s, p, d, ceil_mode=ceil)
+    run_both(m, tm, random_array((2, 3, 7, 9), F64, seed=7))
+
+
+@pytest.mark.parametrize("cfg", POOL, ids=str)
+@pytest.mark.parametrize("include_pad", [True, False])
+def test_avg_pool2d(cfg, include_pad):
+    k, s, p, d, ceil = cfg
+    if d != 1:
+        return  # avg_pool2d has no dilation
+    tm = torch.nn.AvgPool2d(k, s, p, ceil_mode=ceil, count_include_pad=include_pad)
+    m = nn.AvgPool2d(k, s, p, ceil_mode=ceil, count_include_pad=include_pad)
+    run_both(m, tm, random_array((2, 3, 7, 9), F64, seed=8))
+
+
+def test_pool_of_3d_input_and_adaptive_average():
+    x = random_array((3, 6, 6), F64, seed=9)
+    check(F.max_pool2d(lt.asarray(x), 2), torch.nn.functional.max_pool2d(torch.tensor(x), 2))
+    x4 = random_array((2, 3, 6, 4), F64, seed=10)
+    run_both(nn.AdaptiveAvgPool2d(1), torch.nn.AdaptiveAvgPool2d(1), x4)
+    run_both(nn.AdaptiveAvgPool2d((3, 2)), torch.nn.AdaptiveAvgPool2d((3, 2)), x4)
+
+
+def test_layer_norm():
+    torch.manual_seed(2)
+    for shape in [(6,), (3, 6)]:
+        tm = torch.nn.LayerNorm(shape, dtype=torch.float64)
+        with torch.no_grad():
+            tm.weight.uniform_(0.5, 1.5)
+            tm.bias.uniform_(-0.5, 0.5)
+        m = nn.LayerNorm(shape, dtype=F64)
+        copy_weights(m, tm)
+        run_both(m, tm, random_array((4, 3, 6), F64, seed=11))
+    run_both(nn.LayerNorm(6, elementwise_affine=False, dtype=F64),
+             torch.nn.LayerNorm(6, elementwise_affine=False, dtype=torch.float64), random_array((2, 6), F64, seed=12))
+
+
+def test_batch_norm2d_train_and_eval():
+    torch.manual_seed(3)
+    tm = torch.nn.BatchNorm2d(3, dtype=torch.float64)
+    with torch.no_grad():
+        tm.weight.uniform_(0.5, 1.5)
+        tm.bias.uniform_(-0.5, 0.5)
+    m = nn.BatchNorm2d(3, dtype=F64)
+    copy_weights(m, tm)
+    for step in range(2):
+        for p, tp in zip(m.parameters(), tm.parameters()):
+            p.grad, tp.grad = None, None
+        run_both(m, tm, random_array((4, 3, 5, 5), F64, seed=13 + step, low=-1, high=3))
+    check(m.running_mean, tm.running_mean)
+    check(m.running_var, tm.running_var)
+    check(m.num_batches_tracked, tm.num_batches_tracked)
+    m.eval()
+    tm.eval()
+    run_both(m, tm, random_array((2, 3, 5, 5), F64, seed=15))
+    assert set(m.state_dict()) == set(tm.state_dict())
+
+
+def test_batch_norm_momentum_none_and_no_running_stats():
+    tm = torch.nn.BatchNorm2d(2, momentum=None, dtype=torch.float64)
+    m = nn.BatchNorm2d(2, momentum=None, dtype=F64)
+    for step in range(3):
+        run_both(m, tm, random_array((3, 2, 2, 2), F64, seed=20 + step))
+    check(m.running_mean, tm.running_mean)
+    check(m.running_var, tm.running_var)
+    tm2 = torch.nn.BatchNorm2d(2, track_running_stats=False, affine=False, dtype=torch.float64).eval()
+    m2 = nn.BatchNorm2d(2, track_running_stats=False, affine=False, dtype=F64).eval()
+    run_both(m2, tm2, random_array((3, 2, 2, 2), F64, seed=24))
+
+
+def test_batch_norm_running_stats_realize_with_the_next_schedule():
+    m = nn.BatchNorm2d(2)
+    y = m(lt.asarray(random_array((4, 2, 3, 3), lt.float32, seed=25)))
+    assert not m.running_mean.is_realized
+    y.realize()
+    assert m.running_mean.is_realized and m.running_var.is_realized and m.num_batches_tracked.is_realized
+
+
+def test_embedding():
+    torch.manual_seed(4)
+    tm = torch.nn.Embedding(7, 3, dtype=torch.float64)
+    m = nn.Embedding(7, 3, dtype=F64)
+    copy_weights(m, tm)
+    idx = np.array([[1, 3, 3], [0, 6, 1]])
+    out, tout = m(lt.asarray(idx)), tm(torch.tensor(idx))
+    check(out, tout)
+    up = random_array((2, 3, 3), F64, seed=26)
+    out.backward(lt.asarray(up))
+    tout.backward(torch.tensor(up))
+    check(m.weight.grad, tm.weight.grad)  # repeated indices accumulate
+
+
+def test_embedding_padding_idx():
+    torch.manual_seed(5)
+    tm = torch.nn.Embedding(5, 2, padding_idx=1, dtype=torch.float64)
+    m = nn.Embedding(5, 2, padding_idx=1, dtype=F64)
+    check(m.weight[1], np.zeros(2))
+    copy_weights(m, tm)
+    idx = np.array([1, 2, 1, 4])
+    out, tout = m(lt.asarray(idx)), tm(torch.tensor(idx))
+    check(out, tout)
+    out.sum().backward()
+    tout.sum().backward()
+    check(m.weight.grad, tm.weight.grad)
+
+
+ACTIVATIONS = {
+    "relu": (nn.ReLU(), torch.nn.ReLU()),
+    "leaky_relu": (nn.LeakyReLU(0.2), torch.nn.LeakyReLU(0.2)),
+    "gelu": (nn.GELU(), torch.nn.GELU()),
+    "gelu_tanh": (nn.GELU("tanh"), torch.nn.GELU("tanh")),
+    "silu": (nn.SiLU(), torch.nn.SiLU()),
+    "sigmoid": (nn.Sigmoid(), torch.nn.Sigmoid()),
+    "tanh": (nn.Tanh(), torch.nn.Tanh()),
+    "softmax": (nn.Softmax(1), torch.nn.Softmax(1)),
+    "log_softmax": (nn.LogSoftmax(-1), torch.nn.LogSoftmax(-1)),
+    "flatten": (nn.Flatten(), torch.nn.Flatten()),
+    "identity": (nn.Identity(), torch.nn.Identity()),
+}
+
+
+@pytest.mark.parametrize("name", list(ACTIVATIONS))
+def test_activations(name):
+    m, tm = ACTIVATIONS[name]
+    run_both(m, tm, random_array((3, 4, 2), F64, seed=27, low=-4, high=4))
+
+
+def test_activations_float32_and_extremes():
+    x = np.array([-200.0, -90.0, -20.0, -1.0, 0.0, 1.0, 20.0, 90.0, 200.0], np.float32)
+    for f, tf in [(F.sigmoid, torch.sigmoid), (F.silu, torch.nn.functional.silu), (F.gelu, torch.nn.functional.gelu),
+                  (lambda v: F.softplus(v), torch.nn.functional.softplus)]:
+        a = lt.asarray(x).requires_grad_()
+        t = torch.tensor(x, requires_grad=True)
+        out, tout = f(a), tf(t)
+        check(out, tout)
+        out.sum().backward()
+        tout.sum().backward()
+        assert np.isfinite(a.grad.numpy()).all()
+        check(a.grad, t.grad)
+
+
+def test_dropout_module_train_and_eval():
+    m = nn.Dropout(0.5)
+    x = lt.ones(1000)
+    lt.manual_seed(0)
+    y = m(x).numpy()
+    assert set(np.unique(y)) == {0.0, 2.0}
+    m.eval()
+    assert m(x) is x
+    with pytest.raises(ValueError):
+        nn.Dropout(1.5)
+
+
+def test_dropout_gradient_uses_the_same_mask():
+    lt.manual_seed(1)
+    x = lt.asarray(random_array((50,), lt.float32, seed=28)).requires_grad_()
+    y = F.dropout(x, 0.4)
+    y.sum().backward()
+    kept = y.numpy() != 0
+    check(x.grad, np.where(kept, np.float32(1 / 0.6), np.float32(0)))
+
+
+LOGITS = random_array((6, 5), F64, seed=30)
+LABELS = np.array([0, 4, 2, 2, 1, 3])
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_cross_entropy(reduction, smoothing, weighted):
+    weight = random_array((5,), F64, seed=31, low=0.5, high=2) if weighted else None
+    labels = LABELS.copy()
+    labels[1] = -100  # ignored
+    x = lt.asarray(LOGITS).requires_grad_()
+    t = torch.tensor(LOGITS, requires_grad=True)
+    out = F.cross_entropy(x, lt.asarray(labels), None if weight is None else lt.asarray(weight),
+                          reduction=reduction, label_smoothing=smoothing)
+    tout = torch.nn.functional.cross_entropy(t, torch.tensor(labels), None if weight is None else torch.tensor(weight),
+                                             reduction=reduction, label_smoothing=smoothing)
+    check(out, tout)
+    up = random_array(tuple(tout.shape), F64, seed=32)
+    out.backward(lt.asarray(up))
+    tout.backward(torch.tensor(up))
+    check(x.grad, t.grad)
+
+
+def test_cross_entropy_spatial_and_module():
+    logits = random_array((2, 4, 3, 3), F64, seed=33)
+    labels = np.random.default_rng(0).integers(0, 4, (2, 3, 3))
+    m, tm = nn.CrossEntropyLoss(label_smoothing=0.2), torch.nn.CrossEntropyLoss(label_smoothing=0.2)
+    x, t = lt.asarray(logits).requires_grad_(), torch.tensor(logits, requires_grad=True)
+    out, tout = m(x, lt.asarray(labels)), tm(t, torch.tensor(labels))
+    check(out, tout)
+    out.backward()
+    tout.backward()
+    check(x.grad, t.grad)
+
+
+def test_cross_entropy_float32_training_shape():
+    logits = random_array((32, 10), lt.float32, seed=34)
+    labels = np.random.default_rng(1).integers(0, 10, 32)
+    x, t = lt.asarray(logits).requires_grad_(), torch.tensor(logits, requires_grad=True)
+    out = F.cross_entropy(x, lt.asarray(labels))
+    tout = torch.nn.functional.cross_entropy(t, torch.tensor(labels))
+    check(out, tout)
+    out.backward()
+    tout.backward()
+    check(x.grad, t.grad)
+    with pytest.raises(lt.DTypeError):
+        F.cross_entropy(x, lt.asarray(labels.astype(np.float32)))
+
+
+def test_nll_mse_l1_bce():
+    a, b = random_array((4, 3), F64, seed=35), random_array((4, 3), F64, seed=36)
+    p = 1 / (1 + np.exp(-a))
+    y = (b > 0).astype(np.float64)
+    cases = [
+        (lambda x: F.mse_loss(x, lt.asarray(b)), lambda t: torch.nn.functional.mse_loss(t, torch.tensor(b)), a),
+        (lambda x: F.l1_loss(x, lt.asarray(b), reduction="sum"),
+         lambda t: torch.nn.functional.l1_loss(t, torch.tensor(b), reduction="sum"), a),
+        (lambda x: F.nll_loss(x.log_softmax(1), lt.asarray(LABELS[:4] % 3)),
+         lambda t: torch.nn.functional.nll_loss(t.log_softmax(1), torch.tensor(LABELS[:4] % 3)), a),
+        (lambda x: F.binary_cross_entropy_with_logits(x, lt.asarray(y)),
+         lambda t: torch.nn.functional.binary_cross_entropy_with_logits(t, torch.tensor(y)), a),
+        (lambda x: F.binary_cross_entropy(x, lt.asarray(y)),
+         lambda t: torch.nn.functional.binary_cross_entropy(t, torch.tensor(y)), p),
+    ]
+    for f, tf, arr in cases:
+        x, t = lt.asarray(arr).requires_grad_(), torch.tensor(arr, requires_grad=True)
+        out, tout = f(x), tf(t)
+        check(out, tout)
+        out.backward()
+        tout.backward()
+        check(x.grad, t.grad)
+
+
+# ---- the Module API ---------------------------------------------------------------------------------
+
+
+def mlp():
+    return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+
+
+def test_sequential_parameters_state_dict_and_load():
+    torch.manual_seed(6)
+    m, tm = mlp(), torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+    assert [n for n, _ in m.named_parameters()] == [n for n, _ in tm.named_parameters()]
+    assert [p.shape for p in m.parameters()] == [tuple(p.shape) for p in tm.parameters()]
+    assert list(m.state_dict()) == list(tm.state_dict())
+    copy_weights(m, tm)
+    x = random_array((5, 4), lt.float32, seed=37)
+    check(m(lt.asarray(x)), tm(torch.tensor(x)))
+    assert len(m) == 3 and isinstance(m[1], nn.ReLU) and len(m[1:]) == 2
+    with pytest.raises(KeyError):
+        m.load_state_dict({"0.weight": np.zeros((8, 4), np.float32)})
+    result = m.load_state_dict({"0.weight": np.zeros((8, 4), np.float32)}, strict=False)
+    assert "0.bias" in result.missing_keys
+    check(m[0].weight, np.zeros((8, 4), np.float32))
+    with pytest.raises(lt.ShapeError):
+        m.load_state_dict({"0.weight": np.zeros((4, 8), np.float32)}, strict=False)
+
+
+def test_state_dict_is_a_snapshot_and_round_trips():
+    m = mlp()
+    sd = m.state_dict()
+    before = sd["0.weight"].numpy().copy()
+    with lt.no_grad():
+        m[0].weight.node = (m[0].weight * 2).node
+    np.testing.assert_array_equal(sd["0.weight"].numpy(), before)
+    m.load_state_dict(sd)
+    np.testing.assert_array_equal(m[0].weight.numpy(), before)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 2, 3)
+        self.bn = nn.BatchNorm2d(2)
+        self.head = nn.Sequential(nn.Flatten(), nn.Linear(2 * 4 * 4, 3))
+        self.scale = 2.0
+
+    def forward(self, x):
+        return self.head(self.bn(self.conv(x)).relu()) * self.scale
+
+
+def test_custom_module_train_eval_buffers_and_zero_grad():
+    net = Net()
+    names = [n for n, _ in net.named_parameters()]
+    assert names == ["conv.weight", "conv.bias", "bn.weight", "bn.bias", "head.1.weight", "head.1.bias"]
+    assert [n for n, _ in net.named_buffers()] == ["bn.running_mean", "bn.running_var", "bn.num_batches_tracked"]
+    assert "bn.running_mean" in net.state_dict()
+    assert net.training and net.bn.training
+    net.eval()
+    assert not net.training and not net.bn.training and not net.head[1].training
+    net.train()
+    out = net(lt.asarray(random_array((2, 1, 6, 6), lt.float32, seed=38)))
+    out.sum().backward()
+    assert all(p.grad is not None for p in net.parameters())
+    net.zero_grad()
+    assert all(p.grad is None for p in net.parameters())
+    assert "Conv2d" in repr(net) and "(head): Sequential" in repr(net)
+    with pytest.raises(AttributeError):
+        net.nothing  # noqa: B018
+    with pytest.raises(TypeError):
+        net.conv.weight = lt.zeros(2, 1, 3, 3)  # a parameter is replaced by a Parameter
+
+
+def test_module_to_float64_and_requires_grad():
+    m = mlp().to(lt.float64)
+    assert all(p.dtype == lt.float64 for p in m.parameters())
+    assert all(isinstance(p, nn.Parameter) and p.requires_grad for p in m.parameters())
+    m.requires_grad_(False)
+    assert not any(p.requires_grad for p in m.parameters())
+
+
+# ---- initialization ---------------------------------------------------------------------------------
+
+
+def test_default_initialization_matches_torch_distributions():
+    lt.manual_seed(0)
+    fan_in = 200
+    w = nn.Linear(fan_in, 300).weight.numpy()
+    bound = 1 / math.sqrt(fan_in)
+    assert w.min() >= -bound and w.max() <= bound
+    assert abs(w.std() - bound / math.sqrt(3)) < 0.01 * bound
+    assert abs(w.mean()) < 0.01 * bound
+    conv = nn.Conv2d(4, 64, 3, groups=2)
+    b = 1 / math.sqrt(2 * 9)
+    assert conv.weight.shape == (64, 2, 3, 3) and np.abs(conv.weight.numpy()).max() <= b
+    assert np.abs(conv.bias.numpy()).max() <= b
+    e = nn.Embedding(1000, 64).weight.numpy()
+    assert abs(e.std() - 1) < 0.02 and abs(e.mean()) < 0.02
+    ln, bn = nn.LayerNorm(5), nn.BatchNorm2d(3)
+    check(ln.weight, np.ones(5, np.float32))
+    check(bn.bias, np.zeros(3, np.float32))
+    check(bn.running_var, np.ones(3, np.float32))
+
+
+def test_init_functions():
+    lt.manual_seed(1)
+    t = nn.Parameter(lt.zeros(400, 300))
+    std = math.sqrt(2.0 / (400 + 300))
+    assert abs(nn.init.xavier_normal_(t).numpy().std() - std) < 0.02 * std
+    assert abs(nn.init.kaiming_normal_(t, nonlinearity="relu").numpy().std() - math.sqrt(2 / 300)) < 0.002
+    bound = math.sqrt(6 / 300)
+    u = nn.init.kaiming_uniform_(t, nonlinearity="relu").numpy()
+    assert u.min() >= -bound and u.max() <= bound
+    v = nn.init.trunc_normal_(t, std=0.5, a=-1, b=1).numpy()
+    assert v.min() >= -1 and v.max() <= 1 and abs(v.mean()) < 0.01
+    check(nn.init.constant_(t, 0.25)[0, :3], np.full(3, 0.25, np.float32))
+    assert t.is_realized
+    assert nn.init.calculate_gain("tanh") == 5 / 3
+
+
+# ---- the training example ----------------------------------------------------------------------------
+
+
+def test_digits_example_trains(capsys):
+    """examples/train_digits.py's training loop on digit-like data made here (scikit-learn is only an extra
+    of the examples): the loss falls within a few steps."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parent.parent / "examples" / "train_digits.py"
+    spec = importlib.util.spec_from_file_location("train_digits", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    rng = np.random.default_rng(0)
+    prototypes = rng.random((10, 1, 8, 8)).astype(np.float32)
+    y = rng.integers(0, 10, 256)
+    x = (prototypes[y] + 0.3 * rng.standard_normal((256, 1, 8, 8))).astype(np.float32)
+    lt.manual_seed(0)
+    model = example.mlp()
+    losses = example.train(model, x, y, epochs=2, batch_size=32, lr=1e-2)
+    assert len(losses) == 16
+    assert np.mean(losses[-4:]) < 0.5 * np.mean(losses[:2])
+    assert "epoch  2/2 [########################] 8/8" in capsys.readouterr().out
+    assert example.accuracy(model, x, y) > 0.9

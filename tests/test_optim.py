@@ -1,0 +1,167 @@
+"""Optimizers against torch.optim over several steps from identical weights; laziness and fusion of the
+update; parameter groups and state dicts."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from conftest import check, random_array
+
+import lazytensor as lt
+from lazytensor import nn, optim
+
+F64 = lt.float64
+X = random_array((8, 5), F64, seed=1)
+
+
+@pytest.fixture(autouse=True)
+def _triton_reads_interpret_mode(monkeypatch):
+    """Building a torch optimizer imports triton (through torch._dynamo), and Triton reads
+    TRITON_INTERPRET once, at import: tests/test_triton.py needs it set then, so set it here too."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+
+
+Y = random_array((8, 3), F64, seed=2)
+
+
+def models():
+    torch.manual_seed(0)
+    tm = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.Tanh(), torch.nn.Linear(4, 3)).double()
+    m = nn.Sequential(nn.Linear(5, 4), nn.Tanh(), nn.Linear(4, 3)).to(F64)
+    m.load_state_dict({k: v.detach().numpy() for k, v in tm.state_dict().items()})
+    return m, tm
+
+
+def train_both(make_opt, make_topt, steps: int = 5):
+    m, tm = models()
+    opt, topt = make_opt(m.parameters()), make_topt(tm.parameters())
+    x, y = lt.asarray(X), lt.asarray(Y)
+    tx, ty = torch.tensor(X), torch.tensor(Y)
+    for step in range(steps):
+        scale = 1.0 + step  # vary the gradients' size from step to step
+        loss = nn.functional.mse_loss(m(x) * scale, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        lt.realize(loss, *m.parameters())
+        tloss = torch.nn.functional.mse_loss(tm(tx) * scale, ty)
+        topt.zero_grad()
+        tloss.backward()
+        topt.step()
+        check(loss, tloss)
+        for p, tp in zip(m.parameters(), tm.parameters()):
+            check(p, tp)
+    return m, opt
+
+
+OPTIMIZERS = {
+    "sgd": (lambda p: optim.SGD(p, lr=0.1), lambda p: torch.optim.SGD(p, lr=0.1)),
+    "sgd_momentum": (lambda p: optim.SGD(p, lr=0.05, momentum=0.9),
+                     lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9)),
+    "sgd_dampening_wd": (lambda p: optim.SGD(p, lr=0.05, momentum=0.8, dampening=0.3, weight_decay=0.01),
+                         lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.8, dampening=0.3, weight_decay=0.01)),
+    "sgd_nesterov": (lambda p: optim.SGD(p, lr=0.05, momentum=0.9, nesterov=True, weight_decay=1e-3),
+                     lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, nesterov=True, weight_decay=1e-3)),
+    "sgd_maximize": (lambda p: optim.SGD(p, lr=0.01, maximize=True),
+                     lambda p: torch.optim.SGD(p, lr=0.01, maximize=True)),
+    "adam": (lambda p: optim.Adam(p, lr=0.01), lambda p: torch.optim.Adam(p, lr=0.01)),
+    "adam_wd_betas": (lambda p: optim.Adam(p, lr=0.02, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1),
+                      lambda p: torch.optim.Adam(p, lr=0.02, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1)),
+    "adam_amsgrad": (lambda p: optim.Adam(p, lr=0.01, amsgrad=True),
+                     lambda p: torch.optim.Adam(p, lr=0.01, amsgrad=True)),
+    "adamw": (lambda p: optim.AdamW(p, lr=0.01), lambda p: torch.optim.AdamW(p, lr=0.01)),
+    "adamw_wd": (lambda p: optim.AdamW(p, lr=0.01, weight_decay=0.3, amsgrad=True),
+                 lambda p: torch.optim.AdamW(p, lr=0.01, weight_decay=0.3, amsgrad=True)),
+}
+
+
+@pytest.mark.parametrize("name", list(OPTIMIZERS))
+def test_against_torch(name):
+    make, tmake = OPTIMIZERS[name]
+    train_both(make, tmake)
+
+
+def test_param_groups():
+    def make(p):
+        p = list(p)
+        return optim.SGD([{"params": p[:2]}, {"params": p[2:], "lr": 0.01, "momentum": 0.5}], lr=0.1)
+
+    def tmake(p):
+        p = list(p)
+        return torch.optim.SGD([{"params": p[:2]}, {"params": p[2:], "lr": 0.01, "momentum": 0.5}], lr=0.1)
+
+    train_both(make, tmake, steps=3)
+
+
+def test_step_is_lazy_rebinds_parameters_and_fuses():
+    m, _ = models()
+    params = list(m.parameters())
+    opt = optim.Adam(params, lr=0.01)
+    loss = nn.functional.mse_loss(m(lt.asarray(X)), lt.asarray(Y))
+    loss.backward()
+    opt.step()
+    assert all(q is p for q, p in zip(m.parameters(), params))  # same objects, new nodes
+    assert not any(p.is_realized for p in params)
+    lt.reset_stats()
+    lt.realize(loss, *params)
+    state = [v for s in opt.state.values() for v in s.values() if isinstance(v, lt.Tensor)]
+    assert len(state) == 2 * len(params) and all(v.is_realized for v in state)  # realized in the same schedule
+    assert lt.stats().realizes == 1
+    # per parameter: its gradient (a reduction), its two moments and its value; plus the forward pass
+    assert lt.stats().kernels_launched <= 4 * len(params) + 6
+
+
+def test_state_does_not_grow_a_graph_across_steps():
+    """Each step's update reads the previous step's realized state: the kernels per step stay the same."""
+    m, _ = models()
+    opt = optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+    counts = []
+    for _ in range(4):
+        loss = nn.functional.mse_loss(m(lt.asarray(X)), lt.asarray(Y))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        lt.reset_stats()
+        lt.realize(loss, *m.parameters())
+        counts.append(lt.stats().kernels_launched)
+    assert counts[1] == counts[2] == counts[3]
+    assert lt.stats().kernels_compiled == 0  # same structure every step: nothing recompiles
+
+
+def test_zero_grad_and_skipping_parameters_without_grad():
+    m, _ = models()
+    opt = optim.SGD(m.parameters(), lr=0.1)
+    first = list(m.parameters())[0]
+    before = first.numpy().copy()
+    opt.step()  # no gradients yet: nothing changes
+    np.testing.assert_array_equal(first.numpy(), before)
+    nn.functional.mse_loss(m(lt.asarray(X)), lt.asarray(Y)).backward()
+    opt.zero_grad(set_to_none=False)
+    check(first.grad, np.zeros_like(before))
+    opt.zero_grad()
+    assert first.grad is None
+
+
+def test_state_dict_round_trip():
+    m, opt = train_both(lambda p: optim.Adam(p, lr=0.01), lambda p: torch.optim.Adam(p, lr=0.01), steps=2)
+    sd = opt.state_dict()
+    assert sd["state"][0]["step"] == 2 and sd["param_groups"][0]["lr"] == 0.01
+    opt2 = optim.Adam(m.parameters(), lr=0.5)
+    opt2.load_state_dict(sd)
+    assert opt2.param_groups[0]["lr"] == 0.01
+    p0 = next(m.parameters())
+    check(opt2.state[id(p0)]["exp_avg"], opt.state[id(p0)]["exp_avg"])
+
+
+def test_argument_errors():
+    m, _ = models()
+    with pytest.raises(ValueError):
+        optim.SGD(m.parameters(), lr=-1)
+    with pytest.raises(ValueError):
+        optim.SGD(m.parameters(), lr=0.1, nesterov=True)
+    with pytest.raises(ValueError):
+        optim.Adam(m.parameters(), betas=(1.0, 0.9))
+    with pytest.raises(ValueError):
+        optim.Adam([])
+    with pytest.raises(TypeError):
+        optim.SGD([lt.asarray([1, 2])], lr=0.1)

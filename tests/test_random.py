@@ -1,0 +1,143 @@
+"""Counter-based random numbers: Philox-4x32-10 known answers, determinism per seed, the same bits on
+re-run, distribution moments, and generation inside the kernels that use the numbers."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import lazytensor as lt
+from lazytensor.random import philox, philox_reference
+
+# Random123's known-answer tests for Philox-4x32-10: (counter, key, output)
+KAT = [
+    ((0, 0, 0, 0), (0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
+    ((0xFFFFFFFF,) * 4, (0xFFFFFFFF,) * 2, (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
+    ((0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344), (0xA4093822, 0x299F31D0),
+     (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1)),
+]
+
+
+def test_reference_philox_known_answers():
+    for counter, key, expected in KAT:
+        assert philox_reference(counter, key) == expected
+
+
+def test_kernel_philox_known_answers():
+    counters = [lt.asarray([c[i] for c, _, _ in KAT]) for i in range(4)]
+    keys = [lt.asarray([k[i] for _, k, _ in KAT]) for i in range(2)]
+    words = philox(tuple(counters), tuple(keys))
+    got = np.stack([w.numpy() for w in lt.realize(*words)], 1)
+    np.testing.assert_array_equal(got, np.array([e for _, _, e in KAT], dtype=np.int64))
+
+
+def test_rand_is_philox_of_the_element_index():
+    lt.manual_seed(1234)
+    got = lt.rand(5).numpy()
+    seed = 1234
+    words = [philox_reference((i, 0, 0, 0), (seed & 0xFFFFFFFF, seed >> 32))[0] for i in range(5)]
+    np.testing.assert_array_equal(got, np.array([(w >> 8) * 2.0 ** -24 for w in words], np.float32))
+
+
+def test_same_seed_same_bits_and_new_draws_differ():
+    lt.manual_seed(7)
+    a, b = lt.rand(100).numpy(), lt.randn(3, 4).numpy()
+    c = lt.randint(0, 10, (50,)).numpy()
+    lt.manual_seed(7)
+    np.testing.assert_array_equal(lt.rand(100).numpy(), a)
+    np.testing.assert_array_equal(lt.randn(3, 4).numpy(), b)
+    np.testing.assert_array_equal(lt.randint(0, 10, (50,)).numpy(), c)
+    assert not np.array_equal(lt.rand(100).numpy(), a)  # the next call takes the next offset
+    lt.manual_seed(8)
+    assert not np.array_equal(lt.rand(100).numpy(), a)
+
+
+def test_same_bits_in_a_fresh_process():
+    code = ("import lazytensor as lt; lt.manual_seed(99); "
+            "print(lt.rand(4).numpy().tobytes().hex(), lt.randint(0, 1000, (4,)).numpy().tolist())")
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+            for _ in range(2)]
+    lt.manual_seed(99)
+    here = f"{lt.rand(4).numpy().tobytes().hex()} {lt.randint(0, 1000, (4,)).numpy().tolist()}\n"
+    assert runs[0] == runs[1] == here
+
+
+def test_new_draws_do_not_recompile():
+    lt.manual_seed(0)
+    lt.rand(64).realize()
+    compiled = lt.stats().kernels_compiled
+    for s in range(3):
+        lt.manual_seed(s)
+        lt.rand(64).realize()
+        lt.rand(64).realize()
+    assert lt.stats().kernels_compiled == compiled
+
+
+def test_uniform_moments_and_range():
+    lt.manual_seed(0)
+    for dtype in (lt.float32, lt.float64):
+        u = lt.rand(200_000, dtype=dtype).numpy()
+        assert u.dtype == np.dtype(dtype.name)
+        assert u.min() >= 0.0 and u.max() < 1.0
+        assert abs(u.mean() - 0.5) < 0.005
+        assert abs(u.var() - 1 / 12) < 0.002
+        hist = np.histogram(u, bins=10, range=(0, 1))[0] / u.size
+        assert np.all(np.abs(hist - 0.1) < 0.005)
+
+
+def test_normal_moments():
+    lt.manual_seed(1)
+    z = lt.randn(200_000).numpy().astype(np.float64)
+    assert abs(z.mean()) < 0.01
+    assert abs(z.var() - 1) < 0.01
+    assert abs((z ** 3).mean()) < 0.03           # skewness
+    assert abs((z ** 4).mean() - 3) < 0.06       # kurtosis
+    assert abs((np.abs(z) < 1).mean() - 0.6827) < 0.005
+    assert np.isfinite(z).all()
+
+
+def test_randint_range_and_uniformity():
+    lt.manual_seed(2)
+    k = lt.randint(-3, 7, (100_000,)).numpy()
+    assert k.dtype == np.int64 and k.min() == -3 and k.max() == 6
+    counts = np.bincount(k + 3) / k.size
+    assert np.all(np.abs(counts - 0.1) < 0.005)
+    wide = lt.randint(0, 1 << 40, (1000,)).numpy()
+    assert wide.min() >= 0 and wide.max() < 1 << 40 and wide.max() > 1 << 39
+    assert lt.randint(5, size=(3,), dtype=lt.int32).dtype == lt.int32
+
+
+def test_randperm_is_a_permutation():
+    lt.manual_seed(3)
+    p = lt.randperm(50).numpy()
+    assert sorted(p.tolist()) == list(range(50))
+    assert p.tolist() != list(range(50))
+
+
+def test_random_numbers_are_made_inside_the_kernel_that_uses_them():
+    lt.manual_seed(0)
+    x = lt.asarray(np.ones(1000, np.float32))
+    assert len(lt.schedule(lt.rand(1000) * 2 + x)) == 1
+    assert len(lt.schedule(lt.randn(1000) + x)) == 1
+    assert len(lt.schedule(lt.nn.functional.dropout(x, 0.3).sum())) == 1
+
+
+def test_dropout_mask():
+    lt.manual_seed(5)
+    x = lt.asarray(np.ones((200, 500), np.float32))
+    y = lt.nn.functional.dropout(x, 0.25).numpy()
+    kept = y != 0
+    assert abs(kept.mean() - 0.75) < 0.01
+    np.testing.assert_allclose(y[kept], 1 / 0.75, rtol=1e-6)
+    assert lt.nn.functional.dropout(x, 0.25, training=False) is x
+
+
+def test_rand_arguments():
+    assert lt.rand(2, 3).shape == (2, 3) and lt.rand((4,)).shape == (4,) and lt.rand().shape == ()
+    assert lt.randn(2, dtype=lt.float64).dtype == lt.float64
+    with pytest.raises(TypeError):
+        lt.rand(3, dtype=lt.int32)
+    with pytest.raises(ValueError):
+        lt.randint(5, 5, (2,))
