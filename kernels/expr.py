@@ -197,6 +197,14 @@ def _split(e: Expr, c: int) -> tuple[Expr, Expr]:
     return Expr.make(q0 * c, q), Expr.make(r0, r)
 
 
+def _wrap(e: Expr, c: int) -> tuple[Expr, Expr]:
+    """`e = c*q + r` with every coefficient of r in [0, c): `(o + 9*r) // 8` is `r + (o + r) // 8`,
+    which folds when `o + r < 8` (what convolution windows leave behind)."""
+    q0, r0 = divmod(e.const, c)
+    return (Expr.make(q0, {a: k // c for a, k in e.terms}),
+            Expr.make(r0, {a: k % c for a, k in e.terms}))
+
+
 def _floordiv(e: Expr, c: int) -> Expr:
     if c <= 0:
         raise ValueError("index division needs a positive constant")
@@ -208,6 +216,9 @@ def _floordiv(e: Expr, c: int) -> Expr:
     quotient = Expr.make(multiple.const // c, {a: k // c for a, k in multiple.terms})
     if rest.vmin // c == rest.vmax // c:
         return quotient + rest.vmin // c
+    wrapped, small = _wrap(rest, c)
+    if small.vmin // c == small.vmax // c:
+        return quotient + wrapped + small.vmin // c
     g = gcd(c, *(k for _, k in rest.terms))
     if g > 1:
         return quotient + Expr.make(rest.const // g, {a: k // g for a, k in rest.terms}) // (c // g)
@@ -233,6 +244,9 @@ def _mod(e: Expr, c: int) -> Expr:
     _, rest = _split(e, c)
     if rest.vmin // c == rest.vmax // c:
         return rest - c * (rest.vmin // c)
+    _, small = _wrap(rest, c)
+    if small.vmin // c == small.vmax // c:
+        return small - c * (small.vmin // c)
     g = gcd(c, rest.const, *(k for _, k in rest.terms))
     if g > 1:
         return (Expr.make(rest.const // g, {a: k // g for a, k in rest.terms}) % (c // g)) * g

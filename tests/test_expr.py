@@ -90,3 +90,9 @@ def test_simplification_preserves_values(data):
         value = evaluate(symbolic, env)
         assert value == expected, f"{symbolic} at {env}: {value} != {expected}"
         assert symbolic.vmin <= value <= symbolic.vmax
+
+
+def test_coefficients_wrap_modulo_the_divisor():
+    o, r = Expr.of(Var("o", 4)), Expr.of(Var("r", 3))
+    assert (o + r * 9) % 8 == o + r
+    assert (o + r * 9) // 8 == r
