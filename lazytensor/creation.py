@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes
-from .device import canonical, get_device
+from .device import get_device
 from .dtypes import DType, default_float, default_int, float64
 from .errors import DTypeError
 from .graph import Node, Op
@@ -96,7 +96,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, device: Any = None) -> 
     if not _is_scalar(fill_value):
         fill_value = np.asarray(fill_value).item()
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.scalar_dtype(fill_value)
-    return Tensor._scalar(fill_value, dt, canonical(device), "full").broadcast_to(shape)
+    return Tensor._scalar(fill_value, dt, get_device(device).name, "full").broadcast_to(shape)
 
 
 def _constant(shape: Any, value: int, dtype: Any, device: Any, op: str) -> Tensor:

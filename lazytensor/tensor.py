@@ -9,7 +9,8 @@ contractions in `linalg.py`; this module holds the core and elementwise ops.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterator, Sequence
+import operator
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -279,16 +280,18 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
 
     def to(self, *args: Any, device: Any = None, dtype: Any = None) -> Tensor:
         """Another device and/or dtype: `t.to('cpu')`, `t.to(lt.float64)`, `t.to(device=..., dtype=...)`."""
+        from .device import Device
         for a in args:
-            if isinstance(a, str) and not a.strip().lower() in dtypes.BY_NAME:
+            if isinstance(a, Device) or isinstance(a, str) and not a.strip().lower() in dtypes.BY_NAME:
                 device = a
             else:
                 dtype = a
         out = self.cast(dtype) if dtype is not None else self
-        if device is not None and canonical(device) != self.device:
-            get_device(device)
-            raise DeviceError(f"copies from {self.device} to {canonical(device)} are not supported yet")
-        return out
+        if device is None or canonical(device) == self.device:
+            return out
+        target = get_device(device)  # DeviceError if it is not available here, before computing anything
+        source = out.realize().node.buffer
+        return Tensor(Node.from_buffer(target.copy_from(source), out.dtype, out.shape, target.name))
 
     def cpu(self) -> Tensor:
         return self.to("cpu")
@@ -408,46 +411,56 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
     def __rxor__(self, other: Any) -> Tensor:
         return self._binary(other, Alu.XOR, "bitwise_xor", reverse=True)
 
-    def _inplace(self, result: Tensor, op: str) -> Tensor:
-        """`x op= y` rebinds x to the result, which must keep x's shape and a dtype x can hold."""
+    def _inplace(self, fn: Callable[[Tensor, Any], Tensor], other: Any, op: str) -> Tensor:
+        """`x op= y` rebinds x to `fn(x, y)`, which must keep x's shape and a dtype x can hold.
+
+        The op reads a snapshot of x, so x's autograd record points at what x was, not at itself.
+        """
+        if self.requires_grad and self._ctx is None and is_grad_enabled():
+            raise RuntimeError(f"{op}: a leaf tensor that requires grad cannot be modified in place; "
+                               "use lt.no_grad() or an out-of-place op")
+        before = Tensor(self.node, requires_grad=self.requires_grad)
+        before._ctx = self._ctx
+        result = fn(before, other)
         if result.shape != self.shape:
             raise ShapeError(f"{op}: the result has shape {result.shape}, which cannot be written into "
                              f"a tensor of shape {self.shape}")
         if result.dtype != self.dtype and (result.dtype.is_float and not self.dtype.is_float
                                            or result.dtype != bool_ and self.dtype == bool_):
             raise DTypeError(f"{op}: result dtype {result.dtype.name} cannot be cast to {self.dtype.name} in place")
-        self.node = result.cast(self.dtype).node
+        out = result.cast(self.dtype)
+        self.node, self._ctx, self.requires_grad = out.node, out._ctx, out.requires_grad
         return self
 
     def __iadd__(self, other: Any) -> Tensor:
-        return self._inplace(self + other, "+=")
+        return self._inplace(operator.add, other, "+=")
 
     def __isub__(self, other: Any) -> Tensor:
-        return self._inplace(self - other, "-=")
+        return self._inplace(operator.sub, other, "-=")
 
     def __imul__(self, other: Any) -> Tensor:
-        return self._inplace(self * other, "*=")
+        return self._inplace(operator.mul, other, "*=")
 
     def __itruediv__(self, other: Any) -> Tensor:
-        return self._inplace(self / other, "/=")
+        return self._inplace(operator.truediv, other, "/=")
 
     def __ifloordiv__(self, other: Any) -> Tensor:
-        return self._inplace(self // other, "//=")
+        return self._inplace(operator.floordiv, other, "//=")
 
     def __imod__(self, other: Any) -> Tensor:
-        return self._inplace(self % other, "%=")
+        return self._inplace(operator.mod, other, "%=")
 
     def __ipow__(self, other: Any) -> Tensor:
-        return self._inplace(self ** other, "**=")
+        return self._inplace(operator.pow, other, "**=")
 
     def __iand__(self, other: Any) -> Tensor:
-        return self._inplace(self & other, "&=")
+        return self._inplace(operator.and_, other, "&=")
 
     def __ior__(self, other: Any) -> Tensor:
-        return self._inplace(self | other, "|=")
+        return self._inplace(operator.or_, other, "|=")
 
     def __ixor__(self, other: Any) -> Tensor:
-        return self._inplace(self ^ other, "^=")
+        return self._inplace(operator.xor, other, "^=")
 
     def __neg__(self) -> Tensor:
         if self.dtype == bool_:
@@ -562,8 +575,11 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
         return self._float_unary(Alu.RECIP)
 
     def sigmoid(self) -> Tensor:
+        """`1 / (1 + exp(-x))`, from `exp(-|x|)` so neither the value nor its gradient overflows."""
         x = self if self.dtype.is_float else self.cast(default_float)
-        return (x._const(1, x.dtype, x.device).broadcast_to(x.shape) + (-x).exp()).reciprocal()
+        e = where(x >= 0, -x, x).exp()
+        s = (e + 1).reciprocal()
+        return where(x >= 0, s, e * s)
 
     def relu(self) -> Tensor:
         if self.dtype == bool_:

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 import lazytensor as lt
+import triton_interpreter  # noqa: F401  (the Triton interpreter's storage, and its import mode)
 
 TORCH_DTYPES = {
     lt.bool_: torch.bool, lt.int8: torch.int8, lt.int16: torch.int16, lt.int32: torch.int32,

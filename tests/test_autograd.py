@@ -403,3 +403,33 @@ def test_grad_of_a_matmul_is_one_kernel_per_operand():
     a.grad = b.grad = None
     (a @ b).sum().backward()
     assert len(lt.schedule(a.grad)) == 1 and len(lt.schedule(b.grad)) == 1
+
+
+def test_in_place_ops_keep_the_gradient():
+    y0 = np.array([1.0, -2.0, 3.0], np.float32)
+    y, ty = lt.asarray(y0).requires_grad_(), torch.tensor(y0, requires_grad=True)
+    z, tz = y * 2, ty * 2
+    z *= 3
+    tz *= 3
+    z += y
+    tz += ty
+    z.sum().backward()
+    tz.sum().backward()
+    check(y.grad, ty.grad)
+
+
+def test_in_place_op_on_a_leaf_that_requires_grad_raises():
+    y = lt.asarray(np.ones(3, np.float32)).requires_grad_()
+    with pytest.raises(RuntimeError, match="leaf tensor"):
+        y += 1
+    with lt.no_grad():
+        y += 1
+    check(y.detach(), np.full(3, 2, np.float32))
+
+
+def test_sigmoid_gradient_does_not_overflow():
+    x0 = np.array([-100.0, -88.5, 0.0, 30.0, 100.0], np.float32)
+    x, tx = lt.asarray(x0).requires_grad_(), torch.tensor(x0, requires_grad=True)
+    x.sigmoid().sum().backward()
+    torch.sigmoid(tx).sum().backward()
+    check(x.grad, tx.grad)

@@ -761,7 +761,6 @@ def test_broadcasting(sa, sb):
 
 
 def test_broadcasting_noncontiguous():
-    a = random_array((4, 3), lt.float64, 37)
     b = random_array((3,), lt.float64, 38)
     for _, x, tx in inputs((4, 3), lt.float64, 37):
         for kind in ("strided", "flipped"):

@@ -14,13 +14,6 @@ F64 = lt.float64
 X = random_array((8, 5), F64, seed=1)
 
 
-@pytest.fixture(autouse=True)
-def _triton_reads_interpret_mode(monkeypatch):
-    """Building a torch optimizer imports triton (through torch._dynamo), and Triton reads
-    TRITON_INTERPRET once, at import: tests/test_triton.py needs it set then, so set it here too."""
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
-
-
 Y = random_array((8, 3), F64, seed=2)
 
 

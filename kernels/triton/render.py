@@ -1,0 +1,750 @@
+"""Render a `kernels.ir.Kernel` as the source of a Triton module.
+
+Layout. Let d be the deepest output loop any reduction depends on (for a
+pointwise kernel, all of them). The first d output loops, flattened, are the
+*rows*: each program of the launch grid takes XBLOCK of them along tensor axis
+0. Every other scope opens one more tensor axis below the scope it lives in:
+the *columns* (the remaining output loops, flattened) and each REDUCE's own
+loops (flattened). A scope whose extent fits its block is computed in one block
+(a persistent reduction); a longer one loops over blocks, a reduction carrying
+an accumulator tile. Lanes past the end of an axis are masked: their loads are
+masked, reductions see the identity instead, and their stores are skipped.
+
+Values are computed where `loop_scopes` places them, so a softmax computes its
+row max and row sum once per row, in one kernel, and the division per element.
+Every tensor has the kernel's full rank (size 1 along the axes it does not
+depend on), so Triton's broadcasting lines values of different scopes up. A
+reduction that does not depend on the rows (`x / x.sum()`) is computed by every
+program; with no rows at all (d = 0) the kernel is a single program.
+
+Semantics the IR requires and Triton lacks (floor division and modulo, NaN
+propagation, saturating float-to-int casts, round half to even, expm1, ...)
+are small `@triton.jit` helpers written into the same module, built only from
+core `tl` operations so that Triton's interpreter runs exactly the code the GPU
+compiles. Bools live in memory as bytes (the runtime passes uint8 pointers).
+Signs of zero are set with bits, because Triton 3.6 folds a -0.0 constant, and
+-x of 0.0, to 0.0.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..dtype import DType, bool_, float32, float64, int8, int16, int32, int64, uint8
+from ..expr import Bounds, Div, Expr, Mod, Var
+from ..ir import Alu, Kernel, ReduceOp, Value, VOp, loop_scopes
+
+TL_TYPES: dict[DType, str] = {
+    bool_: "tl.int1", int8: "tl.int8", int16: "tl.int16", int32: "tl.int32", int64: "tl.int64",
+    uint8: "tl.uint8", float32: "tl.float32", float64: "tl.float64",
+}
+
+Shape = tuple[int, ...]  # () for a scalar; otherwise the kernel's full rank
+
+
+def memory_dtype(dtype: DType) -> DType:
+    """The element type a buffer of `dtype` has in memory: bools are bytes."""
+    return uint8 if dtype == bool_ else dtype
+
+
+@dataclass(frozen=True)
+class Tiling:
+    """Block-size limits, in elements; each a power of two."""
+
+    max_block: int = 4096   # along one axis
+    max_tile: int = 4096    # the product of the blocks a program holds at once
+    max_xblock: int = 1024  # output rows per program
+
+    def __post_init__(self) -> None:
+        for name in ("max_block", "max_tile", "max_xblock"):
+            value = getattr(self, name)
+            if value < 1 or value & (value - 1):
+                raise ValueError(f"Tiling.{name} must be a power of two, got {value}")
+
+
+@dataclass(frozen=True)
+class TritonSource:
+    """A rendered kernel: launch `name` from `source` on `grid` programs of `num_warps` warps."""
+
+    name: str
+    source: str
+    grid: int
+    num_warps: int
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, n - 1).bit_length()
+
+
+def _broadcast(*shapes: Shape) -> Shape:
+    blocks = [s for s in shapes if s]
+    return tuple(max(dims) for dims in zip(*blocks)) if blocks else ()
+
+
+def _literal(value: bool | int | float, dtype: DType) -> str:
+    """A Python literal Triton reads exactly (floats by repr, non-finite ones by name)."""
+    if dtype == bool_:
+        return "True" if value else "False"
+    if dtype.is_float:
+        f = float(value)
+        if math.isnan(f):
+            return 'float("nan")'
+        if math.isinf(f):
+            return 'float("inf")' if f > 0 else 'float("-inf")'
+        return repr(f)
+    return str(int(value))
+
+
+@dataclass(eq=False)
+class _Scope:
+    """A loop nest flattened onto one tensor axis: the rows, the columns, or one REDUCE's loops."""
+
+    index: str                    # the flat index variable: "x", "c", "k0", ...
+    level: int                    # the tensor axis it spans
+    loops: tuple[Var, ...]
+    parent: _Scope | None
+    body: list[Value] = field(default_factory=list)
+    block: int = 1
+
+    @property
+    def size(self) -> int:
+        return math.prod(v.size for v in self.loops)
+
+    @property
+    def looped(self) -> bool:
+        return self.parent is not None and self.size > self.block
+
+    @property
+    def mask(self) -> str | None:
+        return f"{self.index}mask" if self.size % self.block else None
+
+    def chain(self) -> list[_Scope]:
+        """This scope and its ancestors, rows first."""
+        return [*(self.parent.chain() if self.parent else []), self]
+
+    def inner_tile(self) -> int:
+        """Elements of one block of this scope and its ancestors, the rows excluded."""
+        return math.prod(s.block for s in self.chain()[1:])
+
+
+# The helpers the rendered code may call, by name: (source, the helpers it calls).
+_HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "_idx_floordiv": ('''
+@triton.jit
+def _idx_floordiv(a, c):
+    # floor division of an index by a positive constant: Triton's // truncates
+    q = a // c
+    return tl.where(a % c < 0, q - 1, q)
+''', ()),
+    "_idx_mod": ('''
+@triton.jit
+def _idx_mod(a, c):
+    r = a % c
+    return tl.where(r < 0, r + c, r)
+''', ()),
+    "_floordiv_signed": ('''
+@triton.jit
+def _floordiv_signed(a, b):
+    # Python floor division, 0 for a zero divisor; -1 is special-cased because MIN // -1 overflows
+    a, b = tl.broadcast(a, b)
+    bad = (b == 0) | (b == -1)
+    safe = tl.where(bad, 1, b)
+    q = a // safe
+    r = a % safe
+    q = tl.where((r != 0) & ((r < 0) != (safe < 0)), q - 1, q)
+    return tl.where(b == 0, 0, tl.where(b == -1, -a, q))
+''', ()),
+    "_mod_signed": ('''
+@triton.jit
+def _mod_signed(a, b):
+    # Python modulo (the sign of the divisor), 0 for a zero divisor
+    a, b = tl.broadcast(a, b)
+    bad = (b == 0) | (b == -1)
+    safe = tl.where(bad, 1, b)
+    r = a % safe
+    r = tl.where((r != 0) & ((r < 0) != (safe < 0)), r + safe, r)
+    return tl.where(bad, 0, r)
+''', ()),
+    "_floordiv_unsigned": ('''
+@triton.jit
+def _floordiv_unsigned(a, b):
+    a, b = tl.broadcast(a, b)
+    return tl.where(b == 0, 0, a // tl.where(b == 0, 1, b))
+''', ()),
+    "_mod_unsigned": ('''
+@triton.jit
+def _mod_unsigned(a, b):
+    a, b = tl.broadcast(a, b)
+    return tl.where(b == 0, 0, a % tl.where(b == 0, 1, b))
+''', ()),
+    "_mod_float": ('''
+@triton.jit
+def _mod_float(a, b):
+    # Python's remainder: Triton's % is C's fmod (the sign of the dividend)
+    a, b = tl.broadcast(a, b)
+    r = a % b
+    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+''', ()),
+    "_copysign": ('''
+@triton.jit
+def _copysign(r, x):
+    # |r| with the sign bit of x, set by bits: Triton 3.6 turns a -0.0 constant, and -x of 0.0, into 0.0
+    if r.dtype == tl.float32:
+        bits = (r.to(tl.int32, bitcast=True) & 2147483647) | (x.to(tl.int32, bitcast=True) & -2147483648)
+    else:
+        bits = (r.to(tl.int64, bitcast=True) & 9223372036854775807) | (x.to(tl.int64, bitcast=True) & -9223372036854775808)
+    return bits.to(r.dtype, bitcast=True)
+''', ()),
+    "_floordiv_float": ('''
+@triton.jit
+def _floordiv_float(a, b):
+    # PyTorch's floor division: exact where floor(a / b) would round the quotient wrongly
+    a, b = tl.broadcast(a, b)
+    mod = a % b
+    if a.dtype == tl.float32:  # Triton's float32 / is approximate on the GPU
+        div = tl.div_rn(a - mod, b)
+        quotient = tl.div_rn(a, b)
+    else:
+        div = (a - mod) / b
+        quotient = a / b
+    div = tl.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1, div)
+    floor = tl.floor(div)
+    floor = tl.where(div - floor > 0.5, floor + 1, floor)
+    zero = _copysign(tl.zeros_like(quotient), quotient)
+    return tl.where(b == 0, quotient, tl.where(div == 0, zero, floor))
+''', ("_copysign",)),
+    "_pow_float": ('''
+@triton.jit
+def _pow_float(a, b):
+    # C's pow, through exp2(y * log2|x|) in float64: a float32 result is correctly rounded
+    a, b = tl.broadcast(a, b)
+    x = a.to(tl.float64)
+    y = b.to(tl.float64)
+    r = tl.exp2(y * tl.log2(tl.abs(x)))
+    y_int = tl.floor(y) == y
+    if a.dtype == tl.float64:
+        # float64 has no wider type: small integer powers by squaring, so that x ** 2 is x * x
+        small = y_int & (tl.abs(y) <= 64)
+        e = tl.where(small, tl.abs(y), 0).to(tl.int32)
+        p = tl.full(x.shape, 1.0, tl.float64)
+        square = x
+        for _ in tl.static_range(7):
+            p = tl.where((e & 1) != 0, p * square, p)
+            square = square * square
+            e = e >> 1
+        p = tl.where(y < 0, 1 / p, p)
+        r = tl.where(small & ((y >= 0) | (tl.abs(p) > 0)), p, r)  # 1 / overflow is 0: underflow exp2 handles
+    y_odd = y_int & (y - 2 * tl.floor(y * 0.5) == 1)
+    r = tl.where(y_odd, _copysign(r, x), r)
+    r = tl.where((x < 0) & (x > float("-inf")) & (y_int == 0), float("nan"), r)
+    r = tl.where((y == 0) | (x == 1) | ((x == -1) & (tl.abs(y) == float("inf"))), 1.0, r)
+    return r.to(a.dtype)
+''', ("_copysign",)),
+    "_pow_int": ('''
+@triton.jit
+def _pow_int(base, exp, BITS: tl.constexpr, SIGNED: tl.constexpr):
+    # exponentiation by squaring, wrapping like C; a negative exponent truncates 1 / base**-exp
+    base, exp = tl.broadcast(base, exp)
+    one = base * 0 + 1
+    result = one
+    square = base
+    e = exp
+    for _ in tl.static_range(BITS):
+        result = tl.where((e & 1) != 0, result * square, result)
+        square = square * square
+        e = e >> 1
+    if SIGNED:
+        odd = (exp & 1) != 0
+        inverse = tl.where(base == 1, one, tl.where(base == -1, tl.where(odd, -one, one), one * 0))
+        result = tl.where(exp < 0, inverse, result)
+    return result
+''', ()),
+    "_float_to_int64": ('''
+@triton.jit
+def _float_to_int64(x):
+    # saturating conversion (NaN gives 0): out-of-range float-to-int conversion is undefined
+    big = x >= 9223372036854775808.0
+    small = x <= -9223372036854775808.0
+    i = tl.where(big | small | (x != x), 0.0, x).to(tl.int64)
+    return tl.where(big, 9223372036854775807, tl.where(small, -9223372036854775808, i))
+''', ()),
+    "_round_half_even": ('''
+@triton.jit
+def _round_half_even(x):
+    f = tl.floor(x)
+    d = x - f
+    odd = f - 2 * tl.floor(f * 0.5) != 0
+    r = tl.where((d > 0.5) | ((d == 0.5) & odd), f + 1, f)
+    return tl.where(d == d, _copysign(r, x), x)  # the sign of x, also for zeros: round(-0.4) is -0.0
+''', ("_copysign",)),
+    "_expm1": ('''
+@triton.jit
+def _expm1(x):
+    # Kahan's expm1: the rounding error of u = exp(y) cancels in (u - 1) / log(u). In float64, so that a
+    # float32 result is correctly rounded.
+    y = x.to(tl.float64)
+    u = tl.exp(y)
+    um1 = u - 1
+    r = tl.where(u == 1, y, um1 / tl.log(u) * y)
+    return tl.where(um1 == -1, -1.0, tl.where(u == float("inf"), u, r)).to(x.dtype)
+''', ()),
+    "_log1p": ('''
+@triton.jit
+def _log1p(x):
+    # Kahan's log1p: the rounding error of u = 1 + y cancels in log(u) / (u - 1). In float64, so that a
+    # float32 result is correctly rounded.
+    y = x.to(tl.float64)
+    u = 1 + y
+    r = tl.where(u == 1, y, tl.log(u) * (y / (u - 1)))
+    return tl.where(u == float("inf"), u, r).to(x.dtype)
+''', ()),
+    "_tanh": ('''
+@triton.jit
+def _tanh(x):
+    # tanh(a) = expm1(2a) / (expm1(2a) + 2), accurate near 0; tanh(20) rounds to 1 in float64
+    a = tl.abs(x).to(tl.float64)
+    t = _expm1(2 * tl.where(a > 20, 20.0, a))
+    return _copysign((t / (t + 2)).to(x.dtype), x)
+''', ("_expm1", "_copysign")),
+    "_tan": ('''
+@triton.jit
+def _tan(x):
+    y = x.to(tl.float64)  # so that a float32 result is correctly rounded
+    return (tl.sin(y) / tl.cos(y)).to(x.dtype)
+''', ()),
+    "_reduce_max": ('''
+@triton.jit
+def _reduce_max(x, AXIS: tl.constexpr):
+    # NaN wins: tl.max may drop NaNs, so find them separately
+    nan = x != x
+    m = tl.max(tl.where(nan, float("-inf"), x), AXIS, keep_dims=True)
+    return tl.where(tl.max(tl.where(nan, 1, 0), AXIS, keep_dims=True) > 0, float("nan"), m)
+''', ()),
+    "_reduce_min": ('''
+@triton.jit
+def _reduce_min(x, AXIS: tl.constexpr):
+    # NaN wins: tl.min may drop NaNs, so find them separately
+    nan = x != x
+    m = tl.min(tl.where(nan, float("inf"), x), AXIS, keep_dims=True)
+    return tl.where(tl.max(tl.where(nan, 1, 0), AXIS, keep_dims=True) > 0, float("nan"), m)
+''', ()),
+    "_mul": ('''
+@triton.jit
+def _mul(a, b):
+    return a * b
+''', ()),
+}
+
+
+class _Renderer:
+    def __init__(self, kernel: Kernel, tiling: Tiling):
+        self.kernel, self.tiling = kernel, tiling
+        self.values, paths = loop_scopes(kernel)
+        self.lines: list[str] = []
+        self.indent = 1
+        self.names: dict[int, str] = {}
+        self.shapes: dict[int, Shape] = {}
+        self.helpers: list[str] = []
+        self.counter = 0
+        self._build_scopes(paths)
+        self.rank = 1 + max(s.level for s in self.scopes)
+        # Loop variables get fresh names (output loops o0.., reduction loops r0..): IR names need not be identifiers.
+        self.var_names: dict[Var, str] = {}
+        self.var_scope: dict[Var, _Scope] = {}
+        counts = {"o": 0, "r": 0}
+        for s in [self.row, *([self.col] if self.col else []), *self.reduce_order]:
+            prefix = "r" if s in self.reduce_order else "o"
+            for var in s.loops:
+                self.var_names[var] = f"{prefix}{counts[prefix]}"
+                counts[prefix] += 1
+                self.var_scope[var] = s
+        self.used_vars = {v for val in self.values for e in val.exprs() for v in e.vars()}
+        self.used_vars |= {v for store in kernel.stores for v in store.index.vars()}
+        self.wide = self._needs_int64()
+
+    # ---- layout ------------------------------------------------------------------------------
+
+    def _build_scopes(self, paths: dict[int, tuple[Var, ...]]) -> None:
+        k = self.kernel
+        reductions = [v for v in self.values if v.op is VOp.REDUCE]
+        depth = {var: d + 1 for d, var in enumerate(k.loops)}
+        split = max((max((depth.get(v, 0) for v in paths[id(r)]), default=0) for r in reductions),
+                    default=len(k.loops))
+        self.row = _Scope("x", 0, k.loops[:split], None)
+        cols = k.loops[split:]
+        self.col = _Scope("c", 1, cols, self.row) if math.prod(v.size for v in cols) > 1 else None
+        self.scopes = [self.row, *([self.col] if self.col else [])]
+        owner: dict[Var, _Scope] = {}
+
+        def scope_of(path: tuple[Var, ...]) -> _Scope:
+            if not path:
+                return self.row
+            last = path[-1]
+            if last in owner:
+                return owner[last]
+            return self.col if depth[last] > split and self.col else self.row
+
+        # An inner reduction comes before the outer one in dependency order: open the outer first.
+        self.reduce_scopes: dict[int, _Scope] = {}
+        for red in reversed(reductions):
+            parent = scope_of(paths[id(red)])
+            scope = _Scope("", parent.level + 1, red.arg[1], parent)
+            owner.update((var, scope) for var in red.arg[1])
+            self.reduce_scopes[id(red)] = scope
+            self.scopes.append(scope)
+        self.reduce_order = [self.reduce_scopes[id(red)] for red in reductions]  # as the kernel IR lists them
+        for i, scope in enumerate(self.reduce_order):
+            scope.index = f"k{i}"
+        for v in self.values:
+            scope_of(paths[id(v)]).body.append(v)
+        t = self.tiling
+        for s in self.scopes[1:]:  # parents come first
+            s.block = min(_pow2(s.size), t.max_block, max(1, t.max_tile // s.parent.inner_tile()))
+        widest = max((s.inner_tile() for s in self.scopes), default=1)
+        self.row.block = max(1, min(_pow2(self.row.size), t.max_xblock, t.max_tile // widest))
+
+    def _needs_int64(self) -> bool:
+        """Whether some index could pass 2**31 - 1: then index arithmetic is int64, else int32."""
+        limit = 2**31 - 1
+
+        def magnitude(e: Expr) -> int:
+            total = abs(e.const)
+            for atom, k in e.terms:
+                inner = magnitude(atom.x) if isinstance(atom, (Div, Mod)) else 0
+                total += abs(k) * max(abs(atom.vmin), abs(atom.vmax), inner)
+            return total
+
+        exprs = [s.index for s in self.kernel.stores] + [e for v in self.values for e in v.exprs()]
+        extents = [b.size for b in self.kernel.buffers] + [-(-s.size // s.block) * s.block for s in self.scopes]
+        return max(extents + [magnitude(e) for e in exprs]) > limit
+
+    def tile(self, scope: _Scope) -> Shape:
+        """The shape of one block of the scope: its blocks and its ancestors' along their axes."""
+        shape = [1] * self.rank
+        for s in scope.chain():
+            shape[s.level] = s.block
+        return tuple(shape)
+
+    def axis(self, scope: _Scope) -> Shape:
+        """The shape of the scope's index (and lane mask and loop variables): its block on its own axis."""
+        shape = [1] * self.rank
+        shape[scope.level] = scope.block
+        return tuple(shape)
+
+    def expr_shape(self, *exprs: Expr) -> Shape:
+        return _broadcast(*(self.axis(self.var_scope[v]) for e in exprs for v in e.vars()))
+
+    # ---- emission -------------------------------------------------------------------------------
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.indent + line)
+
+    def fresh(self, prefix: str = "v") -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter - 1}"
+
+    def helper(self, name: str) -> str:
+        for dep in _HELPERS[name][1]:
+            self.helper(dep)
+        if name not in self.helpers:
+            self.helpers.append(name)
+        return name
+
+    def render(self) -> TritonSource:
+        k = self.kernel
+        self.open_scope(self.row)
+        self.emit_body(self.row)
+        if self.col is not None:
+            self.in_scope(self.col, lambda: self.emit_stores(self.col))
+        else:
+            self.emit_stores(self.row)
+        name = re.sub(r"\W", "_", k.name)
+        name = name if re.match(r"[A-Za-z_]", name) else f"k_{name}"
+        args = [f"b{i}" for i in range(len(k.buffers))] + [f"p{i}: {TL_TYPES[d]}" for i, d in enumerate(k.params)]
+        # Scalar parameters are data: without this Triton would compile a variant per value.
+        unspecialized = f"(do_not_specialize={[f'p{i}' for i in range(len(k.params))]})" if k.params else ""
+        ir_comment = "\n".join(f"# {line}" for line in str(k).splitlines())
+        parts = ["# Generated by lazytensor from this kernel IR:", ir_comment, "",
+                 "import triton", "import triton.language as tl", ""]
+        parts += [_HELPERS[h][0] for h in self.helpers]
+        parts += ["", f"@triton.jit{unspecialized}", f"def {name}({', '.join(args)}):", *self.lines, ""]
+        tile = self.row.block * max(s.inner_tile() for s in self.scopes)
+        num_warps = min(8, _pow2(max(1, tile // 256)))
+        grid = -(-self.row.size // self.row.block)
+        return TritonSource(name, "\n".join(parts), grid, num_warps)
+
+    def open_scope(self, scope: _Scope, offset: str | None = None) -> None:
+        """Define the scope's flat index, lane mask and loop variables (if anything reads them)."""
+        if not scope.mask and not any(var in self.used_vars for var in scope.loops):
+            return
+        ints = "tl.int64" if self.wide else "tl.int32"
+        lanes = f"tl.arange(0, {scope.block})"
+        if self.rank > 1:
+            lanes += "[" + ", ".join(":" if i == scope.level else "None" for i in range(self.rank)) + "]"
+        if scope is self.row:
+            self.emit("pid = tl.program_id(0)")
+            start = f"pid.to({ints}) * {scope.block}" if self.wide else f"pid * {scope.block}"
+            self.emit(f"x = {start} + {lanes}")
+        else:
+            lanes = f"{lanes}.to(tl.int64)" if self.wide else lanes
+            self.emit(f"{scope.index} = {offset} + {lanes}" if offset else f"{scope.index} = {lanes}")
+        if scope.mask:
+            self.emit(f"{scope.mask} = {scope.index} < {scope.size}")
+        stride = scope.size
+        for i, var in enumerate(scope.loops):
+            stride //= var.size
+            if var not in self.used_vars:
+                continue
+            value = scope.index if stride == 1 else f"{scope.index} // {stride}"
+            if i > 0 and var.size > 1:  # the outermost variable needs no modulo
+                value = f"{value} % {var.size}" if stride == 1 else f"({value}) % {var.size}"
+            self.emit(f"{self.var_names[var]} = {value}")
+
+    def in_scope(self, scope: _Scope, body: Callable[[], None]) -> None:
+        """Emit `scope`'s values, then `body()`, in one block or in a loop over blocks."""
+        if scope.looped:
+            offset = f"{scope.index}off"
+            self.emit(f"for {offset} in range(0, {scope.size}, {scope.block}):")
+            self.indent += 1
+            self.open_scope(scope, offset)
+        else:
+            self.open_scope(scope)
+        self.emit_body(scope)
+        body()
+        if scope.looped:
+            self.indent -= 1
+
+    def emit_body(self, scope: _Scope) -> None:
+        for v in scope.body:
+            if v.op is VOp.REDUCE:
+                self.emit_reduce(v)
+            else:
+                self.define(v, self.value(v, scope))
+
+    def define(self, v: Value, code: str) -> None:
+        name = self.fresh()
+        if v.dtype == bool_ and not self.shapes.get(id(v)):
+            # Triton's interpreter tags a comparison's result with its operands' type, and broadcasting
+            # such a scalar later makes non-bool data; a select re-tags it (and folds away when compiled).
+            # For the same reason no rendered expression combines comparisons with & | ^: they are selects.
+            code = f"tl.where({code}, True, False)"
+        self.emit(f"{name} = {code}")
+        self.names[id(v)] = name
+
+    def emit_stores(self, scope: _Scope) -> None:
+        masks = [s for s in scope.chain() if s.mask]
+        mask_shape = _broadcast(*(self.axis(s) for s in masks))
+        for store in self.kernel.stores:
+            value = self.names[id(store.value)]
+            if self.kernel.buffers[store.buf].dtype == bool_:
+                value = f"tl.where({value}, 1, 0).to(tl.uint8)"
+            ptr = self.pointer(store.buf, store.index, _broadcast(self.shapes[id(store.value)], mask_shape))
+            mask = " & ".join(s.mask for s in masks)
+            self.emit(f"tl.store({ptr}, {value}{f', mask={mask}' if mask else ''})")
+
+    def pointer(self, buf: int, index: Expr, shape: Shape) -> str:
+        """`b{buf} + index`, broadcast to `shape` where the index alone does not span it."""
+        ptr = f"b{buf} + {self.expr(index)}"
+        target = _broadcast(self.expr_shape(index), shape)
+        return ptr if target == self.expr_shape(index) else f"tl.broadcast_to({ptr}, {list(target)})"
+
+    def emit_reduce(self, red: Value) -> None:
+        scope = self.reduce_scopes[id(red)]
+        op, src, dt = red.arg[0], red.srcs[0], red.dtype
+        if scope.size == 0:
+            self.shapes[id(red)] = ()
+            self.define(red, self.const(op.identity(dt), dt))
+            return
+        ident = _literal(op.identity(dt), dt)
+        tile = self.tile(scope)
+
+        def operand() -> str:
+            """The source over the whole tile, lanes past the end holding the identity."""
+            x = self.names[id(src)]
+            if scope.mask:
+                x = f"tl.where({scope.mask}, {x}, {ident})"
+            shape = _broadcast(self.shapes[id(src)], self.axis(scope) if scope.mask else ())
+            x = x if shape == tile else f"tl.broadcast_to({x}, {list(tile)})"
+            name = self.fresh("t")
+            self.emit(f"{name} = {x}")
+            return name
+
+        if scope.looped:
+            acc = self.fresh("acc")
+            self.emit(f"{acc} = tl.full({list(tile)}, {ident}, {TL_TYPES[dt]})")
+            self.in_scope(scope, lambda: self.emit(f"{acc} = {self.alu(op.combine, dt, [acc, operand()])}"))
+            total = acc
+        else:
+            total = ""
+
+            def persistent() -> None:
+                nonlocal total
+                total = operand()
+            self.in_scope(scope, persistent)
+        self.shapes[id(red)] = self.tile(scope.parent)
+        self.define(red, self.reduce_final(op, dt, total, scope.level))
+
+    def reduce_final(self, op: ReduceOp, dt: DType, x: str, axis: int) -> str:
+        if dt == bool_:  # any / all
+            fn = "tl.max" if op in (ReduceOp.SUM, ReduceOp.MAX) else "tl.min"
+            return f"{fn}(tl.where({x}, 1, 0), {axis}, keep_dims=True) != 0"
+        if op is ReduceOp.SUM:
+            total = f"tl.sum({x}, {axis}, keep_dims=True)"
+            # tl.sum widens small integers to 32 bits; wrapping back keeps the IR's modular sum
+            return f"{total}.to({TL_TYPES[dt]})" if dt.is_int and dt.bits < 32 else total
+        if op is ReduceOp.PROD:
+            return f"tl.reduce({x}, {axis}, {self.helper('_mul')}, keep_dims=True)"
+        if dt.is_float:
+            return f"{self.helper('_reduce_' + op.value)}({x}, {axis})"
+        return f"tl.{op.value}({x}, {axis}, keep_dims=True)"
+
+    # ---- values -----------------------------------------------------------------------------
+
+    def const(self, value: bool | int | float, dtype: DType) -> str:
+        if dtype.is_float and value == 0 and math.copysign(1.0, value) < 0:  # Triton 3.6 makes -0.0 constants 0.0
+            return f"{self.helper('_copysign')}({self.const(0.0, dtype)}, {self.const(-1.0, dtype)})"
+        return f"tl.full([], {_literal(value, dtype)}, {TL_TYPES[dtype]})"
+
+    def expr(self, e: Expr) -> str:
+        parts = []
+        for atom, k in e.terms:
+            if isinstance(atom, Var):
+                term = self.var_names[atom]
+            else:
+                # Triton's // and % truncate: floor semantics need a fix-up only if x can be negative
+                symbol, fix = ("//", "_idx_floordiv") if isinstance(atom, Div) else ("%", "_idx_mod")
+                inner = self.expr(atom.x)
+                term = f"({inner} {symbol} {atom.c})" if atom.x.vmin >= 0 else f"{self.helper(fix)}({inner}, {atom.c})"
+            parts.append(term if k == 1 else f"{term} * {k}")
+        if e.const or not parts:
+            parts.append(str(e.const))
+        bare = len(parts) == 1 and (not e.terms or e.terms[0][1] == 1)  # a number, a name, a call or "(...)"
+        return parts[0] if bare else "(" + " + ".join(parts) + ")"
+
+    def bounds(self, bounds: Bounds) -> str:
+        parts = []
+        for b in bounds:
+            e = self.expr(b.expr)
+            if b.expr.vmin < b.lo:
+                parts.append(f"({e} >= {b.lo})")
+            if b.expr.vmax >= b.hi:
+                parts.append(f"({e} < {b.hi})")
+        return " & ".join(parts) if parts else self.const(True, bool_)
+
+    def value(self, v: Value, scope: _Scope) -> str:
+        """The code for `v` (not a REDUCE); records its shape."""
+        srcs = [self.names[id(s)] for s in v.srcs]
+        self.shapes[id(v)] = _broadcast(self.expr_shape(*v.exprs()), *(self.shapes[id(s)] for s in v.srcs))
+        if v.op is VOp.LOAD:
+            return self.load(v, scope)
+        if v.op is VOp.CONST:
+            return self.const(v.arg, v.dtype)
+        if v.op is VOp.PARAM:
+            return f"tl.full([], p{v.arg}, {TL_TYPES[v.dtype]})"
+        if v.op is VOp.INDEX:
+            if v.arg.is_const:
+                return self.const(v.arg.const, int64)
+            return self.expr(v.arg) if self.wide else f"{self.expr(v.arg)}.to(tl.int64)"
+        if v.op is VOp.VALID:
+            return self.bounds(v.arg)
+        if v.op is VOp.CAST:
+            return self.cast(srcs[0], v.srcs[0].dtype, v.dtype)
+        return self.alu(v.arg, v.srcs[-1].dtype, srcs)
+
+    def load(self, v: Value, scope: _Scope) -> str:
+        buf, index, bounds = v.arg
+        # Only the axes the address depends on can take it out of bounds.
+        levels = {self.var_scope[var].level for e in v.exprs() for var in e.vars()}
+        lanes = [s for s in scope.chain() if s.mask and s.level in levels]
+        parts = [s.mask for s in lanes] + ([self.bounds(bounds)] if bounds else [])
+        ptr = self.pointer(buf, index, self.expr_shape(*v.exprs()))
+        code = f"tl.load({ptr}, mask={' & '.join(parts)}, other=0)" if parts else f"tl.load({ptr})"
+        return f"({code} != 0)" if v.dtype == bool_ else code
+
+    def cast(self, x: str, src: DType, dst: DType) -> str:
+        if dst == bool_:
+            return f"({x} != 0)"
+        if src == bool_:
+            return f"tl.where({x}, 1, 0).to({TL_TYPES[dst]})"
+        if src.is_float and not dst.is_float:
+            # saturate through int64, then wrap like C: -1.0 cast to uint8 is 255, as in PyTorch
+            wide = f"{self.helper('_float_to_int64')}({x})"
+            return wide if dst == int64 else f"{wide}.to({TL_TYPES[dst]})"
+        return f"{x}.to({TL_TYPES[dst]})"
+
+    def alu(self, op: Alu, dt: DType, s: list[str]) -> str:
+        """`op` on operands of dtype `dt` (a WHERE's operands: its second and third)."""
+        fl, is_bool = dt.is_float, dt == bool_
+        if op is Alu.NEG:  # times -1, not -x: Triton 3.6 computes -x as 0 - x, which is +0.0 for 0.0
+            return f"({s[0]} * -1)" if fl else f"(-{s[0]})"
+        if op is Alu.NOT:  # xor with all ones, spelled out: Triton 3.6's interpreter cannot make unsigned ones
+            return f"({s[0]} == 0)" if is_bool else f"({s[0]} ^ {-1 if dt.is_signed else (1 << dt.bits) - 1})"
+        if op is Alu.ABS:
+            return f"tl.abs({s[0]})" if dt.is_signed else s[0]
+        if op in (Alu.FLOOR, Alu.CEIL, Alu.ROUND, Alu.TRUNC) and not fl:
+            return s[0]
+        if op is Alu.RECIP:
+            return f"tl.div_rn(1.0, {s[0]})" if dt == float32 else f"(1.0 / {s[0]})"
+        if op is Alu.SQRT:
+            return f"tl.sqrt_rn({s[0]})" if dt == float32 else f"tl.sqrt({s[0]})"
+        if op in (Alu.EXP, Alu.EXP2, Alu.LOG, Alu.LOG2, Alu.SIN, Alu.COS, Alu.ERF, Alu.FLOOR, Alu.CEIL):
+            return f"tl.{op.label}({s[0]})"
+        if op is Alu.TRUNC:
+            return f"tl.where({s[0]} < 0, tl.ceil({s[0]}), tl.floor({s[0]}))"
+        if op in (Alu.ROUND, Alu.EXPM1, Alu.LOG1P, Alu.TANH, Alu.TAN):
+            name = {Alu.ROUND: "_round_half_even", Alu.EXPM1: "_expm1", Alu.LOG1P: "_log1p", Alu.TANH: "_tanh",
+                    Alu.TAN: "_tan"}[op]
+            return f"{self.helper(name)}({s[0]})"
+        if op is Alu.ADD:
+            return f"({s[0]} | {s[1]})" if is_bool else f"({s[0]} + {s[1]})"
+        if op is Alu.SUB:
+            return f"({s[0]} ^ {s[1]})" if is_bool else f"({s[0]} - {s[1]})"
+        if op is Alu.MUL:
+            return f"({s[0]} & {s[1]})" if is_bool else f"({s[0]} * {s[1]})"
+        if op is Alu.DIV:
+            return f"tl.div_rn({s[0]}, {s[1]})" if dt == float32 else f"({s[0]} / {s[1]})"
+        if op in (Alu.FLOORDIV, Alu.MOD):
+            return self.division(op, dt, s)
+        if op is Alu.POW:
+            if is_bool:  # a ** 0 is 1, a ** 1 is a
+                return f"tl.where({s[1]}, {s[0]}, True)"
+            if fl:
+                return f"{self.helper('_pow_float')}({s[0]}, {s[1]})"
+            return f"{self.helper('_pow_int')}({s[0]}, {s[1]}, {dt.bits}, {dt.is_signed})"
+        if op in (Alu.MAX, Alu.MIN):
+            if is_bool:
+                return f"({s[0]} | {s[1]})" if op is Alu.MAX else f"({s[0]} & {s[1]})"
+            if fl:  # NaN wins
+                cmp = ">" if op is Alu.MAX else "<"
+                return f"tl.where({s[0]} != {s[0]}, {s[0]}, tl.where({s[0]} {cmp} {s[1]}, {s[0]}, {s[1]}))"
+            return f"tl.{'maximum' if op is Alu.MAX else 'minimum'}({s[0]}, {s[1]})"
+        if op is Alu.CMPLT and is_bool:  # no signed/unsigned question for i1: a < b is ~a & b
+            return f"tl.where({s[0]}, False, {s[1]})"
+        if op is Alu.CMPLE and is_bool:  # ~a | b
+            return f"tl.where({s[0]}, {s[1]}, True)"
+        if op in (Alu.CMPLT, Alu.CMPLE, Alu.CMPEQ, Alu.CMPNE):
+            # Triton's float != is unordered (true for NaN), the others ordered: the IR's semantics
+            sym = {Alu.CMPLT: "<", Alu.CMPLE: "<=", Alu.CMPEQ: "==", Alu.CMPNE: "!="}[op]
+            return f"({s[0]} {sym} {s[1]})"
+        if op in (Alu.AND, Alu.OR, Alu.XOR):
+            return f"({s[0]} {({Alu.AND: '&', Alu.OR: '|', Alu.XOR: '^'})[op]} {s[1]})"
+        if op is Alu.WHERE:
+            return f"tl.where({s[0]}, {s[1]}, {s[2]})"
+        raise NotImplementedError(f"the Triton backend cannot render {op.label} on {dt}")
+
+    def division(self, op: Alu, dt: DType, s: list[str]) -> str:
+        floordiv = op is Alu.FLOORDIV
+        if dt == bool_:  # b is 0 or 1: a // 1 == a, a % 1 == 0, and a zero divisor gives 0
+            return f"({s[0]} & {s[1]})" if floordiv else f"({s[0]} & False)"
+        if dt.is_float:
+            name = "_floordiv_float" if floordiv else "_mod_float"
+        else:
+            name = f"_{'floordiv' if floordiv else 'mod'}_{'signed' if dt.is_signed else 'unsigned'}"
+        return f"{self.helper(name)}({s[0]}, {s[1]})"
+
+
+def render(kernel: Kernel, tiling: Tiling = Tiling()) -> TritonSource:
+    """The Triton module for `kernel`: one `@triton.jit` function (and the helpers it calls)."""
+    return _Renderer(kernel, tiling).render()

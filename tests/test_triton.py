@@ -1,0 +1,367 @@
+"""The Triton backend, run by Triton's interpreter on the CPU (no GPU needed).
+
+Every result is compared with the CPU (LLVM) backend running the same graph: the two backends
+render the same kernel IR and must agree on its semantics (floor division and modulo, NaN
+propagation, saturating casts, rounding) for every dtype. Reductions are also run with tiny block
+sizes, so that persistent and looped reductions, masks and multi-program grids are all exercised
+on small shapes. The rest covers devices (no silent fallback), copies, caching and the pieces of
+the CUDA runtime that can be checked without a GPU.
+"""
+from __future__ import annotations
+
+import importlib.util
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import triton_interpreter  # noqa: F401  (registers torch storage for the interpreter)
+from conftest import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, random_array
+
+import lazytensor as lt
+import lazytensor.device
+from lazytensor.kernels import ir
+from lazytensor.kernels.dtype import int32, int64, uint8
+from lazytensor.kernels.expr import Bound, Expr, Var
+from lazytensor.kernels.triton import Tiling, cuda, render, targets
+
+# Triton reads TRITON_INTERPRET once, when it is imported: triton_interpreter imports it interpreted, unless
+# this session is for a GPU, and then these tests skip.
+if importlib.util.find_spec("triton") is None:
+    pytest.skip("triton is not installed", allow_module_level=True)
+
+NAN, INF = math.nan, math.inf
+TINY = Tiling(max_block=4, max_tile=8, max_xblock=2)  # every reduction loops, every axis is masked
+
+
+@pytest.fixture(autouse=True)
+def interpreter(monkeypatch, tmp_path_factory):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("LT_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "lt-cache"))
+    monkeypatch.delenv("LT_DEVICE", raising=False)
+    try:
+        lazytensor.device.get_device("cuda")
+    except lt.DeviceError as e:  # triton was imported for a GPU before this module (see triton_interpreter.py)
+        pytest.skip(str(e))
+
+
+@pytest.fixture(params=[Tiling(), TINY], ids=["default", "tiny"])
+def tiling(request, monkeypatch) -> Tiling:
+    """Compile every cuda kernel of the test with this tiling."""
+    from lazytensor.kernels.triton import runtime  # imports triton: not at collection
+    compile_kernel = runtime.compile_kernel
+    monkeypatch.setattr(runtime, "compile_kernel",
+                        lambda kernel, target, tiling=request.param: compile_kernel(kernel, target, tiling))
+    return request.param
+
+
+def both(fn, *arrays: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`fn` of the arrays as tensors, on the CPU backend and on the Triton backend."""
+    cpu = fn(*(lt.asarray(a) for a in arrays)).numpy()
+    gpu = fn(*(lt.asarray(a, device="cuda") for a in arrays)).numpy()
+    return cpu, gpu
+
+
+def assert_same(fn, *arrays: np.ndarray, rtol: float = 0.0) -> None:
+    """Triton agrees with LLVM: bit for bit (and sign for sign) unless a tolerance is given."""
+    cpu, gpu = both(fn, *arrays)
+    assert gpu.dtype == cpu.dtype and gpu.shape == cpu.shape
+    if rtol:
+        np.testing.assert_allclose(gpu, cpu, rtol=rtol, atol=rtol, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(gpu, cpu)
+    if cpu.dtype.kind == "f":  # -0.0 is not 0.0 (a NaN's sign means nothing)
+        numbers = ~np.isnan(cpu)
+        np.testing.assert_array_equal(np.signbit(gpu)[numbers], np.signbit(cpu)[numbers], err_msg="sign bits differ")
+
+
+# ---- pointwise ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_pointwise_every_dtype(dtype):
+    a, b = random_array((5, 7), dtype, 0), random_array((7,), dtype, 1)
+    if dtype == lt.bool_:
+        assert_same(lambda x, y: (x & y) | ~x, a, b)
+    else:
+        assert_same(lambda x, y: x * y + x - abs(y), a, b)
+        assert_same(lambda x, y: lt.where(x < y, x.maximum(y), x.minimum(y)), a, b)
+    assert_same(lambda x: x.T.flip(0)[1:, ::2], a)
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES, ids=str)
+def test_integer_floor_division_and_modulo(dtype):
+    """Python semantics (round toward -inf, the divisor's sign), 0 for a zero divisor, MIN // -1 wraps."""
+    info = np.iinfo(dtype.name)
+    values = sorted(v for v in {info.min, info.min + 1, -7, -1, 0, 1, 3, 7, info.max} if info.min <= v <= info.max)
+    a = np.array(values, dtype.name)[:, None]
+    b = np.array(values, dtype.name)[None, :]
+    for op in (lambda x, y: x // y, lambda x, y: x % y):
+        cpu, gpu = both(op, a, b)
+        np.testing.assert_array_equal(gpu, cpu)
+    with np.errstate(all="ignore"):  # NumPy agrees, including its 0 for a zero divisor
+        np.testing.assert_array_equal(both(lambda x, y: x // y, a, b)[1], np.floor_divide(a, b))
+        np.testing.assert_array_equal(both(lambda x, y: x % y, a, b)[1], np.remainder(a, b))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_float_floor_division_remainder_and_pow(dtype):
+    values = np.array([NAN, INF, -INF, -0.0, 0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 7.25, -100.0], dtype.name)
+    a, b = values[:, None], values[None, :]
+    assert_same(lambda x, y: x // y, a, b)
+    assert_same(lambda x, y: x % y, a, b)
+    assert_same(lambda x, y: x ** y, a, b, rtol=1e-7 if dtype == lt.float32 else 1e-13)
+    assert_same(lambda x: x ** 2 + x ** 3 - x ** -1, a)  # small integer powers are exact
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_float_functions_and_nan_rules(dtype):
+    x = np.array([NAN, INF, -INF, -0.0, 0.0, 0.5, -0.5, 1.5, 2.5, -2.5, 1e-8, -3.7, 20.5, 1e15 + 0.5], dtype.name)
+    assert_same(lambda t: t.round(), x)
+    assert_same(lambda t: t.trunc(), x)
+    assert_same(lambda t: t.floor() + t.ceil(), x)
+    assert_same(lambda t: t.isnan() | (t != t), x)
+    y = np.roll(x, 3)
+    assert_same(lambda s, t: s.maximum(t) - s.minimum(t), x, y)
+    tol = 1e-6 if dtype == lt.float32 else 1e-13
+    for fn in ("tanh", "expm1", "log1p", "tan", "exp", "log", "sqrt", "sin", "erf", "reciprocal"):
+        assert_same(lambda t, fn=fn: getattr(t, fn)(), x, rtol=tol)
+
+
+def test_casts_between_every_dtype():
+    """Float to int saturates through int64 then wraps (NaN gives 0); bools read and write as bytes."""
+    floats = np.array([NAN, INF, -INF, -0.0, 0.7, -1.0, -1.7, 255.5, 3e9, -3e9, 1e19, -1e19], np.float64)
+    ints = np.array([-128, -1, 0, 1, 127, 255, 300, -40000, 2**40], np.int64)
+    for src in ALL_DTYPES:
+        data = floats.astype(src.name) if src.is_float else np.array([0, 1, 1, 0, 1], bool) \
+            if src == lt.bool_ else ints.astype(src.name)
+        for dst in ALL_DTYPES:
+            assert_same(lambda t, dst=dst: t.cast(dst), data)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_scalar_parameters_keep_their_dtype(dtype):
+    """Python scalars reach the kernel as parameters of the tensor's dtype: float64 ones are not rounded to
+    float32, and a new value does not compile a new kernel."""
+    x = random_array((6,), dtype, 2)
+    scalars = [True, False] if dtype == lt.bool_ else [0.1, 1 / 3] if dtype.is_float else [3, 1]
+    for s in scalars:
+        assert_same(lambda t, s=s: lt.where(t == t, s, t), x)
+    lt.reset_stats()
+    t = lt.asarray(x, device="cuda")
+    lt.where(t == t, scalars[1], t).realize()
+    assert lt.stats().kernels_compiled == 0 and lt.stats().kernels_launched == 1
+
+
+def test_masks_from_padding_never_read_out_of_bounds():
+    o0 = Var("o0", 6)
+    shifted = Expr.of(o0) - 2
+    v = ir.load(1, int32, shifted, (Bound(shifted, 0, 3),))
+    bufs = (ir.BufferParam(int32, 6, True), ir.BufferParam(int32, 3))
+    kernel = ir.Kernel("padded", bufs, (int32,), (o0,),
+                       (ir.Store(0, Expr.of(o0), ir.alu(ir.Alu.ADD, int32, v, ir.param(0, int32))),))
+    device = lt.devices()[1]
+    src, out = device.from_numpy(np.array([7, 8, 9], np.int32)), device.alloc(lt.int32, 6)
+    program, _ = device.compile(kernel)
+    program([out.ptr, src.ptr], [100])
+    np.testing.assert_array_equal(out.numpy(), [100, 100, 107, 108, 109, 100])
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    assert_same(lambda t: t.pad(((1, 2), (3, 0))) + 1, x)
+
+
+def test_index_division_with_negative_numerators():
+    """Div and Mod atoms of an index whose numerator may be negative use floor semantics."""
+    o0 = Var("o0", 12)
+    shifted = Expr.of(o0) - 5
+    assert (shifted // 3).terms and (shifted % 3).terms  # not simplified away: the kernel computes them
+    values = [ir.index(shifted // 3), ir.index(shifted % 3)]
+    bufs = (ir.BufferParam(int64, 24, True),)
+    stores = tuple(ir.Store(0, Expr.of(o0) * 2 + i, v) for i, v in enumerate(values))
+    kernel = ir.Kernel("negative_index_division", bufs, (), (o0,), stores)
+    device = lt.devices()[1]
+    out = device.alloc(lt.int64, 24)
+    device.compile(kernel)[0]([out.ptr], [])
+    expected = [[(i - 5) // 3, (i - 5) % 3] for i in range(12)]
+    np.testing.assert_array_equal(out.numpy().reshape(12, 2), expected)
+
+
+# ---- reductions ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_reductions_every_dtype(dtype, tiling):
+    x = random_array((3, 10), dtype, 3, low=0.5, high=1.5)
+    rtol = 1e-6 if dtype == lt.float32 else 1e-13 if dtype == lt.float64 else 0.0
+    if dtype == lt.bool_:
+        assert_same(lambda t: t.any(axis=1) ^ t.all(axis=0).any(), x)
+        return
+    for fn in (lambda t: t.sum(axis=1), lambda t: t.sum(), lambda t: t.max(axis=0), lambda t: t.min(),
+               lambda t: t.prod(axis=1), lambda t: t.argmax(axis=1), lambda t: t.cumsum(axis=1)):
+        assert_same(fn, x, rtol=rtol)
+
+
+def test_row_wise_multi_reductions_are_one_kernel(tiling):
+    """softmax and layernorm: several reductions of a row, then the elementwise part, in one kernel."""
+    x = random_array((5, 9), lt.float32, 4)
+    softmax = lambda t: t.softmax(-1)  # noqa: E731
+    layernorm = lambda t: (t - t.mean(-1, keepdims=True)) / (t.var(-1, keepdims=True) + 1e-5).sqrt()  # noqa: E731
+    for fn in (softmax, layernorm, lambda t: t.log_softmax(1), lambda t: t.logsumexp(1)):
+        assert len(lt.schedule(fn(lt.asarray(x, device="cuda")))) == 1
+        assert_same(fn, x, rtol=1e-5)
+
+
+def test_nested_and_full_reductions(tiling):
+    x = random_array((4, 6, 5), lt.float64, 5)
+    assert_same(lambda t: t.max(axis=2).sum(axis=1), x, rtol=1e-13)
+    assert_same(lambda t: t.sum(), x, rtol=1e-13)
+    assert_same(lambda t: t / t.sum(), x, rtol=1e-13)
+    assert_same(lambda t: t.var(axis=(0, 2)), x, rtol=1e-12)
+
+
+def test_max_and_min_reductions_propagate_nan(tiling):
+    x = np.array([[1.0, NAN, 3.0, -INF, 2.0], [INF, 1.0, -1.0, 0.0, 5.0], [NAN, NAN, NAN, NAN, NAN]], np.float32)
+    assert_same(lambda t: t.max(axis=1), x)
+    assert_same(lambda t: t.min(axis=1), x)
+    assert_same(lambda t: t.max(axis=0) + t.min(), x)
+
+
+def test_softmax_source_is_persistent_or_looped():
+    """One kernel, two reductions; each a single block when the row fits, a loop over blocks otherwise."""
+    t = lt.asarray(random_array((3, 100), lt.float32, 6), device="cuda").softmax(-1)
+    (item,) = lt.schedule(t)
+    persistent = render(item.kernel).source
+    looped = render(item.kernel, Tiling(max_block=32, max_tile=32)).source
+    assert " in range(" not in persistent and persistent.count("tl.arange(0, 128)") == 3
+    assert looped.count("in range(0, 100, 32)") == 3 and "_reduce_max" in looped
+
+
+def test_large_kernels_index_in_int64():
+    o0 = Var("o0", 3 * 2**30)
+    kernel = ir.Kernel("big", (ir.BufferParam(uint8, 3 * 2**30, True),), (), (o0,),
+                       (ir.Store(0, Expr.of(o0), ir.const(1, uint8)),))
+    assert "x = pid.to(tl.int64) * 1024" in render(kernel).source
+    small = ir.Kernel("small", (ir.BufferParam(uint8, 64, True),), (), (Var("o0", 64),),
+                      (ir.Store(0, Expr.of(Var("o0", 64)), ir.const(1, uint8)),))
+    assert "x = pid * 64" in render(small).source
+
+
+# ---- caching ---------------------------------------------------------------------------------------
+
+def test_kernels_compile_once_and_are_imported_from_the_cache_directory(tmp_path, monkeypatch):
+    monkeypatch.setenv("LT_CACHE_DIR", str(tmp_path))
+    x = lt.asarray(np.arange(7, dtype=np.float32), device="cuda")
+    lt.reset_stats()
+    (x * 3.5 - 1).realize()
+    assert lt.stats().kernels_compiled == 1
+    (x * 2.5 - 4).realize()  # same body, other parameters
+    (lt.asarray(np.ones(7, np.float32), device="cuda") * 3 - 2).realize()
+    assert lt.stats().kernels_compiled == 1 and lt.stats().kernels_launched == 3
+    (item,) = lt.schedule(x * 1.5 - 2)
+    program, compiled = lt.devices()[1].compile(item.kernel)
+    assert not compiled and program.path.parent == tmp_path / "triton"
+    assert program.fn.fn.__code__.co_filename == str(program.path)
+    assert program.path.read_text() == program.source.source and "@triton.jit" in program.source.source
+
+
+# ---- devices -------------------------------------------------------------------------------------------
+
+def test_devices_lists_the_interpreter_and_the_default_device_follows_lt_device(monkeypatch):
+    names = [(d.name, d.backend) for d in lt.devices()]
+    assert names == [("cpu", "llvm"), ("cuda:0", "triton-interpreter")]
+    assert lt.ones(2).device == "cpu"
+    monkeypatch.setenv("LT_DEVICE", "cuda")
+    assert lt.ones(2).device == "cuda:0" and (lt.arange(3) * 2).tolist() == [0, 2, 4]
+
+
+def test_to_copies_between_devices():
+    x = np.arange(12, dtype=np.float64).reshape(3, 4)
+    c = lt.asarray(x, device="cuda")
+    assert c.to("cuda") is c and c.to("cuda:0") is c
+    back = (c.T * 2).to("cpu")
+    assert back.device == "cpu" and back.shape == (4, 3)
+    np.testing.assert_array_equal(back.numpy(), x.T * 2)
+    again = back.to(lt.devices()[1], lt.float32)
+    assert again.device == "cuda:0" and again.dtype == lt.float32
+    np.testing.assert_array_equal(again.numpy(), x.T * 2)
+
+
+def test_ops_mixing_devices_name_both():
+    a, b = lt.ones(3), lt.ones(3, device="cuda")
+    with pytest.raises(lt.DeviceError, match="different devices: cpu and cuda:0"):
+        a + b
+    with pytest.raises(lt.DeviceError, match="cuda:0 and cpu"):
+        lt.where(b > 0, b, a)
+
+
+def test_no_silent_fallback(monkeypatch):
+    with pytest.raises(lt.DeviceError, match="'cuda:1' is not available: .*one device, cuda:0"):
+        lt.ones(3, device="cuda:1")
+    monkeypatch.setattr(targets, "_storage_provider", None)
+    monkeypatch.setattr(lazytensor.device, "_cuda", {})  # forget the device opened with storage
+    with pytest.raises(lt.DeviceError, match="'cuda:0' is not available: .*no storage provider"):
+        lt.zeros(2, device="cuda")
+    monkeypatch.delenv("TRITON_INTERPRET")
+    try:
+        gpus = cuda.device_count()
+    except cuda.CudaError:
+        gpus = 0
+    if gpus == 0:
+        with pytest.raises(lt.DeviceError, match="'cuda:0' is not available"):
+            lt.ones(3, device="cuda")
+        monkeypatch.setenv("LT_DEVICE", "cuda")
+        with pytest.raises(lt.DeviceError, match="cuda:0"):
+            lt.ones(3)
+        assert [d.name for d in lt.devices()] == ["cpu"]
+
+
+def test_missing_triton_is_a_device_error(monkeypatch):
+    find_spec = targets.importlib.util.find_spec
+    monkeypatch.setattr(targets.importlib.util, "find_spec",
+                        lambda name, *args: None if name == "triton" else find_spec(name, *args))
+    with pytest.raises(targets.Unavailable, match="triton is not installed"):
+        targets.open_target(0)
+
+
+def test_the_cpu_path_does_not_import_triton():
+    code = ("import sys, lazytensor as lt; (lt.ones(3) + 1).realize(); lt.devices(); "
+            "assert 'triton' not in sys.modules, 'triton was imported'")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd="/")
+
+
+# ---- the CUDA runtime, without a GPU ---------------------------------------------------------------
+
+def test_caching_allocator_reuses_blocks_by_size():
+    live: dict[int, int] = {}
+    freed: list[int] = []
+
+    def malloc(nbytes: int) -> int:
+        if sum(live.values()) + nbytes > 8192:
+            raise cuda.CudaError("out of memory", cuda.CUDA_ERROR_OUT_OF_MEMORY)
+        ptr = 4096 * (len(live) + len(freed) + 1)
+        live[ptr] = nbytes
+        return ptr
+
+    def free(ptr: int) -> None:
+        freed.append(ptr)
+        del live[ptr]
+
+    allocator = cuda.CachingAllocator(malloc, free)
+    a, size_a = allocator.allocate(100)
+    assert size_a == 512
+    allocator.release(a, size_a)
+    b, size_b = allocator.allocate(300)  # same rounded size: the cached block comes back
+    assert (b, size_b) == (a, 512) and len(live) == 1
+    c, size_c = allocator.allocate(2500)
+    assert size_c == 2560  # four sizes per power of two
+    allocator.release(c, size_c)
+    _, size_d = allocator.allocate(7000)  # does not fit beside the cached block: the cache is emptied first
+    assert freed == [c] and size_d == 7168 and allocator.cached_bytes == 0
+    assert allocator.allocated_bytes == 512 + 7168
+
+
+def test_without_a_driver_cuda_raises_a_clear_error():
+    try:
+        cuda.driver()
+    except cuda.CudaError as e:
+        assert "libcuda.so.1" in str(e) and e.code is None
+    else:
+        pytest.skip("this machine has an NVIDIA driver")
