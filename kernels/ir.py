@@ -27,7 +27,7 @@ import weakref
 from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property
-from typing import Any
+from typing import Any, Callable, Iterable
 
 from .dtype import SHORT_NAMES, DType, bool_
 from .expr import Bounds, Expr, Var
@@ -209,24 +209,24 @@ class Store:
     value: Value
 
 
-def toposort(roots: list) -> list:
-    """Nodes reachable from `roots` through `.srcs`, each after its sources.
+def toposort(roots: list, sources: Callable[[Any], Iterable] = lambda n: n.srcs) -> list:
+    """Nodes reachable from `roots` through `sources` (`.srcs` by default), each after its sources.
 
     Uses an explicit stack: a chain of 10,000 ops must not hit Python's recursion limit.
     """
-    order: list[Value] = []
+    order: list = []
     seen: set[int] = set()
-    stack: list[tuple[Value, bool]] = [(r, False) for r in reversed(roots)]
+    stack: list[tuple[Any, bool]] = [(r, False) for r in reversed(roots)]
     while stack:
-        v, expanded = stack.pop()
+        node, expanded = stack.pop()
         if expanded:
-            order.append(v)
+            order.append(node)
             continue
-        if id(v) in seen:
+        if id(node) in seen:
             continue
-        seen.add(id(v))
-        stack.append((v, True))
-        stack.extend((s, False) for s in reversed(v.srcs) if id(s) not in seen)
+        seen.add(id(node))
+        stack.append((node, True))
+        stack.extend((s, False) for s in reversed(list(sources(node))) if id(s) not in seen)
     return order
 
 

@@ -28,6 +28,8 @@ import math
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
+from .kernels.ir import toposort
+
 if TYPE_CHECKING:
     from .tensor import Tensor
 
@@ -68,24 +70,8 @@ def set_grad_enabled(mode: bool) -> contextlib.AbstractContextManager:
 
 
 def _graph(roots: Sequence[Tensor]) -> list[Tensor]:
-    """Tensors that require grad reachable from `roots` through `_ctx`, each after its sources.
-
-    An explicit stack: a chain of 10,000 ops must not hit Python's recursion limit."""
-    order: list[Tensor] = []
-    seen: set[int] = set()
-    stack: list[tuple[Tensor, bool]] = [(r, False) for r in reversed(roots)]
-    while stack:
-        t, expanded = stack.pop()
-        if expanded:
-            order.append(t)
-            continue
-        if id(t) in seen:
-            continue
-        seen.add(id(t))
-        stack.append((t, True))
-        if t._ctx is not None:
-            stack.extend((s, False) for s in reversed(t._ctx[2]) if s.requires_grad and id(s) not in seen)
-    return order
+    """Tensors that require grad reachable from `roots` through `_ctx`, each after its sources."""
+    return toposort(list(roots), lambda t: [s for s in t._ctx[2] if s.requires_grad] if t._ctx else [])
 
 
 def _propagate(roots: Sequence[Tensor], seeds: Sequence[Tensor],
