@@ -76,8 +76,13 @@ def run(items: Schedule) -> None:
             _stats.kernels_compiled += 1
             _stats.compile_seconds += program.compile_seconds
         out = device.alloc(item.output.dtype, item.output.numel)
+        timed = getenv("LT_DEBUG") >= 1  # GPU launches are asynchronous: time them only when asked
+        if timed:
+            device.synchronize()
         t0 = time.perf_counter()
         program([out.ptr, *(n.buffer.ptr for n in item.inputs)], item.params)
+        if timed:
+            device.synchronize()
         seconds = time.perf_counter() - t0
         _stats.kernels_launched += 1
         _stats.run_seconds += seconds
