@@ -2,9 +2,13 @@
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+# a fresh process on the CPU: the default device there needs no test-registered storage
+CPU_ENV = {k: v for k, v in os.environ.items() if k != "LT_DEVICE"}
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -22,7 +26,7 @@ def imports(path: Path) -> list[tuple[str, int]]:
 
 def test_import_lazytensor_does_not_import_torch():
     code = "import sys, lazytensor as lt; (lt.ones(3) + 1).realize(); assert 'torch' not in sys.modules"
-    subprocess.run([sys.executable, "-c", code], check=True, cwd="/")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd="/", env=CPU_ENV)
 
 
 def test_no_library_file_imports_torch():
@@ -44,4 +48,4 @@ def test_kernels_is_installed_as_a_subpackage():
     import lazytensor.kernels
     assert Path(lazytensor.kernels.__file__).resolve().parent == ROOT / "kernels"
     code = "import importlib.util, sys; sys.exit(importlib.util.find_spec('kernels') is not None)"
-    subprocess.run([sys.executable, "-c", code], check=True, cwd="/")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd="/", env=CPU_ENV)
