@@ -42,28 +42,23 @@ def is_grad_enabled() -> bool:
 
 
 @contextlib.contextmanager
-def no_grad() -> Iterator[None]:
+def set_grad_enabled(mode: bool) -> Iterator[None]:
+    """Run a block with autograd recording on (`mode=True`) or off, restoring the previous mode after."""
+    previous = is_grad_enabled()
+    _state.enabled = mode
+    try:
+        yield
+    finally:
+        _state.enabled = previous
+
+
+def no_grad() -> contextlib.AbstractContextManager:
     """Run a block without recording operations for autograd (inference, optimizer updates)."""
-    previous = is_grad_enabled()
-    _state.enabled = False
-    try:
-        yield
-    finally:
-        _state.enabled = previous
+    return set_grad_enabled(False)
 
 
-@contextlib.contextmanager
-def enable_grad() -> Iterator[None]:
-    previous = is_grad_enabled()
-    _state.enabled = True
-    try:
-        yield
-    finally:
-        _state.enabled = previous
-
-
-def set_grad_enabled(mode: bool) -> contextlib.AbstractContextManager:
-    return enable_grad() if mode else no_grad()
+def enable_grad() -> contextlib.AbstractContextManager:
+    return set_grad_enabled(True)
 
 
 # ---- the walk ------------------------------------------------------------------------------
