@@ -1,5 +1,5 @@
 """One training step (forward, backward, Adam update) of an MLP and of a small CNN: lazytensor against
-torch eager on the CPU (and jax.jit when installed), in one run.
+torch eager and jax.jit on the CPU (each when installed: `pip install -e ".[bench]"`), in one run.
 
     python benchmarks/bench_train.py [--repeat 20] [--only mlp|cnn] [--threads N]
 
@@ -7,9 +7,12 @@ torch eager on the CPU (and jax.jit when installed), in one run.
 - the small CNN of examples/train_digits.py (conv 1->16 3x3, relu, maxpool 2, conv 16->32 3x3, relu,
   maxpool 2, dropout, linear 128->10) on 8x8 images, batch 64.
 
-Prints the median time per step after warm-up (compiling and scheduling excluded), lazytensor's kernels
-per step (`lt.stats().kernels_launched`), the first step's time (schedule + compile), and the ratio of
-lazytensor's time to each peer's (below 1 is faster). On a shared machine, torch's default OpenMP threads
+Every contestant builds the same model with the same initialization scheme (not the same numbers) and
+trains it on one fixed batch. Prints the median time per step after warm-up (compiling and scheduling
+excluded), lazytensor's kernels per step (`lt.stats().kernels_launched`), the first step's time
+(schedule + compile), the ratio of lazytensor's time to each peer's (below 1 is faster), and each
+contestant's loss at its first and last step: a loss that does not go down marks a broken step, and
+the script then exits with status 1. On a shared machine, torch's default OpenMP threads
 slow down by 10-100x when other processes compete for the cores; `--threads 1` compares single threads.
 """
 from __future__ import annotations
@@ -105,6 +108,7 @@ def torch_step(kind: str, x: np.ndarray, y: np.ndarray) -> Callable[[], object] 
 
 
 def jax_step(kind: str, x: np.ndarray, y: np.ndarray) -> Callable[[], object] | None:
+    """torch's model and Adam (lr 1e-3, betas 0.9 and 0.999, eps 1e-8) written out in jax, one jitted step."""
     try:
         import jax
         import jax.numpy as jnp
@@ -120,7 +124,7 @@ def jax_step(kind: str, x: np.ndarray, y: np.ndarray) -> Callable[[], object] | 
         sizes = [(784, 512), (512, 512), (512, 10)]
         params = [(uniform((i, o), i), uniform((o,), i)) for i, o in sizes]
 
-        def forward(params, xb):
+        def forward(params, xb, key):  # key: the MLP has no dropout
             h = xb
             for k, (w, b) in enumerate(params):
                 h = h @ w + b
@@ -139,33 +143,40 @@ def jax_step(kind: str, x: np.ndarray, y: np.ndarray) -> Callable[[], object] | 
         def pool(h):
             return jax.lax.reduce_window(h, -jnp.inf, jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
 
-        def forward(params, xb):
+        def dropout(h, key, p=0.2):
+            """nn.Dropout(p) in training mode: zero each value with probability p, scale the rest by 1/(1-p)."""
+            return jnp.where(jax.random.bernoulli(key, 1 - p, h.shape), h / (1 - p), 0.0)
+
+        def forward(params, xb, key):
             h = pool(jax.nn.relu(conv(xb, *params[0])))
             h = pool(jax.nn.relu(conv(h, *params[1])))
-            return h.reshape(h.shape[0], -1) @ params[2][0] + params[2][1]
+            h = dropout(h.reshape(h.shape[0], -1), key)
+            return h @ params[2][0] + params[2][1]
 
-    def loss_fn(params, xb, yb):
-        logp = jax.nn.log_softmax(forward(params, xb))
+    def loss_fn(params, xb, yb, key):
+        logp = jax.nn.log_softmax(forward(params, xb, key))
         return -jnp.mean(jnp.take_along_axis(logp, yb[:, None], axis=1))
 
     @jax.jit
-    def train_step(params, m, v, t, xb, yb):
-        loss, grads = jax.value_and_grad(loss_fn)(params, xb, yb)
+    def train_step(params, m, v, t, key, xb, yb):
+        key, dropout_key = jax.random.split(key)  # fresh dropout masks each step
+        loss, grads = jax.value_and_grad(loss_fn)(params, xb, yb, dropout_key)
         t = t + 1
         m = jax.tree_util.tree_map(lambda m, g: 0.9 * m + 0.1 * g, m, grads)
         v = jax.tree_util.tree_map(lambda v, g: 0.999 * v + 0.001 * g * g, v, grads)
         def update(p, m, v):
             return p - 1e-3 / (1 - 0.9 ** t) * m / (jnp.sqrt(v / (1 - 0.999 ** t)) + 1e-8)
         params = jax.tree_util.tree_map(update, params, m, v)
-        return params, m, v, t, loss
+        return params, m, v, t, key, loss
 
     state = {"params": params, "m": jax.tree_util.tree_map(jnp.zeros_like, params),
-             "v": jax.tree_util.tree_map(jnp.zeros_like, params), "t": jnp.asarray(0.0)}
+             "v": jax.tree_util.tree_map(jnp.zeros_like, params), "t": jnp.asarray(0.0),
+             "key": jax.random.PRNGKey(0)}
     xb, yb = jnp.asarray(x), jnp.asarray(y)
 
     def step() -> object:
-        p, m, v, t, loss = train_step(state["params"], state["m"], state["v"], state["t"], xb, yb)
-        state.update(params=p, m=m, v=v, t=t)
+        p, m, v, t, key, loss = train_step(state["params"], state["m"], state["v"], state["t"], state["key"], xb, yb)
+        state.update(params=p, m=m, v=v, t=t, key=key)
         return float(loss)
 
     return step
@@ -177,7 +188,8 @@ def main() -> None:
     parser.add_argument("--only", choices=["mlp", "cnn"], default=None)
     parser.add_argument("--rounds", type=int, default=1, help="blocks of steps each contestant takes in turn")
     parser.add_argument("--threads", type=int, default=None,
-                        help="threads for every library (LT_NUM_THREADS, torch.set_num_threads); default: theirs")
+                        help="threads for lazytensor and torch (LT_NUM_THREADS, torch.set_num_threads; "
+                             "jax.jit keeps XLA's own); default: theirs")
     args = parser.parse_args()
     if args.threads is not None:
         os.environ["LT_NUM_THREADS"] = str(args.threads)  # read when the first parallel kernel runs
@@ -188,6 +200,7 @@ def main() -> None:
             pass
     kinds = [args.only] if args.only else ["mlp", "cnn"]
     titles = {"mlp": "MLP 784-512-512-10, batch 256, Adam", "cnn": "small CNN on 1x8x8, batch 64, Adam"}
+    broken: list[str] = []
     for kind in kinds:
         x, y = batches(kind, np.random.default_rng(0))
         step, _ = lazytensor_step(kind, x, y)
@@ -201,22 +214,31 @@ def main() -> None:
         step()
         kernels = lt.stats().kernels_launched
         contestants = {"lazytensor": step}
+        first_loss = {"lazytensor": first}
         for name, make in (("torch eager", torch_step), ("jax.jit", jax_step)):
             peer = make(kind, x, y)
             if peer is not None:
-                for _ in range(3):  # warm-up (jax.jit compiles here)
-                    peer()
+                first_loss[name] = float(peer())  # jax.jit compiles here
+                peer()  # warm-up
+                peer()
                 contestants[name] = peer
         results = median_times(contestants, args.repeat, args.rounds)
         compiled = lt.stats().kernels_compiled
+        last_loss = {name: float(run()) for name, run in contestants.items()}
         ours = results["lazytensor"]
         print(f"{titles[kind]}: median of {args.repeat} steps")
         print(f"  lazytensor: {kernels:.0f} kernels/step, first step {first_seconds:.1f} s (schedule + compile), "
-              f"{compiled} kernels compiled after warm-up, first loss {first:.4f}")
-        print(f"  {'':14}{'ms/step':>10}{'lazytensor / peer':>20}")
+              f"{compiled} kernels compiled after warm-up")
+        print(f"  {'':14}{'ms/step':>10}{'lazytensor / peer':>20}{'loss first -> last':>24}")
         for name, t in results.items():
             ratio = "" if name == "lazytensor" else f"{ours / t:.2f}x"
-            print(f"  {name:14}{t * 1e3:10.2f}{ratio:>20}")
+            loss = f"{first_loss[name]:.4f} -> {last_loss[name]:.4f}"
+            if not last_loss[name] < first_loss[name]:  # also catches NaN
+                broken.append(f"{kind} {name}")
+                loss += "  (not decreasing!)"
+            print(f"  {name:14}{t * 1e3:10.2f}{ratio:>20}{loss:>24}")
+    if broken:
+        sys.exit(f"the loss did not go down for: {', '.join(broken)}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 
     python benchmarks/suite.py [--quick] [--json results.json] [--only softmax,matmul]
 
-Peers, when installed: NumPy, torch eager, torch.compile, jax.jit, tinygrad. The machine's copy
+Peers, when installed (`pip install -e ".[bench]"`; tinygrad's CPU backend also needs clang):
+NumPy, torch eager, torch.compile, jax.jit, tinygrad. Every implementation's result is checked
+against NumPy's before it is timed; a wrong one is reported and not timed. The machine's copy
 bandwidth is measured in the same run (NumPy copying 2**24 float32 into a reused buffer), and
 memory-bound workloads are reported as a percentage of it. Ratios are lazytensor's time over
 the peer's: below 1 means lazytensor is faster. Compare numbers only within one run: this
@@ -149,6 +151,24 @@ def build(quick: bool) -> list[Workload]:
     return workloads
 
 
+def to_numpy(result: object) -> np.ndarray:
+    """Any implementation's result as a NumPy array (lazytensor, torch and tinygrad tensors have .numpy())."""
+    return np.asarray(result.numpy() if hasattr(result, "numpy") else result)
+
+
+def mismatch(result: object, reference: np.ndarray) -> str | None:
+    """How `result` differs from NumPy's `reference`, or None where it agrees up to float32 rounding.
+
+    The tolerance is relative to the largest reference value, so that summing 2**24 numbers in another
+    order passes and softmax's tiny probabilities are still checked."""
+    got = to_numpy(result)
+    if got.shape != reference.shape:
+        return f"shape {got.shape}, expected {reference.shape}"
+    scale = float(np.abs(reference).max())
+    error = float(np.abs(got.astype(np.float64) - reference).max())
+    return None if error <= 1e-4 * scale else f"max abs error {error:.3g} (largest value {scale:.3g})"
+
+
 def copy_bandwidth(n: int, repeat: int) -> float:
     src = np.random.default_rng(1).random(n, dtype=np.float32)
     dst = np.empty_like(src)
@@ -183,10 +203,15 @@ def main() -> None:
         if args.only and not any(s in w.name for s in args.only.split(",")):
             continue
         arrays = w.make(np.random.default_rng(0))
+        reference = to_numpy(w.impls["numpy"](arrays)())
         times = {}
         for impl, prepare in w.impls.items():
             try:
-                times[impl] = best_of(prepare(arrays), args.repeat)
+                run = prepare(arrays)
+                if (wrong := mismatch(run(), reference)) is not None:
+                    print(f"{w.name:24}{impl:15}  wrong result: {wrong}")
+                    continue
+                times[impl] = best_of(run, args.repeat)
             except Exception as e:  # a peer that cannot run a workload is reported, not fatal
                 print(f"{w.name:24}{impl:15}  failed: {type(e).__name__}: {str(e)[:60]}")
         for impl, t in times.items():

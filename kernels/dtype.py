@@ -9,9 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class DType:
-    """An element type: `kind` is 'b' (bool), 'i' (signed), 'u' (unsigned) or 'f' (float)."""
+    """An element type: `kind` is 'b' (bool), 'i' (signed), 'u' (unsigned) or 'f' (float).
+
+    The module's constants are the only instances, so equality is identity: that keeps hashing a dtype,
+    which every cache key of the scheduler and the compilers does, at C speed.
+    """
 
     name: str
     kind: str

@@ -128,6 +128,24 @@ class Expr:
                     stack.append(atom.x)
         return out
 
+    def substitute(self, mapping: dict[Var, Expr]) -> Expr:
+        """This expression with each variable in `mapping` replaced by its expression.
+
+        Built again through the constructors, so a `Div` or `Mod` over the new terms simplifies with
+        the new variables' ranges. An expression that reads none of the variables is returned as is."""
+        if not self.vars() & mapping.keys():
+            return self
+        out = Expr.of(self.const)
+        for atom, k in self.terms:
+            if isinstance(atom, Var):
+                term = mapping.get(atom, Expr.of(atom))
+            elif isinstance(atom, Div):
+                term = atom.x.substitute(mapping) // atom.c
+            else:
+                term = atom.x.substitute(mapping) % atom.c
+            out = out + term * k
+        return out
+
     def __add__(self, other: IntLike) -> Expr:
         other = Expr.of(other)
         coefs = dict(self.terms)

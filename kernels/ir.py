@@ -36,6 +36,8 @@ from .expr import Bounds, Expr, Var
 class Alu(Enum):
     """Elementwise operations; the value is the arity."""
 
+    __hash__ = object.__hash__  # members are singletons; Enum's own hash runs Python code
+
     NEG = ("neg", 1)
     NOT = ("not", 1)
     ABS = ("abs", 1)
@@ -87,6 +89,8 @@ COMPARISONS = frozenset({Alu.CMPLT, Alu.CMPLE, Alu.CMPEQ, Alu.CMPNE})
 
 
 class ReduceOp(Enum):
+    __hash__ = object.__hash__  # members are singletons; Enum's own hash runs Python code
+
     SUM = "sum"
     PROD = "prod"
     MAX = "max"
@@ -112,6 +116,8 @@ class ReduceOp(Enum):
 
 
 class VOp(Enum):
+    __hash__ = object.__hash__  # members are singletons; Enum's own hash runs Python code
+
     LOAD = "load"      # arg: (buffer slot, index Expr, valid Bounds)
     CONST = "const"    # arg: Python scalar
     PARAM = "param"    # arg: scalar parameter slot
@@ -195,11 +201,12 @@ def reduce(op: ReduceOp, src: Value, ranges: tuple[Var, ...]) -> Value:
 
 @dataclass(frozen=True, slots=True)
 class BufferParam:
-    """A buffer argument: `size` elements of `dtype`."""
+    """A buffer argument: `size` elements of `dtype`. The runtime provides `scratch` buffers itself."""
 
     dtype: DType
     size: int
     output: bool = False
+    scratch: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,21 +219,25 @@ class Store:
 def toposort(roots: list, sources: Callable[[Any], Iterable] = lambda n: n.srcs) -> list:
     """Nodes reachable from `roots` through `sources` (`.srcs` by default), each after its sources.
 
-    Uses an explicit stack: a chain of 10,000 ops must not hit Python's recursion limit.
+    Depth-first with an explicit stack: a chain of 10,000 ops must not hit Python's recursion limit.
     """
     order: list = []
     seen: set[int] = set()
-    stack: list[tuple[Any, bool]] = [(r, False) for r in reversed(roots)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
+    for root in roots:
+        if id(root) in seen:
             continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        stack.extend((s, False) for s in reversed(list(sources(node))) if id(s) not in seen)
+        seen.add(id(root))
+        stack = [(root, iter(sources(root)))]
+        while stack:
+            node, pending = stack[-1]
+            for src in pending:
+                if id(src) not in seen:
+                    seen.add(id(src))
+                    stack.append((src, iter(sources(src))))
+                    break
+            else:
+                stack.pop()
+                order.append(node)
     return order
 
 
@@ -275,21 +286,97 @@ class Kernel:
     @cached_property
     def _body_text(self) -> str:
         names: dict[int, str] = {}
-        lines = []
-        bufs = ", ".join(f"b{i}: {SHORT_NAMES[b.dtype]}[{b.size}]{' out' if b.output else ''}"
-                         for i, b in enumerate(self.buffers))
-        params = "".join(f", p{i}: {SHORT_NAMES[d]}" for i, d in enumerate(self.params))
-        lines.append(f"({bufs}{params})")
-        lines.append("  for " + ", ".join(f"{v.name} < {v.size}" for v in self.loops))
-        for v in self.values():
-            names[id(v)] = name = f"v{len(names)}"
-            lines.append(f"    {name}: {SHORT_NAMES[v.dtype]} = {_describe(v, names)}")
+        lines = [_signature(self.buffers, self.params),
+                 "  for " + ", ".join(f"{v.name} < {v.size}" for v in self.loops),
+                 *_describe_values(self.values(), names)]
         for s in self.stores:
             lines.append(f"    b{s.buf}[{s.index}] = {names[id(s.value)]}")
         return "\n".join(lines)
 
     def __str__(self) -> str:
         return f"kernel {self.name}{self.body_text()}"
+
+
+@dataclass(frozen=True)
+class Contraction:
+    """A matmul-shaped kernel: `C[b, m, n] = sum_k a[b, m, k] * bv[b, k, n]`, then `epilogue(C)`.
+
+    The scheduler finds a sum over a product whose operands each ignore one side's axes (matmul,
+    batched matmul, tensordot, the weight gradient of a linear layer) and hands it to the backend's
+    contraction template instead of a loop nest. `a` and `bv` are values over the loop variables
+    `vars` = (batch, m, n, k); whatever elementwise work and views produce the operands (casts,
+    scaling, transposes) is in them, and a backend evaluates them while packing its operand panels.
+    C is row-major (batch, m, n) in buffer slot `product`: a scratch buffer (slot 1) read by
+    `epilogue`, a Kernel over the same buffers that writes the output (bias, activation, any
+    elementwise or reducing consumer); without an epilogue C is the output itself (slot 0).
+    """
+
+    name: str  # "" names it from its sizes and a hash of its body
+    buffers: tuple[BufferParam, ...]
+    params: tuple[DType, ...]
+    vars: tuple[Var, Var, Var, Var]
+    a: Value
+    bv: Value
+    epilogue: Kernel | None
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            digest = hashlib.sha256(self.body_text().encode()).hexdigest()[:8]
+            object.__setattr__(self, "name", f"contract_{'x'.join(map(str, self.sizes))}_{digest}")
+
+    @property
+    def sizes(self) -> tuple[int, int, int, int]:
+        """(batch, m, n, k)."""
+        vb, vm, vn, vk = self.vars
+        return vb.size, vm.size, vn.size, vk.size
+
+    @property
+    def dtype(self) -> DType:
+        return self.a.dtype
+
+    @property
+    def product(self) -> int:
+        """The buffer slot C is written to."""
+        return 0 if self.epilogue is None else 1
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.sizes)
+
+    def body_text(self) -> str:
+        """The contraction without its name: the structural key caches compile by."""
+        return self._body_text
+
+    @cached_property
+    def _body_text(self) -> str:
+        names: dict[int, str] = {}
+        vb, vm, vn, vk = self.vars
+        lines = [_signature(self.buffers, self.params),
+                 f"  b{self.product}[({vb}*{vm.size} + {vm})*{vn.size} + {vn}] = sum over {vk} < {vk.size} of a*b,"
+                 f" for {vb} < {vb.size}, {vm} < {vm.size}, {vn} < {vn.size}",
+                 *_describe_values(toposort([self.a, self.bv]), names),
+                 f"    a = {names[id(self.a)]}, b = {names[id(self.bv)]}"]
+        if self.epilogue is not None:
+            lines.append("  epilogue" + self.epilogue.body_text().split("\n", 1)[1])
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return f"contraction {self.name}{self.body_text()}"
+
+
+def _signature(buffers: tuple[BufferParam, ...], params: tuple[DType, ...]) -> str:
+    bufs = ", ".join(f"b{i}: {SHORT_NAMES[b.dtype]}[{b.size}]{' out' if b.output else ''}"
+                     f"{' scratch' if b.scratch else ''}" for i, b in enumerate(buffers))
+    return f"({bufs}{''.join(f', p{i}: {SHORT_NAMES[d]}' for i, d in enumerate(params))})"
+
+
+def _describe_values(values: list[Value], names: dict[int, str]) -> list[str]:
+    """One line per value, naming each in `names` so later lines can refer to it."""
+    lines = []
+    for v in values:
+        names[id(v)] = name = f"v{len(names)}"
+        lines.append(f"    {name}: {SHORT_NAMES[v.dtype]} = {_describe(v, names)}")
+    return lines
 
 
 def _describe(v: Value, names: dict[int, str]) -> str:
@@ -361,3 +448,36 @@ def recomputed_reductions(kernel: Kernel) -> list[Value]:
     free = free_vars(values)
     return [v for v in values if v.op is VOp.REDUCE
             and any(var.size > 1 and var not in free[id(v)] for var in scopes[id(v)])]
+
+
+def substitute(roots: list[Value], mapping: dict[Var, Expr], replace: dict[int, Value] | None = None) -> list[Value]:
+    """`roots` rebuilt with the variables in `mapping` replaced in every index expression they read,
+    and each value in `replace` (keyed by id) replaced as a whole, its sources not visited.
+
+    Values that change neither way come back as themselves (values are interned). A reduction's
+    own loop variables cannot be substituted: that would change what it reduces over.
+    """
+    replace = replace or {}
+    new: dict[int, Value] = {}
+    for v in toposort(roots, lambda n: () if id(n) in replace else n.srcs):
+        if id(v) in replace:
+            new[id(v)] = replace[id(v)]
+            continue
+        arg = v.arg
+        if v.op is VOp.LOAD:
+            buf, idx, bounds = arg
+            arg = (buf, idx.substitute(mapping), _substitute_bounds(bounds, mapping))
+        elif v.op is VOp.INDEX:
+            arg = arg.substitute(mapping)
+        elif v.op is VOp.VALID:
+            arg = _substitute_bounds(arg, mapping)
+        elif v.op is VOp.REDUCE and mapping.keys() & set(arg[1]):
+            raise ValueError("cannot substitute a reduction's own loop variables")
+        new[id(v)] = Value(v.op, v.dtype, tuple(new[id(s)] for s in v.srcs), arg)
+    return [new[id(r)] for r in roots]
+
+
+def _substitute_bounds(bounds: Bounds, mapping: dict[Var, Expr]) -> Bounds:
+    # Not simplified: a backend tests only the sides an expression's range can cross, so a bound
+    # that now always holds costs nothing, and one that never holds still reads as invalid.
+    return tuple(b._replace(expr=b.expr.substitute(mapping)) for b in bounds)

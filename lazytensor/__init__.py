@@ -15,10 +15,11 @@ from typing import Any, Callable
 
 from .creation import (arange, asarray, empty, empty_like, eye, from_numpy, full, full_like, linspace, ones,
                        ones_like, tensor, zeros, zeros_like)
-from .device import Device, devices
+from .device import Device, devices, empty_cache
 from .dtypes import (DType, bool_, default_float, default_int, float32, float64, int8, int16, int32, int64,
                      promote, uint8)
 from .errors import AxisError, DeviceError, DTypeError, KernelError, ShapeError
+from .kernels.triton import set_allow_tf32, tf32_allowed
 from .movement import concat, split, stack
 from .realize import Stats, reset_stats, stats
 from .schedule import Schedule
@@ -66,6 +67,7 @@ __all__ = ["Tensor", "DType", "Device", "Schedule", "Stats", "asarray", "tensor"
            "concat", "cat", "stack", "split", "where", "realize", "schedule", "stats", "reset_stats", "devices",
            "broadcast_shapes", "promote", "bool_", "int8", "int16", "int32", "int64", "uint8", "float32",
            "float64", "default_float", "default_int", "ShapeError", "AxisError", "DTypeError", "DeviceError",
-           "KernelError", *_METHODS, "subtract"]
+           "KernelError", "empty_cache", *_METHODS, "subtract"]
 __all__ += ["nn", "optim", "random", "no_grad", "enable_grad", "set_grad_enabled", "grad", "value_and_grad",
-            "gradients", "manual_seed", "rand", "randn", "randint", "rand_like", "randn_like", "randperm"]
+            "gradients", "manual_seed", "rand", "randn", "randint", "rand_like", "randn_like", "randperm",
+            "set_allow_tf32", "tf32_allowed"]

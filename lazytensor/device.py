@@ -11,16 +11,26 @@ Nothing falls back to another device: asking for one that is not available
 raises `DeviceError` saying why, and so does an op on tensors of two devices.
 The CUDA backend is imported only when a cuda device is asked for, so the CPU
 path never pays for importing triton.
+
+Both devices cache memory: a buffer's memory is reused for a later buffer of the
+same size once nothing references it any more (`HostMemoryPool` on the CPU, the
+CUDA driver runtime's caching allocator on a GPU). `empty_cache()` gives it back.
 """
 from __future__ import annotations
 
+import ctypes
+import itertools
 import os
 import re
+import sys
+import threading
+import weakref
+from functools import cache
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from .dtypes import DType, to_dtype, to_numpy_dtype
+from .dtypes import DType, float32, float64, to_dtype, to_numpy_dtype
 from .errors import DeviceError
 
 if TYPE_CHECKING:
@@ -52,6 +62,161 @@ class HostBuffer(Buffer):
         return self.data
 
 
+# Transparent huge pages are 2 MiB on x86-64 and on arm64 with 4 KiB base pages.
+HUGE_PAGE = 2 << 20
+# madvise's advice number for "back this range with transparent huge pages" (<sys/mman.h> on Linux).
+_MADV_HUGEPAGE = 14
+
+
+@cache
+def _libc_madvise() -> Callable[[int, int, int], int] | None:
+    """libc's madvise, or None where there is none to call (not Linux, no libc found)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        madvise = ctypes.CDLL(None).madvise
+    except (OSError, AttributeError):
+        return None
+    madvise.argtypes, madvise.restype = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int], ctypes.c_int
+    return madvise
+
+
+def advise_huge_pages(address: int, nbytes: int) -> None:
+    """Ask Linux to back `nbytes` at `address` (both multiples of HUGE_PAGE) with transparent huge pages.
+
+    It is a hint: a kernel without THP, or with THP off, refuses or ignores it, and then the memory
+    simply stays in 4 KiB pages, so the result is not checked.
+    """
+    if (madvise := _libc_madvise()) is not None:
+        madvise(address, nbytes, _MADV_HUGEPAGE)
+
+
+def _default_pool_limit() -> int:
+    """1 GiB, or an eighth of physical memory where that is less."""
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # no sysconf, or it does not know these names
+        return 1 << 30
+    return min(1 << 30, physical // 8)
+
+
+class HostMemoryPool:
+    """Host memory for CPU buffers, reused across realizes: freed blocks are kept by byte size.
+
+    Why: the first write to a fresh 4 KiB page faults into the kernel (about 1.5 us on a VM), so writing
+    a fresh 64 MiB output costs several times writing a reused one. malloc keeps small freed blocks
+    itself, but glibc gives big ones back to the kernel on free (from 128 KiB; once it has seen such
+    frees, from up to 32 MiB), and the next buffer of that size faults in every page again.
+
+    A block is reused only once nothing can reach its memory. The array a buffer hands out is made with
+    `np.frombuffer` over an owner object (a ctypes array over the block) that is not an ndarray, so
+    NumPy's view collapsing stops there: every view of the array, and every buffer-protocol export of
+    those views, keeps the owner alive, and a finalizer on the owner returns the block when the last of
+    them dies. Raw addresses (`Buffer.ptr`, `arr.ctypes.data`) are not references: they are valid only
+    while the buffer or an array over its memory lives.
+
+    Blocks of HUGE_PAGE or more are HUGE_PAGE-aligned, a multiple of it long, and advised to use huge
+    pages, so that one fault maps 2 MiB. The pool keeps at most `limit` bytes; past that the oldest
+    freed blocks are dropped. Requests smaller than `min_bytes` are not pooled: malloc recycles them
+    without faults, and the finalizer's few microseconds would cost more than they save.
+    """
+
+    def __init__(self, limit: int, min_bytes: int = 64 << 10):
+        self.limit, self.min_bytes = limit, min_bytes
+        self.cached_bytes = 0  # in free blocks, ready to hand out
+        self._lock = threading.Lock()
+        self._free: dict[int, dict[int, np.ndarray]] = {}  # size -> {token: block}, last freed last
+        self._age: dict[int, int] = {}                     # token -> size, oldest first
+        self._tokens = itertools.count()
+        # Blocks whose last reference died, waiting to be filed under the lock (see _give_back).
+        self._returned: list[np.ndarray] = []
+
+    @staticmethod
+    def block_size(nbytes: int) -> int:
+        """The size of the block that holds `nbytes`: rounded up to 64 bytes, or to HUGE_PAGE from there."""
+        quantum = HUGE_PAGE if nbytes >= HUGE_PAGE else 64
+        return -(-nbytes // quantum) * quantum
+
+    def array(self, dtype: np.dtype, size: int) -> np.ndarray:
+        """A flat array of `size` elements of `dtype` (uninitialized), on a pooled block when it is big enough."""
+        nbytes = size * dtype.itemsize
+        if nbytes < self.min_bytes:
+            return np.empty(size, dtype=dtype)
+        block = self._take(self.block_size(nbytes))
+        # Not a memoryview: np.frombuffer wraps one in a memoryview of its own, which would not keep ours alive.
+        owner = (ctypes.c_char * block.nbytes).from_buffer(block)
+        finalizer = weakref.finalize(owner, self._give_back, block)
+        finalizer.atexit = False  # at exit the memory goes with the process
+        return np.frombuffer(owner, dtype=dtype, count=size)
+
+    def clear(self) -> None:
+        """Drop every free block: its memory goes back to the allocator it came from."""
+        with self._lock:
+            self._returned.clear()
+            self._free.clear()
+            self._age.clear()
+            self.cached_bytes = 0
+
+    def _give_back(self, block: np.ndarray) -> None:
+        """A block's finalizer: file it now if the lock is free, else leave it for the next `_take`.
+
+        A finalizer can run while this very thread holds the lock (a garbage collection inside `_take`),
+        so waiting for the lock could deadlock.
+        """
+        self._returned.append(block)
+        if self._lock.acquire(blocking=False):
+            try:
+                self._file_returned()
+            finally:
+                self._lock.release()
+
+    def _take(self, size: int) -> np.ndarray:
+        """A free block of `size` bytes, the one freed last (its lines may still be in cache), or a new one."""
+        with self._lock:
+            self._file_returned()
+            if blocks := self._free.get(size):
+                token, block = blocks.popitem()
+                del self._age[token]
+                self.cached_bytes -= size
+                return block
+        return self._new_block(size)
+
+    @staticmethod
+    def _new_block(size: int) -> np.ndarray:
+        """`size` fresh bytes, 64-byte aligned (a cache line), or HUGE_PAGE-aligned and advised from HUGE_PAGE."""
+        if size < HUGE_PAGE:
+            raw = np.empty(size + 63, dtype=np.uint8)
+            start = -raw.ctypes.data % 64
+            return raw[start:start + size]
+        # np.empty aligns to 16 bytes: over-allocate by a huge page and start at the first aligned address
+        # in it. The unused head and tail are never written, so they cost address space, not memory.
+        raw = np.empty(size + HUGE_PAGE, dtype=np.uint8)
+        start = -raw.ctypes.data % HUGE_PAGE
+        block = raw[start:start + size]
+        advise_huge_pages(block.ctypes.data, size)
+        return block
+
+    def _file_returned(self) -> None:
+        """Move returned blocks into the free lists, then drop the oldest while over the limit. Holds the lock."""
+        while self._returned:
+            block = self._returned.pop()
+            size = block.nbytes
+            if size > self.limit:
+                continue
+            token = next(self._tokens)
+            self._free.setdefault(size, {})[token] = block
+            self._age[token] = size
+            self.cached_bytes += size
+        while self.cached_bytes > self.limit:
+            token, size = next(iter(self._age.items()))
+            del self._age[token]
+            blocks = self._free[size]
+            del blocks[token]
+            if not blocks:
+                del self._free[size]
+            self.cached_bytes -= size
+
+
 class CUDABuffer(Buffer):
     """A buffer in a cuda device's memory; its memory is reused once the buffer is garbage collected."""
 
@@ -71,6 +236,8 @@ class Device:
 
     name: str
     backend: str
+    # dtypes whose contractions (matmul, tensordot) the backend runs through its contraction template
+    contraction_dtypes: frozenset[DType] = frozenset()
 
     def alloc(self, dtype: DType, size: int) -> Buffer:
         raise NotImplementedError
@@ -89,6 +256,9 @@ class Device:
     def synchronize(self) -> None:
         """Wait until all work queued on this device has run."""
 
+    def empty_cache(self) -> None:
+        """Give the memory this device keeps for reuse back to the system (the memory of live buffers stays)."""
+
     def describe(self) -> str:
         return f"{self.name} ({self.backend})"
 
@@ -99,9 +269,13 @@ class Device:
 class CPUDevice(Device):
     name = "cpu"
     backend = "llvm"
+    contraction_dtypes = frozenset({float32, float64})
+
+    def __init__(self) -> None:
+        self.pool = HostMemoryPool(_default_pool_limit())
 
     def alloc(self, dtype: DType, size: int) -> Buffer:
-        return HostBuffer(self.name, dtype, np.empty(size, dtype=to_numpy_dtype(dtype)))
+        return HostBuffer(self.name, dtype, self.pool.array(to_numpy_dtype(dtype), size))
 
     def from_numpy(self, array: np.ndarray) -> Buffer:
         data = np.ascontiguousarray(array).reshape(-1)
@@ -111,12 +285,17 @@ class CPUDevice(Device):
         from .kernels.llvm import compile_kernel
         return compile_kernel(kernel)
 
+    def empty_cache(self) -> None:
+        self.pool.clear()
+
     def describe(self) -> str:
         return f"cpu (llvm, {os.cpu_count()} cores)"
 
 
 class CUDADevice(Device):
     """A cuda device: a GPU, or Triton's interpreter (TRITON_INTERPRET=1); kernels are compiled with Triton."""
+
+    contraction_dtypes = frozenset({float32, float64})
 
     def __init__(self, name: str, target: Target):
         self.name, self.target = name, target
@@ -137,6 +316,11 @@ class CUDADevice(Device):
 
     def synchronize(self) -> None:
         self.target.synchronize()
+
+    def empty_cache(self) -> None:
+        from .kernels.triton.targets import CudaTarget
+        if isinstance(self.target, CudaTarget):  # the interpreter's memory is the registered provider's
+            self.target.gpu.allocator.empty_cache()
 
     def describe(self) -> str:
         return f"{self.name} ({self.target.describe()})"
@@ -163,6 +347,8 @@ def canonical(name: str | Device | None) -> str:
 
 def get_device(name: str | Device | None = None) -> Device:
     """The device called `name`; raises DeviceError if it does not exist here, saying why."""
+    if name == "cpu":  # every launch asks: the common case skips parsing
+        return _cpu
     key = canonical(name)
     if key == "cpu":
         return _cpu
@@ -183,3 +369,10 @@ def devices() -> list[Device]:
     """The devices available in this process, each with the backend that compiles for it."""
     from .kernels.triton import targets
     return [_cpu, *(get_device(f"cuda:{i}") for i in range(targets.target_count()))]
+
+
+def empty_cache() -> None:
+    """Give the memory every device opened so far keeps for reuse back to the system, as
+    `torch.cuda.empty_cache()` does. The memory of live buffers (and of arrays over it) stays."""
+    for device in (_cpu, *_cuda.values()):
+        device.empty_cache()

@@ -22,6 +22,8 @@ __all__ = ["MOVEMENT", "Node", "Op", "toposort"]
 
 
 class Op(Enum):
+    __hash__ = object.__hash__  # members are singletons; Enum's own hash runs Python code
+
     BUFFER = "buffer"          # realized data; `buffer` holds it
     SCALAR = "scalar"          # a Python scalar, passed to kernels as a parameter; arg: value
     CONST = "const"            # a constant baked into kernels; arg: value

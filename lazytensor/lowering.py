@@ -6,37 +6,153 @@ with the index its consumer reads it at. Elementwise ops become ALU values,
 reductions open loops of their own, movement ops rewrite the index
 (`views.source_index`), and boundaries become loads. Python scalars become
 kernel parameters, so `x * 0.5` and `x * 0.25` compile to one kernel.
+
+A region whose outermost reduction is a contraction (a float sum over a
+product whose operands each ignore the other's free axes: matmul, batched
+matmul, tensordot, the weight gradient of a linear layer) lowers to a
+`kernels.ir.Contraction` instead: its operands become values over
+(batch, m, n, k) that the backend's template packs, and the rest of the
+region becomes the template's epilogue, reading the product from a scratch
+buffer. Any other contraction in the region is left to its own kernel.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .dtypes import DType
 from .graph import MOVEMENT, Node, Op
 from .kernels import ir
-from .kernels.expr import Bounds, Expr, Var, flat_index, simplify_bounds
+from .kernels.expr import Bounds, Expr, Var, flat_index, simplify_bounds, unflatten_index
 from .views import source_index
 
 Key = tuple[Node, tuple[Expr, ...], Bounds]
 
+# Below these sizes a contraction stays a plain fused reduction: packing operands for a template
+# costs more than it saves on a matrix-vector product or a tiny matmul.
+MIN_CONTRACTION_M, MIN_CONTRACTION_N, MIN_CONTRACTION_K = 4, 16, 8
+MIN_CONTRACTION_WORK = 1 << 16
+
 
 @dataclass
 class LoweredKernel:
-    kernel: ir.Kernel
-    inputs: list[Node]                                   # buffer slots 1.. in order
+    kernel: ir.Kernel | ir.Contraction
+    inputs: list[Node]                                   # buffer slots in order, after output and scratch
     scalars: list[Node]                                  # SCALAR nodes in parameter slot order
-    reductions: dict[int, Node] = field(default_factory=dict)  # id(REDUCE value) -> its graph node
+    reductions: dict[int, Node] = field(default_factory=dict)  # id(value) -> the reduction it computes
+    skipped: list[Node] = field(default_factory=list)    # contractions this kernel leaves to their own
+
+    def loop_nests(self) -> list[ir.Kernel]:
+        """The loop nests whose placement of reductions the scheduler checks."""
+        k = self.kernel
+        if isinstance(k, ir.Kernel):
+            return [k]
+        vb, vm, vn, vk = k.vars
+        nests = [ir.Kernel("", k.buffers, k.params, loops, (ir.Store(0, Expr.of(0), v),))
+                 for loops, v in (((vb, vm, vk), k.a), ((vb, vk, vn), k.bv))]
+        return nests + ([k.epilogue] if k.epilogue is not None else [])
+
+
+@dataclass(frozen=True)
+class _Axes:
+    """How a contraction's product axes map onto (batch, m, n, k), and its operands in that order."""
+
+    batch: tuple[int, ...]
+    rows: tuple[int, ...]
+    cols: tuple[int, ...]
+    red: tuple[int, ...]
+    a: Node
+    b: Node
+
+    def sizes(self, shape: tuple[int, ...]) -> tuple[int, int, int, int]:
+        return tuple(math.prod(shape[i] for i in axes)  # type: ignore[return-value]
+                     for axes in (self.batch, self.rows, self.cols, self.red))
+
+    def product_index(self, idx: tuple[Expr, ...], shape: tuple[int, ...]) -> Expr:
+        """Where the reduction's element at `idx` lives in the row-major (batch, m, n) product."""
+        b, m, n = (flat_index(tuple(idx[i] for i in axes), tuple(shape[i] for i in axes))
+                   for axes in (self.batch, self.rows, self.cols))
+        _, rows, cols, _ = self.sizes(shape)
+        return (b * rows + m) * cols + n
+
+    def operand_index(self, shape: tuple[int, ...], *vars: Var | None) -> tuple[Expr, ...]:
+        """The product's index at (batch, m, n, k) = `vars`; a None variable reads position 0."""
+        idx = [Expr.of(0)] * len(shape)
+        for axes, var in zip((self.batch, self.rows, self.cols, self.red), vars):
+            if var is not None:
+                for i, e in zip(axes, unflatten_index(Expr.of(var), tuple(shape[i] for i in axes))):
+                    idx[i] = e
+        return tuple(idx)
+
+
+def _contraction_axes(red: Node, boundaries: set[Node]) -> _Axes | None:
+    """The (batch, m, n, k) view of a sum over a product, if it is a contraction worth a template."""
+    op, reduced = red.arg
+    prod = red.srcs[0]
+    if (op is not ir.ReduceOp.SUM or prod.op is not Op.ALU or prod.arg is not ir.Alu.MUL
+            or prod.realized or prod in boundaries):
+        return None
+    shape = prod.shape
+    index = tuple(Expr.of(Var(f"d{i}", n)) for i, n in enumerate(shape))
+    deps = []
+    for operand in prod.srcs:
+        value = _Lowerer([prod], boundaries, frozenset()).value((operand, index, ()))
+        free = ir.free_vars(ir.toposort([value]))[id(value)]
+        deps.append({int(v.name[1:]) for v in free})
+    batch, rows, cols = [], [], []
+    for i, n in enumerate(shape):
+        if i in reduced:
+            continue
+        in_a, in_b = i in deps[0], i in deps[1]
+        (rows if in_a and not in_b and n > 1 else cols if in_b and not in_a and n > 1 else batch).append(i)
+    axes = _Axes(tuple(batch), tuple(rows), tuple(cols), tuple(reduced), *prod.srcs)
+    _, m, n, k = axes.sizes(shape)
+    if n < MIN_CONTRACTION_N <= m:  # the template vectorizes along n: give it the longer side
+        axes = _Axes(axes.batch, axes.cols, axes.rows, axes.red, axes.b, axes.a)
+        m, n = n, m
+    if m < MIN_CONTRACTION_M or n < MIN_CONTRACTION_N or k < MIN_CONTRACTION_K or m * n * k < MIN_CONTRACTION_WORK:
+        return None
+    return axes
+
+
+def _find_contractions(root: Node, boundaries: set[Node], dtypes: frozenset[DType]) -> list[tuple[Node, _Axes]]:
+    """The contractions in `root`'s region, outermost first (the region's walk from its root)."""
+    found, seen, frontier = [], {id(root)}, [root]
+    while frontier:
+        node = frontier.pop(0)
+        if node.op is Op.REDUCE and node.dtype in dtypes and (axes := _contraction_axes(node, boundaries)):
+            found.append((node, axes))
+        for s in node.srcs:
+            if id(s) not in seen and not s.realized and s not in boundaries:
+                seen.add(id(s))
+                frontier.append(s)
+    return found
 
 
 class _Lowerer:
-    def __init__(self, root: Node, boundaries: set[Node]):
-        self.root = root
+    def __init__(self, roots: list[Node], boundaries: set[Node], contraction_dtypes: frozenset[DType]):
+        self.roots = roots
+        self.root = roots[0]
         self.boundaries = boundaries
         self.inputs: list[Node] = []
         self.scalars: list[Node] = []
         self.reductions: dict[int, Node] = {}
         self.memo: dict[Key, ir.Value] = {}
         self.n_reduce_vars = 0
+        found = _find_contractions(self.root, boundaries, contraction_dtypes) \
+            if contraction_dtypes and len(roots) == 1 else []
+        self.contraction = found[0] if found else None
+        self.skipped = [node for node, _ in found[1:]]
+        self.epilogue = self.contraction is not None and not self.writes_output(*self.contraction)
+        self.first_input = len(roots) + self.epilogue
+
+    def writes_output(self, node: Node, axes: _Axes) -> bool:
+        """Whether the contraction's row-major product is the kernel's output, element for element."""
+        if node is not self.root:
+            return False
+        idx = tuple(Expr.of(Var(f"o{d}", n)) for d, n in enumerate(node.shape))
+        return flat_index(idx, node.shape) == axes.product_index(idx, node.shape)
 
     def slot(self, table: list[Node], node: Node) -> int:
         for i, n in enumerate(table):
@@ -48,10 +164,10 @@ class _Lowerer:
     def plan(self, key: Key) -> tuple[list[Key], Callable[[list[ir.Value]], ir.Value]]:
         """The keys this key's value needs, and how to build it from their values."""
         node, idx, bounds = key
-        if node is not self.root and (node.realized or node in self.boundaries):
+        if node not in self.roots and (node.realized or node in self.boundaries):
             if node.numel == 0:
                 return [], lambda _: ir.const(0, node.dtype)
-            slot = 1 + self.slot(self.inputs, node)
+            slot = self.first_input + self.slot(self.inputs, node)
             index = flat_index(idx, node.shape)
             return [], lambda _: ir.load(slot, node.dtype, index, bounds)
         op = node.op
@@ -69,6 +185,8 @@ class _Lowerer:
         if op is Op.CONTIGUOUS:
             return [(node.srcs[0], idx, bounds)], lambda vals: vals[0]
         if op is Op.REDUCE:
+            if self.contraction is not None and node is self.contraction[0]:
+                return [], lambda _: self.product_load(node, self.contraction[1], idx, bounds)
             return self.plan_reduce(node, idx, bounds)
         if op in MOVEMENT:
             src = node.srcs[0]
@@ -101,6 +219,11 @@ class _Lowerer:
 
         return [(src, tuple(src_idx), bounds)], build
 
+    def product_load(self, node: Node, axes: _Axes, idx: tuple[Expr, ...], bounds: Bounds) -> ir.Value:
+        value = ir.load(1, node.dtype, axes.product_index(idx, node.shape), bounds)
+        self.reductions[id(value)] = node
+        return value
+
     def value(self, root_key: Key) -> ir.Value:
         """Evaluate `root_key` with an explicit stack: fused regions may be thousands of ops deep."""
         memo, plans = self.memo, {}
@@ -122,22 +245,44 @@ class _Lowerer:
         return memo[root_key]
 
     def lower(self) -> LoweredKernel:
-        root = self.root
-        shape = root.shape
+        shape = self.root.shape
         loops = tuple(Var(f"o{d}", n) for d, n in enumerate(shape)) or (Var("o0", 1),)
         idx = tuple(Expr.of(v) for v in loops) if shape else ()
-        value = self.value((root, idx, ()))
-        if root.dtype != value.dtype:
-            value = ir.cast(value, root.dtype)
-        stores = (ir.Store(0, flat_index(idx, shape), value),)
-        buffers = (ir.BufferParam(root.dtype, root.numel, output=True),
+        epilogue = None
+        if self.contraction is None or self.epilogue:
+            stores = []
+            for slot, root in enumerate(self.roots):
+                stores.append(ir.Store(slot, flat_index(idx, shape), ir.cast(self.value((root, idx, ())), root.dtype)))
+            epilogue = tuple(stores)
+        operands = self.operands() if self.contraction is not None else None
+        buffers = (*(ir.BufferParam(r.dtype, r.numel, output=True) for r in self.roots),
                    *(ir.BufferParam(n.dtype, n.numel) for n in self.inputs))
         params = tuple(n.dtype for n in self.scalars)
-        kernel = ir.Kernel("", buffers, params, loops, stores)
-        return LoweredKernel(kernel, list(self.inputs), list(self.scalars), self.reductions)
+        if operands is None:
+            kernel: ir.Kernel | ir.Contraction = ir.Kernel("", buffers, params, loops, epilogue)
+        else:
+            node, axes = self.contraction
+            if self.epilogue:
+                buffers = (buffers[0], ir.BufferParam(node.dtype, math.prod(axes.sizes(node.srcs[0].shape)[:3]),
+                                                      scratch=True), *buffers[1:])
+            vars, a, bv = operands
+            kernel = ir.Contraction("", buffers, params, vars, a, bv,
+                                    ir.Kernel("", buffers, params, loops, epilogue) if epilogue else None)
+        return LoweredKernel(kernel, list(self.inputs), list(self.scalars), self.reductions, self.skipped)
+
+    def operands(self) -> tuple[tuple[Var, Var, Var, Var], ir.Value, ir.Value]:
+        """The contraction's operands as values over its (batch, m, n, k) loop variables."""
+        node, axes = self.contraction
+        shape = node.srcs[0].shape
+        vars = tuple(Var(name, size) for name, size in zip(("cb", "cm", "cn", "ck"), axes.sizes(shape)))
+        vb, vm, vn, vk = vars
+        a = self.value((axes.a, axes.operand_index(shape, vb, vm, None, vk), ()))
+        bv = self.value((axes.b, axes.operand_index(shape, vb, None, vn, vk), ()))
+        return vars, ir.cast(a, node.dtype), ir.cast(bv, node.dtype)  # type: ignore[return-value]
 
 
-def lower(root: Node, boundaries: set[Node]) -> LoweredKernel:
-    """The kernel that computes `root`, reading every node in `boundaries` from its buffer."""
-    return _Lowerer(root, boundaries).lower()
-
+def lower(roots: list[Node], boundaries: set[Node], contraction_dtypes: frozenset[DType] = frozenset()) -> LoweredKernel:
+    """The kernel that computes `roots` (one output buffer each, all of one shape), reading every node in
+    `boundaries` from its buffer; a single root's contraction of `contraction_dtypes` goes to the
+    backend's template."""
+    return _Lowerer(roots, boundaries, contraction_dtypes).lower()

@@ -46,14 +46,11 @@ def reset_stats() -> None:
     _stats = Stats()
 
 
-def _debug(item: ScheduleItem, program, seconds: float, compiled: bool) -> None:
-    level = getenv("LT_DEBUG")
-    if level < 1:
-        return
+def _debug(level: int, item: ScheduleItem, program, seconds: float, compiled: bool) -> None:
     k = item.kernel
     shapes = " ".join(f"b{i}:{b.dtype.name}[{b.size}]" for i, b in enumerate(k.buffers))
     note = f" (compiled in {program.compile_seconds * 1e3:.1f} ms)" if compiled else ""
-    print(f"lt: {k.name:<48} {item.device:<6} {shapes}  {seconds * 1e6:9.1f} us{note}  <- {item.output.origin}",
+    print(f"lt: {k.name:<48} {item.device:<6} {shapes}  {seconds * 1e6:9.1f} us{note}  <- {item.origin}",
           file=sys.stderr)
     if level >= 2:
         print(k, file=sys.stderr)
@@ -65,29 +62,31 @@ def _debug(item: ScheduleItem, program, seconds: float, compiled: bool) -> None:
 
 def run(items: Schedule) -> None:
     """Launch every item in order; each output node becomes a buffer."""
+    level = getenv("LT_DEBUG")  # GPU launches are asynchronous: time them only when asked
     for item in items:
         device = get_device(item.device)
         try:
             program, compiled = device.compile(item.kernel)
         except Exception as e:  # the backend's error, restated in the user's terms
-            raise KernelError(f"compiling the kernel for the op at {item.output.origin} failed: {e}\n"
+            raise KernelError(f"compiling the kernel for the op at {item.origin} failed: {e}\n"
                               f"{item.kernel}") from e
         if compiled:
             _stats.kernels_compiled += 1
             _stats.compile_seconds += program.compile_seconds
-        out = device.alloc(item.output.dtype, item.output.numel)
-        timed = getenv("LT_DEBUG") >= 1  # GPU launches are asynchronous: time them only when asked
-        if timed:
+        outs = [device.alloc(n.dtype, n.numel) for n in item.outputs]
+        if level:
             device.synchronize()
         t0 = time.perf_counter()
-        program([out.ptr, *(n.buffer.ptr for n in item.inputs)], item.params)
-        if timed:
+        program([*(b.ptr for b in outs), *(n.buffer.ptr for n in item.inputs)], item.params)
+        if level:
             device.synchronize()
         seconds = time.perf_counter() - t0
         _stats.kernels_launched += 1
         _stats.run_seconds += seconds
-        item.output.become_buffer(out)
-        _debug(item, program, seconds, compiled)
+        for node, buffer in zip(item.outputs, outs):
+            node.become_buffer(buffer)
+        if level:
+            _debug(level, item, program, seconds, compiled)
 
 
 # Tensors whose state update is pending (optimizer state, running statistics): {id: weakref}

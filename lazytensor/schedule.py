@@ -18,8 +18,19 @@ Fusion rules (each one is a kernel-count test in tests/test_schedule.py):
    reads it. This trades arithmetic for memory traffic: recomputing `a + b`
    reads `a` and `b` again but never writes or re-reads a temporary. Within
    one kernel a shared node is computed once.
-5. A fused region is capped at MAX_FUSED_OPS ops; past that the node is
+5. A contraction (matmul, batched matmul, tensordot) on a backend with a
+   contraction template is one kernel with its elementwise prologue (casts,
+   scaling, transposes of the operands) and its epilogue (bias, activation,
+   any consumer in the region); a second contraction in the same region gets
+   its own kernel, so a template never packs another contraction's output
+   while computing it.
+6. A fused region is capped at MAX_FUSED_OPS ops; past that the node is
    realized, so huge graphs compile in bounded time.
+7. Realized nodes of one shape whose regions overlap (read a common buffer
+   or compute a common node) are one kernel with several outputs, as long as
+   no other kernel has to run between them: an optimizer's step writes a
+   parameter and its moment estimates from one read of the gradient. A node
+   of the group that another reads is used in registers, not reloaded.
 
 Schedules are cached by the structure of the graph (ops, dtypes, shapes and
 sharing; not the data, nor the values of Python scalars), so a training loop
@@ -27,11 +38,11 @@ that builds the same graph each step schedules it once.
 """
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 
+from .device import get_device
 from .graph import Node, Op, toposort
-from .kernels.ir import Kernel, recomputed_reductions
+from .kernels.ir import Contraction, Kernel, recomputed_reductions
 from .lowering import lower
 
 MAX_FUSED_OPS = 512
@@ -40,10 +51,10 @@ SCHEDULE_CACHE_SIZE = 4096
 
 @dataclass
 class ScheduleItem:
-    """One kernel launch: computes `output` from the buffers of `inputs` and the values of `scalars`."""
+    """One kernel launch: computes `outputs` from the buffers of `inputs` and the values of `scalars`."""
 
-    kernel: Kernel
-    output: Node
+    kernel: Kernel | Contraction
+    outputs: list[Node]
     inputs: list[Node]
     scalars: list[Node]
 
@@ -53,10 +64,15 @@ class ScheduleItem:
 
     @property
     def device(self) -> str:
-        return self.output.device
+        return self.outputs[0].device
+
+    @property
+    def origin(self) -> str:
+        """Where the user wrote the op(s) this kernel computes."""
+        return ", ".join(dict.fromkeys(n.origin for n in self.outputs))
 
     def __str__(self) -> str:
-        return f"# {self.output.origin} on {self.device}\n{self.kernel}"
+        return f"# {self.origin} on {self.device}\n{self.kernel}"
 
 
 class Schedule(list):
@@ -105,8 +121,8 @@ def storage(node: Node) -> Node:
     return node.srcs[0] if node.op is Op.RESHAPE else node
 
 
-# structure key -> per kernel: (kernel, output position, input positions, scalar positions)
-_cache: OrderedDict[tuple, list[tuple[Kernel, int, list[int], list[int]]]] = OrderedDict()
+# structure key -> per kernel: (kernel, output positions, input positions, scalar positions)
+_cache: dict[tuple, list[tuple[Kernel | Contraction, list[int], list[int], list[int]]]] = {}
 
 
 def _structure(nodes: list[Node], targets: list[Node]) -> tuple:
@@ -123,33 +139,136 @@ def schedule(*roots: Node) -> Schedule:
     nodes = toposort(targets)
     key = _structure(nodes, targets)
     if (hit := _cache.get(key)) is not None:
-        _cache.move_to_end(key)
-        return Schedule(ScheduleItem(k, nodes[o], [nodes[i] for i in ins], [nodes[p] for p in ps])
-                        for k, o, ins, ps in hit)
+        return Schedule(ScheduleItem(k, [nodes[o] for o in outs], [nodes[i] for i in ins], [nodes[p] for p in ps])
+                        for k, outs, ins, ps in hit)
     items = _schedule(nodes, targets)
     pos = {id(n): i for i, n in enumerate(nodes)}
-    _cache[key] = [(it.kernel, pos[id(it.output)], [pos[id(n)] for n in it.inputs],
+    _cache[key] = [(it.kernel, [pos[id(n)] for n in it.outputs], [pos[id(n)] for n in it.inputs],
                     [pos[id(n)] for n in it.scalars]) for it in items]
-    if len(_cache) > SCHEDULE_CACHE_SIZE:
-        _cache.popitem(last=False)
+    if len(_cache) > SCHEDULE_CACHE_SIZE:  # the oldest goes: a loop's schedules are re-made once if at all
+        del _cache[next(iter(_cache))]
     return items
 
 
 def _schedule(nodes: list[Node], targets: list[Node]) -> Schedule:
     points = _realize_points(nodes, targets)
     while True:
-        items = Schedule()
+        order = [n for n in nodes if n in points and not n.realized]
+        lowered = {n: lower([n], points, get_device(n.device).contraction_dtypes) for n in order}
         wasteful: set[Node] = set()
         copies: dict[Node, int] = {}
-        for n in nodes:
-            if n in points and not n.realized:
-                lk = lower(n, points)
-                wasteful.update(lk.reductions[id(v)] for v in recomputed_reductions(lk.kernel))
-                for red in lk.reductions.values():
-                    copies[red] = copies.get(red, 0) + 1
-                items.append(ScheduleItem(lk.kernel, n, lk.inputs, lk.scalars))
+        for lk in lowered.values():
+            wasteful.update(_waste(lk))
+            for red in set(lk.reductions.values()):
+                copies[red] = copies.get(red, 0) + 1
         wasteful.update(red for red, count in copies.items() if count > 1)
         wasteful -= points  # a kernel's own output cannot move to a buffer of its own: nothing left to split
         if not wasteful:
-            return items
+            break
         points.update(wasteful)
+    items = Schedule()
+    for group in _groups(order, lowered):
+        merged = lower(group, points - set(group)) if len(group) > 1 else None
+        if merged is None or _waste(merged):
+            items.extend(ScheduleItem(lowered[n].kernel, [n], lowered[n].inputs, lowered[n].scalars) for n in group)
+        else:
+            items.append(ScheduleItem(merged.kernel, group, merged.inputs, merged.scalars))
+    return items
+
+
+def _waste(lk) -> set[Node]:
+    """Reductions a kernel computes more often than once per result: recomputed inside its loops, or
+    computed twice (read at two different indices)."""
+    out = {lk.reductions[id(v)] for nest in lk.loop_nests() for v in recomputed_reductions(nest)}
+    seen: set[Node] = set()
+    for red in lk.reductions.values():
+        if red in seen:
+            out.add(red)
+        seen.add(red)
+    return out | set(lk.skipped)
+
+
+def _groups(order: list[Node], lowered: dict) -> list[list[Node]]:
+    """The realize points in kernel order, grouped into multi-output kernels (rule 7)."""
+    reads: dict[Node, set[int]] = {}
+    inner: dict[Node, set[int]] = {}
+    for p in order:
+        reads[p], inner[p] = _region(p, set(lowered))
+    group_of: dict[Node, int] = {}
+    groups: list[list[Node]] = []
+    for p in order:
+        placed = False
+        if _groupable(p, lowered):
+            for g in reversed(range(len(groups))):
+                members = groups[g]
+                head = members[0]
+                if (head.shape != p.shape or head.device != p.device or not _groupable(head, lowered)
+                        or not any(reads[p] & reads[m] or inner[p] & inner[m] or id(m) in reads[p] for m in members)):
+                    continue
+                group_of[p] = g
+                if _acyclic(order, reads, group_of, len(groups)):
+                    members.append(p)
+                    placed = True
+                    break
+                del group_of[p]
+        if not placed:
+            group_of[p] = len(groups)
+            groups.append([p])
+    return [groups[g] for g in _group_order(order, reads, group_of, len(groups))]
+
+
+def _groupable(point: Node, lowered: dict) -> bool:
+    """Contractions keep their template's kernel; `contiguous()` is an explicit fusion barrier."""
+    return isinstance(lowered[point].kernel, Kernel) and point.op is not Op.CONTIGUOUS
+
+
+def _region(point: Node, points: set[Node]) -> tuple[set[int], set[int]]:
+    """What `point`'s kernel reads (buffers and other points, by id) and the ops it computes (by id)."""
+    reads, inner = set(), set()
+    stack, seen = list(point.srcs), set()
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if n.realized or n in points:
+            reads.add(id(n))
+        elif n.op is not Op.SCALAR and n.op is not Op.CONST:
+            if n.op is Op.ALU or n.op is Op.REDUCE or n.op is Op.CAST:
+                inner.add(id(n))
+            stack.extend(n.srcs)
+    return reads, inner
+
+
+def _group_edges(order: list[Node], reads: dict[Node, set[int]], group_of: dict[Node, int]) -> dict[int, set[int]]:
+    by_id = {id(p): p for p in order}
+    edges: dict[int, set[int]] = {}
+    for p, g in group_of.items():
+        for r in reads[p]:
+            if r in by_id and by_id[r] in group_of and group_of[by_id[r]] != g:
+                edges.setdefault(group_of[by_id[r]], set()).add(g)
+    return edges
+
+
+def _group_order(order: list[Node], reads: dict[Node, set[int]], group_of: dict[Node, int], n: int) -> list[int]:
+    """The groups producers first (Kahn's algorithm; ties keep the order of their first node)."""
+    edges = _group_edges(order, reads, group_of)
+    indegree = [0] * n
+    for targets in edges.values():
+        for g in targets:
+            indegree[g] += 1
+    ready = [g for g in range(n) if indegree[g] == 0]
+    out = []
+    while ready:
+        ready.sort()
+        g = ready.pop(0)
+        out.append(g)
+        for h in edges.get(g, ()):
+            indegree[h] -= 1
+            if indegree[h] == 0:
+                ready.append(h)
+    return out
+
+
+def _acyclic(order: list[Node], reads: dict[Node, set[int]], group_of: dict[Node, int], n: int) -> bool:
+    return len(_group_order(order, reads, group_of, n)) == n

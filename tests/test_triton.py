@@ -4,13 +4,16 @@ Every result is compared with the CPU (LLVM) backend running the same graph: the
 render the same kernel IR and must agree on its semantics (floor division and modulo, NaN
 propagation, saturating casts, rounding) for every dtype. Reductions are also run with tiny block
 sizes, so that persistent and looped reductions, masks and multi-program grids are all exercised
-on small shapes. The rest covers devices (no silent fallback), copies, caching and the pieces of
-the CUDA runtime that can be checked without a GPU.
+on small shapes. Matmuls run through the tl.dot template (kernels/triton/gemm.py) on float32 data
+quantized as in test_linalg, which sums exactly in any order, so they too must agree bit for bit.
+The rest covers devices (no silent fallback), copies, caching and the pieces of the CUDA runtime
+that can be checked without a GPU.
 """
 from __future__ import annotations
 
 import importlib.util
 import math
+import os
 import subprocess
 import sys
 
@@ -18,13 +21,14 @@ import numpy as np
 import pytest
 import triton_interpreter  # noqa: F401  (registers torch storage for the interpreter)
 from conftest import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, random_array
+from test_linalg import data
 
 import lazytensor as lt
 import lazytensor.device
 from lazytensor.kernels import ir
 from lazytensor.kernels.dtype import int32, int64, uint8
 from lazytensor.kernels.expr import Bound, Expr, Var
-from lazytensor.kernels.triton import Tiling, cuda, render, targets
+from lazytensor.kernels.triton import Tiling, cuda, gemm, render, targets
 
 # Triton reads TRITON_INTERPRET once, when it is imported: triton_interpreter imports it interpreted, unless
 # this session is for a GPU, and then these tests skip.
@@ -242,6 +246,201 @@ def test_large_kernels_index_in_int64():
     small = ir.Kernel("small", (ir.BufferParam(uint8, 64, True),), (), (Var("o0", 64),),
                       (ir.Store(0, Expr.of(Var("o0", 64)), ir.const(1, uint8)),))
     assert "x = pid * 64" in render(small).source
+
+
+# ---- contractions: the tl.dot template ----------------------------------------------------------------
+
+def contraction_program(t: lt.Tensor):
+    """The contraction that computes `t` (a cuda tensor) in one kernel, and its compiled program."""
+    (item,) = lt.schedule(t)
+    assert isinstance(item.kernel, ir.Contraction)
+    return item.kernel, lt.devices()[1].compile(item.kernel)[0]
+
+
+def cuda_tensors(*arrays: np.ndarray) -> list[lt.Tensor]:
+    return [lt.asarray(a, device="cuda") for a in arrays]
+
+
+def runtime_module():
+    from lazytensor.kernels.triton import runtime  # imports triton: not at collection
+    return runtime
+
+
+# partial tiles at every edge, k not a multiple of the k block; 300 rows make 10 row tiles of 32, so the
+# last group of GROUP_M row tiles is a short one; 5 x 400 has its sides swapped by the scheduler
+MATMUL_SHAPES = [((37, 129), (129, 70)), ((300, 20), (20, 40)), ((100, 513), (513, 33)), ((5, 300), (300, 400))]
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("shapes", MATMUL_SHAPES, ids=str)
+def test_matmul_odd_sizes(shapes, dtype):
+    a, b = data(shapes[0], dtype, 1), data(shapes[1], dtype, 2)
+    assert_same(lambda x, y: x @ y, a, b, rtol=0.0 if dtype == lt.float32 else 1e-12)
+    x, y = cuda_tensors(a, b)
+    contraction_program(x @ y)  # one kernel, the template's
+
+
+@pytest.mark.parametrize("fn", [lambda x, y: x.T @ y, lambda x, y: x[::2, 3:].T @ y[::2, :40],
+                                lambda x, y: x.flip(0).T @ y[:, ::-1], lambda x, y: (x * 0.5 + 1).T @ y.cast(lt.int32)],
+                         ids=["transposed", "sliced", "flipped", "prologue"])
+def test_matmul_transposed_and_sliced_inputs(fn):
+    """The operands' views and elementwise prologue are evaluated in the tile loads."""
+    assert_same(fn, data((90, 45), seed=1), data((90, 50), seed=2))
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [((3, 40, 64), (3, 64, 48)), ((2, 1, 20, 50), (4, 50, 33)),
+                                             ((6, 30, 70), (70, 40)), ((70,), (3, 70, 64))], ids=str)
+def test_batched_and_broadcast_matmul(a_shape, b_shape):
+    assert_same(lambda x, y: x @ y, data(a_shape, seed=1), data(b_shape, seed=2))
+
+
+def test_bias_and_relu_are_fused_into_the_tile_store(monkeypatch):
+    runtime = runtime_module()
+    monkeypatch.setattr(runtime, "_programs", {})  # compiled by this test, into this test's cache directory
+    a, b, bias = data((64, 96), seed=1), data((96, 80), seed=2), data((80,), seed=3)
+    fn = lambda x, y, z: ((x @ y) + z).relu()  # noqa: E731
+    assert_same(fn, a, b, bias)
+    kernel, program = contraction_program(fn(*cuda_tensors(a, b, bias)))
+    assert kernel.epilogue is not None and program.epilogue is None and not program.packs
+    (step,) = program.steps()
+    assert "its epilogue fused" in step.source.source and step.source.source.count("tl.store(") == 1
+    assert step.path.parent == runtime.cache_dir() and step.path.read_text() == step.source.source
+
+
+def test_epilogues_are_fused_or_run_after_the_product():
+    """An epilogue elementwise over C is fused, also where it writes C transposed or as bytes; one that
+    reduces C, broadcasts it or pads it runs as its own kernel on C's scratch buffer."""
+    a, b = data((64, 96), seed=1), data((96, 80), seed=2)
+    for fn, fused in ((lambda x, y: (x @ y).T * 0.5, True), (lambda x, y: (x @ y) > 1, True),
+                      (lambda x, y: (x @ y).sum(axis=0), False), (lambda x, y: (x @ y)[None].expand(2, 64, 80), False),
+                      (lambda x, y: (x @ y).pad(((1, 0), (0, 2))), False)):
+        assert_same(fn, a, b)
+        _, program = contraction_program(fn(*cuda_tensors(a, b)))
+        assert (program.epilogue is None) == fused
+
+
+def test_conv2d_is_one_kernel_with_its_windows_in_the_tile_loads():
+    """An implicit GEMM: the input windows are the left operand's prologue, and bias + relu on the NCHW
+    output (a transpose of C) are fused into the store."""
+    x, w, bias = data((2, 8, 12, 12), seed=1), data((16, 8, 3, 3), seed=2), data((16,), seed=3)
+    fn = lambda x, w, b: lt.nn.functional.conv2d(x, w, b, padding=1).relu()  # noqa: E731
+    assert_same(fn, x, w, bias)
+    _, program = contraction_program(fn(*cuda_tensors(x, w, bias)))
+    assert program.epilogue is None and not program.packs
+
+
+def test_operands_with_a_reduction_are_packed_first():
+    """softmax(x) @ w: the tile loop would recompute the row reductions for every k block."""
+    a, w = data((70, 45), seed=1), data((45, 64), seed=2)
+    fn = lambda x, y: x.softmax(-1) @ y  # noqa: E731
+    assert_same(fn, a, w, rtol=1e-6)
+    _, program = contraction_program(fn(*cuda_tensors(a, w)))
+    assert len(program.packs) == 1 and "_pack_a" in program.packs[0].name
+
+
+def test_the_cuda_schedule_uses_the_template_for_float_matmuls():
+    assert lt.devices()[1].contraction_dtypes == {lt.float32, lt.float64}
+    x, y = cuda_tensors(data((64, 96)), data((96, 80)))
+    assert [type(item.kernel) for item in lt.schedule(x @ y)] == [ir.Contraction]
+    xi, yi = x.cast(lt.int64), y.cast(lt.int64)
+    assert [type(item.kernel) for item in lt.schedule(xi @ yi)] == [ir.Kernel], "integers sum exactly in a loop"
+    assert [type(item.kernel) for item in lt.schedule(x[:3, :5] @ y[:5, :4])] == [ir.Kernel], "too small"
+
+
+def test_tf32_switch_changes_the_source_and_the_cache_key(monkeypatch):
+    monkeypatch.setattr(gemm, "_allow_tf32", None)  # restored after the test
+    monkeypatch.delenv("LT_ALLOW_TF32", raising=False)
+    device = lt.devices()[1]
+    x, y = cuda_tensors(data((64, 96)), data((96, 80)))
+    (item,) = lt.schedule(x @ y)
+    assert not lt.tf32_allowed()
+    exact, _ = device.compile(item.kernel)
+    lt.set_allow_tf32(True)
+    fast, compiled = device.compile(item.kernel)
+    assert compiled and fast is not exact
+    assert 'input_precision="ieee"' in exact.steps()[0].source.source
+    assert 'input_precision="tf32"' in fast.steps()[0].source.source
+    lt.set_allow_tf32(None)  # back to the environment
+    monkeypatch.setenv("LT_ALLOW_TF32", "1")
+    assert lt.tf32_allowed() and device.compile(item.kernel) == (fast, False)
+    lt.set_allow_tf32(False)
+    assert device.compile(item.kernel) == (exact, False)
+    lt.set_allow_tf32(True)
+    (item64,) = lt.schedule(x.cast(lt.float64) @ y.cast(lt.float64))
+    assert 'input_precision="ieee"' in device.compile(item64.kernel)[0].steps()[0].source.source, "no TF32 in float64"
+
+
+def test_autotune_times_each_candidate_once_per_shape(monkeypatch):
+    runtime = runtime_module()
+    small, big = gemm.GemmConfig(16, 16, 16, 4, 1), gemm.GemmConfig(32, 32, 16, 4, 1)
+    monkeypatch.setattr(runtime, "candidate_configs", lambda c, interpreted: [big, small])
+    monkeypatch.setattr(runtime, "_tuned", {})
+    monkeypatch.setattr(runtime, "_programs", {})
+    timed: list[str] = []
+
+    def seconds(program, table, params) -> float:  # the interpreter's timings would mean nothing
+        timed.append(program.source.name)
+        return 1.0 if program.source.name.endswith(str(small)) else 2.0
+
+    monkeypatch.setattr(runtime, "_seconds_per_launch", seconds)
+    a, b, bias = data((48, 40), seed=1), data((40, 80), seed=2), data((80,), seed=3)
+    assert_same(lambda x, y: x @ y, a, b)
+    assert len(timed) == 2 and list(runtime._tuned.values()) == [small]
+    fn = lambda x, y, z: (x @ y + z).relu()  # noqa: E731
+    assert_same(fn, a, b, bias)
+    assert len(timed) == 2, "a contraction of a shape already timed compiles the winner only"
+    _, program = contraction_program(fn(*cuda_tensors(a, b, bias)))
+    assert [step.source.name.endswith(str(small)) for step in program.steps()] == [True]
+
+
+def test_wide_contractions_index_in_int64():
+    vb, vm, vn, vk = Var("b", 1), Var("m", 70000), Var("n", 64), Var("k", 40000)
+    f32 = lt.float32
+    bufs = (ir.BufferParam(f32, 70000 * 64, True), ir.BufferParam(f32, 70000 * 40000), ir.BufferParam(f32, 40000 * 64))
+    c = ir.Contraction("", bufs, (), (vb, vm, vn, vk), ir.load(1, f32, Expr.of(vm) * 40000 + vk, ()),
+                       ir.load(2, f32, Expr.of(vk) * 64 + vn, ()), None)
+    source = gemm.render_gemm(gemm.plan(c), gemm.INTERPRETER_CONFIG).source
+    assert "pid = tl.program_id(0).to(tl.int64)" in source and "kk = (k0 + tl.arange(0, 16)).to(tl.int64)" in source
+
+
+SM90_CHECK = """
+import importlib.util, tempfile
+import numpy as np, triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+import lazytensor as lt
+from lazytensor.kernels.triton import gemm
+from lazytensor.kernels.triton.render import memory_dtype
+
+TYPES = {"float32": "fp32", "float64": "fp64", "uint8": "u8"}
+
+def ptx(t, precision):
+    (item,) = lt.schedule(t)
+    plan = gemm.plan(item.kernel)
+    src = gemm.render_gemm(plan, gemm.candidate_configs(item.kernel, False)[-1], precision)
+    path = tempfile.mkdtemp() + "/gemm.py"
+    open(path, "w").write(src.source)
+    spec = importlib.util.spec_from_file_location("gemm_kernel", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    signature = {f"b{s}": "*" + TYPES[memory_dtype(plan.buffers[s].dtype).name] for s in src.slots}
+    signature.update({f"p{i}": TYPES[d.name] for i, d in enumerate(item.kernel.params)})
+    options = {"num_warps": src.num_warps, "num_stages": src.num_stages, "enable_fp_fusion": True}
+    return triton.compile(ASTSource(getattr(module, src.name), signature), target=GPUTarget("cuda", 90, 32),
+                          options=options).asm["ptx"]
+
+x, w, bias = (lt.asarray(np.ones(s, np.float32)) for s in ((100, 513), (513, 70), (70,)))
+assert "fma.rn.f32" in ptx(((x @ w) + bias).relu(), "ieee")
+assert "tf32.tf32" in ptx(x.T.T @ w * 0.5, "tf32")
+assert ".f64.f64" in ptx(x.cast(lt.float64).softmax(-1) @ w.cast(lt.float64), "ieee")
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton.backends.nvidia") is None, reason="no CUDA backend in triton")
+def test_the_gemm_source_compiles_for_sm90():
+    """Triton compiles for a GPU it does not have: float32 exact and TF32, float64, a fused epilogue."""
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "LT_DEVICE")}
+    subprocess.run([sys.executable, "-c", SM90_CHECK], check=True, cwd="/", env=env)
 
 
 # ---- caching ---------------------------------------------------------------------------------------

@@ -10,10 +10,25 @@ split along its outermost output loop across a pool of `LT_NUM_THREADS`
 threads (default: the cores this process may run on). Kernels below
 `PARALLEL_MIN_WORK` loop iterations run on the calling thread: handing work
 to the pool costs tens of microseconds.
+
+A `Contraction` compiles to a `ContractionProgram`: its packing kernels, the
+GEMM function of `gemm.py` and its epilogue kernel, run one after the other,
+each split across the pool. Its panel buffers belong to the program.
+
+A kernel whose outermost output loop has fewer iterations than the pool has
+threads but that reduces a lot (a full reduction: its output loop has size 1)
+compiles to a `SplitReductionProgram` (see `kernels/split.py`): partial
+reductions over chunks of the input, which the calling thread and the pool's
+take one at a time, then a combine on the calling thread. Whether to split,
+and into how many chunks, is decided when the kernel is compiled, from
+`num_threads()` then (the program is cached by the kernel's body, as the
+pool's size is fixed at its first use); how many threads take the chunks is
+`num_threads()` at each call.
 """
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
 import os
 import threading
@@ -24,10 +39,18 @@ from typing import Sequence
 
 import llvmlite.binding as llvm
 
-from ..ir import Kernel, VOp
+import numpy as np
+
+from ..ir import BufferParam, Contraction, Kernel, VOp
+from ..split import split_reduction
+from .gemm import Layout, pack_kernels, render_gemm
 from .render import render
 
 PARALLEL_MIN_WORK = 1 << 16
+SPLIT_MIN_WORK = 1 << 21  # measured on 2 cores: below it, splitting `x.sum()` is no faster than one thread
+# More chunks than threads, taken one at a time: on a shared machine a thread that another process
+# slows down takes fewer chunks instead of holding up the others.
+SPLIT_CHUNKS_PER_THREAD = 4
 
 _KernelFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
@@ -57,9 +80,15 @@ _jit: _Jit | None = None
 _pool: ThreadPoolExecutor | None = None
 
 
+@functools.cache
+def _cores() -> int:
+    return len(os.sched_getaffinity(0))
+
+
 def num_threads() -> int:
+    """`LT_NUM_THREADS`, read at each call so it can change; else the cores this process may run on."""
     value = os.environ.get("LT_NUM_THREADS", "").strip()
-    return max(1, int(value)) if value else len(os.sched_getaffinity(0))
+    return max(1, int(value)) if value else _cores()
 
 
 def pool() -> ThreadPoolExecutor:
@@ -82,16 +111,55 @@ def jit() -> _Jit:
     return _jit
 
 
+def _compile(source: str, name: str) -> tuple[str, int]:
+    """Compile LLVM IR text; the optimized IR and the address of function `name`."""
+    j = jit()
+    with j.lock:
+        module = llvm.parse_assembly(source)
+        module.triple = j.target_machine.triple
+        module.data_layout = str(j.target_machine.target_data)
+        module.verify()
+        j.optimize(module)
+        optimized = str(module)
+        j.engine.add_module(module)
+        j.engine.finalize_object()
+        return optimized, j.engine.get_function_address(name)
+
+
+def _scalar_slots(params: Sequence[int | float], dtypes: Sequence) -> ctypes.Array:
+    slots = (ctypes.c_int64 * max(1, len(params)))()
+    for i, (p, dt) in enumerate(zip(params, dtypes)):
+        if dt.is_float:
+            ctypes.c_double.from_buffer(slots, 8 * i).value = float(p)
+        else:
+            slots[i] = int(p)
+    return slots
+
+
+def _split(fn: ctypes._CFuncPtr, ptrs: ctypes.Array, slots: ctypes.Array, n: int, work: int) -> None:
+    """Call `fn` over `[0, n)`, in contiguous parts on the pool when the work is worth it."""
+    threads = min(num_threads(), n, work // PARALLEL_MIN_WORK)
+    if threads <= 1:
+        fn(ptrs, slots, 0, n)
+        return
+    bounds = [n * t // threads for t in range(threads + 1)]
+    jobs = [pool().submit(fn, ptrs, slots, lo, hi) for lo, hi in zip(bounds, bounds[1:])]
+    for job in jobs:
+        job.result()
+
+
 @dataclass
 class Program:
-    """A compiled kernel: call it with buffer addresses and scalar parameters."""
+    """A compiled function: call it with buffer addresses and scalar parameters. It runs over `[0, extent)`
+    of its outermost loop (a kernel's output loop, a contraction's tasks), split across threads."""
 
-    kernel: Kernel
+    kernel: Kernel | Contraction
     llvm_ir: str
     optimized_ir: str
     compile_seconds: float
     fn: ctypes._CFuncPtr = field(repr=False)
-    work: int = 0
+    extent: int
+    work: int
     _asm: str | None = field(default=None, repr=False)
 
     @property
@@ -106,46 +174,176 @@ class Program:
 
     def __call__(self, buffers: Sequence[int], params: Sequence[int | float]) -> None:
         ptrs = (ctypes.c_void_p * max(1, len(buffers)))(*buffers)
-        slots = (ctypes.c_int64 * max(1, len(params)))()
-        for i, (p, dt) in enumerate(zip(params, self.kernel.params)):
-            if dt.is_float:
-                ctypes.c_double.from_buffer(slots, 8 * i).value = float(p)
-            else:
-                slots[i] = int(p)
-        outer = self.kernel.loops[0].size
-        threads = min(num_threads(), outer, self.work // PARALLEL_MIN_WORK)
-        if threads <= 1:
-            self.fn(ptrs, slots, 0, outer)
-            return
-        bounds = [outer * t // threads for t in range(threads + 1)]
-        jobs = [pool().submit(self.fn, ptrs, slots, lo, hi) for lo, hi in zip(bounds, bounds[1:])]
-        for job in jobs:
-            job.result()
+        self.launch(ptrs, _scalar_slots(params, self.kernel.params))
+
+    def launch(self, ptrs: ctypes.Array, slots: ctypes.Array) -> None:
+        _split(self.fn, ptrs, slots, self.extent, self.work)
 
 
-_programs: dict[str, Program] = {}
+def _aligned_zeros(param: BufferParam) -> np.ndarray:
+    """Zeroed memory for a panel buffer, 64-byte aligned for the micro-kernel's aligned vector loads."""
+    itemsize = param.dtype.itemsize
+    raw = np.zeros(param.size * itemsize + 64, dtype=np.uint8)
+    offset = -raw.ctypes.data % 64
+    return raw[offset:offset + param.size * itemsize]
 
 
-def compile_kernel(kernel: Kernel) -> tuple[Program, bool]:
+@dataclass
+class StagedProgram:
+    """A kernel compiled to several functions that run one after another over one table of buffers:
+    the caller's (outputs, inputs) and scratch buffers the program owns, allocated on its first call."""
+
+    kernel: Kernel | Contraction
+    stages: list[Program]
+    compile_seconds: float
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _scratch: list[int] | None = field(default=None, repr=False)
+    _memory: list[np.ndarray] = field(default_factory=list, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.kernel.name
+
+    @property
+    def llvm_ir(self) -> str:
+        return "\n".join(p.llvm_ir for p in self.stages)
+
+    @property
+    def optimized_ir(self) -> str:
+        return "\n".join(p.optimized_ir for p in self.stages)
+
+    @property
+    def assembly(self) -> str:
+        return "\n".join(p.assembly for p in self.stages)
+
+    def scratch(self) -> list[BufferParam]:
+        raise NotImplementedError
+
+    def table(self, buffers: Sequence[int], scratch: list[int]) -> list[int]:
+        """Every stage's buffer slots, in order."""
+        raise NotImplementedError
+
+    def run(self, ptrs: ctypes.Array, slots: ctypes.Array) -> None:
+        for stage in self.stages:
+            stage.launch(ptrs, slots)
+
+    def __call__(self, buffers: Sequence[int], params: Sequence[int | float]) -> None:
+        with self._lock:  # the scratch is this program's: one call at a time
+            if self._scratch is None:
+                self._memory = [_aligned_zeros(p) for p in self.scratch()]
+                self._scratch = [m.ctypes.data for m in self._memory]
+            table = self.table(buffers, self._scratch)
+            self.run((ctypes.c_void_p * len(table))(*table), _scalar_slots(params, self.kernel.params))
+
+
+@dataclass
+class ContractionProgram(StagedProgram):
+    """A compiled contraction: pack both operands, multiply (`gemm`), then run the epilogue if any."""
+
+    layout: Layout | None = None
+
+    @property
+    def gemm(self) -> Program:
+        return self.stages[2]
+
+    def scratch(self) -> list[BufferParam]:
+        return [p for p in self.kernel.buffers if p.scratch] + list(self.layout.packed_buffers(self.kernel))
+
+    def table(self, buffers: Sequence[int], scratch: list[int]) -> list[int]:
+        # the product's scratch takes slot 1 (see Contraction); the panels come after the kernel's buffers
+        return [buffers[0], *scratch[:-2], *buffers[1:], *scratch[-2:]]
+
+
+@dataclass
+class SplitReductionProgram(StagedProgram):
+    """A kernel split by `split_reduction`: the chunks of `partials` on the pool, then `combine`."""
+
+    @property
+    def partials(self) -> Program:
+        return self.stages[0]
+
+    def scratch(self) -> list[BufferParam]:
+        return [p for p in self.partials.kernel.buffers if p.scratch]
+
+    def table(self, buffers: Sequence[int], scratch: list[int]) -> list[int]:
+        return [*buffers, *scratch]
+
+    def run(self, ptrs: ctypes.Array, slots: ctypes.Array) -> None:
+        self._run_partials(ptrs, slots)
+        self.stages[1].launch(ptrs, slots)
+
+    def _run_partials(self, ptrs: ctypes.Array, slots: ctypes.Array) -> None:
+        """Run every chunk of `partials`: this thread and the pool's take the next unclaimed chunk
+        until none is left, so a thread that another process slows down takes fewer chunks.
+
+        This thread starts at once and waits only for chunks others claimed, not for pool
+        threads to wake up: a small reduction pays one job submission, not a round trip."""
+        chunks, extent = iter(range(self.partials.extent)), self.partials.extent
+        lock, finished, done = threading.Lock(), threading.Event(), [0]
+
+        def take_chunks() -> None:
+            while True:
+                with lock:
+                    t = next(chunks, None)
+                if t is None:
+                    return
+                self.partials.fn(ptrs, slots, t, t + 1)
+                with lock:
+                    done[0] += 1
+                    if done[0] == extent:
+                        finished.set()
+
+        for _ in range(min(num_threads(), extent) - 1):
+            pool().submit(take_chunks)
+        take_chunks()
+        finished.wait()
+
+
+_programs: dict[str, Program | StagedProgram] = {}
+
+
+def _program(kernel: Kernel) -> Program:
+    t0 = time.perf_counter()
+    source = render(kernel)
+    optimized, address = _compile(source, kernel.name)
+    return Program(kernel, source, optimized, time.perf_counter() - t0, _KernelFn(address),
+                   kernel.loops[0].size, work(kernel))
+
+
+def _split_reduction_program(kernel: Kernel) -> SplitReductionProgram | None:
+    """The kernel split into partial reductions where its output loop cannot feed the pool and
+    the work pays for the split; else None."""
+    threads = num_threads()
+    if threads < 2 or kernel.loops[0].size >= threads or work(kernel) < SPLIT_MIN_WORK:
+        return None
+    t0 = time.perf_counter()
+    if (split := split_reduction(kernel, threads * SPLIT_CHUNKS_PER_THREAD)) is None:
+        return None
+    return SplitReductionProgram(kernel, [_program(k) for k in split], time.perf_counter() - t0)
+
+
+def _contraction_program(c: Contraction) -> ContractionProgram:
+    t0 = time.perf_counter()
+    layout = Layout.choose(c, num_threads())
+    stages = [_program(k) for k in pack_kernels(c, layout)]
+    source = render_gemm(c, layout)
+    optimized, address = _compile(source, c.name)
+    stages.append(Program(c, source, optimized, 0.0, _KernelFn(address), layout.tasks(c), c.numel))
+    if c.epilogue is not None:
+        stages.append(_program(c.epilogue))
+    return ContractionProgram(c, stages, time.perf_counter() - t0, layout=layout)
+
+
+def compile_kernel(kernel: Kernel | Contraction) -> tuple[Program | StagedProgram, bool]:
     """Compile `kernel`, or find the program compiled for the same body.
 
     Returns the program and whether this call compiled it."""
     key = kernel.body_text()
     if (hit := _programs.get(key)) is not None:
         return hit, False
-    t0 = time.perf_counter()
-    source = render(kernel)
-    j = jit()
-    with j.lock:
-        module = llvm.parse_assembly(source)
-        module.triple = j.target_machine.triple
-        module.data_layout = str(j.target_machine.target_data)
-        module.verify()
-        j.optimize(module)
-        optimized = str(module)
-        j.engine.add_module(module)
-        j.engine.finalize_object()
-        address = j.engine.get_function_address(kernel.name)
-    program = Program(kernel, source, optimized, time.perf_counter() - t0, _KernelFn(address), work(kernel))
+    if isinstance(kernel, Contraction):
+        program = _contraction_program(kernel)
+    else:
+        program = _split_reduction_program(kernel) or _program(kernel)
     _programs[key] = program
     return program, True

@@ -130,7 +130,9 @@ class CachingAllocator:
     def __init__(self, malloc: Callable[[int], int], free: Callable[[int], None]):
         self._malloc, self._free = malloc, free
         self._cache: defaultdict[int, list[int]] = defaultdict(list)
-        self._lock = threading.Lock()
+        # Reentrant: `release` runs from buffers' finalizers, which a garbage collection may start while
+        # this thread holds the lock inside `allocate`; each critical section stays consistent under that.
+        self._lock = threading.RLock()
         self.cached_bytes = 0
         self.allocated_bytes = 0
 

@@ -24,17 +24,21 @@ core `tl` operations so that Triton's interpreter runs exactly the code the GPU
 compiles. Bools live in memory as bytes (the runtime passes uint8 pointers).
 Signs of zero are set with bits, because Triton 3.6 folds a -0.0 constant, and
 -x of 0.0, to 0.0.
+
+`ValueRenderer` is the part that does not depend on the layout (values, index
+expressions, stores, the module around them); the contraction template
+(`gemm.py`) renders its operands and epilogue with it on its own tiles.
 """
 from __future__ import annotations
 
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterable
 
 from ..dtype import DType, bool_, float32, float64, int8, int16, int32, int64, uint8
 from ..expr import Bounds, Div, Expr, Mod, Var
-from ..ir import Alu, Kernel, ReduceOp, Value, VOp, loop_scopes
+from ..ir import Alu, Kernel, ReduceOp, Store, Value, VOp, loop_scopes
 
 TL_TYPES: dict[DType, str] = {
     bool_: "tl.int1", int8: "tl.int8", int16: "tl.int16", int32: "tl.int32", int64: "tl.int64",
@@ -72,9 +76,12 @@ class TritonSource:
     source: str
     grid: int
     num_warps: int
+    num_stages: int | None = None        # software pipelining depth of its loops; None: Triton's default
+    slots: tuple[int, ...] | None = None  # the buffer slots the function takes, in order; None: all of them
 
 
-def _pow2(n: int) -> int:
+def pow2(n: int) -> int:
+    """The smallest power of two >= n (1 for n <= 1)."""
     return 1 << max(0, n - 1).bit_length()
 
 
@@ -95,6 +102,26 @@ def _literal(value: bool | int | float, dtype: DType) -> str:
             return 'float("inf")' if f > 0 else 'float("-inf")'
         return repr(f)
     return str(int(value))
+
+
+def needs_int64(exprs: Iterable[Expr], extents: Iterable[int]) -> bool:
+    """Whether an index could pass 2**31 - 1: some expression, or some extent (a buffer's size, a loop
+    rounded up to whole blocks). Then index arithmetic is int64, else int32."""
+
+    def magnitude(e: Expr) -> int:
+        total = abs(e.const)
+        for atom, k in e.terms:
+            inner = magnitude(atom.x) if isinstance(atom, (Div, Mod)) else 0
+            total += abs(k) * max(abs(atom.vmin), abs(atom.vmax), inner)
+        return total
+
+    return max([*extents, *(magnitude(e) for e in exprs)], default=0) > 2**31 - 1
+
+
+def identifier(name: str) -> str:
+    """A Python identifier for a kernel name."""
+    name = re.sub(r"\W", "_", name)
+    return name if re.match(r"[A-Za-z_]", name) else f"k_{name}"
 
 
 @dataclass(eq=False)
@@ -338,105 +365,36 @@ def _mul(a, b):
 }
 
 
-class _Renderer:
-    def __init__(self, kernel: Kernel, tiling: Tiling):
-        self.kernel, self.tiling = kernel, tiling
-        self.values, paths = loop_scopes(kernel)
+class ValueRenderer:
+    """Emits Triton code for kernel IR values, given where each loop variable's index tensor lives.
+
+    A subclass lays the loops out on tensor axes and answers `var_name`, `var_shape` and `lane_masks`;
+    this class turns values (all but REDUCE, whose layout is the subclass's), index expressions and
+    stores into lines of the function body, and the lines into a module.
+    """
+
+    def __init__(self) -> None:
         self.lines: list[str] = []
         self.indent = 1
-        self.names: dict[int, str] = {}
-        self.shapes: dict[int, Shape] = {}
+        self.names: dict[int, str] = {}    # id(value) -> the Python name holding it
+        self.shapes: dict[int, Shape] = {}  # id(value) -> its tensor shape
         self.helpers: list[str] = []
         self.counter = 0
-        self._build_scopes(paths)
-        self.rank = 1 + max(s.level for s in self.scopes)
-        # Loop variables get fresh names (output loops o0.., reduction loops r0..): IR names need not be identifiers.
-        self.var_names: dict[Var, str] = {}
-        self.var_scope: dict[Var, _Scope] = {}
-        counts = {"o": 0, "r": 0}
-        for s in [self.row, *([self.col] if self.col else []), *self.reduce_order]:
-            prefix = "r" if s in self.reduce_order else "o"
-            for var in s.loops:
-                self.var_names[var] = f"{prefix}{counts[prefix]}"
-                counts[prefix] += 1
-                self.var_scope[var] = s
-        self.used_vars = {v for val in self.values for e in val.exprs() for v in e.vars()}
-        self.used_vars |= {v for store in kernel.stores for v in store.index.vars()}
-        self.wide = self._needs_int64()
+        self.wide = False  # index arithmetic in int64 rather than int32
 
-    # ---- layout ------------------------------------------------------------------------------
+    def var_name(self, var: Var) -> str:
+        """The Python name holding the loop variable's index tensor."""
+        raise NotImplementedError
 
-    def _build_scopes(self, paths: dict[int, tuple[Var, ...]]) -> None:
-        k = self.kernel
-        reductions = [v for v in self.values if v.op is VOp.REDUCE]
-        depth = {var: d + 1 for d, var in enumerate(k.loops)}
-        split = max((max((depth.get(v, 0) for v in paths[id(r)]), default=0) for r in reductions),
-                    default=len(k.loops))
-        self.row = _Scope("x", 0, k.loops[:split], None)
-        cols = k.loops[split:]
-        self.col = _Scope("c", 1, cols, self.row) if math.prod(v.size for v in cols) > 1 else None
-        self.scopes = [self.row, *([self.col] if self.col else [])]
-        owner: dict[Var, _Scope] = {}
+    def var_shape(self, var: Var) -> Shape:
+        """The shape of the loop variable's index tensor."""
+        raise NotImplementedError
 
-        def scope_of(path: tuple[Var, ...]) -> _Scope:
-            if not path:
-                return self.row
-            last = path[-1]
-            if last in owner:
-                return owner[last]
-            return self.col if depth[last] > split and self.col else self.row
+    def lane_masks(self, vars: set[Var]) -> list[str]:
+        """The masks of the lanes, among those these variables index, that lie past the end of a loop."""
+        raise NotImplementedError
 
-        # An inner reduction comes before the outer one in dependency order: open the outer first.
-        self.reduce_scopes: dict[int, _Scope] = {}
-        for red in reversed(reductions):
-            parent = scope_of(paths[id(red)])
-            scope = _Scope("", parent.level + 1, red.arg[1], parent)
-            owner.update((var, scope) for var in red.arg[1])
-            self.reduce_scopes[id(red)] = scope
-            self.scopes.append(scope)
-        self.reduce_order = [self.reduce_scopes[id(red)] for red in reductions]  # as the kernel IR lists them
-        for i, scope in enumerate(self.reduce_order):
-            scope.index = f"k{i}"
-        for v in self.values:
-            scope_of(paths[id(v)]).body.append(v)
-        t = self.tiling
-        for s in self.scopes[1:]:  # parents come first
-            s.block = min(_pow2(s.size), t.max_block, max(1, t.max_tile // s.parent.inner_tile()))
-        widest = max((s.inner_tile() for s in self.scopes), default=1)
-        self.row.block = max(1, min(_pow2(self.row.size), t.max_xblock, t.max_tile // widest))
-
-    def _needs_int64(self) -> bool:
-        """Whether some index could pass 2**31 - 1: then index arithmetic is int64, else int32."""
-        limit = 2**31 - 1
-
-        def magnitude(e: Expr) -> int:
-            total = abs(e.const)
-            for atom, k in e.terms:
-                inner = magnitude(atom.x) if isinstance(atom, (Div, Mod)) else 0
-                total += abs(k) * max(abs(atom.vmin), abs(atom.vmax), inner)
-            return total
-
-        exprs = [s.index for s in self.kernel.stores] + [e for v in self.values for e in v.exprs()]
-        extents = [b.size for b in self.kernel.buffers] + [-(-s.size // s.block) * s.block for s in self.scopes]
-        return max(extents + [magnitude(e) for e in exprs]) > limit
-
-    def tile(self, scope: _Scope) -> Shape:
-        """The shape of one block of the scope: its blocks and its ancestors' along their axes."""
-        shape = [1] * self.rank
-        for s in scope.chain():
-            shape[s.level] = s.block
-        return tuple(shape)
-
-    def axis(self, scope: _Scope) -> Shape:
-        """The shape of the scope's index (and lane mask and loop variables): its block on its own axis."""
-        shape = [1] * self.rank
-        shape[scope.level] = scope.block
-        return tuple(shape)
-
-    def expr_shape(self, *exprs: Expr) -> Shape:
-        return _broadcast(*(self.axis(self.var_scope[v]) for e in exprs for v in e.vars()))
-
-    # ---- emission -------------------------------------------------------------------------------
+    # ---- emission ---------------------------------------------------------------------------------
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.indent + line)
@@ -452,77 +410,6 @@ class _Renderer:
             self.helpers.append(name)
         return name
 
-    def render(self) -> TritonSource:
-        k = self.kernel
-        self.open_scope(self.row)
-        self.emit_body(self.row)
-        if self.col is not None:
-            self.in_scope(self.col, lambda: self.emit_stores(self.col))
-        else:
-            self.emit_stores(self.row)
-        name = re.sub(r"\W", "_", k.name)
-        name = name if re.match(r"[A-Za-z_]", name) else f"k_{name}"
-        args = [f"b{i}" for i in range(len(k.buffers))] + [f"p{i}: {TL_TYPES[d]}" for i, d in enumerate(k.params)]
-        # Scalar parameters are data: without this Triton would compile a variant per value.
-        unspecialized = f"(do_not_specialize={[f'p{i}' for i in range(len(k.params))]})" if k.params else ""
-        ir_comment = "\n".join(f"# {line}" for line in str(k).splitlines())
-        parts = ["# Generated by lazytensor from this kernel IR:", ir_comment, "",
-                 "import triton", "import triton.language as tl", ""]
-        parts += [_HELPERS[h][0] for h in self.helpers]
-        parts += ["", f"@triton.jit{unspecialized}", f"def {name}({', '.join(args)}):", *self.lines, ""]
-        tile = self.row.block * max(s.inner_tile() for s in self.scopes)
-        num_warps = min(8, _pow2(max(1, tile // 256)))
-        grid = -(-self.row.size // self.row.block)
-        return TritonSource(name, "\n".join(parts), grid, num_warps)
-
-    def open_scope(self, scope: _Scope, offset: str | None = None) -> None:
-        """Define the scope's flat index, lane mask and loop variables (if anything reads them)."""
-        if not scope.mask and not any(var in self.used_vars for var in scope.loops):
-            return
-        ints = "tl.int64" if self.wide else "tl.int32"
-        lanes = f"tl.arange(0, {scope.block})"
-        if self.rank > 1:
-            lanes += "[" + ", ".join(":" if i == scope.level else "None" for i in range(self.rank)) + "]"
-        if scope is self.row:
-            self.emit("pid = tl.program_id(0)")
-            start = f"pid.to({ints}) * {scope.block}" if self.wide else f"pid * {scope.block}"
-            self.emit(f"x = {start} + {lanes}")
-        else:
-            lanes = f"{lanes}.to(tl.int64)" if self.wide else lanes
-            self.emit(f"{scope.index} = {offset} + {lanes}" if offset else f"{scope.index} = {lanes}")
-        if scope.mask:
-            self.emit(f"{scope.mask} = {scope.index} < {scope.size}")
-        stride = scope.size
-        for i, var in enumerate(scope.loops):
-            stride //= var.size
-            if var not in self.used_vars:
-                continue
-            value = scope.index if stride == 1 else f"{scope.index} // {stride}"
-            if i > 0 and var.size > 1:  # the outermost variable needs no modulo
-                value = f"{value} % {var.size}" if stride == 1 else f"({value}) % {var.size}"
-            self.emit(f"{self.var_names[var]} = {value}")
-
-    def in_scope(self, scope: _Scope, body: Callable[[], None]) -> None:
-        """Emit `scope`'s values, then `body()`, in one block or in a loop over blocks."""
-        if scope.looped:
-            offset = f"{scope.index}off"
-            self.emit(f"for {offset} in range(0, {scope.size}, {scope.block}):")
-            self.indent += 1
-            self.open_scope(scope, offset)
-        else:
-            self.open_scope(scope)
-        self.emit_body(scope)
-        body()
-        if scope.looped:
-            self.indent -= 1
-
-    def emit_body(self, scope: _Scope) -> None:
-        for v in scope.body:
-            if v.op is VOp.REDUCE:
-                self.emit_reduce(v)
-            else:
-                self.define(v, self.value(v, scope))
-
     def define(self, v: Value, code: str) -> None:
         name = self.fresh()
         if v.dtype == bool_ and not self.shapes.get(id(v)):
@@ -533,16 +420,13 @@ class _Renderer:
         self.emit(f"{name} = {code}")
         self.names[id(v)] = name
 
-    def emit_stores(self, scope: _Scope) -> None:
-        masks = [s for s in scope.chain() if s.mask]
-        mask_shape = _broadcast(*(self.axis(s) for s in masks))
-        for store in self.kernel.stores:
-            value = self.names[id(store.value)]
-            if self.kernel.buffers[store.buf].dtype == bool_:
-                value = f"tl.where({value}, 1, 0).to(tl.uint8)"
-            ptr = self.pointer(store.buf, store.index, _broadcast(self.shapes[id(store.value)], mask_shape))
-            mask = " & ".join(s.mask for s in masks)
-            self.emit(f"tl.store({ptr}, {value}{f', mask={mask}' if mask else ''})")
+    def store(self, dtype: DType, store: Store, mask: str, mask_shape: Shape) -> None:
+        """Emit `store` into a buffer of `dtype`, where `mask` (of `mask_shape`; "" for all lanes) holds."""
+        value = self.names[id(store.value)]
+        if dtype == bool_:
+            value = f"tl.where({value}, 1, 0).to(tl.uint8)"
+        ptr = self.pointer(store.buf, store.index, _broadcast(self.shapes[id(store.value)], mask_shape))
+        self.emit(f"tl.store({ptr}, {value}{f', mask={mask}' if mask else ''})")
 
     def pointer(self, buf: int, index: Expr, shape: Shape) -> str:
         """`b{buf} + index`, broadcast to `shape` where the index alone does not span it."""
@@ -550,55 +434,20 @@ class _Renderer:
         target = _broadcast(self.expr_shape(index), shape)
         return ptr if target == self.expr_shape(index) else f"tl.broadcast_to({ptr}, {list(target)})"
 
-    def emit_reduce(self, red: Value) -> None:
-        scope = self.reduce_scopes[id(red)]
-        op, src, dt = red.arg[0], red.srcs[0], red.dtype
-        if scope.size == 0:
-            self.shapes[id(red)] = ()
-            self.define(red, self.const(op.identity(dt), dt))
-            return
-        ident = _literal(op.identity(dt), dt)
-        tile = self.tile(scope)
+    def expr_shape(self, *exprs: Expr) -> Shape:
+        return _broadcast(*(self.var_shape(v) for e in exprs for v in e.vars()))
 
-        def operand() -> str:
-            """The source over the whole tile, lanes past the end holding the identity."""
-            x = self.names[id(src)]
-            if scope.mask:
-                x = f"tl.where({scope.mask}, {x}, {ident})"
-            shape = _broadcast(self.shapes[id(src)], self.axis(scope) if scope.mask else ())
-            x = x if shape == tile else f"tl.broadcast_to({x}, {list(tile)})"
-            name = self.fresh("t")
-            self.emit(f"{name} = {x}")
-            return name
-
-        if scope.looped:
-            acc = self.fresh("acc")
-            self.emit(f"{acc} = tl.full({list(tile)}, {ident}, {TL_TYPES[dt]})")
-            self.in_scope(scope, lambda: self.emit(f"{acc} = {self.alu(op.combine, dt, [acc, operand()])}"))
-            total = acc
-        else:
-            total = ""
-
-            def persistent() -> None:
-                nonlocal total
-                total = operand()
-            self.in_scope(scope, persistent)
-        self.shapes[id(red)] = self.tile(scope.parent)
-        self.define(red, self.reduce_final(op, dt, total, scope.level))
-
-    def reduce_final(self, op: ReduceOp, dt: DType, x: str, axis: int) -> str:
-        if dt == bool_:  # any / all
-            fn = "tl.max" if op in (ReduceOp.SUM, ReduceOp.MAX) else "tl.min"
-            return f"{fn}(tl.where({x}, 1, 0), {axis}, keep_dims=True) != 0"
-        if op is ReduceOp.SUM:
-            total = f"tl.sum({x}, {axis}, keep_dims=True)"
-            # tl.sum widens small integers to 32 bits; wrapping back keeps the IR's modular sum
-            return f"{total}.to({TL_TYPES[dt]})" if dt.is_int and dt.bits < 32 else total
-        if op is ReduceOp.PROD:
-            return f"tl.reduce({x}, {axis}, {self.helper('_mul')}, keep_dims=True)"
-        if dt.is_float:
-            return f"{self.helper('_reduce_' + op.value)}({x}, {axis})"
-        return f"tl.{op.value}({x}, {axis}, keep_dims=True)"
+    def module(self, description: str, name: str, args: list[str], params: tuple[DType, ...]) -> str:
+        """The module's source: `description` as a comment, the helpers used, then `@triton.jit def name`
+        over `args` (the buffers) and the scalar parameters, with the lines emitted so far as its body."""
+        args = args + [f"p{i}: {TL_TYPES[d]}" for i, d in enumerate(params)]
+        # Scalar parameters are data: without this Triton would compile a variant per value.
+        unspecialized = f"(do_not_specialize={[f'p{i}' for i in range(len(params))]})" if params else ""
+        comment = "\n".join(f"# {line}" for line in description.splitlines())
+        parts = [comment, "", "import triton", "import triton.language as tl", ""]
+        parts += [_HELPERS[h][0] for h in self.helpers]
+        parts += ["", f"@triton.jit{unspecialized}", f"def {name}({', '.join(args)}):", *self.lines, ""]
+        return "\n".join(parts)
 
     # ---- values -----------------------------------------------------------------------------
 
@@ -611,7 +460,7 @@ class _Renderer:
         parts = []
         for atom, k in e.terms:
             if isinstance(atom, Var):
-                term = self.var_names[atom]
+                term = self.var_name(atom)
             else:
                 # Triton's // and % truncate: floor semantics need a fix-up only if x can be negative
                 symbol, fix = ("//", "_idx_floordiv") if isinstance(atom, Div) else ("%", "_idx_mod")
@@ -633,12 +482,12 @@ class _Renderer:
                 parts.append(f"({e} < {b.hi})")
         return " & ".join(parts) if parts else self.const(True, bool_)
 
-    def value(self, v: Value, scope: _Scope) -> str:
+    def value(self, v: Value) -> str:
         """The code for `v` (not a REDUCE); records its shape."""
         srcs = [self.names[id(s)] for s in v.srcs]
         self.shapes[id(v)] = _broadcast(self.expr_shape(*v.exprs()), *(self.shapes[id(s)] for s in v.srcs))
         if v.op is VOp.LOAD:
-            return self.load(v, scope)
+            return self.load(v)
         if v.op is VOp.CONST:
             return self.const(v.arg, v.dtype)
         if v.op is VOp.PARAM:
@@ -653,12 +502,11 @@ class _Renderer:
             return self.cast(srcs[0], v.srcs[0].dtype, v.dtype)
         return self.alu(v.arg, v.srcs[-1].dtype, srcs)
 
-    def load(self, v: Value, scope: _Scope) -> str:
+    def load(self, v: Value) -> str:
         buf, index, bounds = v.arg
         # Only the axes the address depends on can take it out of bounds.
-        levels = {self.var_scope[var].level for e in v.exprs() for var in e.vars()}
-        lanes = [s for s in scope.chain() if s.mask and s.level in levels]
-        parts = [s.mask for s in lanes] + ([self.bounds(bounds)] if bounds else [])
+        lanes = self.lane_masks({var for e in v.exprs() for var in e.vars()})
+        parts = lanes + ([self.bounds(bounds)] if bounds else [])
         ptr = self.pointer(buf, index, self.expr_shape(*v.exprs()))
         code = f"tl.load({ptr}, mask={' & '.join(parts)}, other=0)" if parts else f"tl.load({ptr})"
         return f"({code} != 0)" if v.dtype == bool_ else code
@@ -743,6 +591,217 @@ class _Renderer:
         else:
             name = f"_{'floordiv' if floordiv else 'mod'}_{'signed' if dt.is_signed else 'unsigned'}"
         return f"{self.helper(name)}({s[0]}, {s[1]})"
+
+
+class _Renderer(ValueRenderer):
+    """Lays a kernel's loops out on tensor axes (see the module docstring) and renders it."""
+
+    def __init__(self, kernel: Kernel, tiling: Tiling):
+        super().__init__()
+        self.kernel, self.tiling = kernel, tiling
+        self.values, paths = loop_scopes(kernel)
+        self._build_scopes(paths)
+        self.rank = 1 + max(s.level for s in self.scopes)
+        # Loop variables get fresh names (output loops o0.., reduction loops r0..): IR names need not be identifiers.
+        self.var_names: dict[Var, str] = {}
+        self.var_scope: dict[Var, _Scope] = {}
+        counts = {"o": 0, "r": 0}
+        for s in [self.row, *([self.col] if self.col else []), *self.reduce_order]:
+            prefix = "r" if s in self.reduce_order else "o"
+            for var in s.loops:
+                self.var_names[var] = f"{prefix}{counts[prefix]}"
+                counts[prefix] += 1
+                self.var_scope[var] = s
+        self.used_vars = {v for val in self.values for e in val.exprs() for v in e.vars()}
+        self.used_vars |= {v for store in kernel.stores for v in store.index.vars()}
+        extents = [b.size for b in kernel.buffers] + [-(-s.size // s.block) * s.block for s in self.scopes]
+        self.wide = needs_int64([s.index for s in kernel.stores] + [e for v in self.values for e in v.exprs()], extents)
+
+    # ---- layout ------------------------------------------------------------------------------
+
+    def _build_scopes(self, paths: dict[int, tuple[Var, ...]]) -> None:
+        k = self.kernel
+        reductions = [v for v in self.values if v.op is VOp.REDUCE]
+        depth = {var: d + 1 for d, var in enumerate(k.loops)}
+        split = max((max((depth.get(v, 0) for v in paths[id(r)]), default=0) for r in reductions),
+                    default=len(k.loops))
+        self.row = _Scope("x", 0, k.loops[:split], None)
+        cols = k.loops[split:]
+        self.col = _Scope("c", 1, cols, self.row) if math.prod(v.size for v in cols) > 1 else None
+        self.scopes = [self.row, *([self.col] if self.col else [])]
+        owner: dict[Var, _Scope] = {}
+
+        def scope_of(path: tuple[Var, ...]) -> _Scope:
+            if not path:
+                return self.row
+            last = path[-1]
+            if last in owner:
+                return owner[last]
+            return self.col if depth[last] > split and self.col else self.row
+
+        # An inner reduction comes before the outer one in dependency order: open the outer first.
+        self.reduce_scopes: dict[int, _Scope] = {}
+        for red in reversed(reductions):
+            parent = scope_of(paths[id(red)])
+            scope = _Scope("", parent.level + 1, red.arg[1], parent)
+            owner.update((var, scope) for var in red.arg[1])
+            self.reduce_scopes[id(red)] = scope
+            self.scopes.append(scope)
+        self.reduce_order = [self.reduce_scopes[id(red)] for red in reductions]  # as the kernel IR lists them
+        for i, scope in enumerate(self.reduce_order):
+            scope.index = f"k{i}"
+        for v in self.values:
+            scope_of(paths[id(v)]).body.append(v)
+        t = self.tiling
+        for s in self.scopes[1:]:  # parents come first
+            s.block = min(pow2(s.size), t.max_block, max(1, t.max_tile // s.parent.inner_tile()))
+        widest = max((s.inner_tile() for s in self.scopes), default=1)
+        self.row.block = max(1, min(pow2(self.row.size), t.max_xblock, t.max_tile // widest))
+
+    def tile(self, scope: _Scope) -> Shape:
+        """The shape of one block of the scope: its blocks and its ancestors' along their axes."""
+        shape = [1] * self.rank
+        for s in scope.chain():
+            shape[s.level] = s.block
+        return tuple(shape)
+
+    def axis(self, scope: _Scope) -> Shape:
+        """The shape of the scope's index (and lane mask and loop variables): its block on its own axis."""
+        shape = [1] * self.rank
+        shape[scope.level] = scope.block
+        return tuple(shape)
+
+    def var_name(self, var: Var) -> str:
+        return self.var_names[var]
+
+    def var_shape(self, var: Var) -> Shape:
+        return self.axis(self.var_scope[var])
+
+    def lane_masks(self, vars: set[Var]) -> list[str]:
+        # A value's variables all belong to scopes on the chain of the scope it is computed in: one per level.
+        return [s.mask for s in sorted({self.var_scope[v] for v in vars}, key=lambda s: s.level) if s.mask]
+
+    # ---- emission -------------------------------------------------------------------------------
+
+    def render(self) -> TritonSource:
+        k = self.kernel
+        self.open_scope(self.row)
+        self.emit_body(self.row)
+        if self.col is not None:
+            self.in_scope(self.col, lambda: self.emit_stores(self.col))
+        else:
+            self.emit_stores(self.row)
+        name = identifier(k.name)
+        source = self.module(f"Generated by lazytensor from this kernel IR:\n{k}", name,
+                             [f"b{i}" for i in range(len(k.buffers))], k.params)
+        tile = self.row.block * max(s.inner_tile() for s in self.scopes)
+        num_warps = min(8, pow2(max(1, tile // 256)))
+        grid = -(-self.row.size // self.row.block)
+        return TritonSource(name, source, grid, num_warps)
+
+    def open_scope(self, scope: _Scope, offset: str | None = None) -> None:
+        """Define the scope's flat index, lane mask and loop variables (if anything reads them)."""
+        if not scope.mask and not any(var in self.used_vars for var in scope.loops):
+            return
+        ints = "tl.int64" if self.wide else "tl.int32"
+        lanes = f"tl.arange(0, {scope.block})"
+        if self.rank > 1:
+            lanes += "[" + ", ".join(":" if i == scope.level else "None" for i in range(self.rank)) + "]"
+        if scope is self.row:
+            self.emit("pid = tl.program_id(0)")
+            start = f"pid.to({ints}) * {scope.block}" if self.wide else f"pid * {scope.block}"
+            self.emit(f"x = {start} + {lanes}")
+        else:
+            lanes = f"{lanes}.to(tl.int64)" if self.wide else lanes
+            self.emit(f"{scope.index} = {offset} + {lanes}" if offset else f"{scope.index} = {lanes}")
+        if scope.mask:
+            self.emit(f"{scope.mask} = {scope.index} < {scope.size}")
+        stride = scope.size
+        for i, var in enumerate(scope.loops):
+            stride //= var.size
+            if var not in self.used_vars:
+                continue
+            value = scope.index if stride == 1 else f"{scope.index} // {stride}"
+            if i > 0 and var.size > 1:  # the outermost variable needs no modulo
+                value = f"{value} % {var.size}" if stride == 1 else f"({value}) % {var.size}"
+            self.emit(f"{self.var_names[var]} = {value}")
+
+    def in_scope(self, scope: _Scope, body: Callable[[], None]) -> None:
+        """Emit `scope`'s values, then `body()`, in one block or in a loop over blocks."""
+        if scope.looped:
+            offset = f"{scope.index}off"
+            self.emit(f"for {offset} in range(0, {scope.size}, {scope.block}):")
+            self.indent += 1
+            self.open_scope(scope, offset)
+        else:
+            self.open_scope(scope)
+        self.emit_body(scope)
+        body()
+        if scope.looped:
+            self.indent -= 1
+
+    def emit_body(self, scope: _Scope) -> None:
+        for v in scope.body:
+            if v.op is VOp.REDUCE:
+                self.emit_reduce(v)
+            else:
+                self.define(v, self.value(v))
+
+    def emit_stores(self, scope: _Scope) -> None:
+        masks = [s for s in scope.chain() if s.mask]
+        mask_shape = _broadcast(*(self.axis(s) for s in masks))
+        for store in self.kernel.stores:
+            self.store(self.kernel.buffers[store.buf].dtype, store, " & ".join(s.mask for s in masks), mask_shape)
+
+    def emit_reduce(self, red: Value) -> None:
+        scope = self.reduce_scopes[id(red)]
+        op, src, dt = red.arg[0], red.srcs[0], red.dtype
+        if scope.size == 0:
+            self.shapes[id(red)] = ()
+            self.define(red, self.const(op.identity(dt), dt))
+            return
+        ident = _literal(op.identity(dt), dt)
+        tile = self.tile(scope)
+
+        def operand() -> str:
+            """The source over the whole tile, lanes past the end holding the identity."""
+            x = self.names[id(src)]
+            if scope.mask:
+                x = f"tl.where({scope.mask}, {x}, {ident})"
+            shape = _broadcast(self.shapes[id(src)], self.axis(scope) if scope.mask else ())
+            x = x if shape == tile else f"tl.broadcast_to({x}, {list(tile)})"
+            name = self.fresh("t")
+            self.emit(f"{name} = {x}")
+            return name
+
+        if scope.looped:
+            acc = self.fresh("acc")
+            self.emit(f"{acc} = tl.full({list(tile)}, {ident}, {TL_TYPES[dt]})")
+            self.in_scope(scope, lambda: self.emit(f"{acc} = {self.alu(op.combine, dt, [acc, operand()])}"))
+            total = acc
+        else:
+            total = ""
+
+            def persistent() -> None:
+                nonlocal total
+                total = operand()
+            self.in_scope(scope, persistent)
+        self.shapes[id(red)] = self.tile(scope.parent)
+        self.define(red, self.reduce_final(op, dt, total, scope.level))
+
+    def reduce_final(self, op: ReduceOp, dt: DType, x: str, axis: int) -> str:
+        if dt == bool_:  # any / all
+            fn = "tl.max" if op in (ReduceOp.SUM, ReduceOp.MAX) else "tl.min"
+            return f"{fn}(tl.where({x}, 1, 0), {axis}, keep_dims=True) != 0"
+        if op is ReduceOp.SUM:
+            total = f"tl.sum({x}, {axis}, keep_dims=True)"
+            # tl.sum widens small integers to 32 bits; wrapping back keeps the IR's modular sum
+            return f"{total}.to({TL_TYPES[dt]})" if dt.is_int and dt.bits < 32 else total
+        if op is ReduceOp.PROD:
+            return f"tl.reduce({x}, {axis}, {self.helper('_mul')}, keep_dims=True)"
+        if dt.is_float:
+            return f"{self.helper('_reduce_' + op.value)}({x}, {axis})"
+        return f"tl.{op.value}({x}, {axis}, keep_dims=True)"
 
 
 def render(kernel: Kernel, tiling: Tiling = Tiling()) -> TritonSource:

@@ -17,6 +17,14 @@ CUDA driver asks torch, and without torch Triton 3.9 uses the default stream,
 so lazytensor installs a subclass of Triton's CUDA driver that answers from the
 launch in progress (`cuda.launching`) and passes every other question, and
 every launch lazytensor did not make, to Triton's own driver.
+
+A `Contraction` compiles to a `ContractionProgram` (see `gemm.py`): its pack
+kernels, its tl.dot kernel and its epilogue kernel, each a `Program`. The tl.dot
+kernel's tile configuration is timed on the GPU the first time a contraction of its
+shape, dtype and precision runs, and the fastest is kept for every later one in the
+process; under the interpreter there is one configuration and nothing is timed.
+Whether float32 may use TF32 (`gemm.set_allow_tf32`) is part of a contraction's
+compile cache key.
 """
 from __future__ import annotations
 
@@ -28,12 +36,17 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from triton.runtime.driver import driver as triton_driver
+from triton.runtime.errors import OutOfResources
 
 from ..dtype import bool_
-from ..ir import Kernel
+from ..ir import BufferParam, Contraction, Kernel
 from . import cuda
+from .gemm import GemmConfig, GemmPlan, candidate_configs, input_precision, plan, render_gemm
 from .render import Tiling, TritonSource, memory_dtype, render
 from .targets import Target
+
+# Autotuning times each configuration for about this long, after a first launch that loads it.
+TUNE_SECONDS = 0.01
 
 
 def cache_dir() -> Path:
@@ -42,15 +55,23 @@ def cache_dir() -> Path:
 
 
 class Program:
-    """A kernel compiled for one target: call it with buffer addresses and scalar parameters."""
+    """A rendered function compiled for one target: call it with buffer addresses and scalar parameters.
 
-    def __init__(self, kernel: Kernel, source: TritonSource, path: Path, fn: Any, target: Target):
+    `buffers` are the buffers `source.slots` index (by default the kernel's own); the function takes
+    `slots` of them, all unless the source says otherwise. `launch` picks them from a table of all."""
+
+    def __init__(self, kernel: Kernel | Contraction, source: TritonSource, path: Path, fn: Any, target: Target,
+                 buffers: tuple[BufferParam, ...] | None = None):
         self.kernel, self.source, self.path, self.fn, self.target = kernel, source, path, fn, target
+        self.buffers = kernel.buffers if buffers is None else buffers
+        self.slots = tuple(range(len(self.buffers))) if source.slots is None else source.slots
         self.compile_seconds = 0.0
         self.compiled: Any = None  # Triton's CompiledKernel, once compiled for a GPU
         # Compile options, the same for every launch. FMA contraction is stated, not left to the Triton
         # version: 3.6 enables it, 3.9 warns that its default will change.
-        self.options = {"num_warps": source.num_warps, "enable_fp_fusion": True}
+        self.options: dict[str, Any] = {"num_warps": source.num_warps, "enable_fp_fusion": True}
+        if source.num_stages is not None:
+            self.options["num_stages"] = source.num_stages
 
     @property
     def name(self) -> str:
@@ -67,21 +88,27 @@ class Program:
         return self.compiled.asm["ptx"] if self.compiled is not None else self.source.source
 
     def _args(self, buffers: Sequence[int], params: Sequence[bool | int | float]) -> list[object]:
-        pointers = [self.target.kernel_arg(ptr, memory_dtype(b.dtype)) for ptr, b in zip(buffers, self.kernel.buffers)]
+        pointers = [self.target.kernel_arg(ptr, memory_dtype(self.buffers[slot].dtype))
+                    for ptr, slot in zip(buffers, self.slots)]
         # bools as ints: Triton 3.6's interpreter cannot take a Python bool argument (the kernel casts to int1)
         return [*pointers, *(int(p) if d == bool_ else p for p, d in zip(params, self.kernel.params))]
 
     def compile(self) -> None:
         """Compile for the GPU now, with arguments of the launch's types (all pointers are 16-byte aligned)."""
         zeros = [0.0 if d.is_float else 0 for d in self.kernel.params]
-        args = self._args([0] * len(self.kernel.buffers), zeros)
+        args = self._args([0] * len(self.slots), zeros)
         with self.target.launching():
             self.compiled = self.fn.warmup(*args, grid=(self.source.grid,), **self.options)
 
     def __call__(self, buffers: Sequence[int], params: Sequence[bool | int | float]) -> None:
+        """Launch on the addresses of the buffers in `slots`, in order."""
         args = self._args(buffers, params)
         with self.target.launching():
             self.fn[(self.source.grid,)](*args, **self.options)
+
+    def launch(self, table: Sequence[int | None], params: Sequence[bool | int | float]) -> None:
+        """Launch on the addresses in `table`, one for each of `buffers` (None for those it does not take)."""
+        self([table[slot] for slot in self.slots], params)
 
 
 def _load(source: TritonSource) -> tuple[Path, Any]:
@@ -100,26 +127,145 @@ def _load(source: TritonSource) -> tuple[Path, Any]:
     return path, getattr(module, source.name)
 
 
-_programs: dict[tuple[str, Tiling, Target], Program] = {}
+class ContractionProgram:
+    """A contraction compiled for one target: pack kernels, the tl.dot kernel, then the epilogue kernel
+    unless the tl.dot kernel fused it. Called like a `Program`, with the addresses of the output and the
+    inputs (the contraction's buffers without its scratch) and the scalar parameters.
+
+    It allocates its scratch buffers (the product C where a separate epilogue reads it, the packed
+    operands) on the device at each call, and lets them go after: the caching allocator makes that cheap,
+    and the stream runs whatever uses the memory next after this call's kernels."""
+
+    def __init__(self, plan: GemmPlan, packs: list[Program], candidates: dict[GemmConfig, Program],
+                 epilogue: Program | None, target: Target, tune_key: tuple):
+        self.kernel, self.plan, self.target, self.tune_key = plan.contraction, plan, target, tune_key
+        self.packs, self.candidates, self.epilogue = packs, candidates, epilogue
+        # the tl.dot kernel, once chosen: at the first call when there are configurations to time
+        self.gemm: Program | None = next(iter(candidates.values())) if len(candidates) == 1 else None
+        self.compile_seconds = 0.0
+        taken = {slot for step in self.steps() for slot in step.slots}
+        self.scratch = [slot for slot, b in enumerate(plan.buffers) if b.scratch and slot in taken]
+
+    @property
+    def name(self) -> str:
+        return self.kernel.name
+
+    def steps(self) -> list[Program]:
+        """The programs a call runs, in order (every candidate tl.dot kernel until one is chosen)."""
+        gemms = [self.gemm] if self.gemm is not None else list(self.candidates.values())
+        return [*self.packs, *gemms, *([self.epilogue] if self.epilogue is not None else [])]
+
+    @property
+    def llvm_ir(self) -> str:
+        return "\n".join(step.llvm_ir for step in self.steps())
+
+    @property
+    def assembly(self) -> str:
+        return "\n".join(step.assembly for step in self.steps())
+
+    def __call__(self, buffers: Sequence[int], params: Sequence[bool | int | float]) -> None:
+        # An address for each of plan.buffers: the caller's for the output and the inputs, in order, and
+        # this call's for the scratch buffers some step takes.
+        given = iter(buffers)
+        table: list[int | None] = [None if b.scratch else next(given) for b in self.plan.buffers]
+        allocations = []  # held until the launches are queued
+        for slot in self.scratch:
+            b = self.plan.buffers[slot]
+            allocations.append(self.target.alloc(b.size * memory_dtype(b.dtype).itemsize))
+            table[slot] = allocations[-1].ptr
+        for pack in self.packs:
+            pack.launch(table, params)
+        if self.gemm is None:
+            self.gemm = self._autotune(table, params)
+        self.gemm.launch(table, params)
+        if self.epilogue is not None:
+            self.epilogue.launch(table, params)
+
+    def _autotune(self, table: Sequence[int | None], params: Sequence[bool | int | float]) -> Program:
+        """Time every candidate on this call's buffers; keep the fastest for every contraction like this one."""
+        seconds: dict[GemmConfig, float] = {}
+        for config, program in self.candidates.items():
+            try:
+                seconds[config] = _seconds_per_launch(program, table, params)
+            except OutOfResources:  # its tiles need more shared memory than this GPU has
+                continue
+        if not seconds:
+            raise RuntimeError(f"no tile configuration of {self.name} fits this GPU: tried "
+                               f"{', '.join(map(str, self.candidates))}")
+        best = min(seconds, key=seconds.__getitem__)
+        _tuned[self.tune_key] = best
+        self.candidates = {best: self.candidates[best]}
+        return self.candidates[best]
 
 
-def compile_kernel(kernel: Kernel, target: Target, tiling: Tiling = Tiling()) -> tuple[Program, bool]:
-    """Compile `kernel` for `target`, or find the program compiled for the same body.
+def _seconds_per_launch(program: Program, table: Sequence[int | None], params: Sequence[bool | int | float]) -> float:
+    """The mean time of a launch between synchronizations of the device. It counts the launch overhead,
+    which is the same for every configuration; the first launch, which loads the kernel, is not timed."""
+    target = program.target
+    program.launch(table, params)
+    target.synchronize()
+    start = time.perf_counter()
+    program.launch(table, params)
+    target.synchronize()
+    repeats = max(1, min(100, int(TUNE_SECONDS / max(time.perf_counter() - start, 1e-6))))
+    start = time.perf_counter()
+    for _ in range(repeats):
+        program.launch(table, params)
+    target.synchronize()
+    return (time.perf_counter() - start) / repeats
+
+
+# (target key, (batch, m, n, k), dtype, input precision) -> the fastest configuration timed there
+_tuned: dict[tuple, GemmConfig] = {}
+
+
+_programs: dict[tuple[str, Tiling, Target, str], Program | ContractionProgram] = {}
+
+
+def compile_kernel(kernel: Kernel | Contraction, target: Target,
+                   tiling: Tiling = Tiling()) -> tuple[Program | ContractionProgram, bool]:
+    """Compile `kernel` for `target`, or find the program compiled for the same body (and, for a
+    contraction, the same input precision). `tiling` applies to the kernels rendered by `render`.
 
     Returns the program and whether this call compiled it."""
-    key = (kernel.body_text(), tiling, target)
+    precision = input_precision(kernel) if isinstance(kernel, Contraction) else ""
+    key = (kernel.body_text(), tiling, target, precision)
     if (hit := _programs.get(key)) is not None:
         return hit, False
     t0 = time.perf_counter()
-    source = render(kernel, tiling)
-    path, fn = _load(source)
-    program = Program(kernel, source, path, fn, target)
-    if not target.interpreted:
-        _install_driver()
-        program.compile()
+    if isinstance(kernel, Contraction):
+        program: Program | ContractionProgram = _contraction_program(kernel, target, tiling, precision)
+    else:
+        program = _program(kernel, render(kernel, tiling), target)
     program.compile_seconds = time.perf_counter() - t0
     _programs[key] = program
     return program, True
+
+
+def _program(kernel: Kernel | Contraction, source: TritonSource, target: Target,
+             buffers: tuple[BufferParam, ...] | None = None) -> Program:
+    """Load a rendered source as a Program; on a GPU, compile it now."""
+    path, fn = _load(source)
+    program = Program(kernel, source, path, fn, target, buffers)
+    if not target.interpreted:
+        _install_driver()
+        program.compile()
+    return program
+
+
+def _contraction_program(c: Contraction, target: Target, tiling: Tiling, precision: str) -> ContractionProgram:
+    """The pack and epilogue kernels `c` needs (through the cache: they are ordinary kernels), and its
+    tl.dot kernel in each configuration to try."""
+    p = plan(c)
+    packs = [compile_kernel(k, target, tiling)[0] for k in p.packs]
+    epilogue = None
+    if c.epilogue is not None and not p.fuse_epilogue:
+        epilogue = compile_kernel(c.epilogue, target, tiling)[0]
+    tune_key = (target.key, c.sizes, c.dtype, precision)
+    # the configuration timed fastest for this shape, else those to time at the first call
+    configs = [_tuned[tune_key]] if tune_key in _tuned else candidate_configs(c, target.interpreted)
+    candidates = {config: _program(c, render_gemm(p, config, precision), target, p.buffers) for config in configs}
+    return ContractionProgram(p, packs, candidates, epilogue, target, tune_key)
 
 
 _driver_installed = False
@@ -164,4 +310,4 @@ def _install_driver() -> None:
     _driver_installed = True
 
 
-__all__ = ["Program", "cache_dir", "compile_kernel"]
+__all__ = ["ContractionProgram", "Program", "cache_dir", "compile_kernel"]

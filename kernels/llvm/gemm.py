@@ -1,0 +1,282 @@
+"""The CPU contraction template: packed operands, a register-tiled micro-kernel, threads over blocks.
+
+A `kernels.ir.Contraction` runs in four steps, all compiled from LLVM IR:
+
+1. `pack_a` evaluates the left operand (with its prologue: casts, scaling,
+   transposes) into panels of MR rows: `Ap[b][ip][k][r] = a[b, ip*MR + r, k]`;
+2. `pack_b` does the same for the right operand with panels of NR columns;
+3. the GEMM function walks (batch, row block, column block) tasks, split
+   across the thread pool; for each MR x NR tile of the product it keeps
+   MR * NR/W accumulators in vector registers (W lanes each) while streaming
+   the two panels along k: per k, NR/W aligned vector loads of B and MR
+   broadcasts of A feed MR * NR/W fused multiply-adds. It writes the tile once,
+   masked at the matrix edges;
+4. the epilogue kernel (bias, activation, any consumer) reads the product.
+
+Panels are zero-padded to whole tiles, so the micro-kernel never branches on
+edges; padding rows and columns only reach product elements outside the
+matrix, which are never stored. A row block of A (`rows_per_task` rows) is
+sized to stay in the L2 cache while the column panels stream past it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+from ..dtype import float32
+from ..expr import Expr, Var
+from ..ir import BufferParam, Contraction, Kernel, Store, Value, VOp, toposort
+from .render import PTR, llvm_type
+
+I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
+L2_BLOCK_BYTES = 1 << 20
+UNROLL_K = 4
+KC_TARGET = 256
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Tile and block sizes of one contraction on this host."""
+
+    lanes: int     # W: elements per vector register
+    mr: int        # rows per tile
+    nr: int        # columns per tile (a multiple of `lanes`)
+    kc: int        # k per block: a B micro-panel of kc x NR stays in the L1 cache
+    row_panels: int     # panels of A per task
+    col_panels: int     # panels of B per task
+
+    @staticmethod
+    def choose(c: Contraction, threads: int) -> Layout:
+        batch, m, n, k = c.sizes
+        vector_bits = 512 if "+avx512f" in llvm.get_host_cpu_features().flatten() else 256
+        lanes = vector_bits // c.dtype.bits
+        # AVX-512 has 32 vector registers: 12 x 2 accumulators, two B vectors and a broadcast; AVX2 has 16.
+        mr, nr = (12, 2 * lanes) if vector_bits == 512 else (6, 2 * lanes)
+        mp, np_ = -(-m // mr), -(-n // nr)
+        kc = -(-k // -(-k // KC_TARGET))
+        row_panels = max(1, min(mp, L2_BLOCK_BYTES // (mr * kc * c.dtype.itemsize)))
+        row_blocks = -(-mp // row_panels)
+        # enough tasks to keep every thread busy: split rows further, then columns
+        while batch * row_blocks < 2 * threads and row_panels > 1:
+            row_panels = -(-row_panels // 2)
+            row_blocks = -(-mp // row_panels)
+        col_blocks = min(np_, -(-2 * threads // (batch * row_blocks)))
+        return Layout(lanes, mr, nr, kc, row_panels, -(-np_ // col_blocks))
+
+    def panels(self, c: Contraction) -> tuple[int, int]:
+        """Row panels of A and column panels of B, per batch."""
+        _, m, n, _ = c.sizes
+        return -(-m // self.mr), -(-n // self.nr)
+
+    def tasks(self, c: Contraction) -> int:
+        mp, np_ = self.panels(c)
+        return c.sizes[0] * -(-mp // self.row_panels) * -(-np_ // self.col_panels)
+
+    def packed_buffers(self, c: Contraction) -> tuple[BufferParam, BufferParam]:
+        """The panel buffers, which the runtime appends after the contraction's own buffers."""
+        batch, _, _, k = c.sizes
+        mp, np_ = self.panels(c)
+        return (BufferParam(c.dtype, batch * mp * k * self.mr, scratch=True),
+                BufferParam(c.dtype, batch * np_ * k * self.nr, scratch=True))
+
+
+def pack_kernels(c: Contraction, layout: Layout) -> tuple[Kernel, Kernel]:
+    """The kernels that evaluate the operands into their panels (slots after the contraction's buffers)."""
+    batch, m, n, k = c.sizes
+    vb, vm, vn, vk = c.vars
+    mp, np_ = layout.panels(c)
+    buffers = c.buffers + layout.packed_buffers(c)
+    slot_a, slot_b = len(c.buffers), len(c.buffers) + 1
+    ia = ((Expr.of(vb) * mp + Expr.of(vm) // layout.mr) * k + vk) * layout.mr + Expr.of(vm) % layout.mr
+    ib = ((Expr.of(vb) * np_ + Expr.of(vn) // layout.nr) * k + vk) * layout.nr + Expr.of(vn) % layout.nr
+    # A's panels are narrow (MR elements per k): its innermost loop follows the operand's memory where
+    # that is along m (a transposed operand). B's panels are written along n whatever its layout: measured,
+    # scattering writes across NR-element rows costs more than gathering the reads. The outermost loop
+    # splits across threads even for one batch.
+    loops_a = (vk, vb, vm) if _unit_stride(c.a, vm) and not _unit_stride(c.a, vk) else (vm, vb, vk)
+    pack_a = Kernel(f"{c.name}_pack_a", buffers, c.params, loops_a, (Store(slot_a, ia, c.a),))
+    pack_b = Kernel(f"{c.name}_pack_b", buffers, c.params, (vk, vb, vn), (Store(slot_b, ib, c.bv),))
+    return pack_a, pack_b
+
+
+def _unit_stride(value: Value, var: Var) -> bool:
+    """Whether some load of `value` steps through memory one element at a time along `var`."""
+    return any(v.op is VOp.LOAD and (var, 1) in v.arg[1].terms for v in toposort([value]))
+
+
+class _GemmRenderer:
+    def __init__(self, c: Contraction, layout: Layout):
+        self.c, self.layout = c, layout
+        self.module = ir.Module(name=c.name)
+        self.fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64]), name=c.name)
+        self.entry = self.fn.append_basic_block("entry")
+        self.b = ir.IRBuilder(self.entry)
+        self.t = llvm_type(c.dtype)
+        self.vt = ir.VectorType(self.t, layout.lanes)
+        self.suffix = f"v{layout.lanes}{'f32' if c.dtype == float32 else 'f64'}"  # intrinsic name mangling
+
+    def alloca(self, typ: ir.Type) -> ir.Value:
+        with self.b.goto_block(self.entry):
+            self.b.position_at_start(self.entry)
+            return self.b.alloca(typ)
+
+    def loop(self, name: str, lo: ir.Value, hi: ir.Value, body: Callable[[ir.Value], None]) -> None:
+        b = self.b
+        counter = self.alloca(I64)
+        b.store(lo, counter)
+        head, inner, done = (self.fn.append_basic_block(f"{name}_{s}") for s in ("head", "body", "done"))
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.load(counter, typ=I64)
+        b.cbranch(b.icmp_signed("<", i, hi), inner, done)
+        b.position_at_end(inner)
+        body(i)
+        b.store(b.add(i, I64(1)), counter)
+        b.branch(head)
+        b.position_at_end(done)
+
+    def when(self, name: str, cond: ir.Value, then: Callable[[], None], otherwise: Callable[[], None]) -> None:
+        b = self.b
+        yes, no, done = (self.fn.append_basic_block(f"{name}_{s}") for s in ("then", "else", "done"))
+        b.cbranch(cond, yes, no)
+        for block, body in ((yes, then), (no, otherwise)):
+            b.position_at_end(block)
+            body()
+            b.branch(done)
+        b.position_at_end(done)
+
+    def render(self) -> str:
+        c, lay, b = self.c, self.layout, self.b
+        batch, m, n, k = c.sizes
+        mp, np_ = lay.panels(c)
+        row_blocks, col_blocks = -(-mp // lay.row_panels), -(-np_ // lay.col_panels)
+        bufs, _, start, end = self.fn.args
+
+        def buffer(slot: int) -> ir.Value:
+            return b.load(b.gep(bufs, [I64(slot)], source_etype=PTR), typ=PTR)
+
+        out, apack, bpack = buffer(c.product), buffer(len(c.buffers)), buffer(len(c.buffers) + 1)
+
+        def task(t: ir.Value) -> None:
+            bi = b.udiv(t, I64(row_blocks * col_blocks))
+            rest = b.urem(t, I64(row_blocks * col_blocks))
+            rb, cb = b.udiv(rest, I64(col_blocks)), b.urem(rest, I64(col_blocks))
+            ip0, jp0 = b.mul(rb, I64(lay.row_panels)), b.mul(cb, I64(lay.col_panels))
+            ip1 = self.min(b.add(ip0, I64(lay.row_panels)), I64(mp))
+            jp1 = self.min(b.add(jp0, I64(lay.col_panels)), I64(np_))
+
+            def k_block(kb: ir.Value) -> None:
+                k0 = b.mul(kb, I64(lay.kc))
+                depth = self.min(I64(lay.kc), b.sub(I64(k), k0))
+
+                def column_panel(jp: ir.Value) -> None:
+                    bp = b.gep(bpack, [b.add(b.mul(b.add(b.mul(bi, I64(np_)), jp), I64(k * lay.nr)),
+                                             b.mul(k0, I64(lay.nr)))], source_etype=self.t)
+                    self.loop("ip", ip0, ip1, lambda ip: self.tile(
+                        bi, ip, jp, b.gep(apack, [b.add(b.mul(b.add(b.mul(bi, I64(mp)), ip), I64(k * lay.mr)),
+                                                        b.mul(k0, I64(lay.mr)))], source_etype=self.t),
+                        bp, out, depth, b.icmp_signed("==", kb, I64(0))))
+
+                self.loop("jp", jp0, jp1, column_panel)
+
+            self.loop("kb", I64(0), I64(-(-k // lay.kc)), k_block)
+
+        self.loop("task", start, end, task)
+        b.ret_void()
+        return str(self.module)
+
+    def min(self, x: ir.Value, y: ir.Value) -> ir.Value:
+        return self.b.select(self.b.icmp_signed("<", x, y), x, y)
+
+    def tile(self, bi: ir.Value, ip: ir.Value, jp: ir.Value, ap: ir.Value, bp: ir.Value, out: ir.Value,
+             depth: ir.Value, first: ir.Value) -> None:
+        """One MR x NR tile of the product over one block of k, accumulated in registers: it starts from
+        zero in the first block and from the tile stored so far in the others."""
+        c, lay, b = self.c, self.layout, self.b
+        _, m, n, k = c.sizes
+        nv = lay.nr // lay.lanes
+        align = lay.lanes * c.dtype.itemsize
+        accs = [[self.alloca(self.vt) for _ in range(nv)] for _ in range(lay.mr)]
+        zero = ir.Constant(self.vt, [0.0] * lay.lanes)
+        for row in accs:
+            for acc in row:
+                b.store(zero, acc)
+        row0 = b.add(b.mul(bi, I64(m)), b.mul(ip, I64(lay.mr)))
+        col0 = b.mul(jp, I64(lay.nr))
+
+        def address(r: int, v: int) -> ir.Value:
+            idx = b.add(b.mul(b.add(row0, I64(r)), I64(n)), b.add(col0, I64(v * lay.lanes)))
+            return b.gep(out, [idx], source_etype=self.t)
+
+        full = b.and_(b.icmp_signed("<", ip, I64(m // lay.mr)), b.icmp_signed("<", jp, I64(n // lay.nr)))
+        splat = ir.Constant(ir.VectorType(I32, lay.lanes), [0] * lay.lanes)
+        lanes = ir.Constant(ir.VectorType(I64, lay.lanes), list(range(lay.lanes)))
+        mask_type = ir.VectorType(I1, lay.lanes)
+
+        def edge(r: int, v: int) -> tuple[ir.Value, ir.Value]:
+            """Whether row r is inside the matrix, and the mask of lanes of vector v inside it."""
+            limit = b.sub(I64(n), b.add(col0, I64(v * lay.lanes)))
+            limits = b.shuffle_vector(b.insert_element(ir.Constant(lanes.type, ir.Undefined), limit, I32(0)),
+                                      ir.Constant(lanes.type, ir.Undefined), splat)
+            return b.icmp_signed("<", b.add(b.mul(ip, I64(lay.mr)), I64(r)), I64(m)), b.icmp_signed("<", lanes, limits)
+
+        def load_full() -> None:
+            for r in range(lay.mr):
+                for v in range(nv):
+                    b.store(b.load(address(r, v), typ=self.vt, align=c.dtype.itemsize), accs[r][v])
+
+        def load_edge() -> None:
+            masked = ir.Function(self.module, ir.FunctionType(self.vt, [PTR, I32, mask_type, self.vt]),
+                                 f"llvm.masked.load.{self.suffix}.p0")
+            for r in range(lay.mr):
+                for v in range(nv):
+                    inside, mask = edge(r, v)
+                    mask = b.and_(mask, b.shuffle_vector(
+                        b.insert_element(ir.Constant(mask_type, ir.Undefined), inside, I32(0)),
+                        ir.Constant(mask_type, ir.Undefined), splat))
+                    b.store(b.call(masked, [address(r, v), I32(c.dtype.itemsize), mask, zero]), accs[r][v])
+
+        self.when("resume", first, lambda: None, lambda: self.when("resume_tile", full, load_full, load_edge))
+        fma = ir.Function(self.module, ir.FunctionType(self.vt, [self.vt] * 3), f"llvm.fma.{self.suffix}")
+
+        def step(kk: ir.Value) -> None:
+            bvec = [b.load(b.gep(bp, [b.add(b.mul(kk, I64(lay.nr)), I64(v * lay.lanes))], source_etype=self.t),
+                           typ=self.vt, align=align) for v in range(nv)]
+            for r in range(lay.mr):
+                x = b.load(b.gep(ap, [b.add(b.mul(kk, I64(lay.mr)), I64(r))], source_etype=self.t), typ=self.t)
+                xv = b.shuffle_vector(b.insert_element(ir.Constant(self.vt, ir.Undefined), x, I32(0)),
+                                      ir.Constant(self.vt, ir.Undefined), splat)
+                for v in range(nv):
+                    acc = accs[r][v]
+                    b.store(b.call(fma, [xv, bvec[v], b.load(acc, typ=self.vt)]), acc)
+
+        # Unrolled by UNROLL_K: the loop's own counting would otherwise take issue slots from the FMAs.
+        whole = b.mul(b.udiv(depth, I64(UNROLL_K)), I64(UNROLL_K))
+        self.loop("k_unrolled", I64(0), b.udiv(depth, I64(UNROLL_K)),
+                  lambda kq: [step(b.add(b.mul(kq, I64(UNROLL_K)), I64(u))) for u in range(UNROLL_K)])
+        self.loop("k", whole, depth, step)
+
+        def store_full() -> None:
+            for r in range(lay.mr):
+                for v in range(nv):
+                    b.store(b.load(accs[r][v], typ=self.vt), address(r, v), align=c.dtype.itemsize)
+
+        def store_edge() -> None:
+            masked = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [self.vt, PTR, I32, mask_type]),
+                                 f"llvm.masked.store.{self.suffix}.p0")
+            for r in range(lay.mr):
+                def store_row(r: int = r) -> None:
+                    for v in range(nv):
+                        b.call(masked, [b.load(accs[r][v], typ=self.vt), address(r, v), I32(c.dtype.itemsize),
+                                        edge(r, v)[1]])
+                self.when(f"row{r}", edge(r, 0)[0], store_row, lambda: None)
+
+        self.when("tile", full, store_full, store_edge)
+
+
+def render_gemm(c: Contraction, layout: Layout) -> str:
+    """LLVM IR of the GEMM step: `void name(ptr buffers, ptr params, i64 first_task, i64 end_task)`."""
+    return _GemmRenderer(c, layout).render()

@@ -1,0 +1,135 @@
+"""The contraction template (`lowering` finds contractions, `kernels/llvm/gemm.py` runs them) against torch.
+
+Sizes are big enough for the template and odd on purpose: partial tiles at the row and column edges,
+k not a multiple of the k block or of the unrolling. float32 data is quantized to multiples of 1/8 as in
+test_linalg, so every summation order gives the same answer and float32 keeps its full tolerance.
+Correctness tests run on the default device; tests of what the CPU scheduler builds pin `device="cpu"`.
+"""
+from __future__ import annotations
+
+import platform
+
+import numpy as np
+import pytest
+import torch
+from conftest import LAYOUTS, check, layout
+from test_linalg import data
+
+import lazytensor as lt
+from lazytensor.kernels.ir import Contraction, Kernel
+from lazytensor.kernels.llvm import compile_kernel
+
+SHAPES = [((37, 129), (129, 70)), ((12, 256), (256, 32)), ((100, 513), (513, 33)), ((5, 300), (300, 400)),
+          ((130, 40), (40, 17))]
+
+
+def operands(a_shape, b_shape, dtype=lt.float32, kinds=("contiguous", "contiguous")):
+    (x, t), (y, u) = layout(data(a_shape, dtype, 1), kinds[0]), layout(data(b_shape, dtype, 2), kinds[1])
+    return x, y, t, u
+
+
+def kinds_of(x: lt.Tensor, y: lt.Tensor) -> list[str]:
+    return [type(item.kernel).__name__ for item in lt.schedule(x, y)]
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64], ids=str)
+@pytest.mark.parametrize("shapes", SHAPES, ids=str)
+def test_matmul_odd_sizes(shapes, dtype):
+    x, y, t, u = operands(*shapes, dtype)
+    check(x @ y, t @ u)
+
+
+@pytest.mark.parametrize("lhs", LAYOUTS)
+@pytest.mark.parametrize("rhs", LAYOUTS)
+def test_matmul_non_contiguous(lhs, rhs):
+    x, y, t, u = operands((45, 300), (300, 50), kinds=(lhs, rhs))
+    check(x @ y, t @ u)
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [((3, 40, 64), (3, 64, 48)), ((2, 1, 20, 50), (4, 50, 33)),
+                                             ((6, 30, 70), (70, 40)), ((70,), (3, 70, 64))], ids=str)
+def test_batched_and_broadcast(a_shape, b_shape):
+    x, y, t, u = operands(a_shape, b_shape)
+    check(x @ y, t @ u)
+
+
+def test_epilogue_bias_activation_and_transpose():
+    x, y, t, u = operands((64, 96), (96, 80))
+    bias, tb = layout(data((80,), seed=3), "contiguous")
+    check(((x @ y) + bias).relu(), torch.relu(t @ u + tb))
+    check(((x @ y) * 0.5).T, (t @ u * 0.5).T)
+    check((x @ y).sum(axis=0), (t @ u).sum(0))
+
+
+def test_prologue_cast_and_scale():
+    x, y, t, u = operands((50, 70), (70, 60))
+    xi = (x * 8).cast(lt.int32)
+    check(xi.cast(lt.float32) * 0.125 @ (y * 2), (t * 8).to(torch.int32).float() * 0.125 @ (u * 2))
+
+
+def test_tensordot_and_chain():
+    x, y, t, u = operands((4, 5, 6, 7), (6, 7, 8, 9), lt.float64)
+    check(x.tensordot(y, 2), torch.tensordot(t, u, 2))
+    a, b, ta, tb = operands((40, 60), (60, 50), lt.float64)
+    check(a @ b @ b.T, ta @ tb @ tb.T)
+
+
+def test_linear_layer_gradients():
+    x, w, tx, tw = operands((64, 96), (80, 96))
+    w.requires_grad = True
+    tw.requires_grad_(True)
+    ((x @ w.T).relu() ** 2).sum().backward()
+    ((tx @ tw.T).relu() ** 2).sum().backward()
+    check(w.grad, tw.grad)
+
+
+def test_cpu_schedule_uses_the_template():
+    x, y, _, _ = operands((64, 96), (96, 80))
+    x, y = x.to("cpu"), y.to("cpu")
+    bias = lt.ones(80, device="cpu")
+    assert kinds_of(x @ y, x @ y) == ["Contraction"]
+    items = lt.schedule(((x @ y) + bias).relu())
+    assert len(items) == 1 and isinstance(items[0].kernel, Contraction) and items[0].kernel.epilogue is not None
+    plain = lt.schedule(x @ y)[0].kernel
+    assert plain.epilogue is None and plain.product == 0, "a bare matmul writes its output directly"
+    # the inner product of a chain is its own kernel: the template packs realized operands only
+    assert kinds_of(x @ y @ y.T, x) == ["Contraction", "Contraction"]
+
+
+def test_weight_gradient_is_a_contraction():
+    x = lt.asarray(data((256, 96)), device="cpu")
+    w = lt.asarray(data((80, 96)), device="cpu")
+    w.requires_grad = True
+    (x @ w.T).relu().sum().backward()
+    forward, gradient = lt.schedule(w.grad)  # the relu's mask needs the forward product
+    assert isinstance(forward.kernel, Contraction) and isinstance(gradient.kernel, Contraction)
+    assert gradient.kernel.sizes[3] == 256, "the gradient sums over the batch"
+
+
+@pytest.mark.parametrize("shapes", [((3, 4), (4, 5)), ((1000,), (1000,)), ((100, 1000), (1000,))], ids=str)
+def test_small_and_vector_products_stay_loops(shapes):
+    x, y = (lt.asarray(data(s), device="cpu") for s in shapes)
+    assert all(isinstance(item.kernel, Kernel) for item in lt.schedule(x @ y))
+
+
+def test_integer_matmul_is_exact_without_the_template():
+    x, y, t, u = operands((40, 50), (50, 60), lt.int64)
+    check(x @ y, t @ u)
+    assert isinstance(lt.schedule(x.to("cpu") @ y.to("cpu"))[0].kernel, Kernel)
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="checks x86-64 FMA instructions")
+def test_micro_kernel_is_vector_fma():
+    x, y = lt.asarray(data((64, 96)), device="cpu"), lt.asarray(data((96, 80)), device="cpu")
+    program, _ = compile_kernel(lt.schedule(x @ y)[0].kernel)
+    asm = program.gemm.assembly
+    fmas = [line for line in asm.splitlines() if "vfmadd" in line and "ps" in line.split()[0]]
+    register = "zmm" if any("zmm" in line for line in asm.splitlines()) else "ymm"
+    assert len(fmas) >= 2 * program.layout.mr and all(register in line for line in fmas)
+
+
+def test_print_schedule_names_the_operands():
+    x, y = lt.asarray(np.ones((64, 96), np.float32), device="cpu"), lt.asarray(np.ones((96, 80), np.float32), device="cpu")
+    text = str(lt.schedule((x @ y).relu()))
+    assert "contraction contract_1x64x80x96_" in text and "epilogue" in text and "max" in text
+    assert np.array_equal((x @ y).relu().numpy(), np.full((64, 80), 96, np.float32))

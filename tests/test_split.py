@@ -1,0 +1,200 @@
+"""Reductions split across threads (kernels/split.py and the LLVM runtime's SplitReductionProgram).
+
+The scheduler still makes one kernel of a full reduction; the CPU backend compiles it to partial
+reductions over chunks, run on the pool, and a combine. The `split` fixture makes every
+reduction that can be split split, whatever its size, so small inputs exercise the split path
+(on the CPU; on another device the same tests check the results only).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from conftest import check, random_array
+
+import lazytensor as lt
+from lazytensor.kernels import ir
+from lazytensor.kernels.dtype import float32
+from lazytensor.kernels.expr import Expr, Var
+from lazytensor.kernels.llvm import runtime
+from lazytensor.kernels.split import split_reduction
+
+THREADS = 2
+PARTS = THREADS * runtime.SPLIT_CHUNKS_PER_THREAD
+SIZES = [PARTS * 125 + 3, PARTS * 64, 4 * PARTS - 1]  # a tail, no tail, and chunks of a few elements
+
+
+@pytest.fixture
+def split(monkeypatch):
+    """Two threads, every size worth splitting, and a program cache of this test's own."""
+    monkeypatch.setenv("LT_NUM_THREADS", str(THREADS))
+    monkeypatch.setattr(runtime, "SPLIT_MIN_WORK", 0)
+    monkeypatch.setattr(runtime, "_programs", {})
+
+
+def the_kernel(t: lt.Tensor) -> ir.Kernel:
+    (item,) = lt.schedule(t)
+    return item.kernel
+
+
+def data(n: int, dtype: lt.DType = lt.float32, seed: int = 0, **kw) -> tuple[lt.Tensor, torch.Tensor]:
+    arr = random_array((n,), dtype, seed, **kw)
+    return lt.asarray(arr), torch.tensor(arr)
+
+
+# ---- results against torch -----------------------------------------------------------------
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32, lt.int64])
+@pytest.mark.parametrize("op", ["sum", "max", "min"])
+def test_sum_max_min(split, op, dtype, n):
+    x, t = data(n, dtype)
+    check(getattr(x, op)(), getattr(t, op)())
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64])
+def test_mean(split, dtype, n):
+    x, t = data(n, dtype)
+    check(x.mean(), t.mean())
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_prod(split, n):
+    x, t = data(n, lt.float64, low=0.99, high=1.01)
+    check(x.prod(), t.prod())
+    signs = np.random.default_rng(1).choice(np.array([-1, 1], np.int32), n)  # int products wrap: keep them exact
+    check(lt.asarray(signs).prod(), torch.tensor(signs).prod())
+
+
+@pytest.mark.parametrize("op", ["any", "all"])
+def test_bool(split, op):
+    arr = np.ones(SIZES[0], bool) if op == "all" else np.zeros(SIZES[0], bool)
+    for flipped in [None, 0, SIZES[0] // 2, SIZES[0] - 1]:  # in the first chunk, a middle one, the tail
+        a = arr.copy()
+        if flipped is not None:
+            a[flipped] = not a[flipped]
+        check(getattr(lt.asarray(a), op)(), getattr(torch.tensor(a), op)())
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_nan_propagates_from_any_chunk(split, op):
+    n = SIZES[0]
+    for at in [0, n // 2, n - 1]:  # the first chunk, a middle one, the tail the combine reduces
+        arr = random_array((n,), lt.float32)
+        arr[at] = np.nan
+        check(getattr(lt.asarray(arr), op)(), getattr(torch.tensor(arr), op)())
+
+
+@pytest.mark.parametrize("op, n", [("sum", 0), ("prod", 0), ("mean", 0), ("sum", 1), ("prod", 1), ("max", 1),
+                                   ("mean", 1)])  # max of nothing is an error: it has no identity to return
+def test_tiny_inputs(split, op, n):
+    x, t = data(n)
+    check(getattr(x, op)(), getattr(t, op)())
+
+
+def test_epilogues(split):
+    x, t = data(SIZES[0])
+    check(x.sum() * 2 + 1, t.sum() * 2 + 1)
+    check(x.mean(), t.mean())
+    check(x.logsumexp(0), t.logsumexp(0))
+    check(x.var(correction=1), t.var(correction=1))
+
+
+def test_mean_and_sum_of_squares_in_one_kernel(split):
+    x, t = data(SIZES[0])
+    out = x.mean() + (x * x).sum()
+    assert len(lt.schedule(out)) == 1
+    check(out, t.mean() + (t * t).sum(), rtol=1e-5)
+
+
+def test_fewer_rows_than_threads(split, monkeypatch):
+    monkeypatch.setenv("LT_NUM_THREADS", "4")
+    arr = random_array((3, SIZES[0]), lt.float32)
+    out = (lt.asarray(arr) ** 2).sum(axis=1)
+    assert isinstance(runtime.compile_kernel(the_kernel(out))[0], runtime.SplitReductionProgram)
+    check(out, (torch.tensor(arr) ** 2).sum(1))
+
+
+def test_a_reduction_over_two_ranges(split):
+    arr = random_array((3, SIZES[0]), lt.float32)
+    check(lt.asarray(arr).T.sum(), torch.tensor(arr).sum(), rtol=1e-5)
+
+
+def test_float32_sum_of_many_stays_accurate(split):
+    x, _ = data(1 << 20, low=0, high=1)
+    exact = np.asarray(x.numpy(), np.float64).sum()
+    assert abs(float(x.sum().item()) - exact) <= 1e-6 * exact
+
+
+# ---- the split itself ------------------------------------------------------------------------
+
+def test_a_full_reduction_is_one_schedule_item_and_two_kernels_on_the_cpu(split, monkeypatch):
+    x, y, z = (lt.asarray(random_array((PARTS * 125 + 3,), lt.float32, seed)) for seed in range(3))
+    items = lt.schedule((x + y * z).sum())
+    assert len(items) == 1
+    kernel = items[0].kernel
+    partials, combine = split_reduction(kernel, PARTS)
+    assert [v.size for v in partials.loops] == [PARTS, 1] and combine.loops == kernel.loops
+    scratch = ir.BufferParam(float32, PARTS, scratch=True)
+    assert partials.buffers == combine.buffers == (*kernel.buffers, scratch)
+    (store,) = partials.stores
+    assert store.buf == len(kernel.buffers) and str(store.index) == partials.loops[0].name
+    (reduction,) = [v for v in partials.values() if v.op is ir.VOp.REDUCE]
+    assert [v.size for v in reduction.arg[1]] == [125]
+
+    program, _ = runtime.compile_kernel(kernel)
+    assert isinstance(program, runtime.SplitReductionProgram)
+    assert program.partials.extent == PARTS and program.name == kernel.name
+    assert f"{kernel.name}_partials{PARTS}" in program.llvm_ir and f"{kernel.name}_combine{PARTS}" in program.llvm_ir
+    arrays = [random_array((kernel.buffers[1].size,), lt.float32, seed, low=0) for seed in range(3)]
+    split_out, whole_out = np.zeros(1, np.float32), np.zeros(1, np.float32)
+    program([split_out.ctypes.data, *(a.ctypes.data for a in arrays)], [])
+    runtime._program(kernel)([whole_out.ctypes.data, *(a.ctypes.data for a in arrays)], [])
+    np.testing.assert_allclose(split_out, whole_out, rtol=1e-6)
+    monkeypatch.setenv("LT_NUM_THREADS", "1")  # the chunks stay; the calling thread takes them all
+    program([split_out.ctypes.data, *(a.ctypes.data for a in arrays)], [])
+    np.testing.assert_allclose(split_out, whole_out, rtol=1e-6)
+
+
+def test_one_thread_or_little_work_compiles_one_kernel(split, monkeypatch):
+    kernel = the_kernel(data(SIZES[0])[0].sum())
+    monkeypatch.setenv("LT_NUM_THREADS", "1")
+    assert isinstance(runtime.compile_kernel(kernel)[0], runtime.Program)
+    monkeypatch.setattr(runtime, "_programs", {})
+    monkeypatch.setenv("LT_NUM_THREADS", str(THREADS))
+    monkeypatch.setattr(runtime, "SPLIT_MIN_WORK", runtime.work(kernel) + 1)
+    assert isinstance(runtime.compile_kernel(kernel)[0], runtime.Program)
+
+
+def test_an_outer_loop_that_feeds_the_threads_is_not_split(split):
+    kernel = the_kernel((data(THREADS * SIZES[0])[0].reshape(THREADS, SIZES[0]) ** 2).sum(axis=1))
+    assert kernel.loops[0].size == THREADS
+    assert isinstance(runtime.compile_kernel(kernel)[0], runtime.Program)
+
+
+def test_a_reduction_of_a_reduction_is_left_whole():
+    x, _ = data(SIZES[1])
+    for out in [x.logsumexp(0), x.var(), x.argmax(), x.reshape(PARTS, -1).sum(axis=1).sum()]:
+        assert split_reduction(the_kernel(out), PARTS) is None
+
+
+def test_too_small_to_split():
+    x, _ = data(PARTS - 1)
+    assert split_reduction(the_kernel(x.sum()), PARTS) is None
+    assert split_reduction(the_kernel(data(SIZES[0])[0].sum()), 1) is None
+
+
+def test_substitution_simplifies_again():
+    i, t, j = Var("i", 12), Var("t", 3), Var("j", 4)
+    e = Expr.of(i) // 4 + Expr.of(i) % 4 * 100
+    assert e.substitute({i: Expr.of(t) * 4 + Expr.of(j)}) == Expr.of(t) + Expr.of(j) * 100
+    assert e.substitute({t: Expr.of(j)}) is e
+    load = ir.load(1, float32, Expr.of(i), ())
+    neg = ir.alu(ir.Alu.NEG, float32, load)
+    (moved,) = ir.substitute([neg], {i: Expr.of(j) + 8})
+    assert moved.srcs[0] is ir.load(1, float32, Expr.of(j) + 8, ())
+    one = ir.const(1.0, float32)
+    assert ir.substitute([neg], {}, {id(load): one}) == [ir.alu(ir.Alu.NEG, float32, one)]
+    with pytest.raises(ValueError):
+        ir.substitute([ir.reduce(ir.ReduceOp.SUM, load, (i,))], {i: Expr.of(j)})
