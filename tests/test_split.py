@@ -20,7 +20,7 @@ from lazytensor.kernels.llvm import runtime
 from lazytensor.kernels.split import split_reduction
 
 THREADS = 2
-PARTS = THREADS * runtime.SPLIT_CHUNKS_PER_THREAD
+PARTS = THREADS * runtime.CHUNKS_PER_THREAD
 SIZES = [PARTS * 125 + 3, PARTS * 64, 4 * PARTS - 1]  # a tail, no tail, and chunks of a few elements
 
 

@@ -34,6 +34,7 @@ from .render import PTR, llvm_type
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 L2_BLOCK_BYTES = 1 << 20
 UNROLL_K = 4
+TASKS_PER_THREAD = 4
 KC_TARGET = 256
 
 
@@ -59,11 +60,13 @@ class Layout:
         kc = -(-k // -(-k // KC_TARGET))
         row_panels = max(1, min(mp, L2_BLOCK_BYTES // (mr * kc * c.dtype.itemsize)))
         row_blocks = -(-mp // row_panels)
-        # enough tasks to keep every thread busy: split rows further, then columns
-        while batch * row_blocks < 2 * threads and row_panels > 1:
+        # enough tasks for the threads to share them out even when one is slowed: split rows further,
+        # then columns
+        tasks = TASKS_PER_THREAD * threads
+        while batch * row_blocks < tasks and row_panels > 1:
             row_panels = -(-row_panels // 2)
             row_blocks = -(-mp // row_panels)
-        col_blocks = min(np_, -(-2 * threads // (batch * row_blocks)))
+        col_blocks = min(np_, -(-tasks // (batch * row_blocks)))
         return Layout(lanes, mr, nr, kc, row_panels, -(-np_ // col_blocks))
 
     def panels(self, c: Contraction) -> tuple[int, int]:

@@ -6,10 +6,10 @@ optimized with LLVM's new pass manager at speed level 3 for the host CPU,
 then called through ctypes.
 
 ctypes releases the GIL during the call, so a kernel with enough work is
-split along its outermost output loop across a pool of `LT_NUM_THREADS`
-threads (default: the cores this process may run on). Kernels below
-`PARALLEL_MIN_WORK` loop iterations run on the calling thread: handing work
-to the pool costs tens of microseconds.
+split along its outermost output loop into chunks that the calling thread and
+a pool of `LT_NUM_THREADS` threads (default: the cores this process may run
+on) claim one at a time. Kernels below `PARALLEL_MIN_WORK` loop iterations run
+on the calling thread: handing work to the pool costs tens of microseconds.
 
 A `Contraction` compiles to a `ContractionProgram`: its packing kernels, the
 GEMM function of `gemm.py` and its epilogue kernel, run one after the other,
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import itertools
 import math
 import os
 import threading
@@ -50,7 +51,7 @@ PARALLEL_MIN_WORK = 1 << 16
 SPLIT_MIN_WORK = 1 << 21  # measured on 2 cores: below it, splitting `x.sum()` is no faster than one thread
 # More chunks than threads, taken one at a time: on a shared machine a thread that another process
 # slows down takes fewer chunks instead of holding up the others.
-SPLIT_CHUNKS_PER_THREAD = 4
+CHUNKS_PER_THREAD = 4
 
 _KernelFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
@@ -137,15 +138,33 @@ def _scalar_slots(params: Sequence[int | float], dtypes: Sequence) -> ctypes.Arr
 
 
 def _split(fn: ctypes._CFuncPtr, ptrs: ctypes.Array, slots: ctypes.Array, n: int, work: int) -> None:
-    """Call `fn` over `[0, n)`, in contiguous parts on the pool when the work is worth it."""
+    """Call `fn` over `[0, n)`: on the calling thread when the work is small, else in chunks that the
+    calling thread and the pool's threads claim one at a time.
+
+    Claiming, not fixed halves, because the machine may be shared: a thread whose core another
+    process takes simply claims fewer chunks. The calling thread starts at once and only waits for
+    chunks others claimed, not for pool threads to wake up."""
     threads = min(num_threads(), n, work // PARALLEL_MIN_WORK)
     if threads <= 1:
         fn(ptrs, slots, 0, n)
         return
-    bounds = [n * t // threads for t in range(threads + 1)]
-    jobs = [pool().submit(fn, ptrs, slots, lo, hi) for lo, hi in zip(bounds, bounds[1:])]
-    for job in jobs:
-        job.result()
+    parts = min(n, threads * CHUNKS_PER_THREAD)
+    bounds = [n * i // parts for i in range(parts + 1)]
+    claims = itertools.count()  # next() on it is atomic under the GIL
+    lock, finished, left = threading.Lock(), threading.Event(), [parts]
+
+    def take_chunks() -> None:
+        while (i := next(claims)) < parts:
+            fn(ptrs, slots, bounds[i], bounds[i + 1])
+            with lock:
+                left[0] -= 1
+                if left[0] == 0:
+                    finished.set()
+
+    for _ in range(threads - 1):
+        pool().submit(take_chunks)
+    take_chunks()
+    finished.wait()
 
 
 @dataclass
@@ -268,36 +287,6 @@ class SplitReductionProgram(StagedProgram):
     def table(self, buffers: Sequence[int], scratch: list[int]) -> list[int]:
         return [*buffers, *scratch]
 
-    def run(self, ptrs: ctypes.Array, slots: ctypes.Array) -> None:
-        self._run_partials(ptrs, slots)
-        self.stages[1].launch(ptrs, slots)
-
-    def _run_partials(self, ptrs: ctypes.Array, slots: ctypes.Array) -> None:
-        """Run every chunk of `partials`: this thread and the pool's take the next unclaimed chunk
-        until none is left, so a thread that another process slows down takes fewer chunks.
-
-        This thread starts at once and waits only for chunks others claimed, not for pool
-        threads to wake up: a small reduction pays one job submission, not a round trip."""
-        chunks, extent = iter(range(self.partials.extent)), self.partials.extent
-        lock, finished, done = threading.Lock(), threading.Event(), [0]
-
-        def take_chunks() -> None:
-            while True:
-                with lock:
-                    t = next(chunks, None)
-                if t is None:
-                    return
-                self.partials.fn(ptrs, slots, t, t + 1)
-                with lock:
-                    done[0] += 1
-                    if done[0] == extent:
-                        finished.set()
-
-        for _ in range(min(num_threads(), extent) - 1):
-            pool().submit(take_chunks)
-        take_chunks()
-        finished.wait()
-
 
 _programs: dict[str, Program | StagedProgram] = {}
 
@@ -317,7 +306,7 @@ def _split_reduction_program(kernel: Kernel) -> SplitReductionProgram | None:
     if threads < 2 or kernel.loops[0].size >= threads or work(kernel) < SPLIT_MIN_WORK:
         return None
     t0 = time.perf_counter()
-    if (split := split_reduction(kernel, threads * SPLIT_CHUNKS_PER_THREAD)) is None:
+    if (split := split_reduction(kernel, threads * CHUNKS_PER_THREAD)) is None:
         return None
     return SplitReductionProgram(kernel, [_program(k) for k in split], time.perf_counter() - t0)
 
