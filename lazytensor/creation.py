@@ -96,7 +96,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, device: Any = None) -> 
     if not _is_scalar(fill_value):
         fill_value = np.asarray(fill_value).item()
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.scalar_dtype(fill_value)
-    return Tensor._scalar(fill_value, dt, get_device(device).name, "full").broadcast_to(shape)
+    return Tensor._scalar(fill_value, dt, get_device(device).name, "full", shape)
 
 
 def _constant(shape: Any, value: int, dtype: Any, device: Any, op: str) -> Tensor:

@@ -66,7 +66,7 @@ class Node:
 
     def __new__(cls, op: Op, dtype: DType, shape: tuple[int, ...], device: str,
                 srcs: tuple[Node, ...] = (), arg: Any = None) -> Node:
-        key = (op, dtype, shape, device, tuple(id(s) for s in srcs), _arg_key(arg))
+        key = (op, dtype, shape, device, tuple(map(id, srcs)), _arg_key(arg))
         if (hit := _interned.get(key)) is not None:
             return hit
         self = super().__new__(cls)

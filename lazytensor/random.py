@@ -139,8 +139,8 @@ def _words(shape: tuple[int, ...], device: str, n_words: int) -> list[Any]:
     n = prod(shape)
     dev = get_device(device).name
     index = Tensor._make(Op.IOTA, default_int, (n,), (), device=dev).reshape(shape)
-    seed_ = Tensor._scalar(_gen.seed & ((1 << 63) - 1), dtypes.int64, dev, "random").broadcast_to(shape)
-    neg = Tensor._scalar(-OFFSET_BIAS - offset, dtypes.int64, dev, "random").broadcast_to(shape)
+    seed_ = Tensor._scalar(_gen.seed & ((1 << 63) - 1), dtypes.int64, dev, "random", shape)
+    neg = Tensor._scalar(-OFFSET_BIAS - offset, dtypes.int64, dev, "random", shape)
     off = _int_op(Alu.SUB, _int_op(Alu.MUL, neg, -1), OFFSET_BIAS)
     lo, hi = (index, index._const(0, dtypes.int64, dev).broadcast_to(shape)) if n <= M32 else \
         (_int_op(Alu.AND, index, M32), _int_op(Alu.FLOORDIV, index, 1 << 32))

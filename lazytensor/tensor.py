@@ -111,11 +111,13 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
         return Tensor._make(op, dtype or self.dtype, shape, (self,), arg)
 
     @staticmethod
-    def _scalar(value: Scalar, dtype: DType, device: str, op: str = "op") -> Tensor:
-        """A Python scalar as a 0-d tensor, passed to kernels as a parameter (never baked in)."""
+    def _scalar(value: Scalar, dtype: DType, device: str, op: str = "op", shape: Shape = ()) -> Tensor:
+        """A Python scalar as a tensor of `shape` holding it everywhere, passed to kernels as a parameter
+        (never baked in). One node at the shape it is used at, rather than a 0-d node and its broadcast:
+        an optimizer step makes a scalar for every hyperparameter of every parameter."""
         dtypes.check_fits(value, dtype, op)
         value = float(value) if dtype.is_float else bool(value) if dtype == bool_ else int(value)
-        return Tensor._make(Op.SCALAR, dtype, (), (), value, device=device)
+        return Tensor._make(Op.SCALAR, dtype, shape, (), value, device=device)
 
     @staticmethod
     def _const(value: Scalar, dtype: DType, device: str) -> Tensor:
@@ -147,10 +149,9 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
         for o in others:
             if _is_scalar(o):
                 dtype = dtypes.result_type(dtype, o)
-        tensors = [t if t is not None else Tensor._scalar(o, dtype, self.device, op)
-                   for t, o in zip(strong, [self, *others])]
-        shape = broadcast_shapes(*(t.shape for t in tensors), op=op)
-        return [t.cast(dtype).broadcast_to(shape) for t in tensors], dtype
+        shape = broadcast_shapes(*(t.shape for t in strong if t is not None), op=op)
+        return [t.cast(dtype).broadcast_to(shape) if t is not None else Tensor._scalar(o, dtype, self.device, op, shape)
+                for t, o in zip(strong, [self, *others])], dtype
 
     def _like(self, data: Any) -> Tensor:
         from .creation import asarray

@@ -61,7 +61,7 @@ def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
 
 
 def constant_(t: Tensor, val: float) -> Tensor:
-    return _set(t, t._scalar(val, t.dtype, t.device).broadcast_to(t.shape))
+    return _set(t, t._scalar(val, t.dtype, t.device, shape=t.shape))
 
 
 def zeros_(t: Tensor) -> Tensor:
