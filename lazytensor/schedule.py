@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from .device import get_device
 from .graph import Node, Op, toposort
 from .kernels.ir import Contraction, Kernel, recomputed_reductions
-from .lowering import lower
+from .lowering import LoweredKernel, lower
 
 MAX_FUSED_OPS = 512
 SCHEDULE_CACHE_SIZE = 4096
@@ -176,7 +176,7 @@ def _schedule(nodes: list[Node], targets: list[Node]) -> Schedule:
     return items
 
 
-def _waste(lk) -> set[Node]:
+def _waste(lk: LoweredKernel) -> set[Node]:
     """Reductions a kernel computes more often than once per result: recomputed inside its loops, or
     computed twice (read at two different indices)."""
     out = {lk.reductions[id(v)] for nest in lk.loop_nests() for v in recomputed_reductions(nest)}
@@ -188,12 +188,13 @@ def _waste(lk) -> set[Node]:
     return out | set(lk.skipped)
 
 
-def _groups(order: list[Node], lowered: dict) -> list[list[Node]]:
+def _groups(order: list[Node], lowered: dict[Node, LoweredKernel]) -> list[list[Node]]:
     """The realize points in kernel order, grouped into multi-output kernels (rule 7)."""
     reads: dict[Node, set[int]] = {}
     inner: dict[Node, set[int]] = {}
+    points = set(lowered)
     for p in order:
-        reads[p], inner[p] = _region(p, set(lowered))
+        reads[p], inner[p] = _region(p, points)
     group_of: dict[Node, int] = {}
     groups: list[list[Node]] = []
     for p in order:
@@ -217,7 +218,7 @@ def _groups(order: list[Node], lowered: dict) -> list[list[Node]]:
     return [groups[g] for g in _group_order(order, reads, group_of, len(groups))]
 
 
-def _groupable(point: Node, lowered: dict) -> bool:
+def _groupable(point: Node, lowered: dict[Node, LoweredKernel]) -> bool:
     """Contractions keep their template's kernel; `contiguous()` is an explicit fusion barrier."""
     return isinstance(lowered[point].kernel, Kernel) and point.op is not Op.CONTIGUOUS
 

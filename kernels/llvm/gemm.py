@@ -5,18 +5,21 @@ A `kernels.ir.Contraction` runs in four steps, all compiled from LLVM IR:
 1. `pack_a` evaluates the left operand (with its prologue: casts, scaling,
    transposes) into panels of MR rows: `Ap[b][ip][k][r] = a[b, ip*MR + r, k]`;
 2. `pack_b` does the same for the right operand with panels of NR columns;
-3. the GEMM function walks (batch, row block, column block) tasks, split
-   across the thread pool; for each MR x NR tile of the product it keeps
-   MR * NR/W accumulators in vector registers (W lanes each) while streaming
-   the two panels along k: per k, NR/W aligned vector loads of B and MR
-   broadcasts of A feed MR * NR/W fused multiply-adds. It writes the tile once,
-   masked at the matrix edges;
+3. the GEMM function walks (batch, row block, column block) tasks, which the
+   thread pool shares out; per block of `kc` k's, for each MR x NR tile of the
+   product it keeps MR * NR/W accumulators in vector registers (W lanes each)
+   while streaming the two panels: per k, NR/W aligned vector loads of B and
+   MR broadcasts of A feed MR * NR/W fused multiply-adds. The tile is stored
+   after each block of k (and read back for the next), masked at the matrix
+   edges;
 4. the epilogue kernel (bias, activation, any consumer) reads the product.
 
 Panels are zero-padded to whole tiles, so the micro-kernel never branches on
 edges; padding rows and columns only reach product elements outside the
-matrix, which are never stored. A row block of A (`rows_per_task` rows) is
-sized to stay in the L2 cache while the column panels stream past it.
+matrix, which are never stored. A task's block of A (`row_panels` panels of
+one k block) is sized to stay in the L2 cache while B's panels stream past it,
+and a B micro-panel (kc x NR) stays in the L1 cache while the task's A panels
+use it.
 """
 from __future__ import annotations
 
@@ -32,10 +35,10 @@ from ..ir import BufferParam, Contraction, Kernel, Store, Value, VOp, toposort
 from .render import PTR, llvm_type
 
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
-L2_BLOCK_BYTES = 1 << 20
+L2_BLOCK_BYTES = 1 << 20  # a task's block of A: half of this machine's 2 MiB L2 per core
+KC_TARGET = 256           # k per block: a 256 x 32 float32 B micro-panel is 32 KiB of the 48 KiB L1
 UNROLL_K = 4
 TASKS_PER_THREAD = 4
-KC_TARGET = 256
 
 
 @dataclass(frozen=True)
