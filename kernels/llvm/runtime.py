@@ -45,6 +45,7 @@ import numpy as np
 from ..ir import BufferParam, Contraction, Kernel, VOp
 from ..split import split_reduction
 from .gemm import Layout, pack_kernels, render_gemm
+from . import mathlib
 from .render import render
 
 PARALLEL_MIN_WORK = 1 << 16
@@ -57,23 +58,29 @@ _KernelFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_in
 
 
 class _Jit:
-    """The process-wide target machine and execution engine."""
+    """The process-wide target machines and execution engine."""
 
     def __init__(self) -> None:
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         target = llvm.Target.from_triple(llvm.get_process_triple())
-        self.target_machine = target.create_target_machine(
-            cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
-            opt=3, codemodel="jitdefault")
+        cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+        self.target_machine = target.create_target_machine(cpu=cpu, features=features, opt=3,
+                                                           codemodel="jitdefault")
+        # LLVM's tuning for AVX-512 servers has the vectorizer prefer 256-bit vectors. Measured here,
+        # 512-bit vectors make kernels heavy in transcendental math faster (`sin` 1.4x, softmax 1.1x)
+        # but memory-bound ones 5-10% slower, so only those kernels are vectorized for them.
+        self.wide_machine = target.create_target_machine(
+            cpu=cpu, features=features + ",-prefer-256-bit", opt=3, codemodel="jitdefault") \
+            if "+avx512f" in features else self.target_machine
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), self.target_machine)
         self.lock = threading.Lock()
 
-    def optimize(self, module: llvm.ModuleRef) -> None:
+    def optimize(self, module: llvm.ModuleRef, wide: bool) -> None:
         pto = llvm.create_pipeline_tuning_options(speed_level=3)
         pto.loop_vectorization = True
         pto.slp_vectorization = True
-        pb = llvm.create_pass_builder(self.target_machine, pto)
+        pb = llvm.create_pass_builder(self.wide_machine if wide else self.target_machine, pto)
         pb.getModulePassManager().run(module, pb)
 
 
@@ -112,15 +119,16 @@ def jit() -> _Jit:
     return _jit
 
 
-def _compile(source: str, name: str) -> tuple[str, int]:
-    """Compile LLVM IR text; the optimized IR and the address of function `name`."""
+def _compile(source: str, name: str, wide: bool = False) -> tuple[str, int]:
+    """Compile LLVM IR text (vectorized for the widest vectors if `wide`); the optimized IR and the
+    address of function `name`."""
     j = jit()
     with j.lock:
         module = llvm.parse_assembly(source)
         module.triple = j.target_machine.triple
         module.data_layout = str(j.target_machine.target_data)
         module.verify()
-        j.optimize(module)
+        j.optimize(module, wide)
         optimized = str(module)
         j.engine.add_module(module)
         j.engine.finalize_object()
@@ -294,7 +302,8 @@ _programs: dict[str, Program | StagedProgram] = {}
 def _program(kernel: Kernel) -> Program:
     t0 = time.perf_counter()
     source = render(kernel)
-    optimized, address = _compile(source, kernel.name)
+    wide = any(v.op is VOp.ALU and mathlib.supports(v.arg, v.dtype) for v in kernel.values())
+    optimized, address = _compile(source, kernel.name, wide)
     return Program(kernel, source, optimized, time.perf_counter() - t0, _KernelFn(address),
                    kernel.loops[0].size, work(kernel))
 
