@@ -11,6 +11,8 @@ sees the data.
 from __future__ import annotations
 
 import weakref
+from collections import deque
+from collections.abc import Container, Iterator
 from enum import Enum
 from typing import Any
 
@@ -18,7 +20,7 @@ from .helpers import prod, user_frame
 from .kernels.dtype import DType
 from .kernels.ir import toposort
 
-__all__ = ["MOVEMENT", "Node", "Op", "toposort"]
+__all__ = ["MOVEMENT", "Node", "Op", "region", "toposort"]
 
 
 class Op(Enum):
@@ -99,3 +101,16 @@ class Node:
 
     def __repr__(self) -> str:
         return f"<Node {self.op.value} {self.dtype.name}{list(self.shape)} at {self.origin}>"
+
+
+def region(root: Node, boundaries: Container[Node]) -> Iterator[Node]:
+    """`root`, then every node its kernel would compute: those reachable from it without passing a
+    realized node or one of `boundaries`, each once, nearest first (breadth-first)."""
+    seen, queue = {id(root)}, deque([root])
+    while queue:
+        node = queue.popleft()
+        yield node
+        for src in node.srcs:
+            if id(src) not in seen and not src.realized and src not in boundaries:
+                seen.add(id(src))
+                queue.append(src)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .dtypes import DType
-from .graph import MOVEMENT, Node, Op
+from .graph import MOVEMENT, Node, Op, region
 from .kernels import ir
 from .kernels.expr import Bounds, Expr, Var, flat_index, simplify_bounds, unflatten_index
 from .views import source_index
@@ -94,12 +94,13 @@ def _contraction_axes(red: Node, boundaries: set[Node]) -> _Axes | None:
             or prod.realized or prod in boundaries):
         return None
     shape = prod.shape
-    index = tuple(Expr.of(Var(f"d{i}", n)) for i, n in enumerate(shape))
+    axis_vars = [Var(f"d{i}", n) for i, n in enumerate(shape)]
+    index = tuple(Expr.of(v) for v in axis_vars)
     deps = []
     for operand in prod.srcs:
         value = _Lowerer([prod], boundaries, frozenset()).value((operand, index, ()))
         free = ir.free_vars(ir.toposort([value]))[id(value)]
-        deps.append({int(v.name[1:]) for v in free})
+        deps.append({i for i, v in enumerate(axis_vars) if v in free})
     batch, rows, cols = [], [], []
     for i, n in enumerate(shape):
         if i in reduced:
@@ -118,16 +119,8 @@ def _contraction_axes(red: Node, boundaries: set[Node]) -> _Axes | None:
 
 def _find_contractions(root: Node, boundaries: set[Node], dtypes: frozenset[DType]) -> list[tuple[Node, _Axes]]:
     """The contractions in `root`'s region, outermost first (the region's walk from its root)."""
-    found, seen, frontier = [], {id(root)}, [root]
-    while frontier:
-        node = frontier.pop(0)
-        if node.op is Op.REDUCE and node.dtype in dtypes and (axes := _contraction_axes(node, boundaries)):
-            found.append((node, axes))
-        for s in node.srcs:
-            if id(s) not in seen and not s.realized and s not in boundaries:
-                seen.add(id(s))
-                frontier.append(s)
-    return found
+    return [(node, axes) for node in region(root, boundaries)
+            if node.op is Op.REDUCE and node.dtype in dtypes and (axes := _contraction_axes(node, boundaries))]
 
 
 class _Lowerer:

@@ -39,9 +39,10 @@ that builds the same graph each step schedules it once.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import islice
 
 from .device import get_device
-from .graph import Node, Op, toposort
+from .graph import Node, Op, region, toposort
 from .kernels.ir import Contraction, Kernel, recomputed_reductions
 from .lowering import LoweredKernel, lower
 
@@ -105,15 +106,7 @@ def _realize_points(nodes: list[Node], roots: list[Node]) -> set[Node]:
 def _region_size(root: Node, points: set[Node], limit: int) -> int:
     """The distinct nodes `root`'s kernel would compute (up to `limit`): a DAG with much sharing, such as
     the rounds of a random number generator, is small even where the paths through it are many."""
-    seen = {id(root)}
-    stack = list(root.srcs)
-    while stack and len(seen) < limit:
-        n = stack.pop()
-        if id(n) in seen or n.realized or n in points:
-            continue
-        seen.add(id(n))
-        stack.extend(n.srcs)
-    return len(seen)
+    return sum(1 for _ in islice(region(root, points), limit))
 
 
 def storage(node: Node) -> Node:
@@ -226,18 +219,10 @@ def _groupable(point: Node, lowered: dict[Node, LoweredKernel]) -> bool:
 def _region(point: Node, points: set[Node]) -> tuple[set[int], set[int]]:
     """What `point`'s kernel reads (buffers and other points, by id) and the ops it computes (by id)."""
     reads, inner = set(), set()
-    stack, seen = list(point.srcs), set()
-    while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        if n.realized or n in points:
-            reads.add(id(n))
-        elif n.op is not Op.SCALAR and n.op is not Op.CONST:
-            if n.op is Op.ALU or n.op is Op.REDUCE or n.op is Op.CAST:
-                inner.add(id(n))
-            stack.extend(n.srcs)
+    for n in region(point, points):
+        if n.op is Op.ALU or n.op is Op.REDUCE or n.op is Op.CAST:
+            inner.add(id(n))
+        reads.update(id(s) for s in n.srcs if s.realized or s in points)
     return reads, inner
 
 

@@ -16,6 +16,9 @@ import torch
 
 import lazytensor as lt
 import triton_interpreter  # noqa: F401  (the Triton interpreter's storage, and its import mode)
+from lazytensor.kernels import ir
+from lazytensor.kernels.dtype import int32
+from lazytensor.kernels.expr import Bound, Expr, Var
 
 TORCH_DTYPES = {
     lt.bool_: torch.bool, lt.int8: torch.int8, lt.int16: torch.int16, lt.int32: torch.int32,
@@ -97,3 +100,14 @@ def inputs(shape: tuple[int, ...], dtype: lt.DType, seed: int = 0, **kw) -> Iter
 def _fresh_stats():
     lt.reset_stats()
     yield
+
+
+def padded_load_kernel() -> ir.Kernel:
+    """`out[o] = src[o - 2] + p0` for o < 6, where the load is masked to 0 <= o - 2 < 3 (a pad of a
+    3-element int32 source): a backend must read nothing outside `src` and give p0 elsewhere."""
+    o0 = Var("o0", 6)
+    shifted = Expr.of(o0) - 2
+    v = ir.load(1, int32, shifted, (Bound(shifted, 0, 3),))
+    bufs = (ir.BufferParam(int32, 6, True), ir.BufferParam(int32, 3))
+    return ir.Kernel("padded", bufs, (int32,), (o0,),
+                     (ir.Store(0, Expr.of(o0), ir.alu(ir.Alu.ADD, int32, v, ir.param(0, int32))),))

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import numpy as np
+from conftest import padded_load_kernel
 
 from lazytensor.kernels import ir
-from lazytensor.kernels.dtype import float32, int32
-from lazytensor.kernels.expr import Bound, Expr, Var
+from lazytensor.kernels.dtype import float32
+from lazytensor.kernels.expr import Expr, Var
 from lazytensor.kernels.llvm import compile_kernel, render
 
 
@@ -55,13 +56,7 @@ def test_kernel_text_is_readable_and_compiles_once():
 
 
 def test_masked_loads_never_read_out_of_bounds():
-    o0 = Var("o0", 6)
-    shifted = Expr.of(o0) - 2
-    v = ir.load(1, int32, shifted, (Bound(shifted, 0, 3),))
-    bufs = (ir.BufferParam(int32, 6, True), ir.BufferParam(int32, 3))
-    k = ir.Kernel("padded", bufs, (int32,), (o0,),
-                  (ir.Store(0, Expr.of(o0), ir.alu(ir.Alu.ADD, int32, v, ir.param(0, int32))),))
-    program, _ = compile_kernel(k)
+    program, _ = compile_kernel(padded_load_kernel())
     src = np.array([7, 8, 9], np.int32)
     out = np.empty(6, np.int32)
     program([out.ctypes.data, src.ctypes.data], [100])

@@ -491,22 +491,25 @@ def test_stack_0d_dtypes_and_errors():
 # ---- split / chunk --------------------------------------------------------------------------------------
 
 
+def check_pieces(got: list[lt.Tensor], want) -> None:
+    """As many pieces as the oracle, each matching it."""
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        check(g, w)
+
+
 @pytest.mark.parametrize("how", [3, 1, 6, [2], [1, 4], [4, 2], [-2], [0, 6], [-10, 3, 10], []], ids=str)
 def test_numpy_split(how):
     for kind, x, t in inputs((6, 4), lt.float32):
         got, want = lt.split(x, how), np.split(t.numpy(), how)
-        assert len(got) == len(want)
-        for g, w in zip(got, want):
-            check(g, w)
+        check_pieces(got, want)
 
 
 def test_numpy_split_axis():
     for kind, x, t in inputs((2, 6), lt.int32):
         for how, axis in ((2, 1), ([1, 5], -1), (2, 0)):
             got, want = lt.split(x, how, axis=axis), np.split(t.numpy(), how, axis=axis)
-            assert len(got) == len(want)
-            for g, w in zip(got, want):
-                check(g, w)
+            check_pieces(got, want)
     with pytest.raises(lt.ShapeError):  # 6 does not divide into 4 sections (NumPy raises too)
         lt.split(lt.asarray(arange(6)), 4)
     with pytest.raises(lt.AxisError):
@@ -517,18 +520,14 @@ def test_numpy_split_axis():
 def test_tensor_split_torch(how):
     for kind, x, t in inputs((6, 3), lt.float32):
         got, want = x.split(how), t.split(how)
-        assert len(got) == len(want)
-        for g, w in zip(got, want):
-            check(g, w)
+        check_pieces(got, want)
 
 
 def test_tensor_split_dim_and_errors():
     for kind, x, t in inputs((3, 5), lt.float32):
         for how in (2, [1, 1, 3]):
             got, want = x.split(how, dim=-1), t.split(how, dim=-1)
-            assert len(got) == len(want)
-            for g, w in zip(got, want):
-                check(g, w)
+            check_pieces(got, want)
     e, te = lt.asarray(np.zeros((0, 2), np.float32)), torch.zeros(0, 2)
     assert len(e.split(2)) == len(te.split(2))
     check(e.split(2)[0], te.split(2)[0])
@@ -545,13 +544,9 @@ def test_tensor_split_dim_and_errors():
 def test_chunk(chunks):
     for kind, x, t in inputs((6, 2), lt.float32):
         got, want = x.chunk(chunks), t.chunk(chunks)
-        assert len(got) == len(want)
-        for g, w in zip(got, want):
-            check(g, w)
+        check_pieces(got, want)
         got, want = x.chunk(chunks, dim=1), t.chunk(chunks, dim=1)
-        assert len(got) == len(want)
-        for g, w in zip(got, want):
-            check(g, w)
+        check_pieces(got, want)
 
 
 # ---- tile / repeat -------------------------------------------------------------------------------------

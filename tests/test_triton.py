@@ -20,14 +20,14 @@ import sys
 import numpy as np
 import pytest
 import triton_interpreter  # noqa: F401  (registers torch storage for the interpreter)
-from conftest import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, random_array
+from conftest import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, padded_load_kernel, random_array
 from test_linalg import data
 
 import lazytensor as lt
 import lazytensor.device
 from lazytensor.kernels import ir
-from lazytensor.kernels.dtype import int32, int64, uint8
-from lazytensor.kernels.expr import Bound, Expr, Var
+from lazytensor.kernels.dtype import int64, uint8
+from lazytensor.kernels.expr import Expr, Var
 from lazytensor.kernels.triton import Tiling, cuda, gemm, render, targets
 
 # Triton reads TRITON_INTERPRET once, when it is imported: triton_interpreter imports it interpreted, unless
@@ -158,15 +158,9 @@ def test_scalar_parameters_keep_their_dtype(dtype):
 
 
 def test_masks_from_padding_never_read_out_of_bounds():
-    o0 = Var("o0", 6)
-    shifted = Expr.of(o0) - 2
-    v = ir.load(1, int32, shifted, (Bound(shifted, 0, 3),))
-    bufs = (ir.BufferParam(int32, 6, True), ir.BufferParam(int32, 3))
-    kernel = ir.Kernel("padded", bufs, (int32,), (o0,),
-                       (ir.Store(0, Expr.of(o0), ir.alu(ir.Alu.ADD, int32, v, ir.param(0, int32))),))
     device = lt.devices()[1]
     src, out = device.from_numpy(np.array([7, 8, 9], np.int32)), device.alloc(lt.int32, 6)
-    program, _ = device.compile(kernel)
+    program, _ = device.compile(padded_load_kernel())
     program([out.ptr, src.ptr], [100])
     np.testing.assert_array_equal(out.numpy(), [100, 100, 107, 108, 109, 100])
     x = np.arange(12, dtype=np.float32).reshape(3, 4)

@@ -32,7 +32,7 @@ from llvmlite import ir
 from ..dtype import float32
 from ..expr import Expr, Var
 from ..ir import BufferParam, Contraction, Kernel, Store, Value, VOp, toposort
-from .render import PTR, llvm_type
+from .render import PTR, FunctionBuilder, llvm_type
 
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 L2_BLOCK_BYTES = 1 << 20  # a task's block of A: half of this machine's 2 MiB L2 per core
@@ -113,36 +113,13 @@ def _unit_stride(value: Value, var: Var) -> bool:
     return any(v.op is VOp.LOAD and (var, 1) in v.arg[1].terms for v in toposort([value]))
 
 
-class _GemmRenderer:
+class _GemmRenderer(FunctionBuilder):
     def __init__(self, c: Contraction, layout: Layout):
+        super().__init__(c.name)
         self.c, self.layout = c, layout
-        self.module = ir.Module(name=c.name)
-        self.fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64]), name=c.name)
-        self.entry = self.fn.append_basic_block("entry")
-        self.b = ir.IRBuilder(self.entry)
         self.t = llvm_type(c.dtype)
         self.vt = ir.VectorType(self.t, layout.lanes)
         self.suffix = f"v{layout.lanes}{'f32' if c.dtype == float32 else 'f64'}"  # intrinsic name mangling
-
-    def alloca(self, typ: ir.Type) -> ir.Value:
-        with self.b.goto_block(self.entry):
-            self.b.position_at_start(self.entry)
-            return self.b.alloca(typ)
-
-    def loop(self, name: str, lo: ir.Value, hi: ir.Value, body: Callable[[ir.Value], None]) -> None:
-        b = self.b
-        counter = self.alloca(I64)
-        b.store(lo, counter)
-        head, inner, done = (self.fn.append_basic_block(f"{name}_{s}") for s in ("head", "body", "done"))
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.load(counter, typ=I64)
-        b.cbranch(b.icmp_signed("<", i, hi), inner, done)
-        b.position_at_end(inner)
-        body(i)
-        b.store(b.add(i, I64(1)), counter)
-        b.branch(head)
-        b.position_at_end(done)
 
     def when(self, name: str, cond: ir.Value, then: Callable[[], None], otherwise: Callable[[], None]) -> None:
         b = self.b
@@ -181,16 +158,16 @@ class _GemmRenderer:
                 def column_panel(jp: ir.Value) -> None:
                     bp = b.gep(bpack, [b.add(b.mul(b.add(b.mul(bi, I64(np_)), jp), I64(k * lay.nr)),
                                              b.mul(k0, I64(lay.nr)))], source_etype=self.t)
-                    self.loop("ip", ip0, ip1, lambda ip: self.tile(
+                    self.counted_loop("ip", ip0, ip1, lambda ip: self.tile(
                         bi, ip, jp, b.gep(apack, [b.add(b.mul(b.add(b.mul(bi, I64(mp)), ip), I64(k * lay.mr)),
                                                         b.mul(k0, I64(lay.mr)))], source_etype=self.t),
                         bp, out, depth, b.icmp_signed("==", kb, I64(0))))
 
-                self.loop("jp", jp0, jp1, column_panel)
+                self.counted_loop("jp", jp0, jp1, column_panel)
 
-            self.loop("kb", I64(0), I64(-(-k // lay.kc)), k_block)
+            self.counted_loop("kb", I64(0), I64(-(-k // lay.kc)), k_block)
 
-        self.loop("task", start, end, task)
+        self.counted_loop("task", start, end, task)
         b.ret_void()
         return str(self.module)
 
@@ -261,9 +238,9 @@ class _GemmRenderer:
 
         # Unrolled by UNROLL_K: the loop's own counting would otherwise take issue slots from the FMAs.
         whole = b.mul(b.udiv(depth, I64(UNROLL_K)), I64(UNROLL_K))
-        self.loop("k_unrolled", I64(0), b.udiv(depth, I64(UNROLL_K)),
+        self.counted_loop("k_unrolled", I64(0), b.udiv(depth, I64(UNROLL_K)),
                   lambda kq: [step(b.add(b.mul(kq, I64(UNROLL_K)), I64(u))) for u in range(UNROLL_K)])
-        self.loop("k", whole, depth, step)
+        self.counted_loop("k", whole, depth, step)
 
         def store_full() -> None:
             for r in range(lay.mr):

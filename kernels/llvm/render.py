@@ -49,14 +49,44 @@ def memory_type(dtype: DType) -> ir.Type:
     return I8 if dtype == bool_ else llvm_type(dtype)
 
 
-class _Renderer:
-    def __init__(self, kernel: Kernel):
-        self.kernel = kernel
-        self.module = ir.Module(name=kernel.name)
-        fn_type = ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64])
-        self.fn = ir.Function(self.module, fn_type, name=kernel.name)
+class FunctionBuilder:
+    """A module holding one kernel function of the common signature, and the builder filling it in:
+    stack slots in the entry block, counted loops."""
+
+    def __init__(self, name: str):
+        self.module = ir.Module(name=name)
+        self.fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64]), name=name)
         self.entry = self.fn.append_basic_block("entry")
         self.b = ir.IRBuilder(self.entry)
+
+    def alloca(self, typ: ir.Type) -> ir.Value:
+        with self.b.goto_block(self.entry):
+            self.b.position_at_start(self.entry)
+            return self.b.alloca(typ)
+
+    def counted_loop(self, name: str, lo: ir.Value, hi: ir.Value, body: Callable[[ir.Value], None]) -> None:
+        """`for i in [lo, hi): body(i)`, the counter in a stack slot that mem2reg promotes."""
+        b = self.b
+        counter = self.alloca(I64)
+        b.store(lo, counter)
+        header = self.fn.append_basic_block(f"{name}_head")
+        inner = self.fn.append_basic_block(f"{name}_body")
+        done = self.fn.append_basic_block(f"{name}_done")
+        b.branch(header)
+        b.position_at_end(header)
+        i = b.load(counter, typ=I64)
+        b.cbranch(b.icmp_signed("<", i, hi), inner, done)
+        b.position_at_end(inner)
+        body(i)
+        b.store(b.add(i, I64(1)), counter)
+        b.branch(header)
+        b.position_at_end(done)
+
+
+class _Renderer(FunctionBuilder):
+    def __init__(self, kernel: Kernel):
+        super().__init__(kernel.name)
+        self.kernel = kernel
         self.vars: dict[Var, ir.Value] = {}
         self.vals: dict[int, ir.Value] = {}
 
@@ -79,28 +109,12 @@ class _Renderer:
 
     # ---- loops -------------------------------------------------------------------------
 
-    def alloca(self, typ: ir.Type) -> ir.Value:
-        with self.b.goto_block(self.entry):
-            self.b.position_at_start(self.entry)
-            return self.b.alloca(typ)
-
     def loop(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[], None]) -> None:
-        b = self.b
-        counter = self.alloca(I64)
-        b.store(lo, counter)
-        header = self.fn.append_basic_block(f"{var.name}_head")
-        inner = self.fn.append_basic_block(f"{var.name}_body")
-        done = self.fn.append_basic_block(f"{var.name}_done")
-        b.branch(header)
-        b.position_at_end(header)
-        i = b.load(counter, typ=I64)
-        b.cbranch(b.icmp_signed("<", i, hi), inner, done)
-        b.position_at_end(inner)
-        self.vars[var] = i
-        body()
-        b.store(b.add(i, I64(1)), counter)
-        b.branch(header)
-        b.position_at_end(done)
+        def iteration(i: ir.Value) -> None:
+            self.vars[var] = i
+            body()
+
+        self.counted_loop(var.name, lo, hi, iteration)
 
     def emit_scope(self, path: tuple[Var, ...]) -> None:
         for v in self.by_scope.get(path, ()):

@@ -39,13 +39,12 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 import llvmlite.binding as llvm
-
 import numpy as np
 
 from ..ir import BufferParam, Contraction, Kernel, VOp
 from ..split import split_reduction
-from .gemm import Layout, pack_kernels, render_gemm
 from . import mathlib
+from .gemm import Layout, pack_kernels, render_gemm
 from .render import render
 
 PARALLEL_MIN_WORK = 1 << 16
@@ -224,8 +223,7 @@ class StagedProgram:
     stages: list[Program]
     compile_seconds: float
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _scratch: list[int] | None = field(default=None, repr=False)
-    _memory: list[np.ndarray] = field(default_factory=list, repr=False)
+    _scratch: list[np.ndarray] | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
@@ -257,9 +255,8 @@ class StagedProgram:
     def __call__(self, buffers: Sequence[int], params: Sequence[int | float]) -> None:
         with self._lock:  # the scratch is this program's: one call at a time
             if self._scratch is None:
-                self._memory = [_aligned_zeros(p) for p in self.scratch()]
-                self._scratch = [m.ctypes.data for m in self._memory]
-            table = self.table(buffers, self._scratch)
+                self._scratch = [_aligned_zeros(p) for p in self.scratch()]
+            table = self.table(buffers, [m.ctypes.data for m in self._scratch])
             self.run((ctypes.c_void_p * len(table))(*table), _scalar_slots(params, self.kernel.params))
 
 

@@ -157,6 +157,18 @@ class _Scope:
 
 
 # The helpers the rendered code may call, by name: (source, the helpers it calls).
+def _extremum_helper(op: str, identity: str) -> tuple[str, tuple[str, ...]]:
+    """The NaN-propagating `tl.max`/`tl.min` reduction helper: its source, and the helpers it needs."""
+    return f'''
+@triton.jit
+def _reduce_{op}(x, AXIS: tl.constexpr):
+    # NaN wins: tl.{op} may drop NaNs, so find them separately
+    nan = x != x
+    m = tl.{op}(tl.where(nan, float("{identity}"), x), AXIS, keep_dims=True)
+    return tl.where(tl.max(tl.where(nan, 1, 0), AXIS, keep_dims=True) > 0, float("nan"), m)
+''', ()
+
+
 _HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "_idx_floordiv": ('''
 @triton.jit
@@ -341,22 +353,8 @@ def _tan(x):
     y = x.to(tl.float64)  # so that a float32 result is correctly rounded
     return (tl.sin(y) / tl.cos(y)).to(x.dtype)
 ''', ()),
-    "_reduce_max": ('''
-@triton.jit
-def _reduce_max(x, AXIS: tl.constexpr):
-    # NaN wins: tl.max may drop NaNs, so find them separately
-    nan = x != x
-    m = tl.max(tl.where(nan, float("-inf"), x), AXIS, keep_dims=True)
-    return tl.where(tl.max(tl.where(nan, 1, 0), AXIS, keep_dims=True) > 0, float("nan"), m)
-''', ()),
-    "_reduce_min": ('''
-@triton.jit
-def _reduce_min(x, AXIS: tl.constexpr):
-    # NaN wins: tl.min may drop NaNs, so find them separately
-    nan = x != x
-    m = tl.min(tl.where(nan, float("inf"), x), AXIS, keep_dims=True)
-    return tl.where(tl.max(tl.where(nan, 1, 0), AXIS, keep_dims=True) > 0, float("nan"), m)
-''', ()),
+    "_reduce_max": _extremum_helper("max", "-inf"),
+    "_reduce_min": _extremum_helper("min", "inf"),
     "_mul": ('''
 @triton.jit
 def _mul(a, b):
