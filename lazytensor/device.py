@@ -318,9 +318,7 @@ class CUDADevice(Device):
         self.target.synchronize()
 
     def empty_cache(self) -> None:
-        from .kernels.triton.targets import CudaTarget
-        if isinstance(self.target, CudaTarget):  # the interpreter's memory is the registered provider's
-            self.target.gpu.allocator.empty_cache()
+        self.target.empty_cache()
 
     def describe(self) -> str:
         return f"{self.name} ({self.target.describe()})"

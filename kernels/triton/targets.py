@@ -102,6 +102,9 @@ class Target(ABC):
     def launching(self) -> AbstractContextManager[None]:
         """The context a launch (or a compile ahead of one) runs in."""
 
+    def empty_cache(self) -> None:
+        """Give memory kept for reuse back to the driver; a target that keeps none has nothing to do."""
+
 
 class CudaTarget(Target):
     interpreted = False
@@ -130,6 +133,9 @@ class CudaTarget(Target):
 
     def synchronize(self) -> None:
         self.gpu.synchronize()
+
+    def empty_cache(self) -> None:
+        self.gpu.allocator.empty_cache()
 
     def kernel_arg(self, ptr: int, dtype: DType) -> object:
         return DevicePointer(ptr, dtype)
