@@ -61,9 +61,18 @@ def _debug(level: int, item: ScheduleItem, program, seconds: float, compiled: bo
 
 
 def run(items: Schedule) -> None:
-    """Launch every item in order; each output node becomes a buffer."""
+    """Launch every item in order; each output node becomes a buffer.
+
+    The list is emptied as it runs. Once the last kernel that reads an intermediate buffer has run,
+    nothing references that buffer any more (its consumers dropped their sources when they became
+    buffers), so its memory goes back to the device's pool in time for the kernels after it: a
+    schedule reuses the memory of its dead intermediates. Reuse is safe on a GPU too, because the
+    kernels of a schedule run in order on one stream.
+    """
     level = getenv("LT_DEBUG")  # GPU launches are asynchronous: time them only when asked
-    for item in items:
+    items.reverse()
+    while items:
+        item = items.pop()
         device = get_device(item.device)
         try:
             program, compiled = device.compile(item.kernel)

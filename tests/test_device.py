@@ -138,6 +138,21 @@ def test_a_realize_loop_alternates_between_two_blocks():
     assert len(seen) == 2  # the new output is allocated while the last one is still alive
 
 
+def test_a_schedule_reuses_the_memory_of_its_dead_intermediates(monkeypatch):
+    fresh = []
+    new_block = HostMemoryPool._new_block
+    monkeypatch.setattr(HostMemoryPool, "_new_block", staticmethod(lambda size: fresh.append(size) or new_block(size)))
+    x = lt.arange(N, dtype=lt.float32, device="cpu")
+    y = x
+    for i in range(6):  # six kernels in one schedule, each reading only the one before
+        y = (y * 2 + i).contiguous()
+    expected = np.arange(N, dtype=np.float32)
+    for i in range(6):
+        expected = expected * 2 + i
+    np.testing.assert_array_equal(y.numpy(), expected)
+    assert len(fresh) == 2  # each intermediate's block serves the kernel after next
+
+
 def test_blocks_are_kept_by_size():
     pool = HostMemoryPool(limit=1 << 30)
     a = pool.array(F32, N)
