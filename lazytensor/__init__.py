@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from .creation import (arange, asarray, empty, empty_like, eye, from_numpy, full, full_like, linspace, ones,
                        ones_like, tensor, zeros, zeros_like)
-from .device import Device, devices, empty_cache
+from .device import Device, devices, empty_cache, synchronize
 from .dtypes import (DType, bool_, default_float, default_int, float32, float64, int8, int16, int32, int64,
                      promote, uint8)
 from .errors import AxisError, DeviceError, DTypeError, KernelError, ShapeError
@@ -65,7 +65,7 @@ subtract = globals()["sub"]
 __all__ = ["Tensor", "DType", "Device", "Schedule", "Stats", "asarray", "tensor", "from_numpy", "zeros", "ones",
            "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like", "arange", "linspace", "eye",
            "concat", "cat", "stack", "split", "where", "realize", "schedule", "stats", "reset_stats", "devices",
-           "broadcast_shapes", "promote", "bool_", "int8", "int16", "int32", "int64", "uint8", "float32",
+           "synchronize", "broadcast_shapes", "promote", "bool_", "int8", "int16", "int32", "int64", "uint8", "float32",
            "float64", "default_float", "default_int", "ShapeError", "AxisError", "DTypeError", "DeviceError",
            "KernelError", "empty_cache", *_METHODS, "subtract"]
 __all__ += ["nn", "optim", "random", "no_grad", "enable_grad", "set_grad_enabled", "grad", "value_and_grad",

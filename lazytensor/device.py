@@ -374,3 +374,12 @@ def empty_cache() -> None:
     `torch.cuda.empty_cache()` does. The memory of live buffers (and of arrays over it) stays."""
     for device in (_cpu, *_cuda.values()):
         device.empty_cache()
+
+
+def synchronize(device: str | Device | None = None) -> None:
+    """Wait until every kernel and copy queued on `device` (default: the default device) has finished.
+
+    Realizing on a GPU queues its kernels and returns: time GPU work with a `synchronize()` before
+    reading the clock, as with `torch.cuda.synchronize()`. Reading data (`numpy()`, `item()`) waits by
+    itself. On the CPU kernels run before `realize()` returns, so this returns at once."""
+    get_device(device).synchronize()

@@ -477,6 +477,22 @@ def test_to_copies_between_devices():
     np.testing.assert_array_equal(again.numpy(), x.T * 2)
 
 
+def test_synchronize_waits_on_the_named_device(monkeypatch):
+    target = lazytensor.device.get_device("cuda").target
+    waited = []
+    monkeypatch.setattr(target, "synchronize", lambda: waited.append(True))
+    y = (lt.ones(4, device="cuda") * 3).realize()
+    lt.synchronize("cuda")
+    assert waited == [True]
+    lt.synchronize()  # the default device is the CPU, whose kernels have run when realize returns
+    assert waited == [True] and y.tolist() == [3.0] * 4
+    monkeypatch.setenv("LT_DEVICE", "cuda:0")
+    lt.synchronize()
+    assert waited == [True, True]
+    with pytest.raises(lt.DeviceError, match="'cuda:3' is not available"):
+        lt.synchronize("cuda:3")
+
+
 def test_ops_mixing_devices_name_both():
     a, b = lt.ones(3), lt.ones(3, device="cuda")
     with pytest.raises(lt.DeviceError, match="different devices: cpu and cuda:0"):
