@@ -161,8 +161,8 @@ def to_numpy(result: object) -> np.ndarray:
     return np.asarray(result.numpy() if hasattr(result, "numpy") else result)
 
 
-def mismatch(result: object, reference: np.ndarray) -> str | None:
-    """How `result` differs from NumPy's `reference`, or None where it agrees up to float32 rounding.
+def mismatch(result: object, reference: np.ndarray, rtol: float = 1e-4) -> str | None:
+    """How `result` differs from the `reference`, or None where it agrees up to float32 rounding (or `rtol`).
 
     The tolerance is relative to the largest reference value, so that summing 2**24 numbers in another
     order passes and softmax's tiny probabilities are still checked."""
@@ -171,7 +171,7 @@ def mismatch(result: object, reference: np.ndarray) -> str | None:
         return f"shape {got.shape}, expected {reference.shape}"
     scale = float(np.abs(reference).max())
     error = float(np.abs(got.astype(np.float64) - reference).max())
-    return None if error <= 1e-4 * scale else f"max abs error {error:.3g} (largest value {scale:.3g})"
+    return None if error <= rtol * scale else f"max abs error {error:.3g} (largest value {scale:.3g})"
 
 
 def copy_bandwidth(n: int, repeat: int) -> float:
