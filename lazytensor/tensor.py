@@ -47,6 +47,8 @@ class _Size(int):
 
 def broadcast_shapes(*shapes: Shape, op: str = "broadcast") -> Shape:
     """NumPy broadcasting of shapes; a ShapeError names the op and every shape."""
+    if len(shapes) == 2 and shapes[0] == shapes[1]:
+        return tuple(shapes[0])
     ndim = max((len(s) for s in shapes), default=0)
     out = []
     for axis in range(-ndim, 0):
@@ -138,6 +140,14 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
     def _operands(self, others: Sequence[Any], op: str) -> tuple[list[Tensor], DType]:
         """Tensors for self and `others` (Python scalars are weak), cast to their common dtype and
         broadcast to one shape."""
+        if len(others) == 1:  # the common cases first: an op builds thousands of these per training step
+            o = others[0]
+            if _is_scalar(o):
+                dtype = dtypes.result_type(self.dtype, o)
+                return [self.cast(dtype), Tensor._scalar(o, dtype, self.device, op, self.shape)], dtype
+            if isinstance(o, Tensor) and o.node.shape == self.node.shape and o.node.dtype is self.node.dtype \
+                    and o.node.device == self.node.device:
+                return [self, o], self.dtype
         strong = [self, *(o if isinstance(o, Tensor) else None if _is_scalar(o) else self._like(o) for o in others)]
         for t in strong:
             if t is not None and t.device != self.device:
