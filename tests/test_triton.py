@@ -333,7 +333,7 @@ def test_operands_with_a_reduction_are_packed_first():
 
 
 def test_the_cuda_schedule_uses_the_template_for_float_matmuls():
-    assert lt.devices()[1].contraction_dtypes == {lt.float32, lt.float64}
+    assert lt.devices()[1].contraction_dtypes == {d: d for d in (lt.float32, lt.float64, lt.float16, lt.bfloat16)}
     x, y = cuda_tensors(data((64, 96)), data((96, 80)))
     assert [type(item.kernel) for item in lt.schedule(x @ y)] == [ir.Contraction]
     xi, yi = x.cast(lt.int64), y.cast(lt.int64)
