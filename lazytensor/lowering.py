@@ -196,7 +196,9 @@ class _Lowerer:
         if op is Op.ALU:
             return [(s, idx, bounds) for s in node.srcs], lambda vals: ir.alu(node.arg, dtype, *vals)
         if op is Op.CAST:
-            return [(node.srcs[0], idx, bounds)], lambda vals: _rounded(vals[0], node.dtype)
+            # the source is rounded to its own dtype first: a 16-bit float computed in this kernel is float32
+            src = node.srcs[0].dtype
+            return [(node.srcs[0], idx, bounds)], lambda vals: _rounded(_rounded(vals[0], src), node.dtype)
         if op is Op.CONTIGUOUS:
             return [(node.srcs[0], idx, bounds)], lambda vals: vals[0]
         if op is Op.REDUCE:

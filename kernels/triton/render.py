@@ -532,6 +532,8 @@ class ValueRenderer:
             return self.cast(f"{self.helper('_bf16_to_f32')}({x})", float32, dst)
         if dst == bfloat16:
             return f"{self.helper('_f32_to_bf16')}({self.cast(x, src, float32)})"
+        if dst == float16 and src != float32:  # through float32, as PyTorch and the LLVM backend round
+            return f"{self.cast(x, src, float32)}.to(tl.float16)"
         if dst == bool_:
             return f"({x} != 0)"
         if src == bool_:
