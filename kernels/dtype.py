@@ -3,10 +3,17 @@
 A `DType` names an element type once; backends map it to their own spelling
 (LLVM types, Triton dtypes) from `kind` and `itemsize`, and the frontend maps it
 to NumPy through `np_name`.
+
+The 16-bit floats (float16, bfloat16) are storage types: kernels load them, compute
+in float32 (`compute_dtype`) and round once where a value is stored, as
+torch.compile's Inductor does. bfloat16 has no NumPy type: its buffers hold the
+16-bit patterns (the top half of a float32's bits).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import numpy as np
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -57,11 +64,27 @@ int64 = DType("int64", "i", 8)
 uint8 = DType("uint8", "u", 1)
 float32 = DType("float32", "f", 4)
 float64 = DType("float64", "f", 8)
+float16 = DType("float16", "f", 2)
+bfloat16 = DType("bfloat16", "f", 2)
 
-ALL_DTYPES: tuple[DType, ...] = (bool_, int8, int16, int32, int64, uint8, float32, float64)
+ALL_DTYPES: tuple[DType, ...] = (bool_, int8, int16, int32, int64, uint8, float16, bfloat16, float32, float64)
 BY_NAME: dict[str, DType] = {d.name: d for d in ALL_DTYPES}
 
 SHORT_NAMES: dict[DType, str] = {
     bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64", uint8: "u8",
-    float32: "f32", float64: "f64",
+    float16: "f16", bfloat16: "bf16", float32: "f32", float64: "f64",
 }
+
+
+def compute_dtype(dtype: DType) -> DType:
+    """The dtype kernels compute values of `dtype` in: float32 for the 16-bit floats, which are only
+    loaded and stored (more accurate than rounding after every op, and every backend has float32 math)."""
+    return float32 if dtype.is_float and dtype.itemsize == 2 else dtype
+
+
+def bfloat16_bits(values: np.ndarray) -> np.ndarray:
+    """float32 values rounded to bfloat16, as bit patterns (uint16): to nearest even, too big to inf, and
+    NaN to a quiet NaN of its sign (the rounding carry could otherwise turn a NaN into inf)."""
+    bits = np.asarray(values, dtype=np.float32).view(np.uint32)
+    rounded = ((bits + (0x7FFF + ((bits >> 16) & 1))) >> 16).astype(np.uint16)
+    return np.where(np.isnan(values), ((bits >> 16) | 0x0040).astype(np.uint16), rounded)

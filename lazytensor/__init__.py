@@ -16,8 +16,8 @@ from typing import Any, Callable
 from .creation import (arange, asarray, empty, empty_like, eye, from_numpy, full, full_like, linspace, ones,
                        ones_like, tensor, zeros, zeros_like)
 from .device import Device, devices, empty_cache, synchronize
-from .dtypes import (DType, bool_, default_float, default_int, float32, float64, int8, int16, int32, int64,
-                     promote, uint8)
+from .dtypes import (DType, FInfo, bfloat16, bool_, default_float, default_int, finfo, float16, float32, float64,
+                     int8, int16, int32, int64, promote, uint8)
 from .errors import AxisError, DeviceError, DTypeError, KernelError, ShapeError
 from .kernels.triton import set_allow_tf32, tf32_allowed
 from .movement import concat, split, stack
@@ -33,6 +33,7 @@ from .random import manual_seed, rand, rand_like, randint, randn, randn_like, ra
 bool = bool_  # noqa: A001  (lt.bool, as torch.bool)
 float = float32  # noqa: A001
 double = float64
+half = float16
 long = int64
 int = int32  # noqa: A001
 cat = concat
@@ -65,8 +66,9 @@ subtract = globals()["sub"]
 __all__ = ["Tensor", "DType", "Device", "Schedule", "Stats", "asarray", "tensor", "from_numpy", "zeros", "ones",
            "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like", "arange", "linspace", "eye",
            "concat", "cat", "stack", "split", "where", "realize", "schedule", "stats", "reset_stats", "devices",
-           "synchronize", "broadcast_shapes", "promote", "bool_", "int8", "int16", "int32", "int64", "uint8", "float32",
-           "float64", "default_float", "default_int", "ShapeError", "AxisError", "DTypeError", "DeviceError",
+           "synchronize", "broadcast_shapes", "promote", "bool_", "int8", "int16", "int32", "int64", "uint8",
+           "float16", "half", "bfloat16", "float32", "float64", "finfo", "FInfo", "default_float", "default_int",
+           "ShapeError", "AxisError", "DTypeError", "DeviceError",
            "KernelError", "empty_cache", *_METHODS, "subtract"]
 __all__ += ["nn", "optim", "random", "no_grad", "enable_grad", "set_grad_enabled", "grad", "value_and_grad",
             "gradients", "manual_seed", "rand", "randn", "randint", "rand_like", "randn_like", "randperm",

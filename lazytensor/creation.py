@@ -26,30 +26,28 @@ def _check_int_range(arr: np.ndarray, dtype: DType) -> None:
             raise DTypeError(f"asarray: Python integer {bad} is out of bounds for {dtype.name}")
 
 
-def _numpy_of(obj: Any, dtype: DType | None) -> np.ndarray:
+def _numpy_of(obj: Any, dtype: DType | None) -> tuple[np.ndarray, DType]:
+    """`obj` as the NumPy array a buffer of the returned dtype holds (bfloat16: its bit patterns)."""
     if isinstance(obj, np.ndarray) or isinstance(obj, np.generic):
         arr = np.asarray(obj)
         if dtype is None:
-            dtypes.to_dtype(arr.dtype)  # raises for unsupported dtypes
+            dtype = dtypes.to_dtype(arr.dtype)  # raises for unsupported dtypes
+        elif dtypes.is_ml_bfloat16(arr.dtype):
+            arr = dtypes.bfloat16_to_float32(arr.view(np.uint16))  # ml_dtypes' bfloat16, by its exact values
+        elif arr.dtype.kind not in "biuf":
+            raise DTypeError(f"asarray: cannot make a tensor from data of NumPy dtype {arr.dtype}")
     else:
         try:
             arr = np.asarray(obj)
         except (ValueError, TypeError) as e:
             raise TypeError(f"asarray: cannot make a tensor from {type(obj).__name__}: {e}") from None
         _check_int_range(arr, dtype or default_int)
-        if dtype is None:
-            # Python data: floats default to float32 and ints to int64, as in PyTorch
-            if arr.dtype.kind == "f":
-                arr = arr.astype(default_float.np_name)
-            elif arr.dtype.kind in "iu":
-                arr = arr.astype(default_int.np_name)
-            elif arr.dtype.kind not in "b":
-                raise DTypeError(f"asarray: cannot make a tensor from data of NumPy dtype {arr.dtype}")
-    if dtype is not None:
         if arr.dtype.kind not in "biuf":
             raise DTypeError(f"asarray: cannot make a tensor from data of NumPy dtype {arr.dtype}")
-        arr = arr.astype(dtypes.to_numpy_dtype(dtype), copy=False)
-    return arr
+        if dtype is None:
+            # Python data: floats default to float32 and ints to int64, as in PyTorch
+            dtype = default_float if arr.dtype.kind == "f" else default_int if arr.dtype.kind in "iu" else dtypes.bool_
+    return dtypes.storage_array(arr, dtype), dtype
 
 
 def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None = None) -> Tensor:
@@ -63,8 +61,9 @@ def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None =
         out = obj.cast(dt) if dt is not None else obj
         return out.to(device) if device is not None else out
     dev = get_device(device)
-    arr = np.array(_numpy_of(obj, dt), copy=True, order="C")
-    return Tensor(Node.from_buffer(dev.from_numpy(arr), dtypes.to_dtype(arr.dtype), arr.shape, dev.name))
+    data, dt = _numpy_of(obj, dt)
+    arr = np.array(data, copy=True, order="C")
+    return Tensor(Node.from_buffer(dev.from_numpy(arr, dt), dt, arr.shape, dev.name))
 
 
 tensor = asarray
@@ -75,9 +74,9 @@ def from_numpy(array: np.ndarray) -> Tensor:
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(array).__name__}")
     dt = dtypes.to_dtype(array.dtype)
-    arr = array if array.flags.c_contiguous else np.ascontiguousarray(array)
+    arr = dtypes.storage_array(array if array.flags.c_contiguous else np.ascontiguousarray(array), dt)
     dev = get_device("cpu")
-    return Tensor(Node.from_buffer(dev.from_numpy(arr), dt, arr.shape, dev.name))
+    return Tensor(Node.from_buffer(dev.from_numpy(arr, dt), dt, arr.shape, dev.name))
 
 
 def _shape(args: Any, op: str) -> tuple[int, ...]:

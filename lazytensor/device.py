@@ -26,11 +26,11 @@ import sys
 import threading
 import weakref
 from functools import cache
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Mapping
 
 import numpy as np
 
-from .dtypes import DType, float32, float64, to_dtype, to_numpy_dtype
+from .dtypes import DType, bfloat16, float16, float32, float64, to_dtype, to_numpy_dtype
 from .errors import DeviceError
 
 if TYPE_CHECKING:
@@ -236,18 +236,20 @@ class Device:
 
     name: str
     backend: str
-    # dtypes whose contractions (matmul, tensordot) the backend runs through its contraction template
-    contraction_dtypes: frozenset[DType] = frozenset()
+    # dtypes whose contractions (matmul, tensordot) the backend runs through its contraction template,
+    # each with the dtype its operands enter the template in (the product accumulates in float32 or wider)
+    contraction_dtypes: Mapping[DType, DType] = {}
 
     def alloc(self, dtype: DType, size: int) -> Buffer:
         raise NotImplementedError
 
-    def from_numpy(self, array: np.ndarray) -> Buffer:
+    def from_numpy(self, array: np.ndarray, dtype: DType | None = None) -> Buffer:
+        """A buffer holding `array`; `dtype` says what it holds where its NumPy dtype does not (bfloat16 bits)."""
         raise NotImplementedError
 
     def copy_from(self, buffer: Buffer) -> Buffer:
         """A copy on this device of a buffer on another one (through host memory)."""
-        return self.from_numpy(buffer.numpy())
+        return self.from_numpy(buffer.numpy(), buffer.dtype)
 
     def compile(self, kernel: Kernel) -> tuple[Callable, bool]:
         """The compiled program for `kernel`, and whether this call compiled it (not a cache hit)."""
@@ -269,7 +271,8 @@ class Device:
 class CPUDevice(Device):
     name = "cpu"
     backend = "llvm"
-    contraction_dtypes = frozenset({float32, float64})
+    # The template's micro-kernel is float32 and float64: 16-bit operands widen while they are packed.
+    contraction_dtypes = {float32: float32, float64: float64, float16: float32, bfloat16: float32}
 
     def __init__(self) -> None:
         self.pool = HostMemoryPool(_default_pool_limit())
@@ -277,9 +280,9 @@ class CPUDevice(Device):
     def alloc(self, dtype: DType, size: int) -> Buffer:
         return HostBuffer(self.name, dtype, self.pool.array(to_numpy_dtype(dtype), size))
 
-    def from_numpy(self, array: np.ndarray) -> Buffer:
+    def from_numpy(self, array: np.ndarray, dtype: DType | None = None) -> Buffer:
         data = np.ascontiguousarray(array).reshape(-1)
-        return HostBuffer(self.name, to_dtype(data.dtype), data)
+        return HostBuffer(self.name, dtype or to_dtype(data.dtype), data)
 
     def compile(self, kernel: Kernel) -> tuple[Callable, bool]:
         from .kernels.llvm import compile_kernel
@@ -295,7 +298,8 @@ class CPUDevice(Device):
 class CUDADevice(Device):
     """A cuda device: a GPU, or Triton's interpreter (TRITON_INTERPRET=1); kernels are compiled with Triton."""
 
-    contraction_dtypes = frozenset({float32, float64})
+    # tl.dot takes 16-bit operands as they are, on the tensor cores
+    contraction_dtypes = {float32: float32, float64: float64, float16: float16, bfloat16: bfloat16}
 
     def __init__(self, name: str, target: Target):
         self.name, self.target = name, target
@@ -304,9 +308,9 @@ class CUDADevice(Device):
     def alloc(self, dtype: DType, size: int) -> Buffer:
         return CUDABuffer(self.name, dtype, size, self.target.alloc(size * dtype.itemsize), self.target)
 
-    def from_numpy(self, array: np.ndarray) -> Buffer:
+    def from_numpy(self, array: np.ndarray, dtype: DType | None = None) -> Buffer:
         data = np.ascontiguousarray(array).reshape(-1)
-        buffer = self.alloc(to_dtype(data.dtype), data.size)
+        buffer = self.alloc(dtype or to_dtype(data.dtype), data.size)
         self.target.upload(buffer.allocation, data)
         return buffer
 

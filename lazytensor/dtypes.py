@@ -1,27 +1,36 @@
-"""dtypes and promotion.
+"""dtypes, promotion, and the NumPy side of the 16-bit floats.
 
 Promotion follows NumPy between two integer or two float dtypes
 (int8 + uint8 -> int16), and PyTorch / JAX between an integer and a float (the
-float wins: int64 + float32 -> float32). Python scalars are weak: they take the
+float wins: int64 + float32 -> float32). float16 with bfloat16 gives float32, as
+in PyTorch (neither holds the other). Python scalars are weak: they take the
 tensor's dtype unless their kind is higher (a Python float with an int tensor
 gives float32, the default float; a Python int with a bool tensor gives int64,
 the default int).
+
+NumPy has float16 but no bfloat16: a bfloat16 buffer holds the 16-bit patterns
+(uint16), converted here with round to nearest even, and is shown to NumPy as an
+`ml_dtypes.bfloat16` array when ml_dtypes is installed (it is not a dependency).
 """
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from .errors import DTypeError
-from .kernels.dtype import (ALL_DTYPES, BY_NAME, DType, bool_, float32, float64, int8, int16, int32, int64,
-                            uint8)
+from .kernels.dtype import (ALL_DTYPES, BY_NAME, DType, bfloat16, bfloat16_bits, bool_, float16, float32, float64,
+                            int8, int16, int32, int64, uint8)
 
-__all__ = ["DType", "bool_", "int8", "int16", "int32", "int64", "uint8", "float32", "float64", "ALL_DTYPES",
-           "default_float", "default_int", "to_dtype", "promote", "result_type", "scalar_dtype", "to_numpy_dtype"]
+__all__ = ["DType", "bool_", "int8", "int16", "int32", "int64", "uint8", "float16", "bfloat16", "float32", "float64",
+           "ALL_DTYPES", "default_float", "default_int", "to_dtype", "promote", "result_type", "scalar_dtype",
+           "to_numpy_dtype", "finfo"]
 
 default_float = float32
 default_int = int64
 
-_NP_TO_DTYPE = {np.dtype(d.np_name): d for d in ALL_DTYPES}
+_NP_TO_DTYPE = {np.dtype(d.np_name): d for d in ALL_DTYPES if d != bfloat16}
 
 
 def to_dtype(x: object) -> DType:
@@ -42,13 +51,49 @@ def to_dtype(x: object) -> DType:
         npd = None
     if npd is not None and npd in _NP_TO_DTYPE:
         return _NP_TO_DTYPE[npd]
+    if npd is not None and is_ml_bfloat16(npd):
+        return bfloat16
     supported = ", ".join(d.name for d in ALL_DTYPES)
     name = getattr(x, "name", None) or getattr(x, "__name__", None) or str(x)
     raise DTypeError(f"lazytensor does not support dtype {name} (supported: {supported})")
 
 
+def is_ml_bfloat16(npd: np.dtype) -> bool:
+    """Whether a NumPy dtype is ml_dtypes' bfloat16 (a 2-byte dtype NumPy itself does not define)."""
+    return npd.name == "bfloat16" and npd.itemsize == 2
+
+
 def to_numpy_dtype(dtype: DType) -> np.dtype:
-    return np.dtype(dtype.np_name)
+    """The NumPy dtype of a buffer of `dtype`: uint16 bit patterns for bfloat16."""
+    return np.dtype(np.uint16) if dtype == bfloat16 else np.dtype(dtype.np_name)
+
+
+def storage_array(arr: np.ndarray, dtype: DType) -> np.ndarray:
+    """`arr` converted to `dtype` as a buffer of it holds it (bfloat16: its bit patterns); no copy when
+    it already is. bfloat16 rounds from float32 (as PyTorch does from float64) to nearest even."""
+    with np.errstate(over="ignore"):  # too big for the dtype is inf, as in PyTorch
+        if dtype != bfloat16:
+            return arr.astype(to_numpy_dtype(dtype), copy=False)
+        if is_ml_bfloat16(arr.dtype):
+            return arr.view(np.uint16)
+        return bfloat16_bits(np.asarray(arr, dtype=np.float32))
+
+
+def bfloat16_to_float32(bits: np.ndarray) -> np.ndarray:
+    """The float32 values of bfloat16 bit patterns (exact)."""
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def host_view(bits: np.ndarray, dtype: DType) -> np.ndarray:
+    """A buffer's array as NumPy should see it: bfloat16 bits as an ml_dtypes.bfloat16 view (no copy)."""
+    if dtype != bfloat16:
+        return bits
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise DTypeError("NumPy has no bfloat16: install ml_dtypes to get bfloat16 arrays, or convert with "
+                         ".float() first") from None
+    return bits.view(ml_dtypes.bfloat16)
 
 
 def promote(a: DType, b: DType) -> DType:
@@ -56,6 +101,10 @@ def promote(a: DType, b: DType) -> DType:
     if a == b:
         return a
     ka, kb = ("f" if a.is_float else "i" if a.is_int else "b"), ("f" if b.is_float else "i" if b.is_int else "b")
+    if ka == kb == "f":
+        if a.itemsize == b.itemsize:  # float16 and bfloat16: each has what the other lacks
+            return float32
+        return a if a.itemsize > b.itemsize else b
     if ka == kb:
         return _NP_TO_DTYPE[np.promote_types(a.np_name, b.np_name)]
     order = "bif"
@@ -87,3 +136,35 @@ def check_fits(value: int | float | bool, dtype: DType, op: str) -> None:
         info = np.iinfo(dtype.np_name)
         if not info.min <= value <= info.max:
             raise DTypeError(f"{op}: Python integer {value} is out of bounds for {dtype.name}")
+
+
+
+@dataclass(frozen=True)
+class FInfo:
+    """Machine limits of a float dtype, as `torch.finfo` gives them."""
+
+    dtype: DType
+    bits: int
+    digits: int             # significand bits, the implicit leading one included (NumPy's nmant + 1)
+    eps: float              # the distance from 1.0 to the next larger float
+    max: float
+    min: float
+    tiny: float             # the smallest positive normal number
+    smallest_normal: float
+    resolution: float       # 10**-(the decimal digits it holds)
+
+
+# significand bits (with the implicit one), largest exponent
+_FLOAT_FORMATS = {float16: (11, 15), bfloat16: (8, 127), float32: (24, 127), float64: (53, 1023)}
+
+
+def finfo(dtype: object = None) -> FInfo:
+    """Machine limits of a float dtype (default: the default float): `lt.finfo(lt.float16).eps`."""
+    dt = to_dtype(dtype) if dtype is not None else default_float
+    if not dt.is_float:
+        raise DTypeError(f"finfo: {dt.name} is not a floating-point dtype")
+    digits, max_exponent = _FLOAT_FORMATS[dt]
+    eps = 2.0 ** (1 - digits)
+    largest = (2 - eps) * 2.0 ** max_exponent
+    tiny = 2.0 ** (1 - max_exponent)
+    return FInfo(dt, dt.bits, digits, eps, largest, -largest, tiny, tiny, 10.0 ** -math.floor((digits - 1) * math.log10(2)))

@@ -7,6 +7,11 @@ reductions open loops of their own, movement ops rewrite the index
 (`views.source_index`), and boundaries become loads. Python scalars become
 kernel parameters, so `x * 0.5` and `x * 0.25` compile to one kernel.
 
+Values of the 16-bit floats are loaded, computed in float32 (`compute_dtype`)
+and rounded where they are stored or cast: the kernel IR says so with casts, so
+every backend computes and accumulates them in float32 (and a split reduction's
+partials stay float32).
+
 A region whose outermost reduction is a contraction (a float sum over a
 product whose operands each ignore the other's free axes: matmul, batched
 matmul, tensordot, the weight gradient of a linear layer) lowers to a
@@ -19,11 +24,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Mapping
 
 from .dtypes import DType
 from .graph import MOVEMENT, Node, Op, region
 from .kernels import ir
+from .kernels.dtype import compute_dtype
 from .kernels.expr import Bounds, Expr, Var, flat_index, simplify_bounds, unflatten_index
 from .views import source_index
 
@@ -98,7 +104,7 @@ def _contraction_axes(red: Node, boundaries: set[Node]) -> _Axes | None:
     index = tuple(Expr.of(v) for v in axis_vars)
     deps = []
     for operand in prod.srcs:
-        value = _Lowerer([prod], boundaries, frozenset()).value((operand, index, ()))
+        value = _Lowerer([prod], boundaries, {}).value((operand, index, ()))
         free = ir.free_vars(ir.toposort([value]))[id(value)]
         deps.append({i for i, v in enumerate(axis_vars) if v in free})
     batch, rows, cols = [], [], []
@@ -117,14 +123,27 @@ def _contraction_axes(red: Node, boundaries: set[Node]) -> _Axes | None:
     return axes
 
 
-def _find_contractions(root: Node, boundaries: set[Node], dtypes: frozenset[DType]) -> list[tuple[Node, _Axes]]:
+def _find_contractions(root: Node, boundaries: set[Node], dtypes: Mapping[DType, DType]) -> list[tuple[Node, _Axes]]:
     """The contractions in `root`'s region, outermost first (the region's walk from its root)."""
     return [(node, axes) for node in region(root, boundaries)
             if node.op is Op.REDUCE and node.dtype in dtypes and (axes := _contraction_axes(node, boundaries))]
 
 
+def _narrow(value: ir.Value, dtype: DType) -> ir.Value:
+    """`value` cast to `dtype`, skipping a round trip: a float widened from `dtype` narrows back exactly."""
+    if value.op is ir.VOp.CAST and value.srcs[0].dtype == dtype and dtype.is_float and value.dtype.is_float \
+            and value.dtype.itemsize > dtype.itemsize:
+        return value.srcs[0]
+    return ir.cast(value, dtype)
+
+
+def _rounded(value: ir.Value, dtype: DType) -> ir.Value:
+    """`value` cast to `dtype`, as a value of its compute dtype: a 16-bit float is rounded, then widened."""
+    return ir.cast(_narrow(value, dtype), compute_dtype(dtype))
+
+
 class _Lowerer:
-    def __init__(self, roots: list[Node], boundaries: set[Node], contraction_dtypes: frozenset[DType]):
+    def __init__(self, roots: list[Node], boundaries: set[Node], contraction_dtypes: Mapping[DType, DType]):
         self.roots = roots
         self.root = roots[0]
         self.boundaries = boundaries
@@ -136,13 +155,15 @@ class _Lowerer:
         found = _find_contractions(self.root, boundaries, contraction_dtypes) \
             if contraction_dtypes and len(roots) == 1 else []
         self.contraction = found[0] if found else None
+        self.operand_dtype = contraction_dtypes[found[0][0].dtype] if found else None
         self.skipped = [node for node, _ in found[1:]]
         self.epilogue = self.contraction is not None and not self.writes_output(*self.contraction)
         self.first_input = len(roots) + self.epilogue
 
     def writes_output(self, node: Node, axes: _Axes) -> bool:
-        """Whether the contraction's row-major product is the kernel's output, element for element."""
-        if node is not self.root:
+        """Whether the contraction's row-major product is the kernel's output, element for element (and
+        dtype: an output of 16-bit floats from float32 operands takes an epilogue that rounds)."""
+        if node is not self.root or self.operand_dtype != node.dtype:
             return False
         idx = tuple(Expr.of(Var(f"o{d}", n)) for d, n in enumerate(node.shape))
         return flat_index(idx, node.shape) == axes.product_index(idx, node.shape)
@@ -157,24 +178,27 @@ class _Lowerer:
     def plan(self, key: Key) -> tuple[list[Key], Callable[[list[ir.Value]], ir.Value]]:
         """The keys this key's value needs, and how to build it from their values."""
         node, idx, bounds = key
+        dtype = compute_dtype(node.dtype)
         if node not in self.roots and (node.realized or node in self.boundaries):
             if node.numel == 0:
-                return [], lambda _: ir.const(0, node.dtype)
+                return [], lambda _: ir.const(0, dtype)
             slot = self.first_input + self.slot(self.inputs, node)
             index = flat_index(idx, node.shape)
-            return [], lambda _: ir.load(slot, node.dtype, index, bounds)
+            return [], lambda _: ir.cast(ir.load(slot, node.dtype, index, bounds), dtype)
         op = node.op
-        if op is Op.SCALAR:
+        if op is Op.SCALAR:  # in the compute dtype, as PyTorch keeps a scalar with 16-bit floats in float32
             pslot = self.slot(self.scalars, node)
-            return [], lambda _: ir.param(pslot, node.dtype)
+            return [], lambda _: ir.param(pslot, dtype)
         if op is Op.CONST:
-            return [], lambda _: ir.const(node.arg, node.dtype)
+            return [], lambda _: ir.const(node.arg, dtype)
         if op is Op.IOTA:
-            return [], lambda _: ir.cast(ir.index(idx[0]), node.dtype)
+            return [], lambda _: _rounded(ir.index(idx[0]), node.dtype)
         if op is Op.ALU:
-            return [(s, idx, bounds) for s in node.srcs], lambda vals: ir.alu(node.arg, node.dtype, *vals)
+            return [(s, idx, bounds) for s in node.srcs], lambda vals: ir.alu(node.arg, dtype, *vals)
         if op is Op.CAST:
-            return [(node.srcs[0], idx, bounds)], lambda vals: ir.cast(vals[0], node.dtype)
+            # the source is rounded to its own dtype first: a 16-bit float computed in this kernel is float32
+            src = node.srcs[0].dtype
+            return [(node.srcs[0], idx, bounds)], lambda vals: _rounded(_rounded(vals[0], src), node.dtype)
         if op is Op.CONTIGUOUS:
             return [(node.srcs[0], idx, bounds)], lambda vals: vals[0]
         if op is Op.REDUCE:
@@ -186,12 +210,12 @@ class _Lowerer:
             src_idx, new_bounds = source_index(op, node.arg, src.shape, idx)
             inner = simplify_bounds(list(bounds) + new_bounds)
             if inner is None:
-                return [], lambda _: ir.const(0, node.dtype)
+                return [], lambda _: ir.const(0, dtype)
             pad = simplify_bounds(new_bounds)
             if not pad:
                 return [(src, src_idx, inner)], lambda vals: vals[0]
             return [(src, src_idx, inner)], lambda vals: ir.alu(
-                ir.Alu.WHERE, node.dtype, ir.valid(pad), vals[0], ir.const(0, node.dtype))
+                ir.Alu.WHERE, dtype, ir.valid(pad), vals[0], ir.const(0, dtype))
         raise AssertionError(f"cannot lower {node}")
 
     def plan_reduce(self, node: Node, idx: tuple[Expr, ...], bounds: Bounds):
@@ -213,7 +237,7 @@ class _Lowerer:
         return [(src, tuple(src_idx), bounds)], build
 
     def product_load(self, node: Node, axes: _Axes, idx: tuple[Expr, ...], bounds: Bounds) -> ir.Value:
-        value = ir.load(1, node.dtype, axes.product_index(idx, node.shape), bounds)
+        value = ir.load(1, compute_dtype(node.dtype), axes.product_index(idx, node.shape), bounds)
         self.reductions[id(value)] = node
         return value
 
@@ -245,37 +269,40 @@ class _Lowerer:
         if self.contraction is None or self.epilogue:
             stores = []
             for slot, root in enumerate(self.roots):
-                stores.append(ir.Store(slot, flat_index(idx, shape), ir.cast(self.value((root, idx, ())), root.dtype)))
+                stores.append(ir.Store(slot, flat_index(idx, shape), _narrow(self.value((root, idx, ())), root.dtype)))
             epilogue = tuple(stores)
         operands = self.operands() if self.contraction is not None else None
         buffers = (*(ir.BufferParam(r.dtype, r.numel, output=True) for r in self.roots),
                    *(ir.BufferParam(n.dtype, n.numel) for n in self.inputs))
-        params = tuple(n.dtype for n in self.scalars)
+        params = tuple(compute_dtype(n.dtype) for n in self.scalars)
         if operands is None:
             kernel: ir.Kernel | ir.Contraction = ir.Kernel("", buffers, params, loops, epilogue)
         else:
             node, axes = self.contraction
             if self.epilogue:
-                buffers = (buffers[0], ir.BufferParam(node.dtype, math.prod(axes.sizes(node.srcs[0].shape)[:3]),
-                                                      scratch=True), *buffers[1:])
+                product = ir.BufferParam(compute_dtype(node.dtype), math.prod(axes.sizes(node.srcs[0].shape)[:3]),
+                                         scratch=True)
+                buffers = (buffers[0], product, *buffers[1:])
             vars, a, bv = operands
             kernel = ir.Contraction("", buffers, params, vars, a, bv,
                                     ir.Kernel("", buffers, params, loops, epilogue) if epilogue else None)
         return LoweredKernel(kernel, list(self.inputs), list(self.scalars), self.reductions, self.skipped)
 
     def operands(self) -> tuple[tuple[Var, Var, Var, Var], ir.Value, ir.Value]:
-        """The contraction's operands as values over its (batch, m, n, k) loop variables."""
+        """The contraction's operands as values over its (batch, m, n, k) loop variables, in the dtype the
+        backend's template takes them in."""
         node, axes = self.contraction
         shape = node.srcs[0].shape
         vars = tuple(Var(name, size) for name, size in zip(("cb", "cm", "cn", "ck"), axes.sizes(shape)))
         vb, vm, vn, vk = vars
         a = self.value((axes.a, axes.operand_index(shape, vb, vm, None, vk), ()))
         bv = self.value((axes.b, axes.operand_index(shape, vb, None, vn, vk), ()))
-        return vars, ir.cast(a, node.dtype), ir.cast(bv, node.dtype)  # type: ignore[return-value]
+        return vars, _narrow(a, self.operand_dtype), _narrow(bv, self.operand_dtype)  # type: ignore[return-value]
 
 
-def lower(roots: list[Node], boundaries: set[Node], contraction_dtypes: frozenset[DType] = frozenset()) -> LoweredKernel:
+def lower(roots: list[Node], boundaries: set[Node],
+          contraction_dtypes: Mapping[DType, DType] | None = None) -> LoweredKernel:
     """The kernel that computes `roots` (one output buffer each, all of one shape), reading every node in
-    `boundaries` from its buffer; a single root's contraction of `contraction_dtypes` goes to the
-    backend's template."""
-    return _Lowerer(roots, boundaries, contraction_dtypes).lower()
+    `boundaries` from its buffer; a single root's contraction of a dtype in `contraction_dtypes` goes to
+    the backend's template, its operands cast to the dtype that maps to."""
+    return _Lowerer(roots, boundaries, contraction_dtypes or {}).lower()

@@ -15,9 +15,11 @@ The seed and the offset are kernel parameters (SCALAR nodes), so new draws run
 the same compiled kernel. `manual_seed(s)` resets the offset; every call takes
 the next offset, so a program makes the same draws after the same seed.
 
-- uniform floats use the top 24 bits of a word (float32) or 53 bits of two
-  words (float64): `k * 2**-24` lies in [0, 1);
-- normal floats use the Box-Muller transform of two words;
+- uniform floats use the top 24 bits of a word (float32; 11 for float16 and 8
+  for bfloat16, as PyTorch) or 53 bits of two words (float64): `k * 2**-24`
+  lies in [0, 1), and every such k is exact in the dtype, so none rounds to 1;
+- normal floats use the Box-Muller transform of two words (in float32 for the
+  16-bit floats, rounded once);
 - integers in [low, high) use the multiply-high method on one word (a span up
   to 2**32) or the remainder of 63 random bits (wider spans).
 """
@@ -164,12 +166,14 @@ def _float_dtype(dtype: Any) -> DType:
 
 
 def _uniform01(words: list[Any], dtype: DType) -> Any:
-    """Floats in [0, 1) from the top 24 bits of a word (float32) or 53 bits of two words (float64)."""
+    """Floats in [0, 1) from the top bits of a word, as many as the dtype's significand holds, or 53 bits
+    of two words (float64)."""
     if dtype == dtypes.float64:
         a = _int_op(Alu.FLOORDIV, words[0], 1 << 5)  # 27 bits
         b = _int_op(Alu.FLOORDIV, words[1], 1 << 6)  # 26 bits
         return (a.cast(dtypes.float64) * float(1 << 26) + b.cast(dtypes.float64)) * (2.0 ** -53)
-    return _int_op(Alu.FLOORDIV, words[0], 1 << 8).cast(dtype) * (2.0 ** -24)
+    digits = dtypes.finfo(dtype).digits
+    return _int_op(Alu.FLOORDIV, words[0], 1 << (32 - digits)).cast(dtype) * (2.0 ** -digits)
 
 
 def _shape(args: tuple[Any, ...], size: Any, name: str) -> tuple[int, ...]:
@@ -195,11 +199,12 @@ def randn(*shape: Any, size: Any = None, dtype: Any = None, device: Any = None) 
     """Standard normal floats (Box-Muller: sqrt(-2 ln(1 - u1)) * cos(2 pi u2))."""
     shape = _shape(shape, size, "randn")
     dt = _float_dtype(dtype)
+    compute = dtypes.float64 if dt == dtypes.float64 else dtypes.float32
     words = _words(shape, device, 4 if dt == dtypes.float64 else 2)
-    u1 = _uniform01(words[0:2] if dt == dtypes.float64 else words[0:1], dt)
-    u2 = _uniform01(words[2:4] if dt == dtypes.float64 else words[1:2], dt)
+    u1 = _uniform01(words[0:2] if dt == dtypes.float64 else words[0:1], compute)
+    u2 = _uniform01(words[2:4] if dt == dtypes.float64 else words[1:2], compute)
     radius = ((1 - u1).log() * -2.0).sqrt()  # 1 - u1 is in (0, 1]: no log(0)
-    return radius * (u2 * (2 * math.pi)).cos()
+    return (radius * (u2 * (2 * math.pi)).cos()).cast(dt)
 
 
 def normal(mean: float = 0.0, std: float = 1.0, size: Any = (), dtype: Any = None, device: Any = None) -> Any:

@@ -233,11 +233,21 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
         return self
 
     def numpy(self) -> np.ndarray:
-        """The data as a read-only NumPy array sharing this tensor's memory (realizes)."""
-        self.realize()
-        out = self.node.buffer.numpy().reshape(self.shape)
+        """The data as a read-only NumPy array sharing this tensor's memory (realizes). bfloat16 gives an
+        `ml_dtypes.bfloat16` array, and raises DTypeError where ml_dtypes is not installed."""
+        out = dtypes.host_view(self._host_bits(), self.dtype)
         out.flags.writeable = False
         return out
+
+    def _host_bits(self) -> np.ndarray:
+        """The realized data as its buffer holds it (bfloat16 as uint16 bit patterns), shaped."""
+        self.realize()
+        return self.node.buffer.numpy().reshape(self.shape)
+
+    def _host_values(self) -> np.ndarray:
+        """The data as a NumPy array of numbers NumPy can compute with: bfloat16 as float32 (exact)."""
+        bits = self._host_bits()
+        return dtypes.bfloat16_to_float32(bits) if self.dtype == dtypes.bfloat16 else bits
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         out = self.numpy()
@@ -249,10 +259,10 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
         if self.numel() != 1:
             raise ValueError(f"item(): only a tensor with one element converts to a Python scalar, "
                              f"this one has shape {self.shape}")
-        return self.numpy().reshape(()).item()
+        return self._host_values().reshape(()).item()
 
     def tolist(self) -> Any:
-        return self.numpy().tolist()
+        return self._host_values().tolist()
 
     def __bool__(self) -> bool:
         if self.numel() != 1:
@@ -283,7 +293,7 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
         return (self[i] for i in range(self.shape[0]))
 
     def __repr__(self) -> str:
-        body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
+        body = np.array2string(self._host_values(), separator=", ", prefix="tensor(")
         return f"tensor({body}, dtype={self.dtype.name}, device='{self.device}')"
 
     __str__ = __repr__
@@ -312,6 +322,12 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
 
     def double(self) -> Tensor:
         return self.cast(dtypes.float64)
+
+    def half(self) -> Tensor:
+        return self.cast(dtypes.float16)
+
+    def bfloat16(self) -> Tensor:
+        return self.cast(dtypes.bfloat16)
 
     def int(self) -> Tensor:
         return self.cast(dtypes.int32)

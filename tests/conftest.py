@@ -23,12 +23,20 @@ from lazytensor.kernels.expr import Bound, Expr, Var
 TORCH_DTYPES = {
     lt.bool_: torch.bool, lt.int8: torch.int8, lt.int16: torch.int16, lt.int32: torch.int32,
     lt.int64: torch.int64, lt.uint8: torch.uint8, lt.float32: torch.float32, lt.float64: torch.float64,
+    lt.float16: torch.float16, lt.bfloat16: torch.bfloat16,
 }
-ALL_DTYPES = list(TORCH_DTYPES)
+# The op suite's dtypes; the 16-bit floats have their own tests (test_half.py), since NumPy, which makes
+# the suite's data, has no bfloat16.
+ALL_DTYPES = [lt.bool_, lt.int8, lt.int16, lt.int32, lt.int64, lt.uint8, lt.float32, lt.float64]
 FLOAT_DTYPES = [lt.float32, lt.float64]
 INT_DTYPES = [lt.int8, lt.int16, lt.int32, lt.int64, lt.uint8]
+HALF_DTYPES = [lt.float16, lt.bfloat16]
 
-TOLERANCE = {lt.float32: (1e-5, 1e-6), lt.float64: (1e-12, 1e-12)}
+# (rtol, atol). For the 16-bit floats, eps (two roundings' worth of relative error): torch computes them
+# in float32 and rounds after each op, lazytensor's fused kernels round once where they store, so the
+# two may differ by a rounding of each intermediate.
+TOLERANCE = {lt.float32: (1e-5, 1e-6), lt.float64: (1e-12, 1e-12),
+             **{d: (lt.finfo(d).eps, lt.finfo(d).eps) for d in HALF_DTYPES}}
 
 
 def to_torch_dtype(dtype: lt.DType) -> torch.dtype:
@@ -36,14 +44,18 @@ def to_torch_dtype(dtype: lt.DType) -> torch.dtype:
 
 
 def check(got: lt.Tensor, expected, rtol: float | None = None, atol: float | None = None) -> None:
-    """Assert shape, dtype and values (NaN matches NaN; floats within the dtype's tolerance)."""
+    """Assert shape, dtype and values (NaN matches NaN; floats within the dtype's tolerance). The 16-bit
+    floats compare as float32 (exactly their values)."""
     assert isinstance(got, lt.Tensor), f"expected a lazytensor Tensor, got {type(got).__name__}"
-    exp = expected.detach().numpy() if isinstance(expected, torch.Tensor) else np.asarray(expected)
+    half = got.dtype in HALF_DTYPES
     if isinstance(expected, torch.Tensor):
         assert TORCH_DTYPES[got.dtype] == expected.dtype, f"dtype {got.dtype} != torch {expected.dtype}"
+        exp = (expected.float() if half else expected).detach().numpy()
     else:
+        exp = np.asarray(expected)
         assert got.dtype.name == exp.dtype.name, f"dtype {got.dtype} != numpy {exp.dtype}"
-    arr = got.numpy()
+        exp = exp.astype(np.float32) if half else exp
+    arr = got.float().numpy() if half else got.numpy()
     assert arr.shape == exp.shape, f"shape {arr.shape} != expected {exp.shape}"
     if got.dtype.is_float:
         r, a = TOLERANCE[got.dtype]

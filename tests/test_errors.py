@@ -52,12 +52,12 @@ def test_index_out_of_range():
 
 
 def test_unsupported_dtypes():
-    with pytest.raises(TypeError, match="float16"):
-        lt.asarray(np.ones(3, np.float16))
+    with pytest.raises(TypeError, match="uint32"):
+        lt.asarray(np.ones(3, np.uint32))
     with pytest.raises(TypeError):
         lt.asarray(np.ones(3, np.complex64))
     with pytest.raises(TypeError):
-        lt.zeros(3, dtype="float16")
+        lt.zeros(3, dtype="uint16")
     with pytest.raises(lt.DTypeError, match="out of bounds for uint8"):
         lt.ones(3, dtype=lt.uint8) + 300
     with pytest.raises(TypeError):

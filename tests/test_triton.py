@@ -333,7 +333,7 @@ def test_operands_with_a_reduction_are_packed_first():
 
 
 def test_the_cuda_schedule_uses_the_template_for_float_matmuls():
-    assert lt.devices()[1].contraction_dtypes == {lt.float32, lt.float64}
+    assert lt.devices()[1].contraction_dtypes == {d: d for d in (lt.float32, lt.float64, lt.float16, lt.bfloat16)}
     x, y = cuda_tensors(data((64, 96)), data((96, 80)))
     assert [type(item.kernel) for item in lt.schedule(x @ y)] == [ir.Contraction]
     xi, yi = x.cast(lt.int64), y.cast(lt.int64)
@@ -574,3 +574,58 @@ def test_without_a_driver_cuda_raises_a_clear_error():
         assert "libcuda.so.1" in str(e) and e.code is None
     else:
         pytest.skip("this machine has an NVIDIA driver")
+
+
+# ---- float16 and bfloat16 ----------------------------------------------------------------------------
+
+HALF_SPECIALS = np.array([0.0, -0.0, NAN, INF, -INF, 1.0, 65504.0, 65519.996, 65520.0, 3.39e38, -3.4e38,
+                          6.1e-05, 5.9604645e-08, 2.98e-08, 1e-40, 1 + 2 ** -11, 1 + 3 * 2 ** -11, 1 + 2 ** -8,
+                          1 + 3 * 2 ** -8, 0.1, -1 / 3], np.float32)
+
+
+@pytest.mark.parametrize("dtype", [lt.float16, lt.bfloat16], ids=str)
+def test_half_casts_agree_with_llvm_bit_for_bit(dtype):
+    """Rounding from float32 (and float64, through float32) and widening back; the bits of every finite
+    value, and NaN for NaN."""
+    random_bits = np.random.default_rng(0).integers(0, 2 ** 32, 4000, dtype=np.uint64).astype(np.uint32)
+    values = np.concatenate([HALF_SPECIALS, random_bits.view(np.float32)])
+    for fn in (lambda x: x.cast(dtype).float(), lambda x: x.double().cast(dtype).double(),
+               lambda x: x.cast(dtype).cast(lt.int64) * 0, lambda x: x.cast(dtype).cast(lt.bfloat16).float()):
+        cpu, gpu = both(fn, values)
+        np.testing.assert_array_equal(gpu, cpu)
+        np.testing.assert_array_equal(np.signbit(gpu)[~np.isnan(cpu)], np.signbit(cpu)[~np.isnan(cpu)])
+
+
+@pytest.mark.parametrize("dtype", [lt.float16, lt.bfloat16], ids=str)
+def test_half_math_and_reductions_compute_in_float32(dtype, tiling):
+    eps = lt.finfo(dtype).eps
+    a = data((9, 70), seed=3)
+    assert_same(lambda x: x.cast(dtype).exp().float(), a, rtol=eps)
+    assert_same(lambda x: (x.cast(dtype).tanh() * 2 + x.cast(dtype).erf()).float(), a, rtol=eps)
+    assert_same(lambda x: x.cast(dtype).softmax(-1).float(), a, rtol=eps)
+    assert_same(lambda x: x.cast(dtype).sum(1).float(), a, rtol=eps)
+    assert_same(lambda x: x.cast(dtype).max(0).float(), a)
+
+
+@pytest.mark.parametrize("dtype", [lt.float16, lt.bfloat16], ids=str)
+def test_half_matmul_feeds_tl_dot_16_bit_tiles(dtype):
+    """The operands reach tl.dot in their own dtype (bfloat16 is widened only for the interpreter, which
+    multiplies its raw bits), the product accumulates in float32 and is rounded once where it is stored."""
+    import torch
+    a, b = data((37, 129), seed=1), data((129, 70), seed=2)
+    x, y = (lt.asarray(v, device="cuda").cast(dtype).realize() for v in (a, b))
+    c, _ = contraction_program(x @ y)
+    assert c.dtype is dtype and c.buffers[0].dtype is dtype
+    plan = gemm.plan(c)
+    config = gemm.INTERPRETER_CONFIG
+    gpu_source = gemm.render_gemm(plan, config, gemm.input_precision(c)).source
+    assert "out_dtype=tl.float32" in gpu_source and f"acc.to(tl.{dtype.name})" in gpu_source
+    assert "_bf16_to_f32(at)" not in gpu_source
+    interpreted = gemm.render_gemm(plan, config, gemm.input_precision(c), interpreted=True).source
+    assert ("_bf16_to_f32(at)" in interpreted) == (dtype == lt.bfloat16)
+    td = {lt.float16: torch.float16, lt.bfloat16: torch.bfloat16}[dtype]
+    ta, tb = torch.tensor(a).to(td), torch.tensor(b).to(td)
+    eps = lt.finfo(dtype).eps
+    for got, expected in (((x @ y), ta @ tb), ((y.T @ x.T).relu(), (tb.T @ ta.T).relu())):
+        assert got.dtype is dtype
+        np.testing.assert_allclose(got.float().numpy(), expected.float().numpy(), rtol=eps, atol=eps)

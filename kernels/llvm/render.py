@@ -12,21 +12,30 @@ output loop this call covers, so a caller may split the work across threads.
 Loops count through stack slots that LLVM's mem2reg promotes to registers;
 addresses are formed with GEP only (no inttoptr, which LLVM may miscompile
 under unrolling).
+
+The 16-bit floats are i16 bit patterns, in memory and in registers; the kernel
+IR only loads, stores and casts them (it computes in float32). Their conversions
+are integer and float32 bit manipulation, not `fpext`/`fptrunc` on `half`: LLVM
+lowers those to library calls (`__extendhfsf2`, ...) on hosts without F16C, and
+MCJIT cannot resolve them reliably. They are branch-free, so loops over them
+still vectorize.
 """
 from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
 from llvmlite import ir
 
-from ..dtype import DType, bool_, float32, float64, int64
+from ..dtype import DType, bfloat16, bfloat16_bits, bool_, float16, float32, float64, int64
 from ..expr import Bounds, Div, Expr, Mod, Var
 from ..ir import Alu, Kernel, ReduceOp, Value, VOp, loop_scopes
 from . import mathlib
 
-I1, I8, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(64)
+I1, I8, I16, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
-F64 = ir.DoubleType()
+F32, F64 = ir.FloatType(), ir.DoubleType()
+HALF_FLOATS = (float16, bfloat16)
 
 # Ops LLVM lowers well itself; the transcendental functions are mathlib's.
 INTRINSICS = {Alu.SQRT: "llvm.sqrt", Alu.FLOOR: "llvm.floor", Alu.CEIL: "llvm.ceil", Alu.ROUND: "llvm.roundeven",
@@ -39,14 +48,58 @@ REASSOCIATIVE = {ReduceOp.SUM: ir.IRBuilder.fadd, ReduceOp.PROD: ir.IRBuilder.fm
 def llvm_type(dtype: DType) -> ir.Type:
     if dtype == bool_:
         return I1
+    if dtype in HALF_FLOATS:
+        return I16
     if dtype.is_float:
-        return ir.FloatType() if dtype == float32 else ir.DoubleType()
+        return F32 if dtype == float32 else F64
     return ir.IntType(dtype.bits)
 
 
 def memory_type(dtype: DType) -> ir.Type:
     """Bools live in memory as bytes and in registers as i1."""
     return I8 if dtype == bool_ else llvm_type(dtype)
+
+
+def half_bits(value: float, dtype: DType) -> int:
+    """The bit pattern of `value` rounded (from float32) to a 16-bit float dtype."""
+    with np.errstate(over="ignore"):
+        single = np.array(value, dtype=np.float32)
+    return int(single.astype(np.float16).view(np.uint16) if dtype == float16 else bfloat16_bits(single))
+
+
+def half_to_float(b: ir.IRBuilder, x: ir.Value, dtype: DType) -> ir.Value:
+    """The float32 value of 16-bit float bits `x` (exact)."""
+    w = b.shl(b.zext(x, I32), I32(16))
+    if dtype == bfloat16:
+        return b.bitcast(w, F32)
+    # float16, after Maratyszcza's FP16 library: a normal number (or inf, NaN) is its bits moved into
+    # float32's fields and scaled by 2**-112; a subnormal one is its mantissa in float32's, less an offset.
+    two_w = b.add(w, w)
+    normal = b.fmul(b.bitcast(b.add(b.lshr(two_w, I32(4)), I32(0xE0 << 23)), F32), ir.Constant(F32, 2.0 ** -112))
+    subnormal = b.fsub(b.bitcast(b.or_(b.lshr(two_w, I32(17)), I32(126 << 23)), F32), ir.Constant(F32, 0.5))
+    bits = b.select(b.icmp_unsigned("<", two_w, I32(1 << 27)), b.bitcast(subnormal, I32), b.bitcast(normal, I32))
+    return b.bitcast(b.or_(b.and_(w, I32(0x80000000)), bits), F32)
+
+
+def float_to_half(b: ir.IRBuilder, x: ir.Value, dtype: DType) -> ir.Value:
+    """float32 `x` rounded to a 16-bit float dtype's bits: to nearest even, overflow to inf, NaN to NaN."""
+    w = b.bitcast(x, I32)
+    if dtype == bfloat16:
+        rounded = b.lshr(b.add(w, b.add(b.and_(b.lshr(w, I32(16)), I32(1)), I32(0x7FFF))), I32(16))
+        quiet_nan = b.or_(b.lshr(w, I32(16)), I32(0x40))  # the carry could turn a NaN into inf
+        return b.trunc(b.select(b.fcmp_unordered("uno", x, x), quiet_nan, rounded), I16)
+    # float16, after Maratyszcza's FP16 library: float32 addition does the rounding. |x| scaled by
+    # 2**112 * 2**-110 overflows to inf where float16 would; adding a power of two chosen by x's exponent
+    # leaves the rounded float16 mantissa and exponent in the low bits of the sum.
+    magnitude = b.bitcast(b.and_(w, I32(0x7FFFFFFF)), F32)
+    base = b.fmul(b.fmul(magnitude, ir.Constant(F32, 2.0 ** 112)), ir.Constant(F32, 2.0 ** -110))
+    shl1_w = b.add(w, w)
+    bias = b.and_(shl1_w, I32(0xFF000000))
+    bias = b.select(b.icmp_unsigned("<", bias, I32(0x71000000)), I32(0x71000000), bias)
+    base = b.bitcast(b.fadd(b.bitcast(b.add(b.lshr(bias, I32(1)), I32(0x07800000)), F32), base), I32)
+    nonsign = b.add(b.and_(b.lshr(base, I32(13)), I32(0x7C00)), b.and_(base, I32(0x0FFF)))
+    bits = b.select(b.icmp_unsigned(">", shl1_w, I32(0xFF000000)), I32(0x7E00), nonsign)
+    return b.trunc(b.or_(b.lshr(b.and_(w, I32(0x80000000)), I32(16)), bits), I16)
 
 
 class FunctionBuilder:
@@ -197,6 +250,8 @@ class _Renderer(FunctionBuilder):
     # ---- values ----------------------------------------------------------------------------
 
     def constant(self, value: bool | int | float, dtype: DType) -> ir.Constant:
+        if dtype in HALF_FLOATS:
+            return I16(half_bits(float(value), dtype))
         if dtype.is_float:
             return ir.Constant(llvm_type(dtype), float(value))
         return ir.Constant(llvm_type(dtype), int(value))
@@ -385,6 +440,10 @@ class _Renderer(FunctionBuilder):
         b = self.b
         if src == dst:
             return x
+        if src in HALF_FLOATS:
+            return self.cast(half_to_float(b, x, src), float32, dst)
+        if dst in HALF_FLOATS:
+            return float_to_half(b, self.cast(x, src, float32), dst)
         t = llvm_type(dst)
         if dst == bool_:
             return b.fcmp_unordered("!=", x, ir.Constant(x.type, 0.0)) if src.is_float else b.icmp_unsigned("!=", x, ir.Constant(x.type, 0))

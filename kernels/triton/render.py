@@ -23,7 +23,9 @@ are small `@triton.jit` helpers written into the same module, built only from
 core `tl` operations so that Triton's interpreter runs exactly the code the GPU
 compiles. Bools live in memory as bytes (the runtime passes uint8 pointers).
 Signs of zero are set with bits, because Triton 3.6 folds a -0.0 constant, and
--x of 0.0, to 0.0.
+-x of 0.0, to 0.0. bfloat16 converts by bits too (the interpreter's own
+conversions truncate); the kernel IR only loads, stores and casts the 16-bit
+floats, computing in float32.
 
 `ValueRenderer` is the part that does not depend on the layout (values, index
 expressions, stores, the module around them); the contraction template
@@ -36,13 +38,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from ..dtype import DType, bool_, float32, float64, int8, int16, int32, int64, uint8
+from ..dtype import DType, bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8
 from ..expr import Bounds, Div, Expr, Mod, Var
 from ..ir import Alu, Kernel, ReduceOp, Store, Value, VOp, loop_scopes
 
 TL_TYPES: dict[DType, str] = {
     bool_: "tl.int1", int8: "tl.int8", int16: "tl.int16", int32: "tl.int32", int64: "tl.int64",
-    uint8: "tl.uint8", float32: "tl.float32", float64: "tl.float64",
+    uint8: "tl.uint8", float16: "tl.float16", bfloat16: "tl.bfloat16", float32: "tl.float32", float64: "tl.float64",
 }
 
 Shape = tuple[int, ...]  # () for a scalar; otherwise the kernel's full rank
@@ -353,6 +355,22 @@ def _tan(x):
     y = x.to(tl.float64)  # so that a float32 result is correctly rounded
     return (tl.sin(y) / tl.cos(y)).to(x.dtype)
 ''', ()),
+    "_bf16_to_f32": ('''
+@triton.jit
+def _bf16_to_f32(x):
+    # bfloat16 is the top half of a float32: widen by moving its bits up. By bits rather than .to():
+    # Triton's interpreter keeps bfloat16 as raw bits, and its conversions of them truncate.
+    return (x.to(tl.uint16, bitcast=True).to(tl.uint32) << 16).to(tl.float32, bitcast=True)
+''', ()),
+    "_f32_to_bf16": ('''
+@triton.jit
+def _f32_to_bf16(x):
+    # to nearest even by an integer add into the top half; a NaN stays NaN (the carry could make it inf)
+    bits = x.to(tl.uint32, bitcast=True)
+    rounded = (bits + 32767 + ((bits >> 16) & 1)) >> 16
+    bits = tl.where(x != x, (bits >> 16) | 64, rounded)
+    return bits.to(tl.uint16).to(tl.bfloat16, bitcast=True)
+''', ()),
     "_reduce_max": _extremum_helper("max", "-inf"),
     "_reduce_min": _extremum_helper("min", "inf"),
     "_mul": ('''
@@ -510,6 +528,12 @@ class ValueRenderer:
         return f"({code} != 0)" if v.dtype == bool_ else code
 
     def cast(self, x: str, src: DType, dst: DType) -> str:
+        if src == bfloat16:
+            return self.cast(f"{self.helper('_bf16_to_f32')}({x})", float32, dst)
+        if dst == bfloat16:
+            return f"{self.helper('_f32_to_bf16')}({self.cast(x, src, float32)})"
+        if dst == float16 and src != float32:  # through float32, as PyTorch and the LLVM backend round
+            return f"{self.cast(x, src, float32)}.to(tl.float16)"
         if dst == bool_:
             return f"({x} != 0)"
         if src == bool_:
