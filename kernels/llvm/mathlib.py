@@ -630,12 +630,14 @@ def erf(m: _Emit, x: ir.Value) -> ir.Value:
 # lane needs it: sin, cos and tan are calls to internal functions whose call sites name vector
 # variants of them (the `vector-function-abi-variant` attribute, VFABI names
 # `_ZGV_LLVM_N<lanes>v_<scalar>(<vector>)`). LLVM's loop vectorizer widens such a call into a call
-# of the variant of its vectorization factor, and each variant reduces the whole vector the cheap
-# way, then branches to the large reduction only if any lane has |x| >= _SMALL_MAX or is not finite.
-# The scalar function (the loop's remainder, unvectorized loops) branches the same way per element.
-# It is `noinline`, so that the call survives until the vectorizer; the variants are kept alive
-# until then by `llvm.compiler.used` and are `alwaysinline`, for the inliner that the runtime runs
-# after its optimization pipeline.
+# of the variant of its vectorization factor. Each variant reduces and evaluates the whole vector
+# the cheap way, then, only if any lane has |x| >= _SMALL_MAX or is not finite, calls the rare
+# path: a `noinline` function that does both reductions and lets each lane take its own. The
+# scalar function (the loop's remainder, unvectorized loops) does the same per element. It is
+# `noinline`, so that the call survives until the vectorizer; the variants are kept alive until
+# then by `llvm.compiler.used` and are `alwaysinline`, for the inliner that the runtime runs after
+# its optimization pipeline. The rare path stays out of line: the vector loop keeps only the cheap
+# path and a branch, which spares registers and compile time.
 
 _SMALL_MAX = 2.0**30
 _VARIANT_LANES = {32: (4, 8, 16), 64: (2, 4, 8)}  # every factor the vectorizer may pick on AVX2 and AVX-512
@@ -897,48 +899,67 @@ def _keep_alive(module: ir.Module, fn: ir.Function) -> None:
     used.initializer = ir.Constant(used.value_type, members)
 
 
-def _trig_function(module: ir.Module, which: Alu, fmt: _Format, lanes: int) -> ir.Function:
-    """The module's internal function computing `which` on one value (lanes == 0) or a vector:
-    the small reduction, a branch to the large one if any lane needs it, the polynomials."""
-    name = f"__lazytensor_{which.label}_f{fmt.bits}" + (f"_x{lanes}" if lanes else "")
+def _define(module: ir.Module, name: str, fmt: _Format, lanes: int, inlining: str) -> tuple[_Emit, ir.Value]:
+    """A new internal function from a value (lanes == 0) or vector of `fmt` to another, without side
+    effects (`inlining`: "noinline" or "alwaysinline"): an emitter at its entry, and its argument."""
+    m = _Emit(ir.IRBuilder(), fmt, lanes)
+    fn = ir.Function(module, ir.FunctionType(m.t, [m.t]), name)
+    fn.linkage = "internal"
+    for attr in ("nounwind", "readnone", inlining):
+        fn.attributes.add(attr)
+    m.b.position_at_end(fn.append_basic_block("entry"))
+    return m, fn.args[0]
+
+
+def _needs_large(m: _Emit, ax: ir.Value) -> ir.Value:
+    """Where |x| is beyond the cheap reduction (inf and NaN included)."""
+    return m.b.fcmp_unordered(">=", ax, m.c(_SMALL_MAX))
+
+
+def _trig_name(which: Alu, fmt: _Format, lanes: int) -> str:
+    return f"__lazytensor_{which.label}_f{fmt.bits}" + (f"_x{lanes}" if lanes else "")
+
+
+def _trig_large_function(module: ir.Module, which: Alu, fmt: _Format, lanes: int) -> ir.Function:
+    """`which` for any arguments: both reductions, each lane taking its own (the rare path)."""
+    name = _trig_name(which, fmt, lanes) + "_large"
     if (fn := module.globals.get(name)) is not None:
         return fn
-    t = ir.VectorType(fmt.ftype, lanes) if lanes else fmt.ftype
-    fn = ir.Function(module, ir.FunctionType(t, [t]), name)
-    fn.linkage = "internal"
-    for attr in ("nounwind", "readnone", "alwaysinline" if lanes else "noinline"):
-        fn.attributes.add(attr)
-    if lanes:
-        _keep_alive(module, fn)
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    m = _Emit(b, fmt, lanes)
-    x = fn.args[0]
+    m, x = _define(module, name, fmt, lanes, "noinline")
     ax = m.fabs(x)
     small = _reduce_small(m, ax)
-    large = b.fcmp_unordered(">=", ax, m.c(_SMALL_MAX))  # also inf and NaN
-    any_large = b.call(_intrinsic(module, "llvm.vector.reduce.or", ir.FunctionType(I1, [large.type])),
-                       [large]) if lanes else large
-    entry, slow, done = b.block, fn.append_basic_block("large"), fn.append_basic_block("reduced")
-    b.cbranch(any_large, slow, done).set_weights([1, 1000])
-    b.position_at_end(slow)
-    big = _reduce_large_f32(m, ax) if fmt.bits == 32 else _reduce_large_f64(m, ax)
-    merged = [None if v is None else b.select(large, v, u)
-              for v, u in zip((big.quadrant, big.rh, big.rl), (small.quadrant, small.rh, small.rl))]
-    slow_end = b.block
-    b.branch(done)
-    b.position_at_end(done)
+    big = _reduce_large_f32(m, ax) if m.fmt.bits == 32 else _reduce_large_f64(m, ax)
+    large = _needs_large(m, ax)
+    red = _Reduced(*(None if u is None else m.select(large, v, u)
+                     for u, v in zip((small.quadrant, small.rh, small.rl), (big.quadrant, big.rh, big.rl))))
+    m.b.ret(_evaluate(m, x, ax, red, which))
+    return m.b.function
 
-    def join(fast: ir.Value | None, slow_value: ir.Value | None) -> ir.Value | None:
-        if fast is None:
-            return None
-        phi = b.phi(fast.type)
-        phi.add_incoming(fast, entry)
-        phi.add_incoming(slow_value, slow_end)
-        return phi
 
-    red = _Reduced(*(join(u, v) for u, v in zip((small.quadrant, small.rh, small.rl), merged)))
-    b.ret(_evaluate(m, x, ax, red, which))
-    return fn
+def _trig_function(module: ir.Module, which: Alu, fmt: _Format, lanes: int) -> ir.Function:
+    """The module's internal function computing `which` on one value (lanes == 0) or a vector:
+    the cheap reduction and the polynomials, then a call of the rare path if any lane needs it."""
+    name = _trig_name(which, fmt, lanes)
+    if (fn := module.globals.get(name)) is not None:
+        return fn
+    m, x = _define(module, name, fmt, lanes, "alwaysinline" if lanes else "noinline")
+    b = m.b
+    if lanes:
+        _keep_alive(module, b.function)
+    ax = m.fabs(x)
+    y = _evaluate(m, x, ax, _reduce_small(m, ax), which)
+    large = _needs_large(m, ax)
+    if lanes:
+        large = b.call(_intrinsic(module, "llvm.vector.reduce.or", ir.FunctionType(I1, [large.type])), [large])
+    cheap = b.block
+    with b.if_then(large, likely=False):
+        y_large = b.call(_trig_large_function(module, which, fmt, lanes), [x])
+        rare = b.block
+    result = b.phi(m.t)
+    result.add_incoming(y, cheap)
+    result.add_incoming(y_large, rare)
+    b.ret(result)
+    return b.function
 
 
 class _CallAttributes(CallInstrAttributes):
