@@ -886,7 +886,8 @@ def _evaluate(m: _Emit, x: ir.Value, ax: ir.Value, red: _Reduced, which: Alu) ->
 
 
 def _keep_alive(module: ir.Module, fn: ir.Function) -> None:
-    """Add `fn` to the module's `llvm.compiler.used`, which no pass may delete it from."""
+    """Add `fn` to the module's `llvm.compiler.used`, so that no pass deletes it while nothing calls it.
+    The array grows in place: with opaque pointers only its length is in the global's type."""
     used = module.globals.get("llvm.compiler.used")
     if used is None:
         used = ir.GlobalVariable(module, ir.ArrayType(ir.PointerType(), 0), "llvm.compiler.used")
