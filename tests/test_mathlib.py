@@ -90,6 +90,7 @@ SMALL_REDUCTION_MAX = 2.0**30
 
 
 def hard_small_trig(dtype: type) -> np.ndarray:
+    """The floats of HARD_SMALL_TRIG, in increasing order."""
     return np.array([float.fromhex(f"{m}p{e}") for m, lo, hi in HARD_SMALL_TRIG[dtype] for e in range(lo, hi + 1)],
                     dtype)
 
@@ -398,7 +399,7 @@ def test_every_function_vectorizes(dtype):
 
 def test_sin_loop_is_vectorized_and_leaves_the_large_reduction_out_of_line():
     """The vector loop of `sin` over a contiguous float32 array reduces with vector arithmetic
-    only: the table-driven reduction (per-lane table loads) sits outside it, behind a branch."""
+    only: the table-driven reduction (a call, table loads) sits outside it, behind a branch."""
     x = lt.asarray(np.random.default_rng(2).uniform(0, 1, 4096).astype(np.float32), device="cpu")
     body = vector_loop(x.sin())
     assert not any(ln.startswith("call") for ln in body), "\n".join(body)
