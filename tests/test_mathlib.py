@@ -70,6 +70,30 @@ HARD_TRIG = {
                  "0x1.4c96c11134d36p+577", "0x1.cfe482285f8edp+860", "0x1.db41f3cb71d7bp+680"],
 }
 
+# The float closest to a multiple of pi/2 in each binade [2**E, 2**(E+1)), E = 0..30, as (significand,
+# first E, last E): the hardest arguments of the Cody-Waite reduction, which serves |x| < 2**30 (its
+# error analysis in kernels/llvm/mathlib.py rests on them), and of the Payne-Hanek one just above.
+# Found per exponent from the convergents of the continued fraction of 2**(E-p+1) 2/pi (p the
+# precision): every integer significand is a small combination of two consecutive convergent
+# denominators, and the smallest distance among those combinations is the binade's minimum
+# (checked by brute force over whole float32 binades).
+HARD_SMALL_TRIG = {
+    np.float32: [("0x1.921fb6", 0, 1), ("0x1.2d97c8", 2, 6), ("0x1.f9cbe2", 7, 10), ("0x1.17cc50", 11, 14),
+                 ("0x1.9a48de", 15, 17), ("0x1.04ccbc", 18, 20), ("0x1.4ac55c", 21, 23), ("0x1.e768f6", 24, 24),
+                 ("0x1.4665d2", 25, 27), ("0x1.08ecc2", 28, 28), ("0x1.27a94a", 29, 30)],
+    np.float64: [("0x1.921fb54442d18", 0, 1), ("0x1.2d97c7f3321d2", 2, 3), ("0x1.dd85a7410f58d", 4, 4),
+                 ("0x1.6c6cbc45dc8de", 5, 13), ("0x1.635e3d74befca", 14, 14), ("0x1.67e57cdd4dc54", 15, 15),
+                 ("0x1.65a1dd290660f", 16, 16), ("0x1.bf9b3c6059d24", 17, 17), ("0x1.39c6fd67805a7", 18, 19),
+                 ("0x1.9eb7148f354d6", 20, 22), ("0x1.b951f1572eba5", 23, 30)],
+}
+SMALL_REDUCTION_MAX = 2.0**30
+
+
+def hard_small_trig(dtype: type) -> np.ndarray:
+    """The floats of HARD_SMALL_TRIG, in increasing order."""
+    return np.array([float.fromhex(f"{m}p{e}") for m, lo, hi in HARD_SMALL_TRIG[dtype] for e in range(lo, hi + 1)],
+                    dtype)
+
 
 # ---- samples and references ---------------------------------------------------------------------
 
@@ -189,6 +213,47 @@ def test_trig_at_the_hardest_reduction_arguments(name, dtype):
     assert err.max() <= ULP_BOUND[dtype][name], (x[np.argmax(err)], err.max())
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
+@pytest.mark.parametrize("name", ["sin", "cos", "tan"])
+def test_trig_at_the_hardest_arguments_of_each_binade_around_the_reduction_switch(name, dtype):
+    """The floats closest to multiples of pi/2 in every binade up to 2**31 (the cheap reduction
+    below 2**30, the table-driven one above), of both signs, with their neighbours, and the floats
+    around 2**30 itself, against 40-digit mpmath."""
+    if dtype == np.float64 and not LONGDOUBLE_IS_EXTENDED:
+        pytest.skip("float64 references need a long double wider than double")
+    x = neighbours(np.concatenate([hard_small_trig(dtype), np.array([SMALL_REDUCTION_MAX], dtype)]), steps=2)
+    x = np.concatenate([x, -x])
+    assert (np.abs(x) < SMALL_REDUCTION_MAX).any() and (np.abs(x) >= SMALL_REDUCTION_MAX).any()
+    err = ulp_error(evaluate(name, x), mp_reference(name, x), dtype)
+    assert err.max() <= ULP_BOUND[dtype][name], (x[np.argmax(err)], err.max())
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
+@pytest.mark.parametrize("name", ["sin", "cos", "tan"])
+def test_trig_on_vectors_mixing_both_reductions_and_special_values(name, dtype):
+    """Lanes of one vector that take the cheap reduction, lanes that need the table-driven one
+    (every 7th element 1e30, or beyond 2**30), NaN, infinities and signed zeros: each element
+    comes out as it does on its own."""
+    rng = np.random.default_rng(11)
+    n = 4099  # the vector loop, then a remainder
+    x = rng.uniform(-1e4, 1e4, n).astype(dtype)
+    x[::7] = 1e30
+    x[3::11] = -x[3::11]
+    x[5::13] = rng.uniform(2**30, 2**31, len(x[5::13])).astype(dtype)
+    x[::29] = hard_small_trig(dtype)[rng.integers(0, 31, len(x[::29]))]
+    x[[10, 100, 1000, 2000, 3001]] = [NAN, INF, -INF, 0.0, -0.0]
+    got = evaluate(name, x)
+    alone = np.concatenate([evaluate(name, x[i:i + 1]) for i in range(0, n, 97)])  # the scalar function
+    np.testing.assert_array_equal(got[::97], alone)
+    specials = np.isin(np.arange(n), [10, 100, 1000, 2000, 3001])
+    assert np.isnan(got[[10, 100, 1000]]).all()
+    at_zeros = np.array([1.0, 1.0] if name == "cos" else [0.0, -0.0], dtype)
+    np.testing.assert_array_equal(got[[2000, 3001]], at_zeros)
+    np.testing.assert_array_equal(np.signbit(got[[2000, 3001]]), np.signbit(at_zeros))
+    err = ulp_error(got[~specials], reference(name, x[~specials]), dtype)
+    assert err.max() <= ULP_BOUND[dtype][name], (x[~specials][np.argmax(err)], err.max())
+
+
 # ---- special values -----------------------------------------------------------------------------------
 
 F32_MAX, F64_MAX = float(np.finfo(np.float32).max), float(np.finfo(np.float64).max)
@@ -279,30 +344,42 @@ def test_matches_torch_on_a_typical_range():
 
 
 def loop_bodies(asm: str) -> list[list[str]]:
-    """The instructions of every basic block that jumps back to its own label (a loop body)."""
+    """The instructions of every loop, in layout order from its first block's label to the
+    conditional jump back to it: the blocks of each iteration's usual path. Blocks it branches
+    out to and that return with a plain `jmp` (the rare path, placed after the loop) are not in it."""
+    lines = [ln.strip() for ln in asm.splitlines()]
+    labels: dict[str, int] = {}
     bodies = []
-    for block in re.split(r"\n(?=\.LBB\d+_\d+:)", asm):
-        label = re.match(r"(\.LBB\d+_\d+):", block)
-        lines = [ln.strip() for ln in block.splitlines()[1:] if ln.strip() and not ln.strip().startswith((".", "#"))]
-        if label and any(re.fullmatch(rf"j\w+\s+{re.escape(label.group(1))}", ln) for ln in lines):
-            bodies.append(lines)
+    for i, ln in enumerate(lines):
+        if label := re.match(r"(\.LBB\d+_\d+):", ln):
+            labels[label.group(1)] = i
+        elif (jump := re.fullmatch(r"j(?!mp)\w+\s+(\.LBB\d+_\d+)", ln)) and jump.group(1) in labels:
+            bodies.append([x for x in lines[labels[jump.group(1)] + 1:i + 1] if x and not x.startswith((".", "#"))])
     return bodies
 
 
-def assert_vectorized(tensor: lt.Tensor) -> None:
+def packed_fp(body: list[str]) -> int:
+    """Packed floating-point arithmetic instructions on 256- or 512-bit registers."""
+    return sum(bool(re.match(r"v(fn?m(add|sub)\w*|mul|add|sub|div)p[sd]\s", ln) and re.search(r"%[yz]mm", ln))
+               for ln in body)
+
+
+def vector_loop(tensor: lt.Tensor) -> list[str]:
+    """The vector loop of the kernel computing `tensor` (the loop with the most packed arithmetic;
+    LLVM also keeps a scalar loop for the remainder), after checking that the kernel calls no
+    function but LLVM intrinsics and its own (no libm)."""
     program, _ = compile_kernel(lt.schedule(tensor)[0].kernel)
-    assert not re.search(r"\b(call|declare)\b[^\n]*@(exp|sin|cos|tan|log|erf)", program.llvm_ir), "libm call"
+    callees = re.findall(r"\b(?:call|declare)\b[^@\n]*@\"?([\w.$]+)", program.optimized_ir)
+    assert all(c.startswith(("llvm.", "__lazytensor_")) for c in callees), callees
     bodies = loop_bodies(program.assembly)
     assert bodies, "no loop found"
-    for body in bodies:
-        assert not any(ln.startswith("call") for ln in body), "\n".join(body)
+    return max(bodies, key=packed_fp)
 
-    def packed_fp(body: list[str]) -> int:
-        return sum(bool(re.match(r"v(fn?m(add|sub)\w*|mul|add|sub|div)p[sd]\s", ln) and re.search(r"%[yz]mm", ln))
-                   for ln in body)
 
-    # the vector body (LLVM also keeps a scalar loop for the remainder)
-    assert max(packed_fp(body) for body in bodies) >= 10, program.assembly
+def assert_vectorized(tensor: lt.Tensor) -> None:
+    body = vector_loop(tensor)
+    assert not any(ln.startswith("call") for ln in body), "\n".join(body)
+    assert packed_fp(body) >= 10, "\n".join(body)
 
 
 def test_fused_transcendental_kernel_is_vectorized():
@@ -318,3 +395,14 @@ def test_every_function_vectorizes(dtype):
     for name in FUNCTIONS[1:]:
         total = total + getattr(x, name)()
     assert_vectorized(total)
+
+
+def test_sin_loop_is_vectorized_and_leaves_the_large_reduction_out_of_line():
+    """The vector loop of `sin` over a contiguous float32 array reduces with vector arithmetic
+    only: the table-driven reduction (a call, table loads) sits outside it, behind a branch."""
+    x = lt.asarray(np.random.default_rng(2).uniform(0, 1, 4096).astype(np.float32), device="cpu")
+    body = vector_loop(x.sin())
+    assert not any(ln.startswith("call") for ln in body), "\n".join(body)
+    assert packed_fp(body) >= 10, "\n".join(body)
+    assert not any(re.match(r"(vmovs[sd]|vpextr|vpinsr|vgather)\w*\s", ln) for ln in body), "\n".join(body)
+    assert any(re.match(r"j(?!mp)\w+\s", ln) for ln in body[:-1]), "no branch around the large reduction"

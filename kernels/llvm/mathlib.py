@@ -1,11 +1,11 @@
-"""Vectorizable float32/float64 transcendental functions, emitted as straight-line LLVM IR.
+"""Vectorizable float32/float64 transcendental functions, emitted as LLVM IR.
 
 A call to the C library (`expf`, `sin`, ...) stops LLVM's loop vectorizer: it
 cannot widen an opaque call. The functions here are emitted inline instead,
 from instructions that all have vector forms: IEEE arithmetic, `llvm.fma`,
 `llvm.rint`, `llvm.fabs`, `llvm.copysign`, integer bit manipulation through
 `bitcast`, `select` instead of branches, and, for the trigonometric range
-reduction, loads from a constant table (vector gathers).
+reduction of large arguments, loads from a constant table (vector gathers).
 
 Every function follows the usual pattern of vector math libraries
 (Cephes, fdlibm, SLEEF): an exact or extra-precise argument reduction to a
@@ -16,20 +16,32 @@ fitted for this module with a Remez exchange (weighted by the relative error
 of the final result, coefficients rounded to the working precision one at a
 time with the rest re-fitted) and are accurate to a small fraction of an ulp.
 
+sin, cos and tan are the exception to straight-line code: they have a cheap
+reduction (Cody-Waite, for |x| < 2**30) and an expensive one (Payne-Hanek,
+for larger |x|, inf and NaN), and straight-line vector code would pay for
+both. So they are calls to module-internal functions that branch: per element
+in the scalar function, per vector ("does any lane need the expensive
+reduction?") in its vector variants, which the call names for LLVM's loop
+vectorizer with the `vector-function-abi-variant` attribute. The runtime
+inlines the variants into the vector loops after vectorization. The section
+"sin, cos, tan" below has the details and the error analysis.
+
 Accuracy: the largest errors measured over ~10**7 arguments per function and
 dtype, spread over the whole range (random bit patterns, each function's
 domain, small magnitudes), in ulps:
 
             exp  exp2 expm1  log  log2 log1p  sin   cos   tan  tanh  erf
   float32  1.00  0.87  0.81  0.83  0.82  0.83  0.50  0.50  0.50  0.77  0.99
-  float64  0.99  0.81  0.82  0.81  0.76  0.82  0.77  0.76  0.94  0.73  0.85
+  float64  0.99  0.81  0.82  0.81  0.76  0.82  0.77  0.77  0.99  0.73  0.85
 
-(float64 erf over ~2*10**5 arguments only: its reference is mpmath.)
+(float64 erf over ~2*10**5 arguments only: its reference is mpmath. sin, cos,
+tan: also ~10**7 arguments log-spaced in [1/8, 2**31], where the reduction
+switches; the table-driven reduction alone measured the same there.)
 tests/test_mathlib.py asserts bounds of 0.51 to 1.25 ulp per function, plus the
 special values. No libm fallback is left. sin/cos/tan are accurate for every
-finite argument, including the floats closest to multiples of pi/2: the
-reduction is a table-driven Payne-Hanek reduction with enough bits of 2/pi for
-the worst case of each precision.
+finite argument, including the floats closest to multiples of pi/2: the cheap
+reduction is exact enough for the worst case below 2**30, the table-driven one
+has enough bits of 2/pi for the worst case of each precision.
 
 FMA is assumed to be native (every x86-64 CPU with AVX2 has it); without it
 `llvm.fma` becomes a correct but slow library call.
@@ -44,11 +56,12 @@ from functools import lru_cache
 from typing import Callable, Sequence
 
 from llvmlite import ir
+from llvmlite.ir.instructions import CallInstrAttributes
 
 from ..dtype import DType, float32, float64
 from ..ir import Alu
 
-I32, I64 = ir.IntType(32), ir.IntType(64)
+I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 
 
 # ---- exact constants ----------------------------------------------------------------------------
@@ -150,12 +163,31 @@ F32 = _Format(32, 23, ir.FloatType(), I32)
 F64 = _Format(64, 52, ir.DoubleType(), I64)
 
 
-class _Emit:
-    """Arithmetic on one float format, every helper rendering to vectorizable instructions."""
+def _mangle(t: ir.Type) -> str:
+    """A type as LLVM writes it in the names of overloaded intrinsics (f64, v8f32, v8p0)."""
+    if isinstance(t, ir.VectorType):
+        return f"v{t.count}{_mangle(t.element)}"
+    return "p0" if isinstance(t, ir.PointerType) else t.intrinsic_name
 
-    def __init__(self, b: ir.IRBuilder, fmt: _Format):
-        self.b, self.fmt = b, fmt
-        self.t, self.it = fmt.ftype, fmt.itype
+
+def _intrinsic(module: ir.Module, name: str, fnty: ir.FunctionType, overloads: Sequence[ir.Type] = ()) -> ir.Function:
+    """The intrinsic `name` for the overloaded types `overloads` (default: the first argument's),
+    as in `llvm.fma.v8f32`: llvmlite's `declare_intrinsic` cannot name vector overloads."""
+    full = ".".join([name, *(_mangle(t) for t in overloads or fnty.args[:1])])
+    return module.globals.get(full) or ir.Function(module, fnty, full)
+
+
+class _Emit:
+    """Arithmetic on one float format, every helper rendering to vectorizable instructions; on
+    scalars, or on vectors of `lanes` elements."""
+
+    def __init__(self, b: ir.IRBuilder, fmt: _Format, lanes: int = 0):
+        self.b, self.fmt, self.lanes = b, fmt, lanes
+        self.t, self.it = self.of(fmt.ftype), self.of(fmt.itype)
+
+    def of(self, scalar: ir.Type) -> ir.Type:
+        """`scalar`, or a vector of it when this emitter works on vectors."""
+        return ir.VectorType(scalar, self.lanes) if self.lanes else scalar
 
     # constants and intrinsics
     def c(self, value: float | Fraction) -> ir.Constant:
@@ -166,7 +198,7 @@ class _Emit:
 
     def call(self, name: str, *args: ir.Value) -> ir.Value:
         fnty = ir.FunctionType(self.t, [self.t] * len(args))
-        return self.b.call(self.b.module.declare_intrinsic(name, [self.t], fnty), list(args))
+        return self.b.call(_intrinsic(self.b.module, name, fnty), list(args))
 
     def fma(self, a: ir.Value, x: ir.Value, y: ir.Value) -> ir.Value:
         """a * x + y with one rounding."""
@@ -232,8 +264,8 @@ class _Emit:
     def to_int(self, x: ir.Value) -> ir.Value:
         """An integral float (|x| < 2**31) as an integer of the format's width. The conversion
         goes through i32, which has a vector instruction even without AVX-512."""
-        n = self.b.fptosi(x, I32)
-        return n if self.it is I32 else self.b.sext(n, self.it)
+        n = self.b.fptosi(x, self.of(I32))
+        return n if self.fmt.itype is I32 else self.b.sext(n, self.it)
 
     def pow2(self, k: ir.Value) -> ir.Value:
         """2**k for an integer k in the normal exponent range, built from its bits."""
@@ -574,24 +606,55 @@ def erf(m: _Emit, x: ir.Value) -> ir.Value:
 
 
 # ---- sin, cos, tan ------------------------------------------------------------------------------------
-# Reduction x = (n + f) pi/2, |f| <= 1/2, for every finite x, by a Payne-Hanek scheme: with
-# |x| = M 2**E (M the integer significand), only 2**E 2/pi modulo 4 matters for n mod 4 and f,
-# because M is an integer. That residue U_E is tabulated per exponent (a few doubles, loaded
-# with gathers), and M U_E is formed with error-free products and sums. |x| < pi/4 needs no
-# reduction at all. Then sin and cos of r = f pi/2 (|r| <= pi/4) are minimax polynomials and
-# the quadrant n mod 4 picks and negates them.
+# Reduction x = (n + f) pi/2, |f| <= 1/2, then sin and cos of r = f pi/2 (|r| <= pi/4) are minimax
+# polynomials and the quadrant n mod 4 picks and negates them. Two reductions, chosen per call:
 #
-# float32 works in double: a double-double U_E makes the residue accurate to ~2**-79, far
-# below the closest approach of a float32 to a multiple of pi/2, and the double polynomials
-# leave only the final rounding to float32.
-# float64 needs ~2**-115 (the closest double is ~2**-61 from a multiple of pi/2), so U_E comes in
-# four 53-bit slices at fixed bit positions: that makes the products and partial sums of the
-# leading slices exact, the rest is summed as a double-double, and the residue ends as a
-# double-double; the polynomials then take a double-double argument.
+# |x| < _SMALL_MAX (2**30): Cody-Waite, n = rint(x 2/pi), r = x - n C1 - n C2 (- n C3), with pi/2 =
+#   C1 + C2 + C3 + ... in 53-bit pieces. x - n C1 is exact in one FMA (x and n C1 are multiples of
+#   2**-53 and the difference is below 1), and so are n C2 (TwoProd) and the TwoSum that subtracts
+#   it. What is left is below n 2**-105 (float32 works in double and stops after C2: its error is
+#   the FMA's rounding and n C3 < 2**-76). The floats below 2**30 closest to a multiple of pi/2 are
+#   2**-27.8 away for float32 and 2**-60.5 for float64 (from the continued fraction of 2**E 2/pi
+#   for each exponent E; tests/test_mathlib.py lists one per exponent), so r keeps a relative error
+#   below 2**-48 (float32) and 2**-66 (float64): nothing of note in the result.
+# Larger |x|, inf and NaN: a Payne-Hanek scheme. With |x| = M 2**E (M the integer significand),
+#   only 2**E 2/pi modulo 4 matters for n mod 4 and f, because M is an integer. That residue U_E is
+#   tabulated per exponent (a few doubles, loaded per lane), and M U_E is formed with error-free
+#   products and sums. float32 works in double: a double-double U_E makes the residue accurate to
+#   ~2**-79, far below the closest approach of a float32 to a multiple of pi/2. float64 needs
+#   ~2**-115 (the closest double is ~2**-61 from a multiple of pi/2), so U_E comes in four 53-bit
+#   slices at fixed bit positions: that makes the products and partial sums of the leading slices
+#   exact, the rest is summed as a double-double, and the residue ends as a double-double.
+# float32 evaluates the polynomials in double, leaving only the final rounding to float32; float64
+# takes the double-double argument into them.
+#
+# The choice is a branch, not a `select`, so vector code pays for the large reduction only when a
+# lane needs it: sin, cos and tan are calls to internal functions whose call sites name vector
+# variants of them (the `vector-function-abi-variant` attribute, VFABI names
+# `_ZGV_LLVM_N<lanes>v_<scalar>(<vector>)`). LLVM's loop vectorizer widens such a call into a call
+# of the variant of its vectorization factor. Each variant reduces and evaluates the whole vector
+# the cheap way, then, only if any lane has |x| >= _SMALL_MAX or is not finite, calls the rare
+# path: a `noinline` function that does both reductions and lets each lane take its own. The
+# scalar function (the loop's remainder, unvectorized loops) does the same per element. It is
+# `noinline`, so that the call survives until the vectorizer; the variants are kept alive until
+# then by `llvm.compiler.used` and are `alwaysinline`, for the inliner that the runtime runs after
+# its optimization pipeline. The rare path stays out of line: the vector loop keeps only the cheap
+# path and a branch, which spares registers and compile time.
 
-_PIO4 = 0.7853981633974483  # below ~pi/4 no reduction is needed (the polynomials take a little more)
+_SMALL_MAX = 2.0**30
+_VARIANT_LANES = {32: (4, 8, 16), 64: (2, 4, 8)}  # every factor the vectorizer may pick on AVX2 and AVX-512
 _RED_EMIN = {32: -24, 64: -53}  # exponent E of the smallest |x| >= pi/4
 _RED_EMAX = {32: 127 - 23, 64: 1023 - 52}
+
+
+@dataclass(frozen=True)
+class _Reduced:
+    """|x| = (quadrant + r / (pi/2)) pi/2 modulo 2 pi, with r = rh (a double: float32 works in
+    double) or r = rh + rl (float64, a double-double)."""
+
+    quadrant: ir.Value
+    rh: ir.Value
+    rl: ir.Value | None
 
 
 @lru_cache(maxsize=None)
@@ -643,57 +706,79 @@ def _table(b: ir.IRBuilder, bits: int) -> ir.GlobalVariable:
     return gv
 
 
-def _load_residues(m: _Emit, ax_bits: ir.Value, fmt: _Format, count: int) -> list[ir.Value]:
-    """The `count` table doubles for the exponent of |x| (from the bits of |x|, in `fmt`'s
-    integer type). The index is clamped, so lanes that take another path stay in bounds."""
-    b = m.b
-    exponent = b.lshr(ax_bits, ir.Constant(fmt.itype, fmt.mant))
+def _load_residues(m: _Emit, ax_bits: ir.Value, count: int) -> list[ir.Value]:
+    """The `count` table doubles for the exponent of |x| (from the bits of |x|): loads, or gathers
+    for vectors. The index is clamped, so lanes that take the other reduction stay in bounds."""
+    b, fmt = m.b, m.fmt
     bits = fmt.bits
-    entries = _RED_EMAX[bits] - _RED_EMIN[bits] + 1
-    idx = b.sub(exponent, ir.Constant(fmt.itype, fmt.bias + fmt.mant + _RED_EMIN[bits]))
-    zero, last = ir.Constant(fmt.itype, 0), ir.Constant(fmt.itype, entries - 1)
-    idx = b.select(b.icmp_signed("<", idx, zero), zero, idx)
+    idx = b.sub(b.lshr(ax_bits, m.ci(fmt.mant)), m.ci(fmt.bias + fmt.mant + _RED_EMIN[bits]))
+    last = m.ci(_RED_EMAX[bits] - _RED_EMIN[bits])
+    idx = b.select(b.icmp_signed("<", idx, m.ci(0)), m.ci(0), idx)
     idx = b.select(b.icmp_signed(">", idx, last), last, idx)
-    if fmt.itype is not I64:
-        idx = b.zext(idx, I64)
-    base = b.mul(idx, I64(count))
+    i64 = m.of(I64)
+    base = b.mul(idx if fmt.itype is I64 else b.zext(idx, i64), ir.Constant(i64, count))
     table = _table(b, bits)
-    return [b.load(b.gep(table, [b.add(base, I64(k))], source_etype=ir.DoubleType(), inbounds=True),
-                   typ=ir.DoubleType()) for k in range(count)]
+    if not m.lanes:
+        return [b.load(b.gep(table, [b.add(base, I64(k))], source_etype=ir.DoubleType(), inbounds=True),
+                       typ=ir.DoubleType()) for k in range(count)]
+    # A GEP from a vector of pointers yields a vector of pointers (llvmlite types it by its base).
+    tables = ir.Constant(ir.VectorType(ir.PointerType(), m.lanes), [table] * m.lanes)
+    t = m.of(ir.DoubleType())
+    mask_t = m.of(I1)
+    gather = _intrinsic(b.module, "llvm.masked.gather", ir.FunctionType(t, [tables.type, I32, mask_t, t]),
+                        [t, tables.type])
+    return [b.call(gather, [b.gep(tables, [b.add(base, ir.Constant(i64, k))], source_etype=ir.DoubleType(),
+                                  inbounds=True), I32(8), ir.Constant(mask_t, 1), ir.Constant(t, ir.Undefined)])
+            for k in range(count)]
 
 
-def _significand(m: _Emit, ax_bits: ir.Value, fmt: _Format) -> ir.Value:
+def _significand(m: _Emit, ax_bits: ir.Value) -> ir.Value:
     """The integer significand M of a normal |x| as a float of the same format, made by giving
     the mantissa bits the exponent of 2**mant (no int-to-float conversion)."""
-    b = m.b
-    mask = ir.Constant(fmt.itype, (1 << fmt.mant) - 1)
-    expo = ir.Constant(fmt.itype, (fmt.bias + fmt.mant) << fmt.mant)
-    return b.bitcast(b.or_(b.and_(ax_bits, mask), expo), fmt.ftype)
+    fmt = m.fmt
+    mantissa = m.b.and_(ax_bits, m.ci((1 << fmt.mant) - 1))
+    return m.from_bits(m.b.or_(mantissa, m.ci((fmt.bias + fmt.mant) << fmt.mant)))
 
 
-def _reduce_f32(m: _Emit, d: _Emit, ax: ir.Value) -> tuple[ir.Value, ir.Value]:
-    """(quadrant, r): |x| = (quadrant + r / (pi/2)) pi/2 modulo 2 pi, r a double, |x| float32."""
-    b = m.b
+def _double(m: _Emit) -> _Emit:
+    """An emitter of doubles for the lanes of `m`."""
+    return _Emit(m.b, F64, m.lanes)
+
+
+def _reduce_small(m: _Emit, ax: ir.Value) -> _Reduced:
+    """Cody-Waite reduction of |x| < _SMALL_MAX (see above); |x| < pi/4 comes out unchanged."""
+    c1, c2, c3 = _split(_pi() / 2, 53, 3)
+    if m.fmt.bits == 32:
+        d = _double(m)
+        xd = m.b.fpext(ax, d.t)
+        n = d.rint(d.mul(xd, d.c(2 / _pi())))
+        return _Reduced(m.to_int(n), d.fma(n, d.c(-c2), d.fma(n, d.c(-c1), xd)), None)
+    n = m.rint(m.mul(ax, m.c(2 / _pi())))
+    h2, l2 = m.two_prod(n, m.c(c2))
+    s, e = m.two_sum(m.fma(n, m.c(-c1), ax), m.neg(h2))
+    rl = m.fma(n, m.c(-c3), m.sub(e, l2))
+    rh, rl = m.fast_two_sum(s, rl)  # |s| >= 2**-61 > |rl| below _SMALL_MAX
+    return _Reduced(m.to_int(n), rh, rl)
+
+
+def _reduce_large_f32(m: _Emit, ax: ir.Value) -> _Reduced:
+    """Payne-Hanek reduction of a finite float32 |x| >= pi/4, in double."""
+    d = _double(m)
     bits = m.to_bits(ax)
-    u0, u1 = _load_residues(m, bits, F32, 2)
-    mant = b.fpext(_significand(m, bits, F32), d.t)
+    u0, u1 = _load_residues(m, bits, 2)
+    mant = m.b.fpext(_significand(m, bits), d.t)
     h0, l0 = d.two_prod(mant, u0)
     a0 = d.fma(d.rint(d.mul(h0, d.c(0.25))), d.c(-4.0), h0)  # h0 mod 4, exact
     s, e = d.two_sum(a0, l0)
     n = d.rint(s)
     f = d.add(d.sub(s, n), d.fma(mant, u1, e))
-    r = d.mul(f, d.c(_pi() / 2))
-    small = m.cmp("<", ax, m.c(_PIO4))
-    quadrant = b.select(small, I32(0), b.fptosi(n, I32))
-    return quadrant, d.select(small, b.fpext(ax, d.t), r)
+    return _Reduced(m.to_int(n), d.mul(f, d.c(_pi() / 2)), None)
 
 
-def _reduce_f64(d: _Emit, ax: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
-    """(quadrant, rh, rl): |x| = (quadrant + (rh + rl) / (pi/2)) pi/2 modulo 2 pi, double-double r."""
-    b = d.b
-    bits = d.to_bits(ax)
-    u = _load_residues(d, bits, F64, 4)
-    mant = _significand(d, bits, F64)  # < 2**53
+def _reduce_large_f64(d: _Emit, ax: ir.Value) -> _Reduced:
+    """Payne-Hanek reduction of a finite float64 |x| >= pi/4 to a double-double r."""
+    u = _load_residues(d, d.to_bits(ax), 4)
+    mant = _significand(d, d.to_bits(ax))  # < 2**53
     # Slice 0 (bits down to 2**-51): M u0 = h0 + l0 exactly; h0 mod 4 and the fractions of h0 and
     # l0 are exact, and so is their sum (both multiples of 2**-51, |sum| <= 1).
     h0, l0 = d.two_prod(mant, u[0])
@@ -723,9 +808,7 @@ def _reduce_f64(d: _Emit, ax: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
     rh, re = d.two_prod(fh, d.c(p0))
     rl = d.add(re, d.fma(fh, d.c(p1), d.mul(fl, d.c(p0))))
     rh, rl = d.fast_two_sum(rh, rl)
-    small = d.cmp("<", ax, d.c(_PIO4))
-    quadrant = b.select(small, I64(0), d.to_int(n))
-    return quadrant, d.select(small, ax, rh), d.select(small, d.c(0.0), rl)
+    return _Reduced(d.to_int(n), rh, rl)
 
 
 def _sin_cos_f32(d: _Emit, r: ir.Value) -> tuple[ir.Value, ir.Value]:
@@ -760,20 +843,17 @@ def _flip_sign_like(m: _Emit, y: ir.Value, x: ir.Value) -> ir.Value:
     return m.from_bits(b.xor(m.to_bits(y), sign))
 
 
-def _trig(m: _Emit, x: ir.Value, which: Alu) -> ir.Value:
-    """sin, cos or tan (`which`) of x: reduce, evaluate both polynomials, pick by quadrant."""
+def _evaluate(m: _Emit, x: ir.Value, ax: ir.Value, red: _Reduced, which: Alu) -> ir.Value:
+    """sin, cos or tan (`which`) of x from the reduction of |x|: both polynomials, picked by quadrant."""
     b = m.b
-    ax = m.fabs(x)
-    if m.fmt.bits == 32:
-        d = _Emit(b, F64)
-        q, r = _reduce_f32(m, d, ax)
-        s, c = _sin_cos_f32(d, r)
+    if red.rl is None:
+        d = _double(m)
+        s, c = _sin_cos_f32(d, red.rh)
         sh, sl, ch, cl = s, None, c, None
     else:
         d = m
-        q, rh, rl = _reduce_f64(m, ax)
-        (sh, sl), (ch, cl) = _sin_cos_f64(m, rh, rl)
-    odd, half = _quadrant_bit(b, q, 1), _quadrant_bit(b, q, 2)
+        (sh, sl), (ch, cl) = _sin_cos_f64(m, red.rh, red.rl)
+    odd, half = _quadrant_bit(b, red.quadrant, 1), _quadrant_bit(b, red.quadrant, 2)
 
     def total(h: ir.Value, l: ir.Value | None) -> ir.Value:
         return h if l is None else d.add(h, l)
@@ -805,6 +885,106 @@ def _trig(m: _Emit, x: ir.Value, which: Alu) -> ir.Value:
         y = _flip_sign_like(m, y, x)
     # sin, cos, tan of +-inf and NaN are NaN
     return m.select(b.fcmp_unordered("==", ax, m.c(float("inf"))), m.sub(x, x), y)
+
+
+def _keep_alive(module: ir.Module, fn: ir.Function) -> None:
+    """Add `fn` to the module's `llvm.compiler.used`, so that no pass deletes it while nothing calls it.
+    The array grows in place: with opaque pointers only its length is in the global's type."""
+    used = module.globals.get("llvm.compiler.used")
+    if used is None:
+        used = ir.GlobalVariable(module, ir.ArrayType(ir.PointerType(), 0), "llvm.compiler.used")
+        used.linkage, used.section = "appending", "llvm.metadata"
+        members: list[ir.Value] = []
+    else:
+        members = list(used.initializer.constant)
+    members.append(fn)
+    used.value_type = ir.ArrayType(ir.PointerType(), len(members))
+    used.initializer = ir.Constant(used.value_type, members)
+
+
+def _define(module: ir.Module, name: str, fmt: _Format, lanes: int, inlining: str) -> tuple[_Emit, ir.Value]:
+    """A new internal function from a value (lanes == 0) or vector of `fmt` to another, without side
+    effects (`inlining`: "noinline" or "alwaysinline"): an emitter at its entry, and its argument."""
+    m = _Emit(ir.IRBuilder(), fmt, lanes)
+    fn = ir.Function(module, ir.FunctionType(m.t, [m.t]), name)
+    fn.linkage = "internal"
+    for attr in ("nounwind", "readnone", inlining):
+        fn.attributes.add(attr)
+    m.b.position_at_end(fn.append_basic_block("entry"))
+    return m, fn.args[0]
+
+
+def _needs_large(m: _Emit, ax: ir.Value) -> ir.Value:
+    """Where |x| is beyond the cheap reduction (inf and NaN included)."""
+    return m.b.fcmp_unordered(">=", ax, m.c(_SMALL_MAX))
+
+
+def _trig_name(which: Alu, fmt: _Format, lanes: int) -> str:
+    return f"__lazytensor_{which.label}_f{fmt.bits}" + (f"_x{lanes}" if lanes else "")
+
+
+def _trig_large_function(module: ir.Module, which: Alu, fmt: _Format, lanes: int) -> ir.Function:
+    """`which` for any arguments: both reductions, each lane taking its own (the rare path)."""
+    name = _trig_name(which, fmt, lanes) + "_large"
+    if (fn := module.globals.get(name)) is not None:
+        return fn
+    m, x = _define(module, name, fmt, lanes, "noinline")
+    ax = m.fabs(x)
+    small = _reduce_small(m, ax)
+    big = _reduce_large_f32(m, ax) if m.fmt.bits == 32 else _reduce_large_f64(m, ax)
+    large = _needs_large(m, ax)
+    red = _Reduced(*(None if u is None else m.select(large, v, u)
+                     for u, v in zip((small.quadrant, small.rh, small.rl), (big.quadrant, big.rh, big.rl))))
+    m.b.ret(_evaluate(m, x, ax, red, which))
+    return m.b.function
+
+
+def _trig_function(module: ir.Module, which: Alu, fmt: _Format, lanes: int) -> ir.Function:
+    """The module's internal function computing `which` on one value (lanes == 0) or a vector:
+    the cheap reduction and the polynomials, then a call of the rare path if any lane needs it."""
+    name = _trig_name(which, fmt, lanes)
+    if (fn := module.globals.get(name)) is not None:
+        return fn
+    m, x = _define(module, name, fmt, lanes, "alwaysinline" if lanes else "noinline")
+    b = m.b
+    if lanes:
+        _keep_alive(module, b.function)
+    ax = m.fabs(x)
+    y = _evaluate(m, x, ax, _reduce_small(m, ax), which)
+    large = _needs_large(m, ax)
+    if lanes:
+        large = b.call(_intrinsic(module, "llvm.vector.reduce.or", ir.FunctionType(I1, [large.type])), [large])
+    cheap = b.block
+    with b.if_then(large, likely=False):
+        y_large = b.call(_trig_large_function(module, which, fmt, lanes), [x])
+        rare = b.block
+    result = b.phi(m.t)
+    result.add_incoming(y, cheap)
+    result.add_incoming(y_large, rare)
+    b.ret(result)
+    return b.function
+
+
+class _CallAttributes(CallInstrAttributes):
+    """Call-site attributes that may include LLVM string attributes (`"key"="value"`), which
+    llvmlite renders as given but does not accept."""
+
+    def add(self, name: str) -> None:
+        if name.startswith('"'):
+            set.add(self, name)
+        else:
+            super().add(name)
+
+
+def _trig(m: _Emit, x: ir.Value, which: Alu) -> ir.Value:
+    """A call of the scalar function for `which`, naming its vector variants for the vectorizer."""
+    module = m.b.module
+    scalar = _trig_function(module, which, m.fmt, 0)
+    variants = ",".join(f"_ZGV_LLVM_N{lanes}v_{scalar.name}({_trig_function(module, which, m.fmt, lanes).name})"
+                        for lanes in _VARIANT_LANES[m.fmt.bits])
+    call = m.b.call(scalar, [x])
+    call.attributes = _CallAttributes([f'"vector-function-abi-variant"="{variants}"'])
+    return call
 
 
 def sin(m: _Emit, x: ir.Value) -> ir.Value:

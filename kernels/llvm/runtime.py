@@ -81,6 +81,13 @@ class _Jit:
         pto.slp_vectorization = True
         pb = llvm.create_pass_builder(self.wide_machine if wide else self.target_machine, pto)
         pb.getModulePassManager().run(module, pb)
+        # The vectorizer calls the vector variants of mathlib's functions, after the pipeline's
+        # inliners have run: inline them into the vector loops now, and tidy the joins.
+        late = llvm.create_new_module_pass_manager()
+        late.add_always_inliner_pass()
+        late.add_simplify_cfg_pass()
+        late.add_instruction_combine_pass()
+        late.run(module, pb)
 
 
 _jit: _Jit | None = None
