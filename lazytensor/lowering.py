@@ -161,12 +161,26 @@ class _Lowerer:
         self.first_input = len(roots) + self.epilogue
 
     def writes_output(self, node: Node, axes: _Axes) -> bool:
-        """Whether the contraction's row-major product is the kernel's output, element for element (and
-        dtype: an output of 16-bit floats from float32 operands takes an epilogue that rounds)."""
-        if node is not self.root or self.operand_dtype != node.dtype:
+        """Whether the contraction's row-major product is the kernel's output, element for element: the
+        root is the reduction itself or views of it (a transpose, a reshape) that leave every element in
+        place, as in the weight gradient of a linear layer, `(x.T @ g).T` of the transposed weight. And
+        dtype for dtype: an output of 16-bit floats from float32 operands takes an epilogue that rounds."""
+        root = self.root
+        if root.numel != node.numel or self.operand_dtype != node.dtype:
             return False
-        idx = tuple(Expr.of(Var(f"o{d}", n)) for d, n in enumerate(node.shape))
-        return flat_index(idx, node.shape) == axes.product_index(idx, node.shape)
+        idx = tuple(Expr.of(Var(f"o{d}", n)) for d, n in enumerate(root.shape))
+        out, at = flat_index(idx, root.shape), root
+        while at is not node:
+            if at is not root and (at.realized or at in self.boundaries):
+                return False
+            if at.op not in MOVEMENT and at.op is not Op.CONTIGUOUS:
+                return False
+            if at.op in MOVEMENT:
+                idx, bounds = source_index(at.op, at.arg, at.srcs[0].shape, idx)
+                if simplify_bounds(bounds) != ():
+                    return False
+            at = at.srcs[0]
+        return out == axes.product_index(idx, node.shape)
 
     def slot(self, table: list[Node], node: Node) -> int:
         for i, n in enumerate(table):

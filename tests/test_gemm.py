@@ -17,7 +17,7 @@ from test_linalg import data
 
 import lazytensor as lt
 from lazytensor.kernels.ir import Contraction, Kernel
-from lazytensor.kernels.llvm import compile_kernel
+from lazytensor.kernels.llvm import compile_kernel, runtime
 
 SHAPES = [((37, 129), (129, 70)), ((12, 256), (256, 32)), ((100, 513), (513, 33)), ((5, 300), (300, 400)),
           ((130, 40), (40, 17))]
@@ -104,6 +104,36 @@ def test_weight_gradient_is_a_contraction():
     forward, gradient = lt.schedule(w.grad)  # the relu's mask needs the forward product
     assert isinstance(forward.kernel, Contraction) and isinstance(gradient.kernel, Contraction)
     assert gradient.kernel.sizes[3] == 256, "the gradient sums over the batch"
+    assert gradient.kernel.epilogue is None, "the transpose of x.T @ g leaves every element in place"
+
+
+@pytest.mark.parametrize("view", ["transpose", "reshape", "slice"])
+def test_views_of_the_product_that_move_elements_keep_an_epilogue(view):
+    x, y, t, u = operands((40, 64), (64, 48))
+    x, y = x.to("cpu"), y.to("cpu")
+    got, want = {"transpose": ((x @ y).T, (t @ u).T),
+                 "reshape": ((x @ y).reshape(48, 40).T, (t @ u).reshape(48, 40).T),
+                 "slice": ((x @ y)[:, 1:], (t @ u)[:, 1:])}[view]
+    assert lt.schedule(got)[0].kernel.epilogue is not None
+    check(got, want)
+    same = (x @ y).reshape(40, 6, 8).reshape(40, 48)
+    assert lt.schedule(same)[0].kernel.epilogue is None
+    check(same, t @ u)
+
+
+@pytest.fixture
+def threaded(monkeypatch):
+    """Two threads even for the smallest stage, so every launch goes through the pool's chunks."""
+    monkeypatch.setenv("LT_NUM_THREADS", "2")
+    monkeypatch.setattr(runtime, "PARALLEL_MIN_WORK", 1)
+
+
+@pytest.mark.parametrize("shapes", SHAPES + [((3, 40, 64), (3, 64, 48)), ((2, 1, 20, 50), (4, 50, 33))], ids=str)
+@pytest.mark.parametrize("kinds", [("contiguous", "contiguous"), ("transposed", "strided"), ("flipped", "transposed")])
+def test_threaded_stages(threaded, shapes, kinds):
+    x, y, t, u = operands(*shapes, kinds=kinds)
+    check(x @ y, t @ u)
+    check(((x @ y) * 2).relu(), torch.relu(t @ u * 2))
 
 
 @pytest.mark.parametrize("shapes", [((3, 4), (4, 5)), ((1000,), (1000,)), ((100, 1000), (1000,))], ids=str)

@@ -11,9 +11,10 @@ a pool of `LT_NUM_THREADS` threads (default: the cores this process may run
 on) claim one at a time. Kernels below `PARALLEL_MIN_WORK` loop iterations run
 on the calling thread: handing work to the pool costs tens of microseconds.
 
-A `Contraction` compiles to a `ContractionProgram`: its packing kernels, the
-GEMM function of `gemm.py` and its epilogue kernel, run one after the other,
-each split across the pool. Its panel buffers belong to the program.
+A `Contraction` compiles to a `ContractionProgram`: its two packing kernels
+(launched together: one hand-off to the pool), the GEMM function of `gemm.py`
+and its epilogue kernel, run one after the other, each split across the pool.
+Its panel buffers belong to the program.
 
 A kernel whose outermost output loop has fewer iterations than the pool has
 threads but that reduces a lot (a full reduction: its output loop has size 1)
@@ -151,25 +152,33 @@ def _scalar_slots(params: Sequence[int | float], dtypes: Sequence) -> ctypes.Arr
     return slots
 
 
-def _split(fn: ctypes._CFuncPtr, ptrs: ctypes.Array, slots: ctypes.Array, n: int, work: int) -> None:
-    """Call `fn` over `[0, n)`: on the calling thread when the work is small, else in chunks that the
-    calling thread and the pool's threads claim one at a time.
+def _split(calls: Sequence[tuple[ctypes._CFuncPtr, int]], ptrs: ctypes.Array, slots: ctypes.Array,
+           work: int) -> None:
+    """Call each `(fn, n)` of `calls` over `[0, n)`, all of them together worth `work`: on the calling
+    thread when the work is small, else in chunks that the calling thread and the pool's threads claim
+    one at a time. Independent functions launched together (a contraction's two packing kernels) share
+    one hand-off to the pool and one wait, which costs tens of microseconds each.
 
     Claiming, not fixed halves, because the machine may be shared: a thread whose core another
     process takes simply claims fewer chunks. The calling thread starts at once and only waits for
     chunks others claimed, not for pool threads to wake up."""
-    threads = min(num_threads(), n, work // PARALLEL_MIN_WORK)
+    total = sum(n for _, n in calls)
+    threads = min(num_threads(), total, work // PARALLEL_MIN_WORK)
     if threads <= 1:
-        fn(ptrs, slots, 0, n)
+        for fn, n in calls:
+            fn(ptrs, slots, 0, n)
         return
-    parts = min(n, threads * CHUNKS_PER_THREAD)
-    bounds = [n * i // parts for i in range(parts + 1)]
+    chunks = []
+    for fn, n in calls:  # each function's share of the chunks follows its share of the iterations
+        parts = min(n, -(-threads * CHUNKS_PER_THREAD * n // total))
+        chunks += [(fn, n * i // parts, n * (i + 1) // parts) for i in range(parts)]
     claims = itertools.count()  # next() on it is atomic under the GIL
-    lock, finished, left = threading.Lock(), threading.Event(), [parts]
+    lock, finished, left = threading.Lock(), threading.Event(), [len(chunks)]
 
     def take_chunks() -> None:
-        while (i := next(claims)) < parts:
-            fn(ptrs, slots, bounds[i], bounds[i + 1])
+        while (i := next(claims)) < len(chunks):
+            fn, lo, hi = chunks[i]
+            fn(ptrs, slots, lo, hi)
             with lock:
                 left[0] -= 1
                 if left[0] == 0:
@@ -210,7 +219,7 @@ class Program:
         self.launch(ptrs, _scalar_slots(params, self.kernel.params))
 
     def launch(self, ptrs: ctypes.Array, slots: ctypes.Array) -> None:
-        _split(self.fn, ptrs, slots, self.extent, self.work)
+        _split([(self.fn, self.extent)], ptrs, slots, self.work)
 
 
 def _aligned_zeros(param: BufferParam) -> np.ndarray:
@@ -284,6 +293,12 @@ class ContractionProgram(StagedProgram):
         # the product's scratch takes slot 1 (see Contraction); the panels come after the kernel's buffers
         return [buffers[0], *scratch[:-2], *buffers[1:], *scratch[-2:]]
 
+    def run(self, ptrs: ctypes.Array, slots: ctypes.Array) -> None:
+        pack_a, pack_b, *rest = self.stages
+        _split([(pack_a.fn, pack_a.extent), (pack_b.fn, pack_b.extent)], ptrs, slots, pack_a.work + pack_b.work)
+        for stage in rest:
+            stage.launch(ptrs, slots)
+
 
 @dataclass
 class SplitReductionProgram(StagedProgram):
@@ -330,7 +345,8 @@ def _contraction_program(c: Contraction) -> ContractionProgram:
     stages = [_program(k) for k in pack_kernels(c, layout)]
     source = render_gemm(c, layout)
     optimized, address = _compile(source, c.name)
-    stages.append(Program(c, source, optimized, 0.0, _KernelFn(address), layout.tasks(c), c.numel))
+    # a loop iteration of a plain kernel costs about a cycle; the micro-kernel does NR multiply-adds in one
+    stages.append(Program(c, source, optimized, 0.0, _KernelFn(address), layout.tasks(c), c.numel // layout.nr))
     if c.epilogue is not None:
         stages.append(_program(c.epilogue))
     return ContractionProgram(c, stages, time.perf_counter() - t0, layout=layout)
