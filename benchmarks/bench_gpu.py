@@ -21,7 +21,6 @@ through Triton's interpreter on the CPU (torch on the CPU too): a check of the s
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -34,7 +33,7 @@ import numpy as np
 import torch
 
 import lazytensor as lt
-from suite import mismatch
+from suite import mismatch, overhead, parse_args, report
 
 ROUNDS = 3
 
@@ -114,27 +113,8 @@ def copy_bandwidth(torch_device: str, nbytes: int, sync: Callable[[], None]) -> 
     return 2 * nbytes / timed(lambda: dst.copy_(src), sync, 20)
 
 
-def launch_overhead(device: str, repeat: int) -> float:
-    """Host seconds per realize of a one-kernel graph of tiny tensors whose kernel is cached."""
-    y = lt.asarray(np.ones(16, np.float32), device=device)
-    xs = [lt.asarray(np.full(16, i, np.float32), device=device) for i in range(repeat + 1)]
-    (xs[0] + y).realize()
-    pending = [x + y for x in xs[1:]]
-    lt.synchronize(device)
-    t0 = time.perf_counter()
-    for p in pending:
-        p.realize()
-    lt.synchronize(device)
-    return (time.perf_counter() - t0) / repeat
-
-
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    parser.add_argument("--repeat", type=int, default=20)
-    parser.add_argument("--only", default="", help="comma-separated substrings of workload names")
-    parser.add_argument("--json", default="", help="also write the results to this file")
-    args = parser.parse_args()
+    args = parse_args(__doc__, repeat=20)
 
     interpreted = bool(os.environ.get("TRITON_INTERPRET"))
     if interpreted:  # the interpreter keeps its memory in torch CPU tensors: the tests' storage provides them
@@ -174,20 +154,12 @@ def main() -> int:
                 times[impl] = timed(run, sync, args.repeat)
             except Exception as e:  # a contestant that cannot run a workload is reported, not fatal
                 print(f"{w.name:24}{impl:15}  failed: {type(e).__name__}: {str(e)[:80]}")
-        for impl, t in times.items():
-            if w.bytes_moved:
-                rate, unit = w.bytes_moved(arrays) / t / 1e9, "GB/s"
-                pct = f"{100 * w.bytes_moved(arrays) / t / bandwidth:.0f}%"
-            else:
-                rate, unit, pct = w.flops(arrays) / t / 1e12, "TFLOP/s", ""
-            ratio = f"{times['lazytensor'] / t:.2f}" if "lazytensor" in times and impl != "lazytensor" else ""
-            print(f"{w.name:24}{impl:15}{t * 1e3:9.3f}ms{rate:9.1f} {unit:<7}{pct:>10}{ratio:>11}")
-            rows.append({"workload": w.name, "impl": impl, "seconds": t, "rate": rate, "unit": unit,
-                         "ratio_lt_over_impl": times.get("lazytensor", float("nan")) / t})
+        rows += report(w.name, times, w.bytes_moved and w.bytes_moved(arrays), w.flops and w.flops(arrays),
+                       bandwidth, ("TFLOP/s", 1e12))
         w.impls.clear()
-    overhead = launch_overhead(device, 200 if args.quick else 2000)
-    print(f"launch overhead (one cached kernel, tiny tensors, per realize): {overhead * 1e6:.1f} us")
-    rows.append({"workload": "launch overhead", "impl": "lazytensor", "seconds": overhead})
+    launch = overhead(200 if args.quick else 2000, device)
+    print(f"launch overhead (one cached kernel, tiny tensors, per realize): {launch * 1e6:.1f} us")
+    rows.append({"workload": "launch overhead", "impl": "lazytensor", "seconds": launch})
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": name, "copy_bandwidth_gbs": bandwidth / 1e9, "results": rows}, f, indent=1)

@@ -180,30 +180,56 @@ def copy_bandwidth(n: int, repeat: int) -> float:
     return 8 * n / best_of(lambda: np.copyto(dst, src), repeat)
 
 
-def overhead(repeat: int) -> float:
-    """Seconds per realize of a one-kernel graph of tiny tensors whose kernel is cached."""
-    y, z = lt.asarray(np.ones(16, np.float32)), lt.asarray(np.ones(16, np.float32))
-    xs = [lt.asarray(np.full(16, i, np.float32)) for i in range(repeat + 1)]
+def report(name: str, times: dict[str, float], bytes_moved: int | None, flops: int | None, bandwidth: float,
+           flop_unit: tuple[str, float] = ("GFLOP/s", 1e9)) -> list[dict]:
+    """Print a line per contestant (time, rate, % of the copy bandwidth for memory-bound workloads, and
+    lazytensor's time over the contestant's) and return the same as rows for --json."""
+    rows = []
+    for impl, t in times.items():
+        if bytes_moved:
+            rate, unit, pct = bytes_moved / t / 1e9, "GB/s", f"{100 * bytes_moved / t / bandwidth:.0f}%"
+        else:
+            rate, unit, pct = flops / t / flop_unit[1], flop_unit[0], ""
+        lt_time = times.get("lazytensor", float("nan"))
+        ratio = f"{lt_time / t:.2f}" if "lazytensor" in times and impl != "lazytensor" else ""
+        print(f"{name:24}{impl:15}{t * 1e3:9.3f}ms{rate:9.1f} {unit:<7}{pct:>10}{ratio:>11}")
+        rows.append({"workload": name, "impl": impl, "seconds": t, "rate": rate, "unit": unit,
+                     "ratio_lt_over_impl": lt_time / t})
+    return rows
+
+
+def overhead(repeat: int, device: str = "cpu") -> float:
+    """Seconds per realize of a one-kernel graph of tiny tensors whose kernel is cached (on a GPU, the
+    host's time to launch it: the kernels queue up and are waited for once)."""
+    y, z = (lt.asarray(np.ones(16, np.float32), device=device) for _ in range(2))
+    xs = [lt.asarray(np.full(16, i, np.float32), device=device) for i in range(repeat + 1)]
     (xs[0] + y * z).sum().realize()
     pending = [(x + y * z).sum() for x in xs[1:]]
+    lt.synchronize(device)
     t0 = time.perf_counter()
     for p in pending:
         p.realize()
+    lt.synchronize(device)
     return (time.perf_counter() - t0) / repeat
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(doc: str, repeat: int) -> argparse.Namespace:
+    """The options every benchmark suite takes."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--repeat", type=int, default=repeat)
     parser.add_argument("--only", default="", help="comma-separated substrings of workload names")
     parser.add_argument("--json", default="", help="also write the results to this file")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args(__doc__, repeat=10)
 
     bandwidth = copy_bandwidth(1 << (20 if args.quick else 24), args.repeat)
     rows = []
     print(f"copy bandwidth: {bandwidth / 1e9:.1f} GB/s   ({lt.devices()[0].describe()})")
-    print(f"{'workload':24}{'impl':15}{'time':>11}{'rate':>14}{'% copy bw':>11}{'lt / impl':>11}")
+    print(f"{'workload':24}{'impl':15}{'time':>11}{'rate':>16}{'% copy bw':>11}{'lt / impl':>11}")
     for w in build(args.quick):
         if args.only and not any(s in w.name for s in args.only.split(",")):
             continue
@@ -226,16 +252,7 @@ def main() -> None:
                 # contestant's threads go idle before timing the next one on the same cores
                 time.sleep(SETTLE_SECONDS)
                 times[impl] = min(times[impl], best_of(run, args.repeat))
-        for impl, t in times.items():
-            if w.bytes_moved:
-                rate, unit = w.bytes_moved(arrays) / t / 1e9, "GB/s"
-                pct = f"{100 * w.bytes_moved(arrays) / t / bandwidth:.0f}%"
-            else:
-                rate, unit, pct = w.flops(arrays) / t / 1e9, "GFLOP/s", ""
-            ratio = f"{times['lazytensor'] / t:.2f}" if "lazytensor" in times and impl != "lazytensor" else ""
-            print(f"{w.name:24}{impl:15}{t * 1e3:9.2f}ms{rate:9.1f} {unit:<5}{pct:>10}{ratio:>11}")
-            rows.append({"workload": w.name, "impl": impl, "seconds": t, "rate": rate, "unit": unit,
-                         "ratio_lt_over_impl": times.get("lazytensor", float("nan")) / t})
+        rows += report(w.name, times, w.bytes_moved and w.bytes_moved(arrays), w.flops and w.flops(arrays), bandwidth)
     per_realize = overhead(2000)
     print(f"per-realize overhead (one cached kernel, tiny tensors): {per_realize * 1e6:.1f} us")
     rows.append({"workload": "per-realize overhead", "impl": "lazytensor", "seconds": per_realize})
