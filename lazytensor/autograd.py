@@ -402,7 +402,7 @@ def _unshrink(g: Tensor, shape: tuple[int, ...], ranges: Sequence[tuple[int, int
 
 def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> list[Tensor | None]:
     """The gradients for `srcs` of the op `(op, arg)` that made `out`, given the gradient `g` of `out`
-    (None where a source gets no gradient)."""
+    (None where a source gets no gradient); for `Custom.VJP`, `arg` is the op's backward."""
     from .graph import Op
     if not out.dtype.is_float:
         return [None] * len(srcs)
@@ -412,7 +412,8 @@ def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> li
     if op is Custom.VJP:
         grads = list(arg(g))
         if len(grads) != len(srcs):
-            raise AssertionError(f"autograd: a custom backward gave {len(grads)} gradients for {len(srcs)} sources")
+            raise AssertionError(f"autograd: a custom backward gave {len(grads)} gradients for {len(srcs)} "
+                                 "sources")
     elif op is Op.ALU:
         grads = _alu_vjp(arg, srcs, out, g)
     elif op is Op.CAST:
@@ -442,5 +443,5 @@ def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> li
     return [None if gs is None else gs.cast(s.dtype) for gs, s in zip(grads, srcs)]
 
 
-__all__ = ["Custom", "backward", "custom_vjp", "enable_grad", "grad", "gradients", "is_grad_enabled", "no_grad", "set_grad_enabled",
-           "value_and_grad", "vjp"]
+__all__ = ["Custom", "backward", "custom_vjp", "enable_grad", "grad", "gradients", "is_grad_enabled", "no_grad",
+           "set_grad_enabled", "value_and_grad", "vjp"]
