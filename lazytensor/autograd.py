@@ -14,6 +14,10 @@ update that reads it.
   `f`'s scalar result with respect to its arguments (JAX's `grad`);
   `gradients(outputs, inputs)` is PyTorch's `torch.autograd.grad`.
 - `no_grad()` / `enable_grad()` switch recording off and on.
+- `custom_vjp(srcs, forward, backward)` records an op with its own backward (PyTorch's
+  `torch.autograd.Function`, JAX's `custom_vjp`): for a composite whose derivative through its
+  primitives lowers badly (conv2d's input gradient is a transposed convolution, not a sum of
+  shifted windows).
 
 Only floating-point tensors have gradients. Comparisons, bitwise and integer
 ops, `argmax`, casts to integers and `floor`/`ceil`/`round`/`trunc`/`//`
@@ -23,6 +27,7 @@ raises a clear error.
 from __future__ import annotations
 
 import contextlib
+import enum
 import functools
 import math
 import threading
@@ -59,6 +64,31 @@ def no_grad() -> contextlib.AbstractContextManager:
 
 def enable_grad() -> contextlib.AbstractContextManager:
     return set_grad_enabled(True)
+
+
+class Custom(enum.Enum):
+    """The op of an autograd record made by `custom_vjp`: its argument is the backward function."""
+    VJP = "custom_vjp"
+
+
+def custom_vjp(srcs: Sequence[Tensor], forward: Callable[[], Tensor],
+               backward: Callable[[Tensor], Sequence[Tensor | None]]) -> Tensor:
+    """`forward()` (a tensor computed from `srcs`), differentiated by `backward` instead of through the
+    ops inside `forward`.
+
+    `forward` runs without recording; when some source requires grad, the result records `srcs` and
+    `backward`. `backward(g)` gets the gradient of the result and returns one gradient per source, of
+    its shape and dtype (None for a source that needs none). It must build them with ordinary tensor
+    ops on `g` and `srcs`, which are recorded under `create_graph`, so higher-order gradients go
+    through them (and through a custom op they call)."""
+    from .tensor import Tensor
+    srcs = tuple(srcs)
+    with no_grad():
+        out = forward()
+    if is_grad_enabled() and any(s.requires_grad for s in srcs):
+        out = Tensor(out.node, requires_grad=True)
+        out._ctx = (Custom.VJP, backward, srcs)
+    return out
 
 
 # ---- the walk ------------------------------------------------------------------------------
@@ -372,14 +402,19 @@ def _unshrink(g: Tensor, shape: tuple[int, ...], ranges: Sequence[tuple[int, int
 
 def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> list[Tensor | None]:
     """The gradients for `srcs` of the op `(op, arg)` that made `out`, given the gradient `g` of `out`
-    (None where a source gets no gradient)."""
+    (None where a source gets no gradient); for `Custom.VJP`, `arg` is the op's backward."""
     from .graph import Op
     if not out.dtype.is_float:
         return [None] * len(srcs)
     if out.numel() == 0:
         return [_zeros_like(s) for s in srcs]
     x = srcs[0]
-    if op is Op.ALU:
+    if op is Custom.VJP:
+        grads = list(arg(g))
+        if len(grads) != len(srcs):
+            raise AssertionError(f"autograd: a custom backward gave {len(grads)} gradients for {len(srcs)} "
+                                 "sources")
+    elif op is Op.ALU:
         grads = _alu_vjp(arg, srcs, out, g)
     elif op is Op.CAST:
         grads = [g.cast(x.dtype) if x.dtype.is_float else None]
@@ -408,5 +443,5 @@ def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> li
     return [None if gs is None else gs.cast(s.dtype) for gs, s in zip(grads, srcs)]
 
 
-__all__ = ["backward", "enable_grad", "grad", "gradients", "is_grad_enabled", "no_grad", "set_grad_enabled",
-           "value_and_grad", "vjp"]
+__all__ = ["Custom", "backward", "custom_vjp", "enable_grad", "grad", "gradients", "is_grad_enabled", "no_grad",
+           "set_grad_enabled", "value_and_grad", "vjp"]

@@ -433,3 +433,59 @@ def test_sigmoid_gradient_does_not_overflow():
     x.sigmoid().sum().backward()
     torch.sigmoid(tx).sum().backward()
     check(x.grad, tx.grad)
+
+
+class _TorchCube(torch.autograd.Function):
+    """x ** 3 with its derivative written by hand, as the lazytensor custom op below."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x ** 3
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return g * 3 * x * x
+
+
+def _cube(x):
+    return lt.autograd.custom_vjp((x,), lambda: x ** 3, lambda g: (g * 3 * x * x,))
+
+
+def test_custom_vjp_first_and_second_order():
+    """A custom op's backward replaces the derivative of its forward, and is itself differentiated
+    (create_graph), as torch.autograd.Function."""
+    arr = random_array((3, 4), F64, seed=1)
+    x, tx = lt.asarray(arr).requires_grad_(), torch.tensor(arr, requires_grad=True)
+    y, ty = _cube(x), _TorchCube.apply(tx)
+    check(y, ty)
+    gx, = lt.autograd.gradients((y * y.sin()).sum(), x, create_graph=True)
+    tgx, = torch.autograd.grad((ty * ty.sin()).sum(), tx, create_graph=True)
+    check(gx, tgx)
+    (gx ** 2).sum().backward()
+    (tgx ** 2).sum().backward()
+    check(x.grad, tx.grad)
+
+
+def test_custom_vjp_uses_its_backward_and_skips_sources():
+    """The recorded backward is what runs (here a straight-through rounding: gradient 1, where the
+    forward's own derivative is 0); a None gradient leaves a source out; nothing is recorded without a
+    source that requires grad, or under no_grad."""
+    arr = random_array((5,), F64, seed=2)
+    x, w = lt.asarray(arr).requires_grad_(), lt.asarray(arr * 2).requires_grad_()
+    y = lt.autograd.custom_vjp((x, w), lambda: x.round() + w, lambda g: (g * 2, None))
+    y.sum().backward()
+    check(x.grad, np.full(5, 2.0))
+    assert w.grad is None
+    plain = lt.asarray(arr)
+    assert lt.autograd.custom_vjp((plain,), lambda: plain * 2, lambda g: (g,))._ctx is None
+    with lt.no_grad():
+        assert not lt.autograd.custom_vjp((x,), lambda: x * 2, lambda g: (g,)).requires_grad
+
+
+def test_custom_vjp_backward_must_give_one_gradient_per_source():
+    x = lt.asarray(random_array((2,), F64, seed=3)).requires_grad_()
+    y = lt.autograd.custom_vjp((x,), lambda: x * 2, lambda g: (g, g))
+    with pytest.raises(AssertionError, match="2 gradients for 1 sources"):
+        y.sum().backward()

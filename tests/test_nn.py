@@ -7,10 +7,11 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import check, random_array
+from conftest import LAYOUTS, check, inputs, random_array
 
 import lazytensor as lt
 from lazytensor import nn
+from lazytensor.kernels.ir import Contraction
 
 F = nn.functional
 F64 = lt.float64
@@ -75,6 +76,92 @@ def test_conv2d(cfg):
     m = nn.Conv2d(cin, cout, k, s, p, d, g, dtype=F64)
     copy_weights(m, tm)
     run_both(m, tm, random_array((2, cin, h, w), F64, seed=4))
+
+
+GRAD_CONV = [(s, p, d) for s in (1, 2, 3) for p in (0, 1, 2) for d in (1, 2)] + [(1, "same", 1), (1, "same", 2)]
+
+
+@pytest.mark.filterwarnings("ignore:Using padding='same'")  # torch's note on an even kernel length
+@pytest.mark.parametrize("dtype", [lt.float32, F64], ids=str)
+@pytest.mark.parametrize("cfg", GRAD_CONV, ids=str)
+def test_conv2d_gradients(cfg, dtype):
+    """Input, weight and bias gradients (the input's is a transposed convolution of its own) with a 3x2
+    kernel on a 9x11 input, where strided windows stop short of the input's end and a padding wider than
+    the kernel's reach (2 > 1 across) is cropped; groups 1, 2 and 4 in turn. The float32 data are small
+    integers, so every sum is exact in any order (random floats of both signs cancel in sums, and the
+    two libraries' summation orders then differ by more than float32's tolerance)."""
+    stride, padding, dilation = cfg
+    groups = (1, 2, 4)[GRAD_CONV.index(cfg) % 3]
+
+    def data(shape, seed):
+        arr = random_array(shape, dtype, seed=seed)
+        return arr.round() if dtype == lt.float32 else arr
+
+    x, w, b = data((2, 4, 9, 11), 7), data((8, 4 // groups, 3, 2), 8), data((8,), 9)
+    up_shape = tuple(torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), None, stride, padding,
+                                                dilation, groups).shape)
+    up = data(up_shape, 10)
+    lx, lw, lb = (lt.asarray(a).requires_grad_() for a in (x, w, b))
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    out = F.conv2d(lx, lw, lb, stride, padding, dilation, groups)
+    tout = torch.nn.functional.conv2d(tx, tw, tb, stride, padding, dilation, groups)
+    out.backward(lt.asarray(up))
+    tout.backward(torch.tensor(up))
+    check(out, tout)
+    for got, expected in ((lx.grad, tx.grad), (lw.grad, tw.grad), (lb.grad, tb.grad)):
+        check(got, expected)
+
+
+@pytest.mark.parametrize("kind", LAYOUTS)
+def test_conv2d_gradients_of_views_and_3d_input(kind):
+    """Non-contiguous input and weight (the weight as the same kind of view), and a 3-d input."""
+    (_, x, tx), = [v for v in inputs((3, 8, 7), F64, seed=11) if v[0] == kind]
+    (_, w, tw), = [v for v in inputs((4, 3, 3, 3), F64, seed=12) if v[0] == kind]
+    x, w = x.requires_grad_(), w.requires_grad_()
+    tx, tw = tx.requires_grad_(), tw.requires_grad_()
+    out, tout = F.conv2d(x, w, stride=2, padding=1), torch.nn.functional.conv2d(tx, tw, stride=2, padding=1)
+    up = random_array(tuple(tout.shape), F64, seed=13)
+    out.backward(lt.asarray(up))
+    tout.backward(torch.tensor(up))
+    check(out, tout)
+    check(x.grad, tx.grad)
+    check(w.grad, tw.grad)
+
+
+@pytest.mark.parametrize("cfg", [(1, 1, 1, 1), (2, 1, 1, 2), (3, 2, 2, 1)], ids=str)
+def test_conv2d_second_order_gradients(cfg):
+    """Gradients of a function of conv2d's gradients (create_graph): the custom backward is made of
+    differentiable ops, the input gradient's convolution included."""
+    stride, padding, dilation, groups = cfg
+    x, w = random_array((2, 4, 9, 8), F64, seed=14), random_array((6, 4 // groups, 3, 2), F64, seed=15)
+
+    def both(conv, grad, a, b):
+        out = conv(a, b, None, stride, padding, dilation, groups)
+        gx, gw = grad((out ** 2).sum(), (a, b))
+        return grad((gx ** 3).sum() + (gw * gw).sum(), (a, b))
+
+    got = both(F.conv2d, lambda f, v: lt.autograd.gradients(f, v, create_graph=True),
+               *(lt.asarray(a).requires_grad_() for a in (x, w)))
+    expected = both(torch.nn.functional.conv2d, lambda f, v: torch.autograd.grad(f, v, create_graph=True),
+                    *(torch.tensor(a, requires_grad=True) for a in (x, w)))
+    for g, t in zip(got, expected):
+        check(g, t, rtol=1e-10)
+
+
+def test_conv2d_gradients_are_contractions():
+    """From a realized output gradient, the input gradient is one contraction summing over (C_out, kH, kW)
+    (a convolution; the windows' own derivative would sum over C_out only, then add up 9 shifted
+    windows in a loop nest), the weight gradient one contraction over (N, OH, OW) that writes its output
+    in place, the bias gradient one reduction."""
+    x = lt.asarray(random_array((4, 16, 6, 6), lt.float32, seed=16)).requires_grad_()
+    w = lt.asarray(random_array((32, 16, 3, 3), lt.float32, seed=17)).requires_grad_()
+    b = lt.asarray(random_array((32,), lt.float32, seed=18)).requires_grad_()
+    F.conv2d(x, w, b, padding=1).backward(lt.asarray(random_array((4, 32, 6, 6), lt.float32, seed=19)))
+    (gx,), (gw,) = lt.schedule(x.grad), lt.schedule(w.grad)
+    assert isinstance(gx.kernel, Contraction) and gx.kernel.sizes == (1, 4 * 6 * 6, 16, 32 * 3 * 3)
+    assert isinstance(gw.kernel, Contraction) and gw.kernel.sizes == (1, 32, 16 * 3 * 3, 4 * 6 * 6)
+    assert gw.kernel.epilogue is None
+    assert len(lt.schedule(b.grad)) == 1
 
 
 def test_conv2d_functional_without_bias_and_3d_input():

@@ -4,7 +4,8 @@ Everything here is ordinary lazy graph: a convolution is a sliding-window view
 (movement ops only, so index arithmetic in the kernel that reads it) times the
 weights, summed; pooling reduces the same view; losses are reductions. So they
 fuse like anything else, and their gradients come from the primitive rules in
-`lazytensor/autograd.py`.
+`lazytensor/autograd.py`, except conv2d's, which has its own backward (the input
+gradient is a transposed convolution, a contraction like the forward).
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import dtypes
-from ..autograd import no_grad
+from ..autograd import custom_vjp, no_grad
 from ..dtypes import default_float
 from ..errors import DTypeError, ShapeError
 from ..kernels.ir import ReduceOp
@@ -157,7 +158,11 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 
            dilation: Any = 1, groups: int = 1) -> Tensor:
     """2-d cross-correlation, as torch.nn.functional.conv2d: x (N, C_in, H, W) or (C_in, H, W), weight
     (C_out, C_in / groups, kH, kW). One reduction over (C_in / groups, kH, kW) of the windows times the
-    weights, with the bias added in the same kernel."""
+    weights, with the bias added in the same kernel.
+
+    Its backward is its own (`custom_vjp`): the weight gradient is a reduction over (N, OH, OW) of the
+    same windows times the output gradient; the input gradient is a transposed convolution, written as
+    a forward one (see `_conv2d_input_grad`), so both are contractions."""
     if x.ndim == 3:
         return conv2d(x.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
     if x.ndim != 4 or weight.ndim != 4:
@@ -170,16 +175,68 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 
                          "channels and out_channels divisible by groups)")
     stride_, dilation_ = _pair(stride, 2, "conv2d"), _pair(dilation, 2, "conv2d")
     pads = _conv_padding(padding, (kh, kw), dilation_, stride_, "conv2d")
-    # the input in a buffer of its own: then so is its gradient, and the backward pass of each layer
-    # lowers only its own window arithmetic (a fused chain of several layers' windows is costly to lower)
-    xp = x.contiguous().pad([(0, 0), (0, 0), *pads])
-    win = _windows(xp, (kh, kw), stride_, dilation_)  # (N, C_in, OH, OW, kH, kW)
-    oh, ow = win.shape[2:4]
-    og = cout // groups
-    lhs = win.reshape(n, groups, 1, cg, oh, ow, kh, kw)
-    rhs = weight.reshape(1, groups, og, cg, 1, 1, kh, kw)
-    out = (lhs * rhs)._reduce(ReduceOp.SUM, (3, 6, 7), False, "conv2d").reshape(n, cout, oh, ow)
+    # the input in a buffer of its own, which the forward and the weight gradient both read
+    out = _conv2d(x.contiguous(), weight, stride_, pads, dilation_, groups)
     return out if bias is None else out + bias.reshape(1, cout, 1, 1)
+
+
+def _conv2d(x: Tensor, weight: Tensor, stride: Sequence[int], pads: Sequence[tuple[int, int]],
+            dilation: Sequence[int], groups: int) -> Tensor:
+    """conv2d without the bias, of checked shapes and options, with its own backward."""
+    n, _, _, _ = x.shape
+    cout, cg, kh, kw = weight.shape
+    og = cout // groups
+
+    def windows(xs: Tensor) -> Tensor:  # (N, groups, 1, C_in / groups, OH, OW, kH, kW)
+        win = _windows(xs.pad([(0, 0), (0, 0), *pads]), (kh, kw), stride, dilation)
+        return win.reshape(n, groups, 1, cg, *win.shape[2:])
+
+    def forward() -> Tensor:
+        lhs = windows(x)
+        rhs = weight.reshape(1, groups, og, cg, 1, 1, kh, kw)
+        return (lhs * rhs)._reduce(ReduceOp.SUM, (3, 6, 7), False, "conv2d").reshape(n, cout, *lhs.shape[4:6])
+
+    def backward(g: Tensor) -> tuple[Tensor | None, Tensor | None]:
+        gx = gw = None
+        if x.requires_grad:
+            # g in a buffer of its own: the input gradient's windows read each element kH * kW times and
+            # the weight gradient once more, which would each recompute what made g (a max-pool's
+            # backward, a dropout mask): a 3-4x slower backward for a small CNN
+            g = g.contiguous()
+            gx = _conv2d_input_grad(g, weight, x.shape[2:], stride, pads, dilation, groups)
+        if weight.requires_grad:
+            rows = g.reshape(n, groups, og, 1, *g.shape[2:], 1, 1)
+            gw = (rows * windows(x))._reduce(ReduceOp.SUM, (0, 4, 5), False, "conv2d").reshape(weight.shape)
+        return gx, gw
+
+    return custom_vjp((x, weight), forward, backward)
+
+
+def _conv2d_input_grad(g: Tensor, weight: Tensor, size: Sequence[int], stride: Sequence[int],
+                       pads: Sequence[tuple[int, int]], dilation: Sequence[int], groups: int) -> Tensor:
+    """The gradient of conv2d's input (spatial `size`) from the gradient `g` of its output: a transposed
+    convolution, computed as a forward conv2d (stride 1, the same dilation) of `g` with zeros between its
+    elements (stride - 1 of them) and around it, by the weight flipped in both spatial axes with its in
+    and out channels swapped in each group.
+
+    Input element i (i + pad_before in the padded input) takes g[o] * w[k] for every o*s + k*d = i +
+    pad_before: with g dilated and shifted by d*(k-1) - pad_before, that is a window of it at i. The far
+    edge takes the zeros the forward's windows never reached (and a padding wider than the kernel's
+    reach crops, on either side)."""
+    n, cout, oh, ow = g.shape
+    _, cg, kh, kw = weight.shape
+    og = cout // groups
+    # a zero-filled axis of size stride after each element: dilated, with stride - 1 zeros at the end
+    wide = g.reshape(n, cout, oh, 1, ow, 1).pad([(0, 0), (0, 0), (0, 0), (0, stride[0] - 1), (0, 0),
+                                                 (0, stride[1] - 1)])
+    wide = wide.reshape(n, cout, oh * stride[0], ow * stride[1])
+    edges = [(d * (k - 1) - before, length + before - o * s)
+             for d, k, (before, _), length, o, s in zip(dilation, (kh, kw), pads, size, (oh, ow), stride)]
+    wide = wide.pad([(0, 0), (0, 0), *[(max(b, 0), max(a, 0)) for b, a in edges]])
+    wide = wide._shrink([(0, n, 1), (0, cout, 1), *[(max(-b, 0), m - max(-a, 0), 1)
+                                                    for (b, a), m in zip(edges, wide.shape[2:])]])
+    flipped = weight.reshape(groups, og, cg, kh, kw).permute(0, 2, 1, 3, 4).reshape(groups * cg, og, kh, kw)
+    return _conv2d(wide, flipped.flip((2, 3)), (1, 1), [(0, 0), (0, 0)], dilation, groups)
 
 
 def _pool_geometry(x: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool,
