@@ -27,7 +27,8 @@ from .schedule import schedule as _schedule_nodes
 from .tensor import Tensor, broadcast_shapes, realize, where
 
 from . import nn, optim, random  # noqa: E402  (they build on Tensor)
-from .autograd import enable_grad, grad, gradients, no_grad, set_grad_enabled, value_and_grad  # noqa: E402
+from .autograd import (custom_vjp, enable_grad, grad, gradients, no_grad, set_grad_enabled,  # noqa: E402
+                       value_and_grad)
 from .random import manual_seed, rand, rand_like, randint, randn, randn_like, randperm  # noqa: E402
 
 bool = bool_  # noqa: A001  (lt.bool, as torch.bool)
@@ -71,5 +72,5 @@ __all__ = ["Tensor", "DType", "Device", "Schedule", "Stats", "asarray", "tensor"
            "ShapeError", "AxisError", "DTypeError", "DeviceError",
            "KernelError", "empty_cache", *_METHODS, "subtract"]
 __all__ += ["nn", "optim", "random", "no_grad", "enable_grad", "set_grad_enabled", "grad", "value_and_grad",
-            "gradients", "manual_seed", "rand", "randn", "randint", "rand_like", "randn_like", "randperm",
+            "gradients", "custom_vjp", "manual_seed", "rand", "randn", "randint", "rand_like", "randn_like", "randperm",
             "set_allow_tf32", "tf32_allowed"]

@@ -412,7 +412,7 @@ def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> li
     if op is Custom.VJP:
         grads = list(arg(g))
         if len(grads) != len(srcs):
-            raise AssertionError(f"autograd: a custom backward gave {len(grads)} gradients for {len(srcs)} "
+            raise ValueError(f"autograd: a custom backward gave {len(grads)} gradients for {len(srcs)} "
                                  "sources")
     elif op is Op.ALU:
         grads = _alu_vjp(arg, srcs, out, g)

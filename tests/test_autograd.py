@@ -487,5 +487,5 @@ def test_custom_vjp_uses_its_backward_and_skips_sources():
 def test_custom_vjp_backward_must_give_one_gradient_per_source():
     x = lt.asarray(random_array((2,), F64, seed=3)).requires_grad_()
     y = lt.autograd.custom_vjp((x,), lambda: x * 2, lambda g: (g, g))
-    with pytest.raises(AssertionError, match="2 gradients for 1 sources"):
+    with pytest.raises(ValueError, match="2 gradients for 1 sources"):
         y.sum().backward()
