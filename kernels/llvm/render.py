@@ -136,7 +136,9 @@ class FunctionBuilder:
         b.position_at_end(done)
 
 
-class _Renderer(FunctionBuilder):
+class KernelRenderer(FunctionBuilder):
+    """Renders one `Kernel`: its output loop nest, each value in the loop `loop_scopes` places it in."""
+
     def __init__(self, kernel: Kernel):
         super().__init__(kernel.name)
         self.kernel = kernel
@@ -169,6 +171,10 @@ class _Renderer(FunctionBuilder):
 
         self.counted_loop(var.name, lo, hi, iteration)
 
+    def extent(self, var: Var) -> ir.Value:
+        """Where the output loop over `var` stops (the outermost runs over the caller's [start, end))."""
+        return I64(var.size)
+
     def emit_scope(self, path: tuple[Var, ...]) -> None:
         for v in self.by_scope.get(path, ()):
             if v.op is VOp.REDUCE:
@@ -188,7 +194,7 @@ class _Renderer(FunctionBuilder):
                 self.b.store(val, self.gep(s.buf, self.expr(s.index)))
             return
         var = loops[depth]
-        lo, hi = (start, end) if depth == 0 else (I64(0), I64(var.size))
+        lo, hi = (start, end) if depth == 0 else (I64(0), self.extent(var))
         self.loop(var, lo, hi, lambda: self.emit_output_level(path + (var,), start, end))
 
     def emit_reduce(self, red: Value, path: tuple[Var, ...]) -> None:
@@ -469,4 +475,4 @@ class _Renderer(FunctionBuilder):
 
 def render(kernel: Kernel) -> str:
     """LLVM IR text of `kernel`."""
-    return str(_Renderer(kernel).render())
+    return str(KernelRenderer(kernel).render())
