@@ -31,8 +31,8 @@ from llvmlite import ir
 
 from ..dtype import float32
 from ..expr import Expr, Var
-from ..ir import BufferParam, Contraction, Kernel, Store, Value, VOp, substitute, toposort
-from .render import PTR, FunctionBuilder, KernelRenderer, llvm_type
+from ..ir import BufferParam, Contraction, Kernel, Store, Value, substitute
+from .render import PTR, FunctionBuilder, KernelRenderer, llvm_type, unit_stride
 
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 L2_BLOCK_BYTES = 1 << 20  # a task's block of A: half of this machine's 2 MiB L2 per core
@@ -163,7 +163,7 @@ def _pack(c: Contraction, buffers: tuple[BufferParam, ...], name: str, slot: int
     mapping = {lane: Expr.of(p) * width + lane_var}
     clips = [(lane_var, p, lane.size)]
     outer = (p, vb) if panels >= batch else (vb, p)
-    if _unit_stride(operand, vk) and not _unit_stride(operand, lane):
+    if unit_stride(operand, vk) and not unit_stride(operand, lane):
         kb, kt = Var(f"{vk.name}_block", -(-k // TILE_K)), Var(f"{vk.name}_tile", min(TILE_K, k))
         mapping[vk] = Expr.of(kb) * kt.size + kt
         clips.append((kt, kb, k))
@@ -173,11 +173,6 @@ def _pack(c: Contraction, buffers: tuple[BufferParam, ...], name: str, slot: int
     (value,) = substitute([operand], mapping)
     index = ((Expr.of(vb) * panels + p) * k + mapping.get(vk, Expr.of(vk))) * width + lane_var
     return Pack(Kernel(name, buffers, c.params, loops, (Store(slot, index, value),)), tuple(clips))
-
-
-def _unit_stride(value: Value, var: Var) -> bool:
-    """Whether some load of `value` steps through memory one element at a time along `var`."""
-    return any(v.op is VOp.LOAD and (var, 1) in v.arg[1].terms for v in toposort([value]))
 
 
 class _GemmRenderer(FunctionBuilder):
