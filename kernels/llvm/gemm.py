@@ -124,12 +124,17 @@ class _PackRenderer(KernelRenderer):
                     instr.set_metadata("noalias", scope)
         return module
 
-    def extent(self, var: Var) -> ir.Value:
+    def loop(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[], None]) -> None:
         if var not in self.clips or self.clips[var][1] % var.size == 0:
-            return I64(var.size)
+            super().loop(var, lo, hi, body)
+            return
+        # Two versions: the whole panels' loop has a constant trip count, which LLVM unrolls and vectorizes.
         outer, total = self.clips[var]
-        left = self.b.sub(I64(total), self.b.mul(self.vars[outer], I64(var.size)))
-        return self.b.select(self.b.icmp_signed("<", left, I64(var.size)), left, I64(var.size))
+        index = self.vars[outer]
+        left = self.b.sub(I64(total), self.b.mul(index, I64(var.size)))
+        self.when(f"{var.name}_whole", self.b.icmp_signed("<", index, I64(total // var.size)),
+                  lambda: super(_PackRenderer, self).loop(var, lo, hi, body),
+                  lambda: super(_PackRenderer, self).loop(var, lo, left, body))
 
 
 def _base(pointer: ir.Value) -> ir.Value:
@@ -182,16 +187,6 @@ class _GemmRenderer(FunctionBuilder):
         self.t = llvm_type(c.dtype)
         self.vt = ir.VectorType(self.t, layout.lanes)
         self.suffix = f"v{layout.lanes}{'f32' if c.dtype == float32 else 'f64'}"  # intrinsic name mangling
-
-    def when(self, name: str, cond: ir.Value, then: Callable[[], None], otherwise: Callable[[], None]) -> None:
-        b = self.b
-        yes, no, done = (self.fn.append_basic_block(f"{name}_{s}") for s in ("then", "else", "done"))
-        b.cbranch(cond, yes, no)
-        for block, body in ((yes, then), (no, otherwise)):
-            b.position_at_end(block)
-            body()
-            b.branch(done)
-        b.position_at_end(done)
 
     def render(self) -> str:
         c, lay, b = self.c, self.layout, self.b

@@ -124,6 +124,17 @@ class FunctionBuilder:
             self.b.position_at_start(self.entry)
             return self.b.alloca(typ, size=None if count is None else I64(count))
 
+    def when(self, name: str, cond: ir.Value, then: Callable[[], None], otherwise: Callable[[], None]) -> None:
+        """`if cond: then() else: otherwise()`."""
+        b = self.b
+        yes, no, done = (self.fn.append_basic_block(f"{name}_{s}") for s in ("then", "else", "done"))
+        b.cbranch(cond, yes, no)
+        for block, body in ((yes, then), (no, otherwise)):
+            b.position_at_end(block)
+            body()
+            b.branch(done)
+        b.position_at_end(done)
+
     def counted_loop(self, name: str, lo: ir.Value, hi: ir.Value, body: Callable[[ir.Value], None]) -> None:
         """`for i in [lo, hi): body(i)`, the counter in a stack slot that mem2reg promotes."""
         b = self.b
@@ -178,10 +189,6 @@ class KernelRenderer(FunctionBuilder):
 
         self.counted_loop(var.name, lo, hi, iteration)
 
-    def extent(self, var: Var) -> ir.Value:
-        """Where the output loop over `var` stops (the outermost runs over the caller's [start, end))."""
-        return I64(var.size)
-
     def emit_scope(self, path: tuple[Var, ...], computed: Value | None = None) -> None:
         for v in self.by_scope.get(path, ()):
             if v is computed:
@@ -206,7 +213,7 @@ class KernelRenderer(FunctionBuilder):
             self.emit_stores()
             return
         var = loops[depth]
-        lo, hi = (start, end) if depth == 0 else (I64(0), self.extent(var))
+        lo, hi = (start, end) if depth == 0 else (I64(0), I64(var.size))
         if depth == len(loops) - 1 and (red := self.column_reduction()) is not None:
             self.emit_columns(red, lo, hi)
             return
