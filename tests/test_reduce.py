@@ -614,6 +614,7 @@ def test_column_mean_and_bias_gradient():
     check(x.mean(0), t.mean(0))
     check((x * 2 + 1).sum(0) / 4, (t * 2 + 1).sum(0) / 4)
     bias, tb = layout(column_data("sum", lt.float32, (130,)), "contiguous")
+    check(((x + bias) * x).max(0) + bias, ((t + tb) * t).amax(0) + tb)  # the reduction reads a per-column value
     bias.requires_grad = True
     tb.requires_grad_(True)
     ((x + bias).relu() * x).sum().backward()

@@ -252,7 +252,7 @@ class KernelRenderer(FunctionBuilder):
         the batch of a row-major gradient) would walk down columns, one cache line per element. Rendered
         as a block of accumulators across the output axis, updated row after row, it streams the rows:
         each output element still sums its terms in order. That takes a single reduction in the innermost
-        scope, none inside it, and nothing else there that it reads.
+        scope and none inside it.
         """
         loops = self.kernel.loops
         here = self.by_scope.get(loops, [])
@@ -260,8 +260,7 @@ class KernelRenderer(FunctionBuilder):
         if len(reductions) != 1:
             return None
         red = reductions[0]
-        below = toposort(list(red.srcs))
-        if any(v.op is VOp.REDUCE for v in below) or {id(v) for v in below} & {id(v) for v in here}:
+        if any(v.op is VOp.REDUCE for v in toposort(list(red.srcs))):
             return None
         src = red.srcs[0]
         if not unit_stride(src, loops[-1]) or any(unit_stride(src, r) for r in red.arg[1]):
@@ -275,6 +274,8 @@ class KernelRenderer(FunctionBuilder):
         var, t = path[-1], llvm_type(red.dtype)
         width = max(1, COLUMN_BLOCK_BYTES // red.dtype.itemsize)
         accs = self.alloca(t, width)
+        reads = {id(v) for v in toposort(list(red.srcs))}
+        operands = [v for v in self.by_scope[path] if id(v) in reads]
 
         def block(i: ir.Value) -> None:
             first = b.add(lo, b.mul(i, I64(width)))
@@ -289,6 +290,8 @@ class KernelRenderer(FunctionBuilder):
                 self.counted_loop(var.name, I64(0), count, column)
 
             def accumulate(acc: ir.Value) -> None:
+                for v in operands:  # what the reduction reads of the output loop's own values (a bias)
+                    self.vals[id(v)] = self.value(v)
                 for k in range(1, len(ranges) + 1):
                     self.emit_scope(path + ranges[:k])
                 b.store(self.combine(op, red.dtype, b.load(acc, typ=t), self.vals[id(red.srcs[0])]), acc)
