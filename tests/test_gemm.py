@@ -8,11 +8,12 @@ Correctness tests run on the default device; tests of what the CPU scheduler bui
 from __future__ import annotations
 
 import platform
+import re
 
 import numpy as np
 import pytest
 import torch
-from conftest import LAYOUTS, check, layout
+from conftest import LAYOUTS, check, layout, to_torch_dtype
 from test_linalg import data
 
 import lazytensor as lt
@@ -163,3 +164,58 @@ def test_print_schedule_names_the_operands():
     text = str(lt.schedule((x @ y).relu()))
     assert "contraction contract_1x64x80x96_" in text and "epilogue" in text and "max" in text
     assert np.array_equal((x @ y).relu().numpy(), np.full((64, 80), 96, np.float32))
+
+
+# Packing: every transposition of each operand, with sizes that leave partial row panels (m % 12), column
+# panels (n % 32) and k blocks (k % 16, and k below one block) in the packing loops.
+PACK_SHAPES = [((45, 300), (300, 50)), ((37, 9), (9, 70)), ((130, 40), (40, 17)), ((12, 257), (257, 64))]
+
+
+@pytest.mark.parametrize("shapes", PACK_SHAPES, ids=str)
+@pytest.mark.parametrize("trans_a", [False, True])
+@pytest.mark.parametrize("trans_b", [False, True])
+def test_packing_every_transposition(shapes, trans_a, trans_b):
+    kinds = ("transposed" if trans_a else "contiguous", "transposed" if trans_b else "contiguous")
+    x, y, t, u = operands(*shapes, kinds=kinds)
+    check(x @ y, t @ u)
+
+
+@pytest.mark.parametrize("kinds", [("contiguous", "transposed"), ("transposed", "contiguous"), ("transposed", "transposed")])
+def test_packing_batched_broadcast_transposed(kinds):
+    # "transposed" reverses every axis of a 3-d operand: its memory runs along the batch
+    (x, t), (y, u) = layout(data((3, 70, 40), seed=1), kinds[0]), layout(data((40, 45), seed=2), kinds[1])
+    check(x @ y, t @ u)
+    swapped, tswapped = layout(data((3, 40, 70), seed=3), "contiguous")
+    check(swapped.transpose(0, 2, 1) @ y, tswapped.permute(0, 2, 1) @ u)
+
+
+@pytest.mark.parametrize("dtype", [lt.float16, lt.bfloat16], ids=str)
+@pytest.mark.parametrize("kinds", [("contiguous", "contiguous"), ("transposed", "transposed"),
+                                   ("contiguous", "transposed")])
+def test_packing_widens_16_bit_operands(dtype, kinds):
+    x, y, t, u = operands((45, 100), (100, 50), kinds=kinds)  # multiples of 1/8: exact in 16 bits
+    half = to_torch_dtype(dtype)
+    check(x.cast(dtype) @ y.cast(dtype), t.to(half) @ u.to(half))
+
+
+@pytest.mark.parametrize("kinds", [("transposed", "transposed"), ("strided", "flipped")])
+def test_packing_prologue_and_epilogue_on_any_layout(kinds):
+    x, y, t, u = operands((50, 70), (70, 60), kinds=kinds)
+    bias, tb = layout(data((60,), seed=3), "contiguous")
+    xi = (x * 8).cast(lt.int32)
+    got = ((xi.cast(lt.float32) * 0.125 @ (y * 2).T.T) + bias).relu()
+    check(got, torch.relu((t * 8).to(torch.int32).float() * 0.125 @ (u * 2) + tb))
+
+
+def test_packing_kernels_stream():
+    """Panels are written through affine addresses (no division per element) and never scattered; an operand
+    contiguous along its panels' rows is copied in whole vectors."""
+    x, y = lt.asarray(data((64, 96)), device="cpu"), lt.asarray(data((96, 80)), device="cpu")
+    xt, yt = lt.asarray(data((96, 64)), device="cpu").T, lt.asarray(data((80, 96)), device="cpu").T
+    for a, b in ((x, y), (xt, yt), (x, yt), (xt, y)):
+        program, _ = compile_kernel(lt.schedule(a @ b)[0].kernel)
+        for pack in program.stages[:2]:
+            assert not re.search(r"= [us](div|rem) ", pack.optimized_ir) and "scatter" not in pack.optimized_ir
+    pack_b = compile_kernel(lt.schedule(x @ y)[0].kernel)[0].stages[1].optimized_ir
+    assert re.search(r"load <\d+ x float>", pack_b) and re.search(r"store <\d+ x float>", pack_b), pack_b
+    assert "gather" not in pack_b

@@ -1,11 +1,13 @@
 """The kernel IR and the LLVM backend on their own, without the Tensor frontend."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 from conftest import padded_load_kernel
 
 from lazytensor.kernels import ir
-from lazytensor.kernels.dtype import float32
+from lazytensor.kernels.dtype import float32, int64
 from lazytensor.kernels.expr import Expr, Var
 from lazytensor.kernels.llvm import compile_kernel, render
 
@@ -61,3 +63,24 @@ def test_masked_loads_never_read_out_of_bounds():
     out = np.empty(6, np.int32)
     program([out.ctypes.data, src.ctypes.data], [100])
     np.testing.assert_array_equal(out, [100, 100, 107, 108, 109, 100])
+
+
+def column_sum_kernel(rows: int, cols: int, dtype) -> ir.Kernel:
+    """`out[o] = sum over r of x[r, o]`: a reduction down the columns of a row-major matrix."""
+    o, r = Var("o", cols), Var("r", rows)
+    total = ir.reduce(ir.ReduceOp.SUM, ir.load(1, dtype, Expr.of(r) * cols + Expr.of(o), ()), (r,))
+    bufs = (ir.BufferParam(dtype, cols, True), ir.BufferParam(dtype, rows * cols))
+    return ir.Kernel("", bufs, (), (o,), (ir.Store(0, Expr.of(o), total),))
+
+
+def test_column_reductions_stream_rows_with_vector_accumulators():
+    rows, cols = 300, 1100  # the reduction too long to unroll; several blocks of accumulators, the last partial
+    for dtype, np_dtype, op in ((float32, np.float32, "fadd"), (int64, np.int64, "add")):
+        program, _ = compile_kernel(column_sum_kernel(rows, cols, dtype))
+        x = np.random.default_rng(1).integers(-1000, 1000, (rows, cols)).astype(np_dtype)
+        out = np.empty(cols, np_dtype)
+        program([out.ctypes.data, x.ctypes.data], [])
+        np.testing.assert_array_equal(out, x.sum(0))
+        text = program.optimized_ir
+        # walking down the columns would gather one element per row; streaming rows loads whole vectors
+        assert "gather" not in text and re.search(rf"= {op} (reassoc nsz )?<\d+ x ", text), text

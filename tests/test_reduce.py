@@ -578,3 +578,45 @@ def test_large_2d_reductions():
         check(x.softmax(0), t.softmax(0))
         check(x.logsumexp(1), t.logsumexp(1))
         check(x.argmax(0), t.argmax(0))
+
+
+
+def column_data(name: str, dtype: lt.DType, shape: tuple[int, ...]) -> np.ndarray:
+    """Data whose reductions every summation order gets exactly: float sums of multiples of 1/8, integer
+    products of small factors (their wrap-around in int64 is the same in any order)."""
+    rng = np.random.default_rng(5)
+    if name == "prod" and dtype.is_float:
+        return random_array(shape, dtype, seed=5, **REDUCERS["prod"][2])
+    if name == "prod" and dtype != lt.bool_:
+        return rng.choice([-2, -1, 1, 2, 3] if dtype.is_signed else [1, 2, 3], shape).astype(dtype.name)
+    if dtype.is_float:
+        return (rng.integers(-24, 24, shape) / 8).astype(dtype.name)
+    return random_array(shape, dtype, seed=5)
+
+
+# Column reductions: the reduced axes lie outside an innermost axis that is kept and contiguous, so the CPU
+# kernel streams rows into a block of accumulators. 1100 columns make several blocks and a partial one.
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32, lt.int64, lt.uint8, lt.bool_], ids=str)
+@pytest.mark.parametrize("name", ["sum", "prod", "max", "min"])
+@pytest.mark.parametrize("shape,axis", [((37, 1100), 0), ((5, 9, 300), 1), ((6, 7, 70), (0, 1)), ((300, 2, 5), 0)],
+                         ids=str)
+def test_column_reductions(name, dtype, shape, axis):
+    fn = REDUCERS[name][0]
+    arr = column_data(name, dtype, shape)
+    for kind in LAYOUTS:
+        x, t = layout(arr, kind)
+        check(fn(x, axis, False), expected_reduce(name, t, axis, False))
+
+
+def test_column_mean_and_bias_gradient():
+    arr = column_data("sum", lt.float32, (256, 130))
+    x, t = layout(arr, "contiguous")
+    check(x.mean(0), t.mean(0))
+    check((x * 2 + 1).sum(0) / 4, (t * 2 + 1).sum(0) / 4)
+    bias, tb = layout(column_data("sum", lt.float32, (130,)), "contiguous")
+    check(((x + bias) * x).max(0) + bias, ((t + tb) * t).amax(0) + tb)  # the reduction reads a per-column value
+    bias.requires_grad = True
+    tb.requires_grad_(True)
+    ((x + bias).relu() * x).sum().backward()
+    ((t + tb).relu() * t).sum().backward()
+    check(bias.grad, tb.grad)

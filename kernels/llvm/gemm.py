@@ -31,14 +31,15 @@ from llvmlite import ir
 
 from ..dtype import float32
 from ..expr import Expr, Var
-from ..ir import BufferParam, Contraction, Kernel, Store, Value, VOp, toposort
-from .render import PTR, FunctionBuilder, llvm_type
+from ..ir import BufferParam, Contraction, Kernel, Store, Value, substitute
+from .render import PTR, FunctionBuilder, KernelRenderer, llvm_type, unit_stride
 
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 L2_BLOCK_BYTES = 1 << 20  # a task's block of A: half of this machine's 2 MiB L2 per core
 KC_TARGET = 256           # k per block: a 256 x 32 float32 B micro-panel is 32 KiB of the 48 KiB L1
 UNROLL_K = 4
 TASKS_PER_THREAD = 4
+TILE_K = 16  # k per block where packing transposes: a 64-byte line of float32 per lane
 
 
 @dataclass(frozen=True)
@@ -89,28 +90,94 @@ class Layout:
                 BufferParam(c.dtype, batch * np_ * k * self.nr, scratch=True))
 
 
-def pack_kernels(c: Contraction, layout: Layout) -> tuple[Kernel, Kernel]:
+@dataclass(frozen=True)
+class Pack:
+    """A kernel that packs one operand into its panels, with clipped loops: for each (inner, outer, total)
+    of `clips` the loop over `inner` stops at `min(inner.size, total - outer * inner.size)`, so the last
+    panel (or block of k) stops at the operand's edge instead of reading past it."""
+
+    kernel: Kernel
+    clips: tuple[tuple[Var, Var, int], ...]
+
+    def render(self) -> str:
+        """LLVM IR of the kernel, of the common kernel signature."""
+        return str(_PackRenderer(self).render())
+
+
+class _PackRenderer(KernelRenderer):
+    def __init__(self, pack: Pack):
+        super().__init__(pack.kernel)
+        self.clips = {inner: (outer, total) for inner, outer, total in pack.clips}
+
+    def render(self) -> ir.Module:
+        module = super().render()
+        # The panels are scratch memory no operand shares: saying so lets LLVM vectorize the copy
+        # across the fully unrolled lane loop, which it otherwise must keep in program order.
+        text = ir.MetaDataString(module, "panels")
+        scope = module.add_metadata([module.add_metadata([text, module.add_metadata([text])])])
+        panels = {self.bufs[s.buf] for s in self.kernel.stores}
+        for block in self.fn.blocks:
+            for instr in block.instructions:
+                if isinstance(instr, ir.StoreInstr) and _base(instr.operands[1]) in panels:
+                    instr.set_metadata("alias.scope", scope)
+                elif isinstance(instr, ir.LoadInstr) and _base(instr.operands[0]) in self.bufs:
+                    instr.set_metadata("noalias", scope)
+        return module
+
+    def loop(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[], None]) -> None:
+        if var not in self.clips or self.clips[var][1] % var.size == 0:
+            super().loop(var, lo, hi, body)
+            return
+        # Two versions: the whole panels' loop has a constant trip count, which LLVM unrolls and vectorizes.
+        outer, total = self.clips[var]
+        index = self.vars[outer]
+        left = self.b.sub(I64(total), self.b.mul(index, I64(var.size)))
+        self.when(f"{var.name}_whole", self.b.icmp_signed("<", index, I64(total // var.size)),
+                  lambda: super(_PackRenderer, self).loop(var, lo, hi, body),
+                  lambda: super(_PackRenderer, self).loop(var, lo, left, body))
+
+
+def _base(pointer: ir.Value) -> ir.Value:
+    """The pointer an address is formed from (a kernel's addresses are one GEP from a buffer's pointer)."""
+    return pointer.pointer if isinstance(pointer, ir.GEPInstr) else pointer
+
+
+def pack_kernels(c: Contraction, layout: Layout) -> tuple[Pack, Pack]:
     """The kernels that evaluate the operands into their panels (slots after the contraction's buffers)."""
-    batch, m, n, k = c.sizes
-    vb, vm, vn, vk = c.vars
+    _, vm, vn, _ = c.vars
     mp, np_ = layout.panels(c)
     buffers = c.buffers + layout.packed_buffers(c)
-    slot_a, slot_b = len(c.buffers), len(c.buffers) + 1
-    ia = ((Expr.of(vb) * mp + Expr.of(vm) // layout.mr) * k + vk) * layout.mr + Expr.of(vm) % layout.mr
-    ib = ((Expr.of(vb) * np_ + Expr.of(vn) // layout.nr) * k + vk) * layout.nr + Expr.of(vn) % layout.nr
-    # A's panels are narrow (MR elements per k): its innermost loop follows the operand's memory where
-    # that is along m (a transposed operand). B's panels are written along n whatever its layout: measured,
-    # scattering writes across NR-element rows costs more than gathering the reads. The outermost loop
-    # splits across threads even for one batch.
-    loops_a = (vk, vb, vm) if _unit_stride(c.a, vm) and not _unit_stride(c.a, vk) else (vm, vb, vk)
-    pack_a = Kernel(f"{c.name}_pack_a", buffers, c.params, loops_a, (Store(slot_a, ia, c.a),))
-    pack_b = Kernel(f"{c.name}_pack_b", buffers, c.params, (vk, vb, vn), (Store(slot_b, ib, c.bv),))
-    return pack_a, pack_b
+    return (_pack(c, buffers, f"{c.name}_pack_a", len(c.buffers), c.a, vm, layout.mr, mp),
+            _pack(c, buffers, f"{c.name}_pack_b", len(c.buffers) + 1, c.bv, vn, layout.nr, np_))
 
 
-def _unit_stride(value: Value, var: Var) -> bool:
-    """Whether some load of `value` steps through memory one element at a time along `var`."""
-    return any(v.op is VOp.LOAD and (var, 1) in v.arg[1].terms for v in toposort([value]))
+def _pack(c: Contraction, buffers: tuple[BufferParam, ...], name: str, slot: int, operand: Value, lane: Var,
+          width: int, panels: int) -> Pack:
+    """`panel[b][p][k][l] = operand(b, lane=p*width + l, k)`, with explicit loops over panel p, k and lane l,
+    so that store addresses are affine and the innermost loop steps through both memories in order.
+
+    Where the operand runs along the lane in memory (or along neither), the lane loop is innermost:
+    reads and writes are both sequential, and the loop vectorizes. Where it runs along k (A of `x @ w`,
+    B of `x @ w.T`), k is cut into blocks of TILE_K with the lane loop outside the block's k loop: each
+    lane reads a run of TILE_K elements, and the block of TILE_K x width elements written stays in the L1
+    cache until it is complete.
+    """
+    vb, _, _, vk = c.vars
+    batch, k = vb.size, vk.size
+    p, lane_var = Var(f"{lane.name}_panel", panels), Var(f"{lane.name}_lane", width)
+    mapping = {lane: Expr.of(p) * width + lane_var}
+    clips = [(lane_var, p, lane.size)]
+    outer = (p, vb) if panels >= batch else (vb, p)
+    if unit_stride(operand, vk) and not unit_stride(operand, lane):
+        kb, kt = Var(f"{vk.name}_block", -(-k // TILE_K)), Var(f"{vk.name}_tile", min(TILE_K, k))
+        mapping[vk] = Expr.of(kb) * kt.size + kt
+        clips.append((kt, kb, k))
+        loops = (*outer, kb, lane_var, kt)
+    else:
+        loops = (*outer, vk, lane_var)
+    (value,) = substitute([operand], mapping)
+    index = ((Expr.of(vb) * panels + p) * k + mapping.get(vk, Expr.of(vk))) * width + lane_var
+    return Pack(Kernel(name, buffers, c.params, loops, (Store(slot, index, value),)), tuple(clips))
 
 
 class _GemmRenderer(FunctionBuilder):
@@ -120,16 +187,6 @@ class _GemmRenderer(FunctionBuilder):
         self.t = llvm_type(c.dtype)
         self.vt = ir.VectorType(self.t, layout.lanes)
         self.suffix = f"v{layout.lanes}{'f32' if c.dtype == float32 else 'f64'}"  # intrinsic name mangling
-
-    def when(self, name: str, cond: ir.Value, then: Callable[[], None], otherwise: Callable[[], None]) -> None:
-        b = self.b
-        yes, no, done = (self.fn.append_basic_block(f"{name}_{s}") for s in ("then", "else", "done"))
-        b.cbranch(cond, yes, no)
-        for block, body in ((yes, then), (no, otherwise)):
-            b.position_at_end(block)
-            body()
-            b.branch(done)
-        b.position_at_end(done)
 
     def render(self) -> str:
         c, lay, b = self.c, self.layout, self.b

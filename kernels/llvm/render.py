@@ -29,7 +29,7 @@ from llvmlite import ir
 
 from ..dtype import DType, bfloat16, bfloat16_bits, bool_, float16, float32, float64, int64
 from ..expr import Bounds, Div, Expr, Mod, Var
-from ..ir import Alu, Kernel, ReduceOp, Value, VOp, loop_scopes
+from ..ir import Alu, Kernel, ReduceOp, Value, VOp, loop_scopes, toposort
 from . import mathlib
 
 I1, I8, I16, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
@@ -43,6 +43,7 @@ INTRINSICS = {Alu.SQRT: "llvm.sqrt", Alu.FLOOR: "llvm.floor", Alu.CEIL: "llvm.ce
 
 
 REASSOCIATIVE = {ReduceOp.SUM: ir.IRBuilder.fadd, ReduceOp.PROD: ir.IRBuilder.fmul}
+COLUMN_BLOCK_BYTES = 4096  # accumulators of a column reduction: a block that stays in the L1 cache
 
 
 def llvm_type(dtype: DType) -> ir.Type:
@@ -53,6 +54,11 @@ def llvm_type(dtype: DType) -> ir.Type:
     if dtype.is_float:
         return F32 if dtype == float32 else F64
     return ir.IntType(dtype.bits)
+
+
+def unit_stride(value: Value, var: Var) -> bool:
+    """Whether some load of `value` steps through memory one element at a time along `var`."""
+    return any(v.op is VOp.LOAD and (var, 1) in v.arg[1].terms for v in toposort([value]))
 
 
 def memory_type(dtype: DType) -> ir.Type:
@@ -112,10 +118,22 @@ class FunctionBuilder:
         self.entry = self.fn.append_basic_block("entry")
         self.b = ir.IRBuilder(self.entry)
 
-    def alloca(self, typ: ir.Type) -> ir.Value:
+    def alloca(self, typ: ir.Type, count: int | None = None) -> ir.Value:
+        """A stack slot for one `typ`, or for an array of `count` of them."""
         with self.b.goto_block(self.entry):
             self.b.position_at_start(self.entry)
-            return self.b.alloca(typ)
+            return self.b.alloca(typ, size=None if count is None else I64(count))
+
+    def when(self, name: str, cond: ir.Value, then: Callable[[], None], otherwise: Callable[[], None]) -> None:
+        """`if cond: then() else: otherwise()`."""
+        b = self.b
+        yes, no, done = (self.fn.append_basic_block(f"{name}_{s}") for s in ("then", "else", "done"))
+        b.cbranch(cond, yes, no)
+        for block, body in ((yes, then), (no, otherwise)):
+            b.position_at_end(block)
+            body()
+            b.branch(done)
+        b.position_at_end(done)
 
     def counted_loop(self, name: str, lo: ir.Value, hi: ir.Value, body: Callable[[ir.Value], None]) -> None:
         """`for i in [lo, hi): body(i)`, the counter in a stack slot that mem2reg promotes."""
@@ -136,7 +154,9 @@ class FunctionBuilder:
         b.position_at_end(done)
 
 
-class _Renderer(FunctionBuilder):
+class KernelRenderer(FunctionBuilder):
+    """Renders one `Kernel`: its output loop nest, each value in the loop `loop_scopes` places it in."""
+
     def __init__(self, kernel: Kernel):
         super().__init__(kernel.name)
         self.kernel = kernel
@@ -169,27 +189,43 @@ class _Renderer(FunctionBuilder):
 
         self.counted_loop(var.name, lo, hi, iteration)
 
-    def emit_scope(self, path: tuple[Var, ...]) -> None:
+    def emit_scope(self, path: tuple[Var, ...], computed: Value | None = None) -> None:
         for v in self.by_scope.get(path, ()):
+            if v is computed:
+                continue
             if v.op is VOp.REDUCE:
                 self.emit_reduce(v, path)
             else:
                 self.vals[id(v)] = self.value(v)
+
+    def emit_stores(self) -> None:
+        for s in self.kernel.stores:
+            val = self.vals[id(s.value)]
+            if s.value.dtype == bool_:
+                val = self.b.zext(val, I8)
+            self.b.store(val, self.gep(s.buf, self.expr(s.index)))
 
     def emit_output_level(self, path: tuple[Var, ...], start: ir.Value, end: ir.Value) -> None:
         loops = self.kernel.loops
         self.emit_scope(path)
         depth = len(path)
         if depth == len(loops):
-            for s in self.kernel.stores:
-                val = self.vals[id(s.value)]
-                if s.value.dtype == bool_:
-                    val = self.b.zext(val, I8)
-                self.b.store(val, self.gep(s.buf, self.expr(s.index)))
+            self.emit_stores()
             return
         var = loops[depth]
         lo, hi = (start, end) if depth == 0 else (I64(0), I64(var.size))
+        if depth == len(loops) - 1 and (red := self.column_reduction()) is not None:
+            self.emit_columns(red, lo, hi)
+            return
         self.loop(var, lo, hi, lambda: self.emit_output_level(path + (var,), start, end))
+
+    def combine(self, op: ReduceOp, dtype: DType, acc: ir.Value, x: ir.Value) -> ir.Value:
+        """One step of a reduction."""
+        if dtype.is_float and op in REASSOCIATIVE:
+            # Reassociating lets LLVM keep several vector accumulators: faster, and more
+            # accurate than one running float sum.
+            return REASSOCIATIVE[op](self.b, acc, x, flags=("reassoc", "nsz"))
+        return self.alu(op.combine, dtype, [acc, x])
 
     def emit_reduce(self, red: Value, path: tuple[Var, ...]) -> None:
         op, ranges = red.arg
@@ -202,19 +238,81 @@ class _Renderer(FunctionBuilder):
             if k:
                 self.emit_scope(inner)
             if k == len(ranges):
-                cur, x = self.b.load(acc, typ=llvm_type(dtype)), self.vals[id(src)]
-                if dtype.is_float and op in REASSOCIATIVE:
-                    # Reassociating lets LLVM keep several vector accumulators: faster, and more
-                    # accurate than one running float sum.
-                    combined = REASSOCIATIVE[op](self.b, cur, x, flags=("reassoc", "nsz"))
-                else:
-                    combined = self.alu(op.combine, dtype, [cur, x])
-                self.b.store(combined, acc)
+                self.b.store(self.combine(op, dtype, self.b.load(acc, typ=llvm_type(dtype)), self.vals[id(src)]), acc)
                 return
             self.loop(ranges[k], I64(0), I64(ranges[k].size), lambda: level(k + 1))
 
         level(0)
         self.vals[id(red)] = self.b.load(acc, typ=llvm_type(dtype))
+
+    def column_reduction(self) -> Value | None:
+        """The reduction to render with its own loops outside the innermost output loop, if any.
+
+        A reduction over outer axes of an operand that runs along the innermost output axis (the sum over
+        the batch of a row-major gradient) would walk down columns, one cache line per element. Rendered
+        as a block of accumulators across the output axis, updated row after row, it streams the rows:
+        each output element still sums its terms in order. That takes a single reduction in the innermost
+        scope and none inside it.
+        """
+        loops = self.kernel.loops
+        here = self.by_scope.get(loops, [])
+        reductions = [v for v in here if v.op is VOp.REDUCE]
+        if len(reductions) != 1:
+            return None
+        red = reductions[0]
+        if any(v.op is VOp.REDUCE for v in toposort(list(red.srcs))):
+            return None
+        src = red.srcs[0]
+        if not unit_stride(src, loops[-1]) or any(unit_stride(src, r) for r in red.arg[1]):
+            return None
+        return red
+
+    def emit_columns(self, red: Value, lo: ir.Value, hi: ir.Value) -> None:
+        """The innermost output loop over [lo, hi) around `red` (see `column_reduction`), in blocks of
+        COLUMN_BLOCK_BYTES of accumulators: per block, the reduction's loops outside a loop across it."""
+        b, path, (op, ranges) = self.b, self.kernel.loops, red.arg
+        var, t = path[-1], llvm_type(red.dtype)
+        width = max(1, COLUMN_BLOCK_BYTES // red.dtype.itemsize)
+        accs = self.alloca(t, width)
+        reads = {id(v) for v in toposort(list(red.srcs))}
+        operands = [v for v in self.by_scope[path] if id(v) in reads]
+
+        def block(i: ir.Value) -> None:
+            first = b.add(lo, b.mul(i, I64(width)))
+            left = b.sub(hi, first)
+            count = b.select(b.icmp_signed("<", left, I64(width)), left, I64(width))
+
+            def columns(body: Callable[[ir.Value], None]) -> None:
+                def column(j: ir.Value) -> None:
+                    self.vars[var] = b.add(first, j)
+                    body(b.gep(accs, [j], source_etype=t, inbounds=True))
+
+                self.counted_loop(var.name, I64(0), count, column)
+
+            def accumulate(acc: ir.Value) -> None:
+                for v in operands:  # what the reduction reads of the output loop's own values (a bias)
+                    self.vals[id(v)] = self.value(v)
+                for k in range(1, len(ranges) + 1):
+                    self.emit_scope(path + ranges[:k])
+                b.store(self.combine(op, red.dtype, b.load(acc, typ=t), self.vals[id(red.srcs[0])]), acc)
+
+            def level(k: int) -> None:
+                if k == len(ranges):
+                    columns(accumulate)
+                else:
+                    self.loop(ranges[k], I64(0), I64(ranges[k].size), lambda: level(k + 1))
+
+            def finish(acc: ir.Value) -> None:
+                self.vals[id(red)] = b.load(acc, typ=t)
+                self.emit_scope(path, computed=red)
+                self.emit_stores()
+
+            columns(lambda acc: b.store(self.constant(op.identity(red.dtype), red.dtype), acc))
+            level(0)
+            columns(finish)
+
+        blocks = b.udiv(b.add(b.sub(hi, lo), I64(width - 1)), I64(width))
+        self.counted_loop(f"{var.name}_block", I64(0), blocks, block)
 
     # ---- indices -------------------------------------------------------------------------
 
@@ -469,4 +567,4 @@ class _Renderer(FunctionBuilder):
 
 def render(kernel: Kernel) -> str:
     """LLVM IR text of `kernel`."""
-    return str(_Renderer(kernel).render())
+    return str(KernelRenderer(kernel).render())

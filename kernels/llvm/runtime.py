@@ -45,7 +45,7 @@ import numpy as np
 from ..ir import BufferParam, Contraction, Kernel, VOp
 from ..split import split_reduction
 from . import mathlib
-from .gemm import Layout, pack_kernels, render_gemm
+from .gemm import Layout, Pack, pack_kernels, render_gemm
 from .render import render
 
 PARALLEL_MIN_WORK = 1 << 16
@@ -318,9 +318,9 @@ class SplitReductionProgram(StagedProgram):
 _programs: dict[str, Program | StagedProgram] = {}
 
 
-def _program(kernel: Kernel) -> Program:
+def _program(kernel: Kernel, pack: Pack | None = None) -> Program:
     t0 = time.perf_counter()
-    source = render(kernel)
+    source = render(kernel) if pack is None else pack.render()
     wide = any(v.op is VOp.ALU and mathlib.supports(v.arg, v.dtype) for v in kernel.values())
     optimized, address = _compile(source, kernel.name, wide)
     return Program(kernel, source, optimized, time.perf_counter() - t0, _KernelFn(address),
@@ -342,7 +342,7 @@ def _split_reduction_program(kernel: Kernel) -> SplitReductionProgram | None:
 def _contraction_program(c: Contraction) -> ContractionProgram:
     t0 = time.perf_counter()
     layout = Layout.choose(c, num_threads())
-    stages = [_program(k) for k in pack_kernels(c, layout)]
+    stages = [_program(p.kernel, p) for p in pack_kernels(c, layout)]
     source = render_gemm(c, layout)
     optimized, address = _compile(source, c.name)
     # a loop iteration of a plain kernel costs about a cycle; the micro-kernel does NR multiply-adds in one
