@@ -25,7 +25,6 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -33,21 +32,9 @@ import numpy as np
 import torch
 
 import lazytensor as lt
-from suite import mismatch, overhead, parse_args, report
+from suite import Workload, mismatch, overhead, parse_args, report
 
 ROUNDS = 3
-
-
-@dataclass
-class GpuWorkload:
-    name: str
-    make: Callable[[np.random.Generator], list[np.ndarray]]
-    dtype: str = "float32"                                   # the inputs' dtype on the device
-    bytes_moved: Callable[[list[np.ndarray]], int] | None = None
-    flops: Callable[[list[np.ndarray]], int] | None = None
-    lt_fn: Callable[..., lt.Tensor] = lambda *ts: ts[0]
-    torch_fn: Callable[..., torch.Tensor] = lambda *ts: ts[0]
-    impls: dict[str, Callable[[], object]] = field(default_factory=dict)
 
 
 def timed(fn: Callable[[], object], sync: Callable[[], None], repeat: int) -> float:
@@ -65,40 +52,46 @@ def timed(fn: Callable[[], object], sync: Callable[[], None], repeat: int) -> fl
     return best
 
 
-def workloads(quick: bool) -> list[GpuWorkload]:
+def workloads(quick: bool, device: str, torch_device: str) -> list[Workload]:
+    """The workloads, each with its contestants (`impls`, as in the CPU suite: from the input arrays to a
+    call that queues the work on the device)."""
     n = 1 << (16 if quick else 26)
     side = 256 if quick else 8192
     vec3 = lambda rng: [rng.random(n, dtype=np.float32) for _ in range(3)]  # noqa: E731
     square = lambda rng: [rng.standard_normal((side, side), dtype=np.float32)]  # noqa: E731
-    out = [
-        GpuWorkload("(x + y*z).sum()", vec3, bytes_moved=lambda a: 12 * a[0].size,
-                    lt_fn=lambda x, y, z: (x + y * z).sum(), torch_fn=lambda x, y, z: (x + y * z).sum()),
-        GpuWorkload(f"softmax {side}x{side}", square, bytes_moved=lambda a: 8 * a[0].size,
-                    lt_fn=lambda x: x.softmax(-1), torch_fn=lambda x: torch.softmax(x, -1)),
-        GpuWorkload(f"layernorm {side}x{side}", square, bytes_moved=lambda a: 8 * a[0].size,
-                    lt_fn=lambda x: (x - x.mean(-1, keepdims=True)) / (x.var(-1, keepdims=True) + 1e-5).sqrt(),
-                    torch_fn=lambda x: torch.nn.functional.layer_norm(x, x.shape[-1:], eps=1e-5)),
-    ]
+    out = []
+
+    def add(w: Workload, lt_fn: Callable[..., lt.Tensor], torch_fn: Callable[..., torch.Tensor],
+            dtype: str = "float32") -> None:
+        def lt_inputs(arrays: list[np.ndarray]) -> list[lt.Tensor]:
+            return [lt.asarray(a, device=device).cast(getattr(lt, dtype)).realize() for a in arrays]
+
+        def torch_inputs(arrays: list[np.ndarray]) -> list[torch.Tensor]:
+            return [torch.from_numpy(a).to(torch_device).to(getattr(torch, dtype)) for a in arrays]
+
+        compiled = torch.compile(torch_fn)
+        w.impls = {
+            "lazytensor": lambda arrays: (lambda ts: lambda: lt_fn(*ts).realize())(lt_inputs(arrays)),
+            "torch eager": lambda arrays: (lambda ts: lambda: torch_fn(*ts))(torch_inputs(arrays)),
+            "torch.compile": lambda arrays: (lambda ts: lambda: compiled(*ts))(torch_inputs(arrays)),
+        }
+        out.append(w)
+
+    add(Workload("(x + y*z).sum()", vec3, bytes_moved=lambda a: 12 * a[0].size),
+        lambda x, y, z: (x + y * z).sum(), lambda x, y, z: (x + y * z).sum())
+    add(Workload(f"softmax {side}x{side}", square, bytes_moved=lambda a: 8 * a[0].size),
+        lambda x: x.softmax(-1), lambda x: torch.softmax(x, -1))
+    add(Workload(f"layernorm {side}x{side}", square, bytes_moved=lambda a: 8 * a[0].size),
+        lambda x: (x - x.mean(-1, keepdims=True)) / (x.var(-1, keepdims=True) + 1e-5).sqrt(),
+        lambda x: torch.nn.functional.layer_norm(x, x.shape[-1:], eps=1e-5))
     sizes = [(d, s) for d in ("float16", "bfloat16") for s in ((128, 256) if quick else (4096, 8192))]
     sizes.append(("float32", 128 if quick else 4096))
     for dtype, s in sizes:
-        out.append(GpuWorkload(f"matmul {dtype} {s}",
-                               lambda rng, s=s: [rng.standard_normal((s, s), dtype=np.float32) for _ in range(2)],
-                               dtype=dtype, flops=lambda a: 2 * a[0].shape[0] ** 3,
-                               lt_fn=lambda a, b: a @ b, torch_fn=lambda a, b: a @ b))
+        add(Workload(f"matmul {dtype} {s}",
+                     lambda rng, s=s: [rng.standard_normal((s, s), dtype=np.float32) for _ in range(2)],
+                     flops=lambda a: 2 * a[0].shape[0] ** 3),
+            lambda a, b: a @ b, lambda a, b: a @ b, dtype)
     return out
-
-
-def prepare(w: GpuWorkload, arrays: list[np.ndarray], device: str, torch_device: str) -> None:
-    """The contestants of `w` as calls that queue the work on the device."""
-    lt_inputs = [lt.asarray(a, device=device).cast(getattr(lt, w.dtype)).realize() for a in arrays]
-    torch_inputs = [torch.from_numpy(a).to(torch_device).to(getattr(torch, w.dtype)) for a in arrays]
-    compiled = torch.compile(w.torch_fn)
-    w.impls = {
-        "lazytensor": lambda: w.lt_fn(*lt_inputs).realize(),
-        "torch eager": lambda: w.torch_fn(*torch_inputs),
-        "torch.compile": lambda: compiled(*torch_inputs),
-    }
 
 
 def as_float64(result: object) -> np.ndarray:
@@ -138,15 +131,16 @@ def main() -> int:
           + ("  (Triton interpreter: a smoke run, the times mean nothing)" if interpreted else ""))
     print(f"{'workload':24}{'impl':15}{'time':>11}{'rate':>16}{'% copy bw':>11}{'lt / impl':>11}")
     rows = []
-    for w in workloads(args.quick):
+    for w in workloads(args.quick, device, torch_device):
         if args.only and not any(s in w.name for s in args.only.split(",")):
             continue
         arrays = w.make(np.random.default_rng(0))
-        prepare(w, arrays, device, torch_device)
-        reference = as_float64(w.impls["torch eager"]())
-        rtol = 1e-4 if w.dtype == "float32" else 1e-2  # relative to the largest value
+        runs = {impl: prepare(arrays) for impl, prepare in w.impls.items()}
+        expected = runs["torch eager"]()
+        rtol = 1e-4 if expected.dtype == torch.float32 else 1e-2  # relative to the largest value
+        reference = as_float64(expected)
         times = {}
-        for impl, run in w.impls.items():
+        for impl, run in runs.items():
             try:
                 if (wrong := mismatch(as_float64(run()), reference, rtol)) is not None:
                     print(f"{w.name:24}{impl:15}  wrong result: {wrong}")
@@ -156,7 +150,7 @@ def main() -> int:
                 print(f"{w.name:24}{impl:15}  failed: {type(e).__name__}: {str(e)[:80]}")
         rows += report(w.name, times, w.bytes_moved and w.bytes_moved(arrays), w.flops and w.flops(arrays),
                        bandwidth, ("TFLOP/s", 1e12))
-        w.impls.clear()
+        del runs  # the inputs and outputs go before the next workload's are made
     launch = overhead(200 if args.quick else 2000, device)
     print(f"launch overhead (one cached kernel, tiny tensors, per realize): {launch * 1e6:.1f} us")
     rows.append({"workload": "launch overhead", "impl": "lazytensor", "seconds": launch})

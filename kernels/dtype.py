@@ -88,3 +88,8 @@ def bfloat16_bits(values: np.ndarray) -> np.ndarray:
     bits = np.asarray(values, dtype=np.float32).view(np.uint32)
     rounded = ((bits + (0x7FFF + ((bits >> 16) & 1))) >> 16).astype(np.uint16)
     return np.where(np.isnan(values), ((bits >> 16) | 0x0040).astype(np.uint16), rounded)
+
+
+def bfloat16_to_float32(bits: np.ndarray) -> np.ndarray:
+    """The float32 values of bfloat16 bit patterns (exact)."""
+    return (bits.astype(np.uint32) << 16).view(np.float32)

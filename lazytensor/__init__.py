@@ -69,8 +69,7 @@ __all__ = ["Tensor", "DType", "Device", "Schedule", "Stats", "asarray", "tensor"
            "concat", "cat", "stack", "split", "where", "realize", "schedule", "stats", "reset_stats", "devices",
            "synchronize", "broadcast_shapes", "promote", "bool_", "int8", "int16", "int32", "int64", "uint8",
            "float16", "half", "bfloat16", "float32", "float64", "finfo", "FInfo", "default_float", "default_int",
-           "ShapeError", "AxisError", "DTypeError", "DeviceError",
-           "KernelError", "empty_cache", *_METHODS, "subtract"]
+           "ShapeError", "AxisError", "DTypeError", "DeviceError", "KernelError", "empty_cache", *_METHODS, "subtract"]
 __all__ += ["nn", "optim", "random", "no_grad", "enable_grad", "set_grad_enabled", "grad", "value_and_grad",
-            "gradients", "custom_vjp", "manual_seed", "rand", "randn", "randint", "rand_like", "randn_like", "randperm",
-            "set_allow_tf32", "tf32_allowed"]
+            "gradients", "custom_vjp", "manual_seed", "rand", "randn", "randint", "rand_like", "randn_like",
+            "randperm", "set_allow_tf32", "tf32_allowed"]

@@ -12,6 +12,7 @@ from .device import get_device
 from .dtypes import DType, default_float, default_int, float64
 from .errors import DTypeError
 from .graph import Node, Op
+from .kernels.dtype import bfloat16_to_float32
 from .movement import shape_arg
 from .tensor import Tensor, _is_scalar
 
@@ -33,7 +34,7 @@ def _numpy_of(obj: Any, dtype: DType | None) -> tuple[np.ndarray, DType]:
         if dtype is None:
             dtype = dtypes.to_dtype(arr.dtype)  # raises for unsupported dtypes
         elif dtypes.is_ml_bfloat16(arr.dtype):
-            arr = dtypes.bfloat16_to_float32(arr.view(np.uint16))  # ml_dtypes' bfloat16, by its exact values
+            arr = bfloat16_to_float32(arr.view(np.uint16))  # ml_dtypes' bfloat16, by its exact values
         elif arr.dtype.kind not in "biuf":
             raise DTypeError(f"asarray: cannot make a tensor from data of NumPy dtype {arr.dtype}")
     else:

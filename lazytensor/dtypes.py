@@ -79,11 +79,6 @@ def storage_array(arr: np.ndarray, dtype: DType) -> np.ndarray:
         return bfloat16_bits(np.asarray(arr, dtype=np.float32))
 
 
-def bfloat16_to_float32(bits: np.ndarray) -> np.ndarray:
-    """The float32 values of bfloat16 bit patterns (exact)."""
-    return (bits.astype(np.uint32) << 16).view(np.float32)
-
-
 def host_view(bits: np.ndarray, dtype: DType) -> np.ndarray:
     """A buffer's array as NumPy should see it: bfloat16 bits as an ml_dtypes.bfloat16 view (no copy)."""
     if dtype != bfloat16:
@@ -138,7 +133,6 @@ def check_fits(value: int | float | bool, dtype: DType, op: str) -> None:
             raise DTypeError(f"{op}: Python integer {value} is out of bounds for {dtype.name}")
 
 
-
 @dataclass(frozen=True)
 class FInfo:
     """Machine limits of a float dtype, as `torch.finfo` gives them."""
@@ -167,4 +161,5 @@ def finfo(dtype: object = None) -> FInfo:
     eps = 2.0 ** (1 - digits)
     largest = (2 - eps) * 2.0 ** max_exponent
     tiny = 2.0 ** (1 - max_exponent)
-    return FInfo(dt, dt.bits, digits, eps, largest, -largest, tiny, tiny, 10.0 ** -math.floor((digits - 1) * math.log10(2)))
+    resolution = 10.0 ** -math.floor((digits - 1) * math.log10(2))
+    return FInfo(dt, dt.bits, digits, eps, largest, -largest, tiny, tiny, resolution)

@@ -279,18 +279,16 @@ class _Lowerer:
         shape = self.root.shape
         loops = tuple(Var(f"o{d}", n) for d, n in enumerate(shape)) or (Var("o0", 1),)
         idx = tuple(Expr.of(v) for v in loops) if shape else ()
-        epilogue = None
+        stores = ()  # the output's: of the whole kernel, or of the contraction's epilogue
         if self.contraction is None or self.epilogue:
-            stores = []
-            for slot, root in enumerate(self.roots):
-                stores.append(ir.Store(slot, flat_index(idx, shape), _narrow(self.value((root, idx, ())), root.dtype)))
-            epilogue = tuple(stores)
+            stores = tuple(ir.Store(slot, flat_index(idx, shape), _narrow(self.value((root, idx, ())), root.dtype))
+                           for slot, root in enumerate(self.roots))
         operands = self.operands() if self.contraction is not None else None
         buffers = (*(ir.BufferParam(r.dtype, r.numel, output=True) for r in self.roots),
                    *(ir.BufferParam(n.dtype, n.numel) for n in self.inputs))
         params = tuple(compute_dtype(n.dtype) for n in self.scalars)
         if operands is None:
-            kernel: ir.Kernel | ir.Contraction = ir.Kernel("", buffers, params, loops, epilogue)
+            kernel: ir.Kernel | ir.Contraction = ir.Kernel("", buffers, params, loops, stores)
         else:
             node, axes = self.contraction
             if self.epilogue:
@@ -299,7 +297,7 @@ class _Lowerer:
                 buffers = (buffers[0], product, *buffers[1:])
             vars, a, bv = operands
             kernel = ir.Contraction("", buffers, params, vars, a, bv,
-                                    ir.Kernel("", buffers, params, loops, epilogue) if epilogue else None)
+                                    ir.Kernel("", buffers, params, loops, stores) if self.epilogue else None)
         return LoweredKernel(kernel, list(self.inputs), list(self.scalars), self.reductions, self.skipped)
 
     def operands(self) -> tuple[tuple[Var, Var, Var, Var], ir.Value, ir.Value]:

@@ -21,6 +21,7 @@ from .errors import DeviceError, DTypeError, ShapeError
 from .autograd import is_grad_enabled
 from .graph import Node, Op
 from .helpers import prod
+from .kernels.dtype import bfloat16_to_float32
 from .kernels.ir import Alu
 from .linalg import LinalgOps
 from .movement import MovementOps
@@ -247,7 +248,7 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
     def _host_values(self) -> np.ndarray:
         """The data as a NumPy array of numbers NumPy can compute with: bfloat16 as float32 (exact)."""
         bits = self._host_bits()
-        return dtypes.bfloat16_to_float32(bits) if self.dtype == dtypes.bfloat16 else bits
+        return bfloat16_to_float32(bits) if self.dtype == dtypes.bfloat16 else bits
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         out = self.numpy()

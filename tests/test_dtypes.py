@@ -145,6 +145,7 @@ def test_dtype_properties():
             (kind, itemsize, bits, is_float, is_int, is_signed)
         assert d.itemsize == dtypes.to_numpy_dtype(d).itemsize == to_torch_dtype(d).itemsize
         assert str(d) == d.name and repr(d) == f"lazytensor.{d.name}"
+        assert d.np_name == d.name
 
 
 def test_dtypes_are_values():

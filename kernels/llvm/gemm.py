@@ -231,6 +231,13 @@ class _GemmRenderer(FunctionBuilder):
     def min(self, x: ir.Value, y: ir.Value) -> ir.Value:
         return self.b.select(self.b.icmp_signed("<", x, y), x, y)
 
+    def splat(self, x: ir.Value) -> ir.Value:
+        """A vector of `layout.lanes` copies of the scalar `x`."""
+        vt = ir.VectorType(x.type, self.layout.lanes)
+        lane0 = self.b.insert_element(ir.Constant(vt, ir.Undefined), x, I32(0))
+        zeros = ir.Constant(ir.VectorType(I32, vt.count), [0] * vt.count)
+        return self.b.shuffle_vector(lane0, ir.Constant(vt, ir.Undefined), zeros)
+
     def tile(self, bi: ir.Value, ip: ir.Value, jp: ir.Value, ap: ir.Value, bp: ir.Value, out: ir.Value,
              depth: ir.Value, first: ir.Value) -> None:
         """One MR x NR tile of the product over one block of k, accumulated in registers: it starts from
@@ -252,16 +259,14 @@ class _GemmRenderer(FunctionBuilder):
             return b.gep(out, [idx], source_etype=self.t)
 
         full = b.and_(b.icmp_signed("<", ip, I64(m // lay.mr)), b.icmp_signed("<", jp, I64(n // lay.nr)))
-        splat = ir.Constant(ir.VectorType(I32, lay.lanes), [0] * lay.lanes)
         lanes = ir.Constant(ir.VectorType(I64, lay.lanes), list(range(lay.lanes)))
         mask_type = ir.VectorType(I1, lay.lanes)
 
         def edge(r: int, v: int) -> tuple[ir.Value, ir.Value]:
             """Whether row r is inside the matrix, and the mask of lanes of vector v inside it."""
             limit = b.sub(I64(n), b.add(col0, I64(v * lay.lanes)))
-            limits = b.shuffle_vector(b.insert_element(ir.Constant(lanes.type, ir.Undefined), limit, I32(0)),
-                                      ir.Constant(lanes.type, ir.Undefined), splat)
-            return b.icmp_signed("<", b.add(b.mul(ip, I64(lay.mr)), I64(r)), I64(m)), b.icmp_signed("<", lanes, limits)
+            return b.icmp_signed("<", b.add(b.mul(ip, I64(lay.mr)), I64(r)), I64(m)), \
+                b.icmp_signed("<", lanes, self.splat(limit))
 
         def load_full() -> None:
             for r in range(lay.mr):
@@ -274,9 +279,7 @@ class _GemmRenderer(FunctionBuilder):
             for r in range(lay.mr):
                 for v in range(nv):
                     inside, mask = edge(r, v)
-                    mask = b.and_(mask, b.shuffle_vector(
-                        b.insert_element(ir.Constant(mask_type, ir.Undefined), inside, I32(0)),
-                        ir.Constant(mask_type, ir.Undefined), splat))
+                    mask = b.and_(mask, self.splat(inside))
                     b.store(b.call(masked, [address(r, v), I32(c.dtype.itemsize), mask, zero]), accs[r][v])
 
         self.when("resume", first, lambda: None, lambda: self.when("resume_tile", full, load_full, load_edge))
@@ -287,16 +290,18 @@ class _GemmRenderer(FunctionBuilder):
                            typ=self.vt, align=align) for v in range(nv)]
             for r in range(lay.mr):
                 x = b.load(b.gep(ap, [b.add(b.mul(kk, I64(lay.mr)), I64(r))], source_etype=self.t), typ=self.t)
-                xv = b.shuffle_vector(b.insert_element(ir.Constant(self.vt, ir.Undefined), x, I32(0)),
-                                      ir.Constant(self.vt, ir.Undefined), splat)
+                xv = self.splat(x)
                 for v in range(nv):
                     acc = accs[r][v]
                     b.store(b.call(fma, [xv, bvec[v], b.load(acc, typ=self.vt)]), acc)
 
         # Unrolled by UNROLL_K: the loop's own counting would otherwise take issue slots from the FMAs.
+        def unrolled_steps(kq: ir.Value) -> None:
+            for u in range(UNROLL_K):
+                step(b.add(b.mul(kq, I64(UNROLL_K)), I64(u)))
+
         whole = b.mul(b.udiv(depth, I64(UNROLL_K)), I64(UNROLL_K))
-        self.counted_loop("k_unrolled", I64(0), b.udiv(depth, I64(UNROLL_K)),
-                  lambda kq: [step(b.add(b.mul(kq, I64(UNROLL_K)), I64(u))) for u in range(UNROLL_K)])
+        self.counted_loop("k_unrolled", I64(0), b.udiv(depth, I64(UNROLL_K)), unrolled_steps)
         self.counted_loop("k", whole, depth, step)
 
         def store_full() -> None:

@@ -777,8 +777,9 @@ def _reduce_large_f32(m: _Emit, ax: ir.Value) -> _Reduced:
 
 def _reduce_large_f64(d: _Emit, ax: ir.Value) -> _Reduced:
     """Payne-Hanek reduction of a finite float64 |x| >= pi/4 to a double-double r."""
-    u = _load_residues(d, d.to_bits(ax), 4)
-    mant = _significand(d, d.to_bits(ax))  # < 2**53
+    bits = d.to_bits(ax)
+    u = _load_residues(d, bits, 4)
+    mant = _significand(d, bits)  # < 2**53
     # Slice 0 (bits down to 2**-51): M u0 = h0 + l0 exactly; h0 mod 4 and the fractions of h0 and
     # l0 are exact, and so is their sum (both multiples of 2**-51, |sum| <= 1).
     h0, l0 = d.two_prod(mant, u[0])

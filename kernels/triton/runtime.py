@@ -264,7 +264,8 @@ def _contraction_program(c: Contraction, target: Target, tiling: Tiling, precisi
     tune_key = (target.key, c.sizes, c.dtype, precision)
     # the configuration timed fastest for this shape, else those to time at the first call
     configs = [_tuned[tune_key]] if tune_key in _tuned else candidate_configs(c, target.interpreted)
-    candidates = {config: _program(c, render_gemm(p, config, precision, target.interpreted), target, p.buffers) for config in configs}
+    candidates = {config: _program(c, render_gemm(p, config, precision, target.interpreted), target, p.buffers)
+                  for config in configs}
     return ContractionProgram(p, packs, candidates, epilogue, target, tune_key)
 
 
