@@ -339,6 +339,11 @@ SIN_S: dict[int, tuple[float, ...]] = {
     64: (-0.1666666666666663, 0.00833333333332184, -0.00019841269829358533, 2.7557313538518516e-06,
          -2.5050734390284653e-08, 1.589543336658652e-10),
 }
+# sin r = r + r**3 S(r**2) on |r| <= pi/2 (1 + 2**-20), in double: the float32 sin and cos of
+# the cheap reduction; relative error of sin r below 2**-34
+SIN_S_HALF_PI: tuple[float, ...] = (
+    -0.16666666664532123, 0.008333332374779538, -0.00019841002341154128, 2.7531112037002214e-06,
+    -2.3974641236464027e-08)
 # cos r = 1 - r**2/2 + r**4 C(r**2) on |r| <= pi/4 (float32 evaluates in double)
 COS_C: dict[int, tuple[float, ...]] = {
     32: (0.041666666619492004, -0.0013888883500120079, 2.4799460164223472e-05,
@@ -628,6 +633,11 @@ def erf(m: _Emit, x: ir.Value) -> ir.Value:
 # float32 evaluates the polynomials in double, leaving only the final rounding to float32; float64
 # takes the double-double argument into them.
 #
+# float32 sin and cos below _SMALL_MAX skip the quadrants: with k = 2n (sin) or 2n + 1 (cos), x - k
+# pi/2 = r lies in [-pi/2, pi/2] and the result is +-sin r, one polynomial of r and a sign taken from
+# the parity of n. The reduction of k is the same Cody-Waite step in double (k is no larger than n
+# above), on x itself, so the sign of x needs no special care.
+#
 # The choice is a branch, not a `select`, so vector code pays for the large reduction only when a
 # lane needs it: sin, cos and tan are calls to internal functions whose call sites name vector
 # variants of them (the `vector-function-abi-variant` attribute, VFABI names
@@ -812,6 +822,30 @@ def _reduce_large_f64(d: _Emit, ax: ir.Value) -> _Reduced:
     return _Reduced(d.to_int(n), rh, rl)
 
 
+_ROUNDER = 1.5 * 2.0**52  # adding it rounds a double below 2**51 to an integer, kept in the low bits
+
+
+def _sin_or_cos_f32(m: _Emit, x: ir.Value, which: Alu) -> ir.Value:
+    """sin or cos (`which`) of a float32 |x| < _SMALL_MAX as +-sin r (see above), in double."""
+    d, b = _double(m), m.b
+    xd = b.fpext(x, d.t)
+    if which is Alu.SIN:
+        t = d.fma(xd, d.c(1 / _pi()), d.c(_ROUNDER))
+    else:
+        t = d.add(d.fma(xd, d.c(1 / _pi()), d.c(-0.5)), d.c(_ROUNDER))
+    n = d.sub(t, d.c(_ROUNDER))
+    k = d.add(n, n) if which is Alu.SIN else d.fma(n, d.c(2.0), d.c(1.0))
+    c1, c2, _ = _split(_pi() / 2, 53, 3)
+    r = d.fma(k, d.c(-c2), d.fma(k, d.c(-c1), xd))
+    z = d.mul(r, r)
+    y = d.mul(r, d.fma(z, d.poly(z, SIN_S_HALF_PI), d.c(1.0)))  # r (1 + z S): sin(-0.0) stays -0.0
+    # sin x = (-1)**n sin r; cos x = (-1)**(n + 1) sin r
+    sign = b.shl(d.to_bits(t), d.ci(63))
+    if which is Alu.COS:
+        sign = b.xor(sign, d.ci(1 << 63))
+    return b.fptrunc(d.from_bits(b.xor(d.to_bits(y), sign)), m.t)
+
+
 def _sin_cos_f32(d: _Emit, r: ir.Value) -> tuple[ir.Value, ir.Value]:
     """(sin r, cos r) in double, |r| <= pi/4, accurate far beyond float32."""
     z = d.mul(r, r)
@@ -951,7 +985,10 @@ def _trig_function(module: ir.Module, which: Alu, fmt: _Format, lanes: int) -> i
     if lanes:
         _keep_alive(module, b.function)
     ax = m.fabs(x)
-    y = _evaluate(m, x, ax, _reduce_small(m, ax), which)
+    if m.fmt.bits == 32 and which is not Alu.TAN:
+        y = _sin_or_cos_f32(m, x, which)
+    else:
+        y = _evaluate(m, x, ax, _reduce_small(m, ax), which)
     large = _needs_large(m, ax)
     if lanes:
         large = b.call(_intrinsic(module, "llvm.vector.reduce.or", ir.FunctionType(I1, [large.type])), [large])
