@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -213,6 +215,28 @@ def overhead(repeat: int, device: str = "cpu") -> float:
     return (time.perf_counter() - t0) / repeat
 
 
+_COLD_COMPILE = """
+import time
+t0 = time.perf_counter()
+import numpy as np, lazytensor as lt, lazytensor.kernels.llvm
+t1 = time.perf_counter()
+x, y, z = (lt.asarray(np.ones(1 << 16, np.float32)) for _ in range(3))
+t2 = time.perf_counter()
+(x + y * z).sum().realize()
+print(t1 - t0, time.perf_counter() - t2)
+"""
+
+
+def cold_compile(repeat: int) -> tuple[float, float]:
+    """Seconds, in a fresh process, to import lazytensor with its LLVM backend, and then for the first
+    realize of `(x + y*z).sum()`: scheduling, LLVM IR, optimization and machine code, with nothing
+    compiled before it (each the best of `repeat` processes)."""
+    runs = [subprocess.run([sys.executable, "-c", _COLD_COMPILE], check=True, capture_output=True, text=True)
+            for _ in range(repeat)]
+    imports, compiles = zip(*(map(float, r.stdout.split()) for r in runs))
+    return min(imports), min(compiles)
+
+
 def parse_args(doc: str, repeat: int) -> argparse.Namespace:
     """The options every benchmark suite takes."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
@@ -256,6 +280,11 @@ def main() -> None:
     per_realize = overhead(2000)
     print(f"per-realize overhead (one cached kernel, tiny tensors): {per_realize * 1e6:.1f} us")
     rows.append({"workload": "per-realize overhead", "impl": "lazytensor", "seconds": per_realize})
+    imports, cold = cold_compile(3)
+    print(f"cold compile of (x + y*z).sum() (first realize in a fresh process): {cold * 1e3:.1f} ms, "
+          f"after {imports * 1e3:.0f} ms to import lazytensor and its LLVM backend")
+    rows += [{"workload": "cold compile", "impl": "lazytensor", "seconds": cold},
+             {"workload": "import", "impl": "lazytensor", "seconds": imports}]
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"copy_bandwidth_gbs": bandwidth / 1e9, "results": rows}, f, indent=1)
