@@ -160,6 +160,10 @@ def schedule(*roots: Node) -> Schedule:
 
 def _schedule(nodes: list[Node], targets: list[Node]) -> Schedule:
     points = _realize_points(nodes, targets)
+    readers: dict[int, set[Node]] = {}
+    for n in nodes:
+        for src in n.srcs:
+            readers.setdefault(id(src), set()).add(n)
     while True:
         order = [n for n in nodes if n in points and not n.realized]
         lowered = {n: lower([n], points, get_device(n.device).contraction_dtypes) for n in order}
@@ -173,7 +177,7 @@ def _schedule(nodes: list[Node], targets: list[Node]) -> Schedule:
         wasteful -= points  # a kernel's own output cannot move to a buffer of its own: nothing left to split
         if not wasteful:
             break
-        points.update(wasteful)
+        points.update(_as_read(red, readers, points) for red in wasteful)
     items = Schedule()
     barriers = {storage(n) for n in nodes if n.op is Op.CONTIGUOUS}
     for group in _groups(order, lowered, barriers):
@@ -183,6 +187,21 @@ def _schedule(nodes: list[Node], targets: list[Node]) -> Schedule:
         else:
             items.append(ScheduleItem(merged.kernel, group, merged.inputs, merged.scalars))
     return items
+
+
+def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(n for n in shape if n != 1)
+
+
+def _as_read(red: Node, readers: dict[int, set[Node]], points: set[Node]) -> Node:
+    """The node to realize for a reduction that must be written: the reduction itself, or the one view
+    every reader reads it through when that only drops or adds axes of size 1 (`x.sum(axis=1)` is a
+    sum with its axes kept, then squeezed), so that it has its readers' shape and can share their
+    kernel (rule 7): a loss's mean then divides by a count it computes itself."""
+    (view, *others) = readers.get(id(red), ()) or (red,)
+    if others or view.op is not Op.RESHAPE or view in points or _squeezed(view.shape) != _squeezed(red.shape):
+        return red
+    return view
 
 
 def _waste(lk: LoweredKernel) -> set[Node]:

@@ -176,6 +176,19 @@ def test_reduction_read_through_a_many_to_one_index_is_computed_once():
     check(out, (a * np.repeat(a.reshape(8, 2, 24).sum(axis=1), 2, axis=0)).astype(np.float32))
 
 
+def test_shared_reduction_is_written_in_the_shape_its_readers_read():
+    """A row sum read by two kernels is written as the vector they read (not as its (30, 1) self), so it
+    shares their kernel: one kernel with three outputs."""
+    x = data(30, 40)
+    s = x.sum(axis=1)
+    a, b = s * 2, (s - 1).exp()
+    assert kernels(a, b) == 1
+    lt.realize(a, b)
+    total = x.numpy().astype(np.float64).sum(axis=1)
+    check(a, (total * 2).astype(np.float32))
+    check(b, np.exp(total - 1).astype(np.float32))
+
+
 def test_reshape_leaves_the_index_of_an_axis_it_keeps():
     """Squeezing and unsqueezing under a pad: the load's address has no division or remainder."""
     x = data(5, 7)
