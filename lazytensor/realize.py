@@ -117,9 +117,10 @@ def realize_nodes(*nodes: Node) -> None:
         pending = [t.node for r in _deferred.values() if (t := r()) is not None and not t.node.realized]
         _deferred.clear()
         nodes = (*nodes, *pending)
+    stores = [storage(n) for n in nodes]  # before the run, which changes what shares whose buffer
     items = schedule(*nodes)
     _stats.realizes += 1
     run(items)
-    for node in nodes:
+    for node, store in zip(nodes, stores):
         if not node.realized:
-            node.become_buffer(storage(node).buffer)
+            node.become_buffer(store.buffer)

@@ -3,11 +3,15 @@
 Fusion rules (each one is a kernel-count test in tests/test_schedule.py):
 
 1. A node is realized (written to memory) only if it is a requested output, a
-   `contiguous()`, a reduction that would otherwise be computed more than once
-   (read by two kernels, or through two different views), or a reduction that
-   the consuming loop nest would recompute (its result broadcast along an
-   axis the consumer loops over *outside* the axes the reduction depends on,
-   such as `x - x.mean(axis=0)`). Everything else is fused into its consumer.
+   `contiguous()` (of a node computed in the same schedule: that node itself,
+   which its other readers then read instead of recomputing it, and no copy),
+   a reduction that would otherwise be computed more than once (read by two
+   kernels, or through two different views), or a reduction that the
+   consuming loop nest would recompute (its result broadcast along an axis
+   the consumer loops over *outside* the axes the reduction depends on, such
+   as `x - x.mean(axis=0)`, or read by several elements of the loop nest, as
+   a max pool's tie count is by each element of its window). Everything else
+   is fused into its consumer.
 2. So any chain of elementwise ops is one kernel; elementwise producers fuse
    into the reduction that reads them; a reduction broadcast along trailing
    axes (softmax, layernorm and var over the last axis) stays in the kernel
@@ -43,7 +47,8 @@ from itertools import islice
 
 from .device import get_device
 from .graph import Node, Op, region, toposort
-from .kernels.ir import Contraction, Kernel, recomputed_reductions
+from .helpers import prod
+from .kernels.ir import Contraction, Kernel, VOp, loop_scopes, recomputed_reductions
 from .lowering import LoweredKernel, lower
 
 MAX_FUSED_OPS = 512
@@ -87,13 +92,12 @@ class Schedule(list):
 
 def _realize_points(nodes: list[Node], roots: list[Node]) -> set[Node]:
     points = {r for r in roots if not r.realized}
+    points.update(storage(n) for n in nodes if n.op is Op.CONTIGUOUS)
     cost: dict[int, int] = {}
     for n in nodes:
         if n.realized:
             cost[id(n)] = 0
             continue
-        if n.op is Op.CONTIGUOUS:
-            points.add(n)
         c = 1 + sum(cost[id(s)] for s in n.srcs)
         if c > MAX_FUSED_OPS:  # the sum counts a node shared by two paths twice: count the region's nodes
             c = _region_size(n, points, MAX_FUSED_OPS + 1)
@@ -109,9 +113,20 @@ def _region_size(root: Node, points: set[Node], limit: int) -> int:
     return sum(1 for _ in islice(region(root, points), limit))
 
 
+# Ops whose kernel writes a fresh row-major buffer of their own (a `contiguous()` point among them).
+_FRESH = frozenset({Op.ALU, Op.CAST, Op.REDUCE, Op.CONTIGUOUS})
+
+
 def storage(node: Node) -> Node:
-    """The node whose buffer holds `node`'s data: a reshape shares its source's buffer."""
-    return node.srcs[0] if node.op is Op.RESHAPE else node
+    """The node whose buffer holds `node`'s data: a reshape shares its source's buffer, and `contiguous()`
+    of a node computed in this schedule is that node's buffer: the node is realized instead of copied, so
+    its other consumers read it rather than recompute it. (`contiguous()` of a realized buffer copies: the
+    buffer may be a NumPy array's memory.)"""
+    if node.op is Op.RESHAPE:
+        return storage(node.srcs[0])
+    if node.op is Op.CONTIGUOUS and (inner := storage(node.srcs[0])).op in _FRESH:
+        return inner
+    return node
 
 
 # structure key -> per kernel: (kernel, output positions, input positions, scalar positions)
@@ -145,6 +160,10 @@ def schedule(*roots: Node) -> Schedule:
 
 def _schedule(nodes: list[Node], targets: list[Node]) -> Schedule:
     points = _realize_points(nodes, targets)
+    readers: dict[int, set[Node]] = {}
+    for n in nodes:
+        for src in n.srcs:
+            readers.setdefault(id(src), set()).add(n)
     while True:
         order = [n for n in nodes if n in points and not n.realized]
         lowered = {n: lower([n], points, get_device(n.device).contraction_dtypes) for n in order}
@@ -158,9 +177,10 @@ def _schedule(nodes: list[Node], targets: list[Node]) -> Schedule:
         wasteful -= points  # a kernel's own output cannot move to a buffer of its own: nothing left to split
         if not wasteful:
             break
-        points.update(wasteful)
+        points.update(_as_read(red, readers, points) for red in wasteful)
     items = Schedule()
-    for group in _groups(order, lowered):
+    barriers = {storage(n) for n in nodes if n.op is Op.CONTIGUOUS}
+    for group in _groups(order, lowered, barriers):
         merged = lower(group, points - set(group)) if len(group) > 1 else None
         if merged is None or _waste(merged):
             items.extend(ScheduleItem(lowered[n].kernel, [n], lowered[n].inputs, lowered[n].scalars) for n in group)
@@ -169,10 +189,31 @@ def _schedule(nodes: list[Node], targets: list[Node]) -> Schedule:
     return items
 
 
+def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(n for n in shape if n != 1)
+
+
+def _as_read(red: Node, readers: dict[int, set[Node]], points: set[Node]) -> Node:
+    """The node to realize for a reduction that must be written: the reduction itself, or the one view
+    every reader reads it through when that only drops or adds axes of size 1 (`x.sum(axis=1)` is a
+    sum with its axes kept, then squeezed), so that it has its readers' shape and can share their
+    kernel (rule 7): a loss's mean then divides by a count it computes itself."""
+    (view, *others) = readers.get(id(red), ()) or (red,)
+    if others or view.op is not Op.RESHAPE or view in points or _squeezed(view.shape) != _squeezed(red.shape):
+        return red
+    return view
+
+
 def _waste(lk: LoweredKernel) -> set[Node]:
-    """Reductions a kernel computes more often than once per result: recomputed inside its loops, or
-    computed twice (read at two different indices)."""
-    out = {lk.reductions[id(v)] for nest in lk.loop_nests() for v in recomputed_reductions(nest)}
+    """Reductions a kernel computes more often than once per result: recomputed inside its loops (also
+    where the loops read each result several times through a many-to-one index, as the elements of a
+    window read its max-pool's tie count), or computed twice (read at two different indices)."""
+    out = set()
+    for nest in lk.loop_nests():
+        values, scopes = loop_scopes(nest)
+        out.update(lk.reductions[id(v)] for v in recomputed_reductions(nest))
+        out.update(lk.reductions[id(v)] for v in values if v.op is VOp.REDUCE
+                   and prod(var.size for var in scopes[id(v)]) > lk.reductions[id(v)].numel)
     seen: set[Node] = set()
     for red in lk.reductions.values():
         if red in seen:
@@ -181,8 +222,10 @@ def _waste(lk: LoweredKernel) -> set[Node]:
     return out | set(lk.skipped)
 
 
-def _groups(order: list[Node], lowered: dict[Node, LoweredKernel]) -> list[list[Node]]:
-    """The realize points in kernel order, grouped into multi-output kernels (rule 7)."""
+def _groups(order: list[Node], lowered: dict[Node, LoweredKernel], barriers: set[Node]) -> list[list[Node]]:
+    """The realize points in kernel order, grouped into multi-output kernels (rule 7). A point that
+    `contiguous()` realizes (in `barriers`) is an explicit fusion barrier: it may share a kernel with
+    points computed beside it, never with one that reads it."""
     reads: dict[Node, set[int]] = {}
     inner: dict[Node, set[int]] = {}
     points = set(lowered)
@@ -197,7 +240,8 @@ def _groups(order: list[Node], lowered: dict[Node, LoweredKernel]) -> list[list[
                 members = groups[g]
                 head = members[0]
                 if (head.shape != p.shape or head.device != p.device or not _groupable(head, lowered)
-                        or not any(reads[p] & reads[m] or inner[p] & inner[m] or id(m) in reads[p] for m in members)):
+                        or not any(reads[p] & reads[m] or inner[p] & inner[m] or id(m) in reads[p] for m in members)
+                        or any(id(m) in reads[p] for m in members if m in barriers)):
                     continue
                 group_of[p] = g
                 if _acyclic(order, reads, group_of, len(groups)):
@@ -212,8 +256,8 @@ def _groups(order: list[Node], lowered: dict[Node, LoweredKernel]) -> list[list[
 
 
 def _groupable(point: Node, lowered: dict[Node, LoweredKernel]) -> bool:
-    """Contractions keep their template's kernel; `contiguous()` is an explicit fusion barrier."""
-    return isinstance(lowered[point].kernel, Kernel) and point.op is not Op.CONTIGUOUS
+    """Contractions keep their template's kernel."""
+    return isinstance(lowered[point].kernel, Kernel)
 
 
 def _region(point: Node, points: set[Node]) -> tuple[set[int], set[int]]:

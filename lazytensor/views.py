@@ -20,7 +20,7 @@ Index = tuple[Expr, ...]
 def source_index(op: Op, arg: Any, src_shape: tuple[int, ...], idx: Index) -> tuple[Index, list[Bound]]:
     """The input index that output index `idx` reads, and the bounds that make it valid."""
     if op is Op.RESHAPE:
-        return unflatten_index(flat_index(idx, arg), src_shape), []
+        return _reshape_index(idx, arg, src_shape), []
     if op is Op.PERMUTE:
         out = [Expr.of(0)] * len(idx)
         for i, axis in enumerate(arg):
@@ -37,3 +37,37 @@ def source_index(op: Op, arg: Any, src_shape: tuple[int, ...], idx: Index) -> tu
         bounds = [Bound(i, 0, s) for i, s, (before, after) in zip(shifted, src_shape, arg) if before or after]
         return shifted, bounds
     raise ValueError(f"{op} is not a movement op")
+
+
+def _reshape_index(idx: Index, shape: tuple[int, ...], src_shape: tuple[int, ...]) -> Index:
+    """The source index of a reshape, group by group: the axes split in minimal groups of equal size (an
+    axis kept as it is, or squeezed and unsqueezed size-1 axes, is a group of its own), so an axis the
+    reshape does not touch keeps its index, without the division and remainder of going through the
+    flat index, which the simplifier cannot always undo (under a padding's bounds, for instance)."""
+    if 0 in shape:
+        return unflatten_index(flat_index(idx, shape), src_shape)
+    out: list[Expr] = []
+    i = j = 0
+    while i < len(shape) or j < len(src_shape):
+        if j < len(src_shape) and src_shape[j] == 1:
+            out.append(Expr.of(0))
+            j += 1
+        elif shape[i] == 1:
+            i += 1
+        else:
+            group, src_group = [i], [j]
+            size, src_size = shape[i], src_shape[j]
+            i, j = i + 1, j + 1
+            while size != src_size:
+                if size < src_size:
+                    group.append(i)
+                    size, i = size * shape[i], i + 1
+                else:
+                    src_group.append(j)
+                    src_size, j = src_size * src_shape[j], j + 1
+            if len(group) == len(src_group) == 1:  # no remainder: the index may leave the axis under a pad
+                out.append(idx[group[0]])
+                continue
+            flat = flat_index(tuple(idx[a] for a in group), tuple(shape[a] for a in group))
+            out.extend(unflatten_index(flat, tuple(src_shape[b] for b in src_group)))
+    return tuple(out)

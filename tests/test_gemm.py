@@ -219,3 +219,26 @@ def test_packing_kernels_stream():
     pack_b = compile_kernel(lt.schedule(x @ y)[0].kernel)[0].stages[1].optimized_ir
     assert re.search(r"load <\d+ x float>", pack_b) and re.search(r"store <\d+ x float>", pack_b), pack_b
     assert "gather" not in pack_b
+
+
+def test_packing_finds_unit_stride_in_tiles_of_k():
+    """k running over (N, H, W) of 4 x 4 planes laid out (N, C, H, W), as in a convolution's weight
+    gradient: the index along k is `(k // 16)*plane + k % 16`, unit stride within a tile of k, so both
+    operands are packed tile by tile (each lane reads a run of the tile), not one k at a time across
+    lanes 16 elements apart."""
+    g = lt.asarray(data((6, 16, 4, 4)), device="cpu")
+    x = lt.asarray(data((6, 45, 4, 4), seed=2), device="cpu")
+    tg, tx = torch.tensor(g.numpy()), torch.tensor(x.numpy())
+    product = g.permute(1, 0, 2, 3).reshape(16, 96) @ x.permute(0, 2, 3, 1).reshape(96, 45)
+    program, _ = compile_kernel(lt.schedule(product)[0].kernel)
+    for pack in program.stages[:2]:
+        assert [v.name for v in pack.kernel.loops][-2:] in (["cm_lane", "ck_tile"], ["cn_lane", "ck_tile"])
+    check(product, tg.permute(1, 0, 2, 3).reshape(16, 96) @ tx.permute(0, 2, 3, 1).reshape(96, 45))
+
+
+@pytest.mark.parametrize("kinds", [("contiguous", "contiguous"), ("transposed", "transposed")])
+def test_product_one_vector_wide_takes_tiles_one_vector_wide(kinds):
+    x, y, t, u = operands((100, 70), (70, 16), kinds=kinds)
+    program, _ = compile_kernel(lt.schedule(x.to("cpu") @ y.to("cpu"))[0].kernel)
+    assert program.layout.nr == 16
+    check(x @ y, t @ u)

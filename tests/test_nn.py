@@ -164,6 +164,45 @@ def test_conv2d_gradients_are_contractions():
     assert len(lt.schedule(b.grad)) == 1
 
 
+def test_conv_block_gradients_read_the_realized_output_gradient():
+    """conv, bias, relu, max pool, conv (odd sizes, a strided input): the second conv's output gradient
+    is written once for its input and weight gradients, and its bias gradient sums that buffer instead
+    of computing the relu and max pool backward again; the only copy is the strided input's."""
+    (_, x, tx), = [v for v in inputs((3, 2, 9, 7), lt.float32, seed=40) if v[0] == "strided"]
+    convs = [nn.Conv2d(2, 5, 3, padding=1), nn.Conv2d(5, 4, 2)]
+    tconvs = [torch.nn.Conv2d(2, 5, 3, padding=1), torch.nn.Conv2d(5, 4, 2)]
+    for c, tc in zip(convs, tconvs):
+        copy_weights(c, tc)
+    c1, c2 = convs
+    out = c2(F.max_pool2d(F.relu(c1(x.requires_grad_())), 2)).relu()
+    tout = tconvs[1](torch.nn.functional.max_pool2d(torch.relu(tconvs[0](tx.requires_grad_())), 2)).relu()
+    up = random_array(tuple(tout.shape), lt.float32, seed=41)
+    out.backward(lt.asarray(up))
+    tout.backward(torch.tensor(up))
+    grads = [x.grad, c1.weight.grad, c1.bias.grad, c2.weight.grad, c2.bias.grad]
+    sched = lt.schedule(*grads)
+    (bias,) = [item for item in sched if c2.bias.grad.node.srcs[:1] == tuple(item.outputs)]
+    assert "max" not in str(bias.kernel) and "cmp" not in str(bias.kernel)
+    assert sum(str(item.kernel).count("load") == 1 and item.kernel.name.startswith("ew_") for item in sched) == 1
+    for got, t in zip(grads, [tx.grad, tconvs[0].weight.grad, tconvs[0].bias.grad, tconvs[1].weight.grad,
+                              tconvs[1].bias.grad]):
+        check(got, t)
+
+
+def test_dropout_backward_reads_its_mask_from_a_buffer():
+    """The mask is drawn once, in a kernel of its own, which the forward and the backward both read."""
+    lt.manual_seed(3)
+    x = lt.asarray(random_array((33, 17), lt.float32, seed=42)).requires_grad_()
+    w = lt.asarray(random_array((17, 5), lt.float32, seed=43))
+    y = F.dropout(x, 0.3)
+    (y @ w).sum().backward()
+    sched = lt.schedule(y, x.grad)
+    drawn = [item for item in sched if "xor" in str(item.kernel)]
+    assert len(drawn) == 1 and drawn[0].outputs[0].dtype == lt.bool_
+    kept = y.numpy() != 0
+    check(x.grad, np.where(kept, w.numpy().sum(axis=1) / np.float32(0.7), np.float32(0)))
+
+
 def test_conv2d_functional_without_bias_and_3d_input():
     x, w = random_array((2, 5, 5), F64, seed=5), random_array((3, 2, 3, 3), F64, seed=6)
     check(F.conv2d(lt.asarray(x), lt.asarray(w), padding=1),

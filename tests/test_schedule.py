@@ -142,6 +142,62 @@ def test_contiguous_is_a_fusion_barrier():
     assert kernels((x * 2).contiguous() + 1) == 2
 
 
+def test_contiguous_of_a_computed_node_is_that_nodes_buffer():
+    """No copy: the node itself is written, and its other readers read it rather than recompute it."""
+    x = data(37, 11)
+    m = x.max(axis=1)  # read by two kernels: realized anyway
+    assert kernels(m.contiguous(), m * 2) == 2
+    y = (x.exp() * 2).reshape(11, 37)
+    c, s = y.contiguous(), y.sum(axis=0)
+    sched = lt.schedule(c, s)
+    assert len(sched) == 2 and "exp" not in str(sched[1].kernel)
+    lt.realize(c, s)
+    expected = np.exp(x.numpy().astype(np.float64)) * 2
+    check(c, expected.reshape(11, 37).astype(np.float32))
+    check(s, expected.reshape(11, 37).sum(axis=0).astype(np.float32))
+    check(m.contiguous(), x.numpy().max(axis=1))
+
+
+def test_contiguous_of_shared_memory_still_copies():
+    a = np.ones(5, np.float32)
+    c = lt.from_numpy(a).clone().realize()
+    a[0] = 7
+    assert c.tolist() == [1.0] * 5
+
+
+def test_reduction_read_through_a_many_to_one_index_is_computed_once():
+    """Each sum over pairs of rows is read by both rows of its pair: written once, not computed twice."""
+    x = data(16, 24)
+    pairs = x.reshape(8, 2, 24).sum(axis=1, keepdims=True)
+    out = x * pairs.broadcast_to((8, 2, 24)).reshape(16, 24)
+    sched = lt.schedule(out)
+    assert len(sched) == 2 and "sum" not in str(sched[1].kernel)
+    a = x.numpy().astype(np.float64)
+    check(out, (a * np.repeat(a.reshape(8, 2, 24).sum(axis=1), 2, axis=0)).astype(np.float32))
+
+
+def test_shared_reduction_is_written_in_the_shape_its_readers_read():
+    """A row sum read by two kernels is written as the vector they read (not as its (30, 1) self), so it
+    shares their kernel: one kernel with three outputs."""
+    x = data(30, 40)
+    s = x.sum(axis=1)
+    a, b = s * 2, (s - 1).exp()
+    assert kernels(a, b) == 1
+    lt.realize(a, b)
+    total = x.numpy().astype(np.float64).sum(axis=1)
+    check(a, (total * 2).astype(np.float32))
+    check(b, np.exp(total - 1).astype(np.float32))
+
+
+def test_reshape_leaves_the_index_of_an_axis_it_keeps():
+    """Squeezing and unsqueezing under a pad: the load's address has no division or remainder."""
+    x = data(5, 7)
+    y = x.reshape(5, 1, 7, 1).pad([(0, 0), (0, 0), (2, 1), (0, 0)]).reshape(5, 10) * 3
+    (item,) = lt.schedule(y)
+    assert "//" not in str(item.kernel) and "%" not in str(item.kernel)
+    check(y, np.pad(x.numpy(), [(0, 0), (2, 1)]) * np.float32(3))
+
+
 def test_schedule_does_not_run_and_prints_kernel_ir():
     x = data(10)
     sched = lt.schedule((x * 3).sum())

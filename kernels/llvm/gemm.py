@@ -59,7 +59,9 @@ class Layout:
         vector_bits = 512 if "+avx512f" in llvm.get_host_cpu_features().flatten() else 256
         lanes = vector_bits // c.dtype.bits
         # AVX-512 has 32 vector registers: 12 x 2 accumulators, two B vectors and a broadcast; AVX2 has 16.
-        mr, nr = (12, 2 * lanes) if vector_bits == 512 else (6, 2 * lanes)
+        # A product at most one vector wide (a convolution's few output channels) takes tiles one vector
+        # wide: two would multiply zeros half the time.
+        mr, nr = (12 if vector_bits == 512 else 6), (lanes if n <= lanes else 2 * lanes)
         mp, np_ = -(-m // mr), -(-n // nr)
         kc = -(-k // -(-k // KC_TARGET))
         row_panels = max(1, min(mp, L2_BLOCK_BYTES // (mr * kc * c.dtype.itemsize)))
@@ -168,14 +170,18 @@ def _pack(c: Contraction, buffers: tuple[BufferParam, ...], name: str, slot: int
     mapping = {lane: Expr.of(p) * width + lane_var}
     clips = [(lane_var, p, lane.size)]
     outer = (p, vb) if panels >= batch else (vb, p)
-    if unit_stride(operand, vk) and not unit_stride(operand, lane):
-        kb, kt = Var(f"{vk.name}_block", -(-k // TILE_K)), Var(f"{vk.name}_tile", min(TILE_K, k))
-        mapping[vk] = Expr.of(kb) * kt.size + kt
+    kb, kt = Var(f"{vk.name}_block", -(-k // TILE_K)), Var(f"{vk.name}_tile", min(TILE_K, k))
+    tiled = {**mapping, vk: Expr.of(kb) * kt.size + kt}
+    (value,) = substitute([operand], tiled)
+    # Unit stride along k may show only once k is cut into tiles: k running over whole rows of an image
+    # (a convolution's weight gradient) reads `(k // 16)*plane + k % 16`, which the tile makes `kt`.
+    if unit_stride(value, kt) and not unit_stride(value, lane_var):
+        mapping = tiled
         clips.append((kt, kb, k))
         loops = (*outer, kb, lane_var, kt)
     else:
+        (value,) = substitute([operand], mapping)
         loops = (*outer, vk, lane_var)
-    (value,) = substitute([operand], mapping)
     index = ((Expr.of(vb) * panels + p) * k + mapping.get(vk, Expr.of(vk))) * width + lane_var
     return Pack(Kernel(name, buffers, c.params, loops, (Store(slot, index, value),)), tuple(clips))
 

@@ -419,7 +419,10 @@ def embedding(indices: Tensor, weight: Tensor, padding_idx: int | None = None) -
 
 def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zero each element with probability p and scale the rest by 1 / (1 - p). The mask is drawn inside
-    the kernel that applies it (counter-based random numbers), so it costs no memory."""
+    the kernel that applies it (counter-based random numbers), so a forward pass spends no memory on it.
+    The backward reads it from a buffer of its own (a byte per element), computed once for the forward
+    and the backward: each of its kernels would otherwise draw its random numbers again (some ten
+    integer multiplications per element), once per element of a window behind a max pool."""
     if not 0 <= p <= 1:
         raise ValueError(f"dropout: p must be in [0, 1], got {p}")
     if not training or p == 0:
@@ -428,7 +431,12 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = Fa
         return x * 0.0
     from ..random import rand
     keep = rand(x.shape, dtype=x.dtype if x.dtype.is_float else None, device=x.device) >= p
-    return where(keep, x * (1.0 / (1.0 - p)), 0.0)
+    scale = 1.0 / (1.0 - p)
+
+    def backward(g: Tensor) -> tuple[Tensor]:
+        return (where(keep.contiguous(), g * scale, 0.0),)
+
+    return custom_vjp((x,), lambda: where(keep, x * scale, 0.0), backward)
 
 
 # ---- losses ------------------------------------------------------------------------------------
