@@ -132,7 +132,9 @@ class _Record(Recorder):
     launches: list[_Launch] = field(default_factory=list)
     binds: list[tuple[weakref.ref, Buffer]] = field(default_factory=list)
     out_structure: Any = None
-    outputs: list[Any] = field(default_factory=list)  # a Buffer per output tensor, the value itself otherwise
+    out_leaves: list[Any] = field(default_factory=list)  # the result's leaves
+    outputs: list[Buffer | None] = field(default_factory=list)  # the buffer of each tensor leaf
+    out_origins: list[str] = field(default_factory=list)
     out_specs: list[Any] = field(default_factory=list)
 
     def launch(self, item: ScheduleItem, program: Any, outputs: list[Buffer]) -> None:
@@ -166,8 +168,15 @@ def _agree(prev: tuple, cur: tuple) -> bool:
     """Whether a buffer read in the call before is compatible with `cur`, the same read in this call. A
     state read was, the call before, a read of something produced before it (or of the initial value)."""
     if cur[0] == STATE:
-        return prev[0] in (STATE, CONST)
+        return prev[0] == CONST
     return prev[0] == cur[0] and (prev[1] is cur[1] if cur[0] == CONST else prev[1] == cur[1])
+
+
+def _draw(param: Any, record: _Record) -> int | None:
+    """Which of the call's random draws a kernel parameter carries (0 for its first), if any."""
+    offset = random.parameter_offset(param)
+    return None if offset is None or not record.rng_before[1] <= offset < record.rng_after[1] \
+        else offset - record.rng_before[1]
 
 
 def _same_param(a: Any, b: Any) -> bool:
@@ -226,13 +235,14 @@ class _Replay:
             sources.append([classify(pb, cb, what, origin) for pb, cb, origin in zip(p.inputs, c.inputs, c.input_origins)])
         if prev.out_structure != cur.out_structure or prev.out_specs != cur.out_specs:
             raise _Mismatch("the function returned a different structure or different outputs")
-        outputs = [classify(pb, cb, "the function's result", "its line") if isinstance(cb, Buffer) else cb
-                   for pb, cb in zip(prev.outputs, cur.outputs)]
+        outputs = [None if cb is None else classify(pb, cb, "the function's result", origin)
+                   for pb, cb, origin in zip(prev.outputs, cur.outputs, cur.out_origins)]
+        results = [o for o in outputs if o is not None]
         self.draws_per_call = self._draws(prev, cur)
 
         # the state cells: slots of this call that the next one reads, with the nodes holding them
         read_slots = [s[1] for srcs in sources for s in srcs if s[0] == STATE]
-        read_slots += [o[1] for o in outputs if isinstance(o, tuple) and o[0] == STATE]
+        read_slots += [o[1] for o in results if o[0] == STATE]
         cells = list(dict.fromkeys(read_slots))
         cell_of = {s: n_slots + n_args + i for i, s in enumerate(cells)}
         slot_buffers = {s: b for b, s in ((b, cur_slots[id(b)]) for lc in cur.launches for b in lc.outputs)}
@@ -243,7 +253,7 @@ class _Replay:
                 raise _Mismatch("a buffer the next call reads is held by no tensor")
             self.holders.append((s, cell_of[s], refs))
         consts = list({id(s[1]): s[1] for srcs in sources for s in srcs if s[0] == CONST}.values())
-        consts += [o[1] for o in outputs if isinstance(o, tuple) and o[0] == CONST]
+        consts += [o[1] for o in results if o[0] == CONST]
         const_of = {id(b): n_slots + n_args + len(cells) + i for i, b in enumerate(consts)}
 
         def index(src: tuple) -> int:
@@ -251,10 +261,9 @@ class _Replay:
             return v if kind == SLOT else n_slots + v if kind == ARG else cell_of[v] if kind == STATE \
                 else const_of[id(v)]
 
-        kept = set(cells) | {o[1] for o in outputs if isinstance(o, tuple) and o[0] == SLOT}
+        kept = set(cells) | {o[1] for o in results if o[0] == SLOT}
         self.table: list[Buffer | None] = [None] * (n_slots + n_args + len(cells)) + consts
         self.launches: list[_ReplayLaunch] = []
-        rng_start = cur.rng_before[1]
         for lc, srcs in zip(cur.launches, sources):
             device = get_device(lc.device)
             out_slots = [cur_slots[id(b)] for b in lc.outputs]
@@ -264,13 +273,15 @@ class _Replay:
                     fresh.append((s, b.dtype, b.size))
                 else:
                     self.table[s] = device.alloc(b.dtype, b.size)
-            draws = [(i, off - rng_start) for i, v in enumerate(lc.params)
-                     if (off := random.parameter_offset(v)) is not None and rng_start <= off < cur.rng_after[1]]
+            draws = [(i, rel) for i, v in enumerate(lc.params) if (rel := _draw(v, cur)) is not None]
             self.launches.append(_ReplayLaunch(lc.program, device, lc.kernel, lc.origin, lc.params, draws,
                                                fresh, out_slots + [index(s) for s in srcs]))
-        self.outputs = [(index(o), b.dtype, b.size) if isinstance(o, tuple) else o
-                        for o, b in zip(outputs, cur.outputs)]
+        self.outputs = [None if o is None else index(o) for o in outputs]  # table indices of the tensors
         self.out_structure, self.out_specs = cur.out_structure, cur.out_specs
+        # a tensor object both calls returned (a parameter, a running total) is returned again, updated;
+        # other tensors are new on every call, and other leaves are constants
+        self.out_leaves = [weakref.ref(c) if o is not None and p is c else None if o is not None else c
+                           for o, p, c in zip(outputs, prev.out_leaves, cur.out_leaves)]
         self.n_slots = n_slots
         self.seed = cur.rng_after[0]
         self.rng_after = cur.rng_after if prev.rng_after == cur.rng_after else None
@@ -284,8 +295,8 @@ class _Replay:
     @staticmethod
     def _describe(src: tuple) -> str:
         kind, v = src
-        return {SLOT: f"the output of its kernel's slot {v}", ARG: f"argument tensor {v}",
-                STATE: "what the call before computed", CONST: "a tensor computed before"}[kind]
+        return {SLOT: "a buffer the call computed", ARG: f"argument tensor {v}",
+                STATE: "what the call before computed", CONST: "a tensor made before the call"}[kind]
 
     @staticmethod
     def _draws(prev: _Record, cur: _Record) -> int:
@@ -293,8 +304,7 @@ class _Replay:
         relative to its call's first draw, and every other parameter the same value, in both calls."""
         for p, c in zip(prev.launches, cur.launches):
             for pv, cv in zip(p.params, c.params):
-                po, co = random.parameter_offset(pv), random.parameter_offset(cv)
-                if po is not None and co is not None and po - prev.rng_before[1] == co - cur.rng_before[1]:
+                if (rel := _draw(cv, cur)) is not None and rel == _draw(pv, prev):
                     continue
                 if not _same_param(pv, cv):
                     raise _Mismatch(f"a Python scalar of the kernel for the op at {c.origin} changed between "
@@ -333,9 +343,22 @@ class _Replay:
                     node.become_buffer(table[s])
         random.set_rng_state(self.rng_after or (seed, offset + self.draws_per_call))
         stats().replays += 1
-        leaves = (Tensor(Node.from_buffer(table[o[0]], spec[2], spec[1], spec[3])) if isinstance(o, tuple) else o
-                  for o, spec in zip(self.outputs, self.out_specs))
-        return _unflatten(self.out_structure, leaves)
+        leaves = [leaf if i is None else self._output(table[i], spec, leaf)
+                  for i, spec, leaf in zip(self.outputs, self.out_specs, self.out_leaves)]
+        return _unflatten(self.out_structure, iter(leaves))
+
+    @staticmethod
+    def _output(buffer: Buffer, spec: tuple, same: weakref.ref | None) -> Tensor:
+        """The tensor returned for a result: the object the function returns every time (rebound to the
+        new value unless it holds state, which is updated already), else a new tensor."""
+        t = None if same is None else same()
+        if t is not None and t.node.buffer is buffer:
+            return t
+        node = Node.from_buffer(buffer, spec[2], spec[1], spec[3])
+        if t is None:
+            return Tensor(node)
+        t.node = node
+        return t
 
 
 # ---- the jitted function -----------------------------------------------------------------------------
@@ -388,8 +411,11 @@ class Jit:
             raise JitError(f"lt.jit: {name} rebinds an argument tensor (x += ..., x.node = ...); a replay "
                            "cannot rebind the caller's tensors: return the new value instead")
         record.rng_after = random.get_rng_state()
-        record.outputs = [x.node.buffer if isinstance(x, Tensor) else x for x in leaves]
-        record.out_specs = [_spec(x) if isinstance(x, Tensor) else None for x in leaves]
+        tensors = [isinstance(x, Tensor) for x in leaves]
+        record.out_leaves = leaves
+        record.outputs = [x.node.buffer if t else None for t, x in zip(tensors, leaves)]
+        record.out_origins = [x.node.origin if t else "" for t, x in zip(tensors, leaves)]
+        record.out_specs = [_spec(x) if t else None for t, x in zip(tensors, leaves)]
         entry.records += 1
         if entry.previous is not None:
             try:

@@ -187,6 +187,23 @@ class Adam(Optimizer):
         _check(weight_decay, "weight_decay")
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                                       amsgrad=amsgrad, maximize=maximize))
+        self._terms: dict[tuple, tuple[Tensor, Tensor, Tensor]] = {}
+
+    def step(self) -> None:
+        self._terms.clear()
+        super().step()
+
+    def _step_terms(self, count: Tensor | None, device: str, dtype: Any, group: dict[str, Any]) \
+            -> tuple[Tensor, Tensor, Tensor]:
+        """The new step count, sqrt(1 - beta2**t) and lr / (1 - beta1**t), in float64 and rounded once to
+        `dtype`, as Python floats would be. Built once per step for the parameters sharing a step count."""
+        key = (None if count is None else count.node, device, dtype, group["lr"], group["betas"])
+        if (terms := self._terms.get(key)) is None:
+            beta1, beta2 = group["betas"]
+            t = _step_count(1.0, device) if count is None else count + 1
+            terms = self._terms[key] = (t, (1 - beta2 ** t).sqrt().cast(dtype),
+                                        (group["lr"] / (1 - beta1 ** t)).cast(dtype))
+        return terms
 
     def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> Tensor:
         beta1, beta2 = group["betas"]
@@ -197,8 +214,8 @@ class Adam(Optimizer):
                 p = p * (1 - lr * wd)
             else:
                 g = g + p * wd
-        step = state["step"] + 1 if "step" in state else _step_count(1.0, p.device)
-        state["step"] = step
+        step, bias2_sqrt, step_size = self._step_terms(state.get("step"), p.device, grad.dtype, group)
+        state["step"] = Tensor(step.node)
         m = state.get("exp_avg")
         v = state.get("exp_avg_sq")
         m = g * (1 - beta1) if m is None else m + (g - m) * (1 - beta1)
@@ -209,9 +226,6 @@ class Adam(Optimizer):
             vmax = v if vmax is None else vmax.maximum(v)
             state["max_exp_avg_sq"] = vmax
             v = vmax
-        # float64, rounded once to the parameter's dtype, as Python floats would be
-        bias2_sqrt = (1 - beta2 ** step).sqrt().cast(v.dtype)
-        step_size = (lr / (1 - beta1 ** step)).cast(m.dtype)
         denom = v.sqrt() / bias2_sqrt + group["eps"]
         return p - (m / denom) * step_size
 

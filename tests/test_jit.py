@@ -239,3 +239,26 @@ def test_batchnorm_running_statistics_carry_over():
         assert_same(jstep(x), out)
         assert_same(bn.running_mean, mean)
         assert_same(bn.running_var, var)
+
+
+def test_user_state_and_returning_it():
+    acc = lt.zeros(3)
+
+    def f(x):
+        nonlocal acc
+        acc += x
+        acc.realize()
+        return acc, acc * 2, "static"
+
+    jf = lt.jit(f)
+    total, outs = np.zeros(3, dtype=np.float32), []
+    for k in range(6):
+        a = RNG.random(3, dtype=np.float32)
+        total = total + a
+        same, double, note = jf(lt.asarray(a))
+        assert same is acc and note == "static"  # the object returned every time, as without the jit
+        assert_same(acc, total)
+        assert_same(double, total * 2)
+        outs.append((double, total * 2))
+    for double, expected in outs:  # a new tensor on each call, which keeps its value
+        assert_same(double, expected)
