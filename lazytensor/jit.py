@@ -60,6 +60,7 @@ MAX_RECORDS = 4  # calls recorded for one signature before giving up on finding 
 
 # where a launch's buffer comes from, in a recorded call (classified) and in a replay (indices)
 SLOT, ARG, STATE, CONST = "slot", "arg", "state", "const"
+STALE = object()  # what a replay that cannot run returns (None is a function's result like any other)
 
 
 def jit(fn: Callable) -> Jit:
@@ -312,16 +313,17 @@ class _Replay:
         return cur.rng_after[1] - cur.rng_before[1]
 
     def __call__(self, args: list[Buffer]) -> Any:
-        """Launch the kernels on `args`; None when the state it reads is gone (the caller records again)."""
+        """Launch the kernels on `args` and return the function's result; STALE, launching nothing, when the
+        state it reads is gone or the seed changed (the caller records again)."""
         seed, offset = random.get_rng_state()
         if self.uses_rng and seed != self.seed:
-            return None
+            return STALE
         table = list(self.table)
         table[self.n_slots:self.n_slots + len(args)] = args
         for _, i, refs in self.holders:
             node = next((n for r in refs if (n := r()) is not None), None)
             if node is None:
-                return None
+                return STALE
             table[i] = node.buffer
         ptrs = [b.ptr if b is not None else 0 for b in table]
         level = getenv("LT_DEBUG")
@@ -388,12 +390,11 @@ class Jit:
         structure = _flatten((args, kwargs), leaves)
         entry = self.entries.setdefault((structure, tuple(_spec(x) for x in leaves)), _Entry())
         inputs = [x for x in leaves if isinstance(x, Tensor)]
-        pending = [t.node for t in inputs if not t.node.realized]
-        if pending:
-            realize_nodes(*pending)
+        # the inputs, and state that code outside left pending, are computed outside the recording
+        realize_nodes(*(t.node for t in inputs if not t.node.realized))
         if entry.replay is not None:
             out = entry.replay([t.node.buffer for t in inputs])
-            if out is not None:
+            if out is not STALE:
                 return out
             entry.replay, entry.previous, entry.records = None, None, 0
         return self._record(entry, args, kwargs, inputs)

@@ -169,11 +169,14 @@ def realize_with_next(*tensors: Any) -> None:
 
 
 def realize_nodes(*nodes: Node) -> None:
-    """Compute every node in one schedule: shared work runs once."""
+    """Compute every node in one schedule, with the pending state (`realize_with_next`): shared work runs
+    once. With no nodes, it computes only the pending state, if any."""
     if _deferred:
         pending = [t.node for r in _deferred.values() if (t := r()) is not None and not t.node.realized]
         _deferred.clear()
         nodes = (*nodes, *pending)
+    if not nodes:
+        return
     items = schedule(*nodes)
     _stats.realizes += 1
     run(items)

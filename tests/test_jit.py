@@ -262,3 +262,31 @@ def test_user_state_and_returning_it():
         outs.append((double, total * 2))
     for double, expected in outs:  # a new tensor on each call, which keeps its value
         assert_same(double, expected)
+
+
+def test_step_returning_nothing_with_a_static_keyword():
+    """The update that opt.step() leaves pending is realized at the end of each call; a new value of a
+    non-tensor argument is a new signature."""
+    def make():
+        lt.manual_seed(0)
+        model = nn.Sequential(nn.Linear(20, 8), nn.Tanh(), nn.Linear(8, 5))
+        opt = optim.Adam(model.parameters(), lr=1e-2)
+
+        def step(x, y, *, scale):
+            loss = nn.functional.cross_entropy(model(x) * scale, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+        return model, step
+
+    plain, step = make()
+    model, jstep = make()
+    jstep = lt.jit(jstep)
+    for k, (x, y) in enumerate(BATCHES):
+        scale = 1.0 if k < 5 else 2.0
+        step(lt.asarray(x), lt.asarray(y), scale=scale)
+        assert jstep(lt.asarray(x), lt.asarray(y), scale=scale) is None
+        for p, q in zip(plain.parameters(), model.parameters()):
+            assert_same(q, p.numpy())
+    assert len(jstep.entries) == 2
