@@ -11,11 +11,12 @@ in one run.
 Every contestant builds the same model with the same initialization scheme (not the same numbers) and
 trains it on one fixed batch. Prints the median time per step after warm-up (compiling and scheduling
 excluded), lazytensor's kernels per step (`lt.stats().kernels_launched`), the first step's time
-(schedule + compile), the ratio of lazytensor's time to each peer's (below 1 is faster), and each
-contestant's loss at its first and last step: a loss that does not go down marks a broken step, and
-the script then exits with status 1. The jitted step is first checked against the lazy one: the same losses
-and parameters, bit for bit, over its recorded and replayed steps (else status 1). On a shared machine, torch's default OpenMP threads
-slow down by 10-100x when other processes compete for the cores; `--threads 1` compares single threads.
+(schedule + compile), the ratio of lazytensor's time, lazy and jitted, to each peer's (below 1 is
+faster), and each contestant's loss at its first and last step: a loss that does not go down marks a
+broken step, and the script then exits with status 1. The jitted step is first checked against the lazy
+one: the same losses and parameters, bit for bit, over its recorded and replayed steps (else status 1).
+On a shared machine, torch's default OpenMP threads slow down by 10-100x when other processes compete
+for the cores; `--threads 1` compares single threads.
 """
 from __future__ import annotations
 
@@ -78,8 +79,9 @@ def lazytensor_step(kind: str, x: np.ndarray, y: np.ndarray) -> tuple[Callable[[
 
 
 def jitted_step(kind: str, x: np.ndarray, y: np.ndarray, steps: int = 6) -> tuple[Callable[[], object], float]:
-    """`lt.jit` of lazytensor's step and its first loss, after checking that its first `steps` steps (recorded, then replayed)
-    give the lazy step's losses and parameters exactly, from the same random state (the CNN's dropout)."""
+    """`lt.jit` of lazytensor's step and its first loss, after checking that its first `steps` steps
+    (recorded, then replayed) give the lazy step's losses and parameters exactly, from the same random
+    state (the CNN's dropout)."""
     step, model = lazytensor_step(kind, x, y)
     jstep, jmodel = lazytensor_step(kind, x, y)
     jstep = lt.jit(jstep)

@@ -7,7 +7,8 @@
 What a call is. The inputs are the tensors among the arguments (found in tuples, lists and dicts);
 everything else in the arguments is static: a new value, like a new shape, dtype or device of an input,
 records again. The outputs are the tensors in what the function returns; the jit realizes them, with
-the state that `opt.step()` leaves pending, at the end of each recorded call.
+the state that `opt.step()` leaves pending, at the end of each recorded call. State that code outside
+the function left pending is realized before a call, so it is never recorded into it.
 
 Recording. The jit runs the function normally and notes every kernel launched, the buffers each reads
 and writes, and its scalar parameters. Once two consecutive calls ran the same kernels, each reading the
@@ -15,21 +16,24 @@ same kind of buffer, it builds a replay: an input's buffer is the new input's; a
 wrote and this call read is state (a parameter, a moment, a step count, running statistics), which the
 replay reads and then rebinds to what it wrote; a buffer that two calls read unchanged is a constant;
 the rest are temporaries, written in memory the replay owns. An optimizer's first step builds a different
-graph from its later ones, so an Adam step replays from its fourth call.
+graph from its later ones, so an Adam step replays from its fourth call. A function whose calls never
+settle raises `JitError` after MAX_RECORDS recorded calls, saying where the last two differed.
 
 Replaying. A later call with the same signature launches the recorded kernels: no graph is built and
 nothing is scheduled or compiled (`lt.stats().replays` counts these calls). The state's graph nodes are
 given the new buffers in place, so `p.numpy()` shows the updated parameter, as after an eager step;
 every tensor sharing a state's node sees the update, as with PyTorch's in-place updates. The outputs
-are new tensors on each call (without autograd history), never overwritten by later calls. Random draws
+are new tensors on each call (without autograd history), never overwritten by later calls, except a
+tensor object the function returns on every call (a parameter, a running total): it is returned again,
+holding the new value, as without the jit. Random draws
 continue the generator's sequence: a replay gives the same bits as running the function again. If a
 state tensor the replay reads has been rebound outside (every tensor holding it dropped it), or the seed
 was changed with `manual_seed`, the next call records again.
 
 The rules (what a replay cannot see):
 - Python values the function reads are frozen at recording: a Python scalar passed to a kernel that
-  differs between the two recorded calls raises `JitError` (pass it as a tensor argument, or keep it
-  constant). Tensors the function reads but neither receives as arguments nor updates (data in a
+  differs from call to call makes the recorded calls differ, hence `JitError` (pass it as a tensor
+  argument, or keep it constant). Tensors the function reads but neither receives as arguments nor updates (data in a
   closure) are constants too.
 - Reading data inside the function (`item()`, `numpy()`, `print`, `bool()`, ...) raises `JitError`
   naming the line: a replay runs no Python, so it could not give the function the value.
@@ -209,47 +213,19 @@ class _Replay:
     """
 
     def __init__(self, prev: _Record, cur: _Record):
-        if len(prev.launches) != len(cur.launches):
-            raise _Mismatch(f"the call ran {len(cur.launches)} kernels, the call before {len(prev.launches)}")
-        prev_slots, cur_slots = self._slots(prev), self._slots(cur)
-        prev_args = {id(b): a for a, b in reversed(list(enumerate(prev.args)))}
-        cur_args = {id(b): a for a, b in reversed(list(enumerate(cur.args)))}
-        n_slots, n_args = len(cur_slots), len(cur.args)
-        sources: list[tuple] = []  # per launch: the classified inputs of this call
-
-        def classify(prev_buf: Buffer, cur_buf: Buffer, what: str, origin: str) -> tuple:
-            p = _classify(prev_buf, prev_slots, prev_args, None)
-            c = _classify(cur_buf, cur_slots, cur_args, prev_slots)
-            if c[0] == CONST and p[0] == CONST and p[1] is not c[1]:
-                raise _Mismatch(f"{what} reads a tensor made at {origin} that is a new buffer on every call and "
-                                "that no kernel computes (host data made inside the function: lt.asarray, "
-                                "to(device), ...); pass it as an argument")
-            if not _agree(p, c):
-                raise _Mismatch(f"{what} reads {self._describe(c)}, the call before {self._describe(p)}")
-            return c
-
-        for k, (p, c) in enumerate(zip(prev.launches, cur.launches)):
-            if p.program is not c.program:
-                raise _Mismatch(f"kernel {k} (for the op at {c.origin}) differs from the call before's "
-                                f"(for the op at {p.origin})")
-            what = f"the kernel for the op at {c.origin}"
-            sources.append([classify(pb, cb, what, origin) for pb, cb, origin in zip(p.inputs, c.inputs, c.input_origins)])
-        if prev.out_structure != cur.out_structure or prev.out_specs != cur.out_specs:
-            raise _Mismatch("the function returned a different structure or different outputs")
-        outputs = [None if cb is None else classify(pb, cb, "the function's result", origin)
-                   for pb, cb, origin in zip(prev.outputs, cur.outputs, cur.out_origins)]
-        results = [o for o in outputs if o is not None]
+        sources, outputs = self._compare(prev, cur)
         self.draws_per_call = self._draws(prev, cur)
+        n_slots, n_args = sum(len(lc.outputs) for lc in cur.launches), len(cur.args)
+        results = [o for o in outputs if o is not None]
 
         # the state cells: slots of this call that the next one reads, with the nodes holding them
-        read_slots = [s[1] for srcs in sources for s in srcs if s[0] == STATE]
-        read_slots += [o[1] for o in results if o[0] == STATE]
-        cells = list(dict.fromkeys(read_slots))
+        cells = list(dict.fromkeys([s[1] for srcs in sources for s in srcs if s[0] == STATE]
+                                   + [o[1] for o in results if o[0] == STATE]))
         cell_of = {s: n_slots + n_args + i for i, s in enumerate(cells)}
-        slot_buffers = {s: b for b, s in ((b, cur_slots[id(b)]) for lc in cur.launches for b in lc.outputs)}
+        written = [b for lc in cur.launches for b in lc.outputs]
         self.holders: list[tuple[int, int, list[weakref.ref]]] = []  # (slot, table index, holders)
         for s in cells:
-            refs = [r for r, b in cur.binds if b is slot_buffers[s] and r() is not None]
+            refs = [r for r, b in cur.binds if b is written[s] and r() is not None]
             if not refs:
                 raise _Mismatch("a buffer the next call reads is held by no tensor")
             self.holders.append((s, cell_of[s], refs))
@@ -265,9 +241,11 @@ class _Replay:
         kept = set(cells) | {o[1] for o in results if o[0] == SLOT}
         self.table: list[Buffer | None] = [None] * (n_slots + n_args + len(cells)) + consts
         self.launches: list[_ReplayLaunch] = []
+        slot = 0
         for lc, srcs in zip(cur.launches, sources):
             device = get_device(lc.device)
-            out_slots = [cur_slots[id(b)] for b in lc.outputs]
+            out_slots = list(range(slot, slot + len(lc.outputs)))
+            slot += len(lc.outputs)
             fresh = []
             for s, b in zip(out_slots, lc.outputs):
                 if s in kept:
@@ -285,8 +263,45 @@ class _Replay:
                            for o, p, c in zip(outputs, prev.out_leaves, cur.out_leaves)]
         self.n_slots = n_slots
         self.seed = cur.rng_after[0]
-        self.rng_after = cur.rng_after if prev.rng_after == cur.rng_after else None
         self.uses_rng = any(lc.draws for lc in self.launches)
+        # a function that seeds the generator leaves it in the same state every time; others advance it
+        reseeds = cur.rng_before != cur.rng_after and prev.rng_after == cur.rng_after
+        self.rng_after = cur.rng_after if reseeds else None
+
+    @classmethod
+    def _compare(cls, prev: _Record, cur: _Record) -> tuple[list[list[tuple]], list[tuple | None]]:
+        """Where each buffer that `cur`'s launches read, and each of its results, comes from, checked against
+        `prev`: per launch its inputs, and per leaf of the result its source (None for a non-tensor)."""
+        if len(prev.launches) != len(cur.launches):
+            raise _Mismatch(f"the call ran {len(cur.launches)} kernels, the call before {len(prev.launches)}")
+        prev_slots, cur_slots = cls._slots(prev), cls._slots(cur)
+        prev_args = {id(b): a for a, b in reversed(list(enumerate(prev.args)))}
+        cur_args = {id(b): a for a, b in reversed(list(enumerate(cur.args)))}
+
+        def classify(prev_buf: Buffer, cur_buf: Buffer, what: str, origin: str) -> tuple:
+            p = _classify(prev_buf, prev_slots, prev_args, None)
+            c = _classify(cur_buf, cur_slots, cur_args, prev_slots)
+            if c[0] == CONST and p[0] == CONST and p[1] is not c[1]:
+                raise _Mismatch(f"{what} reads a tensor made at {origin} that is a new buffer on every call and "
+                                "that no kernel computes (host data made inside the function: lt.asarray, "
+                                "to(device), ...); pass it as an argument")
+            if not _agree(p, c):
+                raise _Mismatch(f"{what} reads {cls._describe(c)}, the call before {cls._describe(p)}")
+            return c
+
+        sources = []
+        for k, (p, c) in enumerate(zip(prev.launches, cur.launches)):
+            if p.program is not c.program:
+                raise _Mismatch(f"kernel {k} (for the op at {c.origin}) differs from the call before's "
+                                f"(for the op at {p.origin})")
+            what = f"the kernel for the op at {c.origin}"
+            sources.append([classify(pb, cb, what, origin)
+                            for pb, cb, origin in zip(p.inputs, c.inputs, c.input_origins)])
+        if prev.out_structure != cur.out_structure or prev.out_specs != cur.out_specs:
+            raise _Mismatch("the function returned a different structure or different outputs")
+        outputs = [None if cb is None else classify(pb, cb, "the function's result", origin)
+                   for pb, cb, origin in zip(prev.outputs, cur.outputs, cur.out_origins)]
+        return sources, outputs
 
     @staticmethod
     def _slots(record: _Record) -> dict[int, int]:

@@ -210,6 +210,19 @@ def test_random_draws_continue_the_sequence_and_a_new_seed_records_again():
     assert_same(other, f(x).numpy())
 
 
+def test_a_function_without_draws_leaves_the_generator_alone():
+    jf = lt.jit(lambda x: x * 2)
+    x = lt.asarray(np.ones(4, dtype=np.float32))
+    lt.reset_stats()
+    for k in range(6):
+        state = lt.random.get_rng_state()
+        jf(x)
+        assert lt.random.get_rng_state() == state
+        if k >= 2:  # draws outside, once replaying, advance the generator; a replay must not move it back
+            lt.rand(3).realize()
+    assert lt.stats().replays == 4
+
+
 def test_nested_jit_runs_plainly_inside_a_recording():
     inner = lt.jit(lambda x: x * 3)
     outer = lt.jit(lambda x: inner(x) + 1)
