@@ -398,6 +398,10 @@ class Jit:
         self.entries: dict[Any, _Entry] = {}
         functools.update_wrapper(self, fn)
 
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        """A jitted method: the instance is a static argument, so each object has its own replays."""
+        return self if instance is None else functools.partial(self, instance)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if is_recording():  # inside another jitted function's recording: its recorder sees our kernels
             return self.fn(*args, **kwargs)

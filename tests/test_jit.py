@@ -303,3 +303,20 @@ def test_step_returning_nothing_with_a_static_keyword():
         for p, q in zip(plain.parameters(), model.parameters()):
             assert_same(q, p.numpy())
     assert len(jstep.entries) == 2
+
+
+def test_jitted_method():
+    class Scaler:
+        def __init__(self, k: float):
+            self.k = k
+
+        @lt.jit
+        def __call__(self, x):
+            return x * self.k
+
+    twice, thrice = Scaler(2.0), Scaler(3.0)
+    x = lt.asarray(np.arange(4, dtype=np.float32))
+    for _ in range(4):
+        assert_same(twice(x), np.arange(4, dtype=np.float32) * 2)
+        assert_same(thrice(x), np.arange(4, dtype=np.float32) * 3)
+    assert len(Scaler.__call__.entries) == 2
