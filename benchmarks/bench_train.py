@@ -1,5 +1,6 @@
-"""One training step (forward, backward, Adam update) of an MLP and of a small CNN: lazytensor against
-torch eager and jax.jit on the CPU (each when installed: `pip install -e ".[bench]"`), in one run.
+"""One training step (forward, backward, Adam update) of an MLP and of a small CNN: lazytensor, lazily and
+under `lt.jit`, against torch eager and jax.jit on the CPU (each when installed: `pip install -e ".[bench]"`),
+in one run.
 
     python benchmarks/bench_train.py [--repeat 20] [--only mlp|cnn] [--threads N]
 
@@ -10,10 +11,12 @@ torch eager and jax.jit on the CPU (each when installed: `pip install -e ".[benc
 Every contestant builds the same model with the same initialization scheme (not the same numbers) and
 trains it on one fixed batch. Prints the median time per step after warm-up (compiling and scheduling
 excluded), lazytensor's kernels per step (`lt.stats().kernels_launched`), the first step's time
-(schedule + compile), the ratio of lazytensor's time to each peer's (below 1 is faster), and each
-contestant's loss at its first and last step: a loss that does not go down marks a broken step, and
-the script then exits with status 1. On a shared machine, torch's default OpenMP threads
-slow down by 10-100x when other processes compete for the cores; `--threads 1` compares single threads.
+(schedule + compile), the ratio of lazytensor's time, lazy and jitted, to each peer's (below 1 is
+faster), and each contestant's loss at its first and last step: a loss that does not go down marks a
+broken step, and the script then exits with status 1. The jitted step is first checked against the lazy
+one: the same losses and parameters, bit for bit, over its recorded and replayed steps (else status 1).
+On a shared machine, torch's default OpenMP threads slow down by 10-100x when other processes compete
+for the cores; `--threads 1` compares single threads.
 """
 from __future__ import annotations
 
@@ -73,6 +76,26 @@ def lazytensor_step(kind: str, x: np.ndarray, y: np.ndarray) -> tuple[Callable[[
         return loss
 
     return step, model
+
+
+def jitted_step(kind: str, x: np.ndarray, y: np.ndarray, steps: int = 6) -> tuple[Callable[[], object], float]:
+    """`lt.jit` of lazytensor's step and its first loss, after checking that its first `steps` steps
+    (recorded, then replayed) give the lazy step's losses and parameters exactly, from the same random
+    state (the CNN's dropout)."""
+    step, model = lazytensor_step(kind, x, y)
+    jstep, jmodel = lazytensor_step(kind, x, y)
+    jstep = lt.jit(jstep)
+    rng = lt.random.get_rng_state()
+    expected = [(step().numpy(), [p.numpy().copy() for p in model.parameters()]) for _ in range(steps)]
+    lt.random.set_rng_state(rng)
+    for loss, params in expected:
+        got = jstep().numpy()
+        if not (np.array_equal(got, loss) and all(np.array_equal(p.numpy(), q) for p, q in zip(jmodel.parameters(),
+                                                                                            params))):
+            sys.exit(f"{kind}: the jitted step differs from the lazy one")
+    if lt.stats().replays == 0:
+        sys.exit(f"{kind}: the jitted step never replayed")
+    return jstep, float(expected[0][0])
 
 
 # ---- torch eager ------------------------------------------------------------------------------------
@@ -215,6 +238,7 @@ def main() -> None:
         kernels = lt.stats().kernels_launched
         contestants = {"lazytensor": step}
         first_loss = {"lazytensor": first}
+        contestants["lazytensor jit"], first_loss["lazytensor jit"] = jitted_step(kind, x, y)
         for name, make in (("torch eager", torch_step), ("jax.jit", jax_step)):
             peer = make(kind, x, y)
             if peer is not None:
@@ -225,18 +249,19 @@ def main() -> None:
         results = median_times(contestants, args.repeat, args.rounds)
         compiled = lt.stats().kernels_compiled
         last_loss = {name: float(run()) for name, run in contestants.items()}
-        ours = results["lazytensor"]
+        ours, jitted = results["lazytensor"], results["lazytensor jit"]
         print(f"{titles[kind]}: median of {args.repeat} steps")
         print(f"  lazytensor: {kernels:.0f} kernels/step, first step {first_seconds:.1f} s (schedule + compile), "
               f"{compiled} kernels compiled after warm-up")
-        print(f"  {'':14}{'ms/step':>10}{'lazytensor / peer':>20}{'loss first -> last':>24}")
+        print(f"  {'':16}{'ms/step':>10}{'lazytensor / peer':>20}{'jit / peer':>12}{'loss first -> last':>24}")
         for name, t in results.items():
             ratio = "" if name == "lazytensor" else f"{ours / t:.2f}x"
+            jit_ratio = "" if name == "lazytensor jit" else f"{jitted / t:.2f}x"
             loss = f"{first_loss[name]:.4f} -> {last_loss[name]:.4f}"
             if not last_loss[name] < first_loss[name]:  # also catches NaN
                 broken.append(f"{kind} {name}")
                 loss += "  (not decreasing!)"
-            print(f"  {name:14}{t * 1e3:10.2f}{ratio:>20}{loss:>24}")
+            print(f"  {name:16}{t * 1e3:10.2f}{ratio:>20}{jit_ratio:>12}{loss:>24}")
     if broken:
         sys.exit(f"the loss did not go down for: {', '.join(broken)}")
 

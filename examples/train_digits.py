@@ -6,7 +6,8 @@
 
 The data set ships inside scikit-learn (`sklearn.datasets.load_digits`): nothing is downloaded.
 Each training step is lazy until `lt.realize(loss, *model.parameters())`, which runs the forward
-pass, the backward pass and the Adam update of every parameter in one schedule of fused kernels.
+pass, the backward pass and the Adam update of every parameter in one schedule of fused kernels. The
+step is an `lt.jit` function: after its first few calls it only launches the recorded kernels.
 """
 from __future__ import annotations
 
@@ -84,8 +85,18 @@ def train(model: nn.Module, x: np.ndarray, y: np.ndarray, epochs: int = 10, batc
           lr: float = 1e-3, seed: int = 0, label: str = "train", quiet: bool = False,
           max_steps: int | None = None) -> list[float]:
     """Adam on cross-entropy; returns the loss of every step. Batches of one size (the remainder of an
-    epoch is dropped), so every step runs the same compiled kernels."""
+    epoch is dropped), so every step runs the same compiled kernels, replayed by `lt.jit`."""
     opt = optim.Adam(model.parameters(), lr=lr)
+
+    @lt.jit
+    def train_step(xb: lt.Tensor, yb: lt.Tensor) -> lt.Tensor:
+        loss = F.cross_entropy(model(xb), yb)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        lt.realize(loss, *model.parameters())  # the whole step: forward, backward, update
+        return loss
+
     rng = np.random.default_rng(seed)
     steps_per_epoch = len(y) // batch_size
     losses: list[float] = []
@@ -95,13 +106,7 @@ def train(model: nn.Module, x: np.ndarray, y: np.ndarray, epochs: int = 10, batc
         bar = None if quiet else Progress(steps_per_epoch, f"{label} epoch {epoch + 1:2d}/{epochs}")
         for step in range(steps_per_epoch):
             idx = order[step * batch_size:(step + 1) * batch_size]
-            xb, yb = lt.asarray(x[idx]), lt.asarray(y[idx])
-            loss = F.cross_entropy(model(xb), yb)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            lt.realize(loss, *model.parameters())  # the whole step: forward, backward, update
-            losses.append(loss.item())
+            losses.append(train_step(lt.asarray(x[idx]), lt.asarray(y[idx])).item())
             if bar is not None and (step % 4 == 0 or step == steps_per_epoch - 1):
                 bar.update(step + 1, f"loss {np.mean(losses[-steps_per_epoch:]):.4f}")
             if max_steps is not None and len(losses) >= max_steps:

@@ -18,7 +18,7 @@ from .creation import (arange, asarray, empty, empty_like, eye, from_numpy, full
 from .device import Device, devices, empty_cache, synchronize
 from .dtypes import (DType, FInfo, bfloat16, bool_, default_float, default_int, finfo, float16, float32, float64,
                      int8, int16, int32, int64, promote, uint8)
-from .errors import AxisError, DeviceError, DTypeError, KernelError, ShapeError
+from .errors import AxisError, DeviceError, DTypeError, JitError, KernelError, ShapeError
 from .kernels.triton import set_allow_tf32, tf32_allowed
 from .movement import concat, split, stack
 from .realize import Stats, reset_stats, stats
@@ -30,6 +30,7 @@ from . import nn, optim, random  # noqa: E402  (they build on Tensor)
 from .autograd import (custom_vjp, enable_grad, grad, gradients, no_grad, set_grad_enabled,  # noqa: E402
                        value_and_grad)
 from .random import manual_seed, rand, rand_like, randint, randn, randn_like, randperm  # noqa: E402
+from .jit import Jit, jit  # noqa: E402
 
 bool = bool_  # noqa: A001  (lt.bool, as torch.bool)
 float = float32  # noqa: A001
@@ -72,4 +73,4 @@ __all__ = ["Tensor", "DType", "Device", "Schedule", "Stats", "asarray", "tensor"
            "ShapeError", "AxisError", "DTypeError", "DeviceError", "KernelError", "empty_cache", *_METHODS, "subtract"]
 __all__ += ["nn", "optim", "random", "no_grad", "enable_grad", "set_grad_enabled", "grad", "value_and_grad",
             "gradients", "custom_vjp", "manual_seed", "rand", "randn", "randint", "rand_like", "randn_like",
-            "randperm", "set_allow_tf32", "tf32_allowed"]
+            "randperm", "set_allow_tf32", "tf32_allowed", "jit", "Jit", "JitError"]

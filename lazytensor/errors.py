@@ -20,3 +20,8 @@ class DeviceError(RuntimeError):
 
 class KernelError(RuntimeError):
     """A kernel failed to compile or run; the message names the op's line in user code."""
+
+
+class JitError(RuntimeError):
+    """A function given to `lt.jit` does something a recorded replay cannot repeat; the message says what
+    and names the line in user code."""

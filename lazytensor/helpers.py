@@ -25,6 +25,14 @@ def user_frame() -> str:
     return "<unknown>"
 
 
+def user_call() -> tuple[str, str]:
+    """The lazytensor function the user called (the outermost one on the stack) and `file:line` of the call."""
+    frame, name = sys._getframe(1), "<unknown>"
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIRS):
+        name, frame = frame.f_code.co_name, frame.f_back
+    return name, "<unknown>" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
 def prod(xs) -> int:
     out = 1
     for x in xs:

@@ -12,15 +12,18 @@ realized with the next schedule that runs, so
 computes the forward pass, the backward pass and the update of every parameter
 and of its state in one schedule: each gradient is computed once and read by
 the kernels that update that parameter's state and value. Hyperparameters are
-Python scalars, so kernel parameters: a learning-rate schedule or Adam's bias
-correction never recompiles a kernel.
+Python scalars, so kernel parameters: a learning-rate schedule never recompiles
+a kernel. Adam's step count is state too, a 0-d float64 tensor (torch's
+`capturable` Adam), and its bias corrections are computed in the kernels, so a
+step that `lt.jit` replays advances them without running Python; parameters
+that step together share one step count, which one kernel updates.
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Iterable
 
 from .autograd import no_grad
+from .dtypes import float64
 from .realize import realize_with_next
 from .tensor import Tensor
 
@@ -112,7 +115,15 @@ class Optimizer:
         for i, s in state_dict["state"].items():
             p = params[int(i)]
             self.state[id(p)] = {n: (asarray(v if isinstance(v, Tensor) else getattr(v, "numpy", lambda: v)(),
-                                             dtype=p.dtype) if n != "step" else int(v)) for n, v in s.items()}
+                                             dtype=p.dtype) if n != "step" else _step_count(float(v), p.device))
+                                 for n, v in s.items()}
+
+
+def _step_count(value: float, device: str) -> Tensor:
+    """A step count as a 0-d float64 tensor; equal counts on one device are one graph node, so the
+    parameters that step together have their counts advanced by one kernel."""
+    from .creation import full
+    return full((), value, dtype=float64, device=device)
 
 
 def _check(value: float, name: str, low: float = 0.0) -> float:
@@ -176,6 +187,23 @@ class Adam(Optimizer):
         _check(weight_decay, "weight_decay")
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                                       amsgrad=amsgrad, maximize=maximize))
+        self._terms: dict[tuple, tuple[Tensor, Tensor, Tensor]] = {}
+
+    def step(self) -> None:
+        self._terms.clear()
+        super().step()
+
+    def _step_terms(self, count: Tensor | None, device: str, dtype: Any, group: dict[str, Any]) \
+            -> tuple[Tensor, Tensor, Tensor]:
+        """The new step count, sqrt(1 - beta2**t) and lr / (1 - beta1**t), in float64 and rounded once to
+        `dtype`, as Python floats would be. Built once per step for the parameters sharing a step count."""
+        key = (None if count is None else count.node, device, dtype, group["lr"], group["betas"])
+        if (terms := self._terms.get(key)) is None:
+            beta1, beta2 = group["betas"]
+            t = _step_count(1.0, device) if count is None else count + 1
+            terms = self._terms[key] = (t, (1 - beta2 ** t).sqrt().cast(dtype),
+                                        (group["lr"] / (1 - beta1 ** t)).cast(dtype))
+        return terms
 
     def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> Tensor:
         beta1, beta2 = group["betas"]
@@ -186,8 +214,8 @@ class Adam(Optimizer):
                 p = p * (1 - lr * wd)
             else:
                 g = g + p * wd
-        step = state.get("step", 0) + 1
-        state["step"] = step
+        step, bias2_sqrt, step_size = self._step_terms(state.get("step"), p.device, grad.dtype, group)
+        state["step"] = Tensor(step.node)
         m = state.get("exp_avg")
         v = state.get("exp_avg_sq")
         m = g * (1 - beta1) if m is None else m + (g - m) * (1 - beta1)
@@ -198,10 +226,8 @@ class Adam(Optimizer):
             vmax = v if vmax is None else vmax.maximum(v)
             state["max_exp_avg_sq"] = vmax
             v = vmax
-        bias1 = 1 - beta1 ** step
-        bias2_sqrt = math.sqrt(1 - beta2 ** step)
         denom = v.sqrt() / bias2_sqrt + group["eps"]
-        return p - (m / denom) * (lr / bias1)
+        return p - (m / denom) * step_size
 
 
 class AdamW(Adam):

@@ -79,6 +79,17 @@ def set_rng_state(state: tuple[int, int]) -> None:
     _gen.seed, _gen.offset = int(state[0]), int(state[1])
 
 
+def offset_parameter(offset: int) -> int:
+    """The kernel parameter that carries draw number `offset` (see `_words`)."""
+    return -OFFSET_BIAS - offset
+
+
+def parameter_offset(value: Any) -> int | None:
+    """The draw number a kernel parameter carries, or None for a parameter that carries none. `lt.jit`
+    uses it to give a replayed kernel the draws that follow, as running the function again would."""
+    return -OFFSET_BIAS - value if type(value) is int and value <= -OFFSET_BIAS else None
+
+
 def _next_offset() -> int:
     offset = _gen.offset
     _gen.offset += 1
@@ -142,7 +153,7 @@ def _words(shape: tuple[int, ...], device: str, n_words: int) -> list[Any]:
     dev = get_device(device).name
     index = Tensor._make(Op.IOTA, default_int, (n,), (), device=dev).reshape(shape)
     seed_ = Tensor._scalar(_gen.seed & ((1 << 63) - 1), dtypes.int64, dev, "random", shape)
-    neg = Tensor._scalar(-OFFSET_BIAS - offset, dtypes.int64, dev, "random", shape)
+    neg = Tensor._scalar(offset_parameter(offset), dtypes.int64, dev, "random", shape)
     off = _int_op(Alu.SUB, _int_op(Alu.MUL, neg, -1), OFFSET_BIAS)
     lo, hi = (index, index._const(0, dtypes.int64, dev).broadcast_to(shape)) if n <= M32 else \
         (_int_op(Alu.AND, index, M32), _int_op(Alu.FLOORDIV, index, 1 << 32))

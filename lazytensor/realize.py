@@ -9,8 +9,9 @@ from __future__ import annotations
 import sys
 import time
 import weakref
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Iterator
 
 from .device import get_device
 from .errors import KernelError
@@ -26,6 +27,7 @@ class Stats:
     kernels_launched: int = 0
     kernels_compiled: int = 0
     realizes: int = 0
+    replays: int = 0  # calls of an `lt.jit` function that ran its recorded kernels without scheduling
     compile_seconds: float = 0.0
     run_seconds: float = 0.0
 
@@ -46,18 +48,78 @@ def reset_stats() -> None:
     _stats = Stats()
 
 
-def _debug(level: int, item: ScheduleItem, program, seconds: float, compiled: bool) -> None:
-    k = item.kernel
-    shapes = " ".join(f"b{i}:{b.dtype.name}[{b.size}]" for i, b in enumerate(k.buffers))
+def launch(program: Any, ptrs: list[int], params: list, level: int, device: Any) -> float:
+    """Run one compiled kernel and count it; returns its time, which is exact only under `LT_DEBUG`
+    (GPU launches are asynchronous: they are waited for only when asked)."""
+    if level:
+        device.synchronize()
+    t0 = time.perf_counter()
+    program(ptrs, params)
+    if level:
+        device.synchronize()
+    seconds = time.perf_counter() - t0
+    _stats.kernels_launched += 1
+    _stats.run_seconds += seconds
+    return seconds
+
+
+def debug_line(level: int, kernel: Any, device: str, origin: str, program: Any, seconds: float,
+               compiled: bool) -> None:
+    """The `LT_DEBUG` report of one launch (to stderr)."""
+    shapes = " ".join(f"b{i}:{b.dtype.name}[{b.size}]" for i, b in enumerate(kernel.buffers))
     note = f" (compiled in {program.compile_seconds * 1e3:.1f} ms)" if compiled else ""
-    print(f"lt: {k.name:<48} {item.device:<6} {shapes}  {seconds * 1e6:9.1f} us{note}  <- {item.origin}",
+    print(f"lt: {kernel.name:<48} {device:<6} {shapes}  {seconds * 1e6:9.1f} us{note}  <- {origin}",
           file=sys.stderr)
     if level >= 2:
-        print(k, file=sys.stderr)
+        print(kernel, file=sys.stderr)
     if level >= 3:
         print(program.llvm_ir, file=sys.stderr)
     if level >= 4:
         print(program.assembly, file=sys.stderr)
+
+
+class Recorder:
+    """What `lt.jit` learns from a call it records: each launch and which node received which buffer."""
+
+    def launch(self, item: ScheduleItem, program: Any, outputs: list[Any]) -> None:
+        raise NotImplementedError
+
+    def bind(self, node: Node, buffer: Any) -> None:
+        raise NotImplementedError
+
+    def read(self) -> None:
+        """A tensor's data is being read on the host."""
+        raise NotImplementedError
+
+
+_recorder: Recorder | None = None
+
+
+@contextmanager
+def recording(recorder: Recorder) -> Iterator[None]:
+    """Report every launch, buffer binding and host read to `recorder` while the block runs."""
+    global _recorder
+    outer, _recorder = _recorder, recorder
+    try:
+        yield
+    finally:
+        _recorder = outer
+
+
+def is_recording() -> bool:
+    return _recorder is not None
+
+
+def check_read() -> None:
+    """Called before a tensor's data is read on the host: a recorded call cannot replay a read."""
+    if _recorder is not None:
+        _recorder.read()
+
+
+def _bind(node: Node, buffer: Any) -> None:
+    node.become_buffer(buffer)
+    if _recorder is not None:
+        _recorder.bind(node, buffer)
 
 
 def run(items: Schedule) -> None:
@@ -69,7 +131,7 @@ def run(items: Schedule) -> None:
     schedule reuses the memory of its dead intermediates. Reuse is safe on a GPU too, because the
     kernels of a schedule run in order on one stream.
     """
-    level = getenv("LT_DEBUG")  # GPU launches are asynchronous: time them only when asked
+    level = getenv("LT_DEBUG")
     items.reverse()
     while items:
         item = items.pop()
@@ -83,19 +145,14 @@ def run(items: Schedule) -> None:
             _stats.kernels_compiled += 1
             _stats.compile_seconds += program.compile_seconds
         outs = [device.alloc(n.dtype, n.numel) for n in item.outputs]
+        if _recorder is not None:
+            _recorder.launch(item, program, outs)
+        seconds = launch(program, [*(b.ptr for b in outs), *(n.buffer.ptr for n in item.inputs)], item.params,
+                         level, device)
         if level:
-            device.synchronize()
-        t0 = time.perf_counter()
-        program([*(b.ptr for b in outs), *(n.buffer.ptr for n in item.inputs)], item.params)
-        if level:
-            device.synchronize()
-        seconds = time.perf_counter() - t0
-        _stats.kernels_launched += 1
-        _stats.run_seconds += seconds
+            debug_line(level, item.kernel, item.device, item.origin, program, seconds, compiled)
         for node, buffer in zip(item.outputs, outs):
-            node.become_buffer(buffer)
-        if level:
-            _debug(level, item, program, seconds, compiled)
+            _bind(node, buffer)
 
 
 # Tensors whose state update is pending (optimizer state, running statistics): {id: weakref}
@@ -112,15 +169,18 @@ def realize_with_next(*tensors: Any) -> None:
 
 
 def realize_nodes(*nodes: Node) -> None:
-    """Compute every node in one schedule: shared work runs once."""
+    """Compute every node in one schedule, with the pending state (`realize_with_next`): shared work runs
+    once. With no nodes, it computes only the pending state, if any."""
     if _deferred:
         pending = [t.node for r in _deferred.values() if (t := r()) is not None and not t.node.realized]
         _deferred.clear()
         nodes = (*nodes, *pending)
+    if not nodes:
+        return
     stores = [storage(n) for n in nodes]  # before the run, which changes what shares whose buffer
     items = schedule(*nodes)
     _stats.realizes += 1
     run(items)
     for node, store in zip(nodes, stores):
         if not node.realized:
-            node.become_buffer(store.buffer)
+            _bind(node, store.buffer)

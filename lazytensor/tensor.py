@@ -25,7 +25,7 @@ from .kernels.dtype import bfloat16_to_float32
 from .kernels.ir import Alu
 from .linalg import LinalgOps
 from .movement import MovementOps
-from .realize import realize_nodes
+from .realize import check_read, realize_nodes
 from .reduce import ReduceOps
 
 Scalar = bool | int | float
@@ -242,6 +242,7 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
 
     def _host_bits(self) -> np.ndarray:
         """The realized data as its buffer holds it (bfloat16 as uint16 bit patterns), shaped."""
+        check_read()
         self.realize()
         return self.node.buffer.numpy().reshape(self.shape)
 

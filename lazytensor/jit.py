@@ -1,0 +1,451 @@
+"""`lt.jit`: record the kernels a function runs, then replay them on new inputs without running Python.
+
+    step = lt.jit(train_step)      # train_step(x, y) builds a graph, realizes it, returns the loss
+    for x, y in batches:
+        loss = step(x, y)          # the first calls run train_step; later ones only launch its kernels
+
+What a call is. The inputs are the tensors among the arguments (found in tuples, lists and dicts);
+everything else in the arguments is static: a new value, like a new shape, dtype or device of an input,
+records again. The outputs are the tensors in what the function returns; the jit realizes them, with
+the state that `opt.step()` leaves pending, at the end of each recorded call. State that code outside
+the function left pending is realized before a call, so it is never recorded into it.
+
+Recording. The jit runs the function normally and notes every kernel launched, the buffers each reads
+and writes, and its scalar parameters. Once two consecutive calls ran the same kernels, each reading the
+same kind of buffer, it builds a replay: an input's buffer is the new input's; a buffer the call before
+wrote and this call read is state (a parameter, a moment, a step count, running statistics), which the
+replay reads and then rebinds to what it wrote; a buffer that two calls read unchanged is a constant;
+the rest are temporaries, written in memory the replay owns. An optimizer's first step builds a different
+graph from its later ones, so an Adam step replays from its fourth call. A function whose calls never
+settle raises `JitError` after MAX_RECORDS recorded calls, saying where the last two differed.
+
+Replaying. A later call with the same signature launches the recorded kernels: no graph is built and
+nothing is scheduled or compiled (`lt.stats().replays` counts these calls). The state's graph nodes are
+given the new buffers in place, so `p.numpy()` shows the updated parameter, as after an eager step;
+every tensor sharing a state's node sees the update, as with PyTorch's in-place updates. The outputs
+are new tensors on each call (without autograd history), never overwritten by later calls, except a
+tensor object the function returns on every call (a parameter, a running total): it is returned again,
+holding the new value, as without the jit. Random draws
+continue the generator's sequence: a replay gives the same bits as running the function again. If a
+state tensor the replay reads has been rebound outside (every tensor holding it dropped it), or the seed
+was changed with `manual_seed`, the next call records again.
+
+The rules (what a replay cannot see):
+- Python values the function reads are frozen at recording: a Python scalar passed to a kernel that
+  differs from call to call makes the recorded calls differ, hence `JitError` (pass it as a tensor
+  argument, or keep it constant). Tensors the function reads but neither receives as arguments nor updates (data in a
+  closure) are constants too.
+- Reading data inside the function (`item()`, `numpy()`, `print`, `bool()`, ...) raises `JitError`
+  naming the line: a replay runs no Python, so it could not give the function the value.
+- A tensor created from host data inside the function (`lt.asarray`, `to(device)`) is a new buffer on
+  every call that no kernel computes: `JitError` names where it was made.
+- Tensors the function leaves unrealized (a `.grad` it does not read back) or stores elsewhere without
+  reading them on the next call keep the values of the last recorded call; the function must not rebind
+  its arguments.
+- Inside a function that is being recorded, a jitted function runs as a plain call.
+"""
+from __future__ import annotations
+
+import functools
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from . import random
+from .device import Buffer, get_device
+from .errors import JitError
+from .graph import Node
+from .helpers import getenv, user_call
+from .realize import Recorder, debug_line, is_recording, launch, realize_nodes, recording, stats
+from .schedule import ScheduleItem
+from .tensor import Tensor
+
+MAX_RECORDS = 4  # calls recorded for one signature before giving up on finding two alike
+
+# where a launch's buffer comes from, in a recorded call (classified) and in a replay (indices)
+SLOT, ARG, STATE, CONST = "slot", "arg", "state", "const"
+STALE = object()  # what a replay that cannot run returns (None is a function's result like any other)
+
+
+def jit(fn: Callable) -> Jit:
+    """`fn` recorded once per input signature and replayed afterwards (see the module docstring)."""
+    return Jit(fn)
+
+
+class _Mismatch(Exception):
+    """Two recorded calls that cannot be one replay; the message says where they differ."""
+
+
+# ---- flattening arguments and results ------------------------------------------------------------
+
+
+def _flatten(tree: Any, leaves: list[Any]) -> Any:
+    """The structure of `tree` (tuples, lists and dicts, nested), its leaves appended to `leaves`."""
+    if type(tree) in (tuple, list):
+        return type(tree), tuple(_flatten(t, leaves) for t in tree)
+    if type(tree) is dict:
+        return dict, tuple(tree), tuple(_flatten(v, leaves) for v in tree.values())
+    leaves.append(tree)
+    return None
+
+
+def _unflatten(structure: Any, leaves: Any) -> Any:
+    """`_flatten`'s inverse; `leaves` is an iterator."""
+    if structure is None:
+        return next(leaves)
+    if structure[0] is dict:
+        return {k: _unflatten(s, leaves) for k, s in zip(structure[1], structure[2])}
+    return structure[0](_unflatten(s, leaves) for s in structure[1])
+
+
+def _spec(leaf: Any) -> Any:
+    if isinstance(leaf, Tensor):
+        return Tensor, leaf.shape, leaf.dtype, leaf.device
+    try:
+        hash(leaf)
+    except TypeError:
+        raise JitError(f"lt.jit: an argument of type {type(leaf).__name__} is neither a tensor nor hashable; "
+                       "non-tensor arguments are static (part of the signature)") from None
+    return type(leaf), leaf
+
+
+# ---- recording a call --------------------------------------------------------------------------
+
+
+@dataclass
+class _Launch:
+    """One kernel launch of a recorded call."""
+
+    program: Any
+    kernel: Any
+    device: str
+    origin: str
+    params: list[bool | int | float]
+    outputs: list[Buffer]
+    inputs: list[Buffer]
+    input_origins: list[str]
+
+
+@dataclass
+class _Record(Recorder):
+    """Everything one call did that a replay must repeat."""
+
+    name: str
+    args: list[Buffer]
+    rng_before: tuple[int, int]
+    rng_after: tuple[int, int] = (0, 0)
+    launches: list[_Launch] = field(default_factory=list)
+    binds: list[tuple[weakref.ref, Buffer]] = field(default_factory=list)
+    out_structure: Any = None
+    out_leaves: list[Any] = field(default_factory=list)  # the result's leaves
+    outputs: list[Buffer | None] = field(default_factory=list)  # the buffer of each tensor leaf
+    out_origins: list[str] = field(default_factory=list)
+    out_specs: list[Any] = field(default_factory=list)
+
+    def launch(self, item: ScheduleItem, program: Any, outputs: list[Buffer]) -> None:
+        self.launches.append(_Launch(program, item.kernel, item.device, item.origin, item.params, outputs,
+                                     [n.buffer for n in item.inputs], [n.origin for n in item.inputs]))
+
+    def bind(self, node: Node, buffer: Buffer) -> None:
+        self.binds.append((weakref.ref(node), buffer))
+
+    def read(self) -> None:
+        op, line = user_call()
+        raise JitError(f"lt.jit: {self.name} reads a tensor's data with {op.strip('_')}() at {line}: a replay runs "
+                       "only the kernels, so it could not give the function that value. Read it outside the "
+                       "jitted function, from what the function returns.")
+
+
+def _classify(buffer: Buffer, own: dict[int, int], args: dict[int, int], before: dict[int, int] | None) -> tuple:
+    """Where `buffer` comes from in one call: a slot it wrote, an argument, state (a slot of the call before,
+    when known) or a constant."""
+    key = id(buffer)
+    if key in own:
+        return SLOT, own[key]
+    if key in args:
+        return ARG, args[key]
+    if before is not None and key in before:
+        return STATE, before[key]
+    return CONST, buffer
+
+
+def _agree(prev: tuple, cur: tuple) -> bool:
+    """Whether a buffer read in the call before is compatible with `cur`, the same read in this call. A
+    state read was, the call before, a read of something produced before it (or of the initial value)."""
+    if cur[0] == STATE:
+        return prev[0] == CONST
+    return prev[0] == cur[0] and (prev[1] is cur[1] if cur[0] == CONST else prev[1] == cur[1])
+
+
+def _draw(param: Any, record: _Record) -> int | None:
+    """Which of the call's random draws a kernel parameter carries (0 for its first), if any."""
+    offset = random.parameter_offset(param)
+    return None if offset is None or not record.rng_before[1] <= offset < record.rng_after[1] \
+        else offset - record.rng_before[1]
+
+
+def _same_param(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and repr(a) == repr(b)  # 0.0 and -0.0 differ, NaN equals NaN
+
+
+# ---- the replay ------------------------------------------------------------------------------------
+
+
+@dataclass
+class _ReplayLaunch:
+    program: Any
+    device: Any
+    kernel: Any
+    origin: str
+    params: list[bool | int | float]
+    draws: list[tuple[int, int]]        # (parameter position, draw number relative to the call's first)
+    fresh: list[tuple[int, Any, int]]   # (slot, dtype, size) of outputs allocated on every replay
+    index: list[int]                    # the launch's buffers (outputs, then inputs) in the replay's table
+
+
+class _Replay:
+    """The kernels of a recorded call with the provenance of every buffer they touch.
+
+    The replay's buffer table holds the slots (the buffers the call writes, by launch and output), then
+    the arguments, the state cells and the constants. Temporaries are written in buffers allocated once;
+    the state and the outputs get new buffers on every replay, so the previous state can be read while
+    the new one is written, and outputs handed out are never written again.
+    """
+
+    def __init__(self, prev: _Record, cur: _Record):
+        sources, outputs = self._compare(prev, cur)
+        self.draws_per_call = self._draws(prev, cur)
+        n_slots, n_args = sum(len(lc.outputs) for lc in cur.launches), len(cur.args)
+        results = [o for o in outputs if o is not None]
+
+        # the state cells: slots of this call that the next one reads, with the nodes holding them
+        cells = list(dict.fromkeys([s[1] for srcs in sources for s in srcs if s[0] == STATE]
+                                   + [o[1] for o in results if o[0] == STATE]))
+        cell_of = {s: n_slots + n_args + i for i, s in enumerate(cells)}
+        written = [b for lc in cur.launches for b in lc.outputs]
+        self.holders: list[tuple[int, int, list[weakref.ref]]] = []  # (slot, table index, holders)
+        for s in cells:
+            refs = [r for r, b in cur.binds if b is written[s] and r() is not None]
+            if not refs:
+                raise _Mismatch("a buffer the next call reads is held by no tensor")
+            self.holders.append((s, cell_of[s], refs))
+        consts = list({id(s[1]): s[1] for srcs in sources for s in srcs if s[0] == CONST}.values())
+        consts += [o[1] for o in results if o[0] == CONST]
+        const_of = {id(b): n_slots + n_args + len(cells) + i for i, b in enumerate(consts)}
+
+        def index(src: tuple) -> int:
+            kind, v = src
+            return v if kind == SLOT else n_slots + v if kind == ARG else cell_of[v] if kind == STATE \
+                else const_of[id(v)]
+
+        kept = set(cells) | {o[1] for o in results if o[0] == SLOT}
+        self.table: list[Buffer | None] = [None] * (n_slots + n_args + len(cells)) + consts
+        self.launches: list[_ReplayLaunch] = []
+        slot = 0
+        for lc, srcs in zip(cur.launches, sources):
+            device = get_device(lc.device)
+            out_slots = list(range(slot, slot + len(lc.outputs)))
+            slot += len(lc.outputs)
+            fresh = []
+            for s, b in zip(out_slots, lc.outputs):
+                if s in kept:
+                    fresh.append((s, b.dtype, b.size))
+                else:
+                    self.table[s] = device.alloc(b.dtype, b.size)
+            draws = [(i, rel) for i, v in enumerate(lc.params) if (rel := _draw(v, cur)) is not None]
+            self.launches.append(_ReplayLaunch(lc.program, device, lc.kernel, lc.origin, lc.params, draws,
+                                               fresh, out_slots + [index(s) for s in srcs]))
+        self.outputs = [None if o is None else index(o) for o in outputs]  # table indices of the tensors
+        self.out_structure, self.out_specs = cur.out_structure, cur.out_specs
+        # a tensor object both calls returned (a parameter, a running total) is returned again, updated;
+        # other tensors are new on every call, and other leaves are constants
+        self.out_leaves = [weakref.ref(c) if o is not None and p is c else None if o is not None else c
+                           for o, p, c in zip(outputs, prev.out_leaves, cur.out_leaves)]
+        self.n_slots = n_slots
+        self.seed = cur.rng_after[0]
+        self.uses_rng = any(lc.draws for lc in self.launches)
+        # a function that seeds the generator leaves it in the same state every time; others advance it
+        reseeds = cur.rng_before != cur.rng_after and prev.rng_after == cur.rng_after
+        self.rng_after = cur.rng_after if reseeds else None
+
+    @classmethod
+    def _compare(cls, prev: _Record, cur: _Record) -> tuple[list[list[tuple]], list[tuple | None]]:
+        """Where each buffer that `cur`'s launches read, and each of its results, comes from, checked against
+        `prev`: per launch its inputs, and per leaf of the result its source (None for a non-tensor)."""
+        if len(prev.launches) != len(cur.launches):
+            raise _Mismatch(f"the call ran {len(cur.launches)} kernels, the call before {len(prev.launches)}")
+        prev_slots, cur_slots = cls._slots(prev), cls._slots(cur)
+        prev_args = {id(b): a for a, b in reversed(list(enumerate(prev.args)))}
+        cur_args = {id(b): a for a, b in reversed(list(enumerate(cur.args)))}
+
+        def classify(prev_buf: Buffer, cur_buf: Buffer, what: str, origin: str) -> tuple:
+            p = _classify(prev_buf, prev_slots, prev_args, None)
+            c = _classify(cur_buf, cur_slots, cur_args, prev_slots)
+            if c[0] == CONST and p[0] == CONST and p[1] is not c[1]:
+                raise _Mismatch(f"{what} reads a tensor made at {origin} that is a new buffer on every call and "
+                                "that no kernel computes (host data made inside the function: lt.asarray, "
+                                "to(device), ...); pass it as an argument")
+            if not _agree(p, c):
+                raise _Mismatch(f"{what} reads {cls._describe(c)}, the call before {cls._describe(p)}")
+            return c
+
+        sources = []
+        for k, (p, c) in enumerate(zip(prev.launches, cur.launches)):
+            if p.program is not c.program:
+                raise _Mismatch(f"kernel {k} (for the op at {c.origin}) differs from the call before's "
+                                f"(for the op at {p.origin})")
+            what = f"the kernel for the op at {c.origin}"
+            sources.append([classify(pb, cb, what, origin)
+                            for pb, cb, origin in zip(p.inputs, c.inputs, c.input_origins)])
+        if prev.out_structure != cur.out_structure or prev.out_specs != cur.out_specs:
+            raise _Mismatch("the function returned a different structure or different outputs")
+        outputs = [None if cb is None else classify(pb, cb, "the function's result", origin)
+                   for pb, cb, origin in zip(prev.outputs, cur.outputs, cur.out_origins)]
+        return sources, outputs
+
+    @staticmethod
+    def _slots(record: _Record) -> dict[int, int]:
+        """The buffers a call wrote, numbered by launch and output."""
+        return {id(b): i for i, b in enumerate(b for lc in record.launches for b in lc.outputs)}
+
+    @staticmethod
+    def _describe(src: tuple) -> str:
+        kind, v = src
+        return {SLOT: "a buffer the call computed", ARG: f"argument tensor {v}",
+                STATE: "what the call before computed", CONST: "a tensor made before the call"}[kind]
+
+    @staticmethod
+    def _draws(prev: _Record, cur: _Record) -> int:
+        """The random draws one call makes; every parameter carrying a draw number must carry the same one
+        relative to its call's first draw, and every other parameter the same value, in both calls."""
+        for p, c in zip(prev.launches, cur.launches):
+            for pv, cv in zip(p.params, c.params):
+                if (rel := _draw(cv, cur)) is not None and rel == _draw(pv, prev):
+                    continue
+                if not _same_param(pv, cv):
+                    raise _Mismatch(f"a Python scalar of the kernel for the op at {c.origin} changed between "
+                                    f"the calls ({pv!r} -> {cv!r}); a replay would freeze it: pass it as a tensor")
+        return cur.rng_after[1] - cur.rng_before[1]
+
+    def __call__(self, args: list[Buffer]) -> Any:
+        """Launch the kernels on `args` and return the function's result; STALE, launching nothing, when the
+        state it reads is gone or the seed changed (the caller records again)."""
+        seed, offset = random.get_rng_state()
+        if self.uses_rng and seed != self.seed:
+            return STALE
+        table = list(self.table)
+        table[self.n_slots:self.n_slots + len(args)] = args
+        for _, i, refs in self.holders:
+            node = next((n for r in refs if (n := r()) is not None), None)
+            if node is None:
+                return STALE
+            table[i] = node.buffer
+        ptrs = [b.ptr if b is not None else 0 for b in table]
+        level = getenv("LT_DEBUG")
+        for lc in self.launches:
+            for s, dtype, size in lc.fresh:
+                b = table[s] = lc.device.alloc(dtype, size)
+                ptrs[s] = b.ptr
+            params = lc.params
+            if lc.draws:
+                params = list(params)
+                for i, rel in lc.draws:
+                    params[i] = random.offset_parameter(offset + rel)
+            seconds = launch(lc.program, [ptrs[i] for i in lc.index], params, level, lc.device)
+            if level:
+                debug_line(level, lc.kernel, lc.device.name, lc.origin, lc.program, seconds, False)
+        for s, _, refs in self.holders:
+            for r in refs:
+                if (node := r()) is not None:
+                    node.become_buffer(table[s])
+        random.set_rng_state(self.rng_after or (seed, offset + self.draws_per_call))
+        stats().replays += 1
+        leaves = [leaf if i is None else self._output(table[i], spec, leaf)
+                  for i, spec, leaf in zip(self.outputs, self.out_specs, self.out_leaves)]
+        return _unflatten(self.out_structure, iter(leaves))
+
+    @staticmethod
+    def _output(buffer: Buffer, spec: tuple, same: weakref.ref | None) -> Tensor:
+        """The tensor returned for a result: the object the function returns every time (rebound to the
+        new value unless it holds state, which is updated already), else a new tensor."""
+        t = None if same is None else same()
+        if t is not None and t.node.buffer is buffer:
+            return t
+        node = Node.from_buffer(buffer, spec[2], spec[1], spec[3])
+        if t is None:
+            return Tensor(node)
+        t.node = node
+        return t
+
+
+# ---- the jitted function -----------------------------------------------------------------------------
+
+
+@dataclass
+class _Entry:
+    """What the jit knows about one input signature."""
+
+    replay: _Replay | None = None
+    previous: _Record | None = None
+    records: int = 0
+
+
+class Jit:
+    """A function recorded once per input signature and replayed afterwards: see `lazytensor.jit`."""
+
+    def __init__(self, fn: Callable):
+        self.fn = fn
+        self.entries: dict[Any, _Entry] = {}
+        functools.update_wrapper(self, fn)
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        """A jitted method: the instance is a static argument, so each object has its own replays."""
+        return self if instance is None else functools.partial(self, instance)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if is_recording():  # inside another jitted function's recording: its recorder sees our kernels
+            return self.fn(*args, **kwargs)
+        leaves: list[Any] = []
+        structure = _flatten((args, kwargs), leaves)
+        entry = self.entries.setdefault((structure, tuple(_spec(x) for x in leaves)), _Entry())
+        inputs = [x for x in leaves if isinstance(x, Tensor)]
+        # the inputs, and state that code outside left pending, are computed outside the recording
+        realize_nodes(*(t.node for t in inputs if not t.node.realized))
+        if entry.replay is not None:
+            out = entry.replay([t.node.buffer for t in inputs])
+            if out is not STALE:
+                return out
+            entry.replay, entry.previous, entry.records = None, None, 0
+        return self._record(entry, args, kwargs, inputs)
+
+    def _record(self, entry: _Entry, args: tuple, kwargs: dict, inputs: list[Tensor]) -> Any:
+        name = getattr(self.fn, "__qualname__", repr(self.fn))
+        record = _Record(f"the jitted function {name}", [t.node.buffer for t in inputs], random.get_rng_state())
+        nodes = [t.node for t in inputs]
+        with recording(record):
+            out = self.fn(*args, **kwargs)
+            leaves: list[Any] = []
+            record.out_structure = _flatten(out, leaves)
+            realize_nodes(*(x.node for x in leaves if isinstance(x, Tensor) and not x.node.realized))
+        if any(t.node is not n for t, n in zip(inputs, nodes)):
+            raise JitError(f"lt.jit: {name} rebinds an argument tensor (x += ..., x.node = ...); a replay "
+                           "cannot rebind the caller's tensors: return the new value instead")
+        record.rng_after = random.get_rng_state()
+        tensors = [isinstance(x, Tensor) for x in leaves]
+        record.out_leaves = leaves
+        record.outputs = [x.node.buffer if t else None for t, x in zip(tensors, leaves)]
+        record.out_origins = [x.node.origin if t else "" for t, x in zip(tensors, leaves)]
+        record.out_specs = [_spec(x) if t else None for t, x in zip(tensors, leaves)]
+        entry.records += 1
+        if entry.previous is not None:
+            try:
+                entry.replay = _Replay(entry.previous, record)
+            except _Mismatch as e:
+                if entry.records >= MAX_RECORDS:
+                    raise JitError(f"lt.jit: {name} ran differently on consecutive calls ({entry.records} recorded "
+                                   f"with one input signature), so it cannot be replayed: {e}") from None
+        entry.previous = None if entry.replay is not None else record
+        return out
+
+
+__all__ = ["jit", "Jit", "JitError"]
