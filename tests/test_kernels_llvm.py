@@ -87,20 +87,23 @@ def row_extremum_kernel(op: ir.ReduceOp, rows: int, cols: int) -> ir.Kernel:
 
 
 def test_row_max_and_min_are_plain_vector_compares_and_keep_nan_and_the_order_of_zeros():
-    # llvm.maximum's answers: NaN wins, -0.0 < +0.0, whatever the lanes the vector loop puts them in
+    # llvm.maximum's answers: NaN wins, -0.0 < +0.0, wherever the vector loop's lanes put them
     cols = 203
-    for op, fill, odd, fast in ((ir.ReduceOp.MAX, -0.0, 0.0, "maxnum"), (ir.ReduceOp.MIN, 0.0, -0.0, "minnum")):
-        program, _ = compile_kernel(row_extremum_kernel(op, cols + 2, cols))
+    for op, lose, win, far, fast in ((ir.ReduceOp.MAX, -0.0, 0.0, -1.0, "maxnum"),
+                                     (ir.ReduceOp.MIN, 0.0, -0.0, 1.0, "minnum")):
+        program, _ = compile_kernel(row_extremum_kernel(op, cols + 4, cols))
         assert re.search(rf"nnan nsz <\d+ x float> @llvm\.{fast}", program.optimized_ir)
-        x = np.full((cols + 2, cols), fill, np.float32)
-        for i in range(cols):
-            x[i, i] = odd
-        x[cols, 0], x[cols, 1:] = np.nan, -1.0 if op is ir.ReduceOp.MAX else 1.0
-        x[cols + 1, 0], x[cols + 1, -1] = np.inf * (1 if op is ir.ReduceOp.MAX else -1), np.nan
-        out = np.empty(cols + 2, np.float32)
+        x = np.full((cols + 4, cols), lose, np.float32)
+        x[np.arange(cols), np.arange(cols)] = win  # one winning zero, at every position
+        x[cols, ::2] = far  # no winning zero: the losing one
+        x[cols + 1, 0], x[cols + 1, 1:] = np.nan, far
+        x[cols + 2, 0], x[cols + 2, -1] = -far * np.inf, np.nan
+        x[cols + 3, 100] = np.nan
+        out = np.empty(cols + 4, np.float32)
         program([out.ctypes.data, x.ctypes.data], [])
-        assert np.all(out[:cols] == 0) and np.all(np.signbit(out[:cols]) == np.signbit(odd))
-        assert np.isnan(out[cols:]).all()
+        assert np.all(out[:cols + 1] == 0)
+        assert list(np.signbit(out[:cols + 1])) == [np.signbit(win)] * cols + [np.signbit(lose)]
+        assert np.isnan(out[cols + 1:]).all()
 
 
 def test_masked_loads_never_read_out_of_bounds():

@@ -273,28 +273,35 @@ class KernelRenderer(FunctionBuilder):
         """A float max or min reduction into `acc`, as `llvm.maximum`/`llvm.minimum` would fold it, fast.
 
         Folding with those intrinsics costs a chain of about six dependent instructions per vector on
-        x86 (NaN and the order of -0.0 < +0.0 are handled in every step). Instead a plain compare and
-        select (`vmaxps`) keeps the running extremum and an or of "is NaN" runs beside it. The fast
-        result is exact unless the row held a NaN (whose lanes it leaves undefined: the fast flags say
-        no NaN) or its extremum is a zero (whose sign the plain compare leaves to the order of the
-        lanes): only then is the row folded again with the exact intrinsic.
+        x86 (NaN and the order -0.0 < +0.0 are handled in every step). Instead a plain compare and select
+        (`vmaxps`) keeps the running extremum, leaving the sign of a zero extremum to the order of the
+        lanes. Beside it run an or of "is NaN" and the same extremum of the bits read as signed integers,
+        in whose order -0.0 is the least value and +0.0 the least non-negative one: where the extremum is
+        a zero, that says whether the zero that wins a tie (+0.0 for max, -0.0 for min) is in the row.
+        Only a row holding a NaN, whose lanes the fast flags leave undefined, is folded again exactly.
         """
         b = self.b
         fast = ("nnan", "nsz")
-        saw_nan = self.alloca(I1)
+        maximum = op is ReduceOp.MAX
+        word = I32 if t == F32 else I64
+        sign = ir.Constant(word, -(1 << (word.width - 1)))
+        winner = ir.Constant(word, 0) if maximum else sign  # the bits of the zero that wins a tie
+        bits, saw_nan = self.alloca(word), self.alloca(I1)
+        b.store(sign if maximum else ir.Constant(word, (1 << (word.width - 1)) - 1), bits)
         b.store(I1(0), saw_nan)
 
         def step(x: ir.Value) -> None:
-            a = b.load(acc, typ=t)
-            keep = b.fcmp_ordered(">" if op is ReduceOp.MAX else "<", a, x, flags=fast)
-            b.store(b.select(keep, a, x, flags=fast), acc)
+            a, n, k = b.load(acc, typ=t), b.bitcast(x, word), b.load(bits, typ=word)
+            b.store(b.select(b.fcmp_ordered(">" if maximum else "<", a, x, flags=fast), a, x, flags=fast), acc)
+            b.store(b.select(b.icmp_signed(">" if maximum else "<", k, n), k, n), bits)
             b.store(b.or_(b.load(saw_nan, typ=I1), b.fcmp_unordered("uno", x, x)), saw_nan)
 
         reduce_with(step)
-        # A select, not an or: with a NaN seen the compare reads an undefined (poison) accumulator.
-        unsure = b.select(b.load(saw_nan, typ=I1), I1(1),
-                          b.fcmp_ordered("==", b.load(acc, typ=t), ir.Constant(t, 0.0)))
-        with b.if_then(unsure, likely=False):
+        seen = b.icmp_signed("==", b.load(bits, typ=word), winner)
+        zero = b.bitcast(b.select(seen, winner, b.xor(winner, sign)), t)
+        a = b.load(acc, typ=t)  # undefined (poison) after a NaN, but then only stored and folded again
+        b.store(b.select(b.fcmp_ordered("==", a, ir.Constant(t, 0.0)), zero, a), acc)
+        with b.if_then(b.load(saw_nan, typ=I1), likely=False):
             reduce_with(exact)
 
     def column_reduction(self) -> Value | None:
