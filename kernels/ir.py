@@ -12,7 +12,9 @@ it reads. `loop_scopes` places every value in the innermost loop among those
 variables, which hoists loop-invariant work (the row max of a softmax is
 computed once per row, not once per element). Backends render that placement;
 the scheduler uses `recomputed_reductions` to refuse fusions that would
-recompute a reduction.
+recompute a reduction. A backend may hand a value from a reduction's loop to
+the output loop that would compute it again, through the output buffer
+(`shared_rows`): softmax then computes each exp once.
 
 Semantics every backend must honour: integer FLOORDIV and MOD round toward
 negative infinity (Python), and give 0 for a zero divisor; float MOD is
@@ -30,7 +32,7 @@ from functools import cached_property
 from typing import Any, Callable, Iterable
 
 from .dtype import SHORT_NAMES, DType, bool_
-from .expr import Bounds, Expr, Var
+from .expr import Bounds, Expr, Var, flat_index
 
 
 class Alu(Enum):
@@ -448,6 +450,67 @@ def recomputed_reductions(kernel: Kernel) -> list[Value]:
     free = free_vars(values)
     return [v for v in values if v.op is VOp.REDUCE
             and any(var.size > 1 and var not in free[id(v)] for var in scopes[id(v)])]
+
+
+@dataclass(frozen=True)
+class SharedRow:
+    """A value of the innermost output loop that a reduction's loop computes too (see `shared_rows`)."""
+
+    value: Value      # computed in the innermost output loop
+    twin: Value       # the same value in the reduction's loop: its loop variables for the output loop's
+    reduction: Value
+    store: Store      # the store whose buffer carries it from the reduction's loop to the output loop
+    index: Expr       # the store's index at the reduction's loop variables: where the twin is written
+
+
+def shared_rows(kernel: Kernel, cost: Callable[[Value], int]) -> list[SharedRow]:
+    """Values that the output loops recompute element by element after a reduction's loop computed them.
+
+    In softmax, `exp(x - max)` of a row is summed by the row's sum and then divided by it in the output
+    loop, so each exp is computed twice. A backend may write the reduction loop's value into the output
+    buffer, at the element the output loop stores later, and load it there instead of computing it
+    again. That takes a reduction placed in the output loops outside the innermost ones, whose own loops
+    match those inner output loops in order and size; a value of the innermost output loop that is a
+    value of the reduction's loop with the one set of variables read as the other; and an output buffer
+    of the value's dtype, stored at the row-major index of the output loops (each element once). It
+    also takes output buffers that overlap no other buffer, as every backend's runtime allocates them.
+
+    `cost` says what computing a value itself costs (0: not worth a store and a load). Each store carries
+    at most one value: the costliest to compute, with all it reads in the innermost output loop.
+    """
+    values, scopes = loop_scopes(kernel)
+    loops, computed = kernel.loops, {id(v) for v in values}
+    innermost = [v for v in values if scopes[id(v)] == loops and v.dtype != bool_]
+    twins: dict[int, tuple[Value, Value, dict[Var, Expr]]] = {}  # id(value) -> (twin, reduction, mapping)
+    for red in values:
+        if red.op is not VOp.REDUCE:
+            continue
+        path, ranges = scopes[id(red)], red.arg[1]
+        inner = loops[len(path):]
+        # inside the outermost loop: a backend splits that one between threads, each writing its rows
+        if not path or path != loops[:len(path)] or [v.size for v in inner] != [r.size for r in ranges]:
+            continue
+        mapping = dict(zip(inner, map(Expr.of, ranges)))
+        for v, twin in zip(innermost, substitute(innermost, mapping)):
+            if id(twin) in computed and scopes[id(twin)][:len(path) + 1] == path + ranges[:1]:
+                twins.setdefault(id(v), (twin, red, mapping))
+
+    def total_cost(v: Value) -> int:
+        return sum(cost(u) for u in toposort([v], lambda n: [s for s in n.srcs if scopes[id(s)] == loops]))
+
+    row_major = flat_index(tuple(Expr.of(v) for v in loops), tuple(v.size for v in loops))
+    shared: list[SharedRow] = []
+    for store in kernel.stores:
+        buf = kernel.buffers[store.buf]
+        if not buf.output or store.index != row_major:
+            continue
+        candidates = [v for v in toposort([store.value]) if id(v) in twins and v.dtype == buf.dtype
+                      and all(v is not s.value for s in shared)]
+        best = max(candidates, key=total_cost, default=None)
+        if best is not None and total_cost(best) > 0:
+            twin, red, mapping = twins[id(best)]
+            shared.append(SharedRow(best, twin, red, store, store.index.substitute(mapping)))
+    return shared
 
 
 def substitute(roots: list[Value], mapping: dict[Var, Expr], replace: dict[int, Value] | None = None) -> list[Value]:

@@ -9,7 +9,7 @@ from conftest import padded_load_kernel
 from lazytensor.kernels import ir
 from lazytensor.kernels.dtype import float32, int64
 from lazytensor.kernels.expr import Expr, Var
-from lazytensor.kernels.llvm import compile_kernel, render
+from lazytensor.kernels.llvm import compile_kernel, mathlib, render
 
 
 def softmax_kernel(rows: int, cols: int) -> ir.Kernel:
@@ -55,6 +55,55 @@ def test_kernel_text_is_readable_and_compiles_once():
     e = np.exp(x - x.max(1, keepdims=True))
     np.testing.assert_allclose(out, e / e.sum(1, keepdims=True), rtol=1e-6)
     assert "softmax_test" in program.assembly
+
+
+def test_softmax_hands_its_exp_from_the_sum_to_the_output_loop(monkeypatch):
+    k = softmax_kernel(6, 300)
+    exps = [v for v in k.values() if v.op is ir.VOp.ALU and v.arg is ir.Alu.EXP]
+    (shared,) = ir.shared_rows(k, lambda v: v.op is ir.VOp.ALU and v.arg is ir.Alu.EXP)
+    o0, r1 = k.loops[0], shared.reduction.arg[1][0]
+    assert shared.reduction.arg[0] is ir.ReduceOp.SUM and shared.store is k.stores[0]
+    assert [shared.value, shared.twin] == exps and shared.index == Expr.of(o0) * 300 + Expr.of(r1)
+    assert ir.shared_rows(k, lambda v: 0) == []  # nothing costly to share: nothing handed over
+    emitted = []
+    emit = mathlib.emit
+    monkeypatch.setattr(mathlib, "emit", lambda op, *args: emitted.append(op) or emit(op, *args))
+    render(k)
+    assert emitted == [ir.Alu.EXP]
+    monkeypatch.undo()
+    program, _ = compile_kernel(k)
+    x = np.random.default_rng(2).normal(size=(6, 300)).astype(np.float32)
+    out = np.empty_like(x)
+    program([out.ctypes.data, x.ctypes.data], [])
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(out, e / e.sum(1, keepdims=True), rtol=1e-6)
+
+
+def row_extremum_kernel(op: ir.ReduceOp, rows: int, cols: int) -> ir.Kernel:
+    o0, r0 = Var("o0", rows), Var("r0", cols)
+    red = ir.reduce(op, ir.load(1, float32, Expr.of(o0) * cols + Expr.of(r0), ()), (r0,))
+    bufs = (ir.BufferParam(float32, rows, True), ir.BufferParam(float32, rows * cols))
+    return ir.Kernel("", bufs, (), (o0,), (ir.Store(0, Expr.of(o0), red),))
+
+
+def test_row_max_and_min_are_plain_vector_compares_and_keep_nan_and_the_order_of_zeros():
+    # llvm.maximum's answers: NaN wins, -0.0 < +0.0, wherever the vector loop's lanes put them
+    cols = 203
+    for op, lose, win, far, fast in ((ir.ReduceOp.MAX, -0.0, 0.0, -1.0, "maxnum"),
+                                     (ir.ReduceOp.MIN, 0.0, -0.0, 1.0, "minnum")):
+        program, _ = compile_kernel(row_extremum_kernel(op, cols + 4, cols))
+        assert re.search(rf"nnan nsz <\d+ x float> @llvm\.{fast}", program.optimized_ir)
+        x = np.full((cols + 4, cols), lose, np.float32)
+        x[np.arange(cols), np.arange(cols)] = win  # one winning zero, at every position
+        x[cols, ::2] = far  # no winning zero: the losing one
+        x[cols + 1, 0], x[cols + 1, 1:] = np.nan, far
+        x[cols + 2, 0], x[cols + 2, -1] = -far * np.inf, np.nan
+        x[cols + 3, 100] = np.nan
+        out = np.empty(cols + 4, np.float32)
+        program([out.ctypes.data, x.ctypes.data], [])
+        assert np.all(out[:cols + 1] == 0)
+        assert list(np.signbit(out[:cols + 1])) == [np.signbit(win)] * cols + [np.signbit(lose)]
+        assert np.isnan(out[cols + 1:]).all()
 
 
 def test_masked_loads_never_read_out_of_bounds():

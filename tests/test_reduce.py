@@ -365,6 +365,43 @@ def test_softmax_infinities_and_nan_as_torch(name):
     check(getattr(x, name)(1), getattr(torch, name)(t, dim=1))
 
 
+def nan_rows(cols: int) -> np.ndarray:
+    """Rows with NaN first, in the middle, last, everywhere, beside infinities, and none: long enough that a
+    backend reduces them in vectors, with a tail."""
+    inf, nan = math.inf, math.nan
+    arr = random_array((9, cols), lt.float64, seed=21)
+    arr[0, 0] = arr[1, cols // 2] = arr[2, -1] = nan
+    arr[3] = nan
+    arr[4, [1, -2]] = inf, nan
+    arr[5, [3, 7]] = nan, -inf
+    arr[6, :] = -inf
+    arr[7, 5] = inf
+    return arr
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.float16, lt.bfloat16], ids=str)
+def test_max_min_propagate_nan_from_any_position(dtype):
+    for cols in (8, 100, 1027):
+        base = nan_rows(cols)
+        for kind in LAYOUTS:
+            x, t = layout(base, kind)
+            x, t = x.cast(dtype), t.to(to_torch_dtype(dtype))
+            for axis in (1, None):
+                check(x.max(axis), torch.amax(t, dim=axis))
+                check(x.min(axis), torch.amin(t, dim=axis))
+            check(x.argmax(1), torch.argmax(t, dim=1))
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.float16, lt.bfloat16], ids=str)
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_long_rows_with_nan_and_infinities_as_torch(name, dtype):
+    base = nan_rows(300)
+    for kind in LAYOUTS:
+        x, t = layout(base, kind)
+        x, t = x.cast(dtype), t.to(to_torch_dtype(dtype))
+        check(getattr(x, name)(1), getattr(torch, name)(t, dim=1))
+
+
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])
 def test_softmax_int_gives_float32(name):
     arr = random_array((3, 5), lt.int32, seed=16) // 10
