@@ -8,8 +8,12 @@ then called through ctypes.
 ctypes releases the GIL during the call, so a kernel with enough work is
 split along its outermost output loop into chunks that the calling thread and
 a pool of `LT_NUM_THREADS` threads (default: the cores this process may run
-on) claim one at a time. Kernels below `PARALLEL_MIN_WORK` loop iterations run
-on the calling thread: handing work to the pool costs tens of microseconds.
+on) claim one at a time. The claiming is compiled too (`_CHUNKS_IR`): each
+thread makes one call that claims chunks with an atomic counter until none is
+left, so a chunk costs no Python, and the calling thread then waits for the
+chunks others claimed without waiting for a pool thread to wake up. Kernels
+below `PARALLEL_MIN_WORK` loop iterations run on the calling thread: handing
+work to the pool costs tens of microseconds.
 
 A `Contraction` compiles to a `ContractionProgram`: its two packing kernels
 (launched together: one hand-off to the pool), the GEMM function of `gemm.py`
@@ -30,7 +34,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import itertools
 import math
 import os
 import threading
@@ -152,6 +155,52 @@ def _scalar_slots(params: Sequence[int | float], dtypes: Sequence) -> ctypes.Arr
     return slots
 
 
+# `take_chunks(chunks, n, buffers, params, counters, wait)`: claims chunks `(kernel, lo, hi)` of `chunks[0:n]`
+# by incrementing `counters[0]` and runs each, counting those finished in `counters[1]`; with `wait`, it then
+# waits for the chunks other threads claimed, yielding its core to them meanwhile.
+_CHUNKS_IR = """
+declare i32 @sched_yield()
+
+define void @take_chunks(ptr %chunks, i64 %n, ptr %buffers, ptr %params, ptr %counters, i1 %wait) {
+entry:
+  %finished = getelementptr i64, ptr %counters, i64 1
+  br label %claim
+claim:
+  %i = atomicrmw add ptr %counters, i64 1 monotonic
+  %more = icmp slt i64 %i, %n
+  br i1 %more, label %run, label %claimed
+run:
+  %chunk = getelementptr [3 x i64], ptr %chunks, i64 %i
+  %fn = load ptr, ptr %chunk
+  %lo_at = getelementptr i64, ptr %chunk, i64 1
+  %lo = load i64, ptr %lo_at
+  %hi_at = getelementptr i64, ptr %chunk, i64 2
+  %hi = load i64, ptr %hi_at
+  call void %fn(ptr %buffers, ptr %params, i64 %lo, i64 %hi)
+  %ignored = atomicrmw add ptr %finished, i64 1 release
+  br label %claim
+claimed:
+  br i1 %wait, label %check, label %done
+check:
+  %count = load atomic i64, ptr %finished acquire, align 8
+  %all = icmp sge i64 %count, %n
+  br i1 %all, label %done, label %yield
+yield:
+  %ignored2 = call i32 @sched_yield()
+  br label %check
+done:
+  ret void
+}
+"""
+_TakeChunks = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
+                               ctypes.c_void_p, ctypes.c_bool)
+
+
+@functools.cache
+def _take_chunks() -> ctypes._CFuncPtr:
+    return _TakeChunks(_compile(_CHUNKS_IR, "take_chunks")[1])
+
+
 def _split(calls: Sequence[tuple[ctypes._CFuncPtr, int]], ptrs: ctypes.Array, slots: ctypes.Array,
            work: int) -> None:
     """Call each `(fn, n)` of `calls` over `[0, n)`, all of them together worth `work`: on the calling
@@ -161,33 +210,25 @@ def _split(calls: Sequence[tuple[ctypes._CFuncPtr, int]], ptrs: ctypes.Array, sl
 
     Claiming, not fixed halves, because the machine may be shared: a thread whose core another
     process takes simply claims fewer chunks. The calling thread starts at once and only waits for
-    chunks others claimed, not for pool threads to wake up."""
+    chunks others claimed, not for pool threads to wake up: a pool thread that wakes after the last
+    chunk was claimed finds none (the arguments it is handed stay alive until it has looked)."""
     total = sum(n for _, n in calls)
     threads = min(num_threads(), total, work // PARALLEL_MIN_WORK)
     if threads <= 1:
         for fn, n in calls:
             fn(ptrs, slots, 0, n)
         return
-    chunks = []
+    chunks: list[int] = []
     for fn, n in calls:  # each function's share of the chunks follows its share of the iterations
         parts = min(n, -(-threads * CHUNKS_PER_THREAD * n // total))
-        chunks += [(fn, n * i // parts, n * (i + 1) // parts) for i in range(parts)]
-    claims = itertools.count()  # next() on it is atomic under the GIL
-    lock, finished, left = threading.Lock(), threading.Event(), [len(chunks)]
-
-    def take_chunks() -> None:
-        while (i := next(claims)) < len(chunks):
-            fn, lo, hi = chunks[i]
-            fn(ptrs, slots, lo, hi)
-            with lock:
-                left[0] -= 1
-                if left[0] == 0:
-                    finished.set()
-
+        address = ctypes.cast(fn, ctypes.c_void_p).value
+        for i in range(parts):
+            chunks += (address, n * i // parts, n * (i + 1) // parts)
+    table, counters = (ctypes.c_int64 * len(chunks))(*chunks), (ctypes.c_int64 * 2)()
+    take = _take_chunks()
     for _ in range(threads - 1):
-        pool().submit(take_chunks)
-    take_chunks()
-    finished.wait()
+        pool().submit(take, table, len(chunks) // 3, ptrs, slots, counters, False)
+    take(table, len(chunks) // 3, ptrs, slots, counters, True)
 
 
 @dataclass
