@@ -225,7 +225,8 @@ def test_packing_a_weight_gradient_copies_lanes():
     """A linear layer's weight gradient through a ReLU, `where(h > 0, g, 0).T @ x`: A runs along its 12
     lanes in memory. LLVM unrolls the lane loop; the loop over k around it must not then be vectorized
     with gathers and scatters across rows (the packing kernels' outer loops are marked so)."""
-    g, h, x = (lt.asarray(data(s, seed=i), device="cpu") for i, s in enumerate([(130, 70), (130, 70), (130, 50)]))
+    shapes = [(130, 70), (130, 70), (130, 50)]
+    g, h, x = (lt.asarray(data(s, seed=i), device="cpu") for i, s in enumerate(shapes))
     tg, th, tx = (torch.tensor(v.numpy()) for v in (g, h, x))
     masked, tmasked = lt.where(h > 0, g, 0.0), torch.where(th > 0, tg, 0.0)
     for got, want in ((masked.T @ x, tmasked.T @ tx), (x.T @ masked, tx.T @ tmasked)):

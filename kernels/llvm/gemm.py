@@ -28,7 +28,6 @@ from typing import Callable
 
 import llvmlite.binding as llvm
 from llvmlite import ir
-from llvmlite.ir.instructions import Branch
 
 from ..dtype import float32
 from ..expr import Expr, Var
@@ -159,7 +158,8 @@ class _PackRenderer(KernelRenderer):
             header = self.fn.blocks[first]
             self.outer_latches += [jump for block in self.fn.blocks[first:]
                                    if block is not preheader and block.is_terminated
-                                   and isinstance(jump := block.instructions[-1], Branch) and jump.operands[0] is header]
+                                   and isinstance(jump := block.instructions[-1], ir.Branch)
+                                   and jump.operands[0] is header]
 
 
 def _base(pointer: ir.Value) -> ir.Value:

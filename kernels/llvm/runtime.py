@@ -213,7 +213,7 @@ def _take_chunks() -> ctypes._CFuncPtr:
 
 
 def _threads(calls: Sequence[tuple[ctypes._CFuncPtr, int]], work: int) -> int:
-    """Threads worth sharing `calls`, worth `work` together, out."""
+    """How many threads it pays to share out `calls`, worth `work` together, to."""
     return min(num_threads(), sum(n for _, n in calls), work // PARALLEL_MIN_WORK)
 
 
