@@ -221,6 +221,21 @@ def test_packing_kernels_stream():
     assert "gather" not in pack_b
 
 
+def test_packing_a_weight_gradient_copies_lanes():
+    """A linear layer's weight gradient through a ReLU, `where(h > 0, g, 0).T @ x`: A runs along its 12
+    lanes in memory. LLVM unrolls the lane loop; the loop over k around it must not then be vectorized
+    with gathers and scatters across rows (the packing kernels' outer loops are marked so)."""
+    shapes = [(130, 70), (130, 70), (130, 50)]
+    g, h, x = (lt.asarray(data(s, seed=i), device="cpu") for i, s in enumerate(shapes))
+    tg, th, tx = (torch.tensor(v.numpy()) for v in (g, h, x))
+    masked, tmasked = lt.where(h > 0, g, 0.0), torch.where(th > 0, tg, 0.0)
+    for got, want in ((masked.T @ x, tmasked.T @ tx), (x.T @ masked, tx.T @ tmasked)):
+        program, _ = compile_kernel(lt.schedule(got)[0].kernel)
+        for pack in program.stages[:2]:
+            assert "gather" not in pack.optimized_ir and "scatter" not in pack.optimized_ir
+        check(got, want)
+
+
 def test_packing_finds_unit_stride_in_tiles_of_k():
     """k running over (N, H, W) of 4 x 4 planes laid out (N, C, H, W), as in a convolution's weight
     gradient: the index along k is `(k // 16)*plane + k % 16`, unit stride within a tile of k, so both

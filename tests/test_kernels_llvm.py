@@ -1,6 +1,7 @@
 """The kernel IR and the LLVM backend on their own, without the Tensor frontend."""
 from __future__ import annotations
 
+import ctypes
 import re
 
 import numpy as np
@@ -9,7 +10,7 @@ from conftest import padded_load_kernel
 from lazytensor.kernels import ir
 from lazytensor.kernels.dtype import float32, int64
 from lazytensor.kernels.expr import Expr, Var
-from lazytensor.kernels.llvm import compile_kernel, mathlib, render
+from lazytensor.kernels.llvm import compile_kernel, mathlib, render, runtime
 
 
 def softmax_kernel(rows: int, cols: int) -> ir.Kernel:
@@ -133,3 +134,31 @@ def test_column_reductions_stream_rows_with_vector_accumulators():
         text = program.optimized_ir
         # walking down the columns would gather one element per row; streaming rows loads whole vectors
         assert "gather" not in text and re.search(rf"= {op} (reassoc nsz )?<\d+ x ", text), text
+
+
+def update_kernel(name: str, slot: int, size: int, op: ir.Alu, operand: int) -> ir.Kernel:
+    """`b[slot][i] = b[slot][i] <op> operand` for every i < size, in place."""
+    i = Var("i", size)
+    new = ir.alu(op, int64, ir.load(slot, int64, Expr.of(i), ()), ir.const(operand, int64))
+    bufs = (ir.BufferParam(int64, 1 << 20, True), ir.BufferParam(int64, 333_333, True))
+    return ir.Kernel(name, bufs, (), (i,), (ir.Store(slot, Expr.of(i), new),))
+
+
+def test_threads_run_every_chunk_once_and_stages_in_order(monkeypatch):
+    """Two kernels launched together, then a stage that triples the first one's output, split into chunks
+    that three threads claim: after each launch, every element was incremented once then tripled (a chunk
+    run twice, or skipped, or run before the stage it follows finished, or still running when the launch
+    returns, would show)."""
+    monkeypatch.setenv("LT_NUM_THREADS", "3")
+    monkeypatch.setattr(runtime, "PARALLEL_MIN_WORK", 1)
+    first, _ = compile_kernel(update_kernel("bump_first", 0, 1 << 20, ir.Alu.ADD, 1))
+    second, _ = compile_kernel(update_kernel("bump_second", 1, 333_333, ir.Alu.ADD, 2))
+    triple, _ = compile_kernel(update_kernel("triple_first", 0, 1 << 20, ir.Alu.MUL, 3))
+    a, b = np.zeros(1 << 20, np.int64), np.zeros(333_333, np.int64)
+    ptrs = (ctypes.c_void_p * 2)(a.ctypes.data, b.ctypes.data)
+    want = 0
+    for launch in range(1, 21):
+        runtime._split([([(first.fn, first.extent), (second.fn, second.extent)], 1 << 30),
+                        ([(triple.fn, triple.extent)], 1 << 30)], ptrs, ptrs)
+        want = (want + 1) * 3
+        assert (a == want).all() and (b == 2 * launch).all()

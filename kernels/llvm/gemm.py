@@ -100,6 +100,7 @@ class Pack:
 
     kernel: Kernel
     clips: tuple[tuple[Var, Var, int], ...]
+    lane: Var  # the loop over a panel's lanes
 
     def render(self) -> str:
         """LLVM IR of the kernel, of the common kernel signature."""
@@ -110,6 +111,9 @@ class _PackRenderer(KernelRenderer):
     def __init__(self, pack: Pack):
         super().__init__(pack.kernel)
         self.clips = {inner: (outer, total) for inner, outer, total in pack.clips}
+        loops = pack.kernel.loops
+        self.outer = set(loops[:loops.index(pack.lane)])
+        self.outer_latches: list[ir.Instruction] = []  # back edges of the loops in `outer`
 
     def render(self) -> ir.Module:
         module = super().render()
@@ -124,19 +128,38 @@ class _PackRenderer(KernelRenderer):
                     instr.set_metadata("alias.scope", scope)
                 elif isinstance(instr, ir.LoadInstr) and _base(instr.operands[0]) in self.bufs:
                     instr.set_metadata("noalias", scope)
+        # The loops outside the lane loop are not to be vectorized: once LLVM has unrolled the loops inside
+        # (A's 12 lanes), it would vectorize the loop over k instead, with gathers and scatters across
+        # rows, 1.3-4x slower than the unrolled lanes' copy.
+        if self.outer_latches:
+            no_vectorize = module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.enable"), I1(0)])
+            loop_id = module.add_metadata([no_vectorize])
+            loop_id.operands = (loop_id, no_vectorize)  # a loop ID refers to itself
+            for latch in self.outer_latches:
+                latch.set_metadata("llvm.loop", loop_id)
         return module
 
     def loop(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[], None]) -> None:
         if var not in self.clips or self.clips[var][1] % var.size == 0:
-            super().loop(var, lo, hi, body)
+            self.marked_loop(var, lo, hi, body)
             return
         # Two versions: the whole panels' loop has a constant trip count, which LLVM unrolls and vectorizes.
         outer, total = self.clips[var]
         index = self.vars[outer]
         left = self.b.sub(I64(total), self.b.mul(index, I64(var.size)))
         self.when(f"{var.name}_whole", self.b.icmp_signed("<", index, I64(total // var.size)),
-                  lambda: super(_PackRenderer, self).loop(var, lo, hi, body),
-                  lambda: super(_PackRenderer, self).loop(var, lo, left, body))
+                  lambda: self.marked_loop(var, lo, hi, body), lambda: self.marked_loop(var, lo, left, body))
+
+    def marked_loop(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[], None]) -> None:
+        """The loop, its back edge noted in `outer_latches` if it is outside the lane loop."""
+        preheader, first = self.b.block, len(self.fn.blocks)
+        super().loop(var, lo, hi, body)
+        if var in self.outer:
+            header = self.fn.blocks[first]
+            self.outer_latches += [jump for block in self.fn.blocks[first:]
+                                   if block is not preheader and block.is_terminated
+                                   and isinstance(jump := block.instructions[-1], ir.Branch)
+                                   and jump.operands[0] is header]
 
 
 def _base(pointer: ir.Value) -> ir.Value:
@@ -183,7 +206,7 @@ def _pack(c: Contraction, buffers: tuple[BufferParam, ...], name: str, slot: int
         (value,) = substitute([operand], mapping)
         loops = (*outer, vk, lane_var)
     index = ((Expr.of(vb) * panels + p) * k + mapping.get(vk, Expr.of(vk))) * width + lane_var
-    return Pack(Kernel(name, buffers, c.params, loops, (Store(slot, index, value),)), tuple(clips))
+    return Pack(Kernel(name, buffers, c.params, loops, (Store(slot, index, value),)), tuple(clips), lane_var)
 
 
 class _GemmRenderer(FunctionBuilder):

@@ -8,19 +8,24 @@ then called through ctypes.
 ctypes releases the GIL during the call, so a kernel with enough work is
 split along its outermost output loop into chunks that the calling thread and
 a pool of `LT_NUM_THREADS` threads (default: the cores this process may run
-on) claim one at a time. Kernels below `PARALLEL_MIN_WORK` loop iterations run
-on the calling thread: handing work to the pool costs tens of microseconds.
+on) claim one at a time. The claiming is compiled too (`_CHUNKS_IR`): each
+thread makes one call that claims chunks with an atomic counter until none is
+left, so a chunk costs no Python, and the calling thread then waits for the
+chunks others claimed without waiting for a pool thread to wake up. Kernels
+below `PARALLEL_MIN_WORK` loop iterations run on the calling thread: handing
+work to the pool costs tens of microseconds.
 
 A `Contraction` compiles to a `ContractionProgram`: its two packing kernels
-(launched together: one hand-off to the pool), the GEMM function of `gemm.py`
-and its epilogue kernel, run one after the other, each split across the pool.
-Its panel buffers belong to the program.
+(run together), the GEMM function of `gemm.py` and its epilogue kernel, run one
+after the other, each split across the pool, all in one hand-off to the pool
+(a stage's chunks wait for the stage before to finish). Its panel buffers
+belong to the program.
 
 A kernel whose outermost output loop has fewer iterations than the pool has
 threads but that reduces a lot (a full reduction: its output loop has size 1)
 compiles to a `SplitReductionProgram` (see `kernels/split.py`): partial
 reductions over chunks of the input, which the calling thread and the pool's
-take one at a time, then a combine on the calling thread. Whether to split,
+take one at a time, then a combine (one chunk, after them). Whether to split,
 and into how many chunks, is decided when the kernel is compiled, from
 `num_threads()` then (the program is cached by the kernel's body, as the
 pool's size is fixed at its first use); how many threads take the chunks is
@@ -30,7 +35,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import itertools
 import math
 import os
 import threading
@@ -152,42 +156,98 @@ def _scalar_slots(params: Sequence[int | float], dtypes: Sequence) -> ctypes.Arr
     return slots
 
 
-def _split(calls: Sequence[tuple[ctypes._CFuncPtr, int]], ptrs: ctypes.Array, slots: ctypes.Array,
-           work: int) -> None:
-    """Call each `(fn, n)` of `calls` over `[0, n)`, all of them together worth `work`: on the calling
-    thread when the work is small, else in chunks that the calling thread and the pool's threads claim
-    one at a time. Independent functions launched together (a contraction's two packing kernels) share
-    one hand-off to the pool and one wait, which costs tens of microseconds each.
+# `take_chunks(chunks, n, buffers, params, counters, wait)`: claims chunks `(kernel, lo, hi, after)` of
+# `chunks[0:n]` by incrementing `counters[0]` and runs each once `after` chunks have finished (those of the
+# stages before its own), counting those finished in `counters[1]`; with `wait`, it then waits for the chunks
+# other threads claimed. While it waits it yields its core, which a thread it waits for may need.
+_CHUNKS_IR = """
+declare i32 @sched_yield()
+
+define void @take_chunks(ptr %chunks, i64 %n, ptr %buffers, ptr %params, ptr %counters, i1 %wait) {
+entry:
+  %finished = getelementptr i64, ptr %counters, i64 1
+  br label %claim
+claim:
+  %i = atomicrmw add ptr %counters, i64 1 monotonic
+  %more = icmp slt i64 %i, %n
+  br i1 %more, label %ready, label %claimed
+ready:
+  %chunk = getelementptr [4 x i64], ptr %chunks, i64 %i
+  %after_at = getelementptr i64, ptr %chunk, i64 3
+  %after = load i64, ptr %after_at
+  %before = load atomic i64, ptr %finished acquire, align 8
+  %go = icmp sge i64 %before, %after
+  br i1 %go, label %run, label %not_ready
+not_ready:
+  %ignored = call i32 @sched_yield()
+  br label %ready
+run:
+  %fn = load ptr, ptr %chunk
+  %lo_at = getelementptr i64, ptr %chunk, i64 1
+  %lo = load i64, ptr %lo_at
+  %hi_at = getelementptr i64, ptr %chunk, i64 2
+  %hi = load i64, ptr %hi_at
+  call void %fn(ptr %buffers, ptr %params, i64 %lo, i64 %hi)
+  %ignored2 = atomicrmw add ptr %finished, i64 1 release
+  br label %claim
+claimed:
+  br i1 %wait, label %check, label %done
+check:
+  %count = load atomic i64, ptr %finished acquire, align 8
+  %all = icmp sge i64 %count, %n
+  br i1 %all, label %done, label %yield
+yield:
+  %ignored3 = call i32 @sched_yield()
+  br label %check
+done:
+  ret void
+}
+"""
+_TakeChunks = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
+                               ctypes.c_void_p, ctypes.c_bool)
+
+
+@functools.cache
+def _take_chunks() -> ctypes._CFuncPtr:
+    return _TakeChunks(_compile(_CHUNKS_IR, "take_chunks")[1])
+
+
+def _threads(calls: Sequence[tuple[ctypes._CFuncPtr, int]], work: int) -> int:
+    """How many threads it pays to share out `calls`, worth `work` together, to."""
+    return min(num_threads(), sum(n for _, n in calls), work // PARALLEL_MIN_WORK)
+
+
+def _split(stages: Sequence[tuple[Sequence[tuple[ctypes._CFuncPtr, int]], int]], ptrs: ctypes.Array,
+           slots: ctypes.Array) -> None:
+    """Run `stages` one after another, each a list of calls `(fn, n)` of `fn` over `[0, n)` and the work they
+    are worth together: on the calling thread when the work is small, else in chunks that the calling
+    thread and the pool's threads claim one at a time. The stages share one hand-off to the pool and one
+    wait, which cost tens of microseconds each: a chunk waits for the stages before its own to finish
+    (a contraction's GEMM for its packing kernels, which run together).
 
     Claiming, not fixed halves, because the machine may be shared: a thread whose core another
     process takes simply claims fewer chunks. The calling thread starts at once and only waits for
-    chunks others claimed, not for pool threads to wake up."""
-    total = sum(n for _, n in calls)
-    threads = min(num_threads(), total, work // PARALLEL_MIN_WORK)
+    chunks others claimed, not for pool threads to wake up: a pool thread that wakes after the last
+    chunk was claimed finds none (the arguments it is handed stay alive until it has looked)."""
+    threads = max(_threads(calls, work) for calls, work in stages)
     if threads <= 1:
-        for fn, n in calls:
-            fn(ptrs, slots, 0, n)
+        for calls, _ in stages:
+            for fn, n in calls:
+                fn(ptrs, slots, 0, n)
         return
-    chunks = []
-    for fn, n in calls:  # each function's share of the chunks follows its share of the iterations
-        parts = min(n, -(-threads * CHUNKS_PER_THREAD * n // total))
-        chunks += [(fn, n * i // parts, n * (i + 1) // parts) for i in range(parts)]
-    claims = itertools.count()  # next() on it is atomic under the GIL
-    lock, finished, left = threading.Lock(), threading.Event(), [len(chunks)]
-
-    def take_chunks() -> None:
-        while (i := next(claims)) < len(chunks):
-            fn, lo, hi = chunks[i]
-            fn(ptrs, slots, lo, hi)
-            with lock:
-                left[0] -= 1
-                if left[0] == 0:
-                    finished.set()
-
+    chunks: list[int] = []
+    for calls, work in stages:
+        after, stage_threads, total = len(chunks) // 4, _threads(calls, work), sum(n for _, n in calls)
+        for fn, n in calls:  # each function's share of the stage's chunks follows its share of the iterations
+            parts = min(n, -(-stage_threads * CHUNKS_PER_THREAD * n // total)) if stage_threads > 1 else 1
+            address = ctypes.cast(fn, ctypes.c_void_p).value
+            for i in range(parts):
+                chunks += (address, n * i // parts, n * (i + 1) // parts, after)
+    table, counters = (ctypes.c_int64 * len(chunks))(*chunks), (ctypes.c_int64 * 2)()
+    take = _take_chunks()
     for _ in range(threads - 1):
-        pool().submit(take_chunks)
-    take_chunks()
-    finished.wait()
+        pool().submit(take, table, len(chunks) // 4, ptrs, slots, counters, False)
+    take(table, len(chunks) // 4, ptrs, slots, counters, True)
 
 
 @dataclass
@@ -219,7 +279,7 @@ class Program:
         self.launch(ptrs, _scalar_slots(params, self.kernel.params))
 
     def launch(self, ptrs: ctypes.Array, slots: ctypes.Array) -> None:
-        _split([(self.fn, self.extent)], ptrs, slots, self.work)
+        _split([([(self.fn, self.extent)], self.work)], ptrs, slots)
 
 
 def _aligned_zeros(param: BufferParam) -> np.ndarray:
@@ -265,8 +325,7 @@ class StagedProgram:
         raise NotImplementedError
 
     def run(self, ptrs: ctypes.Array, slots: ctypes.Array) -> None:
-        for stage in self.stages:
-            stage.launch(ptrs, slots)
+        _split([([(p.fn, p.extent)], p.work) for p in self.stages], ptrs, slots)
 
     def __call__(self, buffers: Sequence[int], params: Sequence[int | float]) -> None:
         with self._lock:  # the scratch is this program's: one call at a time
@@ -295,9 +354,8 @@ class ContractionProgram(StagedProgram):
 
     def run(self, ptrs: ctypes.Array, slots: ctypes.Array) -> None:
         pack_a, pack_b, *rest = self.stages
-        _split([(pack_a.fn, pack_a.extent), (pack_b.fn, pack_b.extent)], ptrs, slots, pack_a.work + pack_b.work)
-        for stage in rest:
-            stage.launch(ptrs, slots)
+        _split([([(pack_a.fn, pack_a.extent), (pack_b.fn, pack_b.extent)], pack_a.work + pack_b.work),
+                *(([(p.fn, p.extent)], p.work) for p in rest)], ptrs, slots)
 
 
 @dataclass
