@@ -152,14 +152,9 @@ class _PackRenderer(KernelRenderer):
 
     def marked_loop(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[], None]) -> None:
         """The loop, its back edge noted in `outer_latches` if it is outside the lane loop."""
-        preheader, first = self.b.block, len(self.fn.blocks)
-        super().loop(var, lo, hi, body)
+        latch = super().loop(var, lo, hi, body)
         if var in self.outer:
-            header = self.fn.blocks[first]
-            self.outer_latches += [jump for block in self.fn.blocks[first:]
-                                   if block is not preheader and block.is_terminated
-                                   and isinstance(jump := block.instructions[-1], ir.Branch)
-                                   and jump.operands[0] is header]
+            self.outer_latches.append(latch)
 
 
 def _base(pointer: ir.Value) -> ir.Value:

@@ -135,8 +135,9 @@ class FunctionBuilder:
             b.branch(done)
         b.position_at_end(done)
 
-    def counted_loop(self, name: str, lo: ir.Value, hi: ir.Value, body: Callable[[ir.Value], None]) -> None:
-        """`for i in [lo, hi): body(i)`, the counter in a stack slot that mem2reg promotes."""
+    def counted_loop(self, name: str, lo: ir.Value, hi: ir.Value, body: Callable[[ir.Value], None]) -> ir.Branch:
+        """`for i in [lo, hi): body(i)`, the counter in a stack slot that mem2reg promotes; returns the
+        loop's back edge (where loop metadata goes)."""
         b = self.b
         counter = self.alloca(I64)
         b.store(lo, counter)
@@ -150,8 +151,9 @@ class FunctionBuilder:
         b.position_at_end(inner)
         body(i)
         b.store(b.add(i, I64(1)), counter)
-        b.branch(header)
+        latch = b.branch(header)
         b.position_at_end(done)
+        return latch
 
 
 class KernelRenderer(FunctionBuilder):
@@ -189,12 +191,12 @@ class KernelRenderer(FunctionBuilder):
 
     # ---- loops -------------------------------------------------------------------------
 
-    def loop(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[], None]) -> None:
+    def loop(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[], None]) -> ir.Branch:
         def iteration(i: ir.Value) -> None:
             self.vars[var] = i
             body()
 
-        self.counted_loop(var.name, lo, hi, iteration)
+        return self.counted_loop(var.name, lo, hi, iteration)
 
     def emit_scope(self, path: tuple[Var, ...], computed: Value | None = None) -> None:
         for v in self.by_scope.get(path, ()):

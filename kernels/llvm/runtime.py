@@ -163,6 +163,20 @@ def _scalar_slots(params: Sequence[int | float], dtypes: Sequence) -> ctypes.Arr
 _CHUNKS_IR = """
 declare i32 @sched_yield()
 
+define private void @wait_for(ptr %finished, i64 %target) {
+entry:
+  br label %check
+check:
+  %count = load atomic i64, ptr %finished acquire, align 8
+  %reached = icmp sge i64 %count, %target
+  br i1 %reached, label %done, label %yield
+yield:
+  %ignored = call i32 @sched_yield()
+  br label %check
+done:
+  ret void
+}
+
 define void @take_chunks(ptr %chunks, i64 %n, ptr %buffers, ptr %params, ptr %counters, i1 %wait) {
 entry:
   %finished = getelementptr i64, ptr %counters, i64 1
@@ -170,35 +184,25 @@ entry:
 claim:
   %i = atomicrmw add ptr %counters, i64 1 monotonic
   %more = icmp slt i64 %i, %n
-  br i1 %more, label %ready, label %claimed
-ready:
+  br i1 %more, label %run, label %claimed
+run:
   %chunk = getelementptr [4 x i64], ptr %chunks, i64 %i
   %after_at = getelementptr i64, ptr %chunk, i64 3
   %after = load i64, ptr %after_at
-  %before = load atomic i64, ptr %finished acquire, align 8
-  %go = icmp sge i64 %before, %after
-  br i1 %go, label %run, label %not_ready
-not_ready:
-  %ignored = call i32 @sched_yield()
-  br label %ready
-run:
+  call void @wait_for(ptr %finished, i64 %after)
   %fn = load ptr, ptr %chunk
   %lo_at = getelementptr i64, ptr %chunk, i64 1
   %lo = load i64, ptr %lo_at
   %hi_at = getelementptr i64, ptr %chunk, i64 2
   %hi = load i64, ptr %hi_at
   call void %fn(ptr %buffers, ptr %params, i64 %lo, i64 %hi)
-  %ignored2 = atomicrmw add ptr %finished, i64 1 release
+  %ignored = atomicrmw add ptr %finished, i64 1 release
   br label %claim
 claimed:
-  br i1 %wait, label %check, label %done
-check:
-  %count = load atomic i64, ptr %finished acquire, align 8
-  %all = icmp sge i64 %count, %n
-  br i1 %all, label %done, label %yield
-yield:
-  %ignored3 = call i32 @sched_yield()
-  br label %check
+  br i1 %wait, label %wait_all, label %done
+wait_all:
+  call void @wait_for(ptr %finished, i64 %n)
+  br label %done
 done:
   ret void
 }
