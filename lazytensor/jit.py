@@ -215,14 +215,14 @@ class _Replay:
     def __init__(self, prev: _Record, cur: _Record):
         sources, outputs = self._compare(prev, cur)
         self.draws_per_call = self._draws(prev, cur)
-        n_slots, n_args = sum(len(lc.outputs) for lc in cur.launches), len(cur.args)
+        written = [b for lc in cur.launches for b in lc.outputs]  # by slot
+        n_slots, n_args = len(written), len(cur.args)
         results = [o for o in outputs if o is not None]
 
         # the state cells: slots of this call that the next one reads, with the nodes holding them
         cells = list(dict.fromkeys([s[1] for srcs in sources for s in srcs if s[0] == STATE]
                                    + [o[1] for o in results if o[0] == STATE]))
         cell_of = {s: n_slots + n_args + i for i, s in enumerate(cells)}
-        written = [b for lc in cur.launches for b in lc.outputs]
         self.holders: list[tuple[int, int, list[weakref.ref]]] = []  # (slot, table index, holders)
         for s in cells:
             refs = [r for r, b in cur.binds if b is written[s] and r() is not None]
