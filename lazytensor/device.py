@@ -26,7 +26,7 @@ import sys
 import threading
 import weakref
 from functools import cache
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -255,6 +255,12 @@ class Device:
         """The compiled program for `kernel`, and whether this call compiled it (not a cache hit)."""
         raise NotImplementedError
 
+    def batch(self, calls: Sequence[tuple[Any, Sequence[int], Sequence]], table_size: int) -> Any:
+        """Compiled programs, each given with the positions of its buffers in a table of `table_size` buffer
+        addresses and its scalar parameters, as one callable that runs them all on such a table, with a
+        `set_params(k, params)` method; None where the backend launches kernels one at a time."""
+        return None
+
     def synchronize(self) -> None:
         """Wait until all work queued on this device has run."""
 
@@ -287,6 +293,10 @@ class CPUDevice(Device):
     def compile(self, kernel: Kernel) -> tuple[Callable, bool]:
         from .kernels.llvm import compile_kernel
         return compile_kernel(kernel)
+
+    def batch(self, calls: Sequence[tuple[Any, Sequence[int], Sequence]], table_size: int) -> Any:
+        from .kernels.llvm import Batch
+        return Batch(calls, table_size)
 
     def empty_cache(self) -> None:
         self.pool.clear()

@@ -20,7 +20,9 @@ graph from its later ones, so an Adam step replays from its fourth call. A funct
 settle raises `JitError` after MAX_RECORDS recorded calls, saying where the last two differed.
 
 Replaying. A later call with the same signature launches the recorded kernels: no graph is built and
-nothing is scheduled or compiled (`lt.stats().replays` counts these calls). The state's graph nodes are
+nothing is scheduled or compiled (`lt.stats().replays` counts these calls); on the CPU the kernels run
+as one batch, one hand-off to the thread pool with no Python between kernels (under `LT_DEBUG` they are
+launched one by one, to time each). The state's graph nodes are
 given the new buffers in place, so `p.numpy()` shows the updated parameter, as after an eager step;
 every tensor sharing a state's node sees the update, as with PyTorch's in-place updates. The outputs
 are new tensors on each call (without autograd history), never overwritten by later calls, except a
@@ -56,7 +58,7 @@ from .device import Buffer, get_device
 from .errors import JitError
 from .graph import Node
 from .helpers import getenv, user_call
-from .realize import Recorder, debug_line, is_recording, launch, realize_nodes, recording, stats
+from .realize import Recorder, debug_line, is_recording, launch, launch_batch, realize_nodes, recording, stats
 from .schedule import ScheduleItem
 from .tensor import Tensor
 
@@ -262,6 +264,11 @@ class _Replay:
         self.out_leaves = [weakref.ref(c) if o is not None and p is c else None if o is not None else c
                            for o, p, c in zip(outputs, prev.out_leaves, cur.out_leaves)]
         self.n_slots = n_slots
+        # the launches as one call where they share a device whose backend can batch them (the CPU's)
+        devices = {id(lc.device): lc.device for lc in self.launches}
+        self.batch = next(iter(devices.values())).batch(
+            [(lc.program, lc.index, lc.params) for lc in self.launches], len(self.table)) \
+            if len(devices) == 1 else None
         self.seed = cur.rng_after[0]
         self.uses_rng = any(lc.draws for lc in self.launches)
         # a function that seeds the generator leaves it in the same state every time; others advance it
@@ -340,18 +347,18 @@ class _Replay:
             if node is None:
                 return STALE
             table[i] = node.buffer
-        ptrs = [b.ptr if b is not None else 0 for b in table]
-        level = getenv("LT_DEBUG")
         for lc in self.launches:
             for s, dtype, size in lc.fresh:
-                b = table[s] = lc.device.alloc(dtype, size)
-                ptrs[s] = b.ptr
-            params = lc.params
-            if lc.draws:
-                params = list(params)
-                for i, rel in lc.draws:
-                    params[i] = random.offset_parameter(offset + rel)
-            seconds = launch(lc.program, [ptrs[i] for i in lc.index], params, level, lc.device)
+                table[s] = lc.device.alloc(dtype, size)
+        ptrs = [b.ptr if b is not None else 0 for b in table]
+        level = getenv("LT_DEBUG")
+        if self.batch is not None and not level:
+            for k, lc in enumerate(self.launches):
+                if lc.draws:
+                    self.batch.set_params(k, self._params(lc, offset))
+            launch_batch(self.batch, ptrs, len(self.launches))
+        for lc in self.launches if self.batch is None or level else ():
+            seconds = launch(lc.program, [ptrs[i] for i in lc.index], self._params(lc, offset), level, lc.device)
             if level:
                 debug_line(level, lc.kernel, lc.device.name, lc.origin, lc.program, seconds, False)
         for s, _, refs in self.holders:
@@ -363,6 +370,14 @@ class _Replay:
         leaves = [leaf if i is None else self._output(table[i], spec, leaf)
                   for i, spec, leaf in zip(self.outputs, self.out_specs, self.out_leaves)]
         return _unflatten(self.out_structure, iter(leaves))
+
+    @staticmethod
+    def _params(lc: _ReplayLaunch, offset: int) -> list[bool | int | float]:
+        """A launch's scalar parameters, its random draws continuing the generator's sequence from `offset`."""
+        params = list(lc.params)
+        for i, rel in lc.draws:
+            params[i] = random.offset_parameter(offset + rel)
+        return params
 
     @staticmethod
     def _output(buffer: Buffer, spec: tuple, same: weakref.ref | None) -> Tensor:

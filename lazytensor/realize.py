@@ -63,6 +63,15 @@ def launch(program: Any, ptrs: list[int], params: list, level: int, device: Any)
     return seconds
 
 
+def launch_batch(batch: Any, ptrs: list[int], launches: int) -> None:
+    """Run a device's batch of compiled kernels (see `Device.batch`) on a table of buffer addresses, counting
+    its `launches` kernels."""
+    t0 = time.perf_counter()
+    batch(ptrs)
+    _stats.kernels_launched += launches
+    _stats.run_seconds += time.perf_counter() - t0
+
+
 def debug_line(level: int, kernel: Any, device: str, origin: str, program: Any, seconds: float,
                compiled: bool) -> None:
     """The `LT_DEBUG` report of one launch (to stderr)."""

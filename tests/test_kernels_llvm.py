@@ -144,6 +144,43 @@ def update_kernel(name: str, slot: int, size: int, op: ir.Alu, operand: int) -> 
     return ir.Kernel(name, bufs, (), (i,), (ir.Store(slot, Expr.of(i), new),))
 
 
+def scale_kernel(size: int) -> ir.Kernel:
+    """`b[2][i] = b[2][i] * param0 + param1`, in place, over its own buffer (`b[0]`, `b[1]` unused)."""
+    i = Var("i", size)
+    x = ir.load(2, int64, Expr.of(i), ())
+    new = ir.alu(ir.Alu.ADD, int64, ir.alu(ir.Alu.MUL, int64, x, ir.param(0, int64)), ir.param(1, int64))
+    bufs = (ir.BufferParam(int64, 1 << 20, True), ir.BufferParam(int64, 333_333, True),
+            ir.BufferParam(int64, size, True))
+    return ir.Kernel("scale_third", bufs, (int64, int64), (i,), (ir.Store(2, Expr.of(i), new),))
+
+
+def test_a_batch_runs_its_programs_in_order_on_its_table_with_new_parameters(monkeypatch):
+    """Programs run as one batch by three threads, each on its own positions in the caller's table: after
+    each run every element saw each program once, in order, with the parameters set for that run."""
+    monkeypatch.setenv("LT_NUM_THREADS", "3")
+    monkeypatch.setattr(runtime, "PARALLEL_MIN_WORK", 1)
+    monkeypatch.setattr(runtime, "SPLIT_MIN_WORK", 0)
+    bump, _ = compile_kernel(update_kernel("bump_first", 0, 1 << 20, ir.Alu.ADD, 1))
+    triple, _ = compile_kernel(update_kernel("triple_first", 0, 1 << 20, ir.Alu.MUL, 3))
+    scale, _ = compile_kernel(scale_kernel(1000))
+    o, r = Var("o", 1), Var("r", 1 << 20)
+    total = ir.Kernel("total", (ir.BufferParam(int64, 1, True), ir.BufferParam(int64, 1 << 20)), (), (o,),
+                      (ir.Store(0, Expr.of(o), ir.reduce(ir.ReduceOp.SUM, ir.load(1, int64, Expr.of(r), ()), (r,))),))
+    summed, _ = compile_kernel(total)
+    assert isinstance(summed, runtime.SplitReductionProgram)  # partials in its scratch, then a combine
+    a, b, c = np.zeros(1 << 20, np.int64), np.zeros(333_333, np.int64), np.ones(1000, np.int64)
+    out = np.zeros(1, np.int64)
+    # the caller's table: c, b, a, out; the programs find their buffers through positions in it
+    batch = runtime.Batch([(bump, [2, 1], []), (scale, [2, 1, 0], [2, 5]), (triple, [2, 1], []),
+                           (summed, [3, 2], [])], 4)
+    want_a, want_c = 0, 1
+    for run in range(1, 13):
+        batch.set_params(1, [run, -run])
+        batch([c.ctypes.data, b.ctypes.data, a.ctypes.data, out.ctypes.data])
+        want_a, want_c = (want_a + 1) * 3, want_c * run - run
+        assert (a == want_a).all() and (c == want_c).all() and (b == 0).all() and out[0] == want_a << 20
+
+
 def test_threads_run_every_chunk_once_and_stages_in_order(monkeypatch):
     """Two kernels launched together, then a stage that triples the first one's output, split into chunks
     that three threads claim: after each launch, every element was incremented once then tripled (a chunk

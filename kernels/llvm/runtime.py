@@ -21,6 +21,10 @@ after the other, each split across the pool, all in one hand-off to the pool
 (a stage's chunks wait for the stage before to finish). Its panel buffers
 belong to the program.
 
+A `Batch` runs several programs as one table of chunks, one hand-off to the
+pool for all (an `lt.jit` replay): each program reads its buffers from its
+positions in a table of addresses the caller passes on every run.
+
 A kernel whose outermost output loop has fewer iterations than the pool has
 threads but that reduces a lot (a full reduction: its output loop has size 1)
 compiles to a `SplitReductionProgram` (see `kernels/split.py`): partial
@@ -40,6 +44,7 @@ import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -146,8 +151,9 @@ def _compile(source: str, name: str, wide: bool = False) -> tuple[str, int]:
         return optimized, j.engine.get_function_address(name)
 
 
-def _scalar_slots(params: Sequence[int | float], dtypes: Sequence) -> ctypes.Array:
-    slots = (ctypes.c_int64 * max(1, len(params)))()
+def _scalar_slots(params: Sequence[int | float], dtypes: Sequence, slots: ctypes.Array | None = None) -> ctypes.Array:
+    """The parameters as a kernel reads them (a 64-bit slot each), written into `slots` if given."""
+    slots = (ctypes.c_int64 * max(1, len(params)))() if slots is None else slots
     for i, (p, dt) in enumerate(zip(params, dtypes)):
         if dt.is_float:
             ctypes.c_double.from_buffer(slots, 8 * i).value = float(p)
@@ -156,10 +162,11 @@ def _scalar_slots(params: Sequence[int | float], dtypes: Sequence) -> ctypes.Arr
     return slots
 
 
-# `take_chunks(chunks, n, buffers, params, counters, wait)`: claims chunks `(kernel, lo, hi, after)` of
-# `chunks[0:n]` by incrementing `counters[0]` and runs each once `after` chunks have finished (those of the
-# stages before its own), counting those finished in `counters[1]`; with `wait`, it then waits for the chunks
-# other threads claimed. While it waits it yields its core, which a thread it waits for may need.
+# `take_chunks(chunks, n, counters, wait)`: claims chunks `(fn, lo, hi, after, buffers, params)` of
+# `chunks[0:n]` by incrementing `counters[0]` and runs each, `fn(buffers, params, lo, hi)`, once `after`
+# chunks have finished (those of the phases before its own), counting those finished in `counters[1]`; with
+# `wait`, it then waits for the chunks other threads claimed. While it waits it yields its core, which a
+# thread it waits for may need.
 _CHUNKS_IR = """
 declare i32 @sched_yield()
 
@@ -177,7 +184,14 @@ done:
   ret void
 }
 
-define void @take_chunks(ptr %chunks, i64 %n, ptr %buffers, ptr %params, ptr %counters, i1 %wait) {
+define private i64 @field(ptr %chunk, i64 %i) {
+entry:
+  %at = getelementptr i64, ptr %chunk, i64 %i
+  %value = load i64, ptr %at
+  ret i64 %value
+}
+
+define void @take_chunks(ptr %chunks, i64 %n, ptr %counters, i1 %wait) {
 entry:
   %finished = getelementptr i64, ptr %counters, i64 1
   br label %claim
@@ -186,15 +200,16 @@ claim:
   %more = icmp slt i64 %i, %n
   br i1 %more, label %run, label %claimed
 run:
-  %chunk = getelementptr [4 x i64], ptr %chunks, i64 %i
-  %after_at = getelementptr i64, ptr %chunk, i64 3
-  %after = load i64, ptr %after_at
+  %chunk = getelementptr [6 x i64], ptr %chunks, i64 %i
+  %after = call i64 @field(ptr %chunk, i64 3)
   call void @wait_for(ptr %finished, i64 %after)
   %fn = load ptr, ptr %chunk
-  %lo_at = getelementptr i64, ptr %chunk, i64 1
-  %lo = load i64, ptr %lo_at
-  %hi_at = getelementptr i64, ptr %chunk, i64 2
-  %hi = load i64, ptr %hi_at
+  %lo = call i64 @field(ptr %chunk, i64 1)
+  %hi = call i64 @field(ptr %chunk, i64 2)
+  %buffers_at = getelementptr i64, ptr %chunk, i64 4
+  %buffers = load ptr, ptr %buffers_at
+  %params_at = getelementptr i64, ptr %chunk, i64 5
+  %params = load ptr, ptr %params_at
   call void %fn(ptr %buffers, ptr %params, i64 %lo, i64 %hi)
   %ignored = atomicrmw add ptr %finished, i64 1 release
   br label %claim
@@ -207,8 +222,11 @@ done:
   ret void
 }
 """
-_TakeChunks = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
-                               ctypes.c_void_p, ctypes.c_bool)
+_TakeChunks = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_bool)
+CHUNK_FIELDS = 6
+
+# A phase: calls `(fn, n)` of `fn` over `[0, n)` that may run together, and the work they are worth.
+Phase = tuple[Sequence[tuple[ctypes._CFuncPtr, int]], int]
 
 
 @functools.cache
@@ -221,37 +239,47 @@ def _threads(calls: Sequence[tuple[ctypes._CFuncPtr, int]], work: int) -> int:
     return min(num_threads(), sum(n for _, n in calls), work // PARALLEL_MIN_WORK)
 
 
-def _split(stages: Sequence[tuple[Sequence[tuple[ctypes._CFuncPtr, int]], int]], ptrs: ctypes.Array,
-           slots: ctypes.Array) -> None:
-    """Run `stages` one after another, each a list of calls `(fn, n)` of `fn` over `[0, n)` and the work they
-    are worth together: on the calling thread when the work is small, else in chunks that the calling
-    thread and the pool's threads claim one at a time. The stages share one hand-off to the pool and one
-    wait, which cost tens of microseconds each: a chunk waits for the stages before its own to finish
-    (a contraction's GEMM for its packing kernels, which run together).
+def _chunks(phases: Sequence[tuple[Phase, int, int]]) -> tuple[list[int], int]:
+    """The chunk table (`take_chunks`'s) of `phases` run one after another, each given with the addresses of
+    its buffer table and its scalar parameters; and how many threads it pays to share the chunks to."""
+    threads = max(_threads(calls, work) for (calls, work), _, _ in phases)
+    chunks: list[int] = []
+    for (calls, work), buffers, params in phases:
+        after, phase_threads, total = len(chunks) // CHUNK_FIELDS, _threads(calls, work), sum(n for _, n in calls)
+        for fn, n in calls:  # each function's share of the phase's chunks follows its share of the iterations
+            parts = min(n, -(-phase_threads * CHUNKS_PER_THREAD * n // total)) if phase_threads > 1 else 1
+            address = ctypes.cast(fn, ctypes.c_void_p).value
+            for i in range(parts):
+                chunks += (address, n * i // parts, n * (i + 1) // parts, after, buffers, params)
+    return chunks, threads
+
+
+def _take(chunks: ctypes.Array, threads: int) -> None:
+    """Run the chunks of a table, the calling thread and `threads - 1` of the pool's claiming them.
 
     Claiming, not fixed halves, because the machine may be shared: a thread whose core another
     process takes simply claims fewer chunks. The calling thread starts at once and only waits for
     chunks others claimed, not for pool threads to wake up: a pool thread that wakes after the last
     chunk was claimed finds none (the arguments it is handed stay alive until it has looked)."""
-    threads = max(_threads(calls, work) for calls, work in stages)
-    if threads <= 1:
-        for calls, _ in stages:
+    n, counters, take = len(chunks) // CHUNK_FIELDS, (ctypes.c_int64 * 2)(), _take_chunks()
+    for _ in range(threads - 1):
+        pool().submit(take, chunks, n, counters, False)
+    take(chunks, n, counters, True)
+
+
+def _split(phases: Sequence[Phase], ptrs: ctypes.Array, slots: ctypes.Array) -> None:
+    """Run `phases` one after another on one buffer table and parameters: on the calling thread when the
+    work is small, else in chunks that the calling thread and the pool's threads claim one at a time. The
+    phases share one hand-off to the pool and one wait, which cost tens of microseconds each: a chunk
+    waits for the phases before its own to finish (a contraction's GEMM for its packing kernels, which
+    run together)."""
+    if max(_threads(calls, work) for calls, work in phases) <= 1:
+        for calls, _ in phases:
             for fn, n in calls:
                 fn(ptrs, slots, 0, n)
         return
-    chunks: list[int] = []
-    for calls, work in stages:
-        after, stage_threads, total = len(chunks) // 4, _threads(calls, work), sum(n for _, n in calls)
-        for fn, n in calls:  # each function's share of the stage's chunks follows its share of the iterations
-            parts = min(n, -(-stage_threads * CHUNKS_PER_THREAD * n // total)) if stage_threads > 1 else 1
-            address = ctypes.cast(fn, ctypes.c_void_p).value
-            for i in range(parts):
-                chunks += (address, n * i // parts, n * (i + 1) // parts, after)
-    table, counters = (ctypes.c_int64 * len(chunks))(*chunks), (ctypes.c_int64 * 2)()
-    take = _take_chunks()
-    for _ in range(threads - 1):
-        pool().submit(take, table, len(chunks) // 4, ptrs, slots, counters, False)
-    take(table, len(chunks) // 4, ptrs, slots, counters, True)
+    chunks, threads = _chunks([(phase, ctypes.addressof(ptrs), ctypes.addressof(slots)) for phase in phases])
+    _take((ctypes.c_int64 * len(chunks))(*chunks), threads)
 
 
 @dataclass
@@ -280,10 +308,21 @@ class Program:
 
     def __call__(self, buffers: Sequence[int], params: Sequence[int | float]) -> None:
         ptrs = (ctypes.c_void_p * max(1, len(buffers)))(*buffers)
-        self.launch(ptrs, _scalar_slots(params, self.kernel.params))
+        _split(self.phases(), ptrs, _scalar_slots(params, self.kernel.params))
 
-    def launch(self, ptrs: ctypes.Array, slots: ctypes.Array) -> None:
-        _split([([(self.fn, self.extent)], self.work)], ptrs, slots)
+    def phases(self) -> list[Phase]:
+        return [([(self.fn, self.extent)], self.work)]
+
+    def scratch_pointers(self) -> list[int]:
+        return []
+
+    def table(self, buffers: Sequence[int], scratch: Sequence[int]) -> list[int]:
+        """The buffer table the functions read: the caller's buffers (outputs, inputs), and the scratch."""
+        return list(buffers)
+
+    def owned(self) -> AbstractContextManager:
+        """Held while a call uses the program's scratch buffers (a plain program has none)."""
+        return nullcontext()
 
 
 def _aligned_zeros(param: BufferParam) -> np.ndarray:
@@ -324,19 +363,26 @@ class StagedProgram:
     def scratch(self) -> list[BufferParam]:
         raise NotImplementedError
 
-    def table(self, buffers: Sequence[int], scratch: list[int]) -> list[int]:
-        """Every stage's buffer slots, in order."""
+    def table(self, buffers: Sequence[int], scratch: Sequence[int]) -> list[int]:
+        """Every stage's buffer slots, in order: the caller's buffers (outputs, inputs) and the scratch."""
         raise NotImplementedError
 
-    def run(self, ptrs: ctypes.Array, slots: ctypes.Array) -> None:
-        _split([([(p.fn, p.extent)], p.work) for p in self.stages], ptrs, slots)
+    def phases(self) -> list[Phase]:
+        return [p for stage in self.stages for p in stage.phases()]
+
+    def scratch_pointers(self) -> list[int]:
+        if self._scratch is None:
+            self._scratch = [_aligned_zeros(p) for p in self.scratch()]
+        return [m.ctypes.data for m in self._scratch]
+
+    def owned(self) -> threading.Lock:
+        """Held while a call uses the program's scratch buffers: one call at a time."""
+        return self._lock
 
     def __call__(self, buffers: Sequence[int], params: Sequence[int | float]) -> None:
-        with self._lock:  # the scratch is this program's: one call at a time
-            if self._scratch is None:
-                self._scratch = [_aligned_zeros(p) for p in self.scratch()]
-            table = self.table(buffers, [m.ctypes.data for m in self._scratch])
-            self.run((ctypes.c_void_p * len(table))(*table), _scalar_slots(params, self.kernel.params))
+        with self._lock:
+            table = self.table(buffers, self.scratch_pointers())
+            _split(self.phases(), (ctypes.c_void_p * len(table))(*table), _scalar_slots(params, self.kernel.params))
 
 
 @dataclass
@@ -352,14 +398,14 @@ class ContractionProgram(StagedProgram):
     def scratch(self) -> list[BufferParam]:
         return [p for p in self.kernel.buffers if p.scratch] + list(self.layout.packed_buffers(self.kernel))
 
-    def table(self, buffers: Sequence[int], scratch: list[int]) -> list[int]:
+    def table(self, buffers: Sequence[int], scratch: Sequence[int]) -> list[int]:
         # the product's scratch takes slot 1 (see Contraction); the panels come after the kernel's buffers
         return [buffers[0], *scratch[:-2], *buffers[1:], *scratch[-2:]]
 
-    def run(self, ptrs: ctypes.Array, slots: ctypes.Array) -> None:
+    def phases(self) -> list[Phase]:
         pack_a, pack_b, *rest = self.stages
-        _split([([(pack_a.fn, pack_a.extent), (pack_b.fn, pack_b.extent)], pack_a.work + pack_b.work),
-                *(([(p.fn, p.extent)], p.work) for p in rest)], ptrs, slots)
+        return [([(pack_a.fn, pack_a.extent), (pack_b.fn, pack_b.extent)], pack_a.work + pack_b.work),
+                *(p for stage in rest for p in stage.phases())]
 
 
 @dataclass
@@ -373,8 +419,50 @@ class SplitReductionProgram(StagedProgram):
     def scratch(self) -> list[BufferParam]:
         return [p for p in self.partials.kernel.buffers if p.scratch]
 
-    def table(self, buffers: Sequence[int], scratch: list[int]) -> list[int]:
+    def table(self, buffers: Sequence[int], scratch: Sequence[int]) -> list[int]:
         return [*buffers, *scratch]
+
+
+class Batch:
+    """Programs run one after another in one call, as one table of chunks that the calling thread and the
+    pool claim: one hand-off to the pool for all of them, and no Python between one program's chunks and
+    the next's (what an `lt.jit` replay launches).
+
+    Each program is given with the positions of its buffers in a table of buffer addresses that the
+    caller passes on every run, and with its scalar parameters, which `set_params` changes between runs.
+    """
+
+    def __init__(self, calls: Sequence[tuple[Program | StagedProgram, Sequence[int], Sequence[int | float]]],
+                 table_size: int):
+        self.programs = [program for program, _, _ in calls]
+        self.fixed: list[int] = []  # the programs' scratch buffers, after the caller's table
+        gather: list[int] = []
+        starts = []
+        for program, index, _ in calls:
+            scratch = program.scratch_pointers()
+            starts.append(len(gather))
+            gather += program.table(index, range(table_size + len(self.fixed), table_size + len(self.fixed)
+                                                 + len(scratch)))
+            self.fixed += scratch
+        self.gather = np.array(gather, dtype=np.intp)
+        self.pointers = np.zeros(max(1, len(gather)), dtype=np.uint64)  # the programs' tables, end to end
+        self.slots = [_scalar_slots(params, program.kernel.params) for program, _, params in calls]
+        base = self.pointers.ctypes.data
+        chunks, self.threads = _chunks([(phase, base + 8 * start, ctypes.addressof(slots))
+                                        for program, start, slots in zip(self.programs, starts, self.slots)
+                                        for phase in program.phases()])
+        self.chunks = (ctypes.c_int64 * len(chunks))(*chunks)
+
+    def set_params(self, call: int, params: Sequence[int | float]) -> None:
+        """New scalar parameters for the `call`th program, from the next run on."""
+        _scalar_slots(params, self.programs[call].kernel.params, self.slots[call])
+
+    def __call__(self, table: Sequence[int]) -> None:
+        np.take(np.array([*table, *self.fixed], dtype=np.uint64), self.gather, out=self.pointers)
+        with ExitStack() as owned:
+            for _, program in sorted({id(p): p for p in self.programs}.items()):  # one order: no deadlock
+                owned.enter_context(program.owned())
+            _take(self.chunks, min(self.threads, num_threads()))
 
 
 _programs: dict[str, Program | StagedProgram] = {}
