@@ -2,15 +2,18 @@
 under `lt.jit`, against torch eager and jax.jit on the CPU (each when installed: `pip install -e ".[bench]"`),
 in one run.
 
-    python benchmarks/bench_train.py [--repeat 20] [--only mlp|cnn] [--threads N]
+    python benchmarks/bench_train.py [--repeat 20] [--rounds 3] [--only mlp|cnn] [--threads N]
 
 - MLP 784-512-512-10 (ReLU), batch 256, cross-entropy, Adam;
 - the small CNN of examples/train_digits.py (conv 1->16 3x3, relu, maxpool 2, conv 16->32 3x3, relu,
   maxpool 2, dropout, linear 128->10) on 8x8 images, batch 64.
 
 Every contestant builds the same model with the same initialization scheme (not the same numbers) and
-trains it on one fixed batch. Prints the median time per step after warm-up (compiling and scheduling
-excluded), lazytensor's kernels per step (`lt.stats().kernels_launched`), the first step's time
+trains it on one fixed batch. Each contestant runs in a process of its own, so no library's idle worker
+threads (torch's OpenMP threads spin after their work) take a core from another's; the contestants take
+turns, a process each per round, for `--rounds` rounds, so that a slow spell of a shared machine does not
+fall on one of them only. Prints the median over the rounds of each round's median time per step after
+warm-up (compiling and scheduling excluded), lazytensor's kernels per step (`lt.stats().kernels_launched`), the first step's time
 (schedule + compile), the ratio of lazytensor's time, lazy and jitted, to each peer's (below 1 is
 faster), and each contestant's loss at its first and last step: a loss that does not go down marks a
 broken step, and the script then exits with status 1. The jitted step is first checked against the lazy
@@ -21,8 +24,10 @@ for the cores; `--threads 1` compares single threads.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -37,18 +42,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 import train_digits  # noqa: E402
 
 
-def median_times(steps: dict[str, Callable[[], object]], repeat: int, rounds: int = 1) -> dict[str, float]:
-    """The median time per step of each, the contestants taking turns in `rounds` blocks. One block each
-    by default: interleaving steps makes each library's worker threads (torch's OpenMP threads spin after
-    their work) compete with the other's on a small machine, slowing both."""
-    times: dict[str, list[float]] = {name: [] for name in steps}
-    for _ in range(rounds):
-        for name, step in steps.items():
-            for _ in range(max(1, repeat // rounds)):
-                t0 = time.perf_counter()
-                step()
-                times[name].append(time.perf_counter() - t0)
-    return {name: statistics.median(ts) for name, ts in times.items()}
+def median_time(step: Callable[[], object], repeat: int) -> float:
+    """The median time of `repeat` steps."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
 
 
 def batches(kind: str, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -205,14 +206,50 @@ def jax_step(kind: str, x: np.ndarray, y: np.ndarray) -> Callable[[], object] | 
     return step
 
 
+CONTESTANTS = ("lazytensor", "lazytensor jit", "torch eager", "jax.jit")
+TITLES = {"mlp": "MLP 784-512-512-10, batch 256, Adam", "cnn": "small CNN on 1x8x8, batch 64, Adam"}
+
+
+def contestant(kind: str, name: str, repeat: int) -> dict | None:
+    """Time one contestant in this process: its median step after warm-up, its first and last loss, and for
+    lazytensor its kernels per step and the first step's time; None if its library is not installed."""
+    x, y = batches(kind, np.random.default_rng(0))
+    found: dict = {}
+    if name == "lazytensor":
+        step, _ = lazytensor_step(kind, x, y)
+        t0 = time.perf_counter()
+        found["first_loss"] = step().item()
+        found["first_seconds"] = time.perf_counter() - t0
+        step()  # Adam's second step has its own graph (the moments exist now)
+        step()
+        lt.reset_stats()
+        step()
+        found["kernels"] = lt.stats().kernels_launched
+        lt.reset_stats()
+    elif name == "lazytensor jit":
+        step, found["first_loss"] = jitted_step(kind, x, y)
+    else:
+        step = (torch_step if name == "torch eager" else jax_step)(kind, x, y)
+        if step is None:
+            return None
+        found["first_loss"] = float(step())  # jax.jit compiles here
+        step()  # warm-up
+        step()
+    found["seconds"] = median_time(step, repeat)
+    found["compiled"] = lt.stats().kernels_compiled
+    found["last_loss"] = float(step())
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--repeat", type=int, default=20, help="timed steps per contestant and round")
     parser.add_argument("--only", choices=["mlp", "cnn"], default=None)
-    parser.add_argument("--rounds", type=int, default=1, help="blocks of steps each contestant takes in turn")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of one process per contestant")
     parser.add_argument("--threads", type=int, default=None,
                         help="threads for lazytensor and torch (LT_NUM_THREADS, torch.set_num_threads; "
                              "jax.jit keeps XLA's own); default: theirs")
+    parser.add_argument("--contestant", nargs=2, metavar=("KIND", "NAME"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.threads is not None:
         os.environ["LT_NUM_THREADS"] = str(args.threads)  # read when the first parallel kernel runs
@@ -221,44 +258,36 @@ def main() -> None:
             torch.set_num_threads(args.threads)
         except ImportError:
             pass
-    kinds = [args.only] if args.only else ["mlp", "cnn"]
-    titles = {"mlp": "MLP 784-512-512-10, batch 256, Adam", "cnn": "small CNN on 1x8x8, batch 64, Adam"}
+    if args.contestant:
+        print(json.dumps(contestant(*args.contestant, args.repeat)))
+        return
     broken: list[str] = []
-    for kind in kinds:
-        x, y = batches(kind, np.random.default_rng(0))
-        step, _ = lazytensor_step(kind, x, y)
-        lt.reset_stats()
-        t0 = time.perf_counter()
-        first = step().item()
-        first_seconds = time.perf_counter() - t0
-        step()  # Adam's second step has its own graph (the moments exist now)
-        step()
-        lt.reset_stats()
-        step()
-        kernels = lt.stats().kernels_launched
-        contestants = {"lazytensor": step}
-        first_loss = {"lazytensor": first}
-        contestants["lazytensor jit"], first_loss["lazytensor jit"] = jitted_step(kind, x, y)
-        for name, make in (("torch eager", torch_step), ("jax.jit", jax_step)):
-            peer = make(kind, x, y)
-            if peer is not None:
-                first_loss[name] = float(peer())  # jax.jit compiles here
-                peer()  # warm-up
-                peer()
-                contestants[name] = peer
-        results = median_times(contestants, args.repeat, args.rounds)
-        compiled = lt.stats().kernels_compiled
-        last_loss = {name: float(run()) for name, run in contestants.items()}
-        ours, jitted = results["lazytensor"], results["lazytensor jit"]
-        print(f"{titles[kind]}: median of {args.repeat} steps")
-        print(f"  lazytensor: {kernels:.0f} kernels/step, first step {first_seconds:.1f} s (schedule + compile), "
-              f"{compiled} kernels compiled after warm-up")
+    for kind in [args.only] if args.only else ["mlp", "cnn"]:
+        runs: dict[str, list[dict]] = {name: [] for name in CONTESTANTS}
+        for _ in range(args.rounds):
+            for name in CONTESTANTS:
+                command = [sys.executable, __file__, "--contestant", kind, name, "--repeat", str(args.repeat)]
+                if args.threads is not None:
+                    command += ["--threads", str(args.threads)]
+                done = subprocess.run(command, capture_output=True, text=True)
+                if done.returncode != 0:
+                    sys.exit(f"{kind}, {name}: {done.stderr.strip()}")
+                if (found := json.loads(done.stdout)) is not None:
+                    runs[name].append(found)
+        runs = {name: found for name, found in runs.items() if found}
+        times = {name: statistics.median(r["seconds"] for r in found) for name, found in runs.items()}
+        ours, jitted = times["lazytensor"], times["lazytensor jit"]
+        lazy = runs["lazytensor"][0]
+        print(f"{TITLES[kind]}: median over {args.rounds} rounds of each contestant's median of {args.repeat} steps")
+        print(f"  lazytensor: {lazy['kernels']} kernels/step, first step {lazy['first_seconds']:.1f} s (schedule + "
+              f"compile), {lazy['compiled']} kernels compiled after warm-up")
         print(f"  {'':16}{'ms/step':>10}{'lazytensor / peer':>20}{'jit / peer':>12}{'loss first -> last':>24}")
-        for name, t in results.items():
+        for name, t in times.items():
             ratio = "" if name == "lazytensor" else f"{ours / t:.2f}x"
             jit_ratio = "" if name == "lazytensor jit" else f"{jitted / t:.2f}x"
-            loss = f"{first_loss[name]:.4f} -> {last_loss[name]:.4f}"
-            if not last_loss[name] < first_loss[name]:  # also catches NaN
+            first, last = runs[name][0]["first_loss"], runs[name][0]["last_loss"]
+            loss = f"{first:.4f} -> {last:.4f}"
+            if not last < first:  # also catches NaN
                 broken.append(f"{kind} {name}")
                 loss += "  (not decreasing!)"
             print(f"  {name:16}{t * 1e3:10.2f}{ratio:>20}{jit_ratio:>12}{loss:>24}")
