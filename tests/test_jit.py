@@ -108,6 +108,28 @@ def test_replay_schedules_and_compiles_nothing():
     assert s.kernels_launched > 0
 
 
+def test_replay_under_debug_launches_kernel_by_kernel_with_the_same_results(monkeypatch, capsys):
+    """On the CPU a replay runs its kernels as one batch; under LT_DEBUG it launches them one at a time, to
+    report each: the same parameters bit for bit, and a line per kernel."""
+    params = []
+    for debug in ("0", "1"):
+        monkeypatch.setenv("LT_DEBUG", debug)
+        model, opt, step = mlp_step(lambda p: optim.Adam(p, lr=1e-2), dropout=0.25)
+        jstep = lt.jit(step)
+        x, y = lt.asarray(BATCHES[0][0]), lt.asarray(BATCHES[0][1])
+        for _ in range(5):
+            jstep(x, y)
+        capsys.readouterr()
+        lt.reset_stats()
+        jstep(x, y)
+        assert lt.stats().replays == 1
+        lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("lt: ")]
+        assert len(lines) == (lt.stats().kernels_launched if debug == "1" else 0)
+        params.append([p.numpy() for p in model.parameters()])
+    for p, q in zip(*params):
+        np.testing.assert_array_equal(p, q)
+
+
 def test_new_input_shape_records_again_and_both_keep_working():
     def f(x):
         return (x - x.mean(axis=1, keepdims=True)).exp()
