@@ -30,6 +30,7 @@ class Op(Enum):
     SCALAR = "scalar"          # a Python scalar, passed to kernels as a parameter; arg: value
     CONST = "const"            # a constant baked into kernels; arg: value
     IOTA = "iota"              # int64 0..n-1 along the only axis
+    PHILOX = "philox"          # int64 word `arg` (0-3) of Philox-4x32-10; srcs: counter words c0-c3, key k0, k1
     ALU = "alu"                # elementwise; arg: kernels.ir.Alu
     CAST = "cast"              # to `dtype`
     REDUCE = "reduce"          # arg: (ReduceOp, axes); reduced axes keep size 1

@@ -31,6 +31,7 @@ from .graph import MOVEMENT, Node, Op, region
 from .kernels import ir
 from .kernels.dtype import compute_dtype
 from .kernels.expr import Bounds, Expr, Var, flat_index, simplify_bounds, unflatten_index
+from .random import philox_rounds
 from .views import source_index
 
 Key = tuple[Node, tuple[Expr, ...], Bounds]
@@ -207,6 +208,9 @@ class _Lowerer:
             return [], lambda _: ir.const(node.arg, dtype)
         if op is Op.IOTA:
             return [], lambda _: _rounded(ir.index(idx[0]), node.dtype)
+        if op is Op.PHILOX:
+            return [(s, idx, bounds) for s in node.srcs], lambda vals: philox_rounds(
+                vals[:4], vals[4:], lambda alu, a, b: ir.alu(alu, dtype, a, b), lambda v: ir.const(v, dtype))[node.arg]
         if op is Op.ALU:
             return [(s, idx, bounds) for s in node.srcs], lambda vals: ir.alu(node.arg, dtype, *vals)
         if op is Op.CAST:

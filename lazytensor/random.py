@@ -2,7 +2,10 @@
 
 Each draw is Philox-4x32-10 (Salmon et al., "Parallel random numbers: as easy as
 1, 2, 3", SC'11) applied to a counter built from the element's position (an
-IOTA node) and a per-call offset, under a key made from the seed. Nothing is
+IOTA node) and a per-call offset, under a key made from the seed. A word of
+Philox is one graph node (PHILOX), which the kernel that reads it expands into
+the rounds' integer arithmetic (`philox_rounds`): recording a draw costs a few
+nodes, however many rounds the kernel runs. Nothing is
 generated on the host: `lt.rand(n) * 2` is one kernel, a dropout mask is
 computed inside the kernel that applies it, and the same seed gives the same
 bits on every backend, since the generator is integer arithmetic only.
@@ -27,7 +30,7 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from . import dtypes
 from .device import get_device
@@ -41,6 +44,7 @@ M32 = 0xFFFFFFFF
 PHILOX_M = (0xD2511F53, 0xCD9E8D57)
 PHILOX_W = (0x9E3779B9, 0xBB67AE85)
 ROUNDS = 10
+PHILOX_OPS = ROUNDS * 12 + (ROUNDS - 1) * 4  # the integer ops of `philox_rounds`: what a PHILOX node costs a kernel
 OFFSET_BIAS = 1 << 62
 DEFAULT_SEED = 67280421310721  # PyTorch's default, as a reminder that an unseeded run is still repeatable
 
@@ -100,20 +104,22 @@ def _next_offset() -> int:
 
 
 def philox(counter: tuple[Any, Any, Any, Any], key: tuple[Any, Any]) -> tuple[Any, ...]:
-    """Philox-4x32-10 on four int64 tensors of 32-bit words (one shape) with a two-word key
-    (tensors broadcastable to it). Returns the four output words, each in [0, 2**32)."""
+    """Philox-4x32-10 on four int64 tensors of 32-bit words with a two-word key (all broadcastable to one
+    shape): the four output words, each in [0, 2**32). One graph node per word: kernels expand it into
+    the rounds' integer arithmetic (`philox_rounds`), so a draw costs a few nodes to record, not hundreds."""
+    from .tensor import Tensor, broadcast_shapes
+    shape = broadcast_shapes(*(t.shape for t in (*counter, *key)), op="philox")
+    srcs = tuple(t.broadcast_to(shape) for t in (*counter, *key))
+    return tuple(Tensor._make(Op.PHILOX, dtypes.int64, shape, srcs, word) for word in range(4))
+
+
+def philox_rounds(counter: tuple[Any, Any, Any, Any], key: tuple[Any, Any], alu: Callable[[Alu, Any, Any], Any],
+                  const: Callable[[int], Any]) -> tuple[Any, Any, Any, Any]:
+    """Philox-4x32-10's rounds on 32-bit words held in int64 values of any kind, with their arithmetic
+    (`alu(op, a, b)`, `const(v)`): kernel IR where a kernel computes a PHILOX node."""
     c0, c1, c2, c3 = counter
     k0, k1 = key
-    shape = c0.shape
-
-    def const(v: int) -> Any:
-        return c0._const(v, dtypes.int64, c0.device).broadcast_to(shape)
-
     mask, m0, m1, high = const(M32), const(PHILOX_M[0]), const(PHILOX_M[1]), const(1 << 32)
-
-    def alu(op: Alu, a: Any, b: Any) -> Any:
-        return a._alu(op, dtypes.int64, b)
-
     for r in range(ROUNDS):
         if r:
             k0 = alu(Alu.AND, alu(Alu.ADD, k0, const(PHILOX_W[0])), mask)

@@ -43,13 +43,13 @@ that builds the same graph each step schedules it once.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import islice
 
 from .device import get_device
 from .graph import Node, Op, region, toposort
 from .helpers import prod
 from .kernels.ir import Contraction, Kernel, VOp, loop_scopes, recomputed_reductions
 from .lowering import LoweredKernel, lower
+from .random import PHILOX_OPS
 
 MAX_FUSED_OPS = 512
 SCHEDULE_CACHE_SIZE = 4096
@@ -98,7 +98,7 @@ def _realize_points(nodes: list[Node], roots: list[Node]) -> set[Node]:
         if n.realized:
             cost[id(n)] = 0
             continue
-        c = 1 + sum(cost[id(s)] for s in n.srcs)
+        c = _cost(n) + sum(cost[id(s)] for s in n.srcs)
         if c > MAX_FUSED_OPS:  # the sum counts a node shared by two paths twice: count the region's nodes
             c = _region_size(n, points, MAX_FUSED_OPS + 1)
         if c > MAX_FUSED_OPS:
@@ -108,13 +108,24 @@ def _realize_points(nodes: list[Node], roots: list[Node]) -> set[Node]:
 
 
 def _region_size(root: Node, points: set[Node], limit: int) -> int:
-    """The distinct nodes `root`'s kernel would compute (up to `limit`): a DAG with much sharing, such as
-    the rounds of a random number generator, is small even where the paths through it are many."""
-    return sum(1 for _ in islice(region(root, points), limit))
+    """The ops `root`'s kernel would compute, each distinct node once (counted up to `limit`): a DAG with
+    much sharing is small even where the paths through it are many."""
+    size = 0
+    for n in region(root, points):
+        size += _cost(n)
+        if size >= limit:
+            break
+    return size
+
+
+def _cost(node: Node) -> int:
+    """The ops a node adds to a kernel: one, or the rounds of a random number generator."""
+    return PHILOX_OPS if node.op is Op.PHILOX else 1
 
 
 # Ops whose kernel writes a fresh row-major buffer of their own (a `contiguous()` point among them).
-_FRESH = frozenset({Op.ALU, Op.CAST, Op.REDUCE, Op.CONTIGUOUS})
+_FRESH = frozenset({Op.ALU, Op.CAST, Op.REDUCE, Op.CONTIGUOUS, Op.PHILOX})
+_COMPUTED = frozenset({Op.ALU, Op.CAST, Op.REDUCE, Op.PHILOX})  # ops that compute (not views, not data)
 
 
 def storage(node: Node) -> Node:
@@ -264,7 +275,7 @@ def _region(point: Node, points: set[Node]) -> tuple[set[int], set[int]]:
     """What `point`'s kernel reads (buffers and other points, by id) and the ops it computes (by id)."""
     reads, inner = set(), set()
     for n in region(point, points):
-        if n.op is Op.ALU or n.op is Op.REDUCE or n.op is Op.CAST:
+        if n.op in _COMPUTED:
             inner.add(id(n))
         reads.update(id(s) for s in n.srcs if s.realized or s in points)
     return reads, inner

@@ -128,6 +128,16 @@ def test_random_numbers_are_made_inside_the_kernel_that_uses_them():
     assert len(lt.schedule(lt.nn.functional.dropout(x, 0.3).sum())) == 1
 
 
+def test_a_draw_records_a_few_graph_nodes():
+    """Philox's rounds (PHILOX_OPS integer ops) are expanded where a kernel computes them, not recorded node
+    by node: a draw records its counter, its key and the conversion to floats, a few dozen nodes."""
+    from lazytensor.graph import Op, toposort
+    from lazytensor.random import PHILOX_OPS
+    lt.manual_seed(0)
+    nodes = toposort([lt.rand(1000).node])
+    assert len(nodes) < 40 < PHILOX_OPS and sum(n.op is Op.PHILOX for n in nodes) == 1
+
+
 def test_dropout_mask():
     lt.manual_seed(5)
     x = lt.asarray(np.ones((200, 500), np.float32))
