@@ -22,15 +22,14 @@ settle raises `JitError` after MAX_RECORDS recorded calls, saying where the last
 Replaying. A later call with the same signature launches the recorded kernels: no graph is built and
 nothing is scheduled or compiled (`lt.stats().replays` counts these calls); on the CPU the kernels run
 as one batch, one hand-off to the thread pool with no Python between kernels (under `LT_DEBUG` they are
-launched one by one, to time each). The state's graph nodes are
-given the new buffers in place, so `p.numpy()` shows the updated parameter, as after an eager step;
-every tensor sharing a state's node sees the update, as with PyTorch's in-place updates. The outputs
-are new tensors on each call (without autograd history), never overwritten by later calls, except a
-tensor object the function returns on every call (a parameter, a running total): it is returned again,
-holding the new value, as without the jit. Random draws
-continue the generator's sequence: a replay gives the same bits as running the function again. If a
-state tensor the replay reads has been rebound outside (every tensor holding it dropped it), or the seed
-was changed with `manual_seed`, the next call records again.
+launched one by one, to time each). The state's graph nodes are given the new buffers in place, so
+`p.numpy()` shows the updated parameter, as after an eager step; every tensor sharing a state's node
+sees the update, as with PyTorch's in-place updates. The outputs are new tensors on each call (without
+autograd history), never overwritten by later calls, except a tensor object the function returns on
+every call (a parameter, a running total): it is returned again, holding the new value, as without the
+jit. Random draws continue the generator's sequence: a replay gives the same bits as running the
+function again. If a state tensor the replay reads has been rebound outside (every tensor holding it
+dropped it), or the seed was changed with `manual_seed`, the next call records again.
 
 The rules (what a replay cannot see):
 - Python values the function reads are frozen at recording: a Python scalar passed to a kernel that

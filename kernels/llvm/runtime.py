@@ -311,9 +311,11 @@ class Program:
         _split(self.phases(), ptrs, _scalar_slots(params, self.kernel.params))
 
     def phases(self) -> list[Phase]:
+        """What a call runs, phase after phase (`_split`'s input): here one phase, the function."""
         return [([(self.fn, self.extent)], self.work)]
 
     def scratch_pointers(self) -> list[int]:
+        """The addresses of the scratch buffers the program owns (a plain program has none)."""
         return []
 
     def table(self, buffers: Sequence[int], scratch: Sequence[int]) -> list[int]:
@@ -440,9 +442,9 @@ class Batch:
         starts = []
         for program, index, _ in calls:
             scratch = program.scratch_pointers()
+            first = table_size + len(self.fixed)  # where this program's scratch addresses go
             starts.append(len(gather))
-            gather += program.table(index, range(table_size + len(self.fixed), table_size + len(self.fixed)
-                                                 + len(scratch)))
+            gather += program.table(index, range(first, first + len(scratch)))
             self.fixed += scratch
         self.gather = np.array(gather, dtype=np.intp)
         self.pointers = np.zeros(max(1, len(gather)), dtype=np.uint64)  # the programs' tables, end to end
