@@ -239,6 +239,7 @@ class Device:
     # dtypes whose contractions (matmul, tensordot) the backend runs through its contraction template,
     # each with the dtype its operands enter the template in (the product accumulates in float32 or wider)
     contraction_dtypes: Mapping[DType, DType] = {}
+    batches = False  # whether `batch` runs several compiled kernels as one call
 
     def alloc(self, dtype: DType, size: int) -> Buffer:
         raise NotImplementedError
@@ -257,9 +258,9 @@ class Device:
 
     def batch(self, calls: Sequence[tuple[Any, Sequence[int], Sequence]], table_size: int) -> Any:
         """Compiled programs, each given with the positions of its buffers in a table of `table_size` buffer
-        addresses and its scalar parameters, as one callable that runs them all on such a table, with a
-        `set_params(k, params)` method; None where the backend launches kernels one at a time."""
-        return None
+        addresses and its scalar parameters, as one callable `run(table, {k: new params of program k})` that
+        runs them all on such a table (where `batches`: a backend that can run kernels as one call)."""
+        raise NotImplementedError
 
     def synchronize(self) -> None:
         """Wait until all work queued on this device has run."""
@@ -279,6 +280,7 @@ class CPUDevice(Device):
     backend = "llvm"
     # The template's micro-kernel is float32 and float64: 16-bit operands widen while they are packed.
     contraction_dtypes = {float32: float32, float64: float64, float16: float32, bfloat16: float32}
+    batches = True
 
     def __init__(self) -> None:
         self.pool = HostMemoryPool(_default_pool_limit())

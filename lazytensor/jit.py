@@ -265,9 +265,9 @@ class _Replay:
         self.n_slots = n_slots
         # the launches as one call where they share a device whose backend can batch them (the CPU's)
         devices = {id(lc.device): lc.device for lc in self.launches}
-        self.batch = next(iter(devices.values())).batch(
-            [(lc.program, lc.index, lc.params) for lc in self.launches], len(self.table)) \
-            if len(devices) == 1 else None
+        device = next(iter(devices.values())) if len(devices) == 1 else None
+        self.batch = device.batch([(lc.program, lc.index, lc.params) for lc in self.launches], len(self.table)) \
+            if device is not None and device.batches else None
         self.seed = cur.rng_after[0]
         self.uses_rng = any(lc.draws for lc in self.launches)
         # a function that seeds the generator leaves it in the same state every time; others advance it
@@ -352,10 +352,8 @@ class _Replay:
         ptrs = [b.ptr if b is not None else 0 for b in table]
         level = getenv("LT_DEBUG")
         if self.batch is not None and not level:
-            for k, lc in enumerate(self.launches):
-                if lc.draws:
-                    self.batch.set_params(k, self._params(lc, offset))
-            launch_batch(self.batch, ptrs, len(self.launches))
+            launch_batch(self.batch, ptrs, {k: self._params(lc, offset) for k, lc in enumerate(self.launches)
+                                            if lc.draws}, len(self.launches))
         for lc in self.launches if self.batch is None or level else ():
             seconds = launch(lc.program, [ptrs[i] for i in lc.index], self._params(lc, offset), level, lc.device)
             if level:

@@ -1,5 +1,10 @@
 """Run a schedule: allocate outputs, compile (or fetch from cache) and launch each kernel.
 
+On a device that batches kernels (the CPU), a schedule of several kernels whose outputs take at most
+BATCH_MAX_BYTES runs as one batch: one hand-off to the thread pool and no Python between kernels (the
+batch is built once per schedule structure and kept). Its intermediates then live until the batch ends;
+a bigger schedule runs kernel by kernel, giving each intermediate's memory back once its last reader ran.
+
 `LT_DEBUG=1` prints one line per launch (kernel, device, shapes, time);
 `LT_DEBUG=2` adds the kernel IR; `LT_DEBUG=3` the LLVM IR; `LT_DEBUG=4` the
 host assembly. Lines go to stderr.
@@ -17,7 +22,9 @@ from .device import get_device
 from .errors import KernelError
 from .graph import Node
 from .helpers import getenv
-from .schedule import Schedule, ScheduleItem, schedule, storage
+from .schedule import SCHEDULE_CACHE_SIZE, Schedule, ScheduleItem, schedule, storage
+
+BATCH_MAX_BYTES = 64 << 20
 
 
 @dataclass
@@ -63,11 +70,11 @@ def launch(program: Any, ptrs: list[int], params: list, level: int, device: Any)
     return seconds
 
 
-def launch_batch(batch: Any, ptrs: list[int], launches: int) -> None:
-    """Run a device's batch of compiled kernels (see `Device.batch`) on a table of buffer addresses, counting
-    its `launches` kernels."""
+def launch_batch(batch: Any, ptrs: list[int], params: dict[int, list], launches: int) -> None:
+    """Run a device's batch of compiled kernels (see `Device.batch`) on a table of buffer addresses, with new
+    parameters for some (by position), counting its `launches` kernels."""
     t0 = time.perf_counter()
-    batch(ptrs)
+    batch(ptrs, params)
     _stats.kernels_launched += launches
     _stats.run_seconds += time.perf_counter() - t0
 
@@ -141,18 +148,13 @@ def run(items: Schedule) -> None:
     kernels of a schedule run in order on one stream.
     """
     level = getenv("LT_DEBUG")
+    if not level and _recorder is None and _run_batched(items):
+        return
     items.reverse()
     while items:
         item = items.pop()
         device = get_device(item.device)
-        try:
-            program, compiled = device.compile(item.kernel)
-        except Exception as e:  # the backend's error, restated in the user's terms
-            raise KernelError(f"compiling the kernel for the op at {item.origin} failed: {e}\n"
-                              f"{item.kernel}") from e
-        if compiled:
-            _stats.kernels_compiled += 1
-            _stats.compile_seconds += program.compile_seconds
+        program, compiled = _compiled(device, item)
         outs = [device.alloc(n.dtype, n.numel) for n in item.outputs]
         if _recorder is not None:
             _recorder.launch(item, program, outs)
@@ -162,6 +164,57 @@ def run(items: Schedule) -> None:
             debug_line(level, item.kernel, item.device, item.origin, program, seconds, compiled)
         for node, buffer in zip(item.outputs, outs):
             _bind(node, buffer)
+
+
+def _compiled(device: Any, item: ScheduleItem) -> tuple[Any, bool]:
+    """The item's program, and whether it was compiled now (counted in the stats)."""
+    try:
+        program, compiled = device.compile(item.kernel)
+    except Exception as e:  # the backend's error, restated in the user's terms
+        raise KernelError(f"compiling the kernel for the op at {item.origin} failed: {e}\n{item.kernel}") from e
+    if compiled:
+        _stats.kernels_compiled += 1
+        _stats.compile_seconds += program.compile_seconds
+    return program, compiled
+
+
+# (programs, each one's buffer positions, table size) -> the device's batch of them
+_batches: dict[tuple, Any] = {}
+
+
+def _run_batched(items: Schedule) -> bool:
+    """Launch the items as one batch (emptying the list) where their device batches kernels and their outputs
+    fit in BATCH_MAX_BYTES; else launch nothing and return False."""
+    if len(items) < 2 or not (device := get_device(items[0].device)).batches \
+            or any(item.device != items[0].device for item in items) \
+            or sum(n.numel * n.dtype.itemsize for item in items for n in item.outputs) > BATCH_MAX_BYTES:
+        return False
+    programs = [_compiled(device, item)[0] for item in items]
+    table: list[Any] = []  # the buffers: each item's outputs, then the inputs no item before wrote
+    slot: dict[int, int] = {}
+    positions = []
+    for item in items:
+        for n in item.outputs:
+            slot[id(n)] = len(table)
+            table.append(device.alloc(n.dtype, n.numel))
+        for n in item.inputs:
+            if id(n) not in slot:
+                slot[id(n)] = len(table)
+                table.append(n.buffer)
+        positions.append(tuple(slot[id(n)] for n in (*item.outputs, *item.inputs)))
+    key = (tuple(map(id, programs)), tuple(positions), len(table))
+    if (batch := _batches.get(key)) is None:
+        calls = [(p, pos, item.params) for p, pos, item in zip(programs, positions, items)]
+        batch = _batches[key] = device.batch(calls, len(table))
+        if len(_batches) > SCHEDULE_CACHE_SIZE:
+            del _batches[next(iter(_batches))]
+    launch_batch(batch, [b.ptr for b in table], {k: item.params for k, item in enumerate(items) if item.params},
+                 len(items))
+    for item in items:
+        for n in item.outputs:
+            _bind(n, table[slot[id(n)]])
+    items.clear()
+    return True
 
 
 # Tensors whose state update is pending (optimizer state, running statistics): {id: weakref}

@@ -7,6 +7,7 @@ memory: a `.numpy()` view the user kept, a view of that view, a tensor sharing i
 from __future__ import annotations
 
 import gc
+import importlib
 import mmap
 import re
 import threading
@@ -138,7 +139,10 @@ def test_a_realize_loop_alternates_between_two_blocks():
     assert len(seen) == 2  # the new output is allocated while the last one is still alive
 
 
-def test_a_schedule_reuses_the_memory_of_its_dead_intermediates(monkeypatch):
+def test_a_schedule_run_kernel_by_kernel_reuses_the_memory_of_its_dead_intermediates(monkeypatch):
+    """A schedule whose outputs pass BATCH_MAX_BYTES runs kernel by kernel, each intermediate's memory going
+    back to the pool once its last reader has run (a smaller one runs as one batch and holds them all)."""
+    monkeypatch.setattr(importlib.import_module("lazytensor.realize"), "BATCH_MAX_BYTES", 4 * N)
     fresh = []
     new_block = HostMemoryPool._new_block
     monkeypatch.setattr(HostMemoryPool, "_new_block", staticmethod(lambda size: fresh.append(size) or new_block(size)))

@@ -175,8 +175,7 @@ def test_a_batch_runs_its_programs_in_order_on_its_table_with_new_parameters(mon
                            (summed, [3, 2], [])], 4)
     want_a, want_c = 0, 1
     for run in range(1, 13):
-        batch.set_params(1, [run, -run])
-        batch([c.ctypes.data, b.ctypes.data, a.ctypes.data, out.ctypes.data])
+        batch([c.ctypes.data, b.ctypes.data, a.ctypes.data, out.ctypes.data], {1: [run, -run]})
         want_a, want_c = (want_a + 1) * 3, want_c * run - run
         assert (a == want_a).all() and (c == want_c).all() and (b == 0).all() and out[0] == want_a << 20
 

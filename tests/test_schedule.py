@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gc
+import importlib
 import weakref
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 
 import lazytensor as lt
 from conftest import check, random_array
+from lazytensor.device import get_device
 
 
 def kernels(*tensors: lt.Tensor) -> int:
@@ -261,6 +263,35 @@ def test_stats_count_compiles_and_launches():
     (x * 11.5 - 0.125).cos().sum().realize()
     s = lt.stats()
     assert s.kernels_launched == 1 and s.realizes == 1 and s.kernels_compiled in (0, 1)
+
+
+def test_a_schedule_runs_as_one_batch_with_the_results_of_launching_kernel_by_kernel(monkeypatch):
+    """On a device that batches kernels (the CPU) a schedule of several kernels runs as one batch, built once
+    for its structure: a step on new data with new scalars reuses it. A schedule whose outputs pass
+    BATCH_MAX_BYTES runs kernel by kernel. Both give the same bits."""
+    run_module = importlib.import_module("lazytensor.realize")
+
+    def step(seed: int, scale: float) -> list[np.ndarray]:
+        x, w, b = data(40, 24, seed=seed), data(24, 16, seed=seed + 1), data(16, seed=seed + 2)
+        h = (x @ w * scale + b).relu()
+        outs = [h.softmax(1), (h - h.mean(0)).square().sum(), x.T @ h]
+        lt.realize(*outs)
+        return [t.numpy() for t in outs]
+
+    step(0, 0.5)
+    kept = len(run_module._batches)
+    lt.reset_stats()
+    batched = [step(seed, scale) for seed, scale in ((1, 2.0), (2, -0.25))]
+    launched = lt.stats().kernels_launched
+    assert len(run_module._batches) == kept and launched >= 6
+    assert kept > 0 or not get_device(lt.asarray(np.zeros(1)).device).batches
+    monkeypatch.setattr(run_module, "BATCH_MAX_BYTES", 0)
+    lt.reset_stats()
+    one_by_one = [step(seed, scale) for seed, scale in ((1, 2.0), (2, -0.25))]
+    assert lt.stats().kernels_launched == launched
+    for got, want in zip(batched, one_by_one):
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
 
 
 def test_debug_prints_one_line_per_launch(capsys, monkeypatch):

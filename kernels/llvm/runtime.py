@@ -46,7 +46,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -431,7 +431,7 @@ class Batch:
     the next's (what an `lt.jit` replay launches).
 
     Each program is given with the positions of its buffers in a table of buffer addresses that the
-    caller passes on every run, and with its scalar parameters, which `set_params` changes between runs.
+    caller passes on every run, and with its scalar parameters, which a run may change.
     """
 
     def __init__(self, calls: Sequence[tuple[Program | StagedProgram, Sequence[int], Sequence[int | float]]],
@@ -454,14 +454,15 @@ class Batch:
                                         for program, start, slots in zip(self.programs, starts, self.slots)
                                         for phase in program.phases()])
         self.chunks = (ctypes.c_int64 * len(chunks))(*chunks)
+        self._lock = threading.Lock()  # a run writes the tables the chunks read: one run at a time
 
-    def set_params(self, call: int, params: Sequence[int | float]) -> None:
-        """New scalar parameters for the `call`th program, from the next run on."""
-        _scalar_slots(params, self.programs[call].kernel.params, self.slots[call])
-
-    def __call__(self, table: Sequence[int]) -> None:
-        np.take(np.array([*table, *self.fixed], dtype=np.uint64), self.gather, out=self.pointers)
-        with ExitStack() as owned:
+    def __call__(self, table: Sequence[int], params: Mapping[int, Sequence[int | float]] | None = None) -> None:
+        """Run the programs on the buffers at the addresses in `table`, the `k`th program with `params[k]` as
+        its scalar parameters from now on where given."""
+        with self._lock, ExitStack() as owned:
+            for k, values in (params or {}).items():
+                _scalar_slots(values, self.programs[k].kernel.params, self.slots[k])
+            np.take(np.array([*table, *self.fixed], dtype=np.uint64), self.gather, out=self.pointers)
             for _, program in sorted({id(p): p for p in self.programs}.items()):  # one order: no deadlock
                 owned.enter_context(program.owned())
             _take(self.chunks, min(self.threads, num_threads()))
