@@ -147,9 +147,10 @@ _cache: dict[tuple, list[tuple[Kernel | Contraction, list[int], list[int], list[
 def _structure(nodes: list[Node], targets: list[Node]) -> tuple:
     """What a schedule depends on: every node but data and scalar values, with its sources by position."""
     pos = {id(n): i for i, n in enumerate(nodes)}
-    return (tuple((n.op, n.dtype, n.shape, n.device, tuple(pos[id(s)] for s in n.srcs),
-                   None if n.op in (Op.SCALAR, Op.BUFFER) else n.arg) for n in nodes),
-            tuple(pos[id(t)] for t in targets))
+    scalar, buffer = Op.SCALAR, Op.BUFFER  # locals: this runs for every node of every realize
+    return (tuple([(n.op, n.dtype, n.shape, n.device, tuple([pos[id(s)] for s in n.srcs]),
+                    None if n.op is scalar or n.op is buffer else n.arg) for n in nodes]),
+            tuple([pos[id(t)] for t in targets]))
 
 
 def schedule(*roots: Node) -> Schedule:
