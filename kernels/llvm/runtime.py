@@ -450,11 +450,11 @@ class Batch:
         self.pointers = np.zeros(max(1, len(gather)), dtype=np.uint64)  # the programs' tables, end to end
         self.slots = [_scalar_slots(params, program.kernel.params) for program, _, params in calls]
         base = self.pointers.ctypes.data
-        chunks, self.threads = _chunks([(phase, base + 8 * start, ctypes.addressof(slots))
-                                        for program, start, slots in zip(self.programs, starts, self.slots)
-                                        for phase in program.phases()])
-        self.chunks = (ctypes.c_int64 * len(chunks))(*chunks)
+        self.phases = [(phase, base + 8 * start, ctypes.addressof(slots))
+                       for program, start, slots in zip(self.programs, starts, self.slots)
+                       for phase in program.phases()]
         self._lock = threading.Lock()  # a run writes the tables the chunks read: one run at a time
+        self._rechunk()
 
     def __call__(self, table: Sequence[int], params: Mapping[int, Sequence[int | float]] | None = None) -> None:
         """Run the programs on the buffers at the addresses in `table`, the `k`th program with `params[k]` as
@@ -465,7 +465,15 @@ class Batch:
             np.take(np.array([*table, *self.fixed], dtype=np.uint64), self.gather, out=self.pointers)
             for _, program in sorted({id(p): p for p in self.programs}.items()):  # one order: no deadlock
                 owned.enter_context(program.owned())
-            _take(self.chunks, min(self.threads, num_threads()))
+            if num_threads() != self.chunked_for:
+                self._rechunk()
+            _take(self.chunks, self.threads)
+
+    def _rechunk(self) -> None:
+        """Cut the phases into chunks for the threads there are now (`num_threads()` may change between runs)."""
+        self.chunked_for = num_threads()
+        chunks, self.threads = _chunks(self.phases)
+        self.chunks = (ctypes.c_int64 * len(chunks))(*chunks)
 
 
 _programs: dict[str, Program | StagedProgram] = {}
