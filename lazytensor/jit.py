@@ -354,10 +354,12 @@ class _Replay:
         if self.batch is not None and not level:
             launch_batch(self.batch, ptrs, {k: self._params(lc, offset) for k, lc in enumerate(self.launches)
                                             if lc.draws}, len(self.launches))
-        for lc in self.launches if self.batch is None or level else ():
-            seconds = launch(lc.program, [ptrs[i] for i in lc.index], self._params(lc, offset), level, lc.device)
-            if level:
-                debug_line(level, lc.kernel, lc.device.name, lc.origin, lc.program, seconds, False)
+        else:
+            for lc in self.launches:
+                seconds = launch(lc.program, [ptrs[i] for i in lc.index], self._params(lc, offset), level,
+                                 lc.device)
+                if level:
+                    debug_line(level, lc.kernel, lc.device.name, lc.origin, lc.program, seconds, False)
         for s, _, refs in self.holders:
             for r in refs:
                 if (node := r()) is not None:
