@@ -34,8 +34,8 @@ dropped it), or the seed was changed with `manual_seed`, the next call records a
 The rules (what a replay cannot see):
 - Python values the function reads are frozen at recording: a Python scalar passed to a kernel that
   differs from call to call makes the recorded calls differ, hence `JitError` (pass it as a tensor
-  argument, or keep it constant). Tensors the function reads but neither receives as arguments nor updates (data in a
-  closure) are constants too.
+  argument, or keep it constant). Tensors the function reads but neither receives as arguments nor
+  updates (data in a closure) are constants too.
 - Reading data inside the function (`item()`, `numpy()`, `print`, `bool()`, ...) raises `JitError`
   naming the line: a replay runs no Python, so it could not give the function the value.
 - A tensor created from host data inside the function (`lt.asarray`, `to(device)`) is a new buffer on

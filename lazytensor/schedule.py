@@ -90,9 +90,8 @@ class Schedule(list):
         return "\n\n".join(f"[{i}] {item}" for i, item in enumerate(self))
 
 
-def _realize_points(nodes: list[Node], roots: list[Node]) -> set[Node]:
-    points = {r for r in roots if not r.realized}
-    points.update(storage(n) for n in nodes if n.op is Op.CONTIGUOUS)
+def _realize_points(nodes: list[Node], roots: list[Node], barriers: set[Node]) -> set[Node]:
+    points = {r for r in roots if not r.realized} | barriers
     cost: dict[int, int] = {}
     for n in nodes:
         if n.realized:
@@ -123,9 +122,9 @@ def _cost(node: Node) -> int:
     return PHILOX_OPS if node.op is Op.PHILOX else 1
 
 
-# Ops whose kernel writes a fresh row-major buffer of their own (a `contiguous()` point among them).
-_FRESH = frozenset({Op.ALU, Op.CAST, Op.REDUCE, Op.CONTIGUOUS, Op.PHILOX})
 _COMPUTED = frozenset({Op.ALU, Op.CAST, Op.REDUCE, Op.PHILOX})  # ops that compute (not views, not data)
+# Ops whose kernel writes a fresh row-major buffer of their own (a `contiguous()` point among them).
+_FRESH = _COMPUTED | {Op.CONTIGUOUS}
 
 
 def storage(node: Node) -> Node:
@@ -171,7 +170,8 @@ def schedule(*roots: Node) -> Schedule:
 
 
 def _schedule(nodes: list[Node], targets: list[Node]) -> Schedule:
-    points = _realize_points(nodes, targets)
+    barriers = {storage(n) for n in nodes if n.op is Op.CONTIGUOUS}  # the nodes `contiguous()` realizes
+    points = _realize_points(nodes, targets, barriers)
     readers: dict[int, set[Node]] = {}
     for n in nodes:
         for src in n.srcs:
@@ -191,7 +191,6 @@ def _schedule(nodes: list[Node], targets: list[Node]) -> Schedule:
             break
         points.update(_as_read(red, readers, points) for red in wasteful)
     items = Schedule()
-    barriers = {storage(n) for n in nodes if n.op is Op.CONTIGUOUS}
     for group in _groups(order, lowered, barriers):
         merged = lower(group, points - set(group)) if len(group) > 1 else None
         if merged is None or _waste(merged):

@@ -454,6 +454,8 @@ class Batch:
                        for program, start, slots in zip(self.programs, starts, self.slots)
                        for phase in program.phases()]
         self._lock = threading.Lock()  # a run writes the tables the chunks read: one run at a time
+        # each program once, in one order for every batch, so that taking their locks cannot deadlock
+        self._owners = [p for _, p in sorted({id(p): p for p in self.programs}.items())]
         self._rechunk()
 
     def __call__(self, table: Sequence[int], params: Mapping[int, Sequence[int | float]] | None = None) -> None:
@@ -463,7 +465,7 @@ class Batch:
             for k, values in (params or {}).items():
                 _scalar_slots(values, self.programs[k].kernel.params, self.slots[k])
             np.take(np.array([*table, *self.fixed], dtype=np.uint64), self.gather, out=self.pointers)
-            for _, program in sorted({id(p): p for p in self.programs}.items()):  # one order: no deadlock
+            for program in self._owners:
                 owned.enter_context(program.owned())
             if num_threads() != self.chunked_for:
                 self._rechunk()
