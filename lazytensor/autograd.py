@@ -1,7 +1,9 @@
 """Reverse-mode automatic differentiation on the lazy graph.
 
 Every Tensor made by an op on a tensor that requires grad remembers that op
-(`Tensor._ctx`: the primitive graph op, its argument, and its source tensors).
+(`Tensor._ctx`: the primitive graph op, its argument, and its source tensors,
+as the handles `Tensor._as_source` gives: a leaf itself, any other tensor a
+private handle, so records keep no tensor of the user's alive).
 Gradients are built from these records with one vector-Jacobian product rule
 per primitive op, as ordinary lazy tensors: the backward pass fuses like any
 other computation, with the forward pass it reads and with the optimizer
@@ -87,7 +89,7 @@ def custom_vjp(srcs: Sequence[Tensor], forward: Callable[[], Tensor],
         out = forward()
     if is_grad_enabled() and any(s.requires_grad for s in srcs):
         out = Tensor(out.node, requires_grad=True)
-        out._ctx = (Custom.VJP, backward, srcs)
+        out._ctx = (Custom.VJP, backward, tuple(s._as_source() for s in srcs))
     return out
 
 
@@ -197,10 +199,11 @@ def gradients(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tens
                                "requires grad)")
     with set_grad_enabled(create_graph):
         seeds = [_seed(t, g, "gradients") for t, g in zip(outs, gos)]
-        got = _propagate(outs, seeds, stop={id(t) for t in ins})
+        ins_as_sources = [t._as_source() for t in ins]
+        got = _propagate([t._as_source() for t in outs], seeds, stop={id(t) for t in ins_as_sources})
     result = []
-    for t in ins:
-        g = got[id(t)][1] if id(t) in got else None
+    for t, source in zip(ins, ins_as_sources):
+        g = got[id(source)][1] if id(source) in got else None
         if g is None:  # not reached, or reached only through ops that are not differentiable
             if not allow_unused:
                 raise RuntimeError("gradients: an input was not used to compute the outputs (pass "

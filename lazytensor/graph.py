@@ -7,6 +7,10 @@ the user's line that created it (`origin`), which errors raised later name.
 Realizing a node turns it into a BUFFER node in place and drops its sources,
 so the graph that produced it can be freed; every tensor and node holding it
 sees the data.
+
+The graph also knows which nodes a user can still read (`hold`, `held`): the
+tensors alive in the user's program. A realize writes such a node to memory when
+it computes it anyway, so reading it later does not compute its history again.
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ from .helpers import prod, user_frame
 from .kernels.dtype import DType
 from .kernels.ir import toposort
 
-__all__ = ["MOVEMENT", "Node", "Op", "region", "toposort"]
+__all__ = ["MOVEMENT", "Node", "Op", "held", "hold", "region", "toposort"]
 
 
 class Op(Enum):
@@ -102,6 +106,21 @@ class Node:
 
     def __repr__(self) -> str:
         return f"<Node {self.op.value} {self.dtype.name}{list(self.shape)} at {self.origin}>"
+
+
+# The tensors of the user's program (not the handles that autograd records keep), kept weakly: a tensor
+# nothing else holds any more is no reason to write its node.
+_holders: weakref.WeakSet = weakref.WeakSet()
+
+
+def hold(holder: Any) -> None:
+    """Register `holder` (an object with a `.node`, a Tensor) as readable by the user while it lives."""
+    _holders.add(holder)
+
+
+def held() -> list[Node]:
+    """The unrealized nodes of the live holders: data the user may read after a realize."""
+    return [n for h in list(_holders) if not (n := h.node).realized]
 
 
 def region(root: Node, boundaries: Container[Node]) -> Iterator[Node]:

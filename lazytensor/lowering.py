@@ -12,22 +12,26 @@ and rounded where they are stored or cast: the kernel IR says so with casts, so
 every backend computes and accumulates them in float32 (and a split reduction's
 partials stay float32).
 
-A region whose outermost reduction is a contraction (a float sum over a
-product whose operands each ignore the other's free axes: matmul, batched
-matmul, tensordot, the weight gradient of a linear layer) lowers to a
-`kernels.ir.Contraction` instead: its operands become values over
+A region whose contraction the scheduler picked (a float sum over a product
+whose operands each ignore the other's free axes: matmul, batched matmul,
+tensordot, the weight gradient of a linear layer; see `contraction_axes`)
+lowers to a `kernels.ir.Contraction` instead: its operands become values over
 (batch, m, n, k) that the backend's template packs, and the rest of the
 region becomes the template's epilogue, reading the product from a scratch
-buffer. Any other contraction in the region is left to its own kernel.
+buffer.
+
+The scheduler walks regions with the same index maps before any kernel is
+built (`movement_source`, `reduce_source`), so what it decides and what is
+lowered read every node at the same index.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Callable, Collection, Container, Sequence
 
 from .dtypes import DType
-from .graph import MOVEMENT, Node, Op, region
+from .graph import MOVEMENT, Node, Op
 from .kernels import ir
 from .kernels.dtype import compute_dtype
 from .kernels.expr import Bounds, Expr, Var, flat_index, simplify_bounds, unflatten_index
@@ -48,7 +52,6 @@ class LoweredKernel:
     inputs: list[Node]                                   # buffer slots in order, after output and scratch
     scalars: list[Node]                                  # SCALAR nodes in parameter slot order
     reductions: dict[int, Node] = field(default_factory=dict)  # id(value) -> the reduction it computes
-    skipped: list[Node] = field(default_factory=list)    # contractions this kernel leaves to their own
 
     def loop_nests(self) -> list[ir.Kernel]:
         """The loop nests whose placement of reductions the scheduler checks."""
@@ -62,7 +65,7 @@ class LoweredKernel:
 
 
 @dataclass(frozen=True)
-class _Axes:
+class Axes:
     """How a contraction's product axes map onto (batch, m, n, k), and its operands in that order."""
 
     batch: tuple[int, ...]
@@ -93,41 +96,27 @@ class _Axes:
         return tuple(idx)
 
 
-def _contraction_axes(red: Node, boundaries: set[Node]) -> _Axes | None:
-    """The (batch, m, n, k) view of a sum over a product, if it is a contraction worth a template."""
-    op, reduced = red.arg
-    prod = red.srcs[0]
-    if (op is not ir.ReduceOp.SUM or prod.op is not Op.ALU or prod.arg is not ir.Alu.MUL
-            or prod.realized or prod in boundaries):
-        return None
-    shape = prod.shape
-    axis_vars = [Var(f"d{i}", n) for i, n in enumerate(shape)]
-    index = tuple(Expr.of(v) for v in axis_vars)
-    deps = []
-    for operand in prod.srcs:
-        value = _Lowerer([prod], boundaries, {}).value((operand, index, ()))
-        free = ir.free_vars(ir.toposort([value]))[id(value)]
-        deps.append({i for i, v in enumerate(axis_vars) if v in free})
+def contraction_axes(red: Node, operand_deps: Sequence[Collection[int]]) -> Axes | None:
+    """The (batch, m, n, k) view of `red`, a sum over a product (`red.srcs[0]`, a multiply fused into the
+    sum's kernel), whose two operands depend on the product's axes `operand_deps`, if it is a contraction
+    worth a template."""
+    reduced = red.arg[1]
+    product = red.srcs[0]
+    shape = product.shape
     batch, rows, cols = [], [], []
     for i, n in enumerate(shape):
         if i in reduced:
             continue
-        in_a, in_b = i in deps[0], i in deps[1]
+        in_a, in_b = i in operand_deps[0], i in operand_deps[1]
         (rows if in_a and not in_b and n > 1 else cols if in_b and not in_a and n > 1 else batch).append(i)
-    axes = _Axes(tuple(batch), tuple(rows), tuple(cols), tuple(reduced), *prod.srcs)
+    axes = Axes(tuple(batch), tuple(rows), tuple(cols), tuple(reduced), *product.srcs)
     _, m, n, k = axes.sizes(shape)
     if n < MIN_CONTRACTION_N <= m:  # the template vectorizes along n: give it the longer side
-        axes = _Axes(axes.batch, axes.cols, axes.rows, axes.red, axes.b, axes.a)
+        axes = Axes(axes.batch, axes.cols, axes.rows, axes.red, axes.b, axes.a)
         m, n = n, m
     if m < MIN_CONTRACTION_M or n < MIN_CONTRACTION_N or k < MIN_CONTRACTION_K or m * n * k < MIN_CONTRACTION_WORK:
         return None
     return axes
-
-
-def _find_contractions(root: Node, boundaries: set[Node], dtypes: Mapping[DType, DType]) -> list[tuple[Node, _Axes]]:
-    """The contractions in `root`'s region, outermost first (the region's walk from its root)."""
-    return [(node, axes) for node in region(root, boundaries)
-            if node.op is Op.REDUCE and node.dtype in dtypes and (axes := _contraction_axes(node, boundaries))]
 
 
 def _narrow(value: ir.Value, dtype: DType) -> ir.Value:
@@ -144,7 +133,8 @@ def _rounded(value: ir.Value, dtype: DType) -> ir.Value:
 
 
 class _Lowerer:
-    def __init__(self, roots: list[Node], boundaries: set[Node], contraction_dtypes: Mapping[DType, DType]):
+    def __init__(self, roots: list[Node], boundaries: Container[Node], contraction: tuple[Node, Axes] | None,
+                 operand_dtype: DType | None):
         self.roots = roots
         self.root = roots[0]
         self.boundaries = boundaries
@@ -153,15 +143,12 @@ class _Lowerer:
         self.reductions: dict[int, Node] = {}
         self.memo: dict[Key, ir.Value] = {}
         self.n_reduce_vars = 0
-        found = _find_contractions(self.root, boundaries, contraction_dtypes) \
-            if contraction_dtypes and len(roots) == 1 else []
-        self.contraction = found[0] if found else None
-        self.operand_dtype = contraction_dtypes[found[0][0].dtype] if found else None
-        self.skipped = [node for node, _ in found[1:]]
-        self.epilogue = self.contraction is not None and not self.writes_output(*self.contraction)
+        self.contraction = contraction
+        self.operand_dtype = operand_dtype
+        self.epilogue = contraction is not None and not self.writes_output(*contraction)
         self.first_input = len(roots) + self.epilogue
 
-    def writes_output(self, node: Node, axes: _Axes) -> bool:
+    def writes_output(self, node: Node, axes: Axes) -> bool:
         """Whether the contraction's row-major product is the kernel's output, element for element: the
         root is the reduction itself or views of it (a transpose, a reshape) that leave every element in
         place, as in the weight gradient of a linear layer, `(x.T @ g).T` of the transposed weight. And
@@ -224,37 +211,27 @@ class _Lowerer:
                 return [], lambda _: self.product_load(node, self.contraction[1], idx, bounds)
             return self.plan_reduce(node, idx, bounds)
         if op in MOVEMENT:
-            src = node.srcs[0]
-            src_idx, new_bounds = source_index(op, node.arg, src.shape, idx)
-            inner = simplify_bounds(list(bounds) + new_bounds)
-            if inner is None:
+            read = movement_source(node, idx, bounds)
+            if read is None:
                 return [], lambda _: ir.const(0, dtype)
-            pad = simplify_bounds(new_bounds)
+            key, pad = read
             if not pad:
-                return [(src, src_idx, inner)], lambda vals: vals[0]
-            return [(src, src_idx, inner)], lambda vals: ir.alu(
-                ir.Alu.WHERE, dtype, ir.valid(pad), vals[0], ir.const(0, dtype))
+                return [key], lambda vals: vals[0]
+            return [key], lambda vals: ir.alu(ir.Alu.WHERE, dtype, ir.valid(pad), vals[0], ir.const(0, dtype))
         raise AssertionError(f"cannot lower {node}")
 
     def plan_reduce(self, node: Node, idx: tuple[Expr, ...], bounds: Bounds):
-        reduce_op, axes = node.arg
-        src = node.srcs[0]
-        ranges = []
-        src_idx = list(idx)
-        for axis in axes:
-            var = Var(f"r{self.n_reduce_vars}", src.shape[axis])
-            self.n_reduce_vars += 1
-            ranges.append(var)
-            src_idx[axis] = Expr.of(var)
+        ranges = reduce_vars(node, self.n_reduce_vars)
+        self.n_reduce_vars += len(ranges)
 
         def build(vals: list[ir.Value]) -> ir.Value:
-            value = ir.reduce(reduce_op, vals[0], tuple(ranges))
+            value = ir.reduce(node.arg[0], vals[0], ranges)
             self.reductions[id(value)] = node
             return value
 
-        return [(src, tuple(src_idx), bounds)], build
+        return [reduce_source(node, idx, bounds, ranges)], build
 
-    def product_load(self, node: Node, axes: _Axes, idx: tuple[Expr, ...], bounds: Bounds) -> ir.Value:
+    def product_load(self, node: Node, axes: Axes, idx: tuple[Expr, ...], bounds: Bounds) -> ir.Value:
         value = ir.load(1, compute_dtype(node.dtype), axes.product_index(idx, node.shape), bounds)
         self.reductions[id(value)] = node
         return value
@@ -302,7 +279,7 @@ class _Lowerer:
             vars, a, bv = operands
             kernel = ir.Contraction("", buffers, params, vars, a, bv,
                                     ir.Kernel("", buffers, params, loops, stores) if self.epilogue else None)
-        return LoweredKernel(kernel, list(self.inputs), list(self.scalars), self.reductions, self.skipped)
+        return LoweredKernel(kernel, list(self.inputs), list(self.scalars), self.reductions)
 
     def operands(self) -> tuple[tuple[Var, Var, Var, Var], ir.Value, ir.Value]:
         """The contraction's operands as values over its (batch, m, n, k) loop variables, in the dtype the
@@ -316,9 +293,34 @@ class _Lowerer:
         return vars, _narrow(a, self.operand_dtype), _narrow(bv, self.operand_dtype)  # type: ignore[return-value]
 
 
-def lower(roots: list[Node], boundaries: set[Node],
-          contraction_dtypes: Mapping[DType, DType] | None = None) -> LoweredKernel:
+def lower(roots: list[Node], boundaries: Container[Node], contraction: tuple[Node, Axes] | None = None,
+          operand_dtype: DType | None = None) -> LoweredKernel:
     """The kernel that computes `roots` (one output buffer each, all of one shape), reading every node in
-    `boundaries` from its buffer; a single root's contraction of a dtype in `contraction_dtypes` goes to
-    the backend's template, its operands cast to the dtype that maps to."""
-    return _Lowerer(roots, boundaries, contraction_dtypes or {}).lower()
+    `boundaries` from its buffer. `contraction` (a single root's, with its axes) goes to the backend's
+    template, its operands cast to `operand_dtype`."""
+    return _Lowerer(roots, boundaries, contraction, operand_dtype).lower()
+
+
+def movement_source(node: Node, idx: tuple[Expr, ...], bounds: Bounds) -> tuple[Key, Bounds] | None:
+    """Where a movement node's value at `idx` (valid within `bounds`) reads its source, and the bounds of the
+    padding it adds (outside them the value is zero); None where it never reads it."""
+    src = node.srcs[0]
+    src_idx, new_bounds = source_index(node.op, node.arg, src.shape, idx)
+    inner = simplify_bounds(list(bounds) + new_bounds)
+    if inner is None:
+        return None
+    return (src, src_idx, inner), simplify_bounds(new_bounds) or ()
+
+
+def reduce_vars(node: Node, first: int) -> tuple[Var, ...]:
+    """The loop variables of a reduction's own loops, numbered from `first` (`r<i>`)."""
+    src = node.srcs[0]
+    return tuple(Var(f"r{first + k}", src.shape[axis]) for k, axis in enumerate(node.arg[1]))
+
+
+def reduce_source(node: Node, idx: tuple[Expr, ...], bounds: Bounds, ranges: tuple[Var, ...]) -> Key:
+    """What a reduction's value at `idx` sums (or maxes...) over: its source with the reduced axes at `ranges`."""
+    src_idx = list(idx)
+    for axis, var in zip(node.arg[1], ranges):
+        src_idx[axis] = Expr.of(var)
+    return node.srcs[0], tuple(src_idx), bounds

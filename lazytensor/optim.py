@@ -24,7 +24,7 @@ from typing import Any, Iterable
 
 from .autograd import no_grad
 from .dtypes import float64
-from .realize import realize_with_next
+from .schedule import realize_with_next
 from .tensor import Tensor
 
 
@@ -76,8 +76,7 @@ class Optimizer:
                     if p.grad is None:
                         continue
                     st = self.state.setdefault(id(p), {})
-                    grad = p.grad.contiguous() if self._reads_grad_twice(group) else p.grad
-                    new = self._update(p, grad, st, group)
+                    new = self._update(p, p.grad, st, group)
                     p.node = new.cast(p.dtype).node
                     pending.append(p)
                     pending.extend(v for v in st.values() if isinstance(v, Tensor))
@@ -85,12 +84,6 @@ class Optimizer:
 
     def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> Tensor:
         raise NotImplementedError
-
-    def _reads_grad_twice(self, group: dict[str, Any]) -> bool:
-        """Whether the update reads the gradient in two kernels (the state's and the parameter's). The
-        gradient is then computed into a buffer of its own (which the scheduler would decide anyway, but
-        only after lowering it into both kernels: a convolution's gradient is costly to lower)."""
-        return True
 
     def state_dict(self) -> dict[str, Any]:
         """The state by parameter position (not identity) and the groups' hyperparameters, as PyTorch."""
@@ -151,9 +144,6 @@ class SGD(Optimizer):
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                                       nesterov=nesterov, maximize=maximize))
 
-    def _reads_grad_twice(self, group: dict[str, Any]) -> bool:
-        return bool(group["momentum"])
-
     def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> Tensor:
         g = -grad if group["maximize"] else grad
         if group["weight_decay"]:
@@ -190,8 +180,10 @@ class Adam(Optimizer):
         self._terms: dict[tuple, tuple[Tensor, Tensor, Tensor]] = {}
 
     def step(self) -> None:
-        self._terms.clear()
-        super().step()
+        try:
+            super().step()
+        finally:  # the terms serve one step: kept, they would be tensors held past it (and written)
+            self._terms.clear()
 
     def _step_terms(self, count: Tensor | None, device: str, dtype: Any, group: dict[str, Any]) \
             -> tuple[Tensor, Tensor, Tensor]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import sys
 import time
-import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from typing import Any, Iterator
@@ -22,7 +21,7 @@ from .device import get_device
 from .errors import KernelError
 from .graph import Node
 from .helpers import getenv
-from .schedule import SCHEDULE_CACHE_SIZE, Schedule, ScheduleItem, schedule, storage
+from .schedule import SCHEDULE_CACHE_SIZE, Schedule, ScheduleItem, forget_pending, schedule, storage
 
 BATCH_MAX_BYTES = 64 << 20
 
@@ -35,6 +34,8 @@ class Stats:
     kernels_compiled: int = 0
     realizes: int = 0
     replays: int = 0  # calls of an `lt.jit` function that ran its recorded kernels without scheduling
+    schedule_seconds: float = 0.0  # deciding the kernels of each realize (a look-up once a structure was seen)
+    lower_seconds: float = 0.0     # building their kernel IR
     compile_seconds: float = 0.0
     run_seconds: float = 0.0
 
@@ -217,32 +218,22 @@ def _run_batched(items: Schedule) -> bool:
     return True
 
 
-# Tensors whose state update is pending (optimizer state, running statistics): {id: weakref}
-_deferred: dict[int, weakref.ref] = {}
-
-
-def realize_with_next(*tensors: Any) -> None:
-    """Compute these tensors (their nodes at that time) in the next schedule that runs, whatever it is
-    for. An optimizer step and a batch norm's running statistics update state lazily; realizing that
-    state with what is realized next (the parameters, the loss) fuses the update into that schedule
-    and keeps the state's graph from growing step after step."""
-    for t in tensors:
-        _deferred[id(t)] = weakref.ref(t)
-
-
 def realize_nodes(*nodes: Node) -> None:
     """Compute every node in one schedule, with the pending state (`realize_with_next`): shared work runs
     once. With no nodes, it computes only the pending state, if any."""
-    if _deferred:
-        pending = [t.node for r in _deferred.values() if (t := r()) is not None and not t.node.realized]
-        _deferred.clear()
-        nodes = (*nodes, *pending)
-    if not nodes:
-        return
-    stores = [storage(n) for n in nodes]  # before the run, which changes what shares whose buffer
     items = schedule(*nodes)
+    requested = items.requested
+    if not requested:
+        return
+    stores = [storage(n) for n in requested]  # before the run, which changes what shares whose buffer
     _stats.realizes += 1
+    _stats.schedule_seconds += items.plan_seconds
+    _stats.lower_seconds += items.lower_seconds
     run(items)
-    for node, store in zip(nodes, stores):
+    forget_pending(requested)
+    for node, store in zip(requested, stores):
         if not node.realized:
             _bind(node, store.buffer)
+    for node, copy in items.aliases:
+        if not node.realized:
+            _bind(node, copy.buffer)

@@ -5,13 +5,14 @@ Fusion rules (each one is a kernel-count test in tests/test_schedule.py):
 1. A node is realized (written to memory) only if it is a requested output, a
    `contiguous()` (of a node computed in the same schedule: that node itself,
    which its other readers then read instead of recomputing it, and no copy),
-   a reduction that would otherwise be computed more than once (read by two
-   kernels, or through two different views), or a reduction that the
-   consuming loop nest would recompute (its result broadcast along an axis
-   the consumer loops over *outside* the axes the reduction depends on, such
-   as `x - x.mean(axis=0)`, or read by several elements of the loop nest, as
-   a max pool's tie count is by each element of its window). Everything else
-   is fused into its consumer.
+   data a live tensor of the user's program holds (rule 8), a reduction that
+   would otherwise be computed more than once (read by two kernels, or
+   through two different views), or a reduction that the consuming loop nest
+   would recompute (its result broadcast along an axis the consumer loops
+   over *outside* the axes the reduction depends on, such as
+   `x - x.mean(axis=0)`, or read by several elements of the loop nest, as a
+   max pool's tie count is by each element of its window). Everything else is
+   fused into its consumer.
 2. So any chain of elementwise ops is one kernel; elementwise producers fuse
    into the reduction that reads them; a reduction broadcast along trailing
    axes (softmax, layernorm and var over the last axis) stays in the kernel
@@ -21,7 +22,12 @@ Fusion rules (each one is a kernel-count test in tests/test_schedule.py):
 4. An elementwise node read by several ops is recomputed by each kernel that
    reads it. This trades arithmetic for memory traffic: recomputing `a + b`
    reads `a` and `b` again but never writes or re-reads a temporary. Within
-   one kernel a shared node is computed once.
+   one kernel a shared node is computed once. But a node that loads
+   MIN_SHARED_LOADS buffers or more and that two kernels read is written
+   once: recomputing it would cost each reader more loads than reading it
+   back, and in a deep network the chain of residual gradients would grow
+   with the depth in every kernel that reads it. (Not a node larger than
+   every buffer it loads, a broadcast: writing it would cost more.)
 5. A contraction (matmul, batched matmul, tensordot) on a backend with a
    contraction template is one kernel with its elementwise prologue (casts,
    scaling, transposes of the operands) and its epilogue (bias, activation,
@@ -35,23 +41,56 @@ Fusion rules (each one is a kernel-count test in tests/test_schedule.py):
    no other kernel has to run between them: an optimizer's step writes a
    parameter and its moment estimates from one read of the gradient. A node
    of the group that another reads is used in registers, not reloaded.
+8. A node that a live tensor holds (a variable of the user's program, a
+   parameter, a gradient, optimizer state) and that the schedule computes
+   anyway is written to memory, so that reading it later, or building on it,
+   does not compute its history again: the op under its views, or the view
+   itself where it reads only part of that op's result, or nothing more
+   where its `contiguous()` copy is written anyway (the node then reads that
+   copy). Tensors the user no longer holds are fused as usual.
+9. An elementwise result of MIN_RECOMPUTED_OPS ops or more that its kernel
+   would compute again for every iteration of a loop it does not depend on
+   (read through a broadcast: the gradient an embedding's backward sums once
+   per row of its table) is written once and read back instead, unless it
+   is larger than every buffer it loads. Cheaper ones (a load, a scale, an
+   `exp`) are recomputed, as rule 4.
 
-Schedules are cached by the structure of the graph (ops, dtypes, shapes and
-sharing; not the data, nor the values of Python scalars), so a training loop
-that builds the same graph each step schedules it once.
+How the rules are decided: one walk over the graph from the outputs down
+(`_Planner`), in which each node, when its turn comes, knows every kernel that
+reads it and the index each reads it at (the same index maps lowering uses).
+That is all a reduction needs to know whether it stays fused; a reduction
+that does not gets its own kernel before anything below it is looked at, so
+no region is walked twice and no kernel is built to be thrown away. Each
+kernel is lowered once, after the plan.
+
+The state an optimizer step or a batch norm records is computed with the next
+schedule, whatever it is for (`realize_with_next`); it is part of that
+schedule, so `lt.schedule` shows it.
+
+Schedules are cached by the structure of the graph (ops, dtypes, shapes,
+sharing and which nodes live tensors hold; not the data, nor the values of
+Python scalars), so a training loop that builds the same graph each step
+schedules it once.
 """
 from __future__ import annotations
 
+import time
+import weakref
 from dataclasses import dataclass
+from typing import Any
 
 from .device import get_device
-from .graph import Node, Op, region, toposort
+from .graph import MOVEMENT, Node, Op, held, region, toposort
 from .helpers import prod
-from .kernels.ir import Contraction, Kernel, VOp, loop_scopes, recomputed_reductions
-from .lowering import LoweredKernel, lower
+from .kernels.expr import Bounds, Expr, Var
+from .kernels.ir import Alu, Contraction, Kernel, ReduceOp, VOp, loop_scopes, recomputed_reductions
+from .lowering import Axes, LoweredKernel, contraction_axes, lower, movement_source, reduce_source, reduce_vars
 from .random import PHILOX_OPS
+from .views import source_index
 
 MAX_FUSED_OPS = 512
+MIN_SHARED_LOADS = 4    # rule 4: an elementwise node several kernels read is written where it loads this many
+MIN_RECOMPUTED_OPS = 8  # rule 9: an elementwise result this costly is written rather than computed again
 SCHEDULE_CACHE_SIZE = 4096
 
 
@@ -82,7 +121,18 @@ class ScheduleItem:
 
 
 class Schedule(list):
-    """The kernels `realize` would run, in order. `print` it to read their kernel IR."""
+    """The kernels `realize` would run, in order. `print` it to read their kernel IR.
+
+    `requested` holds the nodes it computes on request: the ones asked for, then the pending state
+    (`realize_with_next`); `aliases` pairs nodes live tensors hold with the `contiguous()` copy of each
+    that the schedule writes, which then holds their data too (rule 8). `plan_seconds` and `lower_seconds` say what making it cost: deciding the
+    kernels (nothing but a look-up where the same structure was scheduled before), and building their
+    kernel IR."""
+
+    requested: list[Node]
+    aliases: list[tuple[Node, Node]]
+    plan_seconds: float = 0.0
+    lower_seconds: float = 0.0
 
     def __str__(self) -> str:
         if not self:
@@ -90,36 +140,30 @@ class Schedule(list):
         return "\n\n".join(f"[{i}] {item}" for i, item in enumerate(self))
 
 
-def _realize_points(nodes: list[Node], roots: list[Node], barriers: set[Node]) -> set[Node]:
-    points = {r for r in roots if not r.realized} | barriers
-    cost: dict[int, int] = {}
-    for n in nodes:
-        if n.realized:
-            cost[id(n)] = 0
-            continue
-        c = _cost(n) + sum(cost[id(s)] for s in n.srcs)
-        if c > MAX_FUSED_OPS:  # the sum counts a node shared by two paths twice: count the region's nodes
-            c = _region_size(n, points, MAX_FUSED_OPS + 1)
-        if c > MAX_FUSED_OPS:
-            points.add(n)
-        cost[id(n)] = 0 if n in points else c
-    return points
+# Tensors whose state update is pending (optimizer state, running statistics): {id: weakref}
+_pending: dict[int, weakref.ref] = {}
 
 
-def _region_size(root: Node, points: set[Node], limit: int) -> int:
-    """The ops `root`'s kernel would compute, each distinct node once (counted up to `limit`): a DAG with
-    much sharing is small even where the paths through it are many."""
-    size = 0
-    for n in region(root, points):
-        size += _cost(n)
-        if size >= limit:
-            break
-    return size
+def realize_with_next(*tensors: Any) -> None:
+    """Compute these tensors (their nodes at that time) in the next schedule that runs, whatever it is
+    for. An optimizer step and a batch norm's running statistics update state lazily; realizing that
+    state with what is realized next (the parameters, the loss) fuses the update into that schedule
+    and keeps the state's graph from growing step after step."""
+    for t in tensors:
+        _pending[id(t)] = weakref.ref(t)
 
 
-def _cost(node: Node) -> int:
-    """The ops a node adds to a kernel: one, or the rounds of a random number generator."""
-    return PHILOX_OPS if node.op is Op.PHILOX else 1
+def forget_pending(nodes: list[Node]) -> None:
+    """The pending state among `nodes` was computed: it no longer rides on the next schedule."""
+    done = {id(n) for n in nodes}
+    for key, ref in list(_pending.items()):
+        t = ref()
+        if t is None or t.node.realized or id(t.node) in done:
+            del _pending[key]
+
+
+def _with_pending(roots: tuple[Node, ...]) -> list[Node]:
+    return [*roots, *(t.node for r in list(_pending.values()) if (t := r()) is not None and not t.node.realized)]
 
 
 _COMPUTED = frozenset({Op.ALU, Op.CAST, Op.REDUCE, Op.PHILOX})  # ops that compute (not views, not data)
@@ -139,86 +183,447 @@ def storage(node: Node) -> Node:
     return node
 
 
-# structure key -> per kernel: (kernel, output positions, input positions, scalar positions)
-_cache: dict[tuple, list[tuple[Kernel | Contraction, list[int], list[int], list[int]]]] = {}
+def _kept(node: Node, readers: dict[int, list[Node]]) -> Node | None:
+    """What to write so that a live tensor's `node` keeps its value (rule 8): the computed op under its
+    views (or the view every reader reads a reduction through, as `_written_view`), or the view itself where it
+    reads only part of that op's result; None where nothing under it is computed (data and constants
+    seen through views cost nothing to read again)."""
+    at = storage(node)
+    while at.op in MOVEMENT and at.op is not Op.SHRINK:
+        at = storage(at.srcs[0])
+    if at.op is Op.SHRINK:
+        below = at
+        while below.op in MOVEMENT:
+            below = storage(below.srcs[0])
+        return at if below.op in _FRESH else None
+    if at.op is Op.REDUCE:
+        return _written_view(at, readers) or at
+    return at if at.op in _FRESH else None
 
 
-def _structure(nodes: list[Node], targets: list[Node]) -> tuple:
-    """What a schedule depends on: every node but data and scalar values, with its sources by position."""
+def _written_view(red: Node, readers: dict[int, list[Node]]) -> Node | None:
+    """The one view every reader reads a reduction through, when writing it costs no more than writing the
+    reduction: one that only drops or adds axes of size 1 (`x.sum(axis=1)` is a sum with its axes kept,
+    then squeezed), which then has its readers' shape and can share their kernel (rule 7), so a loss's mean
+    divides by a count it computes itself; or a transpose of a sum of products, which a contraction's
+    template writes through the view (a linear layer's weight gradient, read by its update in the
+    weight's layout, not across it)."""
+    products = red.arg[0] is ReduceOp.SUM and red.srcs[0].op is Op.ALU and red.srcs[0].arg is Alu.MUL
+    written, at = None, red
+    while True:
+        (view, *others) = readers.get(id(at), ()) or (at,)
+        if others or view.realized or not (view.op is Op.RESHAPE and _squeezed(view.shape) == _squeezed(at.shape)
+                                           or view.op is Op.PERMUTE and products):
+            return written
+        written = at = view
+
+
+# structure key -> (per kernel: (kernel, output positions, input positions, scalar positions), aliases by position)
+_cache: dict[tuple, tuple[list[tuple[Kernel | Contraction, list[int], list[int], list[int]]],
+                          list[tuple[int, int]]]] = {}
+
+
+def _structure(nodes: list[Node], targets: list[Node], live: list[Node]) -> tuple:
+    """What a schedule depends on: every node but data and scalar values, with its sources by position,
+    and which nodes are outputs or held by live tensors."""
     pos = {id(n): i for i, n in enumerate(nodes)}
     scalar, buffer = Op.SCALAR, Op.BUFFER  # locals: this runs for every node of every realize
     return (tuple([(n.op, n.dtype, n.shape, n.device, tuple([pos[id(s)] for s in n.srcs]),
                     None if n.op is scalar or n.op is buffer else n.arg) for n in nodes]),
-            tuple([pos[id(t)] for t in targets]))
+            tuple([pos[id(t)] for t in targets]), tuple(sorted({pos[id(n)] for n in live})))
 
 
 def schedule(*roots: Node) -> Schedule:
-    """The kernels that compute `roots` from realized buffers, producers first."""
-    targets = [storage(r) for r in roots]
+    """The kernels that compute `roots`, and the pending state (`realize_with_next`), from realized
+    buffers, producers first."""
+    t0 = time.perf_counter()
+    requested = _with_pending(roots)
+    if not requested:
+        items = Schedule()
+        items.requested, items.aliases = requested, []
+        return items
+    targets = [storage(r) for r in requested]
     nodes = toposort(targets)
-    key = _structure(nodes, targets)
-    if (hit := _cache.get(key)) is not None:
-        return Schedule(ScheduleItem(k, [nodes[o] for o in outs], [nodes[i] for i in ins], [nodes[p] for p in ps])
-                        for k, outs, ins, ps in hit)
-    items = _schedule(nodes, targets)
     pos = {id(n): i for i, n in enumerate(nodes)}
-    _cache[key] = [(it.kernel, [pos[id(n)] for n in it.outputs], [pos[id(n)] for n in it.inputs],
-                    [pos[id(n)] for n in it.scalars]) for it in items]
-    if len(_cache) > SCHEDULE_CACHE_SIZE:  # the oldest goes: a loop's schedules are re-made once if at all
-        del _cache[next(iter(_cache))]
+    live = [n for n in held() if id(n) in pos]
+    key = _structure(nodes, targets, live)
+    if (hit := _cache.get(key)) is not None:
+        entries, aliases = hit
+        items = Schedule(ScheduleItem(k, [nodes[o] for o in outs], [nodes[i] for i in ins], [nodes[p] for p in ps])
+                         for k, outs, ins, ps in entries)
+        items.aliases = [(nodes[a], nodes[b]) for a, b in aliases]
+    else:
+        items = _schedule(nodes, targets, live)
+        _cache[key] = ([(it.kernel, [pos[id(n)] for n in it.outputs], [pos[id(n)] for n in it.inputs],
+                         [pos[id(n)] for n in it.scalars]) for it in items],
+                       [(pos[id(a)], pos[id(b)]) for a, b in items.aliases])
+        if len(_cache) > SCHEDULE_CACHE_SIZE:  # the oldest goes: a loop's schedules are re-made once if at all
+            del _cache[next(iter(_cache))]
+    items.requested = requested
+    items.plan_seconds = time.perf_counter() - t0 - items.lower_seconds
     return items
 
 
-def _schedule(nodes: list[Node], targets: list[Node]) -> Schedule:
-    barriers = {storage(n) for n in nodes if n.op is Op.CONTIGUOUS}  # the nodes `contiguous()` realizes
-    points = _realize_points(nodes, targets, barriers)
-    readers: dict[int, set[Node]] = {}
+def _schedule(nodes: list[Node], targets: list[Node], live: list[Node]) -> Schedule:
+    readers: dict[int, list[Node]] = {}
     for n in nodes:
-        for src in n.srcs:
-            readers.setdefault(id(src), set()).add(n)
-    while True:
-        order = [n for n in nodes if n in points and not n.realized]
-        lowered = {n: lower([n], points, get_device(n.device).contraction_dtypes) for n in order}
-        wasteful: set[Node] = set()
-        copies: dict[Node, int] = {}
-        for lk in lowered.values():
-            wasteful.update(_waste(lk))
-            for red in set(lk.reductions.values()):
-                copies[red] = copies.get(red, 0) + 1
-        wasteful.update(red for red, count in copies.items() if count > 1)
-        wasteful -= points  # a kernel's own output cannot move to a buffer of its own: nothing left to split
-        if not wasteful:
-            break
-        points.update(_as_read(red, readers, points) for red in wasteful)
+        for s in n.srcs:
+            readers.setdefault(id(s), []).append(n)
+    barriers = {storage(n) for n in nodes if n.op is Op.CONTIGUOUS}  # the nodes `contiguous()` realizes
+    requested = set(targets)  # written as themselves
+    kept: set[Node] = set()
+    aliases = []
+    for n in live:
+        copy = next((r for r in readers.get(id(n), ()) if r.op is Op.CONTIGUOUS and storage(r) is r), None)
+        if copy is not None:  # its `contiguous()` copy holds its data, row-major
+            aliases.append((n, copy))
+        elif storage(n) not in requested and (k := _kept(n, readers)) is not None:
+            kept.add(k)
+    points, costs = _realize_points(nodes, targets, barriers | kept)
+    plan = _Planner(nodes, points, readers, costs).plan()
+    groups = _groups(plan.order, plan.regions, barriers)
+    t0 = time.perf_counter()
     items = Schedule()
-    for group in _groups(order, lowered, barriers):
+    for group in groups:
         merged = lower(group, points - set(group)) if len(group) > 1 else None
         if merged is None or _waste(merged):
-            items.extend(ScheduleItem(lowered[n].kernel, [n], lowered[n].inputs, lowered[n].scalars) for n in group)
+            for n in group:
+                contraction = plan.regions[n].contraction
+                lk = lower([n], points, contraction,
+                           get_device(n.device).contraction_dtypes[contraction[0].dtype] if contraction else None)
+                items.append(ScheduleItem(lk.kernel, [n], lk.inputs, lk.scalars))
         else:
             items.append(ScheduleItem(merged.kernel, group, merged.inputs, merged.scalars))
+    items.lower_seconds = time.perf_counter() - t0
+    items.aliases = aliases
     return items
+
+
+@dataclass
+class _Costs:
+    """What each node (by id) costs the kernel that computes it, as its readers see it: the ops, the loads
+    and the most elements of one buffer it loads (0, 1 and its size for a buffer or a point; a reduction
+    counted as a buffer for the loads, since several kernels that read it get it from one)."""
+
+    ops: dict[int, int]
+    loads: dict[int, int]
+    widest: dict[int, int]
+
+
+def _realize_points(nodes: list[Node], roots: list[Node], extra: set[Node]) -> tuple[set[Node], _Costs]:
+    """The outputs, `extra`, and the nodes where a region would pass MAX_FUSED_OPS ops (rule 6), and the
+    costs of the others. Where the region of a broadcast passes it (a contraction's product, larger than
+    its operands), its operands are realized rather than the broadcast."""
+    points = {r for r in roots if not r.realized} | extra
+    costs = _Costs({}, {}, {})
+    ops, loads, widest = costs.ops, costs.loads, costs.widest
+    for n in nodes:
+        if n.realized:
+            ops[id(n)], loads[id(n)], widest[id(n)] = 0, 1, n.numel
+            continue
+        c = _cost(n) + sum(ops[id(s)] for s in n.srcs)
+        if c > MAX_FUSED_OPS:  # the sum counts a node shared by two paths twice: count the region's nodes
+            c = _region_size(n, points, MAX_FUSED_OPS + 1)
+        wide = max((widest[id(s)] for s in n.srcs), default=0)
+        if c > MAX_FUSED_OPS and n.numel > wide:
+            for s in n.srcs:
+                while s.op in MOVEMENT:
+                    s = s.srcs[0]
+                if not s.realized and s not in points:
+                    points.add(s)
+                    ops[id(s)], loads[id(s)], widest[id(s)] = 0, 1, s.numel
+            c = _region_size(n, points, MAX_FUSED_OPS + 1)
+        if c > MAX_FUSED_OPS:
+            points.add(n)
+        if n in points:
+            ops[id(n)], loads[id(n)], widest[id(n)] = 0, 1, n.numel
+        else:
+            ops[id(n)] = c
+            loads[id(n)] = 1 if n.op is Op.REDUCE else sum(loads[id(s)] for s in n.srcs)
+            widest[id(n)] = n.numel if n.op is Op.REDUCE else wide
+    return points, costs
+
+
+def _region_size(root: Node, points: set[Node], limit: int) -> int:
+    """The ops `root`'s kernel would compute, each distinct node once (counted up to `limit`): a DAG with
+    much sharing is small even where the paths through it are many."""
+    size = 0
+    for n in region(root, points):
+        size += _cost(n)
+        if size >= limit:
+            break
+    return size
+
+
+def _cost(node: Node) -> int:
+    """The ops a node adds to a kernel: one, or the rounds of a random number generator."""
+    return PHILOX_OPS if node.op is Op.PHILOX else 1
+
+
+# ---- the plan: one walk from the outputs down -----------------------------------------------------
+
+
+class _Nest:
+    """A loop nest of a kernel being planned: its loops, outermost first, and for every loop variable
+    (those of the reductions placed in it too) the path of loops from the outermost down to its own."""
+
+    __slots__ = ("loops", "path")
+
+    def __init__(self, loops: tuple[Var, ...]):
+        self.loops = loops
+        self.path: dict[Var, tuple[Var, ...]] = {v: loops[:d + 1] for d, v in enumerate(loops)}
+
+
+class _Region:
+    """A kernel being planned: the point it computes, the contraction it hands to the backend's template
+    (with its axes), what it reads (buffers and other points, by id) and the ops it computes (by id)."""
+
+    __slots__ = ("root", "contraction", "reads", "inner", "n_reduce_vars")
+
+    def __init__(self, root: Node):
+        self.root = root
+        self.contraction: tuple[Node, Axes] | None = None
+        self.reads: set[int] = set()
+        self.inner: set[int] = set()
+        self.n_reduce_vars = 0
+
+
+# A node's uses: per kernel that computes it, each index it is read at (and its valid bounds), with the
+# loop nest that reads it there.
+Uses = dict[_Region, dict[tuple[tuple[Expr, ...], Bounds], _Nest]]
+
+
+@dataclass
+class _Plan:
+    order: list[Node]                # the points, producers first
+    regions: dict[Node, _Region]     # the kernel of each point
+
+
+class _Planner:
+    """Decides the realize points and each kernel's contraction (rules 1, 5 and the placement analysis of
+    `kernels.ir.loop_scopes`), in one walk over the nodes, consumers first.
+
+    When a node's turn comes, every kernel that reads it has passed it its index. A reduction stays in the
+    kernel that reads it only if one kernel reads it, at one index, and the loop the kernel computes it in
+    runs once per element of the result: that loop is the innermost among the variables its value reads
+    (the variables of its index along the axes it depends on, `_dependencies`), and every loop around it
+    must be one of those variables, of size above one, with no more iterations in all than the reduction
+    has elements. Otherwise the reduction (or the view its readers read it through, `_written_view`) becomes
+    a point of its own."""
+
+    def __init__(self, nodes: list[Node], points: set[Node], readers: dict[int, list[Node]], costs: _Costs):
+        self.nodes = nodes
+        self.points = points
+        self.readers = readers
+        self.costs = costs
+        self.deps = _dependencies(nodes)
+        self.uses: dict[int, Uses] = {}
+        self.regions: dict[Node, _Region] = {}
+        self.view_regions: dict[int, list[_Region]] = {}  # the kernels that read a reshape or permute, as planned
+
+    def plan(self) -> _Plan:
+        for node in reversed(self.nodes):
+            if node.realized:
+                continue
+            uses = self.uses.pop(id(node), {})
+            if not uses and node not in self.points:  # read only where a padding never reads it
+                continue
+            if node.op is Op.REDUCE and node not in self.points:
+                uses = self.settle_reduction(node, uses)
+            elif node.op in _COMPUTED and node not in self.points and self.worth_writing(node, uses):
+                self.points.add(node)
+            if node in self.points:
+                for r in uses:
+                    r.reads.add(id(node))
+                uses = self.own_region(node)
+            if node.op is Op.RESHAPE or node.op is Op.PERMUTE:
+                self.view_regions[id(node)] = list(uses)
+            self.pass_down(node, uses)
+        order = [n for n in self.nodes if n in self.regions]
+        return _Plan(order, self.regions)
+
+    def own_region(self, node: Node) -> Uses:
+        """Start `node`'s kernel: its output loops, reading it at their index."""
+        region = self.regions[node] = _Region(node)
+        loops = tuple(Var(f"o{d}", n) for d, n in enumerate(node.shape)) or (Var("o0", 1),)
+        idx = tuple(Expr.of(v) for v in loops) if node.shape else ()
+        if node.op is Op.REDUCE:
+            region.contraction = self.contraction(node)
+        return {region: {(idx, ()): _Nest(loops)}}
+
+    def settle_reduction(self, node: Node, uses: Uses) -> Uses:
+        """The uses of a reduction that stays fused; else make it (or the view its readers read it through,
+        whose kernel then computes it) a point."""
+        if not self.wasteful(node, uses):
+            return uses
+        view = self.read_as(node)
+        if view is node:
+            self.points.add(node)
+            return uses
+        self.points.add(view)
+        for r in self.view_regions.pop(id(view)):
+            r.reads.add(id(view))
+        at, uses = view, self.own_region(view)
+        while at is not node:  # down the views, planned again from the view's own kernel
+            self.pass_down(at, uses)
+            at = at.srcs[0]
+            uses = self.uses.pop(id(at))
+        if self.wasteful(node, uses):
+            self.points.add(node)
+        return uses
+
+    def wasteful(self, node: Node, uses: Uses) -> bool:
+        """Whether fusing the reduction would compute it more than once per result (claiming the kernel's
+        contraction template for it where it is a contraction)."""
+        if len(uses) != 1:
+            return True
+        ((region, keys),) = uses.items()
+        if len(keys) != 1:
+            return True
+        (((idx, bounds), nest),) = keys.items()
+        if (axes := self.contraction_axes(node)) is not None:
+            if region.contraction is not None:  # one template per kernel (rule 5)
+                return True
+            region.contraction = (node, axes)
+            return False
+        free, scope = self.scope(node, idx, bounds, nest)
+        return any(v.size > 1 and v not in free for v in scope) or prod(v.size for v in scope) > node.numel
+
+    def worth_writing(self, node: Node, uses: Uses) -> bool:
+        """Whether an elementwise node costs less written once than recomputed by its readers (rules 4, 9)."""
+        costs = self.costs
+        if node.numel > costs.widest[id(node)]:  # a broadcast: larger written than what it reads
+            return False
+        return len(uses) > 1 and costs.loads[id(node)] >= MIN_SHARED_LOADS \
+            or costs.ops[id(node)] >= MIN_RECOMPUTED_OPS and self.recomputed(node, uses)
+
+    def recomputed(self, node: Node, uses: Uses) -> bool:
+        """Whether a kernel would compute an elementwise node again and again for a loop it does not depend
+        on: read inside a reduction's loop through a broadcast (rule 9)."""
+        for keys in uses.values():
+            for (idx, bounds), nest in keys.items():
+                free, scope = self.scope(node, idx, bounds, nest)
+                if any(v.size > 1 and v not in free for v in scope):
+                    return True
+        return False
+
+    def read_as(self, red: Node) -> Node:
+        """The node to realize for a reduction that must be written: the reduction itself, or the view its
+        readers read it through (`_written_view`) where that was planned as fused."""
+        view = _written_view(red, self.readers)
+        return view if view is not None and view not in self.points and id(view) in self.view_regions else red
+
+    def contraction_axes(self, node: Node) -> Axes | None:
+        """The axes of a contraction for the backend's template, if `node` is one (rule 5)."""
+        if node.arg[0] is not ReduceOp.SUM or node.dtype not in get_device(node.device).contraction_dtypes:
+            return None
+        product = node.srcs[0]
+        if product.op is not Op.ALU or product.arg is not Alu.MUL or product.realized or product in self.points:
+            return None
+        return contraction_axes(node, [self.deps[id(s)] if s not in self.points else _all_axes(s)
+                                       for s in product.srcs])
+
+    def contraction(self, node: Node) -> tuple[Node, Axes] | None:
+        axes = self.contraction_axes(node)
+        return None if axes is None else (node, axes)
+
+    def scope(self, node: Node, idx: tuple[Expr, ...], bounds: Bounds, nest: _Nest) \
+            -> tuple[set[Var], tuple[Var, ...]]:
+        """The loop variables `node`'s value reads at `idx`, and the loops it is computed in: the path to the
+        innermost of them (`kernels.ir.loop_scopes`)."""
+        free: set[Var] = set()
+        for axis in self.deps[id(node)]:
+            free |= idx[axis].vars()
+        for b in bounds:
+            free |= b.expr.vars()
+        return free, max((nest.path[v] for v in free), key=len, default=())
+
+    def pass_down(self, node: Node, uses: Uses) -> None:
+        """Hand `node`'s sources the indexes its kernels read them at."""
+        computed = node.op in _COMPUTED
+        for region, keys in uses.items():
+            if computed:
+                region.inner.add(id(node))
+            for (idx, bounds), nest in keys.items():
+                for src, src_idx, src_bounds, src_nest in self.sources(node, region, idx, bounds, nest):
+                    if src.realized:
+                        region.reads.add(id(src))
+                    else:
+                        self.uses.setdefault(id(src), {}).setdefault(region, {}).setdefault(
+                            (src_idx, src_bounds), src_nest)
+
+    def sources(self, node: Node, region: _Region, idx: tuple[Expr, ...], bounds: Bounds, nest: _Nest) \
+            -> list[tuple[Node, tuple[Expr, ...], Bounds, _Nest]]:
+        """What `node`'s value at `idx` reads, as lowering reads it (`lazytensor.lowering`)."""
+        op = node.op
+        if op in (Op.ALU, Op.CAST, Op.CONTIGUOUS, Op.PHILOX):
+            return [(s, idx, bounds, nest) for s in node.srcs]
+        if op in MOVEMENT:
+            read = movement_source(node, idx, bounds)
+            return [] if read is None else [(*read[0], nest)]
+        if op is not Op.REDUCE:
+            return []
+        if region.contraction is not None and region.contraction[0] is node:
+            axes = region.contraction[1]
+            shape = node.srcs[0].shape
+            vb, vm, vn, vk = (Var(name, size) for name, size in zip(("cb", "cm", "cn", "ck"), axes.sizes(shape)))
+            return [(axes.a, axes.operand_index(shape, vb, vm, None, vk), (), _Nest((vb, vm, vk))),
+                    (axes.b, axes.operand_index(shape, vb, None, vn, vk), (), _Nest((vb, vk, vn)))]
+        ranges = reduce_vars(node, region.n_reduce_vars)
+        region.n_reduce_vars += len(ranges)
+        _, scope = self.scope(node, idx, bounds, nest)
+        for k, var in enumerate(ranges):
+            nest.path[var] = scope + ranges[:k + 1]
+        return [(*reduce_source(node, idx, bounds, ranges), nest)]
+
+
+def _all_axes(node: Node) -> frozenset[int]:
+    """The axes a buffer's value depends on, as its loads read it: every axis longer than 1."""
+    return frozenset(i for i, n in enumerate(node.shape) if n > 1)
+
+
+_canonical_vars: dict[tuple[int, int], Var] = {}
+
+
+def _dependencies(nodes: list[Node]) -> dict[int, frozenset[int]]:
+    """For each node (by id) the axes of its shape that its value depends on: a broadcast does not depend
+    on the axes it expands, a reduction on the axes it reduces, a constant on none. Movement ops map them
+    through the same index maps lowering uses, so a reshape that splits an axis depends on every part."""
+    deps: dict[int, frozenset[int]] = {}
+    for n in nodes:
+        op = n.op
+        if op is Op.BUFFER:
+            deps[id(n)] = _all_axes(n)
+        elif op is Op.SCALAR or op is Op.CONST:
+            deps[id(n)] = frozenset()
+        elif op is Op.IOTA:
+            deps[id(n)] = _all_axes(n)
+        elif op is Op.REDUCE:
+            deps[id(n)] = deps[id(n.srcs[0])] - frozenset(n.arg[1])
+        elif op in MOVEMENT:
+            axes = [_canonical_vars.setdefault((d, size), Var(f"d{d}", size)) for d, size in enumerate(n.shape)]
+            src = n.srcs[0]
+            src_idx, bounds = source_index(op, n.arg, src.shape, tuple(map(Expr.of, axes)))
+            read: set[Var] = set()
+            for j in deps[id(src)]:
+                read |= src_idx[j].vars()
+            for b in bounds:
+                read |= b.expr.vars()
+            deps[id(n)] = frozenset(d for d, v in enumerate(axes) if v in read)
+        else:
+            deps[id(n)] = frozenset().union(*(deps[id(s)] for s in n.srcs))
+    return deps
 
 
 def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(n for n in shape if n != 1)
 
 
-def _as_read(red: Node, readers: dict[int, set[Node]], points: set[Node]) -> Node:
-    """The node to realize for a reduction that must be written: the reduction itself, or the one view
-    every reader reads it through when that only drops or adds axes of size 1 (`x.sum(axis=1)` is a
-    sum with its axes kept, then squeezed), so that it has its readers' shape and can share their
-    kernel (rule 7): a loss's mean then divides by a count it computes itself."""
-    (view, *others) = readers.get(id(red), ()) or (red,)
-    if others or view.op is not Op.RESHAPE or view in points or _squeezed(view.shape) != _squeezed(red.shape):
-        return red
-    return view
-
-
 def _waste(lk: LoweredKernel) -> set[Node]:
     """Reductions a kernel computes more often than once per result: recomputed inside its loops (also
     where the loops read each result several times through a many-to-one index, as the elements of a
-    window read its max-pool's tie count), or computed twice (read at two different indices)."""
+    window read its max-pool's tie count), or computed twice (read at two different indices). The plan
+    rules these out kernel by kernel; a kernel of several outputs (rule 7) is checked once built."""
     out = set()
     for nest in lk.loop_nests():
         values, scopes = loop_scopes(nest)
@@ -230,27 +635,24 @@ def _waste(lk: LoweredKernel) -> set[Node]:
         if red in seen:
             out.add(red)
         seen.add(red)
-    return out | set(lk.skipped)
+    return out
 
 
-def _groups(order: list[Node], lowered: dict[Node, LoweredKernel], barriers: set[Node]) -> list[list[Node]]:
+def _groups(order: list[Node], regions: dict[Node, _Region], barriers: set[Node]) -> list[list[Node]]:
     """The realize points in kernel order, grouped into multi-output kernels (rule 7). A point that
     `contiguous()` realizes (in `barriers`) is an explicit fusion barrier: it may share a kernel with
-    points computed beside it, never with one that reads it."""
-    reads: dict[Node, set[int]] = {}
-    inner: dict[Node, set[int]] = {}
-    points = set(lowered)
-    for p in order:
-        reads[p], inner[p] = _region(p, points)
+    points computed beside it, never with one that reads it. Contractions keep their template's kernel."""
+    reads = {p: regions[p].reads for p in order}
+    inner = {p: regions[p].inner for p in order}
     group_of: dict[Node, int] = {}
     groups: list[list[Node]] = []
     for p in order:
         placed = False
-        if _groupable(p, lowered):
+        if regions[p].contraction is None:
             for g in reversed(range(len(groups))):
                 members = groups[g]
                 head = members[0]
-                if (head.shape != p.shape or head.device != p.device or not _groupable(head, lowered)
+                if (head.shape != p.shape or head.device != p.device or regions[head].contraction is not None
                         or not any(reads[p] & reads[m] or inner[p] & inner[m] or id(m) in reads[p] for m in members)
                         or any(id(m) in reads[p] for m in members if m in barriers)):
                     continue
@@ -264,21 +666,6 @@ def _groups(order: list[Node], lowered: dict[Node, LoweredKernel], barriers: set
             group_of[p] = len(groups)
             groups.append([p])
     return [groups[g] for g in _group_order(order, reads, group_of, len(groups))]
-
-
-def _groupable(point: Node, lowered: dict[Node, LoweredKernel]) -> bool:
-    """Contractions keep their template's kernel."""
-    return isinstance(lowered[point].kernel, Kernel)
-
-
-def _region(point: Node, points: set[Node]) -> tuple[set[int], set[int]]:
-    """What `point`'s kernel reads (buffers and other points, by id) and the ops it computes (by id)."""
-    reads, inner = set(), set()
-    for n in region(point, points):
-        if n.op in _COMPUTED:
-            inner.add(id(n))
-        reads.update(id(s) for s in n.srcs if s.realized or s in points)
-    return reads, inner
 
 
 def _group_edges(order: list[Node], reads: dict[Node, set[int]], group_of: dict[Node, int]) -> dict[int, set[int]]:

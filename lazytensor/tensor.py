@@ -19,7 +19,7 @@ from .device import canonical, get_device
 from .dtypes import DType, bool_, default_float
 from .errors import DeviceError, DTypeError, ShapeError
 from .autograd import is_grad_enabled
-from .graph import Node, Op
+from .graph import Node, Op, hold
 from .helpers import prod
 from .kernels.dtype import bfloat16_to_float32
 from .kernels.ir import Alu
@@ -30,6 +30,13 @@ from .reduce import ReduceOps
 
 Scalar = bool | int | float
 Shape = tuple[int, ...]
+
+
+# Python exponents computed without a general `pow`, as PyTorch computes them (its CPU and CUDA kernels
+# special-case the same ones): the results match it bit for bit, and `x ** 2` costs a multiply.
+_POWERS: dict[float, Callable[[Tensor], Tensor]] = {
+    2: lambda x: x * x, 3: lambda x: x * x * x, -2: lambda x: (x * x).reciprocal(), 0.5: lambda x: x.sqrt(),
+    -0.5: lambda x: x.rsqrt(), -1: lambda x: x.reciprocal()}
 
 
 class _Size(int):
@@ -68,7 +75,7 @@ def _is_scalar(x: object) -> bool:
 class Tensor(ReduceOps, MovementOps, LinalgOps):
     """An n-dimensional array whose value is computed lazily. See the README's "Lazy evaluation"."""
 
-    __slots__ = ("node", "requires_grad", "grad", "_ctx", "__weakref__")
+    __slots__ = ("node", "requires_grad", "grad", "_ctx", "_source", "__weakref__")
     __array_priority__ = 1000  # numpy_array + tensor gives a Tensor
 
     def __init__(self, data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False):
@@ -80,6 +87,21 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
         self.requires_grad = requires_grad
         self.grad: Tensor | None = None
         self._ctx: tuple[Op, Any, tuple[Tensor, ...]] | None = None
+        self._source: Tensor | None = None
+        hold(self)
+
+    def _as_source(self) -> Tensor:
+        """What an autograd record keeps of this tensor as a source of an op. A leaf that requires grad is
+        kept itself (its `.grad` is where gradients go); any other tensor as a private handle on its node and
+        record (one per node and record, so the backward walk meets it once). The records then hold no tensor
+        of the user's: a tensor the user dropped is not data the user can read, so realizing its consumers
+        does not write it (see `graph.hold`)."""
+        if self.requires_grad and self._ctx is None:
+            return self
+        handle = self._source
+        if handle is None or handle.node is not self.node or handle._ctx is not self._ctx:
+            handle = self._source = _Source(self)
+        return handle
 
     # ---- graph construction ----------------------------------------------------------
 
@@ -107,7 +129,7 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
             else:
                 out = Tensor(Node(op, dtype, shape, device, nodes, node_arg))
         if any(s.requires_grad for s in srcs) and is_grad_enabled():
-            out.requires_grad, out._ctx = True, (op, arg, srcs)
+            out.requires_grad, out._ctx = True, (op, arg, tuple(s._as_source() for s in srcs))
         return out
 
     def _derive(self, op: Op, shape: Shape, arg: Any = None, dtype: DType | None = None) -> Tensor:
@@ -387,10 +409,14 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
         return self._pow(other, reverse=False)
 
     def _pow(self, other: Any, reverse: bool) -> Tensor:
-        if _is_scalar(other) and not reverse and not isinstance(other, bool) and isinstance(other, int) \
-                and other < 0 and not self.dtype.is_float:
-            raise ValueError(f"power: integers to negative integer powers are not allowed ({self.dtype.name} "
-                             f"tensor ** {other})")
+        if _is_scalar(other) and not reverse and not isinstance(other, bool):
+            if isinstance(other, int) and other < 0 and not self.dtype.is_float:
+                raise ValueError(f"power: integers to negative integer powers are not allowed ({self.dtype.name} "
+                                 f"tensor ** {other})")
+            if other in _POWERS:
+                dtype = dtypes.result_type(self.dtype, other)
+                if dtype.is_float or other in (2, 3):
+                    return _POWERS[other](self.cast(dtype))
         return self._binary(other, Alu.POW, "power", reverse)
 
     __add__ = add
@@ -443,14 +469,13 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
     def _inplace(self, fn: Callable[[Tensor, Any], Tensor], other: Any, op: str) -> Tensor:
         """`x op= y` rebinds x to `fn(x, y)`, which must keep x's shape and a dtype x can hold.
 
-        The op reads a snapshot of x, so x's autograd record points at what x was, not at itself.
+        The op reads a handle on what x was (`_as_source`), so x's autograd record points at that, not at
+        x itself.
         """
         if self.requires_grad and self._ctx is None and is_grad_enabled():
             raise RuntimeError(f"{op}: a leaf tensor that requires grad cannot be modified in place; "
                                "use lt.no_grad() or an out-of-place op")
-        before = Tensor(self.node, requires_grad=self.requires_grad)
-        before._ctx = self._ctx
-        result = fn(before, other)
+        result = fn(self._as_source(), other)
         if result.shape != self.shape:
             raise ShapeError(f"{op}: the result has shape {result.shape}, which cannot be written into "
                              f"a tensor of shape {self.shape}")
@@ -708,3 +733,16 @@ def realize(*tensors: Tensor) -> tuple[Tensor, ...]:
 
 
 __all__ = ["Tensor", "broadcast_shapes", "realize", "where"]
+
+
+class _Source(Tensor):
+    """The handle an autograd record keeps of a source tensor (see `Tensor._as_source`): the tensor's node,
+    flag and record at the time, and not a tensor of the user's program."""
+
+    __slots__ = ()
+
+    def __init__(self, of: Tensor):  # not Tensor.__init__, which registers a tensor as the user's (graph.hold)
+        self.node, self.requires_grad, self.grad, self._ctx, self._source = of.node, of.requires_grad, None, of._ctx, None
+
+    def _as_source(self) -> Tensor:
+        return self

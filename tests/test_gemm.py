@@ -228,8 +228,11 @@ def test_packing_a_weight_gradient_copies_lanes():
     shapes = [(130, 70), (130, 70), (130, 50)]
     g, h, x = (lt.asarray(data(s, seed=i), device="cpu") for i, s in enumerate(shapes))
     tg, th, tx = (torch.tensor(v.numpy()) for v in (g, h, x))
-    masked, tmasked = lt.where(h > 0, g, 0.0), torch.where(th > 0, tg, 0.0)
-    for got, want in ((masked.T @ x, tmasked.T @ tx), (x.T @ masked, tx.T @ tmasked)):
+    def masked() -> lt.Tensor:  # a fresh mask each time, held by no variable: it fuses into the packing
+        return lt.where(h > 0, g, 0.0)
+
+    tmasked = torch.where(th > 0, tg, 0.0)
+    for got, want in ((masked().T @ x, tmasked.T @ tx), (x.T @ masked(), tx.T @ tmasked)):
         program, _ = compile_kernel(lt.schedule(got)[0].kernel)
         for pack in program.stages[:2]:
             assert "gather" not in pack.optimized_ir and "scatter" not in pack.optimized_ir

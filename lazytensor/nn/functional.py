@@ -19,7 +19,7 @@ from ..autograd import custom_vjp, no_grad
 from ..dtypes import default_float
 from ..errors import DTypeError, ShapeError
 from ..kernels.ir import ReduceOp
-from ..realize import realize_with_next
+from ..schedule import realize_with_next
 from ..tensor import Tensor, where
 
 # ---- activations --------------------------------------------------------------------------------
