@@ -108,6 +108,8 @@ class Pack:
 
 
 class _PackRenderer(KernelRenderer):
+    rolled_nests = False  # the lane loop, with a loop over k inside, must become straight-line code
+
     def __init__(self, pack: Pack):
         super().__init__(pack.kernel)
         self.clips = {inner: (outer, total) for inner, outer, total in pack.clips}
@@ -130,11 +132,13 @@ class _PackRenderer(KernelRenderer):
                     instr.set_metadata("noalias", scope)
         # The loops outside the lane loop are not to be vectorized: once LLVM has unrolled the loops inside
         # (A's 12 lanes), it would vectorize the loop over k instead, with gathers and scatters across
-        # rows, 1.3-4x slower than the unrolled lanes' copy.
+        # rows, 1.3-4x slower than the unrolled lanes' copy. Nor unrolled: copies of the unrolled lanes'
+        # copy cost compile time for no speed (see `keep_nests_rolled`).
         if self.outer_latches:
             no_vectorize = module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.enable"), I1(0)])
-            loop_id = module.add_metadata([no_vectorize])
-            loop_id.operands = (loop_id, no_vectorize)  # a loop ID refers to itself
+            no_unroll = module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.disable")])
+            loop_id = module.add_metadata([no_vectorize, no_unroll])
+            loop_id.operands = (loop_id, no_vectorize, no_unroll)  # a loop ID refers to itself
             for latch in self.outer_latches:
                 latch.set_metadata("llvm.loop", loop_id)
         return module

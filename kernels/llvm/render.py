@@ -117,6 +117,8 @@ class FunctionBuilder:
         self.fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64]), name=name)
         self.entry = self.fn.append_basic_block("entry")
         self.b = ir.IRBuilder(self.entry)
+        self.loops_made = 0
+        self.nest_latches: list[ir.Branch] = []  # the back edges of loops with loops inside
 
     def alloca(self, typ: ir.Type, count: int | None = None) -> ir.Value:
         """A stack slot for one `typ`, or for an array of `count` of them."""
@@ -149,15 +151,32 @@ class FunctionBuilder:
         i = b.load(counter, typ=I64)
         b.cbranch(b.icmp_signed("<", i, hi), inner, done)
         b.position_at_end(inner)
+        self.loops_made += 1
+        made = self.loops_made
         body(i)
         b.store(b.add(i, I64(1)), counter)
         latch = b.branch(header)
+        if self.loops_made > made:
+            self.nest_latches.append(latch)
         b.position_at_end(done)
         return latch
+
+    def keep_nests_rolled(self) -> None:
+        """Tell LLVM's unroller to leave the loops that hold loops as they are. It copies every loop of a
+        constant trip count whole, vectorized bodies and remainders included: a kernel's small outer loops
+        (the 8 rows of a batch, the 3 taps of a filter) multiplied its code, and the time to compile it,
+        several times over for no speed. Innermost loops it still unrolls as it sees fit."""
+        disable = self.module.add_metadata([ir.MetaDataString(self.module, "llvm.loop.unroll.disable")])
+        loop_id = self.module.add_metadata([disable])
+        loop_id.operands = (loop_id, disable)  # a loop ID refers to itself
+        for latch in self.nest_latches:
+            latch.set_metadata("llvm.loop", loop_id)
 
 
 class KernelRenderer(FunctionBuilder):
     """Renders one `Kernel`: its output loop nest, each value in the loop `loop_scopes` places it in."""
+
+    rolled_nests = True  # see `keep_nests_rolled`
 
     def __init__(self, kernel: Kernel):
         super().__init__(kernel.name)
@@ -187,6 +206,8 @@ class KernelRenderer(FunctionBuilder):
             self.by_scope.setdefault(scopes[id(v)], []).append(v)
         self.emit_output_level((), start, end)
         b.ret_void()
+        if self.rolled_nests:
+            self.keep_nests_rolled()
         return self.module
 
     # ---- loops -------------------------------------------------------------------------
