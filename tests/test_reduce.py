@@ -415,6 +415,27 @@ def test_softmax_sums_to_one():
     np.testing.assert_allclose(x.log_softmax(0).exp().sum(0).numpy(), np.ones(40), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [lt.float16, lt.bfloat16], ids=str)
+def test_half_mean_var_and_max_written_to_memory_divide_in_float32_and_round_once(dtype):
+    """A 16-bit mean, var or softmax's max that the scheduler writes to memory (its reader reduces along
+    another axis) accumulates and divides in float32 and rounds once, as torch: a row's sum of 30000
+    float16 values in [2, 4) is past float16's range, which its mean is not."""
+    tdtype = to_torch_dtype(dtype)
+    arr = np.random.default_rng(31).uniform(2, 4, (4, 30000)).astype(np.float32)
+    x, t = lt.asarray(arr).cast(dtype), torch.tensor(arr).to(tdtype)
+    centered, var = x - x.mean(-1, keepdims=True), x - x.var(-1, keepdims=True)
+    assert len(lt.schedule(centered.max(0))) == len(lt.schedule(var.max(0))) == 2  # the mean and var are written
+    check(centered.max(0), (t - t.mean(-1, keepdim=True)).amax(0))
+    check(var.max(0), (t - t.var(-1, correction=0, keepdim=True)).amax(0))
+    check((x - x.std(-1, keepdims=True)).max(0), (t - t.std(-1, correction=0, keepdim=True)).amax(0))
+    equal = lt.full((70000, 3), 1.5, dtype=dtype)  # the sum of exp is 70000: past float16's range
+    expected = torch.full((70000, 3), 1.5, dtype=tdtype)
+    check(equal.log_softmax(0), torch.log_softmax(expected, 0))
+    check(equal.softmax(0), torch.softmax(expected, 0))
+    # exact, not torch's: torch's float16 logsumexp adds the exponentials in float16 and overflows
+    check(equal.logsumexp(0), torch.full((3,), 1.5 + math.log(70000), dtype=tdtype))
+
+
 # ---- cumsum ----------------------------------------------------------------------------------------
 
 
