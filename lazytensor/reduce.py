@@ -10,7 +10,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from .dtypes import DType, bool_, default_float, default_int, to_dtype
-from .errors import ShapeError
+from .errors import AxisError, ShapeError
 from .graph import Op
 from .helpers import prod
 from .kernels.dtype import compute_dtype
@@ -199,15 +199,19 @@ class ReduceOps:
         return (shifted - shifted.exp().sum(axis, keepdims=True).log()).cast(out)
 
     def cumsum(self: Tensor, axis: int | None = None, dtype: Any = None, *, dim: int | None = None) -> Tensor:
-        """Running sum along `axis` (over the flattened tensor when axis is None, as NumPy)."""
+        """Running sum along `axis` (over the flattened tensor when axis is None, as NumPy; a 0-d tensor
+        takes axis 0 or -1, as PyTorch). 16-bit floats accumulate in float32, each output rounded once."""
         axis = _pick(axis, dim)
         x = self._accumulate_dtype(dtype)
         if axis is None:
             x, axis = x.reshape(-1), 0
-        if x.ndim == 0:
+        if x.ndim == 0:  # its running sum is itself, along the one axis PyTorch lets it name
+            if not isinstance(axis, int) or axis not in (0, -1):
+                raise AxisError(f"cumsum: axis {axis!r} is out of bounds for a 0-d tensor (0 or -1)")
             return x
         a = normalize_axis(axis, x.ndim, "cumsum")
-        return x.swapaxes(a, -1)._cumsum_last().swapaxes(a, -1)
+        wide = x.cast(compute_dtype(x.dtype))
+        return wide.swapaxes(a, -1)._cumsum_last().swapaxes(a, -1).cast(x.dtype)
 
     def _cumsum_last(self: Tensor) -> Tensor:
         n = self.shape[-1]
@@ -226,6 +230,9 @@ class ReduceOps:
         tiles = self.pad(pad).reshape(*self.shape[:-1], blocks, block)
         inner = tiles._cumsum_last()
         totals = inner[..., -1]
-        offsets = totals._cumsum_last() - totals
-        out = inner + offsets.unsqueeze(-1)
+        # Each block starts from the sum of the blocks before it, summed as such: not as the running
+        # total less the block's own, where an inf in the block gives inf - inf and a large block erases
+        # the smaller sum before it.
+        before = totals[..., :-1]._cumsum_last().pad([(0, 0)] * (self.ndim - 1) + [(1, 0)])
+        out = inner + before.unsqueeze(-1)
         return out.reshape(*self.shape[:-1], blocks * block)[..., :n]

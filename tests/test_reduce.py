@@ -490,6 +490,34 @@ def test_cumsum_long_axes_blocked_path(n):
     check(lt.asarray(arr).cumsum(-1), torch.cumsum(torch.tensor(arr), dim=-1))
 
 
+@pytest.mark.parametrize("n", [257, 1000, 70_000])
+def test_cumsum_past_a_block_adds_the_blocks_before_without_subtracting(n):
+    """Each output is a sum of the elements up to it: an inf leaves the outputs before it finite, a -inf
+    after it makes NaN only from there, and a huge element does not erase the sum before it (a block's
+    offset was the running total less the block's own: inf - inf, and (s + 1e30) - 1e30 = 0).
+    70000 elements also take the blocked path for the block totals."""
+    arr = np.ones((2, n), np.float32)
+    arr[0, n // 2], arr[0, n - 2] = np.inf, -np.inf
+    arr[1, n // 3] = 1e30
+    for kind in ("contiguous", "flipped"):
+        x, t = layout(arr, kind)
+        check(x.cumsum(1), torch.cumsum(t, 1), rtol=0, atol=0)
+    half = np.arange(n, dtype=np.float32) % 7
+    x, t = lt.asarray(half).cast(lt.float16), torch.tensor(half).half()
+    check(x.cumsum(0), torch.cumsum(t, 0))  # accumulated in float32, each output rounded once
+
+
+def test_cumsum_of_a_0d_tensor_takes_axis_0_or_minus_1():
+    x, t = lt.asarray(np.float32(2.5)), torch.tensor(2.5)
+    for axis in (0, -1):
+        check(x.cumsum(axis), torch.cumsum(t, axis))
+    for axis in (1, -2, 5):
+        with pytest.raises(lt.AxisError, match="0-d"):
+            x.cumsum(axis)
+        with pytest.raises(IndexError):
+            torch.cumsum(t, axis)
+
+
 def test_cumsum_long_flattened():
     arr = np.random.default_rng(24).integers(0, 50, (25, 40)).astype(np.int32)
     x, t = layout(arr, "transposed")
