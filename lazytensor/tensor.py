@@ -65,6 +65,15 @@ def _is_scalar(x: object) -> bool:
     return isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
 
 
+# PyTorch raises a float tensor to these Python scalar powers with other ops than C's `pow`, whose special
+# values differ: `(-inf) ** 0.5` is sqrt's NaN (pow's is inf), `(-0.0) ** -0.5` is -inf, `1e20 ** -2` is 0
+# in float32. Tensor exponents (and other scalars) take `pow` in both.
+_SCALAR_POWERS: dict[float, Callable[[Tensor], Tensor]] = {
+    0.5: lambda x: x.sqrt(), -0.5: lambda x: x.rsqrt(), 2: lambda x: x * x, 3: lambda x: x * x * x,
+    -1: lambda x: x.reciprocal(), -2: lambda x: (x * x).reciprocal(),
+}
+
+
 class Tensor(ReduceOps, MovementOps, LinalgOps):
     """An n-dimensional array whose value is computed lazily. See the README's "Lazy evaluation"."""
 
@@ -384,13 +393,17 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
         return self._binary(other, Alu.MOD, "remainder")
 
     def pow(self, other: Any) -> Tensor:
+        """`self ** other` elementwise, with PyTorch's special values (see `_SCALAR_POWERS`)."""
         return self._pow(other, reverse=False)
 
     def _pow(self, other: Any, reverse: bool) -> Tensor:
-        if _is_scalar(other) and not reverse and not isinstance(other, bool) and isinstance(other, int) \
-                and other < 0 and not self.dtype.is_float:
-            raise ValueError(f"power: integers to negative integer powers are not allowed ({self.dtype.name} "
-                             f"tensor ** {other})")
+        if _is_scalar(other) and not reverse and not isinstance(other, bool):
+            if isinstance(other, int) and other < 0 and not self.dtype.is_float:
+                raise ValueError(f"power: integers to negative integer powers are not allowed ({self.dtype.name} "
+                                 f"tensor ** {other})")
+            dtype = dtypes.result_type(self.dtype, other)
+            if dtype.is_float and other in _SCALAR_POWERS:
+                return _SCALAR_POWERS[other](self.cast(dtype))
         return self._binary(other, Alu.POW, "power", reverse)
 
     __add__ = add
