@@ -197,6 +197,15 @@ def test_reductions_every_dtype(dtype, tiling):
         assert_same(fn, x, rtol=rtol)
 
 
+@pytest.mark.parametrize("dtype", INT_DTYPES, ids=str)
+def test_small_integer_max_and_min_keep_their_dtype_for_the_ops_that_read_them(dtype, tiling):
+    """tl.max and tl.min widen int8, int16 and uint8 to int32: cast back to the IR's dtype, a uint8 max
+    modulo 2 compiles (Triton refuses `%` of a signed by an unsigned value) and each op wraps in its dtype."""
+    x = random_array((4, 9), dtype, 6)
+    assert_same(lambda t: t.max(-1, keepdims=True) % 2, x)
+    assert_same(lambda t: t.min(0) // 3 - t.max(), x)
+
+
 def test_row_wise_multi_reductions_are_one_kernel(tiling):
     """softmax and layernorm: several reductions of a row, then the elementwise part, in one kernel."""
     x = random_array((5, 9), lt.float32, 4)
