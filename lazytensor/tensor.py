@@ -8,6 +8,7 @@ contractions in `linalg.py`; this module holds the core and elementwise ops.
 """
 from __future__ import annotations
 
+import copy
 import math
 import operator
 from typing import Any, Callable, Iterator, Sequence
@@ -259,6 +260,25 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
         """The data as a NumPy array of numbers NumPy can compute with: bfloat16 as float32 (exact)."""
         bits = self._host_bits()
         return bfloat16_to_float32(bits) if self.dtype == dtypes.bfloat16 else bits
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickling and `copy` save the data (computed now), never the graph that computes it: the tensor
+        that comes back holds a copy of it (one copy for the tensors that shared it), on the same device,
+        with the same dtype, shape, requires_grad and class (a Parameter stays one), and no gradient.
+        `copy.copy` shares the data instead, as a view would."""
+        check_read()
+        self.realize()
+        return _rebuilt, (type(self), self.node, self.requires_grad), getattr(self, "__dict__", None) or None
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
+        """A copy as pickling makes it (see `__reduce__`), and of the gradient too, as PyTorch's."""
+        rebuild, args, state = self.__reduce__()
+        out = memo[id(self)] = rebuild(*copy.deepcopy(args, memo))
+        if state:
+            out.__dict__.update(copy.deepcopy(state, memo))
+        if self.grad is not None:
+            out.grad = copy.deepcopy(self.grad, memo)
+        return out
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         out = self.numpy()
@@ -693,6 +713,13 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
 
     def logical_xor(self, other: Any) -> Tensor:
         return self._logical(other, Alu.XOR, "logical_xor")
+
+
+def _rebuilt(cls: type[Tensor], node: Node, requires_grad: bool) -> Tensor:
+    """A tensor of class `cls` on `node`, a leaf of the graph: how pickles and copies come back."""
+    out = cls.__new__(cls)
+    Tensor.__init__(out, node, requires_grad=requires_grad)
+    return out
 
 
 def where(condition: Any, x: Any, y: Any) -> Tensor:

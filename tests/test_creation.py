@@ -3,8 +3,10 @@ _like forms, arange, linspace, eye; attributes (shape, dtype, size, T, mT, ...),
 NumPy and Python values, casts."""
 from __future__ import annotations
 
+import copy
 import math
 import operator
+import pickle
 
 import numpy as np
 import pytest
@@ -433,6 +435,45 @@ def test_repr():
     assert repr(lt.zeros(0, dtype=lt.int64)) == f"tensor([], dtype=int64, device='{DEFAULT_DEVICE}')"
     x = lt.asarray([1.0, 2.0]) * 3
     assert str(x) == repr(x) == f"tensor([3., 6.], dtype=float32, device='{DEFAULT_DEVICE}')"
+
+
+def storage_bits(t: lt.Tensor) -> np.ndarray:
+    """A tensor's data as its buffer holds it, as raw bytes: bit for bit, NaN payloads and -0.0 included."""
+    return t.realize().node.buffer.numpy().view(np.uint8).copy()
+
+
+@pytest.mark.parametrize("dtype", [*ALL_DTYPES, lt.float16, lt.bfloat16], ids=str)
+def test_pickle_and_deepcopy_copy_the_data_not_the_graph(dtype):
+    """A pickled or deep-copied tensor comes back computed, as a buffer of its own (not the graph that made
+    it), bit for bit, with its dtype, shape, device and requires_grad; tensors that shared data share the
+    copy; pickling drops the gradient and deepcopy copies it (as torch); copy.copy shares the data."""
+    import ml_dtypes
+    raw = np.random.default_rng(5).integers(0, 256, 4 * 6 * dtype.itemsize, dtype=np.uint8)
+    arr = (raw % 2).astype(bool) if dtype == lt.bool_ else \
+        raw.view(ml_dtypes.bfloat16 if dtype == lt.bfloat16 else np.dtype(dtype.name))
+    x = lt.from_numpy(arr.reshape(4, 6)).T[::2]  # a lazy view: its graph is not what is saved
+    x.requires_grad = dtype.is_float
+    twin = lt.Tensor(x.node)
+    for y, y_twin in (pickle.loads(pickle.dumps((x, twin))), copy.deepcopy((x, twin))):
+        assert type(y) is lt.Tensor and y.node.realized and y.node.srcs == ()
+        assert (y.dtype, y.shape, y.device, y.requires_grad, y.grad) == (x.dtype, x.shape, x.device, x.requires_grad, None)
+        np.testing.assert_array_equal(storage_bits(y), storage_bits(x))
+        assert y_twin.node is y.node and y.node is not x.node
+    if dtype.is_float:
+        x.grad = lt.ones(x.shape, dtype=dtype) * 2
+        assert pickle.loads(pickle.dumps(x)).grad is None
+        np.testing.assert_array_equal(storage_bits(copy.deepcopy(x).grad), storage_bits(x.grad))
+    assert copy.copy(x).node is x.node
+
+
+def test_a_copy_is_independent_of_the_memory_it_was_made_from():
+    arr = np.arange(4, dtype=np.float32)
+    x = lt.from_numpy(arr)
+    copies = [copy.deepcopy(x), pickle.loads(pickle.dumps(x))]
+    arr[0] = 9.0
+    assert x.numpy()[0] == 9.0
+    for y in copies:
+        np.testing.assert_array_equal(y.numpy(), [0.0, 1.0, 2.0, 3.0])
 
 
 def test_len_and_iteration():

@@ -11,9 +11,11 @@ that can be checked without a GPU.
 """
 from __future__ import annotations
 
+import copy
 import importlib.util
 import math
 import os
+import pickle
 import subprocess
 import sys
 
@@ -484,6 +486,13 @@ def test_to_copies_between_devices():
     again = back.to(lt.devices()[1], lt.float32)
     assert again.device == "cuda:0" and again.dtype == lt.float32
     np.testing.assert_array_equal(again.numpy(), x.T * 2)
+
+
+def test_a_pickled_or_copied_tensor_stays_on_its_device():
+    x = lt.asarray(np.arange(12, dtype=np.float32).reshape(3, 4), device="cuda").T * 2
+    for y in (pickle.loads(pickle.dumps(x)), copy.deepcopy(x)):
+        assert y.device == "cuda:0" and y.node.realized and y.node is not x.node
+        np.testing.assert_array_equal(y.numpy(), x.numpy())
 
 
 def test_synchronize_waits_on_the_named_device(monkeypatch):
