@@ -208,6 +208,17 @@ def test_full_with_explicit_dtype_and_conversions():
         lt.full((2,), 300, dtype=lt.uint8)
 
 
+@pytest.mark.parametrize("dtype", [lt.float16, lt.bfloat16], ids=str)
+def test_full_of_a_16_bit_float_holds_its_rounded_value_in_the_kernels_that_read_it(dtype):
+    """A 16-bit `full` passes its value to kernels as a float32 parameter: the value rounded to the dtype,
+    not the Python float, or `full(1e-20, float16) * 1e20` is 1 where the tensor holds 0."""
+    tdtype = to_torch_dtype(dtype)
+    for value in (1e-20, 0.1, 1 + 2 ** -9, -3e4):
+        x, t = lt.full((3,), value, dtype=dtype), torch.full((3,), value, dtype=tdtype).float()
+        for got, expected in ((x * 1e20, t * 1e20), (x - value, t - value)):
+            np.testing.assert_array_equal(got.float().numpy(), expected.to(tdtype).float().numpy(), err_msg=str(value))
+
+
 @pytest.mark.parametrize("make", [lambda: lt.zeros(-1), lambda: lt.ones((2, -1)), lambda: lt.full(-1, 2.0),
                                   lambda: lt.empty([3, -2])], ids=["zeros", "ones", "full", "empty"])
 def test_negative_dimensions_raise(make):
