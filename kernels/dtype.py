@@ -12,6 +12,7 @@ torch.compile's Inductor does. bfloat16 has no NumPy type: its buffers hold the
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -49,6 +50,10 @@ class DType:
     def bits(self) -> int:
         return 1 if self.kind == "b" else 8 * self.itemsize
 
+    def __reduce__(self) -> tuple[Callable[[str], DType], tuple[str]]:
+        """Pickled and copied as its name: the copy is the module's constant again, not an unequal twin."""
+        return named, (self.name,)
+
     def __repr__(self) -> str:
         return f"lazytensor.{self.name}"
 
@@ -69,6 +74,12 @@ bfloat16 = DType("bfloat16", "f", 2)
 
 ALL_DTYPES: tuple[DType, ...] = (bool_, int8, int16, int32, int64, uint8, float16, bfloat16, float32, float64)
 BY_NAME: dict[str, DType] = {d.name: d for d in ALL_DTYPES}
+
+
+def named(name: str) -> DType:
+    """The dtype called `name` (`DType.name`)."""
+    return BY_NAME[name]
+
 
 SHORT_NAMES: dict[DType, str] = {
     bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64", uint8: "u8",

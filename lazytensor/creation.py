@@ -96,6 +96,8 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, device: Any = None) -> 
     if not _is_scalar(fill_value):
         fill_value = np.asarray(fill_value).item()
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.scalar_dtype(fill_value)
+    if dt.is_float and dt.itemsize == 2:  # a kernel reads the parameter in float32: give it the 16-bit value
+        fill_value = dtypes.rounded(float(fill_value), dt)
     return Tensor._scalar(fill_value, dt, get_device(device).name, "full", shape)
 
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import DTypeError
-from .kernels.dtype import (ALL_DTYPES, BY_NAME, DType, bfloat16, bfloat16_bits, bool_, float16, float32, float64,
-                            int8, int16, int32, int64, uint8)
+from .kernels.dtype import (ALL_DTYPES, BY_NAME, DType, bfloat16, bfloat16_bits, bfloat16_to_float32, bool_, float16,
+                            float32, float64, int8, int16, int32, int64, uint8)
 
 __all__ = ["DType", "bool_", "int8", "int16", "int32", "int64", "uint8", "float16", "bfloat16", "float32", "float64",
            "ALL_DTYPES", "default_float", "default_int", "to_dtype", "promote", "result_type", "scalar_dtype",
@@ -77,6 +77,14 @@ def storage_array(arr: np.ndarray, dtype: DType) -> np.ndarray:
         if is_ml_bfloat16(arr.dtype):
             return arr.view(np.uint16)
         return bfloat16_bits(np.asarray(arr, dtype=np.float32))
+
+
+def rounded(value: float, dtype: DType) -> float:
+    """`value` rounded to a 16-bit float dtype as a cast rounds it: through float32, to nearest even, too big
+    to inf."""
+    with np.errstate(over="ignore"):
+        bits = storage_array(np.array([value], dtype=np.float32), dtype)
+    return float((bfloat16_to_float32(bits) if dtype == bfloat16 else bits)[0])
 
 
 def host_view(bits: np.ndarray, dtype: DType) -> np.ndarray:

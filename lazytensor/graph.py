@@ -20,6 +20,9 @@ from collections.abc import Container, Iterator
 from enum import Enum
 from typing import Any
 
+import numpy as np
+
+from .device import get_device
 from .helpers import prod, user_frame
 from .kernels.dtype import DType
 from .kernels.ir import toposort
@@ -104,6 +107,13 @@ class Node:
             del _interned[self._key]
         self.op, self.srcs, self.arg, self.buffer, self._key = Op.BUFFER, (), None, buffer, None
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickled and deep-copied as a copy of its data, never as a graph: the node that comes back is a
+        buffer of its own on the same device. Only a realized node has data to copy."""
+        if not self.realized:
+            raise TypeError(f"cannot pickle or copy {self!r}: it is not computed (realize it first)")
+        return _node_of_data, (self.buffer.numpy(), self.dtype, self.shape, self.device)
+
     def __repr__(self) -> str:
         return f"<Node {self.op.value} {self.dtype.name}{list(self.shape)} at {self.origin}>"
 
@@ -121,6 +131,11 @@ def hold(holder: Any) -> None:
 def held() -> list[Node]:
     """The unrealized nodes of the live holders: data the user may read after a realize."""
     return [n for h in list(_holders) if not (n := h.node).realized]
+
+
+def _node_of_data(data: np.ndarray, dtype: DType, shape: tuple[int, ...], device: str) -> Node:
+    """A node holding `data` (a buffer's flat contents, as `Buffer.numpy` gives them) on `device`."""
+    return Node.from_buffer(get_device(device).from_numpy(data, dtype), dtype, shape, device)
 
 
 def region(root: Node, boundaries: Container[Node]) -> Iterator[Node]:

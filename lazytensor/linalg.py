@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from .dtypes import bool_, promote
 from .errors import DeviceError, DTypeError, ShapeError
+from .helpers import prod
 from .kernels.ir import ReduceOp
 from .movement import normalize_axis
 
@@ -79,11 +80,10 @@ class LinalgOps:
             raise ShapeError(f"tensordot: axes {ax_a} of shape {a.shape} do not match axes {ax_b} of shape {b.shape}")
         free_a = [i for i in range(a.ndim) if i not in ax_a]
         free_b = [i for i in range(b.ndim) if i not in ax_b]
-        k = 1
-        for i in ax_a:
-            k *= a.shape[i]
-        lhs = a.permute(free_a + ax_a).reshape(-1, k) if free_a else a.permute(ax_a).reshape(1, k)
-        rhs = b.permute(ax_b + free_b).reshape(k, -1) if free_b else b.permute(ax_b).reshape(k, 1)
+        # every size spelled out: a -1 beside a size-0 axis (contracted or free) has no single answer
+        m, n, k = (prod(x.shape[i] for i in axes) for x, axes in ((a, free_a), (b, free_b), (a, ax_a)))
+        lhs = a.permute(free_a + ax_a).reshape(m, k)
+        rhs = b.permute(ax_b + free_b).reshape(k, n)
         return lhs.matmul(rhs).reshape(*(a.shape[i] for i in free_a), *(b.shape[i] for i in free_b))
 
     def dot(self: Tensor, other: Tensor) -> Tensor:

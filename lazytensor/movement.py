@@ -271,8 +271,12 @@ class MovementOps:
         return _pieces(self, [(s, s + n) for s, n in zip(starts, sizes)], axis)
 
     def chunk(self: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+        """PyTorch's chunk: at most `chunks` pieces along `dim` of ceil(size / chunks) elements each, the
+        last one shorter (fewer pieces where they run out first); an empty axis gives `chunks` empty ones."""
+        if chunks <= 0:
+            raise ValueError(f"chunk: chunks must be greater than 0, got {chunks}")
         n = self.shape[normalize_axis(dim, self.ndim, "chunk")]
-        return self.split(max(1, -(-n // chunks)), dim)
+        return self.split(-(-n // chunks) if n else [0] * chunks, dim)
 
     def tile(self: Tensor, *reps: Any) -> Tensor:
         """Repeat the whole tensor `reps[i]` times along axis i (NumPy's tile, PyTorch's repeat)."""

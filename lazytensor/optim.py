@@ -99,6 +99,16 @@ class Optimizer:
                  for k, s in self.state.items() if k in index}
         return {"state": state, "param_groups": groups}
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickling and deep copies key the state by each parameter's position in the groups: the copy's
+        parameters are new objects, whose ids the old ones do not name."""
+        position = {id(p): i for i, p in enumerate(p for g in self.param_groups for p in g["params"])}
+        return {**self.__dict__, "state": {position[k]: s for k, s in self.state.items() if k in position}}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        params = [p for g in state["param_groups"] for p in g["params"]]
+        self.__dict__.update({**state, "state": {id(params[i]): s for i, s in state["state"].items()}})
+
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         from .creation import asarray
         params = [p for g in self.param_groups for p in g["params"]]
@@ -184,6 +194,9 @@ class Adam(Optimizer):
             super().step()
         finally:  # the terms serve one step: kept, they would be tensors held past it (and written)
             self._terms.clear()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**super().__getstate__(), "_terms": {}}  # the last step's terms: rebuilt by the next step
 
     def _step_terms(self, count: Tensor | None, device: str, dtype: Any, group: dict[str, Any]) \
             -> tuple[Tensor, Tensor, Tensor]:

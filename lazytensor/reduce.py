@@ -9,10 +9,11 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from .dtypes import bool_, default_float, default_int, to_dtype
-from .errors import ShapeError
+from .dtypes import DType, bool_, default_float, default_int, to_dtype
+from .errors import AxisError, ShapeError
 from .graph import Op
 from .helpers import prod
+from .kernels.dtype import compute_dtype
 from .kernels.ir import ReduceOp
 from .movement import normalize_axes, normalize_axis
 
@@ -59,6 +60,15 @@ class ReduceOps:
             return self._const(0, self.dtype, self.device).broadcast_to(kept)
         return self._reduce(ReduceOp.MAX, axes, True, name)
 
+    def _widened(self: Tensor) -> tuple[Tensor, DType]:
+        """This tensor in the dtype float reductions accumulate in (float32 for the 16-bit floats and the
+        ints), and the dtype of the result (the float's own, float32 for ints). The ops built of several
+        steps (mean, var, softmax, ...) compute in the first and round once to the second, at the end: a
+        16-bit intermediate would be rounded wherever the scheduler writes it to memory (a mean's sum of
+        30000 float16 values overflows before its division)."""
+        x = self if self.dtype.is_float else self.cast(default_float)
+        return x.cast(compute_dtype(x.dtype)), x.dtype
+
     def _accumulate_dtype(self: Tensor, dtype: Any) -> Tensor:
         if dtype is not None:
             return self.cast(to_dtype(dtype))
@@ -103,26 +113,33 @@ class ReduceOps:
         """Arithmetic mean; integer input gives float32 (the default float)."""
         axis = _pick(axis, dim)
         x = self.cast(to_dtype(dtype)) if dtype is not None else self
-        x = x if x.dtype.is_float else x.cast(default_float)
-        count = x._count(axis, "mean")
-        return x.sum(axis, keepdims or keepdim) / x._const(count, x.dtype, x.device)
+        wide, out = x._widened()
+        total = wide.sum(axis, keepdims or keepdim)
+        return (total / wide._const(x._count(axis, "mean"), wide.dtype, wide.device)).cast(out)
 
     def var(self: Tensor, axis: Any = None, keepdims: bool = False, *, correction: float | None = None,
             ddof: float | None = None, dim: Any = None, keepdim: bool = False) -> Tensor:
         """Variance with `correction` (NumPy's `ddof`) subtracted from the count: 0 by default, as
         NumPy and the array API; pass correction=1 for PyTorch's default."""
-        axis = _pick(axis, dim)
-        if correction is not None and ddof is not None and correction != ddof:
-            raise ValueError("var: give correction or ddof, not both")
-        corr = correction if correction is not None else ddof if ddof is not None else 0
-        x = self if self.dtype.is_float else self.cast(default_float)
-        centered = x - x.mean(axis, keepdims=True)
-        denom = max(0.0, x._count(axis, "var") - corr)
-        return (centered * centered).sum(axis, keepdims or keepdim) / x._const(denom, x.dtype, x.device)
+        out, dtype = self._wide_var(_pick(axis, dim), keepdims or keepdim, correction, ddof, "var")
+        return out.cast(dtype)
 
     def std(self: Tensor, axis: Any = None, keepdims: bool = False, *, correction: float | None = None,
             ddof: float | None = None, dim: Any = None, keepdim: bool = False) -> Tensor:
-        return self.var(axis, keepdims, correction=correction, ddof=ddof, dim=dim, keepdim=keepdim).sqrt()
+        """Standard deviation: the square root of `var` with the same arguments."""
+        out, dtype = self._wide_var(_pick(axis, dim), keepdims or keepdim, correction, ddof, "std")
+        return out.sqrt().cast(dtype)
+
+    def _wide_var(self: Tensor, axis: Any, keepdims: bool, correction: float | None, ddof: float | None,
+                  name: str) -> tuple[Tensor, DType]:
+        """The variance in the widened dtype (see `_widened`), and the dtype it rounds to."""
+        if correction is not None and ddof is not None and correction != ddof:
+            raise ValueError(f"{name}: give correction or ddof, not both")
+        corr = correction if correction is not None else ddof if ddof is not None else 0
+        wide, out = self._widened()
+        centered = wide - wide.mean(axis, keepdims=True)
+        denom = max(0.0, self._count(axis, name) - corr)
+        return (centered * centered).sum(axis, keepdims) / wide._const(denom, wide.dtype, wide.device), out
 
     def _arg(self: Tensor, op: ReduceOp, axis: int | None, keepdims: bool, name: str) -> Tensor:
         x = self.reshape(-1) if axis is None else self
@@ -159,38 +176,42 @@ class ReduceOps:
                   keepdim: bool = False) -> Tensor:
         """`log(sum(exp(x)))` without overflow."""
         axis = _pick(axis, dim)
-        x = self if self.dtype.is_float else self.cast(default_float)
-        m = x._shift(axis, "logsumexp")
+        wide, out = self._widened()
+        m = wide._shift(axis, "logsumexp")
         from .tensor import where
         shift = where(m.isinf(), 0.0, m)  # all -inf stays -inf, and an inf gives inf, not inf - inf
-        out = (x - shift).exp().sum(axis, keepdims=True).log() + shift
-        return out if keepdims or keepdim else out.squeeze(normalize_axes(axis, self.ndim, "logsumexp"))
+        lse = ((wide - shift).exp().sum(axis, keepdims=True).log() + shift).cast(out)
+        return lse if keepdims or keepdim else lse.squeeze(normalize_axes(axis, self.ndim, "logsumexp"))
 
     def softmax(self: Tensor, axis: int = -1, *, dim: int | None = None) -> Tensor:
         """`exp(x) / sum(exp(x))` along `axis` (the last by default), computed stably."""
         axis = _pick(dim, axis) if dim is not None else axis
-        x = self if self.dtype.is_float else self.cast(default_float)
-        e = (x - x._shift(axis, "softmax")).exp()
-        return e / e.sum(axis, keepdims=True)
+        wide, out = self._widened()
+        e = (wide - wide._shift(axis, "softmax")).exp()
+        return (e / e.sum(axis, keepdims=True)).cast(out)
 
     def log_softmax(self: Tensor, axis: int = -1, *, dim: int | None = None) -> Tensor:
         """`log(softmax(x))` as `(x - max) - log(sum(exp(x - max)))`. Not `x - logsumexp(x)`: for large x
         that subtracts two large, rounded numbers and loses the small difference."""
         axis = _pick(dim, axis) if dim is not None else axis
-        x = self if self.dtype.is_float else self.cast(default_float)
-        shifted = x - x._shift(axis, "log_softmax")
-        return shifted - shifted.exp().sum(axis, keepdims=True).log()
+        wide, out = self._widened()
+        shifted = wide - wide._shift(axis, "log_softmax")
+        return (shifted - shifted.exp().sum(axis, keepdims=True).log()).cast(out)
 
     def cumsum(self: Tensor, axis: int | None = None, dtype: Any = None, *, dim: int | None = None) -> Tensor:
-        """Running sum along `axis` (over the flattened tensor when axis is None, as NumPy)."""
+        """Running sum along `axis` (over the flattened tensor when axis is None, as NumPy; a 0-d tensor
+        takes axis 0 or -1, as PyTorch). 16-bit floats accumulate in float32, each output rounded once."""
         axis = _pick(axis, dim)
         x = self._accumulate_dtype(dtype)
         if axis is None:
             x, axis = x.reshape(-1), 0
-        if x.ndim == 0:
+        if x.ndim == 0:  # its running sum is itself, along the one axis PyTorch lets it name
+            if not isinstance(axis, int) or axis not in (0, -1):
+                raise AxisError(f"cumsum: axis {axis!r} is out of bounds for a 0-d tensor (0 or -1)")
             return x
         a = normalize_axis(axis, x.ndim, "cumsum")
-        return x.swapaxes(a, -1)._cumsum_last().swapaxes(a, -1)
+        wide = x.cast(compute_dtype(x.dtype))
+        return wide.swapaxes(a, -1)._cumsum_last().swapaxes(a, -1).cast(x.dtype)
 
     def _cumsum_last(self: Tensor) -> Tensor:
         n = self.shape[-1]
@@ -209,6 +230,9 @@ class ReduceOps:
         tiles = self.pad(pad).reshape(*self.shape[:-1], blocks, block)
         inner = tiles._cumsum_last()
         totals = inner[..., -1]
-        offsets = totals._cumsum_last() - totals
-        out = inner + offsets.unsqueeze(-1)
+        # Each block starts from the sum of the blocks before it, summed as such: not as the running
+        # total less the block's own, where an inf in the block gives inf - inf and a large block erases
+        # the smaller sum before it.
+        before = totals[..., :-1]._cumsum_last().pad([(0, 0)] * (self.ndim - 1) + [(1, 0)])
+        out = inner + before.unsqueeze(-1)
         return out.reshape(*self.shape[:-1], blocks * block)[..., :n]

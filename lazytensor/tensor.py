@@ -8,6 +8,7 @@ contractions in `linalg.py`; this module holds the core and elementwise ops.
 """
 from __future__ import annotations
 
+import copy
 import math
 import operator
 from typing import Any, Callable, Iterator, Sequence
@@ -30,13 +31,6 @@ from .reduce import ReduceOps
 
 Scalar = bool | int | float
 Shape = tuple[int, ...]
-
-
-# Python exponents computed without a general `pow`, as PyTorch computes them (its CPU and CUDA kernels
-# special-case the same ones): the results match it bit for bit, and `x ** 2` costs a multiply.
-_POWERS: dict[float, Callable[[Tensor], Tensor]] = {
-    2: lambda x: x * x, 3: lambda x: x * x * x, -2: lambda x: (x * x).reciprocal(), 0.5: lambda x: x.sqrt(),
-    -0.5: lambda x: x.rsqrt(), -1: lambda x: x.reciprocal()}
 
 
 class _Size(int):
@@ -70,6 +64,15 @@ def broadcast_shapes(*shapes: Shape, op: str = "broadcast") -> Shape:
 
 def _is_scalar(x: object) -> bool:
     return isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
+
+
+# PyTorch raises a float tensor to these Python scalar powers with other ops than C's `pow`, whose special
+# values differ: `(-inf) ** 0.5` is sqrt's NaN (pow's is inf), `(-0.0) ** -0.5` is -inf, `1e20 ** -2` is 0
+# in float32. Tensor exponents (and other scalars) take `pow` in both.
+_SCALAR_POWERS: dict[float, Callable[[Tensor], Tensor]] = {
+    0.5: lambda x: x.sqrt(), -0.5: lambda x: x.rsqrt(), 2: lambda x: x * x, 3: lambda x: x * x * x,
+    -1: lambda x: x.reciprocal(), -2: lambda x: (x * x).reciprocal(),
+}
 
 
 class Tensor(ReduceOps, MovementOps, LinalgOps):
@@ -273,6 +276,25 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
         bits = self._host_bits()
         return bfloat16_to_float32(bits) if self.dtype == dtypes.bfloat16 else bits
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickling and `copy` save the data (computed now), never the graph that computes it: the tensor
+        that comes back holds a copy of it (one copy for the tensors that shared it), on the same device,
+        with the same dtype, shape, requires_grad and class (a Parameter stays one), and no gradient.
+        `copy.copy` shares the data instead, as a view would."""
+        check_read()
+        self.realize()
+        return _rebuilt, (type(self), self.node, self.requires_grad), getattr(self, "__dict__", None) or None
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
+        """A copy as pickling makes it (see `__reduce__`), and of the gradient too, as PyTorch's."""
+        rebuild, args, state = self.__reduce__()
+        out = memo[id(self)] = rebuild(*copy.deepcopy(args, memo))
+        if state:
+            out.__dict__.update(copy.deepcopy(state, memo))
+        if self.grad is not None:
+            out.grad = copy.deepcopy(self.grad, memo)
+        return out
+
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         out = self.numpy()
         if dtype is not None and np.dtype(dtype) != out.dtype:
@@ -406,6 +428,7 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
         return self._binary(other, Alu.MOD, "remainder")
 
     def pow(self, other: Any) -> Tensor:
+        """`self ** other` elementwise, with PyTorch's special values (see `_SCALAR_POWERS`)."""
         return self._pow(other, reverse=False)
 
     def _pow(self, other: Any, reverse: bool) -> Tensor:
@@ -413,10 +436,9 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
             if isinstance(other, int) and other < 0 and not self.dtype.is_float:
                 raise ValueError(f"power: integers to negative integer powers are not allowed ({self.dtype.name} "
                                  f"tensor ** {other})")
-            if other in _POWERS:
-                dtype = dtypes.result_type(self.dtype, other)
-                if dtype.is_float or other in (2, 3):
-                    return _POWERS[other](self.cast(dtype))
+            dtype = dtypes.result_type(self.dtype, other)
+            if dtype.is_float and other in _SCALAR_POWERS:
+                return _SCALAR_POWERS[other](self.cast(dtype))
         return self._binary(other, Alu.POW, "power", reverse)
 
     __add__ = add
@@ -705,6 +727,13 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
 
     def logical_xor(self, other: Any) -> Tensor:
         return self._logical(other, Alu.XOR, "logical_xor")
+
+
+def _rebuilt(cls: type[Tensor], node: Node, requires_grad: bool) -> Tensor:
+    """A tensor of class `cls` on `node`, a leaf of the graph: how pickles and copies come back."""
+    out = cls.__new__(cls)
+    Tensor.__init__(out, node, requires_grad=requires_grad)
+    return out
 
 
 def where(condition: Any, x: Any, y: Any) -> Tensor:

@@ -3,8 +3,10 @@ _like forms, arange, linspace, eye; attributes (shape, dtype, size, T, mT, ...),
 NumPy and Python values, casts."""
 from __future__ import annotations
 
+import copy
 import math
 import operator
+import pickle
 
 import numpy as np
 import pytest
@@ -204,6 +206,17 @@ def test_full_with_explicit_dtype_and_conversions():
     check(lt.full((2, 2), lt.asarray(3)), torch.full((2, 2), 3))
     with pytest.raises(lt.DTypeError):
         lt.full((2,), 300, dtype=lt.uint8)
+
+
+@pytest.mark.parametrize("dtype", [lt.float16, lt.bfloat16], ids=str)
+def test_full_of_a_16_bit_float_holds_its_rounded_value_in_the_kernels_that_read_it(dtype):
+    """A 16-bit `full` passes its value to kernels as a float32 parameter: the value rounded to the dtype,
+    not the Python float, or `full(1e-20, float16) * 1e20` is 1 where the tensor holds 0."""
+    tdtype = to_torch_dtype(dtype)
+    for value in (1e-20, 0.1, 1 + 2 ** -9, -3e4):
+        x, t = lt.full((3,), value, dtype=dtype), torch.full((3,), value, dtype=tdtype).float()
+        for got, expected in ((x * 1e20, t * 1e20), (x - value, t - value)):
+            np.testing.assert_array_equal(got.float().numpy(), expected.to(tdtype).float().numpy(), err_msg=str(value))
 
 
 @pytest.mark.parametrize("make", [lambda: lt.zeros(-1), lambda: lt.ones((2, -1)), lambda: lt.full(-1, 2.0),
@@ -433,6 +446,45 @@ def test_repr():
     assert repr(lt.zeros(0, dtype=lt.int64)) == f"tensor([], dtype=int64, device='{DEFAULT_DEVICE}')"
     x = lt.asarray([1.0, 2.0]) * 3
     assert str(x) == repr(x) == f"tensor([3., 6.], dtype=float32, device='{DEFAULT_DEVICE}')"
+
+
+def storage_bits(t: lt.Tensor) -> np.ndarray:
+    """A tensor's data as its buffer holds it, as raw bytes: bit for bit, NaN payloads and -0.0 included."""
+    return t.realize().node.buffer.numpy().view(np.uint8).copy()
+
+
+@pytest.mark.parametrize("dtype", [*ALL_DTYPES, lt.float16, lt.bfloat16], ids=str)
+def test_pickle_and_deepcopy_copy_the_data_not_the_graph(dtype):
+    """A pickled or deep-copied tensor comes back computed, as a buffer of its own (not the graph that made
+    it), bit for bit, with its dtype, shape, device and requires_grad; tensors that shared data share the
+    copy; pickling drops the gradient and deepcopy copies it (as torch); copy.copy shares the data."""
+    import ml_dtypes
+    raw = np.random.default_rng(5).integers(0, 256, 4 * 6 * dtype.itemsize, dtype=np.uint8)
+    arr = (raw % 2).astype(bool) if dtype == lt.bool_ else \
+        raw.view(ml_dtypes.bfloat16 if dtype == lt.bfloat16 else np.dtype(dtype.name))
+    x = lt.from_numpy(arr.reshape(4, 6)).T[::2]  # a lazy view: its graph is not what is saved
+    x.requires_grad = dtype.is_float
+    twin = lt.Tensor(x.node)
+    for y, y_twin in (pickle.loads(pickle.dumps((x, twin))), copy.deepcopy((x, twin))):
+        assert type(y) is lt.Tensor and y.node.realized and y.node.srcs == ()
+        assert (y.dtype, y.shape, y.device, y.requires_grad, y.grad) == (x.dtype, x.shape, x.device, x.requires_grad, None)
+        np.testing.assert_array_equal(storage_bits(y), storage_bits(x))
+        assert y_twin.node is y.node and y.node is not x.node
+    if dtype.is_float:
+        x.grad = lt.ones(x.shape, dtype=dtype) * 2
+        assert pickle.loads(pickle.dumps(x)).grad is None
+        np.testing.assert_array_equal(storage_bits(copy.deepcopy(x).grad), storage_bits(x.grad))
+    assert copy.copy(x).node is x.node
+
+
+def test_a_copy_is_independent_of_the_memory_it_was_made_from():
+    arr = np.arange(4, dtype=np.float32)
+    x = lt.from_numpy(arr)
+    copies = [copy.deepcopy(x), pickle.loads(pickle.dumps(x))]
+    arr[0] = 9.0
+    assert x.numpy()[0] == 9.0
+    for y in copies:
+        np.testing.assert_array_equal(y.numpy(), [0.0, 1.0, 2.0, 3.0])
 
 
 def test_len_and_iteration():

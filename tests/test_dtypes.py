@@ -2,7 +2,9 @@
 result types, and that ops really produce the promoted dtype."""
 from __future__ import annotations
 
+import copy
 import itertools
+import pickle
 
 import numpy as np
 import pytest
@@ -169,3 +171,10 @@ def test_default_dtypes_of_creation_and_results():
     assert (lt.asarray([1, 2]) / 2).dtype == lt.default_float
     assert lt.asarray([1, 2]).exp().dtype == lt.default_float
     assert (lt.asarray([True]) + 1).dtype == lt.default_int
+
+
+def test_dtypes_pickle_and_copy_as_the_same_constant():
+    """A dtype's equality is identity: a pickled or copied dtype must be the module's constant itself."""
+    for dt in EVERY_DTYPE:
+        for back in (pickle.loads(pickle.dumps(dt)), copy.deepcopy(dt), copy.copy(dt)):
+            assert back is dt

@@ -372,6 +372,24 @@ def test_pow_promotion():
     check(2 ** lt.asarray(b), 2 ** torch.tensor(b))
 
 
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_pow_to_a_python_scalar_has_torchs_special_values(dtype):
+    """torch raises a float tensor to the Python scalars 0.5, -0.5, 2, 3, -1 and -2 with sqrt, rsqrt, x*x,
+    x*x*x, 1/x and 1/(x*x), so `(-inf) ** 0.5` is NaN (C's pow: inf), `(-0.0) ** -0.5` is -inf and
+    `1e20 ** -2` in float32 is 0; other scalars (a negative base to a non-integer power is NaN, zero to a
+    negative power inf), tensor exponents and scalar bases take C's pow. The 16-bit floats compute in
+    float32, so they follow float32 (as torch's CUDA kernels; its CPU float16 one takes pow for all)."""
+    bases = np.array(SPECIALS + [1e20, -1e20, -3.0, 2.0, 1e-30], np.float64)
+    for s in (0.5, -0.5, 2, 3, -1, -2, 2.0, 0.25, -0.75, 1.5, 0, 1, -3, 0.001):
+        x, t = lt.asarray(bases.astype(dtype.name)), torch.tensor(bases.astype(dtype.name))
+        check_signs(x ** s, t ** s)
+        check_signs(x ** lt.full((), s, dtype=dtype), t ** torch.tensor(s, dtype=t.dtype))
+        check_signs(s ** x, s ** t)
+        half_dtype = lt.float16 if dtype == lt.float32 else lt.bfloat16
+        h, th = x.cast(half_dtype), t.to(to_torch_dtype(half_dtype))
+        check_signs((h ** s).float(), (th.float() ** s).to(th.dtype).float())
+
+
 # ---- unary ops ------------------------------------------------------------------------------------
 
 FLOAT_UNARY = {  # name: (torch function, data range)

@@ -133,7 +133,33 @@ def test_column_reductions_stream_rows_with_vector_accumulators():
         np.testing.assert_array_equal(out, x.sum(0))
         text = program.optimized_ir
         # walking down the columns would gather one element per row; streaming rows loads whole vectors
-        assert "gather" not in text and re.search(rf"= {op} (reassoc nsz )?<\d+ x ", text), text
+        assert "gather" not in text and re.search(rf"= {op} (reassoc )?<\d+ x ", text), text
+
+
+def scaled_sum_kernel(n: int) -> ir.Kernel:
+    """`b0[0] = sum over r < n of b1[r] * p0`."""
+    r = Var("r", n)
+    scaled = ir.alu(ir.Alu.MUL, float32, ir.load(1, float32, Expr.of(r), ()), ir.param(0, float32))
+    bufs = (ir.BufferParam(float32, 1, True), ir.BufferParam(float32, n))
+    return ir.Kernel("", bufs, (float32,), (Var("o", 1),),
+                     (ir.Store(0, Expr.of(0), ir.reduce(ir.ReduceOp.SUM, scaled, (r,))),))
+
+
+def test_a_sum_of_products_is_not_factored_into_a_product_of_the_sum():
+    """`sum(c * x)` adds the products, in any order, but never computes `c * sum(x)`: 0.5 * (3e38 + 3e38)
+    overflows where 1.5e38 + 1.5e38 does not, and inf * (1 - 1 + 1) is inf where inf - inf + inf is NaN.
+    Fully unrolled (3 elements), in a vector loop's unrolled tail (9, 31) and vectorized (1000)."""
+    for n in (3, 9, 31, 1000):
+        program, _ = compile_kernel(scaled_sum_kernel(n))
+        for head, scale, expected in (([3e38, 3e38, -3e38], 0.5, np.float32(1.5e38)),
+                                      ([1.0, -1.0, 1.0], np.inf, np.nan)):
+            for at in (0, n - 3):
+                x = np.zeros(n, np.float32)
+                x[at:at + 3] = head
+                out = np.empty(1, np.float32)
+                program([out.ctypes.data, x.ctypes.data], [scale])
+                np.testing.assert_array_equal(out, [expected], err_msg=f"n={n}, at {at}")
+    assert re.search(r"= fadd reassoc <\d+ x float>", program.optimized_ir)  # still vectorized
 
 
 def update_kernel(name: str, slot: int, size: int, op: ir.Alu, operand: int) -> ir.Kernel:

@@ -187,6 +187,15 @@ def test_tensordot_explicit_axes(b_shape, axes):
     check(lt.tensordot(x, y, axes), torch.tensordot(t, u, dims=dims))
 
 
+@pytest.mark.parametrize("a_shape,b_shape,axes", [((3, 0), (0, 4), 1), ((2, 0, 3), (0, 3, 5), ([1, 2], [0, 1])),
+                                                   ((0,), (0,), 1), ((3, 0), (0,), 1), ((0, 3), (3, 4), 1),
+                                                   ((2, 3), (3, 0), 1), ((0, 2), (2, 0), 0)], ids=str)
+def test_tensordot_over_a_size_0_axis_gives_zeros(a_shape, b_shape, axes):
+    """A size-0 contracted axis sums nothing (zeros); a size-0 free axis gives an empty result."""
+    a, b = random_array(a_shape, lt.float32, 1), random_array(b_shape, lt.float32, 2)
+    check(lt.tensordot(lt.asarray(a), lt.asarray(b), axes), torch.tensordot(torch.tensor(a), torch.tensor(b), axes))
+
+
 def test_tensordot_float64_and_errors():
     x, y, t, u = pair((3, 4, 5), (5, 4, 2), lt.float64)
     check(x.tensordot(y, ([1, 2], [1, 0])), torch.tensordot(t, u, dims=([1, 2], [1, 0])))

@@ -549,6 +549,21 @@ def test_chunk(chunks):
         check_pieces(got, want)
 
 
+def test_chunk_of_an_empty_axis_and_a_count_below_1():
+    """A count below 1 is a ValueError naming it (torch raises too), not a ZeroDivisionError or a split
+    into pieces of -(-n // -1); an empty axis gives `chunks` empty pieces, as torch."""
+    x, t = lt.asarray(arange(10)), torch.tensor(arange(10))
+    for chunks in (0, -1, -5):
+        with pytest.raises(ValueError, match=f"chunks must be greater than 0, got {chunks}"):
+            x.chunk(chunks)
+        with pytest.raises(RuntimeError):
+            t.chunk(chunks)
+    e, te = lt.asarray(np.zeros((0, 2), np.float32)), torch.zeros(0, 2)
+    for chunks in (1, 3):
+        check_pieces(e.chunk(chunks), te.chunk(chunks))
+        check_pieces(e.chunk(chunks, dim=1), te.chunk(chunks, dim=1))
+
+
 # ---- tile / repeat -------------------------------------------------------------------------------------
 
 

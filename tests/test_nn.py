@@ -2,7 +2,9 @@
 gradients of every layer and loss; the Module API; PyTorch's initialization distributions."""
 from __future__ import annotations
 
+import copy
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -535,6 +537,44 @@ def test_custom_module_train_eval_buffers_and_zero_grad():
         net.nothing  # noqa: B018
     with pytest.raises(TypeError):
         net.conv.weight = lt.zeros(2, 1, 3, 3)  # a parameter is replaced by a Parameter
+
+
+def test_modules_pickle_and_deepcopy_with_copies_of_their_parameters_and_buffers():
+    """A module pickles and deep-copies with copies of its parameters (still Parameters, with their
+    requires_grad) and buffers (batch norm's running statistics, updated lazily just before), its settings
+    and its mode: the copy computes the same output bit for bit, a tied parameter stays tied, and training
+    the copy leaves the original alone. A state dict pickles and loads back."""
+    from lazytensor import optim
+    net = Net()
+    net.head[1].bias.requires_grad = False
+    x = lt.asarray(random_array((2, 1, 6, 6), lt.float32, seed=40))
+    net(x)  # training mode: the running statistics' update is pending
+    tied = nn.Sequential(nn.Embedding(5, 3), nn.Linear(3, 5))
+    tied[1].weight = tied[0].weight
+    for make in (lambda m: pickle.loads(pickle.dumps(m)), copy.deepcopy):
+        c = make(net)
+        assert type(c) is Net and c.scale == net.scale and c.training and c.bn.momentum == net.bn.momentum
+        for (name, p), (cname, cp) in zip(net.named_parameters(), c.named_parameters()):
+            assert cname == name and type(cp) is nn.Parameter and cp is not p and cp.requires_grad == p.requires_grad
+            np.testing.assert_array_equal(cp.numpy(), p.numpy())
+        for (name, b), (cname, cb) in zip(net.named_buffers(), c.named_buffers()):
+            assert cname == name and cb.dtype == b.dtype
+            np.testing.assert_array_equal(cb.numpy(), b.numpy())
+        np.testing.assert_array_equal(c(x).numpy(), net(x).numpy())
+        before = [p.numpy().copy() for p in net.parameters()]
+        opt = optim.SGD(c.parameters(), lr=0.5)
+        c(x).sum().backward()
+        opt.step()
+        assert not np.array_equal(c.conv.weight.numpy(), before[0])
+        for p, old in zip(net.parameters(), before):
+            np.testing.assert_array_equal(p.numpy(), old)
+        t = make(tied)
+        assert t[1].weight is t[0].weight and len(list(t.parameters())) == 2
+    sd = pickle.loads(pickle.dumps(net.state_dict()))
+    fresh = Net()
+    fresh.load_state_dict(sd)
+    fresh.eval(), net.eval()
+    np.testing.assert_array_equal(fresh(x).numpy(), net(x).numpy())
 
 
 def test_module_to_float64_and_requires_grad():

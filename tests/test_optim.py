@@ -2,6 +2,9 @@
 update; parameter groups and state dicts."""
 from __future__ import annotations
 
+import copy
+import pickle
+
 import numpy as np
 import pytest
 import torch
@@ -160,3 +163,40 @@ def test_argument_errors():
         optim.Adam([])
     with pytest.raises(TypeError):
         optim.SGD([lt.asarray([1, 2])], lr=0.1)
+
+
+def step(m, opt, scale: float) -> None:
+    loss = nn.functional.mse_loss(m(lt.asarray(X)) * scale, lt.asarray(Y))
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    lt.realize(loss, *m.parameters())
+
+
+@pytest.mark.parametrize("name", ["sgd_momentum", "adam_amsgrad", "adamw"])
+def test_optimizers_and_their_state_dicts_pickle_and_deepcopy(name):
+    """A model and its optimizer pickled or deep-copied together (their state pending, as after a step)
+    train on bit for bit as the originals do: the copy's state belongs to the copy's parameters, whose ids
+    are new. The copy's step counts are still one tensor for the parameters that step together. A pickled
+    state dict loads into a new optimizer that trains on the same way."""
+    make, _ = OPTIMIZERS[name]
+    m, _ = models()
+    opt = make(m.parameters())
+    step(m, opt, 1.0)
+    m.zero_grad()
+    nn.functional.mse_loss(m(lt.asarray(X)) * 2.0, lt.asarray(Y)).backward()
+    opt.step()  # pending: realized by the copy
+    copies = [pickle.loads(pickle.dumps((m, opt))), copy.deepcopy((m, opt))]
+    fresh_m = copy.deepcopy(m)
+    fresh_opt = make(fresh_m.parameters())
+    fresh_opt.load_state_dict(pickle.loads(pickle.dumps(opt.state_dict())))
+    for cm, copt in copies:
+        assert len(copt.state) == len(opt.state) and all(id(p) in copt.state for p in cm.parameters())
+        steps = {id(s["step"].node) for s in copt.state.values() if "step" in s}
+        assert len(steps) <= 1
+    for scale in (3.0, 0.5):
+        for pair in ((m, opt), *copies, (fresh_m, fresh_opt)):
+            step(*pair, scale)
+    for cm, _ in (*copies, (fresh_m, fresh_opt)):
+        for p, cp in zip(m.parameters(), cm.parameters()):
+            np.testing.assert_array_equal(cp.numpy(), p.numpy())

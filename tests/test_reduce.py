@@ -415,6 +415,27 @@ def test_softmax_sums_to_one():
     np.testing.assert_allclose(x.log_softmax(0).exp().sum(0).numpy(), np.ones(40), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [lt.float16, lt.bfloat16], ids=str)
+def test_half_mean_var_and_max_written_to_memory_divide_in_float32_and_round_once(dtype):
+    """A 16-bit mean, var or softmax's max that the scheduler writes to memory (its reader reduces along
+    another axis) accumulates and divides in float32 and rounds once, as torch: a row's sum of 30000
+    float16 values in [2, 4) is past float16's range, which its mean is not."""
+    tdtype = to_torch_dtype(dtype)
+    arr = np.random.default_rng(31).uniform(2, 4, (4, 30000)).astype(np.float32)
+    x, t = lt.asarray(arr).cast(dtype), torch.tensor(arr).to(tdtype)
+    centered, var = x - x.mean(-1, keepdims=True), x - x.var(-1, keepdims=True)
+    assert len(lt.schedule(centered.max(0))) == len(lt.schedule(var.max(0))) == 2  # the mean and var are written
+    check(centered.max(0), (t - t.mean(-1, keepdim=True)).amax(0))
+    check(var.max(0), (t - t.var(-1, correction=0, keepdim=True)).amax(0))
+    check((x - x.std(-1, keepdims=True)).max(0), (t - t.std(-1, correction=0, keepdim=True)).amax(0))
+    equal = lt.full((70000, 3), 1.5, dtype=dtype)  # the sum of exp is 70000: past float16's range
+    expected = torch.full((70000, 3), 1.5, dtype=tdtype)
+    check(equal.log_softmax(0), torch.log_softmax(expected, 0))
+    check(equal.softmax(0), torch.softmax(expected, 0))
+    # exact, not torch's: torch's float16 logsumexp adds the exponentials in float16 and overflows
+    check(equal.logsumexp(0), torch.full((3,), 1.5 + math.log(70000), dtype=tdtype))
+
+
 # ---- cumsum ----------------------------------------------------------------------------------------
 
 
@@ -467,6 +488,34 @@ def test_cumsum_long_axes_blocked_path(n):
     # random float64 data: the blocked sums differ from torch's sequential ones only by rounding.
     arr = random_array((2, n), lt.float64, seed=23)
     check(lt.asarray(arr).cumsum(-1), torch.cumsum(torch.tensor(arr), dim=-1))
+
+
+@pytest.mark.parametrize("n", [257, 1000, 70_000])
+def test_cumsum_past_a_block_adds_the_blocks_before_without_subtracting(n):
+    """Each output is a sum of the elements up to it: an inf leaves the outputs before it finite, a -inf
+    after it makes NaN only from there, and a huge element does not erase the sum before it (a block's
+    offset was the running total less the block's own: inf - inf, and (s + 1e30) - 1e30 = 0).
+    70000 elements also take the blocked path for the block totals."""
+    arr = np.ones((2, n), np.float32)
+    arr[0, n // 2], arr[0, n - 2] = np.inf, -np.inf
+    arr[1, n // 3] = 1e30
+    for kind in ("contiguous", "flipped"):
+        x, t = layout(arr, kind)
+        check(x.cumsum(1), torch.cumsum(t, 1), rtol=0, atol=0)
+    half = np.arange(n, dtype=np.float32) % 7
+    x, t = lt.asarray(half).cast(lt.float16), torch.tensor(half).half()
+    check(x.cumsum(0), torch.cumsum(t, 0))  # accumulated in float32, each output rounded once
+
+
+def test_cumsum_of_a_0d_tensor_takes_axis_0_or_minus_1():
+    x, t = lt.asarray(np.float32(2.5)), torch.tensor(2.5)
+    for axis in (0, -1):
+        check(x.cumsum(axis), torch.cumsum(t, axis))
+    for axis in (1, -2, 5):
+        with pytest.raises(lt.AxisError, match="0-d"):
+            x.cumsum(axis)
+        with pytest.raises(IndexError):
+            torch.cumsum(t, axis)
 
 
 def test_cumsum_long_flattened():

@@ -11,9 +11,11 @@ that can be checked without a GPU.
 """
 from __future__ import annotations
 
+import copy
 import importlib.util
 import math
 import os
+import pickle
 import subprocess
 import sys
 
@@ -195,6 +197,15 @@ def test_reductions_every_dtype(dtype, tiling):
     for fn in (lambda t: t.sum(axis=1), lambda t: t.sum(), lambda t: t.max(axis=0), lambda t: t.min(),
                lambda t: t.prod(axis=1), lambda t: t.argmax(axis=1), lambda t: t.cumsum(axis=1)):
         assert_same(fn, x, rtol=rtol)
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES, ids=str)
+def test_small_integer_max_and_min_keep_their_dtype_for_the_ops_that_read_them(dtype, tiling):
+    """tl.max and tl.min widen int8, int16 and uint8 to int32: cast back to the IR's dtype, a uint8 max
+    modulo 2 compiles (Triton refuses `%` of a signed by an unsigned value) and each op wraps in its dtype."""
+    x = random_array((4, 9), dtype, 6)
+    assert_same(lambda t: t.max(-1, keepdims=True) % 2, x)
+    assert_same(lambda t: t.min(0) // 3 - t.max(), x)
 
 
 def test_row_wise_multi_reductions_are_one_kernel(tiling):
@@ -475,6 +486,13 @@ def test_to_copies_between_devices():
     again = back.to(lt.devices()[1], lt.float32)
     assert again.device == "cuda:0" and again.dtype == lt.float32
     np.testing.assert_array_equal(again.numpy(), x.T * 2)
+
+
+def test_a_pickled_or_copied_tensor_stays_on_its_device():
+    x = lt.asarray(np.arange(12, dtype=np.float32).reshape(3, 4), device="cuda").T * 2
+    for y in (pickle.loads(pickle.dumps(x)), copy.deepcopy(x)):
+        assert y.device == "cuda:0" and y.node.realized and y.node is not x.node
+        np.testing.assert_array_equal(y.numpy(), x.numpy())
 
 
 def test_synchronize_waits_on_the_named_device(monkeypatch):

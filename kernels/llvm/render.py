@@ -255,8 +255,10 @@ class KernelRenderer(FunctionBuilder):
         """One step of a reduction."""
         if dtype.is_float and op in REASSOCIATIVE:
             # Reassociating lets LLVM keep several vector accumulators: faster, and more
-            # accurate than one running float sum.
-            return REASSOCIATIVE[op](self.b, acc, x, flags=("reassoc", "nsz"))
+            # accurate than one running float sum. `reassoc` alone, not with `nsz`: the two
+            # together also let InstCombine factor `c*x0 + c*x1` into `c*(x0 + x1)`, which
+            # computes other values (`(x * 0.5).sum()` overflows, `(x * inf).sum()` loses its NaN).
+            return REASSOCIATIVE[op](self.b, acc, x, flags=("reassoc",))
         return self.alu(op.combine, dtype, [acc, x])
 
     def emit_reduce(self, red: Value, path: tuple[Var, ...]) -> None:

@@ -815,15 +815,14 @@ class _Renderer(ValueRenderer):
         if dt == bool_:  # any / all
             fn = "tl.max" if op in (ReduceOp.SUM, ReduceOp.MAX) else "tl.min"
             return f"{fn}(tl.where({x}, 1, 0), {axis}, keep_dims=True) != 0"
-        if op is ReduceOp.SUM:
-            total = f"tl.sum({x}, {axis}, keep_dims=True)"
-            # tl.sum widens small integers to 32 bits; wrapping back keeps the IR's modular sum
-            return f"{total}.to({TL_TYPES[dt]})" if dt.is_int and dt.bits < 32 else total
         if op is ReduceOp.PROD:
             return f"tl.reduce({x}, {axis}, {self.helper('_mul')}, keep_dims=True)"
-        if dt.is_float:
+        if dt.is_float and op is not ReduceOp.SUM:
             return f"{self.helper('_reduce_' + op.value)}({x}, {axis})"
-        return f"tl.{op.value}({x}, {axis}, keep_dims=True)"
+        total = f"tl.{op.value}({x}, {axis}, keep_dims=True)"
+        # tl.sum, tl.max and tl.min widen small integers to int32: back to the IR's dtype, whose sum wraps
+        # and whose signedness the ops reading it follow (Triton refuses `%` of int32 by uint8)
+        return f"{total}.to({TL_TYPES[dt]})" if dt.is_int and dt.bits < 32 else total
 
 
 def render(kernel: Kernel, tiling: Tiling = Tiling()) -> TritonSource:
