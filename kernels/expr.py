@@ -13,6 +13,7 @@ equal structure means equal objects under `==` and `hash`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from math import gcd
 from typing import NamedTuple, Union
 
@@ -23,6 +24,13 @@ class Var:
 
     name: str
     size: int
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:  # expressions are dictionary keys by the thousand: hash each once
+        object.__setattr__(self, "_hash", hash((self.name, self.size)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def vmin(self) -> int:
@@ -42,6 +50,13 @@ class Div:
 
     x: Expr
     c: int
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((Div, self.x, self.c)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def vmin(self) -> int:
@@ -61,6 +76,13 @@ class Mod:
 
     x: Expr
     c: int
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((Mod, self.x, self.c)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def vmin(self) -> int:
@@ -91,6 +113,13 @@ class Expr:
     terms: tuple[tuple[Atom, int], ...] = ()
     vmin: int = field(default=0, compare=False, hash=False)
     vmax: int = field(default=0, compare=False, hash=False)
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.const, self.terms)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @staticmethod
     def make(const: int, coefs: dict[Atom, int]) -> Expr:
@@ -315,6 +344,9 @@ def simplify_bounds(bounds: list[Bound] | Bounds) -> Bounds | None:
     return tuple(out)
 
 
+# Kept by their arguments (see `lazytensor.views.source_index`): a deep network's kernels load their
+# buffers at the same indexes, block after block.
+@lru_cache(maxsize=1 << 16)
 def flat_index(idx: tuple[Expr, ...], shape: tuple[int, ...]) -> Expr:
     """Row-major linear index of `idx` into a contiguous array of `shape`."""
     flat = Expr.of(0)
@@ -326,6 +358,7 @@ def flat_index(idx: tuple[Expr, ...], shape: tuple[int, ...]) -> Expr:
     return flat
 
 
+@lru_cache(maxsize=1 << 16)
 def unflatten_index(flat: Expr, shape: tuple[int, ...]) -> tuple[Expr, ...]:
     """Inverse of `flat_index`: per-dimension indices of a row-major position."""
     out: list[Expr] = []

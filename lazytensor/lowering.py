@@ -306,7 +306,7 @@ def movement_source(node: Node, idx: tuple[Expr, ...], bounds: Bounds) -> tuple[
     padding it adds (outside them the value is zero); None where it never reads it."""
     src = node.srcs[0]
     src_idx, new_bounds = source_index(node.op, node.arg, src.shape, idx)
-    inner = simplify_bounds(list(bounds) + new_bounds)
+    inner = simplify_bounds((*bounds, *new_bounds))
     if inner is None:
         return None
     return (src, src_idx, inner), simplify_bounds(new_bounds) or ()

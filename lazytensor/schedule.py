@@ -37,10 +37,12 @@ Fusion rules (each one is a kernel-count test in tests/test_schedule.py):
 6. A fused region is capped at MAX_FUSED_OPS ops; past that the node is
    realized, so huge graphs compile in bounded time.
 7. Realized nodes of one shape whose regions overlap (read a common buffer
-   or compute a common node) are one kernel with several outputs, as long as
-   no other kernel has to run between them: an optimizer's step writes a
-   parameter and its moment estimates from one read of the gradient. A node
-   of the group that another reads is used in registers, not reloaded.
+   or compute a common node, of more than one element: a step count or a
+   gradient-clipping scale that every parameter's update reads is no reason
+   to merge them) are one kernel with several outputs, as long as no other
+   kernel has to run between them: an optimizer's step writes a parameter and
+   its moment estimates from one read of the gradient. A node of the group
+   that another reads is used in registers, not reloaded.
 8. A node that a live tensor holds (a variable of the user's program, a
    parameter, a gradient, optimizer state) and that the schedule computes
    anyway is written to memory, so that reading it later, or building on it,
@@ -317,13 +319,14 @@ def _realize_points(nodes: list[Node], roots: list[Node], extra: set[Node]) -> t
     points = {r for r in roots if not r.realized} | extra
     costs = _Costs({}, {}, {})
     ops, loads, widest = costs.ops, costs.loads, costs.widest
+    known: dict[int, dict[int, int]] = {}  # regions counted node by node (see `_region_size`)
     for n in nodes:
         if n.realized:
             ops[id(n)], loads[id(n)], widest[id(n)] = 0, 1, n.numel
             continue
         c = _cost(n) + sum(ops[id(s)] for s in n.srcs)
         if c > MAX_FUSED_OPS:  # the sum counts a node shared by two paths twice: count the region's nodes
-            c = _region_size(n, points, MAX_FUSED_OPS + 1)
+            c = _region_size(n, points, MAX_FUSED_OPS + 1, known)
         wide = max((widest[id(s)] for s in n.srcs), default=0)
         if c > MAX_FUSED_OPS and n.numel > wide:
             for s in n.srcs:
@@ -332,7 +335,7 @@ def _realize_points(nodes: list[Node], roots: list[Node], extra: set[Node]) -> t
                 if not s.realized and s not in points:
                     points.add(s)
                     ops[id(s)], loads[id(s)], widest[id(s)] = 0, 1, s.numel
-            c = _region_size(n, points, MAX_FUSED_OPS + 1)
+            c = _region_size(n, points, MAX_FUSED_OPS + 1, known)
         if c > MAX_FUSED_OPS:
             points.add(n)
         if n in points:
@@ -344,14 +347,27 @@ def _realize_points(nodes: list[Node], roots: list[Node], extra: set[Node]) -> t
     return points, costs
 
 
-def _region_size(root: Node, points: set[Node], limit: int) -> int:
+def _region_size(root: Node, points: set[Node], limit: int, known: dict[int, dict[int, int]]) -> int:
     """The ops `root`'s kernel would compute, each distinct node once (counted up to `limit`): a DAG with
-    much sharing is small even where the paths through it are many."""
-    size = 0
-    for n in region(root, points):
-        size += _cost(n)
-        if size >= limit:
-            break
+    much sharing is small even where the paths through it are many. `known` holds the regions counted
+    before (each node's ops by id): a walk takes theirs whole instead of walking them again, and leaves its
+    own there when it counts all of it."""
+    ops: dict[int, int] = {id(root): _cost(root)}
+    stack = [root]
+    while stack:
+        for src in stack.pop().srcs:
+            if id(src) in ops or src.op is Op.BUFFER or src in points:
+                continue
+            if (region := known.get(id(src))) is not None:
+                ops.update(region)
+            else:
+                ops[id(src)] = _cost(src)
+                stack.append(src)
+        if len(ops) >= limit and sum(ops.values()) >= limit:
+            return limit
+    size = sum(ops.values())
+    if size < limit:
+        known[id(root)] = ops
     return size
 
 
@@ -376,16 +392,22 @@ class _Nest:
 
 class _Region:
     """A kernel being planned: the point it computes, the contraction it hands to the backend's template
-    (with its axes), what it reads (buffers and other points, by id) and the ops it computes (by id)."""
+    (with its axes), what it reads (buffers and other points, by id), and what of that, and of the ops it
+    computes, has more than one element (by id: what rule 7 groups kernels by)."""
 
-    __slots__ = ("root", "contraction", "reads", "inner", "n_reduce_vars")
+    __slots__ = ("root", "contraction", "reads", "shared", "n_reduce_vars")
 
     def __init__(self, root: Node):
         self.root = root
         self.contraction: tuple[Node, Axes] | None = None
         self.reads: set[int] = set()
-        self.inner: set[int] = set()
+        self.shared: set[int] = set()
         self.n_reduce_vars = 0
+
+    def read(self, node: Node) -> None:
+        self.reads.add(id(node))
+        if node.numel > 1:
+            self.shared.add(id(node))
 
 
 # A node's uses: per kernel that computes it, each index it is read at (and its valid bounds), with the
@@ -434,7 +456,7 @@ class _Planner:
                 self.points.add(node)
             if node in self.points:
                 for r in uses:
-                    r.reads.add(id(node))
+                    r.read(node)
                 uses = self.own_region(node)
             if node.op is Op.RESHAPE or node.op is Op.PERMUTE:
                 self.view_regions[id(node)] = list(uses)
@@ -462,7 +484,7 @@ class _Planner:
             return uses
         self.points.add(view)
         for r in self.view_regions.pop(id(view)):
-            r.reads.add(id(view))
+            r.read(view)
         at, uses = view, self.own_region(view)
         while at is not node:  # down the views, planned again from the view's own kernel
             self.pass_down(at, uses)
@@ -540,14 +562,14 @@ class _Planner:
 
     def pass_down(self, node: Node, uses: Uses) -> None:
         """Hand `node`'s sources the indexes its kernels read them at."""
-        computed = node.op in _COMPUTED
+        shared = node.op in _COMPUTED and node.numel > 1
         for region, keys in uses.items():
-            if computed:
-                region.inner.add(id(node))
+            if shared:
+                region.shared.add(id(node))
             for (idx, bounds), nest in keys.items():
                 for src, src_idx, src_bounds, src_nest in self.sources(node, region, idx, bounds, nest):
                     if src.realized:
-                        region.reads.add(id(src))
+                        region.read(src)
                     else:
                         self.uses.setdefault(id(src), {}).setdefault(region, {}).setdefault(
                             (src_idx, src_bounds), src_nest)
@@ -643,29 +665,47 @@ def _groups(order: list[Node], regions: dict[Node, _Region], barriers: set[Node]
     `contiguous()` realizes (in `barriers`) is an explicit fusion barrier: it may share a kernel with
     points computed beside it, never with one that reads it. Contractions keep their template's kernel."""
     reads = {p: regions[p].reads for p in order}
-    inner = {p: regions[p].inner for p in order}
+    shared = {p: regions[p].shared for p in order}
     group_of: dict[Node, int] = {}
+    point_group: dict[int, int] = {}  # id(point) -> its group
     groups: list[list[Node]] = []
+    before: list[set[int]] = []  # per group, the groups whose outputs it reads
+    alike: dict[tuple, list[int]] = {}  # (shape, device) -> the groups of plain kernels of that shape
     for p in order:
-        placed = False
-        if regions[p].contraction is None:
-            for g in reversed(range(len(groups))):
-                members = groups[g]
-                head = members[0]
-                if (head.shape != p.shape or head.device != p.device or regions[head].contraction is not None
-                        or not any(reads[p] & reads[m] or inner[p] & inner[m] or id(m) in reads[p] for m in members)
-                        or any(id(m) in reads[p] for m in members if m in barriers)):
-                    continue
-                group_of[p] = g
-                if _acyclic(order, reads, group_of, len(groups)):
-                    members.append(p)
-                    placed = True
-                    break
-                del group_of[p]
-        if not placed:
-            group_of[p] = len(groups)
-            groups.append([p])
+        read_groups = {point_group[r] for r in reads[p] if r in point_group}
+        placed = None
+        candidates = alike.setdefault((p.shape, p.device), []) if regions[p].contraction is None else []
+        for g in reversed(candidates):
+            members = groups[g]
+            if not any(shared[p] & shared[m] or id(m) in reads[p] for m in members) \
+                    or any(id(m) in reads[p] for m in members if m in barriers) \
+                    or _reaches(read_groups - {g}, g, before):  # g would run both before and after p's inputs
+                continue
+            placed = g
+            break
+        if placed is None:
+            placed = len(groups)
+            groups.append([])
+            before.append(set())
+            if regions[p].contraction is None:
+                candidates.append(placed)
+        groups[placed].append(p)
+        group_of[p] = point_group[id(p)] = placed
+        before[placed] |= read_groups - {placed}
     return [groups[g] for g in _group_order(order, reads, group_of, len(groups))]
+
+
+def _reaches(starts: set[int], target: int, before: list[set[int]]) -> bool:
+    """Whether `target` is among `starts` or the groups they read, directly or not."""
+    seen, stack = set(starts), list(starts)
+    while stack:
+        g = stack.pop()
+        if g == target:
+            return True
+        for h in before[g] - seen:
+            seen.add(h)
+            stack.append(h)
+    return False
 
 
 def _group_edges(order: list[Node], reads: dict[Node, set[int]], group_of: dict[Node, int]) -> dict[int, set[int]]:
@@ -696,7 +736,3 @@ def _group_order(order: list[Node], reads: dict[Node, set[int]], group_of: dict[
             if indegree[h] == 0:
                 ready.append(h)
     return out
-
-
-def _acyclic(order: list[Node], reads: dict[Node, set[int]], group_of: dict[Node, int], n: int) -> bool:
-    return len(_group_order(order, reads, group_of, n)) == n

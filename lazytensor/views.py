@@ -9,6 +9,7 @@ become address arithmetic in the loads of the kernel that consumes them.
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from .graph import Op
@@ -17,25 +18,27 @@ from .kernels.expr import Bound, Expr, flat_index, unflatten_index
 Index = tuple[Expr, ...]
 
 
-def source_index(op: Op, arg: Any, src_shape: tuple[int, ...], idx: Index) -> tuple[Index, list[Bound]]:
+# Kept by their arguments: the blocks of a deep network read their tensors through the same views at the
+# same loop variables, and the scheduler and the lowering both map every index they visit.
+@lru_cache(maxsize=1 << 16)
+def source_index(op: Op, arg: Any, src_shape: tuple[int, ...], idx: Index) -> tuple[Index, tuple[Bound, ...]]:
     """The input index that output index `idx` reads, and the bounds that make it valid."""
     if op is Op.RESHAPE:
-        return _reshape_index(idx, arg, src_shape), []
+        return _reshape_index(idx, arg, src_shape), ()
     if op is Op.PERMUTE:
         out = [Expr.of(0)] * len(idx)
         for i, axis in enumerate(arg):
             out[axis] = idx[i]
-        return tuple(out), []
+        return tuple(out), ()
     if op is Op.EXPAND:
-        return tuple(Expr.of(0) if s == 1 and n != 1 else i for i, s, n in zip(idx, src_shape, arg)), []
+        return tuple(Expr.of(0) if s == 1 and n != 1 else i for i, s, n in zip(idx, src_shape, arg)), ()
     if op is Op.SHRINK:
-        return tuple(i * step + start for i, (start, _, step) in zip(idx, arg)), []
+        return tuple(i * step + start for i, (start, _, step) in zip(idx, arg)), ()
     if op is Op.FLIP:
-        return tuple(s - 1 - i if axis in arg else i for axis, (i, s) in enumerate(zip(idx, src_shape))), []
+        return tuple(s - 1 - i if axis in arg else i for axis, (i, s) in enumerate(zip(idx, src_shape))), ()
     if op is Op.PAD:
         shifted = tuple(i - before for i, (before, _) in zip(idx, arg))
-        bounds = [Bound(i, 0, s) for i, s, (before, after) in zip(shifted, src_shape, arg) if before or after]
-        return shifted, bounds
+        return shifted, tuple(Bound(i, 0, s) for i, s, (before, after) in zip(shifted, src_shape, arg) if before or after)
     raise ValueError(f"{op} is not a movement op")
 
 
