@@ -208,49 +208,71 @@ def _pack(c: Contraction, buffers: tuple[BufferParam, ...], name: str, slot: int
     return Pack(Kernel(name, buffers, c.params, loops, (Store(slot, index, value),)), tuple(clips), lane_var)
 
 
+# The geometry a GEMM core reads at run time, in this order (one i64 each): the product's rows m and
+# columns n, k, the panels of A and of B per batch, the blocks of rows and of columns a task takes, the
+# panels per block of rows and of columns, and k per block.
+GEOMETRY = ("m", "n", "k", "row_panels_total", "col_panels_total", "row_blocks", "col_blocks", "row_panels",
+            "col_panels", "kc")
+
+
+def core_name(c: Contraction, layout: Layout) -> str:
+    """The GEMM core a contraction runs: one per dtype and tile, shared by every contraction of them."""
+    return f"lt_gemm_{c.dtype.name}_{layout.lanes}x{layout.mr}x{layout.nr}"
+
+
+def geometry(c: Contraction, layout: Layout) -> tuple[int, ...]:
+    """The values of GEOMETRY for a contraction."""
+    _, m, n, k = c.sizes
+    mp, np_ = layout.panels(c)
+    return (m, n, k, mp, np_, -(-mp // layout.row_panels), -(-np_ // layout.col_panels), layout.row_panels,
+            layout.col_panels, layout.kc)
+
+
 class _GemmRenderer(FunctionBuilder):
+    """The GEMM core: `void core(ptr product, ptr a_panels, ptr b_panels, ptr geometry, i64 first_task,
+    i64 end_task)`. Its sizes are run-time values (`GEOMETRY`), so one core serves every contraction of a
+    dtype and tile; only the tile (MR x NR, the vector width) is compiled in, as the registers it holds."""
+
     def __init__(self, c: Contraction, layout: Layout):
-        super().__init__(c.name)
+        super().__init__(core_name(c, layout), (PTR, PTR, PTR, PTR, I64, I64))
         self.c, self.layout = c, layout
         self.t = llvm_type(c.dtype)
         self.vt = ir.VectorType(self.t, layout.lanes)
         self.suffix = f"v{layout.lanes}{'f32' if c.dtype == float32 else 'f64'}"  # intrinsic name mangling
 
     def render(self) -> str:
-        c, lay, b = self.c, self.layout, self.b
-        batch, m, n, k = c.sizes
-        mp, np_ = lay.panels(c)
-        row_blocks, col_blocks = -(-mp // lay.row_panels), -(-np_ // lay.col_panels)
-        bufs, _, start, end = self.fn.args
-
-        def buffer(slot: int) -> ir.Value:
-            return b.load(b.gep(bufs, [I64(slot)], source_etype=PTR), typ=PTR)
-
-        out, apack, bpack = buffer(c.product), buffer(len(c.buffers)), buffer(len(c.buffers) + 1)
+        lay, b = self.layout, self.b
+        out, apack, bpack, geom, start, end = self.fn.args
+        m, n, k, mp, np_, row_blocks, col_blocks, row_panels, col_panels, kc = (
+            b.load(b.gep(geom, [I64(i)], source_etype=I64), typ=I64) for i in range(len(GEOMETRY)))
+        self.m, self.n = m, n
+        m_tiles, n_tiles = b.udiv(m, I64(lay.mr)), b.udiv(n, I64(lay.nr))
+        blocks = b.mul(row_blocks, col_blocks)
 
         def task(t: ir.Value) -> None:
-            bi = b.udiv(t, I64(row_blocks * col_blocks))
-            rest = b.urem(t, I64(row_blocks * col_blocks))
-            rb, cb = b.udiv(rest, I64(col_blocks)), b.urem(rest, I64(col_blocks))
-            ip0, jp0 = b.mul(rb, I64(lay.row_panels)), b.mul(cb, I64(lay.col_panels))
-            ip1 = self.min(b.add(ip0, I64(lay.row_panels)), I64(mp))
-            jp1 = self.min(b.add(jp0, I64(lay.col_panels)), I64(np_))
+            bi = b.udiv(t, blocks)
+            rest = b.urem(t, blocks)
+            rb, cb = b.udiv(rest, col_blocks), b.urem(rest, col_blocks)
+            ip0, jp0 = b.mul(rb, row_panels), b.mul(cb, col_panels)
+            ip1 = self.min(b.add(ip0, row_panels), mp)
+            jp1 = self.min(b.add(jp0, col_panels), np_)
 
             def k_block(kb: ir.Value) -> None:
-                k0 = b.mul(kb, I64(lay.kc))
-                depth = self.min(I64(lay.kc), b.sub(I64(k), k0))
+                k0 = b.mul(kb, kc)
+                depth = self.min(kc, b.sub(k, k0))
 
                 def column_panel(jp: ir.Value) -> None:
-                    bp = b.gep(bpack, [b.add(b.mul(b.add(b.mul(bi, I64(np_)), jp), I64(k * lay.nr)),
+                    bp = b.gep(bpack, [b.add(b.mul(b.add(b.mul(bi, np_), jp), b.mul(k, I64(lay.nr))),
                                              b.mul(k0, I64(lay.nr)))], source_etype=self.t)
                     self.counted_loop("ip", ip0, ip1, lambda ip: self.tile(
-                        bi, ip, jp, b.gep(apack, [b.add(b.mul(b.add(b.mul(bi, I64(mp)), ip), I64(k * lay.mr)),
+                        bi, ip, jp, b.gep(apack, [b.add(b.mul(b.add(b.mul(bi, mp), ip), b.mul(k, I64(lay.mr))),
                                                         b.mul(k0, I64(lay.mr)))], source_etype=self.t),
-                        bp, out, depth, b.icmp_signed("==", kb, I64(0))))
+                        bp, out, depth, b.icmp_signed("==", kb, I64(0)),
+                        b.and_(b.icmp_signed("<", ip, m_tiles), b.icmp_signed("<", jp, n_tiles))))
 
                 self.counted_loop("jp", jp0, jp1, column_panel)
 
-            self.counted_loop("kb", I64(0), I64(-(-k // lay.kc)), k_block)
+            self.counted_loop("kb", I64(0), b.udiv(b.add(k, b.sub(kc, I64(1))), kc), k_block)
 
         self.counted_loop("task", start, end, task)
         b.ret_void()
@@ -267,11 +289,12 @@ class _GemmRenderer(FunctionBuilder):
         return self.b.shuffle_vector(lane0, ir.Constant(vt, ir.Undefined), zeros)
 
     def tile(self, bi: ir.Value, ip: ir.Value, jp: ir.Value, ap: ir.Value, bp: ir.Value, out: ir.Value,
-             depth: ir.Value, first: ir.Value) -> None:
+             depth: ir.Value, first: ir.Value, full: ir.Value) -> None:
         """One MR x NR tile of the product over one block of k, accumulated in registers: it starts from
-        zero in the first block and from the tile stored so far in the others."""
+        zero in the first block and from the tile stored so far in the others. `full`: the tile is inside
+        the matrix."""
         c, lay, b = self.c, self.layout, self.b
-        _, m, n, k = c.sizes
+        m, n = self.m, self.n
         nv = lay.nr // lay.lanes
         align = lay.lanes * c.dtype.itemsize
         accs = [[self.alloca(self.vt) for _ in range(nv)] for _ in range(lay.mr)]
@@ -279,21 +302,20 @@ class _GemmRenderer(FunctionBuilder):
         for row in accs:
             for acc in row:
                 b.store(zero, acc)
-        row0 = b.add(b.mul(bi, I64(m)), b.mul(ip, I64(lay.mr)))
+        row0 = b.add(b.mul(bi, m), b.mul(ip, I64(lay.mr)))
         col0 = b.mul(jp, I64(lay.nr))
 
         def address(r: int, v: int) -> ir.Value:
-            idx = b.add(b.mul(b.add(row0, I64(r)), I64(n)), b.add(col0, I64(v * lay.lanes)))
+            idx = b.add(b.mul(b.add(row0, I64(r)), n), b.add(col0, I64(v * lay.lanes)))
             return b.gep(out, [idx], source_etype=self.t)
 
-        full = b.and_(b.icmp_signed("<", ip, I64(m // lay.mr)), b.icmp_signed("<", jp, I64(n // lay.nr)))
         lanes = ir.Constant(ir.VectorType(I64, lay.lanes), list(range(lay.lanes)))
         mask_type = ir.VectorType(I1, lay.lanes)
 
         def edge(r: int, v: int) -> tuple[ir.Value, ir.Value]:
             """Whether row r is inside the matrix, and the mask of lanes of vector v inside it."""
-            limit = b.sub(I64(n), b.add(col0, I64(v * lay.lanes)))
-            return b.icmp_signed("<", b.add(b.mul(ip, I64(lay.mr)), I64(r)), I64(m)), \
+            limit = b.sub(n, b.add(col0, I64(v * lay.lanes)))
+            return b.icmp_signed("<", b.add(b.mul(ip, I64(lay.mr)), I64(r)), m), \
                 b.icmp_signed("<", lanes, self.splat(limit))
 
         def load_full() -> None:
@@ -350,6 +372,24 @@ class _GemmRenderer(FunctionBuilder):
         self.when("tile", full, store_full, store_edge)
 
 
-def render_gemm(c: Contraction, layout: Layout) -> str:
-    """LLVM IR of the GEMM step: `void name(ptr buffers, ptr params, i64 first_task, i64 end_task)`."""
+def render_gemm_core(c: Contraction, layout: Layout) -> str:
+    """LLVM IR of the GEMM core for the contraction's dtype and tile (see `_GemmRenderer`)."""
     return _GemmRenderer(c, layout).render()
+
+
+def render_gemm(c: Contraction, layout: Layout) -> str:
+    """LLVM IR of the contraction's GEMM step, `void name(ptr buffers, ptr params, i64 first_task, i64
+    end_task)`: a call of its core (`core_name`, compiled in a module of its own) with the product's and
+    the panels' buffers and the contraction's geometry."""
+    builder = FunctionBuilder(c.name)
+    module, b = builder.module, builder.b
+    bufs, _, start, end = builder.fn.args
+    core = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR, PTR, I64, I64]), core_name(c, layout))
+    table = ir.GlobalVariable(module, ir.ArrayType(I64, len(GEOMETRY)), f"{c.name}_geometry")
+    table.global_constant, table.linkage = True, "private"
+    table.initializer = ir.Constant(ir.ArrayType(I64, len(GEOMETRY)), list(geometry(c, layout)))
+    out, apack, bpack = (b.load(b.gep(bufs, [I64(slot)], source_etype=PTR), typ=PTR)
+                         for slot in (c.product, len(c.buffers), len(c.buffers) + 1))
+    b.call(core, [out, apack, bpack, b.gep(table, [I64(0), I64(0)]), start, end])
+    b.ret_void()
+    return str(module)

@@ -109,12 +109,12 @@ def float_to_half(b: ir.IRBuilder, x: ir.Value, dtype: DType) -> ir.Value:
 
 
 class FunctionBuilder:
-    """A module holding one kernel function of the common signature, and the builder filling it in:
-    stack slots in the entry block, counted loops."""
+    """A module holding one kernel function (of the common signature unless `args` says otherwise), and the
+    builder filling it in: stack slots in the entry block, counted loops."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, args: tuple[ir.Type, ...] = (PTR, PTR, I64, I64)):
         self.module = ir.Module(name=name)
-        self.fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64]), name=name)
+        self.fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), list(args)), name=name)
         self.entry = self.fn.append_basic_block("entry")
         self.b = ir.IRBuilder(self.entry)
         self.loops_made = 0

@@ -54,7 +54,7 @@ import numpy as np
 from ..ir import BufferParam, Contraction, Kernel, VOp
 from ..split import split_reduction
 from . import mathlib
-from .gemm import Layout, Pack, pack_kernels, render_gemm
+from .gemm import Layout, Pack, core_name, pack_kernels, render_gemm, render_gemm_core
 from .render import render
 
 PARALLEL_MIN_WORK = 1 << 16
@@ -479,6 +479,7 @@ class Batch:
 
 
 _programs: dict[str, Program | StagedProgram] = {}
+_gemm_cores: dict[str, tuple[str, str]] = {}  # the GEMM cores in the engine (`gemm.core_name`): IR, optimized IR
 
 
 def _program(kernel: Kernel, pack: Pack | None = None) -> Program:
@@ -506,10 +507,14 @@ def _contraction_program(c: Contraction) -> ContractionProgram:
     t0 = time.perf_counter()
     layout = Layout.choose(c, num_threads())
     stages = [_program(p.kernel, p) for p in pack_kernels(c, layout)]
-    source = render_gemm(c, layout)
-    optimized, address = _compile(source, c.name)
-    # a loop iteration of a plain kernel costs about a cycle; the micro-kernel does NR multiply-adds in one
-    stages.append(Program(c, source, optimized, 0.0, _KernelFn(address), layout.tasks(c), c.numel // layout.nr))
+    name = core_name(c, layout)
+    if (core := _gemm_cores.get(name)) is None:  # the core serves every contraction of its dtype and tile
+        source = render_gemm_core(c, layout)
+        core = _gemm_cores[name] = (source, _compile(source, name)[0])
+    _, address = _compile(render_gemm(c, layout), c.name)
+    # The stage shows its core's IR (LT_DEBUG): the function of its own only passes the geometry on. A loop
+    # iteration of a plain kernel costs about a cycle; the micro-kernel does NR multiply-adds in one.
+    stages.append(Program(c, *core, 0.0, _KernelFn(address), layout.tasks(c), c.numel // layout.nr))
     if c.epilogue is not None:
         stages.append(_program(c.epilogue))
     return ContractionProgram(c, stages, time.perf_counter() - t0, layout=layout)
