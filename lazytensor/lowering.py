@@ -35,7 +35,7 @@ from .graph import MOVEMENT, Node, Op
 from .kernels import ir
 from .kernels.dtype import compute_dtype
 from .kernels.expr import Bounds, Expr, Var, flat_index, simplify_bounds, unflatten_index
-from .random import philox_rounds
+from .kernels.philox import philox_rounds
 from .views import source_index
 
 Key = tuple[Node, tuple[Expr, ...], Bounds]

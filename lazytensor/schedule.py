@@ -87,7 +87,7 @@ from .helpers import prod
 from .kernels.expr import Bounds, Expr, Var
 from .kernels.ir import Alu, Contraction, Kernel, ReduceOp, VOp, loop_scopes, recomputed_reductions
 from .lowering import Axes, LoweredKernel, contraction_axes, lower, movement_source, reduce_source, reduce_vars
-from .random import PHILOX_OPS
+from .kernels.philox import PHILOX_OPS
 from .views import source_index
 
 MAX_FUSED_OPS = 512
