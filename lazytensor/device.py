@@ -256,6 +256,11 @@ class Device:
         """The compiled program for `kernel`, and whether this call compiled it (not a cache hit)."""
         raise NotImplementedError
 
+    def compile_all(self, kernels: Sequence[Kernel]) -> int:
+        """Compile the kernels not compiled yet (a schedule's, before it runs), side by side where the
+        backend can; `compile` then finds them. Returns how many it compiled."""
+        return sum(self.compile(kernel)[1] for kernel in kernels)
+
     def batch(self, calls: Sequence[tuple[Any, Sequence[int], Sequence]], table_size: int) -> Any:
         """Compiled programs, each given with the positions of its buffers in a table of `table_size` buffer
         addresses and its scalar parameters, as one callable `run(table, {k: new params of program k})` that
@@ -295,6 +300,10 @@ class CPUDevice(Device):
     def compile(self, kernel: Kernel) -> tuple[Callable, bool]:
         from .kernels.llvm import compile_kernel
         return compile_kernel(kernel)
+
+    def compile_all(self, kernels: Sequence[Kernel]) -> int:
+        from .kernels.llvm import compile_kernels
+        return compile_kernels(kernels)
 
     def batch(self, calls: Sequence[tuple[Any, Sequence[int], Sequence]], table_size: int) -> Any:
         from .kernels.llvm import Batch

@@ -148,6 +148,7 @@ def run(items: Schedule) -> None:
     schedule reuses the memory of its dead intermediates. Reuse is safe on a GPU too, because the
     kernels of a schedule run in order on one stream.
     """
+    _compile_new(items)
     level = getenv("LT_DEBUG")
     if not level and _recorder is None and _run_batched(items):
         return
@@ -165,6 +166,19 @@ def run(items: Schedule) -> None:
             debug_line(level, item.kernel, item.device, item.origin, program, seconds, compiled)
         for node, buffer in zip(item.outputs, outs):
             _bind(node, buffer)
+
+
+def _compile_new(items: Schedule) -> None:
+    """Compile the schedule's new kernels before any runs, side by side where the device can (the first step
+    of a model brings dozens); counted in the stats here, found compiled when each launches."""
+    by_device: dict[str, list[Any]] = {}
+    for item in items:
+        by_device.setdefault(item.device, []).append(item.kernel)
+    for name, kernels in by_device.items():
+        t0 = time.perf_counter()
+        if compiled := get_device(name).compile_all(kernels):
+            _stats.kernels_compiled += compiled
+            _stats.compile_seconds += time.perf_counter() - t0
 
 
 def _compiled(device: Any, item: ScheduleItem) -> tuple[Any, bool]:

@@ -15,11 +15,16 @@ chunks others claimed without waiting for a pool thread to wake up. Kernels
 below `PARALLEL_MIN_WORK` loop iterations run on the calling thread: handing
 work to the pool costs tens of microseconds.
 
-A `Contraction` compiles to a `ContractionProgram`: its two packing kernels
-(run together), the GEMM function of `gemm.py` and its epilogue kernel, run one
-after the other, each split across the pool, all in one hand-off to the pool
-(a stage's chunks wait for the stage before to finish). Its panel buffers
-belong to the program.
+Compiling goes through LLVM's object code (`compiler.py`), which the engine loads. A schedule's new
+kernels compile together, before any runs (`compile_kernels`): each program's modules are compile jobs,
+shared out between the calling thread and compile workers, processes that run `compiler.py` (one fewer
+than `num_threads()`), so the first step of a model compiles on every core. Where a batch is small,
+everything compiles on the calling thread, as a kernel compiled on its own does (`compile_kernel`).
+
+A `Contraction` compiles to a `ContractionProgram`: its two packing kernels (run together), the GEMM
+function of `gemm.py` (a call of the core its dtype and tile share) and its epilogue kernel, run one
+after the other, each split across the pool, all in one hand-off to the pool (a stage's chunks wait for
+the stage before to finish). Its panel buffers belong to the program.
 
 A `Batch` runs several programs as one table of chunks, one hand-off to the
 pool for all (an `lt.jit` replay): each program reads its buffers from its
@@ -37,23 +42,28 @@ pool's size is fixed at its first use); how many threads take the chunks is
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import functools
 import math
 import os
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from pathlib import Path
+from typing import Generator, Mapping, Sequence
 
 import llvmlite.binding as llvm
 import numpy as np
 
 from ..ir import BufferParam, Contraction, Kernel, VOp
 from ..split import split_reduction
-from . import mathlib
+from . import compiler, mathlib
+from .compiler import Machine
 from .gemm import Layout, Pack, core_name, pack_kernels, render_gemm, render_gemm_core
 from .render import render
 
@@ -67,37 +77,21 @@ _KernelFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_in
 
 
 class _Jit:
-    """The process-wide target machines and execution engine."""
+    """The process-wide target machines and execution engine. Compiled code enters the engine as object
+    code, made here or by a compile worker (`compiler.py`), the same either way."""
 
     def __init__(self) -> None:
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-        target = llvm.Target.from_triple(llvm.get_process_triple())
-        cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
-        self.target_machine = target.create_target_machine(cpu=cpu, features=features, opt=3,
-                                                           codemodel="jitdefault")
-        # LLVM's tuning for AVX-512 servers has the vectorizer prefer 256-bit vectors. Measured here,
-        # 512-bit vectors make kernels heavy in transcendental math faster (`sin` 1.4x, softmax 1.1x)
-        # but memory-bound ones 5-10% slower, so only those kernels are vectorized for them.
-        self.wide_machine = target.create_target_machine(
-            cpu=cpu, features=features + ",-prefer-256-bit", opt=3, codemodel="jitdefault") \
-            if "+avx512f" in features else self.target_machine
+        self.machine = Machine()
+        self.target_machine = self.machine.target_machine
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), self.target_machine)
         self.lock = threading.Lock()
 
-    def optimize(self, module: llvm.ModuleRef, wide: bool) -> None:
-        pto = llvm.create_pipeline_tuning_options(speed_level=3)
-        pto.loop_vectorization = True
-        pto.slp_vectorization = True
-        pb = llvm.create_pass_builder(self.wide_machine if wide else self.target_machine, pto)
-        pb.getModulePassManager().run(module, pb)
-        # The vectorizer calls the vector variants of mathlib's functions, after the pipeline's
-        # inliners have run: inline them into the vector loops now, and tidy the joins.
-        late = llvm.create_new_module_pass_manager()
-        late.add_always_inliner_pass()
-        late.add_simplify_cfg_pass()
-        late.add_instruction_combine_pass()
-        late.run(module, pb)
+    def load(self, obj: bytes, name: str) -> int:
+        """Add object code to the engine; the address of its function `name`."""
+        with self.lock:
+            self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+            self.engine.finalize_object()
+            return self.engine.get_function_address(name)
 
 
 _jit: _Jit | None = None
@@ -135,20 +129,18 @@ def jit() -> _Jit:
     return _jit
 
 
-def _compile(source: str, name: str, wide: bool = False) -> tuple[str, int]:
-    """Compile LLVM IR text (vectorized for the widest vectors if `wide`); the optimized IR and the
-    address of function `name`."""
-    j = jit()
-    with j.lock:
-        module = llvm.parse_assembly(source)
-        module.triple = j.target_machine.triple
-        module.data_layout = str(j.target_machine.target_data)
-        module.verify()
-        j.optimize(module, wide)
-        optimized = str(module)
-        j.engine.add_module(module)
-        j.engine.finalize_object()
-        return optimized, j.engine.get_function_address(name)
+# A compile job: LLVM IR, the name of its function, whether to vectorize for the widest vectors; and what
+# compiling it gives: the optimized IR, the function's address, the seconds it took.
+Job = tuple[str, str, bool]
+Compiled = tuple[str, int, float]
+
+
+def _compile(job: Job) -> Compiled:
+    """Compile one job here."""
+    source, name, wide = job
+    t0 = time.perf_counter()
+    optimized, obj = jit().machine.compile(source, wide)
+    return optimized, jit().load(obj, name), time.perf_counter() - t0
 
 
 def _scalar_slots(params: Sequence[int | float], dtypes: Sequence, slots: ctypes.Array | None = None) -> ctypes.Array:
@@ -231,7 +223,7 @@ Phase = tuple[Sequence[tuple[ctypes._CFuncPtr, int]], int]
 
 @functools.cache
 def _take_chunks() -> ctypes._CFuncPtr:
-    return _TakeChunks(_compile(_CHUNKS_IR, "take_chunks")[1])
+    return _TakeChunks(_compile((_CHUNKS_IR, "take_chunks", False))[1])
 
 
 def _threads(calls: Sequence[tuple[ctypes._CFuncPtr, int]], work: int) -> int:
@@ -482,42 +474,151 @@ _programs: dict[str, Program | StagedProgram] = {}
 _gemm_cores: dict[str, tuple[str, str]] = {}  # the GEMM cores in the engine (`gemm.core_name`): IR, optimized IR
 
 
-def _program(kernel: Kernel, pack: Pack | None = None) -> Program:
+# A program's builder: a generator that yields the jobs to compile, one at a time, is sent what each gave,
+# and returns the program. One caller compiles the jobs one by one (`compile_kernel`), another compiles
+# the jobs of many builders side by side (`compile_kernels`).
+Builder = Generator[Job, Compiled, "Program | StagedProgram"]
+
+
+def _program(kernel: Kernel, pack: Pack | None = None) -> Generator[Job, Compiled, Program]:
     t0 = time.perf_counter()
     source = render(kernel) if pack is None else pack.render()
     wide = any(v.op is VOp.ALU and mathlib.supports(v.arg, v.dtype) for v in kernel.values())
-    optimized, address = _compile(source, kernel.name, wide)
-    return Program(kernel, source, optimized, time.perf_counter() - t0, _KernelFn(address),
+    render_seconds = time.perf_counter() - t0
+    optimized, address, seconds = yield source, kernel.name, wide
+    return Program(kernel, source, optimized, render_seconds + seconds, _KernelFn(address),
                    kernel.loops[0].size, work(kernel))
 
 
-def _split_reduction_program(kernel: Kernel) -> SplitReductionProgram | None:
-    """The kernel split into partial reductions where its output loop cannot feed the pool and
-    the work pays for the split; else None."""
+def _split_reduction_program(kernel: Kernel, split: list[Kernel]) -> Generator[Job, Compiled, SplitReductionProgram]:
+    programs = []
+    for k in split:
+        programs.append((yield from _program(k)))
+    return SplitReductionProgram(kernel, programs, sum(p.compile_seconds for p in programs))
+
+
+def _partials(kernel: Kernel) -> list[Kernel] | None:
+    """The kernel split into partial reductions where its output loop cannot feed the pool and the work
+    pays for the split; else None."""
     threads = num_threads()
     if threads < 2 or kernel.loops[0].size >= threads or work(kernel) < SPLIT_MIN_WORK:
         return None
-    t0 = time.perf_counter()
-    if (split := split_reduction(kernel, threads * CHUNKS_PER_THREAD)) is None:
-        return None
-    return SplitReductionProgram(kernel, [_program(k) for k in split], time.perf_counter() - t0)
+    return split_reduction(kernel, threads * CHUNKS_PER_THREAD)
 
 
-def _contraction_program(c: Contraction) -> ContractionProgram:
-    t0 = time.perf_counter()
+def _contraction_program(c: Contraction) -> Generator[Job, Compiled, ContractionProgram]:
     layout = Layout.choose(c, num_threads())
-    stages = [_program(p.kernel, p) for p in pack_kernels(c, layout)]
+    stages = []
+    for pack in pack_kernels(c, layout):
+        stages.append((yield from _program(pack.kernel, pack)))
+    seconds = 0.0
     name = core_name(c, layout)
     if (core := _gemm_cores.get(name)) is None:  # the core serves every contraction of its dtype and tile
         source = render_gemm_core(c, layout)
-        core = _gemm_cores[name] = (source, _compile(source, name)[0])
-    _, address = _compile(render_gemm(c, layout), c.name)
+        optimized, _, seconds = yield source, name, False
+        core = _gemm_cores.setdefault(name, (source, optimized))
+    _, address, call_seconds = yield render_gemm(c, layout), c.name, False
     # The stage shows its core's IR (LT_DEBUG): the function of its own only passes the geometry on. A loop
     # iteration of a plain kernel costs about a cycle; the micro-kernel does NR multiply-adds in one.
-    stages.append(Program(c, *core, 0.0, _KernelFn(address), layout.tasks(c), c.numel // layout.nr))
+    stages.append(Program(c, *core, seconds + call_seconds, _KernelFn(address), layout.tasks(c),
+                          c.numel // layout.nr))
     if c.epilogue is not None:
-        stages.append(_program(c.epilogue))
-    return ContractionProgram(c, stages, time.perf_counter() - t0, layout=layout)
+        stages.append((yield from _program(c.epilogue)))
+    return ContractionProgram(c, stages, sum(p.compile_seconds for p in stages), layout=layout)
+
+
+def _builder(kernel: Kernel | Contraction) -> Builder:
+    if isinstance(kernel, Contraction):
+        return _contraction_program(kernel)
+    split = _partials(kernel)
+    return _program(kernel) if split is None else _split_reduction_program(kernel, split)
+
+
+# Below this much IR in new modules (about half a second of compiling), a batch compiles here, one module
+# after another: a compile worker takes some 200 ms to start (once per process).
+SIDE_BY_SIDE_MIN_CHARS = 1 << 17
+
+
+class _Workers:
+    """Compile processes (`compiler.py`), started on first need and kept for the life of the process."""
+
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen] = []
+        self.lock = threading.Lock()  # one batch at a time: the workers answer in the order they are asked
+
+    def started(self, n: int) -> list[subprocess.Popen]:
+        """Up to `n` workers, starting those missing (none where this Python cannot start a process)."""
+        while len(self.procs) < n:
+            try:
+                proc = subprocess.Popen([sys.executable, str(Path(compiler.__file__))], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE)
+            except OSError:
+                break
+            self.procs.append(proc)
+        return self.procs[:n]
+
+    def drop(self, proc: subprocess.Popen) -> None:
+        """Forget a worker that stopped answering (a later batch starts another)."""
+        self.procs.remove(proc)
+        proc.kill()
+
+    def close(self) -> None:
+        for proc in self.procs:
+            try:
+                proc.stdin.close()  # a worker ends when its input does
+            except OSError:
+                proc.kill()
+            proc.wait()
+        self.procs.clear()
+
+
+_workers = _Workers()
+atexit.register(_workers.close)
+
+
+def _compile_here(jobs: list[Job]) -> list[compiler.Answer]:
+    return compiler.compile_batch(jit().machine, [(source, wide) for source, _, wide in jobs])
+
+
+def _compile_side_by_side(jobs: list[Job]) -> list[Compiled | None]:
+    """Compile the jobs, each distinct one once, shared out among this thread and the workers (where the
+    batch is worth starting them); None for a job that failed (compiling it alone reports why)."""
+    slot: dict[str, int] = {}
+    unique: list[Job] = []
+    for job in jobs:
+        if slot.setdefault(job[0], len(unique)) == len(unique):
+            unique.append(job)
+    helpers = min(num_threads(), len(unique)) - 1
+    if helpers < 1 or not _workers.procs and sum(len(job[0]) for job in unique) < SIDE_BY_SIDE_MIN_CHARS:
+        helpers = 0
+    with _workers.lock:
+        procs = _workers.started(helpers)
+        shares: list[list[int]] = [[] for _ in range(len(procs) + 1)]  # the last one is this thread's
+        sizes = [0] * len(shares)
+        for i in sorted(range(len(unique)), key=lambda i: -len(unique[i][0])):  # largest first, to the least busy
+            least = sizes.index(min(sizes))
+            shares[least].append(i)
+            sizes[least] += len(unique[i][0])
+        asked = []
+        for proc, share in zip(procs, shares):
+            try:
+                compiler.send(proc.stdin, [(unique[i][0], unique[i][2]) for i in share])
+                asked.append((proc, share))
+            except OSError:  # the worker died: its share is compiled here
+                _workers.drop(proc)
+                shares[-1] += share
+        answers = dict(zip(shares[-1], _compile_here([unique[i] for i in shares[-1]])))
+        for proc, share in asked:
+            try:
+                answers.update(zip(share, compiler.receive(proc.stdout)))
+            except EOFError:
+                _workers.drop(proc)
+                answers.update(zip(share, _compile_here([unique[i] for i in share])))
+    compiled: list[Compiled | None] = []
+    for i, (_, name, _) in enumerate(unique):
+        optimized, obj, seconds, error = answers[i]
+        compiled.append(None if error is not None else (optimized, jit().load(obj, name), seconds))
+    return [compiled[slot[job[0]]] for job in jobs]
 
 
 def compile_kernel(kernel: Kernel | Contraction) -> tuple[Program | StagedProgram, bool]:
@@ -527,9 +628,41 @@ def compile_kernel(kernel: Kernel | Contraction) -> tuple[Program | StagedProgra
     key = kernel.body_text()
     if (hit := _programs.get(key)) is not None:
         return hit, False
-    if isinstance(kernel, Contraction):
-        program = _contraction_program(kernel)
-    else:
-        program = _split_reduction_program(kernel) or _program(kernel)
-    _programs[key] = program
+    program = _programs[key] = _built(_builder(kernel))
     return program, True
+
+
+def _built(builder: Builder) -> Program | StagedProgram:
+    """The program a builder makes, its jobs compiled here one after another."""
+    compiled = None
+    try:
+        while True:
+            compiled = _compile(builder.send(compiled))
+    except StopIteration as done:
+        return done.value
+
+
+def compile_kernels(kernels: Sequence[Kernel | Contraction]) -> int:
+    """Compile the kernels not compiled yet, side by side: their jobs go to compile workers (processes,
+    `compiler.py`), one fewer than `num_threads()`, while this thread compiles its share; the programs are
+    then found by `compile_kernel`. Returns how many kernels it compiled."""
+    builders: dict[str, Builder] = {}
+    for kernel in kernels:
+        if (key := kernel.body_text()) not in _programs and key not in builders:
+            builders[key] = _builder(kernel)
+    jobs = {key: next(builder) for key, builder in builders.items()}
+    done = 0
+    while jobs:
+        results = _compile_side_by_side(list(jobs.values()))
+        waiting = {}
+        for (key, _), result in zip(jobs.items(), results):
+            if result is None:  # left to `compile_kernel`, which raises the error where the kernel runs
+                builders[key].close()
+                continue
+            try:
+                waiting[key] = builders[key].send(result)
+            except StopIteration as finished:
+                _programs[key] = finished.value
+                done += 1
+        jobs = waiting
+    return done
