@@ -423,6 +423,8 @@ def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> li
         grads = [g.cast(x.dtype) if x.dtype.is_float else None]
     elif op is Op.CONTIGUOUS:  # a fusion barrier forward is one backward too
         grads = [g.contiguous()]
+    elif op is Op.CHECK:
+        grads = [g, None]
     elif op is Op.REDUCE:
         grads = [_reduce_vjp(arg, x, out, g)]
     elif op is Op.RESHAPE:

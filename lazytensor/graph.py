@@ -48,6 +48,8 @@ class Op(Enum):
     SHRINK = "shrink"          # arg: ((start, stop, step), ...) with step > 0
     FLIP = "flip"              # arg: axes to reverse
     CONTIGUOUS = "contiguous"  # a forced realize point
+    CHECK = "check"            # srcs: (value, flag); the value, where a 0-d bool flag computed beside it is
+                               # false; a realize raises IndexError(arg) where it is true (indexes from data)
 
 
 MOVEMENT = frozenset({Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.PAD, Op.SHRINK, Op.FLIP})

@@ -57,7 +57,8 @@ from .device import Buffer, get_device
 from .errors import JitError
 from .graph import Node
 from .helpers import getenv, user_call
-from .realize import Recorder, debug_line, is_recording, launch, launch_batch, realize_nodes, recording, stats
+from .realize import (Recorder, debug_line, is_recording, launch, launch_batch, raise_if, realize_nodes, recording,
+                      stats)
 from .schedule import ScheduleItem
 from .tensor import Tensor
 
@@ -142,6 +143,7 @@ class _Record(Recorder):
     outputs: list[Buffer | None] = field(default_factory=list)  # the buffer of each tensor leaf
     out_origins: list[str] = field(default_factory=list)
     out_specs: list[Any] = field(default_factory=list)
+    checks: list[tuple[Buffer, str]] = field(default_factory=list)  # the flags of `Op.CHECK`s, their errors
 
     def launch(self, item: ScheduleItem, program: Any, outputs: list[Buffer]) -> None:
         self.launches.append(_Launch(program, item.kernel, item.device, item.origin, item.params, outputs,
@@ -149,6 +151,9 @@ class _Record(Recorder):
 
     def bind(self, node: Node, buffer: Buffer) -> None:
         self.binds.append((weakref.ref(node), buffer))
+
+    def check(self, flag: Buffer, message: str) -> None:
+        self.checks.append((flag, message))
 
     def read(self) -> None:
         op, line = user_call()
@@ -257,6 +262,8 @@ class _Replay:
             self.launches.append(_ReplayLaunch(lc.program, device, lc.kernel, lc.origin, lc.params, draws,
                                                fresh, out_slots + [index(s) for s in srcs]))
         self.outputs = [None if o is None else index(o) for o in outputs]  # table indices of the tensors
+        written_slot = self._slots(cur)
+        self.checks = [(written_slot[id(flag)], message) for flag, message in cur.checks]
         self.out_structure, self.out_specs = cur.out_structure, cur.out_specs
         # a tensor object both calls returned (a parameter, a running total) is returned again, updated;
         # other tensors are new on every call, and other leaves are constants
@@ -366,6 +373,8 @@ class _Replay:
                     node.become_buffer(table[s])
         random.set_rng_state(self.rng_after or (seed, offset + self.draws_per_call))
         stats().replays += 1
+        for s, message in self.checks:
+            raise_if(table[s], message)
         leaves = [leaf if i is None else self._output(table[i], spec, leaf)
                   for i, spec, leaf in zip(self.outputs, self.out_specs, self.out_leaves)]
         return _unflatten(self.out_structure, iter(leaves))

@@ -108,6 +108,10 @@ class Recorder:
         """A tensor's data is being read on the host."""
         raise NotImplementedError
 
+    def check(self, flag: Any, message: str) -> None:
+        """A check's flag (`Op.CHECK`), computed into `flag`, is read after the launches."""
+        raise NotImplementedError
+
 
 _recorder: Recorder | None = None
 
@@ -251,3 +255,13 @@ def realize_nodes(*nodes: Node) -> None:
     for node, copy in items.aliases:
         if not node.realized:
             _bind(node, copy.buffer)
+    for flag, message in items.checks:
+        if _recorder is not None:
+            _recorder.check(flag.buffer, message)
+        raise_if(flag.buffer, message)
+
+
+def raise_if(flag: Any, message: str) -> None:
+    """Raise IndexError(message) where the buffer of a check's flag (`Op.CHECK`) holds true."""
+    if flag.numpy()[0]:
+        raise IndexError(message)

@@ -127,12 +127,15 @@ class Schedule(list):
 
     `requested` holds the nodes it computes on request: the ones asked for, then the pending state
     (`realize_with_next`); `aliases` pairs nodes live tensors hold with the `contiguous()` copy of each
-    that the schedule writes, which then holds their data too (rule 8). `plan_seconds` and `lower_seconds` say what making it cost: deciding the
+    that the schedule writes, which then holds their data too (rule 8); `checks` pairs the flags it
+    computes for the ops that index by data (`Op.CHECK`) with the error each raises where it is true.
+    `plan_seconds` and `lower_seconds` say what making it cost: deciding the
     kernels (nothing but a look-up where the same structure was scheduled before), and building their
     kernel IR."""
 
     requested: list[Node]
     aliases: list[tuple[Node, Node]]
+    checks: list[tuple[Node, str]]
     plan_seconds: float = 0.0
     lower_seconds: float = 0.0
 
@@ -170,7 +173,7 @@ def _with_pending(roots: tuple[Node, ...]) -> list[Node]:
 
 _COMPUTED = frozenset({Op.ALU, Op.CAST, Op.REDUCE, Op.PHILOX})  # ops that compute (not views, not data)
 # Ops whose kernel writes a fresh row-major buffer of their own (a `contiguous()` point among them).
-_FRESH = _COMPUTED | {Op.CONTIGUOUS}
+_FRESH = _COMPUTED | {Op.CONTIGUOUS, Op.CHECK}
 
 
 def storage(node: Node) -> Node:
@@ -242,10 +245,12 @@ def schedule(*roots: Node) -> Schedule:
     requested = _with_pending(roots)
     if not requested:
         items = Schedule()
-        items.requested, items.aliases = requested, []
+        items.requested, items.aliases, items.checks = requested, [], []
         return items
     targets = [storage(r) for r in requested]
     nodes = toposort(targets)
+    checks = [(storage(n.srcs[1]), n.arg) for n in nodes if n.op is Op.CHECK and not n.srcs[1].realized]
+    targets += [flag for flag, _ in checks]
     pos = {id(n): i for i, n in enumerate(nodes)}
     live = [n for n in held() if id(n) in pos]
     key = _structure(nodes, targets, live)
@@ -261,7 +266,7 @@ def schedule(*roots: Node) -> Schedule:
                        [(pos[id(a)], pos[id(b)]) for a, b in items.aliases])
         if len(_cache) > SCHEDULE_CACHE_SIZE:  # the oldest goes: a loop's schedules are re-made once if at all
             del _cache[next(iter(_cache))]
-    items.requested = requested
+    items.requested, items.checks = requested, checks
     items.plan_seconds = time.perf_counter() - t0 - items.lower_seconds
     return items
 
@@ -580,6 +585,8 @@ class _Planner:
         op = node.op
         if op in (Op.ALU, Op.CAST, Op.CONTIGUOUS, Op.PHILOX):
             return [(s, idx, bounds, nest) for s in node.srcs]
+        if op is Op.CHECK:  # the value; the flag is a requested output of the schedule
+            return [(node.srcs[0], idx, bounds, nest)]
         if op in MOVEMENT:
             read = movement_source(node, idx, bounds)
             return [] if read is None else [(*read[0], nest)]

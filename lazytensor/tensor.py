@@ -135,6 +135,14 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
             out.requires_grad, out._ctx = True, (op, arg, tuple(s._as_source() for s in srcs))
         return out
 
+    def _checked(self, bad: Tensor, what: str) -> Tensor:
+        """This tensor, guarded by `bad` (true where an index that comes from data is out of range): the
+        realize that computes it raises `IndexError` saying `what`, at the user's line, where any is true.
+        An op that picks by index (an embedding's rows, a loss's classes) never computes quietly on
+        an index outside its range; nor does it wait for the data to say so, which a lazy op cannot."""
+        flag = bad.any()
+        return Tensor._make(Op.CHECK, self.dtype, self.shape, (self, flag), f"{what} (at {flag.node.origin})")
+
     def _derive(self, op: Op, shape: Shape, arg: Any = None, dtype: DType | None = None) -> Tensor:
         return Tensor._make(op, dtype or self.dtype, shape, (self,), arg)
 
