@@ -35,7 +35,9 @@ Fusion rules (each one is a kernel-count test in tests/test_schedule.py):
    its own kernel, so a template never packs another contraction's output
    while computing it.
 6. A fused region is capped at MAX_FUSED_OPS ops; past that the node is
-   realized, so huge graphs compile in bounded time.
+   realized (or, where it is a broadcast larger than what it reads, such as
+   a contraction's product, what it reads is), so huge graphs compile in
+   bounded time.
 7. Realized nodes of one shape whose regions overlap (read a common buffer
    or compute a common node, of more than one element: a step count or a
    gradient-clipping scale that every parameter's update reads is no reason
