@@ -347,29 +347,18 @@ def test_split_reduction_matches_the_unsplit_kernel(name):
 # Disagreements of a backend with the reference: what -> (the backends that have it, its repro and cause).
 TRITON = {"triton", "triton-interpreter"}
 KNOWN_BUGS = {
-    "pow-bool": ({"llvm"}, ("repros/llvm_bool_pow_hangs.py: int_pow shifts an i1 exponent by 1 (poison), the "
-                            "kernel never returns")),
-    "pow-float64": (TRITON, ("repros/triton_float64_pow_inaccurate.py: exp2(y * log2|x|) in float64 loses about "
-                             "|y log2 x| ulps (hundreds)")),
-    "signed-zeros": (TRITON, ("repros/triton_max_min_signed_zeros.py: max(+0.0, -0.0) is -0.0 and the tl.max/tl.min "
-                              "reductions ignore the sign of zero; the reference and LLVM order -0.0 < +0.0")),
-    "half-constants": (TRITON, ("repros/triton_half_constants.py: a -0.0 constant fails to compile (_copysign "
-                                "bitcasts to int64); float16 constants round from float64 directly, bfloat16 ones "
-                                "truncate in the interpreter")),
-    "schedule-bfloat16_matmul": ({"triton-interpreter"}, ("repros/triton_bf16_matmul_truncates.py: gemm.py stores "
-                                                          "a bfloat16 product with acc.to(tl.bfloat16), which the "
-                                                          "interpreter truncates")),
+    "pow-float64": (TRITON, ("exp2(y * log2|x|) in float64 loses about |y log2 x| ulps (hundreds): the Triton "
+                             "backend has no float64 pow more accurate than its exp2 and log2")),
 }
-HANGS = {"pow-bool"}
 # The backend of this session's device, known before any device is opened (at collection).
 BACKEND = "llvm" if lazytensor.device.canonical(None) == "cpu" else "triton-interpreter" \
     if targets.interpreting() else "triton"
 
 
 def known_bug(what: str) -> list[pytest.MarkDecorator]:
-    """A strict expected failure where this session's backend has the bug (not run where it would hang)."""
+    """A strict expected failure where this session's backend has the bug."""
     backends, reason = KNOWN_BUGS.get(what, (set(), ""))
-    return [pytest.mark.xfail(reason=reason, strict=True, run=what not in HANGS)] if BACKEND in backends else []
+    return [pytest.mark.xfail(reason=reason, strict=True)] if BACKEND in backends else []
 
 
 def suite_values(dtype: DType, seed: int = 0, signed_zeros: bool = True) -> np.ndarray:

@@ -27,7 +27,7 @@ from typing import Callable
 import numpy as np
 from llvmlite import ir
 
-from ..dtype import DType, bfloat16, bfloat16_bits, bool_, float16, float32, float64, int64
+from ..dtype import DType, bfloat16, bool_, float16, float32, float64, half_bits, int64
 from ..expr import Bounds, Div, Expr, Mod, Var
 from ..ir import Alu, Kernel, ReduceOp, SharedRow, Value, VOp, loop_scopes, shared_rows, toposort
 from . import mathlib
@@ -64,13 +64,6 @@ def unit_stride(value: Value, var: Var) -> bool:
 def memory_type(dtype: DType) -> ir.Type:
     """Bools live in memory as bytes and in registers as i1."""
     return I8 if dtype == bool_ else llvm_type(dtype)
-
-
-def half_bits(value: float, dtype: DType) -> int:
-    """The bit pattern of `value` rounded (from float32) to a 16-bit float dtype."""
-    with np.errstate(over="ignore"):
-        single = np.array(value, dtype=np.float32)
-    return int(single.astype(np.float16).view(np.uint16) if dtype == float16 else bfloat16_bits(single))
 
 
 def half_to_float(b: ir.IRBuilder, x: ir.Value, dtype: DType) -> ir.Value:
@@ -500,8 +493,8 @@ class KernelRenderer(FunctionBuilder):
             return self.float_floordiv(*s, dt) if fl else self.int_floordiv(*s, dt, not dt.is_signed)
         if op is Alu.MOD:
             return self.float_mod(*s) if fl else self.int_mod(*s, dt, not dt.is_signed)
-        if op is Alu.POW:
-            return self.int_pow(*s, dt)
+        if op is Alu.POW:  # a bool to a bool power: a ** 0 is 1, a ** 1 is a
+            return b.or_(s[0], b.not_(s[1])) if dt == bool_ else self.int_pow(*s, dt)
         if op in (Alu.MAX, Alu.MIN):
             return self.maxmin(op, dt, *s)
         if op in (Alu.CMPLT, Alu.CMPLE, Alu.CMPEQ, Alu.CMPNE):
