@@ -32,6 +32,7 @@ import threading
 from typing import Any
 
 from . import dtypes
+from .creation import arange
 from .device import get_device
 from .dtypes import DType, default_float, default_int
 from .graph import Op
@@ -39,6 +40,7 @@ from .helpers import prod
 from .kernels.ir import Alu
 from .kernels.philox import M32
 from .movement import shape_arg
+from .tensor import Tensor, broadcast_shapes
 
 OFFSET_BIAS = 1 << 62
 DEFAULT_SEED = 67280421310721  # PyTorch's default, as a reminder that an unseeded run is still repeatable
@@ -102,7 +104,6 @@ def philox(counter: tuple[Any, Any, Any, Any], key: tuple[Any, Any]) -> tuple[An
     """Philox-4x32-10 on four int64 tensors of 32-bit words with a two-word key (all broadcastable to one
     shape): the four output words, each in [0, 2**32). One graph node per word: kernels expand it into
     the rounds' integer arithmetic (`philox_rounds`), so a draw costs a few nodes to record, not hundreds."""
-    from .tensor import Tensor, broadcast_shapes
     shape = broadcast_shapes(*(t.shape for t in (*counter, *key)), op="philox")
     srcs = tuple(t.broadcast_to(shape) for t in (*counter, *key))
     return tuple(Tensor._make(Op.PHILOX, dtypes.int64, shape, srcs, word) for word in range(4))
@@ -116,7 +117,6 @@ def _words(shape: tuple[int, ...], device: str, n_words: int) -> list[Any]:
     `-2**62 - offset`. Graph nodes of equal scalars are one node, which changes a kernel's structure
     (and so compiles it again): the offset, which changes at every call, is kept far from the seed
     and from the scalars programs use, so every draw runs the same kernel."""
-    from .tensor import Tensor
     offset = _next_offset()
     n = prod(shape)
     dev = get_device(device).name
@@ -214,7 +214,6 @@ def randint(low: int, high: int | None = None, size: Any = (), dtype: Any = None
 
 def bernoulli(p: Any, shape: Any = None, device: Any = None) -> Any:
     """bool tensor, True with probability `p` (a float or a tensor of probabilities)."""
-    from .tensor import Tensor
     if isinstance(p, Tensor):
         return rand(p.shape, dtype=p.dtype if p.dtype.is_float else None, device=p.device) < p
     return rand(shape if shape is not None else (), device=device) < float(p)
@@ -237,7 +236,6 @@ def randperm(n: int, dtype: Any = None, device: Any = None) -> Any:
     keys = randint(0, 1 << 62, (n,), device=device)
     a = keys.reshape(n, 1)
     b = keys.reshape(1, n)
-    from .creation import arange
     pos = arange(n, device=device)
     before = (b < a) | ((b == a) & (pos.reshape(1, n) < pos.reshape(n, 1)))
     rank = before.cast(default_int).sum(1)  # element i goes to position rank[i]

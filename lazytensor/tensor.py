@@ -16,10 +16,10 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from . import dtypes
-from .device import canonical, get_device
+from .autograd import backward, is_grad_enabled
+from .device import Device, canonical, get_device
 from .dtypes import DType, bool_, default_float
 from .errors import DeviceError, DTypeError, ShapeError
-from .autograd import is_grad_enabled
 from .graph import Node, Op, hold
 from .helpers import prod
 from .kernels.dtype import bfloat16_to_float32
@@ -355,7 +355,6 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
 
     def to(self, *args: Any, device: Any = None, dtype: Any = None) -> Tensor:
         """Another device and/or dtype: `t.to('cpu')`, `t.to(lt.float64)`, `t.to(device=..., dtype=...)`."""
-        from .device import Device
         for a in args:
             if isinstance(a, Device) or isinstance(a, str) and not a.strip().lower() in dtypes.BY_NAME:
                 device = a
@@ -405,7 +404,6 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
 
     def backward(self, gradient: Tensor | None = None) -> None:
         """Accumulate d(self)/d(leaf) into `.grad` of every leaf that requires grad."""
-        from .autograd import backward
         backward(self, gradient)
 
     def contiguous(self) -> Tensor:

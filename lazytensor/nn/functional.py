@@ -16,9 +16,11 @@ import numpy as np
 
 from .. import dtypes
 from ..autograd import custom_vjp, no_grad
+from ..creation import arange
 from ..dtypes import default_float
 from ..errors import DTypeError, ShapeError
 from ..kernels.ir import ReduceOp
+from ..random import rand
 from ..schedule import realize_with_next
 from ..tensor import Tensor, where
 
@@ -399,7 +401,6 @@ def one_hot(labels: Tensor, num_classes: int = -1) -> Tensor:
 
 
 def _iota(n: int, device: str) -> Tensor:
-    from ..creation import arange
     return arange(n, device=device)
 
 
@@ -432,7 +433,6 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = Fa
         return x
     if p == 1:
         return x * 0.0
-    from ..random import rand
     keep = rand(x.shape, dtype=x.dtype if x.dtype.is_float else None, device=x.device) >= p
     scale = 1.0 / (1.0 - p)
 
