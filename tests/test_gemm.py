@@ -7,8 +7,11 @@ Correctness tests run on the default device; tests of what the CPU scheduler bui
 """
 from __future__ import annotations
 
+import os
 import platform
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -257,3 +260,35 @@ def test_product_one_vector_wide_takes_tiles_one_vector_wide(kinds):
     program, _ = compile_kernel(lt.schedule(x.to("cpu") @ y.to("cpu"))[0].kernel)
     assert program.layout.nr == 16
     check(x @ y, t @ u)
+
+
+# Run in a fresh process: a write past a panel corrupts the heap, which glibc reports (and aborts on) only
+# at a later allocation. The churn of allocations after the products gives it that chance.
+REDUCED_OPERANDS = """
+import sys, numpy as np, lazytensor as lt
+out = {}
+for k in (17, 33, 40, 65):
+    x = np.random.default_rng(k).integers(-8, 8, (200, 3, k)).astype(np.float32) / 8
+    w = np.random.default_rng(k + 1).integers(-8, 8, (k, 50)).astype(np.float32) / 8
+    out[f"a{k}"] = (lt.asarray(x, device="cpu").sum(1) @ lt.asarray(w, device="cpu")).numpy()
+    out[f"b{k}"] = (lt.asarray(w.T, device="cpu") @ lt.asarray(x, device="cpu").sum(1).T).numpy()
+for size in range(1, 4000, 7):
+    junk = [np.ones(size + i) for i in range(20)]
+np.savez(sys.argv[1], **out)
+"""
+
+
+def test_packing_an_operand_made_by_a_reduction_stays_inside_its_panels(tmp_path):
+    """`x.sum(1) @ w` with k not a multiple of the k tile: the operand's reduction over rows is packed by
+    the renderer's column path, which must stop the last tile of k at the operand's edge as the packing
+    loops do; it used to write past the panels (and read past the operand) and corrupt the heap."""
+    env = {key: v for key, v in os.environ.items() if key != "LT_DEVICE"}
+    run = subprocess.run([sys.executable, "-c", REDUCED_OPERANDS, str(tmp_path / "out.npz")], env=env,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, f"the process died ({run.returncode}): {run.stderr[-2000:]}"
+    got = np.load(tmp_path / "out.npz")
+    for k in (17, 33, 40, 65):
+        x = torch.tensor(np.random.default_rng(k).integers(-8, 8, (200, 3, k)).astype(np.float32) / 8)
+        w = torch.tensor(np.random.default_rng(k + 1).integers(-8, 8, (k, 50)).astype(np.float32) / 8)
+        np.testing.assert_array_equal(got[f"a{k}"], (x.sum(1) @ w).numpy())
+        np.testing.assert_array_equal(got[f"b{k}"], (w.T @ x.sum(1).T).numpy())

@@ -139,16 +139,27 @@ class _PackRenderer(KernelRenderer):
                 latch.set_metadata("llvm.loop", loop_id)
         return module
 
-    def loop(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[], None]) -> None:
+    def clipped(self, var: Var, hi: ir.Value, body: Callable[[ir.Value], None]) -> None:
+        """`body(end)`, with `end` the end of the loop over `var`: `hi`, or where `var` is clipped, the
+        operand's edge in the last panel (or block of k). Two versions then: the whole panels' loop has a
+        constant trip count, which LLVM unrolls and vectorizes."""
         if var not in self.clips or self.clips[var][1] % var.size == 0:
-            self.marked_loop(var, lo, hi, body)
+            body(hi)
             return
-        # Two versions: the whole panels' loop has a constant trip count, which LLVM unrolls and vectorizes.
         outer, total = self.clips[var]
         index = self.vars[outer]
         left = self.b.sub(I64(total), self.b.mul(index, I64(var.size)))
         self.when(f"{var.name}_whole", self.b.icmp_signed("<", index, I64(total // var.size)),
-                  lambda: self.marked_loop(var, lo, hi, body), lambda: self.marked_loop(var, lo, left, body))
+                  lambda: body(hi), lambda: body(left))
+
+    def loop(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[], None]) -> None:
+        self.clipped(var, hi, lambda end: self.marked_loop(var, lo, end, body))
+
+    def emit_columns(self, red: Value, lo: ir.Value, hi: ir.Value) -> None:
+        # An operand that is a reduction over outer axes (`x.sum(1)` of a row-major x) is packed by the
+        # column path, which runs the innermost loop itself: it must stop at the operand's edge too.
+        columns = super().emit_columns
+        self.clipped(self.kernel.loops[-1], hi, lambda end: columns(red, lo, end))
 
     def marked_loop(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[], None]) -> None:
         """The loop, its back edge noted in `outer_latches` if it is outside the lane loop."""
