@@ -353,11 +353,11 @@ class _Replay:
         level = getenv("LT_DEBUG")
         if self.batch is not None and not level:
             launch_batch(self.batch, ptrs, {k: self._params(lc, offset) for k, lc in enumerate(self.launches)
-                                            if lc.draws}, len(self.launches))
+                                            if lc.draws}, len(self.launches), lambda k: self.launches[k].origin)
         else:
             for lc in self.launches:
                 seconds = launch(lc.program, [ptrs[i] for i in lc.index], self._params(lc, offset), level,
-                                 lc.device)
+                                 lc.device, lambda: lc.origin)
                 if level:
                     debug_line(level, lc.kernel, lc.device.name, lc.origin, lc.program, seconds, False)
         for s, _, refs in self.holders:

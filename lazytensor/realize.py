@@ -7,7 +7,8 @@ a bigger schedule runs kernel by kernel, giving each intermediate's memory back 
 
 `LT_DEBUG=1` prints one line per launch (kernel, device, shapes, time);
 `LT_DEBUG=2` adds the kernel IR; `LT_DEBUG=3` the LLVM IR; `LT_DEBUG=4` the
-host assembly. Lines go to stderr.
+host assembly. Lines go to stderr. A kernel compiled under `LT_CHECK_BOUNDS=1`
+that indexes outside a buffer raises `KernelError` naming the user's line.
 """
 from __future__ import annotations
 
@@ -16,12 +17,13 @@ import time
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from .device import get_device
 from .errors import KernelError
 from .graph import Node
 from .helpers import getenv
+from .kernels.bounds import OutOfBounds
 from .schedule import SCHEDULE_CACHE_SIZE, Schedule, ScheduleItem, schedule, storage
 
 BATCH_MAX_BYTES = 64 << 20
@@ -55,13 +57,17 @@ def reset_stats() -> None:
     _stats = Stats()
 
 
-def launch(program: Any, ptrs: list[int], params: list, level: int, device: Any) -> float:
-    """Run one compiled kernel and count it; returns its time, which is exact only under `LT_DEBUG`
-    (GPU launches are asynchronous: they are waited for only when asked)."""
+def launch(program: Any, ptrs: list[int], params: list, level: int, device: Any, origin: Callable[[], str]) -> float:
+    """Run one compiled kernel (for the op at `origin()`, asked for on an error only) and count it; returns its
+    time, which is exact only under `LT_DEBUG` (GPU launches are asynchronous: they are waited for only when
+    asked)."""
     if level:
         device.synchronize()
     t0 = time.perf_counter()
-    program(ptrs, params)
+    try:
+        program(ptrs, params)
+    except OutOfBounds as e:
+        raise _out_of_bounds(e, origin()) from e
     if level:
         device.synchronize()
     seconds = time.perf_counter() - t0
@@ -70,13 +76,22 @@ def launch(program: Any, ptrs: list[int], params: list, level: int, device: Any)
     return seconds
 
 
-def launch_batch(batch: Any, ptrs: list[int], params: dict[int, list], launches: int) -> None:
+def launch_batch(batch: Any, ptrs: list[int], params: dict[int, list], launches: int,
+                 origin: Callable[[int], str]) -> None:
     """Run a device's batch of compiled kernels (see `Device.batch`) on a table of buffer addresses, with new
-    parameters for some (by position), counting its `launches` kernels."""
+    parameters for some (by position), counting its `launches` kernels; the kth is for the op at `origin(k)`
+    (asked for on an error only)."""
     t0 = time.perf_counter()
-    batch(ptrs, params)
+    try:
+        batch(ptrs, params)
+    except OutOfBounds as e:
+        raise _out_of_bounds(e, origin(e.position)) from e
     _stats.kernels_launched += launches
     _stats.run_seconds += time.perf_counter() - t0
+
+
+def _out_of_bounds(e: OutOfBounds, origin: str) -> KernelError:
+    return KernelError(f"the kernel for the op at {origin} indexed a buffer out of bounds (LT_CHECK_BOUNDS): {e}")
 
 
 def debug_line(level: int, kernel: Any, device: str, origin: str, program: Any, seconds: float,
@@ -159,7 +174,7 @@ def run(items: Schedule) -> None:
         if _recorder is not None:
             _recorder.launch(item, program, outs)
         seconds = launch(program, [*(b.ptr for b in outs), *(n.buffer.ptr for n in item.inputs)], item.params,
-                         level, device)
+                         level, device, lambda: item.origin)
         if level:
             debug_line(level, item.kernel, item.device, item.origin, program, seconds, compiled)
         for node, buffer in zip(item.outputs, outs):
@@ -209,7 +224,7 @@ def _run_batched(items: Schedule) -> bool:
         if len(_batches) > SCHEDULE_CACHE_SIZE:
             del _batches[next(iter(_batches))]
     launch_batch(batch, [b.ptr for b in table], {k: item.params for k, item in enumerate(items) if item.params},
-                 len(items))
+                 len(items), lambda k: items[k].origin)
     for item in items:
         for n in item.outputs:
             _bind(n, table[slot[id(n)]])

@@ -102,14 +102,14 @@ class Pack:
     clips: tuple[tuple[Var, Var, int], ...]
     lane: Var  # the loop over a panel's lanes
 
-    def render(self) -> str:
-        """LLVM IR of the kernel, of the common kernel signature."""
-        return str(_PackRenderer(self).render())
+    def render(self, checked: bool = False) -> str:
+        """LLVM IR of the kernel, of the common kernel signature (checked: see `FunctionBuilder.guard`)."""
+        return str(_PackRenderer(self, checked).render())
 
 
 class _PackRenderer(KernelRenderer):
-    def __init__(self, pack: Pack):
-        super().__init__(pack.kernel)
+    def __init__(self, pack: Pack, checked: bool):
+        super().__init__(pack.kernel, checked)
         self.clips = {inner: (outer, total) for inner, outer, total in pack.clips}
         loops = pack.kernel.loops
         self.outer = set(loops[:loops.index(pack.lane)])
@@ -216,8 +216,8 @@ def _pack(c: Contraction, buffers: tuple[BufferParam, ...], name: str, slot: int
 
 
 class _GemmRenderer(FunctionBuilder):
-    def __init__(self, c: Contraction, layout: Layout):
-        super().__init__(c.name)
+    def __init__(self, c: Contraction, layout: Layout, checked: bool):
+        super().__init__(c.name, len(c.params) if checked else None)
         self.c, self.layout = c, layout
         self.t = llvm_type(c.dtype)
         self.vt = ir.VectorType(self.t, layout.lanes)
@@ -248,12 +248,15 @@ class _GemmRenderer(FunctionBuilder):
                 depth = self.min(I64(lay.kc), b.sub(I64(k), k0))
 
                 def column_panel(jp: ir.Value) -> None:
-                    bp = b.gep(bpack, [b.add(b.mul(b.add(b.mul(bi, I64(np_)), jp), I64(k * lay.nr)),
-                                             b.mul(k0, I64(lay.nr)))], source_etype=self.t)
-                    self.counted_loop("ip", ip0, ip1, lambda ip: self.tile(
-                        bi, ip, jp, b.gep(apack, [b.add(b.mul(b.add(b.mul(bi, I64(mp)), ip), I64(k * lay.mr)),
-                                                        b.mul(k0, I64(lay.mr)))], source_etype=self.t),
-                        bp, out, depth, b.icmp_signed("==", kb, I64(0))))
+                    b_start = b.add(b.mul(b.add(b.mul(bi, I64(np_)), jp), I64(k * lay.nr)), b.mul(k0, I64(lay.nr)))
+                    bp = b.gep(bpack, [b_start], source_etype=self.t)
+
+                    def row_panel(ip: ir.Value) -> None:
+                        a_start = b.add(b.mul(b.add(b.mul(bi, I64(mp)), ip), I64(k * lay.mr)), b.mul(k0, I64(lay.mr)))
+                        self.tile(bi, ip, jp, (b.gep(apack, [a_start], source_etype=self.t), a_start), (bp, b_start),
+                                  out, depth, b.icmp_signed("==", kb, I64(0)))
+
+                    self.counted_loop("ip", ip0, ip1, row_panel)
 
                 self.counted_loop("jp", jp0, jp1, column_panel)
 
@@ -273,10 +276,36 @@ class _GemmRenderer(FunctionBuilder):
         zeros = ir.Constant(ir.VectorType(I32, vt.count), [0] * vt.count)
         return self.b.shuffle_vector(lane0, ir.Constant(vt, ir.Undefined), zeros)
 
-    def tile(self, bi: ir.Value, ip: ir.Value, jp: ir.Value, ap: ir.Value, bp: ir.Value, out: ir.Value,
-             depth: ir.Value, first: ir.Value) -> None:
+    def tile_inside(self, ip: ir.Value, row0: ir.Value, col0: ir.Value, a_start: ir.Value, b_start: ir.Value,
+                    depth: ir.Value) -> tuple[ir.Value, ir.Value]:
+        """In a checked function: whether the tile's elements of the product (its rows from `row0`, counting
+        the batch, and columns from `col0` that are inside the matrix) are inside the product's buffer, and
+        whether that and its `depth` k's of the panels from indices `a_start` of A's and `b_start` of B's are
+        inside theirs; each fault is recorded. Every access of the tile lies in these three ranges, their
+        first and last elements among them, so three tests per tile check them all: a test on each load of
+        the unrolled micro-kernel would make it compile several times slower."""
+        c, lay, b = self.c, self.layout, self.b
+        _, m, n, _ = c.sizes
+        rows = self.min(I64(lay.mr), b.sub(I64(m), b.mul(ip, I64(lay.mr))))
+        cols = self.min(I64(lay.nr), b.sub(I64(n), col0))
+        first = b.add(b.mul(row0, I64(n)), col0)
+        end = b.add(b.add(b.mul(b.add(row0, b.sub(rows, I64(1))), I64(n)), col0), cols)
+        product = self.inside(first, c.product, c.buffers[c.product].size, True, b.sub(end, first))
+        slot = len(c.buffers)
+        a_size, b_size = (p.size for p in lay.packed_buffers(c))
+        panels = b.and_(self.inside(a_start, slot, a_size, False, b.mul(depth, I64(lay.mr))),
+                        self.inside(b_start, slot + 1, b_size, False, b.mul(depth, I64(lay.nr))))
+        return product, b.and_(product, panels)
+
+    def tile(self, bi: ir.Value, ip: ir.Value, jp: ir.Value, ap: tuple[ir.Value, ir.Value],
+             bp: tuple[ir.Value, ir.Value], out: ir.Value, depth: ir.Value, first: ir.Value) -> None:
         """One MR x NR tile of the product over one block of k, accumulated in registers: it starts from
-        zero in the first block and from the tile stored so far in the others."""
+        zero in the first block and from the tile stored so far in the others. `ap` and `bp` are where the
+        tile's panels start in the block, as an address and an index.
+
+        A checked function (see `tile_inside`) skips the loads and stores of a tile not inside the product,
+        as if all its rows were outside the matrix, and the multiply-adds of one whose panels are not all
+        inside theirs."""
         c, lay, b = self.c, self.layout, self.b
         _, m, n, k = c.sizes
         nv = lay.nr // lay.lanes
@@ -294,13 +323,20 @@ class _GemmRenderer(FunctionBuilder):
             return b.gep(out, [idx], source_etype=self.t)
 
         full = b.and_(b.icmp_signed("<", ip, I64(m // lay.mr)), b.icmp_signed("<", jp, I64(n // lay.nr)))
+        (ap, a_start), (bp, b_start) = ap, bp
+        product_inside = None
+        if self.fault_slot is not None:
+            product_inside, inside = self.tile_inside(ip, row0, col0, a_start, b_start, depth)
+            full = b.and_(full, product_inside)
+            depth = b.select(inside, depth, I64(0))
         lanes = ir.Constant(ir.VectorType(I64, lay.lanes), list(range(lay.lanes)))
         mask_type = ir.VectorType(I1, lay.lanes)
 
         def edge(r: int, v: int) -> tuple[ir.Value, ir.Value]:
             """Whether row r is inside the matrix, and the mask of lanes of vector v inside it."""
             limit = b.sub(I64(n), b.add(col0, I64(v * lay.lanes)))
-            return b.icmp_signed("<", b.add(b.mul(ip, I64(lay.mr)), I64(r)), I64(m)), \
+            row = b.icmp_signed("<", b.add(b.mul(ip, I64(lay.mr)), I64(r)), I64(m))
+            return row if product_inside is None else b.and_(row, product_inside), \
                 b.icmp_signed("<", lanes, self.splat(limit))
 
         def load_full() -> None:
@@ -357,6 +393,7 @@ class _GemmRenderer(FunctionBuilder):
         self.when("tile", full, store_full, store_edge)
 
 
-def render_gemm(c: Contraction, layout: Layout) -> str:
-    """LLVM IR of the GEMM step: `void name(ptr buffers, ptr params, i64 first_task, i64 end_task)`."""
-    return _GemmRenderer(c, layout).render()
+def render_gemm(c: Contraction, layout: Layout, checked: bool = False) -> str:
+    """LLVM IR of the GEMM step: `void name(ptr buffers, ptr params, i64 first_task, i64 end_task)`, checked
+    (see `_GemmRenderer.tile_inside`) if `checked`."""
+    return _GemmRenderer(c, layout, checked).render()

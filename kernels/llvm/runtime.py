@@ -34,6 +34,11 @@ and into how many chunks, is decided when the kernel is compiled, from
 `num_threads()` then (the program is cached by the kernel's body, as the
 pool's size is fixed at its first use); how many threads take the chunks is
 `num_threads()` at each call.
+
+Checked kernels (`bounds.CHECK` when a kernel is compiled, see `kernels/bounds.py`) are programs of
+their own, cached apart from the unchecked ones; a call of one raises `OutOfBounds` after the launch if
+any of its accesses fell outside its buffer.
+
 """
 from __future__ import annotations
 
@@ -51,11 +56,13 @@ from typing import Mapping, Sequence
 import llvmlite.binding as llvm
 import numpy as np
 
+from .. import bounds
+from ..bounds import FAULT_SLOTS, check
 from ..ir import BufferParam, Contraction, Kernel, VOp
 from ..split import split_reduction
 from . import mathlib
 from .gemm import Layout, Pack, pack_kernels, render_gemm
-from .render import render
+from .render import render, symbol
 
 PARALLEL_MIN_WORK = 1 << 16
 SPLIT_MIN_WORK = 1 << 21  # measured on 2 cores: below it, splitting `x.sum()` is no faster than one thread
@@ -151,9 +158,11 @@ def _compile(source: str, name: str, wide: bool = False) -> tuple[str, int]:
         return optimized, j.engine.get_function_address(name)
 
 
-def _scalar_slots(params: Sequence[int | float], dtypes: Sequence, slots: ctypes.Array | None = None) -> ctypes.Array:
-    """The parameters as a kernel reads them (a 64-bit slot each), written into `slots` if given."""
-    slots = (ctypes.c_int64 * max(1, len(params)))() if slots is None else slots
+def _scalar_slots(params: Sequence[int | float], dtypes: Sequence, slots: ctypes.Array | None = None,
+                  checked: bool = False) -> ctypes.Array:
+    """The parameters as a kernel reads them (a 64-bit slot each), written into `slots` if given; new slots
+    of a checked kernel end with its fault record, zeroed."""
+    slots = (ctypes.c_int64 * max(1, len(params) + FAULT_SLOTS * checked))() if slots is None else slots
     for i, (p, dt) in enumerate(zip(params, dtypes)):
         if dt.is_float:
             ctypes.c_double.from_buffer(slots, 8 * i).value = float(p)
@@ -294,6 +303,7 @@ class Program:
     fn: ctypes._CFuncPtr = field(repr=False)
     extent: int
     work: int
+    checked: bool = False
     _asm: str | None = field(default=None, repr=False)
 
     @property
@@ -308,7 +318,14 @@ class Program:
 
     def __call__(self, buffers: Sequence[int], params: Sequence[int | float]) -> None:
         ptrs = (ctypes.c_void_p * max(1, len(buffers)))(*buffers)
-        _split(self.phases(), ptrs, _scalar_slots(params, self.kernel.params))
+        slots = _scalar_slots(params, self.kernel.params, checked=self.checked)
+        _split(self.phases(), ptrs, slots)
+        if self.checked:
+            _check_faults(self, slots)
+
+    def buffers(self) -> tuple[BufferParam, ...]:
+        """The buffers of the table the functions read, by slot."""
+        return self.kernel.buffers
 
     def phases(self) -> list[Phase]:
         """What a call runs, phase after phase (`_split`'s input): here one phase, the function."""
@@ -327,6 +344,16 @@ class Program:
         return nullcontext()
 
 
+def _check_faults(program: Program | StagedProgram, slots: ctypes.Array, position: int | None = None) -> None:
+    """Raise `OutOfBounds` if the fault record in a checked program's parameter `slots` holds a fault (which
+    it clears for the next run); `position` says which program of a batch it is."""
+    n = len(program.kernel.params)
+    record = slots[n:n + FAULT_SLOTS]
+    if record[0]:
+        slots[n:n + FAULT_SLOTS] = [0] * FAULT_SLOTS
+        check(program.name, program.buffers(), record, position)
+
+
 def _aligned_zeros(param: BufferParam) -> np.ndarray:
     """Zeroed memory for a panel buffer, 64-byte aligned for the micro-kernel's aligned vector loads."""
     itemsize = param.dtype.itemsize
@@ -343,6 +370,7 @@ class StagedProgram:
     kernel: Kernel | Contraction
     stages: list[Program]
     compile_seconds: float
+    checked: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _scratch: list[np.ndarray] | None = field(default=None, repr=False)
 
@@ -369,6 +397,10 @@ class StagedProgram:
         """Every stage's buffer slots, in order: the caller's buffers (outputs, inputs) and the scratch."""
         raise NotImplementedError
 
+    def buffers(self) -> tuple[BufferParam, ...]:
+        """The buffers of the table the stages read, by slot."""
+        raise NotImplementedError
+
     def phases(self) -> list[Phase]:
         return [p for stage in self.stages for p in stage.phases()]
 
@@ -384,7 +416,10 @@ class StagedProgram:
     def __call__(self, buffers: Sequence[int], params: Sequence[int | float]) -> None:
         with self._lock:
             table = self.table(buffers, self.scratch_pointers())
-            _split(self.phases(), (ctypes.c_void_p * len(table))(*table), _scalar_slots(params, self.kernel.params))
+            slots = _scalar_slots(params, self.kernel.params, checked=self.checked)
+            _split(self.phases(), (ctypes.c_void_p * len(table))(*table), slots)
+        if self.checked:
+            _check_faults(self, slots)
 
 
 @dataclass
@@ -403,6 +438,9 @@ class ContractionProgram(StagedProgram):
     def table(self, buffers: Sequence[int], scratch: Sequence[int]) -> list[int]:
         # the product's scratch takes slot 1 (see Contraction); the panels come after the kernel's buffers
         return [buffers[0], *scratch[:-2], *buffers[1:], *scratch[-2:]]
+
+    def buffers(self) -> tuple[BufferParam, ...]:
+        return (*self.kernel.buffers, *self.layout.packed_buffers(self.kernel))
 
     def phases(self) -> list[Phase]:
         pack_a, pack_b, *rest = self.stages
@@ -423,6 +461,9 @@ class SplitReductionProgram(StagedProgram):
 
     def table(self, buffers: Sequence[int], scratch: Sequence[int]) -> list[int]:
         return [*buffers, *scratch]
+
+    def buffers(self) -> tuple[BufferParam, ...]:
+        return self.partials.kernel.buffers
 
 
 class Batch:
@@ -448,7 +489,9 @@ class Batch:
             self.fixed += scratch
         self.gather = np.array(gather, dtype=np.intp)
         self.pointers = np.zeros(max(1, len(gather)), dtype=np.uint64)  # the programs' tables, end to end
-        self.slots = [_scalar_slots(params, program.kernel.params) for program, _, params in calls]
+        self.slots = [_scalar_slots(params, program.kernel.params, checked=program.checked)
+                      for program, _, params in calls]
+        self.checked = [k for k, program in enumerate(self.programs) if program.checked]
         base = self.pointers.ctypes.data
         self.phases = [(phase, base + 8 * start, ctypes.addressof(slots))
                        for program, start, slots in zip(self.programs, starts, self.slots)
@@ -470,6 +513,8 @@ class Batch:
             if num_threads() != self.chunked_for:
                 self._rechunk()
             _take(self.chunks, self.threads)
+            for k in self.checked:
+                _check_faults(self.programs[k], self.slots[k], k)
 
     def _rechunk(self) -> None:
         """Cut the phases into chunks for the threads there are now (`num_threads()` may change between runs)."""
@@ -478,19 +523,19 @@ class Batch:
         self.chunks = (ctypes.c_int64 * len(chunks))(*chunks)
 
 
-_programs: dict[str, Program | StagedProgram] = {}
+_programs: dict[tuple[str, bool], Program | StagedProgram] = {}  # by body and whether checked
 
 
-def _program(kernel: Kernel, pack: Pack | None = None) -> Program:
+def _program(kernel: Kernel, pack: Pack | None = None, checked: bool = False) -> Program:
     t0 = time.perf_counter()
-    source = render(kernel) if pack is None else pack.render()
+    source = render(kernel, checked) if pack is None else pack.render(checked)
     wide = any(v.op is VOp.ALU and mathlib.supports(v.arg, v.dtype) for v in kernel.values())
-    optimized, address = _compile(source, kernel.name, wide)
+    optimized, address = _compile(source, symbol(kernel.name, checked), wide)
     return Program(kernel, source, optimized, time.perf_counter() - t0, _KernelFn(address),
-                   kernel.loops[0].size, work(kernel))
+                   kernel.loops[0].size, work(kernel), checked)
 
 
-def _split_reduction_program(kernel: Kernel) -> SplitReductionProgram | None:
+def _split_reduction_program(kernel: Kernel, checked: bool) -> SplitReductionProgram | None:
     """The kernel split into partial reductions where its output loop cannot feed the pool and
     the work pays for the split; else None."""
     threads = num_threads()
@@ -499,32 +544,35 @@ def _split_reduction_program(kernel: Kernel) -> SplitReductionProgram | None:
     t0 = time.perf_counter()
     if (split := split_reduction(kernel, threads * CHUNKS_PER_THREAD)) is None:
         return None
-    return SplitReductionProgram(kernel, [_program(k) for k in split], time.perf_counter() - t0)
+    stages = [_program(k, checked=checked) for k in split]
+    return SplitReductionProgram(kernel, stages, time.perf_counter() - t0, checked)
 
 
-def _contraction_program(c: Contraction) -> ContractionProgram:
+def _contraction_program(c: Contraction, checked: bool) -> ContractionProgram:
     t0 = time.perf_counter()
     layout = Layout.choose(c, num_threads())
-    stages = [_program(p.kernel, p) for p in pack_kernels(c, layout)]
-    source = render_gemm(c, layout)
-    optimized, address = _compile(source, c.name)
+    stages = [_program(p.kernel, p, checked) for p in pack_kernels(c, layout)]
+    source = render_gemm(c, layout, checked)
+    optimized, address = _compile(source, symbol(c.name, checked))
     # a loop iteration of a plain kernel costs about a cycle; the micro-kernel does NR multiply-adds in one
-    stages.append(Program(c, source, optimized, 0.0, _KernelFn(address), layout.tasks(c), c.numel // layout.nr))
+    stages.append(Program(c, source, optimized, 0.0, _KernelFn(address), layout.tasks(c), c.numel // layout.nr,
+                          checked))
     if c.epilogue is not None:
-        stages.append(_program(c.epilogue))
-    return ContractionProgram(c, stages, time.perf_counter() - t0, layout=layout)
+        stages.append(_program(c.epilogue, checked=checked))
+    return ContractionProgram(c, stages, time.perf_counter() - t0, checked, layout=layout)
 
 
 def compile_kernel(kernel: Kernel | Contraction) -> tuple[Program | StagedProgram, bool]:
-    """Compile `kernel`, or find the program compiled for the same body.
+    """Compile `kernel` (checked if `bounds.CHECK`, from `LT_CHECK_BOUNDS`), or find the program compiled for
+    the same body.
 
     Returns the program and whether this call compiled it."""
-    key = kernel.body_text()
+    key = (kernel.body_text(), bounds.CHECK)
     if (hit := _programs.get(key)) is not None:
         return hit, False
     if isinstance(kernel, Contraction):
-        program = _contraction_program(kernel)
+        program = _contraction_program(kernel, key[1])
     else:
-        program = _split_reduction_program(kernel) or _program(kernel)
+        program = _split_reduction_program(kernel, key[1]) or _program(kernel, checked=key[1])
     _programs[key] = program
     return program, True
