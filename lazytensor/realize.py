@@ -9,10 +9,17 @@ a bigger schedule runs kernel by kernel, giving each intermediate's memory back 
 `LT_DEBUG=2` adds the kernel IR; `LT_DEBUG=3` the LLVM IR; `LT_DEBUG=4` the
 host assembly. Lines go to stderr. A kernel compiled under `LT_CHECK_BOUNDS=1`
 that indexes outside a buffer raises `KernelError` naming the user's line.
+
+Threads. A tensor one thread hands to another is shared (realizing its node turns it into a buffer in
+place, for both), and so are the caches of schedules, compiled programs and batches: one realize runs at a
+time (`realizing`), from scheduling to binding the results, while its kernels use the thread pool. What a
+thread starts and finishes by itself is its own: the pending state that `realize_with_next` defers and an
+`lt.jit` recording.
 """
 from __future__ import annotations
 
 import sys
+import threading
 import time
 import weakref
 from contextlib import contextmanager
@@ -27,6 +34,10 @@ from .kernels.bounds import OutOfBounds
 from .schedule import SCHEDULE_CACHE_SIZE, Schedule, ScheduleItem, schedule, storage
 
 BATCH_MAX_BYTES = 64 << 20
+
+# Held while a thread reads or rewrites the graph for a realize (or a replay, or `lt.schedule`); re-entrant,
+# as a realize inside a jit recording or a replay inside a realize's caller nests.
+realizing = threading.RLock()
 
 
 @dataclass
@@ -123,34 +134,42 @@ class Recorder:
         raise NotImplementedError
 
 
-_recorder: Recorder | None = None
+class _ThreadState(threading.local):
+    """What belongs to one thread: the recording in progress, and the state to realize with its next realize."""
+
+    recorder: Recorder | None = None
+
+    def __init__(self) -> None:
+        self.deferred: dict[int, weakref.ref] = {}  # tensors whose state update is pending: {id: weakref}
+
+
+_thread = _ThreadState()
 
 
 @contextmanager
 def recording(recorder: Recorder) -> Iterator[None]:
-    """Report every launch, buffer binding and host read to `recorder` while the block runs."""
-    global _recorder
-    outer, _recorder = _recorder, recorder
+    """Report every launch, buffer binding and host read of this thread to `recorder` while the block runs."""
+    outer, _thread.recorder = _thread.recorder, recorder
     try:
         yield
     finally:
-        _recorder = outer
+        _thread.recorder = outer
 
 
 def is_recording() -> bool:
-    return _recorder is not None
+    return _thread.recorder is not None
 
 
 def check_read() -> None:
     """Called before a tensor's data is read on the host: a recorded call cannot replay a read."""
-    if _recorder is not None:
-        _recorder.read()
+    if (recorder := _thread.recorder) is not None:
+        recorder.read()
 
 
-def _bind(node: Node, buffer: Any) -> None:
+def _bind(node: Node, buffer: Any, recorder: Recorder | None) -> None:
     node.become_buffer(buffer)
-    if _recorder is not None:
-        _recorder.bind(node, buffer)
+    if recorder is not None:
+        recorder.bind(node, buffer)
 
 
 def run(items: Schedule) -> None:
@@ -162,8 +181,8 @@ def run(items: Schedule) -> None:
     schedule reuses the memory of its dead intermediates. Reuse is safe on a GPU too, because the
     kernels of a schedule run in order on one stream.
     """
-    level = getenv("LT_DEBUG")
-    if not level and _recorder is None and _run_batched(items):
+    level, recorder = getenv("LT_DEBUG"), _thread.recorder
+    if not level and recorder is None and _run_batched(items):
         return
     items.reverse()
     while items:
@@ -171,14 +190,14 @@ def run(items: Schedule) -> None:
         device = get_device(item.device)
         program, compiled = _compiled(device, item)
         outs = [device.alloc(n.dtype, n.numel) for n in item.outputs]
-        if _recorder is not None:
-            _recorder.launch(item, program, outs)
+        if recorder is not None:
+            recorder.launch(item, program, outs)
         seconds = launch(program, [*(b.ptr for b in outs), *(n.buffer.ptr for n in item.inputs)], item.params,
                          level, device, lambda: item.origin)
         if level:
             debug_line(level, item.kernel, item.device, item.origin, program, seconds, compiled)
         for node, buffer in zip(item.outputs, outs):
-            _bind(node, buffer)
+            _bind(node, buffer, recorder)
 
 
 def _compiled(device: Any, item: ScheduleItem) -> tuple[Any, bool]:
@@ -227,37 +246,33 @@ def _run_batched(items: Schedule) -> bool:
                  len(items), lambda k: items[k].origin)
     for item in items:
         for n in item.outputs:
-            _bind(n, table[slot[id(n)]])
+            _bind(n, table[slot[id(n)]], None)
     items.clear()
     return True
 
 
-# Tensors whose state update is pending (optimizer state, running statistics): {id: weakref}
-_deferred: dict[int, weakref.ref] = {}
-
-
 def realize_with_next(*tensors: Any) -> None:
-    """Compute these tensors (their nodes at that time) in the next schedule that runs, whatever it is
-    for. An optimizer step and a batch norm's running statistics update state lazily; realizing that
+    """Compute these tensors (their nodes at that time) in the next schedule this thread runs, whatever it
+    is for. An optimizer step and a batch norm's running statistics update state lazily; realizing that
     state with what is realized next (the parameters, the loss) fuses the update into that schedule
     and keeps the state's graph from growing step after step."""
     for t in tensors:
-        _deferred[id(t)] = weakref.ref(t)
+        _thread.deferred[id(t)] = weakref.ref(t)
 
 
 def realize_nodes(*nodes: Node) -> None:
-    """Compute every node in one schedule, with the pending state (`realize_with_next`): shared work runs
-    once. With no nodes, it computes only the pending state, if any."""
-    if _deferred:
-        pending = [t.node for r in _deferred.values() if (t := r()) is not None and not t.node.realized]
-        _deferred.clear()
-        nodes = (*nodes, *pending)
-    if not nodes:
-        return
-    stores = [storage(n) for n in nodes]  # before the run, which changes what shares whose buffer
-    items = schedule(*nodes)
-    _stats.realizes += 1
-    run(items)
-    for node, store in zip(nodes, stores):
-        if not node.realized:
-            _bind(node, store.buffer)
+    """Compute every node in one schedule, with this thread's pending state (`realize_with_next`): shared
+    work runs once. With no nodes, it computes only the pending state, if any."""
+    deferred = _thread.deferred
+    if deferred:
+        nodes = (*nodes, *[t.node for r in deferred.values() if (t := r()) is not None and not t.node.realized])
+        deferred.clear()
+    if nodes:
+        with realizing:
+            stores = [storage(n) for n in nodes]  # before the run, which changes what shares whose buffer
+            items = schedule(*nodes)
+            _stats.realizes += 1
+            run(items)
+            for node, store in zip(nodes, stores):
+                if not node.realized:
+                    _bind(node, store.buffer, _thread.recorder)

@@ -39,6 +39,11 @@ Checked kernels (`bounds.CHECK` when a kernel is compiled, see `kernels/bounds.p
 their own, cached apart from the unchecked ones; a call of one raises `OutOfBounds` after the launch if
 any of its accesses fell outside its buffer.
 
+Threads. Compiling, calling and batching are safe from several Python threads at once: the engine, the
+pool and `take_chunks` are made once (`_setup`), the engine is used under its lock only (llvmlite's
+MCJIT is not thread-safe), one compile runs at a time (`_compiling`: a kernel two threads ask for
+compiles once), each call has its own chunk table, counters and parameter slots, and a program whose
+scratch buffers a call uses is held by that call.
 """
 from __future__ import annotations
 
@@ -109,6 +114,9 @@ class _Jit:
 
 _jit: _Jit | None = None
 _pool: ThreadPoolExecutor | None = None
+_take_chunks_fn: ctypes._CFuncPtr | None = None
+_setup = threading.Lock()  # makes each of the three above once, whichever thread asks first
+_compiling = threading.Lock()  # one compile at a time: a kernel asked for by two threads compiles once
 
 
 @functools.cache
@@ -125,7 +133,9 @@ def num_threads() -> int:
 def pool() -> ThreadPoolExecutor:
     global _pool
     if _pool is None:
-        _pool = ThreadPoolExecutor(max_workers=num_threads(), thread_name_prefix="lazytensor")
+        with _setup:
+            if _pool is None:
+                _pool = ThreadPoolExecutor(max_workers=num_threads(), thread_name_prefix="lazytensor")
     return _pool
 
 
@@ -138,7 +148,9 @@ def work(kernel: Kernel) -> int:
 def jit() -> _Jit:
     global _jit
     if _jit is None:
-        _jit = _Jit()
+        with _setup:
+            if _jit is None:
+                _jit = _Jit()
     return _jit
 
 
@@ -238,9 +250,13 @@ CHUNK_FIELDS = 6
 Phase = tuple[Sequence[tuple[ctypes._CFuncPtr, int]], int]
 
 
-@functools.cache
 def _take_chunks() -> ctypes._CFuncPtr:
-    return _TakeChunks(_compile(_CHUNKS_IR, "take_chunks")[1])
+    global _take_chunks_fn
+    if _take_chunks_fn is None:
+        with _setup:
+            if _take_chunks_fn is None:
+                _take_chunks_fn = _TakeChunks(_compile(_CHUNKS_IR, "take_chunks")[1])
+    return _take_chunks_fn
 
 
 def _threads(calls: Sequence[tuple[ctypes._CFuncPtr, int]], work: int) -> int:
@@ -313,7 +329,9 @@ class Program:
     @property
     def assembly(self) -> str:
         if self._asm is None:
-            self._asm = jit().target_machine.emit_assembly(llvm.parse_assembly(self.optimized_ir))
+            j = jit()
+            with j.lock:
+                self._asm = j.target_machine.emit_assembly(llvm.parse_assembly(self.optimized_ir))
         return self._asm
 
     def __call__(self, buffers: Sequence[int], params: Sequence[int | float]) -> None:
@@ -371,7 +389,8 @@ class StagedProgram:
     stages: list[Program]
     compile_seconds: float
     checked: bool = False
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # held by a call while it uses the scratch buffers; re-entrant, as a call allocates them on first use
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _scratch: list[np.ndarray] | None = field(default=None, repr=False)
 
     @property
@@ -405,11 +424,12 @@ class StagedProgram:
         return [p for stage in self.stages for p in stage.phases()]
 
     def scratch_pointers(self) -> list[int]:
-        if self._scratch is None:
-            self._scratch = [_aligned_zeros(p) for p in self.scratch()]
-        return [m.ctypes.data for m in self._scratch]
+        with self._lock:  # two threads' first calls (or batches) must get the same buffers
+            if self._scratch is None:
+                self._scratch = [_aligned_zeros(p) for p in self.scratch()]
+            return [m.ctypes.data for m in self._scratch]
 
-    def owned(self) -> threading.Lock:
+    def owned(self) -> threading.RLock:
         """Held while a call uses the program's scratch buffers: one call at a time."""
         return self._lock
 
@@ -570,9 +590,12 @@ def compile_kernel(kernel: Kernel | Contraction) -> tuple[Program | StagedProgra
     key = (kernel.body_text(), bounds.CHECK)
     if (hit := _programs.get(key)) is not None:
         return hit, False
-    if isinstance(kernel, Contraction):
-        program = _contraction_program(kernel, key[1])
-    else:
-        program = _split_reduction_program(kernel, key[1]) or _program(kernel, checked=key[1])
-    _programs[key] = program
+    with _compiling:
+        if (hit := _programs.get(key)) is not None:  # another thread compiled it meanwhile
+            return hit, False
+        if isinstance(kernel, Contraction):
+            program = _contraction_program(kernel, key[1])
+        else:
+            program = _split_reduction_program(kernel, key[1]) or _program(kernel, checked=key[1])
+        _programs[key] = program
     return program, True
