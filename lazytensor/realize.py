@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Iterator
 
-from .device import get_device
+from .device import Buffer, Device, get_device
 from .errors import KernelError
 from .graph import Node
 from .helpers import getenv
@@ -103,6 +103,14 @@ def launch_batch(batch: Any, ptrs: list[int], params: dict[int, list], launches:
 
 def _out_of_bounds(e: OutOfBounds, origin: str) -> KernelError:
     return KernelError(f"the kernel for the op at {origin} indexed a buffer out of bounds (LT_CHECK_BOUNDS): {e}")
+
+
+def allocate(device: Device, node: Node) -> Buffer:
+    """A buffer on `device` for `node`'s data; an allocation that fails names the tensor and its line."""
+    try:
+        return device.alloc(node.dtype, node.numel)
+    except MemoryError as e:
+        raise MemoryError(f"{e}, for a {node.dtype.name} tensor of shape {node.shape} made at {node.origin}") from None
 
 
 def debug_line(level: int, kernel: Any, device: str, origin: str, program: Any, seconds: float,
@@ -189,7 +197,7 @@ def run(items: Schedule) -> None:
         item = items.pop()
         device = get_device(item.device)
         program, compiled = _compiled(device, item)
-        outs = [device.alloc(n.dtype, n.numel) for n in item.outputs]
+        outs = [allocate(device, n) for n in item.outputs]
         if recorder is not None:
             recorder.launch(item, program, outs)
         seconds = launch(program, [*(b.ptr for b in outs), *(n.buffer.ptr for n in item.inputs)], item.params,
@@ -230,7 +238,7 @@ def _run_batched(items: Schedule) -> bool:
     for item in items:
         for n in item.outputs:
             slot[id(n)] = len(table)
-            table.append(device.alloc(n.dtype, n.numel))
+            table.append(allocate(device, n))
         for n in item.inputs:
             if id(n) not in slot:
                 slot[id(n)] = len(table)
@@ -266,7 +274,6 @@ def realize_nodes(*nodes: Node) -> None:
     deferred = _thread.deferred
     if deferred:
         nodes = (*nodes, *[t.node for r in deferred.values() if (t := r()) is not None and not t.node.realized])
-        deferred.clear()
     if nodes:
         with realizing:
             stores = [storage(n) for n in nodes]  # before the run, which changes what shares whose buffer
@@ -276,3 +283,5 @@ def realize_nodes(*nodes: Node) -> None:
             for node, store in zip(nodes, stores):
                 if not node.realized:
                     _bind(node, store.buffer, _thread.recorder)
+    # Only once it ran: a realize that failed or was interrupted (Ctrl-C) leaves the state pending.
+    deferred.clear()

@@ -287,9 +287,13 @@ def _take(chunks: ctypes.Array, threads: int) -> None:
     chunks others claimed, not for pool threads to wake up: a pool thread that wakes after the last
     chunk was claimed finds none (the arguments it is handed stay alive until it has looked)."""
     n, counters, take = len(chunks) // CHUNK_FIELDS, (ctypes.c_int64 * 2)(), _take_chunks()
-    for _ in range(threads - 1):
-        pool().submit(take, chunks, n, counters, False)
-    take(chunks, n, counters, True)
+    try:
+        for _ in range(threads - 1):
+            pool().submit(take, chunks, n, counters, False)
+    finally:
+        # Even when interrupted (Ctrl-C) while handing chunks out: the caller claims what is left and waits for
+        # every chunk, so no pool thread still writes to the buffers once this returns or raises.
+        take(chunks, n, counters, True)
 
 
 def _split(phases: Sequence[Phase], ptrs: ctypes.Array, slots: ctypes.Array) -> None:
@@ -375,7 +379,11 @@ def _check_faults(program: Program | StagedProgram, slots: ctypes.Array, positio
 def _aligned_zeros(param: BufferParam) -> np.ndarray:
     """Zeroed memory for a panel buffer, 64-byte aligned for the micro-kernel's aligned vector loads."""
     itemsize = param.dtype.itemsize
-    raw = np.zeros(param.size * itemsize + 64, dtype=np.uint8)
+    try:
+        raw = np.zeros(param.size * itemsize + 64, dtype=np.uint8)
+    except (MemoryError, ValueError):  # ValueError: more bytes than an address space holds
+        raise MemoryError(f"out of host memory: cannot allocate a kernel's scratch buffer of {param.size} elements "
+                          f"of {itemsize} bytes each") from None
     offset = -raw.ctypes.data % 64
     return raw[offset:offset + param.size * itemsize]
 
