@@ -10,7 +10,8 @@ its scalar parameters, zero before a launch (the fault record). An access to ele
 inside their buffer is not made, to that buffer or anywhere else the kernel does not own (a backend
 redirects it to memory of its own), and the first such access of the launch is recorded: `fault_code` of
 the buffer and the kind of access in the first slot, the index in the second. After the launch the runtime
-calls `check`, which raises `OutOfBounds`; the frontend restates it with the user's line.
+calls `check`, which raises `OutOfBounds`; the frontend restates it with the user's line. A backend need not
+test at run time an access it proves inside its buffer for every iteration the kernel can run.
 """
 from __future__ import annotations
 
