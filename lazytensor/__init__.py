@@ -22,6 +22,7 @@ from .errors import AxisError, DeviceError, DTypeError, JitError, KernelError, S
 from .kernels.triton import set_allow_tf32, tf32_allowed
 from .movement import concat, split, stack
 from .realize import Stats, reset_stats, stats
+from .realize import realizing as _realizing
 from .schedule import Schedule
 from .schedule import schedule as _schedule_nodes
 from .tensor import Tensor, broadcast_shapes, realize, where
@@ -43,7 +44,8 @@ cat = concat
 
 def schedule(*tensors: Tensor) -> Schedule:
     """The kernels `realize(*tensors)` would run, without running them. Print it to read them."""
-    return _schedule_nodes(*(t.node for t in tensors))
+    with _realizing:  # a realize in another thread must not rewrite the graph while it is read
+        return _schedule_nodes(*(t.node for t in tensors))
 
 
 def _function(method: Callable) -> Callable:

@@ -100,6 +100,14 @@ def _default_pool_limit() -> int:
     return min(1 << 30, physical // 8)
 
 
+def _bytes(n: int) -> str:
+    """`n` bytes, readably: '1.00 EiB'."""
+    for unit, shift in (("EiB", 60), ("PiB", 50), ("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.2f} {unit}"
+    return f"{n} bytes"
+
+
 class HostMemoryPool:
     """Host memory for CPU buffers, reused across realizes: freed blocks are kept by byte size.
 
@@ -138,11 +146,22 @@ class HostMemoryPool:
         return -(-nbytes // quantum) * quantum
 
     def array(self, dtype: np.dtype, size: int) -> np.ndarray:
-        """A flat array of `size` elements of `dtype` (uninitialized), on a pooled block when it is big enough."""
+        """A flat array of `size` elements of `dtype` (uninitialized), on a pooled block when it is big enough.
+
+        Where the memory is not there, the pool gives back the blocks it keeps and tries once more, then raises
+        MemoryError saying how much was asked for."""
         nbytes = size * dtype.itemsize
         if nbytes < self.min_bytes:
             return np.empty(size, dtype=dtype)
-        block = self._take(self.block_size(nbytes))
+        try:
+            block = self._take(self.block_size(nbytes))
+        except MemoryError:
+            self.clear()
+            try:
+                block = self._take(self.block_size(nbytes))
+            except MemoryError:
+                raise MemoryError(f"out of host memory: cannot allocate {_bytes(nbytes)} ({size} elements of "
+                                  f"{dtype.itemsize} bytes each)") from None
         # Not a memoryview: np.frombuffer wraps one in a memoryview of its own, which would not keep ours alive.
         owner = (ctypes.c_char * block.nbytes).from_buffer(block)
         finalizer = weakref.finalize(owner, self._give_back, block)
@@ -184,6 +203,8 @@ class HostMemoryPool:
     @staticmethod
     def _new_block(size: int) -> np.ndarray:
         """`size` fresh bytes, 64-byte aligned (a cache line), or HUGE_PAGE-aligned and advised from HUGE_PAGE."""
+        if size + HUGE_PAGE > sys.maxsize:  # NumPy raises ValueError for more bytes than an address space holds
+            raise MemoryError
         if size < HUGE_PAGE:
             raw = np.empty(size + 63, dtype=np.uint8)
             start = -raw.ctypes.data % 64

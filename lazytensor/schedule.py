@@ -78,6 +78,7 @@ schedules it once.
 """
 from __future__ import annotations
 
+import threading
 import time
 import weakref
 from dataclasses import dataclass
@@ -147,30 +148,37 @@ class Schedule(list):
         return "\n\n".join(f"[{i}] {item}" for i, item in enumerate(self))
 
 
-# Tensors whose state update is pending (optimizer state, running statistics): {id: weakref}
-_pending: dict[int, weakref.ref] = {}
+class _Pending(threading.local):
+    """Each thread's tensors whose state update is pending (optimizer state, running statistics), by id."""
+
+    def __init__(self) -> None:
+        self.tensors: dict[int, weakref.ref] = {}
+
+
+_pending = _Pending()
 
 
 def realize_with_next(*tensors: Any) -> None:
-    """Compute these tensors (their nodes at that time) in the next schedule that runs, whatever it is
-    for. An optimizer step and a batch norm's running statistics update state lazily; realizing that
+    """Compute these tensors (their nodes at that time) in the next schedule this thread runs, whatever it
+    is for. An optimizer step and a batch norm's running statistics update state lazily; realizing that
     state with what is realized next (the parameters, the loss) fuses the update into that schedule
     and keeps the state's graph from growing step after step."""
     for t in tensors:
-        _pending[id(t)] = weakref.ref(t)
+        _pending.tensors[id(t)] = weakref.ref(t)
 
 
 def forget_pending(nodes: list[Node]) -> None:
     """The pending state among `nodes` was computed: it no longer rides on the next schedule."""
-    done = {id(n) for n in nodes}
-    for key, ref in list(_pending.items()):
+    done, pending = {id(n) for n in nodes}, _pending.tensors
+    for key, ref in list(pending.items()):
         t = ref()
         if t is None or t.node.realized or id(t.node) in done:
-            del _pending[key]
+            del pending[key]
 
 
 def _with_pending(roots: tuple[Node, ...]) -> list[Node]:
-    return [*roots, *(t.node for r in list(_pending.values()) if (t := r()) is not None and not t.node.realized)]
+    return [*roots, *(t.node for r in list(_pending.tensors.values()) if (t := r()) is not None
+                      and not t.node.realized)]
 
 
 _COMPUTED = frozenset({Op.ALU, Op.CAST, Op.REDUCE, Op.PHILOX})  # ops that compute (not views, not data)

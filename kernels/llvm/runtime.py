@@ -39,6 +39,16 @@ and into how many chunks, is decided when the kernel is compiled, from
 `num_threads()` then (the program is cached by the kernel's body, as the
 pool's size is fixed at its first use); how many threads take the chunks is
 `num_threads()` at each call.
+
+Checked kernels (`bounds.CHECK` when a kernel is compiled, see `kernels/bounds.py`) are programs of
+their own, cached apart from the unchecked ones; a call of one raises `OutOfBounds` after the launch if
+any of its accesses fell outside its buffer.
+
+Threads. Compiling, calling and batching are safe from several Python threads at once: the engine, the
+pool and `take_chunks` are made once (`_setup`), the engine is used under its lock only (llvmlite's
+MCJIT is not thread-safe), one compile runs at a time (`_compiling`: a kernel two threads ask for
+compiles once), each call has its own chunk table, counters and parameter slots, and a program whose
+scratch buffers a call uses is held by that call.
 """
 from __future__ import annotations
 
@@ -60,12 +70,14 @@ from typing import Generator, Mapping, Sequence
 import llvmlite.binding as llvm
 import numpy as np
 
+from .. import bounds
+from ..bounds import FAULT_SLOTS, check
 from ..ir import BufferParam, Contraction, Kernel, VOp
 from ..split import split_reduction
 from . import compiler, mathlib
 from .compiler import Machine
 from .gemm import Layout, Pack, core_name, pack_kernels, render_gemm, render_gemm_core
-from .render import render
+from .render import render, symbol
 
 PARALLEL_MIN_WORK = 1 << 16
 SPLIT_MIN_WORK = 1 << 21  # measured on 2 cores: below it, splitting `x.sum()` is no faster than one thread
@@ -96,6 +108,9 @@ class _Jit:
 
 _jit: _Jit | None = None
 _pool: ThreadPoolExecutor | None = None
+_take_chunks_fn: ctypes._CFuncPtr | None = None
+_setup = threading.Lock()  # makes each of the three above once, whichever thread asks first
+_compiling = threading.Lock()  # one compile at a time: a kernel asked for by two threads compiles once
 
 
 @functools.cache
@@ -112,7 +127,9 @@ def num_threads() -> int:
 def pool() -> ThreadPoolExecutor:
     global _pool
     if _pool is None:
-        _pool = ThreadPoolExecutor(max_workers=num_threads(), thread_name_prefix="lazytensor")
+        with _setup:
+            if _pool is None:
+                _pool = ThreadPoolExecutor(max_workers=num_threads(), thread_name_prefix="lazytensor")
     return _pool
 
 
@@ -125,7 +142,9 @@ def work(kernel: Kernel) -> int:
 def jit() -> _Jit:
     global _jit
     if _jit is None:
-        _jit = _Jit()
+        with _setup:
+            if _jit is None:
+                _jit = _Jit()
     return _jit
 
 
@@ -139,13 +158,17 @@ def _compile(job: Job) -> Compiled:
     """Compile one job here."""
     source, name, wide = job
     t0 = time.perf_counter()
-    optimized, obj = jit().machine.compile(source, wide)
-    return optimized, jit().load(obj, name), time.perf_counter() - t0
+    j = jit()
+    with j.lock:  # LLVM's context is not thread-safe: the engine's lock guards every use of it
+        optimized, obj = j.machine.compile(source, wide)
+    return optimized, j.load(obj, name), time.perf_counter() - t0
 
 
-def _scalar_slots(params: Sequence[int | float], dtypes: Sequence, slots: ctypes.Array | None = None) -> ctypes.Array:
-    """The parameters as a kernel reads them (a 64-bit slot each), written into `slots` if given."""
-    slots = (ctypes.c_int64 * max(1, len(params)))() if slots is None else slots
+def _scalar_slots(params: Sequence[int | float], dtypes: Sequence, slots: ctypes.Array | None = None,
+                  checked: bool = False) -> ctypes.Array:
+    """The parameters as a kernel reads them (a 64-bit slot each), written into `slots` if given; new slots
+    of a checked kernel end with its fault record, zeroed."""
+    slots = (ctypes.c_int64 * max(1, len(params) + FAULT_SLOTS * checked))() if slots is None else slots
     for i, (p, dt) in enumerate(zip(params, dtypes)):
         if dt.is_float:
             ctypes.c_double.from_buffer(slots, 8 * i).value = float(p)
@@ -221,9 +244,13 @@ CHUNK_FIELDS = 6
 Phase = tuple[Sequence[tuple[ctypes._CFuncPtr, int]], int]
 
 
-@functools.cache
 def _take_chunks() -> ctypes._CFuncPtr:
-    return _TakeChunks(_compile((_CHUNKS_IR, "take_chunks", False))[1])
+    global _take_chunks_fn
+    if _take_chunks_fn is None:
+        with _setup:
+            if _take_chunks_fn is None:
+                _take_chunks_fn = _TakeChunks(_compile((_CHUNKS_IR, "take_chunks", False))[1])
+    return _take_chunks_fn
 
 
 def _threads(calls: Sequence[tuple[ctypes._CFuncPtr, int]], work: int) -> int:
@@ -254,9 +281,13 @@ def _take(chunks: ctypes.Array, threads: int) -> None:
     chunks others claimed, not for pool threads to wake up: a pool thread that wakes after the last
     chunk was claimed finds none (the arguments it is handed stay alive until it has looked)."""
     n, counters, take = len(chunks) // CHUNK_FIELDS, (ctypes.c_int64 * 2)(), _take_chunks()
-    for _ in range(threads - 1):
-        pool().submit(take, chunks, n, counters, False)
-    take(chunks, n, counters, True)
+    try:
+        for _ in range(threads - 1):
+            pool().submit(take, chunks, n, counters, False)
+    finally:
+        # Even when interrupted (Ctrl-C) while handing chunks out: the caller claims what is left and waits for
+        # every chunk, so no pool thread still writes to the buffers once this returns or raises.
+        take(chunks, n, counters, True)
 
 
 def _split(phases: Sequence[Phase], ptrs: ctypes.Array, slots: ctypes.Array) -> None:
@@ -286,6 +317,7 @@ class Program:
     fn: ctypes._CFuncPtr = field(repr=False)
     extent: int
     work: int
+    checked: bool = False
     _asm: str | None = field(default=None, repr=False)
 
     @property
@@ -295,12 +327,21 @@ class Program:
     @property
     def assembly(self) -> str:
         if self._asm is None:
-            self._asm = jit().target_machine.emit_assembly(llvm.parse_assembly(self.optimized_ir))
+            j = jit()
+            with j.lock:
+                self._asm = j.target_machine.emit_assembly(llvm.parse_assembly(self.optimized_ir))
         return self._asm
 
     def __call__(self, buffers: Sequence[int], params: Sequence[int | float]) -> None:
         ptrs = (ctypes.c_void_p * max(1, len(buffers)))(*buffers)
-        _split(self.phases(), ptrs, _scalar_slots(params, self.kernel.params))
+        slots = _scalar_slots(params, self.kernel.params, checked=self.checked)
+        _split(self.phases(), ptrs, slots)
+        if self.checked:
+            _check_faults(self, slots)
+
+    def buffers(self) -> tuple[BufferParam, ...]:
+        """The buffers of the table the functions read, by slot."""
+        return self.kernel.buffers
 
     def phases(self) -> list[Phase]:
         """What a call runs, phase after phase (`_split`'s input): here one phase, the function."""
@@ -319,10 +360,24 @@ class Program:
         return nullcontext()
 
 
+def _check_faults(program: Program | StagedProgram, slots: ctypes.Array, position: int | None = None) -> None:
+    """Raise `OutOfBounds` if the fault record in a checked program's parameter `slots` holds a fault (which
+    it clears for the next run); `position` says which program of a batch it is."""
+    n = len(program.kernel.params)
+    record = slots[n:n + FAULT_SLOTS]
+    if record[0]:
+        slots[n:n + FAULT_SLOTS] = [0] * FAULT_SLOTS
+        check(program.name, program.buffers(), record, position)
+
+
 def _aligned_zeros(param: BufferParam) -> np.ndarray:
     """Zeroed memory for a panel buffer, 64-byte aligned for the micro-kernel's aligned vector loads."""
     itemsize = param.dtype.itemsize
-    raw = np.zeros(param.size * itemsize + 64, dtype=np.uint8)
+    try:
+        raw = np.zeros(param.size * itemsize + 64, dtype=np.uint8)
+    except (MemoryError, ValueError):  # ValueError: more bytes than an address space holds
+        raise MemoryError(f"out of host memory: cannot allocate a kernel's scratch buffer of {param.size} elements "
+                          f"of {itemsize} bytes each") from None
     offset = -raw.ctypes.data % 64
     return raw[offset:offset + param.size * itemsize]
 
@@ -335,7 +390,9 @@ class StagedProgram:
     kernel: Kernel | Contraction
     stages: list[Program]
     compile_seconds: float
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    checked: bool = False
+    # held by a call while it uses the scratch buffers; re-entrant, as a call allocates them on first use
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _scratch: list[np.ndarray] | None = field(default=None, repr=False)
 
     @property
@@ -361,22 +418,30 @@ class StagedProgram:
         """Every stage's buffer slots, in order: the caller's buffers (outputs, inputs) and the scratch."""
         raise NotImplementedError
 
+    def buffers(self) -> tuple[BufferParam, ...]:
+        """The buffers of the table the stages read, by slot."""
+        raise NotImplementedError
+
     def phases(self) -> list[Phase]:
         return [p for stage in self.stages for p in stage.phases()]
 
     def scratch_pointers(self) -> list[int]:
-        if self._scratch is None:
-            self._scratch = [_aligned_zeros(p) for p in self.scratch()]
-        return [m.ctypes.data for m in self._scratch]
+        with self._lock:  # two threads' first calls (or batches) must get the same buffers
+            if self._scratch is None:
+                self._scratch = [_aligned_zeros(p) for p in self.scratch()]
+            return [m.ctypes.data for m in self._scratch]
 
-    def owned(self) -> threading.Lock:
+    def owned(self) -> threading.RLock:
         """Held while a call uses the program's scratch buffers: one call at a time."""
         return self._lock
 
     def __call__(self, buffers: Sequence[int], params: Sequence[int | float]) -> None:
         with self._lock:
             table = self.table(buffers, self.scratch_pointers())
-            _split(self.phases(), (ctypes.c_void_p * len(table))(*table), _scalar_slots(params, self.kernel.params))
+            slots = _scalar_slots(params, self.kernel.params, checked=self.checked)
+            _split(self.phases(), (ctypes.c_void_p * len(table))(*table), slots)
+        if self.checked:
+            _check_faults(self, slots)
 
 
 @dataclass
@@ -395,6 +460,9 @@ class ContractionProgram(StagedProgram):
     def table(self, buffers: Sequence[int], scratch: Sequence[int]) -> list[int]:
         # the product's scratch takes slot 1 (see Contraction); the panels come after the kernel's buffers
         return [buffers[0], *scratch[:-2], *buffers[1:], *scratch[-2:]]
+
+    def buffers(self) -> tuple[BufferParam, ...]:
+        return (*self.kernel.buffers, *self.layout.packed_buffers(self.kernel))
 
     def phases(self) -> list[Phase]:
         pack_a, pack_b, *rest = self.stages
@@ -415,6 +483,9 @@ class SplitReductionProgram(StagedProgram):
 
     def table(self, buffers: Sequence[int], scratch: Sequence[int]) -> list[int]:
         return [*buffers, *scratch]
+
+    def buffers(self) -> tuple[BufferParam, ...]:
+        return self.partials.kernel.buffers
 
 
 class Batch:
@@ -440,7 +511,9 @@ class Batch:
             self.fixed += scratch
         self.gather = np.array(gather, dtype=np.intp)
         self.pointers = np.zeros(max(1, len(gather)), dtype=np.uint64)  # the programs' tables, end to end
-        self.slots = [_scalar_slots(params, program.kernel.params) for program, _, params in calls]
+        self.slots = [_scalar_slots(params, program.kernel.params, checked=program.checked)
+                      for program, _, params in calls]
+        self.checked = [k for k, program in enumerate(self.programs) if program.checked]
         base = self.pointers.ctypes.data
         self.phases = [(phase, base + 8 * start, ctypes.addressof(slots))
                        for program, start, slots in zip(self.programs, starts, self.slots)
@@ -462,6 +535,8 @@ class Batch:
             if num_threads() != self.chunked_for:
                 self._rechunk()
             _take(self.chunks, self.threads)
+            for k in self.checked:
+                _check_faults(self.programs[k], self.slots[k], k)
 
     def _rechunk(self) -> None:
         """Cut the phases into chunks for the threads there are now (`num_threads()` may change between runs)."""
@@ -470,8 +545,8 @@ class Batch:
         self.chunks = (ctypes.c_int64 * len(chunks))(*chunks)
 
 
-_programs: dict[str, Program | StagedProgram] = {}
-_gemm_cores: dict[str, tuple[str, str]] = {}  # the GEMM cores in the engine (`gemm.core_name`): IR, optimized IR
+_programs: dict[tuple[str, bool], Program | StagedProgram] = {}  # by body and whether checked
+_gemm_cores: dict[str, tuple[str, str]] = {}  # the GEMM cores in the engine, by symbol: IR, optimized IR
 
 
 # A program's builder: a generator that yields the jobs to compile, one at a time, is sent what each gave,
@@ -480,21 +555,22 @@ _gemm_cores: dict[str, tuple[str, str]] = {}  # the GEMM cores in the engine (`g
 Builder = Generator[Job, Compiled, "Program | StagedProgram"]
 
 
-def _program(kernel: Kernel, pack: Pack | None = None) -> Generator[Job, Compiled, Program]:
+def _program(kernel: Kernel, pack: Pack | None = None, checked: bool = False) -> Generator[Job, Compiled, Program]:
     t0 = time.perf_counter()
-    source = render(kernel) if pack is None else pack.render()
+    source = render(kernel, checked) if pack is None else pack.render(checked)
     wide = any(v.op is VOp.ALU and mathlib.supports(v.arg, v.dtype) for v in kernel.values())
     render_seconds = time.perf_counter() - t0
-    optimized, address, seconds = yield source, kernel.name, wide
+    optimized, address, seconds = yield source, symbol(kernel.name, checked), wide
     return Program(kernel, source, optimized, render_seconds + seconds, _KernelFn(address),
-                   kernel.loops[0].size, work(kernel))
+                   kernel.loops[0].size, work(kernel), checked)
 
 
-def _split_reduction_program(kernel: Kernel, split: list[Kernel]) -> Generator[Job, Compiled, SplitReductionProgram]:
+def _split_reduction_program(kernel: Kernel, split: list[Kernel], checked: bool) \
+        -> Generator[Job, Compiled, SplitReductionProgram]:
     programs = []
     for k in split:
-        programs.append((yield from _program(k)))
-    return SplitReductionProgram(kernel, programs, sum(p.compile_seconds for p in programs))
+        programs.append((yield from _program(k, checked=checked)))
+    return SplitReductionProgram(kernel, programs, sum(p.compile_seconds for p in programs), checked)
 
 
 def _partials(kernel: Kernel) -> list[Kernel] | None:
@@ -506,32 +582,32 @@ def _partials(kernel: Kernel) -> list[Kernel] | None:
     return split_reduction(kernel, threads * CHUNKS_PER_THREAD)
 
 
-def _contraction_program(c: Contraction) -> Generator[Job, Compiled, ContractionProgram]:
+def _contraction_program(c: Contraction, checked: bool) -> Generator[Job, Compiled, ContractionProgram]:
     layout = Layout.choose(c, num_threads())
     stages = []
     for pack in pack_kernels(c, layout):
-        stages.append((yield from _program(pack.kernel, pack)))
+        stages.append((yield from _program(pack.kernel, pack, checked)))
     seconds = 0.0
-    name = core_name(c, layout)
+    name = symbol(core_name(c, layout), checked)
     if (core := _gemm_cores.get(name)) is None:  # the core serves every contraction of its dtype and tile
-        source = render_gemm_core(c, layout)
+        source = render_gemm_core(c, layout, checked)
         optimized, _, seconds = yield source, name, False
         core = _gemm_cores.setdefault(name, (source, optimized))
-    _, address, call_seconds = yield render_gemm(c, layout), c.name, False
+    _, address, call_seconds = yield render_gemm(c, layout, checked), symbol(c.name, checked), False
     # The stage shows its core's IR (LT_DEBUG): the function of its own only passes the geometry on. A loop
     # iteration of a plain kernel costs about a cycle; the micro-kernel does NR multiply-adds in one.
     stages.append(Program(c, *core, seconds + call_seconds, _KernelFn(address), layout.tasks(c),
-                          c.numel // layout.nr))
+                          c.numel // layout.nr, checked))
     if c.epilogue is not None:
-        stages.append((yield from _program(c.epilogue)))
-    return ContractionProgram(c, stages, sum(p.compile_seconds for p in stages), layout=layout)
+        stages.append((yield from _program(c.epilogue, checked=checked)))
+    return ContractionProgram(c, stages, sum(p.compile_seconds for p in stages), checked, layout=layout)
 
 
-def _builder(kernel: Kernel | Contraction) -> Builder:
+def _builder(kernel: Kernel | Contraction, checked: bool) -> Builder:
     if isinstance(kernel, Contraction):
-        return _contraction_program(kernel)
+        return _contraction_program(kernel, checked)
     split = _partials(kernel)
-    return _program(kernel) if split is None else _split_reduction_program(kernel, split)
+    return _program(kernel, checked=checked) if split is None else _split_reduction_program(kernel, split, checked)
 
 
 # Below this much IR in new modules (about half a second of compiling), a batch compiles here, one module
@@ -577,7 +653,9 @@ atexit.register(_workers.close)
 
 
 def _compile_here(jobs: list[Job]) -> list[compiler.Answer]:
-    return compiler.compile_batch(jit().machine, [(source, wide) for source, _, wide in jobs])
+    j = jit()
+    with j.lock:
+        return compiler.compile_batch(j.machine, [(source, wide) for source, _, wide in jobs])
 
 
 def _compile_side_by_side(jobs: list[Job]) -> list[Compiled | None]:
@@ -622,13 +700,17 @@ def _compile_side_by_side(jobs: list[Job]) -> list[Compiled | None]:
 
 
 def compile_kernel(kernel: Kernel | Contraction) -> tuple[Program | StagedProgram, bool]:
-    """Compile `kernel`, or find the program compiled for the same body.
+    """Compile `kernel` (checked if `bounds.CHECK`, from `LT_CHECK_BOUNDS`), or find the program compiled for
+    the same body.
 
     Returns the program and whether this call compiled it."""
-    key = kernel.body_text()
+    key = (kernel.body_text(), bounds.CHECK)
     if (hit := _programs.get(key)) is not None:
         return hit, False
-    program = _programs[key] = _built(_builder(kernel))
+    with _compiling:
+        if (hit := _programs.get(key)) is not None:  # another thread compiled it meanwhile
+            return hit, False
+        program = _programs[key] = _built(_builder(kernel, key[1]))
     return program, True
 
 
@@ -646,23 +728,24 @@ def compile_kernels(kernels: Sequence[Kernel | Contraction]) -> int:
     """Compile the kernels not compiled yet, side by side: their jobs go to compile workers (processes,
     `compiler.py`), one fewer than `num_threads()`, while this thread compiles its share; the programs are
     then found by `compile_kernel`. Returns how many kernels it compiled."""
-    builders: dict[str, Builder] = {}
-    for kernel in kernels:
-        if (key := kernel.body_text()) not in _programs and key not in builders:
-            builders[key] = _builder(kernel)
-    jobs = {key: next(builder) for key, builder in builders.items()}
-    done = 0
-    while jobs:
-        results = _compile_side_by_side(list(jobs.values()))
-        waiting = {}
-        for (key, _), result in zip(jobs.items(), results):
-            if result is None:  # left to `compile_kernel`, which raises the error where the kernel runs
-                builders[key].close()
-                continue
-            try:
-                waiting[key] = builders[key].send(result)
-            except StopIteration as finished:
-                _programs[key] = finished.value
-                done += 1
-        jobs = waiting
+    with _compiling:
+        builders: dict[tuple[str, bool], Builder] = {}
+        for kernel in kernels:
+            if (key := (kernel.body_text(), bounds.CHECK)) not in _programs and key not in builders:
+                builders[key] = _builder(kernel, key[1])
+        jobs = {key: next(builder) for key, builder in builders.items()}
+        done = 0
+        while jobs:
+            results = _compile_side_by_side(list(jobs.values()))
+            waiting = {}
+            for (key, _), result in zip(jobs.items(), results):
+                if result is None:  # left to `compile_kernel`, which raises the error where the kernel runs
+                    builders[key].close()
+                    continue
+                try:
+                    waiting[key] = builders[key].send(result)
+                except StopIteration as finished:
+                    _programs[key] = finished.value
+                    done += 1
+            jobs = waiting
     return done
