@@ -5,6 +5,7 @@ import ctypes
 import re
 
 import numpy as np
+import pytest
 from conftest import padded_load_kernel
 
 from lazytensor.kernels import ir
@@ -264,3 +265,30 @@ def test_a_batch_of_kernels_compiles_in_workers_to_the_same_code(monkeypatch):
         compile_kernel(k)[0]([out.ctypes.data, x.ctypes.data], [])
         np.testing.assert_array_equal(out, x[:28].reshape(4, 7).sum(1, dtype=np.float32)
                                       * np.float32(k.stores[0].value.srcs[1].arg))
+
+
+def test_an_interrupted_batch_leaves_no_worker_owing_answers(monkeypatch):
+    """Ctrl-C while this process compiles its share: the workers that were asked are dropped, so the next batch
+    never reads their answers to the interrupted one as its own."""
+    monkeypatch.setenv("LT_NUM_THREADS", "2")
+    monkeypatch.setattr(runtime, "SIDE_BY_SIDE_MIN_CHARS", 0)
+    runtime.compile_kernels([scaled_row_sums_kernel(2, 3, 0.5), scaled_row_sums_kernel(2, 3, 1.5)])
+    (worker,) = runtime._workers.procs
+
+    def interrupted(jobs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runtime, "_compile_here", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        runtime.compile_kernels([scaled_row_sums_kernel(6, 3, scale) for scale in (0.25, 0.75)])
+    assert worker not in runtime._workers.procs and worker.poll() is not None
+    monkeypatch.undo()
+    monkeypatch.setenv("LT_NUM_THREADS", "2")
+    monkeypatch.setattr(runtime, "SIDE_BY_SIDE_MIN_CHARS", 0)
+    kernels = [scaled_row_sums_kernel(6, 3, scale) for scale in (0.25, 0.75)]
+    assert runtime.compile_kernels(kernels) == 2
+    x = np.arange(18, dtype=np.float32)
+    for k in kernels:
+        out = np.zeros(6, np.float32)
+        compile_kernel(k)[0]([out.ctypes.data, x.ctypes.data], [])
+        np.testing.assert_array_equal(out, x.reshape(6, 3).sum(1, dtype=np.float32) * np.float32(k.stores[0].value.srcs[1].arg))

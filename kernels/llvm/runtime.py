@@ -634,9 +634,12 @@ class _Workers:
         return self.procs[:n]
 
     def drop(self, proc: subprocess.Popen) -> None:
-        """Forget a worker that stopped answering (a later batch starts another)."""
-        self.procs.remove(proc)
+        """Forget a worker that stopped answering, or owes answers no one will read (a later batch starts
+        another)."""
+        if proc in self.procs:
+            self.procs.remove(proc)
         proc.kill()
+        proc.wait()
 
     def close(self) -> None:
         for proc in self.procs:
@@ -677,21 +680,28 @@ def _compile_side_by_side(jobs: list[Job]) -> list[Compiled | None]:
             least = sizes.index(min(sizes))
             shares[least].append(i)
             sizes[least] += len(unique[i][0])
-        asked = []
-        for proc, share in zip(procs, shares):
-            try:
-                compiler.send(proc.stdin, [(unique[i][0], unique[i][2]) for i in share])
-                asked.append((proc, share))
-            except OSError:  # the worker died: its share is compiled here
+        asked: list[tuple[subprocess.Popen, list[int]]] = []
+        try:
+            for proc, share in zip(procs, shares):
+                try:
+                    compiler.send(proc.stdin, [(unique[i][0], unique[i][2]) for i in share])
+                    asked.append((proc, share))
+                except OSError:  # the worker died: its share is compiled here
+                    _workers.drop(proc)
+                    shares[-1] += share
+            answers = dict(zip(shares[-1], _compile_here([unique[i] for i in shares[-1]])))
+            while asked:
+                proc, share = asked[0]
+                try:
+                    answers.update(zip(share, compiler.receive(proc.stdout)))
+                except EOFError:
+                    _workers.drop(proc)
+                    answers.update(zip(share, _compile_here([unique[i] for i in share])))
+                asked.pop(0)
+        except BaseException:  # interrupted (Ctrl-C): a worker still owing answers would give them to the next batch
+            for proc, _ in asked:
                 _workers.drop(proc)
-                shares[-1] += share
-        answers = dict(zip(shares[-1], _compile_here([unique[i] for i in shares[-1]])))
-        for proc, share in asked:
-            try:
-                answers.update(zip(share, compiler.receive(proc.stdout)))
-            except EOFError:
-                _workers.drop(proc)
-                answers.update(zip(share, _compile_here([unique[i] for i in share])))
+            raise
     compiled: list[Compiled | None] = []
     for i, (_, name, _) in enumerate(unique):
         optimized, obj, seconds, error = answers[i]
