@@ -291,4 +291,5 @@ def test_an_interrupted_batch_leaves_no_worker_owing_answers(monkeypatch):
     for k in kernels:
         out = np.zeros(6, np.float32)
         compile_kernel(k)[0]([out.ctypes.data, x.ctypes.data], [])
-        np.testing.assert_array_equal(out, x.reshape(6, 3).sum(1, dtype=np.float32) * np.float32(k.stores[0].value.srcs[1].arg))
+        scale = np.float32(k.stores[0].value.srcs[1].arg)
+        np.testing.assert_array_equal(out, x.reshape(6, 3).sum(1, dtype=np.float32) * scale)
