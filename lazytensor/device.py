@@ -108,6 +108,12 @@ def _bytes(n: int) -> str:
     return f"{n} bytes"
 
 
+def _out_of_memory(where: str, size: int, itemsize: int) -> MemoryError:
+    """The error for `size` elements of `itemsize` bytes that `where` ('host', 'GPU') has no room for."""
+    return MemoryError(f"out of {where} memory: cannot allocate {_bytes(size * itemsize)} ({size} elements of "
+                       f"{itemsize} bytes each)")
+
+
 class HostMemoryPool:
     """Host memory for CPU buffers, reused across realizes: freed blocks are kept by byte size.
 
@@ -160,8 +166,7 @@ class HostMemoryPool:
             try:
                 block = self._take(self.block_size(nbytes))
             except MemoryError:
-                raise MemoryError(f"out of host memory: cannot allocate {_bytes(nbytes)} ({size} elements of "
-                                  f"{dtype.itemsize} bytes each)") from None
+                raise _out_of_memory("host", size, dtype.itemsize) from None
         # Not a memoryview: np.frombuffer wraps one in a memoryview of its own, which would not keep ours alive.
         owner = (ctypes.c_char * block.nbytes).from_buffer(block)
         finalizer = weakref.finalize(owner, self._give_back, block)
@@ -348,7 +353,11 @@ class CUDADevice(Device):
         self.backend = "triton-interpreter" if target.interpreted else "triton"
 
     def alloc(self, dtype: DType, size: int) -> Buffer:
-        return CUDABuffer(self.name, dtype, size, self.target.alloc(size * dtype.itemsize), self.target)
+        try:
+            allocation = self.target.alloc(size * dtype.itemsize)
+        except MemoryError:
+            raise _out_of_memory("host" if self.target.interpreted else "GPU", size, dtype.itemsize) from None
+        return CUDABuffer(self.name, dtype, size, allocation, self.target)
 
     def from_numpy(self, array: np.ndarray, dtype: DType | None = None) -> Buffer:
         data = np.ascontiguousarray(array).reshape(-1)

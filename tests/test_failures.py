@@ -18,20 +18,25 @@ from lazytensor.device import HostMemoryPool
 from lazytensor.kernels.llvm import compile_kernel, runtime
 
 realize = importlib.import_module("lazytensor.realize")  # the module, which `lt.realize` the function hides
+jit = importlib.import_module("lazytensor.jit")  # the module, which `lt.jit` the decorator hides
 
 
-def interrupt_once(monkeypatch, owner, name: str, after: bool = False):
-    """Make `owner.name` raise KeyboardInterrupt on its next call (after doing its work if `after`), then
-    behave again."""
-    original = getattr(owner, name)
+def interrupt_once(monkeypatch, owner, *names: str, after: bool = False):
+    """Make the first call of any of `owner`'s functions `names` raise KeyboardInterrupt (after doing its work
+    if `after`); from then on they all behave again."""
+    originals = {name: getattr(owner, name) for name in names}
 
-    def interrupted(*args, **kwargs):
-        monkeypatch.setattr(owner, name, original)
-        if after:
-            original(*args, **kwargs)
-        raise KeyboardInterrupt
+    def interrupting(name: str):
+        def interrupted(*args, **kwargs):
+            for n, original in originals.items():
+                monkeypatch.setattr(owner, n, original)
+            if after:
+                originals[name](*args, **kwargs)
+            raise KeyboardInterrupt
+        return interrupted
 
-    monkeypatch.setattr(owner, name, interrupted)
+    for name in names:
+        monkeypatch.setattr(owner, name, interrupting(name))
 
 
 def expression(shape: tuple[int, int], seed: int) -> tuple[lt.Tensor, torch.Tensor]:
@@ -109,7 +114,7 @@ def test_an_interrupted_realize_keeps_the_pending_state(monkeypatch):
 
 
 def test_an_interrupted_replay_is_a_step_not_taken(monkeypatch):
-    """Ctrl-C during an lt.jit replay's launch: the state (parameters, moments, step count, generator) is
+    """Ctrl-C during an lt.jit replay's launches (after the first ran): the state (parameters, moments, step count, generator) is
     not rebound, so the interrupted call is a step not taken, and the next calls replay as before."""
     def trained(interrupt: bool) -> list[np.ndarray]:
         lt.manual_seed(7)
@@ -131,7 +136,7 @@ def test_an_interrupted_replay_is_a_step_not_taken(monkeypatch):
         for k, (xb, yb) in enumerate(batches):
             if interrupt and k == 5:
                 replays = lt.stats().replays
-                interrupt_once(monkeypatch, runtime, "_take", after=True)
+                interrupt_once(monkeypatch, jit, "launch_batch", "launch", after=True)
                 with pytest.raises(KeyboardInterrupt):
                     step(xb, yb)
                 assert lt.stats().replays == replays
