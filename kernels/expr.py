@@ -252,6 +252,7 @@ def _wrap(e: Expr, c: int) -> tuple[Expr, Expr]:
             Expr.make(r0, {a: k % c for a, k in e.terms}))
 
 
+@lru_cache(maxsize=1 << 16)  # views ask for the same quotients again and again (convolution windows)
 def _floordiv(e: Expr, c: int) -> Expr:
     if c <= 0:
         raise ValueError("index division needs a positive constant")
@@ -281,6 +282,7 @@ def _floordiv(e: Expr, c: int) -> Expr:
     return quotient + best
 
 
+@lru_cache(maxsize=1 << 16)
 def _mod(e: Expr, c: int) -> Expr:
     if c <= 0:
         raise ValueError("index modulo needs a positive constant")

@@ -427,8 +427,14 @@ class _GemmRenderer(FunctionBuilder):
 
 def render_gemm_core(c: Contraction, layout: Layout, checked: bool = False) -> str:
     """LLVM IR of the GEMM core for the contraction's dtype and tile (see `_GemmRenderer`), checked if
-    `checked`."""
-    return _GemmRenderer(c, layout, checked).render()
+    `checked`; rendered once per core (the first step of a model asks for it once per contraction)."""
+    key = (core_name(c, layout), checked)
+    if (source := _core_sources.get(key)) is None:
+        source = _core_sources.setdefault(key, _GemmRenderer(c, layout, checked).render())
+    return source
+
+
+_core_sources: dict[tuple[str, bool], str] = {}
 
 
 def render_gemm(c: Contraction, layout: Layout, checked: bool = False) -> str:
