@@ -101,6 +101,10 @@ logical_or = _function(Tensor.logical_or)
 logical_xor = _function(Tensor.logical_xor)
 logical_not = _function(Tensor.logical_not)
 bitwise_not = _function(Tensor.bitwise_not)
+bitwise_invert = _function(Tensor.bitwise_invert)
+bitwise_and = _function(Tensor.bitwise_and)
+bitwise_or = _function(Tensor.bitwise_or)
+bitwise_xor = _function(Tensor.bitwise_xor)
 negative = _function(Tensor.negative)
 less = _function(Tensor.less)
 less_equal = _function(Tensor.less_equal)
@@ -137,6 +141,7 @@ expand_dims = _function(Tensor.expand_dims)
 flatten = _function(Tensor.flatten)
 ravel = _function(Tensor.ravel)
 flip = _function(Tensor.flip)
+narrow = _function(Tensor.narrow)
 pad = _function(Tensor.pad)
 tile = _function(Tensor.tile)
 matmul = _function(Tensor.matmul)
@@ -150,10 +155,11 @@ subtract = _function(Tensor.sub)
 
 _FUNCTIONS = """abs absolute add sub multiply divide floor_divide remainder pow exp exp2 expm1 log log2 log10 log1p sqrt rsqrt
 sin cos tan tanh erf sigmoid relu sign floor ceil round trunc reciprocal square maximum minimum clip clamp
-isnan isinf isfinite logical_and logical_or logical_xor logical_not bitwise_not negative less less_equal
+isnan isinf isfinite logical_and logical_or logical_xor logical_not bitwise_not bitwise_invert bitwise_and
+bitwise_or bitwise_xor negative less less_equal
 greater greater_equal equal not_equal sum mean prod max min amax amin argmax argmin var std any all logsumexp
 softmax log_softmax cumsum reshape permute permute_dims transpose swapaxes broadcast_to squeeze unsqueeze
-expand_dims flatten ravel flip pad tile matmul tensordot dot vecdot outer astype contiguous""".split()
+expand_dims flatten ravel flip narrow pad tile matmul tensordot dot vecdot outer astype contiguous""".split()
 
 __all__ = ["Tensor", "DType", "Device", "Schedule", "Stats", "asarray", "tensor", "from_numpy", "zeros", "ones",
            "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like", "arange", "linspace", "eye",

@@ -287,63 +287,60 @@ def _constant_kind(t: Tensor) -> str | None:
     return "const" if n.op is Op.CONST else "scalar" if n.op is Op.SCALAR else None
 
 
-def _alu_vjp(op: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> list[Tensor | None]:
-    x = srcs[0]
-    if op is Alu.NEG:
-        return [-g]
-    if op is Alu.ABS:
-        return [g * x.sign()]
-    if op is Alu.RECIP:
-        return [-g * (out * out)]
-    if op is Alu.EXP:
-        return [g * out]
-    if op is Alu.EXP2:
-        return [g * out * math.log(2)]
-    if op is Alu.EXPM1:
-        return [g * (out + 1)]
-    if op is Alu.LOG:
-        return [g / x]
-    if op is Alu.LOG2:
-        return [g / (x * math.log(2))]
-    if op is Alu.LOG1P:
-        return [g / (x + 1)]
-    if op is Alu.SQRT:
-        return [g / (out * 2)]
-    if op is Alu.SIN:
-        return [g * x.cos()]
-    if op is Alu.COS:
-        return [g * -x.sin()]
-    if op is Alu.TAN:
-        return [g * (out * out + 1)]
-    if op is Alu.TANH:
-        return [g * (1 - out * out)]
-    if op is Alu.ERF:
-        return [g * ((-(x * x)).exp() * (2 / math.sqrt(math.pi)))]
-    if op in (Alu.FLOOR, Alu.CEIL, Alu.ROUND, Alu.TRUNC):  # piecewise constant: zero, as PyTorch
-        return [_zeros_like(x)]
-    if op is Alu.WHERE:
-        cond, a, b = srcs
-        return [None, _where(cond, g, 0.0), _where(cond, 0.0, g)]
-    a, b = srcs[0], srcs[1] if len(srcs) > 1 else None
-    if op is Alu.ADD:
-        return [g, g]
-    if op is Alu.SUB:
-        return [g, -g]
-    if op is Alu.MUL:
-        return [g * b, g * a]
-    if op is Alu.DIV:
-        return [g / b, -g * ((a / b) / b)]
-    if op is Alu.FLOORDIV:  # piecewise constant
-        return [_zeros_like(a), _zeros_like(b)]
-    if op is Alu.MOD:  # a - b * floor(a / b)
-        return [g, -g * (a / b).floor()]
-    if op is Alu.POW:
-        ga = _where(b == 0, 0.0, g * (b * a ** (b - 1)))
-        gb = g * _where((a == 0) & (b >= 0), 0.0, out * a.log())
-        return [ga, gb]
-    if op in (Alu.MAX, Alu.MIN):
-        return _extremum_vjp(op is Alu.MAX, a, b, g)
-    return [None] * len(srcs)  # comparisons, bitwise and logical ops: no gradient (bool or int results)
+def _pow_vjp(srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> list[Tensor | None]:
+    a, b = srcs
+    ga = _where(b == 0, 0.0, g * (b * a ** (b - 1)))
+    gb = g * _where((a == 0) & (b >= 0), 0.0, out * a.log())
+    return [ga, gb]
+
+
+def _piecewise_constant(srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> list[Tensor | None]:
+    """floor, ceil, round, trunc and //: a zero gradient, as PyTorch."""
+    return [_zeros_like(s) for s in srcs]
+
+
+# One rule per elementwise op that can give a float: `rule(srcs, out, g)` -> the sources' gradients.
+ALU_VJP: dict[Alu, Callable[[Sequence[Tensor], Tensor, Tensor], list[Tensor | None]]] = {
+    Alu.NEG: lambda s, out, g: [-g],
+    Alu.ABS: lambda s, out, g: [g * s[0].sign()],
+    Alu.RECIP: lambda s, out, g: [-g * (out * out)],
+    Alu.EXP: lambda s, out, g: [g * out],
+    Alu.EXP2: lambda s, out, g: [g * out * math.log(2)],
+    Alu.EXPM1: lambda s, out, g: [g * (out + 1)],
+    Alu.LOG: lambda s, out, g: [g / s[0]],
+    Alu.LOG2: lambda s, out, g: [g / (s[0] * math.log(2))],
+    Alu.LOG1P: lambda s, out, g: [g / (s[0] + 1)],
+    Alu.SQRT: lambda s, out, g: [g / (out * 2)],
+    Alu.SIN: lambda s, out, g: [g * s[0].cos()],
+    Alu.COS: lambda s, out, g: [g * -s[0].sin()],
+    Alu.TAN: lambda s, out, g: [g * (out * out + 1)],
+    Alu.TANH: lambda s, out, g: [g * (1 - out * out)],
+    Alu.ERF: lambda s, out, g: [g * ((-(s[0] * s[0])).exp() * (2 / math.sqrt(math.pi)))],
+    Alu.FLOOR: _piecewise_constant,
+    Alu.CEIL: _piecewise_constant,
+    Alu.ROUND: _piecewise_constant,
+    Alu.TRUNC: _piecewise_constant,
+    Alu.ADD: lambda s, out, g: [g, g],
+    Alu.SUB: lambda s, out, g: [g, -g],
+    Alu.MUL: lambda s, out, g: [g * s[1], g * s[0]],
+    Alu.DIV: lambda s, out, g: [g / s[1], -g * ((s[0] / s[1]) / s[1])],
+    Alu.FLOORDIV: _piecewise_constant,
+    Alu.MOD: lambda s, out, g: [g, -g * (s[0] / s[1]).floor()],  # a - b * floor(a / b)
+    Alu.POW: _pow_vjp,
+    Alu.MAX: lambda s, out, g: _extremum_vjp(True, s[0], s[1], g),
+    Alu.MIN: lambda s, out, g: _extremum_vjp(False, s[0], s[1], g),
+    Alu.WHERE: lambda s, out, g: [None, _where(s[0], g, 0.0), _where(s[0], 0.0, g)],
+}
+
+# Elementwise ops whose result is never a float (comparisons give bools; the bitwise and logical ops take
+# only bools and integers): nothing to differentiate.
+NOT_DIFFERENTIABLE = frozenset({Alu.CMPLT, Alu.CMPLE, Alu.CMPEQ, Alu.CMPNE, Alu.AND, Alu.OR, Alu.XOR, Alu.NOT})
+
+
+def _alu_vjp(op: Alu, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> list[Tensor | None]:
+    if (rule := ALU_VJP.get(op)) is None:  # a float result without a rule must not lose its gradient
+        raise NotImplementedError(f"autograd: no gradient rule for the elementwise op {op.label}")
+    return rule(srcs, out, g)
 
 
 def _extremum_vjp(is_max: bool, a: Tensor, b: Tensor, g: Tensor) -> list[Tensor | None]:
@@ -365,23 +362,29 @@ def _extremum_vjp(is_max: bool, a: Tensor, b: Tensor, g: Tensor) -> list[Tensor 
     return [_where(a_loses, 0.0, half), _where(b_loses, 0.0, half)]
 
 
-def _reduce_vjp(arg: Any, x: Tensor, out: Tensor, g: Tensor) -> Tensor:
-    op, axes = arg
-    if op is ReduceOp.SUM:
-        return g.broadcast_to(x.shape)
-    if op in (ReduceOp.MAX, ReduceOp.MIN):
-        # amax/amin as PyTorch: the gradient is shared evenly among the elements equal to the extremum
-        hit = (x == out.broadcast_to(x.shape)).cast(x.dtype)
-        return hit * (g / hit.sum(axes, keepdims=True)).broadcast_to(x.shape)
-    if op is ReduceOp.PROD:
-        # d prod / d x_i is the product of the others: out / x_i without zeros; with exactly one zero
-        # in the group, the product of the non-zeros at the zero and 0 elsewhere; with more, 0
-        zero = x == 0
-        zeros = zero.cast(x.dtype).sum(axes, keepdims=True).broadcast_to(x.shape)
-        rest = _where(zero, 1.0, x)._reduce(ReduceOp.PROD, axes, True, "prod").broadcast_to(x.shape)
-        local = _where(zeros == 0, out.broadcast_to(x.shape) / x, _where((zeros == 1) & zero, rest, 0.0))
-        return g.broadcast_to(x.shape) * local
-    raise AssertionError(f"no gradient rule for the reduction {op}")
+def _prod_vjp(x: Tensor, axes: tuple[int, ...], out: Tensor, g: Tensor) -> Tensor:
+    # d prod / d x_i is the product of the others: out / x_i without zeros; with exactly one zero in the
+    # group, the product of the non-zeros at the zero and 0 elsewhere; with more, 0
+    zero = x == 0
+    zeros = zero.cast(x.dtype).sum(axes, keepdims=True).broadcast_to(x.shape)
+    rest = _where(zero, 1.0, x)._reduce(ReduceOp.PROD, axes, True, "prod").broadcast_to(x.shape)
+    local = _where(zeros == 0, out.broadcast_to(x.shape) / x, _where((zeros == 1) & zero, rest, 0.0))
+    return g.broadcast_to(x.shape) * local
+
+
+def _extremum_reduce_vjp(x: Tensor, axes: tuple[int, ...], out: Tensor, g: Tensor) -> Tensor:
+    """amax/amin as PyTorch: the gradient is shared evenly among the elements equal to the extremum."""
+    hit = (x == out.broadcast_to(x.shape)).cast(x.dtype)
+    return hit * (g / hit.sum(axes, keepdims=True)).broadcast_to(x.shape)
+
+
+# One rule per reduction: `rule(x, axes, out, g)` -> x's gradient (the reduced axes are kept in out and g).
+REDUCE_VJP: dict[ReduceOp, Callable[[Tensor, tuple[int, ...], Tensor, Tensor], Tensor]] = {
+    ReduceOp.SUM: lambda x, axes, out, g: g.broadcast_to(x.shape),
+    ReduceOp.PROD: _prod_vjp,
+    ReduceOp.MAX: _extremum_reduce_vjp,
+    ReduceOp.MIN: _extremum_reduce_vjp,
+}
 
 
 def _unshrink(g: Tensor, shape: tuple[int, ...], ranges: Sequence[tuple[int, int, int]]) -> Tensor:
@@ -423,7 +426,7 @@ def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> li
     elif op is Op.CHECK:
         grads = [g, None]
     elif op is Op.REDUCE:
-        grads = [_reduce_vjp(arg, x, out, g)]
+        grads = [REDUCE_VJP[arg[0]](x, arg[1], out, g)]
     elif op is Op.RESHAPE:
         grads = [g.reshape(x.shape)]
     elif op is Op.PERMUTE:
@@ -445,5 +448,19 @@ def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> li
     return [None if gs is None else gs.cast(s.dtype) for gs, s in zip(grads, srcs)]
 
 
-__all__ = ["Custom", "backward", "custom_vjp", "enable_grad", "grad", "gradients", "is_grad_enabled", "no_grad",
-           "set_grad_enabled", "value_and_grad", "vjp"]
+__all__ = [
+    "ALU_VJP",
+    "NOT_DIFFERENTIABLE",
+    "REDUCE_VJP",
+    "Custom",
+    "backward",
+    "custom_vjp",
+    "enable_grad",
+    "grad",
+    "gradients",
+    "is_grad_enabled",
+    "no_grad",
+    "set_grad_enabled",
+    "value_and_grad",
+    "vjp",
+]

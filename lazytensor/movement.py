@@ -199,6 +199,17 @@ class MovementOps:
         # the value takes the tensor's dtype (1.5 pads an int tensor with 1), as in NumPy and PyTorch
         return where(inside, padded, Tensor._scalar(value, self.dtype, self.device, "pad"))
 
+    def narrow(self: Tensor, dim: int, start: int, length: int) -> Tensor:
+        """PyTorch's `narrow`: the `length` elements from `start` (negative counts from the end) along `dim`,
+        a view as `x[..., start:start + length, ...]` is."""
+        axis = normalize_axis(dim, self.ndim, "narrow")
+        n = self.shape[axis]
+        first = start + n if start < 0 else start
+        if not 0 <= first <= n or length < 0 or first + length > n:
+            raise IndexError(f"narrow: start {start} and length {length} do not fit in axis {dim} of size {n} "
+                             f"(shape {self.shape})")
+        return self._shrink([(first, first + length, 1) if a == axis else (0, m, 1) for a, m in enumerate(self.shape)])
+
     def _shrink(self: Tensor, ranges: Sequence[tuple[int, int, int]]) -> Tensor:
         """Keep `range(start, stop, step)` of each axis (step > 0, bounds already in range)."""
         ranges = tuple(ranges)

@@ -476,14 +476,18 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
     def __rpow__(self, other: Any) -> Tensor:
         return self._pow(other, reverse=True)
 
-    def __and__(self, other: Any) -> Tensor:
+    def bitwise_and(self, other: Any) -> Tensor:
         return self._binary(other, Alu.AND, "bitwise_and")
 
-    def __or__(self, other: Any) -> Tensor:
+    def bitwise_or(self, other: Any) -> Tensor:
         return self._binary(other, Alu.OR, "bitwise_or")
 
-    def __xor__(self, other: Any) -> Tensor:
+    def bitwise_xor(self, other: Any) -> Tensor:
         return self._binary(other, Alu.XOR, "bitwise_xor")
+
+    __and__ = bitwise_and
+    __or__ = bitwise_or
+    __xor__ = bitwise_xor
 
     def __rand__(self, other: Any) -> Tensor:
         return self._binary(other, Alu.AND, "bitwise_and", reverse=True)
@@ -559,7 +563,7 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
             raise DTypeError(f"bitwise_not: needs a bool or integer tensor, got {self.dtype.name}")
         return self._alu(Alu.NOT, self.dtype)
 
-    bitwise_not = __invert__
+    bitwise_not = bitwise_invert = __invert__
 
     # ---- comparisons --------------------------------------------------------------------
 
