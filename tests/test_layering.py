@@ -7,6 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.fast  # the edit-test tier (pyproject.toml)
+
 # a fresh process on the CPU: the default device there needs no test-registered storage
 CPU_ENV = {k: v for k, v in os.environ.items() if k != "LT_DEVICE"}
 

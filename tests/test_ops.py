@@ -15,6 +15,8 @@ from lazytensor.graph import Op
 from lazytensor.kernels import reference
 from lazytensor.kernels.ir import COMPARISONS, Alu, ReduceOp
 
+pytestmark = pytest.mark.fast  # the edit-test tier (pyproject.toml)
+
 TORCH_ELEMENTWISE = {
     Alu.NEG: torch.neg, Alu.NOT: torch.bitwise_not, Alu.ABS: torch.abs, Alu.RECIP: torch.reciprocal,
     Alu.EXP: torch.exp, Alu.EXP2: torch.exp2, Alu.EXPM1: torch.expm1, Alu.LOG: torch.log, Alu.LOG2: torch.log2,

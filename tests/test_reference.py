@@ -222,6 +222,7 @@ LOWERING = {  # name: (fn on either library's tensors, its inputs, their layouts
 }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", LOWERING)
 def test_lowering_through_the_reference_matches_torch(name):
     fn, arrays, kinds = LOWERING[name]
@@ -231,6 +232,7 @@ def test_lowering_through_the_reference_matches_torch(name):
         compare_to_torch(r, w.detach(), t.dtype, f"{name} output {i}")
 
 
+@pytest.mark.fast
 def test_lowering_covers_contractions_and_several_outputs():
     """The cases above reach what they are named for: a contraction with an epilogue, one without, a
     kernel with two outputs."""
@@ -246,6 +248,7 @@ def test_lowering_covers_contractions_and_several_outputs():
     assert len(item.outputs) == 2
 
 
+@pytest.mark.fast
 def test_conv2d_through_the_reference():
     x, w, b = quarter((2, 8, 9, 9), 40), quarter((16, 8, 3, 3), 41), quarter((16,), 42)
     conv = lt.nn.functional.conv2d(lt.asarray(x), lt.asarray(w), lt.asarray(b), padding=1).relu()
@@ -255,6 +258,7 @@ def test_conv2d_through_the_reference():
     assert any(isinstance(i.kernel, ir.Contraction) for i in items)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_16_bit_floats_through_the_reference(dtype):
     """Loaded, computed in float32, rounded once where stored: within a rounding of torch's eager results."""
@@ -274,6 +278,7 @@ def test_16_bit_floats_through_the_reference(dtype):
         compare_to_torch(r, w, t.dtype, f"case {k}")
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("dtype", [lt.int8, lt.int32, lt.int64, lt.uint8], ids=str)
 def test_integer_floor_division_and_modulo_through_the_reference(dtype):
     """Python's floor semantics, 0 for a zero divisor and MIN // -1 wrapping: NumPy's answers (torch raises)."""
@@ -287,6 +292,7 @@ def test_integer_floor_division_and_modulo_through_the_reference(dtype):
         np.testing.assert_array_equal(r, np.remainder(values[:, None], values[None, :]))
 
 
+@pytest.mark.fast
 def test_casts_saturate_and_wrap_through_the_reference():
     """In range, torch's conversions; out of range (undefined in C, and so in torch), the IR's: saturate
     to int64 (NaN gives 0), then wrap to the target's width."""
@@ -328,6 +334,7 @@ SPLITS = {
 }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", SPLITS)
 def test_split_reduction_matches_the_unsplit_kernel(name):
     fn, data = SPLITS[name]
@@ -585,6 +592,7 @@ def test_backend_agrees_kernel_by_kernel(name):
                 assert_identical(g, w, f"{kernel.name} output {k}")
 
 
+@pytest.mark.fast
 def test_the_reference_refuses_what_the_ir_does_not_define():
     """A valid lane outside its buffer, arithmetic on a 16-bit float (the IR computes them in float32) and an
     op on a dtype its row of `reference.ALU` does not take are errors, not values."""

@@ -12,6 +12,8 @@ import lazytensor as lt
 from conftest import check, random_array
 from lazytensor.device import get_device
 
+pytestmark = pytest.mark.fast  # the edit-test tier (pyproject.toml)
+
 
 def kernels(*tensors: lt.Tensor) -> int:
     return len(lt.schedule(*tensors))

@@ -19,6 +19,8 @@ from lazytensor.kernels.expr import Expr, Var
 from lazytensor.kernels.llvm import runtime
 from lazytensor.kernels.split import split_reduction
 
+pytestmark = pytest.mark.fast  # the edit-test tier (pyproject.toml)
+
 THREADS = 2
 PARTS = THREADS * runtime.CHUNKS_PER_THREAD
 SIZES = [PARTS * 125 + 3, PARTS * 64, 4 * PARTS - 1]  # a tail, no tail, and chunks of a few elements
