@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
-from gpt import clip_scale, gpt  # noqa: E402
+from gpt import gpt, train_step  # noqa: E402
 
 VOCAB, WIDTH, HEADS, SEQ, BATCH = 512, 256, 4, 64, 8
 CHAINS = (100, 300, 1000, 3000, 10000)
@@ -51,19 +51,7 @@ def lt_gpt(blocks: int):
     rng = np.random.default_rng(0)
     idx = lt.asarray(rng.integers(0, VOCAB, (BATCH, SEQ)))
     targets = lt.asarray(rng.integers(0, VOCAB, (BATCH * SEQ,)))
-    params = list(model.parameters())
-
-    def step():
-        loss = lt.nn.functional.cross_entropy(model(idx).reshape(BATCH * SEQ, VOCAB), targets)
-        opt.zero_grad()
-        loss.backward()
-        scale = clip_scale(sum((p.grad ** 2).sum() for p in params), 1.0)
-        for p in params:
-            p.grad = p.grad * scale
-        opt.step()
-        return loss
-
-    return step, params
+    return lambda: train_step(lt, model, opt, idx, targets, 1.0)[0], list(model.parameters())
 
 
 def lt_mlp_or_cnn(kind: str):
@@ -154,32 +142,24 @@ def torch_step(name: str):
     import torch.nn.functional as tF
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
-    if name == "mlp":
-        model = tnn.Sequential(tnn.Linear(784, 512), tnn.ReLU(), tnn.Linear(512, 512), tnn.ReLU(),
-                               tnn.Linear(512, 10))
-        x, y = torch.from_numpy(rng.random((256, 784), dtype=np.float32)), torch.from_numpy(rng.integers(0, 10, 256))
-        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-        clip = False
-    else:
+    if name != "mlp":
         model = gpt(torch, int(name[3:]), VOCAB, WIDTH, HEADS, SEQ)
         x = torch.from_numpy(rng.integers(0, VOCAB, (BATCH, SEQ)))
         y = torch.from_numpy(rng.integers(0, VOCAB, (BATCH * SEQ,)))
         opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
-        clip = True
-    params = list(model.parameters())
+        return lambda: train_step(torch, model, opt, x, y, 1.0)[0]
+    model = tnn.Sequential(tnn.Linear(784, 512), tnn.ReLU(), tnn.Linear(512, 512), tnn.ReLU(), tnn.Linear(512, 10))
+    x, y = torch.from_numpy(rng.random((256, 784), dtype=np.float32)), torch.from_numpy(rng.integers(0, 10, 256))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 
-    def train_step():
-        loss = tF.cross_entropy(model(x).reshape(len(y), -1), y)
+    def mlp_step():
+        loss = tF.cross_entropy(model(x), y)
         opt.zero_grad()
         loss.backward()
-        if clip:
-            scale = clip_scale(sum((p.grad ** 2).sum() for p in params), 1.0)
-            for p in params:
-                p.grad.mul_(scale)
         opt.step()
         return loss
 
-    return train_step
+    return mlp_step
 
 
 def run_torch_compile(name: str) -> dict:

@@ -65,6 +65,22 @@ def clip_scale(squares: Any, max_norm: float) -> Any:
     return (max_norm / (squares.sqrt() + 1e-6)).clip(max=1.0)
 
 
+def train_step(lib: ModuleType, model: Any, opt: Any, idx: Any, targets: Any, max_norm: float) -> tuple[Any, Any]:
+    """One training step as either library writes it: cross-entropy of the next token at every position,
+    backward, the gradients scaled to a norm of at most `max_norm`, the optimizer's step. Returns the
+    loss and the logits (lazy on lazytensor until realized)."""
+    logits = model(idx)
+    loss = lib.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets)
+    opt.zero_grad()
+    loss.backward()
+    params = list(model.parameters())
+    scale = clip_scale(sum((p.grad ** 2).sum() for p in params), max_norm)
+    for p in params:
+        p.grad = p.grad * scale
+    opt.step()
+    return loss, logits
+
+
 def main() -> None:
     import lazytensor as lt
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -83,14 +99,7 @@ def main() -> None:
         starts = rng.integers(0, len(text) - args.seq - 1, args.batch)
         idx = np.stack([text[s:s + args.seq] for s in starts])
         targets = np.stack([text[s + 1:s + args.seq + 1] for s in starts]).reshape(-1)
-        logits = model(lt.asarray(idx)).reshape(-1, 256)
-        loss = lt.nn.functional.cross_entropy(logits, lt.asarray(targets))
-        opt.zero_grad()
-        loss.backward()
-        scale = clip_scale(sum((p.grad ** 2).sum() for p in params), 1.0)
-        for p in params:
-            p.grad = p.grad * scale
-        opt.step()
+        loss, _ = train_step(lt, model, opt, lt.asarray(idx), lt.asarray(targets), 1.0)
         lt.realize(loss, *params)
         if step % 50 == 0 or step == args.steps - 1:
             print(f"step {step:4d}  loss {loss.item():.3f}  ({time.perf_counter() - t0:.1f} s)")

@@ -65,6 +65,19 @@ def check(got: lt.Tensor, expected, rtol: float | None = None, atol: float | Non
         np.testing.assert_array_equal(arr, exp)
 
 
+def classifier_step(model: lt.nn.Module, opt: lt.optim.Optimizer):
+    """The usual training step of a classifier, `step(x, labels)`: cross-entropy, backward, the optimizer's
+    step, the loss and the parameters realized; returns the loss."""
+    def step(x: lt.Tensor, labels: lt.Tensor) -> lt.Tensor:
+        loss = lt.nn.functional.cross_entropy(model(x), labels)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        lt.realize(loss, *model.parameters())
+        return loss
+    return step
+
+
 def random_array(shape: tuple[int, ...], dtype: lt.DType, seed: int = 0, low: float = -3, high: float = 3) -> np.ndarray:
     """Reproducible data of `dtype`: floats in [low, high), ints in a range every int dtype holds."""
     rng = np.random.default_rng(seed)

@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 import torch
-from conftest import check
+from conftest import check, classifier_step
 from test_linalg import data
 
 import lazytensor as lt
@@ -123,15 +123,7 @@ def test_an_interrupted_replay_is_a_step_not_taken(monkeypatch):
         rng = np.random.default_rng(7)
         batches = [(lt.asarray(rng.random((8, 11), dtype=np.float32)), lt.asarray(rng.integers(0, 4, 8)))
                    for _ in range(7)]
-
-        @lt.jit
-        def step(xb, yb):
-            loss = nn.functional.cross_entropy(model(xb), yb)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            lt.realize(loss, *model.parameters())
-            return loss
+        step = lt.jit(classifier_step(model, opt))
 
         for k, (xb, yb) in enumerate(batches):
             if interrupt and k == 5:

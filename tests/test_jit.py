@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import check
+from conftest import check, classifier_step
 
 import lazytensor as lt
 from lazytensor import nn, optim
@@ -46,16 +46,7 @@ def mlp_step(make_opt, dropout: float = 0.0):
     layers = [nn.Linear(20, 32), nn.ReLU(), nn.Dropout(dropout), nn.Linear(32, 5)]
     model = nn.Sequential(*layers)
     opt = make_opt(model.parameters())
-
-    def step(x, y):
-        loss = nn.functional.cross_entropy(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        lt.realize(loss, *model.parameters())
-        return loss
-
-    return model, opt, step
+    return model, opt, classifier_step(model, opt)
 
 
 def run_steps(step, model) -> list[tuple[np.ndarray, list[np.ndarray]]]:

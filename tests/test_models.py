@@ -18,10 +18,9 @@ import torch
 
 import lazytensor as lt
 from lazytensor.graph import toposort
-from lazytensor.nn import functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
-from gpt import clip_scale, gpt  # noqa: E402
+from gpt import gpt, train_step  # noqa: E402
 
 VOCAB, WIDTH, HEADS, SEQ, BATCH = 16, 16, 2, 8, 4
 
@@ -46,27 +45,11 @@ def test_a_small_gpt_trains_step_for_step_as_torch(blocks):
     topt = torch.optim.AdamW(tmodel.parameters(), lr=1e-2, weight_decay=0.1, eps=1e-6)
     rng = np.random.default_rng(0)
     params, tparams = list(model.parameters()), list(tmodel.parameters())
-    for step in range(3):
+    for _ in range(3):
         idx, targets = rng.integers(0, VOCAB, (BATCH, SEQ)), rng.integers(0, VOCAB, (BATCH * SEQ,))
-        logits = model(lt.asarray(idx))
-        loss = F.cross_entropy(logits.reshape(BATCH * SEQ, VOCAB), lt.asarray(targets))
-        opt.zero_grad()
-        loss.backward()
-        scale = clip_scale(sum((p.grad ** 2).sum() for p in params), 0.5)
-        for p in params:
-            p.grad = p.grad * scale
-        opt.step()
+        loss, logits = train_step(lt, model, opt, lt.asarray(idx), lt.asarray(targets), 0.5)
         lt.realize(loss, *params)
-
-        tlogits = tmodel(torch.from_numpy(idx))
-        tloss = torch.nn.functional.cross_entropy(tlogits.reshape(BATCH * SEQ, VOCAB), torch.from_numpy(targets))
-        topt.zero_grad()
-        tloss.backward()
-        with torch.no_grad():
-            tscale = clip_scale(sum((p.grad ** 2).sum() for p in tparams), 0.5)
-            for p in tparams:
-                p.grad.mul_(tscale)
-        topt.step()
+        tloss, tlogits = train_step(torch, tmodel, topt, torch.from_numpy(idx), torch.from_numpy(targets), 0.5)
         np.testing.assert_allclose(loss.item(), tloss.item(), rtol=1e-5)
         np.testing.assert_allclose(logits.numpy(), tlogits.detach().numpy(), rtol=1e-4, atol=1e-5)
         for (name, p), tp in zip(model.named_parameters(), tparams):

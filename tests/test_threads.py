@@ -7,6 +7,8 @@ from typing import Callable
 
 import numpy as np
 
+from conftest import classifier_step
+
 import lazytensor as lt
 from lazytensor import nn, optim
 
@@ -42,15 +44,7 @@ def train(v: int, rng: np.random.Generator) -> list[np.ndarray]:
     """Five Adam steps of a small MLP through lt.jit (the last ones replays): the losses and the parameters."""
     model = nn.Sequential(nn.Linear(24 + v, 32), nn.ReLU(), nn.Linear(32, 5))
     opt = optim.Adam(model.parameters(), lr=1e-2)
-
-    @lt.jit
-    def step(xb: lt.Tensor, yb: lt.Tensor) -> lt.Tensor:
-        loss = nn.functional.cross_entropy(model(xb), yb)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        lt.realize(loss, *model.parameters())
-        return loss
+    step = lt.jit(classifier_step(model, opt))
 
     losses = []
     for _ in range(5):
