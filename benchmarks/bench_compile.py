@@ -284,7 +284,7 @@ def in_fresh_process(case: str, peer: str | None = None) -> object | None:
     cmd = [sys.executable, __file__, "--child", case] + (["--peer", peer] if peer else [])
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, TRITON_CACHE_DIR=cache)
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     if proc.returncode != 0 or not lines:
         print(f"  {case} ({peer or 'lazytensor'}) failed:\n{proc.stderr[-2000:]}", file=sys.stderr)

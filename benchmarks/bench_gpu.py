@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 import lazytensor as lt
-from suite import Workload, mismatch, overhead, parse_args, report
+from suite import Workload, bound, mismatch, overhead, parse_args, report
 
 ROUNDS = 3
 
@@ -71,9 +71,9 @@ def workloads(quick: bool, device: str, torch_device: str) -> list[Workload]:
 
         compiled = torch.compile(torch_fn)
         w.impls = {
-            "lazytensor": lambda arrays: (lambda ts: lambda: lt_fn(*ts).realize())(lt_inputs(arrays)),
-            "torch eager": lambda arrays: (lambda ts: lambda: torch_fn(*ts))(torch_inputs(arrays)),
-            "torch.compile": lambda arrays: (lambda ts: lambda: compiled(*ts))(torch_inputs(arrays)),
+            "lazytensor": lambda arrays: bound(lambda *ts: lt_fn(*ts).realize(), lt_inputs(arrays)),
+            "torch eager": lambda arrays: bound(torch_fn, torch_inputs(arrays)),
+            "torch.compile": lambda arrays: bound(compiled, torch_inputs(arrays)),
         }
         out.append(w)
 
@@ -146,7 +146,7 @@ def main() -> int:
                     print(f"{w.name:24}{impl:15}  wrong result: {wrong}")
                     continue
                 times[impl] = timed(run, sync, args.repeat)
-            except Exception as e:  # a contestant that cannot run a workload is reported, not fatal
+            except Exception as e:  # noqa: BLE001 (a contestant that cannot run a workload is reported, not fatal)
                 print(f"{w.name:24}{impl:15}  failed: {type(e).__name__}: {str(e)[:80]}")
         rows += report(w.name, times, w.bytes_moved and w.bytes_moved(arrays), w.flops and w.flops(arrays),
                        bandwidth, ("TFLOP/s", 1e12))

@@ -71,6 +71,16 @@ def _peers() -> dict[str, object]:
     return found
 
 
+def bound(fn: Callable[..., object], args: list) -> Callable[[], object]:
+    """`fn(*args)` as a call of nothing: what the timer runs, with the inputs made beforehand."""
+    return lambda: fn(*args)
+
+
+def numpy_softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
 def build(quick: bool) -> list[Workload]:
     n = 1 << (20 if quick else 24)
     side = 1024 if quick else 4096
@@ -107,7 +117,7 @@ def build(quick: bool) -> list[Workload]:
     ew.impls["lazytensor"] = lt_fn(lambda x, y, z: x.exp() * y + z.sin())
     ew.impls["numpy"] = np_fn(lambda x, y, z: np.exp(x) * y + np.sin(z))
     sm.impls["lazytensor"] = lt_fn(lambda x: x.softmax(-1))
-    sm.impls["numpy"] = np_fn(lambda x: (lambda e: e / e.sum(-1, keepdims=True))(np.exp(x - x.max(-1, keepdims=True))))
+    sm.impls["numpy"] = np_fn(numpy_softmax)
     ln.impls["lazytensor"] = lt_fn(lambda x: (x - x.mean(-1, keepdims=True)) / (x.var(-1, keepdims=True) + 1e-5).sqrt())
     ln.impls["numpy"] = np_fn(lambda x: (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5))
     for w in workloads[4:]:
@@ -125,10 +135,9 @@ def build(quick: bool) -> list[Workload]:
         }
         for w in workloads:
             f = fns[w.name]
-            w.impls["torch eager"] = lambda arrays, f=f: (lambda ts: lambda: f(*ts))([torch.from_numpy(a) for a in arrays])
+            w.impls["torch eager"] = lambda arrays, f=f: bound(f, [torch.from_numpy(a) for a in arrays])
             compiled = torch.compile(f)
-            w.impls["torch.compile"] = lambda arrays, c=compiled: (lambda ts: lambda: c(*ts))(
-                [torch.from_numpy(a) for a in arrays])
+            w.impls["torch.compile"] = lambda arrays, c=compiled: bound(c, [torch.from_numpy(a) for a in arrays])
     if "jax" in peers:
         jax, jnp = peers["jax"]
         fns = {
@@ -140,8 +149,8 @@ def build(quick: bool) -> list[Workload]:
         }
         for w in workloads:
             jf = jax.jit(fns[w.name])
-            w.impls["jax.jit"] = lambda arrays, jf=jf: (lambda ts: lambda: jf(*ts).block_until_ready())(
-                [jnp.asarray(a) for a in arrays])
+            w.impls["jax.jit"] = lambda arrays, jf=jf: bound(lambda *ts: jf(*ts).block_until_ready(),
+                                                             [jnp.asarray(a) for a in arrays])
     if "tinygrad" in peers:
         from tinygrad import Tensor as TT
         fns = {
@@ -153,8 +162,8 @@ def build(quick: bool) -> list[Workload]:
         }
         for w in workloads:
             f = fns[w.name]
-            w.impls["tinygrad"] = lambda arrays, f=f: (lambda ts: lambda: f(*ts).realize())(
-                [TT(a).realize() for a in arrays])
+            w.impls["tinygrad"] = lambda arrays, f=f: bound(lambda *ts: f(*ts).realize(),
+                                                            [TT(a).realize() for a in arrays])
     return workloads
 
 
@@ -267,7 +276,7 @@ def main() -> None:
                     print(f"{w.name:24}{impl:15}  wrong result: {wrong}")
                     continue
                 runs[impl] = run
-            except Exception as e:  # a peer that cannot run a workload is reported, not fatal
+            except Exception as e:  # noqa: BLE001 (a peer that cannot run a workload is reported, not fatal)
                 print(f"{w.name:24}{impl:15}  failed: {type(e).__name__}: {str(e)[:60]}")
         times = {impl: float("inf") for impl in runs}
         for _ in range(ROUNDS):

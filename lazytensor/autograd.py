@@ -254,7 +254,11 @@ def grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool 
 
 def value_and_grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., Any]:
     """`value_and_grad(f)(x)` is `(f(x), grad(f)(x))`, evaluating f once."""
-    g = grad(lambda *a, **k: (lambda v: (v, v))(f(*a, **k)), argnums, has_aux=True)
+    def value_twice(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        value = f(*args, **kwargs)
+        return value, value
+
+    g = grad(value_twice, argnums, has_aux=True)
 
     @functools.wraps(f)
     def both(*args: Any, **kwargs: Any) -> Any:

@@ -29,7 +29,7 @@ def _check_int_range(arr: np.ndarray, dtype: DType) -> None:
 
 def _numpy_of(obj: Any, dtype: DType | None) -> tuple[np.ndarray, DType]:
     """`obj` as the NumPy array a buffer of the returned dtype holds (bfloat16: its bit patterns)."""
-    if isinstance(obj, np.ndarray) or isinstance(obj, np.generic):
+    if isinstance(obj, (np.ndarray, np.generic)):
         arr = np.asarray(obj)
         if dtype is None:
             dtype = dtypes.to_dtype(arr.dtype)  # raises for unsupported dtypes

@@ -26,7 +26,7 @@ import sys
 import threading
 import weakref
 from functools import cache
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
 
 import numpy as np
 
@@ -264,7 +264,7 @@ class Device:
     backend: str
     # dtypes whose contractions (matmul, tensordot) the backend runs through its contraction template,
     # each with the dtype its operands enter the template in (the product accumulates in float32 or wider)
-    contraction_dtypes: Mapping[DType, DType] = {}
+    contraction_dtypes: ClassVar[Mapping[DType, DType]] = {}
     batches = False  # whether `batch` runs several compiled kernels as one call
 
     def alloc(self, dtype: DType, size: int) -> Buffer:
@@ -310,7 +310,8 @@ class CPUDevice(Device):
     name = "cpu"
     backend = "llvm"
     # The template's micro-kernel is float32 and float64: 16-bit operands widen while they are packed.
-    contraction_dtypes = {float32: float32, float64: float64, float16: float32, bfloat16: float32}
+    contraction_dtypes: ClassVar[Mapping[DType, DType]] = {float32: float32, float64: float64, float16: float32,
+                                                           bfloat16: float32}
     batches = True
 
     def __init__(self) -> None:
@@ -346,7 +347,8 @@ class CUDADevice(Device):
     """A cuda device: a GPU, or Triton's interpreter (TRITON_INTERPRET=1); kernels are compiled with Triton."""
 
     # tl.dot takes 16-bit operands as they are, on the tensor cores
-    contraction_dtypes = {float32: float32, float64: float64, float16: float16, bfloat16: bfloat16}
+    contraction_dtypes: ClassVar[Mapping[DType, DType]] = {float32: float32, float64: float64, float16: float16,
+                                                           bfloat16: bfloat16}
 
     def __init__(self, name: str, target: Target):
         self.name, self.target = name, target

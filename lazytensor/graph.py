@@ -12,8 +12,8 @@ Realizing a node turns it into a BUFFER node in place and drops its sources,
 so the graph that produced it can be freed; every tensor and node holding it
 sees the data.
 
-The graph also knows which nodes a user can still read (`hold`, `held`): the
-tensors alive in the user's program. A realize writes such a node to memory when
+The graph also knows which nodes a user can still read (`hold`, `is_held`): each
+node keeps, weakly, the tensors of the user's program that hold it. A realize writes such a node to memory when
 it computes it anyway, so reading it later does not compute its history again.
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ from .helpers import prod, user_frame
 from .kernels.dtype import DType
 from .kernels.ir import toposort
 
-__all__ = ["MOVEMENT", "Node", "Op", "held", "hold", "region", "toposort"]
+__all__ = ["MOVEMENT", "Node", "Op", "hold", "is_held", "region", "toposort"]
 
 
 class Op(Enum):
@@ -70,7 +70,7 @@ def _arg_key(arg: Any) -> Any:
 class Node:
     """One op in the lazy graph, with its output dtype, shape and device known at once."""
 
-    __slots__ = ("op", "dtype", "shape", "device", "srcs", "arg", "origin", "buffer", "_key", "__weakref__")
+    __slots__ = ("op", "dtype", "shape", "device", "srcs", "arg", "origin", "buffer", "holders", "_key", "__weakref__")
 
     op: Op
     dtype: DType
@@ -88,7 +88,7 @@ class Node:
             return hit
         self = super().__new__(cls)
         self.op, self.dtype, self.shape, self.device, self.srcs, self.arg = op, dtype, shape, device, srcs, arg
-        self.origin, self.buffer, self._key = user_frame(), None, key
+        self.origin, self.buffer, self.holders, self._key = user_frame(), None, None, key
         _interned[key] = self
         return self
 
@@ -97,7 +97,7 @@ class Node:
         """A fresh node for data that already exists (never shared with another buffer)."""
         self = object.__new__(Node)
         self.op, self.dtype, self.shape, self.device, self.srcs, self.arg = Op.BUFFER, dtype, shape, device, (), None
-        self.origin, self.buffer, self._key = user_frame(), buffer, None
+        self.origin, self.buffer, self.holders, self._key = user_frame(), buffer, None, None
         return self
 
     @property
@@ -125,19 +125,27 @@ class Node:
         return f"<Node {self.op.value} {self.dtype.name}{list(self.shape)} at {self.origin}>"
 
 
-# The tensors of the user's program (not the handles that autograd records keep), kept weakly: a tensor
-# nothing else holds any more is no reason to write its node.
-_holders: weakref.WeakSet = weakref.WeakSet()
+def hold(holder: Any, node: Node) -> None:
+    """Note that `holder` (a tensor of the user's program, not a handle autograd keeps) now holds `node`: data
+    the user may read after a realize. Kept weakly: a tensor nothing else holds is no reason to write its
+    node."""
+    if node.holders is None:
+        node.holders = {}
+    # weak references by id, not a WeakSet: a set compares its members with ==, which is elementwise on tensors
+    holders, key = node.holders, id(holder)
+
+    def forget(ref: weakref.ref) -> None:  # a hash-consed node outlives the many temporaries made on it
+        if holders.get(key) is ref:
+            del holders[key]
+
+    holders[key] = weakref.ref(holder, forget)
 
 
-def hold(holder: Any) -> None:
-    """Register `holder` (an object with a `.node`, a Tensor) as readable by the user while it lives."""
-    _holders.add(holder)
-
-
-def held() -> list[Node]:
-    """The unrealized nodes of the live holders: data the user may read after a realize."""
-    return [n for h in list(_holders) if not (n := h.node).realized]
+def is_held(node: Node) -> bool:
+    """Whether a live tensor of the user's program still holds `node` (a tensor rebound since, as optimizers
+    rebind parameters, holds its new node instead)."""
+    return node.holders is not None and any((h := r()) is not None and h.node is node
+                                            for r in list(node.holders.values()))
 
 
 def _node_of_data(data: np.ndarray, dtype: DType, shape: tuple[int, ...], device: str) -> Node:

@@ -369,7 +369,7 @@ class _Replay:
         else:
             for lc in self.launches:
                 seconds = launch(lc.program, [ptrs[i] for i in lc.index], self._params(lc, offset), level,
-                                 lc.device, lambda: lc.origin)
+                                 lc.device, lambda lc=lc: lc.origin)
                 if level:
                     debug_line(level, lc.kernel, lc.device.name, lc.origin, lc.program, seconds, False)
         for s, _, refs in self.holders:

@@ -6,6 +6,7 @@ Shapes are given as tuples, lists or separate ints, as in NumPy and PyTorch.
 """
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING, Any, Sequence
 
 from .dtypes import bool_, promote
@@ -398,4 +399,4 @@ def split(x: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) ->
             raise ShapeError(f"split: axis {a} of size {n} does not divide into {k} equal sections")
         return _pieces(x, [(i * (n // k), (i + 1) * (n // k)) for i in range(k)], a)
     cuts = [0] + [min(max(int(i) + n if int(i) < 0 else int(i), 0), n) for i in indices_or_sections] + [n]
-    return _pieces(x, list(zip(cuts, cuts[1:])), a)
+    return _pieces(x, list(itertools.pairwise(cuts)), a)

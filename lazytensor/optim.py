@@ -117,7 +117,7 @@ class Optimizer:
         self.state = {}
         for i, s in state_dict["state"].items():
             p = params[int(i)]
-            self.state[id(p)] = {n: (asarray(v if isinstance(v, Tensor) else getattr(v, "numpy", lambda: v)(),
+            self.state[id(p)] = {n: (asarray(v if isinstance(v, Tensor) else v.numpy() if hasattr(v, "numpy") else v,
                                              dtype=p.dtype) if n != "step" else _step_count(float(v), p.device))
                                  for n, v in s.items()}
 
@@ -150,8 +150,8 @@ class SGD(Optimizer):
         _check(weight_decay, "weight_decay")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("SGD: Nesterov momentum requires a momentum and zero dampening")
-        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
-                                      nesterov=nesterov, maximize=maximize))
+        super().__init__(params, {"lr": lr, "momentum": momentum, "dampening": dampening,
+                                  "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize})
 
     def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> Tensor:
         g = -grad if group["maximize"] else grad
@@ -184,8 +184,8 @@ class Adam(Optimizer):
         if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
             raise ValueError(f"invalid betas: {betas}")
         _check(weight_decay, "weight_decay")
-        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
-                                      amsgrad=amsgrad, maximize=maximize))
+        super().__init__(params, {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
+                                  "amsgrad": amsgrad, "maximize": maximize})
         self._terms: dict[tuple, tuple[Tensor, Tensor, Tensor]] = {}
 
     def step(self) -> None:

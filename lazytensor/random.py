@@ -246,5 +246,4 @@ def randperm(n: int, dtype: Any = None, device: Any = None) -> Any:
 
 
 __all__ = ["manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "rand", "randn", "randint",
-           "uniform", "normal", "bernoulli", "rand_like", "randn_like", "randint_like", "randperm", "philox",
-           "philox_reference"]
+           "uniform", "normal", "bernoulli", "rand_like", "randn_like", "randint_like", "randperm", "philox"]

@@ -205,7 +205,7 @@ def run(items: Schedule) -> None:
         if recorder is not None:
             recorder.launch(item, program, outs)
         seconds = launch(program, [*(b.ptr for b in outs), *(n.buffer.ptr for n in item.inputs)], item.params,
-                         level, device, lambda: item.origin)
+                         level, device, lambda item=item: item.origin)
         if level:
             debug_line(level, item.kernel, item.device, item.origin, program, seconds, compiled)
         for node, buffer in zip(item.outputs, outs):

@@ -148,7 +148,7 @@ class ReduceOps:
             x, a = x.reshape(1), 0
         n = x.shape[a]
         best = x._extremum(op, a, True, name)
-        hit = (x == best) | (x != x)  # the first NaN wins, as PyTorch
+        hit = (x == best) | x.isnan()  # the first NaN wins, as PyTorch
         positions = x._iota_along(a).broadcast_to(x.shape)
         from .tensor import where
         first = where(hit, positions, n)._reduce(ReduceOp.MIN, a, True, name)

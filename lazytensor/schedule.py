@@ -85,7 +85,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .device import get_device
-from .graph import MOVEMENT, Node, Op, held, region, toposort
+from .graph import MOVEMENT, Node, Op, is_held, toposort
 from .helpers import prod
 from .kernels.expr import Bounds, Expr, Var
 from .kernels.ir import Alu, Contraction, Kernel, ReduceOp, VOp, loop_scopes, recomputed_reductions
@@ -238,10 +238,9 @@ _cache: dict[tuple, tuple[list[tuple[Kernel | Contraction, list[int], list[int],
                           list[tuple[int, int]]]] = {}
 
 
-def _structure(nodes: list[Node], targets: list[Node], live: list[Node]) -> tuple:
-    """What a schedule depends on: every node but data and scalar values, with its sources by position,
-    and which nodes are outputs or held by live tensors."""
-    pos = {id(n): i for i, n in enumerate(nodes)}
+def _structure(nodes: list[Node], pos: dict[int, int], targets: list[Node], live: list[Node]) -> tuple:
+    """What a schedule depends on: every node but data and scalar values, with its sources by position
+    (`pos`: by id), and which nodes are outputs or held by live tensors."""
     scalar, buffer = Op.SCALAR, Op.BUFFER  # locals: this runs for every node of every realize
     return (tuple([(n.op, n.dtype, n.shape, n.device, tuple([pos[id(s)] for s in n.srcs]),
                     None if n.op is scalar or n.op is buffer else n.arg) for n in nodes]),
@@ -259,11 +258,15 @@ def schedule(*roots: Node) -> Schedule:
         return items
     targets = [storage(r) for r in requested]
     nodes = toposort(targets)
-    checks = [(storage(n.srcs[1]), n.arg) for n in nodes if n.op is Op.CHECK and not n.srcs[1].realized]
+    checks, live = [], []
+    for n in nodes:
+        if n.op is Op.CHECK and not n.srcs[1].realized:
+            checks.append((storage(n.srcs[1]), n.arg))
+        if n.holders is not None and not n.realized and is_held(n):
+            live.append(n)
     targets += [flag for flag, _ in checks]
     pos = {id(n): i for i, n in enumerate(nodes)}
-    live = [n for n in held() if id(n) in pos]
-    key = _structure(nodes, targets, live)
+    key = _structure(nodes, pos, targets, live)
     if (hit := _cache.get(key)) is not None:
         entries, aliases = hit
         items = Schedule(ScheduleItem(k, [nodes[o] for o in outs], [nodes[i] for i in ins], [nodes[p] for p in ps])

@@ -78,7 +78,7 @@ _SCALAR_POWERS: dict[float, Callable[[Tensor], Tensor]] = {
 class Tensor(ReduceOps, MovementOps, LinalgOps):
     """An n-dimensional array whose value is computed lazily. See the README's "Lazy evaluation"."""
 
-    __slots__ = ("node", "requires_grad", "grad", "_ctx", "_source", "__weakref__")
+    __slots__ = ("_node", "requires_grad", "grad", "_ctx", "_source", "__weakref__")
     __array_priority__ = 1000  # numpy_array + tensor gives a Tensor
 
     def __init__(self, data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False):
@@ -91,7 +91,17 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
         self.grad: Tensor | None = None
         self._ctx: tuple[Op, Any, tuple[Tensor, ...]] | None = None
         self._source: Tensor | None = None
-        hold(self)
+
+    @property
+    def node(self) -> Node:
+        """The graph node this tensor is. Rebinding it (`t.node = new`, as optimizers update parameters) keeps
+        the tensor known as the user's data (see `graph.hold`)."""
+        return self._node
+
+    @node.setter
+    def node(self, node: Node) -> None:
+        self._node = node
+        hold(self, node)
 
     def _as_source(self) -> Tensor:
         """What an autograd record keeps of this tensor as a source of an op. A leaf that requires grad is
@@ -780,8 +790,8 @@ class _Source(Tensor):
 
     __slots__ = ()
 
-    def __init__(self, of: Tensor):  # not Tensor.__init__, which registers a tensor as the user's (graph.hold)
-        self.node, self.requires_grad, self.grad, self._ctx, self._source = of.node, of.requires_grad, None, of._ctx, None
+    def __init__(self, of: Tensor):  # its node is set past the setter, which registers a tensor as the user's
+        self._node, self.requires_grad, self.grad, self._ctx, self._source = of.node, of.requires_grad, None, of._ctx, None
 
     def _as_source(self) -> Tensor:
         return self

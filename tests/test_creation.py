@@ -367,9 +367,9 @@ def test_mT(shape):
 
 def test_mT_needs_two_dims():
     with pytest.raises(lt.ShapeError):
-        lt.asarray([1, 2]).mT
+        _ = lt.asarray([1, 2]).mT
     with pytest.raises(ValueError):
-        lt.asarray(1.0).mT
+        _ = lt.asarray(1.0).mT
 
 
 # ---- reading values -------------------------------------------------------------------------------

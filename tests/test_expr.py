@@ -89,7 +89,7 @@ def test_simplification_preserves_values(data):
 
     symbolic = build(Expr.of, lambda e, c: e // c, lambda e, c: e % c)
     for env in assignments(vars_):
-        expected = build(lambda v: env[v], lambda e, c: e // c, lambda e, c: e % c)
+        expected = build(env.__getitem__, lambda e, c: e // c, lambda e, c: e % c)
         value = evaluate(symbolic, env)
         assert value == expected, f"{symbolic} at {env}: {value} != {expected}"
         assert symbolic.vmin <= value <= symbolic.vmax

@@ -323,7 +323,7 @@ def test_packing_an_operand_made_by_a_reduction_stays_inside_its_panels(tmp_path
     loops do; it used to write past the panels (and read past the operand) and corrupt the heap."""
     env = {**{key: v for key, v in os.environ.items() if key != "LT_DEVICE"}, "LT_CHECK_BOUNDS": str(int(bounds.CHECK))}
     run = subprocess.run([sys.executable, "-c", REDUCED_OPERANDS, str(tmp_path / "out.npz")], env=env,
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, check=False)
     assert run.returncode == 0, f"the process died ({run.returncode}): {run.stderr[-2000:]}"
     got = np.load(tmp_path / "out.npz")
     for k in (17, 33, 40, 65):

@@ -87,7 +87,7 @@ def test_training_step_matches_the_lazy_run_exactly(make_opt, dropout):
 
 
 def test_replay_schedules_and_compiles_nothing():
-    model, opt, step = mlp_step(lambda p: optim.Adam(p, lr=1e-2))
+    _, _, step = mlp_step(lambda p: optim.Adam(p, lr=1e-2))
     jstep = lt.jit(step)
     x, y = lt.asarray(BATCHES[0][0]), lt.asarray(BATCHES[0][1])
     for _ in range(4):
@@ -105,7 +105,7 @@ def test_replay_under_debug_launches_kernel_by_kernel_with_the_same_results(monk
     params = []
     for debug in ("0", "1"):
         monkeypatch.setenv("LT_DEBUG", debug)
-        model, opt, step = mlp_step(lambda p: optim.Adam(p, lr=1e-2), dropout=0.25)
+        model, _, step = mlp_step(lambda p: optim.Adam(p, lr=1e-2), dropout=0.25)
         jstep = lt.jit(step)
         x, y = lt.asarray(BATCHES[0][0]), lt.asarray(BATCHES[0][1])
         for _ in range(5):
@@ -136,7 +136,7 @@ def test_new_input_shape_records_again_and_both_keep_working():
 
 
 def test_state_rebound_outside_records_again():
-    model, opt, step = mlp_step(lambda p: optim.SGD(p, lr=0.1))
+    model, _, step = mlp_step(lambda p: optim.SGD(p, lr=0.1))
     jstep = lt.jit(step)
     x, y = lt.asarray(BATCHES[0][0]), lt.asarray(BATCHES[0][1])
     for _ in range(3):
@@ -147,7 +147,7 @@ def test_state_rebound_outside_records_again():
     lt.reset_stats()
     jstep(x, y)
     assert lt.stats().replays == 0  # recorded, not replayed: the state it read is gone
-    reference, ropt, rstep = mlp_step(lambda p: optim.SGD(p, lr=0.1))
+    reference, _, rstep = mlp_step(lambda p: optim.SGD(p, lr=0.1))
     for _ in range(3):
         rstep(x, y)
     next(reference.parameters()).node = lt.asarray(new).node

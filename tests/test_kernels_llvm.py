@@ -48,7 +48,7 @@ def test_kernel_text_is_readable_and_compiles_once():
     assert text.splitlines()[:2] == ["kernel softmax_test(b0: f32[15] out, b1: f32[15])", "  for o0 < 3, o1 < 5"]
     assert "    v2: f32 = max v1 over r0 < 5" in text and "    b0[(o0*5 + o1)] = v9" in text
     assert "define void @\"softmax_test\"" in render(k)
-    program, fresh = compile_kernel(k)
+    program, _ = compile_kernel(k)
     again, fresh_again = compile_kernel(softmax_kernel(3, 5))
     assert again is program and not fresh_again
     x = np.random.default_rng(0).normal(size=(3, 5)).astype(np.float32)

@@ -119,7 +119,7 @@ def test_transpose_forms():
     check(v.T, arange(5))
     check(v.transpose(), arange(5))
     with pytest.raises(lt.ShapeError):
-        v.mT
+        _ = v.mT
     with pytest.raises(lt.AxisError):
         lt.asarray(arange(2, 3)).transpose(0, 2)
     with pytest.raises(lt.AxisError):

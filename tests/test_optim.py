@@ -129,7 +129,7 @@ def test_state_does_not_grow_a_graph_across_steps():
 def test_zero_grad_and_skipping_parameters_without_grad():
     m, _ = models()
     opt = optim.SGD(m.parameters(), lr=0.1)
-    first = list(m.parameters())[0]
+    first = next(iter(m.parameters()))
     before = first.numpy().copy()
     opt.step()  # no gradients yet: nothing changes
     np.testing.assert_array_equal(first.numpy(), before)

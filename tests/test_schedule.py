@@ -11,6 +11,7 @@ import pytest
 import lazytensor as lt
 from conftest import check, random_array
 from lazytensor.device import get_device
+from lazytensor.graph import is_held
 
 pytestmark = pytest.mark.fast  # the edit-test tier (pyproject.toml)
 
@@ -111,7 +112,9 @@ def test_shared_reduction_is_computed_once_per_realize():
 
 def test_shared_elementwise_node_is_computed_once_not_stored():
     x = data(100)
-    a, b = (lambda y: (y + 1, y - 1))(x * 2)  # nothing holds x * 2 once a and b are built
+    y = x * 2
+    a, b = y + 1, y - 1
+    del y  # nothing holds x * 2 once a and b are built
     sched = lt.schedule(a, b)
     assert len(sched) == 1 and len(sched[0].kernel.stores) == 2  # one kernel, two outputs, x * 2 in registers
     assert str(sched[0].kernel).count("= mul") == 1
@@ -149,6 +152,23 @@ def test_a_reduction_of_a_held_tensor_reads_its_buffer():
     assert lt.stats().kernels_launched == 0
     fused = (x * 3).exp().sum()
     assert kernels(fused) == 1
+
+
+def test_a_node_is_held_while_a_live_tensor_is_it():
+    """Rule 8 asks, of each node of the graph, whether a live tensor holds it: temporaries made on a shared
+    (hash-consed) node stop holding it when they die, and a tensor rebound to another node (as an optimizer
+    rebinds a parameter) holds that one instead."""
+    x = data(8)
+    kept = x * 2
+    node = kept.node
+    for _ in range(50):
+        assert (x * 2).node is node  # a temporary on the same node, dropped at once
+    gc.collect()
+    assert is_held(node) and len(node.holders) == 1
+    kept.node = (x + 1).node
+    assert not is_held(node) and is_held(kept.node)
+    sched = lt.schedule(lt.Tensor(node) + 1)  # the temporary on x * 2 is gone before the schedule is made
+    assert len(sched) == 1 and len(sched[0].kernel.stores) == 1  # nothing holds x * 2 now: it is not written
 
 
 def test_a_lazy_loop_that_is_read_each_iteration_costs_the_same_each_time():

@@ -63,7 +63,7 @@ def in_threads(fn: Callable[[int], list[np.ndarray]]) -> list[list[np.ndarray]]:
         try:
             start.wait()
             results[t] = [np.array(a) for a in fn(t)]
-        except BaseException as e:  # reported by the test, in the main thread
+        except BaseException as e:  # noqa: BLE001 (reported by the test, in the main thread)
             errors.append(e)
 
     threads = [threading.Thread(target=run, args=(t,)) for t in range(THREADS)]

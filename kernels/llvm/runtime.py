@@ -738,6 +738,8 @@ def compile_kernels(kernels: Sequence[Kernel | Contraction]) -> int:
     """Compile the kernels not compiled yet, side by side: their jobs go to compile workers (processes,
     `compiler.py`), one fewer than `num_threads()`, while this thread compiles its share; the programs are
     then found by `compile_kernel`. Returns how many kernels it compiled."""
+    if all((kernel.body_text(), bounds.CHECK) in _programs for kernel in kernels):  # every realize after the first
+        return 0
     with _compiling:
         builders: dict[tuple[str, bool], Builder] = {}
         for kernel in kernels:
