@@ -22,6 +22,12 @@ Python's remainder (sign of the divisor); MAX/MIN propagate NaN; CMPNE is true
 for NaN; ROUND rounds half to even; a float to int CAST saturates (NaN gives 0).
 `kernels/reference.py` is these semantics as an interpreter, with every op's
 rule for every dtype and the readings it takes where this summary is silent.
+
+Most of these are library semantics, not machine instructions. `kernels/legalize.py`
+rewrites them into the core ops a machine has (TRUNCDIV and REM, the C operators;
+shifts; BITCAST; selects), once for every backend: a backend renders what it
+declares native and gets the rest legalized. The core ops with a precondition
+(a nonzero divisor, an in-range shift) only come from legalization, which meets it.
 """
 from __future__ import annotations
 
@@ -68,6 +74,10 @@ class Alu(Enum):
     DIV = ("div", 2)
     FLOORDIV = ("floordiv", 2)
     MOD = ("mod", 2)
+    TRUNCDIV = ("truncdiv", 2)  # integers, rounding toward zero (C's /); the divisor is neither 0 nor, for MIN, -1
+    REM = ("rem", 2)            # the remainder of TRUNCDIV, the dividend's sign (C's %, fmod); the same divisors
+    SHL = ("shl", 2)            # integers; the shift is in [0, bits)
+    SHR = ("shr", 2)            # arithmetic on signed integers, logical on unsigned; the shift is in [0, bits)
     POW = ("pow", 2)
     MAX = ("max", 2)
     MIN = ("min", 2)
@@ -100,8 +110,10 @@ class ReduceOp(Enum):
     MAX = "max"
     MIN = "min"
 
-    @property
-    def combine(self) -> Alu:
+    def combine(self, dtype: DType) -> Alu:
+        """The op that folds one element into a partial result of `dtype`: bools fold by logic (any, all)."""
+        if dtype == bool_:
+            return Alu.OR if self in (ReduceOp.SUM, ReduceOp.MAX) else Alu.AND
         return {ReduceOp.SUM: Alu.ADD, ReduceOp.PROD: Alu.MUL, ReduceOp.MAX: Alu.MAX,
                 ReduceOp.MIN: Alu.MIN}[self]
 
@@ -129,6 +141,7 @@ class VOp(Enum):
     VALID = "valid"    # arg: Bounds, read as a bool value
     ALU = "alu"        # arg: Alu
     CAST = "cast"      # arg: None; the value's dtype is the target
+    BITCAST = "bitcast"  # arg: None; the source's bits read as the value's dtype, of the same size
     REDUCE = "reduce"  # arg: (ReduceOp, loop Vars it owns)
 
 
@@ -197,6 +210,12 @@ def alu(op: Alu, dtype: DType, *srcs: Value) -> Value:
 
 def cast(src: Value, dtype: DType) -> Value:
     return src if src.dtype == dtype else Value(VOp.CAST, dtype, (src,), None)
+
+
+def bitcast(src: Value, dtype: DType) -> Value:
+    if src.dtype.itemsize != dtype.itemsize or bool_ in (src.dtype, dtype):
+        raise ValueError(f"cannot bitcast {src.dtype} to {dtype}")
+    return src if src.dtype == dtype else Value(VOp.BITCAST, dtype, (src,), None)
 
 
 def reduce(op: ReduceOp, src: Value, ranges: tuple[Var, ...]) -> Value:
@@ -400,6 +419,8 @@ def _describe(v: Value, names: dict[int, str]) -> str:
         return f"{v.arg.label} {srcs}"
     if v.op is VOp.CAST:
         return f"cast {srcs}"
+    if v.op is VOp.BITCAST:
+        return f"bitcast {srcs}"
     op, ranges = v.arg
     return f"{op.value} {srcs} over " + ", ".join(f"{r.name} < {r.size}" for r in ranges)
 

@@ -51,6 +51,12 @@ Values (semantics every backend must honour; `ALU` has one row per op):
   there; no ALU op or reduction takes them (the interpreter refuses them). They are held as
   float32 arrays of values that the 16-bit type represents exactly. Rounding to them goes through
   float32 (from float64, from integers), as PyTorch rounds.
+- The core ops that legalization (`kernels/legalize.py`) produces: TRUNCDIV and REM are C's integer
+  `/` and `%` (rounding toward zero; the remainder has the dividend's sign), REM on floats is C's `fmod`;
+  SHL shifts left (wrapping), SHR right, arithmetic on signed integers and logical on unsigned. Their
+  operands must be in their domain (a divisor neither 0 nor, dividing MIN, -1; a shift in [0, bits)):
+  outside it the interpreter raises, as a machine would trap or give garbage. BITCAST reads a value's
+  bits as another dtype of the same size (a 16-bit float's bits are an int16's).
 - CAST: to bool is `!= 0` (NaN is true); from bool 0 or 1; between integers it wraps; to a float it
   rounds to nearest even (overflow to inf); float to int truncates toward zero, saturates to the int64
   range (NaN gives 0), then wraps to the target's width: -1.0 to uint8 is 255, 300.0 to int8 is 44,
@@ -235,6 +241,8 @@ def _evaluate(loops: Sequence[Var], roots: Sequence[Value], buffer_params: Seque
                 out = grid.valid(v.arg)
             elif v.op is VOp.CAST:
                 out = _cast(srcs[0], v.srcs[0].dtype, v.dtype)
+            elif v.op is VOp.BITCAST:
+                out = _bitcast(srcs[0], v.srcs[0].dtype, v.dtype)
             elif v.op is VOp.ALU:
                 out = alu(v.arg, v.srcs[-1].dtype, srcs)
             else:
@@ -323,6 +331,11 @@ def _cast(x: np.ndarray, src: DType, dst: DType) -> np.ndarray:
     return x.astype(dst.np_name)
 
 
+def _bitcast(x: np.ndarray, src: DType, dst: DType) -> np.ndarray:
+    """`x`'s bits, as a buffer of `src` holds them, read as values of `dst`."""
+    return _decode(_encode(np.asarray(x), src).view(storage_type(dst)), dst)
+
+
 # ---- ALU ops ------------------------------------------------------------------------------------------
 
 def _float_floordiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -361,6 +374,35 @@ def _int_mod(dt: DType, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.zeros(np.broadcast_shapes(a.shape, b.shape), dtype=bool)
     safe = np.where(b == 0, 1, b).astype(a.dtype)
     return np.where(b == 0, 0, np.mod(a, safe))
+
+
+def _divisors_in_domain(dt: DType, a: np.ndarray, b: np.ndarray) -> None:
+    """TRUNCDIV's and REM's divisors: neither 0 nor, dividing MIN, -1 (legalization guards both)."""
+    overflow = (a == np.iinfo(dt.np_name).min) & (b == -1) if dt.is_signed else False
+    if np.any(b == 0) or np.any(overflow):
+        raise ValueError(f"a divisor outside the domain of an integer division of {dt}")
+
+
+def _truncdiv(dt: DType, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C's integer division: toward zero. `a - fmod(a, b)` is a multiple of b, so floor division is exact."""
+    _divisors_in_domain(dt, a, b)
+    return np.floor_divide(a - np.fmod(a, b), b)
+
+
+def _rem(dt: DType, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C's `%` and `fmod`: the remainder of division toward zero, the dividend's sign."""
+    if dt.is_int:
+        _divisors_in_domain(dt, a, b)
+    return np.fmod(a, b)
+
+
+def _shift(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
+    """A shift by amounts in [0, bits): NumPy's shifts are C's, arithmetic on signed and logical on unsigned."""
+    def shift(dt: DType, x: np.ndarray, by: np.ndarray) -> np.ndarray:
+        if np.any(by < 0) or np.any(by >= dt.bits):
+            raise ValueError(f"a shift of {dt} outside [0, {dt.bits})")
+        return fn(x, by)
+    return shift
 
 
 def _int_pow(dt: DType, base: np.ndarray, exp: np.ndarray) -> np.ndarray:
@@ -453,6 +495,10 @@ ALU: dict[Alu, tuple[str, Callable[..., np.ndarray]]] = {
     Alu.DIV: (FLOATS, _same(np.divide)),
     Alu.FLOORDIV: (ANY, lambda dt, a, b: _float_floordiv(a, b) if dt.is_float else _int_floordiv(dt, a, b)),
     Alu.MOD: (ANY, lambda dt, a, b: _float_mod(a, b) if dt.is_float else _int_mod(dt, a, b)),
+    Alu.TRUNCDIV: (INTS, _truncdiv),
+    Alu.REM: (INTS + FLOATS, _rem),
+    Alu.SHL: (INTS, _shift(np.left_shift)),
+    Alu.SHR: (INTS, _shift(np.right_shift)),
     Alu.POW: (ANY, lambda dt, a, b: _widened(np.power)(a, b) if dt.is_float else _int_pow(dt, a, b)),
     Alu.MAX: (ANY, _by_kind(np.logical_or, np.maximum, _maximum)),
     Alu.MIN: (ANY, _by_kind(np.logical_and, np.minimum, _minimum)),

@@ -67,7 +67,7 @@ def split_reduction(kernel: Kernel, parts: int) -> tuple[Kernel, Kernel] | None:
         if tail := outer.size - parts * chunk:
             k = Var(next(fresh), tail)
             (tail_src,) = substitute([src], {outer: Expr.of(k) + parts * chunk})
-            total = alu(op.combine, red.dtype, total, reduce(op, tail_src, (k, *inner)))
+            total = alu(op.combine(red.dtype), red.dtype, total, reduce(op, tail_src, (k, *inner)))
         combined[id(red)] = total
 
     buffers = (*kernel.buffers, *scratch)

@@ -414,14 +414,15 @@ import numpy as np, triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 import lazytensor as lt
+from lazytensor.kernels.legalize import legalize
 from lazytensor.kernels.triton import gemm
-from lazytensor.kernels.triton.render import memory_dtype
+from lazytensor.kernels.triton.render import NATIVE, memory_dtype
 
 TYPES = {"float32": "fp32", "float64": "fp64", "uint8": "u8"}
 
 def ptx(t, precision):
     (item,) = lt.schedule(t)
-    plan = gemm.plan(item.kernel)
+    plan = gemm.plan(legalize(item.kernel, NATIVE))  # as compile_kernel renders it
     src = gemm.render_gemm(plan, gemm.candidate_configs(item.kernel, False)[-1], precision)
     path = tempfile.mkdtemp() + "/gemm.py"
     open(path, "w").write(src.source)
@@ -637,11 +638,13 @@ def test_half_matmul_feeds_tl_dot_16_bit_tiles(dtype):
     plan = gemm.plan(c)
     config = gemm.INTERPRETER_CONFIG
     gpu_source = gemm.render_gemm(plan, config, gemm.input_precision(c)).source
-    rounded = "_f32_to_bf16(acc)" if dtype == lt.bfloat16 else "acc.to(tl.float16)"  # as every cast rounds
+    # as every cast rounds: bfloat16 by bits (legalized), float16 by Triton's conversion
+    rounded = "acc.to(tl.int32, bitcast=True)" if dtype == lt.bfloat16 else "acc.to(tl.float16)"
     assert "out_dtype=tl.float32" in gpu_source and rounded in gpu_source
-    assert "_bf16_to_f32(at)" not in gpu_source
+    widened = "at.to(tl.int16, bitcast=True)"
+    assert widened not in gpu_source
     interpreted = gemm.render_gemm(plan, config, gemm.input_precision(c), interpreted=True).source
-    assert ("_bf16_to_f32(at)" in interpreted) == (dtype == lt.bfloat16)
+    assert (widened in interpreted) == (dtype == lt.bfloat16)
     td = {lt.float16: torch.float16, lt.bfloat16: torch.bfloat16}[dtype]
     ta, tb = torch.tensor(a).to(td), torch.tensor(b).to(td)
     eps = lt.finfo(dtype).eps

@@ -73,11 +73,12 @@ import numpy as np
 from .. import bounds
 from ..bounds import FAULT_SLOTS, check
 from ..ir import BufferParam, Contraction, Kernel, VOp
+from ..legalize import legalize
 from ..split import split_reduction
 from . import compiler, mathlib
 from .compiler import Machine
 from .gemm import Layout, Pack, core_name, pack_kernels, render_gemm, render_gemm_core
-from .render import render, symbol
+from .render import NATIVE, render, symbol
 
 PARALLEL_MIN_WORK = 1 << 16
 SPLIT_MIN_WORK = 1 << 21  # measured on 2 cores: below it, splitting `x.sum()` is no faster than one thread
@@ -604,6 +605,8 @@ def _contraction_program(c: Contraction, checked: bool) -> Generator[Job, Compil
 
 
 def _builder(kernel: Kernel | Contraction, checked: bool) -> Builder:
+    """How `kernel` becomes a program: legalized for the renderer (`render.NATIVE`), then split or packed."""
+    kernel = legalize(kernel, NATIVE)
     if isinstance(kernel, Contraction):
         return _contraction_program(kernel, checked)
     split = _partials(kernel)

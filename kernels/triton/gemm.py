@@ -41,8 +41,8 @@ from dataclasses import dataclass
 
 from ..dtype import bfloat16, compute_dtype, float32
 from ..expr import Expr, Var, flat_index
-from ..ir import BufferParam, Contraction, Kernel, Store, Value, VOp, load, toposort
-from .render import TL_TYPES, Shape, TritonSource, ValueRenderer, identifier, needs_int64, pow2
+from ..ir import BufferParam, Contraction, Kernel, Store, Value, VOp, cast, load, toposort
+from .render import TL_TYPES, Shape, TritonSource, ValueRenderer, identifier, needs_int64, pow2, stand_in
 
 GROUP_M = 8
 
@@ -261,8 +261,9 @@ class _GemmRenderer(ValueRenderer):
         self.bind(b=batch_index, n=("jn", (1, bn), None), k=("kb", (bk, 1), "kbmask" if masked else None))
         self.emit(f"bt = {self.operand(self.plan.bv, (bk, bn))}")
         if self.widen:
-            self.emit(f"at = {self.cast('at', bfloat16, float32)}")
-            self.emit(f"bt = {self.cast('bt', bfloat16, float32)}")
+            for name, tile in (("at", (bm, bk)), ("bt", (bk, bn))):
+                bits = stand_in(name, bfloat16)
+                self.emit(f"{name} = {self.computed(cast(bits, float32), {bits: (name, tile)})}")
         self.emit(f'acc = tl.dot(at, bt, acc, input_precision="{self.precision}", out_dtype={acc_type})')
         self.indent -= 1
         self.bind(b=batch_index, m=("im", (bm, 1), None), n=("jn", (1, bn), None))
@@ -274,7 +275,8 @@ class _GemmRenderer(ValueRenderer):
             written = c.product
             mask = f", mask={' & '.join(store_mask)}" if store_mask else ""
             out_dtype = self.plan.buffers[written].dtype
-            out = self.cast("acc", compute_dtype(c.dtype), out_dtype)  # a 16-bit product rounds as the IR's casts
+            product = stand_in("acc", compute_dtype(c.dtype))  # a 16-bit product rounds as the IR's casts
+            out = self.computed(cast(product, out_dtype), {product: ("acc", (bm, bn))})
             self.emit(f"tl.store(b{written} + {self.expr(self.product)}, {out}{mask})")
         slots = tuple(sorted({written, *self.inputs}))
         name = f"{identifier(c.name)}_{cfg}"

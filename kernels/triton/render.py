@@ -17,15 +17,17 @@ depend on), so Triton's broadcasting lines values of different scopes up. A
 reduction that does not depend on the rows (`x / x.sum()`) is computed by every
 program; with no rows at all (d = 0) the kernel is a single program.
 
-Semantics the IR requires and Triton lacks (floor division and modulo, NaN
-propagation, saturating float-to-int casts, round half to even, expm1, ...)
-are small `@triton.jit` helpers written into the same module, built only from
-core `tl` operations so that Triton's interpreter runs exactly the code the GPU
-compiles. Bools live in memory as bytes (the runtime passes uint8 pointers).
-Signs of zero are set with bits, because Triton 3.6 folds a -0.0 constant, and
--x of 0.0, to 0.0. bfloat16 converts by bits too (the interpreter's own
-conversions truncate); the kernel IR only loads, stores and casts the 16-bit
-floats, computing in float32.
+A kernel reaches the renderer legalized (`kernels/legalize.py`): floor division
+and modulo, NaN-propagating float max and min, saturating float-to-int casts,
+round half to even and the bfloat16 conversions arrive as core ops, which Triton
+has, and so does its interpreter, which runs exactly the code the GPU compiles
+(its own bfloat16 conversions truncate: legalization's are by bits). Native here
+are the float16 conversions (the GPU's instructions). The math functions Triton
+lacks (expm1, ...) and its reductions' NaN propagation are small `@triton.jit`
+helpers written into the same module, from core `tl` operations. Bools live in
+memory as bytes (the runtime passes uint8 pointers). Signs of zero are set with
+bits, because Triton 3.6 folds a -0.0 constant, and -x of 0.0, to 0.0. The kernel
+IR only loads, stores and converts the 16-bit floats, computing in float32.
 
 `ValueRenderer` is the part that does not depend on the layout (values, index
 expressions, stores, the module around them); the contraction template
@@ -40,7 +42,8 @@ from typing import Callable, Iterable
 
 from ..dtype import DType, bfloat16, bool_, float16, float32, float64, half_bits, int8, int16, int32, int64, uint8
 from ..expr import Bounds, Div, Expr, Mod, Var
-from ..ir import Alu, Kernel, ReduceOp, Store, Value, VOp, loop_scopes
+from ..ir import Alu, Kernel, ReduceOp, Store, Value, VOp, alu, loop_scopes, toposort
+from ..legalize import Key, legalize_values
 
 TL_TYPES: dict[DType, str] = {
     bool_: "tl.int1", int8: "tl.int8", int16: "tl.int16", int32: "tl.int32", int64: "tl.int64",
@@ -48,6 +51,9 @@ TL_TYPES: dict[DType, str] = {
 }
 
 Shape = tuple[int, ...]  # () for a scalar; otherwise the kernel's full rank
+
+# Library ops Triton renders itself: float16 conversions are GPU instructions (and NumPy's in the interpreter).
+NATIVE: frozenset[Key] = frozenset({(float32, float16), (float16, float32)})
 
 
 def memory_dtype(dtype: DType) -> DType:
@@ -189,49 +195,6 @@ def _idx_mod(a, c):
     r = a % c
     return tl.where(r < 0, r + c, r)
 ''', ()),
-    "_floordiv_signed": ('''
-@triton.jit
-def _floordiv_signed(a, b):
-    # Python floor division, 0 for a zero divisor; -1 is special-cased because MIN // -1 overflows
-    a, b = tl.broadcast(a, b)
-    bad = (b == 0) | (b == -1)
-    safe = tl.where(bad, 1, b)
-    q = a // safe
-    r = a % safe
-    q = tl.where((r != 0) & ((r < 0) != (safe < 0)), q - 1, q)
-    return tl.where(b == 0, 0, tl.where(b == -1, -a, q))
-''', ()),
-    "_mod_signed": ('''
-@triton.jit
-def _mod_signed(a, b):
-    # Python modulo (the sign of the divisor), 0 for a zero divisor
-    a, b = tl.broadcast(a, b)
-    bad = (b == 0) | (b == -1)
-    safe = tl.where(bad, 1, b)
-    r = a % safe
-    r = tl.where((r != 0) & ((r < 0) != (safe < 0)), r + safe, r)
-    return tl.where(bad, 0, r)
-''', ()),
-    "_floordiv_unsigned": ('''
-@triton.jit
-def _floordiv_unsigned(a, b):
-    a, b = tl.broadcast(a, b)
-    return tl.where(b == 0, 0, a // tl.where(b == 0, 1, b))
-''', ()),
-    "_mod_unsigned": ('''
-@triton.jit
-def _mod_unsigned(a, b):
-    a, b = tl.broadcast(a, b)
-    return tl.where(b == 0, 0, a % tl.where(b == 0, 1, b))
-''', ()),
-    "_mod_float": ('''
-@triton.jit
-def _mod_float(a, b):
-    # Python's remainder: Triton's % is C's fmod (the sign of the dividend)
-    a, b = tl.broadcast(a, b)
-    r = a % b
-    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
-''', ()),
     "_copysign": ('''
 @triton.jit
 def _copysign(r, x):
@@ -242,24 +205,6 @@ def _copysign(r, x):
         bits = (r.to(tl.int64, bitcast=True) & 9223372036854775807) | (x.to(tl.int64, bitcast=True) & -9223372036854775808)
     return bits.to(r.dtype, bitcast=True)
 ''', ()),
-    "_floordiv_float": ('''
-@triton.jit
-def _floordiv_float(a, b):
-    # PyTorch's floor division: exact where floor(a / b) would round the quotient wrongly
-    a, b = tl.broadcast(a, b)
-    mod = a % b
-    if a.dtype == tl.float32:  # Triton's float32 / is approximate on the GPU
-        div = tl.div_rn(a - mod, b)
-        quotient = tl.div_rn(a, b)
-    else:
-        div = (a - mod) / b
-        quotient = a / b
-    div = tl.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1, div)
-    floor = tl.floor(div)
-    floor = tl.where(div - floor > 0.5, floor + 1, floor)
-    zero = _copysign(tl.zeros_like(quotient), quotient)
-    return tl.where(b == 0, quotient, tl.where(div == 0, zero, floor))
-''', ("_copysign",)),
     "_pow_float": ('''
 @triton.jit
 def _pow_float(a, b):
@@ -286,43 +231,6 @@ def _pow_float(a, b):
     r = tl.where((x < 0) & (x > float("-inf")) & (y_int == 0), float("nan"), r)
     r = tl.where((y == 0) | (x == 1) | ((x == -1) & (tl.abs(y) == float("inf"))), 1.0, r)
     return r.to(a.dtype)
-''', ("_copysign",)),
-    "_pow_int": ('''
-@triton.jit
-def _pow_int(base, exp, BITS: tl.constexpr, SIGNED: tl.constexpr):
-    # exponentiation by squaring, wrapping like C; a negative exponent truncates 1 / base**-exp
-    base, exp = tl.broadcast(base, exp)
-    one = base * 0 + 1
-    result = one
-    square = base
-    e = exp
-    for _ in tl.static_range(BITS):
-        result = tl.where((e & 1) != 0, result * square, result)
-        square = square * square
-        e = e >> 1
-    if SIGNED:
-        odd = (exp & 1) != 0
-        inverse = tl.where(base == 1, one, tl.where(base == -1, tl.where(odd, -one, one), one * 0))
-        result = tl.where(exp < 0, inverse, result)
-    return result
-''', ()),
-    "_float_to_int64": ('''
-@triton.jit
-def _float_to_int64(x):
-    # saturating conversion (NaN gives 0): out-of-range float-to-int conversion is undefined
-    big = x >= 9223372036854775808.0
-    small = x <= -9223372036854775808.0
-    i = tl.where(big | small | (x != x), 0.0, x).to(tl.int64)
-    return tl.where(big, 9223372036854775807, tl.where(small, -9223372036854775808, i))
-''', ()),
-    "_round_half_even": ('''
-@triton.jit
-def _round_half_even(x):
-    f = tl.floor(x)
-    d = x - f
-    odd = f - 2 * tl.floor(f * 0.5) != 0
-    r = tl.where((d > 0.5) | ((d == 0.5) & odd), f + 1, f)
-    return tl.where(d == d, _copysign(r, x), x)  # the sign of x, also for zeros: round(-0.4) is -0.0
 ''', ("_copysign",)),
     "_expm1": ('''
 @triton.jit
@@ -359,22 +267,6 @@ def _tan(x):
     y = x.to(tl.float64)  # so that a float32 result is correctly rounded
     return (tl.sin(y) / tl.cos(y)).to(x.dtype)
 ''', ()),
-    "_bf16_to_f32": ('''
-@triton.jit
-def _bf16_to_f32(x):
-    # bfloat16 is the top half of a float32: widen by moving its bits up. By bits rather than .to():
-    # Triton's interpreter keeps bfloat16 as raw bits, and its conversions of them truncate.
-    return (x.to(tl.uint16, bitcast=True).to(tl.uint32) << 16).to(tl.float32, bitcast=True)
-''', ()),
-    "_f32_to_bf16": ('''
-@triton.jit
-def _f32_to_bf16(x):
-    # to nearest even by an integer add into the top half; a NaN stays NaN (the carry could make it inf)
-    bits = x.to(tl.uint32, bitcast=True)
-    rounded = (bits + 32767 + ((bits >> 16) & 1)) >> 16
-    bits = tl.where(x != x, (bits >> 16) | 64, rounded)
-    return bits.to(tl.uint16).to(tl.bfloat16, bitcast=True)
-''', ()),
     "_signbit": ('''
 @triton.jit
 def _signbit(x):
@@ -383,22 +275,6 @@ def _signbit(x):
     else:
         return x.to(tl.int64, bitcast=True) < 0
 ''', ()),
-    "_max_float": ('''
-@triton.jit
-def _max_float(a, b):
-    # NaN wins; of two zeros, +0.0 (IEEE 754-2019's maximum)
-    a, b = tl.broadcast(a, b)
-    pick_a = (a != a) | (a > b) | ((a == b) & (_signbit(a) == 0))
-    return tl.where(pick_a, a, b)
-''', ("_signbit",)),
-    "_min_float": ('''
-@triton.jit
-def _min_float(a, b):
-    # NaN wins; of two zeros, -0.0 (IEEE 754-2019's minimum)
-    a, b = tl.broadcast(a, b)
-    pick_a = (a != a) | (a < b) | ((a == b) & _signbit(a))
-    return tl.where(pick_a, a, b)
-''', ("_signbit",)),
     "_reduce_max": _extremum_helper("max", "-inf"),
     "_reduce_min": _extremum_helper("min", "inf"),
     "_mul": ('''
@@ -453,6 +329,22 @@ class ValueRenderer:
         if name not in self.helpers:
             self.helpers.append(name)
         return name
+
+    def computed(self, value: Value, given: dict[Value, tuple[str, Shape]]) -> str:
+        """Emit `value`, legalized, over `given` stand-ins for code emitted already (a name and a shape each;
+        see `stand_in`); the name holding it. How code around the kernel's values uses the IR's semantics
+        (a looped reduction's combine, a contraction's conversions), each value emitted afresh here."""
+        names, shapes = self.names, self.shapes
+        self.names = {id(v): name for v, (name, _) in given.items()}
+        self.shapes = {id(v): shape for v, (_, shape) in given.items()}
+        try:
+            (legal,) = legalize_values([value], NATIVE)
+            for v in toposort([legal]):
+                if id(v) not in self.names:
+                    self.define(v, self.value(v))
+            return self.names[id(legal)]
+        finally:
+            self.names, self.shapes = names, shapes
 
     def define(self, v: Value, code: str) -> None:
         name = self.fresh()
@@ -546,6 +438,8 @@ class ValueRenderer:
             return self.bounds(v.arg)
         if v.op is VOp.CAST:
             return self.cast(srcs[0], v.srcs[0].dtype, v.dtype)
+        if v.op is VOp.BITCAST:
+            return f"{srcs[0]}.to({TL_TYPES[v.dtype]}, bitcast=True)"
         return self.alu(v.arg, v.srcs[-1].dtype, srcs)
 
     def load(self, v: Value) -> str:
@@ -558,92 +452,54 @@ class ValueRenderer:
         return f"({code} != 0)" if v.dtype == bool_ else code
 
     def cast(self, x: str, src: DType, dst: DType) -> str:
-        if src == dst:
-            return x
-        if src == bfloat16:
-            return self.cast(f"{self.helper('_bf16_to_f32')}({x})", float32, dst)
-        if dst == bfloat16:
-            return f"{self.helper('_f32_to_bf16')}({self.cast(x, src, float32)})"
-        if dst == float16 and src != float32:  # through float32, as PyTorch and the LLVM backend round
-            return f"{self.cast(x, src, float32)}.to(tl.float16)"
-        if dst == bool_:
-            return f"({x} != 0)"
-        if src == bool_:
-            return f"tl.where({x}, 1, 0).to({TL_TYPES[dst]})"
-        if src.is_float and not dst.is_float:
-            # saturate through int64, then wrap like C: -1.0 cast to uint8 is 255, as in PyTorch
-            wide = f"{self.helper('_float_to_int64')}({x})"
-            return wide if dst == int64 else f"{wide}.to({TL_TYPES[dst]})"
-        return f"{x}.to({TL_TYPES[dst]})"
+        """A core cast (see `kernels/legalize.py`), or a float16 conversion: Triton's own. A float
+        arrives here in the range of its integer target."""
+        return x if src == dst else f"{x}.to({TL_TYPES[dst]})"
 
     def alu(self, op: Alu, dt: DType, s: list[str]) -> str:
-        """`op` on operands of dtype `dt` (a WHERE's operands: its second and third)."""
-        fl, is_bool = dt.is_float, dt == bool_
+        """`op` on operands of dtype `dt` (a WHERE's operands: its second and third): a core op, or a
+        library op of `NATIVE` (see `kernels/legalize.py`)."""
+        fl = dt.is_float
+        if op in UNARY_FUNCTIONS and fl:
+            return f"{UNARY_FUNCTIONS[op]}({s[0]})"
+        if op in HELPER_FUNCTIONS and fl:
+            return f"{self.helper(HELPER_FUNCTIONS[op])}({s[0]})"
+        if op in OPERATORS:
+            return f"({s[0]} {OPERATORS[op]} {s[1]})"
         if op is Alu.NEG:  # times -1, not -x: Triton 3.6 computes -x as 0 - x, which is +0.0 for 0.0
             return f"({s[0]} * -1)" if fl else f"(-{s[0]})"
         if op is Alu.NOT:  # xor with all ones, spelled out: Triton 3.6's interpreter cannot make unsigned ones
-            return f"({s[0]} == 0)" if is_bool else f"({s[0]} ^ {-1 if dt.is_signed else (1 << dt.bits) - 1})"
-        if op is Alu.ABS:
-            return f"tl.abs({s[0]})" if dt.is_signed else s[0]
-        if op in (Alu.FLOOR, Alu.CEIL, Alu.ROUND, Alu.TRUNC) and not fl:
-            return s[0]
-        if op is Alu.RECIP:
+            return f"({s[0]} == 0)" if dt == bool_ else f"({s[0]} ^ {-1 if dt.is_signed else (1 << dt.bits) - 1})"
+        if op is Alu.ABS and dt.is_signed:
+            return f"tl.abs({s[0]})"
+        if op is Alu.RECIP and fl:
             return f"tl.div_rn(1.0, {s[0]})" if dt == float32 else f"(1.0 / {s[0]})"
-        if op is Alu.SQRT:
+        if op is Alu.SQRT and fl:
             return f"tl.sqrt_rn({s[0]})" if dt == float32 else f"tl.sqrt({s[0]})"
-        if op in (Alu.EXP, Alu.EXP2, Alu.LOG, Alu.LOG2, Alu.SIN, Alu.COS, Alu.ERF, Alu.FLOOR, Alu.CEIL):
-            return f"tl.{op.label}({s[0]})"
-        if op is Alu.TRUNC:
-            return f"tl.where({s[0]} < 0, tl.ceil({s[0]}), tl.floor({s[0]}))"
-        if op in (Alu.ROUND, Alu.EXPM1, Alu.LOG1P, Alu.TANH, Alu.TAN):
-            name = {Alu.ROUND: "_round_half_even", Alu.EXPM1: "_expm1", Alu.LOG1P: "_log1p", Alu.TANH: "_tanh",
-                    Alu.TAN: "_tan"}[op]
-            return f"{self.helper(name)}({s[0]})"
-        if op is Alu.ADD:
-            return f"({s[0]} | {s[1]})" if is_bool else f"({s[0]} + {s[1]})"
-        if op is Alu.SUB:
-            return f"({s[0]} ^ {s[1]})" if is_bool else f"({s[0]} - {s[1]})"
-        if op is Alu.MUL:
-            return f"({s[0]} & {s[1]})" if is_bool else f"({s[0]} * {s[1]})"
-        if op is Alu.DIV:
+        if op is Alu.DIV and fl:  # Triton's float32 / is approximate on the GPU
             return f"tl.div_rn({s[0]}, {s[1]})" if dt == float32 else f"({s[0]} / {s[1]})"
-        if op in (Alu.FLOORDIV, Alu.MOD):
-            return self.division(op, dt, s)
-        if op is Alu.POW:
-            if is_bool:  # a ** 0 is 1, a ** 1 is a
-                return f"tl.where({s[1]}, {s[0]}, True)"
-            if fl:
-                return f"{self.helper('_pow_float')}({s[0]}, {s[1]})"
-            return f"{self.helper('_pow_int')}({s[0]}, {s[1]}, {dt.bits}, {dt.is_signed})"
-        if op in (Alu.MAX, Alu.MIN):
-            if is_bool:
-                return f"({s[0]} | {s[1]})" if op is Alu.MAX else f"({s[0]} & {s[1]})"
-            if fl:  # NaN wins, and -0.0 < +0.0
-                return f"{self.helper('_' + op.label + '_float')}({s[0]}, {s[1]})"
+        if op is Alu.POW and fl:
+            return f"{self.helper('_pow_float')}({s[0]}, {s[1]})"
+        if op in (Alu.MAX, Alu.MIN) and not fl:
             return f"tl.{'maximum' if op is Alu.MAX else 'minimum'}({s[0]}, {s[1]})"
-        if op is Alu.CMPLT and is_bool:  # no signed/unsigned question for i1: a < b is ~a & b
-            return f"tl.where({s[0]}, False, {s[1]})"
-        if op is Alu.CMPLE and is_bool:  # ~a | b
-            return f"tl.where({s[0]}, {s[1]}, True)"
-        if op in (Alu.CMPLT, Alu.CMPLE, Alu.CMPEQ, Alu.CMPNE):
-            # Triton's float != is unordered (true for NaN), the others ordered: the IR's semantics
-            sym = {Alu.CMPLT: "<", Alu.CMPLE: "<=", Alu.CMPEQ: "==", Alu.CMPNE: "!="}[op]
-            return f"({s[0]} {sym} {s[1]})"
-        if op in (Alu.AND, Alu.OR, Alu.XOR):
-            return f"({s[0]} {({Alu.AND: '&', Alu.OR: '|', Alu.XOR: '^'})[op]} {s[1]})"
         if op is Alu.WHERE:
             return f"tl.where({s[0]}, {s[1]}, {s[2]})"
-        raise NotImplementedError(f"the Triton backend cannot render {op.label} on {dt}")
+        raise NotImplementedError(f"the Triton backend cannot render {op.label} on {dt} (not legalized?)")
 
-    def division(self, op: Alu, dt: DType, s: list[str]) -> str:
-        floordiv = op is Alu.FLOORDIV
-        if dt == bool_:  # b is 0 or 1: a // 1 == a, a % 1 == 0, and a zero divisor gives 0
-            return f"({s[0]} & {s[1]})" if floordiv else f"({s[0]} & False)"
-        if dt.is_float:
-            name = "_floordiv_float" if floordiv else "_mod_float"
-        else:
-            name = f"_{'floordiv' if floordiv else 'mod'}_{'signed' if dt.is_signed else 'unsigned'}"
-        return f"{self.helper(name)}({s[0]}, {s[1]})"
+
+# Core ops as Triton's operators: `//` and `%` are C's on integers, `%` is fmod on floats, `>>` is
+# arithmetic on signed integers; a float `!=` is unordered (true for NaN), the other comparisons ordered.
+OPERATORS = {Alu.ADD: "+", Alu.SUB: "-", Alu.MUL: "*", Alu.TRUNCDIV: "//", Alu.REM: "%", Alu.SHL: "<<",
+             Alu.SHR: ">>", Alu.AND: "&", Alu.OR: "|", Alu.XOR: "^", Alu.CMPLT: "<", Alu.CMPLE: "<=",
+             Alu.CMPEQ: "==", Alu.CMPNE: "!="}
+UNARY_FUNCTIONS = {op: f"tl.{op.label}" for op in (Alu.EXP, Alu.EXP2, Alu.LOG, Alu.LOG2, Alu.SIN, Alu.COS, Alu.ERF,
+                                                   Alu.FLOOR, Alu.CEIL)}
+HELPER_FUNCTIONS = {Alu.EXPM1: "_expm1", Alu.LOG1P: "_log1p", Alu.TANH: "_tanh", Alu.TAN: "_tan"}
+
+
+def stand_in(name: str, dtype: DType) -> Value:
+    """A value for `ValueRenderer.computed` to compute with: code emitted already under `name`."""
+    return Value(VOp.PARAM, dtype, (), name)  # a name, not a slot: no parameter is ever read for it
 
 
 class _Renderer(ValueRenderer):
@@ -830,7 +686,13 @@ class _Renderer(ValueRenderer):
         if scope.looped:
             acc = self.fresh("acc")
             self.emit(f"{acc} = tl.full({list(tile)}, {ident}, {TL_TYPES[dt]})")
-            self.in_scope(scope, lambda: self.emit(f"{acc} = {self.alu(op.combine, dt, [acc, operand()])}"))
+            def combine() -> None:
+                x = operand()
+                partial, element = stand_in(acc, dt), stand_in(x, dt)
+                combined = alu(op.combine(dt), dt, partial, element)
+                self.emit(f"{acc} = {self.computed(combined, {partial: (acc, tile), element: (x, tile)})}")
+
+            self.in_scope(scope, combine)
             total = acc
         else:
             total = ""

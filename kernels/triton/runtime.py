@@ -40,9 +40,10 @@ from triton.runtime.errors import OutOfResources
 
 from ..dtype import bool_
 from ..ir import BufferParam, Contraction, Kernel
+from ..legalize import legalize
 from . import cuda
 from .gemm import GemmConfig, GemmPlan, candidate_configs, input_precision, plan, render_gemm
-from .render import Tiling, TritonSource, memory_dtype, render
+from .render import NATIVE, Tiling, TritonSource, memory_dtype, render
 from .targets import Target
 
 # Autotuning times each configuration for about this long, after a first launch that loads it.
@@ -233,13 +234,22 @@ def compile_kernel(kernel: Kernel | Contraction, target: Target,
     if (hit := _programs.get(key)) is not None:
         return hit, False
     t0 = time.perf_counter()
-    if isinstance(kernel, Contraction):
-        program: Program | ContractionProgram = _contraction_program(kernel, target, tiling, precision)
+    legal = legalize(kernel, NATIVE)  # once: the kernels a contraction runs are made from its legal values
+    if isinstance(legal, Contraction):
+        program: Program | ContractionProgram = _contraction_program(legal, target, tiling, precision)
     else:
-        program = _program(kernel, render(kernel, tiling), target)
+        program = _program(legal, render(legal, tiling), target)
     program.compile_seconds = time.perf_counter() - t0
     _programs[key] = program
     return program, True
+
+
+def _legal_program(kernel: Kernel, target: Target, tiling: Tiling) -> Program:
+    """The program of a legalized kernel, compiled once for its body."""
+    key = (kernel.body_text(), tiling, target, "")
+    if (hit := _programs.get(key)) is None:
+        hit = _programs[key] = _program(kernel, render(kernel, tiling), target)
+    return hit
 
 
 def _program(kernel: Kernel | Contraction, source: TritonSource, target: Target,
@@ -257,10 +267,10 @@ def _contraction_program(c: Contraction, target: Target, tiling: Tiling, precisi
     """The pack and epilogue kernels `c` needs (through the cache: they are ordinary kernels), and its
     tl.dot kernel in each configuration to try."""
     p = plan(c)
-    packs = [compile_kernel(k, target, tiling)[0] for k in p.packs]
+    packs = [_legal_program(k, target, tiling) for k in p.packs]
     epilogue = None
     if c.epilogue is not None and not p.fuse_epilogue:
-        epilogue = compile_kernel(c.epilogue, target, tiling)[0]
+        epilogue = _legal_program(c.epilogue, target, tiling)
     tune_key = (target.key, c.sizes, c.dtype, precision)
     # the configuration timed fastest for this shape, else those to time at the first call
     configs = [_tuned[tune_key]] if tune_key in _tuned else candidate_configs(c, target.interpreted)

@@ -1,0 +1,394 @@
+"""Legalization: the ops whose semantics are a library's, rewritten into the core ops a machine has.
+
+The IR promises Python's floor division and modulo (0 for a zero divisor), NaN-propagating MAX and MIN,
+round half to even, saturating float-to-int casts, 16-bit floats rounded to nearest even, logical
+arithmetic on bools (`ir.py`, `reference.py`). No machine has those as instructions; each is a few
+instructions of a machine's. `legalize(kernel, native)` rewrites every op a backend does not declare
+`native` into core ops, so that each semantic is written once, here, and a backend renders:
+
+- the arithmetic, comparisons, selects and bit operations of C on its integers and floats: NEG NOT ABS
+  RECIP SQRT FLOOR CEIL, ADD SUB MUL DIV, TRUNCDIV and REM (C's `/` and `%`, `fmod`), SHL and SHR, the
+  comparisons, AND OR XOR WHERE, the transcendental functions (its math library's);
+- CAST between integers (wrapping), from integers to floats, between float32 and float64, and from a
+  float to int64 for values in int64's range; BITCAST between types of one size.
+
+A backend declares native the library ops it renders faster than their rewriting (LLVM's `roundeven`,
+`maximum`, saturating `fptosi`; a GPU's float16 conversions), as keys of `RULES`: `(Alu, operand dtype)`
+for ALU ops, `(source dtype, target dtype)` for casts. Every other key of `RULES` is rewritten,
+operands first, and the rewriting's own library ops are rewritten in turn unless native.
+
+The rewritings are the ones the backends had each written for themselves, and for the integer ones the
+usual compiler ones (a constant divisor needs no guard, and the machine turns its division into a
+multiply). The float-to-int cast is the one rewriting that keeps its op: it guards a CAST to int64 so
+that the machine's conversion sees only values in range, and so must run once on a kernel, not twice.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from .dtype import DType, bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8
+from .ir import (COMPARISONS, Alu, Contraction, Kernel, Store, Value, VOp, alu, bitcast, cast, const,
+                 toposort)
+
+Key = tuple[Alu, DType] | tuple[DType, DType]
+INTS = (int8, int16, int32, int64, uint8)
+FLOATS = (float32, float64)
+HALF_FLOATS = (float16, bfloat16)
+SIGN_BIT = {float32: -2**31, float64: -2**63}  # as the signed integer of the float's size
+BITS_OF = {float32: int32, float64: int64}
+
+
+def legalize(kernel: Kernel | Contraction, native: frozenset[Key]) -> Kernel | Contraction:
+    """`kernel` with every op of `RULES` that is not in `native` rewritten into core ops (same name)."""
+    if isinstance(kernel, Contraction):
+        a, bv = legalize_values([kernel.a, kernel.bv], native)
+        epilogue = None if kernel.epilogue is None else legalize(kernel.epilogue, native)
+        return Contraction(kernel.name, kernel.buffers, kernel.params, kernel.vars, a, bv, epilogue)
+    values = legalize_values([s.value for s in kernel.stores], native)
+    if all(v is s.value for v, s in zip(values, kernel.stores)):
+        return kernel
+    return Kernel(kernel.name, kernel.buffers, kernel.params, kernel.loops,
+                  tuple(Store(s.buf, s.index, v) for s, v in zip(kernel.stores, values)))
+
+
+def legalize_values(roots: list[Value], native: frozenset[Key]) -> list[Value]:
+    """`roots` with every op of `RULES` that is not in `native` rewritten into core ops."""
+    rewriter = _Rewriter(native)
+    new: dict[int, Value] = {}
+    for v in toposort(roots):
+        srcs = tuple(new[id(s)] for s in v.srcs)
+        if v.op is VOp.ALU:
+            new[id(v)] = rewriter.alu(v.arg, v.dtype, *srcs)
+        elif v.op is VOp.CAST:
+            new[id(v)] = rewriter.cast(srcs[0], v.dtype)
+        else:
+            new[id(v)] = Value(v.op, v.dtype, srcs, v.arg)
+    return [new[id(r)] for r in roots]
+
+
+Rule = Callable[..., Value]  # rule(rewriter, *operands) -> the op's value in core ops
+
+
+class _Rewriter:
+    """Builds values, rewriting each op of `RULES` not in `native` as it is built."""
+
+    def __init__(self, native: frozenset[Key]):
+        self.native = native
+
+    def alu(self, op: Alu, dtype: DType, *srcs: Value) -> Value:
+        key = (op, srcs[-1].dtype)
+        if key in RULES and key not in self.native:
+            return RULES[key](self, *srcs)
+        return alu(op, dtype, *srcs)
+
+    def cast(self, x: Value, dtype: DType) -> Value:
+        key = (x.dtype, dtype)
+        if key in RULES and key not in self.native:
+            return RULES[key](self, x)
+        return cast(x, dtype)
+
+    def __call__(self, op: Alu, *srcs: Value) -> Value:
+        """`op` on `srcs`, its dtype theirs (bool for a comparison)."""
+        return self.alu(op, bool_ if op in COMPARISONS else srcs[-1].dtype, *srcs)
+
+    # ---- small words for the rules ----
+
+    def where(self, cond: Value, a: Value | float, b: Value | float) -> Value:
+        dtype = a.dtype if isinstance(a, Value) else b.dtype
+        return self(Alu.WHERE, cond, self.of(a, dtype), self.of(b, dtype))
+
+    @staticmethod
+    def of(x: Value | bool | float, dtype: DType) -> Value:
+        return x if isinstance(x, Value) else const(x, dtype)
+
+    def binary(self, op: Alu, a: Value | float, b: Value | float) -> Value:
+        dtype = a.dtype if isinstance(a, Value) else b.dtype
+        return self(op, self.of(a, dtype), self.of(b, dtype))
+
+    def copysign(self, magnitude: Value, sign: Value) -> Value:
+        """`magnitude` with the sign bit of `sign`, by bits (floats)."""
+        dt = magnitude.dtype
+        bits, word = SIGN_BIT[dt], BITS_OF[dt]
+        kept = self.binary(Alu.AND, bitcast(magnitude, word), ~bits)
+        return bitcast(self(Alu.OR, kept, self.binary(Alu.AND, bitcast(sign, word), bits)), dt)
+
+    def signbit(self, x: Value) -> Value:
+        return self.binary(Alu.CMPLT, bitcast(x, BITS_OF[x.dtype]), 0)
+
+
+# ---- bools: logic -----------------------------------------------------------------------------------
+
+def _bool_rules() -> dict[Key, Rule]:
+    def logic(op: Alu) -> Rule:
+        return lambda r, a, b: r(op, a, b)
+
+    def negated_first(op: Alu) -> Rule:  # a < b is ~a & b; a <= b is ~a | b; a ** b is a | ~b
+        return lambda r, a, b: r(op, r(Alu.NOT, a), b)
+
+    return {
+        (Alu.ADD, bool_): logic(Alu.OR), (Alu.SUB, bool_): logic(Alu.XOR), (Alu.MUL, bool_): logic(Alu.AND),
+        (Alu.MAX, bool_): logic(Alu.OR), (Alu.MIN, bool_): logic(Alu.AND),
+        (Alu.FLOORDIV, bool_): logic(Alu.AND),  # b is 0 or 1: a // 1 is a, and a zero divisor gives 0
+        (Alu.MOD, bool_): lambda r, a, b: const(False, bool_),
+        (Alu.POW, bool_): lambda r, a, b: r(Alu.OR, a, r(Alu.NOT, b)),
+        (Alu.CMPLT, bool_): negated_first(Alu.AND), (Alu.CMPLE, bool_): negated_first(Alu.OR),
+        **{(op, bool_): (lambda r, a: a) for op in (Alu.NEG, Alu.ABS, Alu.FLOOR, Alu.CEIL, Alu.ROUND, Alu.TRUNC)},
+    }
+
+
+# ---- integers: floor division, modulo, powers ----------------------------------------------------------
+
+def _constant(v: Value) -> int | None:
+    """An integer constant's value, wrapped to its dtype as the IR reads constants; None for a non-constant."""
+    if v.op is not VOp.CONST:
+        return None
+    bits, half = v.dtype.bits, 1 << (v.dtype.bits - 1)
+    return (int(v.arg) + half) % (1 << bits) - half if v.dtype.is_signed else int(v.arg) % (1 << bits)
+
+
+def _int_floordiv(r: _Rewriter, a: Value, b: Value) -> Value:
+    """Python's floor division; 0 for a zero divisor; MIN // -1 wraps to MIN (C's division would trap)."""
+    signed = a.dtype.is_signed
+    if (d := _constant(b)) is not None:
+        if d == 0:
+            return const(0, a.dtype)
+        if d == -1 and signed:
+            return r(Alu.NEG, a)
+        q = r(Alu.TRUNCDIV, a, b)
+        if not signed:
+            return q
+        rem = r(Alu.REM, a, b)
+        inexact_down = r.binary(Alu.CMPLT, rem, 0) if d > 0 else r.binary(Alu.CMPLT, 0, rem)
+        return r.where(inexact_down, r.binary(Alu.SUB, q, 1), q)
+    zero = r.binary(Alu.CMPEQ, b, 0)
+    if not signed:
+        return r.where(zero, 0, r(Alu.TRUNCDIV, a, r.where(zero, 1, b)))
+    minus_one = r.binary(Alu.CMPEQ, b, -1)
+    safe = r.where(r(Alu.OR, zero, minus_one), 1, b)
+    q, rem = r(Alu.TRUNCDIV, a, safe), r(Alu.REM, a, safe)
+    q = r.where(_signs_differ(r, rem, safe), r.binary(Alu.SUB, q, 1), q)
+    return r.where(zero, 0, r.where(minus_one, r(Alu.NEG, a), q))
+
+
+def _int_mod(r: _Rewriter, a: Value, b: Value) -> Value:
+    """Python's modulo (the divisor's sign); 0 for a zero divisor."""
+    signed = a.dtype.is_signed
+    if (d := _constant(b)) is not None:
+        if d == 0 or d == -1 and signed:
+            return const(0, a.dtype)
+        rem = r(Alu.REM, a, b)
+        if not signed:
+            return rem
+        wrong_sign = r.binary(Alu.CMPLT, rem, 0) if d > 0 else r.binary(Alu.CMPLT, 0, rem)
+        return r.where(wrong_sign, r(Alu.ADD, rem, b), rem)
+    zero = r.binary(Alu.CMPEQ, b, 0)
+    if not signed:
+        return r.where(zero, 0, r(Alu.REM, a, r.where(zero, 1, b)))
+    undefined = r(Alu.OR, zero, r.binary(Alu.CMPEQ, b, -1))  # x % -1 is 0, and MIN % -1 would trap
+    safe = r.where(undefined, 1, b)
+    rem = r(Alu.REM, a, safe)
+    return r.where(undefined, 0, r.where(_signs_differ(r, rem, safe), r(Alu.ADD, rem, safe), rem))
+
+
+def _signs_differ(r: _Rewriter, rem: Value, divisor: Value) -> Value:
+    """A nonzero remainder of the other sign than the divisor: truncation rounded up, not down."""
+    return r(Alu.AND, r.binary(Alu.CMPNE, rem, 0),
+             r(Alu.CMPNE, r.binary(Alu.CMPLT, rem, 0), r.binary(Alu.CMPLT, divisor, 0)))
+
+
+def _int_pow(r: _Rewriter, base: Value, exp: Value) -> Value:
+    """Exponentiation by squaring over the exponent's bits, wrapping; a negative exponent truncates
+    `1 / base**-exp` toward zero, leaving only bases 1 and -1. A constant exponent squares only as
+    often as its bits need."""
+    dt = base.dtype
+    one = const(1, dt)
+    if (e := _constant(exp)) is not None and e >= 0:
+        result, square = one, base
+        while e:
+            if e & 1:
+                result = r(Alu.MUL, result, square) if result is not one else square
+            e >>= 1
+            if e:
+                square = r(Alu.MUL, square, square)
+        return result
+    result, square, bits = one, base, exp
+    # a signed exponent's sign bit only says it is negative, which the inverse below handles
+    for step in range(dt.bits - dt.is_signed):
+        odd = r.binary(Alu.CMPNE, r.binary(Alu.AND, bits, 1), 0)
+        result = r.where(odd, r(Alu.MUL, result, square), result)
+        if step < dt.bits - dt.is_signed - 1:
+            square, bits = r(Alu.MUL, square, square), r.binary(Alu.SHR, bits, 1)
+    if not dt.is_signed:
+        return result
+    odd = r.binary(Alu.CMPNE, r.binary(Alu.AND, exp, 1), 0)
+    minus_one_to_exp = r.where(odd, -1, one)
+    inverse = r.where(r.binary(Alu.CMPEQ, base, 1), one,
+                      r.where(r.binary(Alu.CMPEQ, base, -1), minus_one_to_exp, 0))
+    return r.where(r.binary(Alu.CMPLT, exp, 0), inverse, result)
+
+
+def _identity(r: _Rewriter, x: Value) -> Value:
+    return x
+
+
+def _int_rules() -> dict[Key, Rule]:
+    rules: dict[Key, Rule] = {}
+    for dt in INTS:
+        rules.update({(Alu.FLOORDIV, dt): _int_floordiv, (Alu.MOD, dt): _int_mod, (Alu.POW, dt): _int_pow})
+        rules.update({(op, dt): _identity for op in (Alu.FLOOR, Alu.CEIL, Alu.ROUND, Alu.TRUNC)})
+    rules[(Alu.ABS, uint8)] = _identity
+    return rules
+
+
+# ---- floats: floor division, modulo, rounding, NaN-propagating extrema ------------------------------------
+
+def _float_mod(r: _Rewriter, a: Value, b: Value) -> Value:
+    """Python's remainder for nonzero results (the divisor's sign): fmod, then b added where the signs
+    differ; a zero result keeps fmod's sign, the dividend's (see `reference._float_mod`)."""
+    rem = r(Alu.REM, a, b)
+    return r.where(_signs_differ(r, rem, b), r(Alu.ADD, rem, b), rem)
+
+
+def _float_floordiv(r: _Rewriter, a: Value, b: Value) -> Value:
+    """PyTorch's float floor division: `a - fmod(a, b)` is a multiple of b, so its quotient is exact where
+    `floor(a / b)` could round up across an integer; a zero divisor gives `a / b`."""
+    mod = r(Alu.REM, a, b)
+    div = r(Alu.DIV, r(Alu.SUB, a, mod), b)
+    div = r.where(_signs_differ(r, mod, b), r.binary(Alu.SUB, div, 1.0), div)
+    floor = r(Alu.FLOOR, div)
+    floor = r.where(r.binary(Alu.CMPLT, 0.5, r(Alu.SUB, div, floor)), r.binary(Alu.ADD, floor, 1.0), floor)
+    quotient = r(Alu.DIV, a, b)
+    out = r.where(r.binary(Alu.CMPEQ, div, 0.0), r.copysign(const(0.0, a.dtype), quotient), floor)
+    return r.where(r.binary(Alu.CMPEQ, b, 0.0), quotient, out)
+
+
+def _round_half_even(r: _Rewriter, x: Value) -> Value:
+    """To the nearest integer, ties to even; the sign of x kept, also for zeros (round(-0.4) is -0.0)."""
+    floor = r(Alu.FLOOR, x)
+    frac = r(Alu.SUB, x, floor)
+    half = r(Alu.FLOOR, r.binary(Alu.MUL, floor, 0.5))
+    odd = r.binary(Alu.CMPNE, r(Alu.SUB, floor, r.binary(Alu.MUL, half, 2.0)), 0.0)
+    up = r(Alu.OR, r.binary(Alu.CMPLT, 0.5, frac), r(Alu.AND, r.binary(Alu.CMPEQ, frac, 0.5), odd))
+    rounded = r.where(up, r.binary(Alu.ADD, floor, 1.0), floor)
+    finite = r(Alu.CMPEQ, frac, frac)  # inf - inf and NaN: x is its own rounding
+    return r.where(finite, r.copysign(rounded, x), x)
+
+
+def _trunc(r: _Rewriter, x: Value) -> Value:
+    return r.where(r.binary(Alu.CMPLT, x, 0.0), r(Alu.CEIL, x), r(Alu.FLOOR, x))
+
+
+def _extremum(op: Alu) -> Rule:
+    """IEEE 754-2019 maximum (minimum): NaN wins, and of two zeros +0.0 (-0.0)."""
+    def rule(r: _Rewriter, a: Value, b: Value) -> Value:
+        beats = r(Alu.CMPLT, b, a) if op is Alu.MAX else r(Alu.CMPLT, a, b)
+        negative = r.signbit(a)
+        zero_wins = r(Alu.NOT, negative) if op is Alu.MAX else negative
+        pick_a = r(Alu.OR, r(Alu.OR, r(Alu.CMPNE, a, a), beats), r(Alu.AND, r(Alu.CMPEQ, a, b), zero_wins))
+        return r(Alu.WHERE, pick_a, a, b)
+    return rule
+
+
+def _float_rules() -> dict[Key, Rule]:
+    rules: dict[Key, Rule] = {}
+    for dt in FLOATS:
+        rules.update({(Alu.FLOORDIV, dt): _float_floordiv, (Alu.MOD, dt): _float_mod,
+                      (Alu.ROUND, dt): _round_half_even, (Alu.TRUNC, dt): _trunc,
+                      (Alu.MAX, dt): _extremum(Alu.MAX), (Alu.MIN, dt): _extremum(Alu.MIN)})
+    return rules
+
+
+# ---- casts ---------------------------------------------------------------------------------------------
+
+def _through(middle: DType, dst: DType) -> Rule:
+    return lambda r, x: r.cast(r.cast(x, middle), dst)
+
+
+def _to_bool(r: _Rewriter, x: Value) -> Value:
+    return r.binary(Alu.CMPNE, x, 0)  # unordered for floats: NaN is true
+
+
+def _from_bool(dst: DType) -> Rule:
+    return lambda r, x: r.where(x, const(1, dst), const(0, dst))
+
+
+def _float_to_int64(r: _Rewriter, x: Value) -> Value:
+    """Truncation toward zero, saturated to the int64 range (NaN gives 0): the conversion sees only values
+    in range, where every machine's agrees."""
+    limit = float(2**63)  # exact in every float type; -2**63 is the least int64
+    big, small = r.binary(Alu.CMPLE, limit, x), r.binary(Alu.CMPLE, x, -limit)
+    outside = r(Alu.OR, r(Alu.OR, big, small), r(Alu.CMPNE, x, x))
+    inside = cast(r.where(outside, 0.0, x), int64)  # not `r.cast`: this is the guarded conversion itself
+    return r.where(big, const(2**63 - 1, int64), r.where(small, const(-2**63, int64), inside))
+
+
+def _bfloat16_to_float32(r: _Rewriter, x: Value) -> Value:
+    """bfloat16 is the top half of a float32: widen by moving its bits up."""
+    return bitcast(r.binary(Alu.SHL, r.cast(bitcast(x, int16), int32), 16), float32)
+
+
+def _float32_to_bfloat16(r: _Rewriter, x: Value) -> Value:
+    """To nearest even by an integer add into the top half; a NaN stays a (quiet) NaN, which the carry
+    could make inf. Arithmetic shifts leave the same low 16 bits as logical ones."""
+    w = bitcast(x, int32)
+    top = r.binary(Alu.SHR, w, 16)
+    rounded = r.binary(Alu.SHR, r(Alu.ADD, w, r.binary(Alu.ADD, r.binary(Alu.AND, top, 1), 0x7FFF)), 16)
+    bits = r.where(r(Alu.CMPNE, x, x), r.binary(Alu.OR, top, 0x40), rounded)
+    return bitcast(r.cast(bits, int16), bfloat16)
+
+
+def _float16_to_float32(r: _Rewriter, x: Value) -> Value:
+    """After Maratyszcza's FP16 library: a normal number (or inf, NaN) is its bits moved into float32's
+    fields and scaled by 2**-112; a subnormal one is its mantissa in float32's, less an offset."""
+    h = r.cast(bitcast(x, int16), int32)  # sign-extended: negative where the sign bit is set
+    magnitude = r.binary(Alu.AND, h, 0x7FFF)
+    normal = r.binary(Alu.MUL, bitcast(r.binary(Alu.ADD, r.binary(Alu.SHL, magnitude, 13), 0xE0 << 23), float32),
+                      2.0 ** -112)
+    subnormal = r.binary(Alu.SUB, bitcast(r.binary(Alu.OR, magnitude, 126 << 23), float32), 0.5)
+    bits = r.where(r.binary(Alu.CMPLT, magnitude, 1 << 10), bitcast(subnormal, int32), bitcast(normal, int32))
+    return bitcast(r(Alu.OR, r.binary(Alu.AND, h, -2**31), bits), float32)
+
+
+def _float32_to_float16(r: _Rewriter, x: Value) -> Value:
+    """After Maratyszcza's FP16 library: float32 addition does the rounding. |x| scaled by 2**112 * 2**-110
+    overflows to inf where float16 would; adding a power of two chosen by x's exponent (at least 2**-14's)
+    leaves the rounded float16 exponent and mantissa in the low bits of the sum."""
+    w = bitcast(x, int32)
+    magnitude = r.binary(Alu.AND, w, 0x7FFFFFFF)
+    scaled = r.binary(Alu.MUL, r.binary(Alu.MUL, bitcast(magnitude, float32), 2.0 ** 112), 2.0 ** -110)
+    exponent = r.binary(Alu.MAX, r.binary(Alu.SHR, magnitude, 23), 113)
+    bias = bitcast(r.binary(Alu.SHL, r.binary(Alu.ADD, exponent, 15), 23), float32)
+    rounded = bitcast(r(Alu.ADD, bias, scaled), int32)  # positive: its shifts are logical
+    nonsign = r(Alu.ADD, r.binary(Alu.AND, r.binary(Alu.SHR, rounded, 13), 0x7C00), r.binary(Alu.AND, rounded, 0x0FFF))
+    bits = r.where(r.binary(Alu.CMPLT, 0x7F800000, magnitude), const(0x7E00, int32), nonsign)  # NaN
+    sign = r.binary(Alu.AND, r.binary(Alu.SHR, w, 16), 0x8000)
+    return bitcast(r.cast(r(Alu.OR, sign, bits), int16), float16)
+
+
+def _cast_rules() -> dict[Key, Rule]:
+    everything = (bool_, *INTS, *FLOATS, *HALF_FLOATS)
+    rules: dict[Key, Rule] = {}
+    for src in everything:
+        for dst in everything:
+            if src == dst:
+                continue
+            if (src in HALF_FLOATS and dst != float32) or (dst in HALF_FLOATS and src != float32):
+                rules[(src, dst)] = _through(float32, dst)  # 16-bit floats round through float32, as PyTorch's
+            elif dst == bool_:
+                rules[(src, dst)] = _to_bool
+            elif src == bool_:
+                rules[(src, dst)] = _from_bool(dst)
+            elif src.is_float and dst.is_int:
+                rules[(src, dst)] = _float_to_int64 if dst == int64 else _through(int64, dst)  # then wrap
+    rules.update({(bfloat16, float32): _bfloat16_to_float32, (float32, bfloat16): _float32_to_bfloat16,
+                  (float16, float32): _float16_to_float32, (float32, float16): _float32_to_float16})
+    return rules
+
+
+RULES: dict[Key, Rule] = {**_bool_rules(), **_int_rules(), **_float_rules(), **_cast_rules()}
+
+
+def keys(ops: Iterable[Alu], dtypes: Iterable[DType]) -> set[Key]:
+    """The keys of `ops` on each of `dtypes`, for a backend's native set."""
+    dtypes = tuple(dtypes)
+    return {(op, dt) for op in ops for dt in dtypes}
