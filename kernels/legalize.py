@@ -8,19 +8,21 @@ instructions of a machine's. `legalize(kernel, native)` rewrites every op a back
 
 - the arithmetic, comparisons, selects and bit operations of C on its integers and floats: NEG NOT ABS
   RECIP SQRT FLOOR CEIL, ADD SUB MUL DIV, TRUNCDIV and REM (C's `/` and `%`, `fmod`), SHL and SHR, the
-  comparisons, AND OR XOR WHERE, the transcendental functions (its math library's);
+  comparisons, AND OR XOR WHERE, and EXP EXP2 LOG LOG2 SIN COS ERF (its math library's; EXPM1, LOG1P,
+  TANH, TAN and float POW are rewritten into these, in float64, where a backend has no better);
 - CAST between integers (wrapping), from integers to floats, between float32 and float64, and from a
   float to int64 for values in int64's range; BITCAST between types of one size.
 
 A backend declares native the library ops it renders faster than their rewriting (LLVM's `roundeven`,
-`maximum`, saturating `fptosi`; a GPU's float16 conversions), as keys of `RULES`: `(Alu, operand dtype)`
-for ALU ops, `(source dtype, target dtype)` for casts. Every other key of `RULES` is rewritten,
-operands first, and the rewriting's own library ops are rewritten in turn unless native.
+`maximum`, saturating `fptosi` and math library; a GPU's float16 conversions), as keys of `RULES`:
+`(Alu, operand dtype)` for ALU ops, `(source dtype, target dtype)` for casts. Every other key of `RULES`
+is rewritten, operands first, and the rewriting's own library ops are rewritten in turn unless native.
 
-The rewritings are the ones the backends had each written for themselves, and for the integer ones the
-usual compiler ones (a constant divisor needs no guard, and the machine turns its division into a
-multiply). The float-to-int cast is the one rewriting that keeps its op: it guards a CAST to int64 so
-that the machine's conversion sees only values in range, and so must run once on a kernel, not twice.
+The rewritings are the ones the backends had each written for themselves, and for a constant divisor
+or exponent the usual compiler ones (no guard, so the machine turns the division into a multiply; only
+the exponent's squarings). The float-to-int cast is the one rewriting that keeps its op: it guards a CAST
+to int64 so that the machine's conversion sees only values in range, and so runs once on a kernel: a
+backend legalizes each kernel where it enters it, before its own passes (splitting, packing) derive others.
 """
 from __future__ import annotations
 
@@ -298,6 +300,77 @@ def _float_rules() -> dict[Key, Rule]:
     return rules
 
 
+# ---- math functions a backend's library may lack: computed in float64 ----------------------------------
+# Kahan's formulas and C's pow from exp, log, exp2, log2, sin, cos in float64, so that a float32 result is
+# correctly rounded (a float64 one is within a few ulps, pow's within |y log2 x| ulps: see test_reference's
+# "pow-float64"). A backend with a math library of its own declares them native.
+
+def _in_float64(fn: Callable[[_Rewriter, Value], Value]) -> Rule:
+    """`fn` of x widened to float64, rounded back to x's dtype."""
+    return lambda r, x: r.cast(fn(r, r.cast(x, float64)), x.dtype)
+
+
+def _expm1(r: _Rewriter, y: Value) -> Value:
+    """Kahan's expm1: the rounding error of u = exp(y) cancels in (u - 1) / log(u)."""
+    u = r(Alu.EXP, y)
+    um1 = r.binary(Alu.SUB, u, 1.0)
+    near_zero = r.where(r.binary(Alu.CMPEQ, u, 1.0), y, r(Alu.MUL, r(Alu.DIV, um1, r(Alu.LOG, u)), y))
+    return r.where(r.binary(Alu.CMPEQ, um1, -1.0), -1.0,
+                   r.where(r.binary(Alu.CMPEQ, u, float("inf")), u, near_zero))
+
+
+def _log1p(r: _Rewriter, y: Value) -> Value:
+    """Kahan's log1p: the rounding error of u = 1 + y cancels in log(u) / (u - 1)."""
+    u = r.binary(Alu.ADD, 1.0, y)
+    near_zero = r.where(r.binary(Alu.CMPEQ, u, 1.0), y,
+                        r(Alu.MUL, r(Alu.LOG, u), r(Alu.DIV, y, r.binary(Alu.SUB, u, 1.0))))
+    return r.where(r.binary(Alu.CMPEQ, u, float("inf")), u, near_zero)
+
+
+def _tanh(r: _Rewriter, x: Value) -> Value:
+    """tanh(a) = expm1(2a) / (expm1(2a) + 2), accurate near 0; tanh(20) rounds to 1 in float64."""
+    a = r.cast(r(Alu.ABS, x), float64)
+    t = r(Alu.EXPM1, r.binary(Alu.MUL, 2.0, r.where(r.binary(Alu.CMPLT, 20.0, a), 20.0, a)))
+    return r.copysign(r.cast(r(Alu.DIV, t, r.binary(Alu.ADD, t, 2.0)), x.dtype), x)
+
+
+def _tan(r: _Rewriter, y: Value) -> Value:
+    return r(Alu.DIV, r(Alu.SIN, y), r(Alu.COS, y))
+
+
+def _float_pow(r: _Rewriter, a: Value, b: Value) -> Value:
+    """C's pow, through exp2(y * log2|x|) in float64, with C's special cases."""
+    x, y = r.cast(a, float64), r.cast(b, float64)
+    result = r(Alu.EXP2, r(Alu.MUL, y, r(Alu.LOG2, r(Alu.ABS, x))))
+    y_int = r(Alu.CMPEQ, r(Alu.FLOOR, y), y)
+    if a.dtype == float64:  # no wider type: small integer powers by squaring, so that x ** 2 is x * x
+        small = r(Alu.AND, y_int, r.binary(Alu.CMPLE, r(Alu.ABS, y), 64.0))
+        e = cast(r.where(small, r(Alu.ABS, y), 0.0), int64)  # not `r.cast`: 0 to 64 converts exactly
+        p, square = const(1.0, float64), x
+        for _ in range(7):
+            p = r.where(r.binary(Alu.CMPNE, r.binary(Alu.AND, e, 1), 0), r(Alu.MUL, p, square), p)
+            square, e = r(Alu.MUL, square, square), r.binary(Alu.SHR, e, 1)
+        p = r.where(r.binary(Alu.CMPLT, y, 0.0), r.binary(Alu.DIV, 1.0, p), p)
+        exact = r(Alu.OR, r.binary(Alu.CMPLE, 0.0, y), r.binary(Alu.CMPLT, 0.0, r(Alu.ABS, p)))
+        result = r.where(r(Alu.AND, small, exact), p, result)  # 1 / overflow is 0: exp2's underflow is right
+    y_odd = r(Alu.AND, y_int, r.binary(Alu.CMPEQ, r(Alu.SUB, y, r.binary(
+        Alu.MUL, 2.0, r(Alu.FLOOR, r.binary(Alu.MUL, y, 0.5)))), 1.0))
+    result = r.where(y_odd, r.copysign(result, x), result)
+    negative_finite = r(Alu.AND, r.binary(Alu.CMPLT, x, 0.0), r.binary(Alu.CMPLT, float("-inf"), x))
+    result = r.where(r(Alu.AND, negative_finite, r(Alu.NOT, y_int)), float("nan"), result)
+    one = r(Alu.OR, r(Alu.OR, r.binary(Alu.CMPEQ, y, 0.0), r.binary(Alu.CMPEQ, x, 1.0)),
+            r(Alu.AND, r.binary(Alu.CMPEQ, x, -1.0), r.binary(Alu.CMPEQ, r(Alu.ABS, y), float("inf"))))
+    return r.cast(r.where(one, 1.0, result), a.dtype)
+
+
+def _math_rules() -> dict[Key, Rule]:
+    rules: dict[Key, Rule] = {}
+    for dt in FLOATS:
+        rules.update({(Alu.EXPM1, dt): _in_float64(_expm1), (Alu.LOG1P, dt): _in_float64(_log1p),
+                      (Alu.TANH, dt): _tanh, (Alu.TAN, dt): _in_float64(_tan), (Alu.POW, dt): _float_pow})
+    return rules
+
+
 # ---- casts ---------------------------------------------------------------------------------------------
 
 def _through(middle: DType, dst: DType) -> Rule:
@@ -385,7 +458,7 @@ def _cast_rules() -> dict[Key, Rule]:
     return rules
 
 
-RULES: dict[Key, Rule] = {**_bool_rules(), **_int_rules(), **_float_rules(), **_cast_rules()}
+RULES: dict[Key, Rule] = {**_bool_rules(), **_int_rules(), **_float_rules(), **_math_rules(), **_cast_rules()}
 
 
 def keys(ops: Iterable[Alu], dtypes: Iterable[DType]) -> set[Key]:

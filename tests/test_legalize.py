@@ -2,7 +2,8 @@
 
 1. Every rule, on every dtype it takes: the legalized kernel, evaluated by the reference, gives what the
    unlegalized one gives, on every pair of edge values (NaN for NaN, the sign of zero and every bit of
-   every integer included), and holds no op that a rule rewrites but the guarded float-to-int64 cast.
+   every integer included; the math functions, rewritten into others, within ULPS), and holds no op that
+   a rule rewrites but the guarded float-to-int64 cast.
    The same with constant divisors and exponents, which take their own rewritings.
 2. Each backend's native set: what it declares stays, everything else is rewritten, the values unchanged.
 3. Whole kernels as lowering makes them (reductions, contractions and their epilogues, 16-bit floats,
@@ -16,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_reference import (LOWERING, as_values, assert_identical, both_ways, elementwise_kernel, on_reference,
-                            operands, suite_values)
+from test_reference import (KNOWN_BUGS, LOWERING, TRANSCENDENTAL, ULPS, as_values, assert_identical,
+                            assert_within_ulps, both_ways, elementwise_kernel, on_reference, operands, suite_values)
 
 import lazytensor as lt
 from lazytensor.kernels import ir, legalize
@@ -30,6 +31,10 @@ Alu = ir.Alu
 ALU_KEYS = [k for k in legalize.RULES if isinstance(k[0], Alu)]
 CAST_KEYS = [k for k in legalize.RULES if not isinstance(k[0], Alu)]
 NATIVE_SETS = {"none": frozenset(), "llvm": LLVM_NATIVE, "triton": TRITON_NATIVE}
+# The math functions are rewritten into others (in float64): within ULPS of the reference's, not its bits.
+# float64 pow has no wider type to be computed in: test_reference's known bug of the Triton backend.
+APPROXIMATE = {k for k in ALU_KEYS if k[0] in TRANSCENDENTAL and k[1].is_float}
+POW_FLOAT64 = (Alu.POW, float64)
 
 
 def key_id(key: legalize.Key) -> str:
@@ -46,6 +51,16 @@ def library_ops(kernel: ir.Kernel) -> set[legalize.Key]:
         if key in legalize.RULES:
             found.add(key)
     return found
+
+
+def rewritten_math(kernel: ir.Kernel | ir.Contraction) -> set[legalize.Key]:
+    """The keys of APPROXIMATE among the ALU ops of a kernel or a contraction (its operands and epilogue)."""
+    if isinstance(kernel, ir.Contraction):
+        epilogue = rewritten_math(kernel.epilogue) if kernel.epilogue is not None else set()
+        roots = [kernel.a, kernel.bv]
+    else:
+        epilogue, roots = set(), [s.value for s in kernel.stores]
+    return epilogue | {(v.arg, v.srcs[-1].dtype) for v in ir.toposort(roots) if v.op is ir.VOp.ALU} & APPROXIMATE
 
 
 def guarded_casts(kernel: ir.Kernel) -> set[legalize.Key]:
@@ -67,22 +82,33 @@ def cast_kernel(src: ir.DType, dst: ir.DType) -> tuple[ir.Kernel, np.ndarray]:
     return kernel, data
 
 
-def assert_same_results(kernel: ir.Kernel, legal: ir.Kernel, inputs: list[np.ndarray], what: str) -> None:
+def assert_same_results(kernel: ir.Kernel, legal: ir.Kernel, inputs: list[np.ndarray], what: str,
+                        approximate: bool = False) -> None:
+    """The same outputs on the reference, bit for bit (`approximate`: within ULPS)."""
     outputs = [b for b in kernel.buffers if b.output]
     for k, (got, want, b) in enumerate(zip(on_reference(legal, inputs), on_reference(kernel, inputs), outputs)):
-        assert_identical(as_values(got, b.dtype), as_values(want, b.dtype), f"{what} output {k}")
+        got, want = as_values(got, b.dtype), as_values(want, b.dtype)
+        if approximate:
+            assert_within_ulps(got, want, ULPS, f"{what} output {k}")
+        else:
+            assert_identical(got, want, f"{what} output {k}")
+
+
+def rule_cases(keys: list[legalize.Key]) -> list:
+    return [pytest.param(k, id=key_id(k), marks=[pytest.mark.xfail(reason=KNOWN_BUGS["pow-float64"][1], strict=True)]
+                         if k == POW_FLOAT64 else []) for k in keys]
 
 
 # ---- 1. every rule --------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("key", ALU_KEYS, ids=key_id)
+@pytest.mark.parametrize("key", rule_cases(ALU_KEYS))
 def test_alu_rule_matches_the_reference(key):
     op, dtype = key
     ins = operands(dtype, op.arity)
     kernel = elementwise_kernel(op, dtype, ins[0].size)
     legal = legalize.legalize(kernel, frozenset())
     assert not library_ops(legal) - guarded_casts(legal)
-    assert_same_results(kernel, legal, ins, key_id(key))
+    assert_same_results(kernel, legal, ins, key_id(key), key in APPROXIMATE)
 
 
 @pytest.mark.parametrize("key", CAST_KEYS, ids=key_id)
@@ -130,7 +156,8 @@ def test_a_backend_gets_what_it_declares_native_and_core_ops_else(backend):
         assert library_ops(legal) <= native | guarded_casts(legal), key_id(key)
         if key in native:
             assert legal is kernel
-        assert_same_results(kernel, legal, ins, f"{key_id(key)} for {backend}")
+        if key != POW_FLOAT64:
+            assert_same_results(kernel, legal, ins, f"{key_id(key)} for {backend}", key in APPROXIMATE)
 
 
 # ---- 3. whole kernels -----------------------------------------------------------------------------------
@@ -162,8 +189,13 @@ def test_scheduled_kernels_give_the_same_outputs_legalized(name, backend):
         want = on_reference(item.kernel, inputs, item.params)
         got = on_reference(legalize.legalize(item.kernel, NATIVE_SETS[backend]), inputs, item.params)
         outputs = [b for b in item.kernel.buffers if b.output]
+        approximate = bool(rewritten_math(item.kernel) - NATIVE_SETS[backend])
         for k, (g, w, b) in enumerate(zip(got, want, outputs)):
-            assert_identical(as_values(g, b.dtype), as_values(w, b.dtype), f"{name} kernel {item.kernel.name} output {k}")
+            g, w, what = as_values(g, b.dtype), as_values(w, b.dtype), f"{name} kernel {item.kernel.name} output {k}"
+            if approximate and b.dtype.is_float:
+                assert_within_ulps(g, w, ULPS, what)
+            else:
+                assert_identical(g, w, what)
         arrays.update((id(n), a) for n, a in zip(item.outputs, want))
     assert lt.stats().kernels_compiled == 0
 

@@ -45,9 +45,12 @@ F32, F64 = ir.FloatType(), ir.DoubleType()
 HALF_FLOATS = (float16, bfloat16)
 
 # Library ops LLVM has itself, faster than their legalization: rounding instructions, `maximum` and
-# `minimum` (whose reductions it vectorizes), and the saturating conversion to int64.
-NATIVE: frozenset[Key] = frozenset({*keys((Alu.ROUND, Alu.TRUNC, Alu.MAX, Alu.MIN), (float32, float64)),
-                                    (float32, int64), (float64, int64)})
+# `minimum` (whose reductions it vectorizes), the saturating conversion to int64, and the math library
+# (mathlib's vectorized functions, `llvm.pow`).
+NATIVE: frozenset[Key] = frozenset({
+    *keys((Alu.ROUND, Alu.TRUNC, Alu.MAX, Alu.MIN, Alu.EXPM1, Alu.LOG1P, Alu.TANH, Alu.TAN, Alu.POW),
+          (float32, float64)),
+    (float32, int64), (float64, int64)})
 
 # Float ops LLVM lowers well itself; the transcendental functions are mathlib's.
 INTRINSICS = {Alu.SQRT: "llvm.sqrt", Alu.FLOOR: "llvm.floor", Alu.CEIL: "llvm.ceil", Alu.ROUND: "llvm.roundeven",
@@ -607,5 +610,6 @@ class KernelRenderer(FunctionBuilder):
 
 
 def render(kernel: Kernel, checked: bool = False) -> str:
-    """LLVM IR text of `kernel`, its function checked (see `FunctionBuilder.guard`) if `checked`."""
+    """LLVM IR text of `kernel`, legalized for `NATIVE` (as `runtime.compile_kernel` does), its function
+    checked (see `FunctionBuilder.guard`) if `checked`."""
     return str(KernelRenderer(kernel, checked).render())

@@ -19,15 +19,16 @@ program; with no rows at all (d = 0) the kernel is a single program.
 
 A kernel reaches the renderer legalized (`kernels/legalize.py`): floor division
 and modulo, NaN-propagating float max and min, saturating float-to-int casts,
-round half to even and the bfloat16 conversions arrive as core ops, which Triton
-has, and so does its interpreter, which runs exactly the code the GPU compiles
-(its own bfloat16 conversions truncate: legalization's are by bits). Native here
-are the float16 conversions (the GPU's instructions). The math functions Triton
-lacks (expm1, ...) and its reductions' NaN propagation are small `@triton.jit`
-helpers written into the same module, from core `tl` operations. Bools live in
-memory as bytes (the runtime passes uint8 pointers). Signs of zero are set with
-bits, because Triton 3.6 folds a -0.0 constant, and -x of 0.0, to 0.0. The kernel
-IR only loads, stores and converts the 16-bit floats, computing in float32.
+round half to even, the bfloat16 conversions and the math functions Triton lacks
+(expm1, log1p, tanh, tan, pow) arrive as core ops, which Triton has, and so does
+its interpreter, which runs exactly the code the GPU compiles (its own bfloat16
+conversions truncate: legalization's are by bits). Native here are the float16
+conversions (the GPU's instructions). The NaN propagation of reductions is a
+small `@triton.jit` helper written into the same module, from core `tl`
+operations. Bools live in memory as bytes (the runtime passes uint8 pointers).
+Signs of zero are set with bits, because Triton 3.6 folds a -0.0 constant, and
+-x of 0.0, to 0.0. The kernel IR only loads, stores and converts the 16-bit
+floats, computing in float32.
 
 `ValueRenderer` is the part that does not depend on the layout (values, index
 expressions, stores, the module around them); the contraction template
@@ -204,68 +205,6 @@ def _copysign(r, x):
     else:
         bits = (r.to(tl.int64, bitcast=True) & 9223372036854775807) | (x.to(tl.int64, bitcast=True) & -9223372036854775808)
     return bits.to(r.dtype, bitcast=True)
-''', ()),
-    "_pow_float": ('''
-@triton.jit
-def _pow_float(a, b):
-    # C's pow, through exp2(y * log2|x|) in float64: a float32 result is correctly rounded
-    a, b = tl.broadcast(a, b)
-    x = a.to(tl.float64)
-    y = b.to(tl.float64)
-    r = tl.exp2(y * tl.log2(tl.abs(x)))
-    y_int = tl.floor(y) == y
-    if a.dtype == tl.float64:
-        # float64 has no wider type: small integer powers by squaring, so that x ** 2 is x * x
-        small = y_int & (tl.abs(y) <= 64)
-        e = tl.where(small, tl.abs(y), 0).to(tl.int32)
-        p = tl.full(x.shape, 1.0, tl.float64)
-        square = x
-        for _ in tl.static_range(7):
-            p = tl.where((e & 1) != 0, p * square, p)
-            square = square * square
-            e = e >> 1
-        p = tl.where(y < 0, 1 / p, p)
-        r = tl.where(small & ((y >= 0) | (tl.abs(p) > 0)), p, r)  # 1 / overflow is 0: underflow exp2 handles
-    y_odd = y_int & (y - 2 * tl.floor(y * 0.5) == 1)
-    r = tl.where(y_odd, _copysign(r, x), r)
-    r = tl.where((x < 0) & (x > float("-inf")) & (y_int == 0), float("nan"), r)
-    r = tl.where((y == 0) | (x == 1) | ((x == -1) & (tl.abs(y) == float("inf"))), 1.0, r)
-    return r.to(a.dtype)
-''', ("_copysign",)),
-    "_expm1": ('''
-@triton.jit
-def _expm1(x):
-    # Kahan's expm1: the rounding error of u = exp(y) cancels in (u - 1) / log(u). In float64, so that a
-    # float32 result is correctly rounded.
-    y = x.to(tl.float64)
-    u = tl.exp(y)
-    um1 = u - 1
-    r = tl.where(u == 1, y, um1 / tl.log(u) * y)
-    return tl.where(um1 == -1, -1.0, tl.where(u == float("inf"), u, r)).to(x.dtype)
-''', ()),
-    "_log1p": ('''
-@triton.jit
-def _log1p(x):
-    # Kahan's log1p: the rounding error of u = 1 + y cancels in log(u) / (u - 1). In float64, so that a
-    # float32 result is correctly rounded.
-    y = x.to(tl.float64)
-    u = 1 + y
-    r = tl.where(u == 1, y, tl.log(u) * (y / (u - 1)))
-    return tl.where(u == float("inf"), u, r).to(x.dtype)
-''', ()),
-    "_tanh": ('''
-@triton.jit
-def _tanh(x):
-    # tanh(a) = expm1(2a) / (expm1(2a) + 2), accurate near 0; tanh(20) rounds to 1 in float64
-    a = tl.abs(x).to(tl.float64)
-    t = _expm1(2 * tl.where(a > 20, 20.0, a))
-    return _copysign((t / (t + 2)).to(x.dtype), x)
-''', ("_expm1", "_copysign")),
-    "_tan": ('''
-@triton.jit
-def _tan(x):
-    y = x.to(tl.float64)  # so that a float32 result is correctly rounded
-    return (tl.sin(y) / tl.cos(y)).to(x.dtype)
 ''', ()),
     "_signbit": ('''
 @triton.jit
@@ -462,8 +401,6 @@ class ValueRenderer:
         fl = dt.is_float
         if op in UNARY_FUNCTIONS and fl:
             return f"{UNARY_FUNCTIONS[op]}({s[0]})"
-        if op in HELPER_FUNCTIONS and fl:
-            return f"{self.helper(HELPER_FUNCTIONS[op])}({s[0]})"
         if op in OPERATORS:
             return f"({s[0]} {OPERATORS[op]} {s[1]})"
         if op is Alu.NEG:  # times -1, not -x: Triton 3.6 computes -x as 0 - x, which is +0.0 for 0.0
@@ -478,8 +415,6 @@ class ValueRenderer:
             return f"tl.sqrt_rn({s[0]})" if dt == float32 else f"tl.sqrt({s[0]})"
         if op is Alu.DIV and fl:  # Triton's float32 / is approximate on the GPU
             return f"tl.div_rn({s[0]}, {s[1]})" if dt == float32 else f"({s[0]} / {s[1]})"
-        if op is Alu.POW and fl:
-            return f"{self.helper('_pow_float')}({s[0]}, {s[1]})"
         if op in (Alu.MAX, Alu.MIN) and not fl:
             return f"tl.{'maximum' if op is Alu.MAX else 'minimum'}({s[0]}, {s[1]})"
         if op is Alu.WHERE:
@@ -494,7 +429,6 @@ OPERATORS = {Alu.ADD: "+", Alu.SUB: "-", Alu.MUL: "*", Alu.TRUNCDIV: "//", Alu.R
              Alu.CMPEQ: "==", Alu.CMPNE: "!="}
 UNARY_FUNCTIONS = {op: f"tl.{op.label}" for op in (Alu.EXP, Alu.EXP2, Alu.LOG, Alu.LOG2, Alu.SIN, Alu.COS, Alu.ERF,
                                                    Alu.FLOOR, Alu.CEIL)}
-HELPER_FUNCTIONS = {Alu.EXPM1: "_expm1", Alu.LOG1P: "_log1p", Alu.TANH: "_tanh", Alu.TAN: "_tan"}
 
 
 def stand_in(name: str, dtype: DType) -> Value:
@@ -719,5 +653,6 @@ class _Renderer(ValueRenderer):
 
 
 def render(kernel: Kernel, tiling: Tiling = Tiling()) -> TritonSource:
-    """The Triton module for `kernel`: one `@triton.jit` function (and the helpers it calls)."""
+    """The Triton module for `kernel`, legalized for `NATIVE` (as `runtime.compile_kernel` does): one
+    `@triton.jit` function (and the helpers it calls)."""
     return _Renderer(kernel, tiling).render()
