@@ -101,7 +101,10 @@ class _Rewriter:
 
     @staticmethod
     def of(x: Value | bool | float, dtype: DType) -> Value:
-        return x if isinstance(x, Value) else const(x, dtype)
+        """`x`, or the constant `x` of `dtype` (a float's as a float: 0 and 0.0 are one constant)."""
+        if isinstance(x, Value):
+            return x
+        return const(float(x) if dtype.is_float else x, dtype)
 
     def binary(self, op: Alu, a: Value | float, b: Value | float) -> Value:
         dtype = a.dtype if isinstance(a, Value) else b.dtype
@@ -113,6 +116,11 @@ class _Rewriter:
         bits, word = SIGN_BIT[dt], BITS_OF[dt]
         kept = self.binary(Alu.AND, bitcast(magnitude, word), ~bits)
         return bitcast(self(Alu.OR, kept, self.binary(Alu.AND, bitcast(sign, word), bits)), dt)
+
+    def signed_zero(self, sign: Value) -> Value:
+        """0.0 with the sign bit of `sign`, by bits (floats)."""
+        dt = sign.dtype
+        return bitcast(self.binary(Alu.AND, bitcast(sign, BITS_OF[dt]), SIGN_BIT[dt]), dt)
 
     def signbit(self, x: Value) -> Value:
         return self.binary(Alu.CMPLT, bitcast(x, BITS_OF[x.dtype]), 0)
@@ -260,7 +268,7 @@ def _float_floordiv(r: _Rewriter, a: Value, b: Value) -> Value:
     floor = r(Alu.FLOOR, div)
     floor = r.where(r.binary(Alu.CMPLT, 0.5, r(Alu.SUB, div, floor)), r.binary(Alu.ADD, floor, 1.0), floor)
     quotient = r(Alu.DIV, a, b)
-    out = r.where(r.binary(Alu.CMPEQ, div, 0.0), r.copysign(const(0.0, a.dtype), quotient), floor)
+    out = r.where(r.binary(Alu.CMPEQ, div, 0.0), r.signed_zero(quotient), floor)
     return r.where(r.binary(Alu.CMPEQ, b, 0.0), quotient, out)
 
 
@@ -382,7 +390,7 @@ def _to_bool(r: _Rewriter, x: Value) -> Value:
 
 
 def _from_bool(dst: DType) -> Rule:
-    return lambda r, x: r.where(x, const(1, dst), const(0, dst))
+    return lambda r, x: r.where(x, r.of(1, dst), r.of(0, dst))
 
 
 def _float_to_int64(r: _Rewriter, x: Value) -> Value:
