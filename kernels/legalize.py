@@ -132,7 +132,7 @@ def _bool_rules() -> dict[Key, Rule]:
     def logic(op: Alu) -> Rule:
         return lambda r, a, b: r(op, a, b)
 
-    def negated_first(op: Alu) -> Rule:  # a < b is ~a & b; a <= b is ~a | b; a ** b is a | ~b
+    def negated_first(op: Alu) -> Rule:  # a < b is ~a & b; a <= b is ~a | b
         return lambda r, a, b: r(op, r(Alu.NOT, a), b)
 
     return {
@@ -140,9 +140,9 @@ def _bool_rules() -> dict[Key, Rule]:
         (Alu.MAX, bool_): logic(Alu.OR), (Alu.MIN, bool_): logic(Alu.AND),
         (Alu.FLOORDIV, bool_): logic(Alu.AND),  # b is 0 or 1: a // 1 is a, and a zero divisor gives 0
         (Alu.MOD, bool_): lambda r, a, b: const(False, bool_),
-        (Alu.POW, bool_): lambda r, a, b: r(Alu.OR, a, r(Alu.NOT, b)),
+        (Alu.POW, bool_): lambda r, a, b: r(Alu.OR, a, r(Alu.NOT, b)),  # a ** 0 is 1, a ** 1 is a
         (Alu.CMPLT, bool_): negated_first(Alu.AND), (Alu.CMPLE, bool_): negated_first(Alu.OR),
-        **{(op, bool_): (lambda r, a: a) for op in (Alu.NEG, Alu.ABS, Alu.FLOOR, Alu.CEIL, Alu.ROUND, Alu.TRUNC)},
+        **{(op, bool_): _identity for op in (Alu.NEG, Alu.ABS, Alu.FLOOR, Alu.CEIL, Alu.ROUND, Alu.TRUNC)},
     }
 
 
