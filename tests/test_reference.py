@@ -458,6 +458,11 @@ def test_max_and_min_order_signed_zeros(op, dtype, request):
     rows = np.array([[0.0, -0.0, -0.0, 0.0, -0.0], [-0.0, -0.0, 0.0, -0.0, -0.0], [-0.0] * 5, [0.0] * 5], dtype.name)
     ((got, want),) = on_both(reduce_kernel(ReduceOp(op.label), dtype, *rows.shape), [rows.reshape(-1)])
     assert_identical(got, want, f"{op.label} over rows of zeros")
+    long_rows = np.full((4, 5000), -0.0, dtype.name)  # longer than a block: a looped reduction's combine too
+    long_rows[0, 4500] = long_rows[1, 10] = 0.0
+    long_rows[3, :4999] = 0.0
+    ((got, want),) = on_both(reduce_kernel(ReduceOp(op.label), dtype, *long_rows.shape), [long_rows.reshape(-1)])
+    assert_identical(got, want, f"{op.label} over long rows of zeros")
 
 
 @pytest.mark.parametrize("dst", ALL_DTYPES, ids=str)
