@@ -100,6 +100,9 @@ class Alu(Enum):
 
 
 COMPARISONS = frozenset({Alu.CMPLT, Alu.CMPLE, Alu.CMPEQ, Alu.CMPNE})
+# Machine ops that only legalization (`kernels/legalize.py`) makes, each defined on part of its operands:
+# no graph node records them, and the frontend offers none of them.
+MACHINE_OPS = frozenset({Alu.TRUNCDIV, Alu.REM, Alu.SHL, Alu.SHR})
 
 
 class ReduceOp(Enum):

@@ -1,8 +1,9 @@
 """The registry of ops: every op of the graph and the kernel IR, and how the frontend offers it.
 
-Each elementwise op (`kernels.ir.Alu`), reduction (`ReduceOp`) and movement op (`graph.MOVEMENT`) has one
-row: the public function (`lt.<function>`) and the Tensor method that record it. What else an op needs
-lives beside its definition and is checked against this registry by tests/test_ops.py:
+Each elementwise op (`kernels.ir.Alu`, but the `MACHINE_OPS` that only the backends' legalization makes),
+reduction (`ReduceOp`) and movement op (`graph.MOVEMENT`) has one row: the public function
+(`lt.<function>`) and the Tensor method that record it. What else an op needs lives beside its
+definition and is checked against this registry by tests/test_ops.py:
 
 - its semantics and the dtypes it takes: a row of `kernels.reference.ALU` (the executable definition of
   the IR), which both backends are tested against for every one of those dtypes (tests/test_reference.py);

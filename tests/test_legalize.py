@@ -27,6 +27,8 @@ from lazytensor.kernels.expr import Expr, Var
 from lazytensor.kernels.llvm.render import NATIVE as LLVM_NATIVE
 from lazytensor.kernels.triton.render import NATIVE as TRITON_NATIVE
 
+pytestmark = pytest.mark.fast  # the edit-test tier (pyproject.toml)
+
 Alu = ir.Alu
 ALU_KEYS = [k for k in legalize.RULES if isinstance(k[0], Alu)]
 CAST_KEYS = [k for k in legalize.RULES if not isinstance(k[0], Alu)]
