@@ -4,7 +4,7 @@ Every method records graph nodes and returns at once; shapes and dtypes are
 checked here, at the user's call, so errors point at the user's line. Data is
 computed only by `realize()` or by reading it (`numpy()`, `item()`, `repr`,
 `bool`, ...). Reductions live in `reduce.py`, movement ops in `movement.py`,
-contractions in `linalg.py`; this module holds the core and elementwise ops.
+contractions in `contraction.py`; this module holds the core and elementwise ops.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from .graph import Node, Op, hold
 from .helpers import prod
 from .kernels.dtype import bfloat16_to_float32
 from .kernels.ir import Alu
-from .linalg import LinalgOps
+from .contraction import ContractionOps
 from .movement import MovementOps
 from .realize import check_read, realize_nodes
 from .reduce import ReduceOps
@@ -75,7 +75,7 @@ _SCALAR_POWERS: dict[float, Callable[[Tensor], Tensor]] = {
 }
 
 
-class Tensor(ReduceOps, MovementOps, LinalgOps):
+class Tensor(ReduceOps, MovementOps, ContractionOps):
     """An n-dimensional array whose value is computed lazily. See the README's "Lazy evaluation"."""
 
     __slots__ = ("node", "requires_grad", "grad", "_ctx", "_source", "__weakref__")

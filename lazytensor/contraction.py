@@ -27,7 +27,7 @@ def _common(a: Tensor, b: Tensor, op: str) -> tuple[Tensor, Tensor]:
     return a.cast(dtype), b.cast(dtype)
 
 
-class LinalgOps:
+class ContractionOps:
     """Mixed into Tensor."""
 
     __slots__ = ()
