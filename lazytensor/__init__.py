@@ -16,8 +16,8 @@ from typing import Any, Callable
 from .creation import (arange, asarray, empty, empty_like, eye, from_numpy, full, full_like, linspace, ones,
                        ones_like, tensor, zeros, zeros_like)
 from .device import Device, devices, empty_cache, synchronize
-from .dtypes import (DType, FInfo, bfloat16, bool_, default_float, default_int, finfo, float16, float32, float64,
-                     int8, int16, int32, int64, promote, uint8)
+from .dtypes import (DType, FInfo, IInfo, bfloat16, bool_, can_cast, default_float, default_int, finfo, float16,
+                     float32, float64, iinfo, int8, int16, int32, int64, isdtype, promote, result_type, uint8)
 from .errors import AxisError, DeviceError, DTypeError, JitError, KernelError, ShapeError
 from .kernels.triton import set_allow_tf32, tf32_allowed
 from .movement import concat, split, stack
@@ -170,3 +170,4 @@ __all__ = ["Tensor", "DType", "Device", "Schedule", "Stats", "asarray", "tensor"
 __all__ += ["nn", "optim", "random", "no_grad", "enable_grad", "set_grad_enabled", "grad", "value_and_grad",
             "gradients", "custom_vjp", "manual_seed", "rand", "randn", "randint", "rand_like", "randn_like",
             "randperm", "set_allow_tf32", "tf32_allowed", "jit", "Jit", "JitError"]
+__all__ += ["iinfo", "IInfo", "isdtype", "result_type", "can_cast"]

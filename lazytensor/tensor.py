@@ -177,7 +177,7 @@ class Tensor(ReduceOps, MovementOps, ContractionOps):
         if len(others) == 1:  # the common cases first: an op builds thousands of these per training step
             o = others[0]
             if _is_scalar(o):
-                dtype = dtypes.result_type(self.dtype, o)
+                dtype = dtypes.weak_result_type(self.dtype, o)
                 return [self.cast(dtype), Tensor._scalar(o, dtype, self.device, op, self.shape)], dtype
             if isinstance(o, Tensor) and o.node.shape == self.node.shape and o.node.dtype is self.node.dtype \
                     and o.node.device == self.node.device:
@@ -192,7 +192,7 @@ class Tensor(ReduceOps, MovementOps, ContractionOps):
                 dtype = dtypes.promote(dtype, t.dtype)
         for o in others:
             if _is_scalar(o):
-                dtype = dtypes.result_type(dtype, o)
+                dtype = dtypes.weak_result_type(dtype, o)
         shape = broadcast_shapes(*(t.shape for t in strong if t is not None), op=op)
         return [t.cast(dtype).broadcast_to(shape) if t is not None else Tensor._scalar(o, dtype, self.device, op, shape)
                 for t, o in zip(strong, [self, *others])], dtype
@@ -442,7 +442,7 @@ class Tensor(ReduceOps, MovementOps, ContractionOps):
             if isinstance(other, int) and other < 0 and not self.dtype.is_float:
                 raise ValueError(f"power: integers to negative integer powers are not allowed ({self.dtype.name} "
                                  f"tensor ** {other})")
-            dtype = dtypes.result_type(self.dtype, other)
+            dtype = dtypes.weak_result_type(self.dtype, other)
             if dtype.is_float and other in _SCALAR_POWERS:
                 return _SCALAR_POWERS[other](self.cast(dtype))
         return self._binary(other, Alu.POW, "power", reverse)
