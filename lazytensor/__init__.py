@@ -152,6 +152,11 @@ outer = _function(Tensor.outer)
 astype = _function(Tensor.astype)
 contiguous = _function(Tensor.contiguous)
 subtract = _function(Tensor.sub)
+cumprod = _function(Tensor.cumprod)
+cumulative_sum = _function(Tensor.cumulative_sum)
+cumulative_prod = _function(Tensor.cumulative_prod)
+count_nonzero = _function(Tensor.count_nonzero)
+diff = _function(Tensor.diff)
 
 _FUNCTIONS = """abs absolute add sub multiply divide floor_divide remainder pow exp exp2 expm1 log log2 log10 log1p sqrt rsqrt
 sin cos tan tanh erf sigmoid relu sign floor ceil round trunc reciprocal square maximum minimum clip clamp
@@ -159,14 +164,15 @@ isnan isinf isfinite logical_and logical_or logical_xor logical_not bitwise_not 
 bitwise_or bitwise_xor negative less less_equal
 greater greater_equal equal not_equal sum mean prod max min amax amin argmax argmin var std any all logsumexp
 softmax log_softmax cumsum reshape permute permute_dims transpose swapaxes broadcast_to squeeze unsqueeze
-expand_dims flatten ravel flip narrow pad tile matmul tensordot dot vecdot outer astype contiguous""".split()
+expand_dims flatten ravel flip narrow pad tile matmul tensordot dot vecdot outer astype contiguous subtract cumprod
+cumulative_sum cumulative_prod count_nonzero diff""".split()
 
 __all__ = ["Tensor", "DType", "Device", "Schedule", "Stats", "asarray", "tensor", "from_numpy", "zeros", "ones",
            "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like", "arange", "linspace", "eye",
            "concat", "cat", "stack", "split", "where", "realize", "schedule", "stats", "reset_stats", "devices",
            "synchronize", "broadcast_shapes", "promote", "bool_", "int8", "int16", "int32", "int64", "uint8",
            "float16", "half", "bfloat16", "float32", "float64", "finfo", "FInfo", "default_float", "default_int",
-           "ShapeError", "AxisError", "DTypeError", "DeviceError", "KernelError", "empty_cache", *_FUNCTIONS, "subtract"]
+           "ShapeError", "AxisError", "DTypeError", "DeviceError", "KernelError", "empty_cache", *_FUNCTIONS]
 __all__ += ["nn", "optim", "random", "no_grad", "enable_grad", "set_grad_enabled", "grad", "value_and_grad",
             "gradients", "custom_vjp", "manual_seed", "rand", "randn", "randint", "rand_like", "randn_like",
             "randperm", "set_allow_tf32", "tf32_allowed", "jit", "Jit", "JitError"]
