@@ -13,14 +13,15 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
-from .creation import (arange, asarray, empty, empty_like, eye, from_numpy, full, full_like, linspace, ones,
-                       ones_like, tensor, zeros, zeros_like)
+from .array_api import __array_api_version__, __array_namespace_info__
+from .creation import (arange, array, asarray, empty, empty_like, eye, from_dlpack, from_numpy, full, full_like,
+                       linspace, meshgrid, ones, ones_like, tensor, tril, triu, zeros, zeros_like)
 from .device import Device, devices, empty_cache, synchronize
 from .dtypes import (DType, FInfo, IInfo, bfloat16, bool_, can_cast, default_float, default_int, finfo, float16,
                      float32, float64, iinfo, int8, int16, int32, int64, isdtype, promote, result_type, uint8)
 from .errors import AxisError, DeviceError, DTypeError, JitError, KernelError, ShapeError
 from .kernels.triton import set_allow_tf32, tf32_allowed
-from .movement import concat, split, stack
+from .movement import broadcast_arrays, concat, hstack, repeat, split, stack, unstack, vstack
 from .realize import Stats, reset_stats, stats
 from .realize import realizing as _realizing
 from .schedule import Schedule
@@ -40,6 +41,7 @@ half = float16
 long = int64
 int = int32  # noqa: A001
 cat = concat
+concatenate = concat
 
 
 def schedule(*tensors: Tensor) -> Schedule:
@@ -152,6 +154,15 @@ outer = _function(Tensor.outer)
 astype = _function(Tensor.astype)
 contiguous = _function(Tensor.contiguous)
 subtract = _function(Tensor.sub)
+positive = _function(Tensor.positive)
+logaddexp = _function(Tensor.logaddexp)
+real = _function(Tensor.real)
+imag = _function(Tensor.imag)
+conj = _function(Tensor.conj)
+isclose = _function(Tensor.isclose)
+allclose = _function(Tensor.allclose)
+moveaxis = _function(Tensor.moveaxis)
+roll = _function(Tensor.roll)
 cumprod = _function(Tensor.cumprod)
 cumulative_sum = _function(Tensor.cumulative_sum)
 cumulative_prod = _function(Tensor.cumulative_prod)
@@ -164,8 +175,9 @@ isnan isinf isfinite logical_and logical_or logical_xor logical_not bitwise_not 
 bitwise_or bitwise_xor negative less less_equal
 greater greater_equal equal not_equal sum mean prod max min amax amin argmax argmin var std any all logsumexp
 softmax log_softmax cumsum reshape permute permute_dims transpose swapaxes broadcast_to squeeze unsqueeze
-expand_dims flatten ravel flip narrow pad tile matmul tensordot dot vecdot outer astype contiguous subtract cumprod
-cumulative_sum cumulative_prod count_nonzero diff""".split()
+expand_dims flatten ravel flip narrow pad tile matmul tensordot dot vecdot outer astype contiguous subtract positive
+logaddexp real imag conj isclose allclose moveaxis roll cumprod cumulative_sum cumulative_prod count_nonzero
+diff""".split()
 
 __all__ = ["Tensor", "DType", "Device", "Schedule", "Stats", "asarray", "tensor", "from_numpy", "zeros", "ones",
            "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like", "arange", "linspace", "eye",
@@ -176,4 +188,7 @@ __all__ = ["Tensor", "DType", "Device", "Schedule", "Stats", "asarray", "tensor"
 __all__ += ["nn", "optim", "random", "no_grad", "enable_grad", "set_grad_enabled", "grad", "value_and_grad",
             "gradients", "custom_vjp", "manual_seed", "rand", "randn", "randint", "rand_like", "randn_like",
             "randperm", "set_allow_tf32", "tf32_allowed", "jit", "Jit", "JitError"]
-__all__ += ["iinfo", "IInfo", "isdtype", "result_type", "can_cast"]
+# the array API standard's namespace and NumPy's everyday names
+__all__ += ["__array_api_version__", "__array_namespace_info__", "iinfo", "IInfo", "isdtype",
+            "result_type", "can_cast", "array", "from_dlpack", "meshgrid", "tril", "triu", "broadcast_arrays",
+            "concatenate", "hstack", "vstack", "repeat", "unstack"]
