@@ -28,7 +28,7 @@ from .schedule import Schedule
 from .schedule import schedule as _schedule_nodes
 from .tensor import Tensor, broadcast_shapes, realize, where
 
-from . import nn, optim, random  # noqa: E402  (they build on Tensor)
+from . import linalg, nn, optim, random  # noqa: E402  (they build on Tensor)
 from .autograd import (custom_vjp, enable_grad, grad, gradients, no_grad, set_grad_enabled,  # noqa: E402
                        value_and_grad)
 from .random import manual_seed, rand, rand_like, randint, randn, randn_like, randperm  # noqa: E402
@@ -42,6 +42,7 @@ long = int64
 int = int32  # noqa: A001
 cat = concat
 concatenate = concat
+matrix_transpose = linalg.matrix_transpose
 
 
 def schedule(*tensors: Tensor) -> Schedule:
@@ -189,6 +190,6 @@ __all__ += ["nn", "optim", "random", "no_grad", "enable_grad", "set_grad_enabled
             "gradients", "custom_vjp", "manual_seed", "rand", "randn", "randint", "rand_like", "randn_like",
             "randperm", "set_allow_tf32", "tf32_allowed", "jit", "Jit", "JitError"]
 # the array API standard's namespace and NumPy's everyday names
-__all__ += ["__array_api_version__", "__array_namespace_info__", "iinfo", "IInfo", "isdtype",
+__all__ += ["__array_api_version__", "__array_namespace_info__", "linalg", "iinfo", "IInfo", "isdtype",
             "result_type", "can_cast", "array", "from_dlpack", "meshgrid", "tril", "triu", "broadcast_arrays",
-            "concatenate", "hstack", "vstack", "repeat", "unstack"]
+            "concatenate", "hstack", "vstack", "repeat", "unstack", "matrix_transpose"]
