@@ -18,6 +18,7 @@ import numpy as np
 
 from . import array_api, dtypes
 from .autograd import backward, is_grad_enabled
+from .contraction import ContractionOps
 from .device import Device, canonical, get_device
 from .dtypes import DType, bool_, default_float
 from .errors import DeviceError, DTypeError, ShapeError
@@ -25,7 +26,6 @@ from .graph import Node, Op, hold
 from .helpers import prod
 from .kernels.dtype import bfloat16_to_float32
 from .kernels.ir import Alu
-from .contraction import ContractionOps
 from .movement import MovementOps
 from .realize import check_read, realize_nodes
 from .reduce import ReduceOps
@@ -362,7 +362,7 @@ class Tensor(ReduceOps, MovementOps, ContractionOps):
         return complex(self.item())
 
     def __format__(self, format_spec: str) -> str:
-        """`f"{loss:.3f}"` formats a one-element tensor's value; other tensors take only an empty spec."""
+        """`f"{loss:.3f}"` formats a 0-d tensor's value (as torch); other tensors take only an empty spec."""
         if self.numel() == 1 and self.ndim == 0:
             return format(self.item(), format_spec)
         if format_spec:
@@ -418,7 +418,7 @@ class Tensor(ReduceOps, MovementOps, ContractionOps):
         if api_version is not None and api_version not in array_api.API_VERSIONS:
             raise ValueError(f"lazytensor implements the array API standard {', '.join(array_api.API_VERSIONS)}, "
                              f"not {api_version!r}")
-        import lazytensor
+        import lazytensor  # at call time: the package imports this module
         return lazytensor
 
     def cpu(self) -> Tensor:
