@@ -74,7 +74,7 @@ class DType:
             return NotImplemented
         try:
             return np.dtype(other).name == self.name  # ml_dtypes' bfloat16 is named bfloat16 too
-        except TypeError:
+        except (TypeError, ValueError):  # NumPy reads some strings as a format it then rejects
             return False
 
     __hash__ = object.__hash__  # identity, as the constants are the only instances (see the class docstring)

@@ -287,6 +287,7 @@ def test_dtypes_equal_numpys(dtype):
 
 def test_dtype_equality_with_what_names_no_dtype():
     assert lt.float64 != None and lt.float32 != "no such dtype" and lt.int64 != 3  # noqa: E711
+    assert lt.float32 != "f4,f4 y" and lt.float32 != "f4,f4"  # a string NumPy rejects (ValueError), a record
     assert lt.float32 != types.SimpleNamespace(dtype=np.dtype(np.float32))  # a thing with a dtype is not one
     assert lt.float64 == float and lt.int64 == int and lt.bool_ == bool  # NumPy's reading of Python's types
     # the constants still hash by identity, so a dict of dtypes is as fast as before, and a set holds each once
