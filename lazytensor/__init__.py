@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
-from .array_api import __array_api_version__, __array_namespace_info__
+from .array_api import __array_api_version__, __array_namespace_info__, e, inf, nan, newaxis, pi
 from .creation import (arange, array, asarray, empty, empty_like, eye, from_dlpack, from_numpy, full, full_like,
                        linspace, meshgrid, ones, ones_like, tensor, tril, triu, zeros, zeros_like)
 from .device import Device, devices, empty_cache, synchronize
@@ -190,6 +190,6 @@ __all__ += ["nn", "optim", "random", "no_grad", "enable_grad", "set_grad_enabled
             "gradients", "custom_vjp", "manual_seed", "rand", "randn", "randint", "rand_like", "randn_like",
             "randperm", "set_allow_tf32", "tf32_allowed", "jit", "Jit", "JitError"]
 # the array API standard's namespace and NumPy's everyday names
-__all__ += ["__array_api_version__", "__array_namespace_info__", "linalg", "iinfo", "IInfo", "isdtype",
+__all__ += ["__array_api_version__", "__array_namespace_info__", "e", "pi", "inf", "nan", "newaxis", "linalg", "iinfo", "IInfo", "isdtype",
             "result_type", "can_cast", "array", "from_dlpack", "meshgrid", "tril", "triu", "broadcast_arrays",
             "concatenate", "hstack", "vstack", "repeat", "unstack", "matrix_transpose"]

@@ -2,12 +2,14 @@
 `lt.__array_namespace_info__()` (capabilities, devices, default dtypes, dtypes by kind)."""
 from __future__ import annotations
 
+import math
+
 import pytest
 
 import lazytensor as lt
 from lazytensor.kernels.triton import targets
 
-from conftest import ALL_DTYPES, HALF_DTYPES
+from conftest import ALL_DTYPES
 
 
 def test_the_namespace_of_a_tensor_is_lazytensor():
@@ -22,6 +24,12 @@ def test_the_namespace_of_a_tensor_is_lazytensor():
 def test_an_unknown_revision_raises(version):
     with pytest.raises(ValueError, match="array API standard"):
         lt.zeros(2).__array_namespace__(api_version=version)
+
+
+def test_the_standards_constants():
+    assert (lt.e, lt.pi, lt.inf) == (math.e, math.pi, math.inf) and math.isnan(lt.nan) and lt.newaxis is None
+    assert lt.zeros(2, 3)[:, lt.newaxis].shape == (2, 1, 3)
+    assert type(lt.e) is type(lt.pi) is type(lt.inf) is type(lt.nan) is float
 
 
 def test_capabilities_say_what_is_not_implemented():
@@ -60,9 +68,9 @@ def test_default_dtypes_are_those_python_values_get():
 def test_dtypes_by_kind():
     info = lt.__array_namespace_info__()
     every = info.dtypes()
-    assert set(every.values()) == set(ALL_DTYPES + HALF_DTYPES)
+    assert set(every.values()) == set(ALL_DTYPES)  # float16 and bfloat16 are not the standard's
     assert all(every[name].name == name for name in every)
-    assert set(info.dtypes(kind="real floating")) == {"float16", "bfloat16", "float32", "float64"}
+    assert set(info.dtypes(kind="real floating")) == {"float32", "float64"}
     assert set(info.dtypes(kind="integral")) == {"int8", "int16", "int32", "int64", "uint8"}
     assert set(info.dtypes(kind="bool")) == {"bool"}
     assert info.dtypes(kind="complex floating") == {}
