@@ -95,11 +95,15 @@ class ContractionOps:
         return self.matmul(other)
 
     def vecdot(self: Tensor, other: Tensor, axis: int = -1) -> Tensor:
-        """Dot products along `axis`, broadcasting the other axes (array API)."""
+        """Dot products along `axis`, broadcasting the other axes (array API). The vectors themselves must have
+        one length, as in NumPy and the standard: a length-1 axis is not broadcast to the other's length."""
         a, b = _common(self, other, "vecdot")
         from .tensor import broadcast_shapes
         shape = broadcast_shapes(a.shape, b.shape, op="vecdot")
         ax = normalize_axis(axis, len(shape), "vecdot")
+        lengths = [x.shape[ax - len(shape)] if x.ndim >= len(shape) - ax else 1 for x in (a, b)]
+        if lengths[0] != lengths[1]:
+            raise ShapeError(f"vecdot: the vectors along axis {axis} differ in length: shapes {a.shape} and {b.shape}")
         return (a * b)._reduce(ReduceOp.SUM, ax, False, "vecdot")
 
     def outer(self: Tensor, other: Tensor) -> Tensor:

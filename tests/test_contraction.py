@@ -243,6 +243,11 @@ def test_vecdot(shapes, axis):
 def test_vecdot_errors():
     with pytest.raises(lt.ShapeError):
         lt.asarray(data((3, 5))).vecdot(lt.asarray(data((4,))))
+    for shapes, axis in ((((3, 5), (1,)), -1), (((3, 1), (3, 4)), -1), (((4, 3), (1, 3)), 0), (((5,), (2, 1)), -1)):
+        with pytest.raises(lt.ShapeError, match="differ in length"):  # the vectors are not broadcast, as NumPy
+            lt.asarray(data(shapes[0])).vecdot(lt.asarray(data(shapes[1])), axis)
+        with pytest.raises(ValueError):
+            np.vecdot(data(shapes[0]), data(shapes[1]), axis=axis)
     with pytest.raises(lt.AxisError):
         lt.asarray(data((3, 5))).vecdot(lt.asarray(data((3, 5))), axis=2)
 
