@@ -55,12 +55,21 @@ def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None =
     """A tensor from a tensor, NumPy array, nested list or Python scalar.
 
     The data is copied (a lazy tensor must not see later writes to the source);
-    `from_numpy` shares memory instead.
+    `from_numpy` shares memory instead. A tensor comes back itself where nothing changes. `copy=True` always
+    gives a new tensor; `copy=False` raises ValueError where a copy is needed: for data that is not a tensor,
+    and for a tensor of another dtype or device (array API).
     """
     dt = dtypes.to_dtype(dtype) if dtype is not None else None
     if isinstance(obj, Tensor):
         out = obj.cast(dt) if dt is not None else obj
-        return out.to(device) if device is not None else out
+        out = out.to(device) if device is not None else out
+        if copy is False and out is not obj:
+            raise ValueError(f"asarray: copy=False, but a {obj.dtype.name} tensor on {obj.device} needs a copy "
+                             f"to become {out.dtype.name} on {out.device}")
+        return out.copy() if copy and out is obj else out
+    if copy is False:
+        raise ValueError(f"asarray: copy=False, but a tensor from a {type(obj).__name__} is a copy of it "
+                         "(from_numpy and from_dlpack share an array's memory)")
     dev = get_device(device)
     data, dt = _numpy_of(obj, dt)
     arr = np.array(data, copy=True, order="C")
@@ -189,9 +198,9 @@ def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = None, device: Any
 
 
 def array(obj: Any, dtype: Any = None, device: Any = None) -> Tensor:
-    """NumPy's `array`: a new tensor from data or from a tensor (`asarray` then `copy`, so never the tensor
-    given, which an in-place operator on the result would otherwise rebind)."""
-    return asarray(obj, dtype=dtype, device=device).copy()
+    """NumPy's `array`: a new tensor from data or from a tensor (`asarray` with `copy=True`, so never the
+    tensor given, which an in-place operator on the result would otherwise rebind)."""
+    return asarray(obj, dtype=dtype, device=device, copy=True)
 
 
 def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Tensor:

@@ -96,6 +96,24 @@ def test_asarray_of_a_tensor_is_that_tensor():
     check(lt.asarray([lt.asarray(1.5), lt.asarray(2.5)]), torch.tensor([1.5, 2.5]))
 
 
+def test_asarray_copy_argument():
+    """array API: copy=True always gives a new tensor, copy=False raises ValueError where a copy is needed."""
+    x = lt.asarray([1, 2, 3])
+    for copied in (lt.asarray(x, copy=True), lt.asarray(x, dtype=lt.int64, copy=True)):
+        assert copied is not x
+        check(copied, np.array([1, 2, 3]))
+    copied += 1  # rebinds the copy only
+    check(x, np.array([1, 2, 3]))
+    assert lt.asarray(x, copy=False) is x and lt.asarray(x, dtype=lt.int64, device=x.device, copy=False) is x
+    check(lt.asarray(x, dtype=lt.float32, copy=True), np.array([1, 2, 3], np.float32))
+    with pytest.raises(ValueError, match="needs a copy"):
+        lt.asarray(x, dtype=lt.float32, copy=False)
+    for data in ([1, 2], np.arange(3), 2.5):
+        with pytest.raises(ValueError, match="copy=False"):
+            lt.asarray(data, copy=False)
+        check(lt.asarray(data, copy=True), np.asarray(data) if not isinstance(data, float) else np.float32(data))
+
+
 def test_tensor_constructor():
     check(lt.Tensor([1, 2], dtype="int8"), torch.tensor([1, 2], dtype=torch.int8))
     check(lt.Tensor([[1.5]]), torch.tensor([[1.5]]))
