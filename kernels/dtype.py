@@ -21,8 +21,11 @@ import numpy as np
 class DType:
     """An element type: `kind` is 'b' (bool), 'i' (signed), 'u' (unsigned) or 'f' (float).
 
-    The module's constants are the only instances, so equality is identity: that keeps hashing a dtype,
-    which every cache key of the scheduler and the compilers does, at C speed.
+    The module's constants are the only instances, so two DTypes are equal when they are the same object, and
+    the hash is the identity's: that keeps hashing a dtype, which every cache key of the scheduler and the
+    compilers does, at C speed. A DType also equals what NumPy reads as the same dtype (`lt.float32 ==
+    np.float32 == np.dtype('float32') == 'float32'`), and NumPy reads `np.dtype(lt.float32)` through the
+    `dtype` property. As for NumPy's own dtypes, those equal objects do not hash alike.
     """
 
     name: str
@@ -49,6 +52,32 @@ class DType:
     @property
     def bits(self) -> int:
         return 1 if self.kind == "b" else 8 * self.itemsize
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The NumPy dtype of these values (what `np.dtype(this)` gives): ml_dtypes' bfloat16 for bfloat16,
+        which NumPy lacks; TypeError where ml_dtypes is not installed."""
+        if self.name != "bfloat16":
+            return np.dtype(self.name)
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise TypeError("NumPy has no bfloat16: install ml_dtypes to get bfloat16 arrays, or convert "
+                            "with .float() first") from None
+        return np.dtype(ml_dtypes.bfloat16)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DType):
+            return self is other
+        # Only what names a dtype by itself: np.dtype(None) is float64, and a tensor has a `.dtype`.
+        if not isinstance(other, (type, str, np.dtype)):
+            return NotImplemented
+        try:
+            return np.dtype(other).name == self.name  # ml_dtypes' bfloat16 is named bfloat16 too
+        except (TypeError, ValueError):  # NumPy reads some strings as a format it then rejects
+            return False
+
+    __hash__ = object.__hash__  # identity, as the constants are the only instances (see the class docstring)
 
     def __reduce__(self) -> tuple[Callable[[str], DType], tuple[str]]:
         """Pickled and copied as its name: the copy is the module's constant again, not an unequal twin."""

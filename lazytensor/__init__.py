@@ -13,21 +13,22 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
-from .creation import (arange, asarray, empty, empty_like, eye, from_numpy, full, full_like, linspace, ones,
-                       ones_like, tensor, zeros, zeros_like)
+from .array_api import __array_api_version__, __array_namespace_info__, e, inf, nan, newaxis, pi
+from .creation import (arange, array, asarray, empty, empty_like, eye, from_dlpack, from_numpy, full, full_like,
+                       linspace, meshgrid, ones, ones_like, tensor, tril, triu, zeros, zeros_like)
 from .device import Device, devices, empty_cache, synchronize
-from .dtypes import (DType, FInfo, bfloat16, bool_, default_float, default_int, finfo, float16, float32, float64,
-                     int8, int16, int32, int64, promote, uint8)
+from .dtypes import (DType, FInfo, IInfo, bfloat16, bool_, can_cast, default_float, default_int, finfo, float16,
+                     float32, float64, iinfo, int8, int16, int32, int64, isdtype, promote, result_type, uint8)
 from .errors import AxisError, DeviceError, DTypeError, JitError, KernelError, ShapeError
 from .kernels.triton import set_allow_tf32, tf32_allowed
-from .movement import concat, split, stack
+from .movement import broadcast_arrays, concat, hstack, repeat, split, stack, unstack, vstack
 from .realize import Stats, reset_stats, stats
 from .realize import realizing as _realizing
 from .schedule import Schedule
 from .schedule import schedule as _schedule_nodes
 from .tensor import Tensor, broadcast_shapes, realize, where
 
-from . import nn, optim, random  # noqa: E402  (they build on Tensor)
+from . import linalg, nn, optim, random  # noqa: E402  (they build on Tensor)
 from .autograd import (custom_vjp, enable_grad, grad, gradients, no_grad, set_grad_enabled,  # noqa: E402
                        value_and_grad)
 from .random import manual_seed, rand, rand_like, randint, randn, randn_like, randperm  # noqa: E402
@@ -40,6 +41,8 @@ half = float16
 long = int64
 int = int32  # noqa: A001
 cat = concat
+concatenate = concat
+matrix_transpose = linalg.matrix_transpose
 
 
 def schedule(*tensors: Tensor) -> Schedule:
@@ -152,6 +155,20 @@ outer = _function(Tensor.outer)
 astype = _function(Tensor.astype)
 contiguous = _function(Tensor.contiguous)
 subtract = _function(Tensor.sub)
+positive = _function(Tensor.positive)
+logaddexp = _function(Tensor.logaddexp)
+real = _function(Tensor.real)
+imag = _function(Tensor.imag)
+conj = _function(Tensor.conj)
+isclose = _function(Tensor.isclose)
+allclose = _function(Tensor.allclose)
+moveaxis = _function(Tensor.moveaxis)
+roll = _function(Tensor.roll)
+cumprod = _function(Tensor.cumprod)
+cumulative_sum = _function(Tensor.cumulative_sum)
+cumulative_prod = _function(Tensor.cumulative_prod)
+count_nonzero = _function(Tensor.count_nonzero)
+diff = _function(Tensor.diff)
 
 _FUNCTIONS = """abs absolute add sub multiply divide floor_divide remainder pow exp exp2 expm1 log log2 log10 log1p sqrt rsqrt
 sin cos tan tanh erf sigmoid relu sign floor ceil round trunc reciprocal square maximum minimum clip clamp
@@ -159,14 +176,20 @@ isnan isinf isfinite logical_and logical_or logical_xor logical_not bitwise_not 
 bitwise_or bitwise_xor negative less less_equal
 greater greater_equal equal not_equal sum mean prod max min amax amin argmax argmin var std any all logsumexp
 softmax log_softmax cumsum reshape permute permute_dims transpose swapaxes broadcast_to squeeze unsqueeze
-expand_dims flatten ravel flip narrow pad tile matmul tensordot dot vecdot outer astype contiguous""".split()
+expand_dims flatten ravel flip narrow pad tile matmul tensordot dot vecdot outer astype contiguous subtract positive
+logaddexp real imag conj isclose allclose moveaxis roll cumprod cumulative_sum cumulative_prod count_nonzero
+diff""".split()
 
 __all__ = ["Tensor", "DType", "Device", "Schedule", "Stats", "asarray", "tensor", "from_numpy", "zeros", "ones",
            "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like", "arange", "linspace", "eye",
            "concat", "cat", "stack", "split", "where", "realize", "schedule", "stats", "reset_stats", "devices",
            "synchronize", "broadcast_shapes", "promote", "bool_", "int8", "int16", "int32", "int64", "uint8",
            "float16", "half", "bfloat16", "float32", "float64", "finfo", "FInfo", "default_float", "default_int",
-           "ShapeError", "AxisError", "DTypeError", "DeviceError", "KernelError", "empty_cache", *_FUNCTIONS, "subtract"]
+           "ShapeError", "AxisError", "DTypeError", "DeviceError", "KernelError", "empty_cache", *_FUNCTIONS]
 __all__ += ["nn", "optim", "random", "no_grad", "enable_grad", "set_grad_enabled", "grad", "value_and_grad",
             "gradients", "custom_vjp", "manual_seed", "rand", "randn", "randint", "rand_like", "randn_like",
             "randperm", "set_allow_tf32", "tf32_allowed", "jit", "Jit", "JitError"]
+# the array API standard's namespace and NumPy's everyday names
+__all__ += ["__array_api_version__", "__array_namespace_info__", "e", "pi", "inf", "nan", "newaxis", "linalg", "iinfo", "IInfo", "isdtype",
+            "result_type", "can_cast", "array", "from_dlpack", "meshgrid", "tril", "triu", "broadcast_arrays",
+            "concatenate", "hstack", "vstack", "repeat", "unstack", "matrix_transpose"]

@@ -8,13 +8,13 @@ from typing import Any
 import numpy as np
 
 from . import dtypes
-from .device import get_device
+from .device import canonical, get_device
 from .dtypes import DType, default_float, default_int, float64
-from .errors import DTypeError
+from .errors import DTypeError, ShapeError
 from .graph import Node, Op
 from .kernels.dtype import bfloat16_to_float32
 from .movement import shape_arg
-from .tensor import Tensor, _is_scalar
+from .tensor import Tensor, _is_scalar, where
 
 
 def _check_int_range(arr: np.ndarray, dtype: DType) -> None:
@@ -55,12 +55,21 @@ def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None =
     """A tensor from a tensor, NumPy array, nested list or Python scalar.
 
     The data is copied (a lazy tensor must not see later writes to the source);
-    `from_numpy` shares memory instead.
+    `from_numpy` shares memory instead. A tensor comes back itself where nothing changes. `copy=True` always
+    gives a new tensor; `copy=False` raises ValueError where a copy is needed: for data that is not a tensor,
+    and for a tensor of another dtype or device (array API).
     """
     dt = dtypes.to_dtype(dtype) if dtype is not None else None
     if isinstance(obj, Tensor):
         out = obj.cast(dt) if dt is not None else obj
-        return out.to(device) if device is not None else out
+        out = out.to(device) if device is not None else out
+        if copy is False and out is not obj:
+            raise ValueError(f"asarray: copy=False, but a {obj.dtype.name} tensor on {obj.device} needs a copy "
+                             f"to become {out.dtype.name} on {out.device}")
+        return out.copy() if copy and out is obj else out
+    if copy is False:
+        raise ValueError(f"asarray: copy=False, but a tensor from a {type(obj).__name__} is a copy of it "
+                         "(from_numpy and from_dlpack share an array's memory)")
     dev = get_device(device)
     data, dt = _numpy_of(obj, dt)
     arr = np.array(data, copy=True, order="C")
@@ -173,7 +182,6 @@ def linspace(start: float, stop: float, num: int = 50, endpoint: bool = True, dt
     div = (num - 1) if endpoint else num
     step = (stop - start) / div if div > 0 else 0.0
     i = _iota(num, dev).cast(float64)
-    from .tensor import where
     last = num - 1 if endpoint else num
     from_start = i * step + float(start)
     from_end = float(stop if endpoint else start + step * num) - (last - i) * step
@@ -187,3 +195,62 @@ def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = None, device: Any
     dev = get_device(device).name
     dt = dtypes.to_dtype(dtype) if dtype is not None else default_float
     return (_iota(n, dev).reshape(n, 1) + k == _iota(m, dev).reshape(1, m)).cast(dt)
+
+
+def array(obj: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """NumPy's `array`: a new tensor from data or from a tensor (`asarray` with `copy=True`, so never the
+    tensor given, which an in-place operator on the result would otherwise rebind)."""
+    return asarray(obj, dtype=dtype, device=device, copy=True)
+
+
+def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Tensor:
+    """A CPU tensor over the memory of any object that exports DLPack on the CPU (a NumPy array, a PyTorch
+    CPU tensor, a lazytensor tensor): NumPy's `from_dlpack` imports it without a copy, as `from_numpy` then
+    shares it (copying only what is not C-contiguous). `copy=True` copies; `device` may only be the CPU."""
+    if device is not None and canonical(device) != "cpu":
+        raise ValueError(f"from_dlpack: only CPU tensors are made, not on {device}")
+    arr = np.from_dlpack(x, copy=copy)
+    return from_numpy(arr)
+
+
+def _triangle(x: Tensor, k: int, lower: bool, op: str) -> Tensor:
+    """`x` with the elements above (lower) or below the k-th diagonal of its last two axes zeroed."""
+    if x.ndim < 2:
+        raise ShapeError(f"{op}: needs at least 2 dimensions, got a tensor of shape {x.shape}")
+    n, m = x.shape[-2:]
+    offset = _iota(m, x.device).reshape(1, m) - _iota(n, x.device).reshape(n, 1)  # column - row
+    keep = offset <= k if lower else offset >= k
+    return where(keep, x, zeros_like(x))
+
+
+def tril(x: Tensor, /, *, k: int = 0) -> Tensor:
+    """The lower triangle of the matrices in the last two axes: elements on or below the k-th diagonal
+    (k > 0 above the main one), zeros above it."""
+    return _triangle(x, k, True, "tril")
+
+
+def triu(x: Tensor, /, *, k: int = 0) -> Tensor:
+    """The upper triangle of the matrices in the last two axes: elements on or above the k-th diagonal
+    (k > 0 above the main one), zeros below it."""
+    return _triangle(x, k, False, "triu")
+
+
+def meshgrid(*arrays: Tensor, indexing: str = "xy") -> list[Tensor]:
+    """Coordinate grids from 1-d tensors: output i holds `arrays[i]` along its own axis, broadcast (without a
+    copy) over the others. `indexing='ij'` orders the axes as the inputs; 'xy' (the default, as NumPy)
+    swaps the first two, for Cartesian x-y plots."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    if any(t.ndim != 1 for t in arrays):
+        raise ShapeError(f"meshgrid: needs 1-d tensors, got shapes {', '.join(str(t.shape) for t in arrays)}")
+    sizes = [t.shape[0] for t in arrays]
+    axes = list(range(len(arrays)))
+    if indexing == "xy" and len(arrays) > 1:
+        axes[0], axes[1] = 1, 0
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    out = []
+    for t, axis in zip(arrays, axes):
+        shape = [1] * len(arrays)
+        shape[axis] = t.shape[0]
+        out.append(t.reshape(shape).broadcast_to(sizes))
+    return out

@@ -24,8 +24,9 @@ from .kernels.dtype import (ALL_DTYPES, BY_NAME, DType, bfloat16, bfloat16_bits,
                             float32, float64, int8, int16, int32, int64, uint8)
 
 __all__ = ["DType", "bool_", "int8", "int16", "int32", "int64", "uint8", "float16", "bfloat16", "float32", "float64",
-           "ALL_DTYPES", "default_float", "default_int", "to_dtype", "promote", "result_type", "scalar_dtype",
-           "to_numpy_dtype", "finfo"]
+           "ALL_DTYPES", "default_float", "default_int", "to_dtype", "promote", "weak_result_type",
+           "scalar_dtype",
+           "to_numpy_dtype", "finfo", "FInfo", "iinfo", "IInfo", "isdtype", "result_type", "can_cast"]
 
 default_float = float32
 default_int = int64
@@ -92,11 +93,9 @@ def host_view(bits: np.ndarray, dtype: DType) -> np.ndarray:
     if dtype != bfloat16:
         return bits
     try:
-        import ml_dtypes
-    except ImportError:
-        raise DTypeError("NumPy has no bfloat16: install ml_dtypes to get bfloat16 arrays, or convert with "
-                         ".float() first") from None
-    return bits.view(ml_dtypes.bfloat16)
+        return bits.view(dtype.dtype)
+    except TypeError as e:  # ml_dtypes is not installed
+        raise DTypeError(str(e)) from None
 
 
 def promote(a: DType, b: DType) -> DType:
@@ -125,7 +124,7 @@ def scalar_dtype(value: object) -> DType:
     raise DTypeError(f"cannot use a {type(value).__name__} as a tensor scalar")
 
 
-def result_type(tensor_dtype: DType, scalar: object) -> DType:
+def weak_result_type(tensor_dtype: DType, scalar: object) -> DType:
     """The dtype of a tensor combined with a weak Python scalar."""
     sd = scalar_dtype(scalar)
     if sd == bool_ or (sd.is_int and tensor_dtype.kind != "b") or (sd.is_float and tensor_dtype.is_float):
@@ -160,9 +159,17 @@ class FInfo:
 _FLOAT_FORMATS = {float16: (11, 15), bfloat16: (8, 127), float32: (24, 127), float64: (53, 1023)}
 
 
-def finfo(dtype: object = None) -> FInfo:
-    """Machine limits of a float dtype (default: the default float): `lt.finfo(lt.float16).eps`."""
-    dt = to_dtype(dtype) if dtype is not None else default_float
+def dtype_of(x: object) -> DType:
+    """The dtype of a tensor (anything with a lazytensor `.dtype`), or `x` read as a dtype (`to_dtype`)."""
+    if isinstance(x, DType):
+        return x
+    own = getattr(x, "dtype", None)
+    return own if isinstance(own, DType) else to_dtype(x)
+
+
+def finfo(type: object = None) -> FInfo:  # noqa: A002  (the array API's name)
+    """Machine limits of a float dtype, or of a tensor's (default: the default float): `lt.finfo(lt.float16).eps`."""
+    dt = dtype_of(type) if type is not None else default_float
     if not dt.is_float:
         raise DTypeError(f"finfo: {dt.name} is not a floating-point dtype")
     digits, max_exponent = _FLOAT_FORMATS[dt]
@@ -171,3 +178,64 @@ def finfo(dtype: object = None) -> FInfo:
     tiny = 2.0 ** (1 - max_exponent)
     resolution = 10.0 ** -math.floor((digits - 1) * math.log10(2))
     return FInfo(dt, dt.bits, digits, eps, largest, -largest, tiny, tiny, resolution)
+
+
+@dataclass(frozen=True)
+class IInfo:
+    """Machine limits of an integer dtype, as `numpy.iinfo` and the array API give them."""
+
+    dtype: DType
+    bits: int
+    max: int
+    min: int
+
+
+def iinfo(type: object) -> IInfo:  # noqa: A002  (the array API's name)
+    """Machine limits of an integer dtype, or of a tensor's: `lt.iinfo(lt.int8).max == 127`."""
+    dt = dtype_of(type)
+    if not dt.is_int:
+        raise DTypeError(f"iinfo: {dt.name} is not an integer dtype")
+    info = np.iinfo(dt.np_name)
+    return IInfo(dt, dt.bits, int(info.max), int(info.min))
+
+
+# The array API's kinds of dtype (`isdtype`): which DType.kind letters each one covers.
+_KINDS = {"bool": "b", "signed integer": "i", "unsigned integer": "u", "integral": "iu", "real floating": "f",
+          "complex floating": "", "numeric": "iuf"}
+
+
+def isdtype(dtype: DType, kind: DType | str | tuple[DType | str, ...]) -> bool:
+    """Whether `dtype` is of `kind`: a dtype, one of the array API's kind names ('bool', 'signed integer',
+    'unsigned integer', 'integral', 'real floating', 'complex floating', 'numeric'), or a tuple of them
+    (any of which matches)."""
+    if not isinstance(dtype, DType):
+        raise TypeError(f"isdtype: expected a lazytensor dtype, got {dtype!r}")
+    if isinstance(kind, tuple):
+        return any(isdtype(dtype, k) for k in kind)
+    if isinstance(kind, DType):
+        return dtype is kind
+    if isinstance(kind, str) and kind in _KINDS:
+        return dtype.kind in _KINDS[kind]
+    raise ValueError(f"isdtype: unknown kind {kind!r} (a dtype, or one of {', '.join(map(repr, _KINDS))})")
+
+
+def result_type(*arrays_and_dtypes: object) -> DType:
+    """The dtype the tensors, dtypes and Python scalars given combine to, by lazytensor's promotion (see the
+    module docstring): scalars are weak, and at least one tensor or dtype must be given."""
+    weak = [isinstance(x, (bool, int, float)) and not isinstance(x, np.generic) for x in arrays_and_dtypes]
+    scalars = [x for x, w in zip(arrays_and_dtypes, weak) if w]
+    strong = [dtype_of(x) for x, w in zip(arrays_and_dtypes, weak) if not w]
+    if not strong:
+        raise ValueError("result_type: needs at least one tensor or dtype")
+    out = strong[0]
+    for dt in strong[1:]:
+        out = promote(out, dt)
+    for value in scalars:
+        out = weak_result_type(out, value)
+    return out
+
+
+def can_cast(from_: object, to: DType) -> bool:
+    """Whether promotion turns `from_` (a dtype or a tensor) into `to`: no value is lost between two dtypes of
+    one kind, and a bool or integer dtype promotes to any float (as lazytensor's promotion does)."""
+    return promote(dtype_of(from_), to_dtype(to)) is to_dtype(to)

@@ -1,107 +1,125 @@
-"""Contractions: matmul, tensordot, dot, vecdot, outer.
+"""`lt.linalg`: the array API standard's linear algebra extension, the parts that need no decomposition.
 
-A contraction is a broadcast product followed by a sum, so it fuses like any
-other reduction: `(a[..., :, :, None] * b[..., None, :, :]).sum(-2)` is one
-kernel, and casts or transposes of the operands cost no extra kernel.
+Every function acts on the last axes (matrices in the last two, vectors in the last one unless an axis is
+given) and broadcasts over the rest, as the standard asks. They are compositions of other ops, so they fuse
+like them: `lt.linalg.vector_norm(x - y)` is one kernel. The functions that need a factorization (`inv`,
+`solve`, `svd`, `eigh`, `cholesky`, `qr`, `det`, the nuclear and 2-norms, ...) are not here yet.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+import math
+from typing import Any, Literal
 
-from .dtypes import bool_, promote
-from .errors import DeviceError, DTypeError, ShapeError
-from .helpers import prod
-from .kernels.ir import ReduceOp
-from .movement import normalize_axis
-
-if TYPE_CHECKING:
-    from .tensor import Tensor
+from .contraction import ContractionOps
+from .errors import ShapeError
+from .movement import normalize_axes, normalize_axis, stack
+from .tensor import Tensor, broadcast_shapes
 
 
-def _common(a: Tensor, b: Tensor, op: str) -> tuple[Tensor, Tensor]:
-    if a.device != b.device:
-        raise DeviceError(f"{op}: tensors are on different devices: {a.device} and {b.device}")
-    dtype = promote(a.dtype, b.dtype)
-    if dtype == bool_:
-        raise DTypeError(f"{op}: not supported for bool tensors")
-    return a.cast(dtype), b.cast(dtype)
+def matmul(x1: Tensor, x2: Tensor, /) -> Tensor:
+    """The matrix product with NumPy's rules (`x1 @ x2`)."""
+    return ContractionOps.matmul(x1, x2)
 
 
-class LinalgOps:
-    """Mixed into Tensor."""
+def tensordot(x1: Tensor, x2: Tensor, /, *, axes: int | tuple[Any, Any] = 2) -> Tensor:
+    """Sum of products over `axes`: the last N of x1 with the first N of x2, or two lists of axes."""
+    return ContractionOps.tensordot(x1, x2, axes)
 
-    __slots__ = ()
 
-    def matmul(self: Tensor, other: Tensor) -> Tensor:
-        """Matrix product with NumPy's rules: batch axes broadcast, 1-d operands are vectors."""
-        from .tensor import Tensor, broadcast_shapes
-        if not isinstance(other, Tensor):
-            other = self._like(other)
-        if self.ndim == 0 or other.ndim == 0:
-            raise ShapeError(f"matmul: operands must have at least one dimension, got shapes {self.shape} "
-                             f"and {other.shape}")
-        a, b = _common(self, other, "matmul")
-        a2 = a.reshape(1, *a.shape) if a.ndim == 1 else a
-        b2 = b.reshape(*b.shape, 1) if b.ndim == 1 else b
-        if a2.shape[-1] != b2.shape[-2]:
-            raise ShapeError(f"matmul: inner dimensions do not match: {self.shape} @ {other.shape} "
-                             f"({a2.shape[-1]} != {b2.shape[-2]})")
-        try:
-            batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2], op="matmul")
-        except ShapeError:  # name the operands the user passed, not their batch parts
-            raise ShapeError(f"matmul: batch dimensions do not broadcast: {self.shape} @ {other.shape}") from None
-        n, k, m = a2.shape[-2], a2.shape[-1], b2.shape[-1]
-        lhs = a2.reshape(*a2.shape, 1).broadcast_to(*batch, n, k, m)
-        rhs = b2.reshape(*b2.shape[:-2], 1, k, m).broadcast_to(*batch, n, k, m)
-        out = (lhs * rhs)._reduce(ReduceOp.SUM, -2, False, "matmul")
-        if self.ndim == 1:
-            out = out.squeeze(-2)
-        if other.ndim == 1:
-            out = out.squeeze(-1)
-        return out
+def vecdot(x1: Tensor, x2: Tensor, /, *, axis: int = -1) -> Tensor:
+    """Dot products along `axis`, broadcasting the other axes."""
+    return ContractionOps.vecdot(x1, x2, axis)
 
-    __matmul__ = matmul
 
-    def __rmatmul__(self: Tensor, other: Any) -> Tensor:
-        return self._like(other).matmul(self)
+def outer(x1: Tensor, x2: Tensor, /) -> Tensor:
+    """`outer(a, b)[i, j] = a[i] * b[j]` of two 1-d tensors."""
+    if x1.ndim != 1 or x2.ndim != 1:
+        raise ShapeError(f"outer: needs two 1-d tensors, got shapes {x1.shape} and {x2.shape}")
+    return ContractionOps.outer(x1, x2)
 
-    def tensordot(self: Tensor, other: Tensor, axes: int | Sequence[Sequence[int]] = 2) -> Tensor:
-        """Sum of products over `axes`: the last N of self with the first N of other, or two lists."""
-        a, b = _common(self, other, "tensordot")
-        if isinstance(axes, int):
-            if axes < 0 or axes > min(a.ndim, b.ndim):
-                raise ShapeError(f"tensordot: cannot contract {axes} axes of shapes {a.shape} and {b.shape}")
-            ax_a, ax_b = list(range(a.ndim - axes, a.ndim)), list(range(axes))
-        else:
-            ax_a, ax_b = ([x] if isinstance(x, int) else list(x) for x in axes)
-            ax_a = [normalize_axis(x, a.ndim, "tensordot") for x in ax_a]
-            ax_b = [normalize_axis(x, b.ndim, "tensordot") for x in ax_b]
-        if len(ax_a) != len(ax_b) or any(a.shape[i] != b.shape[j] for i, j in zip(ax_a, ax_b)):
-            raise ShapeError(f"tensordot: axes {ax_a} of shape {a.shape} do not match axes {ax_b} of shape {b.shape}")
-        free_a = [i for i in range(a.ndim) if i not in ax_a]
-        free_b = [i for i in range(b.ndim) if i not in ax_b]
-        # every size spelled out: a -1 beside a size-0 axis (contracted or free) has no single answer
-        m, n, k = (prod(x.shape[i] for i in axes) for x, axes in ((a, free_a), (b, free_b), (a, ax_a)))
-        lhs = a.permute(free_a + ax_a).reshape(m, k)
-        rhs = b.permute(ax_b + free_b).reshape(k, n)
-        return lhs.matmul(rhs).reshape(*(a.shape[i] for i in free_a), *(b.shape[i] for i in free_b))
 
-    def dot(self: Tensor, other: Tensor) -> Tensor:
-        """Inner product of two 1-d tensors."""
-        if self.ndim != 1 or other.ndim != 1:
-            raise ShapeError(f"dot: needs two 1-d tensors, got shapes {self.shape} and {other.shape}")
-        if self.shape != other.shape:
-            raise ShapeError(f"dot: sizes differ: {self.shape[0]} and {other.shape[0]}")
-        return self.matmul(other)
+def matrix_transpose(x: Tensor, /) -> Tensor:
+    """The matrices in the last two axes transposed (`x.mT`)."""
+    return x.mT
 
-    def vecdot(self: Tensor, other: Tensor, axis: int = -1) -> Tensor:
-        """Dot products along `axis`, broadcasting the other axes (array API)."""
-        a, b = _common(self, other, "vecdot")
-        from .tensor import broadcast_shapes
-        shape = broadcast_shapes(a.shape, b.shape, op="vecdot")
-        ax = normalize_axis(axis, len(shape), "vecdot")
-        return (a * b)._reduce(ReduceOp.SUM, ax, False, "vecdot")
 
-    def outer(self: Tensor, other: Tensor) -> Tensor:
-        """`outer(a, b)[i, j] = a[i] * b[j]` over the flattened inputs."""
-        return self.reshape(-1, 1) * other.reshape(1, -1)
+def diagonal(x: Tensor, /, *, offset: int = 0) -> Tensor:
+    """The `offset`-th diagonal of each matrix in the last two axes (above the main one for offset > 0), as a
+    view: the matrix flattened, where consecutive diagonal elements lie `columns + 1` apart."""
+    if x.ndim < 2:
+        raise ShapeError(f"diagonal: needs at least 2 dimensions, got a tensor of shape {x.shape}")
+    *batch, rows, cols = x.shape
+    start = offset if offset >= 0 else -offset * cols
+    length = max(0, min(rows, cols - offset) if offset >= 0 else min(rows + offset, cols))
+    stride = cols + 1
+    flat = x.reshape(*batch, rows * cols).pad([(0, 0)] * len(batch) + [(0, stride)])
+    return flat[..., start:start + length * stride].reshape(*batch, length, stride)[..., 0]
+
+
+def trace(x: Tensor, /, *, offset: int = 0, dtype: Any = None) -> Tensor:
+    """The sum of the `offset`-th diagonal of each matrix in the last two axes (dtypes as `sum`)."""
+    return diagonal(x, offset=offset).sum(-1, dtype=dtype)
+
+
+def vector_norm(x: Tensor, /, *, axis: int | tuple[int, ...] | None = None, keepdims: bool = False,
+                ord: float = 2) -> Tensor:  # noqa: A002  (the standard's name)
+    """The `ord`-norm of the vectors along `axis` (all elements with axis None): `sum(|x|**ord)**(1/ord)`,
+    the largest |x| for inf, the smallest for -inf, the count of nonzeros for 0. A float result (the
+    default float for integer input); 16-bit floats are computed in float32 and rounded once."""
+    wide, out = x._widened()
+    axes = normalize_axes(axis, x.ndim, "vector_norm")
+    size = wide.abs()
+    if ord == math.inf:
+        norm = size.max(axes, keepdims)
+    elif ord == -math.inf:
+        norm = size.min(axes, keepdims)
+    elif ord == 0:
+        norm = (size != 0).sum(axes, keepdims, dtype=wide.dtype)
+    elif ord == 1:
+        norm = size.sum(axes, keepdims)
+    elif ord == 2:
+        norm = (size * size).sum(axes, keepdims).sqrt()
+    else:
+        norm = (size ** ord).sum(axes, keepdims) ** (1 / ord)
+    return norm.cast(out)
+
+
+def matrix_norm(x: Tensor, /, *, keepdims: bool = False,
+                ord: Literal["fro", 1, -1] | float = "fro") -> Tensor:  # noqa: A002  (the standard's name)
+    """The `ord`-norm of each matrix in the last two axes: 'fro' (the square root of the sum of squares),
+    1 / -1 (the largest / smallest column sum of |x|), inf / -inf (the largest / smallest row sum). The
+    norms that need singular values ('nuc', 2, -2) raise NotImplementedError."""
+    if x.ndim < 2:
+        raise ShapeError(f"matrix_norm: needs at least 2 dimensions, got a tensor of shape {x.shape}")
+    if ord == "fro":
+        return vector_norm(x, axis=(-2, -1), keepdims=keepdims)
+    if isinstance(ord, str) or ord not in _MATRIX_NORM_AXES:
+        if ord in ("nuc", 2, -2):
+            raise NotImplementedError(f"matrix_norm: ord={ord!r} needs singular values, which lazytensor does "
+                                      "not compute yet")
+        raise ValueError(f"matrix_norm: ord must be 'fro', 1, -1, inf or -inf, got {ord!r}")
+    summed, picked = _MATRIX_NORM_AXES[ord]
+    wide, out = x._widened()
+    lines = wide.abs().sum(summed, keepdims=True)
+    norm = lines.max(picked, keepdims=True) if ord > 0 else lines.min(picked, keepdims=True)
+    return (norm if keepdims else norm.reshape(x.shape[:-2])).cast(out)
+
+
+# matrix_norm's induced norms: the axis |x| is summed over (-2: column sums), then the one whose largest
+# (ord > 0) or smallest sum is the norm
+_MATRIX_NORM_AXES = {1: (-2, -1), -1: (-2, -1), math.inf: (-1, -2), -math.inf: (-1, -2)}
+
+
+def cross(x1: Tensor, x2: Tensor, /, *, axis: int = -1) -> Tensor:
+    """The cross product of 3-vectors along `axis` (which must have size 3 in both), broadcasting the rest."""
+    shape = broadcast_shapes(x1.shape, x2.shape, op="cross")
+    a = normalize_axis(axis, len(shape), "cross")
+    if x1.shape[a - len(shape)] != 3 or x2.shape[a - len(shape)] != 3:
+        raise ShapeError(f"cross: axis {axis} must have size 3 in both, got shapes {x1.shape} and {x2.shape}")
+    u, v = (t.broadcast_to(shape).moveaxis(a, 0) for t in (x1, x2))
+    components = [u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]]
+    return stack(components, a)
+
+
+__all__ = ["cross", "diagonal", "matmul", "matrix_norm", "matrix_transpose", "outer", "tensordot", "trace",
+           "vecdot", "vector_norm"]

@@ -304,6 +304,44 @@ class MovementOps:
         interleaved = x.reshape(tuple(v for n in x.shape for v in (1, n))).broadcast_to(tuple(expanded))
         return interleaved.reshape(tuple(r * n for r, n in zip(reps_t, x.shape)))
 
+    def moveaxis(self: Tensor, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
+        """The axes `source` moved to the positions `destination`, the others keeping their order (NumPy)."""
+        src = [source] if isinstance(source, int) else list(source)
+        dst = [destination] if isinstance(destination, int) else list(destination)
+        if len(src) != len(dst):
+            raise ValueError(f"moveaxis: source {source} and destination {destination} differ in length")
+        src = [normalize_axis(a, self.ndim, "moveaxis") for a in src]
+        dst = [normalize_axis(a, self.ndim, "moveaxis") for a in dst]
+        if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+            raise AxisError(f"moveaxis: repeated axis in source {source} or destination {destination}")
+        rest = iter(a for a in range(self.ndim) if a not in src)
+        placed = dict(zip(dst, src))
+        return self.permute([placed[i] if i in placed else next(rest) for i in range(self.ndim)])
+
+    movedim = moveaxis
+
+    def roll(self: Tensor, shift: int | Sequence[int], axis: int | Sequence[int] | None = None) -> Tensor:
+        """Elements shifted by `shift` along `axis`, those pushed off one end coming back at the other; with
+        axis None, along the flattened tensor (the shape kept). Pairs of shifts and axes apply in turn."""
+        if axis is None:
+            if not isinstance(shift, int):
+                raise ValueError(f"roll: with axis None, shift is one int, got {shift!r}")
+            return self.reshape(-1).roll(shift, 0).reshape(self.shape)
+        shifts = [shift] if isinstance(shift, int) else list(shift)
+        axes = [axis] if isinstance(axis, int) else list(axis)
+        if len(shifts) == 1 and len(axes) > 1:
+            shifts *= len(axes)
+        if len(shifts) != len(axes):
+            raise ValueError(f"roll: {len(shifts)} shifts for {len(axes)} axes")
+        out = self
+        for s, a in zip(shifts, axes):
+            a = normalize_axis(a, self.ndim, "roll")
+            n = self.shape[a]
+            if n and s % n:
+                cut = n - s % n
+                out = concat(_pieces(out, [(cut, n), (0, cut)], a), a)
+        return out
+
     def repeat(self: Tensor, *sizes: Any) -> Tensor:
         """PyTorch's repeat (NumPy's tile): at least as many repeats as dimensions."""
         reps = shape_arg(sizes, "repeat")
@@ -387,6 +425,46 @@ def stack(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
     if len(shapes) != 1:
         raise ShapeError(f"stack: all tensors need one shape, got {', '.join(str(t.shape) for t in ts)}")
     return concat([t.unsqueeze(axis) for t in ts], axis)
+
+
+def unstack(x: Tensor, axis: int = 0) -> tuple[Tensor, ...]:
+    """The slices of `x` along `axis`, that axis removed (array API; PyTorch's unbind)."""
+    a = normalize_axis(axis, x.ndim, "unstack")
+    return tuple(piece.squeeze(a) for piece in _pieces(x, [(i, i + 1) for i in range(x.shape[a])], a))
+
+
+def repeat(x: Tensor, repeats: int, axis: int | None = None) -> Tensor:
+    """Each element repeated `repeats` times in a row along `axis`, or along the flattened tensor with axis None
+    (NumPy's and the array API's repeat with an int; `Tensor.repeat` is PyTorch's, which tiles instead).
+    A tensor of per-element repeats would make the shape depend on the data, which lazytensor does not do."""
+    if not isinstance(repeats, int) or isinstance(repeats, bool):
+        raise TypeError(f"repeat: repeats must be an int, got {type(repeats).__name__}")
+    if repeats < 0:
+        raise ValueError(f"repeat: repeats must be non-negative, got {repeats}")
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    a = normalize_axis(axis, x.ndim, "repeat")
+    wide = x.unsqueeze(a + 1)
+    copies = wide.broadcast_to(*wide.shape[:a + 1], repeats, *wide.shape[a + 2:])
+    return copies.reshape(*x.shape[:a], x.shape[a] * repeats, *x.shape[a + 1:])
+
+
+def broadcast_arrays(*arrays: Tensor) -> list[Tensor]:
+    """The tensors broadcast to their common shape (views: nothing is copied)."""
+    from .tensor import broadcast_shapes
+    shape = broadcast_shapes(*(t.shape for t in arrays), op="broadcast_arrays")
+    return [t.broadcast_to(shape) for t in arrays]
+
+
+def vstack(tensors: Sequence[Tensor]) -> Tensor:
+    """NumPy's vstack: tensors joined along axis 0, 1-d ones (and 0-d) taken as rows first."""
+    return concat([t.reshape(1, -1) if t.ndim < 2 else t for t in tensors], 0)
+
+
+def hstack(tensors: Sequence[Tensor]) -> Tensor:
+    """NumPy's hstack: 1-d tensors (and 0-d) joined end to end, others along axis 1."""
+    ts = [t.reshape(1) if t.ndim == 0 else t for t in tensors]
+    return concat(ts, 0 if ts and ts[0].ndim == 1 else 1)
 
 
 def split(x: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) -> tuple[Tensor, ...]:

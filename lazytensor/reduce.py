@@ -15,7 +15,7 @@ from .graph import Op
 from .helpers import prod
 from .kernels.dtype import compute_dtype
 from .kernels.ir import ReduceOp
-from .movement import normalize_axes, normalize_axis
+from .movement import _pieces, concat, normalize_axes, normalize_axis
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -26,6 +26,13 @@ CUMSUM_BLOCK = 256
 
 def _pick(axis: Any, dim: Any) -> Any:
     return dim if axis is None else axis
+
+
+def _no_out(out: None, name: str) -> None:
+    """Reductions take NumPy's `out` only so that `np.sum(t)`, `np.mean(t)`, ... (which pass `out=None` to the
+    method they find) work: a tensor's buffer is never written, so no other value is accepted."""
+    if out is not None:
+        raise TypeError(f"{name}: out= is not supported (tensors are never written in place)")
 
 
 class ReduceOps:
@@ -75,60 +82,73 @@ class ReduceOps:
         return self if self.dtype.is_float else self.cast(default_int)
 
     def sum(self: Tensor, axis: Any = None, keepdims: bool = False, dtype: Any = None, *, dim: Any = None,
-            keepdim: bool = False) -> Tensor:
+            keepdim: bool = False, out: None = None) -> Tensor:
         """Sum over `axis` (all axes by default)."""
+        _no_out(out, "sum")
         x = self._accumulate_dtype(dtype)
         return x._reduce(ReduceOp.SUM, _pick(axis, dim), keepdims or keepdim, "sum")
 
     def prod(self: Tensor, axis: Any = None, keepdims: bool = False, dtype: Any = None, *, dim: Any = None,
-             keepdim: bool = False) -> Tensor:
+             keepdim: bool = False, out: None = None) -> Tensor:
+        _no_out(out, "prod")
         x = self._accumulate_dtype(dtype)
         return x._reduce(ReduceOp.PROD, _pick(axis, dim), keepdims or keepdim, "prod")
 
     def max(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
-            keepdim: bool = False) -> Tensor:
+            keepdim: bool = False, out: None = None) -> Tensor:
         """The largest element over `axis` (values only, as NumPy; NaN wins)."""
+        _no_out(out, "max")
         return self._extremum(ReduceOp.MAX, _pick(axis, dim), keepdims or keepdim, "max")
 
     def min(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
-            keepdim: bool = False) -> Tensor:
+            keepdim: bool = False, out: None = None) -> Tensor:
+        _no_out(out, "min")
         return self._extremum(ReduceOp.MIN, _pick(axis, dim), keepdims or keepdim, "min")
 
     amax = max
     amin = min
 
     def any(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
-            keepdim: bool = False) -> Tensor:
+            keepdim: bool = False, out: None = None) -> Tensor:
+        _no_out(out, "any")
         return self.cast(bool_)._reduce(ReduceOp.MAX, _pick(axis, dim), keepdims or keepdim, "any")
 
     def all(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
-            keepdim: bool = False) -> Tensor:
+            keepdim: bool = False, out: None = None) -> Tensor:
+        _no_out(out, "all")
         return self.cast(bool_)._reduce(ReduceOp.MIN, _pick(axis, dim), keepdims or keepdim, "all")
 
     def _count(self: Tensor, axis: Any, name: str) -> int:
         return prod(self.shape[a] for a in normalize_axes(axis, self.ndim, name))
 
     def mean(self: Tensor, axis: Any = None, keepdims: bool = False, dtype: Any = None, *, dim: Any = None,
-             keepdim: bool = False) -> Tensor:
+             keepdim: bool = False, out: None = None) -> Tensor:
         """Arithmetic mean; integer input gives float32 (the default float)."""
+        _no_out(out, "mean")
         axis = _pick(axis, dim)
         x = self.cast(to_dtype(dtype)) if dtype is not None else self
-        wide, out = x._widened()
+        wide, result_dtype = x._widened()
         total = wide.sum(axis, keepdims or keepdim)
-        return (total / wide._const(x._count(axis, "mean"), wide.dtype, wide.device)).cast(out)
+        return (total / wide._const(x._count(axis, "mean"), wide.dtype, wide.device)).cast(result_dtype)
 
     def var(self: Tensor, axis: Any = None, keepdims: bool = False, *, correction: float | None = None,
-            ddof: float | None = None, dim: Any = None, keepdim: bool = False) -> Tensor:
+            ddof: float | None = None, dim: Any = None, keepdim: bool = False, dtype: Any = None,
+            out: None = None) -> Tensor:
         """Variance with `correction` (NumPy's `ddof`) subtracted from the count: 0 by default, as
-        NumPy and the array API; pass correction=1 for PyTorch's default."""
-        out, dtype = self._wide_var(_pick(axis, dim), keepdims or keepdim, correction, ddof, "var")
-        return out.cast(dtype)
+        NumPy and the array API; pass correction=1 for PyTorch's default. `dtype` casts the input first."""
+        _no_out(out, "var")
+        x = self.cast(to_dtype(dtype)) if dtype is not None else self
+        variance, result_dtype = x._wide_var(_pick(axis, dim), keepdims or keepdim, correction, ddof, "var")
+        return variance.cast(result_dtype)
 
     def std(self: Tensor, axis: Any = None, keepdims: bool = False, *, correction: float | None = None,
-            ddof: float | None = None, dim: Any = None, keepdim: bool = False) -> Tensor:
+            ddof: float | None = None, dim: Any = None, keepdim: bool = False, dtype: Any = None,
+            out: None = None) -> Tensor:
         """Standard deviation: the square root of `var` with the same arguments."""
-        out, dtype = self._wide_var(_pick(axis, dim), keepdims or keepdim, correction, ddof, "std")
-        return out.sqrt().cast(dtype)
+        _no_out(out, "std")
+        x = self.cast(to_dtype(dtype)) if dtype is not None else self
+        variance, result_dtype = x._wide_var(_pick(axis, dim), keepdims or keepdim, correction, ddof, "std")
+        return variance.sqrt().cast(result_dtype)
 
     def _wide_var(self: Tensor, axis: Any, keepdims: bool, correction: float | None, ddof: float | None,
                   name: str) -> tuple[Tensor, DType]:
@@ -201,38 +221,98 @@ class ReduceOps:
     def cumsum(self: Tensor, axis: int | None = None, dtype: Any = None, *, dim: int | None = None) -> Tensor:
         """Running sum along `axis` (over the flattened tensor when axis is None, as NumPy; a 0-d tensor
         takes axis 0 or -1, as PyTorch). 16-bit floats accumulate in float32, each output rounded once."""
-        axis = _pick(axis, dim)
+        return self._cumulative(ReduceOp.SUM, _pick(axis, dim), dtype, "cumsum")
+
+    def cumprod(self: Tensor, axis: int | None = None, dtype: Any = None, *, dim: int | None = None) -> Tensor:
+        """Running product along `axis`, with the axes and dtypes of `cumsum`."""
+        return self._cumulative(ReduceOp.PROD, _pick(axis, dim), dtype, "cumprod")
+
+    def _cumulative(self: Tensor, op: ReduceOp, axis: int | None, dtype: Any, name: str) -> Tensor:
+        """The running SUM or PROD along `axis`: cumsum's and cumprod's conventions (see `cumsum`)."""
         x = self._accumulate_dtype(dtype)
         if axis is None:
             x, axis = x.reshape(-1), 0
-        if x.ndim == 0:  # its running sum is itself, along the one axis PyTorch lets it name
+        if x.ndim == 0:  # its running sum or product is itself, along the one axis PyTorch lets it name
             if not isinstance(axis, int) or axis not in (0, -1):
-                raise AxisError(f"cumsum: axis {axis!r} is out of bounds for a 0-d tensor (0 or -1)")
+                raise AxisError(f"{name}: axis {axis!r} is out of bounds for a 0-d tensor (0 or -1)")
             return x
-        a = normalize_axis(axis, x.ndim, "cumsum")
+        a = normalize_axis(axis, x.ndim, name)
         wide = x.cast(compute_dtype(x.dtype))
-        return wide.swapaxes(a, -1)._cumsum_last().swapaxes(a, -1).cast(x.dtype)
+        return wide.swapaxes(a, -1)._scan_last(op).swapaxes(a, -1).cast(x.dtype)
 
-    def _cumsum_last(self: Tensor) -> Tensor:
-        n = self.shape[-1]
+    def _scan_last(self: Tensor, op: ReduceOp) -> Tensor:
+        """The running SUM or PROD along the last axis."""
+        n, identity = self.shape[-1], _SCAN_IDENTITY[op]
         if n <= CUMSUM_BLOCK:
-            # out[..., i] = sum over j <= i of x[..., j]: one reduction under a triangular mask
+            # out[..., i] = op over j <= i of x[..., j]: one reduction under a triangular mask
             from .tensor import where
             positions = self._iota_along(self.ndim - 1)
             i = positions.reshape(*positions.shape, 1)
             j = positions.reshape(*positions.shape[:-1], 1, n)
-            below = where(j <= i, self.reshape(*self.shape[:-1], 1, n), 0)
+            below = where(j <= i, self.reshape(*self.shape[:-1], 1, n), identity)
             # _reduce, not sum: sum would widen an int32 (cumsum(dtype=int32)) to int64
-            return below._reduce(ReduceOp.SUM, -1, False, "cumsum")
+            return below._reduce(op, -1, False, "cumsum" if op is ReduceOp.SUM else "cumprod")
         block = math.isqrt(n - 1) + 1
         blocks = -(-n // block)
         pad = [(0, 0)] * (self.ndim - 1) + [(0, blocks * block - n)]
-        tiles = self.pad(pad).reshape(*self.shape[:-1], blocks, block)
-        inner = tiles._cumsum_last()
+        tiles = self.pad(pad, identity).reshape(*self.shape[:-1], blocks, block)
+        inner = tiles._scan_last(op)
         totals = inner[..., -1]
-        # Each block starts from the sum of the blocks before it, summed as such: not as the running
-        # total less the block's own, where an inf in the block gives inf - inf and a large block erases
-        # the smaller sum before it.
-        before = totals[..., :-1]._cumsum_last().pad([(0, 0)] * (self.ndim - 1) + [(1, 0)])
-        out = inner + before.unsqueeze(-1)
+        # Each block starts from the sum (product) of the blocks before it, computed as such: not as the
+        # running total less the block's own, where an inf in the block gives inf - inf and a large block
+        # erases the smaller sum before it.
+        before = totals[..., :-1]._scan_last(op).pad([(0, 0)] * (self.ndim - 1) + [(1, 0)], identity)
+        out = inner + before.unsqueeze(-1) if op is ReduceOp.SUM else inner * before.unsqueeze(-1)
         return out.reshape(*self.shape[:-1], blocks * block)[..., :n]
+
+    def cumulative_sum(self: Tensor, axis: int | None = None, *, dtype: Any = None,
+                       include_initial: bool = False) -> Tensor:
+        """The array API's running sum: as `cumsum`, but axis None only for a 1-d tensor, and with
+        `include_initial` the sum of no elements (0) first, so the axis grows by one."""
+        return self._array_api_cumulative(ReduceOp.SUM, axis, dtype, include_initial, "cumulative_sum")
+
+    def cumulative_prod(self: Tensor, axis: int | None = None, *, dtype: Any = None,
+                        include_initial: bool = False) -> Tensor:
+        """The array API's running product: as `cumprod`, but axis None only for a 1-d tensor, and with
+        `include_initial` the product of no elements (1) first, so the axis grows by one."""
+        return self._array_api_cumulative(ReduceOp.PROD, axis, dtype, include_initial, "cumulative_prod")
+
+    def _array_api_cumulative(self: Tensor, op: ReduceOp, axis: int | None, dtype: Any, include_initial: bool,
+                              name: str) -> Tensor:
+        if self.ndim == 0:
+            raise ShapeError(f"{name}: needs at least one dimension, got a 0-d tensor")
+        if axis is None:
+            if self.ndim > 1:
+                raise AxisError(f"{name}: axis is required for a tensor of dimension {self.ndim}")
+            axis = 0
+        a = normalize_axis(axis, self.ndim, name)
+        out = self._cumulative(op, a, dtype, name)
+        if not include_initial:
+            return out
+        pads = [(0, 0)] * self.ndim
+        pads[a] = (1, 0)
+        return out.pad(pads, _SCAN_IDENTITY[op])
+
+    def count_nonzero(self: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
+        """The number of elements that are not zero (nor False) over `axis`, as int64 (NaN counts)."""
+        return (self != 0).sum(axis, keepdims, dtype=default_int)
+
+    def diff(self: Tensor, axis: int = -1, n: int = 1, *, prepend: Tensor | None = None,
+             append: Tensor | None = None) -> Tensor:
+        """The `n`-th forward difference along `axis`, `out[i] = x[i + 1] - x[i]` repeated n times, after
+        joining `prepend` and `append` to x along that axis; bool tensors give `x[i + 1] != x[i]`, as NumPy."""
+        if self.ndim == 0:
+            raise ShapeError("diff: needs at least one dimension, got a 0-d tensor")
+        if n < 0:
+            raise ValueError(f"diff: n must be non-negative, got {n}")
+        a = normalize_axis(axis, self.ndim, "diff")
+        x = concat([t for t in (prepend, self, append) if t is not None], a)
+        for _ in range(n):
+            size = x.shape[a]
+            later, earlier = _pieces(x, [(min(1, size), size), (0, max(size - 1, 0))], a)
+            x = later != earlier if x.dtype == bool_ else later - earlier
+        return x
+
+
+# what a running sum or product starts from, and pads with
+_SCAN_IDENTITY = {ReduceOp.SUM: 0, ReduceOp.PROD: 1}

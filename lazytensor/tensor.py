@@ -4,19 +4,21 @@ Every method records graph nodes and returns at once; shapes and dtypes are
 checked here, at the user's call, so errors point at the user's line. Data is
 computed only by `realize()` or by reading it (`numpy()`, `item()`, `repr`,
 `bool`, ...). Reductions live in `reduce.py`, movement ops in `movement.py`,
-contractions in `linalg.py`; this module holds the core and elementwise ops.
+contractions in `contraction.py`; this module holds the core and elementwise ops.
 """
 from __future__ import annotations
 
 import copy
 import math
 import operator
+from types import ModuleType
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from . import dtypes
+from . import array_api, dtypes
 from .autograd import backward, is_grad_enabled
+from .contraction import ContractionOps
 from .device import Device, canonical, get_device
 from .dtypes import DType, bool_, default_float
 from .errors import DeviceError, DTypeError, ShapeError
@@ -24,7 +26,6 @@ from .graph import Node, Op, hold
 from .helpers import prod
 from .kernels.dtype import bfloat16_to_float32
 from .kernels.ir import Alu
-from .linalg import LinalgOps
 from .movement import MovementOps
 from .realize import check_read, realize_nodes
 from .reduce import ReduceOps
@@ -75,7 +76,7 @@ _SCALAR_POWERS: dict[float, Callable[[Tensor], Tensor]] = {
 }
 
 
-class Tensor(ReduceOps, MovementOps, LinalgOps):
+class Tensor(ReduceOps, MovementOps, ContractionOps):
     """An n-dimensional array whose value is computed lazily. See the README's "Lazy evaluation"."""
 
     __slots__ = ("_node", "requires_grad", "grad", "_ctx", "_source", "__weakref__")
@@ -176,7 +177,13 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
         dtype = dtypes.to_dtype(dtype)
         return self if dtype == self.dtype else self._derive(Op.CAST, self.shape, dtype=dtype)
 
-    astype = cast
+    def astype(self, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Tensor:
+        """This tensor converted to `dtype` (as `cast`) and moved to `device` (array API and NumPy). With
+        `copy=False` the tensor itself comes back where nothing changes; by default always a new tensor."""
+        out = self.cast(dtype)
+        if device is not None:
+            out = out.to(device)
+        return out.copy() if copy and out is self else out
 
     def _alu(self, op: Alu, dtype: DType, *others: Tensor) -> Tensor:
         return Tensor._make(Op.ALU, dtype, self.shape, (self, *others), op)
@@ -187,7 +194,7 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
         if len(others) == 1:  # the common cases first: an op builds thousands of these per training step
             o = others[0]
             if _is_scalar(o):
-                dtype = dtypes.result_type(self.dtype, o)
+                dtype = dtypes.weak_result_type(self.dtype, o)
                 return [self.cast(dtype), Tensor._scalar(o, dtype, self.device, op, self.shape)], dtype
             if isinstance(o, Tensor) and o.node.shape == self.node.shape and o.node.dtype is self.node.dtype \
                     and o.node.device == self.node.device:
@@ -202,7 +209,7 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
                 dtype = dtypes.promote(dtype, t.dtype)
         for o in others:
             if _is_scalar(o):
-                dtype = dtypes.result_type(dtype, o)
+                dtype = dtypes.weak_result_type(dtype, o)
         shape = broadcast_shapes(*(t.shape for t in strong if t is not None), op=op)
         return [t.cast(dtype).broadcast_to(shape) if t is not None else Tensor._scalar(o, dtype, self.device, op, shape)
                 for t, o in zip(strong, [self, *others])], dtype
@@ -314,10 +321,31 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
         return out
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """NumPy 2's protocol (`np.asarray(t)`, `np.array(t)`): the data (realized now) as a read-only view of
+        this tensor's memory where it can be one, else a copy. `copy=True` always copies; `copy=False` raises
+        ValueError where a copy is needed (another dtype, or a tensor on a GPU), as NumPy specifies."""
+        needs_copy = self.device != "cpu" or (dtype is not None and np.dtype(dtype) != np.dtype(self.dtype))
+        if copy is False and needs_copy:
+            raise ValueError(f"__array__: a {self.dtype.name} tensor on {self.device} cannot become a NumPy array "
+                             f"of dtype {np.dtype(dtype) if dtype is not None else self.dtype.name} without a copy")
         out = self.numpy()
         if dtype is not None and np.dtype(dtype) != out.dtype:
             return out.astype(dtype)
         return out.copy() if copy else out
+
+    def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+        """A DLPack capsule of the data (realized now), through NumPy's own export: zero-copy, and read-only,
+        since a realized buffer may be shared by every tensor of equal value. CPU tensors only (a GPU
+        tensor raises BufferError); a consumer that knows only unversioned DLPack, which cannot say
+        read-only, gets BufferError from NumPy."""
+        if self.device != "cpu":
+            raise BufferError(f"__dlpack__: only CPU tensors are exported, this one is on {self.device}")
+        return self.numpy().__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """DLPack's (device type, index) of this tensor's memory: (1, 0) on the CPU, (2, n) on cuda:n."""
+        return (1, 0) if self.device == "cpu" else (2, int(self.device.partition(":")[2]))  # names are 'cuda:N'
 
     def item(self) -> Scalar:
         if self.numel() != 1:
@@ -339,6 +367,17 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
 
     def __int__(self) -> int:
         return int(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    def __format__(self, format_spec: str) -> str:
+        """`f"{loss:.3f}"` formats a 0-d tensor's value (as torch); other tensors take only an empty spec."""
+        if self.numel() == 1 and self.ndim == 0:
+            return format(self.item(), format_spec)
+        if format_spec:
+            raise TypeError(f"unsupported format string {format_spec!r} for a tensor of shape {self.shape}")
+        return str(self)
 
     def __index__(self) -> int:
         if self.dtype.is_float or self.numel() != 1:
@@ -376,6 +415,21 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
         target = get_device(device)  # DeviceError if it is not available here, before computing anything
         source = out.realize().node.buffer
         return Tensor(Node.from_buffer(target.copy_from(source), out.dtype, out.shape, target.name))
+
+    def to_device(self, device: Any, /, *, stream: Any = None) -> Tensor:
+        """This tensor on `device` (array API): a copy where it is another device, else itself."""
+        if stream is not None:
+            raise ValueError("to_device: streams are not supported")
+        return self.to(device)
+
+    def __array_namespace__(self, /, *, api_version: str | None = None) -> ModuleType:
+        """The lazytensor module, the namespace of the array API standard this tensor follows (ValueError for a
+        revision of the standard it does not implement)."""
+        if api_version is not None and api_version not in array_api.API_VERSIONS:
+            raise ValueError(f"lazytensor implements the array API standard {', '.join(array_api.API_VERSIONS)}, "
+                             f"not {api_version!r}")
+        import lazytensor  # at call time: the package imports this module
+        return lazytensor
 
     def cpu(self) -> Tensor:
         return self.to("cpu")
@@ -423,6 +477,12 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
     def clone(self) -> Tensor:
         return self._derive(Op.CONTIGUOUS, self.shape)
 
+    def copy(self) -> Tensor:
+        """A tensor of the same values that is not this one (NumPy's copy), with its gradient. No data moves:
+        nothing writes a tensor's buffer (an in-place operator rebinds the tensor it is applied to), so a
+        copy differs from the original only in being another object. A same-shape reshape records that."""
+        return self._derive(Op.RESHAPE, self.shape, self.shape)
+
     # ---- arithmetic operators ----------------------------------------------------------
 
     def add(self, other: Any) -> Tensor:
@@ -452,7 +512,7 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
             if isinstance(other, int) and other < 0 and not self.dtype.is_float:
                 raise ValueError(f"power: integers to negative integer powers are not allowed ({self.dtype.name} "
                                  f"tensor ** {other})")
-            dtype = dtypes.result_type(self.dtype, other)
+            dtype = dtypes.weak_result_type(self.dtype, other)
             if dtype.is_float and other in _SCALAR_POWERS:
                 return _SCALAR_POWERS[other](self.cast(dtype))
         return self._binary(other, Alu.POW, "power", reverse)
@@ -565,8 +625,11 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
 
     neg = negative = __neg__
 
-    def __pos__(self) -> Tensor:
-        return self
+    def positive(self) -> Tensor:
+        """`+x`: the same values, as a new tensor (`copy`), so that `y = +x; y += 1` leaves x alone."""
+        return self.copy()
+
+    __pos__ = positive
 
     def __invert__(self) -> Tensor:
         if self.dtype.is_float:
@@ -731,6 +794,45 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
         if not self.dtype.is_float:
             return self._const(True, bool_, self.device).broadcast_to(self.shape)
         return self.abs() < math.inf
+
+    def logaddexp(self, other: Any) -> Tensor:
+        """`log(exp(x) + exp(y))` without overflow: `max(x, y) + log1p(exp(-|x - y|))`; equal arguments
+        (infinities included, whose difference is NaN) give `x + log(2)`."""
+        (a, b), dtype = self._operands([other], "logaddexp")
+        if not dtype.is_float:
+            a, b = a.cast(default_float), b.cast(default_float)
+        spread = a.maximum(b) + (-(a - b).abs()).exp().log1p()
+        return where(a == b, a + math.log(2), spread)
+
+    def real(self) -> Tensor:
+        """The real part: the values themselves, as lazytensor has no complex dtypes."""
+        return self.copy()
+
+    def imag(self) -> Tensor:
+        """The imaginary part: zeros of this tensor's dtype, as lazytensor has no complex dtypes."""
+        return self._const(0, self.dtype, self.device).broadcast_to(self.shape)
+
+    def conj(self) -> Tensor:
+        """The complex conjugate: the values themselves, as lazytensor has no complex dtypes."""
+        return self.copy()
+
+    def isclose(self, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
+        """Where `|self - other| <= atol + rtol * |other|` (NumPy's and PyTorch's test, not symmetric), or
+        the two are equal (infinities of one sign); NaNs are close to each other only with `equal_nan`."""
+        (a, b), _ = self._operands([other], "isclose")
+        out = a == b
+        if a.dtype.is_float:  # an infinite or NaN self is never within a finite distance
+            out = out | (b.isfinite() & ((a - b).abs() <= atol + rtol * b.abs()))
+            if equal_nan:
+                out = out | (a.isnan() & b.isnan())
+        else:  # computed in float64 as NumPy does: a - b can wrap in the integer dtype
+            a, b = a.cast(dtypes.float64), b.cast(dtypes.float64)
+            out = out | ((a - b).abs() <= atol + rtol * b.abs())
+        return out
+
+    def allclose(self, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+        """Whether every element `isclose`: reads the data, like `bool()`."""
+        return bool(self.isclose(other, rtol, atol, equal_nan).all())
 
     def logical_not(self) -> Tensor:
         return self.cast(bool_)._alu(Alu.NOT, bool_)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import check
-from test_linalg import data
+from test_contraction import data
 
 import lazytensor as lt
 from lazytensor.kernels import bounds, ir

@@ -96,6 +96,24 @@ def test_asarray_of_a_tensor_is_that_tensor():
     check(lt.asarray([lt.asarray(1.5), lt.asarray(2.5)]), torch.tensor([1.5, 2.5]))
 
 
+def test_asarray_copy_argument():
+    """array API: copy=True always gives a new tensor, copy=False raises ValueError where a copy is needed."""
+    x = lt.asarray([1, 2, 3])
+    for copied in (lt.asarray(x, copy=True), lt.asarray(x, dtype=lt.int64, copy=True)):
+        assert copied is not x
+        check(copied, np.array([1, 2, 3]))
+    copied += 1  # rebinds the copy only
+    check(x, np.array([1, 2, 3]))
+    assert lt.asarray(x, copy=False) is x and lt.asarray(x, dtype=lt.int64, device=x.device, copy=False) is x
+    check(lt.asarray(x, dtype=lt.float32, copy=True), np.array([1, 2, 3], np.float32))
+    with pytest.raises(ValueError, match="needs a copy"):
+        lt.asarray(x, dtype=lt.float32, copy=False)
+    for data in ([1, 2], np.arange(3), 2.5):
+        with pytest.raises(ValueError, match="copy=False"):
+            lt.asarray(data, copy=False)
+        check(lt.asarray(data, copy=True), np.asarray(data) if not isinstance(data, float) else np.float32(data))
+
+
 def test_tensor_constructor():
     check(lt.Tensor([1, 2], dtype="int8"), torch.tensor([1, 2], dtype=torch.int8))
     check(lt.Tensor([[1.5]]), torch.tensor([[1.5]]))
@@ -557,7 +575,8 @@ def test_astype_spellings():
                      (lt.int8, torch.int8), (int, torch.int64), (float, torch.float32), (bool, torch.bool)):
         check(x.astype(spec), t.to(td))
         check(lt.astype(arr, spec), t.to(td))
-    assert x.astype(lt.float32) is x
+    # to its own dtype: a new tensor by default (array API and NumPy: copy=True), itself with copy=False
+    assert x.astype(lt.float32) is not x and x.astype(lt.float32, copy=False) is x and x.cast(lt.float32) is x
 
 
 def test_float_to_int_casts():
@@ -607,3 +626,208 @@ def test_to():
             lt.asarray([1.0], device="cuda:0")
     with pytest.raises(RuntimeError):  # DeviceError is a RuntimeError
         lt.zeros(2, device="nonsense")
+
+
+# ---- NumPy's array protocol, DLPack, format ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_array_protocol_copy_argument(dtype):
+    """NumPy 2's `__array__(dtype, copy)`: copy=None shares the tensor's memory where it can, copy=True
+    always copies, copy=False raises ValueError where a copy is needed, as NumPy specifies."""
+    arr = random_array((3, 4), dtype, seed=80)
+    x = lt.asarray(arr, device="cpu").T
+    shared = np.asarray(x)
+    np.testing.assert_array_equal(shared, arr.T)
+    assert np.shares_memory(shared, x.numpy()) and not shared.flags.writeable
+    assert np.shares_memory(np.asarray(x, copy=False), x.numpy())
+    copied = np.array(x)  # NumPy 2 passes copy=True
+    assert not np.shares_memory(copied, x.numpy()) and copied.flags.writeable
+    np.testing.assert_array_equal(copied, arr.T)
+    other = np.float64 if dtype != lt.float64 else np.float32
+    np.testing.assert_array_equal(np.asarray(x, dtype=other), arr.T.astype(other))
+    with pytest.raises(ValueError, match="without a copy"):
+        np.asarray(x, dtype=other, copy=False)
+    assert np.asarray(x, dtype=dtype.name, copy=False).dtype == arr.dtype  # the same dtype needs no copy
+
+
+@pytest.mark.skipif(DEFAULT_DEVICE == "cpu", reason="needs a tensor off the CPU (LT_DEVICE=cuda)")
+def test_array_protocol_of_a_gpu_tensor_copies():
+    x = lt.asarray([1.0, 2.0])
+    np.testing.assert_array_equal(np.asarray(x), [1.0, 2.0])
+    with pytest.raises(ValueError, match="without a copy"):
+        np.asarray(x, copy=False)
+
+
+@pytest.mark.parametrize("dtype", [*ALL_DTYPES, lt.float16], ids=str)
+@pytest.mark.parametrize("shape", [(3, 4), (), (0, 2)], ids=str)
+def test_dlpack_export_shares_the_memory(dtype, shape):
+    arr = random_array(shape, dtype, seed=81)
+    x = lt.asarray(arr, device="cpu").clone()  # computed by a kernel, not the array it came from
+    assert x.__dlpack_device__() == (1, 0)
+    back = np.from_dlpack(x)
+    np.testing.assert_array_equal(back, arr)
+    assert back.dtype == arr.dtype and not back.flags.writeable  # read-only: equal tensors share buffers
+    assert np.shares_memory(back, x.numpy()) or x.numel() == 0
+    t = torch.from_dlpack(x)
+    assert t.dtype == to_torch_dtype(dtype) and t.tolist() == arr.tolist()
+    assert t.data_ptr() == x.numpy().ctypes.data or x.numel() == 0
+
+
+def test_dlpack_export_of_a_view_and_its_lifetime():
+    base = lt.asarray(random_array((4, 6), lt.float32, seed=82), device="cpu")
+    view = base.T[1:3]  # realized into its own contiguous buffer
+    exported = np.from_dlpack(view)
+    np.testing.assert_array_equal(exported, base.numpy().T[1:3])
+    expected = exported.copy()
+    del base, view
+    for _ in range(3):  # the buffer's memory lives while the export does: no later buffer reuses it
+        lt.asarray(np.zeros((2, 4), np.float32), device="cpu").realize()
+    np.testing.assert_array_equal(exported, expected)
+
+
+def test_dlpack_versions_and_devices():
+    x = lt.asarray([1, 2, 3], device="cpu")
+    capsule = x.__dlpack__(max_version=(1, 0))
+    assert type(capsule).__name__ == "PyCapsule"
+    with pytest.raises(BufferError, match="readonly"):  # unversioned DLPack cannot say read-only
+        x.__dlpack__()
+    assert np.from_dlpack(x, copy=True).flags.writeable
+    if DEFAULT_DEVICE != "cpu":
+        y = lt.asarray([1.0])
+        assert y.__dlpack_device__() == (2, int(DEFAULT_DEVICE.split(":")[1]))
+        with pytest.raises(BufferError, match="only CPU tensors"):
+            y.__dlpack__()
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_from_dlpack_imports_without_a_copy(dtype):
+    arr = random_array((3, 4), dtype, seed=83)
+    t = torch.tensor(arr)
+    x = lt.from_dlpack(t)
+    assert x.device == "cpu" and x.dtype == dtype
+    check(x, t)
+    t[0, 0] = t[1, 1]  # shared memory: the write shows, as with from_numpy
+    check(x, t)
+    check(lt.from_dlpack(torch.tensor(arr).T), torch.tensor(arr).T)  # not C-contiguous: copied
+    check(lt.from_dlpack(arr), arr)
+    assert np.shares_memory(lt.from_dlpack(arr).numpy(), arr)
+    copied = lt.from_dlpack(arr, copy=True)
+    check(copied, arr)
+    assert not np.shares_memory(copied.numpy(), arr)
+    y = lt.asarray(arr, device="cpu") + 0
+    assert np.shares_memory(lt.from_dlpack(y).numpy(), y.numpy())  # lazytensor to lazytensor
+    check(lt.from_dlpack(torch.tensor(2.5)), torch.tensor(2.5))
+    with pytest.raises(ValueError, match="only CPU"):
+        lt.from_dlpack(t, device="cuda")
+
+
+def test_format_of_a_0d_tensor_formats_its_value():
+    loss = lt.asarray(np.float32(0.123456)) * 1
+    assert f"{loss:.3f}" == "0.123" and format(loss, "8.2e") == format(np.float32(0.123456).item(), "8.2e")
+    assert f"{lt.asarray(42):>5d}" == "   42" and f"{lt.asarray(True)}" == "True"
+    x = lt.asarray([1.5, 2.0])
+    assert f"{x}" == str(x)
+    with pytest.raises(TypeError, match="unsupported format string"):
+        f"{x:.3f}"
+    with pytest.raises(TypeError, match="unsupported format string"):
+        f"{lt.asarray([1.5]):.3f}"  # as torch: only a 0-d tensor takes a spec
+
+
+def test_python_number_conversions():
+    assert complex(lt.asarray(2.5)) == 2.5 + 0j and complex(lt.asarray([3])) == 3 + 0j
+    assert float(lt.asarray(7)) == 7.0 and int(lt.asarray(2.9)) == 2 and bool(lt.asarray([0.5]))
+    assert [10, 20, 30][lt.asarray(1)] == 20 and operator.index(lt.asarray(-2, dtype=lt.int8)) == -2
+    with pytest.raises(TypeError):
+        operator.index(lt.asarray(1.0))
+
+
+# ---- array, copy, astype, to_device ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_array_copy_and_astype_give_new_tensors(dtype):
+    arr = random_array((2, 3), dtype, seed=84)
+    x = lt.asarray(arr)
+    for new in (lt.array(x), lt.array(arr), x.copy(), lt.astype(x, dtype), x.astype(dtype, copy=True)):
+        assert new is not x
+        check(new, arr)
+    assert lt.astype(x, dtype, copy=False) is x
+    y = x.copy()
+    y += True if dtype == lt.bool_ else 1  # rebinds y only
+    check(x, arr)
+    check(lt.array([[1, 2]], dtype=lt.int8), np.array([[1, 2]], np.int8))
+    check(lt.array(x, dtype=lt.float64), arr.astype(np.float64))
+
+
+@pytest.mark.parametrize("src", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("dst", [lt.float32, lt.int16, lt.bool_], ids=str)
+def test_astype_matches_torch(src, dst):
+    for kind in ("contiguous", "strided"):
+        x, t = layout(random_array((3, 4), src, seed=85), kind)
+        check(lt.astype(x, dst), t.to(to_torch_dtype(dst)))
+        check(x.astype(dst, copy=False, device=x.device), t.to(to_torch_dtype(dst)))
+
+
+def test_copy_keeps_the_gradient():
+    x = lt.asarray([1.0, 2.0]).requires_grad_()
+    (x.copy() * 3).sum().backward()
+    check(x.grad, np.array([3.0, 3.0], np.float32))
+
+
+def test_to_device():
+    x = lt.asarray([1.0, 2.0])
+    assert x.to_device(x.device) is x
+    on_cpu = x.to_device("cpu")
+    assert on_cpu.device == "cpu"
+    check(on_cpu, np.array([1.0, 2.0], np.float32))
+    with pytest.raises(ValueError, match="streams"):
+        x.to_device("cpu", stream=1)
+    with pytest.raises(lt.DeviceError):
+        x.to_device("tpu")
+
+
+# ---- tril, triu, meshgrid --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.int64, lt.uint8, lt.bool_], ids=str)
+@pytest.mark.parametrize("shape", [(4, 4), (3, 5), (5, 2), (2, 3, 4), (0, 3), (2, 0, 0)], ids=str)
+@pytest.mark.parametrize("k", [0, 1, -2, 7, -9])
+def test_tril_triu(dtype, shape, k):
+    arr = random_array(shape, dtype, seed=86)
+    for kind in ("contiguous", "transposed", "flipped"):
+        x, t = layout(arr, kind)
+        check(lt.tril(x, k=k), torch.tril(t, k))
+        check(lt.triu(x, k=k), torch.triu(t, k))
+    with pytest.raises(lt.ShapeError, match="at least 2 dimensions"):
+        lt.tril(lt.zeros(3))
+
+
+def test_tril_gradient():
+    x = lt.asarray(random_array((3, 3), lt.float64, seed=87)).requires_grad_()
+    lt.triu(x, k=1).sum().backward()
+    check(x.grad, np.triu(np.ones((3, 3)), 1))
+
+
+@pytest.mark.parametrize("indexing", ["xy", "ij"])
+@pytest.mark.parametrize("sizes", [(3,), (2, 4), (2, 3, 4), (0, 3), ()], ids=str)
+def test_meshgrid(indexing, sizes):
+    arrays = [random_array((n,), lt.int32, seed=88 + i) for i, n in enumerate(sizes)]
+    got = lt.meshgrid(*(lt.asarray(a) for a in arrays), indexing=indexing)
+    expected = np.meshgrid(*arrays, indexing=indexing)
+    assert isinstance(got, list) and len(got) == len(expected)
+    for g, e in zip(got, expected):
+        check(g, e)
+    if sizes:
+        for g, e in zip(got, torch.meshgrid(*(torch.tensor(a) for a in arrays), indexing=indexing)):
+            check(g, e)
+
+
+def test_meshgrid_errors_and_strided_inputs():
+    x, t = layout(random_array((6,), lt.float64, seed=89), "strided")
+    for g, e in zip(lt.meshgrid(x, x.flip(0)), torch.meshgrid(t, t.flip(0), indexing="xy")):
+        check(g, e)
+    with pytest.raises(ValueError, match="indexing"):
+        lt.meshgrid(lt.zeros(2), indexing="yx")
+    with pytest.raises(lt.ShapeError, match="1-d"):
+        lt.meshgrid(lt.zeros(2, 2))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import itertools
 import pickle
+import types
 
 import numpy as np
 import pytest
@@ -106,16 +107,16 @@ def test_scalar_dtype_of_non_scalars_raises(value):
 @pytest.mark.parametrize("scalar", [True, 2, 2.5], ids=["bool", "int", "float"])
 def test_result_type_with_weak_scalar_matches_torch(dtype, scalar):
     expected = torch.result_type(torch.zeros(2, dtype=to_torch_dtype(dtype)), scalar)
-    assert to_torch_dtype(dtypes.result_type(dtype, scalar)) == expected
+    assert to_torch_dtype(dtypes.weak_result_type(dtype, scalar)) == expected
 
 
 def test_result_type_examples():
-    assert dtypes.result_type(lt.float32, 2.5) == lt.float32
-    assert dtypes.result_type(lt.int32, 2.5) == lt.float32
-    assert dtypes.result_type(lt.uint8, 7) == lt.uint8
-    assert dtypes.result_type(lt.bool_, 1) == lt.int64
-    assert dtypes.result_type(lt.bool_, True) == lt.bool_
-    assert dtypes.result_type(lt.float64, 1) == lt.float64
+    assert dtypes.weak_result_type(lt.float32, 2.5) == lt.float32
+    assert dtypes.weak_result_type(lt.int32, 2.5) == lt.float32
+    assert dtypes.weak_result_type(lt.uint8, 7) == lt.uint8
+    assert dtypes.weak_result_type(lt.bool_, 1) == lt.int64
+    assert dtypes.weak_result_type(lt.bool_, True) == lt.bool_
+    assert dtypes.weak_result_type(lt.float64, 1) == lt.float64
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
@@ -178,3 +179,117 @@ def test_dtypes_pickle_and_copy_as_the_same_constant():
     for dt in EVERY_DTYPE:
         for back in (pickle.loads(pickle.dumps(dt)), copy.deepcopy(dt), copy.copy(dt)):
             assert back is dt
+
+
+# ---- the array API's dtype functions: finfo, iinfo, isdtype, result_type, can_cast ----------------------
+
+
+@pytest.mark.parametrize("dtype", [lt.float16, lt.bfloat16, lt.float32, lt.float64], ids=str)
+def test_finfo_of_a_dtype_or_a_tensor_matches_torch(dtype):
+    expected = torch.finfo(to_torch_dtype(dtype))
+    for got in (lt.finfo(dtype), lt.finfo(lt.zeros(2, dtype=dtype))):
+        assert got.dtype is dtype
+        for name in ("bits", "eps", "max", "min", "smallest_normal"):
+            assert getattr(got, name) == getattr(expected, name), name
+            assert type(getattr(got, name)) is type(getattr(expected, name)), name  # Python ints and floats
+
+
+@pytest.mark.parametrize("dtype", [lt.int8, lt.int16, lt.int32, lt.int64, lt.uint8], ids=str)
+def test_iinfo_matches_torch_and_numpy(dtype):
+    expected = torch.iinfo(to_torch_dtype(dtype))
+    for got in (lt.iinfo(dtype), lt.iinfo(lt.zeros(2, dtype=dtype)), lt.iinfo(dtype.name)):
+        assert (got.dtype, got.bits, got.max, got.min) == (dtype, expected.bits, expected.max, expected.min)
+        assert type(got.max) is int and type(got.min) is int
+        assert (got.max, got.min) == (np.iinfo(dtype.name).max, np.iinfo(dtype.name).min)
+
+
+@pytest.mark.parametrize("dtype", [lt.bool_, lt.float32, lt.bfloat16], ids=str)
+def test_iinfo_of_a_non_integer_raises(dtype):
+    with pytest.raises(lt.DTypeError, match="not an integer dtype"):
+        lt.iinfo(dtype)
+
+
+def test_isdtype_kinds():
+    kinds = {  # the dtypes of each kind (every other dtype is not of it)
+        "bool": {lt.bool_}, "signed integer": {lt.int8, lt.int16, lt.int32, lt.int64},
+        "unsigned integer": {lt.uint8}, "integral": {lt.int8, lt.int16, lt.int32, lt.int64, lt.uint8},
+        "real floating": {lt.float16, lt.bfloat16, lt.float32, lt.float64}, "complex floating": set(),
+        "numeric": set(EVERY_DTYPE) - {lt.bool_},
+    }
+    for kind, members in kinds.items():
+        assert {d for d in EVERY_DTYPE if lt.isdtype(d, kind)} == members, kind
+    for d in EVERY_DTYPE:
+        assert lt.isdtype(d, d) and not lt.isdtype(d, lt.float64 if d is not lt.float64 else lt.float32)
+        assert lt.isdtype(d, ("bool", "numeric"))
+    assert lt.isdtype(lt.int8, (lt.float32, "signed integer")) and not lt.isdtype(lt.uint8, (lt.int8, "bool"))
+    with pytest.raises(ValueError, match="unknown kind"):
+        lt.isdtype(lt.int8, "integer")
+    with pytest.raises(TypeError):
+        lt.isdtype("int8", "integral")
+
+
+@pytest.mark.parametrize("a,b", PAIRS, ids=str)
+def test_result_type_of_dtypes_and_tensors_is_promotion(a, b):
+    expected = torch.promote_types(to_torch_dtype(a), to_torch_dtype(b))
+    assert to_torch_dtype(lt.result_type(a, b)) == expected
+    assert to_torch_dtype(lt.result_type(lt.zeros(1, dtype=a), b)) == expected
+    assert to_torch_dtype(lt.result_type(lt.zeros(1, dtype=a), lt.zeros((), dtype=b))) == expected
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("scalar", [True, 3, 2.5])
+def test_result_type_takes_python_scalars_as_weak(dtype, scalar):
+    expected = torch.result_type(torch.zeros(2, dtype=to_torch_dtype(dtype)), scalar)
+    assert to_torch_dtype(lt.result_type(dtype, scalar)) == expected
+    assert to_torch_dtype(lt.result_type(scalar, lt.zeros(2, dtype=dtype))) == expected
+
+
+def test_result_type_of_several_and_of_none():
+    assert lt.result_type(lt.int8, lt.uint8, lt.int16, 7) is lt.int16
+    assert lt.result_type(lt.int8, 1.5, lt.uint8) is lt.float32
+    assert lt.result_type(lt.float16, lt.bfloat16) is lt.float32
+    assert lt.result_type(np.float64, lt.int8) is lt.float64  # a NumPy dtype names the same dtype
+    with pytest.raises(ValueError, match="at least one tensor or dtype"):
+        lt.result_type(1, 2.0)
+
+
+@pytest.mark.parametrize("a,b", PAIRS, ids=str)
+def test_can_cast_is_promotion_to_the_target(a, b):
+    assert lt.can_cast(a, b) == (lt.promote(a, b) is b)
+    assert lt.can_cast(lt.zeros(1, dtype=a), b) == lt.can_cast(a, b)
+    if a.kind == b.kind and a.kind != "f":  # two ints: NumPy's safe casting
+        assert lt.can_cast(a, b) == np.can_cast(a.name, b.name)
+
+
+def test_can_cast_examples():
+    assert lt.can_cast(lt.int8, lt.int16) and not lt.can_cast(lt.int16, lt.int8)
+    assert lt.can_cast(lt.uint8, lt.int16) and not lt.can_cast(lt.int8, lt.uint8)
+    assert lt.can_cast(lt.bool_, lt.uint8) and not lt.can_cast(lt.float32, lt.int64)
+    assert lt.can_cast(lt.float16, lt.float32) and not lt.can_cast(lt.float16, lt.bfloat16)
+
+
+# ---- dtypes beside NumPy's ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", EVERY_DTYPE, ids=str)
+def test_dtypes_equal_numpys(dtype):
+    npd = np.dtype(dtype)  # NumPy reads the `dtype` property
+    assert npd == dtype.dtype and npd.name == dtype.name and npd.itemsize == dtype.itemsize
+    assert dtype == npd and npd == dtype and dtype == dtype.name
+    assert lt.zeros(2, dtype=dtype).dtype == npd
+    if dtype is not lt.bfloat16:
+        scalar_type = getattr(np, dtype.name if dtype is not lt.bool_ else "bool_")
+        assert dtype == scalar_type and scalar_type == dtype
+        assert np.zeros(2, dtype=dtype).dtype == npd  # NumPy takes a lazytensor dtype where it takes its own
+    others = [d for d in EVERY_DTYPE if d is not dtype]
+    assert all(dtype != np.dtype(d) and dtype != d.name for d in others)
+
+
+def test_dtype_equality_with_what_names_no_dtype():
+    assert lt.float64 != None and lt.float32 != "no such dtype" and lt.int64 != 3  # noqa: E711
+    assert lt.float32 != "f4,f4 y" and lt.float32 != "f4,f4"  # a string NumPy rejects (ValueError), a record
+    assert lt.float32 != types.SimpleNamespace(dtype=np.dtype(np.float32))  # a thing with a dtype is not one
+    assert lt.float64 == float and lt.int64 == int and lt.bool_ == bool  # NumPy's reading of Python's types
+    # the constants still hash by identity, so a dict of dtypes is as fast as before, and a set holds each once
+    assert hash(lt.float32) == object.__hash__(lt.float32)
+    assert len({lt.float32, lt.float32, lt.float64}) == 2

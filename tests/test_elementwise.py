@@ -860,3 +860,89 @@ def test_binary_results_of_constant_tensors():
         tx, ty = torch.zeros(2, dtype=to_torch_dtype(da)), torch.ones(2, dtype=to_torch_dtype(db))
         for fn in (operator.add, operator.mul, operator.truediv, operator.lt):
             check(fn(x, y), fn(tx, ty))
+
+
+# ---- positive, logaddexp, real / imag / conj, isclose / allclose ------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_positive_is_a_new_tensor_of_the_same_values(dtype):
+    for kind, x, t in inputs((3, 4), dtype, seed=90):
+        for got in (lt.positive(x), +x, x.positive()):
+            assert got is not x
+            check(got, t if dtype == lt.bool_ else torch.positive(t))
+    x = lt.asarray([1, 2])
+    y = +x
+    y += 1  # rebinds y, not x
+    check(x, np.array([1, 2]))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES + [lt.int32, lt.uint8], ids=str)
+@pytest.mark.parametrize("shapes", [((3, 4), (3, 4)), ((3, 1), (4,)), ((), (2, 3)), ((0, 3), (1, 3))], ids=str)
+def test_logaddexp(dtype, shapes):
+    arrays = [random_array(s, dtype, seed=91 + i, low=-30, high=30) for i, s in enumerate(shapes)]
+    for kind in LAYOUTS:
+        (x, tx), (y, ty) = layout(arrays[0], kind), layout(arrays[1], "contiguous")
+        if not dtype.is_float:  # torch has no integer logaddexp; lazytensor's is the float32 one
+            tx, ty = tx.float(), ty.float()
+        check(lt.logaddexp(x, y), torch.logaddexp(tx, ty))
+        check(x.logaddexp(y), torch.logaddexp(tx, ty))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_logaddexp_special_values_and_scalars(dtype):
+    grid = np.array(SPECIALS + [1e30, -1e30, 700.0], dtype.name)
+    a, b = np.meshgrid(grid, grid)
+    got = lt.logaddexp(lt.asarray(a), lt.asarray(b))
+    check(got, torch.logaddexp(torch.tensor(a), torch.tensor(b)))
+    two = torch.tensor(2.0, dtype=to_torch_dtype(dtype))
+    check(lt.logaddexp(lt.asarray(a), 2.0), torch.logaddexp(torch.tensor(a), two))
+    with np.errstate(invalid="ignore"):  # NumPy warns of its NaN inputs
+        check(lt.logaddexp(0.5, lt.asarray(b)), np.logaddexp(np.array(0.5, b.dtype), b))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_real_imag_conj_of_real_tensors(dtype):
+    for kind, x, t in inputs((2, 3), dtype, seed=93):
+        arr = t.numpy()
+        check(lt.real(x), np.real(arr))
+        check(lt.conj(x), np.conj(arr) if dtype != lt.bool_ else arr)
+        check(lt.imag(x), np.imag(arr))
+        check(x.real(), torch.real(t))
+        assert lt.real(x) is not x and lt.conj(x) is not x
+    check(lt.imag(lt.zeros(0, 2)), np.zeros((0, 2), np.float32))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("tol", [{}, {"rtol": 0.1, "atol": 0.0}, {"rtol": 0.0, "atol": 1.0}], ids=str)
+def test_isclose(dtype, tol):
+    a = random_array((4, 5), dtype, seed=94)
+    b = random_array((4, 5), dtype, seed=95)
+    b = np.where(np.random.default_rng(96).random((4, 5)) < 0.3, a, b).astype(a.dtype)  # some equal
+    for kind in LAYOUTS:
+        (x, tx), (y, ty) = layout(a, kind), layout(b, kind)
+        check(lt.isclose(x, y, **tol), np.isclose(a, b, **tol))
+        if dtype.is_float:
+            check(x.isclose(y, **tol), torch.isclose(tx, ty, **tol))
+        check(lt.isclose(x, y[0], **tol), np.isclose(a, b[0], **tol))  # broadcasting
+    assert lt.allclose(lt.asarray(a), lt.asarray(a), **tol) is True
+    assert lt.allclose(lt.asarray(a), lt.asarray(b), **tol) == bool(np.allclose(a, b, **tol))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("equal_nan", [False, True])
+def test_isclose_special_values(dtype, equal_nan):
+    grid = np.array(SPECIALS + [1.0 + 1e-6, 1e-9], dtype.name)
+    a, b = np.meshgrid(grid, grid)
+    got = lt.isclose(lt.asarray(a), lt.asarray(b), equal_nan=equal_nan)
+    check(got, torch.isclose(torch.tensor(a), torch.tensor(b), equal_nan=equal_nan))
+    check(got, np.isclose(a, b, equal_nan=equal_nan))
+    assert lt.allclose(lt.asarray([np.nan, 1.0]), lt.asarray([np.nan, 1.0]), equal_nan=equal_nan) == equal_nan
+
+
+def test_isclose_of_ints_does_not_wrap_and_takes_scalars():
+    a, b = np.array([-128, 127, 100], np.int8), np.array([127, -128, 101], np.int8)
+    check(lt.isclose(lt.asarray(a), lt.asarray(b), atol=2), np.isclose(a, b, atol=2))
+    check(lt.isclose(lt.asarray([1.0, 1.1]), 1.0, rtol=0.05), np.isclose(np.float32([1.0, 1.1]), 1.0, rtol=0.05))
+    check(lt.isclose(lt.asarray(np.float32(2.0)), lt.asarray(np.float32(2.0))), np.isclose(2.0, 2.0))
+    check(lt.isclose(lt.zeros(0), lt.zeros(0)), np.zeros(0, bool))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import check, classifier_step
-from test_linalg import data
+from test_contraction import data
 
 import lazytensor as lt
 from lazytensor import nn, optim

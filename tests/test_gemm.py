@@ -2,7 +2,7 @@
 
 Sizes are big enough for the template and odd on purpose: partial tiles at the row and column edges,
 k not a multiple of the k block or of the unrolling. float32 data is quantized to multiples of 1/8 as in
-test_linalg, so every summation order gives the same answer and float32 keeps its full tolerance.
+test_contraction, so every summation order gives the same answer and float32 keeps its full tolerance.
 Correctness tests run on the default device; tests of what the CPU scheduler builds pin `device="cpu"`.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import LAYOUTS, check, layout, to_torch_dtype
-from test_linalg import data
+from test_contraction import data
 
 import lazytensor as lt
 from lazytensor.kernels import bounds

@@ -56,7 +56,8 @@ def test_kernels_is_installed_as_a_subpackage():
 
 
 LOWER_STAGES = ("graph", "views", "lowering", "schedule", "realize")
-FRONTEND = {"tensor", "creation", "random", "movement", "reduce", "linalg", "nn", "autograd", "optim", "jit"}
+FRONTEND = {"tensor", "creation", "random", "movement", "reduce", "contraction", "linalg", "nn", "autograd",
+            "optim", "jit"}
 
 
 def test_the_lower_stages_import_nothing_from_the_frontend():

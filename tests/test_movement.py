@@ -701,3 +701,128 @@ def test_random_movement_chains_match_numpy(chain):
     arr = arange(*shape) + 1  # no zeros, so a zero from padding cannot pass for data
     x, t = layout(arr, kind)
     check(apply_lt(x, ops), apply_np(t.numpy(), ops))
+
+
+# ---- moveaxis, roll, NumPy's repeat, unstack, broadcast_arrays, concatenate / vstack / hstack -----------
+
+
+@pytest.mark.parametrize("source,destination", [(0, -1), (-1, 0), (1, 1), ((0, 1), (-1, -2)), ((2, 0), (0, 1)),
+                                                ([], [])], ids=str)
+def test_moveaxis(source, destination):
+    for kind, x, t in inputs((2, 3, 4), lt.int32, seed=60):
+        check(lt.moveaxis(x, source, destination), torch.movedim(t, source, destination))
+        check(x.moveaxis(source, destination), np.moveaxis(t.numpy(), source, destination))
+
+
+def test_moveaxis_errors():
+    x = lt.zeros(2, 3)
+    with pytest.raises(lt.AxisError):
+        x.moveaxis(2, 0)
+    with pytest.raises(lt.AxisError, match="repeated"):
+        x.moveaxis((0, 0), (0, 1))
+    with pytest.raises(ValueError, match="differ in length"):
+        x.moveaxis((0, 1), 0)
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.int64, lt.bool_], ids=str)
+@pytest.mark.parametrize("shift,axis", [(1, 0), (-2, 1), (7, -1), (0, 0), (3, None), (-9, None),
+                                        ((1, -1), (0, 2)), ((2, 3), (1, 1)), (1, (0, 1))], ids=str)
+def test_roll(dtype, shift, axis):
+    for kind, x, t in inputs((3, 4, 5), dtype, seed=61):
+        check(lt.roll(x, shift, axis), np.roll(t.numpy(), shift, axis))
+        if axis is not None and np.ndim(shift) == np.ndim(axis):  # torch takes one shift per axis only
+            check(x.roll(shift, axis), torch.roll(t, shift, axis))
+
+
+def test_roll_0d_size_0_and_errors():
+    check(lt.roll(lt.asarray(np.float32(1.5)), 3), np.roll(np.float32(1.5), 3))
+    check(lt.roll(lt.zeros(0, 3), 2, 0), np.roll(np.zeros((0, 3), np.float32), 2, 0))
+    check(lt.roll(lt.zeros(2, 0), 2, None), np.roll(np.zeros((2, 0), np.float32), 2, None))
+    with pytest.raises(ValueError, match="3 shifts for 2 axes"):
+        lt.roll(lt.zeros(2, 3), (1, 2, 3), (0, 1))
+
+
+@pytest.mark.parametrize("dtype", [lt.float64, lt.int8, lt.bool_], ids=str)
+@pytest.mark.parametrize("repeats,axis", [(2, 0), (3, 1), (1, -1), (0, 0), (2, None), (3, -3)], ids=str)
+def test_repeat_is_numpys(dtype, repeats, axis):
+    for kind, x, t in inputs((3, 2, 4), dtype, seed=62):
+        check(lt.repeat(x, repeats, axis), np.repeat(t.numpy(), repeats, axis))
+        if axis is not None:
+            check(lt.repeat(x, repeats, axis), torch.repeat_interleave(t, repeats, axis))
+
+
+def test_repeat_0d_size_0_and_errors():
+    check(lt.repeat(lt.asarray(np.int16(5)), 3), np.repeat(np.int16(5), 3))
+    check(lt.repeat(lt.zeros(0, 2), 4, 1), np.repeat(np.zeros((0, 2), np.float32), 4, 1))
+    with pytest.raises(ValueError, match="non-negative"):
+        lt.repeat(lt.zeros(2), -1)
+    with pytest.raises(TypeError, match="must be an int"):
+        lt.repeat(lt.zeros(2), lt.asarray([1, 2]))
+    assert lt.zeros(2, 3).repeat(2, 1).shape == (4, 3)  # the method stays PyTorch's (tile)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1, -3])
+def test_unstack(axis):
+    for kind, x, t in inputs((2, 3, 4), lt.float32, seed=63):
+        got, expected = lt.unstack(x, axis), torch.unbind(t, axis)
+        assert isinstance(got, tuple) and len(got) == len(expected)
+        for g, e in zip(got, expected):
+            check(g, e)
+
+
+def test_unstack_size_0_and_1d():
+    assert lt.unstack(lt.zeros(0, 3)) == ()
+    pieces = lt.unstack(lt.zeros(3, 0), 0)
+    assert len(pieces) == 3 and all(p.shape == (0,) for p in pieces)
+    for g, e in zip(lt.unstack(lt.asarray([1, 2, 3])), (1, 2, 3)):
+        check(g, np.int64(e))
+    with pytest.raises(lt.AxisError):
+        lt.unstack(lt.asarray(1.0))
+
+
+@pytest.mark.parametrize("shapes", [[(3, 1), (1, 4)], [(2, 3, 4), (4,), ()], [(5,)], [(0, 1), (1, 3)],
+                                    [(2, 1, 3), (2, 4, 1), (1, 1, 1)]], ids=str)
+def test_broadcast_arrays(shapes):
+    arrays = [random_array(s, lt.int16, seed=64 + i) for i, s in enumerate(shapes)]
+    for kind in LAYOUTS:
+        pairs = [layout(a, kind) for a in arrays]
+        got = lt.broadcast_arrays(*(p[0] for p in pairs))
+        expected = torch.broadcast_tensors(*(p[1] for p in pairs))
+        assert isinstance(got, list) and len(got) == len(expected)
+        for g, e in zip(got, expected):
+            check(g, e)
+    with pytest.raises(lt.ShapeError, match="broadcast_arrays"):
+        lt.broadcast_arrays(lt.zeros(2), lt.zeros(3))
+
+
+def test_concatenate_is_concat():
+    a, b = random_array((2, 3), lt.float64, seed=65), random_array((4, 3), lt.float64, seed=66)
+    check(lt.concatenate([lt.asarray(a), lt.asarray(b)]), np.concatenate([a, b]))
+    check(lt.concatenate([lt.asarray(a), lt.asarray(b)], axis=None), np.concatenate([a, b], axis=None))
+
+
+@pytest.mark.parametrize("shapes", [[(3,), (3,)], [(), ()], [(2, 3), (1, 3), (3,)], [(2, 2, 2), (1, 2, 2)],
+                                    [(0, 4), (4,)]], ids=str)
+def test_vstack(shapes):
+    arrays = [random_array(s, lt.int32, seed=67 + i) for i, s in enumerate(shapes)]
+    for kind in LAYOUTS:
+        check(lt.vstack([layout(a, kind)[0] for a in arrays]), np.vstack(arrays))
+    check(lt.vstack([lt.asarray(a) for a in arrays]), torch.vstack([torch.tensor(a) for a in arrays]))
+
+
+@pytest.mark.parametrize("shapes", [[(3,), (2,)], [(), (2,)], [(2, 3), (2, 1)], [(2, 0, 2), (2, 3, 2)],
+                                    [(0,), (4,)]], ids=str)
+def test_hstack(shapes):
+    arrays = [random_array(s, lt.float32, seed=70 + i) for i, s in enumerate(shapes)]
+    for kind in LAYOUTS:
+        check(lt.hstack([layout(a, kind)[0] for a in arrays]), np.hstack(arrays))
+    check(lt.hstack([lt.asarray(a) for a in arrays]), torch.hstack([torch.tensor(a) for a in arrays]))
+
+
+def test_vstack_hstack_promote_and_raise():
+    check(lt.vstack([lt.asarray([1, 2]).cast(lt.int8), lt.asarray([1.5, 2.5])]),
+          np.vstack([np.array([1, 2], np.int8), np.array([1.5, 2.5], np.float32)]))
+    with pytest.raises(lt.ShapeError):
+        lt.hstack([lt.zeros(2, 3), lt.zeros(3, 3)])
+    with pytest.raises(ValueError, match="at least one"):
+        lt.vstack([])

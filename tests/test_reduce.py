@@ -706,3 +706,137 @@ def test_column_mean_and_bias_gradient():
     ((x + bias).relu() * x).sum().backward()
     ((t + tb).relu() * t).sum().backward()
     check(bias.grad, tb.grad)
+
+
+# ---- cumprod, the array API's cumulative_sum / cumulative_prod -----------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_cumprod(dtype, axis):
+    # ints and bools accumulate in int64, like torch; small factors keep int64 products from wrapping
+    for kind, x, t in inputs((3, 6), dtype, seed=30, low=-2, high=2):
+        check(x.cumprod(axis), torch.cumprod(t, dim=axis))
+        check(lt.cumprod(x, axis), torch.cumprod(t, dim=axis))
+
+
+def test_cumprod_axis_none_0d_size_0_and_dtype():
+    arr = random_array((3, 4), lt.float64, seed=31, low=-1.5, high=1.5)
+    check(lt.asarray(arr).cumprod(), np.cumprod(arr))
+    check(lt.asarray(np.float32(2.5)).cumprod(0), torch.cumprod(torch.tensor(2.5), 0))
+    check(lt.zeros(2, 0).cumprod(1), torch.cumprod(torch.zeros(2, 0), 1))
+    x, t = layout(random_array((3, 5), lt.int8, seed=32, low=-3, high=3), "transposed")
+    check(x.cumprod(0, dtype=lt.float64), torch.cumprod(t, dim=0, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("n", [257, 1000])
+def test_cumprod_long_axes_blocked_path(n):
+    # factors of +-1 and +-2 with at most a few dozen 2s in a row: every product is exact in float64, so a
+    # different order of multiplication cannot change the answer; any difference is an indexing bug
+    rng = np.random.default_rng(33)
+    arr = rng.choice([1.0, -1.0, 1.0, -1.0, 2.0, 0.5], (2, n))
+    for kind in ("contiguous", "flipped"):
+        x, t = layout(arr, kind)
+        check(x.cumprod(1), torch.cumprod(t, 1), rtol=0, atol=0)
+    ints = rng.choice([1, -1], (2, n))
+    check(lt.asarray(ints).cumprod(-1), torch.cumprod(torch.tensor(ints), -1))
+
+
+def test_cumprod_gradient():
+    arr = random_array((3, 5), lt.float64, seed=34, low=0.5, high=2)
+    x, t = lt.asarray(arr).requires_grad_(), torch.tensor(arr, requires_grad=True)
+    up = random_array((3, 5), lt.float64, seed=35)
+    x.cumprod(1).backward(lt.asarray(up))
+    t.cumprod(1).backward(torch.tensor(up))
+    check(x.grad, t.grad)
+
+
+@pytest.mark.parametrize("name", ["cumulative_sum", "cumulative_prod"])
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32, lt.uint8, lt.bool_], ids=str)
+def test_cumulative_sum_and_prod(name, dtype):
+    running = {"cumulative_sum": np.cumsum, "cumulative_prod": np.cumprod}[name]
+    identity = {"cumulative_sum": 0, "cumulative_prod": 1}[name]
+    for kind, x, t in inputs((3, 4), dtype, seed=36, low=-2, high=2):
+        arr = t.numpy()
+        expected = running(arr, axis=1, dtype=np.int64 if not dtype.is_float else None)
+        check(getattr(lt, name)(x, axis=1), expected)
+        check(getattr(x, name)(axis=-2), running(arr, axis=0, dtype=np.int64 if not dtype.is_float else None))
+        initial = np.concatenate([np.full((3, 1), identity, expected.dtype), expected], axis=1)
+        check(getattr(lt, name)(x, axis=1, include_initial=True), initial)
+    vector = random_array((5,), lt.float64, seed=37)
+    check(getattr(lt, name)(lt.asarray(vector)), running(vector))  # axis None: a 1-d tensor's only axis
+    check(getattr(lt, name)(lt.zeros(0), include_initial=True), np.array([identity], np.float32))
+    check(getattr(lt, name)(lt.asarray(vector), dtype=lt.float32), running(vector.astype(np.float32)))
+
+
+def test_cumulative_sum_needs_an_axis_past_1d_and_a_dimension():
+    with pytest.raises(lt.AxisError, match="axis is required"):
+        lt.cumulative_sum(lt.zeros(2, 3))
+    with pytest.raises(lt.ShapeError, match="0-d"):
+        lt.cumulative_prod(lt.asarray(1.0))
+
+
+# ---- count_nonzero and diff ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("axis,keepdims", [(None, False), (0, True), ((0, 2), False), (-1, False)])
+def test_count_nonzero(dtype, axis, keepdims):
+    arr = random_array(SHAPE, dtype, seed=38)
+    arr = np.where(np.random.default_rng(38).random(SHAPE) < 0.5, 0, arr).astype(arr.dtype)  # half of them zero
+    for kind in LAYOUTS:
+        x, t = layout(arr, kind)
+        expected = np.asarray(np.count_nonzero(t.numpy(), axis, keepdims=keepdims), np.int64)
+        check(x.count_nonzero(axis, keepdims), expected)
+        check(lt.count_nonzero(x, axis, keepdims), expected)
+
+
+def test_count_nonzero_counts_nan_and_negative_zero_as_they_are():
+    x = lt.asarray([0.0, -0.0, np.nan, np.inf, 1e-45])
+    check(x.count_nonzero(), torch.count_nonzero(torch.tensor([0.0, -0.0, np.nan, np.inf, 1e-45])))
+    check(lt.zeros(3, 0).count_nonzero(1), np.zeros(3, np.int64))
+    check(lt.asarray(np.float32(2.0)).count_nonzero(), np.int64(1))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("axis,n", [(-1, 1), (0, 1), (1, 2), (-1, 5), (0, 0)])
+def test_diff(dtype, axis, n):
+    for kind, x, t in inputs((4, 5), dtype, seed=39):
+        check(lt.diff(x, axis=axis, n=n), torch.diff(t, n=n, dim=axis))
+        check(x.diff(axis, n), np.diff(t.numpy(), n=n, axis=axis))
+
+
+def test_diff_prepend_append_and_sizes():
+    arr = random_array((3, 4), lt.int32, seed=40)
+    before, after = random_array((3, 1), lt.int32, seed=41), random_array((3, 2), lt.int32, seed=42)
+    got = lt.diff(lt.asarray(arr), prepend=lt.asarray(before), append=lt.asarray(after))
+    check(got, np.diff(arr, prepend=before, append=after))
+    check(lt.diff(lt.zeros(0)), np.diff(np.zeros(0, np.float32)))
+    check(lt.diff(lt.ones(1)), np.diff(np.ones(1, np.float32)))
+    check(lt.diff(lt.asarray([1, 5]).cast(lt.uint8)), np.diff(np.array([1, 5], np.uint8)))  # wraps as NumPy
+    with pytest.raises(lt.ShapeError, match="0-d"):
+        lt.diff(lt.asarray(1.0))
+    with pytest.raises(ValueError, match="non-negative"):
+        lt.diff(lt.ones(3), n=-1)
+
+
+# ---- NumPy's functions on tensors ------------------------------------------------------------------
+
+
+def test_numpy_reductions_call_the_tensors_own():
+    """`np.sum(t)` and friends call the method of that name with `out=None` (and NumPy's own arguments):
+    the result is a lazy tensor with NumPy's values."""
+    arr = random_array((3, 4), lt.float64, seed=43)
+    x = lt.asarray(arr)
+    for fn in (np.sum, np.prod, np.mean, np.max, np.min, np.std, np.var, np.any, np.all):
+        got = fn(x, axis=0)
+        assert isinstance(got, lt.Tensor)
+        check(got, fn(arr, axis=0))
+    check(np.sum(x), np.sum(arr))
+    check(np.mean(x, axis=1, keepdims=True), np.mean(arr, axis=1, keepdims=True))
+    check(np.var(x, axis=1, ddof=1), np.var(arr, axis=1, ddof=1))
+    check(np.std(x, dtype=np.float32), np.std(arr.astype(np.float32)))
+    with pytest.raises(TypeError, match="out= is not supported"):
+        x.sum(out=lt.zeros(()))
+    with pytest.raises(TypeError, match="out= is not supported"):
+        np.mean(x, out=np.zeros(()))

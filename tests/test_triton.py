@@ -5,7 +5,7 @@ render the same kernel IR and must agree on its semantics (floor division and mo
 propagation, saturating casts, rounding) for every dtype. Reductions are also run with tiny block
 sizes, so that persistent and looped reductions, masks and multi-program grids are all exercised
 on small shapes. Matmuls run through the tl.dot template (kernels/triton/gemm.py) on float32 data
-quantized as in test_linalg, which sums exactly in any order, so they too must agree bit for bit.
+quantized as in test_contraction, which sums exactly in any order, so they too must agree bit for bit.
 The rest covers devices (no silent fallback), copies, caching and the pieces of the CUDA runtime
 that can be checked without a GPU.
 """
@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 import triton_interpreter  # noqa: F401  (registers torch storage for the interpreter)
 from conftest import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, padded_load_kernel, random_array
-from test_linalg import data
+from test_contraction import data
 
 import lazytensor as lt
 import lazytensor.device

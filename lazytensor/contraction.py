@@ -1,0 +1,111 @@
+"""Contractions: matmul, tensordot, dot, vecdot, outer.
+
+A contraction is a broadcast product followed by a sum, so it fuses like any
+other reduction: `(a[..., :, :, None] * b[..., None, :, :]).sum(-2)` is one
+kernel, and casts or transposes of the operands cost no extra kernel.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from .dtypes import bool_, promote
+from .errors import DeviceError, DTypeError, ShapeError
+from .helpers import prod
+from .kernels.ir import ReduceOp
+from .movement import normalize_axis
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+
+def _common(a: Tensor, b: Tensor, op: str) -> tuple[Tensor, Tensor]:
+    if a.device != b.device:
+        raise DeviceError(f"{op}: tensors are on different devices: {a.device} and {b.device}")
+    dtype = promote(a.dtype, b.dtype)
+    if dtype == bool_:
+        raise DTypeError(f"{op}: not supported for bool tensors")
+    return a.cast(dtype), b.cast(dtype)
+
+
+class ContractionOps:
+    """Mixed into Tensor."""
+
+    __slots__ = ()
+
+    def matmul(self: Tensor, other: Tensor) -> Tensor:
+        """Matrix product with NumPy's rules: batch axes broadcast, 1-d operands are vectors."""
+        from .tensor import Tensor, broadcast_shapes
+        if not isinstance(other, Tensor):
+            other = self._like(other)
+        if self.ndim == 0 or other.ndim == 0:
+            raise ShapeError(f"matmul: operands must have at least one dimension, got shapes {self.shape} "
+                             f"and {other.shape}")
+        a, b = _common(self, other, "matmul")
+        a2 = a.reshape(1, *a.shape) if a.ndim == 1 else a
+        b2 = b.reshape(*b.shape, 1) if b.ndim == 1 else b
+        if a2.shape[-1] != b2.shape[-2]:
+            raise ShapeError(f"matmul: inner dimensions do not match: {self.shape} @ {other.shape} "
+                             f"({a2.shape[-1]} != {b2.shape[-2]})")
+        try:
+            batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2], op="matmul")
+        except ShapeError:  # name the operands the user passed, not their batch parts
+            raise ShapeError(f"matmul: batch dimensions do not broadcast: {self.shape} @ {other.shape}") from None
+        n, k, m = a2.shape[-2], a2.shape[-1], b2.shape[-1]
+        lhs = a2.reshape(*a2.shape, 1).broadcast_to(*batch, n, k, m)
+        rhs = b2.reshape(*b2.shape[:-2], 1, k, m).broadcast_to(*batch, n, k, m)
+        out = (lhs * rhs)._reduce(ReduceOp.SUM, -2, False, "matmul")
+        if self.ndim == 1:
+            out = out.squeeze(-2)
+        if other.ndim == 1:
+            out = out.squeeze(-1)
+        return out
+
+    __matmul__ = matmul
+
+    def __rmatmul__(self: Tensor, other: Any) -> Tensor:
+        return self._like(other).matmul(self)
+
+    def tensordot(self: Tensor, other: Tensor, axes: int | Sequence[Sequence[int]] = 2) -> Tensor:
+        """Sum of products over `axes`: the last N of self with the first N of other, or two lists."""
+        a, b = _common(self, other, "tensordot")
+        if isinstance(axes, int):
+            if axes < 0 or axes > min(a.ndim, b.ndim):
+                raise ShapeError(f"tensordot: cannot contract {axes} axes of shapes {a.shape} and {b.shape}")
+            ax_a, ax_b = list(range(a.ndim - axes, a.ndim)), list(range(axes))
+        else:
+            ax_a, ax_b = ([x] if isinstance(x, int) else list(x) for x in axes)
+            ax_a = [normalize_axis(x, a.ndim, "tensordot") for x in ax_a]
+            ax_b = [normalize_axis(x, b.ndim, "tensordot") for x in ax_b]
+        if len(ax_a) != len(ax_b) or any(a.shape[i] != b.shape[j] for i, j in zip(ax_a, ax_b)):
+            raise ShapeError(f"tensordot: axes {ax_a} of shape {a.shape} do not match axes {ax_b} of shape {b.shape}")
+        free_a = [i for i in range(a.ndim) if i not in ax_a]
+        free_b = [i for i in range(b.ndim) if i not in ax_b]
+        # every size spelled out: a -1 beside a size-0 axis (contracted or free) has no single answer
+        m, n, k = (prod(x.shape[i] for i in axes) for x, axes in ((a, free_a), (b, free_b), (a, ax_a)))
+        lhs = a.permute(free_a + ax_a).reshape(m, k)
+        rhs = b.permute(ax_b + free_b).reshape(k, n)
+        return lhs.matmul(rhs).reshape(*(a.shape[i] for i in free_a), *(b.shape[i] for i in free_b))
+
+    def dot(self: Tensor, other: Tensor) -> Tensor:
+        """Inner product of two 1-d tensors."""
+        if self.ndim != 1 or other.ndim != 1:
+            raise ShapeError(f"dot: needs two 1-d tensors, got shapes {self.shape} and {other.shape}")
+        if self.shape != other.shape:
+            raise ShapeError(f"dot: sizes differ: {self.shape[0]} and {other.shape[0]}")
+        return self.matmul(other)
+
+    def vecdot(self: Tensor, other: Tensor, axis: int = -1) -> Tensor:
+        """Dot products along `axis`, broadcasting the other axes (array API). The vectors themselves must have
+        one length, as in NumPy and the standard: a length-1 axis is not broadcast to the other's length."""
+        a, b = _common(self, other, "vecdot")
+        from .tensor import broadcast_shapes
+        shape = broadcast_shapes(a.shape, b.shape, op="vecdot")
+        ax = normalize_axis(axis, len(shape), "vecdot")
+        lengths = [x.shape[ax - len(shape)] if x.ndim >= len(shape) - ax else 1 for x in (a, b)]
+        if lengths[0] != lengths[1]:
+            raise ShapeError(f"vecdot: the vectors along axis {axis} differ in length: shapes {a.shape} and {b.shape}")
+        return (a * b)._reduce(ReduceOp.SUM, ax, False, "vecdot")
+
+    def outer(self: Tensor, other: Tensor) -> Tensor:
+        """`outer(a, b)[i, j] = a[i] * b[j]` over the flattened inputs."""
+        return self.reshape(-1, 1) * other.reshape(1, -1)
