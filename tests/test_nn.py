@@ -269,6 +269,30 @@ def test_layer_norm():
              torch.nn.LayerNorm(6, elementwise_affine=False, dtype=torch.float64), random_array((2, 6), F64, seed=12))
 
 
+@pytest.mark.parametrize("dtype", [lt.float16, lt.bfloat16])
+def test_norms_of_16_bit_inputs_compute_their_statistics_in_float32(dtype):
+    # found by the fuzzer: the mean was rounded to the input's dtype before x - mean, so a bfloat16 row
+    # around 100 with a spread of 1 was normalized around a mean off by up to 0.25 (torch: float32 inside)
+    tdtype = torch.float16 if dtype == lt.float16 else torch.bfloat16
+    arr = (100 + random_array((4, 3, 5, 6), lt.float32, 7)).astype(np.float32)
+    t = torch.tensor(arr).to(tdtype)
+    x = lt.asarray(t.float().numpy()).cast(dtype)
+    w, b = random_array((6,), lt.float32, 8), random_array((6,), lt.float32, 9)
+    tw, tb = torch.tensor(w).to(tdtype), torch.tensor(b).to(tdtype)
+    lw, lb = lt.asarray(tw.float().numpy()).cast(dtype), lt.asarray(tb.float().numpy()).cast(dtype)
+    check(nn.functional.layer_norm(x, (6,), lw, lb), torch.nn.functional.layer_norm(t, (6,), tw, tb))
+    check(nn.functional.group_norm(x, 3), torch.nn.functional.group_norm(t, 3))
+    # torch's own 16-bit batch norm keeps its statistics in 16 bits on the CPU: the oracle is float64, rounded
+    rm, rv = lt.zeros(3, dtype=dtype), lt.ones(3, dtype=dtype)
+    trm, trv = torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+    check(nn.functional.batch_norm(x, rm, rv, training=True),
+          torch.nn.functional.batch_norm(t.double(), trm, trv, training=True).to(tdtype))
+    check(rm, trm.to(tdtype))
+    check(rv, trv.to(tdtype))
+    check(nn.functional.batch_norm(x, rm, rv), torch.nn.functional.batch_norm(t.double(), trm.to(tdtype).double(),
+                                                                             trv.to(tdtype).double()).to(tdtype))
+
+
 def test_batch_norm2d_train_and_eval():
     torch.manual_seed(3)
     tm = torch.nn.BatchNorm2d(3, dtype=torch.float64)
