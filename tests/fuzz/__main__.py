@@ -41,7 +41,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--cases", type=int, default=0, help="stop after this many cases (0: the time decides)")
     p.add_argument("--seed", type=int, default=int(time.time()) % 100000, help="the first case's seed")
     p.add_argument("--out", default=str(ROOT / "repros"), help="where repro scripts are written")
-    p.add_argument("--shrink-seconds", type=float, default=300.0)
+    p.add_argument("--shrink-seconds", type=float, default=120.0)
     p.add_argument("--max-numel", type=int, default=0, help="largest tensor (default: 2048, 512 under Triton)")
     p.add_argument("--replay", help="a .json record written next to a repro: run that case and print the verdict")
     p.add_argument("--worker", help=argparse.SUPPRESS)  # the supervisor's status file

@@ -129,13 +129,16 @@ def run_forward(prog: Program) -> Outcome:
         draws = ns["lt_draws"]()
     native, ref = reference.evaluate(prog, torch_inputs(prog, ns), draws)
     outcome = Outcome()
+    op_of = {s.out: s.op for s in prog.steps}
     for name, arr in got.items():
         t = results[name]
         want = native[name]
         if t.dtype.name != _dtype_name(want.dtype):
-            raise Failure("dtype", f"{name} is {t.dtype.name}, torch gives {_dtype_name(want.dtype)}", name)
+            raise Failure("dtype", f"{name} is {t.dtype.name}, torch gives {_dtype_name(want.dtype)}", op_of[name],
+                          [name])
         if arr.shape != tuple(want.shape):
-            raise Failure("shape", f"{name} has shape {arr.shape}, torch gives {tuple(want.shape)}", name)
+            raise Failure("shape", f"{name} has shape {arr.shape}, torch gives {tuple(want.shape)}", op_of[name],
+                          [name])
         r = ref[name]
         theirs = want.float().numpy() if want.dtype == torch.bfloat16 else want.detach().numpy()
         torch_bad = bad_elements(theirs, r)
@@ -144,7 +147,7 @@ def run_forward(prog: Program) -> Outcome:
             kind = "oracle" if (torch_bad & lt_bad).any() else "value"
             checks = _checks(name, arr, r, lt_bad, theirs)
             raise Failure(kind, f"{name}: {int(lt_bad.sum())} of {arr.size} elements outside the reference's "
-                          f"bound, e.g. {checks[0]}", "", checks)
+                          f"bound, e.g. {checks[0]}", op_of[name], checks)
         if torch_bad.any():
             outcome.oracle_notes.append(f"torch outside the bound on {name}: {_checks(name, theirs, r, torch_bad, arr)[0]}")
         unsure = int((r.err == math.inf).sum())
@@ -176,12 +179,14 @@ def gradient_weights(prog: Program, native: dict[str, torch.Tensor]) -> dict[str
 def run_grad(prog: Program) -> Outcome:
     """lazytensor's gradients against torch autograd's, in float64 from the same inputs.
 
-    The bound is estimated, not derived: torch's own gradients in the program's dtype, and in float64 at
-    inputs each moved by up to GRAD_PROBE_ULPS units in the last place (GRAD_PROBES times, at random), show
-    how much rounding can move each gradient (much near a kink, a tie or a cancellation). lazytensor's must
-    lie within 4 times that spread plus 64 units of roundoff of the gradient's scale: its own magnitude plus
-    the larger of the mean magnitudes of the input's gradient and of the loss's weights (a gradient whose
-    terms cancel to 0 keeps a rounding of the size of the terms, which the weights scale)."""
+    The bound is estimated, not derived: torch's own gradients in the program's dtype, and in float64 with
+    rounding-sized noise (GRAD_PROBES times each: inputs moved by up to GRAD_PROBE_ULPS units in the last
+    place, which breaks ties between them; every intermediate value scaled by 1 + d, |d| up to
+    GRAD_PROBE_ULPS units of roundoff of the program's dtype, as Monte Carlo arithmetic emulates rounding)
+    show how much rounding can move each gradient (much near a kink, a tie, a cancellation or a variance
+    near 0). lazytensor's must lie within 4 times that spread plus 64 units of roundoff of the gradient's
+    scale: its own magnitude plus the larger of the mean magnitudes of the input's gradient and of the
+    loss's weights (a gradient whose terms cancel to 0 keeps a rounding of the size of the terms)."""
     ns = namespace()
     D = {inp.name: inp.base() for inp in prog.inputs}
     native, _ = reference.evaluate(prog, torch_inputs(prog, ns), [])
@@ -203,6 +208,11 @@ def run_grad(prog: Program) -> Outcome:
         for _ in range(GRAD_PROBES):
             moved = {k: _nudged(v, rng) if k in leaf_dtypes else v for k, v in D.items()}
             probe = ns["torch_grads"](moved, weights, torch.float64)
+            spreads = {n: torch.maximum(spreads[n], _gap(probe[n], ref[n])) for n in ref}
+        exec(prog.torch_grad_source(weighted, jitter=True), ns)  # noqa: S102
+        ns["jitter"] = _jitter(GRAD_PROBE_ULPS * u, torch.Generator().manual_seed(0))
+        for _ in range(GRAD_PROBES):
+            probe = ns["torch_grads"](D, weights, torch.float64)
             spreads = {n: torch.maximum(spreads[n], _gap(probe[n], ref[n])) for n in ref}
     except RuntimeError as e:  # torch has no derivative for one of the ops: no oracle for this program
         outcome.oracle_notes.append(f"torch cannot differentiate it: {e}")
@@ -247,6 +257,16 @@ def run_grad(prog: Program) -> Outcome:
 
 
 TORCH_FLOAT = {"float32": torch.float32, "float64": torch.float64}
+
+
+def _jitter(scale: float, generator: torch.Generator):
+    """`jitter(v)`: a float tensor scaled elementwise by 1 + d, d uniform in [-scale, scale]."""
+    def jitter(v: Any) -> Any:
+        if not isinstance(v, torch.Tensor) or not v.is_floating_point():
+            return v
+        noise = torch.rand(v.shape, generator=generator, dtype=torch.float64).to(v.dtype)
+        return v * (1 + (noise * 2 - 1) * scale)
+    return jitter
 
 
 def _nudged(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -70,7 +70,7 @@ class Choices:
 class Config:
     """What a mode lets the generator make."""
 
-    max_steps: int = 10
+    max_steps: int = 14
     max_numel: int = 2048
     max_ndim: int = 5
     grad: bool = False         # float32/float64 programs of differentiable ops, for gradient checks
@@ -115,7 +115,13 @@ class Builder:
         table = {self.float_dtype: 8.0, **{d: 0.6 for d in self.cfg.dtypes}}
         return self.ch.weighted(table)
 
-    def new_input(self, shape: tuple[int, ...], dtype: str | None = None) -> Value:
+    def new_input(self, shape: tuple[int, ...], dtype: str | None = None, data: np.ndarray | None = None) -> Value:
+        """A new realized input (`data` given: those values, laid out contiguously)."""
+        if data is not None:
+            name = self.fresh("x")
+            self.inputs.append(Input(name, dtype, "contiguous", data))
+            self.values.append(Value(name, tuple(data.shape), TORCH[dtype]))
+            return self.values[-1]
         dtype = dtype or self.dtype()
         if self.cfg.grad and dtype != "bool":
             dtype = self.float_dtype
@@ -159,7 +165,7 @@ class Builder:
     def add(self, op: str, args: Sequence[Value], params: dict[str, Any]) -> Value | None:
         """Add the step if torch accepts it on tensors of ones and its result is small enough."""
         step = Step(self.fresh("v"), op, tuple(a.name for a in args), params)
-        if lt_refuses(op, args, params) or op in ELEMENTWISE and _mixes_zero_dim(op, args):
+        if documented_difference(op, args, params) or op in ELEMENTWISE and _mixes_zero_dim(op, args):
             return None
         probes = [torch.ones(a.shape, dtype=a.dtype) for a in args]
         scalars = {f"_{s}": params[s] for s in ("s", "t") if s in params}
@@ -167,6 +173,8 @@ class Builder:
             fn = torch_function(step, {"torch": torch, "sem": _sem(), "R": self.draws})
             out = torch.as_tensor(fn(*probes, **scalars))
         except Exception:  # noqa: BLE001  (torch refuses this combination: propose another)
+            return None
+        if any(0 in a.shape for a in args) and _empty_dtype_differs(fn, args, scalars, out.dtype):
             return None
         if out.numel() > self.cfg.max_numel or out.dim() > self.cfg.max_ndim:
             return None
@@ -180,21 +188,38 @@ class Builder:
         return value
 
 
+def _empty_dtype_differs(fn: Callable, args: Sequence[Value], scalars: dict[str, Any], dtype: torch.dtype) -> bool:
+    """Whether torch gives the op on empty tensors another dtype than on filled ones (float32 @ bool of
+    size 0 is bool, where the same with elements raises): torch is no oracle for those."""
+    try:
+        filled = torch.as_tensor(fn(*[torch.ones(tuple(max(n, 1) for n in a.shape), dtype=a.dtype) for a in args],
+                                    **scalars))
+    except Exception:  # noqa: BLE001  (the sizes no longer fit together: nothing to compare)
+        return True
+    return filled.dtype != dtype
+
+
 def _sem() -> Any:
     from . import semantics
     return semantics
 
 
-def lt_refuses(op: str, args: Sequence[Value], params: dict[str, Any]) -> bool:
-    """Whether lazytensor refuses the op by design where torch computes something (errors.py checks that
-    it raises clearly there): arithmetic without a bool meaning on bools (subtract, floor divide, modulo,
-    power), contractions of bools, and Python ints that the integer dtype cannot hold (NumPy 2; torch
-    wraps them)."""
+def documented_difference(op: str, args: Sequence[Value], params: dict[str, Any]) -> bool:
+    """Whether lazytensor differs from torch by design on this call, so torch is no oracle for it.
+
+    lazytensor refuses (errors.py checks that it raises clearly there): arithmetic without a bool meaning on
+    bools (subtract, floor divide, modulo, power), contractions of bools, and Python ints that an integer
+    dtype cannot hold (NumPy 2; torch wraps them). It computes otherwise (NumPy's results): the square of
+    bools is bool (torch: int64), average pooling of integers is float (torch: truncated integers)."""
     dtypes = [a.dtype for a in args]
     promoted = dtypes[0] if dtypes else torch.bool
     for d in dtypes[1:]:
         promoted = torch.promote_types(promoted, d)
     scalars = [params[s] for s in ("s", "t") if s in params]
+    if op in ELEMENTWISE_SCALAR and promoted.is_floating_point is False and promoted != torch.bool:
+        info = torch.iinfo(promoted)  # each scalar meets the tensor's integer dtype (clip: one bound at a time)
+        if any(isinstance(s, int) and not isinstance(s, bool) and not info.min <= s <= info.max for s in scalars):
+            return True
     for s in scalars:
         if isinstance(s, float) and not promoted.is_floating_point:
             promoted = torch.float32
@@ -205,12 +230,9 @@ def lt_refuses(op: str, args: Sequence[Value], params: dict[str, Any]) -> bool:
         return True
     if promoted == torch.bool and op in ("matmul", "tensordot", "outer", "linear", "conv2d", "conv2d_bias"):
         return True
-    if promoted == torch.bool and op == "square":  # NumPy's square of bools is bool (x * x); torch's int64
+    if op == "avg_pool2d" and not promoted.is_floating_point:
         return True
-    if op in ELEMENTWISE_SCALAR and not promoted.is_floating_point and promoted != torch.bool:
-        info = torch.iinfo(promoted)
-        return any(isinstance(s, int) and not isinstance(s, bool) and not info.min <= s <= info.max for s in scalars)
-    return False
+    return promoted == torch.bool and op == "square"
 
 
 ELEMENTWISE_SCALAR = {"add_s", "rsub_s", "mul_s", "div_s", "rdiv_s", "floordiv_s", "rfloordiv_s", "mod_s", "rmod_s",
@@ -288,8 +310,9 @@ SCALAR = ["add_s", "rsub_s", "mul_s", "div_s", "rdiv_s", "floordiv_s", "rfloordi
 REDUCE = ["sum", "prod", "prod_all", "mean", "max", "min", "max_all", "any", "all", "argmax", "argmin", "var", "std",
           "logsumexp", "softmax", "log_softmax", "cumsum"]
 MOVE = ["reshape", "permute", "swapaxes", "mT", "broadcast_to", "expand", "unsqueeze", "squeeze", "flatten", "index",
-        "flip", "pad", "concat", "stack", "split", "chunk", "repeat"]
-CONTRACT = ["matmul", "tensordot", "outer", "linear", "conv2d", "conv2d_bias"]
+        "flip", "pad", "concat", "stack", "split", "chunk", "np_split", "repeat"]
+CONTRACT = ["matmul", "tensordot", "outer", "vecdot", "linear", "conv2d", "conv2d_bias"]
+NN = ["max_pool2d", "avg_pool2d", "layer_norm", "mse_loss", "cross_entropy"]
 
 SCALAR_VALUES = {"pow_s": [2, 3, 0.5, -0.5, -1, -2, 1.5, 0, 1, 2.5, -3, 1.0],
                  "rpow_s": [2, 2.0, 0.5, 10, 1.5, -2.0],
@@ -299,7 +322,7 @@ SCALAR_VALUES = {"pow_s": [2, 3, 0.5, -0.5, -1, -2, 1.5, 0, 1, 2.5, -3, 1.0],
 def propose(b: Builder) -> Value | None:
     """One step (or a small pattern of steps) of a random kind."""
     ops = {"unary": 3.0, "binary": 3.0, "scalar": 2.0, "where": 1.0, "reduce": 2.5, "reduce_back": 1.0,
-           "move": 3.0, "contract": 1.2}
+           "move": 3.0, "contract": 1.2, "nn": 0.6}
     if b.cfg.random_ops:
         ops["random"] = 0.4
     kind = b.ch.weighted(ops)
@@ -556,6 +579,19 @@ def _move(b: Builder) -> Value | None:
             args.append(b.new_input(tuple(other), b.ch.pick([None, None, None, "int32", "float16"])))
         perm = _permutation(b, len(args))
         args = [args[i] for i in perm]
+    elif op == "np_split":
+        if nd == 0:
+            return None
+        axis = b.ch.int(0, nd - 1)
+        n = shape[axis]
+        params["i"] = axis - nd if b.ch.flag(0.3) else axis
+        if b.ch.flag(0.5):
+            params["sections"] = b.ch.pick([d for d in range(1, 5) if n % d == 0] or [1])
+            pieces = params["sections"]
+        else:
+            params["sections"] = sorted(b.ch.int(0, n) for _ in range(b.ch.int(1, 2)))
+            pieces = len(params["sections"]) + 1
+        params["k"] = b.ch.int(0, pieces - 1)
     elif op in ("split", "chunk"):
         if nd == 0:
             return None
@@ -586,7 +622,8 @@ def _permutation(b: Builder, n: int) -> list[int]:
 
 
 def _contract(b: Builder) -> Value | None:
-    op = b.ch.weighted({"matmul": 5, "tensordot": 1, "outer": 0.5, "linear": 1.5, "conv2d": 1.2, "conv2d_bias": 0.6})
+    op = b.ch.weighted({"matmul": 5, "tensordot": 1, "outer": 0.5, "vecdot": 0.5, "linear": 1.5, "conv2d": 1.2,
+                        "conv2d_bias": 0.6})
     dt = None if b.ch.flag(0.8) else b.dtype()
     if op == "matmul":
         a = b.operand(lambda v: v.ndim >= 1)
@@ -610,6 +647,11 @@ def _contract(b: Builder) -> Value | None:
         rest = tuple(b.ch.pick([1, 2, 3]) for _ in range(b.ch.int(0, 2)))
         rhs = b.new_input(a.shape[a.ndim - n:] + rest, dt or _name(a.dtype))
         return b.add("tensordot", [a, rhs], {"axes": n})
+    if op == "vecdot":
+        a = b.operand(lambda v: v.ndim >= 1 and v.dtype.is_floating_point) or b.new_input(b.shape(2), dt)
+        rhs = b.new_input(_broadcastable(a.shape, b) if a.ndim else (), _name(a.dtype))
+        nd = max(a.ndim, rhs.ndim)
+        return b.add("vecdot", [a, rhs], {"i": b.ch.int(-nd, nd - 1)}) if nd else None
     if op == "outer":
         x, y = b.new_input((b.ch.int(0, 6),), dt), b.new_input((b.ch.int(1, 6),), dt)
         return b.add("outer", [x, y], {})
@@ -635,6 +677,41 @@ def _contract(b: Builder) -> Value | None:
         return b.add("conv2d_bias", [a, w, bias], {"stride": stride, "padding": padding})
     return b.add("conv2d", [a, w], {"stride": stride, "padding": padding, "dilation": b.ch.pick([1, 2]),
                                     "groups": groups})
+
+
+def _nn(b: Builder) -> Value | None:
+    """Pooling, layer norm and losses."""
+    op = b.ch.pick(NN)
+    dt = None if b.ch.flag(0.8) else b.dtype()
+    if op in ("max_pool2d", "avg_pool2d"):
+        a = b.operand(lambda v: v.ndim in (3, 4) and min(v.shape[-2:]) >= 3)
+        if a is None:
+            a = b.new_input((b.ch.pick([1, 2]), b.ch.pick([1, 3]), b.ch.pick([3, 4, 5, 7]), b.ch.pick([3, 4, 6])), dt)
+        kernel = b.ch.pick([1, 2, 3, (2, 3)])
+        k = kernel if isinstance(kernel, tuple) else (kernel, kernel)
+        params: dict[str, Any] = {"kernel": kernel, "stride": b.ch.pick([None, 1, 2, (2, 1)]),
+                                  "padding": (b.ch.int(0, k[0] // 2), b.ch.int(0, k[1] // 2)), "ceil": b.ch.flag(0.3)}
+        if op == "max_pool2d":
+            params["dilation"] = b.ch.pick([1, 1, 2])
+        else:
+            params["include"] = b.ch.flag(0.6)
+        return b.add(op, [a], params)
+    if op == "layer_norm":
+        a = b.operand(lambda v: v.ndim >= 1 and v.dtype.is_floating_point) or b.new_input(b.shape(2), dt)
+        shape = a.shape[a.ndim - b.ch.int(1, min(a.ndim, 2)):]
+        w, bias = b.new_input(shape, _name(a.dtype)), b.new_input(shape, _name(a.dtype))
+        return b.add("layer_norm", [a, w, bias], {"shape": shape})
+    reduction = b.ch.pick(["mean", "sum", "none"])
+    if op == "mse_loss":
+        a = b.operand(lambda v: v.dtype.is_floating_point) or b.new_input(b.shape(), dt)
+        return b.add("mse_loss", [a, b.new_input(a.shape, _name(a.dtype))], {"reduction": reduction})
+    n, c = b.ch.pick([1, 2, 4, 8]), b.ch.pick([1, 2, 3, 5, 10])
+    extra = (b.ch.pick([2, 3]),) if b.ch.flag(0.25) else ()
+    logits = b.operand(lambda v: v.shape == (n, c) + extra and v.dtype.is_floating_point) or \
+        b.new_input((n, c) + extra, dt if dt in FLOATS else None)
+    classes = np.random.default_rng(b.ch.int(0, 2**31)).integers(0, c, (n,) + extra)
+    target = b.new_input((n,) + extra, "int64", data=classes)
+    return b.add("cross_entropy", [logits, target], {"reduction": reduction})
 
 
 def _name(dtype: torch.dtype) -> str:
@@ -672,7 +749,7 @@ def _random(b: Builder) -> Value | None:
 
 PROPOSALS: dict[str, Callable[[Builder], Value | None]] = {
     "unary": _unary, "binary": _binary, "scalar": _scalar, "where": _where, "reduce": _reduce,
-    "reduce_back": _reduce_back, "move": _move, "contract": _contract, "random": _random}
+    "reduce_back": _reduce_back, "move": _move, "contract": _contract, "nn": _nn, "random": _random}
 
 
 def program(ch: Choices, cfg: Config) -> Program:
@@ -681,7 +758,7 @@ def program(ch: Choices, cfg: Config) -> Program:
     b = Builder(ch, cfg, float_dtype)
     for _ in range(ch.int(1, 2)):
         b.new_input(b.shape())
-    for _ in range(ch.int(1, cfg.max_steps)):
+    for _ in range(max(ch.int(1, cfg.max_steps), ch.int(1, cfg.max_steps))):  # longer programs fuse more
         for _attempt in range(6):
             if propose(b) is not None:
                 break

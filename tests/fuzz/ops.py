@@ -104,7 +104,7 @@ _OPS = [
     OpSpec("mul", "{a} * {b}", "{a} * {b}", "corners", BASIC),
     OpSpec("div", "{a} / {b}", "{a} / {b}", "corners_nonzero", BASIC),
     OpSpec("floordiv", "{a} // {b}", "sem.floor_divide({a}, {b})", "corners_nonzero", BASIC, grad=False),
-    OpSpec("mod", "{a} % {b}", "sem.remainder({a}, {b})", "remainder", BASIC),
+    OpSpec("mod", "{a} % {b}", "sem.remainder({a}, {b})", "remainder", BASIC, grad=False),
     OpSpec("pow", "{a} ** {b}", "{a} ** {b}", "pow", MATH),
     OpSpec("maximum", "{a}.maximum({b})", "torch.maximum({a}, {b})", "corners"),
     OpSpec("minimum", "{a}.minimum({b})", "torch.minimum({a}, {b})", "corners"),
@@ -128,8 +128,8 @@ _OPS = [
     OpSpec("rdiv_s", "{s} / {a}", "{s} / {a}", "corners_nonzero", BASIC),
     OpSpec("floordiv_s", "{a} // {s}", "sem.floor_divide({a}, {s})", "corners_nonzero", BASIC, grad=False),
     OpSpec("rfloordiv_s", "{s} // {a}", "sem.floor_divide({s}, {a})", "corners_nonzero", BASIC, grad=False),
-    OpSpec("mod_s", "{a} % {s}", "sem.remainder({a}, {s})", "remainder", BASIC),
-    OpSpec("rmod_s", "{s} % {a}", "sem.remainder({s}, {a})", "remainder", BASIC),
+    OpSpec("mod_s", "{a} % {s}", "sem.remainder({a}, {s})", "remainder", BASIC, grad=False),
+    OpSpec("rmod_s", "{s} % {a}", "sem.remainder({s}, {a})", "remainder", BASIC, grad=False),
     OpSpec("pow_s", "{a} ** {s}", "{a} ** {s}", "pow", MATH),
     OpSpec("rpow_s", "{s} ** {a}", "{s} ** {a}", "pow", MATH),
     OpSpec("lt_s", "{a} < {s}", "{a} < {s}", "corners"),
@@ -185,10 +185,26 @@ _OPS = [
     OpSpec("split", "{a}.split({sizes}, dim={i})[{k}]", "{a}.split({sizes}, dim={i})[{k}]", "move"),
     OpSpec("chunk", "{a}.chunk({n}, dim={i})[{k}]", "{a}.chunk({n}, dim={i})[{k}]", "move"),
     OpSpec("repeat", "{a}.repeat({shape})", "{a}.repeat({shape})", "move"),
+    OpSpec("np_split", "lt.split({a}, {sections}, axis={i})[{k}]", "torch.tensor_split({a}, {sections}, dim={i})[{k}]",
+           "move"),
+    # ---- pooling, normalization, losses (composites of the ops above) ----
+    OpSpec("max_pool2d", "lt.nn.functional.max_pool2d({a}, {kernel}, stride={stride}, padding={padding}, "
+           "dilation={dilation}, ceil_mode={ceil})", "torch.nn.functional.max_pool2d({a}, {kernel}, stride={stride}, "
+           "padding={padding}, dilation={dilation}, ceil_mode={ceil})", "pool_max"),
+    OpSpec("avg_pool2d", "lt.nn.functional.avg_pool2d({a}, {kernel}, stride={stride}, padding={padding}, "
+           "ceil_mode={ceil}, count_include_pad={include})", "torch.nn.functional.avg_pool2d({a}, {kernel}, "
+           "stride={stride}, padding={padding}, ceil_mode={ceil}, count_include_pad={include})", "pool_avg"),
+    OpSpec("layer_norm", "lt.nn.functional.layer_norm({a}, {shape}, {b}, {c})",
+           "torch.nn.functional.layer_norm({a}, {shape}, {b}, {c})", "layer_norm"),
+    OpSpec("mse_loss", "lt.nn.functional.mse_loss({a}, {b}, reduction={reduction})",
+           "torch.nn.functional.mse_loss({a}, {b}, reduction={reduction})", "mse_loss"),
+    OpSpec("cross_entropy", "lt.nn.functional.cross_entropy({a}, {b}, reduction={reduction})",
+           "torch.nn.functional.cross_entropy({a}, {b}, reduction={reduction})", "cross_entropy"),
     # ---- contractions ----
     OpSpec("matmul", "{a} @ {b}", "{a} @ {b}", "contract"),
     OpSpec("tensordot", "{a}.tensordot({b}, axes={axes})", "torch.tensordot({a}, {b}, dims={axes})", "contract"),
     OpSpec("outer", "{a}.outer({b})", "torch.outer({a}, {b})", "contract"),
+    OpSpec("vecdot", "{a}.vecdot({b}, axis={i})", "torch.linalg.vecdot({a}, {b}, dim={i})", "contract"),
     OpSpec("linear", "lt.nn.functional.linear({a}, {b}, {c})", "torch.nn.functional.linear({a}, {b}, {c})",
            "contract"),
     OpSpec("conv2d", "lt.nn.functional.conv2d({a}, {b}, stride={stride}, padding={padding}, dilation={dilation}, "

@@ -157,17 +157,23 @@ class Program:
                 last[a] = i
         return last
 
-    def torch_body(self, leaves: bool = False, indent: str = "    ") -> list[str]:
+    def torch_body(self, leaves: bool = False, indent: str = "    ", jitter: bool = False) -> list[str]:
         """The torch statements; with `leaves`, float inputs are leaves that require grad, in `dtype` (the
-        program's own dtype, or float64 for the gradient check's reference)."""
+        program's own dtype, or float64 for the gradient check's reference); with `jitter`, each step's
+        value goes through `jitter` (the gradient check's rounding noise)."""
         lines = []
         for inp in self.inputs:
             if leaves and inp.dtype.startswith("float"):
                 lines.append(f"{inp.name}_leaf = torch.tensor(D[{inp.name!r}], dtype=dtype).requires_grad_()")
                 lines.append(f"{inp.name} = {inp.name}_leaf{inp.view()}")
+                if jitter:  # after the view: the copies a broadcast makes are rounded apart too
+                    lines.append(f"{inp.name} = jitter({inp.name})")
             else:
                 lines.append(f"{inp.name} = {self.input_source(inp, 'torch')}{inp.view()}")
-        lines += [f"{s.out} = {s.source('torch')}" for s in self.steps]
+        for step in self.steps:
+            lines.append(f"{step.out} = {step.source('torch')}")
+            if jitter:
+                lines.append(f"{step.out} = jitter({step.out})")
         return [indent + line for line in lines]
 
     def lt_source(self) -> str:
@@ -206,10 +212,10 @@ class Program:
                   "    return grads"]
         return "\n".join(lines) + "\n"
 
-    def torch_grad_source(self, weighted: list[str]) -> str:
+    def torch_grad_source(self, weighted: list[str], jitter: bool = False) -> str:
         """`torch_grads(D, W, dtype)`: torch's gradients, its float inputs in `dtype`; None where the loss
         does not depend on them."""
-        lines = ["def torch_grads(D, W, dtype):", *self.torch_body(leaves=True)]
+        lines = ["def torch_grads(D, W, dtype):", *self.torch_body(leaves=True, jitter=jitter)]
         loss = " + ".join(f"({n} * torch.tensor(W[{n!r}]).to({n}.dtype)).sum()" for n in weighted)
         leaves = ", ".join(f"{n}_leaf" for n in self.float_leaves())
         lines += [f"    loss = {loss}", "    if not loss.requires_grad:", "        return None",

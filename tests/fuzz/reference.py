@@ -114,9 +114,10 @@ def _deviation(corner: torch.Tensor, center: torch.Tensor) -> torch.Tensor:
     return torch.where(d.isnan(), INF, d)
 
 
-def finish(val: torch.Tensor, dev: torch.Tensor, dtype: torch.dtype, ulps: float) -> RVal:
+def finish(val: torch.Tensor, dev: torch.Tensor, dtype: torch.dtype, ulps: float, inner: bool = False) -> RVal:
     """The result of an op of nominal `dtype`: its rounding added to `dev`, overflow decided, and an
-    integer or bool result that might deviate at all marked undetermined."""
+    integer or bool result that might deviate at all marked undetermined. An `inner` step of a composite
+    (var's sum of squares) only might overflow: another algorithm (torch's Welford) avoids it."""
     dev = torch.broadcast_to(dev.double(), val.shape)
     if not dtype.is_floating_point:
         return RVal(val.to(dtype), torch.where(dev > 0, INF, 0.0), dtype)
@@ -128,7 +129,7 @@ def finish(val: torch.Tensor, dev: torch.Tensor, dtype: torch.dtype, ulps: float
     limit = _overflow(dtype)
     over = finite & (val.abs() - err >= limit)
     band = finite & (val.abs() + err >= limit) & ~over
-    if dtype in (torch.float16, torch.bfloat16):  # lazytensor may keep it in float32 until it stores it
+    if inner or dtype in (torch.float16, torch.bfloat16):  # lazytensor may keep a 16-bit value in float32
         err = torch.where(over | band, INF, err)
     else:
         val = torch.where(over, torch.copysign(torch.full_like(val, INF), val), val)
@@ -166,15 +167,13 @@ def _conversion_error(val: Any, src_float: bool, to: torch.dtype) -> Any:
 def operands(step: Step, env: dict[str, RVal], native: dict[str, torch.Tensor]) -> tuple[list[Operand], torch.dtype]:
     """The step's operands (tensors, then its arithmetic scalars) and the dtype they compute in."""
     out_dtype = native[step.out].dtype
-    parts: list[Any] = [native[a] for a in step.args] + [step.params[s] for s in SCALARS if s in step.params]
-    promoted = parts[0] if len(parts) == 1 and isinstance(parts[0], torch.Tensor) else None
-    if promoted is not None:
-        compute = out_dtype if out_dtype.is_floating_point else promoted.dtype
-    else:
-        compute = out_dtype if out_dtype.is_floating_point else torch.result_type(*parts[:2])
-        for p in parts[2:]:
-            compute = torch.promote_types(compute, torch.result_type(p, p) if isinstance(p, torch.Tensor)
-                                          else torch.result_type(torch.zeros((), dtype=compute), p))
+    compute = out_dtype
+    if not out_dtype.is_floating_point:  # a comparison's operands compute in their promoted dtype
+        compute = torch.bool
+        for a in step.args:
+            compute = torch.promote_types(compute, native[a].dtype)
+        for s in SCALARS:
+            compute = _weak(compute, step.params[s]) if s in step.params else compute
     ops = []
     for name, arg in zip("abc", step.args):
         v = env[arg]
@@ -188,6 +187,15 @@ def operands(step: Step, env: dict[str, RVal], native: dict[str, torch.Tensor]) 
             err = _conversion_error(value, isinstance(value, float), compute) if not isinstance(value, bool) else 0.0
             ops.append(Operand(value, err, s))
     return ops, compute
+
+
+def _weak(dtype: torch.dtype, scalar: Any) -> torch.dtype:
+    """lazytensor's (and torch's) dtype of a tensor combined with a Python scalar (dtypes.result_type)."""
+    if isinstance(scalar, bool) or isinstance(scalar, int) and dtype != torch.bool:
+        return dtype
+    if isinstance(scalar, int):
+        return torch.int64
+    return dtype if dtype.is_floating_point else torch.float32
 
 
 def _call(fn: Callable, ops: Sequence[Operand], values: Sequence[Any]) -> torch.Tensor:
@@ -413,13 +421,13 @@ def _binary(fn: Callable, a: RVal, b: RVal | float, dtype: torch.dtype, ulps: fl
     ops.append(Operand(b.val, b.err, "b") if isinstance(b, RVal) else Operand(b, 0.0, "s"))
     call = (lambda x, y=None, _s=None: fn(x, y if y is not None else _s))
     center = _call(call, ops, [o.val for o in ops])
-    return finish(center, corner_deviation(call, ops, center), dtype, ulps)
+    return finish(center, corner_deviation(call, ops, center), dtype, ulps, inner=True)
 
 
 def _unary(fn: Callable, a: RVal, dtype: torch.dtype, ulps: float) -> RVal:
     ops = [Operand(a.val, a.err, "a")]
     center = fn(a.val)
-    return finish(center, corner_deviation(fn, ops, center), dtype, ulps)
+    return finish(center, corner_deviation(fn, ops, center), dtype, ulps, inner=True)
 
 
 def _max(v: RVal, axes: tuple[int, ...]) -> RVal:
@@ -449,13 +457,15 @@ def reduction(step: Step, fn: Callable, env: dict[str, RVal], native: dict[str, 
         return finish(center, dev, out_dtype, BASIC)
     if spec.rule == "prod":
         return _prod(src, fn, out_dtype)
-    if spec.rule == "extremum":
+    if spec.rule == "extremum":  # monotone in each element: the corners bound it, an undetermined one too
         center = fn(src.val)
         if not src.is_float:
-            return RVal(center, torch.where(fn(src.err) > 0, INF, 0.0), out_dtype)
-        err = torch.where(src.err == INF, 0.0, src.err)
-        dev = torch.maximum(_deviation(fn(src.val + err), center), _deviation(fn(src.val - err), center))
-        return finish(center, torch.where(fn(src.err) == INF, INF, dev), out_dtype, 0.0)
+            lowest, highest = (False, True) if src.dtype == torch.bool else \
+                (torch.iinfo(src.dtype).min, torch.iinfo(src.dtype).max)
+            moved = [fn(torch.where(src.err > 0, torch.tensor(v, dtype=src.dtype), src.val)) for v in (lowest, highest)]
+            return RVal(center, torch.where((moved[0] != center) | (moved[1] != center), INF, 0.0), out_dtype)
+        dev = torch.maximum(_deviation(fn(src.val + src.err), center), _deviation(fn(src.val - src.err), center))
+        return finish(center, dev, out_dtype, 0.0)
     if spec.rule == "boolreduce":
         truth = src.val != 0
         flip = ((src.err > 0) & (src.val.double().abs() <= src.err)) | (src.err == INF)
@@ -470,15 +480,16 @@ def reduction(step: Step, fn: Callable, env: dict[str, RVal], native: dict[str, 
     axes = _axes(axis, x.val.dim())
     if spec.rule == "mean":
         total, dev = _sum(x, axis, keep, acc)
-        s = finish(total, dev, acc, BASIC)
+        s = finish(total, dev, acc, BASIC, inner=True)
         return _final(_binary(torch.div, s, float(_count(x.val.shape, axes)), acc, BASIC), out_dtype)
     if spec.rule in ("var", "std"):
         mean_total, mean_dev = _sum(x, axes, True, acc)
-        m = _binary(torch.div, finish(mean_total, mean_dev, acc, BASIC), float(_count(x.val.shape, axes)), acc, BASIC)
+        n = float(_count(x.val.shape, axes))
+        m = _binary(torch.div, finish(mean_total, mean_dev, acc, BASIC, inner=True), n, acc, BASIC)
         centered = _binary(torch.sub, x, m, acc, BASIC)
         sq = _binary(torch.mul, centered, centered, acc, BASIC)
         total, dev = _sum(sq, axes, keep, acc)
-        var = _binary(torch.div, finish(total, dev, acc, BASIC),
+        var = _binary(torch.div, finish(total, dev, acc, BASIC, inner=True),
                       max(0.0, _count(x.val.shape, axes) - p["corr"]), acc, BASIC)
         return _final(var if spec.rule == "var" else _unary(torch.sqrt, var, acc, BASIC), out_dtype)
     if spec.rule in ("softmax", "log_softmax", "logsumexp"):
@@ -500,7 +511,7 @@ def _softmaxes(rule: str, x: RVal, axis: Any, keep: bool, acc: torch.dtype, out_
     shifted = _binary(torch.sub, x, m, acc, BASIC)
     e = _unary(torch.exp, shifted, acc, MATH)
     total, dev = _sum(e, axes, True, acc)
-    s = finish(total, dev, acc, BASIC)
+    s = finish(total, dev, acc, BASIC, inner=True)
     if rule == "softmax":
         return _final(_binary(torch.div, e, s, acc, BASIC), out_dtype)
     log_s = _unary(torch.log, s, acc, MATH)
@@ -515,9 +526,8 @@ def _softmaxes(rule: str, x: RVal, axis: Any, keep: bool, acc: torch.dtype, out_
 def _prod(src: RVal, fn: Callable, out_dtype: torch.dtype) -> RVal:
     """|prod(x + d) - prod(x)| <= prod(|x| + E) - prod(|x|), plus (n - 1) roundings of the product."""
     center = fn(src.val)
-    if not out_dtype.is_floating_point:
-        return RVal(center.to(out_dtype), torch.where(fn((src.err > 0).double()) > 0, INF, 0.0)
-                    if src.err.numel() else torch.zeros(center.shape, dtype=torch.float64), out_dtype)
+    if not out_dtype.is_floating_point:  # undetermined where some factor is: the product of "exact" is 0
+        return RVal(center.to(out_dtype), torch.where(fn((src.err == 0).double()) == 0, INF, 0.0), out_dtype)
     x = _as_compute(src, out_dtype)
     mags = x.val.abs()
     err = torch.where(x.err == INF, 0.0, x.err)
@@ -526,7 +536,7 @@ def _prod(src: RVal, fn: Callable, out_dtype: torch.dtype) -> RVal:
     dev = fn(mags + err) - base + (n - 1) * unit(compute_dtype(out_dtype)) * base
     exact_inputs = fn((err == 0).double()) == 1
     dev = torch.where(center.double().isfinite(), dev, torch.where(exact_inputs, 0.0, INF))
-    unsure = fn((x.err == INF).double()) != 0 if x.err.numel() else torch.zeros(center.shape, dtype=torch.bool)
+    unsure = fn((x.err != INF).double()) == 0
     return finish(center.double(), torch.where(unsure | dev.isnan(), INF, dev), out_dtype, BASIC)
 
 
@@ -568,6 +578,64 @@ def _cumsum(src: RVal, axis: int, out_dtype: torch.dtype) -> RVal:
     dev = torch.where(center.isfinite(), dev + (n + 2) * unit(compute_dtype(out_dtype)) * mags, dev)
     dev = torch.where((x.err == INF).double().cumsum(axis) > 0, INF, dev)
     return finish(center, dev, out_dtype, BASIC)
+
+
+# ---- pooling, normalization, losses ------------------------------------------------------------------------
+
+
+def nn_composite(step: Step, fn: Callable, env: dict[str, RVal], native: dict[str, torch.Tensor]) -> RVal:
+    """max pooling (monotone in each element), average pooling (linear), and layer norm and the losses as
+    lazytensor's nn/functional.py composes them."""
+    rule = OPS[step.op].rule
+    out_dtype = native[step.out].dtype
+    srcs = [env[a] for a in step.args]
+    if rule == "pool_max":
+        x = srcs[0]
+        center = fn(x.val)
+        if not x.is_float:
+            return RVal(center, torch.where(fn(x.err) > 0, INF, 0.0), out_dtype)
+        err = torch.where(x.err == INF, 0.0, x.err)
+        dev = torch.maximum(_deviation(fn(x.val + err), center), _deviation(fn(x.val - err), center))
+        return finish(center, torch.where(fn(x.err) == INF, INF, dev), out_dtype, 0.0)
+    acc = compute_dtype(out_dtype)
+    xs = [_as_compute(s, out_dtype) if s.is_float or i == 0 else s for i, s in enumerate(srcs)]
+    if rule == "pool_avg":
+        x = xs[0]
+        center = fn(x.val)
+        err = torch.where(x.err == INF, 0.0, x.err)
+        dev = torch.maximum(_deviation(fn(x.val + err), center), _deviation(fn(x.val - err), center))
+        terms = math.prod(step.params["kernel"]) if isinstance(step.params["kernel"], tuple) \
+            else step.params["kernel"] ** 2
+        mags = fn(torch.where(x.val.isfinite(), x.val.abs(), 0.0))
+        dev = torch.where(center.isfinite(), dev + terms * unit(acc) * mags, dev)
+        return finish(center, torch.where(fn((x.err == INF).double()) > 0, INF, dev), out_dtype, BASIC)
+    if rule == "layer_norm":
+        x, w, b = xs
+        axes = tuple(range(x.val.dim() - len(step.params["shape"]), x.val.dim()))
+        n = float(_count(x.val.shape, axes))
+        mean = _binary(torch.div, finish(*_sum(x, axes, True, acc), acc, BASIC, inner=True), n, acc, BASIC)
+        centered = _binary(torch.sub, x, mean, acc, BASIC)
+        sq = _binary(torch.mul, centered, centered, acc, BASIC)
+        var = _binary(torch.div, finish(*_sum(sq, axes, True, acc), acc, BASIC, inner=True), n, acc, BASIC)
+        inv = _unary(torch.rsqrt, _binary(torch.add, var, 1e-5, acc, BASIC), acc, MATH)
+        out = _binary(torch.mul, _binary(torch.mul, centered, inv, acc, BASIC), w, acc, BASIC)
+        return _final(_binary(torch.add, out, b, acc, BASIC), out_dtype)
+    if rule == "mse_loss":
+        diff = _binary(torch.sub, xs[0], xs[1], acc, BASIC)
+        return _final(_reduced(_binary(torch.mul, diff, diff, acc, BASIC), step.params["reduction"], acc), out_dtype)
+    logp = _softmaxes("log_softmax", xs[0], 1, True, acc, acc)
+    index = srcs[1].val.long().unsqueeze(1)
+    picked = RVal(-logp.val.gather(1, index).squeeze(1), logp.err.gather(1, index).squeeze(1), acc)
+    return _final(_reduced(picked, step.params["reduction"], acc), out_dtype)
+
+
+def _reduced(v: RVal, reduction: str, acc: torch.dtype) -> RVal:
+    """A loss's reduction: none, sum or mean over every element."""
+    if reduction == "none":
+        return v
+    total, dev = _sum(v, None, False, acc)
+    s = finish(total, dev, acc, BASIC, inner=True)
+    return s if reduction == "sum" else _binary(torch.div, s, float(v.val.numel()), acc, BASIC)
 
 
 # ---- movement, contractions, random numbers ------------------------------------------------------------------
@@ -704,6 +772,8 @@ def reference_step(step: Step, fn: Callable, env: dict[str, RVal], native: dict[
         out = random_draw(step, draws)
     elif rule == "dropout":
         out = dropout(step, env, native, draws)
+    elif rule in ("pool_max", "pool_avg", "layer_norm", "mse_loss", "cross_entropy"):
+        out = nn_composite(step, fn, env, native)
     elif rule in ("sum", "prod", "extremum", "boolreduce", "argext", "mean", "var", "std", "logsumexp", "softmax",
                   "log_softmax", "cumsum"):
         out = reduction(step, fn, env, native)

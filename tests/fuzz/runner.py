@@ -53,6 +53,8 @@ def attempt(name: str, record: list[int] | None, seed: int | None, max_numel: in
         return case, ch.record, run(name, case)
     except Failure as f:
         return case, ch.record, f
+    except Exception as e:  # noqa: BLE001  (the fuzzer's own bug: reported and shrunk like any finding)
+        return case, ch.record, Failure("harness", f"{type(e).__name__}: {e}", type(e).__name__)
 
 
 # ---- shrinking -------------------------------------------------------------------------------------------
@@ -173,7 +175,7 @@ def _forward_tail(prog: Program, f: Failure) -> str:
              "for name, t in got.items():",
              "    print(name, t.dtype, t.shape, 'torch:', want[name].dtype, tuple(want[name].shape))"]
     if f.kind in ("dtype", "shape"):
-        lines += [f"t, w = got[{f.key!r}], want[{f.key!r}]",
+        lines += [f"t, w = got[{f.checks[0]!r}], want[{f.checks[0]!r}]",
                   "assert t.dtype.name == str(w.dtype).removeprefix('torch.') and t.shape == tuple(w.shape)"]
     elif f.checks:
         lines.append("# (output, index, lazytensor's value then, exact value, error bound, torch's value then): the\n"
