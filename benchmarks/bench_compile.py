@@ -6,9 +6,10 @@ against torch.compile's and jax.jit's compile time for the same model (each when
 Every case runs in a fresh process (no compiled kernel or schedule is cached from another case):
 - `mlp`: 784-512-512-10 (ReLU), batch 256, cross-entropy, Adam (as bench_train.py);
 - `cnn`: the small CNN of examples/train_digits.py, batch 64, Adam;
-- `gptN`: a GPT of N blocks (width 256, 4 heads, sequence 64, batch 8, vocabulary 512): token and
-  position embeddings, pre-LayerNorm causal attention and a GELU MLP per block, a final LayerNorm and
-  head, cross-entropy, a hand-written gradient-norm clip (to 1.0) and AdamW;
+- `gptN`: the GPT of examples/gpt.py with N blocks (width 256, 4 heads, sequence 64, batch 8,
+  vocabulary 512): token and position embeddings, pre-LayerNorm causal attention and a GELU MLP per
+  block, a final LayerNorm and head, cross-entropy, a hand-written gradient-norm clip (to 1.0) and
+  AdamW; the same code on torch (jax.jit runs the same model written with jax.numpy);
 - `chain`: elementwise chains of 100 to 10,000 ops on 4096 floats, scheduled (and lowered) only;
 - `loop`: `a = a * 0.99 + 0.01; a.sum().item()` 200 times, never realizing `a` explicitly.
 
@@ -30,6 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+from gpt import clip_scale, gpt  # noqa: E402
+
 VOCAB, WIDTH, HEADS, SEQ, BATCH = 512, 256, 4, 64, 8
 CHAINS = (100, 300, 1000, 3000, 10000)
 
@@ -39,41 +43,7 @@ CHAINS = (100, 300, 1000, 3000, 10000)
 
 def lt_gpt(blocks: int):
     import lazytensor as lt
-    from lazytensor import nn
-    from lazytensor.nn import functional as F
-
-    class Block(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.ln1, self.ln2 = nn.LayerNorm(WIDTH), nn.LayerNorm(WIDTH)
-            self.qkv, self.proj = nn.Linear(WIDTH, 3 * WIDTH), nn.Linear(WIDTH, WIDTH)
-            self.fc1, self.fc2 = nn.Linear(WIDTH, 4 * WIDTH), nn.Linear(4 * WIDTH, WIDTH)
-
-        def forward(self, x, mask):
-            b, t, d = x.shape
-            q, k, v = self.qkv(self.ln1(x)).split(d, -1)
-            q, k, v = (z.reshape(b, t, HEADS, d // HEADS).transpose(1, 2) for z in (q, k, v))
-            att = (q @ k.transpose(-1, -2)) * (1.0 / (d // HEADS) ** 0.5)
-            att = lt.where(mask, att, float("-inf")).softmax(-1)
-            x = x + self.proj((att @ v).transpose(1, 2).reshape(b, t, d))
-            return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
-
-    class GPT(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.emb = nn.Embedding(VOCAB, WIDTH)
-            self.pos = nn.Parameter(lt.randn(SEQ, WIDTH) * 0.02)
-            self.blocks = nn.ModuleList([Block() for _ in range(blocks)])
-            self.ln, self.head = nn.LayerNorm(WIDTH), nn.Linear(WIDTH, VOCAB)
-
-        def forward(self, idx):
-            mask = lt.asarray(np.tril(np.ones((SEQ, SEQ), bool)))
-            x = self.emb(idx) + self.pos
-            for block in self.blocks:
-                x = block(x, mask)
-            return self.head(self.ln(x))
-
-    model = GPT()
+    model = gpt(lt, blocks, VOCAB, WIDTH, HEADS, SEQ)
     opt = lt.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
     rng = np.random.default_rng(0)
     idx = lt.asarray(rng.integers(0, VOCAB, (BATCH, SEQ)))
@@ -81,11 +51,10 @@ def lt_gpt(blocks: int):
     params = list(model.parameters())
 
     def step():
-        loss = F.cross_entropy(model(idx).reshape(BATCH * SEQ, VOCAB), targets)
+        loss = lt.nn.functional.cross_entropy(model(idx).reshape(BATCH * SEQ, VOCAB), targets)
         opt.zero_grad()
         loss.backward()
-        norm = sum((p.grad ** 2).sum() for p in params).sqrt()
-        scale = (1.0 / (norm + 1e-6)).clip(max=1.0)
+        scale = clip_scale(sum((p.grad ** 2).sum() for p in params), 1.0)
         for p in params:
             p.grad = p.grad * scale
         opt.step()
@@ -97,7 +66,6 @@ def lt_gpt(blocks: int):
 def lt_mlp_or_cnn(kind: str):
     import lazytensor as lt
     from lazytensor import nn, optim
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
     import train_digits
     rng = np.random.default_rng(0)
     if kind == "mlp":
@@ -192,40 +160,7 @@ def torch_step(name: str):
         opt = torch.optim.Adam(model.parameters(), lr=1e-3)
         clip = False
     else:
-        blocks = int(name[3:])
-
-        class Block(tnn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.ln1, self.ln2 = tnn.LayerNorm(WIDTH), tnn.LayerNorm(WIDTH)
-                self.qkv, self.proj = tnn.Linear(WIDTH, 3 * WIDTH), tnn.Linear(WIDTH, WIDTH)
-                self.fc1, self.fc2 = tnn.Linear(WIDTH, 4 * WIDTH), tnn.Linear(4 * WIDTH, WIDTH)
-
-            def forward(self, x, mask):
-                b, t, d = x.shape
-                q, k, v = self.qkv(self.ln1(x)).split(d, -1)
-                q, k, v = (z.reshape(b, t, HEADS, d // HEADS).transpose(1, 2) for z in (q, k, v))
-                att = (q @ k.transpose(-1, -2)) * (1.0 / (d // HEADS) ** 0.5)
-                att = torch.where(mask, att, float("-inf")).softmax(-1)
-                x = x + self.proj((att @ v).transpose(1, 2).reshape(b, t, d))
-                return x + self.fc2(tF.gelu(self.fc1(self.ln2(x))))
-
-        class GPT(tnn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.emb = tnn.Embedding(VOCAB, WIDTH)
-                self.pos = tnn.Parameter(torch.randn(SEQ, WIDTH) * 0.02)
-                self.blocks = tnn.ModuleList([Block() for _ in range(blocks)])
-                self.ln, self.head = tnn.LayerNorm(WIDTH), tnn.Linear(WIDTH, VOCAB)
-                self.register_buffer("mask", torch.tril(torch.ones(SEQ, SEQ, dtype=torch.bool)))
-
-            def forward(self, idx):
-                x = self.emb(idx) + self.pos
-                for block in self.blocks:
-                    x = block(x, self.mask)
-                return self.head(self.ln(x)).reshape(BATCH * SEQ, VOCAB)
-
-        model = GPT()
+        model = gpt(torch, int(name[3:]), VOCAB, WIDTH, HEADS, SEQ)
         x = torch.from_numpy(rng.integers(0, VOCAB, (BATCH, SEQ)))
         y = torch.from_numpy(rng.integers(0, VOCAB, (BATCH * SEQ,)))
         opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
@@ -233,12 +168,11 @@ def torch_step(name: str):
     params = list(model.parameters())
 
     def train_step():
-        loss = tF.cross_entropy(model(x), y)
+        loss = tF.cross_entropy(model(x).reshape(len(y), -1), y)
         opt.zero_grad()
         loss.backward()
         if clip:
-            norm = sum((p.grad ** 2).sum() for p in params).sqrt()
-            scale = (1.0 / (norm + 1e-6)).clamp(max=1.0)
+            scale = clip_scale(sum((p.grad ** 2).sum() for p in params), 1.0)
             for p in params:
                 p.grad.mul_(scale)
         opt.step()

@@ -101,6 +101,14 @@ def bfloat16_bits(values: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(values), ((bits >> 16) | 0x0040).astype(np.uint16), rounded)
 
 
+def half_bits(value: float, dtype: DType) -> int:
+    """The bit pattern of `value` rounded (through float32, as the IR defines) to a 16-bit float dtype: how a
+    backend writes a 16-bit constant, whatever its own constants would round it to."""
+    with np.errstate(over="ignore"):
+        single = np.array(value, dtype=np.float32)
+        return int(single.astype(np.float16).view(np.uint16) if dtype == float16 else bfloat16_bits(single))
+
+
 def bfloat16_to_float32(bits: np.ndarray) -> np.ndarray:
     """The float32 values of bfloat16 bit patterns (exact)."""
     return (bits.astype(np.uint32) << 16).view(np.float32)

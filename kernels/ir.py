@@ -20,6 +20,8 @@ Semantics every backend must honour: integer FLOORDIV and MOD round toward
 negative infinity (Python), and give 0 for a zero divisor; float MOD is
 Python's remainder (sign of the divisor); MAX/MIN propagate NaN; CMPNE is true
 for NaN; ROUND rounds half to even; a float to int CAST saturates (NaN gives 0).
+`kernels/reference.py` is these semantics as an interpreter, with every op's
+rule for every dtype and the readings it takes where this summary is silent.
 """
 from __future__ import annotations
 

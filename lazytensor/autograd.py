@@ -35,7 +35,8 @@ import math
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-from .kernels.ir import toposort
+from .graph import MOVEMENT, Op
+from .kernels.ir import Alu, ReduceOp, toposort
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -278,7 +279,6 @@ def _where(cond: Tensor, a: Tensor, b: Tensor | float) -> Tensor:
 def _constant_kind(t: Tensor) -> str | None:
     """'const' or 'scalar' when `t` is a constant or a Python scalar seen through movement ops (relu's
     0, clip's bounds), else None."""
-    from .graph import MOVEMENT, Op
     if t.requires_grad:
         return None
     n = t.node
@@ -288,7 +288,6 @@ def _constant_kind(t: Tensor) -> str | None:
 
 
 def _alu_vjp(op: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> list[Tensor | None]:
-    from .kernels.ir import Alu
     x = srcs[0]
     if op is Alu.NEG:
         return [-g]
@@ -367,7 +366,6 @@ def _extremum_vjp(is_max: bool, a: Tensor, b: Tensor, g: Tensor) -> list[Tensor 
 
 
 def _reduce_vjp(arg: Any, x: Tensor, out: Tensor, g: Tensor) -> Tensor:
-    from .kernels.ir import ReduceOp
     op, axes = arg
     if op is ReduceOp.SUM:
         return g.broadcast_to(x.shape)
@@ -406,7 +404,6 @@ def _unshrink(g: Tensor, shape: tuple[int, ...], ranges: Sequence[tuple[int, int
 def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> list[Tensor | None]:
     """The gradients for `srcs` of the op `(op, arg)` that made `out`, given the gradient `g` of `out`
     (None where a source gets no gradient); for `Custom.VJP`, `arg` is the op's backward."""
-    from .graph import Op
     if not out.dtype.is_float:
         return [None] * len(srcs)
     if out.numel() == 0:
@@ -423,6 +420,8 @@ def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> li
         grads = [g.cast(x.dtype) if x.dtype.is_float else None]
     elif op is Op.CONTIGUOUS:  # a fusion barrier forward is one backward too
         grads = [g.contiguous()]
+    elif op is Op.CHECK:
+        grads = [g, None]
     elif op is Op.REDUCE:
         grads = [_reduce_vjp(arg, x, out, g)]
     elif op is Op.RESHAPE:

@@ -100,6 +100,20 @@ def _default_pool_limit() -> int:
     return min(1 << 30, physical // 8)
 
 
+def _bytes(n: int) -> str:
+    """`n` bytes, readably: '1.00 EiB'."""
+    for unit, shift in (("EiB", 60), ("PiB", 50), ("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.2f} {unit}"
+    return f"{n} bytes"
+
+
+def _out_of_memory(where: str, size: int, itemsize: int) -> MemoryError:
+    """The error for `size` elements of `itemsize` bytes that `where` ('host', 'GPU') has no room for."""
+    return MemoryError(f"out of {where} memory: cannot allocate {_bytes(size * itemsize)} ({size} elements of "
+                       f"{itemsize} bytes each)")
+
+
 class HostMemoryPool:
     """Host memory for CPU buffers, reused across realizes: freed blocks are kept by byte size.
 
@@ -138,11 +152,21 @@ class HostMemoryPool:
         return -(-nbytes // quantum) * quantum
 
     def array(self, dtype: np.dtype, size: int) -> np.ndarray:
-        """A flat array of `size` elements of `dtype` (uninitialized), on a pooled block when it is big enough."""
+        """A flat array of `size` elements of `dtype` (uninitialized), on a pooled block when it is big enough.
+
+        Where the memory is not there, the pool gives back the blocks it keeps and tries once more, then raises
+        MemoryError saying how much was asked for."""
         nbytes = size * dtype.itemsize
         if nbytes < self.min_bytes:
             return np.empty(size, dtype=dtype)
-        block = self._take(self.block_size(nbytes))
+        try:
+            block = self._take(self.block_size(nbytes))
+        except MemoryError:
+            self.clear()
+            try:
+                block = self._take(self.block_size(nbytes))
+            except MemoryError:
+                raise _out_of_memory("host", size, dtype.itemsize) from None
         # Not a memoryview: np.frombuffer wraps one in a memoryview of its own, which would not keep ours alive.
         owner = (ctypes.c_char * block.nbytes).from_buffer(block)
         finalizer = weakref.finalize(owner, self._give_back, block)
@@ -184,6 +208,8 @@ class HostMemoryPool:
     @staticmethod
     def _new_block(size: int) -> np.ndarray:
         """`size` fresh bytes, 64-byte aligned (a cache line), or HUGE_PAGE-aligned and advised from HUGE_PAGE."""
+        if size + HUGE_PAGE > sys.maxsize:  # NumPy raises ValueError for more bytes than an address space holds
+            raise MemoryError
         if size < HUGE_PAGE:
             raw = np.empty(size + 63, dtype=np.uint8)
             start = -raw.ctypes.data % 64
@@ -256,6 +282,11 @@ class Device:
         """The compiled program for `kernel`, and whether this call compiled it (not a cache hit)."""
         raise NotImplementedError
 
+    def compile_all(self, kernels: Sequence[Kernel]) -> int:
+        """Compile the kernels not compiled yet (a schedule's, before it runs), side by side where the
+        backend can; `compile` then finds them. Returns how many it compiled."""
+        return sum(self.compile(kernel)[1] for kernel in kernels)
+
     def batch(self, calls: Sequence[tuple[Any, Sequence[int], Sequence]], table_size: int) -> Any:
         """Compiled programs, each given with the positions of its buffers in a table of `table_size` buffer
         addresses and its scalar parameters, as one callable `run(table, {k: new params of program k})` that
@@ -296,6 +327,10 @@ class CPUDevice(Device):
         from .kernels.llvm import compile_kernel
         return compile_kernel(kernel)
 
+    def compile_all(self, kernels: Sequence[Kernel]) -> int:
+        from .kernels.llvm import compile_kernels
+        return compile_kernels(kernels)
+
     def batch(self, calls: Sequence[tuple[Any, Sequence[int], Sequence]], table_size: int) -> Any:
         from .kernels.llvm import Batch
         return Batch(calls, table_size)
@@ -318,7 +353,11 @@ class CUDADevice(Device):
         self.backend = "triton-interpreter" if target.interpreted else "triton"
 
     def alloc(self, dtype: DType, size: int) -> Buffer:
-        return CUDABuffer(self.name, dtype, size, self.target.alloc(size * dtype.itemsize), self.target)
+        try:
+            allocation = self.target.alloc(size * dtype.itemsize)
+        except MemoryError:
+            raise _out_of_memory("host" if self.target.interpreted else "GPU", size, dtype.itemsize) from None
+        return CUDABuffer(self.name, dtype, size, allocation, self.target)
 
     def from_numpy(self, array: np.ndarray, dtype: DType | None = None) -> Buffer:
         data = np.ascontiguousarray(array).reshape(-1)

@@ -3,6 +3,10 @@
 Nodes are hash-consed: building the same op on the same inputs twice returns
 the same node, so common subexpressions are shared for free. Each node records
 the user's line that created it (`origin`), which errors raised later name.
+Hash-consing is per thread: two threads that build the same expression get
+nodes of their own, so that one thread realizing (or an `lt.jit` replay
+rebinding) a node it built never changes another thread's graph. A tensor one
+thread hands to another is shared like any object.
 
 Realizing a node turns it into a BUFFER node in place and drops its sources,
 so the graph that produced it can be freed; every tensor and node holding it
@@ -14,6 +18,7 @@ it computes it anyway, so reading it later does not compute its history again.
 """
 from __future__ import annotations
 
+import threading
 import weakref
 from collections import deque
 from collections.abc import Container, Iterator
@@ -48,6 +53,8 @@ class Op(Enum):
     SHRINK = "shrink"          # arg: ((start, stop, step), ...) with step > 0
     FLIP = "flip"              # arg: axes to reverse
     CONTIGUOUS = "contiguous"  # a forced realize point
+    CHECK = "check"            # srcs: (value, flag); the value, where a 0-d bool flag computed beside it is
+                               # false; a realize raises IndexError(arg) where it is true (indexes from data)
 
 
 MOVEMENT = frozenset({Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.PAD, Op.SHRINK, Op.FLIP})
@@ -76,7 +83,7 @@ class Node:
 
     def __new__(cls, op: Op, dtype: DType, shape: tuple[int, ...], device: str,
                 srcs: tuple[Node, ...] = (), arg: Any = None) -> Node:
-        key = (op, dtype, shape, device, tuple(map(id, srcs)), _arg_key(arg))
+        key = (op, dtype, shape, device, tuple(map(id, srcs)), _arg_key(arg), threading.get_ident())
         if (hit := _interned.get(key)) is not None:
             return hit
         self = super().__new__(cls)

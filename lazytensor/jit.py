@@ -44,10 +44,15 @@ The rules (what a replay cannot see):
   reading them on the next call keep the values of the last recorded call; the function must not rebind
   its arguments.
 - Inside a function that is being recorded, a jitted function runs as a plain call.
+
+Threads: each thread records its own calls, and calls of one jitted function from several threads take
+turns (they share its recordings, and usually the state they update); a replay rebinds the state's nodes
+under the realize lock, as a realize does.
 """
 from __future__ import annotations
 
 import functools
+import threading
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -57,7 +62,8 @@ from .device import Buffer, get_device
 from .errors import JitError
 from .graph import Node
 from .helpers import getenv, user_call
-from .realize import Recorder, debug_line, is_recording, launch, launch_batch, realize_nodes, recording, stats
+from .realize import (Recorder, debug_line, is_recording, launch, launch_batch, raise_if, realize_nodes, realizing,
+                      recording, stats)
 from .schedule import ScheduleItem
 from .tensor import Tensor
 
@@ -142,6 +148,7 @@ class _Record(Recorder):
     outputs: list[Buffer | None] = field(default_factory=list)  # the buffer of each tensor leaf
     out_origins: list[str] = field(default_factory=list)
     out_specs: list[Any] = field(default_factory=list)
+    checks: list[tuple[Buffer, str]] = field(default_factory=list)  # the flags of `Op.CHECK`s, their errors
 
     def launch(self, item: ScheduleItem, program: Any, outputs: list[Buffer]) -> None:
         self.launches.append(_Launch(program, item.kernel, item.device, item.origin, item.params, outputs,
@@ -149,6 +156,9 @@ class _Record(Recorder):
 
     def bind(self, node: Node, buffer: Buffer) -> None:
         self.binds.append((weakref.ref(node), buffer))
+
+    def check(self, flag: Buffer, message: str) -> None:
+        self.checks.append((flag, message))
 
     def read(self) -> None:
         op, line = user_call()
@@ -257,6 +267,8 @@ class _Replay:
             self.launches.append(_ReplayLaunch(lc.program, device, lc.kernel, lc.origin, lc.params, draws,
                                                fresh, out_slots + [index(s) for s in srcs]))
         self.outputs = [None if o is None else index(o) for o in outputs]  # table indices of the tensors
+        written_slot = self._slots(cur)
+        self.checks = [(written_slot[id(flag)], message) for flag, message in cur.checks]
         self.out_structure, self.out_specs = cur.out_structure, cur.out_specs
         # a tensor object both calls returned (a parameter, a running total) is returned again, updated;
         # other tensors are new on every call, and other leaves are constants
@@ -355,11 +367,11 @@ class _Replay:
         level = getenv("LT_DEBUG")
         if self.batch is not None and not level:
             launch_batch(self.batch, ptrs, {k: self._params(lc, offset) for k, lc in enumerate(self.launches)
-                                            if lc.draws}, len(self.launches))
+                                            if lc.draws}, len(self.launches), lambda k: self.launches[k].origin)
         else:
             for lc in self.launches:
                 seconds = launch(lc.program, [ptrs[i] for i in lc.index], self._params(lc, offset), level,
-                                 lc.device)
+                                 lc.device, lambda: lc.origin)
                 if level:
                     debug_line(level, lc.kernel, lc.device.name, lc.origin, lc.program, seconds, False)
         for s, _, refs in self.holders:
@@ -368,6 +380,8 @@ class _Replay:
                     node.become_buffer(table[s])
         random.set_rng_state(self.rng_after or (seed, offset + self.draws_per_call))
         stats().replays += 1
+        for s, message in self.checks:
+            raise_if(table[s], message)
         leaves = [leaf if i is None else self._output(table[i], spec, leaf)
                   for i, spec, leaf in zip(self.outputs, self.out_specs, self.out_leaves)]
         return _unflatten(self.out_structure, iter(leaves))
@@ -412,6 +426,9 @@ class Jit:
     def __init__(self, fn: Callable):
         self.fn = fn
         self.entries: dict[Any, _Entry] = {}
+        # Calls from several threads take turns: they share the recordings, and usually the state they update
+        # (a model's parameters), which a recording must see change only by its own call.
+        self._lock = threading.RLock()
         functools.update_wrapper(self, fn)
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
@@ -423,16 +440,18 @@ class Jit:
             return self.fn(*args, **kwargs)
         leaves: list[Any] = []
         structure = _flatten((args, kwargs), leaves)
-        entry = self.entries.setdefault((structure, tuple(_spec(x) for x in leaves)), _Entry())
-        inputs = [x for x in leaves if isinstance(x, Tensor)]
-        # the inputs, and state that code outside left pending, are computed outside the recording
-        realize_nodes(*(t.node for t in inputs if not t.node.realized))
-        if entry.replay is not None:
-            out = entry.replay([t.node.buffer for t in inputs])
-            if out is not STALE:
-                return out
-            entry.replay, entry.previous, entry.records = None, None, 0
-        return self._record(entry, args, kwargs, inputs)
+        with self._lock:
+            entry = self.entries.setdefault((structure, tuple(_spec(x) for x in leaves)), _Entry())
+            inputs = [x for x in leaves if isinstance(x, Tensor)]
+            # the inputs, and state that code outside left pending, are computed outside the recording
+            realize_nodes(*(t.node for t in inputs if not t.node.realized))
+            if entry.replay is not None:
+                with realizing:  # a replay rebinds the state's graph nodes, as a realize does
+                    out = entry.replay([t.node.buffer for t in inputs])
+                if out is not STALE:
+                    return out
+                entry.replay, entry.previous, entry.records = None, None, 0
+            return self._record(entry, args, kwargs, inputs)
 
     def _record(self, entry: _Entry, args: tuple, kwargs: dict, inputs: list[Tensor]) -> Any:
         name = getattr(self.fn, "__qualname__", repr(self.fn))

@@ -35,7 +35,7 @@ from .graph import MOVEMENT, Node, Op
 from .kernels import ir
 from .kernels.dtype import compute_dtype
 from .kernels.expr import Bounds, Expr, Var, flat_index, simplify_bounds, unflatten_index
-from .random import philox_rounds
+from .kernels.philox import philox_rounds
 from .views import source_index
 
 Key = tuple[Node, tuple[Expr, ...], Bounds]
@@ -204,7 +204,7 @@ class _Lowerer:
             # the source is rounded to its own dtype first: a 16-bit float computed in this kernel is float32
             src = node.srcs[0].dtype
             return [(node.srcs[0], idx, bounds)], lambda vals: _rounded(_rounded(vals[0], src), node.dtype)
-        if op is Op.CONTIGUOUS:
+        if op is Op.CONTIGUOUS or op is Op.CHECK:  # a check's flag is a kernel of its own (see schedule)
             return [(node.srcs[0], idx, bounds)], lambda vals: vals[0]
         if op is Op.REDUCE:
             if self.contraction is not None and node is self.contraction[0]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from .autograd import no_grad
+from .creation import asarray, full
 from .dtypes import float64
 from .schedule import realize_with_next
 from .tensor import Tensor
@@ -110,7 +111,6 @@ class Optimizer:
         self.__dict__.update({**state, "state": {id(params[i]): s for i, s in state["state"].items()}})
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        from .creation import asarray
         params = [p for g in self.param_groups for p in g["params"]]
         for g, saved in zip(self.param_groups, state_dict["param_groups"]):
             g.update({k: v for k, v in saved.items() if k != "params"})
@@ -125,7 +125,6 @@ class Optimizer:
 def _step_count(value: float, device: str) -> Tensor:
     """A step count as a 0-d float64 tensor; equal counts on one device are one graph node, so the
     parameters that step together have their counts advanced by one kernel."""
-    from .creation import full
     return full((), value, dtype=float64, device=device)
 
 

@@ -4,15 +4,14 @@ Each draw is Philox-4x32-10 (Salmon et al., "Parallel random numbers: as easy as
 1, 2, 3", SC'11) applied to a counter built from the element's position (an
 IOTA node) and a per-call offset, under a key made from the seed. A word of
 Philox is one graph node (PHILOX), which the kernel that reads it expands into
-the rounds' integer arithmetic (`philox_rounds`): recording a draw costs a few
+the rounds' integer arithmetic (`kernels.philox.philox_rounds`): recording a draw costs a few
 nodes, however many rounds the kernel runs. Nothing is
 generated on the host: `lt.rand(n) * 2` is one kernel, a dropout mask is
 computed inside the kernel that applies it, and the same seed gives the same
 bits on every backend, since the generator is integer arithmetic only.
 
-The kernel IR has no shifts and no uint32, so the 32-bit words live in int64:
-a 32x32-bit product fits the 64-bit two's-complement wrap, `p // 2**32 & M`
-is its high word and `p & M` its low word (M = 0xFFFFFFFF).
+The rounds themselves, on int64 words, are in `kernels/philox.py`, beside the
+IR that lowering expands them into.
 
 The seed and the offset are kernel parameters (SCALAR nodes), so new draws run
 the same compiled kernel. `manual_seed(s)` resets the offset; every call takes
@@ -30,21 +29,19 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import Any, Callable
+from typing import Any
 
 from . import dtypes
+from .creation import arange
 from .device import get_device
 from .dtypes import DType, default_float, default_int
 from .graph import Op
 from .helpers import prod
 from .kernels.ir import Alu
+from .kernels.philox import M32
 from .movement import shape_arg
+from .tensor import Tensor, broadcast_shapes
 
-M32 = 0xFFFFFFFF
-PHILOX_M = (0xD2511F53, 0xCD9E8D57)
-PHILOX_W = (0x9E3779B9, 0xBB67AE85)
-ROUNDS = 10
-PHILOX_OPS = ROUNDS * 12 + (ROUNDS - 1) * 4  # the integer ops of `philox_rounds`: what a PHILOX node costs a kernel
 OFFSET_BIAS = 1 << 62
 DEFAULT_SEED = 67280421310721  # PyTorch's default, as a reminder that an unseeded run is still repeatable
 
@@ -107,42 +104,9 @@ def philox(counter: tuple[Any, Any, Any, Any], key: tuple[Any, Any]) -> tuple[An
     """Philox-4x32-10 on four int64 tensors of 32-bit words with a two-word key (all broadcastable to one
     shape): the four output words, each in [0, 2**32). One graph node per word: kernels expand it into
     the rounds' integer arithmetic (`philox_rounds`), so a draw costs a few nodes to record, not hundreds."""
-    from .tensor import Tensor, broadcast_shapes
     shape = broadcast_shapes(*(t.shape for t in (*counter, *key)), op="philox")
     srcs = tuple(t.broadcast_to(shape) for t in (*counter, *key))
     return tuple(Tensor._make(Op.PHILOX, dtypes.int64, shape, srcs, word) for word in range(4))
-
-
-def philox_rounds(counter: tuple[Any, Any, Any, Any], key: tuple[Any, Any], alu: Callable[[Alu, Any, Any], Any],
-                  const: Callable[[int], Any]) -> tuple[Any, Any, Any, Any]:
-    """Philox-4x32-10's rounds on 32-bit words held in int64 values of any kind, with their arithmetic
-    (`alu(op, a, b)`, `const(v)`): kernel IR where a kernel computes a PHILOX node."""
-    c0, c1, c2, c3 = counter
-    k0, k1 = key
-    mask, m0, m1, high = const(M32), const(PHILOX_M[0]), const(PHILOX_M[1]), const(1 << 32)
-    for r in range(ROUNDS):
-        if r:
-            k0 = alu(Alu.AND, alu(Alu.ADD, k0, const(PHILOX_W[0])), mask)
-            k1 = alu(Alu.AND, alu(Alu.ADD, k1, const(PHILOX_W[1])), mask)
-        p0, p1 = alu(Alu.MUL, m0, c0), alu(Alu.MUL, m1, c2)
-        hi0 = alu(Alu.AND, alu(Alu.FLOORDIV, p0, high), mask)
-        hi1 = alu(Alu.AND, alu(Alu.FLOORDIV, p1, high), mask)
-        lo0, lo1 = alu(Alu.AND, p0, mask), alu(Alu.AND, p1, mask)
-        c0, c1, c2, c3 = (alu(Alu.XOR, alu(Alu.XOR, hi1, c1), k0), lo1,
-                          alu(Alu.XOR, alu(Alu.XOR, hi0, c3), k1), lo0)
-    return c0, c1, c2, c3
-
-
-def philox_reference(counter: tuple[int, int, int, int], key: tuple[int, int]) -> tuple[int, int, int, int]:
-    """The same function on Python ints, for tests and for reading."""
-    c0, c1, c2, c3 = counter
-    k0, k1 = key
-    for r in range(ROUNDS):
-        if r:
-            k0, k1 = (k0 + PHILOX_W[0]) & M32, (k1 + PHILOX_W[1]) & M32
-        p0, p1 = PHILOX_M[0] * c0, PHILOX_M[1] * c2
-        c0, c1, c2, c3 = ((p1 >> 32) ^ c1 ^ k0) & M32, p1 & M32, ((p0 >> 32) ^ c3 ^ k1) & M32, p0 & M32
-    return c0, c1, c2, c3
 
 
 def _words(shape: tuple[int, ...], device: str, n_words: int) -> list[Any]:
@@ -153,7 +117,6 @@ def _words(shape: tuple[int, ...], device: str, n_words: int) -> list[Any]:
     `-2**62 - offset`. Graph nodes of equal scalars are one node, which changes a kernel's structure
     (and so compiles it again): the offset, which changes at every call, is kept far from the seed
     and from the scalars programs use, so every draw runs the same kernel."""
-    from .tensor import Tensor
     offset = _next_offset()
     n = prod(shape)
     dev = get_device(device).name
@@ -251,7 +214,6 @@ def randint(low: int, high: int | None = None, size: Any = (), dtype: Any = None
 
 def bernoulli(p: Any, shape: Any = None, device: Any = None) -> Any:
     """bool tensor, True with probability `p` (a float or a tensor of probabilities)."""
-    from .tensor import Tensor
     if isinstance(p, Tensor):
         return rand(p.shape, dtype=p.dtype if p.dtype.is_float else None, device=p.device) < p
     return rand(shape if shape is not None else (), device=device) < float(p)
@@ -274,7 +236,6 @@ def randperm(n: int, dtype: Any = None, device: Any = None) -> Any:
     keys = randint(0, 1 << 62, (n,), device=device)
     a = keys.reshape(n, 1)
     b = keys.reshape(1, n)
-    from .creation import arange
     pos = arange(n, device=device)
     before = (b < a) | ((b == a) & (pos.reshape(1, n) < pos.reshape(n, 1)))
     rank = before.cast(default_int).sum(1)  # element i goes to position rank[i]

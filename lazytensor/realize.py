@@ -7,23 +7,36 @@ a bigger schedule runs kernel by kernel, giving each intermediate's memory back 
 
 `LT_DEBUG=1` prints one line per launch (kernel, device, shapes, time);
 `LT_DEBUG=2` adds the kernel IR; `LT_DEBUG=3` the LLVM IR; `LT_DEBUG=4` the
-host assembly. Lines go to stderr.
+host assembly. Lines go to stderr. A kernel compiled under `LT_CHECK_BOUNDS=1`
+that indexes outside a buffer raises `KernelError` naming the user's line.
+
+Threads. A tensor one thread hands to another is shared (realizing its node turns it into a buffer in
+place, for both), and so are the caches of schedules, compiled programs and batches: one realize runs at a
+time (`realizing`), from scheduling to binding the results, while its kernels use the thread pool. What a
+thread starts and finishes by itself is its own: the pending state that `realize_with_next` defers and an
+`lt.jit` recording.
 """
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
-from .device import get_device
+from .device import Buffer, Device, get_device
 from .errors import KernelError
 from .graph import Node
 from .helpers import getenv
+from .kernels.bounds import OutOfBounds
 from .schedule import SCHEDULE_CACHE_SIZE, Schedule, ScheduleItem, forget_pending, schedule, storage
 
 BATCH_MAX_BYTES = 64 << 20
+
+# Held while a thread reads or rewrites the graph for a realize (or a replay, or `lt.schedule`); re-entrant,
+# as a realize inside a jit recording or a replay inside a realize's caller nests.
+realizing = threading.RLock()
 
 
 @dataclass
@@ -56,13 +69,17 @@ def reset_stats() -> None:
     _stats = Stats()
 
 
-def launch(program: Any, ptrs: list[int], params: list, level: int, device: Any) -> float:
-    """Run one compiled kernel and count it; returns its time, which is exact only under `LT_DEBUG`
-    (GPU launches are asynchronous: they are waited for only when asked)."""
+def launch(program: Any, ptrs: list[int], params: list, level: int, device: Any, origin: Callable[[], str]) -> float:
+    """Run one compiled kernel (for the op at `origin()`, asked for on an error only) and count it; returns its
+    time, which is exact only under `LT_DEBUG` (GPU launches are asynchronous: they are waited for only when
+    asked)."""
     if level:
         device.synchronize()
     t0 = time.perf_counter()
-    program(ptrs, params)
+    try:
+        program(ptrs, params)
+    except OutOfBounds as e:
+        raise _out_of_bounds(e, origin()) from e
     if level:
         device.synchronize()
     seconds = time.perf_counter() - t0
@@ -71,13 +88,30 @@ def launch(program: Any, ptrs: list[int], params: list, level: int, device: Any)
     return seconds
 
 
-def launch_batch(batch: Any, ptrs: list[int], params: dict[int, list], launches: int) -> None:
+def launch_batch(batch: Any, ptrs: list[int], params: dict[int, list], launches: int,
+                 origin: Callable[[int], str]) -> None:
     """Run a device's batch of compiled kernels (see `Device.batch`) on a table of buffer addresses, with new
-    parameters for some (by position), counting its `launches` kernels."""
+    parameters for some (by position), counting its `launches` kernels; the kth is for the op at `origin(k)`
+    (asked for on an error only)."""
     t0 = time.perf_counter()
-    batch(ptrs, params)
+    try:
+        batch(ptrs, params)
+    except OutOfBounds as e:
+        raise _out_of_bounds(e, origin(e.position)) from e
     _stats.kernels_launched += launches
     _stats.run_seconds += time.perf_counter() - t0
+
+
+def _out_of_bounds(e: OutOfBounds, origin: str) -> KernelError:
+    return KernelError(f"the kernel for the op at {origin} indexed a buffer out of bounds (LT_CHECK_BOUNDS): {e}")
+
+
+def allocate(device: Device, node: Node) -> Buffer:
+    """A buffer on `device` for `node`'s data; an allocation that fails names the tensor and its line."""
+    try:
+        return device.alloc(node.dtype, node.numel)
+    except MemoryError as e:
+        raise MemoryError(f"{e}, for a {node.dtype.name} tensor of shape {node.shape} made at {node.origin}") from None
 
 
 def debug_line(level: int, kernel: Any, device: str, origin: str, program: Any, seconds: float,
@@ -108,35 +142,45 @@ class Recorder:
         """A tensor's data is being read on the host."""
         raise NotImplementedError
 
+    def check(self, flag: Any, message: str) -> None:
+        """A check's flag (`Op.CHECK`), computed into `flag`, is read after the launches."""
+        raise NotImplementedError
 
-_recorder: Recorder | None = None
+
+class _ThreadState(threading.local):
+    """What belongs to one thread: the recording in progress (and the state to realize with its next
+    realize, `schedule.realize_with_next`)."""
+
+    recorder: Recorder | None = None
+
+
+_thread = _ThreadState()
 
 
 @contextmanager
 def recording(recorder: Recorder) -> Iterator[None]:
-    """Report every launch, buffer binding and host read to `recorder` while the block runs."""
-    global _recorder
-    outer, _recorder = _recorder, recorder
+    """Report every launch, buffer binding and host read of this thread to `recorder` while the block runs."""
+    outer, _thread.recorder = _thread.recorder, recorder
     try:
         yield
     finally:
-        _recorder = outer
+        _thread.recorder = outer
 
 
 def is_recording() -> bool:
-    return _recorder is not None
+    return _thread.recorder is not None
 
 
 def check_read() -> None:
     """Called before a tensor's data is read on the host: a recorded call cannot replay a read."""
-    if _recorder is not None:
-        _recorder.read()
+    if (recorder := _thread.recorder) is not None:
+        recorder.read()
 
 
-def _bind(node: Node, buffer: Any) -> None:
+def _bind(node: Node, buffer: Any, recorder: Recorder | None) -> None:
     node.become_buffer(buffer)
-    if _recorder is not None:
-        _recorder.bind(node, buffer)
+    if recorder is not None:
+        recorder.bind(node, buffer)
 
 
 def run(items: Schedule) -> None:
@@ -148,23 +192,37 @@ def run(items: Schedule) -> None:
     schedule reuses the memory of its dead intermediates. Reuse is safe on a GPU too, because the
     kernels of a schedule run in order on one stream.
     """
-    level = getenv("LT_DEBUG")
-    if not level and _recorder is None and _run_batched(items):
+    _compile_new(items)
+    level, recorder = getenv("LT_DEBUG"), _thread.recorder
+    if not level and recorder is None and _run_batched(items):
         return
     items.reverse()
     while items:
         item = items.pop()
         device = get_device(item.device)
         program, compiled = _compiled(device, item)
-        outs = [device.alloc(n.dtype, n.numel) for n in item.outputs]
-        if _recorder is not None:
-            _recorder.launch(item, program, outs)
+        outs = [allocate(device, n) for n in item.outputs]
+        if recorder is not None:
+            recorder.launch(item, program, outs)
         seconds = launch(program, [*(b.ptr for b in outs), *(n.buffer.ptr for n in item.inputs)], item.params,
-                         level, device)
+                         level, device, lambda: item.origin)
         if level:
             debug_line(level, item.kernel, item.device, item.origin, program, seconds, compiled)
         for node, buffer in zip(item.outputs, outs):
-            _bind(node, buffer)
+            _bind(node, buffer, recorder)
+
+
+def _compile_new(items: Schedule) -> None:
+    """Compile the schedule's new kernels before any runs, side by side where the device can (the first step
+    of a model brings dozens); counted in the stats here, found compiled when each launches."""
+    by_device: dict[str, list[Any]] = {}
+    for item in items:
+        by_device.setdefault(item.device, []).append(item.kernel)
+    for name, kernels in by_device.items():
+        t0 = time.perf_counter()
+        if compiled := get_device(name).compile_all(kernels):
+            _stats.kernels_compiled += compiled
+            _stats.compile_seconds += time.perf_counter() - t0
 
 
 def _compiled(device: Any, item: ScheduleItem) -> tuple[Any, bool]:
@@ -197,7 +255,7 @@ def _run_batched(items: Schedule) -> bool:
     for item in items:
         for n in item.outputs:
             slot[id(n)] = len(table)
-            table.append(device.alloc(n.dtype, n.numel))
+            table.append(allocate(device, n))
         for n in item.inputs:
             if id(n) not in slot:
                 slot[id(n)] = len(table)
@@ -210,30 +268,43 @@ def _run_batched(items: Schedule) -> bool:
         if len(_batches) > SCHEDULE_CACHE_SIZE:
             del _batches[next(iter(_batches))]
     launch_batch(batch, [b.ptr for b in table], {k: item.params for k, item in enumerate(items) if item.params},
-                 len(items))
+                 len(items), lambda k: items[k].origin)
     for item in items:
         for n in item.outputs:
-            _bind(n, table[slot[id(n)]])
+            _bind(n, table[slot[id(n)]], None)
     items.clear()
     return True
 
 
 def realize_nodes(*nodes: Node) -> None:
-    """Compute every node in one schedule, with the pending state (`realize_with_next`): shared work runs
-    once. With no nodes, it computes only the pending state, if any."""
-    items = schedule(*nodes)
-    requested = items.requested
-    if not requested:
-        return
-    stores = [storage(n) for n in requested]  # before the run, which changes what shares whose buffer
-    _stats.realizes += 1
-    _stats.schedule_seconds += items.plan_seconds
-    _stats.lower_seconds += items.lower_seconds
-    run(items)
-    forget_pending(requested)
-    for node, store in zip(requested, stores):
-        if not node.realized:
-            _bind(node, store.buffer)
-    for node, copy in items.aliases:
-        if not node.realized:
-            _bind(node, copy.buffer)
+    """Compute every node in one schedule, with this thread's pending state (`realize_with_next`): shared
+    work runs once. With no nodes, it computes only the pending state, if any."""
+    with realizing:
+        items = schedule(*nodes)
+        requested = items.requested
+        if not requested:
+            return
+        stores = [storage(n) for n in requested]  # before the run, which changes what shares whose buffer
+        _stats.realizes += 1
+        _stats.schedule_seconds += items.plan_seconds
+        _stats.lower_seconds += items.lower_seconds
+        recorder = _thread.recorder
+        run(items)
+        # Only once it ran: a realize that failed or was interrupted (Ctrl-C) leaves the state pending.
+        forget_pending(requested)
+        for node, store in zip(requested, stores):
+            if not node.realized:
+                _bind(node, store.buffer, recorder)
+        for node, copy in items.aliases:
+            if not node.realized:
+                _bind(node, copy.buffer, recorder)
+        for flag, message in items.checks:
+            if recorder is not None:
+                recorder.check(flag.buffer, message)
+            raise_if(flag.buffer, message)
+
+
+def raise_if(flag: Any, message: str) -> None:
+    """Raise IndexError(message) where the buffer of a check's flag (`Op.CHECK`) holds true."""
+    if flag.numpy()[0]:
+        raise IndexError(message)

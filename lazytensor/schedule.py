@@ -35,7 +35,9 @@ Fusion rules (each one is a kernel-count test in tests/test_schedule.py):
    its own kernel, so a template never packs another contraction's output
    while computing it.
 6. A fused region is capped at MAX_FUSED_OPS ops; past that the node is
-   realized, so huge graphs compile in bounded time.
+   realized (or, where it is a broadcast larger than what it reads, such as
+   a contraction's product, what it reads is), so huge graphs compile in
+   bounded time.
 7. Realized nodes of one shape whose regions overlap (read a common buffer
    or compute a common node, of more than one element: a step count or a
    gradient-clipping scale that every parameter's update reads is no reason
@@ -76,6 +78,7 @@ schedules it once.
 """
 from __future__ import annotations
 
+import threading
 import time
 import weakref
 from dataclasses import dataclass
@@ -87,7 +90,7 @@ from .helpers import prod
 from .kernels.expr import Bounds, Expr, Var
 from .kernels.ir import Alu, Contraction, Kernel, ReduceOp, VOp, loop_scopes, recomputed_reductions
 from .lowering import Axes, LoweredKernel, contraction_axes, lower, movement_source, reduce_source, reduce_vars
-from .random import PHILOX_OPS
+from .kernels.philox import PHILOX_OPS
 from .views import source_index
 
 MAX_FUSED_OPS = 512
@@ -127,12 +130,15 @@ class Schedule(list):
 
     `requested` holds the nodes it computes on request: the ones asked for, then the pending state
     (`realize_with_next`); `aliases` pairs nodes live tensors hold with the `contiguous()` copy of each
-    that the schedule writes, which then holds their data too (rule 8). `plan_seconds` and `lower_seconds` say what making it cost: deciding the
+    that the schedule writes, which then holds their data too (rule 8); `checks` pairs the flags it
+    computes for the ops that index by data (`Op.CHECK`) with the error each raises where it is true.
+    `plan_seconds` and `lower_seconds` say what making it cost: deciding the
     kernels (nothing but a look-up where the same structure was scheduled before), and building their
     kernel IR."""
 
     requested: list[Node]
     aliases: list[tuple[Node, Node]]
+    checks: list[tuple[Node, str]]
     plan_seconds: float = 0.0
     lower_seconds: float = 0.0
 
@@ -142,35 +148,42 @@ class Schedule(list):
         return "\n\n".join(f"[{i}] {item}" for i, item in enumerate(self))
 
 
-# Tensors whose state update is pending (optimizer state, running statistics): {id: weakref}
-_pending: dict[int, weakref.ref] = {}
+class _Pending(threading.local):
+    """Each thread's tensors whose state update is pending (optimizer state, running statistics), by id."""
+
+    def __init__(self) -> None:
+        self.tensors: dict[int, weakref.ref] = {}
+
+
+_pending = _Pending()
 
 
 def realize_with_next(*tensors: Any) -> None:
-    """Compute these tensors (their nodes at that time) in the next schedule that runs, whatever it is
-    for. An optimizer step and a batch norm's running statistics update state lazily; realizing that
+    """Compute these tensors (their nodes at that time) in the next schedule this thread runs, whatever it
+    is for. An optimizer step and a batch norm's running statistics update state lazily; realizing that
     state with what is realized next (the parameters, the loss) fuses the update into that schedule
     and keeps the state's graph from growing step after step."""
     for t in tensors:
-        _pending[id(t)] = weakref.ref(t)
+        _pending.tensors[id(t)] = weakref.ref(t)
 
 
 def forget_pending(nodes: list[Node]) -> None:
     """The pending state among `nodes` was computed: it no longer rides on the next schedule."""
-    done = {id(n) for n in nodes}
-    for key, ref in list(_pending.items()):
+    done, pending = {id(n) for n in nodes}, _pending.tensors
+    for key, ref in list(pending.items()):
         t = ref()
         if t is None or t.node.realized or id(t.node) in done:
-            del _pending[key]
+            del pending[key]
 
 
 def _with_pending(roots: tuple[Node, ...]) -> list[Node]:
-    return [*roots, *(t.node for r in list(_pending.values()) if (t := r()) is not None and not t.node.realized)]
+    return [*roots, *(t.node for r in list(_pending.tensors.values()) if (t := r()) is not None
+                      and not t.node.realized)]
 
 
 _COMPUTED = frozenset({Op.ALU, Op.CAST, Op.REDUCE, Op.PHILOX})  # ops that compute (not views, not data)
 # Ops whose kernel writes a fresh row-major buffer of their own (a `contiguous()` point among them).
-_FRESH = _COMPUTED | {Op.CONTIGUOUS}
+_FRESH = _COMPUTED | {Op.CONTIGUOUS, Op.CHECK}
 
 
 def storage(node: Node) -> Node:
@@ -242,10 +255,12 @@ def schedule(*roots: Node) -> Schedule:
     requested = _with_pending(roots)
     if not requested:
         items = Schedule()
-        items.requested, items.aliases = requested, []
+        items.requested, items.aliases, items.checks = requested, [], []
         return items
     targets = [storage(r) for r in requested]
     nodes = toposort(targets)
+    checks = [(storage(n.srcs[1]), n.arg) for n in nodes if n.op is Op.CHECK and not n.srcs[1].realized]
+    targets += [flag for flag, _ in checks]
     pos = {id(n): i for i, n in enumerate(nodes)}
     live = [n for n in held() if id(n) in pos]
     key = _structure(nodes, targets, live)
@@ -261,7 +276,7 @@ def schedule(*roots: Node) -> Schedule:
                        [(pos[id(a)], pos[id(b)]) for a, b in items.aliases])
         if len(_cache) > SCHEDULE_CACHE_SIZE:  # the oldest goes: a loop's schedules are re-made once if at all
             del _cache[next(iter(_cache))]
-    items.requested = requested
+    items.requested, items.checks = requested, checks
     items.plan_seconds = time.perf_counter() - t0 - items.lower_seconds
     return items
 
@@ -580,6 +595,8 @@ class _Planner:
         op = node.op
         if op in (Op.ALU, Op.CAST, Op.CONTIGUOUS, Op.PHILOX):
             return [(s, idx, bounds, nest) for s in node.srcs]
+        if op is Op.CHECK:  # the value; the flag is a requested output of the schedule
+            return [(node.srcs[0], idx, bounds, nest)]
         if op in MOVEMENT:
             read = movement_source(node, idx, bounds)
             return [] if read is None else [(*read[0], nest)]

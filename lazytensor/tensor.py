@@ -16,10 +16,10 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from . import dtypes
-from .device import canonical, get_device
+from .autograd import backward, custom_vjp, is_grad_enabled
+from .device import Device, canonical, get_device
 from .dtypes import DType, bool_, default_float
 from .errors import DeviceError, DTypeError, ShapeError
-from .autograd import custom_vjp, is_grad_enabled
 from .graph import Node, Op, hold
 from .helpers import prod
 from .kernels.dtype import bfloat16_to_float32
@@ -134,6 +134,14 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
         if any(s.requires_grad for s in srcs) and is_grad_enabled():
             out.requires_grad, out._ctx = True, (op, arg, tuple(s._as_source() for s in srcs))
         return out
+
+    def _checked(self, bad: Tensor, what: str) -> Tensor:
+        """This tensor, guarded by `bad` (true where an index that comes from data is out of range): the
+        realize that computes it raises `IndexError` saying `what`, at the user's line, where any is true.
+        An op that picks by index (an embedding's rows, a loss's classes) never computes quietly on
+        an index outside its range; nor does it wait for the data to say so, which a lazy op cannot."""
+        flag = bad.any()
+        return Tensor._make(Op.CHECK, self.dtype, self.shape, (self, flag), f"{what} (at {flag.node.origin})")
 
     def _derive(self, op: Op, shape: Shape, arg: Any = None, dtype: DType | None = None) -> Tensor:
         return Tensor._make(op, dtype or self.dtype, shape, (self,), arg)
@@ -347,7 +355,6 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
 
     def to(self, *args: Any, device: Any = None, dtype: Any = None) -> Tensor:
         """Another device and/or dtype: `t.to('cpu')`, `t.to(lt.float64)`, `t.to(device=..., dtype=...)`."""
-        from .device import Device
         for a in args:
             if isinstance(a, Device) or isinstance(a, str) and not a.strip().lower() in dtypes.BY_NAME:
                 device = a
@@ -397,7 +404,6 @@ class Tensor(ReduceOps, MovementOps, LinalgOps):
 
     def backward(self, gradient: Tensor | None = None) -> None:
         """Accumulate d(self)/d(leaf) into `.grad` of every leaf that requires grad."""
-        from .autograd import backward
         backward(self, gradient)
 
     def contiguous(self) -> Tensor:

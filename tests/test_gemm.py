@@ -7,8 +7,11 @@ Correctness tests run on the default device; tests of what the CPU scheduler bui
 """
 from __future__ import annotations
 
+import os
 import platform
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -17,11 +20,23 @@ from conftest import LAYOUTS, check, layout, to_torch_dtype
 from test_linalg import data
 
 import lazytensor as lt
+from lazytensor.kernels import bounds
 from lazytensor.kernels.ir import Contraction, Kernel
 from lazytensor.kernels.llvm import compile_kernel, runtime
 
 SHAPES = [((37, 129), (129, 70)), ((12, 256), (256, 32)), ((100, 513), (513, 33)), ((5, 300), (300, 400)),
           ((130, 40), (40, 17))]
+
+
+@pytest.fixture(autouse=True, params=["unchecked", "checked"])
+def checking(request, monkeypatch):
+    """Every test runs on unchecked kernels and on checked ones (LT_CHECK_BOUNDS): there a load or a store
+    outside its buffer (a packing kernel past its panels, the micro-kernel past the product) fails the test
+    instead of corrupting memory. Tests of the generated code take unchecked kernels only."""
+    monkeypatch.setattr(bounds, "CHECK", request.param == "checked")
+
+
+unchecked_only = pytest.mark.parametrize("checking", ["unchecked"], indirect=True)
 
 
 def operands(a_shape, b_shape, dtype=lt.float32, kinds=("contiguous", "contiguous")):
@@ -150,6 +165,7 @@ def test_integer_matmul_is_exact_without_the_template():
 
 
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="checks x86-64 FMA instructions")
+@unchecked_only
 def test_micro_kernel_is_vector_fma():
     x, y = lt.asarray(data((64, 96)), device="cpu"), lt.asarray(data((96, 80)), device="cpu")
     program, _ = compile_kernel(lt.schedule(x @ y)[0].kernel)
@@ -207,6 +223,7 @@ def test_packing_prologue_and_epilogue_on_any_layout(kinds):
     check(got, torch.relu((t * 8).to(torch.int32).float() * 0.125 @ (u * 2) + tb))
 
 
+@unchecked_only
 def test_packing_kernels_stream():
     """Panels are written through affine addresses (no division per element) and never scattered; an operand
     contiguous along its panels' rows is copied in whole vectors."""
@@ -221,6 +238,7 @@ def test_packing_kernels_stream():
     assert "gather" not in pack_b
 
 
+@unchecked_only
 def test_packing_a_weight_gradient_copies_lanes():
     """A linear layer's weight gradient through a ReLU, `where(h > 0, g, 0).T @ x`: A runs along its 12
     lanes in memory. LLVM unrolls the lane loop; the loop over k around it must not then be vectorized
@@ -260,3 +278,56 @@ def test_product_one_vector_wide_takes_tiles_one_vector_wide(kinds):
     program, _ = compile_kernel(lt.schedule(x.to("cpu") @ y.to("cpu"))[0].kernel)
     assert program.layout.nr == 16
     check(x @ y, t @ u)
+
+
+# Operands that are reductions, packed through the renderer's column path: along k (the last tile of k stops
+# at k) and along the lanes (the last panel stops at m or n), on either side, batched; m, n and k leave partial
+# panels and tiles. (contraction, operand shapes), each written for lazytensor and torch alike.
+REDUCED = {"a_along_k": (lambda x, w: x.sum(1) @ w, (200, 3, 33), (33, 50)),
+           "a_along_lanes": (lambda x, w: x.sum(1).T @ w, (33, 3, 200), (33, 50)),
+           "b_along_k": (lambda x, w: w @ x.sum(1).T, (50, 3, 33), (200, 33)),
+           "b_along_lanes": (lambda x, w: w @ x.sum(1), (33, 3, 50), (200, 33)),
+           "batched": (lambda x, w: x.sum(2) @ w, (2, 200, 3, 33), (33, 50))}
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float16], ids=str)
+@pytest.mark.parametrize("case", REDUCED)
+def test_packing_operands_made_by_reductions(case, dtype):
+    contraction, x_shape, w_shape = REDUCED[case]
+    (x, tx), (w, tw) = layout(data(x_shape, seed=1), "contiguous"), layout(data(w_shape, seed=2), "contiguous")
+    on_cpu = contraction(x.to("cpu").cast(dtype), w.to("cpu").cast(dtype))
+    assert [type(item.kernel) for item in lt.schedule(on_cpu)] == [Contraction], "the reduction is in the packing"
+    half = to_torch_dtype(dtype)
+    check(contraction(x.cast(dtype), w.cast(dtype)), contraction(tx.to(half), tw.to(half)))
+
+
+# Run in a fresh process: a write past a panel corrupts the heap, which glibc reports (and aborts on) only
+# at a later allocation. The churn of allocations after the products gives it that chance.
+REDUCED_OPERANDS = """
+import sys, numpy as np, lazytensor as lt
+out = {}
+for k in (17, 33, 40, 65):
+    x = np.random.default_rng(k).integers(-8, 8, (200, 3, k)).astype(np.float32) / 8
+    w = np.random.default_rng(k + 1).integers(-8, 8, (k, 50)).astype(np.float32) / 8
+    out[f"a{k}"] = (lt.asarray(x, device="cpu").sum(1) @ lt.asarray(w, device="cpu")).numpy()
+    out[f"b{k}"] = (lt.asarray(w.T, device="cpu") @ lt.asarray(x, device="cpu").sum(1).T).numpy()
+for size in range(1, 4000, 7):
+    junk = [np.ones(size + i) for i in range(20)]
+np.savez(sys.argv[1], **out)
+"""
+
+
+def test_packing_an_operand_made_by_a_reduction_stays_inside_its_panels(tmp_path):
+    """`x.sum(1) @ w` with k not a multiple of the k tile: the operand's reduction over rows is packed by
+    the renderer's column path, which must stop the last tile of k at the operand's edge as the packing
+    loops do; it used to write past the panels (and read past the operand) and corrupt the heap."""
+    env = {**{key: v for key, v in os.environ.items() if key != "LT_DEVICE"}, "LT_CHECK_BOUNDS": str(int(bounds.CHECK))}
+    run = subprocess.run([sys.executable, "-c", REDUCED_OPERANDS, str(tmp_path / "out.npz")], env=env,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, f"the process died ({run.returncode}): {run.stderr[-2000:]}"
+    got = np.load(tmp_path / "out.npz")
+    for k in (17, 33, 40, 65):
+        x = torch.tensor(np.random.default_rng(k).integers(-8, 8, (200, 3, k)).astype(np.float32) / 8)
+        w = torch.tensor(np.random.default_rng(k + 1).integers(-8, 8, (k, 50)).astype(np.float32) / 8)
+        np.testing.assert_array_equal(got[f"a{k}"], (x.sum(1) @ w).numpy())
+        np.testing.assert_array_equal(got[f"b{k}"], (w.T @ x.sum(1).T).numpy())

@@ -358,3 +358,19 @@ def test_jitted_method():
         assert_same(twice(x), np.arange(4, dtype=np.float32) * 2)
         assert_same(thrice(x), np.arange(4, dtype=np.float32) * 3)
     assert len(Scaler.__call__.entries) == 2
+
+
+def test_a_replay_checks_the_indexes_that_come_from_data():
+    """A replay computes an op's index check (here cross_entropy's targets) as the recorded calls did, and
+    raises the same IndexError where a new input is out of range."""
+    _, _, step = mlp_step(lambda p: optim.SGD(p, lr=0.1))
+    jstep = lt.jit(step)
+    for x, y in BATCHES[:4]:
+        jstep(lt.asarray(x), lt.asarray(y))
+    before = lt.stats().replays
+    x, y = BATCHES[4]
+    jstep(lt.asarray(x), lt.asarray(y))
+    assert lt.stats().replays == before + 1
+    with pytest.raises(IndexError, match="cross_entropy: a target is outside"):
+        jstep(lt.asarray(x), lt.asarray(np.where(np.arange(16) == 3, 5, y)))
+    assert lt.stats().replays == before + 2

@@ -5,6 +5,7 @@ import ctypes
 import re
 
 import numpy as np
+import pytest
 from conftest import padded_load_kernel
 
 from lazytensor.kernels import ir
@@ -227,3 +228,68 @@ def test_threads_run_every_chunk_once_and_stages_in_order(monkeypatch):
                         ([(triple.fn, triple.extent)], 1 << 30)], ptrs, ptrs)
         want = (want + 1) * 3
         assert (a == want).all() and (b == 2 * launch).all()
+
+
+def scaled_row_sums_kernel(rows: int, cols: int, scale: float) -> ir.Kernel:
+    """out[i] = scale * sum_j x[i, j]: a family of distinct kernels (each size and scale its own body)."""
+    o0, r0 = Var("o0", rows), Var("r0", cols)
+    total = ir.reduce(ir.ReduceOp.SUM, ir.load(1, float32, Expr.of(o0) * cols + Expr.of(r0), ()), (r0,))
+    out = ir.alu(ir.Alu.MUL, float32, total, ir.const(scale, float32))
+    bufs = (ir.BufferParam(float32, rows, True), ir.BufferParam(float32, rows * cols))
+    return ir.Kernel("", bufs, (), (o0,), (ir.Store(0, Expr.of(o0), out),))
+
+
+def test_a_batch_of_kernels_compiles_in_workers_to_the_same_code(monkeypatch):
+    """`compile_kernels` shares a batch's modules out to compile processes (forced here for a small batch);
+    their object code runs as what this process compiles, and a worker that dies leaves its share to this
+    process."""
+    monkeypatch.setenv("LT_NUM_THREADS", "3")
+    monkeypatch.setattr(runtime, "SIDE_BY_SIDE_MIN_CHARS", 0)
+    kernels = [scaled_row_sums_kernel(rows, 7, scale) for rows in (3, 5) for scale in (0.5, -2.0, 3.25)]
+    assert runtime.compile_kernels(kernels) == len(kernels)
+    assert len(runtime._workers.procs) == 2
+    x = np.arange(35, dtype=np.float32)
+    for k in kernels:
+        program, compiled = compile_kernel(k)
+        assert not compiled  # the batch compiled it
+        rows, scale = k.buffers[0].size, k.stores[0].value.srcs[1].arg
+        out = np.zeros(rows, np.float32)
+        program([out.ctypes.data, x.ctypes.data], [])
+        np.testing.assert_array_equal(out, x[:rows * 7].reshape(rows, 7).sum(1, dtype=np.float32) * np.float32(scale))
+        assert "define" in program.optimized_ir
+    runtime._workers.procs[0].kill()
+    again = [scaled_row_sums_kernel(4, 7, scale) for scale in (1.5, 2.5, 4.5)]
+    assert runtime.compile_kernels(again) == len(again)
+    for k in again:
+        out = np.zeros(4, np.float32)
+        compile_kernel(k)[0]([out.ctypes.data, x.ctypes.data], [])
+        np.testing.assert_array_equal(out, x[:28].reshape(4, 7).sum(1, dtype=np.float32)
+                                      * np.float32(k.stores[0].value.srcs[1].arg))
+
+
+def test_an_interrupted_batch_leaves_no_worker_owing_answers(monkeypatch):
+    """Ctrl-C while this process compiles its share: the workers that were asked are dropped, so the next batch
+    never reads their answers to the interrupted one as its own."""
+    monkeypatch.setenv("LT_NUM_THREADS", "2")
+    monkeypatch.setattr(runtime, "SIDE_BY_SIDE_MIN_CHARS", 0)
+    runtime.compile_kernels([scaled_row_sums_kernel(2, 3, 0.5), scaled_row_sums_kernel(2, 3, 1.5)])
+    (worker,) = runtime._workers.procs
+
+    def interrupted(jobs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runtime, "_compile_here", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        runtime.compile_kernels([scaled_row_sums_kernel(6, 3, scale) for scale in (0.25, 0.75)])
+    assert worker not in runtime._workers.procs and worker.poll() is not None
+    monkeypatch.undo()
+    monkeypatch.setenv("LT_NUM_THREADS", "2")
+    monkeypatch.setattr(runtime, "SIDE_BY_SIDE_MIN_CHARS", 0)
+    kernels = [scaled_row_sums_kernel(6, 3, scale) for scale in (0.25, 0.75)]
+    assert runtime.compile_kernels(kernels) == 2
+    x = np.arange(18, dtype=np.float32)
+    for k in kernels:
+        out = np.zeros(6, np.float32)
+        compile_kernel(k)[0]([out.ctypes.data, x.ctypes.data], [])
+        scale = np.float32(k.stores[0].value.srcs[1].arg)
+        np.testing.assert_array_equal(out, x.reshape(6, 3).sum(1, dtype=np.float32) * scale)

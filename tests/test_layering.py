@@ -19,8 +19,8 @@ def imports(path: Path) -> list[tuple[str, int]]:
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             out += [(a.name, 0) for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            out.append((node.module or "", node.level))
+        elif isinstance(node, ast.ImportFrom):  # `from . import x` names x as the module
+            out += [(node.module, node.level)] if node.module else [(a.name, node.level) for a in node.names]
     return out
 
 
@@ -49,3 +49,21 @@ def test_kernels_is_installed_as_a_subpackage():
     assert Path(lazytensor.kernels.__file__).resolve().parent == ROOT / "kernels"
     code = "import importlib.util, sys; sys.exit(importlib.util.find_spec('kernels') is not None)"
     subprocess.run([sys.executable, "-c", code], check=True, cwd="/", env=CPU_ENV)
+
+
+LOWER_STAGES = ("graph", "views", "lowering", "schedule", "realize")
+FRONTEND = {"tensor", "creation", "random", "movement", "reduce", "linalg", "nn", "autograd", "optim", "jit"}
+
+
+def test_the_lower_stages_import_nothing_from_the_frontend():
+    """Data flows one way (Tensor -> graph -> schedule -> kernel IR): the stages below the Tensor API import
+    nothing from it, not even inside a function."""
+    for stage in LOWER_STAGES:
+        path = ROOT / "lazytensor" / f"{stage}.py"
+        for module, level in imports(path):
+            if level == 1:  # from .x import y
+                assert module.split(".")[0] not in FRONTEND, f"lazytensor/{stage}.py imports .{module}"
+            else:
+                parts = module.split(".")
+                assert not (parts[0] == "lazytensor" and len(parts) > 1 and parts[1] in FRONTEND), \
+                    f"lazytensor/{stage}.py imports {module}"

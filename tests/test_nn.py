@@ -671,3 +671,34 @@ def test_digits_example_trains(capsys):
     assert np.mean(losses[-4:]) < 0.5 * np.mean(losses[:2])
     assert "epoch  2/2 [########################] 8/8" in capsys.readouterr().out
     assert example.accuracy(model, x, y) > 0.9
+
+
+def test_cross_entropy_with_a_target_out_of_range_raises_index_error():
+    """A target of 7 for 3 classes is an error, as in PyTorch, not a loss of 0.66: raised by the realize
+    that computes the loss, naming the op and the line; `ignore_index` stays allowed."""
+    logits = lt.asarray(random_array((4, 3), lt.float32))
+    for bad in ([0, 7, 1, 2], [0, -1, 1, 2]):
+        loss = F.cross_entropy(logits, lt.asarray(np.array(bad)))
+        with pytest.raises(IndexError, match=r"cross_entropy: a target is outside \[0, 3\).*test_nn\.py:"):
+            loss.item()
+    with pytest.raises(IndexError, match="nll_loss"):
+        F.nll_loss(logits.log_softmax(1), lt.asarray(np.array([3, 0, 0, 0]))).item()
+    ok = F.cross_entropy(logits, lt.asarray(np.array([0, 2, -100, 1])))
+    expected = torch.nn.functional.cross_entropy(torch.tensor(logits.numpy()), torch.tensor([0, 2, -100, 1]))
+    np.testing.assert_allclose(ok.item(), expected.item(), rtol=1e-6)
+
+
+def test_embedding_of_an_index_out_of_range_raises_index_error():
+    """nn.Embedding(5, 2) of index 9 is an error, as in PyTorch, not a zero row."""
+    emb = nn.Embedding(5, 2)
+    for bad in ([1, 9], [-1, 0]):
+        out = emb(lt.asarray(np.array(bad)))
+        with pytest.raises(IndexError, match=r"embedding: an index is outside \[0, 5\)"):
+            out.numpy()
+    np.testing.assert_array_equal(emb(lt.asarray(np.array([4, 0]))).numpy(), emb.weight.numpy()[[4, 0]])
+
+
+def test_one_hot_of_a_label_out_of_range_raises_index_error():
+    with pytest.raises(IndexError, match=r"one_hot: a label is outside \[0, 3\)"):
+        F.one_hot(lt.asarray(np.array([0, 3])), 3).numpy()
+    np.testing.assert_array_equal(F.one_hot(lt.asarray(np.array([2, 0])), 3).numpy(), [[0, 0, 1], [1, 0, 0]])

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import lazytensor as lt
-from lazytensor.random import philox, philox_reference
+from lazytensor.kernels.philox import philox_reference
+from lazytensor.random import philox
 
 # a fresh process on the CPU: the default device there needs no test-registered storage
 CPU_ENV = {k: v for k, v in os.environ.items() if k != "LT_DEVICE"}
@@ -133,7 +134,7 @@ def test_a_draw_records_a_few_graph_nodes():
     """Philox's rounds (PHILOX_OPS integer ops) are expanded where a kernel computes them, not recorded node
     by node: a draw records its counter, its key and the conversion to floats, a few dozen nodes."""
     from lazytensor.graph import Op, toposort
-    from lazytensor.random import PHILOX_OPS
+    from lazytensor.kernels.philox import PHILOX_OPS
     lt.manual_seed(0)
     nodes = toposort([lt.rand(1000).node])
     assert len(nodes) < 40 < PHILOX_OPS and sum(n.op is Op.PHILOX for n in nodes) == 1

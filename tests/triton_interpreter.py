@@ -22,7 +22,10 @@ from lazytensor.kernels.triton.targets import interpreting, set_interpreter_stor
 
 
 def _storage(nbytes: int) -> torch.Tensor:
-    return torch.empty(nbytes, dtype=torch.uint8)
+    try:
+        return torch.empty(nbytes, dtype=torch.uint8)
+    except RuntimeError as e:  # torch's allocator says "can't allocate memory" this way
+        raise MemoryError(str(e)) from None
 
 
 set_interpreter_storage(_storage)

@@ -1,5 +1,5 @@
 """The CPU backend: kernel IR to LLVM IR (`render`), compiled and called in process (`runtime`)."""
 from .render import render
-from .runtime import Batch, Program, compile_kernel
+from .runtime import Batch, Program, compile_kernel, compile_kernels
 
-__all__ = ["Batch", "Program", "compile_kernel", "render"]
+__all__ = ["Batch", "Program", "compile_kernel", "compile_kernels", "render"]

@@ -32,7 +32,7 @@ from llvmlite import ir
 from ..dtype import float32
 from ..expr import Expr, Var
 from ..ir import BufferParam, Contraction, Kernel, Store, Value, substitute
-from .render import PTR, FunctionBuilder, KernelRenderer, llvm_type, unit_stride
+from .render import PTR, FunctionBuilder, KernelRenderer, llvm_type, symbol, unit_stride
 
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 L2_BLOCK_BYTES = 1 << 20  # a task's block of A: half of this machine's 2 MiB L2 per core
@@ -102,16 +102,16 @@ class Pack:
     clips: tuple[tuple[Var, Var, int], ...]
     lane: Var  # the loop over a panel's lanes
 
-    def render(self) -> str:
-        """LLVM IR of the kernel, of the common kernel signature."""
-        return str(_PackRenderer(self).render())
+    def render(self, checked: bool = False) -> str:
+        """LLVM IR of the kernel, of the common kernel signature (checked: see `FunctionBuilder.guard`)."""
+        return str(_PackRenderer(self, checked).render())
 
 
 class _PackRenderer(KernelRenderer):
     rolled_nests = False  # the lane loop, with a loop over k inside, must become straight-line code
 
-    def __init__(self, pack: Pack):
-        super().__init__(pack.kernel)
+    def __init__(self, pack: Pack, checked: bool):
+        super().__init__(pack.kernel, checked)
         self.clips = {inner: (outer, total) for inner, outer, total in pack.clips}
         loops = pack.kernel.loops
         self.outer = set(loops[:loops.index(pack.lane)])
@@ -143,16 +143,27 @@ class _PackRenderer(KernelRenderer):
                 latch.set_metadata("llvm.loop", loop_id)
         return module
 
-    def loop(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[], None]) -> None:
+    def clipped(self, var: Var, hi: ir.Value, body: Callable[[ir.Value], None]) -> None:
+        """`body(end)`, with `end` the end of the loop over `var`: `hi`, or where `var` is clipped, the
+        operand's edge in the last panel (or block of k). Two versions then: the whole panels' loop has a
+        constant trip count, which LLVM unrolls and vectorizes."""
         if var not in self.clips or self.clips[var][1] % var.size == 0:
-            self.marked_loop(var, lo, hi, body)
+            body(hi)
             return
-        # Two versions: the whole panels' loop has a constant trip count, which LLVM unrolls and vectorizes.
         outer, total = self.clips[var]
         index = self.vars[outer]
         left = self.b.sub(I64(total), self.b.mul(index, I64(var.size)))
         self.when(f"{var.name}_whole", self.b.icmp_signed("<", index, I64(total // var.size)),
-                  lambda: self.marked_loop(var, lo, hi, body), lambda: self.marked_loop(var, lo, left, body))
+                  lambda: body(hi), lambda: body(left))
+
+    def loop(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[], None]) -> None:
+        self.clipped(var, hi, lambda end: self.marked_loop(var, lo, end, body))
+
+    def emit_columns(self, red: Value, lo: ir.Value, hi: ir.Value) -> None:
+        # An operand that is a reduction over outer axes (`x.sum(1)` of a row-major x) is packed by the
+        # column path, which runs the innermost loop itself: it must stop at the operand's edge too.
+        columns = super().emit_columns
+        self.clipped(self.kernel.loops[-1], hi, lambda end: columns(red, lo, end))
 
     def marked_loop(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[], None]) -> None:
         """The loop, its back edge noted in `outer_latches` if it is outside the lane loop."""
@@ -208,49 +219,80 @@ def _pack(c: Contraction, buffers: tuple[BufferParam, ...], name: str, slot: int
     return Pack(Kernel(name, buffers, c.params, loops, (Store(slot, index, value),)), tuple(clips), lane_var)
 
 
+# The geometry a GEMM core reads at run time, in this order (one i64 each): the product's rows m and
+# columns n, k, the panels of A and of B per batch, the blocks of rows and of columns a task takes, the
+# panels per block of rows and of columns, k per block; and, for a checked core's messages and tests, the
+# product's buffer slot and size, A's panels' slot (B's is the next) and size, and B's panels' size.
+GEOMETRY = ("m", "n", "k", "row_panels_total", "col_panels_total", "row_blocks", "col_blocks", "row_panels",
+            "col_panels", "kc", "product_slot", "product_size", "a_slot", "a_size", "b_size")
+
+
+def core_name(c: Contraction, layout: Layout) -> str:
+    """The GEMM core a contraction runs: one per dtype and tile, shared by every contraction of them."""
+    return f"lt_gemm_{c.dtype.name}_{layout.lanes}x{layout.mr}x{layout.nr}"
+
+
+def geometry(c: Contraction, layout: Layout) -> tuple[int, ...]:
+    """The values of GEOMETRY for a contraction."""
+    _, m, n, k = c.sizes
+    mp, np_ = layout.panels(c)
+    a_size, b_size = (p.size for p in layout.packed_buffers(c))
+    return (m, n, k, mp, np_, -(-mp // layout.row_panels), -(-np_ // layout.col_panels), layout.row_panels,
+            layout.col_panels, layout.kc, c.product, c.buffers[c.product].size, len(c.buffers), a_size, b_size)
+
+
 class _GemmRenderer(FunctionBuilder):
-    def __init__(self, c: Contraction, layout: Layout):
-        super().__init__(c.name)
+    """The GEMM core: `void core(ptr product, ptr a_panels, ptr b_panels, ptr geometry, i64 first_task,
+    i64 end_task, ptr fault_record)`. Its sizes are run-time values (`GEOMETRY`), so one core serves every
+    contraction of a dtype and tile; only the tile (MR x NR, the vector width) is compiled in, as the
+    registers it holds. A checked core (see `tile_inside`) records its first fault where the contraction's
+    call says."""
+
+    def __init__(self, c: Contraction, layout: Layout, checked: bool):
+        super().__init__(core_name(c, layout), 0 if checked else None, (PTR, PTR, PTR, PTR, I64, I64, PTR))
         self.c, self.layout = c, layout
         self.t = llvm_type(c.dtype)
         self.vt = ir.VectorType(self.t, layout.lanes)
         self.suffix = f"v{layout.lanes}{'f32' if c.dtype == float32 else 'f64'}"  # intrinsic name mangling
 
     def render(self) -> str:
-        c, lay, b = self.c, self.layout, self.b
-        batch, m, n, k = c.sizes
-        mp, np_ = lay.panels(c)
-        row_blocks, col_blocks = -(-mp // lay.row_panels), -(-np_ // lay.col_panels)
-        bufs, _, start, end = self.fn.args
-
-        def buffer(slot: int) -> ir.Value:
-            return b.load(b.gep(bufs, [I64(slot)], source_etype=PTR), typ=PTR)
-
-        out, apack, bpack = buffer(c.product), buffer(len(c.buffers)), buffer(len(c.buffers) + 1)
+        lay, b = self.layout, self.b
+        out, apack, bpack, geom, start, end, _ = self.fn.args
+        g = self.geometry = {name: b.load(b.gep(geom, [I64(i)], source_etype=I64), typ=I64)
+                             for i, name in enumerate(GEOMETRY)}
+        m, n, k, mp, np_ = g["m"], g["n"], g["k"], g["row_panels_total"], g["col_panels_total"]
+        row_blocks, col_blocks, row_panels, col_panels, kc = (g["row_blocks"], g["col_blocks"], g["row_panels"],
+                                                              g["col_panels"], g["kc"])
+        m_tiles, n_tiles = b.udiv(m, I64(lay.mr)), b.udiv(n, I64(lay.nr))
+        blocks = b.mul(row_blocks, col_blocks)
 
         def task(t: ir.Value) -> None:
-            bi = b.udiv(t, I64(row_blocks * col_blocks))
-            rest = b.urem(t, I64(row_blocks * col_blocks))
-            rb, cb = b.udiv(rest, I64(col_blocks)), b.urem(rest, I64(col_blocks))
-            ip0, jp0 = b.mul(rb, I64(lay.row_panels)), b.mul(cb, I64(lay.col_panels))
-            ip1 = self.min(b.add(ip0, I64(lay.row_panels)), I64(mp))
-            jp1 = self.min(b.add(jp0, I64(lay.col_panels)), I64(np_))
+            bi = b.udiv(t, blocks)
+            rest = b.urem(t, blocks)
+            rb, cb = b.udiv(rest, col_blocks), b.urem(rest, col_blocks)
+            ip0, jp0 = b.mul(rb, row_panels), b.mul(cb, col_panels)
+            ip1 = self.min(b.add(ip0, row_panels), mp)
+            jp1 = self.min(b.add(jp0, col_panels), np_)
 
             def k_block(kb: ir.Value) -> None:
-                k0 = b.mul(kb, I64(lay.kc))
-                depth = self.min(I64(lay.kc), b.sub(I64(k), k0))
+                k0 = b.mul(kb, kc)
+                depth = self.min(kc, b.sub(k, k0))
 
                 def column_panel(jp: ir.Value) -> None:
-                    bp = b.gep(bpack, [b.add(b.mul(b.add(b.mul(bi, I64(np_)), jp), I64(k * lay.nr)),
-                                             b.mul(k0, I64(lay.nr)))], source_etype=self.t)
-                    self.counted_loop("ip", ip0, ip1, lambda ip: self.tile(
-                        bi, ip, jp, b.gep(apack, [b.add(b.mul(b.add(b.mul(bi, I64(mp)), ip), I64(k * lay.mr)),
-                                                        b.mul(k0, I64(lay.mr)))], source_etype=self.t),
-                        bp, out, depth, b.icmp_signed("==", kb, I64(0))))
+                    b_start = b.add(b.mul(b.add(b.mul(bi, np_), jp), b.mul(k, I64(lay.nr))), b.mul(k0, I64(lay.nr)))
+                    bp = b.gep(bpack, [b_start], source_etype=self.t)
+
+                    def row_panel(ip: ir.Value) -> None:
+                        a_start = b.add(b.mul(b.add(b.mul(bi, mp), ip), b.mul(k, I64(lay.mr))), b.mul(k0, I64(lay.mr)))
+                        full = b.and_(b.icmp_signed("<", ip, m_tiles), b.icmp_signed("<", jp, n_tiles))
+                        self.tile(bi, ip, jp, (b.gep(apack, [a_start], source_etype=self.t), a_start), (bp, b_start),
+                                  out, depth, b.icmp_signed("==", kb, I64(0)), full)
+
+                    self.counted_loop("ip", ip0, ip1, row_panel)
 
                 self.counted_loop("jp", jp0, jp1, column_panel)
 
-            self.counted_loop("kb", I64(0), I64(-(-k // lay.kc)), k_block)
+            self.counted_loop("kb", I64(0), b.udiv(b.add(k, b.sub(kc, I64(1))), kc), k_block)
 
         self.counted_loop("task", start, end, task)
         b.ret_void()
@@ -266,12 +308,39 @@ class _GemmRenderer(FunctionBuilder):
         zeros = ir.Constant(ir.VectorType(I32, vt.count), [0] * vt.count)
         return self.b.shuffle_vector(lane0, ir.Constant(vt, ir.Undefined), zeros)
 
-    def tile(self, bi: ir.Value, ip: ir.Value, jp: ir.Value, ap: ir.Value, bp: ir.Value, out: ir.Value,
-             depth: ir.Value, first: ir.Value) -> None:
+    def tile_inside(self, ip: ir.Value, row0: ir.Value, col0: ir.Value, a_start: ir.Value, b_start: ir.Value,
+                    depth: ir.Value) -> tuple[ir.Value, ir.Value]:
+        """In a checked function: whether the tile's elements of the product (its rows from `row0`, counting
+        the batch, and columns from `col0` that are inside the matrix) are inside the product's buffer, and
+        whether that and its `depth` k's of the panels from indices `a_start` of A's and `b_start` of B's are
+        inside theirs; each fault is recorded. Every access of the tile lies in these three ranges, their
+        first and last elements among them, so three tests per tile check them all: a test on each load of
+        the unrolled micro-kernel would make it compile several times slower."""
+        lay, b, g = self.layout, self.b, self.geometry
+        m, n = g["m"], g["n"]
+        rows = self.min(I64(lay.mr), b.sub(m, b.mul(ip, I64(lay.mr))))
+        cols = self.min(I64(lay.nr), b.sub(n, col0))
+        first = b.add(b.mul(row0, n), col0)
+        end = b.add(b.add(b.mul(b.add(row0, b.sub(rows, I64(1))), n), col0), cols)
+        product = self.inside(first, g["product_slot"], g["product_size"], True, b.sub(end, first))
+        panels = b.and_(self.inside(a_start, g["a_slot"], g["a_size"], False, b.mul(depth, I64(lay.mr))),
+                        self.inside(b_start, b.add(g["a_slot"], I64(1)), g["b_size"], False, b.mul(depth, I64(lay.nr))))
+        return product, b.and_(product, panels)
+
+    def fault_record(self) -> ir.Value:
+        return self.fn.args[6]
+
+    def tile(self, bi: ir.Value, ip: ir.Value, jp: ir.Value, ap: tuple[ir.Value, ir.Value],
+             bp: tuple[ir.Value, ir.Value], out: ir.Value, depth: ir.Value, first: ir.Value, full: ir.Value) -> None:
         """One MR x NR tile of the product over one block of k, accumulated in registers: it starts from
-        zero in the first block and from the tile stored so far in the others."""
+        zero in the first block and from the tile stored so far in the others. `ap` and `bp` are where the
+        tile's panels start in the block, as an address and an index; `full`: the tile is inside the matrix.
+
+        A checked function (see `tile_inside`) skips the loads and stores of a tile not inside the product,
+        as if all its rows were outside the matrix, and the multiply-adds of one whose panels are not all
+        inside theirs."""
         c, lay, b = self.c, self.layout, self.b
-        _, m, n, k = c.sizes
+        m, n = self.geometry["m"], self.geometry["n"]
         nv = lay.nr // lay.lanes
         align = lay.lanes * c.dtype.itemsize
         accs = [[self.alloca(self.vt) for _ in range(nv)] for _ in range(lay.mr)]
@@ -279,21 +348,27 @@ class _GemmRenderer(FunctionBuilder):
         for row in accs:
             for acc in row:
                 b.store(zero, acc)
-        row0 = b.add(b.mul(bi, I64(m)), b.mul(ip, I64(lay.mr)))
+        row0 = b.add(b.mul(bi, m), b.mul(ip, I64(lay.mr)))
         col0 = b.mul(jp, I64(lay.nr))
 
         def address(r: int, v: int) -> ir.Value:
-            idx = b.add(b.mul(b.add(row0, I64(r)), I64(n)), b.add(col0, I64(v * lay.lanes)))
+            idx = b.add(b.mul(b.add(row0, I64(r)), n), b.add(col0, I64(v * lay.lanes)))
             return b.gep(out, [idx], source_etype=self.t)
 
-        full = b.and_(b.icmp_signed("<", ip, I64(m // lay.mr)), b.icmp_signed("<", jp, I64(n // lay.nr)))
+        (ap, a_start), (bp, b_start) = ap, bp
+        product_inside = None
+        if self.fault_slot is not None:
+            product_inside, inside = self.tile_inside(ip, row0, col0, a_start, b_start, depth)
+            full = b.and_(full, product_inside)
+            depth = b.select(inside, depth, I64(0))
         lanes = ir.Constant(ir.VectorType(I64, lay.lanes), list(range(lay.lanes)))
         mask_type = ir.VectorType(I1, lay.lanes)
 
         def edge(r: int, v: int) -> tuple[ir.Value, ir.Value]:
             """Whether row r is inside the matrix, and the mask of lanes of vector v inside it."""
-            limit = b.sub(I64(n), b.add(col0, I64(v * lay.lanes)))
-            return b.icmp_signed("<", b.add(b.mul(ip, I64(lay.mr)), I64(r)), I64(m)), \
+            limit = b.sub(n, b.add(col0, I64(v * lay.lanes)))
+            row = b.icmp_signed("<", b.add(b.mul(ip, I64(lay.mr)), I64(r)), m)
+            return row if product_inside is None else b.and_(row, product_inside), \
                 b.icmp_signed("<", lanes, self.splat(limit))
 
         def load_full() -> None:
@@ -350,6 +425,27 @@ class _GemmRenderer(FunctionBuilder):
         self.when("tile", full, store_full, store_edge)
 
 
-def render_gemm(c: Contraction, layout: Layout) -> str:
-    """LLVM IR of the GEMM step: `void name(ptr buffers, ptr params, i64 first_task, i64 end_task)`."""
-    return _GemmRenderer(c, layout).render()
+def render_gemm_core(c: Contraction, layout: Layout, checked: bool = False) -> str:
+    """LLVM IR of the GEMM core for the contraction's dtype and tile (see `_GemmRenderer`), checked if
+    `checked`."""
+    return _GemmRenderer(c, layout, checked).render()
+
+
+def render_gemm(c: Contraction, layout: Layout, checked: bool = False) -> str:
+    """LLVM IR of the contraction's GEMM step, `void name(ptr buffers, ptr params, i64 first_task, i64
+    end_task)`: a call of its core (`core_name`, compiled in a module of its own) with the product's and
+    the panels' buffers, the contraction's geometry and, checked, where its core records a fault."""
+    builder = FunctionBuilder(c.name, len(c.params) if checked else None)
+    module, b = builder.module, builder.b
+    bufs, params, start, end = builder.fn.args
+    core = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR, PTR, I64, I64, PTR]),
+                       symbol(core_name(c, layout), checked))
+    table = ir.GlobalVariable(module, ir.ArrayType(I64, len(GEOMETRY)), f"{c.name}_geometry")
+    table.global_constant, table.linkage = True, "private"
+    table.initializer = ir.Constant(ir.ArrayType(I64, len(GEOMETRY)), list(geometry(c, layout)))
+    out, apack, bpack = (b.load(b.gep(bufs, [I64(slot)], source_etype=PTR), typ=PTR)
+                         for slot in (c.product, len(c.buffers), len(c.buffers) + 1))
+    record = builder.fault_record() if checked else ir.Constant(PTR, None)
+    b.call(core, [out, apack, bpack, b.gep(table, [I64(0), I64(0)]), start, end, record])
+    b.ret_void()
+    return str(module)

@@ -11,7 +11,11 @@ output loop this call covers, so a caller may split the work across threads.
 
 Loops count through stack slots that LLVM's mem2reg promotes to registers;
 addresses are formed with GEP only (no inttoptr, which LLVM may miscompile
-under unrolling).
+under unrolling). In a checked function (`LT_CHECK_BOUNDS`, see
+`kernels/bounds.py`) every address a kernel loads or stores through is tested
+against its buffer by `FunctionBuilder.guard`, which sends a faulting access to
+a sink of the module's own, unless the index provably stays inside the buffer
+(`KernelRenderer.gep`); an unchecked function has no trace of either.
 
 The 16-bit floats are i16 bit patterns, in memory and in registers; the kernel
 IR only loads, stores and casts them (it computes in float32). Their conversions
@@ -27,7 +31,8 @@ from typing import Callable
 import numpy as np
 from llvmlite import ir
 
-from ..dtype import DType, bfloat16, bfloat16_bits, bool_, float16, float32, float64, int64
+from ..bounds import fault_code
+from ..dtype import DType, bfloat16, bool_, float16, float32, float64, half_bits, int64
 from ..expr import Bounds, Div, Expr, Mod, Var
 from ..ir import Alu, Kernel, ReduceOp, SharedRow, Value, VOp, loop_scopes, shared_rows, toposort
 from . import mathlib
@@ -44,6 +49,12 @@ INTRINSICS = {Alu.SQRT: "llvm.sqrt", Alu.FLOOR: "llvm.floor", Alu.CEIL: "llvm.ce
 
 REASSOCIATIVE = {ReduceOp.SUM: ir.IRBuilder.fadd, ReduceOp.PROD: ir.IRBuilder.fmul}
 COLUMN_BLOCK_BYTES = 4096  # accumulators of a column reduction: a block that stays in the L1 cache
+SINK_BYTES = 64  # where a checked function's faulting accesses go: its widest access, an AVX-512 vector
+
+
+def symbol(name: str, checked: bool) -> str:
+    """The function name of kernel `name`: a checked kernel's differs, as both may live in one JIT."""
+    return f"{name}_checked" if checked else name
 
 
 def llvm_type(dtype: DType) -> ir.Type:
@@ -64,13 +75,6 @@ def unit_stride(value: Value, var: Var) -> bool:
 def memory_type(dtype: DType) -> ir.Type:
     """Bools live in memory as bytes and in registers as i1."""
     return I8 if dtype == bool_ else llvm_type(dtype)
-
-
-def half_bits(value: float, dtype: DType) -> int:
-    """The bit pattern of `value` rounded (from float32) to a 16-bit float dtype."""
-    with np.errstate(over="ignore"):
-        single = np.array(value, dtype=np.float32)
-    return int(single.astype(np.float16).view(np.uint16) if dtype == float16 else bfloat16_bits(single))
 
 
 def half_to_float(b: ir.IRBuilder, x: ir.Value, dtype: DType) -> ir.Value:
@@ -109,14 +113,19 @@ def float_to_half(b: ir.IRBuilder, x: ir.Value, dtype: DType) -> ir.Value:
 
 
 class FunctionBuilder:
-    """A module holding one kernel function of the common signature, and the builder filling it in:
-    stack slots in the entry block, counted loops."""
+    """A module holding one kernel function (of the common signature unless `args` says otherwise), and the
+    builder filling it in: stack slots in the entry block, counted loops, the addresses of loads and stores.
 
-    def __init__(self, name: str):
+    A checked function (`fault_slot` given: the number of its scalar parameters, after which its fault
+    record starts) tests every address it makes (see `guard`)."""
+
+    def __init__(self, name: str, fault_slot: int | None = None, args: tuple[ir.Type, ...] = (PTR, PTR, I64, I64)):
         self.module = ir.Module(name=name)
-        self.fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64]), name=name)
+        self.fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), list(args)),
+                              name=symbol(name, fault_slot is not None))
         self.entry = self.fn.append_basic_block("entry")
         self.b = ir.IRBuilder(self.entry)
+        self.fault_slot = fault_slot
         self.loops_made = 0
         self.nest_latches: list[ir.Branch] = []  # the back edges of loops with loops inside
 
@@ -172,14 +181,72 @@ class FunctionBuilder:
         for latch in self.nest_latches:
             latch.set_metadata("llvm.loop", loop_id)
 
+    def guard(self, address: ir.Value, index: ir.Value, buf: int, size: int, store: bool,
+              count: int | ir.Value = 1) -> ir.Value:
+        """`address`, that of element `index` of buffer slot `buf` (`size` elements), for an access to `count`
+        elements from there (an i64 value for a masked access: 0 where it is off, which touches nothing).
+
+        In a checked function an access not wholly inside the buffer goes to the module's sink instead, and
+        is recorded (see `inside`)."""
+        if self.fault_slot is None:
+            return address
+        return self.b.select(self.inside(index, buf, size, store, count), address, self.sink())
+
+    def inside(self, index: ir.Value, buf: int | ir.Value, size: int | ir.Value, store: bool,
+               count: int | ir.Value) -> ir.Value:
+        """In a checked function: whether `count` elements from `index` are all inside buffer slot `buf` (`size`
+        elements; each a constant or an i64 value); where they are not and `count` is positive, the first such
+        access of a launch is recorded (`kernels/bounds.py`). The test branches to a cold block, so checked
+        loops may stay scalar: the mode is for finding bugs, not for speed."""
+        b = self.b
+        end = b.add(index, count if isinstance(count, ir.Value) else I64(count))
+        inside = b.and_(b.icmp_signed(">=", index, I64(0)),
+                        b.icmp_signed("<=", end, size if isinstance(size, ir.Value) else I64(size)))
+        fault = b.not_(inside)
+        if isinstance(count, ir.Value):
+            fault = b.and_(fault, b.icmp_signed(">", count, I64(0)))
+        with b.if_then(fault, likely=False):
+            code = I64(fault_code(buf, store)) if isinstance(buf, int) else \
+                b.add(b.mul(buf, I64(2)), I64(fault_code(0, store)))
+            b.call(self.fault_recorder(), [self.fault_record(), code, index])
+        return inside
+
+    def fault_record(self) -> ir.Value:
+        """Where a checked function records its first fault: the slots after its scalar parameters."""
+        return self.b.gep(self.fn.args[1], [I64(self.fault_slot)], source_etype=I64)
+
+    def sink(self) -> ir.GlobalVariable:
+        """The module's private memory that faulting accesses use instead of their buffer's."""
+        if (sink := self.module.globals.get("lt_sink")) is None:
+            sink = ir.GlobalVariable(self.module, ir.ArrayType(I8, SINK_BYTES), "lt_sink")
+            sink.linkage, sink.align = "private", SINK_BYTES
+            sink.initializer = ir.Constant(sink.value_type, None)
+        return sink
+
+    def fault_recorder(self) -> ir.Function:
+        """`lt_fault(record, code, index)`: keeps the first fault of a launch, whichever thread makes it."""
+        if (fn := self.module.globals.get("lt_fault")) is not None:
+            return fn
+        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, I64, I64]), "lt_fault")
+        fn.linkage = "private"
+        fn.attributes.add("cold")
+        fn.attributes.add("noinline")
+        record, code, index = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        first = b.extract_value(b.cmpxchg(record, I64(0), code, "monotonic", "monotonic"), 1)
+        with b.if_then(first):
+            b.store(index, b.gep(record, [I64(1)], source_etype=I64))
+        b.ret_void()
+        return fn
+
 
 class KernelRenderer(FunctionBuilder):
     """Renders one `Kernel`: its output loop nest, each value in the loop `loop_scopes` places it in."""
 
     rolled_nests = True  # see `keep_nests_rolled`
 
-    def __init__(self, kernel: Kernel):
-        super().__init__(kernel.name)
+    def __init__(self, kernel: Kernel, checked: bool = False):
+        super().__init__(kernel.name, len(kernel.params) if checked else None)
         self.kernel = kernel
         self.vars: dict[Var, ir.Value] = {}
         self.vals: dict[int, ir.Value] = {}
@@ -204,6 +271,10 @@ class KernelRenderer(FunctionBuilder):
         self.by_scope: dict[tuple[Var, ...], list[Value]] = {}
         for v in values:
             self.by_scope.setdefault(scopes[id(v)], []).append(v)
+        if self.fault_slot is not None:  # the caller's range, kept inside the outermost loop's: see `gep`
+            start = b.select(b.icmp_signed("<", start, I64(0)), I64(0), start)
+            extent = I64(k.loops[0].size)
+            end = b.select(b.icmp_signed(">", end, extent), extent, end)
         self.emit_output_level((), start, end)
         b.ret_void()
         if self.rolled_nests:
@@ -226,7 +297,7 @@ class KernelRenderer(FunctionBuilder):
             if v.op is VOp.REDUCE:
                 self.emit_reduce(v, path)
             elif (store := self.reloads.get(id(v))) is not None:
-                self.vals[id(v)] = self.b.load(self.gep(store.buf, self.expr(store.index)), typ=llvm_type(v.dtype))
+                self.vals[id(v)] = self.b.load(self.gep(store.buf, store.index, False), typ=llvm_type(v.dtype))
             else:
                 self.vals[id(v)] = self.value(v)
 
@@ -235,7 +306,7 @@ class KernelRenderer(FunctionBuilder):
             val = self.vals[id(s.value)]
             if s.value.dtype == bool_:
                 val = self.b.zext(val, I8)
-            self.b.store(val, self.gep(s.buf, self.expr(s.index)))
+            self.b.store(val, self.gep(s.buf, s.index, True))
 
     def emit_output_level(self, path: tuple[Var, ...], start: ir.Value, end: ir.Value) -> None:
         loops = self.kernel.loops
@@ -276,7 +347,7 @@ class KernelRenderer(FunctionBuilder):
                     self.emit_scope(path + ranges[:k])
                 if k == len(ranges):
                     for shared in self.handovers.get(id(red), ()):
-                        b.store(self.vals[id(shared.twin)], self.gep(shared.store.buf, self.expr(shared.index)))
+                        b.store(self.vals[id(shared.twin)], self.gep(shared.store.buf, shared.index, True))
                     step(self.vals[id(src)])
                     return
                 self.loop(ranges[k], I64(0), I64(ranges[k].size), lambda: level(k + 1))
@@ -425,9 +496,18 @@ class KernelRenderer(FunctionBuilder):
                 ok = b.and_(ok, b.icmp_signed("<", e, I64(bound.hi)))
         return ok
 
-    def gep(self, buf: int, idx: ir.Value) -> ir.Value:
-        etype = memory_type(self.kernel.buffers[buf].dtype)
-        return self.b.gep(self.bufs[buf], [idx], source_etype=etype, inbounds=True)
+    def gep(self, buf: int, index: Expr, store: bool, idx: ir.Value | None = None,
+            count: int | ir.Value = 1) -> ir.Value:
+        """The address of element `index` of buffer slot `buf` (`idx`: the value to take for it, if made
+        already) for a load or a store, guarded (see `FunctionBuilder.guard`) unless `index` lies inside the
+        buffer for every value of the loop variables: a checked kernel keeps its loops inside their ranges
+        (`render`), so such an access needs no test, and its loop vectorizes as it does unchecked."""
+        param = self.kernel.buffers[buf]
+        idx = self.expr(index) if idx is None else idx
+        address = self.b.gep(self.bufs[buf], [idx], source_etype=memory_type(param.dtype), inbounds=True)
+        if 0 <= index.vmin and index.vmax < param.size:
+            return address
+        return self.guard(address, idx, buf, param.size, store, count)
 
     # ---- values ----------------------------------------------------------------------------
 
@@ -446,7 +526,9 @@ class KernelRenderer(FunctionBuilder):
             ok = self.bounds(bounds) if bounds else None
             if ok is not None:
                 idx = b.select(ok, idx, I64(0))
-            raw = b.load(self.gep(buf, idx), typ=memory_type(v.dtype))
+            # a masked load reads element 0 where it is off, which a checked kernel does not count as an access
+            count = b.zext(ok, I64) if ok is not None and self.fault_slot is not None else 1
+            raw = b.load(self.gep(buf, index, False, idx, count), typ=memory_type(v.dtype))
             val = b.icmp_unsigned("!=", raw, I8(0)) if v.dtype == bool_ else raw
             return b.select(ok, val, self.constant(0, v.dtype)) if ok is not None else val
         if v.op is VOp.CONST:
@@ -500,8 +582,8 @@ class KernelRenderer(FunctionBuilder):
             return self.float_floordiv(*s, dt) if fl else self.int_floordiv(*s, dt, not dt.is_signed)
         if op is Alu.MOD:
             return self.float_mod(*s) if fl else self.int_mod(*s, dt, not dt.is_signed)
-        if op is Alu.POW:
-            return self.int_pow(*s, dt)
+        if op is Alu.POW:  # a bool to a bool power: a ** 0 is 1, a ** 1 is a
+            return b.or_(s[0], b.not_(s[1])) if dt == bool_ else self.int_pow(*s, dt)
         if op in (Alu.MAX, Alu.MIN):
             return self.maxmin(op, dt, *s)
         if op in (Alu.CMPLT, Alu.CMPLE, Alu.CMPEQ, Alu.CMPNE):
@@ -649,6 +731,6 @@ class KernelRenderer(FunctionBuilder):
 
 
 
-def render(kernel: Kernel) -> str:
-    """LLVM IR text of `kernel`."""
-    return str(KernelRenderer(kernel).render())
+def render(kernel: Kernel, checked: bool = False) -> str:
+    """LLVM IR text of `kernel`, its function checked (see `FunctionBuilder.guard`) if `checked`."""
+    return str(KernelRenderer(kernel, checked).render())

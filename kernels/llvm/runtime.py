@@ -15,11 +15,16 @@ chunks others claimed without waiting for a pool thread to wake up. Kernels
 below `PARALLEL_MIN_WORK` loop iterations run on the calling thread: handing
 work to the pool costs tens of microseconds.
 
-A `Contraction` compiles to a `ContractionProgram`: its two packing kernels
-(run together), the GEMM function of `gemm.py` and its epilogue kernel, run one
-after the other, each split across the pool, all in one hand-off to the pool
-(a stage's chunks wait for the stage before to finish). Its panel buffers
-belong to the program.
+Compiling goes through LLVM's object code (`compiler.py`), which the engine loads. A schedule's new
+kernels compile together, before any runs (`compile_kernels`): each program's modules are compile jobs,
+shared out between the calling thread and compile workers, processes that run `compiler.py` (one fewer
+than `num_threads()`), so the first step of a model compiles on every core. Where a batch is small,
+everything compiles on the calling thread, as a kernel compiled on its own does (`compile_kernel`).
+
+A `Contraction` compiles to a `ContractionProgram`: its two packing kernels (run together), the GEMM
+function of `gemm.py` (a call of the core its dtype and tile share) and its epilogue kernel, run one
+after the other, each split across the pool, all in one hand-off to the pool (a stage's chunks wait for
+the stage before to finish). Its panel buffers belong to the program.
 
 A `Batch` runs several programs as one table of chunks, one hand-off to the
 pool for all (an `lt.jit` replay): each program reads its buffers from its
@@ -34,28 +39,45 @@ and into how many chunks, is decided when the kernel is compiled, from
 `num_threads()` then (the program is cached by the kernel's body, as the
 pool's size is fixed at its first use); how many threads take the chunks is
 `num_threads()` at each call.
+
+Checked kernels (`bounds.CHECK` when a kernel is compiled, see `kernels/bounds.py`) are programs of
+their own, cached apart from the unchecked ones; a call of one raises `OutOfBounds` after the launch if
+any of its accesses fell outside its buffer.
+
+Threads. Compiling, calling and batching are safe from several Python threads at once: the engine, the
+pool and `take_chunks` are made once (`_setup`), the engine is used under its lock only (llvmlite's
+MCJIT is not thread-safe), one compile runs at a time (`_compiling`: a kernel two threads ask for
+compiles once), each call has its own chunk table, counters and parameter slots, and a program whose
+scratch buffers a call uses is held by that call.
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import functools
 import math
 import os
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from pathlib import Path
+from typing import Generator, Mapping, Sequence
 
 import llvmlite.binding as llvm
 import numpy as np
 
+from .. import bounds
+from ..bounds import FAULT_SLOTS, check
 from ..ir import BufferParam, Contraction, Kernel, VOp
 from ..split import split_reduction
-from . import mathlib
-from .gemm import Layout, Pack, pack_kernels, render_gemm
-from .render import render
+from . import compiler, mathlib
+from .compiler import Machine
+from .gemm import Layout, Pack, core_name, pack_kernels, render_gemm, render_gemm_core
+from .render import render, symbol
 
 PARALLEL_MIN_WORK = 1 << 16
 SPLIT_MIN_WORK = 1 << 21  # measured on 2 cores: below it, splitting `x.sum()` is no faster than one thread
@@ -67,41 +89,28 @@ _KernelFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_in
 
 
 class _Jit:
-    """The process-wide target machines and execution engine."""
+    """The process-wide target machines and execution engine. Compiled code enters the engine as object
+    code, made here or by a compile worker (`compiler.py`), the same either way."""
 
     def __init__(self) -> None:
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-        target = llvm.Target.from_triple(llvm.get_process_triple())
-        cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
-        self.target_machine = target.create_target_machine(cpu=cpu, features=features, opt=3,
-                                                           codemodel="jitdefault")
-        # LLVM's tuning for AVX-512 servers has the vectorizer prefer 256-bit vectors. Measured here,
-        # 512-bit vectors make kernels heavy in transcendental math faster (`sin` 1.4x, softmax 1.1x)
-        # but memory-bound ones 5-10% slower, so only those kernels are vectorized for them.
-        self.wide_machine = target.create_target_machine(
-            cpu=cpu, features=features + ",-prefer-256-bit", opt=3, codemodel="jitdefault") \
-            if "+avx512f" in features else self.target_machine
+        self.machine = Machine()
+        self.target_machine = self.machine.target_machine
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), self.target_machine)
         self.lock = threading.Lock()
 
-    def optimize(self, module: llvm.ModuleRef, wide: bool) -> None:
-        pto = llvm.create_pipeline_tuning_options(speed_level=3)
-        pto.loop_vectorization = True
-        pto.slp_vectorization = True
-        pb = llvm.create_pass_builder(self.wide_machine if wide else self.target_machine, pto)
-        pb.getModulePassManager().run(module, pb)
-        # The vectorizer calls the vector variants of mathlib's functions, after the pipeline's
-        # inliners have run: inline them into the vector loops now, and tidy the joins.
-        late = llvm.create_new_module_pass_manager()
-        late.add_always_inliner_pass()
-        late.add_simplify_cfg_pass()
-        late.add_instruction_combine_pass()
-        late.run(module, pb)
+    def load(self, obj: bytes, name: str) -> int:
+        """Add object code to the engine; the address of its function `name`."""
+        with self.lock:
+            self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+            self.engine.finalize_object()
+            return self.engine.get_function_address(name)
 
 
 _jit: _Jit | None = None
 _pool: ThreadPoolExecutor | None = None
+_take_chunks_fn: ctypes._CFuncPtr | None = None
+_setup = threading.Lock()  # makes each of the three above once, whichever thread asks first
+_compiling = threading.Lock()  # one compile at a time: a kernel asked for by two threads compiles once
 
 
 @functools.cache
@@ -118,7 +127,9 @@ def num_threads() -> int:
 def pool() -> ThreadPoolExecutor:
     global _pool
     if _pool is None:
-        _pool = ThreadPoolExecutor(max_workers=num_threads(), thread_name_prefix="lazytensor")
+        with _setup:
+            if _pool is None:
+                _pool = ThreadPoolExecutor(max_workers=num_threads(), thread_name_prefix="lazytensor")
     return _pool
 
 
@@ -131,29 +142,33 @@ def work(kernel: Kernel) -> int:
 def jit() -> _Jit:
     global _jit
     if _jit is None:
-        _jit = _Jit()
+        with _setup:
+            if _jit is None:
+                _jit = _Jit()
     return _jit
 
 
-def _compile(source: str, name: str, wide: bool = False) -> tuple[str, int]:
-    """Compile LLVM IR text (vectorized for the widest vectors if `wide`); the optimized IR and the
-    address of function `name`."""
+# A compile job: LLVM IR, the name of its function, whether to vectorize for the widest vectors; and what
+# compiling it gives: the optimized IR, the function's address, the seconds it took.
+Job = tuple[str, str, bool]
+Compiled = tuple[str, int, float]
+
+
+def _compile(job: Job) -> Compiled:
+    """Compile one job here."""
+    source, name, wide = job
+    t0 = time.perf_counter()
     j = jit()
-    with j.lock:
-        module = llvm.parse_assembly(source)
-        module.triple = j.target_machine.triple
-        module.data_layout = str(j.target_machine.target_data)
-        module.verify()
-        j.optimize(module, wide)
-        optimized = str(module)
-        j.engine.add_module(module)
-        j.engine.finalize_object()
-        return optimized, j.engine.get_function_address(name)
+    with j.lock:  # LLVM's context is not thread-safe: the engine's lock guards every use of it
+        optimized, obj = j.machine.compile(source, wide)
+    return optimized, j.load(obj, name), time.perf_counter() - t0
 
 
-def _scalar_slots(params: Sequence[int | float], dtypes: Sequence, slots: ctypes.Array | None = None) -> ctypes.Array:
-    """The parameters as a kernel reads them (a 64-bit slot each), written into `slots` if given."""
-    slots = (ctypes.c_int64 * max(1, len(params)))() if slots is None else slots
+def _scalar_slots(params: Sequence[int | float], dtypes: Sequence, slots: ctypes.Array | None = None,
+                  checked: bool = False) -> ctypes.Array:
+    """The parameters as a kernel reads them (a 64-bit slot each), written into `slots` if given; new slots
+    of a checked kernel end with its fault record, zeroed."""
+    slots = (ctypes.c_int64 * max(1, len(params) + FAULT_SLOTS * checked))() if slots is None else slots
     for i, (p, dt) in enumerate(zip(params, dtypes)):
         if dt.is_float:
             ctypes.c_double.from_buffer(slots, 8 * i).value = float(p)
@@ -229,9 +244,13 @@ CHUNK_FIELDS = 6
 Phase = tuple[Sequence[tuple[ctypes._CFuncPtr, int]], int]
 
 
-@functools.cache
 def _take_chunks() -> ctypes._CFuncPtr:
-    return _TakeChunks(_compile(_CHUNKS_IR, "take_chunks")[1])
+    global _take_chunks_fn
+    if _take_chunks_fn is None:
+        with _setup:
+            if _take_chunks_fn is None:
+                _take_chunks_fn = _TakeChunks(_compile((_CHUNKS_IR, "take_chunks", False))[1])
+    return _take_chunks_fn
 
 
 def _threads(calls: Sequence[tuple[ctypes._CFuncPtr, int]], work: int) -> int:
@@ -262,9 +281,13 @@ def _take(chunks: ctypes.Array, threads: int) -> None:
     chunks others claimed, not for pool threads to wake up: a pool thread that wakes after the last
     chunk was claimed finds none (the arguments it is handed stay alive until it has looked)."""
     n, counters, take = len(chunks) // CHUNK_FIELDS, (ctypes.c_int64 * 2)(), _take_chunks()
-    for _ in range(threads - 1):
-        pool().submit(take, chunks, n, counters, False)
-    take(chunks, n, counters, True)
+    try:
+        for _ in range(threads - 1):
+            pool().submit(take, chunks, n, counters, False)
+    finally:
+        # Even when interrupted (Ctrl-C) while handing chunks out: the caller claims what is left and waits for
+        # every chunk, so no pool thread still writes to the buffers once this returns or raises.
+        take(chunks, n, counters, True)
 
 
 def _split(phases: Sequence[Phase], ptrs: ctypes.Array, slots: ctypes.Array) -> None:
@@ -294,6 +317,7 @@ class Program:
     fn: ctypes._CFuncPtr = field(repr=False)
     extent: int
     work: int
+    checked: bool = False
     _asm: str | None = field(default=None, repr=False)
 
     @property
@@ -303,12 +327,21 @@ class Program:
     @property
     def assembly(self) -> str:
         if self._asm is None:
-            self._asm = jit().target_machine.emit_assembly(llvm.parse_assembly(self.optimized_ir))
+            j = jit()
+            with j.lock:
+                self._asm = j.target_machine.emit_assembly(llvm.parse_assembly(self.optimized_ir))
         return self._asm
 
     def __call__(self, buffers: Sequence[int], params: Sequence[int | float]) -> None:
         ptrs = (ctypes.c_void_p * max(1, len(buffers)))(*buffers)
-        _split(self.phases(), ptrs, _scalar_slots(params, self.kernel.params))
+        slots = _scalar_slots(params, self.kernel.params, checked=self.checked)
+        _split(self.phases(), ptrs, slots)
+        if self.checked:
+            _check_faults(self, slots)
+
+    def buffers(self) -> tuple[BufferParam, ...]:
+        """The buffers of the table the functions read, by slot."""
+        return self.kernel.buffers
 
     def phases(self) -> list[Phase]:
         """What a call runs, phase after phase (`_split`'s input): here one phase, the function."""
@@ -327,10 +360,24 @@ class Program:
         return nullcontext()
 
 
+def _check_faults(program: Program | StagedProgram, slots: ctypes.Array, position: int | None = None) -> None:
+    """Raise `OutOfBounds` if the fault record in a checked program's parameter `slots` holds a fault (which
+    it clears for the next run); `position` says which program of a batch it is."""
+    n = len(program.kernel.params)
+    record = slots[n:n + FAULT_SLOTS]
+    if record[0]:
+        slots[n:n + FAULT_SLOTS] = [0] * FAULT_SLOTS
+        check(program.name, program.buffers(), record, position)
+
+
 def _aligned_zeros(param: BufferParam) -> np.ndarray:
     """Zeroed memory for a panel buffer, 64-byte aligned for the micro-kernel's aligned vector loads."""
     itemsize = param.dtype.itemsize
-    raw = np.zeros(param.size * itemsize + 64, dtype=np.uint8)
+    try:
+        raw = np.zeros(param.size * itemsize + 64, dtype=np.uint8)
+    except (MemoryError, ValueError):  # ValueError: more bytes than an address space holds
+        raise MemoryError(f"out of host memory: cannot allocate a kernel's scratch buffer of {param.size} elements "
+                          f"of {itemsize} bytes each") from None
     offset = -raw.ctypes.data % 64
     return raw[offset:offset + param.size * itemsize]
 
@@ -343,7 +390,9 @@ class StagedProgram:
     kernel: Kernel | Contraction
     stages: list[Program]
     compile_seconds: float
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    checked: bool = False
+    # held by a call while it uses the scratch buffers; re-entrant, as a call allocates them on first use
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _scratch: list[np.ndarray] | None = field(default=None, repr=False)
 
     @property
@@ -369,22 +418,30 @@ class StagedProgram:
         """Every stage's buffer slots, in order: the caller's buffers (outputs, inputs) and the scratch."""
         raise NotImplementedError
 
+    def buffers(self) -> tuple[BufferParam, ...]:
+        """The buffers of the table the stages read, by slot."""
+        raise NotImplementedError
+
     def phases(self) -> list[Phase]:
         return [p for stage in self.stages for p in stage.phases()]
 
     def scratch_pointers(self) -> list[int]:
-        if self._scratch is None:
-            self._scratch = [_aligned_zeros(p) for p in self.scratch()]
-        return [m.ctypes.data for m in self._scratch]
+        with self._lock:  # two threads' first calls (or batches) must get the same buffers
+            if self._scratch is None:
+                self._scratch = [_aligned_zeros(p) for p in self.scratch()]
+            return [m.ctypes.data for m in self._scratch]
 
-    def owned(self) -> threading.Lock:
+    def owned(self) -> threading.RLock:
         """Held while a call uses the program's scratch buffers: one call at a time."""
         return self._lock
 
     def __call__(self, buffers: Sequence[int], params: Sequence[int | float]) -> None:
         with self._lock:
             table = self.table(buffers, self.scratch_pointers())
-            _split(self.phases(), (ctypes.c_void_p * len(table))(*table), _scalar_slots(params, self.kernel.params))
+            slots = _scalar_slots(params, self.kernel.params, checked=self.checked)
+            _split(self.phases(), (ctypes.c_void_p * len(table))(*table), slots)
+        if self.checked:
+            _check_faults(self, slots)
 
 
 @dataclass
@@ -403,6 +460,9 @@ class ContractionProgram(StagedProgram):
     def table(self, buffers: Sequence[int], scratch: Sequence[int]) -> list[int]:
         # the product's scratch takes slot 1 (see Contraction); the panels come after the kernel's buffers
         return [buffers[0], *scratch[:-2], *buffers[1:], *scratch[-2:]]
+
+    def buffers(self) -> tuple[BufferParam, ...]:
+        return (*self.kernel.buffers, *self.layout.packed_buffers(self.kernel))
 
     def phases(self) -> list[Phase]:
         pack_a, pack_b, *rest = self.stages
@@ -423,6 +483,9 @@ class SplitReductionProgram(StagedProgram):
 
     def table(self, buffers: Sequence[int], scratch: Sequence[int]) -> list[int]:
         return [*buffers, *scratch]
+
+    def buffers(self) -> tuple[BufferParam, ...]:
+        return self.partials.kernel.buffers
 
 
 class Batch:
@@ -448,7 +511,9 @@ class Batch:
             self.fixed += scratch
         self.gather = np.array(gather, dtype=np.intp)
         self.pointers = np.zeros(max(1, len(gather)), dtype=np.uint64)  # the programs' tables, end to end
-        self.slots = [_scalar_slots(params, program.kernel.params) for program, _, params in calls]
+        self.slots = [_scalar_slots(params, program.kernel.params, checked=program.checked)
+                      for program, _, params in calls]
+        self.checked = [k for k, program in enumerate(self.programs) if program.checked]
         base = self.pointers.ctypes.data
         self.phases = [(phase, base + 8 * start, ctypes.addressof(slots))
                        for program, start, slots in zip(self.programs, starts, self.slots)
@@ -470,6 +535,8 @@ class Batch:
             if num_threads() != self.chunked_for:
                 self._rechunk()
             _take(self.chunks, self.threads)
+            for k in self.checked:
+                _check_faults(self.programs[k], self.slots[k], k)
 
     def _rechunk(self) -> None:
         """Cut the phases into chunks for the threads there are now (`num_threads()` may change between runs)."""
@@ -478,53 +545,217 @@ class Batch:
         self.chunks = (ctypes.c_int64 * len(chunks))(*chunks)
 
 
-_programs: dict[str, Program | StagedProgram] = {}
+_programs: dict[tuple[str, bool], Program | StagedProgram] = {}  # by body and whether checked
+_gemm_cores: dict[str, tuple[str, str]] = {}  # the GEMM cores in the engine, by symbol: IR, optimized IR
 
 
-def _program(kernel: Kernel, pack: Pack | None = None) -> Program:
+# A program's builder: a generator that yields the jobs to compile, one at a time, is sent what each gave,
+# and returns the program. One caller compiles the jobs one by one (`compile_kernel`), another compiles
+# the jobs of many builders side by side (`compile_kernels`).
+Builder = Generator[Job, Compiled, "Program | StagedProgram"]
+
+
+def _program(kernel: Kernel, pack: Pack | None = None, checked: bool = False) -> Generator[Job, Compiled, Program]:
     t0 = time.perf_counter()
-    source = render(kernel) if pack is None else pack.render()
+    source = render(kernel, checked) if pack is None else pack.render(checked)
     wide = any(v.op is VOp.ALU and mathlib.supports(v.arg, v.dtype) for v in kernel.values())
-    optimized, address = _compile(source, kernel.name, wide)
-    return Program(kernel, source, optimized, time.perf_counter() - t0, _KernelFn(address),
-                   kernel.loops[0].size, work(kernel))
+    render_seconds = time.perf_counter() - t0
+    optimized, address, seconds = yield source, symbol(kernel.name, checked), wide
+    return Program(kernel, source, optimized, render_seconds + seconds, _KernelFn(address),
+                   kernel.loops[0].size, work(kernel), checked)
 
 
-def _split_reduction_program(kernel: Kernel) -> SplitReductionProgram | None:
-    """The kernel split into partial reductions where its output loop cannot feed the pool and
-    the work pays for the split; else None."""
+def _split_reduction_program(kernel: Kernel, split: list[Kernel], checked: bool) \
+        -> Generator[Job, Compiled, SplitReductionProgram]:
+    programs = []
+    for k in split:
+        programs.append((yield from _program(k, checked=checked)))
+    return SplitReductionProgram(kernel, programs, sum(p.compile_seconds for p in programs), checked)
+
+
+def _partials(kernel: Kernel) -> list[Kernel] | None:
+    """The kernel split into partial reductions where its output loop cannot feed the pool and the work
+    pays for the split; else None."""
     threads = num_threads()
     if threads < 2 or kernel.loops[0].size >= threads or work(kernel) < SPLIT_MIN_WORK:
         return None
-    t0 = time.perf_counter()
-    if (split := split_reduction(kernel, threads * CHUNKS_PER_THREAD)) is None:
-        return None
-    return SplitReductionProgram(kernel, [_program(k) for k in split], time.perf_counter() - t0)
+    return split_reduction(kernel, threads * CHUNKS_PER_THREAD)
 
 
-def _contraction_program(c: Contraction) -> ContractionProgram:
-    t0 = time.perf_counter()
+def _contraction_program(c: Contraction, checked: bool) -> Generator[Job, Compiled, ContractionProgram]:
     layout = Layout.choose(c, num_threads())
-    stages = [_program(p.kernel, p) for p in pack_kernels(c, layout)]
-    source = render_gemm(c, layout)
-    optimized, address = _compile(source, c.name)
-    # a loop iteration of a plain kernel costs about a cycle; the micro-kernel does NR multiply-adds in one
-    stages.append(Program(c, source, optimized, 0.0, _KernelFn(address), layout.tasks(c), c.numel // layout.nr))
+    stages = []
+    for pack in pack_kernels(c, layout):
+        stages.append((yield from _program(pack.kernel, pack, checked)))
+    seconds = 0.0
+    name = symbol(core_name(c, layout), checked)
+    if (core := _gemm_cores.get(name)) is None:  # the core serves every contraction of its dtype and tile
+        source = render_gemm_core(c, layout, checked)
+        optimized, _, seconds = yield source, name, False
+        core = _gemm_cores.setdefault(name, (source, optimized))
+    _, address, call_seconds = yield render_gemm(c, layout, checked), symbol(c.name, checked), False
+    # The stage shows its core's IR (LT_DEBUG): the function of its own only passes the geometry on. A loop
+    # iteration of a plain kernel costs about a cycle; the micro-kernel does NR multiply-adds in one.
+    stages.append(Program(c, *core, seconds + call_seconds, _KernelFn(address), layout.tasks(c),
+                          c.numel // layout.nr, checked))
     if c.epilogue is not None:
-        stages.append(_program(c.epilogue))
-    return ContractionProgram(c, stages, time.perf_counter() - t0, layout=layout)
+        stages.append((yield from _program(c.epilogue, checked=checked)))
+    return ContractionProgram(c, stages, sum(p.compile_seconds for p in stages), checked, layout=layout)
+
+
+def _builder(kernel: Kernel | Contraction, checked: bool) -> Builder:
+    if isinstance(kernel, Contraction):
+        return _contraction_program(kernel, checked)
+    split = _partials(kernel)
+    return _program(kernel, checked=checked) if split is None else _split_reduction_program(kernel, split, checked)
+
+
+# Below this much IR in new modules (about half a second of compiling), a batch compiles here, one module
+# after another: a compile worker takes some 200 ms to start (once per process).
+SIDE_BY_SIDE_MIN_CHARS = 1 << 17
+
+
+class _Workers:
+    """Compile processes (`compiler.py`), started on first need and kept for the life of the process."""
+
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen] = []
+        self.lock = threading.Lock()  # one batch at a time: the workers answer in the order they are asked
+
+    def started(self, n: int) -> list[subprocess.Popen]:
+        """Up to `n` workers, starting those missing (none where this Python cannot start a process)."""
+        while len(self.procs) < n:
+            try:
+                proc = subprocess.Popen([sys.executable, str(Path(compiler.__file__))], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE)
+            except OSError:
+                break
+            self.procs.append(proc)
+        return self.procs[:n]
+
+    def drop(self, proc: subprocess.Popen) -> None:
+        """Forget a worker that stopped answering, or owes answers no one will read (a later batch starts
+        another)."""
+        if proc in self.procs:
+            self.procs.remove(proc)
+        proc.kill()
+        proc.wait()
+
+    def close(self) -> None:
+        for proc in self.procs:
+            try:
+                proc.stdin.close()  # a worker ends when its input does
+            except OSError:
+                proc.kill()
+            proc.wait()
+        self.procs.clear()
+
+
+_workers = _Workers()
+atexit.register(_workers.close)
+
+
+def _compile_here(jobs: list[Job]) -> list[compiler.Answer]:
+    j = jit()
+    with j.lock:
+        return compiler.compile_batch(j.machine, [(source, wide) for source, _, wide in jobs])
+
+
+def _compile_side_by_side(jobs: list[Job]) -> list[Compiled | None]:
+    """Compile the jobs, each distinct one once, shared out among this thread and the workers (where the
+    batch is worth starting them); None for a job that failed (compiling it alone reports why)."""
+    slot: dict[str, int] = {}
+    unique: list[Job] = []
+    for job in jobs:
+        if slot.setdefault(job[0], len(unique)) == len(unique):
+            unique.append(job)
+    helpers = min(num_threads(), len(unique)) - 1
+    if helpers < 1 or not _workers.procs and sum(len(job[0]) for job in unique) < SIDE_BY_SIDE_MIN_CHARS:
+        helpers = 0
+    with _workers.lock:
+        procs = _workers.started(helpers)
+        shares: list[list[int]] = [[] for _ in range(len(procs) + 1)]  # the last one is this thread's
+        sizes = [0] * len(shares)
+        for i in sorted(range(len(unique)), key=lambda i: -len(unique[i][0])):  # largest first, to the least busy
+            least = sizes.index(min(sizes))
+            shares[least].append(i)
+            sizes[least] += len(unique[i][0])
+        asked: list[tuple[subprocess.Popen, list[int]]] = []
+        try:
+            for proc, share in zip(procs, shares):
+                try:
+                    compiler.send(proc.stdin, [(unique[i][0], unique[i][2]) for i in share])
+                    asked.append((proc, share))
+                except OSError:  # the worker died: its share is compiled here
+                    _workers.drop(proc)
+                    shares[-1] += share
+            answers = dict(zip(shares[-1], _compile_here([unique[i] for i in shares[-1]])))
+            while asked:
+                proc, share = asked[0]
+                try:
+                    answers.update(zip(share, compiler.receive(proc.stdout)))
+                except EOFError:
+                    _workers.drop(proc)
+                    answers.update(zip(share, _compile_here([unique[i] for i in share])))
+                asked.pop(0)
+        except BaseException:  # interrupted (Ctrl-C): a worker still owing answers would give them to the next batch
+            for proc, _ in asked:
+                _workers.drop(proc)
+            raise
+    compiled: list[Compiled | None] = []
+    for i, (_, name, _) in enumerate(unique):
+        optimized, obj, seconds, error = answers[i]
+        compiled.append(None if error is not None else (optimized, jit().load(obj, name), seconds))
+    return [compiled[slot[job[0]]] for job in jobs]
 
 
 def compile_kernel(kernel: Kernel | Contraction) -> tuple[Program | StagedProgram, bool]:
-    """Compile `kernel`, or find the program compiled for the same body.
+    """Compile `kernel` (checked if `bounds.CHECK`, from `LT_CHECK_BOUNDS`), or find the program compiled for
+    the same body.
 
     Returns the program and whether this call compiled it."""
-    key = kernel.body_text()
+    key = (kernel.body_text(), bounds.CHECK)
     if (hit := _programs.get(key)) is not None:
         return hit, False
-    if isinstance(kernel, Contraction):
-        program = _contraction_program(kernel)
-    else:
-        program = _split_reduction_program(kernel) or _program(kernel)
-    _programs[key] = program
+    with _compiling:
+        if (hit := _programs.get(key)) is not None:  # another thread compiled it meanwhile
+            return hit, False
+        program = _programs[key] = _built(_builder(kernel, key[1]))
     return program, True
+
+
+def _built(builder: Builder) -> Program | StagedProgram:
+    """The program a builder makes, its jobs compiled here one after another."""
+    compiled = None
+    try:
+        while True:
+            compiled = _compile(builder.send(compiled))
+    except StopIteration as done:
+        return done.value
+
+
+def compile_kernels(kernels: Sequence[Kernel | Contraction]) -> int:
+    """Compile the kernels not compiled yet, side by side: their jobs go to compile workers (processes,
+    `compiler.py`), one fewer than `num_threads()`, while this thread compiles its share; the programs are
+    then found by `compile_kernel`. Returns how many kernels it compiled."""
+    with _compiling:
+        builders: dict[tuple[str, bool], Builder] = {}
+        for kernel in kernels:
+            if (key := (kernel.body_text(), bounds.CHECK)) not in _programs and key not in builders:
+                builders[key] = _builder(kernel, key[1])
+        jobs = {key: next(builder) for key, builder in builders.items()}
+        done = 0
+        while jobs:
+            results = _compile_side_by_side(list(jobs.values()))
+            waiting = {}
+            for (key, _), result in zip(jobs.items(), results):
+                if result is None:  # left to `compile_kernel`, which raises the error where the kernel runs
+                    builders[key].close()
+                    continue
+                try:
+                    waiting[key] = builders[key].send(result)
+                except StopIteration as finished:
+                    _programs[key] = finished.value
+                    done += 1
+            jobs = waiting
+    return done

@@ -137,7 +137,8 @@ class CachingAllocator:
         self.allocated_bytes = 0
 
     def allocate(self, nbytes: int) -> tuple[int, int]:
-        """A block of at least `nbytes`: its address and its size (what `release` takes back)."""
+        """A block of at least `nbytes`: its address and its size (what `release` takes back). Where the GPU
+        has no room even after the cached blocks are given back, MemoryError."""
         size = _round_size(nbytes)
         with self._lock:
             if self._cache[size]:
@@ -150,7 +151,12 @@ class CachingAllocator:
             if e.code != CUDA_ERROR_OUT_OF_MEMORY:
                 raise
             self.empty_cache()
-            ptr = self._malloc(size)
+            try:
+                ptr = self._malloc(size)
+            except CudaError as again:
+                if again.code != CUDA_ERROR_OUT_OF_MEMORY:
+                    raise
+                raise MemoryError from None
         with self._lock:
             self.allocated_bytes += size
         return ptr, size

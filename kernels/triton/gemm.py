@@ -274,7 +274,7 @@ class _GemmRenderer(ValueRenderer):
             written = c.product
             mask = f", mask={' & '.join(store_mask)}" if store_mask else ""
             out_dtype = self.plan.buffers[written].dtype
-            out = "acc" if out_dtype == compute_dtype(c.dtype) else f"acc.to({TL_TYPES[out_dtype]})"
+            out = self.cast("acc", compute_dtype(c.dtype), out_dtype)  # a 16-bit product rounds as the IR's casts
             self.emit(f"tl.store(b{written} + {self.expr(self.product)}, {out}{mask})")
         slots = tuple(sorted({written, *self.inputs}))
         name = f"{identifier(c.name)}_{cfg}"

@@ -38,7 +38,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from ..dtype import DType, bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8
+from ..dtype import DType, bfloat16, bool_, float16, float32, float64, half_bits, int8, int16, int32, int64, uint8
 from ..expr import Bounds, Div, Expr, Mod, Var
 from ..ir import Alu, Kernel, ReduceOp, Store, Value, VOp, loop_scopes
 
@@ -161,14 +161,18 @@ class _Scope:
 # The helpers the rendered code may call, by name: (source, the helpers it calls).
 def _extremum_helper(op: str, identity: str) -> tuple[str, tuple[str, ...]]:
     """The NaN-propagating `tl.max`/`tl.min` reduction helper: its source, and the helpers it needs."""
+    # a zero result is +0.0 for max where any zero is +0.0, -0.0 for min where any zero is -0.0
+    signed, sign = ("_signbit(x) == 0", "-1.0") if op == "max" else ("_signbit(x)", "1.0")
     return f'''
 @triton.jit
 def _reduce_{op}(x, AXIS: tl.constexpr):
-    # NaN wins: tl.{op} may drop NaNs, so find them separately
+    # NaN wins: tl.{op} may drop NaNs, so find them separately; and -0.0 < +0.0, which tl.{op} ignores
     nan = x != x
     m = tl.{op}(tl.where(nan, float("{identity}"), x), AXIS, keep_dims=True)
+    chosen = tl.max(tl.where((x == 0) & ({signed}), 1, 0), AXIS, keep_dims=True) > 0
+    m = tl.where(m == 0, _copysign(m, tl.where(chosen, -{sign}, {sign}).to(m.dtype)), m)
     return tl.where(tl.max(tl.where(nan, 1, 0), AXIS, keep_dims=True) > 0, float("nan"), m)
-''', ()
+''', ("_signbit", "_copysign")
 
 
 _HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -371,6 +375,30 @@ def _f32_to_bf16(x):
     bits = tl.where(x != x, (bits >> 16) | 64, rounded)
     return bits.to(tl.uint16).to(tl.bfloat16, bitcast=True)
 ''', ()),
+    "_signbit": ('''
+@triton.jit
+def _signbit(x):
+    if x.dtype == tl.float32:
+        return x.to(tl.int32, bitcast=True) < 0
+    else:
+        return x.to(tl.int64, bitcast=True) < 0
+''', ()),
+    "_max_float": ('''
+@triton.jit
+def _max_float(a, b):
+    # NaN wins; of two zeros, +0.0 (IEEE 754-2019's maximum)
+    a, b = tl.broadcast(a, b)
+    pick_a = (a != a) | (a > b) | ((a == b) & (_signbit(a) == 0))
+    return tl.where(pick_a, a, b)
+''', ("_signbit",)),
+    "_min_float": ('''
+@triton.jit
+def _min_float(a, b):
+    # NaN wins; of two zeros, -0.0 (IEEE 754-2019's minimum)
+    a, b = tl.broadcast(a, b)
+    pick_a = (a != a) | (a < b) | ((a == b) & _signbit(a))
+    return tl.where(pick_a, a, b)
+''', ("_signbit",)),
     "_reduce_max": _extremum_helper("max", "-inf"),
     "_reduce_min": _extremum_helper("min", "inf"),
     "_mul": ('''
@@ -468,6 +496,8 @@ class ValueRenderer:
     # ---- values -----------------------------------------------------------------------------
 
     def const(self, value: bool | int | float, dtype: DType) -> str:
+        if dtype in (float16, bfloat16):  # by bits: rounded through float32, a -0.0 kept (see `half_bits`)
+            return f"tl.full([], {half_bits(float(value), dtype)}, tl.uint16).to({TL_TYPES[dtype]}, bitcast=True)"
         if dtype.is_float and value == 0 and math.copysign(1.0, value) < 0:  # Triton 3.6 makes -0.0 constants 0.0
             return f"{self.helper('_copysign')}({self.const(0.0, dtype)}, {self.const(-1.0, dtype)})"
         return f"tl.full([], {_literal(value, dtype)}, {TL_TYPES[dtype]})"
@@ -528,6 +558,8 @@ class ValueRenderer:
         return f"({code} != 0)" if v.dtype == bool_ else code
 
     def cast(self, x: str, src: DType, dst: DType) -> str:
+        if src == dst:
+            return x
         if src == bfloat16:
             return self.cast(f"{self.helper('_bf16_to_f32')}({x})", float32, dst)
         if dst == bfloat16:
@@ -586,9 +618,8 @@ class ValueRenderer:
         if op in (Alu.MAX, Alu.MIN):
             if is_bool:
                 return f"({s[0]} | {s[1]})" if op is Alu.MAX else f"({s[0]} & {s[1]})"
-            if fl:  # NaN wins
-                cmp = ">" if op is Alu.MAX else "<"
-                return f"tl.where({s[0]} != {s[0]}, {s[0]}, tl.where({s[0]} {cmp} {s[1]}, {s[0]}, {s[1]}))"
+            if fl:  # NaN wins, and -0.0 < +0.0
+                return f"{self.helper('_' + op.label + '_float')}({s[0]}, {s[1]})"
             return f"tl.{'maximum' if op is Alu.MAX else 'minimum'}({s[0]}, {s[1]})"
         if op is Alu.CMPLT and is_bool:  # no signed/unsigned question for i1: a < b is ~a & b
             return f"tl.where({s[0]}, False, {s[1]})"

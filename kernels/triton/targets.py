@@ -40,7 +40,8 @@ class Unavailable(RuntimeError):
 
 def set_interpreter_storage(provider: StorageProvider | None) -> None:
     """Register what holds memory under TRITON_INTERPRET=1: `provider(nbytes)` returns a contiguous torch CPU
-    uint8 tensor of `nbytes` bytes (whose `data_ptr()` is its address). None unregisters it."""
+    uint8 tensor of `nbytes` bytes (whose `data_ptr()` is its address), or raises MemoryError where the memory
+    is not there. None unregisters it."""
     global _storage_provider
     _storage_provider = provider
 
@@ -166,6 +167,8 @@ class InterpreterTarget(Target):
     def alloc(self, nbytes: int) -> Allocation:
         if nbytes == 0:
             return Allocation(0, 0, None)
+        if nbytes > sys.maxsize:  # more than an address space holds
+            raise MemoryError
         storage = self.provider(nbytes)
         ptr = storage.data_ptr()
         self.storage[ptr] = storage

@@ -16,10 +16,12 @@ import numpy as np
 
 from .. import dtypes
 from ..autograd import custom_vjp, no_grad
+from ..creation import arange
 from ..dtypes import default_float
 from ..errors import DTypeError, ShapeError
 from ..kernels.dtype import compute_dtype
 from ..kernels.ir import ReduceOp
+from ..random import rand
 from ..schedule import realize_with_next
 from ..tensor import Tensor, where
 
@@ -409,11 +411,12 @@ def one_hot(labels: Tensor, num_classes: int = -1) -> Tensor:
     if num_classes < 0:
         num_classes = int(labels.max().item()) + 1
     classes = _iota(num_classes, labels.device)
-    return (labels.reshape(*labels.shape, 1) == classes).cast(dtypes.int64)
+    out = (labels.reshape(*labels.shape, 1) == classes).cast(dtypes.int64)
+    return out._checked((labels < 0) | (labels >= num_classes),
+                        f"one_hot: a label is outside [0, {num_classes}) (num_classes={num_classes})")
 
 
 def _iota(n: int, device: str) -> Tensor:
-    from ..creation import arange
     return arange(n, device=device)
 
 
@@ -430,7 +433,8 @@ def embedding(indices: Tensor, weight: Tensor, padding_idx: int | None = None) -
         w = where((rows == pad).reshape(vocab, 1), Tensor(weight.node), weight)
     hit = indices.reshape(*indices.shape, 1) == rows  # (..., vocab)
     picked = where(hit.reshape(*hit.shape, 1), w, 0.0)  # (..., vocab, dim)
-    return picked.sum(-2)
+    return picked.sum(-2)._checked((indices < 0) | (indices >= vocab),
+                                   f"embedding: an index is outside [0, {vocab}) (a table of {vocab} rows)")
 
 
 def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
@@ -445,7 +449,6 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = Fa
         return x
     if p == 1:
         return x * 0.0
-    from ..random import rand
     keep = rand(x.shape, dtype=x.dtype if x.dtype.is_float else None, device=x.device) >= p
     scale = 1.0 / (1.0 - p)
 
@@ -527,7 +530,10 @@ def _nll(logp: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int,
     valid = target != ignore_index                             # (N, ...)
     w_full = weight.reshape(cshape) if weight is not None else None
     picked = where(hit, logp if w_full is None else logp * w_full, 0.0).sum(1)  # w[y] * logp[y]
-    loss = where(valid, -picked, 0.0)
+    loss = where(valid, -picked, 0.0)._checked(valid & ((target < 0) | (target >= c)),
+                                               f"{name}: a target is outside [0, {c}) ({c} classes)"
+                                               + (f" and is not ignore_index={ignore_index}" if ignore_index < 0
+                                                  or ignore_index >= c else ""))
     if w_full is None:
         denom = valid.cast(logp.dtype).sum()
     else:

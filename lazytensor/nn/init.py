@@ -8,8 +8,10 @@ returns the tensor.
 from __future__ import annotations
 
 import math
+
 from ..autograd import no_grad
-from ..tensor import Tensor
+from ..random import rand, randn
+from ..tensor import Tensor, where
 
 
 def _set(t: Tensor, value: Tensor) -> Tensor:
@@ -51,12 +53,10 @@ def _fan(t: Tensor, mode: str) -> int:
 
 
 def uniform_(t: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
-    from ..random import rand
     return _set(t, rand(t.shape, dtype=t.dtype, device=t.device) * (b - a) + a)
 
 
 def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
-    from ..random import randn
     return _set(t, randn(t.shape, dtype=t.dtype, device=t.device) * std + mean)
 
 
@@ -94,7 +94,6 @@ def kaiming_normal_(t: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearit
 
 def trunc_normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0) -> Tensor:
     """Normal(mean, std) truncated to [a, b], by the inverse CDF of a uniform draw (as PyTorch)."""
-    from ..random import rand
 
     def cdf(x: float) -> float:
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
@@ -107,7 +106,6 @@ def trunc_normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.
 
 def _normal_quantile(p: Tensor) -> Tensor:
     """The standard normal quantile by Acklam's rational approximation (relative error < 1.2e-9)."""
-    from ..tensor import where
     a = (-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02, 1.383577518672690e+02,
          -3.066479806614716e+01, 2.506628277459239e+00)
     b = (-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02, 6.680131188771972e+01,

@@ -7,8 +7,9 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 from .. import dtypes
 from ..autograd import no_grad
+from ..creation import arange, asarray, full, zeros
 from ..errors import ShapeError
-from ..tensor import Tensor
+from ..tensor import Tensor, where
 from . import functional as F
 from . import init
 
@@ -179,7 +180,6 @@ class Module:
     def load_state_dict(self, state_dict: Any, strict: bool = True) -> _IncompatibleKeys:
         """Copy values (lazytensor tensors, NumPy arrays, torch tensors through NumPy, lists) into the
         parameters and buffers of the same names; shapes must match."""
-        from ..creation import asarray
         own: dict[str, Tensor] = {}
         for mname, m in self.named_modules():
             base = f"{mname}." if mname else ""
@@ -374,7 +374,6 @@ class Linear(Module):
 
 
 def _parameter(shape: tuple[int, ...], dtype: Any) -> Parameter:
-    from ..creation import zeros
     return Parameter(zeros(*shape, dtype=dtype).realize())
 
 
@@ -478,7 +477,6 @@ class LayerNorm(Module):
 
 
 def _filled(shape: tuple[int, ...], value: float, dtype: Any) -> Parameter:
-    from ..creation import full
     return Parameter(full(shape, value, dtype=dtype).realize())
 
 
@@ -488,7 +486,6 @@ class _BatchNorm(Module):
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
                  track_running_stats: bool = True, dtype: Any = None):
         super().__init__()
-        from ..creation import full
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
@@ -546,8 +543,6 @@ class Embedding(Module):
         self.weight = _parameter((num_embeddings, embedding_dim), dt)
         init.normal_(self.weight)
         if padding_idx is not None:
-            from ..creation import arange
-            from ..tensor import where
             with no_grad():
                 rows = arange(num_embeddings).reshape(num_embeddings, 1)
                 self.weight.node = where(rows == padding_idx, 0.0, self.weight).realize().node

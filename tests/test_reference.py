@@ -1,0 +1,605 @@
+"""The reference interpreter of the kernel IR (kernels/reference.py) as the judge of lowering and of backends.
+
+1. Lowering, with nothing compiled: the kernels `lt.schedule` makes for many graphs (elementwise,
+   reductions, every movement op, contractions with a prologue and an epilogue, several outputs, 16-bit
+   floats, integer division by zero, saturating casts) run through the reference in order, and give
+   what torch gives (NumPy where torch has no answer, as for a zero divisor).
+2. `split_reduction`: the partials and the combine give what the unsplit kernel gives.
+3. The backend of the device the tests run on (the LLVM one; `LT_DEVICE=cuda` the Triton one, also under
+   `TRITON_INTERPRET=1`) agrees with the reference on the same inputs, op by op on every dtype an op
+   takes, cast by cast, reduction by reduction, then kernel by kernel on schedules: exactly (NaN for NaN,
+   the sign of zero included), but the transcendental functions within ULPS ulps, and the two kernels
+   that sum rounded values in an order of their own within a few ulps. Elsewhere the data is chosen so
+   that sums and products are exact in any order.
+
+Disagreements found in a backend are marked as strict expected failures naming a repro in repros/.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import ml_dtypes
+import numpy as np
+import pytest
+import torch
+from conftest import TOLERANCE, layout, padded_load_kernel, random_array, to_torch_dtype
+
+import lazytensor as lt
+import lazytensor.device
+from lazytensor.kernels import ir, reference
+from lazytensor.kernels.dtype import (ALL_DTYPES, DType, bfloat16, bfloat16_bits, bfloat16_to_float32, bool_, float16,
+                                      float32, float64, int8, int32, int64, uint8)
+from lazytensor.kernels.expr import Bound, Expr, Var
+from lazytensor.kernels.split import split_reduction
+from lazytensor.kernels.triton import targets
+from lazytensor.schedule import storage
+
+Alu, ReduceOp = ir.Alu, ir.ReduceOp
+NAN, INF = math.nan, math.inf
+HALF = (float16, bfloat16)
+COMPUTED = [d for d in ALL_DTYPES if d not in HALF]  # the dtypes ops compute in
+
+# The transcendental functions (and float POW) are nobody's exact results. The reference rounds NumPy's
+# float64 ones (within half an ulp in float32, about one in float64), the LLVM backend's mathlib is within
+# 1.25 ulps, so they differ by 2 at most. (Triton's interpreter runs NumPy's float32 SIMD functions, up to 3
+# ulps from the reference on some arguments, none of those below. On a GPU, Triton's float32 exp and log are
+# the hardware's approximations, not yet measured against this bound.)
+TRANSCENDENTAL = {Alu.EXP, Alu.EXP2, Alu.EXPM1, Alu.LOG, Alu.LOG2, Alu.LOG1P, Alu.SIN, Alu.COS, Alu.TAN, Alu.TANH,
+                  Alu.ERF, Alu.POW}
+ULPS = 2
+
+
+def device() -> lazytensor.device.Device:
+    """The device the tests run on (LT_DEVICE's)."""
+    return lazytensor.device.get_device()
+
+
+# ---- comparing -------------------------------------------------------------------------------------
+
+def as_values(array: np.ndarray, dtype: DType) -> np.ndarray:
+    """A buffer's contents as comparable values: the 16-bit floats as float32."""
+    if dtype == bfloat16:
+        return bfloat16_to_float32(np.asarray(array).view(np.uint16))
+    return np.asarray(array).astype(np.float32) if dtype == float16 else np.asarray(array)
+
+
+def assert_identical(got: np.ndarray, want: np.ndarray, what: str) -> None:
+    """The same values: NaN where NaN (any NaN), and the same bits elsewhere (the sign of zero included)."""
+    assert got.shape == want.shape and got.dtype == want.dtype, \
+        f"{what}: {got.dtype}{got.shape} != {want.dtype}{want.shape}"
+    if want.dtype.kind != "f":
+        bad = got != want
+    else:
+        nan = np.isnan(want)
+        bad = (np.isnan(got) != nan) | (~nan & ((got != want) | (np.signbit(got) != np.signbit(want))))
+    assert not bad.any(), f"{what}: {bad.sum()} of {bad.size} differ, first at {np.argwhere(bad)[:3].tolist()}: " \
+                          f"got {got[bad][:3].tolist()}, reference {want[bad][:3].tolist()}"
+
+
+def ulp_distance(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """How many floats of the dtype lie between each pair (exact integers: an int64's difference may not fit)."""
+    bits = np.int32 if got.dtype == np.float32 else np.int64
+
+    def ordered(x: np.ndarray) -> np.ndarray:  # the floats in order as integers: -0.0 and +0.0 both 0
+        i = x.view(bits).astype(object)
+        return np.where(i >= 0, i, int(np.iinfo(bits).min) - i)
+
+    return np.abs(ordered(got) - ordered(want))
+
+
+def assert_within_ulps(got: np.ndarray, want: np.ndarray, ulps: int, what: str) -> None:
+    """NaN where NaN, infinities and zeros of the same sign where the reference has them, and every other
+    value within `ulps` ulps."""
+    nan = np.isnan(want)
+    exact = ~nan & (np.isinf(want) | (want == 0) & (got == 0))
+    far = ~nan & ~exact & (ulp_distance(got, want) > ulps)
+    bad = (np.isnan(got) != nan) | (exact & ((got != want) | (np.signbit(got) != np.signbit(want)))) | far
+    assert not bad.any(), f"{what}: {bad.sum()} of {bad.size} differ by more than {ulps} ulps, " \
+                          f"first at {np.argwhere(bad)[:3].tolist()}: got {got[bad][:3].tolist()}, " \
+                          f"reference {want[bad][:3].tolist()}"
+
+
+def compare_to_torch(got: np.ndarray, expected: torch.Tensor | np.ndarray, dtype: DType, what: str) -> None:
+    """A reference result against torch's (or NumPy's): floats within the suite's tolerance for the dtype."""
+    exp = expected.float().numpy() if isinstance(expected, torch.Tensor) and dtype in HALF else np.asarray(expected)
+    got = as_values(got, dtype).reshape(exp.shape)
+    if dtype.is_float:
+        rtol, atol = TOLERANCE[dtype]
+        np.testing.assert_allclose(got, exp, rtol=rtol, atol=atol, equal_nan=True, err_msg=what)
+    else:
+        np.testing.assert_array_equal(got, exp, err_msg=what)
+
+
+# ---- running ----------------------------------------------------------------------------------------
+
+Kernelish = ir.Kernel | ir.Contraction
+
+
+def caller_buffers(kernel: Kernelish) -> tuple[list[ir.BufferParam], list[ir.BufferParam]]:
+    """The buffers a caller passes, outputs and inputs (the runtime provides the scratch)."""
+    outputs = [b for b in kernel.buffers if b.output]
+    return outputs, [b for b in kernel.buffers if not b.output and not b.scratch]
+
+
+def on_reference(kernel: Kernelish, inputs: Sequence[np.ndarray], params: Sequence = ()) -> list[np.ndarray]:
+    """The kernel's outputs, as buffers hold them, computed by the reference."""
+    outputs, _ = caller_buffers(kernel)
+    outs = [np.zeros(b.size, reference.storage_type(b.dtype)) for b in outputs]
+    reference.run(kernel, [*outs, *inputs], params)
+    return outs
+
+
+def on_device(kernel: Kernelish, inputs: Sequence[np.ndarray], params: Sequence = ()) -> list[np.ndarray]:
+    """The kernel's outputs, as buffers hold them, compiled and run on the device."""
+    dev = device()
+    outputs, in_params = caller_buffers(kernel)
+    program, _ = dev.compile(kernel)
+    outs = [dev.alloc(b.dtype, b.size) for b in outputs]
+    ins = [dev.from_numpy(a, b.dtype) for a, b in zip(inputs, in_params)]
+    program([b.ptr for b in (*outs, *ins)], list(params))
+    return [b.numpy() for b in outs]
+
+
+def on_both(kernel: Kernelish, inputs: Sequence[np.ndarray], params: Sequence = ()) -> list[tuple[np.ndarray, ...]]:
+    """Each output as (the device's, the reference's), as values."""
+    outputs, _ = caller_buffers(kernel)
+    return [(as_values(g, b.dtype), as_values(w, b.dtype))
+            for g, w, b in zip(on_device(kernel, inputs, params), on_reference(kernel, inputs, params), outputs)]
+
+
+def reference_schedule(*tensors: lt.Tensor) -> tuple[list[np.ndarray], lt.Schedule]:
+    """What realizing `tensors` gives, computed by the reference from `lt.schedule`: each kernel in order,
+    its inputs bound to realized buffers or to the outputs of the kernels before it. Nothing is compiled."""
+    items = lt.schedule(*tensors)
+    arrays: dict[int, np.ndarray] = {}
+    for item in items:
+        inputs = [arrays[id(n)] if id(n) in arrays else n.buffer.numpy() for n in item.inputs]
+        arrays.update((id(n), a) for n, a in zip(item.outputs, on_reference(item.kernel, inputs, item.params)))
+    assert lt.stats().kernels_compiled == 0 and lt.stats().kernels_launched == 0
+    return [arrays[id(storage(t.node))].reshape(t.shape) for t in tensors], items
+
+
+# ---- 1. lowering against torch, through the reference ---------------------------------------------------
+
+def both_ways(fn: Callable, *arrays: np.ndarray, kinds: Sequence[str] = ()) -> tuple[list, list]:
+    """`fn` of the arrays as lazytensor and as torch tensors (each in the layout `kinds` names, else
+    contiguous), as lists of outputs."""
+    pairs = [layout(a, k) for a, k in zip(arrays, [*kinds, *["contiguous"] * len(arrays)])]
+    got, want = fn(*(p[0] for p in pairs)), fn(*(p[1] for p in pairs))
+    return (list(got), list(want)) if isinstance(got, tuple) else ([got], [want])
+
+
+def quarter(shape: tuple[int, ...], seed: int) -> np.ndarray:
+    """float32 multiples of 1/4 in [-3, 3]: their products and sums are exact in any order, in float32."""
+    return (np.round(random_array(shape, lt.float32, seed) * 4) / 4).astype(np.float32)
+
+
+def layernorm(x: lt.Tensor | torch.Tensor) -> lt.Tensor | torch.Tensor:
+    return (x - x.mean(-1, keepdim=True)) / (x.var(-1, keepdim=True, correction=0) + 1e-5).sqrt()
+
+
+def two_outputs(x: lt.Tensor | torch.Tensor, y: lt.Tensor | torch.Tensor) -> tuple:
+    """Two results of one shape that read the same data: one kernel with two outputs (schedule rule 7)."""
+    return x * 2 + y, (x - y) * y
+
+
+A = random_array  # the tables below call it on every row
+LOWERING = {  # name: (fn on either library's tensors, its inputs, their layouts)
+    "elementwise": (lambda x, y: x * y + x - abs(y), [A((5, 7), lt.float32, 0), A((7,), lt.float32, 1)], ()),
+    "transcendental": (lambda x, y: (x.exp() - y.sin()).tanh() + x.erf() * y.abs().sqrt().log1p(),
+                       [A((5, 7), lt.float32, 0), A((5, 7), lt.float32, 1)], ("flipped", "transposed")),
+    "comparisons_select": (lambda x, y: ((x < y) * x.maximum(y) + (x >= y) * x.minimum(y), (x != y) & (x <= 0)),
+                           [A((6, 4), lt.float32, 2), A((6, 4), lt.float32, 3)], ("strided",)),
+    "int8_wraps": (lambda x, y: x * y + x, [A((9,), lt.int8, 4) * 3, A((9,), lt.int8, 5)], ()),
+    "bitwise": (lambda x, y: (x & y) | (~x ^ y), [A((8,), lt.int32, 6), A((8,), lt.int32, 7)], ()),
+    "sum_axis": (lambda x: x.sum(1), [A((6, 9), lt.float32, 8)], ("transposed",)),
+    "sum_all": (lambda x: x.sum(), [A((6, 9), lt.float64, 9)], ("flipped",)),
+    "max_min_prod": (lambda x: (x.amax(0), x.amin(), x.prod(1)), [A((4, 5), lt.float32, 10, low=0.5, high=1.5)], ()),
+    "int_reductions": (lambda x: (x.sum(0), x.amax(1), x.prod(1)), [A((5, 3), lt.int16, 11)], ("strided",)),
+    "any_all": (lambda x: (x.any(0), x.all(1)), [A((4, 6), lt.bool_, 12)], ("transposed",)),
+    "mean_var_std": (lambda x: (x.mean(0), x.var(1, correction=0), x.std(0, correction=1)),
+                     [A((7, 5), lt.float32, 13)], ("flipped",)),
+    "softmax": (lambda x: x.softmax(-1), [A((5, 9), lt.float32, 14)], ("strided",)),
+    "log_softmax_logsumexp": (lambda x: (x.log_softmax(1), x.logsumexp(1)), [A((4, 8), lt.float32, 15)], ()),
+    "layernorm": (layernorm, [A((6, 10), lt.float32, 16)], ("transposed",)),
+    "argmax_argmin": (lambda x: (x.argmax(1), x.argmin(0)), [A((5, 6), lt.float32, 17)], ()),
+    "cumsum": (lambda x: x.cumsum(1), [A((3, 11), lt.float32, 18)], ()),
+    "permute_flip_shrink": (lambda x: x.T.flip(0)[1:, ::2] + 1, [A((6, 7), lt.float32, 19)], ()),
+    "expand_reshape": (lambda x: x.reshape(5, 7, 1).expand(5, 7, 3).permute(2, 0, 1).reshape(3, 35) * 2,
+                       [A((5, 7), lt.float32, 20)], ("flipped",)),
+    "broadcast": (lambda x, y: x[:, None, :] - y[None, :, None], [A((4, 6), lt.float32, 21), A((3,), lt.float32, 22)],
+                  ()),
+    "matmul": (lambda x, y: x @ y, [quarter((32, 64), 23), quarter((64, 48), 24)], ()),
+    "matmul_prologue_epilogue": (lambda x, y, b: ((x * 0.5).T @ y.flip(1) + b).relu(),
+                                 [quarter((64, 32), 25), quarter((64, 48), 26), quarter((48,), 27)], ("transposed",)),
+    "matmul_reducing_epilogue": (lambda x, y: (x @ y).sum(0), [quarter((32, 64), 28), quarter((64, 48), 29)], ()),
+    "matmul_operand_with_reduction": (lambda x, y: x.softmax(-1) @ y,
+                                      [A((40, 64), lt.float32, 30), quarter((64, 48), 31)], ()),
+    "batched_matmul": (lambda x, y: x @ y, [quarter((3, 16, 40), 32), quarter((40, 48), 33)], ()),
+    "float64_matmul": (lambda x, y: x @ y.T, [A((24, 40), lt.float64, 34), A((48, 40), lt.float64, 35)], ()),
+    "several_outputs": (two_outputs, [A((6, 8), lt.float32, 36), A((6, 8), lt.float32, 37)], ()),
+}
+
+
+@pytest.mark.parametrize("name", LOWERING)
+def test_lowering_through_the_reference_matches_torch(name):
+    fn, arrays, kinds = LOWERING[name]
+    got, want = both_ways(fn, *arrays, kinds=kinds)
+    results, _ = reference_schedule(*got)
+    for i, (r, t, w) in enumerate(zip(results, got, want)):
+        compare_to_torch(r, w.detach(), t.dtype, f"{name} output {i}")
+
+
+def test_lowering_covers_contractions_and_several_outputs():
+    """The cases above reach what they are named for: a contraction with an epilogue, one without, a
+    kernel with two outputs."""
+    def schedule_of(name: str) -> lt.Schedule:
+        fn, arrays, kinds = LOWERING[name]
+        return lt.schedule(*both_ways(fn, *arrays, kinds=kinds)[0])
+
+    (item,) = schedule_of("matmul_prologue_epilogue")
+    assert isinstance(item.kernel, ir.Contraction) and item.kernel.epilogue is not None
+    (item,) = schedule_of("matmul")
+    assert isinstance(item.kernel, ir.Contraction) and item.kernel.epilogue is None
+    (item,) = schedule_of("several_outputs")
+    assert len(item.outputs) == 2
+
+
+def test_conv2d_through_the_reference():
+    x, w, b = quarter((2, 8, 9, 9), 40), quarter((16, 8, 3, 3), 41), quarter((16,), 42)
+    conv = lt.nn.functional.conv2d(lt.asarray(x), lt.asarray(w), lt.asarray(b), padding=1).relu()
+    (got,), items = reference_schedule(conv)
+    want = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b), padding=1).relu()
+    compare_to_torch(got, want, lt.float32, "conv2d")
+    assert any(isinstance(i.kernel, ir.Contraction) for i in items)
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_16_bit_floats_through_the_reference(dtype):
+    """Loaded, computed in float32, rounded once where stored: within a rounding of torch's eager results."""
+    def half(shape: tuple[int, ...], seed: int) -> tuple[lt.Tensor, torch.Tensor]:
+        arr = random_array(shape, lt.float32, seed)
+        t = torch.tensor(arr).to(torch.float16 if dtype == float16 else torch.bfloat16)
+        host = arr.astype(np.float16) if dtype == float16 else arr.astype(ml_dtypes.bfloat16)
+        return lt.asarray(host), t
+
+    (x, tx), (y, ty), (w, tw) = half((32, 64), 50), half((32, 64), 51), half((64, 48), 52)
+    cases = [(x * y + x, tx * ty + tx), (x.exp(), tx.exp()), (x.sum(1), tx.sum(1)), (x.softmax(-1), tx.softmax(-1)),
+             (x.cast(lt.float32) * 3, tx.float() * 3), (x.amax(0), tx.amax(0)), (x @ w, tx @ tw),
+             (x.cast(lt.float16 if dtype == bfloat16 else lt.bfloat16),
+              tx.to(torch.float16 if dtype == bfloat16 else torch.bfloat16))]
+    results, _ = reference_schedule(*(c[0] for c in cases))
+    for k, (r, (t, w)) in enumerate(zip(results, cases)):
+        compare_to_torch(r, w, t.dtype, f"case {k}")
+
+
+@pytest.mark.parametrize("dtype", [lt.int8, lt.int32, lt.int64, lt.uint8], ids=str)
+def test_integer_floor_division_and_modulo_through_the_reference(dtype):
+    """Python's floor semantics, 0 for a zero divisor and MIN // -1 wrapping: NumPy's answers (torch raises)."""
+    info = np.iinfo(dtype.name)
+    values = np.array(sorted({v for v in (info.min, info.min + 1, -7, -1, 0, 1, 3, 7, info.max)
+                              if info.min <= v <= info.max}), dtype.name)
+    a, b = lt.asarray(values[:, None]), lt.asarray(values[None, :])
+    (q, r), _ = reference_schedule(a // b, a % b)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(q, np.floor_divide(values[:, None], values[None, :]))
+        np.testing.assert_array_equal(r, np.remainder(values[:, None], values[None, :]))
+
+
+def test_casts_saturate_and_wrap_through_the_reference():
+    """In range, torch's conversions; out of range (undefined in C, and so in torch), the IR's: saturate
+    to int64 (NaN gives 0), then wrap to the target's width."""
+    inside = np.array([-1.7, -1.0, -0.0, 0.7, 127.5, 255.5, 300.0, -200.0, 1e4], np.float32)
+    x, t = lt.asarray(inside), torch.tensor(inside)
+    targets = [lt.int8, lt.uint8, lt.int16, lt.int32, lt.int64, lt.bool_, lt.float16, lt.bfloat16, lt.float64]
+    results, _ = reference_schedule(*(x.cast(d) for d in targets))
+    for d, r in zip(targets, results):
+        compare_to_torch(r, t.to(to_torch_dtype(d)), d, f"float32 to {d}")
+    outside = np.array([NAN, INF, -INF, 3e9, -3e9, 1e19, -1e19], np.float32)
+    results, _ = reference_schedule(*(lt.asarray(outside).cast(d) for d in (lt.int8, lt.uint8, lt.int32, lt.int64)))
+    big, small = 2**63 - 1, -2**63
+    saturated = [0, big, small, 3_000_000_000, -3_000_000_000, big, small]
+    for d, r in zip((np.int8, np.uint8, np.int32, np.int64), results):
+        np.testing.assert_array_equal(r, np.array(saturated, np.int64).astype(d), err_msg=str(d))
+
+
+# ---- 2. split_reduction against the unsplit kernel ------------------------------------------------------
+
+PARTS = 8
+SIGNED_ZEROS = np.array([0.0, -0.0, 0.0, -0.0, 0.0], np.float32)
+POWERS_OF_TWO = np.random.default_rng(69).choice(np.array([0.5, 1.0, 2.0, -1.0, -0.5]), 101)
+# name: (fn of a tensor, its data), sizes with a tail (not a multiple of PARTS) and without. Float data
+# sums (and multiplies) exactly in any order, so the split must give the same bits.
+SPLITS = {
+    "sum": (lambda x: x.sum(), quarter((8 * 125 + 3,), 60)),
+    "sum_no_tail": (lambda x: x.sum(), quarter((8 * 64,), 61).astype(np.float64)),
+    "mean_2d": (lambda x: x.mean(), quarter((37, 11), 62)),
+    "sum_of_products": (lambda x: (x * x.flip(0)).sum(), quarter((203,), 63)),
+    "sum_and_max": (lambda x: x.sum() + x.amax() * 2, quarter((301,), 64).astype(np.float64)),
+    "max_with_nan": (lambda x: x.amax(), np.concatenate([A((100,), lt.float32, 65), [NAN], A((99,), lt.float32, 66)])),
+    "max_of_zeros": (lambda x: x.amax(), np.concatenate([np.full(60, -0.0, np.float32), SIGNED_ZEROS[:1]])),
+    "min_of_zeros": (lambda x: x.amin(), np.tile(SIGNED_ZEROS, 13)),
+    "prod": (lambda x: x.prod(), POWERS_OF_TWO),
+    "int_sum_wraps": (lambda x: x.sum(), np.full(99, 2**62 + 12345, np.int64)),
+    "int32_min": (lambda x: x.amin(), A((77,), lt.int32, 68)),
+    "any": (lambda x: x.any(), np.eye(1, 90, 89, dtype=bool)[0]),
+    "all": (lambda x: x.all(), ~np.eye(1, 90, 3, dtype=bool)[0]),
+}
+
+
+@pytest.mark.parametrize("name", SPLITS)
+def test_split_reduction_matches_the_unsplit_kernel(name):
+    fn, data = SPLITS[name]
+    (item,) = lt.schedule(fn(lt.asarray(data)))
+    kernel, inputs = item.kernel, [n.buffer.numpy() for n in item.inputs]
+    partials, combine = split_reduction(kernel, PARTS)
+    (want,) = on_reference(kernel, inputs, item.params)
+    got = np.zeros_like(want)
+    slots = [got, *inputs, *(np.zeros(b.size, reference.storage_type(b.dtype)) for b in partials.buffers if b.scratch)]
+    for k in (partials, combine):  # one after the other on one set of buffers, as the runtime runs them
+        reference.execute(k, slots, item.params)
+    assert_identical(got, want, name)
+
+
+# ---- 3. the device's backend against the reference ------------------------------------------------------
+
+# Disagreements of a backend with the reference: what -> (the backends that have it, its repro and cause).
+TRITON = {"triton", "triton-interpreter"}
+KNOWN_BUGS = {
+    "pow-float64": (TRITON, ("exp2(y * log2|x|) in float64 loses about |y log2 x| ulps (hundreds): the Triton "
+                             "backend has no float64 pow more accurate than its exp2 and log2")),
+}
+# The backend of this session's device, known before any device is opened (at collection).
+BACKEND = "llvm" if lazytensor.device.canonical(None) == "cpu" else "triton-interpreter" \
+    if targets.interpreting() else "triton"
+
+
+def known_bug(what: str) -> list[pytest.MarkDecorator]:
+    """A strict expected failure where this session's backend has the bug."""
+    backends, reason = KNOWN_BUGS.get(what, (set(), ""))
+    return [pytest.mark.xfail(reason=reason, strict=True)] if BACKEND in backends else []
+
+
+def suite_values(dtype: DType, seed: int = 0, signed_zeros: bool = True) -> np.ndarray:
+    """A dtype's edge values, then random ones over its range (floats: every magnitude from 1e-9 to 1e9
+    and around 1)."""
+    rng = np.random.default_rng(seed)
+    if dtype == bool_:
+        return np.array([False, True, *(rng.random(60) < 0.5)])
+    if dtype.is_int:
+        info = np.iinfo(dtype.name)
+        edges = [v for v in (info.min, info.min + 1, -7, -3, -2, -1, 0, 1, 2, 3, 7, info.max - 1, info.max)
+                 if info.min <= v <= info.max]
+        return np.concatenate([np.array(edges, dtype.name), rng.integers(info.min, info.max, 200, dtype.name, True),
+                               rng.integers(-9, 9, 60).astype(dtype.name)])
+    f = np.finfo(dtype.name)
+    edges = [NAN, INF, -INF, 0.0, *([-0.0] if signed_zeros else []), 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 3.0, 7.25,
+             -100.0, f.smallest_subnormal, -f.tiny, f.max, -f.max, 1e-8, 20.5, 88.7, -103.0, 710.0, math.pi, 1e15 + 0.5,
+             2.0**30 + 0.5]
+    magnitudes = np.exp(rng.uniform(-20, 20, 200)) * rng.choice([-1.0, 1.0], 200)
+    return np.concatenate([np.array(edges), magnitudes, rng.normal(size=60) * 3]).astype(dtype.name)
+
+
+def operands(dtype: DType, arity: int) -> list[np.ndarray]:
+    """Every pair of a dtype's edge values and random pairs (for a unary op, the values)."""
+    values = suite_values(dtype)
+    if arity == 1:
+        return [values]
+    edges = values[:30]
+    a = np.concatenate([np.repeat(edges, edges.size), values])
+    return [a, np.concatenate([np.tile(edges, edges.size), np.roll(values, 7)])]
+
+
+def elementwise_kernel(op: Alu, dtype: DType, n: int) -> ir.Kernel:
+    """`out[i] = op(b1[i], ...)`; a WHERE's condition is the bool buffer b1."""
+    o = Var("o0", n)
+    in_dtypes = [bool_, dtype, dtype] if op is Alu.WHERE else [dtype] * op.arity
+    srcs = [ir.load(slot, d, Expr.of(o), ()) for slot, d in enumerate(in_dtypes, 1)]
+    out = bool_ if op in ir.COMPARISONS else dtype
+    return ir.Kernel("", (ir.BufferParam(out, n, True), *(ir.BufferParam(d, n) for d in in_dtypes)), (), (o,),
+                     (ir.Store(0, Expr.of(o), ir.alu(op, out, *srcs)),))
+
+
+def elementwise_cases() -> list:
+    """Every ALU op on every dtype its row of `reference.ALU` takes (the 16-bit floats take none)."""
+    cases = []
+    for op, (kinds, _) in reference.ALU.items():
+        for dtype in COMPUTED:
+            if dtype.kind in kinds:
+                what = f"{op.label}-{'bool' if dtype == bool_ else dtype}"
+                cases.append(pytest.param(op, dtype, id=what, marks=known_bug(what)))
+    return cases
+
+
+@pytest.mark.parametrize("op,dtype", elementwise_cases())
+def test_backend_agrees_elementwise(op, dtype):
+    ins = operands(dtype, 2 if op is Alu.WHERE else op.arity)
+    if op is Alu.WHERE:
+        ins = [np.random.default_rng(1).random(ins[0].size) < 0.5, *ins]
+    ((got, want),) = on_both(elementwise_kernel(op, dtype, ins[0].size), ins)
+    if op in TRANSCENDENTAL and dtype.is_float:
+        assert_within_ulps(got, want, ULPS, op.label)
+        return
+    if op in (Alu.MAX, Alu.MIN) and dtype.is_float:  # a zero against a zero: test_max_and_min_order_signed_zeros
+        keep = ~((ins[0] == 0) & (ins[1] == 0))
+        got, want = got[keep], want[keep]
+    assert_identical(got, want, op.label)
+
+
+@pytest.mark.parametrize("dtype", [float32, float64], ids=str)
+@pytest.mark.parametrize("op", [Alu.MAX, Alu.MIN], ids=lambda op: op.label)
+def test_max_and_min_order_signed_zeros(op, dtype, request):
+    """-0.0 < +0.0, elementwise and in a reduction (IEEE 754-2019 maximum and minimum)."""
+    for mark in known_bug("signed-zeros"):
+        request.applymarker(mark)
+    zeros = np.array([0.0, -0.0, 0.0, -0.0, 0.0, -0.0], dtype.name)
+    ((got, want),) = on_both(elementwise_kernel(op, dtype, 4), [zeros[:4], zeros[1:5]])
+    assert_identical(got, want, f"{op.label} of zeros")
+    rows = np.array([[0.0, -0.0, -0.0, 0.0, -0.0], [-0.0, -0.0, 0.0, -0.0, -0.0], [-0.0] * 5, [0.0] * 5], dtype.name)
+    ((got, want),) = on_both(reduce_kernel(ReduceOp(op.label), dtype, *rows.shape), [rows.reshape(-1)])
+    assert_identical(got, want, f"{op.label} over rows of zeros")
+
+
+@pytest.mark.parametrize("dst", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("src", ALL_DTYPES, ids=str)
+def test_backend_agrees_on_casts(src, dst):
+    """Every conversion, out-of-range and special values included."""
+    wide = np.concatenate([suite_values(float64), [255.5, 300.0, -1.7, 3e9, -3e9, 1e19, -1e19, 65519.0, 65520.0,
+                                                   3.5e38, 1 + 2.0**-11 + 2.0**-30]])
+    with np.errstate(over="ignore"):
+        data = bfloat16_bits(wide.astype(np.float32)) if src == bfloat16 else \
+            suite_values(src) if src.is_int or src == bool_ else wide.astype(src.name)
+    o = Var("o0", data.size)
+    kernel = ir.Kernel("", (ir.BufferParam(dst, data.size, True), ir.BufferParam(src, data.size)), (), (o,),
+                       (ir.Store(0, Expr.of(o), ir.cast(ir.load(1, src, Expr.of(o), ()), dst)),))
+    ((got, want),) = on_both(kernel, [data])
+    assert_identical(got, want, f"{src} to {dst}")
+
+
+def reduce_kernel(op: ReduceOp, dtype: DType, rows: int, cols: int) -> ir.Kernel:
+    """`out[i] = op(b1[i, j] for j < cols)` over a row-major `rows x cols` b1 (of one element if it is empty)."""
+    o, r = Var("o0", rows), Var("r0", cols)
+    value = ir.reduce(op, ir.load(1, dtype, Expr.of(o) * cols + Expr.of(r), ()), (r,))
+    return ir.Kernel("", (ir.BufferParam(dtype, rows, True), ir.BufferParam(dtype, max(1, rows * cols))), (), (o,),
+                     (ir.Store(0, Expr.of(o), value),))
+
+
+def reduction_data(op: ReduceOp, dtype: DType, size: int) -> np.ndarray:
+    """Data whose reduction has one right answer in any order: floats that sum (multiples of 1/4) or multiply
+    (powers of two) exactly, with NaN and infinities in some rows; integers wrap, which is associative."""
+    rng = np.random.default_rng(3)
+    if not dtype.is_float or op in (ReduceOp.MAX, ReduceOp.MIN):
+        return np.resize(suite_values(dtype, signed_zeros=False), size)
+    exact = np.round(rng.uniform(-3, 3, size) * 4) / 4 if op is ReduceOp.SUM else \
+        rng.choice(np.array([0.5, 1.0, 2.0, -1.0, -0.5]), size)
+    specials = np.zeros(size, bool)
+    specials[rng.integers(0, size, max(1, size // 50))] = True
+    return np.where(specials, rng.choice(np.array([NAN, INF, -INF, 0.0]), size), exact).astype(dtype.name)
+
+
+@pytest.mark.parametrize("dtype", COMPUTED, ids=str)
+@pytest.mark.parametrize("op", list(ReduceOp), ids=lambda op: op.value)
+def test_backend_agrees_on_reductions(op, dtype):
+    """Short, long, single-row and empty ranges."""
+    for rows, cols in [(7, 5), (3, 1000), (2, 5000), (1, 37), (2, 0)]:
+        data = reduction_data(op, dtype, max(1, rows * cols))
+        ((got, want),) = on_both(reduce_kernel(op, dtype, rows, cols), [data])
+        assert_identical(got, want, f"{op.value} over {rows}x{cols}")
+
+
+def test_backend_agrees_on_indices_masks_and_parameters():
+    """Masked loads read nothing outside their buffer; index expressions divide with floor semantics,
+    negative numerators included; parameters arrive in their dtype (a float64 one is not rounded to float32,
+    integers wrap to their width)."""
+    ((got, want),) = on_both(padded_load_kernel(), [np.array([7, 8, 9], np.int32)], [100])
+    assert_identical(got, want, "padded load")
+    o = Var("o0", 12)
+    shifted = Expr.of(o) - 5
+    inside = (Bound(shifted, 0, 4),)
+    digits = ir.alu(Alu.ADD, int64, ir.alu(Alu.MUL, int64, ir.index(shifted // 3), ir.const(10, int64)),
+                    ir.index(shifted % 3))
+    value = ir.alu(Alu.WHERE, int64, ir.valid(inside), digits, ir.const(-1, int64))
+    kernel = ir.Kernel("", (ir.BufferParam(int64, 12, True),), (), (o,), (ir.Store(0, Expr.of(o), value),))
+    ((got, want),) = on_both(kernel, [])
+    assert_identical(got, want, "index division")
+    for dtype, param in [(float64, 0.1), (float32, 0.1), (float32, 1e300), (int8, 300), (uint8, -1), (int64, 2**40),
+                         (bool_, 2), (int32, -2**31)]:
+        pick = np.array([True, False, True])
+        data = suite_values(dtype)[:3]
+        o = Var("o0", 3)
+        value = ir.alu(Alu.WHERE, dtype, ir.load(1, bool_, Expr.of(o), ()), ir.param(0, dtype),
+                       ir.load(2, dtype, Expr.of(o), ()))
+        kernel = ir.Kernel("", (ir.BufferParam(dtype, 3, True), ir.BufferParam(bool_, 3), ir.BufferParam(dtype, 3)),
+                           (dtype,), (o,), (ir.Store(0, Expr.of(o), value),))
+        ((got, want),) = on_both(kernel, [pick, data], [param])
+        assert_identical(got, want, f"{dtype} parameter {param}")
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast")  # render.half_bits rounds 3e38 to float16
+@pytest.mark.parametrize("dtype", [pytest.param(d, id=str(d), marks=known_bug("half-constants")) for d in HALF])
+def test_backend_agrees_on_16_bit_constants(dtype):
+    """A constant of a 16-bit float rounds through float32: 1 + 2**-11 + 2**-30 is a tie there, to 1.0."""
+    values = [0.1, 1 + 2.0**-11 + 2.0**-30, 65520.0, 1e-8, -0.0, NAN, -INF, 3.0e38]
+    o = Var("o0", 1)
+    kernel = ir.Kernel("", tuple(ir.BufferParam(dtype, 1, True) for _ in values), (), (o,),
+                       tuple(ir.Store(k, Expr.of(0), ir.const(v, dtype)) for k, v in enumerate(values)))
+    for k, (got, want) in enumerate(on_both(kernel, [])):
+        assert_identical(got, want, f"constant {values[k]}")
+
+
+def run_schedule_on_both(*tensors: lt.Tensor) -> list[tuple[Kernelish, list, list]]:
+    """Each kernel of `lt.schedule(*tensors)` on the device and on the reference, on the same inputs (the
+    device's own results of the kernels before): (kernel, the device's outputs, the reference's)."""
+    results, arrays = [], {}
+    for item in lt.schedule(*tensors):
+        inputs = [arrays[id(n)] if id(n) in arrays else n.buffer.numpy() for n in item.inputs]
+        outputs, _ = caller_buffers(item.kernel)
+        got, want = on_device(item.kernel, inputs, item.params), on_reference(item.kernel, inputs, item.params)
+        arrays.update((id(n), a) for n, a in zip(item.outputs, got))
+        results.append((item.kernel, [as_values(g, b.dtype) for g, b in zip(got, outputs)],
+                        [as_values(w, b.dtype) for w, b in zip(want, outputs)]))
+    return results
+
+
+def dev_data(shape: tuple[int, ...], seed: int, dtype: lt.DType = lt.float32) -> lt.Tensor:
+    """Test data on the device: float32 multiples of 1/4 (see `quarter`), other dtypes `random_array`'s."""
+    return lt.asarray(quarter(shape, seed) if dtype == lt.float32 else random_array(shape, dtype, seed),
+                      device=device().name)
+
+
+D = dev_data  # the table below calls it on every row
+# name: (tensors to realize, the ulps their kernels may differ by). Data sums exactly in any order where a
+# kernel sums (multiples of 1/4), so every kernel but softmax's and layernorm's must agree bit for bit: those
+# sum rounded values in their own order, and softmax's exp is within ULPS.
+SCHEDULES: dict[str, tuple[Callable[[], list[lt.Tensor]], int]] = {
+    "matmul_with_epilogue": (lambda: [((D((32, 64), 1) @ D((64, 48), 2)) + D((48,), 3)).relu()], 0),
+    "matmul_transposed_prologue": (lambda: [(D((64, 32), 4) * 0.5).T @ D((64, 48), 5).flip(1)], 0),
+    "matmul_reducing_epilogue": (lambda: [(D((32, 64), 6) @ D((64, 48), 7)).sum(0)], 0),
+    "batched_matmul": (lambda: [D((3, 16, 40), 8) @ D((40, 48), 9)], 0),
+    "float16_matmul": (lambda: [D((32, 64), 10).cast(lt.float16) @ D((64, 48), 11).cast(lt.float16)], 0),
+    "bfloat16_matmul": (lambda: [D((32, 64), 24).cast(lt.bfloat16) @ D((64, 48), 25).cast(lt.bfloat16)], 0),
+    "conv2d": (lambda: [lt.nn.functional.conv2d(D((2, 8, 9, 9), 12), D((16, 8, 3, 3), 13), D((16,), 14),
+                                                padding=1).relu()], 0),
+    "views": (lambda: [D((6, 7), 15).pad(((1, 2), (3, 0))).flip(1)[::2, 1:] * D((9,), 16)], 0),
+    "argmax_cumsum": (lambda: [D((5, 9), 17).argmax(1), D((5, 9), 18).cumsum(1)], 0),
+    "column_reductions": (lambda: [D((40, 33), 26).sum(0), D((40, 33), 27).amax(0)], 0),
+    "integers": (lambda: [(D((6, 5), 19, lt.int32) // D((5,), 20, lt.int32)) % 7, D((6, 5), 21, lt.int8).sum(1)], 0),
+    "random": (lambda: [lt.rand(64, device=device().name), lt.randint(0, 100, (33,), device=device().name)], 0),
+    "several_outputs": (lambda: list(two_outputs(D((6, 8), 28), D((6, 8), 29))), 0),
+    "softmax": (lambda: [D((6, 40), 22).softmax(-1)], 2 * ULPS),
+    "layernorm": (lambda: [layernorm(D((6, 40), 23))], 4),
+}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, id=n, marks=known_bug(f"schedule-{n}")) for n in SCHEDULES])
+def test_backend_agrees_kernel_by_kernel(name):
+    """Whole kernels as lowering makes them, each on the device's results of the kernels before it."""
+    build, ulps = SCHEDULES[name]
+    lt.manual_seed(0)
+    for kernel, got, want in run_schedule_on_both(*build()):
+        for k, (g, w) in enumerate(zip(got, want)):
+            if ulps:
+                assert_within_ulps(g, w, ulps, f"{kernel.name} output {k}")
+            else:
+                assert_identical(g, w, f"{kernel.name} output {k}")
+
+
+def test_the_reference_refuses_what_the_ir_does_not_define():
+    """A valid lane outside its buffer, arithmetic on a 16-bit float (the IR computes them in float32) and an
+    op on a dtype its row of `reference.ALU` does not take are errors, not values."""
+    o = Var("o0", 4)
+    out = (ir.BufferParam(float32, 4, True),)
+    beyond = ir.Kernel("", (*out, ir.BufferParam(float32, 3)), (), (o,),
+                       (ir.Store(0, Expr.of(o), ir.load(1, float32, Expr.of(o), ())),))
+    with pytest.raises(IndexError):
+        on_reference(beyond, [np.zeros(3, np.float32)])
+    half = ir.load(1, float16, Expr.of(o), ())
+    with pytest.raises(TypeError, match="computed in float32"):
+        on_reference(ir.Kernel("", (ir.BufferParam(float16, 4, True), ir.BufferParam(float16, 4)), (), (o,),
+                               (ir.Store(0, Expr.of(o), ir.alu(Alu.ADD, float16, half, half)),)),
+                     [np.zeros(4, np.float16)])
+    x = ir.load(1, float32, Expr.of(o), ())
+    with pytest.raises(TypeError, match="does not take"):
+        on_reference(ir.Kernel("", (*out, ir.BufferParam(float32, 4)), (), (o,),
+                               (ir.Store(0, Expr.of(o), ir.alu(Alu.XOR, float32, x, x)),)), [np.zeros(4, np.float32)])
