@@ -271,7 +271,7 @@ def elementwise(step: Step, fn: Callable, env: dict[str, RVal], native: dict[str
     elif rule == "remainder":
         dev = _remainder_deviation(_roles(step, ops), center)
     elif rule == "pow":
-        dev = _pow_deviation(fn, _roles(step, ops), ops, center)
+        dev = _pow_deviation(fn, _roles(step, ops), ops, center, compute_dtype(out_dtype))
     elif rule == "equality":
         a, b = ops[0], ops[1]
         av = a.val.double() if isinstance(a.val, torch.Tensor) else torch.tensor(float(a.val))
@@ -316,14 +316,20 @@ def _remainder_deviation(ops: Sequence[Operand], center: torch.Tensor) -> torch.
     return torch.where(_unsure_mask(ops, center.shape), INF, torch.broadcast_to(dev, center.shape))
 
 
-def _pow_deviation(fn: Callable, roles: Sequence[Operand], ops: Sequence[Operand], center: torch.Tensor
-                   ) -> torch.Tensor:
+def _pow_deviation(fn: Callable, roles: Sequence[Operand], ops: Sequence[Operand], center: torch.Tensor,
+                   dtype: torch.dtype) -> torch.Tensor:
     """a ** b is monotone in each argument over a box of positive bases, and over a box of negative bases
-    with an exact integer exponent; elsewhere it is undetermined unless nothing moves."""
+    with an exact integer exponent; elsewhere it is undetermined unless nothing moves.
+
+    A negative integer exponent may be computed as 1 / a ** -b in `dtype` (torch and lazytensor both do
+    for small ones), where a ** -b overflows to inf below a result of 1 / (dtype's largest): there the
+    result may be 0."""
     base, expo = roles
     bv = base.val.double() if isinstance(base.val, torch.Tensor) else torch.tensor(float(base.val))
     ev = expo.val.double() if isinstance(expo.val, torch.Tensor) else torch.tensor(float(expo.val))
     dev = corner_deviation(fn, ops, center)
+    reciprocal = (ev < 0) & (ev == ev.round()) & (center.double().abs() * _overflow(dtype) <= 1)
+    dev = torch.where(reciprocal, torch.maximum(dev, center.double().abs()), dev)
     if not (_nonzero(base.err) or _nonzero(expo.err)):
         return dev
     positive = bv - base.err > 0
