@@ -31,7 +31,8 @@ ROOT = TESTS.parent
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m tests.fuzz", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m tests.fuzz", description=__doc__.split("\n\n", 1)[1],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--check", default="all", choices=["all", "forward", "grad", "jit", "errors"])
     p.add_argument("--device", default="cpu", choices=["cpu", "triton"])
     p.add_argument("--threads", type=int, default=1, help="LT_NUM_THREADS (CPU)")
