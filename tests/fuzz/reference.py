@@ -328,8 +328,9 @@ def _pow_deviation(fn: Callable, roles: Sequence[Operand], ops: Sequence[Operand
     bv = base.val.double() if isinstance(base.val, torch.Tensor) else torch.tensor(float(base.val))
     ev = expo.val.double() if isinstance(expo.val, torch.Tensor) else torch.tensor(float(expo.val))
     dev = corner_deviation(fn, ops, center)
-    reciprocal = (ev < 0) & (ev == ev.round()) & (center.double().abs() * _overflow(dtype) <= 1)
-    dev = torch.where(reciprocal, torch.maximum(dev, center.double().abs()), dev)
+    if dtype.is_floating_point:
+        reciprocal = (ev < 0) & (ev == ev.round()) & (center.double().abs() * _overflow(dtype) <= 1)
+        dev = torch.where(reciprocal, torch.maximum(dev, center.double().abs()), dev)
     if not (_nonzero(base.err) or _nonzero(expo.err)):
         return dev
     positive = bv - base.err > 0
@@ -670,7 +671,8 @@ def movement(step: Step, fn: Callable, env: dict[str, RVal], native: dict[str, t
 
 
 def contraction(step: Step, fn: Callable, env: dict[str, RVal], native: dict[str, torch.Tensor]) -> RVal:
-    """A sum of products over k terms: |A| E_B + E_A |B| + E_A E_B + k u |A||B| (+ a bias's error)."""
+    """A sum of products over k terms: |A| E_B + E_A |B| + E_A E_B + k u |A||B| (+ a bias's error, and in a
+    16-bit dtype the product's rounding to it before the bias is added, as torch's addmm rounds it)."""
     out_dtype = native[step.out].dtype
     srcs = [env[a] for a in step.args]
     if not out_dtype.is_floating_point:
@@ -691,6 +693,8 @@ def contraction(step: Step, fn: Callable, env: dict[str, RVal], native: dict[str
     if len(xs) == 3:
         dev = dev + fn(torch.zeros_like(a), torch.zeros_like(b), errs[2])
         dev = dev + unit(compute_dtype(out_dtype)) * fn(torch.zeros_like(a), torch.zeros_like(b), mags[2])
+        if compute_dtype(out_dtype) != out_dtype:  # the product may be stored as 16 bits before the bias joins
+            dev = dev + unit(out_dtype) * fn(a, b, *zero_bias)
     moving = fn(*[(x.err > 0).double() for x in xs[:2]], *zero_bias) + fn(
         (xs[0].err > 0).double(), torch.ones_like(b), *zero_bias) + fn(torch.ones_like(a), (xs[1].err > 0).double(),
                                                                         *zero_bias)
