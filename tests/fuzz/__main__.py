@@ -144,7 +144,7 @@ def write(out: Path, name: str, seed: int, shrunk, args: argparse.Namespace) -> 
 # ---- the supervisor ---------------------------------------------------------------------------------------
 
 
-HANG_SECONDS = 600
+HANG_SECONDS = 120  # a case takes seconds; a hang is shrunk with each candidate given this long
 
 
 def supervise(args: argparse.Namespace, argv: list[str]) -> int:

@@ -531,7 +531,8 @@ def _softmaxes(rule: str, x: RVal, axis: Any, keep: bool, acc: torch.dtype, out_
 
 
 def _prod(src: RVal, fn: Callable, out_dtype: torch.dtype) -> RVal:
-    """|prod(x + d) - prod(x)| <= prod(|x| + E) - prod(|x|), plus (n - 1) roundings of the product."""
+    """|prod(x + d) - prod(x)| <= prod(|x| + E) - prod(|x|), plus (n - 1) roundings of the product;
+    undetermined where the order of the products decides."""
     center = fn(src.val)
     if not out_dtype.is_floating_point:  # undetermined where some factor is: the product of "exact" is 0
         return RVal(center.to(out_dtype), torch.where(fn((src.err == 0).double()) == 0, INF, 0.0), out_dtype)
@@ -544,6 +545,10 @@ def _prod(src: RVal, fn: Callable, out_dtype: torch.dtype) -> RVal:
     exact_inputs = fn((err == 0).double()) == 1
     dev = torch.where(center.double().isfinite(), dev, torch.where(exact_inputs, 0.0, INF))
     unsure = fn((x.err != INF).double()) == 0
+    # where a partial product can overflow and the whole does not, the order decides: inf, NaN (inf * 0)
+    # or the finite product
+    limit = _overflow(compute_dtype(out_dtype))
+    unsure |= (fn(torch.clamp(mags + err, min=1.0)) >= limit) & (center.double().abs() < limit)
     return finish(center.double(), torch.where(unsure | dev.isnan(), INF, dev), out_dtype, BASIC)
 
 
