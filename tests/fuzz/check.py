@@ -249,8 +249,11 @@ def run_grad(prog: Program) -> Outcome:
             idx = tuple(int(i) for i in np.argwhere(~ok)[0])
             checks = [(name, idx, float(g64[idx]), float(r_np[idx]), float(tol[idx]), float(own[name][idx])
                        if own[name] is not None else 0.0)]
+            # the key tells failures apart (and shrinking keeps it): a non-finite gradient where torch's is
+            # finite, the other way round, or both finite and apart
+            key = "nonfinite" if not np.isfinite(g64[idx]) and finite[idx] else "finite" if not finite[idx] else ""
             raise Failure("grad", f"d loss / d {name}: {int((~ok).sum())} of {ok.size} elements outside the bound, "
-                          f"e.g. {checks[0]}", "", checks)
+                          f"e.g. {checks[0]}", key, checks)
         outcome.compared += int(np.isfinite(spread).sum())
         outcome.unsure += int((~np.isfinite(spread)).sum())
     return outcome
