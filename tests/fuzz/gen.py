@@ -115,12 +115,13 @@ class Builder:
         table = {self.float_dtype: 8.0, **{d: 0.6 for d in self.cfg.dtypes}}
         return self.ch.weighted(table)
 
-    def new_input(self, shape: tuple[int, ...], dtype: str | None = None, data: np.ndarray | None = None) -> Value:
-        """A new realized input (`data` given: those values, laid out contiguously)."""
-        if data is not None:
+    def new_input(self, shape: tuple[int, ...], dtype: str | None = None, labels: int = 0) -> Value:
+        """A new realized input (`labels`: class indices below it, laid out contiguously)."""
+        if labels:
             name = self.fresh("x")
-            self.inputs.append(Input(name, dtype, "contiguous", data))
-            self.values.append(Value(name, tuple(data.shape), TORCH[dtype]))
+            data = np.random.default_rng(self.ch.int(0, 2**31)).integers(0, labels, shape)
+            self.inputs.append(Input(name, "int64", "contiguous", data, labels=labels))
+            self.values.append(Value(name, tuple(data.shape), torch.int64))
             return self.values[-1]
         dtype = dtype or self.dtype()
         if self.cfg.grad and dtype != "bool":
@@ -709,8 +710,7 @@ def _nn(b: Builder) -> Value | None:
     extra = (b.ch.pick([2, 3]),) if b.ch.flag(0.25) else ()
     logits = b.operand(lambda v: v.shape == (n, c) + extra and v.dtype.is_floating_point) or \
         b.new_input((n, c) + extra, dt if dt in FLOATS else None)
-    classes = np.random.default_rng(b.ch.int(0, 2**31)).integers(0, c, (n,) + extra)
-    target = b.new_input((n,) + extra, "int64", data=classes)
+    target = b.new_input((n,) + extra, labels=c)
     return b.add("cross_entropy", [logits, target], {"reduction": reduction})
 
 

@@ -28,6 +28,7 @@ class Input:
     layout: str
     data: np.ndarray
     broadcast_axis: int = -1  # the axis a "broadcast" layout expands
+    labels: int = 0  # > 0: class indices below it (a loss's targets), which new data (lt.jit's calls) keeps
 
     def base(self) -> np.ndarray:
         """The array the buffer holds; the layout's view of it is `data`."""
