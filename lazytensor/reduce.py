@@ -144,11 +144,15 @@ class ReduceOps:
     def std(self: Tensor, axis: Any = None, keepdims: bool = False, *, correction: float | None = None,
             ddof: float | None = None, dim: Any = None, keepdim: bool = False, dtype: Any = None,
             out: None = None) -> Tensor:
-        """Standard deviation: the square root of `var` with the same arguments."""
+        """Standard deviation: the square root of `var` with the same arguments. Where it is 0 (a constant
+        group) its gradient is 0, as PyTorch's: the square root's slope there is infinite, and the variance's
+        is 0, whose product is NaN. The square root reads 1 there instead, so no NaN reaches the gradient."""
         _no_out(out, "std")
         x = self.cast(to_dtype(dtype)) if dtype is not None else self
         variance, result_dtype = x._wide_var(_pick(axis, dim), keepdims or keepdim, correction, ddof, "std")
-        return variance.sqrt().cast(result_dtype)
+        from .tensor import where
+        zero = variance == 0
+        return where(zero, 0.0, where(zero, 1.0, variance).sqrt()).cast(result_dtype)
 
     def _wide_var(self: Tensor, axis: Any, keepdims: bool, correction: float | None, ddof: float | None,
                   name: str) -> tuple[Tensor, DType]:
@@ -194,13 +198,21 @@ class ReduceOps:
 
     def logsumexp(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
                   keepdim: bool = False) -> Tensor:
-        """`log(sum(exp(x)))` without overflow."""
+        """`log(sum(exp(x)))` without overflow. Its gradient is PyTorch's `exp(x - logsumexp(x))` (softmax):
+        through the shifted sum it is `exp(x - shift) / sum`, and with an inf in the group the shift is 0, so
+        large finite elements would give inf / inf = NaN, not 0."""
         axis = _pick(axis, dim)
         wide, out = self._widened()
-        m = wide._shift(axis, "logsumexp")
+        from .autograd import custom_vjp
         from .tensor import where
-        shift = where(m.isinf(), 0.0, m)  # all -inf stays -inf, and an inf gives inf, not inf - inf
-        lse = ((wide - shift).exp().sum(axis, keepdims=True).log() + shift).cast(out)
+
+        def forward() -> Tensor:
+            m = wide._shift(axis, "logsumexp")
+            shift = where(m.isinf(), 0.0, m)  # all -inf stays -inf, and an inf gives inf, not inf - inf
+            return (wide - shift).exp().sum(axis, keepdims=True).log() + shift
+
+        lse = custom_vjp((wide,), forward, lambda g: (g * (wide - lse).exp(),))
+        lse = lse.cast(out)
         return lse if keepdims or keepdim else lse.squeeze(normalize_axes(axis, self.ndim, "logsumexp"))
 
     def softmax(self: Tensor, axis: int = -1, *, dim: int | None = None) -> Tensor:

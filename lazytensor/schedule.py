@@ -225,12 +225,13 @@ def _written_view(red: Node, readers: dict[int, list[Node]]) -> Node | None:
     weight's layout, not across it)."""
     products = red.arg[0] is ReduceOp.SUM and red.srcs[0].op is Op.ALU and red.srcs[0].arg is Alu.MUL
     written, at = None, red
-    while True:
-        (view, *others) = readers.get(id(at), ()) or (at,)
-        if others or view.realized or not (view.op is Op.RESHAPE and _squeezed(view.shape) == _squeezed(at.shape)
-                                           or view.op is Op.PERMUTE and products):
-            return written
+    while len(views := readers.get(id(at), ())) == 1:
+        view = views[0]
+        if view.realized or not (view.op is Op.RESHAPE and _squeezed(view.shape) == _squeezed(at.shape)
+                                 or view.op is Op.PERMUTE and products):
+            break
         written = at = view
+    return written
 
 
 # structure key -> (per kernel: (kernel, output positions, input positions, scalar positions), aliases by position)

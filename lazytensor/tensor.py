@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from . import array_api, dtypes
-from .autograd import backward, is_grad_enabled
+from .autograd import backward, custom_vjp, is_grad_enabled
 from .contraction import ContractionOps
 from .device import Device, canonical, get_device
 from .dtypes import DType, bool_, default_float
@@ -674,11 +674,34 @@ class Tensor(ReduceOps, MovementOps, ContractionOps):
         return self._binary(other, Alu.MIN, "minimum")
 
     def clip(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
-        """`minimum(maximum(x, min), max)`: with min > max every element is max, as in NumPy."""
+        """`minimum(maximum(x, min), max)`: with min > max every element is max, as in NumPy.
+
+        Differentiated as PyTorch's clamp: x takes the gradient where min <= x <= max, min where
+        x < min < max, max where x > max or max < min. Through maximum and minimum, a tie (x == min) would
+        split it between them instead (scalar bounds already follow clamp: see autograd's `_extremum_vjp`)."""
         if min is None and max is None:
             raise ValueError("clip: give at least one of min and max")
-        out = self if min is None else self.maximum(min)
-        return out if max is None else out.minimum(max)
+        if not isinstance(min, Tensor) and not isinstance(max, Tensor):
+            out = self if min is None else self.maximum(min)
+            return out if max is None else out.minimum(max)
+        (x, *bounds), _ = self._operands([b for b in (min, max) if b is not None], "clip")
+        lo = bounds.pop(0) if min is not None else None
+        hi = bounds.pop(0) if max is not None else None
+
+        def forward() -> Tensor:
+            out = x if lo is None else x.maximum(lo)
+            return out if hi is None else out.minimum(hi)
+
+        def backward(g: Tensor) -> list[Tensor]:
+            if lo is None:
+                masks = [x <= hi, x > hi]
+            elif hi is None:
+                masks = [x >= lo, x < lo]
+            else:
+                masks = [(x >= lo) & (x <= hi), (x < lo) & (lo < hi), (x > hi) | (hi < lo)]
+            return [where(m, g, 0.0) for m in masks]
+
+        return custom_vjp([t for t in (x, lo, hi) if t is not None], forward, backward)
 
     clamp = clip
 

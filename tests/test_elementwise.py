@@ -759,6 +759,23 @@ def test_clip_with_tensor_bounds_and_promotion():
         x.clip()
 
 
+def test_clip_with_tensor_bounds_differentiates_as_torch_clamp_at_ties():
+    # found by the fuzzer: through maximum and minimum a tie (x == min, x == max, min == max) split the
+    # gradient between x and the bound; torch.clamp gives it to x, and to max where min > max
+    x = np.array([1.0, 0.0, 2.0, -1.0, 3.0, 1.0, 1.0, 2.0, 0.0, np.nan, 1.0], dtype=np.float32)
+    lo = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 2.0, 2.0, 2.0, 0.0, np.nan], dtype=np.float32)
+    hi = np.array([2.0, 2.0, 2.0, 2.0, 2.0, 1.0, 0.0, 0.0, 0.0, 2.0, 2.0], dtype=np.float32)
+    w = np.arange(1, 12, dtype=np.float32)
+    for bounds in ((0, 1), (0, None), (None, 1)):
+        ours = [lt.asarray(a).requires_grad_() for a in (x, lo, hi)]
+        theirs = [torch.tensor(a, requires_grad=True) for a in (x, lo, hi)]
+        pick = [None if b is None else i + 1 for i, b in enumerate(bounds)]
+        (ours[0].clip(*[None if p is None else ours[p] for p in pick]) * lt.asarray(w)).sum().backward()
+        (torch.clamp(theirs[0], *[None if p is None else theirs[p] for p in pick]) * torch.tensor(w)).sum().backward()
+        for o, t in zip(ours, theirs):
+            check(o.grad if o.grad is not None else lt.zeros(11), t.grad if t.grad is not None else torch.zeros(11))
+
+
 # ---- broadcasting, 0-d and size-0 shapes ----------------------------------------------------------
 
 BROADCAST_SHAPES = [((3, 1), (1, 4)), ((5,), (2, 3, 5)), ((2, 1, 4), (3, 1)), ((), (2, 3)), ((1,), (4,)),

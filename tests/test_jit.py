@@ -179,6 +179,22 @@ def test_host_data_made_inside_is_an_error_naming_the_line():
             jf(x)
 
 
+def test_empty_results_replay():
+    # found by the fuzzer: an op's empty result is a new (empty) buffer on every call that no kernel writes,
+    # which the jit took for host data made inside the function and refused to replay
+    def f(x):
+        return x[3:1] + 1, lt.concat([x[:0], x * 2]), x.sum()
+
+    jf = lt.jit(f)
+    for k in range(5):
+        arr = RNG.random(4, dtype=np.float32)
+        empty, doubled, total = jf(lt.asarray(arr))
+        assert empty.shape == (0,) and empty.dtype == lt.float32
+        assert_same(doubled, arr * 2)
+        check(total, torch.from_numpy(arr).sum())
+    assert lt.stats().replays == 3
+
+
 def test_changing_python_scalar_is_an_error():
     scale = [1.0]
 

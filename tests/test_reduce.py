@@ -270,6 +270,21 @@ def test_var_std_defaults_and_dtypes():
         check(xi.std(correction=1), torch.std(ti.to(torch.float32), correction=1))
 
 
+def test_std_gradient_where_std_is_zero():
+    # found by the fuzzer: a constant group's std is 0, where sqrt's slope is infinite and the variance's 0:
+    # NaN; PyTorch's std gradient is 0 there
+    arr = np.array([[2.0, 2.0, 2.0], [1.0, 3.0, 2.0]], dtype=np.float32)
+    for correction in (0, 1):
+        x, t = lt.asarray(arr).requires_grad_(), torch.tensor(arr, requires_grad=True)
+        x.std(axis=1, correction=correction).sum().backward()
+        t.std(dim=1, correction=correction).sum().backward()
+        check(x.grad, t.grad)
+    x, t = lt.asarray(arr[:1, :1]).requires_grad_(), torch.tensor(arr[:1, :1], requires_grad=True)
+    x.std().backward()
+    t.std(correction=0).backward()
+    check(x.grad, t.grad)
+
+
 def test_var_correction_at_least_count():
     # torch clamps the divisor at 0: 0/0 gives nan (one element), positive/0 gives inf.
     x = lt.asarray(np.array([[1.0, 2.0], [3.0, 3.0]], dtype=np.float32))
@@ -326,6 +341,24 @@ def test_logsumexp_infinities_and_nan():
     check(x.logsumexp(1), torch.logsumexp(t, 1))
     check(x.logsumexp(1, keepdims=True), torch.logsumexp(t, 1, keepdim=True))
     check(x[3:].logsumexp(), torch.logsumexp(t[3:], (0, 1)))
+
+
+def test_logsumexp_gradient_with_an_infinity_beside_large_values():
+    # found by the fuzzer: with an inf in the group the shift is 0, and exp(500) / exp(inf) was inf / inf = NaN
+    # for the finite elements; PyTorch's gradient exp(x - logsumexp(x)) is 0 there
+    arr = np.array([[1.0, 2.0], [math.inf, 500.0], [-3.0, 4.0]], dtype=np.float32)
+    x, t = lt.asarray(arr).requires_grad_(), torch.tensor(arr, requires_grad=True)
+    (x.logsumexp(0) * lt.asarray([1.0, 2.0])).sum().backward()
+    (t.logsumexp(0) * torch.tensor([1.0, 2.0])).sum().backward()
+    check(x.grad, t.grad)
+
+
+def test_logsumexp_second_derivative():
+    arr = random_array((3, 4), lt.float64, seed=4)
+    x, t = lt.asarray(arr).requires_grad_(), torch.tensor(arr, requires_grad=True)
+    gx, = lt.gradients(x.logsumexp(1).sum(), [x], create_graph=True)
+    tg, = torch.autograd.grad(t.logsumexp(1).sum(), t, create_graph=True)
+    check(lt.gradients((gx * gx).sum(), [x])[0], torch.autograd.grad((tg * tg).sum(), t)[0])
 
 
 def test_logsumexp_int_gives_float32():

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import threading
 import weakref
 
 import numpy as np
@@ -259,6 +260,31 @@ def test_shared_reduction_is_written_in_the_shape_its_readers_read():
     total = x.numpy().astype(np.float64).sum(axis=1)
     check(a, (total * 2).astype(np.float32))
     check(b, np.exp(total - 1).astype(np.float32))
+
+
+def test_written_view_ends_at_a_held_transpose_nobody_reads():
+    """Found by the fuzzer: a held sum of products (an int8 matmul against a broadcast column, a sum of a
+    product, not a contraction) read only through two held transposes, the last one realized. Looking for
+    the view to write it through, the scheduler took the last transpose, which has no readers, for its own
+    reader and looped forever."""
+    a = np.arange(8, dtype=np.int8).reshape(1, 2, 4)
+    col = lt.asarray(np.full((1, 1), 3, np.int8)).expand((4, 1))
+    outs: list[list[np.ndarray]] = []
+
+    def run() -> None:
+        p = lt.asarray(a) @ col
+        v = p.permute((2, 0, 1))
+        w = v.mT
+        lt.realize(w)
+        outs.append([w.numpy(), v.numpy(), p.numpy()])
+
+    worker = threading.Thread(target=run, daemon=True)  # a hang fails the test instead of the suite
+    worker.start()
+    worker.join(timeout=60)
+    assert outs, "realize did not return"
+    want = a.astype(np.int64) @ np.full((4, 1), 3)
+    for got, expected in zip(outs[0], [want.transpose(2, 0, 1).swapaxes(-1, -2), want.transpose(2, 0, 1), want]):
+        np.testing.assert_array_equal(got, expected.astype(np.int8))
 
 
 def test_reshape_leaves_the_index_of_an_axis_it_keeps():

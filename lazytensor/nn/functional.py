@@ -19,6 +19,7 @@ from ..autograd import custom_vjp, no_grad
 from ..creation import arange
 from ..dtypes import default_float
 from ..errors import DTypeError, ShapeError
+from ..kernels.dtype import compute_dtype
 from ..kernels.ir import ReduceOp
 from ..random import rand
 from ..schedule import realize_with_next
@@ -319,13 +320,30 @@ def layer_norm(x: Tensor, normalized_shape: Any, weight: Tensor | None = None, b
         raise ShapeError(f"layer_norm: normalized_shape {shape} does not match the end of the input shape "
                          f"{x.shape}")
     axes = tuple(range(x.ndim - len(shape), x.ndim))
-    mean = x.mean(axes, keepdims=True)
-    centered = x - mean
-    var = (centered * centered).mean(axes, keepdims=True)
+    centered, _, var = _statistics(x, axes)
     out = centered * (var + eps).rsqrt()
     if weight is not None:
         out = out * weight
-    return out if bias is None else out + bias
+    return (out if bias is None else out + bias).cast(_norm_dtype(x, weight, bias))
+
+
+def _statistics(x: Tensor, axes: tuple[int, ...]) -> tuple[Tensor, Tensor, Tensor]:
+    """x - mean, the mean and the biased variance over `axes` (kept), in the dtype reductions accumulate
+    in (float32 for the 16-bit floats), as torch computes them: a mean rounded to 16 bits loses the digits
+    that x - mean keeps (a bfloat16 row around 100 with a spread of 1 would be normalized by a mean off by
+    up to 0.25)."""
+    wide = x.cast(compute_dtype(x.dtype)) if x.dtype.is_float else x
+    mean = wide.mean(axes, keepdims=True)
+    centered = wide - mean
+    return centered, mean, (centered * centered).mean(axes, keepdims=True)
+
+
+def _norm_dtype(x: Tensor, *others: Tensor | None) -> dtypes.DType:
+    """A normalization's result dtype: the input's (float32 for integers) with its weight's and bias's."""
+    out = x.dtype if x.dtype.is_float else default_float
+    for t in others:
+        out = out if t is None else dtypes.promote(out, t.dtype)
+    return out
 
 
 def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
@@ -345,9 +363,7 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
         if count <= 1:
             raise ValueError(f"batch_norm: expected more than 1 value per channel when training, got input "
                              f"of shape {x.shape}")
-        mean = x.mean(axes, keepdims=True)
-        centered = x - mean
-        var = (centered * centered).mean(axes, keepdims=True)
+        centered, mean, var = _statistics(x, axes)
         if training and running_mean is not None and running_var is not None:
             with no_grad():
                 if num_batches_tracked is not None:
@@ -362,11 +378,14 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
                 running_var.node = (running_var * (1 - factor) + unbiased * factor).cast(running_var.dtype).node
                 realize_with_next(*(t for t in (running_mean, running_var, num_batches_tracked) if t is not None))
         out = centered * (var + eps).rsqrt()
+        dtype = _norm_dtype(x, weight, bias)
     else:
-        out = (x - running_mean.reshape(bshape)) * (running_var.reshape(bshape) + eps).rsqrt()
+        wide = x.cast(compute_dtype(x.dtype)) if x.dtype.is_float else x
+        out = (wide - running_mean.reshape(bshape)) * (running_var.reshape(bshape) + eps).rsqrt()
+        dtype = _norm_dtype(x, weight, bias, running_mean, running_var)
     if weight is not None:
         out = out * weight.reshape(bshape)
-    return out if bias is None else out + bias.reshape(bshape)
+    return (out if bias is None else out + bias.reshape(bshape)).cast(dtype)
 
 
 def group_norm(x: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
@@ -374,15 +393,12 @@ def group_norm(x: Tensor, num_groups: int, weight: Tensor | None = None, bias: T
     n, c = x.shape[:2]
     if c % num_groups:
         raise ShapeError(f"group_norm: {c} channels do not divide into {num_groups} groups")
-    g = x.reshape(n, num_groups, -1)
-    mean = g.mean(-1, keepdims=True)
-    centered = g - mean
-    var = (centered * centered).mean(-1, keepdims=True)
+    centered, _, var = _statistics(x.reshape(n, num_groups, -1), (2,))
     out = (centered * (var + eps).rsqrt()).reshape(x.shape)
     bshape = (1, c) + (1,) * (x.ndim - 2)
     if weight is not None:
         out = out * weight.reshape(bshape)
-    return out if bias is None else out + bias.reshape(bshape)
+    return (out if bias is None else out + bias.reshape(bshape)).cast(_norm_dtype(x, weight, bias))
 
 
 # ---- embedding, dropout -------------------------------------------------------------------------

@@ -1,0 +1,31 @@
+"""Settings of a fuzzing mode that are not environment variables: smaller thresholds for threads, and
+Triton's tiny tiles. Each takes the setter to use (pytest's monkeypatch.setattr, to undo it after a test)."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+Setter = Callable[[Any, str, Any], None]
+
+# Loop iterations from which the CPU runtime shares a kernel among threads, and splits a full reduction into
+# partial ones: low enough that the fuzzer's small kernels (hundreds of elements) take those paths too.
+PARALLEL_MIN_WORK = 64
+SPLIT_MIN_WORK = 256
+
+
+def split_small_work(set_attr: Setter = setattr) -> None:
+    """Let the CPU runtime split small kernels across threads (it splits none below PARALLEL_MIN_WORK
+    iterations, 65536 by default, which the fuzzer's tensors never reach)."""
+    from lazytensor.kernels.llvm import runtime
+    for name, value in (("PARALLEL_MIN_WORK", PARALLEL_MIN_WORK), ("SPLIT_MIN_WORK", SPLIT_MIN_WORK)):
+        if not hasattr(runtime, name):  # renamed: fail rather than fuzz the single-thread paths unknowingly
+            raise RuntimeError(f"kernels/llvm/runtime.py has no {name} any more: update tests/fuzz/modes.py")
+        set_attr(runtime, name, value)
+
+
+def tiny_tiling(set_attr: Setter = setattr) -> None:
+    """Compile every Triton kernel with blocks of at most 4 elements (8 per tile, 2 rows per program), as
+    tests/test_triton.py's TINY: every reduction loops and every axis is masked."""
+    from lazytensor.kernels.triton import Tiling, runtime
+    compile_kernel = runtime.compile_kernel
+    tiny = Tiling(max_block=4, max_tile=8, max_xblock=2)
+    set_attr(runtime, "compile_kernel", lambda kernel, target, tiling=tiny: compile_kernel(kernel, target, tiling))

@@ -1,0 +1,75 @@
+"""lazytensor's documented semantics where they differ from torch's API, written with torch ops.
+
+The torch side of the fuzzer's programs calls these where lazytensor deliberately follows NumPy (or
+offers what torch lacks), so that the oracle computes what lazytensor promises rather than what torch
+happens to do. Each function names the rule it implements. The repro scripts copy the source of the ones
+they use, so they must stay plain torch (no imports beyond torch).
+"""
+from __future__ import annotations
+
+import torch
+
+
+def index(x: torch.Tensor, items: tuple) -> torch.Tensor:
+    """`x[items]` with NumPy's negative slice steps (torch's slices take positive steps only): an axis
+    sliced with a negative step is flipped, then sliced from the mirrored start with the positive step."""
+    out_items, flips, axis = [], [], 0
+    for it in items:
+        if it is None:
+            out_items.append(None)
+            continue
+        if it is Ellipsis:
+            used = sum(1 for i in items if i is not None and i is not Ellipsis)
+            axis_after = axis + x.dim() - used
+            out_items.append(Ellipsis)
+            axis = axis_after
+            continue
+        if isinstance(it, slice) and it.step is not None and it.step < 0:
+            n = x.shape[axis]
+            start, stop, step = it.indices(n)
+            length = len(range(start, stop, step))
+            flips.append(axis)
+            first = n - 1 - start
+            out_items.append(slice(first, first + (length - 1) * -step + 1 if length else first, -step))
+        else:
+            out_items.append(it)
+        axis += 1
+    return (x.flip(flips) if flips else x)[tuple(out_items)]
+
+
+def floor_divide(a, b):
+    """Python's floor division; an integer divisor of 0 gives 0 (lazytensor follows NumPy, torch raises)."""
+    return _by_nonzero(a, b, lambda x, y: x // y)
+
+
+def remainder(a, b):
+    """Python's modulo (the sign of the divisor); an integer divisor of 0 gives 0 (as NumPy; torch raises)."""
+    return _by_nonzero(a, b, lambda x, y: x % y)
+
+
+def _by_nonzero(a, b, op):
+    """`op(a, b)`, with 0 where an integer divisor is 0, in the dtype `op(a, b)` has."""
+    if not _integral(a, b):
+        return op(a, b)
+    if not isinstance(b, torch.Tensor):
+        return op(a, b) if b != 0 else op(a, 1) * 0
+    zero = b == 0
+    return torch.where(zero, 0, op(a, torch.where(zero, torch.ones_like(b), b)))
+
+
+def _integral(a, b) -> bool:
+    """Whether `a op b` computes in an integer (or bool) dtype."""
+    return not torch.result_type(a, b).is_floating_point
+
+
+def as_float(x: torch.Tensor) -> torch.Tensor:
+    """The input of mean, var, softmax, logsumexp...: an integer or bool tensor becomes float32 (lazytensor's
+    default float), where torch refuses integers."""
+    return x if x.is_floating_point() else x.float()
+
+
+def pad(x: torch.Tensor, pairs: tuple, value) -> torch.Tensor:
+    """NumPy's pad with one (before, after) pair per axis, first axis first (torch's F.pad takes them last
+    axis first); the value takes the tensor's dtype, as both libraries do."""
+    flat = [w for before_after in reversed(pairs) for w in before_after]
+    return torch.nn.functional.pad(x, flat, value=value)
