@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
-from gpt import gpt, train_step  # noqa: E402
+from gpt import gpt, train_step
 
 VOCAB, WIDTH, HEADS, SEQ, BATCH = 512, 256, 4, 64, 8
 CHAINS = (100, 300, 1000, 3000, 10000)
@@ -55,9 +55,10 @@ def lt_gpt(blocks: int):
 
 
 def lt_mlp_or_cnn(kind: str):
+    import train_digits
+
     import lazytensor as lt
     from lazytensor import nn, optim
-    import train_digits
     rng = np.random.default_rng(0)
     if kind == "mlp":
         model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
@@ -208,7 +209,7 @@ def run_jax(name: str) -> dict:
     else:
         blocks = int(name[3:])
         keys = iter(jax.random.split(key, 4 + 4 * blocks))
-        ln = lambda: {"g": jnp.ones(WIDTH), "b": jnp.zeros(WIDTH)}  # noqa: E731
+        ln = lambda: {"g": jnp.ones(WIDTH), "b": jnp.zeros(WIDTH)}
         params = {"emb": jax.random.normal(next(keys), (VOCAB, WIDTH)),
                   "pos": jax.random.normal(next(keys), (SEQ, WIDTH)) * 0.02,
                   "blocks": [{"ln1": ln(), "ln2": ln(), "qkv": dense(next(keys), WIDTH, 3 * WIDTH),

@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+from suite import best_of  # benchmarks/ is on sys.path when this script runs
 
 import lazytensor as lt
-from suite import best_of  # benchmarks/ is on sys.path when this script runs
 
 
 def main() -> None:

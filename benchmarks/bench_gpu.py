@@ -25,14 +25,14 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
+from suite import Workload, bound, mismatch, overhead, parse_args, report
 
 import lazytensor as lt
-from suite import Workload, bound, mismatch, overhead, parse_args, report
 
 ROUNDS = 3
 
@@ -57,8 +57,8 @@ def workloads(quick: bool, device: str, torch_device: str) -> list[Workload]:
     call that queues the work on the device)."""
     n = 1 << (16 if quick else 26)
     side = 256 if quick else 8192
-    vec3 = lambda rng: [rng.random(n, dtype=np.float32) for _ in range(3)]  # noqa: E731
-    square = lambda rng: [rng.standard_normal((side, side), dtype=np.float32)]  # noqa: E731
+    vec3 = lambda rng: [rng.random(n, dtype=np.float32) for _ in range(3)]
+    square = lambda rng: [rng.standard_normal((side, side), dtype=np.float32)]
     out = []
 
     def add(w: Workload, lt_fn: Callable[..., lt.Tensor], torch_fn: Callable[..., torch.Tensor],

@@ -30,8 +30,8 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -39,7 +39,7 @@ import lazytensor as lt
 from lazytensor import nn, optim
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
-import train_digits  # noqa: E402
+import train_digits
 
 
 def median_time(step: Callable[[], object], repeat: int) -> float:

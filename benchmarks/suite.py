@@ -18,13 +18,12 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
 import lazytensor as lt
-
 
 ROUNDS = 2            # every contestant is timed in turn this many times; its best counts
 SETTLE_SECONDS = 0.3
@@ -85,8 +84,8 @@ def build(quick: bool) -> list[Workload]:
     n = 1 << (20 if quick else 24)
     side = 1024 if quick else 4096
     peers = _peers()
-    vec3 = lambda rng: [rng.random(n, dtype=np.float32) for _ in range(3)]  # noqa: E731
-    square = lambda rng: [rng.standard_normal((side, side), dtype=np.float32)]  # noqa: E731
+    vec3 = lambda rng: [rng.random(n, dtype=np.float32) for _ in range(3)]
+    square = lambda rng: [rng.standard_normal((side, side), dtype=np.float32)]
 
     def lt_fn(f):
         def prepare(arrays):

@@ -16,7 +16,7 @@ test at run time an access it proves inside its buffer for every iteration the k
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 from .dtype import SHORT_NAMES
 from .ir import BufferParam

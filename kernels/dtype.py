@@ -11,8 +11,8 @@ torch.compile's Inductor does. bfloat16 has no NumPy type: its buffers hold the
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

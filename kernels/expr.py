@@ -96,7 +96,7 @@ class Mod:
         return f"({self.x} % {self.c})"
 
 
-Atom = Union[Var, Div, Mod]
+Atom = Var | Div | Mod
 IntLike = Union["Expr", int]
 
 

@@ -34,10 +34,11 @@ from __future__ import annotations
 import hashlib
 import math
 import weakref
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from .dtype import SHORT_NAMES, DType, bool_
 from .expr import Bounds, Expr, Var, flat_index
@@ -159,7 +160,7 @@ def _arg_key(arg: Any) -> Any:
 class Value:
     """One node of a kernel's expression DAG. Structurally equal values are the same object."""
 
-    __slots__ = ("op", "dtype", "srcs", "arg", "__weakref__")
+    __slots__ = ("__weakref__", "arg", "dtype", "op", "srcs")
 
     def __new__(cls, op: VOp, dtype: DType, srcs: tuple[Value, ...] = (), arg: Any = None) -> Value:
         key = (op, dtype, tuple(id(s) for s in srcs), _arg_key(arg))
@@ -188,7 +189,7 @@ def load(buf: int, dtype: DType, index: Expr, valid: Bounds) -> Value:
     return Value(VOp.LOAD, dtype, (), (buf, index, valid))
 
 
-def const(value: bool | int | float, dtype: DType) -> Value:
+def const(value: bool | float, dtype: DType) -> Value:
     return Value(VOp.CONST, dtype, (), value)
 
 
@@ -378,8 +379,8 @@ class Contraction:
         names: dict[int, str] = {}
         vb, vm, vn, vk = self.vars
         lines = [_signature(self.buffers, self.params),
-                 f"  b{self.product}[({vb}*{vm.size} + {vm})*{vn.size} + {vn}] = sum over {vk} < {vk.size} of a*b,"
-                 f" for {vb} < {vb.size}, {vm} < {vm.size}, {vn} < {vn.size}",
+                 (f"  b{self.product}[({vb}*{vm.size} + {vm})*{vn.size} + {vn}] = sum over {vk} < {vk.size} of a*b,"
+                  f" for {vb} < {vb.size}, {vm} < {vm.size}, {vn} < {vn.size}"),
                  *_describe_values(toposort([self.a, self.bv]), names),
                  f"    a = {names[id(self.a)]}, b = {names[id(self.bv)]}"]
         if self.epilogue is not None:

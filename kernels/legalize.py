@@ -29,8 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from .dtype import DType, bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8
-from .ir import (COMPARISONS, Alu, Contraction, Kernel, Store, Value, VOp, alu, bitcast, cast, const,
-                 toposort)
+from .ir import COMPARISONS, Alu, Contraction, Kernel, Store, Value, VOp, alu, bitcast, cast, const, toposort
 
 Key = tuple[Alu, DType] | tuple[DType, DType]
 INTS = (int8, int16, int32, int64, uint8)

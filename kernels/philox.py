@@ -7,7 +7,8 @@ the 64-bit two's-complement wrap, `p // 2**32 & M` is its high word and `p & M` 
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .ir import Alu
 

@@ -11,35 +11,74 @@ See README.md for the guide to lazy evaluation and debugging.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
+from . import linalg, nn, optim, random
 from .array_api import __array_api_version__, __array_namespace_info__, e, inf, nan, newaxis, pi
-from .creation import (arange, array, asarray, empty, empty_like, eye, from_dlpack, from_numpy, full, full_like,
-                       linspace, meshgrid, ones, ones_like, tensor, tril, triu, zeros, zeros_like)
+from .autograd import custom_vjp, enable_grad, grad, gradients, no_grad, set_grad_enabled, value_and_grad
+from .creation import (
+    arange,
+    array,
+    asarray,
+    empty,
+    empty_like,
+    eye,
+    from_dlpack,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    meshgrid,
+    ones,
+    ones_like,
+    tensor,
+    tril,
+    triu,
+    zeros,
+    zeros_like,
+)
 from .device import Device, devices, empty_cache, synchronize
-from .dtypes import (DType, FInfo, IInfo, bfloat16, bool_, can_cast, default_float, default_int, finfo, float16,
-                     float32, float64, iinfo, int8, int16, int32, int64, isdtype, promote, result_type, uint8)
+from .dtypes import (
+    DType,
+    FInfo,
+    IInfo,
+    bfloat16,
+    bool_,
+    can_cast,
+    default_float,
+    default_int,
+    finfo,
+    float16,
+    float32,
+    float64,
+    iinfo,
+    int8,
+    int16,
+    int32,
+    int64,
+    isdtype,
+    promote,
+    result_type,
+    uint8,
+)
 from .errors import AxisError, DeviceError, DTypeError, JitError, KernelError, ShapeError
+from .jit import Jit, jit
 from .kernels.triton import set_allow_tf32, tf32_allowed
 from .movement import broadcast_arrays, concat, hstack, repeat, split, stack, unstack, vstack
+from .random import manual_seed, rand, rand_like, randint, randn, randn_like, randperm
 from .realize import Stats, reset_stats, stats
 from .realize import realizing as _realizing
 from .schedule import Schedule
 from .schedule import schedule as _schedule_nodes
 from .tensor import Tensor, broadcast_shapes, realize, where
 
-from . import linalg, nn, optim, random  # noqa: E402  (they build on Tensor)
-from .autograd import (custom_vjp, enable_grad, grad, gradients, no_grad, set_grad_enabled,  # noqa: E402
-                       value_and_grad)
-from .random import manual_seed, rand, rand_like, randint, randn, randn_like, randperm  # noqa: E402
-from .jit import Jit, jit  # noqa: E402
-
-bool = bool_  # noqa: A001  (lt.bool, as torch.bool)
-float = float32  # noqa: A001
+bool = bool_
+float = float32
 double = float64
 half = float16
 long = int64
-int = int32  # noqa: A001
+int = int32
 cat = concat
 concatenate = concat
 matrix_transpose = linalg.matrix_transpose
@@ -170,26 +209,124 @@ cumulative_prod = _function(Tensor.cumulative_prod)
 count_nonzero = _function(Tensor.count_nonzero)
 diff = _function(Tensor.diff)
 
-_FUNCTIONS = """abs absolute add sub multiply divide floor_divide remainder pow exp exp2 expm1 log log2 log10 log1p sqrt rsqrt
-sin cos tan tanh erf sigmoid relu sign floor ceil round trunc reciprocal square maximum minimum clip clamp
-isnan isinf isfinite logical_and logical_or logical_xor logical_not bitwise_not bitwise_invert bitwise_and
-bitwise_or bitwise_xor negative less less_equal
-greater greater_equal equal not_equal sum mean prod max min amax amin argmax argmin var std any all logsumexp
-softmax log_softmax cumsum reshape permute permute_dims transpose swapaxes broadcast_to squeeze unsqueeze
-expand_dims flatten ravel flip narrow pad tile matmul tensordot dot vecdot outer astype contiguous subtract positive
-logaddexp real imag conj isclose allclose moveaxis roll cumprod cumulative_sum cumulative_prod count_nonzero
-diff""".split()
-
-__all__ = ["Tensor", "DType", "Device", "Schedule", "Stats", "asarray", "tensor", "from_numpy", "zeros", "ones",
-           "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like", "arange", "linspace", "eye",
-           "concat", "cat", "stack", "split", "where", "realize", "schedule", "stats", "reset_stats", "devices",
-           "synchronize", "broadcast_shapes", "promote", "bool_", "int8", "int16", "int32", "int64", "uint8",
-           "float16", "half", "bfloat16", "float32", "float64", "finfo", "FInfo", "default_float", "default_int",
-           "ShapeError", "AxisError", "DTypeError", "DeviceError", "KernelError", "empty_cache", *_FUNCTIONS]
-__all__ += ["nn", "optim", "random", "no_grad", "enable_grad", "set_grad_enabled", "grad", "value_and_grad",
-            "gradients", "custom_vjp", "manual_seed", "rand", "randn", "randint", "rand_like", "randn_like",
-            "randperm", "set_allow_tf32", "tf32_allowed", "jit", "Jit", "JitError"]
+__all__ = [
+    "AxisError",
+    "DType",
+    "DTypeError",
+    "Device",
+    "DeviceError",
+    "FInfo",
+    "KernelError",
+    "Schedule",
+    "ShapeError",
+    "Stats",
+    "Tensor",
+    "arange",
+    "asarray",
+    "bfloat16",
+    "bool_",
+    "broadcast_shapes",
+    "cat",
+    "concat",
+    "default_float",
+    "default_int",
+    "devices",
+    "empty",
+    "empty_cache",
+    "empty_like",
+    "eye",
+    "finfo",
+    "float16",
+    "float32",
+    "float64",
+    "from_numpy",
+    "full",
+    "full_like",
+    "half",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "linspace",
+    "ones",
+    "ones_like",
+    "promote",
+    "realize",
+    "reset_stats",
+    "schedule",
+    "split",
+    "stack",
+    "stats",
+    "synchronize",
+    "tensor",
+    "uint8",
+    "where",
+    "zeros",
+    "zeros_like",
+]
+__all__ += [  # the NumPy-style functions above
+    "abs", "absolute", "add", "all", "allclose", "amax", "amin", "any", "argmax", "argmin", "astype",
+    "bitwise_and", "bitwise_invert", "bitwise_not", "bitwise_or", "bitwise_xor", "broadcast_to", "ceil",
+    "clamp", "clip", "conj", "contiguous", "cos", "count_nonzero", "cumprod", "cumsum", "cumulative_prod",
+    "cumulative_sum", "diff", "divide", "dot", "equal", "erf", "exp", "exp2", "expand_dims", "expm1",
+    "flatten", "flip", "floor", "floor_divide", "greater", "greater_equal", "imag", "isclose", "isfinite",
+    "isinf", "isnan", "less", "less_equal", "log", "log1p", "log2", "log10", "log_softmax", "logaddexp",
+    "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "matmul", "max", "maximum",
+    "mean", "min", "minimum", "moveaxis", "multiply", "narrow", "negative", "not_equal", "outer", "pad",
+    "permute", "permute_dims", "positive", "pow", "prod", "ravel", "real", "reciprocal", "relu", "remainder",
+    "reshape", "roll", "round", "rsqrt", "sigmoid", "sign", "sin", "softmax", "sqrt", "square", "squeeze",
+    "std", "sub", "subtract", "sum", "swapaxes", "tan", "tanh", "tensordot", "tile", "transpose", "trunc",
+    "unsqueeze", "var", "vecdot",
+]
+__all__ += [
+    "Jit",
+    "JitError",
+    "custom_vjp",
+    "enable_grad",
+    "grad",
+    "gradients",
+    "jit",
+    "manual_seed",
+    "nn",
+    "no_grad",
+    "optim",
+    "rand",
+    "rand_like",
+    "randint",
+    "randn",
+    "randn_like",
+    "random",
+    "randperm",
+    "set_allow_tf32",
+    "set_grad_enabled",
+    "tf32_allowed",
+    "value_and_grad",
+]
 # the array API standard's namespace and NumPy's everyday names
-__all__ += ["__array_api_version__", "__array_namespace_info__", "e", "pi", "inf", "nan", "newaxis", "linalg", "iinfo", "IInfo", "isdtype",
-            "result_type", "can_cast", "array", "from_dlpack", "meshgrid", "tril", "triu", "broadcast_arrays",
-            "concatenate", "hstack", "vstack", "repeat", "unstack", "matrix_transpose"]
+__all__ += [
+    "IInfo",
+    "__array_api_version__",
+    "__array_namespace_info__",
+    "array",
+    "broadcast_arrays",
+    "can_cast",
+    "concatenate",
+    "e",
+    "from_dlpack",
+    "hstack",
+    "iinfo",
+    "inf",
+    "isdtype",
+    "linalg",
+    "matrix_transpose",
+    "meshgrid",
+    "nan",
+    "newaxis",
+    "pi",
+    "repeat",
+    "result_type",
+    "tril",
+    "triu",
+    "unstack",
+    "vstack",
+]

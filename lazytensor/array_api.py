@@ -9,8 +9,20 @@ from __future__ import annotations
 import math
 
 from .device import devices, get_device
-from .dtypes import (DType, bool_, default_float, default_int, float32, float64, int8, int16, int32, int64, isdtype,
-                     uint8)
+from .dtypes import (
+    DType,
+    bool_,
+    default_float,
+    default_int,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    isdtype,
+    uint8,
+)
 
 # The revision of the standard lazytensor follows, and those `__array_namespace__(api_version=...)` accepts:
 # the older revisions are subsets of it in everything lazytensor implements.
@@ -66,5 +78,15 @@ def __array_namespace_info__() -> Info:
     return Info()
 
 
-__all__ = ["API_VERSIONS", "Info", "STANDARD_DTYPES", "__array_api_version__", "__array_namespace_info__", "e", "inf",
-           "nan", "newaxis", "pi"]
+__all__ = [
+    "API_VERSIONS",
+    "STANDARD_DTYPES",
+    "Info",
+    "__array_api_version__",
+    "__array_namespace_info__",
+    "e",
+    "inf",
+    "nan",
+    "newaxis",
+    "pi",
+]

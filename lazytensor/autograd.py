@@ -33,7 +33,8 @@ import enum
 import functools
 import math
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .graph import MOVEMENT, Op
 from .kernels.ir import Alu, ReduceOp, toposort

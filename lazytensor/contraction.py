@@ -6,7 +6,8 @@ kernel, and casts or transposes of the operands cost no extra kernel.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from .dtypes import bool_, promote
 from .errors import DeviceError, DTypeError, ShapeError

@@ -25,8 +25,9 @@ import re
 import sys
 import threading
 import weakref
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 

@@ -20,13 +20,52 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import DTypeError
-from .kernels.dtype import (ALL_DTYPES, BY_NAME, DType, bfloat16, bfloat16_bits, bfloat16_to_float32, bool_, float16,
-                            float32, float64, int8, int16, int32, int64, uint8)
+from .kernels.dtype import (
+    ALL_DTYPES,
+    BY_NAME,
+    DType,
+    bfloat16,
+    bfloat16_bits,
+    bfloat16_to_float32,
+    bool_,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+)
 
-__all__ = ["DType", "bool_", "int8", "int16", "int32", "int64", "uint8", "float16", "bfloat16", "float32", "float64",
-           "ALL_DTYPES", "default_float", "default_int", "to_dtype", "promote", "weak_result_type",
-           "scalar_dtype",
-           "to_numpy_dtype", "finfo", "FInfo", "iinfo", "IInfo", "isdtype", "result_type", "can_cast"]
+__all__ = [
+    "ALL_DTYPES",
+    "DType",
+    "FInfo",
+    "IInfo",
+    "bfloat16",
+    "bool_",
+    "can_cast",
+    "default_float",
+    "default_int",
+    "finfo",
+    "float16",
+    "float32",
+    "float64",
+    "iinfo",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "isdtype",
+    "promote",
+    "result_type",
+    "scalar_dtype",
+    "to_dtype",
+    "to_numpy_dtype",
+    "uint8",
+    "weak_result_type",
+]
 
 default_float = float32
 default_int = int64
@@ -132,7 +171,7 @@ def weak_result_type(tensor_dtype: DType, scalar: object) -> DType:
     return sd
 
 
-def check_fits(value: int | float | bool, dtype: DType, op: str) -> None:
+def check_fits(value: float | bool, dtype: DType, op: str) -> None:
     """Raise if a Python int cannot be represented in an integer dtype (NumPy 2 and PyTorch refuse too)."""
     if dtype.is_int and isinstance(value, int) and not isinstance(value, bool):
         info = np.iinfo(dtype.np_name)
@@ -167,7 +206,7 @@ def dtype_of(x: object) -> DType:
     return own if isinstance(own, DType) else to_dtype(x)
 
 
-def finfo(type: object = None) -> FInfo:  # noqa: A002  (the array API's name)
+def finfo(type: object = None) -> FInfo:
     """Machine limits of a float dtype, or of a tensor's (default: the default float): `lt.finfo(lt.float16).eps`."""
     dt = dtype_of(type) if type is not None else default_float
     if not dt.is_float:
@@ -190,7 +229,7 @@ class IInfo:
     min: int
 
 
-def iinfo(type: object) -> IInfo:  # noqa: A002  (the array API's name)
+def iinfo(type: object) -> IInfo:
     """Machine limits of an integer dtype, or of a tensor's: `lt.iinfo(lt.int8).max == 127`."""
     dt = dtype_of(type)
     if not dt.is_int:

@@ -70,7 +70,7 @@ def _arg_key(arg: Any) -> Any:
 class Node:
     """One op in the lazy graph, with its output dtype, shape and device known at once."""
 
-    __slots__ = ("op", "dtype", "shape", "device", "srcs", "arg", "origin", "buffer", "holders", "_key", "__weakref__")
+    __slots__ = ("__weakref__", "_key", "arg", "buffer", "device", "dtype", "holders", "op", "origin", "shape", "srcs")
 
     op: Op
     dtype: DType

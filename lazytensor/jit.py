@@ -54,16 +54,27 @@ from __future__ import annotations
 import functools
 import threading
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from . import random
 from .device import Buffer, get_device
 from .errors import JitError
 from .graph import Node
 from .helpers import getenv, user_call
-from .realize import (Recorder, debug_line, is_recording, launch, launch_batch, raise_if, realize_nodes, realizing,
-                      recording, stats)
+from .realize import (
+    Recorder,
+    debug_line,
+    is_recording,
+    launch,
+    launch_batch,
+    raise_if,
+    realize_nodes,
+    realizing,
+    recording,
+    stats,
+)
 from .schedule import ScheduleItem
 from .tensor import Tensor
 
@@ -483,4 +494,4 @@ class Jit:
         return out
 
 
-__all__ = ["jit", "Jit", "JitError"]
+__all__ = ["Jit", "JitError", "jit"]

@@ -62,7 +62,7 @@ def trace(x: Tensor, /, *, offset: int = 0, dtype: Any = None) -> Tensor:
 
 
 def vector_norm(x: Tensor, /, *, axis: int | tuple[int, ...] | None = None, keepdims: bool = False,
-                ord: float = 2) -> Tensor:  # noqa: A002  (the standard's name)
+                ord: float = 2) -> Tensor:
     """The `ord`-norm of the vectors along `axis` (all elements with axis None): `sum(|x|**ord)**(1/ord)`,
     the largest |x| for inf, the smallest for -inf, the count of nonzeros for 0. A float result (the
     default float for integer input); 16-bit floats are computed in float32 and rounded once."""
@@ -85,7 +85,7 @@ def vector_norm(x: Tensor, /, *, axis: int | tuple[int, ...] | None = None, keep
 
 
 def matrix_norm(x: Tensor, /, *, keepdims: bool = False,
-                ord: Literal["fro", 1, -1] | float = "fro") -> Tensor:  # noqa: A002  (the standard's name)
+                ord: Literal["fro", 1, -1] | float = "fro") -> Tensor:
     """The `ord`-norm of each matrix in the last two axes: 'fro' (the square root of the sum of squares),
     1 / -1 (the largest / smallest column sum of |x|), inf / -inf (the largest / smallest row sum). The
     norms that need singular values ('nuc', 2, -2) raise NotImplementedError."""

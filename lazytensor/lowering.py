@@ -27,8 +27,8 @@ lowered read every node at the same index.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Collection, Container, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Collection, Container, Sequence
 
 from .dtypes import DType
 from .graph import MOVEMENT, Node, Op

@@ -7,7 +7,8 @@ Shapes are given as tuples, lists or separate ints, as in NumPy and PyTorch.
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from .dtypes import bool_, promote
 from .errors import AxisError, DeviceError, ShapeError

@@ -20,7 +20,8 @@ that step together share one step count, which one kernel updates.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .autograd import no_grad
 from .creation import asarray, full
@@ -245,4 +246,4 @@ class AdamW(Adam):
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize)
 
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
+__all__ = ["SGD", "Adam", "AdamW", "Optimizer"]

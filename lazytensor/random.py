@@ -245,5 +245,21 @@ def randperm(n: int, dtype: Any = None, device: Any = None) -> Any:
     return out.cast(dtypes.to_dtype(dtype) if dtype is not None else default_int)
 
 
-__all__ = ["manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "rand", "randn", "randint",
-           "uniform", "normal", "bernoulli", "rand_like", "randn_like", "randint_like", "randperm", "philox"]
+__all__ = [
+    "bernoulli",
+    "get_rng_state",
+    "initial_seed",
+    "manual_seed",
+    "normal",
+    "philox",
+    "rand",
+    "rand_like",
+    "randint",
+    "randint_like",
+    "randn",
+    "randn_like",
+    "randperm",
+    "seed",
+    "set_rng_state",
+    "uniform",
+]

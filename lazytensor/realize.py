@@ -21,9 +21,10 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from .device import Buffer, Device, get_device
 from .errors import KernelError

@@ -89,8 +89,8 @@ from .graph import MOVEMENT, Node, Op, is_held, toposort
 from .helpers import prod
 from .kernels.expr import Bounds, Expr, Var
 from .kernels.ir import Alu, Contraction, Kernel, ReduceOp, VOp, loop_scopes, recomputed_reductions
-from .lowering import Axes, LoweredKernel, contraction_axes, lower, movement_source, reduce_source, reduce_vars
 from .kernels.philox import PHILOX_OPS
+from .lowering import Axes, LoweredKernel, contraction_axes, lower, movement_source, reduce_source, reduce_vars
 from .views import source_index
 
 MAX_FUSED_OPS = 512
@@ -414,7 +414,7 @@ class _Region:
     (with its axes), what it reads (buffers and other points, by id), and what of that, and of the ops it
     computes, has more than one element (by id: what rule 7 groups kernels by)."""
 
-    __slots__ = ("root", "contraction", "reads", "shared", "n_reduce_vars")
+    __slots__ = ("contraction", "n_reduce_vars", "reads", "root", "shared")
 
     def __init__(self, root: Node):
         self.root = root

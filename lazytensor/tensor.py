@@ -11,8 +11,9 @@ from __future__ import annotations
 import copy
 import math
 import operator
+from collections.abc import Callable, Iterator, Sequence
 from types import ModuleType
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -79,7 +80,7 @@ _SCALAR_POWERS: dict[float, Callable[[Tensor], Tensor]] = {
 class Tensor(ReduceOps, MovementOps, ContractionOps):
     """An n-dimensional array whose value is computed lazily. See the README's "Lazy evaluation"."""
 
-    __slots__ = ("_node", "requires_grad", "grad", "_ctx", "_source", "__weakref__")
+    __slots__ = ("__weakref__", "_ctx", "_node", "_source", "grad", "requires_grad")
     __array_priority__ = 1000  # numpy_array + tensor gives a Tensor
 
     def __init__(self, data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False):
@@ -652,10 +653,10 @@ class Tensor(ReduceOps, MovementOps, ContractionOps):
     def __ge__(self, other: Any) -> Tensor:
         return self._binary(other, Alu.CMPLE, "greater_equal", reverse=True)
 
-    def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
+    def __eq__(self, other: object) -> Tensor:  # type: ignore[override]
         return self._binary(other, Alu.CMPEQ, "equal")
 
-    def __ne__(self, other: Any) -> Tensor:  # type: ignore[override]
+    def __ne__(self, other: object) -> Tensor:  # type: ignore[override]
         return self._binary(other, Alu.CMPNE, "not_equal")
 
     lt = less = __lt__
@@ -673,7 +674,7 @@ class Tensor(ReduceOps, MovementOps, ContractionOps):
         """Elementwise minimum; NaN wins, as in NumPy and PyTorch."""
         return self._binary(other, Alu.MIN, "minimum")
 
-    def clip(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    def clip(self, min: Any = None, max: Any = None) -> Tensor:
         """`minimum(maximum(x, min), max)`: with min > max every element is max, as in NumPy.
 
         Differentiated as PyTorch's clamp: x takes the gradient where min <= x <= max, min where

@@ -8,7 +8,7 @@ tested on non-contiguous views.
 """
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 import pytest

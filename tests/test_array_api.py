@@ -7,9 +7,8 @@ import math
 import pytest
 
 import lazytensor as lt
-from lazytensor.kernels.triton import targets
-
 from conftest import ALL_DTYPES
+from lazytensor.kernels.triton import targets
 
 
 def test_the_namespace_of_a_tensor_is_lazytensor():

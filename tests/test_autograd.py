@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import LAYOUTS, check, random_array
 
 import lazytensor as lt
+from conftest import LAYOUTS, check, random_array
 
 F64 = lt.float64
 
@@ -16,16 +16,16 @@ def leaf_pair(arr: np.ndarray, kind: str = "contiguous"):
     """(lazytensor leaf, its view of `kind`, torch leaf, torch view): gradients land on the leaves."""
     if kind == "contiguous" or arr.ndim == 0 or (kind == "transposed" and arr.ndim < 2):
         base = arr
-        view = lambda t: t  # noqa: E731
+        view = lambda t: t
     elif kind == "transposed":
         base = np.ascontiguousarray(arr.T)
-        view = lambda t: t.permute(*reversed(range(arr.ndim)))  # noqa: E731
+        view = lambda t: t.permute(*reversed(range(arr.ndim)))
     elif kind == "strided":
         base = np.repeat(arr, 2, axis=-1)
-        view = lambda t: t[..., ::2]  # noqa: E731
+        view = lambda t: t[..., ::2]
     elif kind == "flipped":
         base = np.ascontiguousarray(np.flip(arr, -1))
-        view = lambda t: t.flip(-1)  # noqa: E731
+        view = lambda t: t.flip(-1)
     else:
         raise ValueError(kind)
     x = lt.asarray(base).requires_grad_()
@@ -341,7 +341,7 @@ def test_leaves_that_do_not_require_grad_get_nothing():
 
 
 def test_functional_grad():
-    f = lambda x, y: (x * x * y).sum()  # noqa: E731
+    f = lambda x, y: (x * x * y).sum()
     x, y = lt.asarray([1.0, 2.0]), lt.asarray([3.0, 5.0])
     check(lt.grad(f)(x, y), np.array([6.0, 20.0], np.float32))
     _, gy = lt.grad(f, argnums=(0, 1))(x, y)
@@ -356,7 +356,7 @@ def test_functional_grad():
 
 
 def test_higher_order_grad():
-    f = lambda x: (x ** 3).sum()  # noqa: E731
+    f = lambda x: (x ** 3).sum()
     x = lt.asarray([1.0, -2.0], dtype=F64)
     check(lt.grad(lambda x: lt.grad(f)(x).sum())(x), np.array([6.0, -12.0]))
     t = torch.tensor([0.3, 1.2], dtype=torch.float64, requires_grad=True)

@@ -8,10 +8,10 @@ import importlib
 import numpy as np
 import pytest
 import torch
-from conftest import check
 from test_contraction import data
 
 import lazytensor as lt
+from conftest import check
 from lazytensor.kernels import bounds, ir
 from lazytensor.kernels.bounds import OutOfBounds
 from lazytensor.kernels.dtype import float32

@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import INT_DTYPES, LAYOUTS, check, layout, random_array
 
 import lazytensor as lt
+from conftest import INT_DTYPES, LAYOUTS, check, layout, random_array
 
 
 def data(shape: tuple[int, ...], dtype: lt.DType = lt.float32, seed: int = 0) -> np.ndarray:

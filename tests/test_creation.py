@@ -13,7 +13,6 @@ import pytest
 import torch
 
 import lazytensor as lt
-
 from conftest import ALL_DTYPES, check, layout, random_array, to_torch_dtype
 
 DEFAULT_DEVICE = lt.zeros(1).device  # LT_DEVICE, else cpu

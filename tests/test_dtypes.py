@@ -12,9 +12,8 @@ import pytest
 import torch
 
 import lazytensor as lt
-from lazytensor import dtypes
-
 from conftest import ALL_DTYPES, HALF_DTYPES, check, random_array, to_torch_dtype
+from lazytensor import dtypes
 
 EVERY_DTYPE = ALL_DTYPES + HALF_DTYPES
 PAIRS = list(itertools.product(EVERY_DTYPE, EVERY_DTYPE))
@@ -286,7 +285,7 @@ def test_dtypes_equal_numpys(dtype):
 
 
 def test_dtype_equality_with_what_names_no_dtype():
-    assert lt.float64 != None and lt.float32 != "no such dtype" and lt.int64 != 3  # noqa: E711
+    assert lt.float64 != None and lt.float32 != "no such dtype" and lt.int64 != 3
     assert lt.float32 != "f4,f4 y" and lt.float32 != "f4,f4"  # a string NumPy rejects (ValueError), a record
     assert lt.float32 != types.SimpleNamespace(dtype=np.dtype(np.float32))  # a thing with a dtype is not one
     assert lt.float64 == float and lt.int64 == int and lt.bool_ == bool  # NumPy's reading of Python's types

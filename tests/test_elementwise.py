@@ -15,7 +15,6 @@ import pytest
 import torch
 
 import lazytensor as lt
-
 from conftest import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, LAYOUTS, check, inputs, layout, random_array, to_torch_dtype
 
 NAN, INF = math.nan, math.inf
@@ -461,7 +460,7 @@ def test_unary_on_bool():
     check(x.logical_not(), t.logical_not())
     check(abs(x), arr)  # NumPy: abs of a bool array is itself
     with pytest.raises(lt.DTypeError):
-        -x
+        _ = -x
     with pytest.raises(lt.DTypeError):
         x.relu()
 

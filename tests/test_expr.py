@@ -7,8 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lazytensor.kernels.expr import (Bound, Div, Expr, Mod, Var, flat_index, simplify_bounds,
-                                     unflatten_index)
+from lazytensor.kernels.expr import Bound, Div, Expr, Mod, Var, flat_index, simplify_bounds, unflatten_index
 
 pytestmark = pytest.mark.fast  # the edit-test tier (pyproject.toml)
 

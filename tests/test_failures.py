@@ -9,10 +9,10 @@ import time
 import numpy as np
 import pytest
 import torch
-from conftest import check, classifier_step
 from test_contraction import data
 
 import lazytensor as lt
+from conftest import check, classifier_step
 from lazytensor import nn, optim
 from lazytensor.device import HostMemoryPool
 from lazytensor.kernels.llvm import compile_kernel, runtime

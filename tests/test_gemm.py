@@ -16,10 +16,10 @@ import sys
 import numpy as np
 import pytest
 import torch
-from conftest import LAYOUTS, check, layout, to_torch_dtype
 from test_contraction import data
 
 import lazytensor as lt
+from conftest import LAYOUTS, check, layout, to_torch_dtype
 from lazytensor.kernels import bounds
 from lazytensor.kernels.ir import Contraction, Kernel
 from lazytensor.kernels.llvm import compile_kernel, runtime

@@ -15,10 +15,9 @@ import pytest
 import torch
 
 import lazytensor as lt
+from conftest import HALF_DTYPES, LAYOUTS, check, layout, to_torch_dtype
 from lazytensor import dtypes
 from lazytensor.kernels import ir
-
-from conftest import HALF_DTYPES, LAYOUTS, check, layout, to_torch_dtype
 
 # float32 values that exercise rounding to 16 bits: signed zeros, NaN, infinities, the largest finite
 # values and what overflows past them, subnormals and what underflows, ties to even both ways.

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import check, classifier_step
 
 import lazytensor as lt
+from conftest import check, classifier_step
 from lazytensor import nn, optim
 from lazytensor.jit import MAX_RECORDS
 

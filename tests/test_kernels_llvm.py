@@ -6,8 +6,8 @@ import re
 
 import numpy as np
 import pytest
-from conftest import padded_load_kernel
 
+from conftest import padded_load_kernel
 from lazytensor.kernels import ir
 from lazytensor.kernels.dtype import float32, int64
 from lazytensor.kernels.expr import Expr, Var
@@ -16,10 +16,10 @@ from lazytensor.kernels.llvm import compile_kernel, mathlib, render, runtime
 
 def softmax_kernel(rows: int, cols: int) -> ir.Kernel:
     o0, o1, r0, r1 = Var("o0", rows), Var("o1", cols), Var("r0", cols), Var("r1", cols)
-    at = lambda col: Expr.of(o0) * cols + col  # noqa: E731
+    at = lambda col: Expr.of(o0) * cols + col
     x = ir.load(1, float32, at(Expr.of(o1)), ())
     m = ir.reduce(ir.ReduceOp.MAX, ir.load(1, float32, at(Expr.of(r0)), ()), (r0,))
-    e = lambda v: ir.alu(ir.Alu.EXP, float32, ir.alu(ir.Alu.SUB, float32, v, m))  # noqa: E731
+    e = lambda v: ir.alu(ir.Alu.EXP, float32, ir.alu(ir.Alu.SUB, float32, v, m))
     s = ir.reduce(ir.ReduceOp.SUM, e(ir.load(1, float32, at(Expr.of(r1)), ())), (r1,))
     out = ir.alu(ir.Alu.DIV, float32, e(x), s)
     bufs = (ir.BufferParam(float32, rows * cols, True), ir.BufferParam(float32, rows * cols))

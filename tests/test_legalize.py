@@ -17,8 +17,20 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_reference import (KNOWN_BUGS, LOWERING, TRANSCENDENTAL, ULPS, as_values, assert_identical,
-                            assert_within_ulps, both_ways, elementwise_kernel, on_reference, operands, suite_values)
+from test_reference import (
+    KNOWN_BUGS,
+    LOWERING,
+    TRANSCENDENTAL,
+    ULPS,
+    as_values,
+    assert_identical,
+    assert_within_ulps,
+    both_ways,
+    elementwise_kernel,
+    on_reference,
+    operands,
+    suite_values,
+)
 
 import lazytensor as lt
 from lazytensor.kernels import ir, legalize

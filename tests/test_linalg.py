@@ -10,9 +10,8 @@ import pytest
 import torch
 
 import lazytensor as lt
-from lazytensor import linalg
-
 from conftest import LAYOUTS, check, inputs, layout, random_array, to_torch_dtype
+from lazytensor import linalg
 
 FLOATS = [lt.float32, lt.float64]
 

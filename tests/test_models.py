@@ -20,7 +20,7 @@ import lazytensor as lt
 from lazytensor.graph import toposort
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
-from gpt import gpt, train_step  # noqa: E402
+from gpt import gpt, train_step
 
 VOCAB, WIDTH, HEADS, SEQ, BATCH = 16, 16, 2, 8, 4
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import LAYOUTS, check, inputs, layout, random_array
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lazytensor as lt
+from conftest import LAYOUTS, check, inputs, layout, random_array
 
 
 def arange(*shape: int, dtype=np.float32) -> np.ndarray:

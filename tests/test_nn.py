@@ -9,9 +9,9 @@ import pickle
 import numpy as np
 import pytest
 import torch
-from conftest import LAYOUTS, check, inputs, random_array
 
 import lazytensor as lt
+from conftest import LAYOUTS, check, inputs, random_array
 from lazytensor import nn
 from lazytensor.kernels.ir import Contraction
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import check
 
 import lazytensor as lt
+from conftest import check
 from lazytensor import autograd, graph, ops
 from lazytensor.graph import Op
 from lazytensor.kernels import reference

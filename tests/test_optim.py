@@ -8,9 +8,9 @@ import pickle
 import numpy as np
 import pytest
 import torch
-from conftest import check, random_array
 
 import lazytensor as lt
+from conftest import check, random_array
 from lazytensor import nn, optim
 
 F64 = lt.float64

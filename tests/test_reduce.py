@@ -8,9 +8,9 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from conftest import ALL_DTYPES, LAYOUTS, check, inputs, layout, random_array, to_torch_dtype
 
 import lazytensor as lt
+from conftest import ALL_DTYPES, LAYOUTS, check, inputs, layout, random_array, to_torch_dtype
 
 SHAPE = (3, 4, 5)
 # (axis, keepdims): None, ints (negative too), tuples (unsorted, negative, all axes) and the empty tuple,

@@ -23,13 +23,26 @@ import ml_dtypes
 import numpy as np
 import pytest
 import torch
-from conftest import TOLERANCE, layout, padded_load_kernel, random_array, to_torch_dtype
 
 import lazytensor as lt
 import lazytensor.device
+from conftest import TOLERANCE, layout, padded_load_kernel, random_array, to_torch_dtype
 from lazytensor.kernels import ir, reference
-from lazytensor.kernels.dtype import (ALL_DTYPES, DType, bfloat16, bfloat16_bits, bfloat16_to_float32, bool_, float16,
-                                      float32, float64, int8, int32, int64, uint8)
+from lazytensor.kernels.dtype import (
+    ALL_DTYPES,
+    DType,
+    bfloat16,
+    bfloat16_bits,
+    bfloat16_to_float32,
+    bool_,
+    float16,
+    float32,
+    float64,
+    int8,
+    int32,
+    int64,
+    uint8,
+)
 from lazytensor.kernels.expr import Bound, Expr, Var
 from lazytensor.kernels.split import split_reduction
 from lazytensor.kernels.triton import targets

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import check, random_array
 
 import lazytensor as lt
+from conftest import check, random_array
 from lazytensor.kernels import ir
 from lazytensor.kernels.dtype import float32
 from lazytensor.kernels.expr import Expr, Var

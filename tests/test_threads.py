@@ -3,13 +3,12 @@ thread, and never crash: the graph, the caches and the compiler are shared (see 
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
-from conftest import classifier_step
-
 import lazytensor as lt
+from conftest import classifier_step
 from lazytensor import nn, optim
 
 THREADS = 8

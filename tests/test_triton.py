@@ -21,12 +21,12 @@ import sys
 
 import numpy as np
 import pytest
-import triton_interpreter  # noqa: F401  (registers torch storage for the interpreter)
-from conftest import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, padded_load_kernel, random_array
 from test_contraction import data
 
 import lazytensor as lt
 import lazytensor.device
+import triton_interpreter  # noqa: F401  (registers torch storage for the interpreter)
+from conftest import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, padded_load_kernel, random_array
 from lazytensor.kernels import ir
 from lazytensor.kernels.dtype import int64, uint8
 from lazytensor.kernels.expr import Expr, Var
@@ -126,7 +126,7 @@ def test_float_functions_and_nan_rules(dtype):
     assert_same(lambda t: t.round(), x)
     assert_same(lambda t: t.trunc(), x)
     assert_same(lambda t: t.floor() + t.ceil(), x)
-    assert_same(lambda t: t.isnan() | (t != t), x)
+    assert_same(lambda t: t.isnan() | (t != t), x)  # noqa: PLR0124 (NaN is unequal to itself, in the kernel too)
     y = np.roll(x, 3)
     assert_same(lambda s, t: s.maximum(t) - s.minimum(t), x, y)
     tol = 1e-6 if dtype == lt.float32 else 1e-13
@@ -152,10 +152,10 @@ def test_scalar_parameters_keep_their_dtype(dtype):
     x = random_array((6,), dtype, 2)
     scalars = [True, False] if dtype == lt.bool_ else [0.1, 1 / 3] if dtype.is_float else [3, 1]
     for s in scalars:
-        assert_same(lambda t, s=s: lt.where(t == t, s, t), x)
+        assert_same(lambda t, s=s: lt.where(t == t, s, t), x)  # noqa: PLR0124 (false at NaN, in the kernel too)
     lt.reset_stats()
     t = lt.asarray(x, device="cuda")
-    lt.where(t == t, scalars[1], t).realize()
+    lt.where(t == t, scalars[1], t).realize()  # noqa: PLR0124 (false at NaN)
     assert lt.stats().kernels_compiled == 0 and lt.stats().kernels_launched == 1
 
 
@@ -211,8 +211,8 @@ def test_small_integer_max_and_min_keep_their_dtype_for_the_ops_that_read_them(d
 def test_row_wise_multi_reductions_are_one_kernel(tiling):
     """softmax and layernorm: several reductions of a row, then the elementwise part, in one kernel."""
     x = random_array((5, 9), lt.float32, 4)
-    softmax = lambda t: t.softmax(-1)  # noqa: E731
-    layernorm = lambda t: (t - t.mean(-1, keepdims=True)) / (t.var(-1, keepdims=True) + 1e-5).sqrt()  # noqa: E731
+    softmax = lambda t: t.softmax(-1)
+    layernorm = lambda t: (t - t.mean(-1, keepdims=True)) / (t.var(-1, keepdims=True) + 1e-5).sqrt()
     for fn in (softmax, layernorm, lambda t: t.log_softmax(1), lambda t: t.logsumexp(1)):
         assert len(lt.schedule(fn(lt.asarray(x, device="cuda")))) == 1
         assert_same(fn, x, rtol=1e-5)
@@ -303,7 +303,7 @@ def test_bias_and_relu_are_fused_into_the_tile_store(monkeypatch):
     runtime = runtime_module()
     monkeypatch.setattr(runtime, "_programs", {})  # compiled by this test, into this test's cache directory
     a, b, bias = data((64, 96), seed=1), data((96, 80), seed=2), data((80,), seed=3)
-    fn = lambda x, y, z: ((x @ y) + z).relu()  # noqa: E731
+    fn = lambda x, y, z: ((x @ y) + z).relu()
     assert_same(fn, a, b, bias)
     kernel, program = contraction_program(fn(*cuda_tensors(a, b, bias)))
     assert kernel.epilogue is not None and program.epilogue is None and not program.packs
@@ -328,7 +328,7 @@ def test_conv2d_is_one_kernel_with_its_windows_in_the_tile_loads():
     """An implicit GEMM: the input windows are the left operand's prologue, and bias + relu on the NCHW
     output (a transpose of C) are fused into the store."""
     x, w, bias = data((2, 8, 12, 12), seed=1), data((16, 8, 3, 3), seed=2), data((16,), seed=3)
-    fn = lambda x, w, b: lt.nn.functional.conv2d(x, w, b, padding=1).relu()  # noqa: E731
+    fn = lambda x, w, b: lt.nn.functional.conv2d(x, w, b, padding=1).relu()
     assert_same(fn, x, w, bias)
     _, program = contraction_program(fn(*cuda_tensors(x, w, bias)))
     assert program.epilogue is None and not program.packs
@@ -337,7 +337,7 @@ def test_conv2d_is_one_kernel_with_its_windows_in_the_tile_loads():
 def test_operands_with_a_reduction_are_packed_first():
     """softmax(x) @ w: the tile loop would recompute the row reductions for every k block."""
     a, w = data((70, 45), seed=1), data((45, 64), seed=2)
-    fn = lambda x, y: x.softmax(-1) @ y  # noqa: E731
+    fn = lambda x, y: x.softmax(-1) @ y
     assert_same(fn, a, w, rtol=1e-6)
     _, program = contraction_program(fn(*cuda_tensors(a, w)))
     assert len(program.packs) == 1 and "_pack_a" in program.packs[0].name
@@ -391,7 +391,7 @@ def test_autotune_times_each_candidate_once_per_shape(monkeypatch):
     a, b, bias = data((48, 40), seed=1), data((40, 80), seed=2), data((80,), seed=3)
     assert_same(lambda x, y: x @ y, a, b)
     assert len(timed) == 2 and list(runtime._tuned.values()) == [small]
-    fn = lambda x, y, z: (x @ y + z).relu()  # noqa: E731
+    fn = lambda x, y, z: (x @ y + z).relu()
     assert_same(fn, a, b, bias)
     assert len(timed) == 2, "a contraction of a shape already timed compiles the winner only"
     _, program = contraction_program(fn(*cuda_tensors(a, b, bias)))

@@ -93,7 +93,7 @@ def compile_batch(machine: Machine, jobs: list[Job]) -> list[Answer]:
         try:
             optimized, obj = machine.compile(source, wide)
             answers.append((optimized, obj, time.perf_counter() - t0, None))
-        except Exception as e:  # reported to the process, which raises it where the kernel is compiled
+        except Exception as e:  # noqa: BLE001 (reported to the process, which raises it where the kernel is compiled)
             answers.append(("", b"", 0.0, f"{type(e).__name__}: {e}"))
     return answers
 

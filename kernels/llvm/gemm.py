@@ -23,8 +23,8 @@ use it.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import llvmlite.binding as llvm
 from llvmlite import ir
@@ -443,7 +443,7 @@ def render_gemm(c: Contraction, layout: Layout, checked: bool = False) -> str:
     the panels' buffers, the contraction's geometry and, checked, where its core records a fault."""
     builder = FunctionBuilder(c.name, len(c.params) if checked else None)
     module, b = builder.module, builder.b
-    bufs, params, start, end = builder.fn.args
+    bufs, _, start, end = builder.fn.args
     core = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR, PTR, I64, I64, PTR]),
                        symbol(core_name(c, layout), checked))
     table = ir.GlobalVariable(module, ir.ArrayType(I64, len(GEOMETRY)), f"{c.name}_geometry")

@@ -50,10 +50,10 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
-from typing import Callable, Sequence
+from functools import cache
 
 from llvmlite import ir
 from llvmlite.ir.instructions import CallInstrAttributes
@@ -71,7 +71,7 @@ I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 _SCALE = 1400
 
 
-@lru_cache(maxsize=None)
+@cache
 def _pi_scaled() -> int:
     """floor(pi * 2**_SCALE) (up to the last bit), from Machin's formula in integer arithmetic:
     pi = 16 atan(1/5) - 4 atan(1/239)."""
@@ -90,7 +90,7 @@ def _pi_scaled() -> int:
     return (16 * atan_inv(5) - 4 * atan_inv(239)) >> guard
 
 
-@lru_cache(maxsize=None)
+@cache
 def _ln2_scaled() -> int:
     """floor(ln 2 * 2**_SCALE) (up to the last bit), from ln 2 = sum 1 / (k 2**k)."""
     guard = 40
@@ -98,22 +98,22 @@ def _ln2_scaled() -> int:
     return sum((one >> k) // k for k in range(1, _SCALE + guard)) >> guard
 
 
-@lru_cache(maxsize=None)
+@cache
 def _pi() -> Fraction:
     return Fraction(_pi_scaled(), 1 << _SCALE)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _ln2() -> Fraction:
     return Fraction(_ln2_scaled(), 1 << _SCALE)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _log2e() -> Fraction:
     return 1 / _ln2()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _round(x: Fraction, bits: int) -> float:
     """`x` rounded to nearest (ties to even) with `bits` significant bits, as an exact float."""
     if x == 0:
@@ -125,7 +125,7 @@ def _round(x: Fraction, bits: int) -> float:
     return float(round(x / unit) * unit)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _split(x: Fraction, bits: int, parts: int) -> tuple[float, ...]:
     """`x` as an unevaluated sum of `parts` floats of at most `bits` significant bits each."""
     out = []
@@ -667,13 +667,13 @@ class _Reduced:
     rl: ir.Value | None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _two_over_pi_scaled() -> int:
     """floor(2/pi * 2**_SCALE) (up to the last bit)."""
     return (1 << (2 * _SCALE + 1)) // _pi_scaled()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _reduction_table(bits: int) -> tuple[float, ...]:
     """U_E = 2**E 2/pi mod 4 for E in [_RED_EMIN, _RED_EMAX], flattened: per exponent two doubles
     hi + lo (float32), or four 53-bit slices holding the bits 2**1..2**-51, 2**-52..2**-104,
@@ -695,7 +695,7 @@ def _reduction_table(bits: int) -> tuple[float, ...]:
     return tuple(out)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _table_text(bits: int) -> str:
     """The table as LLVM constant text, formatted once per process (it is large)."""
     values = _reduction_table(bits)

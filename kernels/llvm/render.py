@@ -28,7 +28,7 @@ them still vectorize.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from llvmlite import ir
 
@@ -510,7 +510,7 @@ class KernelRenderer(FunctionBuilder):
 
     # ---- values ----------------------------------------------------------------------------
 
-    def constant(self, value: bool | int | float, dtype: DType) -> ir.Constant:
+    def constant(self, value: bool | float, dtype: DType) -> ir.Constant:
         if dtype in HALF_FLOATS:
             return I16(half_bits(float(value), dtype))
         if dtype.is_float:

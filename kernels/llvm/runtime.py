@@ -61,11 +61,11 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Generator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Generator, Mapping, Sequence
 
 import llvmlite.binding as llvm
 import numpy as np

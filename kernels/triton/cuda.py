@@ -21,8 +21,8 @@ from __future__ import annotations
 import ctypes
 import threading
 from collections import defaultdict
+from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Callable
 
 CUDA_SUCCESS = 0
 CUDA_ERROR_OUT_OF_MEMORY = 2

@@ -38,8 +38,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 from ..dtype import DType, bfloat16, bool_, float16, float32, float64, half_bits, int8, int16, int32, int64, uint8
 from ..expr import Bounds, Div, Expr, Mod, Var
@@ -99,7 +99,7 @@ def _broadcast(*shapes: Shape) -> Shape:
     return tuple(max(dims) for dims in zip(*blocks)) if blocks else ()
 
 
-def _literal(value: bool | int | float, dtype: DType) -> str:
+def _literal(value: bool | float, dtype: DType) -> str:
     """A Python literal Triton reads exactly (floats by repr, non-finite ones by name)."""
     if dtype == bool_:
         return "True" if value else "False"
@@ -326,7 +326,7 @@ class ValueRenderer:
 
     # ---- values -----------------------------------------------------------------------------
 
-    def const(self, value: bool | int | float, dtype: DType) -> str:
+    def const(self, value: bool | float, dtype: DType) -> str:
         if dtype in (float16, bfloat16):  # by bits: rounded through float32, a -0.0 kept (see `half_bits`)
             return f"tl.full([], {half_bits(float(value), dtype)}, tl.uint16).to({TL_TYPES[dtype]}, bitcast=True)"
         if dtype.is_float and value == 0 and math.copysign(1.0, value) < 0:  # Triton 3.6 makes -0.0 constants 0.0

@@ -32,8 +32,9 @@ import hashlib
 import importlib.util
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from triton.runtime.driver import driver as triton_driver
 from triton.runtime.errors import OutOfResources
@@ -224,7 +225,7 @@ _programs: dict[tuple[str, Tiling, Target, str], Program | ContractionProgram] =
 
 
 def compile_kernel(kernel: Kernel | Contraction, target: Target,
-                   tiling: Tiling = Tiling()) -> tuple[Program | ContractionProgram, bool]:
+                   tiling: Tiling = Tiling()) -> tuple[Program | ContractionProgram, bool]:  # noqa: B008 (frozen)
     """Compile `kernel` for `target`, or find the program compiled for the same body (and, for a
     contraction, the same input precision). `tiling` applies to the kernels rendered by `render`.
 

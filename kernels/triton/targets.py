@@ -20,8 +20,9 @@ import os
 import sys
 import weakref
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 

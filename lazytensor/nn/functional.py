@@ -10,7 +10,8 @@ gradient is a transposed convolution, a contraction like the forward).
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -170,7 +171,7 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 
         return conv2d(x.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
     if x.ndim != 4 or weight.ndim != 4:
         raise ShapeError(f"conv2d: expected a 4-d input and weight, got shapes {x.shape} and {weight.shape}")
-    n, cin, _, _ = x.shape
+    _, cin, _, _ = x.shape
     cout, cg, kh, kw = weight.shape
     if cin % groups or cout % groups or cin // groups != cg:
         raise ShapeError(f"conv2d: input with {cin} channels and weight of shape {weight.shape} do not match "
@@ -425,7 +426,7 @@ def embedding(indices: Tensor, weight: Tensor, padding_idx: int | None = None) -
     so the gradient scatters into the picked rows (no gradient to `padding_idx`'s row)."""
     if indices.dtype.is_float or indices.dtype == dtypes.bool_:
         raise DTypeError(f"embedding: indices must be integers, got {indices.dtype.name}")
-    vocab, dim = weight.shape
+    vocab, _ = weight.shape
     rows = _iota(vocab, weight.device)
     w = weight
     if padding_idx is not None:
@@ -471,16 +472,16 @@ def _reduce_loss(loss: Tensor, reduction: str, name: str) -> Tensor:
     raise ValueError(f"{name}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
 
 
-def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
+def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     diff = input - target
     return _reduce_loss(diff * diff, reduction, "mse_loss")
 
 
-def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
+def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     return _reduce_loss((input - target).abs(), reduction, "l1_loss")
 
 
-def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
                                      reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
     """-[pos_weight * y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))], computed stably."""
     log_sig = -softplus(-input)      # log sigmoid(x)
@@ -492,7 +493,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     return _reduce_loss(loss, reduction, "binary_cross_entropy_with_logits")
 
 
-def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          reduction: str = "mean") -> Tensor:
     """-[y log p + (1 - y) log(1 - p)] with the logs clamped at -100, as PyTorch."""
     loss = -(target * input.log().maximum(-100.0) + (1 - target) * (1 - input).log().maximum(-100.0))
@@ -507,7 +508,7 @@ def _class_mask(target: Tensor, n_classes: int, class_dim_shape: tuple[int, ...]
     return target.unsqueeze(1) == classes
 
 
-def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore_index: int = -100,  # noqa: A002
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore_index: int = -100,
              reduction: str = "mean") -> Tensor:
     """-input[i, target[i]] (times weight[target[i]]) for log-probabilities `input` of shape (N, C) or
     (N, C, d1, ...); the mean divides by the summed weights of the targets not ignored, as PyTorch."""
@@ -543,7 +544,7 @@ def _nll(logp: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int,
     return _reduce_loss(loss, reduction, name), valid, denom
 
 
-def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                   ignore_index: int = -100, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
     """log_softmax over axis 1, then the negative log-likelihood of integer class targets; with
     `label_smoothing` e, (1 - e) * nll + e * (the mean over classes of -log p), as PyTorch."""
@@ -568,7 +569,33 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
     return nll * (1 - label_smoothing) + smooth * (label_smoothing / c)
 
 
-__all__ = ["relu", "relu6", "leaky_relu", "elu", "sigmoid", "tanh", "silu", "gelu", "softplus", "softmax",
-           "log_softmax", "linear", "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "layer_norm",
-           "batch_norm", "group_norm", "one_hot", "embedding", "dropout", "mse_loss", "l1_loss",
-           "binary_cross_entropy", "binary_cross_entropy_with_logits", "nll_loss", "cross_entropy"]
+__all__ = [
+    "adaptive_avg_pool2d",
+    "avg_pool2d",
+    "batch_norm",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "conv2d",
+    "cross_entropy",
+    "dropout",
+    "elu",
+    "embedding",
+    "gelu",
+    "group_norm",
+    "l1_loss",
+    "layer_norm",
+    "leaky_relu",
+    "linear",
+    "log_softmax",
+    "max_pool2d",
+    "mse_loss",
+    "nll_loss",
+    "one_hot",
+    "relu",
+    "relu6",
+    "sigmoid",
+    "silu",
+    "softmax",
+    "softplus",
+    "tanh",
+]

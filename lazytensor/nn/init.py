@@ -126,5 +126,16 @@ def _normal_quantile(p: Tensor) -> Tensor:
     return where(q.abs() <= 0.47575, central, tail)
 
 
-__all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "xavier_uniform_",
-           "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "trunc_normal_"]
+__all__ = [
+    "calculate_gain",
+    "constant_",
+    "kaiming_normal_",
+    "kaiming_uniform_",
+    "normal_",
+    "ones_",
+    "trunc_normal_",
+    "uniform_",
+    "xavier_normal_",
+    "xavier_uniform_",
+    "zeros_",
+]

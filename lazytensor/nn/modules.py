@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from typing import Any, Callable, Iterable, Iterator, NamedTuple
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, NamedTuple
 
 from .. import dtypes
 from ..autograd import no_grad
@@ -653,7 +654,7 @@ class CrossEntropyLoss(Module):
         self.weight, self.ignore_index = weight, ignore_index
         self.reduction, self.label_smoothing = reduction, label_smoothing
 
-    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.cross_entropy(input, target, self.weight, self.ignore_index, self.reduction, self.label_smoothing)
 
 
@@ -662,7 +663,7 @@ class NLLLoss(Module):
         super().__init__()
         self.weight, self.ignore_index, self.reduction = weight, ignore_index, reduction
 
-    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.nll_loss(input, target, self.weight, self.ignore_index, self.reduction)
 
 
@@ -671,7 +672,7 @@ class MSELoss(Module):
         super().__init__()
         self.reduction = reduction
 
-    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.mse_loss(input, target, self.reduction)
 
 
@@ -680,7 +681,7 @@ class L1Loss(Module):
         super().__init__()
         self.reduction = reduction
 
-    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.l1_loss(input, target, self.reduction)
 
 
@@ -689,5 +690,5 @@ class BCEWithLogitsLoss(Module):
         super().__init__()
         self.weight, self.reduction, self.pos_weight = weight, reduction, pos_weight
 
-    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.binary_cross_entropy_with_logits(input, target, self.weight, self.reduction, self.pos_weight)

@@ -109,7 +109,7 @@ def work(args: argparse.Namespace) -> None:
         status.write_text(json.dumps({"check": name, "seed": seed, "tallies": {n: vars(t) | {"failures": {
             f"{k}|{s}": c for (k, s), c in t.failures.items()}} for n, t in tallies.items()}}))
         t0 = time.monotonic()
-        case, record, verdict = attempt(name, None, seed, max_numel(args))
+        _, record, verdict = attempt(name, None, seed, max_numel(args))
         tallies[name].add(verdict, time.monotonic() - t0)
         if not isinstance(verdict, Outcome) and (name, verdict.signature) not in seen:
             seen.add((name, verdict.signature))
@@ -217,7 +217,7 @@ def crash(args: argparse.Namespace, name: str, seed: int, env: dict[str, str], c
             json.dump(record, fh)
         cmd = [sys.executable, "-m", "tests.fuzz", *strip(sys.argv[1:]), "--crash-check", name, fh.name]
         try:
-            result = subprocess.run(cmd, cwd=ROOT, env=env, timeout=HANG_SECONDS, capture_output=True)
+            result = subprocess.run(cmd, cwd=ROOT, env=env, timeout=HANG_SECONDS, capture_output=True, check=False)
             died = result.returncode < 0
         except subprocess.TimeoutExpired:
             died = code == -9

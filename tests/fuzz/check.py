@@ -82,7 +82,7 @@ def host(t: lt.Tensor) -> np.ndarray:
 
 def torch_inputs(prog: Program, ns: dict[str, Any]) -> dict[str, torch.Tensor]:
     D = {inp.name: inp.base() for inp in prog.inputs}
-    return {inp.name: eval(prog.input_source(inp, "torch") + inp.view(), {**ns, "D": D})  # noqa: S307
+    return {inp.name: eval(prog.input_source(inp, "torch") + inp.view(), {**ns, "D": D})
             for inp in prog.inputs}
 
 
@@ -121,7 +121,7 @@ def run_forward(prog: Program) -> Outcome:
         exec(prog.lt_source(), ns)  # noqa: S102
         results = ns["lt_program"](D)
         got = {n: host(t) for n, t in results.items()}
-    except Exception as e:  # noqa: BLE001  (any error on a valid program is a finding)
+    except Exception as e:
         raise Failure("lt-error", _describe(e), type(e).__name__) from e
     draws = []
     if prog.random_steps:
@@ -228,7 +228,7 @@ def run_grad(prog: Program) -> Outcome:
         if "no gradient reaches" in str(e) and all(g is None or not g.any() for g in ref.values()):
             return outcome
         raise Failure("lt-error", _describe(e), type(e).__name__) from e
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         raise Failure("lt-error", _describe(e), type(e).__name__) from e
     for name, g_ref in ref.items():
         r = torch.zeros(D[name].shape, dtype=torch.float64) if g_ref is None else g_ref.double()
@@ -337,7 +337,7 @@ def run_jit(prog: Program) -> Outcome:
     try:
         lt.manual_seed(prog.seed)
         plain = [realized(step(tensors(d))) for d in datas]
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         raise Failure("lt-error", _describe(e), type(e).__name__) from e
     lt.manual_seed(prog.seed)
     jitted = lt.jit(step)
@@ -345,7 +345,7 @@ def run_jit(prog: Program) -> Outcome:
     for call, d in enumerate(datas):
         try:
             got = realized(jitted(tensors(d)))
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise Failure("jit", f"call {call}: {_describe(e)}", type(e).__name__) from e
         for name, want in plain[call].items():
             have = got[name]

@@ -12,8 +12,9 @@ asked.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -365,7 +366,7 @@ def run_bad_call(case: BadCall) -> str:
     expected = getattr(lt, case.expect, None) or getattr(builtins, case.expect)
     try:
         exec(f"_ = {case.lt}", ns)  # noqa: S102
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         if isinstance(e, CRASHES) or not isinstance(e, expected):
             raise Failure("error-kind", f"{case.title}: lazytensor raised {type(e).__name__}: {e} (expected "
                           f"{case.expect}; torch raised {torch_error})", type(e).__name__, [case]) from e

@@ -2,7 +2,8 @@
 Triton's tiny tiles. Each takes the setter to use (pytest's monkeypatch.setattr, to undo it after a test)."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 Setter = Callable[[Any, str, Any], None]
 

@@ -32,8 +32,9 @@ import contextlib
 import itertools
 import math
 import warnings
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import torch
 
@@ -241,7 +242,7 @@ def _crosses_zero(o: Operand) -> Any:
 def elementwise(step: Step, fn: Callable, env: dict[str, RVal], native: dict[str, torch.Tensor]) -> RVal:
     """An elementwise op by its rule."""
     spec: OpSpec = OPS[step.op]
-    ops, compute = operands(step, env, native)
+    ops, _ = operands(step, env, native)
     out_dtype = native[step.out].dtype
     center = _call(fn, ops, [o.val for o in ops])
     rule = spec.rule
@@ -556,7 +557,7 @@ def _argext(step: Step, fn: Callable, src: RVal, out_dtype: torch.dtype) -> RVal
     """argmax/argmin: determined where one element is surely the extremum, or where the candidates are
     exact ties (the first wins), or where a NaN is (the first NaN wins, as PyTorch)."""
     center = fn(src.val)
-    axis, keep = step.params.get("axis"), step.params.get("keep", False)
+    axis = step.params.get("axis")
     v = src.val.double() * (1 if step.op == "argmax" else -1)
     e = src.err
     if axis is None or v.dim() == 0:
@@ -741,7 +742,7 @@ def torch_function(step: Step, namespace: dict[str, Any]) -> Callable:
     scalars = [s for s in SCALARS if s in step.params]
     text = render(OPS[step.op].torch, names, {**params, **{s: _Name(f"_{s}") for s in scalars}})
     args = ", ".join(names + [f"_{s}=None" for s in scalars])
-    return eval(f"lambda {args}: {text}", namespace)  # noqa: S307  (our own templates)
+    return eval(f"lambda {args}: {text}", namespace)
 
 
 class _Name(str):

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import inspect
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from . import check, errors, gen, semantics
 from .check import Failure, Outcome
@@ -202,8 +203,8 @@ def _grad_body(prog: Program, f: Failure) -> str:
              "for name in want:", "    print(name, 'lazytensor', got[name].numpy() if got[name] is not None else None)",
              "    print(name, 'torch (float64)', want[name])"]
     if f.checks:
-        lines += [f"CHECKS = {lit(list(f.checks))}  # (input, index, lazytensor's then, torch float64's, bound, "
-                  "torch's own dtype's)",
+        lines += [(f"CHECKS = {lit(list(f.checks))}  # (input, index, lazytensor's then, torch float64's, bound, "
+                   "torch's own dtype's)"),
                   "for name, idx, _, exact, bound, _ in CHECKS:",
                   "    value = float(got[name].numpy()[idx])",
                   "    assert abs(value - exact) <= bound or (value != value and exact != exact), (name, idx, value, exact)"]
