@@ -651,9 +651,15 @@ def _contract(b: Builder) -> Value | None:
         return b.add("tensordot", [a, rhs], {"axes": n})
     if op == "vecdot":
         a = b.operand(lambda v: v.ndim >= 1 and v.dtype.is_floating_point) or b.new_input(b.shape(2), dt)
-        rhs = b.new_input(_broadcastable(a.shape, b) if a.ndim else (), _name(a.dtype))
-        nd = max(a.ndim, rhs.ndim)
-        return b.add("vecdot", [a, rhs], {"i": b.ch.int(-nd, nd - 1)}) if nd else None
+        if not a.ndim:
+            return None
+        # the contracted axis has one length in both (NumPy and the array API broadcast only the others)
+        i = b.ch.int(-a.ndim, -1)
+        other = list(_broadcastable(a.shape, b))
+        other = [1] * max(0, -i - len(other)) + other
+        other[i] = a.shape[i]
+        rhs = b.new_input(tuple(other), _name(a.dtype))
+        return b.add("vecdot", [a, rhs], {"i": i})
     if op == "outer":
         x, y = b.new_input((b.ch.int(0, 6),), dt), b.new_input((b.ch.int(1, 6),), dt)
         return b.add("outer", [x, y], {})
