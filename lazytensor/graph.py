@@ -130,22 +130,16 @@ def hold(holder: Any, node: Node) -> None:
     the user may read after a realize. Kept weakly: a tensor nothing else holds is no reason to write its
     node."""
     if node.holders is None:
-        node.holders = {}
-    # weak references by id, not a WeakSet: a set compares its members with ==, which is elementwise on tensors
-    holders, key = node.holders, id(holder)
-
-    def forget(ref: weakref.ref) -> None:  # a hash-consed node outlives the many temporaries made on it
-        if holders.get(key) is ref:
-            del holders[key]
-
-    holders[key] = weakref.ref(holder, forget)
+        # by id, not a WeakSet: a set compares its members with ==, which is elementwise on tensors; an entry
+        # goes when its tensor does (a hash-consed node outlives the many temporaries made on it)
+        node.holders = weakref.WeakValueDictionary()
+    node.holders[id(holder)] = holder
 
 
 def is_held(node: Node) -> bool:
     """Whether a live tensor of the user's program still holds `node` (a tensor rebound since, as optimizers
     rebind parameters, holds its new node instead)."""
-    return node.holders is not None and any((h := r()) is not None and h.node is node
-                                            for r in list(node.holders.values()))
+    return node.holders is not None and any(h.node is node for h in node.holders.values())
 
 
 def _node_of_data(data: np.ndarray, dtype: DType, shape: tuple[int, ...], device: str) -> Node:

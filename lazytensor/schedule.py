@@ -263,7 +263,7 @@ def schedule(*roots: Node) -> Schedule:
     for n in nodes:
         if n.op is Op.CHECK and not n.srcs[1].realized:
             checks.append((storage(n.srcs[1]), n.arg))
-        if n.holders is not None and not n.realized and is_held(n):
+        if not n.realized and is_held(n):
             live.append(n)
     targets += [flag for flag, _ in checks]
     pos = {id(n): i for i, n in enumerate(nodes)}

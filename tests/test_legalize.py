@@ -26,6 +26,7 @@ from test_reference import (
     assert_identical,
     assert_within_ulps,
     both_ways,
+    cast_kernel,
     elementwise_kernel,
     on_reference,
     operands,
@@ -34,7 +35,7 @@ from test_reference import (
 
 import lazytensor as lt
 from lazytensor.kernels import ir, legalize
-from lazytensor.kernels.dtype import DType, bfloat16, bfloat16_bits, bool_, float64, int8, int32, int64
+from lazytensor.kernels.dtype import DType, float64, int8, int32, int64
 from lazytensor.kernels.expr import Expr, Var
 from lazytensor.kernels.llvm.render import NATIVE as LLVM_NATIVE
 from lazytensor.kernels.triton.render import NATIVE as TRITON_NATIVE
@@ -81,19 +82,6 @@ def guarded_casts(kernel: ir.Kernel) -> set[legalize.Key]:
     """The float-to-int64 casts in a kernel: the one op legalization keeps, guarded."""
     return {(v.srcs[0].dtype, v.dtype) for v in kernel.values()
             if v.op is ir.VOp.CAST and v.srcs[0].dtype.is_float and v.dtype == int64}
-
-
-def cast_kernel(src: DType, dst: DType) -> tuple[ir.Kernel, np.ndarray]:
-    """`out[i] = cast(b1[i])` on the source dtype's edge values (floats: out of every integer range too)."""
-    wide = np.concatenate([suite_values(float64), [255.5, 300.0, -1.7, 3e9, -3e9, 1e19, -1e19, 65519.0, 65520.0,
-                                                   3.5e38, 1 + 2.0**-11 + 2.0**-30, 2.0**-24, 2.0**-25, 6e-8]])
-    with np.errstate(over="ignore"):
-        data = bfloat16_bits(wide.astype(np.float32)) if src == bfloat16 else \
-            suite_values(src) if src.is_int or src == bool_ else wide.astype(src.name)
-    o = Var("o0", data.size)
-    kernel = ir.Kernel("", (ir.BufferParam(dst, data.size, True), ir.BufferParam(src, data.size)), (), (o,),
-                       (ir.Store(0, Expr.of(o), ir.cast(ir.load(1, src, Expr.of(o), ()), dst)),))
-    return kernel, data
 
 
 def assert_same_results(kernel: ir.Kernel, legal: ir.Kernel, inputs: list[np.ndarray], what: str,

@@ -478,18 +478,24 @@ def test_max_and_min_order_signed_zeros(op, dtype, request):
     assert_identical(got, want, f"{op.label} over long rows of zeros")
 
 
-@pytest.mark.parametrize("dst", ALL_DTYPES, ids=str)
-@pytest.mark.parametrize("src", ALL_DTYPES, ids=str)
-def test_backend_agrees_on_casts(src, dst):
-    """Every conversion, out-of-range and special values included."""
+def cast_kernel(src: DType, dst: DType) -> tuple[ir.Kernel, np.ndarray]:
+    """`out[i] = cast(b1[i])` on the source dtype's edge values (floats: out of every integer range too)."""
     wide = np.concatenate([suite_values(float64), [255.5, 300.0, -1.7, 3e9, -3e9, 1e19, -1e19, 65519.0, 65520.0,
-                                                   3.5e38, 1 + 2.0**-11 + 2.0**-30]])
+                                                   3.5e38, 1 + 2.0**-11 + 2.0**-30, 2.0**-24, 2.0**-25, 6e-8]])
     with np.errstate(over="ignore"):
         data = bfloat16_bits(wide.astype(np.float32)) if src == bfloat16 else \
             suite_values(src) if src.is_int or src == bool_ else wide.astype(src.name)
     o = Var("o0", data.size)
     kernel = ir.Kernel("", (ir.BufferParam(dst, data.size, True), ir.BufferParam(src, data.size)), (), (o,),
                        (ir.Store(0, Expr.of(o), ir.cast(ir.load(1, src, Expr.of(o), ()), dst)),))
+    return kernel, data
+
+
+@pytest.mark.parametrize("dst", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("src", ALL_DTYPES, ids=str)
+def test_backend_agrees_on_casts(src, dst):
+    """Every conversion, out-of-range and special values included."""
+    kernel, data = cast_kernel(src, dst)
     ((got, want),) = on_both(kernel, [data])
     assert_identical(got, want, f"{src} to {dst}")
 
