@@ -18,8 +18,8 @@ update that reads it.
 - `no_grad()` / `enable_grad()` switch recording off and on.
 - `custom_vjp(srcs, forward, backward)` records an op with its own backward (PyTorch's
   `torch.autograd.Function`, JAX's `custom_vjp`): for a composite whose derivative through its
-  primitives lowers badly (conv2d's input gradient is a transposed convolution, not a sum of
-  shifted windows).
+  primitives lowers badly (conv2d's input gradient is a contraction over the output channels
+  in the layout that its placement reads, not the derivative of the sliding-window view).
 
 Only floating-point tensors have gradients. Comparisons, bitwise and integer
 ops, `argmax`, casts to integers and `floor`/`ceil`/`round`/`trunc`/`//`

@@ -5,7 +5,7 @@ Everything here is ordinary lazy graph: a convolution is a sliding-window view
 weights, summed; pooling reduces the same view; losses are reductions. So they
 fuse like anything else, and their gradients come from the primitive rules in
 `lazytensor/autograd.py`, except conv2d's, which has its own backward (the input
-gradient is a transposed convolution, a contraction like the forward).
+gradient is a contraction like the forward, then a placement of each tap's terms).
 """
 from __future__ import annotations
 
@@ -165,8 +165,9 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 
     weights, with the bias added in the same kernel.
 
     Its backward is its own (`custom_vjp`): the weight gradient is a reduction over (N, OH, OW) of the
-    same windows times the output gradient; the input gradient is a transposed convolution, written as
-    a forward one (see `_conv2d_input_grad`), so both are contractions."""
+    same windows times the output gradient, a contraction; the input gradient is a contraction of the
+    output gradient with each tap's weights, whose columns are then added where they belong (see
+    `_conv2d_input_grad`)."""
     if x.ndim == 3:
         return conv2d(x.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
     if x.ndim != 4 or weight.ndim != 4:
@@ -203,9 +204,8 @@ def _conv2d(x: Tensor, weight: Tensor, stride: Sequence[int], pads: Sequence[tup
     def backward(g: Tensor) -> tuple[Tensor | None, Tensor | None]:
         gx = gw = None
         if x.requires_grad:
-            # g in a buffer of its own: the input gradient's windows read each element kH * kW times and
-            # the weight gradient once more, which would each recompute what made g (a max-pool's
-            # backward, a dropout mask): a 3-4x slower backward for a small CNN
+            # g in a buffer of its own: the input and the weight gradient's contractions both read it, and
+            # their packing would each recompute what made g (a max-pool's backward, a dropout mask)
             g = g.contiguous()
             gx = _conv2d_input_grad(g, weight, x.shape[2:], stride, pads, dilation, groups)
         if weight.requires_grad:
@@ -218,29 +218,45 @@ def _conv2d(x: Tensor, weight: Tensor, stride: Sequence[int], pads: Sequence[tup
 
 def _conv2d_input_grad(g: Tensor, weight: Tensor, size: Sequence[int], stride: Sequence[int],
                        pads: Sequence[tuple[int, int]], dilation: Sequence[int], groups: int) -> Tensor:
-    """The gradient of conv2d's input (spatial `size`) from the gradient `g` of its output: a transposed
-    convolution, computed as a forward conv2d (stride 1, the same dilation) of `g` with zeros between its
-    elements (stride - 1 of them) and around it, by the weight flipped in both spatial axes with its in
-    and out channels swapped in each group.
+    """The gradient of conv2d's input (spatial `size`) from the gradient `g` of its output, term for term as
+    the chain rule has it: input element i (i + pad_before in the padded input) takes g[o] * w[k] for every
+    output o and tap k with o*stride + k*dilation = i + pad_before, and no other term.
 
-    Input element i (i + pad_before in the padded input) takes g[o] * w[k] for every o*s + k*d = i +
-    pad_before: with g dilated and shifted by d*(k-1) - pad_before, that is a window of it at i. The far
-    edge takes the zeros the forward's windows never reached (and a padding wider than the kernel's
-    reach crops, on either side)."""
+    The columns first, a contraction: for every input channel and tap, the output gradient times that tap's
+    weights, summed over the output channels. Then each tap's column is placed at the input elements its
+    terms belong to (spread out by the stride, shifted by the tap's offset) and the taps are summed. An
+    input element that a tap reaches through no output (past an edge, or between strided windows) gets no
+    term from it: a transposed convolution over zeros around and between g's elements would add zero times
+    the weight, NaN where the weight is infinite (torch sums only the terms that exist)."""
     n, cout, oh, ow = g.shape
     _, cg, kh, kw = weight.shape
     og = cout // groups
-    # a zero-filled axis of size stride after each element: dilated, with stride - 1 zeros at the end
-    wide = g.reshape(n, cout, oh, 1, ow, 1).pad([(0, 0), (0, 0), (0, 0), (0, stride[0] - 1), (0, 0),
-                                                 (0, stride[1] - 1)])
-    wide = wide.reshape(n, cout, oh * stride[0], ow * stride[1])
-    edges = [(d * (k - 1) - before, length + before - o * s)
-             for d, k, (before, _), length, o, s in zip(dilation, (kh, kw), pads, size, (oh, ow), stride)]
+    # (groups, C_in / groups, kH, kW, C_out / groups, N, OH, OW) summed over the output channels: the columns
+    # in the row-major order of the template's product (which it writes as it is), each tap's a block that
+    # its placement reads along the rows of the input gradient
+    taps = weight.reshape(groups, og, cg, kh, kw).permute(0, 2, 3, 4, 1).reshape(groups, cg, kh, kw, og, 1, 1, 1)
+    rows = g.reshape(n, groups, og, oh, ow).permute(1, 2, 0, 3, 4).reshape(groups, 1, 1, 1, og, n, oh, ow)
+    cols = (taps * rows)._reduce(ReduceOp.SUM, (4,), False, "conv2d")  # (groups, C_in / groups, kH, kW, N, OH, OW)
+    total = None
+    for i in range(kh):
+        for j in range(kw):
+            col = cols[:, :, i, j].permute(2, 0, 1, 3, 4).reshape(n, groups * cg, oh, ow)
+            placed = _spread(col, stride, [k * d - before for k, d, (before, _) in zip((i, j), dilation, pads)], size)
+            total = placed if total is None else total + placed
+    return total
+
+
+def _spread(t: Tensor, stride: Sequence[int], offsets: Sequence[int], size: Sequence[int]) -> Tensor:
+    """`t` (N, C, *out) spread over (N, C, *size): element o at o * stride + offset along each spatial axis,
+    zeros between; what falls outside `size` is cut."""
+    n, c, *out = t.shape
+    wide = t.reshape(n, c, *[v for o in out for v in (o, 1)])
+    wide = wide.pad([(0, 0), (0, 0), *[p for s in stride for p in ((0, 0), (0, s - 1))]])
+    wide = wide.reshape(n, c, *[o * s for o, s in zip(out, stride)])
+    edges = [(off, length - off - m) for off, length, m in zip(offsets, size, wide.shape[2:])]
     wide = wide.pad([(0, 0), (0, 0), *[(max(b, 0), max(a, 0)) for b, a in edges]])
-    wide = wide._shrink([(0, n, 1), (0, cout, 1), *[(max(-b, 0), m - max(-a, 0), 1)
-                                                    for (b, a), m in zip(edges, wide.shape[2:])]])
-    flipped = weight.reshape(groups, og, cg, kh, kw).permute(0, 2, 1, 3, 4).reshape(groups * cg, og, kh, kw)
-    return _conv2d(wide, flipped.flip((2, 3)), (1, 1), [(0, 0), (0, 0)], dilation, groups)
+    return wide._shrink([(0, n, 1), (0, c, 1), *[(max(-b, 0), m - max(-a, 0), 1)
+                                                 for (b, a), m in zip(edges, wide.shape[2:])]])
 
 
 def _pool_geometry(x: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool,

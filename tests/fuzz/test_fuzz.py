@@ -39,23 +39,12 @@ def mode(request, monkeypatch) -> str:
     return request.param
 
 
-# Cases whose program meets a bug not fixed yet, by (check, seed): each must still fail, as a strict xfail
-# does (its fix makes the run fail here until the entry goes), and is not shrunk.
-KNOWN_BUGS = {
-    ("grad", 11029): "conv2d's input gradient takes NaN from an infinite weight tap that no output reaches "
-                     "(tests/test_nn.py::test_conv2d_input_gradient_takes_no_nan_from_a_weight_tap_no_output_reaches)",
-}
-
-
 def fuzz(name: str, first_seed: int, cases: int, tmp_path: Path, mode: str) -> Tally:
     """Run `cases` seeds of a check; on a failure, shrink it and fail with its repro."""
     tally = Tally()
     for seed in range(first_seed, first_seed + cases):
         _, record, verdict = attempt(name, None, seed, MAX_NUMEL)
         tally.add(verdict, 0.0)
-        if (bug := KNOWN_BUGS.get((name, seed))) is not None:
-            assert isinstance(verdict, Failure), f"{name} seed {seed} passes now: take it out of KNOWN_BUGS ({bug})"
-            continue
         if isinstance(verdict, Failure):
             shrunk = shrink(name, record, verdict, MAX_NUMEL, SHRINK_SECONDS)
             path = tmp_path / f"{name}-{seed}.py"
