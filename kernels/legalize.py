@@ -26,7 +26,9 @@ backend legalizes each kernel where it enters it, before its own passes (splitti
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
+from decimal import Decimal, localcontext
 
 from .dtype import DType, bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8
 from .ir import COMPARISONS, Alu, Contraction, Kernel, Store, Value, VOp, alu, bitcast, cast, const, toposort
@@ -309,8 +311,8 @@ def _float_rules() -> dict[Key, Rule]:
 
 # ---- math functions a backend's library may lack: computed in float64 ----------------------------------
 # Kahan's formulas and C's pow from exp, log, exp2, log2, sin, cos in float64, so that a float32 result is
-# correctly rounded (a float64 one is within a few ulps, pow's within |y log2 x| ulps: see test_reference's
-# "pow-float64"). A backend with a math library of its own declares them native.
+# correctly rounded (a float64 one is within a few ulps). A backend with a math library of its own declares
+# them native.
 
 def _in_float64(fn: Callable[[_Rewriter, Value], Value]) -> Rule:
     """`fn` of x widened to float64, rounded back to x's dtype."""
@@ -346,12 +348,17 @@ def _tan(r: _Rewriter, y: Value) -> Value:
 
 
 def _float_pow(r: _Rewriter, a: Value, b: Value) -> Value:
-    """C's pow, through exp2(y * log2|x|) in float64, with C's special cases."""
+    """C's pow, as exp2(y * log2|x|) with C's special cases. A float32 operand goes through float64, which
+    leaves its result correctly rounded; a float64 one takes log2|x| and the product y * log2|x| as
+    double-double numbers (`_log2_double_double`), since exp2 multiplies the product's rounding error by
+    up to |y log2 x| (hundreds of ulps in plain float64), and small integer powers by squaring, so that
+    x ** 2 is x * x."""
     x, y = r.cast(a, float64), r.cast(b, float64)
-    result = r(Alu.EXP2, r(Alu.MUL, y, r(Alu.LOG2, r(Alu.ABS, x))))
-    y_int = r(Alu.CMPEQ, r(Alu.FLOOR, y), y)
-    if a.dtype == float64:  # no wider type: small integer powers by squaring, so that x ** 2 is x * x
-        small = r(Alu.AND, y_int, r.binary(Alu.CMPLE, r(Alu.ABS, y), 64.0))
+    if a.dtype != float64:
+        result = r(Alu.EXP2, r(Alu.MUL, y, r(Alu.LOG2, r(Alu.ABS, x))))
+    else:
+        result = _exp2_of_product(r, y, r(Alu.ABS, x))
+        small = r(Alu.AND, r(Alu.CMPEQ, r(Alu.FLOOR, y), y), r.binary(Alu.CMPLE, r(Alu.ABS, y), 64.0))
         e = cast(r.where(small, r(Alu.ABS, y), 0.0), int64)  # not `r.cast`: 0 to 64 converts exactly
         p, square = const(1.0, float64), x
         for _ in range(7):
@@ -360,6 +367,7 @@ def _float_pow(r: _Rewriter, a: Value, b: Value) -> Value:
         p = r.where(r.binary(Alu.CMPLT, y, 0.0), r.binary(Alu.DIV, 1.0, p), p)
         exact = r(Alu.OR, r.binary(Alu.CMPLE, 0.0, y), r.binary(Alu.CMPLT, 0.0, r(Alu.ABS, p)))
         result = r.where(r(Alu.AND, small, exact), p, result)  # 1 / overflow is 0: exp2's underflow is right
+    y_int = r(Alu.CMPEQ, r(Alu.FLOOR, y), y)
     y_odd = r(Alu.AND, y_int, r.binary(Alu.CMPEQ, r(Alu.SUB, y, r.binary(
         Alu.MUL, 2.0, r(Alu.FLOOR, r.binary(Alu.MUL, y, 0.5)))), 1.0))
     result = r.where(y_odd, r.copysign(result, x), result)
@@ -368,6 +376,113 @@ def _float_pow(r: _Rewriter, a: Value, b: Value) -> Value:
     one = r(Alu.OR, r(Alu.OR, r.binary(Alu.CMPEQ, y, 0.0), r.binary(Alu.CMPEQ, x, 1.0)),
             r(Alu.AND, r.binary(Alu.CMPEQ, x, -1.0), r.binary(Alu.CMPEQ, r(Alu.ABS, y), float("inf"))))
     return r.cast(r.where(one, 1.0, result), a.dtype)
+
+
+# Double-double arithmetic (Dekker's): a number as an unevaluated sum hi + lo of two float64s. Exact only
+# where the backend computes each operation as written, rounding each once: no multiply and add contracted
+# into one fused instruction (the LLVM backend contracts none, the Triton backend is told not to).
+
+def _split(r: _Rewriter, a: Value) -> tuple[Value, Value]:
+    """a = hi + lo exactly, each of at most 26 significant bits (|a| below 2**996)."""
+    t = r.binary(Alu.MUL, 134217729.0, a)  # 2**27 + 1
+    hi = r(Alu.SUB, t, r(Alu.SUB, t, a))
+    return hi, r(Alu.SUB, a, hi)
+
+
+def _two_product(r: _Rewriter, a: Value, b: Value) -> tuple[Value, Value]:
+    """a * b = p + e exactly (p the rounded product)."""
+    p = r(Alu.MUL, a, b)
+    (ah, al), (bh, bl) = _split(r, a), _split(r, b)
+    e = r(Alu.ADD, r(Alu.ADD, r(Alu.ADD, r(Alu.SUB, r(Alu.MUL, ah, bh), p), r(Alu.MUL, ah, bl)), r(Alu.MUL, al, bh)),
+          r(Alu.MUL, al, bl))
+    return p, e
+
+
+def _two_sum(r: _Rewriter, a: Value, b: Value) -> tuple[Value, Value]:
+    """a + b = s + e exactly (s the rounded sum)."""
+    s = r(Alu.ADD, a, b)
+    bb = r(Alu.SUB, s, a)
+    return s, r(Alu.ADD, r(Alu.SUB, a, r(Alu.SUB, s, bb)), r(Alu.SUB, b, bb))
+
+
+def _decimal_double_double(v: Decimal) -> tuple[float, float]:
+    hi = float(v)
+    return hi, float(v - Decimal(hi))
+
+
+def _log2_constants() -> tuple[tuple[float, float], dict[int, tuple[float, float]]]:
+    """2 / ln 2, and log2(1 + j/8) for the reduction points j of `_log2_double_double`, as double-doubles."""
+    with localcontext() as ctx:
+        ctx.prec = 50
+        ln2 = Decimal(2).ln()
+        return (_decimal_double_double(2 / ln2),
+                {j: _decimal_double_double((1 + Decimal(j) / 8).ln() / ln2) for j in range(-2, 5) if j})
+
+
+TWO_OVER_LN2, LOG2_POINTS = _log2_constants()
+
+
+def _log2_double_double(r: _Rewriter, ax: Value) -> tuple[Value, Value]:
+    """log2(ax) = hi + lo for a positive finite float64 ax, to about 2**-64 of its magnitude.
+
+    ax = 2**e * m with m in [0.75, 1.5) (read off its bits; a subnormal scaled by 2**54 first), m near the
+    point c = 1 + j/8 (|m / c - 1| <= 1/12), and log2(m / c) = (2 / ln 2) atanh(s) for s = (m - c) / (m + c):
+    s and its first term as double-doubles, the rest of the series (below 2**-9 of it) in float64. Near 1,
+    c is 1 and log2(c) is 0, so the result is as accurate relative to log2(ax) however small that is."""
+    subnormal = r.binary(Alu.CMPLT, ax, 2.0 ** -1022)
+    bits = bitcast(r.where(subnormal, r.binary(Alu.MUL, ax, 2.0 ** 54), ax), int64)
+    m = bitcast(r.binary(Alu.OR, r.binary(Alu.AND, bits, (1 << 52) - 1), 1023 << 52), float64)  # [1, 2)
+    big = r.binary(Alu.CMPLE, 1.5, m)
+    m = r.where(big, r.binary(Alu.MUL, m, 0.5), m)
+    e = r.binary(Alu.SUB, r.binary(Alu.SHR, bits, 52), 1023)
+    e = r(Alu.ADD, e, r.where(big, const(1, int64), r.where(subnormal, const(-54, int64), const(0, int64))))
+    j = r(Alu.FLOOR, r.binary(Alu.ADD, r.binary(Alu.MUL, r.binary(Alu.SUB, m, 1.0), 8.0), 0.5))
+    c = r.binary(Alu.ADD, 1.0, r.binary(Alu.MUL, j, 0.125))
+    num = r(Alu.SUB, m, c)  # exact: c / 2 <= m <= 2c
+    u_hi, u_lo = _two_sum(r, m, c)
+    s_hi = r(Alu.DIV, num, u_hi)
+    p, pe = _two_product(r, s_hi, u_hi)
+    s_lo = r(Alu.DIV, r(Alu.SUB, r(Alu.SUB, r(Alu.SUB, num, p), pe), r(Alu.MUL, s_hi, u_lo)), u_hi)
+    k_hi, k_lo = (const(v, float64) for v in TWO_OVER_LN2)
+    main, main_lo = _two_product(r, k_hi, s_hi)
+    main_lo = r(Alu.ADD, main_lo, r(Alu.ADD, r(Alu.MUL, k_hi, s_lo), r(Alu.MUL, k_lo, s_hi)))
+    s2 = r(Alu.MUL, s_hi, s_hi)
+    series = const(1 / 17, float64)
+    for d in (15, 13, 11, 9, 7, 5, 3):
+        series = r.binary(Alu.ADD, 1 / d, r(Alu.MUL, s2, series))
+    tail = r(Alu.MUL, r(Alu.MUL, r(Alu.MUL, k_hi, s_hi), s2), series)
+    point_hi, point_lo = const(0.0, float64), const(0.0, float64)
+    for point, (hi, lo) in LOG2_POINTS.items():
+        at = r.binary(Alu.CMPEQ, j, float(point))
+        point_hi, point_lo = r.where(at, hi, point_hi), r.where(at, lo, point_lo)
+    hi, lo = _two_sum(r, r.cast(e, float64), point_hi)
+    hi, lo2 = _two_sum(r, hi, main)
+    lo = r(Alu.ADD, r(Alu.ADD, r(Alu.ADD, r(Alu.ADD, lo, lo2), point_lo), main_lo), tail)
+    return _two_sum(r, hi, lo)
+
+
+def _exp2_of_product(r: _Rewriter, y: Value, ax: Value) -> Value:
+    """2 ** (y * log2(ax)) for float64 y and ax >= 0 (or NaN), within about an ulp: the product taken as a
+    double-double t + dt, and 2 ** (t + dt) = 2**t (1 + dt ln 2) to well below an ulp."""
+    finite = r(Alu.AND, r.binary(Alu.CMPLT, 0.0, ax), r.binary(Alu.CMPLT, ax, float("inf")))
+    log_hi, log_lo = _log2_double_double(r, r.where(finite, ax, 1.0))
+    log_hi = r.where(finite, log_hi, r(Alu.LOG2, ax))  # -inf, inf or NaN, with no low part
+    log_lo = r.where(finite, log_lo, 0.0)
+    # |y| above 2**990 overflows or underflows whatever x is (|log2 x| >= 2**-53): clamped, it splits exactly
+    bound = 2.0 ** 990
+    clamped = r.where(r.binary(Alu.CMPLT, bound, y), bound, r.where(r.binary(Alu.CMPLT, y, -bound), -bound, y))
+    t = r(Alu.MUL, y, log_hi)
+    _, dt = _two_product(r, clamped, log_hi)
+    dt = r(Alu.ADD, dt, r(Alu.MUL, clamped, log_lo))
+    # 2 ** (t - 1) * 2 near the top of the range, so that a t just below 1024 that rounded up to it overflows
+    # only if t + dt does (t - 1 is exact there)
+    big = r.binary(Alu.CMPLT, 1000.0, t)
+    power = r(Alu.EXP2, r.where(big, r.binary(Alu.SUB, t, 1.0), t))
+    refined = r(Alu.MUL, r(Alu.ADD, power, r(Alu.MUL, power, r.binary(Alu.MUL, dt, math.log(2)))),
+                r.where(big, const(2.0, float64), 1.0))
+    # past the range (or infinite, or NaN) the power is inf, 0 or NaN, where dt may be NaN (inf - inf)
+    outside = r.where(r.binary(Alu.CMPLT, 0.0, t), float("inf"), r.where(r.binary(Alu.CMPLT, t, 0.0), 0.0, t))
+    return r.where(r.binary(Alu.CMPLT, r(Alu.ABS, t), 1025.0), refined, outside)
 
 
 def _math_rules() -> dict[Key, Rule]:

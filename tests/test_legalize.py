@@ -18,7 +18,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from test_reference import (
-    KNOWN_BUGS,
     LOWERING,
     TRANSCENDENTAL,
     ULPS,
@@ -35,7 +34,7 @@ from test_reference import (
 
 import lazytensor as lt
 from lazytensor.kernels import ir, legalize
-from lazytensor.kernels.dtype import DType, float64, int8, int32, int64
+from lazytensor.kernels.dtype import DType, int8, int32, int64
 from lazytensor.kernels.expr import Expr, Var
 from lazytensor.kernels.llvm.render import NATIVE as LLVM_NATIVE
 from lazytensor.kernels.triton.render import NATIVE as TRITON_NATIVE
@@ -47,9 +46,7 @@ ALU_KEYS = [k for k in legalize.RULES if isinstance(k[0], Alu)]
 CAST_KEYS = [k for k in legalize.RULES if not isinstance(k[0], Alu)]
 NATIVE_SETS = {"none": frozenset(), "llvm": LLVM_NATIVE, "triton": TRITON_NATIVE}
 # The math functions are rewritten into others (in float64): within ULPS of the reference's, not its bits.
-# float64 pow has no wider type to be computed in: test_reference's known bug of the Triton backend.
 APPROXIMATE = {k for k in ALU_KEYS if k[0] in TRANSCENDENTAL and k[1].is_float}
-POW_FLOAT64 = (Alu.POW, float64)
 
 
 def key_id(key: legalize.Key) -> str:
@@ -96,14 +93,9 @@ def assert_same_results(kernel: ir.Kernel, legal: ir.Kernel, inputs: list[np.nda
             assert_identical(got, want, f"{what} output {k}")
 
 
-def rule_cases(keys: list[legalize.Key]) -> list:
-    return [pytest.param(k, id=key_id(k), marks=[pytest.mark.xfail(reason=KNOWN_BUGS["pow-float64"][1], strict=True)]
-                         if k == POW_FLOAT64 else []) for k in keys]
-
-
 # ---- 1. every rule --------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("key", rule_cases(ALU_KEYS))
+@pytest.mark.parametrize("key", ALU_KEYS, ids=key_id)
 def test_alu_rule_matches_the_reference(key):
     op, dtype = key
     ins = operands(dtype, op.arity)
@@ -158,8 +150,7 @@ def test_a_backend_gets_what_it_declares_native_and_core_ops_else(backend):
         assert library_ops(legal) <= native | guarded_casts(legal), key_id(key)
         if key in native:
             assert legal is kernel
-        if key != POW_FLOAT64:
-            assert_same_results(kernel, legal, ins, f"{key_id(key)} for {backend}", key in APPROXIMATE)
+        assert_same_results(kernel, legal, ins, f"{key_id(key)} for {backend}", key in APPROXIMATE)
 
 
 # ---- 3. whole kernels -----------------------------------------------------------------------------------

@@ -45,7 +45,6 @@ from lazytensor.kernels.dtype import (
 )
 from lazytensor.kernels.expr import Bound, Expr, Var
 from lazytensor.kernels.split import split_reduction
-from lazytensor.kernels.triton import targets
 from lazytensor.schedule import storage
 
 Alu, ReduceOp = ir.Alu, ir.ReduceOp
@@ -364,23 +363,6 @@ def test_split_reduction_matches_the_unsplit_kernel(name):
 
 # ---- 3. the device's backend against the reference ------------------------------------------------------
 
-# Disagreements of a backend with the reference: what -> (the backends that have it, its repro and cause).
-TRITON = {"triton", "triton-interpreter"}
-KNOWN_BUGS = {
-    "pow-float64": (TRITON, ("exp2(y * log2|x|) in float64 loses about |y log2 x| ulps (hundreds): the Triton "
-                             "backend has no float64 pow more accurate than its exp2 and log2")),
-}
-# The backend of this session's device, known before any device is opened (at collection).
-BACKEND = "llvm" if lazytensor.device.canonical(None) == "cpu" else "triton-interpreter" \
-    if targets.interpreting() else "triton"
-
-
-def known_bug(what: str) -> list[pytest.MarkDecorator]:
-    """A strict expected failure where this session's backend has the bug."""
-    backends, reason = KNOWN_BUGS.get(what, (set(), ""))
-    return [pytest.mark.xfail(reason=reason, strict=True)] if BACKEND in backends else []
-
-
 def suite_values(dtype: DType, seed: int = 0, signed_zeros: bool = True) -> np.ndarray:
     """A dtype's edge values, then random ones over its range (floats: every magnitude from 1e-9 to 1e9
     and around 1)."""
@@ -439,8 +421,7 @@ def elementwise_cases() -> list:
     for op, (kinds, _) in reference.ALU.items():
         for dtype in COMPUTED:
             if dtype.kind in kinds:
-                what = f"{op.label}-{'bool' if dtype == bool_ else dtype}"
-                cases.append(pytest.param(op, dtype, id=what, marks=known_bug(what)))
+                cases.append(pytest.param(op, dtype, id=f"{op.label}-{'bool' if dtype == bool_ else dtype}"))
     return cases
 
 
@@ -461,10 +442,8 @@ def test_backend_agrees_elementwise(op, dtype):
 
 @pytest.mark.parametrize("dtype", [float32, float64], ids=str)
 @pytest.mark.parametrize("op", [Alu.MAX, Alu.MIN], ids=lambda op: op.label)
-def test_max_and_min_order_signed_zeros(op, dtype, request):
+def test_max_and_min_order_signed_zeros(op, dtype):
     """-0.0 < +0.0, elementwise and in a reduction (IEEE 754-2019 maximum and minimum)."""
-    for mark in known_bug("signed-zeros"):
-        request.applymarker(mark)
     zeros = np.array([0.0, -0.0, 0.0, -0.0, 0.0, -0.0], dtype.name)
     ((got, want),) = on_both(elementwise_kernel(op, dtype, 4), [zeros[:4], zeros[1:5]])
     assert_identical(got, want, f"{op.label} of zeros")
@@ -560,7 +539,7 @@ def test_backend_agrees_on_indices_masks_and_parameters():
 
 
 @pytest.mark.filterwarnings("ignore:overflow encountered in cast")  # render.half_bits rounds 3e38 to float16
-@pytest.mark.parametrize("dtype", [pytest.param(d, id=str(d), marks=known_bug("half-constants")) for d in HALF])
+@pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_backend_agrees_on_16_bit_constants(dtype):
     """A constant of a 16-bit float rounds through float32: 1 + 2**-11 + 2**-30 is a tie there, to 1.0."""
     values = [0.1, 1 + 2.0**-11 + 2.0**-30, 65520.0, 1e-8, -0.0, NAN, -INF, 3.0e38]
@@ -615,7 +594,7 @@ SCHEDULES: dict[str, tuple[Callable[[], list[lt.Tensor]], int]] = {
 }
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, id=n, marks=known_bug(f"schedule-{n}")) for n in SCHEDULES])
+@pytest.mark.parametrize("name", list(SCHEDULES))
 def test_backend_agrees_kernel_by_kernel(name):
     """Whole kernels as lowering makes them, each on the device's results of the kernels before it."""
     build, ulps = SCHEDULES[name]
