@@ -368,18 +368,33 @@ def _extremum_vjp(is_max: bool, a: Tensor, b: Tensor, g: Tensor) -> list[Tensor 
 
 
 def _prod_vjp(x: Tensor, axes: tuple[int, ...], out: Tensor, g: Tensor) -> Tensor:
-    # d prod / d x_i is the product of the others: out / x_i without zeros; with exactly one zero in the
-    # group, the product of the non-zeros at the zero and 0 elsewhere; with more, 0
-    zero = x == 0
-    zeros = zero.cast(x.dtype).sum(axes, keepdims=True).broadcast_to(x.shape)
-    rest = _where(zero, 1.0, x)._reduce(ReduceOp.PROD, axes, True, "prod").broadcast_to(x.shape)
-    local = _where(zeros == 0, out.broadcast_to(x.shape) / x, _where((zeros == 1) & zero, rest, 0.0))
-    return g.broadcast_to(x.shape) * local
+    """d prod / d x_i is the product of the others. Of the finite nonzero elements that is their product R
+    over x_i (`out / x`, as PyTorch), without dividing by a zero or an infinity: R alone where x_i is one,
+    times the zeros and infinities among the others (0 where one is a zero, a signed inf where one is an
+    infinity, NaN where both are), so a group of one element gives 1 and an infinite x_i the product of
+    the rest."""
+    def total(t: Tensor, op: ReduceOp) -> Tensor:
+        return t._reduce(op, axes, True, "prod").broadcast_to(x.shape)
+
+    zero, inf = x == 0, x.isinf()
+    ordinary = _where(zero | inf, 1.0, x)
+    rest = total(ordinary, ReduceOp.PROD)  # R
+    zeros = total(zero.cast(x.dtype), ReduceOp.SUM) - zero.cast(x.dtype)  # among the others
+    infs = total(inf.cast(x.dtype), ReduceOp.SUM) - inf.cast(x.dtype)
+    inf_sign = total(_where(inf, x.sign(), 1.0), ReduceOp.PROD) * _where(inf, x.sign(), 1.0)
+    others = _where(zero | inf, rest, rest / x)
+    others = _where(infs > 0, _where(others * inf_sign < 0, -math.inf, math.inf), others)
+    others = _where(zeros > 0, _where(infs > 0, math.nan, 0.0), others)
+    return g.broadcast_to(x.shape) * others
 
 
 def _extremum_reduce_vjp(x: Tensor, axes: tuple[int, ...], out: Tensor, g: Tensor) -> Tensor:
-    """amax/amin as PyTorch: the gradient is shared evenly among the elements equal to the extremum."""
-    hit = (x == out.broadcast_to(x.shape)).cast(x.dtype)
+    """The gradient is shared evenly among the elements equal to the extremum, as PyTorch's amax/amin; where
+    the extremum is NaN, among the NaNs it came from (as torch.max and max pooling give it to one of them;
+    amax's own gradient is NaN everywhere there)."""
+    at = out.broadcast_to(x.shape)
+    hit = (x == at) | (x.isnan() & at.isnan()) if x.dtype.is_float else x == at
+    hit = hit.cast(x.dtype)
     return hit * (g / hit.sum(axes, keepdims=True)).broadcast_to(x.shape)
 
 

@@ -298,8 +298,8 @@ def _schedule(nodes: list[Node], targets: list[Node], live: list[Node]) -> Sched
         copy = next((r for r in readers.get(id(n), ()) if r.op is Op.CONTIGUOUS and storage(r) is r), None)
         if copy is not None:  # its `contiguous()` copy holds its data, row-major
             aliases.append((n, copy))
-        elif storage(n) not in requested and (k := _kept(n, readers)) is not None:
-            kept.add(k)
+        elif (at := storage(n)) not in requested and at not in barriers and (k := _kept(n, readers)) is not None:
+            kept.add(k)  # (a node whose buffer is written anyway, as requested or as a `contiguous()`, is kept)
     points, costs = _realize_points(nodes, targets, barriers | kept)
     plan = _Planner(nodes, points, readers, costs).plan()
     groups = _groups(plan.order, plan.regions, barriers)

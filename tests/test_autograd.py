@@ -202,6 +202,30 @@ def test_prod_with_zeros():
     check_grads(lambda x: x[0].prod(), lambda t: t[0].prod(), [a])
 
 
+def test_max_of_nan_gives_the_gradient_to_the_nans():
+    """Found by the fuzzer (grad seed 500089): where the extremum is NaN, its gradient goes to the NaNs it came
+    from (shared, as ties are), as torch.max gives it to one; it was 0 / 0 = NaN everywhere."""
+    a = np.array([[1.0, np.nan, 3.0], [2.0, 5.0, -1.0], [np.nan, 0.0, np.nan]])
+    x = lt.asarray(a).requires_grad_()
+    (x.max(1) * lt.asarray(np.array([2.0, 3.0, 4.0]))).sum().backward()
+    check(x.grad, torch.tensor([[0.0, 2.0, 0.0], [0.0, 3.0, 0.0], [2.0, 0.0, 2.0]], dtype=torch.float64))
+
+
+def test_prod_gradient_of_one_element_and_of_infinities():
+    """Found by the fuzzer (grad seed 500090): the gradient of each element is the product of the others, also
+    where the product is inf: a group of one element gives 1 (not inf / inf), an infinite element the product
+    of the rest; two zeros or two infinities among the others give 0 or inf, a zero and an inf NaN. Where the
+    finite elements' product overflows, the others' is that over the element, inf, as torch's (last row)."""
+    inf = np.inf
+    a = np.array([[inf, 2.0, 3.0], [inf, -inf, 2.0], [0.0, inf, 2.0], [0.0, 0.0, inf], [1e30, 1e30, 4.0]],
+                 np.float32)
+    check_grads(lambda x: x.prod(1), lambda t: t.prod(1), [a[:, :1]])
+    x = lt.asarray(a).requires_grad_()
+    x.prod(1).sum().backward()
+    expected = [[6.0, inf, inf], [-inf, inf, -inf], [inf, 0.0, np.nan], [np.nan, np.nan, 0.0], [inf, inf, inf]]
+    check(x.grad, torch.tensor(expected, dtype=torch.float32))
+
+
 MOVEMENT = {
     "reshape": (lambda x: x.reshape(4, 6), lambda t: t.reshape(4, 6)),
     "permute": (lambda x: x.permute(2, 0, 1), lambda t: t.permute(2, 0, 1)),

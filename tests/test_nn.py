@@ -263,6 +263,19 @@ def test_avg_pool2d(cfg, include_pad):
     run_both(m, tm, random_array((2, 3, 7, 9), F64, seed=8))
 
 
+@pytest.mark.parametrize("dtype", [lt.float32, F64], ids=str)
+def test_max_pool2d_gradient_goes_to_the_first_maximum(dtype):
+    """Found by the fuzzer (grad seed 500375): a window's gradient goes to its first maximum, as PyTorch's
+    (tied maxima had shared it), or to its last NaN (seed 500089: a NaN maximum had given NaN)."""
+    x = np.array([[[[4, -3, -3, 2], [4, 4, 2, 4], [np.nan, 1, 0, 0], [3, np.nan, 0, 0]]]], dtype.name)
+    ours, theirs = lt.asarray(x).requires_grad_(), torch.tensor(x, requires_grad=True)
+    up = random_array((1, 1, 2, 2), dtype, seed=12)
+    (F.max_pool2d(ours, 2) * lt.asarray(up)).sum().backward()
+    (torch.nn.functional.max_pool2d(theirs, 2) * torch.tensor(up)).sum().backward()
+    check(ours.grad, theirs.grad)
+    check(F.max_pool2d(lt.asarray(x), 2), torch.nn.functional.max_pool2d(torch.tensor(x), 2))
+
+
 def test_pool_of_3d_input_and_adaptive_average():
     x = random_array((3, 6, 6), F64, seed=9)
     check(F.max_pool2d(lt.asarray(x), 2), torch.nn.functional.max_pool2d(torch.tensor(x), 2))

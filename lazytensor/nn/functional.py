@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
-from ..autograd import custom_vjp, no_grad
+from ..autograd import custom_vjp, is_grad_enabled, no_grad
 from ..creation import arange
 from ..dtypes import default_float
 from ..errors import DTypeError, ShapeError
@@ -281,8 +281,8 @@ def _pool_geometry(x: Tensor, kernel_size: Any, stride: Any, padding: Any, dilat
 
 def max_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
-    """The maximum of each window (padding counts as -inf). The gradient of a window goes to its
-    maximum (shared evenly among tied maxima, where PyTorch picks one of them)."""
+    """The maximum of each window (padding counts as -inf). The gradient of a window goes to its first
+    maximum, or to its last NaN, as PyTorch's (whose loop takes a larger value or any NaN)."""
     if return_indices:
         raise NotImplementedError("max_pool2d: return_indices is not supported")
     k, s, p, d, extra = _pool_geometry(x, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d")
@@ -291,7 +291,17 @@ def max_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0
         int(np.iinfo(dtypes.to_numpy_dtype(x.dtype)).min)
     pads = lead + [(pi, pi + e) for pi, e in zip(p, extra)]
     xp = x.pad(pads, value=low) if any(a or b for a, b in pads) else x
-    return _windows(xp, k, s, d).max((-2, -1))
+    win = _windows(xp, k, s, d)
+    win = win.reshape(*win.shape[:-2], k[0] * k[1])
+    if not (is_grad_enabled() and x.requires_grad):
+        return win.max(-1)
+    # The element PyTorch picks alone, so that the gradient of the window's sum goes to it: -0.0 elsewhere
+    # adds nothing to any value (nor turns a -0.0 maximum into +0.0), and the sum is the maximum exactly.
+    with no_grad():
+        positions = arange(win.shape[-1], device=x.device)
+        last_nan = where(win.isnan(), positions, -1).max(-1, keepdims=True)
+        picked = where(last_nan >= 0, last_nan, win.argmax(-1, keepdims=True)) == positions
+    return where(picked, win, -0.0).sum(-1)
 
 
 def avg_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
