@@ -147,6 +147,7 @@ class VOp(Enum):
     CAST = "cast"      # arg: None; the value's dtype is the target
     BITCAST = "bitcast"  # arg: None; the source's bits read as the value's dtype, of the same size
     REDUCE = "reduce"  # arg: (ReduceOp, loop Vars it owns)
+    GATHER = "gather"  # arg: buffer slot; srcs: (index, valid): the element at a computed index (see `gather`)
 
 
 _interned: weakref.WeakValueDictionary[tuple, Value] = weakref.WeakValueDictionary()
@@ -187,6 +188,14 @@ class Value:
 
 def load(buf: int, dtype: DType, index: Expr, valid: Bounds) -> Value:
     return Value(VOp.LOAD, dtype, (), (buf, index, valid))
+
+
+def gather(buf: int, dtype: DType, index: Value, valid: Value) -> Value:
+    """The element of buffer `buf` at `index`, a computed int64 value, where the bool `valid` holds, and 0
+    elsewhere, where nothing is read. Where `valid` holds, `index` lies inside the buffer: the kernel's
+    maker guarantees it (lowering clamps an index that comes from data into its range), as it does for a
+    load's `Expr` index; a checked kernel (`LT_CHECK_BOUNDS`) tests it."""
+    return Value(VOp.GATHER, dtype, (index, valid), buf)
 
 
 def const(value: bool | float, dtype: DType) -> Value:
@@ -238,9 +247,24 @@ class BufferParam:
 
 @dataclass(frozen=True, slots=True)
 class Store:
+    """`value` written to element `index` of buffer `buf`, once per point of the kernel's loops.
+
+    A scatter's store (`at` given, in the updates of a `Scatter`) writes instead at `at`, a computed int64
+    index, and only where the bool `mask` holds, there inside the buffer; with `combine` it folds `value`
+    into the element there (`buf[at] = buf[at] + value` for SUM) instead of replacing it. Its points write
+    one after another in the row-major order of the loops, so where two write one element the later one's
+    value is there last (or, combining, the fold is in that order)."""
+
     buf: int
     index: Expr
     value: Value
+    at: Value | None = None
+    mask: Value | None = None
+    combine: ReduceOp | None = None
+
+    def roots(self) -> list[Value]:
+        """The values this store reads."""
+        return [self.value] if self.at is None else [self.value, self.at, self.mask]
 
 
 def toposort(roots: list, sources: Callable[[Any], Iterable] = lambda n: n.srcs) -> list:
@@ -300,7 +324,7 @@ class Kernel:
 
     @cached_property
     def _values(self) -> list[Value]:
-        return toposort([s.value for s in self.stores])
+        return toposort([v for s in self.stores for v in s.roots()])
 
     @property
     def numel(self) -> int:
@@ -317,7 +341,11 @@ class Kernel:
                  "  for " + ", ".join(f"{v.name} < {v.size}" for v in self.loops),
                  *_describe_values(self.values(), names)]
         for s in self.stores:
-            lines.append(f"    b{s.buf}[{s.index}] = {names[id(s.value)]}")
+            if s.at is None:
+                lines.append(f"    b{s.buf}[{s.index}] = {names[id(s.value)]}")
+            else:
+                fold = f"{s.combine.value} " if s.combine is not None else ""
+                lines.append(f"    b{s.buf}[{names[id(s.at)]}] {fold}= {names[id(s.value)]} if {names[id(s.mask)]}")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -391,6 +419,81 @@ class Contraction:
         return f"contraction {self.name}{self.body_text()}"
 
 
+@dataclass(frozen=True)
+class Scatter:
+    """A copy with some elements written at indexes that come from data: `base` writes the output (slot 0),
+    every element, then `updates`, a loop nest over the updates, writes some of them again through the
+    scatter stores (`Store.at`) into slot 0, in order (see `Store`). Both take the same buffers and
+    parameters. The scheduler makes one for `x[i] = v`, `index_put`, `scatter` and `scatter_add`, and for
+    the gradient of a gather."""
+
+    name: str  # "" names it from its output size and a hash of its body
+    buffers: tuple[BufferParam, ...]
+    params: tuple[DType, ...]
+    base: Kernel
+    updates: Kernel
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            digest = hashlib.sha256(self.body_text().encode()).hexdigest()[:8]
+            object.__setattr__(self, "name", f"scatter_{self.buffers[0].size}_{digest}")
+
+    @property
+    def numel(self) -> int:
+        return self.base.numel + self.updates.numel
+
+    def body_text(self) -> str:
+        """The scatter without its name: the structural key caches compile by."""
+        return self._body_text
+
+    @cached_property
+    def _body_text(self) -> str:
+        return "\n".join([_signature(self.buffers, self.params), "  base" + self.base.body_text().split("\n", 1)[1],
+                          "  updates" + self.updates.body_text().split("\n", 1)[1]])
+
+    def __str__(self) -> str:
+        return f"scatter {self.name}{self.body_text()}"
+
+
+@dataclass(frozen=True)
+class Sort:
+    """A stable argsort of each row: `rows` rows of `n` keys (buffer slot 1, row-major), and into slot 0 the
+    int64 positions of each row's keys in order, ascending (or `descending`). Keys that compare equal keep
+    their order (a stable sort); NaN comes after every number (before, descending), and -0.0 equals 0.0.
+    The keys are integers or float32 or float64 (the frontend widens the others, exactly); the backends
+    bring whatever scratch memory their sort needs."""
+
+    name: str  # "" names it from its sizes, key dtype and direction
+    buffers: tuple[BufferParam, ...]
+    rows: int
+    n: int
+    descending: bool
+
+    params: tuple[DType, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            order = "desc" if self.descending else "asc"
+            object.__setattr__(self, "name", f"argsort_{SHORT_NAMES[self.key_dtype]}_{order}_{self.rows}x{self.n}")
+
+    @property
+    def key_dtype(self) -> DType:
+        return self.buffers[1].dtype
+
+    @property
+    def numel(self) -> int:
+        return self.rows * self.n
+
+    def body_text(self) -> str:
+        """The sort without its name: the structural key caches compile by."""
+        order = "descending" if self.descending else "ascending"
+        return f"{_signature(self.buffers, self.params)}\n  b0[r, :] = stable argsort {order} of b1[r, :], " \
+               f"for r < {self.rows}, each of {self.n}"
+
+    def __str__(self) -> str:
+        return f"sort {self.name}{self.body_text()}"
+
+
 def _signature(buffers: tuple[BufferParam, ...], params: tuple[DType, ...]) -> str:
     bufs = ", ".join(f"b{i}: {SHORT_NAMES[b.dtype]}[{b.size}]{' out' if b.output else ''}"
                      f"{' scratch' if b.scratch else ''}" for i, b in enumerate(buffers))
@@ -425,6 +528,9 @@ def _describe(v: Value, names: dict[int, str]) -> str:
         return f"cast {srcs}"
     if v.op is VOp.BITCAST:
         return f"bitcast {srcs}"
+    if v.op is VOp.GATHER:
+        index, ok = (names[id(s)] for s in v.srcs)
+        return f"gather b{v.arg}[{index}] if {ok}"
     op, ranges = v.arg
     return f"{op.value} {srcs} over " + ", ".join(f"{r.name} < {r.size}" for r in ranges)
 
@@ -529,7 +635,7 @@ def shared_rows(kernel: Kernel, cost: Callable[[Value], int]) -> list[SharedRow]
     shared: list[SharedRow] = []
     for store in kernel.stores:
         buf = kernel.buffers[store.buf]
-        if not buf.output or store.index != row_major:
+        if not buf.output or store.at is not None or store.index != row_major:
             continue
         candidates = [v for v in toposort([store.value]) if id(v) in twins and v.dtype == buf.dtype
                       and all(v is not s.value for s in shared)]

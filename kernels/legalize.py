@@ -31,7 +31,22 @@ from collections.abc import Callable, Iterable
 from decimal import Decimal, localcontext
 
 from .dtype import DType, bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8
-from .ir import COMPARISONS, Alu, Contraction, Kernel, Store, Value, VOp, alu, bitcast, cast, const, toposort
+from .ir import (
+    COMPARISONS,
+    Alu,
+    Contraction,
+    Kernel,
+    Scatter,
+    Sort,
+    Store,
+    Value,
+    VOp,
+    alu,
+    bitcast,
+    cast,
+    const,
+    toposort,
+)
 
 Key = tuple[Alu, DType] | tuple[DType, DType]
 INTS = (int8, int16, int32, int64, uint8)
@@ -41,17 +56,26 @@ SIGN_BIT = {float32: -2**31, float64: -2**63}  # as the signed integer of the fl
 BITS_OF = {float32: int32, float64: int64}
 
 
-def legalize(kernel: Kernel | Contraction, native: frozenset[Key]) -> Kernel | Contraction:
-    """`kernel` with every op of `RULES` that is not in `native` rewritten into core ops (same name)."""
+def legalize(kernel: Kernel | Contraction | Scatter | Sort, native: frozenset[Key]) \
+        -> Kernel | Contraction | Scatter | Sort:
+    """`kernel` with every op of `RULES` that is not in `native` rewritten into core ops (same name); a sort
+    has no ops of its own."""
+    if isinstance(kernel, Sort):
+        return kernel
     if isinstance(kernel, Contraction):
         a, bv = legalize_values([kernel.a, kernel.bv], native)
         epilogue = None if kernel.epilogue is None else legalize(kernel.epilogue, native)
         return Contraction(kernel.name, kernel.buffers, kernel.params, kernel.vars, a, bv, epilogue)
-    values = legalize_values([s.value for s in kernel.stores], native)
-    if all(v is s.value for v, s in zip(values, kernel.stores)):
+    if isinstance(kernel, Scatter):
+        return Scatter(kernel.name, kernel.buffers, kernel.params, legalize(kernel.base, native),
+                       legalize(kernel.updates, native))
+    roots = [v for s in kernel.stores for v in s.roots()]
+    values = iter(legalize_values(roots, native))
+    stores = tuple(Store(s.buf, s.index, next(values)) if s.at is None else
+                   Store(s.buf, s.index, next(values), next(values), next(values), s.combine) for s in kernel.stores)
+    if stores == kernel.stores:
         return kernel
-    return Kernel(kernel.name, kernel.buffers, kernel.params, kernel.loops,
-                  tuple(Store(s.buf, s.index, v) for s, v in zip(kernel.stores, values)))
+    return Kernel(kernel.name, kernel.buffers, kernel.params, kernel.loops, stores)
 
 
 def legalize_values(roots: list[Value], native: frozenset[Key]) -> list[Value]:

@@ -22,10 +22,13 @@ array whose axes are the variables it depends on and 1 elsewhere. Then:
 
 - an index expression is integer arithmetic on those arrays (Python floor division and modulo);
 - a load gathers its buffer at its index where its bounds hold, and is 0 elsewhere, without reading
-  anything there (an invalid lane may point anywhere; a valid one outside its buffer is an error);
+  anything there (an invalid lane may point anywhere; a valid one outside its buffer is an error); a
+  GATHER likewise at its computed index where its valid value holds;
 - a reduction broadcasts its source over its own axes and reduces them away;
 - the stores scatter each output point's value to its index, after every value is computed: loads
-  see the buffers as they were before the kernel (no kernel reads a buffer it writes).
+  see the buffers as they were before the kernel (no kernel reads a buffer it writes). A `Scatter` runs
+  its base kernel, then its updates, whose stores write (or fold) point after point in row-major order
+  where their mask holds: the one kernel that reads the buffer it writes, and only through its fold.
 
 Values (semantics every backend must honour; `ALU` has one row per op):
 
@@ -78,7 +81,7 @@ import numpy as np
 
 from .dtype import DType, bfloat16, bfloat16_bits, bfloat16_to_float32, bool_, compute_dtype, float16, float32, float64
 from .expr import Bounds, Div, Expr, Mod, Var
-from .ir import Alu, BufferParam, Contraction, Kernel, ReduceOp, Value, VOp, toposort
+from .ir import Alu, BufferParam, Contraction, Kernel, ReduceOp, Scatter, Sort, Store, Value, VOp, toposort
 
 Scalar = bool | int | float | np.generic
 HALF_FLOATS = (float16, bfloat16)
@@ -86,7 +89,8 @@ HALF_FLOATS = (float16, bfloat16)
 
 # ---- buffers ---------------------------------------------------------------------------------------
 
-def run(kernel: Kernel | Contraction, buffers: Sequence[np.ndarray], params: Sequence[Scalar]) -> None:
+def run(kernel: Kernel | Contraction | Scatter | Sort, buffers: Sequence[np.ndarray],
+        params: Sequence[Scalar]) -> None:
     """Evaluate `kernel` on the caller's `buffers` (its non-scratch slots, in order) and `params`,
     writing its outputs in place; scratch slots are allocated here, as the runtimes do."""
     given = iter(buffers)
@@ -96,6 +100,11 @@ def run(kernel: Kernel | Contraction, buffers: Sequence[np.ndarray], params: Seq
         raise ValueError(f"{kernel.name} takes {caller} buffers, got {len(buffers)}")
     if isinstance(kernel, Contraction):
         contract(kernel, slots, params)
+    elif isinstance(kernel, Scatter):
+        execute(kernel.base, slots, params)
+        execute(kernel.updates, slots, params)
+    elif isinstance(kernel, Sort):
+        argsort(kernel, slots)
     else:
         execute(kernel, slots, params)
 
@@ -206,13 +215,18 @@ def execute(kernel: Kernel, slots: Sequence[np.ndarray], params: Sequence[Scalar
     if len(slots) != len(kernel.buffers) or len(params) != len(kernel.params):
         raise ValueError(f"{kernel.name} takes {len(kernel.buffers)} slots and {len(kernel.params)} parameters")
     buffers = [_storage(a, p, i) for i, (a, p) in enumerate(zip(slots, kernel.buffers))]
-    values = _evaluate(kernel.loops, [s.value for s in kernel.stores], kernel.buffers, buffers, params)
+    values = _evaluate(kernel.loops, [v for s in kernel.stores for v in s.roots()], kernel.buffers, buffers, params)
     grid = _Grid(kernel.loops, [])
     for store in kernel.stores:  # after every value: loads never see this kernel's stores
         if store.value.dtype != kernel.buffers[store.buf].dtype:
             raise TypeError(f"a store of {store.value.dtype} into a buffer of {kernel.buffers[store.buf].dtype}")
-        _store(buffers[store.buf], grid.expr(store.index), _outer(values[id(store.value)], len(kernel.loops)),
-               store.value.dtype, grid.span(kernel.loops))
+        value, rank = values[id(store.value)], len(kernel.loops)
+        if store.at is None:
+            _store(buffers[store.buf], grid.expr(store.index), _outer(value, rank), store.value.dtype,
+                   grid.span(kernel.loops))
+        else:
+            _scatter(buffers[store.buf], store, *(_outer(values[id(v)], rank) for v in (store.at, store.mask)),
+                     _outer(value, rank), grid.span(kernel.loops))
 
 
 def _evaluate(loops: Sequence[Var], roots: Sequence[Value], buffer_params: Sequence[BufferParam],
@@ -243,6 +257,11 @@ def _evaluate(loops: Sequence[Var], roots: Sequence[Value], buffer_params: Seque
                 out = _cast(srcs[0], v.srcs[0].dtype, v.dtype)
             elif v.op is VOp.BITCAST:
                 out = _bitcast(srcs[0], v.srcs[0].dtype, v.dtype)
+            elif v.op is VOp.GATHER:
+                slot = v.arg
+                if slot not in decoded:
+                    decoded[slot] = _decode(buffers[slot], buffer_params[slot].dtype)
+                out = _gather(v, decoded[slot], buffer_params[slot].dtype, *srcs)
             elif v.op is VOp.ALU:
                 out = alu(v.arg, v.srcs[-1].dtype, srcs)
             else:
@@ -274,6 +293,20 @@ def _load(v: Value, grid: _Grid, data: np.ndarray, dtype: DType) -> np.ndarray:
     return out
 
 
+def _gather(v: Value, data: np.ndarray, dtype: DType, index: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """A gather: the buffer's element at the computed index where valid, 0 elsewhere (nothing read there)."""
+    if v.dtype != dtype:
+        raise TypeError(f"a gather of {v.dtype} from a buffer of {dtype}")
+    idx, ok = np.broadcast_arrays(index, valid)
+    at = idx[ok]
+    if at.size and (at.min() < 0 or at.max() >= data.size):
+        raise IndexError(f"a valid lane of a gather reads element {at.min() if at.min() < 0 else at.max()} "
+                         f"of a buffer of {data.size}")
+    out = np.zeros(idx.shape, dtype=_register_type(dtype))
+    out[ok] = data[at]
+    return out
+
+
 def _store(buffer: np.ndarray, index: np.ndarray, value: np.ndarray, dtype: DType, shape: tuple[int, ...]) -> None:
     """Write a store's value at every output point (`shape`) to its index."""
     idx = np.broadcast_to(index, shape).reshape(-1)
@@ -281,6 +314,38 @@ def _store(buffer: np.ndarray, index: np.ndarray, value: np.ndarray, dtype: DTyp
         raise IndexError(f"a store writes element {idx.min() if idx.min() < 0 else idx.max()} "
                          f"of a buffer of {buffer.size}")
     buffer[idx] = _encode(np.broadcast_to(value, shape).reshape(-1), dtype)
+
+
+def _scatter(buffer: np.ndarray, store: Store, at: np.ndarray, mask: np.ndarray, value: np.ndarray,
+             shape: tuple[int, ...]) -> None:
+    """A scatter's store: each point where `mask` holds, in row-major order, writes (or folds) its value at
+    `at`; a later point's write to an element lands after an earlier one's."""
+    at, mask, value = (np.broadcast_to(a, shape).reshape(-1) for a in (at, mask, value))
+    at, value = at[mask], value[mask]
+    if at.size and (at.min() < 0 or at.max() >= buffer.size):
+        raise IndexError(f"a scatter writes element {at.min() if at.min() < 0 else at.max()} of a buffer of "
+                         f"{buffer.size}")
+    dtype = store.value.dtype  # not a 16-bit float where it folds: no ALU op takes those
+    if store.combine is None:
+        buffer[at] = _encode(value, dtype)  # NumPy assigns repeated indexes in order: the last one stays
+        return
+    data = _decode(buffer, dtype)
+    with np.errstate(all="ignore"):
+        for i, v in zip(at.tolist(), value):  # in order, each fold rounded in the value's dtype
+            data[i] = alu(store.combine.combine(dtype), dtype, [data[i:i + 1], np.asarray(v)[None]])[0]
+    buffer[:] = _encode(data, dtype)
+
+
+def argsort(sort: Sort, slots: Sequence[np.ndarray]) -> None:
+    """A sort: each row's positions in NumPy's stable order (NaN after every number, -0.0 equal to 0.0);
+    descending, the stable ascending order of the reversed row, reversed and mapped back, which keeps equal
+    keys in their order and puts NaN first."""
+    keys = _storage(slots[1], sort.buffers[1], 1).reshape(sort.rows, sort.n)
+    if sort.descending:
+        order = sort.n - 1 - np.argsort(keys[:, ::-1], axis=-1, kind="stable")[:, ::-1]
+    else:
+        order = np.argsort(keys, axis=-1, kind="stable")
+    _storage(slots[0], sort.buffers[0], 0)[:] = order.reshape(-1)
 
 
 def contract(c: Contraction, slots: Sequence[np.ndarray], params: Sequence[Scalar]) -> None:

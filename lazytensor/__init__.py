@@ -63,6 +63,7 @@ from .dtypes import (
     uint8,
 )
 from .errors import AxisError, DeviceError, DTypeError, JitError, KernelError, ShapeError
+from .indexing import nonzero
 from .jit import Jit, jit
 from .kernels.triton import set_allow_tf32, tf32_allowed
 from .movement import broadcast_arrays, concat, hstack, repeat, split, stack, unstack, vstack
@@ -71,6 +72,7 @@ from .realize import Stats, reset_stats, stats
 from .realize import realizing as _realizing
 from .schedule import Schedule
 from .schedule import schedule as _schedule_nodes
+from .sorting import isin, searchsorted, unique_all, unique_counts, unique_inverse, unique_values
 from .tensor import Tensor, broadcast_shapes, realize, where
 
 bool = bool_
@@ -208,6 +210,20 @@ cumulative_sum = _function(Tensor.cumulative_sum)
 cumulative_prod = _function(Tensor.cumulative_prod)
 count_nonzero = _function(Tensor.count_nonzero)
 diff = _function(Tensor.diff)
+take = _function(Tensor.take)
+take_along_axis = _function(Tensor.take_along_axis)
+argwhere = _function(Tensor.argwhere)
+argsort = _function(Tensor.argsort)
+gather = _function(Tensor.gather)
+index_select = _function(Tensor.index_select)
+scatter = _function(Tensor.scatter)
+scatter_add = _function(Tensor.scatter_add)
+index_add = _function(Tensor.index_add)
+
+
+def sort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Tensor:
+    """The array API's sort: the values of x sorted along `axis` (see `Tensor.argsort` for the order)."""
+    return (x if isinstance(x, Tensor) else asarray(x)).sort(axis, descending, stable)
 
 __all__ = [
     "AxisError",
@@ -265,16 +281,19 @@ __all__ = [
     "zeros_like",
 ]
 __all__ += [  # the NumPy-style functions above
-    "abs", "absolute", "add", "all", "allclose", "amax", "amin", "any", "argmax", "argmin", "astype",
+    "abs", "absolute", "add", "all", "allclose", "amax", "amin", "any", "argmax", "argmin", "argsort", "argwhere",
+    "astype",
     "bitwise_and", "bitwise_invert", "bitwise_not", "bitwise_or", "bitwise_xor", "broadcast_to", "ceil",
     "clamp", "clip", "conj", "contiguous", "cos", "count_nonzero", "cumprod", "cumsum", "cumulative_prod",
     "cumulative_sum", "diff", "divide", "dot", "equal", "erf", "exp", "exp2", "expand_dims", "expm1",
-    "flatten", "flip", "floor", "floor_divide", "greater", "greater_equal", "imag", "isclose", "isfinite",
+    "flatten", "flip", "floor", "floor_divide", "gather", "greater", "greater_equal", "imag", "index_add",
+    "index_select", "isclose", "isfinite",
     "isinf", "isnan", "less", "less_equal", "log", "log1p", "log2", "log10", "log_softmax", "logaddexp",
     "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "matmul", "max", "maximum",
     "mean", "min", "minimum", "moveaxis", "multiply", "narrow", "negative", "not_equal", "outer", "pad",
     "permute", "permute_dims", "positive", "pow", "prod", "ravel", "real", "reciprocal", "relu", "remainder",
-    "reshape", "roll", "round", "rsqrt", "sigmoid", "sign", "sin", "softmax", "sqrt", "square", "squeeze",
+    "reshape", "roll", "round", "rsqrt", "scatter", "scatter_add", "sigmoid", "sign", "sin", "softmax", "sqrt",
+    "square", "squeeze",
     "std", "sub", "subtract", "sum", "swapaxes", "tan", "tanh", "tensordot", "tile", "transpose", "trunc",
     "unsqueeze", "var", "vecdot",
 ]
@@ -317,16 +336,26 @@ __all__ += [
     "iinfo",
     "inf",
     "isdtype",
+    "isin",
     "linalg",
     "matrix_transpose",
     "meshgrid",
     "nan",
     "newaxis",
+    "nonzero",
     "pi",
     "repeat",
     "result_type",
+    "searchsorted",
+    "sort",
+    "take",
+    "take_along_axis",
     "tril",
     "triu",
+    "unique_all",
+    "unique_counts",
+    "unique_inverse",
+    "unique_values",
     "unstack",
     "vstack",
 ]

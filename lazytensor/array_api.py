@@ -49,9 +49,9 @@ class Info:
     """
 
     def capabilities(self) -> dict[str, bool | int | None]:
-        """Optional features: neither boolean-mask indexing nor ops whose output shape depends on the data
-        (`nonzero`, `unique_*`) exist yet; any number of dimensions works."""
-        return {"boolean indexing": False, "data-dependent shapes": False, "max dimensions": None}
+        """Optional features: boolean-mask indexing and ops whose output shape depends on the data (`nonzero`,
+        `unique_*`: the data is read first); any number of dimensions works."""
+        return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": None}
 
     def default_device(self) -> str:
         """The device tensors are made on when none is given (`LT_DEVICE`, else the CPU)."""

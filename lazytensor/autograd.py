@@ -407,7 +407,7 @@ REDUCE_VJP: dict[ReduceOp, Callable[[Tensor, tuple[int, ...], Tensor, Tensor], T
 }
 
 
-def _unshrink(g: Tensor, shape: tuple[int, ...], ranges: Sequence[tuple[int, int, int]]) -> Tensor:
+def unshrink(g: Tensor, shape: tuple[int, ...], ranges: Sequence[tuple[int, int, int]]) -> Tensor:
     """The gradient of a strided slice: g scattered back to positions start + i*step, zeros elsewhere.
     A step is undone by interleaving zeros (pad a new axis of size 1 to `step`, then merge it)."""
     for axis, (start, _, step) in enumerate(ranges):
@@ -460,9 +460,20 @@ def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> li
     elif op is Op.PAD:
         grads = [g._shrink([(before, before + n, 1) for (before, _), n in zip(arg, x.shape)])]
     elif op is Op.SHRINK:
-        grads = [_unshrink(g, x.shape, arg)]
+        grads = [unshrink(g, x.shape, arg)]
     elif op is Op.FLIP:
         grads = [g.flip(arg)]
+    elif op is Op.GATHER:  # what each element read, added back where it read it
+        index = srcs[1]
+        grads = [_zeros_like(x)._scatter(arg, index, g, ReduceOp.SUM), None]
+    elif op is Op.SCATTER:
+        axis, combine = arg
+        index, updates = srcs[1], srcs[2]
+        if combine not in (None, ReduceOp.SUM):
+            raise NotImplementedError(f"autograd: no gradient for a scatter that folds by {combine.value}")
+        # a replaced element's gradient goes to its update (to each, where several write it, as PyTorch's)
+        base = g if combine is ReduceOp.SUM else g._scatter(axis, index, _zeros_like(updates), None)
+        grads = [base, None, g._gather(axis, index)]
     else:
         raise AssertionError(f"no gradient rule for {op}")
     return [None if gs is None else gs.cast(s.dtype) for gs, s in zip(grads, srcs)]

@@ -55,6 +55,11 @@ class Op(Enum):
     CONTIGUOUS = "contiguous"  # a forced realize point
     CHECK = "check"            # srcs: (value, flag); the value, where a 0-d bool flag computed beside it is
                                # false; a realize raises IndexError(arg) where it is true (indexes from data)
+    GATHER = "gather"          # srcs: (source, index); arg: axis. out[i] = source[i with i[axis] = index[i]]
+                               # (int64 index, of out's shape; 0 where it is outside [0, source.shape[axis]))
+    SCATTER = "scatter"        # srcs: (base, index, updates); arg: (axis, ReduceOp or None). base, then each
+                               # update u at i written (or folded by the op) at i with i[axis] = index[i]
+    SORT = "sort"              # int64 positions of the source's last axis in stable order; arg: descending
 
 
 MOVEMENT = frozenset({Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.PAD, Op.SHRINK, Op.FLIP})

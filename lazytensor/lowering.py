@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from .dtypes import DType
 from .graph import MOVEMENT, Node, Op
 from .kernels import ir
-from .kernels.dtype import compute_dtype
-from .kernels.expr import Bounds, Expr, Var, flat_index, simplify_bounds, unflatten_index
+from .kernels.dtype import bool_, compute_dtype, int64
+from .kernels.expr import Atom, Bounds, Div, Expr, Var, flat_index, simplify_bounds, unflatten_index
 from .kernels.philox import philox_rounds
 from .views import source_index
 
@@ -48,7 +48,7 @@ MIN_CONTRACTION_WORK = 1 << 16
 
 @dataclass
 class LoweredKernel:
-    kernel: ir.Kernel | ir.Contraction
+    kernel: ir.Kernel | ir.Contraction | ir.Scatter | ir.Sort
     inputs: list[Node]                                   # buffer slots in order, after output and scratch
     scalars: list[Node]                                  # SCALAR nodes in parameter slot order
     reductions: dict[int, Node] = field(default_factory=dict)  # id(value) -> the reduction it computes
@@ -58,6 +58,10 @@ class LoweredKernel:
         k = self.kernel
         if isinstance(k, ir.Kernel):
             return [k]
+        if isinstance(k, ir.Scatter):
+            return [k.base, k.updates]
+        if isinstance(k, ir.Sort):
+            return []
         vb, vm, vn, vk = k.vars
         nests = [ir.Kernel("", k.buffers, k.params, loops, (ir.Store(0, Expr.of(0), v),))
                  for loops, v in (((vb, vm, vk), k.a), ((vb, vk, vn), k.bv))]
@@ -143,6 +147,9 @@ class _Lowerer:
         self.reductions: dict[int, Node] = {}
         self.memo: dict[Key, ir.Value] = {}
         self.n_reduce_vars = 0
+        # The variables that stand for indexes read from data (a gather's), each with its value in the kernel:
+        # the index clamped into the variable's range, so every address made from it stays in its buffer.
+        self.data: dict[Var, ir.Value] = {}
         self.contraction = contraction
         self.operand_dtype = operand_dtype
         self.epilogue = contraction is not None and not self.writes_output(*contraction)
@@ -186,7 +193,7 @@ class _Lowerer:
                 return [], lambda _: ir.const(0, dtype)
             slot = self.first_input + self.slot(self.inputs, node)
             index = flat_index(idx, node.shape)
-            return [], lambda _: ir.cast(ir.load(slot, node.dtype, index, bounds), dtype)
+            return [], lambda _: ir.cast(self.load(slot, node.dtype, index, bounds), dtype)
         op = node.op
         if op is Op.SCALAR:  # in the compute dtype, as PyTorch keeps a scalar with 16-bit floats in float32
             pslot = self.slot(self.scalars, node)
@@ -194,7 +201,7 @@ class _Lowerer:
         if op is Op.CONST:
             return [], lambda _: ir.const(node.arg, dtype)
         if op is Op.IOTA:
-            return [], lambda _: _rounded(ir.index(idx[0]), node.dtype)
+            return [], lambda _: _rounded(self.index_value(idx[0]), node.dtype)
         if op is Op.PHILOX:
             return [(s, idx, bounds) for s in node.srcs], lambda vals: philox_rounds(
                 vals[:4], vals[4:], lambda alu, a, b: ir.alu(alu, dtype, a, b), lambda v: ir.const(v, dtype))[node.arg]
@@ -217,8 +224,63 @@ class _Lowerer:
             key, pad = read
             if not pad:
                 return [key], lambda vals: vals[0]
-            return [key], lambda vals: ir.alu(ir.Alu.WHERE, dtype, ir.valid(pad), vals[0], ir.const(0, dtype))
+            return [key], lambda vals: ir.alu(ir.Alu.WHERE, dtype, self.valid_value(pad), vals[0], ir.const(0, dtype))
+        if op is Op.GATHER:
+            return self.plan_gather(node, idx, bounds)
         raise AssertionError(f"cannot lower {node}")
+
+    def plan_gather(self, node: Node, idx: tuple[Expr, ...], bounds: Bounds):
+        """The source read at the index the data gives along the gathered axis: a variable standing for it
+        (its value the clamped index, see `data`) in the source's index, and 0 where the index is outside
+        the axis (where the frontend's check raises)."""
+        src, index = node.srcs
+        axis, size = node.arg, node.srcs[0].shape[node.arg]
+
+        def build(vals: list[ir.Value]) -> ir.Value:
+            raw = vals[0]
+            var = Var(f"g{len(self.data)}", size)
+            self.data[var] = ir.alu(ir.Alu.MIN, int64, ir.alu(ir.Alu.MAX, int64, raw, ir.const(0, int64)),
+                                    ir.const(size - 1, int64))
+            inside = self.value((src, (*idx[:axis], Expr.of(var), *idx[axis + 1:]), bounds))
+            ok = _within(raw, 0, size)
+            return ir.alu(ir.Alu.WHERE, inside.dtype, ok, inside, ir.const(0, inside.dtype))
+
+        return [(index, idx, bounds)], build
+
+    # ---- index expressions that read data ----
+
+    def reads_data(self, e: Expr | Atom) -> bool:
+        return bool(self.data) and not (Expr.of(e).vars().isdisjoint(self.data))
+
+    def load(self, slot: int, dtype: DType, index: Expr, bounds: Bounds) -> ir.Value:
+        """A load of `slot`, or a gather where the index or its bounds read data."""
+        if not self.reads_data(index) and not any(self.reads_data(b.expr) for b in bounds):
+            return ir.load(slot, dtype, index, bounds)
+        return ir.gather(slot, dtype, self.index_value(index), self.valid_value(bounds))
+
+    def index_value(self, e: Expr) -> ir.Value:
+        """`e` as an int64 value: an INDEX, plus the terms that read data computed from their values."""
+        if not self.reads_data(e):
+            return ir.index(e)
+        out = ir.index(Expr.make(e.const, {a: k for a, k in e.terms if not self.reads_data(a)}))
+        for atom, k in e.terms:
+            if not self.reads_data(atom):
+                continue
+            if isinstance(atom, Var):
+                term = self.data[atom]
+            else:
+                op = ir.Alu.FLOORDIV if isinstance(atom, Div) else ir.Alu.MOD
+                term = ir.alu(op, int64, self.index_value(atom.x), ir.const(atom.c, int64))
+            out = ir.alu(ir.Alu.ADD, int64, out, term if k == 1 else ir.alu(ir.Alu.MUL, int64, term, ir.const(k, int64)))
+        return out
+
+    def valid_value(self, bounds: Bounds) -> ir.Value:
+        """Where `bounds` hold, as a bool value: a VALID, and the bounds that read data as comparisons."""
+        out = ir.valid(tuple(b for b in bounds if not self.reads_data(b.expr)))
+        for b in bounds:
+            if self.reads_data(b.expr):
+                out = ir.alu(ir.Alu.AND, bool_, out, _within(self.index_value(b.expr), b.lo, b.hi))
+        return out
 
     def plan_reduce(self, node: Node, idx: tuple[Expr, ...], bounds: Bounds):
         ranges = reduce_vars(node, self.n_reduce_vars)
@@ -257,6 +319,10 @@ class _Lowerer:
         return memo[root_key]
 
     def lower(self) -> LoweredKernel:
+        if self.root.op is Op.SCATTER:
+            return self.lower_scatter()
+        if self.root.op is Op.SORT:
+            return self.lower_sort()
         shape = self.root.shape
         loops = tuple(Var(f"o{d}", n) for d, n in enumerate(shape)) or (Var("o0", 1),)
         idx = tuple(Expr.of(v) for v in loops) if shape else ()
@@ -280,6 +346,43 @@ class _Lowerer:
             kernel = ir.Contraction("", buffers, params, vars, a, bv,
                                     ir.Kernel("", buffers, params, loops, stores) if self.epilogue else None)
         return LoweredKernel(kernel, list(self.inputs), list(self.scalars), self.reductions)
+
+    def lower_scatter(self) -> LoweredKernel:
+        """A SCATTER's `ir.Scatter`: its base written over the output's loops, then a loop nest over the
+        updates that writes each at its place, where its index lies inside the axis (the frontend's check
+        raises for one that does not)."""
+        root = self.root
+        base, index, updates = root.srcs
+        axis, combine = root.arg
+        size = root.shape[axis]
+        loops = tuple(Var(f"o{d}", n) for d, n in enumerate(root.shape)) or (Var("o0", 1),)
+        idx = tuple(Expr.of(v) for v in loops) if root.shape else ()
+        base_store = ir.Store(0, flat_index(idx, root.shape), _narrow(self.value((base, idx, ())), root.dtype))
+        spots = tuple(Var(f"u{d}", n) for d, n in enumerate(index.shape)) or (Var("u0", 1),)
+        at = tuple(Expr.of(v) for v in spots) if index.shape else ()
+        raw = self.value((index, at, ()))
+        var = Var(f"g{len(self.data)}", size)
+        self.data[var] = raw  # used only where `mask` holds, inside the axis
+        place = self.index_value(flat_index((*at[:axis], Expr.of(var), *at[axis + 1:]), root.shape))
+        value = _narrow(self.value((updates, at, ())), root.dtype)
+        store = ir.Store(0, Expr.of(0), value, at=place, mask=_within(raw, 0, size), combine=combine)
+        buffers = (ir.BufferParam(root.dtype, root.numel, output=True), *(ir.BufferParam(n.dtype, n.numel) for n in self.inputs))
+        params = tuple(compute_dtype(n.dtype) for n in self.scalars)
+        kernel = ir.Scatter("", buffers, params, ir.Kernel("", buffers, params, loops, (base_store,)),
+                            ir.Kernel("", buffers, params, spots, (store,)))
+        return LoweredKernel(kernel, list(self.inputs), list(self.scalars), self.reductions)
+
+    def lower_sort(self) -> LoweredKernel:
+        """A SORT's `ir.Sort`, over its keys' buffer (the scheduler realizes them: the storage of its source)."""
+        root = self.root
+        keys = root.srcs[0]
+        while not (keys.realized or keys in self.boundaries):  # down the reshapes to the buffer (`storage`)
+            keys = keys.srcs[0]
+        self.inputs.append(keys)
+        n = root.shape[-1] if root.shape else 1
+        kernel = ir.Sort("", (ir.BufferParam(int64, root.numel, output=True), ir.BufferParam(keys.dtype, keys.numel)),
+                         root.numel // n, n, root.arg)
+        return LoweredKernel(kernel, list(self.inputs), [])
 
     def operands(self) -> tuple[tuple[Var, Var, Var, Var], ir.Value, ir.Value]:
         """The contraction's operands as values over its (batch, m, n, k) loop variables, in the dtype the
@@ -310,6 +413,12 @@ def movement_source(node: Node, idx: tuple[Expr, ...], bounds: Bounds) -> tuple[
     if inner is None:
         return None
     return (src, src_idx, inner), simplify_bounds(new_bounds) or ()
+
+
+def _within(value: ir.Value, lo: int, hi: int) -> ir.Value:
+    """`lo <= value < hi` for an int64 value."""
+    return ir.alu(ir.Alu.AND, bool_, ir.alu(ir.Alu.CMPLE, bool_, ir.const(lo, int64), value),
+                  ir.alu(ir.Alu.CMPLT, bool_, value, ir.const(hi, int64)))
 
 
 def reduce_vars(node: Node, first: int) -> tuple[Var, ...]:

@@ -219,53 +219,6 @@ class MovementOps:
             return self
         return self._derive(Op.SHRINK, tuple(len(range(*r)) for r in ranges), ranges)
 
-    def __getitem__(self: Tensor, index: Any) -> Tensor:
-        """Basic indexing: ints (negative too), slices with any step, None and `...`."""
-        items = index if isinstance(index, tuple) else (index,)
-        from .tensor import Tensor
-        for it in items:
-            # arrays are advanced indexing; a NumPy integer (shape ()) is an int, as in NumPy and PyTorch
-            if isinstance(it, (Tensor, list)) or (hasattr(it, "dtype") and getattr(it, "shape", ()) != ()):
-                raise TypeError("indexing with tensors or lists (advanced indexing) is not supported; "
-                                "use ints, slices, None and ...")
-            if isinstance(it, bool) or not (it is None or it is Ellipsis or isinstance(it, (int, slice))
-                                            or hasattr(it, "__index__")):
-                raise TypeError(f"invalid index {it!r}: use ints, slices, None and ...")
-        if sum(it is Ellipsis for it in items) > 1:
-            raise IndexError("an index can only have a single ellipsis ('...')")
-        used = sum(1 for it in items if it is not None and it is not Ellipsis)
-        if used > self.ndim:
-            raise IndexError(f"too many indices for a tensor of dimension {self.ndim}: {used} were given")
-        if Ellipsis in items:
-            i = items.index(Ellipsis)
-            items = items[:i] + (slice(None),) * (self.ndim - used) + items[i + 1:]
-        else:
-            items = items + (slice(None),) * (self.ndim - used)
-        ranges, flips, out_shape = [], [], []
-        axis = 0
-        for it in items:
-            if it is None:
-                out_shape.append(1)
-                continue
-            n = self.shape[axis]
-            if isinstance(it, slice):
-                start, stop, step = it.indices(n)
-                length = len(range(start, stop, step))
-                if step < 0:
-                    flips.append(axis)
-                    start = n - 1 - start
-                    step = -step
-                ranges.append((start, start + (length - 1) * step + 1 if length else start, step))
-                out_shape.append(length)
-            else:
-                i = int(it.__index__())
-                if not -n <= i < n:
-                    raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
-                ranges.append((i % n, i % n + 1, 1))
-            axis += 1
-        x = self.flip(flips) if flips else self
-        return x._shrink(ranges).reshape(tuple(out_shape))
-
     def split(self: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
         """PyTorch's split: pieces of `split_size` along `dim` (the last may be shorter), or of the
         sizes listed."""

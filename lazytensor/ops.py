@@ -1,7 +1,7 @@
 """The registry of ops: every op of the graph and the kernel IR, and how the frontend offers it.
 
 Each elementwise op (`kernels.ir.Alu`, but the `MACHINE_OPS` that only the backends' legalization makes),
-reduction (`ReduceOp`) and movement op (`graph.MOVEMENT`) has one row: the public function
+reduction (`ReduceOp`), movement op (`graph.MOVEMENT`) and op that indexes by data (gather, scatter) has one row: the public function
 (`lt.<function>`) and the Tensor method that record it. What else an op needs lives beside its
 definition and is checked against this registry by tests/test_ops.py:
 
@@ -85,4 +85,10 @@ MOVEMENT: dict[Op, Offered] = {
     Op.FLIP: Offered("flip", "flip"),
 }
 
-__all__ = ["ELEMENTWISE", "MOVEMENT", "REDUCTIONS", "Offered"]
+# The ops that index by data (lazytensor/indexing.py): their results come checked (`Op.CHECK` over the op).
+INDEXING: dict[Op, Offered] = {
+    Op.GATHER: Offered("gather", "gather"),
+    Op.SCATTER: Offered("scatter", "scatter"),
+}
+
+__all__ = ["ELEMENTWISE", "INDEXING", "MOVEMENT", "REDUCTIONS", "Offered"]

@@ -181,19 +181,23 @@ def _with_pending(roots: tuple[Node, ...]) -> list[Node]:
                       and not t.node.realized)]
 
 
-_COMPUTED = frozenset({Op.ALU, Op.CAST, Op.REDUCE, Op.PHILOX})  # ops that compute (not views, not data)
+_COMPUTED = frozenset({Op.ALU, Op.CAST, Op.REDUCE, Op.PHILOX, Op.GATHER})  # ops that compute (not views, not data)
 # Ops whose kernel writes a fresh row-major buffer of their own (a `contiguous()` point among them).
-_FRESH = _COMPUTED | {Op.CONTIGUOUS, Op.CHECK}
+_FRESH = _COMPUTED | {Op.CONTIGUOUS, Op.CHECK, Op.SCATTER, Op.SORT}
+_OWN_KERNEL = frozenset({Op.SCATTER, Op.SORT})  # ops that are a kernel of their own kind, each alone
 
 
 def storage(node: Node) -> Node:
     """The node whose buffer holds `node`'s data: a reshape shares its source's buffer, and `contiguous()`
     of a node computed in this schedule is that node's buffer: the node is realized instead of copied, so
     its other consumers read it rather than recompute it. (`contiguous()` of a realized buffer copies: the
-    buffer may be a NumPy array's memory.)"""
+    buffer may be a NumPy array's memory.) A check's value is its source's, unless that is a view to
+    compute: its flag is a kernel of its own."""
     if node.op is Op.RESHAPE:
         return storage(node.srcs[0])
     if node.op is Op.CONTIGUOUS and (inner := storage(node.srcs[0])).op in _FRESH:
+        return inner
+    if node.op is Op.CHECK and ((inner := storage(node.srcs[0])).op in _FRESH or inner.realized):
         return inner
     return node
 
@@ -258,7 +262,7 @@ def schedule(*roots: Node) -> Schedule:
         items.requested, items.aliases, items.checks = requested, [], []
         return items
     targets = [storage(r) for r in requested]
-    nodes = toposort(targets)
+    nodes = toposort([*targets, *requested])  # the requested too: a check whose value is its storage
     checks, live = [], []
     for n in nodes:
         if n.op is Op.CHECK and not n.srcs[1].realized:
@@ -291,6 +295,8 @@ def _schedule(nodes: list[Node], targets: list[Node], live: list[Node]) -> Sched
         for s in n.srcs:
             readers.setdefault(id(s), []).append(n)
     barriers = {storage(n) for n in nodes if n.op is Op.CONTIGUOUS}  # the nodes `contiguous()` realizes
+    own = {n for n in nodes if n.op in _OWN_KERNEL and not n.realized}
+    own |= {storage(n.srcs[0]) for n in own if n.op is Op.SORT}  # a sort reads its keys from a buffer
     requested = set(targets)  # written as themselves
     kept: set[Node] = set()
     aliases = []
@@ -300,7 +306,7 @@ def _schedule(nodes: list[Node], targets: list[Node], live: list[Node]) -> Sched
             aliases.append((n, copy))
         elif (at := storage(n)) not in requested and at not in barriers and (k := _kept(n, readers)) is not None:
             kept.add(k)  # (a node whose buffer is written anyway, as requested or as a `contiguous()`, is kept)
-    points, costs = _realize_points(nodes, targets, barriers | kept)
+    points, costs = _realize_points(nodes, targets, barriers | kept | own)
     plan = _Planner(nodes, points, readers, costs).plan()
     groups = _groups(plan.order, plan.regions, barriers)
     t0 = time.perf_counter()
@@ -414,7 +420,7 @@ class _Region:
     (with its axes), what it reads (buffers and other points, by id), and what of that, and of the ops it
     computes, has more than one element (by id: what rule 7 groups kernels by)."""
 
-    __slots__ = ("contraction", "n_reduce_vars", "reads", "root", "shared")
+    __slots__ = ("contraction", "n_data_vars", "n_reduce_vars", "reads", "root", "shared")
 
     def __init__(self, root: Node):
         self.root = root
@@ -422,6 +428,7 @@ class _Region:
         self.reads: set[int] = set()
         self.shared: set[int] = set()
         self.n_reduce_vars = 0
+        self.n_data_vars = 0
 
     def read(self, node: Node) -> None:
         self.reads.add(id(node))
@@ -579,6 +586,14 @@ class _Planner:
             free |= b.expr.vars()
         return free, max((nest.path[v] for v in free), key=len, default=())
 
+    def data_var(self, region: _Region, index: Node, idx: tuple[Expr, ...], bounds: Bounds, nest: _Nest,
+                 size: int) -> Var:
+        """A variable standing for `index`'s value at `idx`, placed in the loops that value is computed in."""
+        var = Var(f"g{region.n_data_vars}", size)
+        region.n_data_vars += 1
+        nest.path[var] = self.scope(index, idx, bounds, nest)[1]
+        return var
+
     def pass_down(self, node: Node, uses: Uses) -> None:
         """Hand `node`'s sources the indexes its kernels read them at."""
         shared = node.op in _COMPUTED and node.numel > 1
@@ -601,6 +616,17 @@ class _Planner:
             return [(s, idx, bounds, nest) for s in node.srcs]
         if op is Op.CHECK:  # the value; the flag is a requested output of the schedule
             return [(node.srcs[0], idx, bounds, nest)]
+        if op is Op.GATHER:  # the index, and the source at a variable standing for it (`lowering.plan_gather`)
+            src, index = node.srcs
+            var = self.data_var(region, index, idx, bounds, nest, src.shape[node.arg])
+            return [(index, idx, bounds, nest), (src, (*idx[:node.arg], Expr.of(var), *idx[node.arg + 1:]), bounds, nest)]
+        if op is Op.SORT:  # the keys, from their buffer
+            return [(node.srcs[0], idx, bounds, nest)]
+        if op is Op.SCATTER:  # the base over the output's loops; index and updates over their own
+            base, index, updates = node.srcs
+            spots = tuple(Var(f"u{d}", n) for d, n in enumerate(index.shape)) or (Var("u0", 1),)
+            at, spot_nest = tuple(Expr.of(v) for v in spots) if index.shape else (), _Nest(spots)
+            return [(base, idx, bounds, nest), (index, at, (), spot_nest), (updates, at, (), spot_nest)]
         if op in MOVEMENT:
             read = movement_source(node, idx, bounds)
             return [] if read is None else [(*read[0], nest)]
@@ -643,6 +669,11 @@ def _dependencies(nodes: list[Node]) -> dict[int, frozenset[int]]:
             deps[id(n)] = _all_axes(n)
         elif op is Op.REDUCE:
             deps[id(n)] = deps[id(n.srcs[0])] - frozenset(n.arg[1])
+        elif op is Op.GATHER:  # the index's axes, and the source's but the gathered one, which the index sets
+            src, index = n.srcs
+            deps[id(n)] = deps[id(index)] | (deps[id(src)] - {n.arg})
+        elif op in _OWN_KERNEL:
+            deps[id(n)] = _all_axes(n)
         elif op in MOVEMENT:
             axes = [_canonical_vars.setdefault((d, size), Var(f"d{d}", size)) for d, size in enumerate(n.shape)]
             src = n.srcs[0]
@@ -695,7 +726,8 @@ def _groups(order: list[Node], regions: dict[Node, _Region], barriers: set[Node]
     for p in order:
         read_groups = {point_group[r] for r in reads[p] if r in point_group}
         placed = None
-        candidates = alike.setdefault((p.shape, p.device), []) if regions[p].contraction is None else []
+        plain = regions[p].contraction is None and p.op not in _OWN_KERNEL
+        candidates = alike.setdefault((p.shape, p.device), []) if plain else []
         for g in reversed(candidates):
             members = groups[g]
             if not any(shared[p] & shared[m] or id(m) in reads[p] for m in members) \
@@ -708,7 +740,7 @@ def _groups(order: list[Node], regions: dict[Node, _Region], barriers: set[Node]
             placed = len(groups)
             groups.append([])
             before.append(set())
-            if regions[p].contraction is None:
+            if plain:
                 candidates.append(placed)
         groups[placed].append(p)
         group_of[p] = point_group[id(p)] = placed

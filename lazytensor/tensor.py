@@ -25,11 +25,13 @@ from .dtypes import DType, bool_, default_float
 from .errors import DeviceError, DTypeError, ShapeError
 from .graph import Node, Op, hold
 from .helpers import prod
+from .indexing import IndexingOps
 from .kernels.dtype import bfloat16_to_float32
 from .kernels.ir import Alu
 from .movement import MovementOps
 from .realize import check_read, realize_nodes
 from .reduce import ReduceOps
+from .sorting import SortingOps
 
 Scalar = bool | int | float
 Shape = tuple[int, ...]
@@ -77,7 +79,7 @@ _SCALAR_POWERS: dict[float, Callable[[Tensor], Tensor]] = {
 }
 
 
-class Tensor(ReduceOps, MovementOps, ContractionOps):
+class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
     """An n-dimensional array whose value is computed lazily. See the README's "Lazy evaluation"."""
 
     __slots__ = ("__weakref__", "_ctx", "_node", "_source", "grad", "requires_grad")

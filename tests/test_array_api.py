@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import pytest
 
 import lazytensor as lt
@@ -31,10 +33,13 @@ def test_the_standards_constants():
     assert type(lt.e) is type(lt.pi) is type(lt.inf) is type(lt.nan) is float
 
 
-def test_capabilities_say_what_is_not_implemented():
+def test_capabilities_say_what_is_implemented():
     info = lt.__array_namespace_info__()
-    assert info.capabilities() == {"boolean indexing": False, "data-dependent shapes": False,
+    assert info.capabilities() == {"boolean indexing": True, "data-dependent shapes": True,
                                    "max dimensions": None}
+    x = lt.asarray(np.array([[1.0, -2.0], [3.0, 0.0]]))
+    np.testing.assert_array_equal(x[x > 0].numpy(), [1.0, 3.0])
+    np.testing.assert_array_equal(lt.nonzero(x)[1].numpy(), [0, 1, 0])
 
 
 def test_any_number_of_dimensions_works():

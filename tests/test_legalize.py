@@ -65,13 +65,18 @@ def library_ops(kernel: ir.Kernel) -> set[legalize.Key]:
     return found
 
 
-def rewritten_math(kernel: ir.Kernel | ir.Contraction) -> set[legalize.Key]:
-    """The keys of APPROXIMATE among the ALU ops of a kernel or a contraction (its operands and epilogue)."""
+def rewritten_math(kernel: ir.Kernel | ir.Contraction | ir.Scatter | ir.Sort) -> set[legalize.Key]:
+    """The keys of APPROXIMATE among the ALU ops of a kernel, a contraction (its operands and epilogue) or a
+    scatter (its base and updates); a sort has none."""
+    if isinstance(kernel, ir.Sort):
+        return set()
+    if isinstance(kernel, ir.Scatter):
+        return rewritten_math(kernel.base) | rewritten_math(kernel.updates)
     if isinstance(kernel, ir.Contraction):
         epilogue = rewritten_math(kernel.epilogue) if kernel.epilogue is not None else set()
         roots = [kernel.a, kernel.bv]
     else:
-        epilogue, roots = set(), [s.value for s in kernel.stores]
+        epilogue, roots = set(), [v for s in kernel.stores for v in s.roots()]
     return epilogue | {(v.arg, v.srcs[-1].dtype) for v in ir.toposort(roots) if v.op is ir.VOp.ALU} & APPROXIMATE
 
 

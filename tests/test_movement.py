@@ -341,10 +341,6 @@ def test_getitem_errors():
     with pytest.raises(TypeError):
         x[1.0]
     with pytest.raises(TypeError):
-        x[[0, 1]]
-    with pytest.raises(TypeError):
-        x[lt.asarray(np.array([0, 1]))]
-    with pytest.raises(TypeError):
         x["a"]
 
 

@@ -148,6 +148,32 @@ def test_movement_ops_record_the_op_and_differentiate_as_torch(op, how):
     check(t.grad, tt.grad)
 
 
+INDEXING_CALLS = {  # (args after the tensor, torch's counterpart of x)
+    Op.GATHER: ((1, np.array([[2, 0], [1, 1]])[:, :, None].repeat(4, 2)), lambda x: x.gather(
+        1, torch.tensor(np.array([[2, 0], [1, 1]])[:, :, None].repeat(4, 2)))),
+    Op.SCATTER: ((0, np.array([[1, 0, 1, 1]] * 2)[:, None].repeat(3, 1), np.ones((2, 3, 4))),
+                 lambda x: x.scatter(0, torch.tensor(np.array([[1, 0, 1, 1]] * 2)[:, None].repeat(3, 1)),
+                                     torch.ones((2, 3, 4), dtype=torch.float64))),
+}
+
+
+@pytest.mark.parametrize("how", ["function", "method"])
+@pytest.mark.parametrize("op", list(ops.INDEXING), ids=lambda op: op.value)
+def test_indexing_ops_record_the_op_and_differentiate_as_torch(op, how):
+    args, theirs = INDEXING_CALLS[op]
+    x = np.random.default_rng(7).normal(size=(2, 3, 4))
+    t = lt.asarray(x).requires_grad_()
+    out = _call(ops.INDEXING[op], how, None, [t, *(lt.asarray(a) if isinstance(a, np.ndarray) else a for a in args)])
+    assert out.node.op is Op.CHECK and out.node.srcs[0].op is op
+    tt = torch.tensor(x, requires_grad=True)
+    expected = theirs(tt)
+    check(out, expected)
+    w = np.random.default_rng(8).normal(size=expected.shape)
+    (out * lt.asarray(w)).sum().backward()
+    (expected * torch.tensor(w)).sum().backward()
+    check(t.grad, tt.grad)
+
+
 @pytest.mark.parametrize("start,length", [(0, 4), (-3, 2), (4, 0)])
 def test_narrow(start, length):
     x = np.arange(12.0).reshape(3, 4)

@@ -125,7 +125,7 @@ def compare_to_torch(got: np.ndarray, expected: torch.Tensor | np.ndarray, dtype
 
 # ---- running ----------------------------------------------------------------------------------------
 
-Kernelish = ir.Kernel | ir.Contraction
+Kernelish = ir.Kernel | ir.Contraction | ir.Scatter | ir.Sort
 
 
 def caller_buffers(kernel: Kernelish) -> tuple[list[ir.BufferParam], list[ir.BufferParam]]:
@@ -196,6 +196,18 @@ def two_outputs(x: lt.Tensor | torch.Tensor, y: lt.Tensor | torch.Tensor) -> tup
     return x * 2 + y, (x - y) * y
 
 
+def put(x: lt.Tensor | torch.Tensor, i: lt.Tensor | torch.Tensor, v: lt.Tensor | torch.Tensor):
+    """`x` with `v` written at the rows `i` (a copy: torch writes in place)."""
+    y = x * 1
+    y[i] = v
+    return y
+
+
+def positions(shape: tuple[int, ...], high: int, seed: int) -> np.ndarray:
+    """int64 indexes in [0, high), repeats among them."""
+    return np.random.default_rng(seed).integers(0, high, shape)
+
+
 A = random_array  # the tables below call it on every row
 LOWERING = {  # name: (fn on either library's tensors, its inputs, their layouts)
     "elementwise": (lambda x, y: x * y + x - abs(y), [A((5, 7), lt.float32, 0), A((7,), lt.float32, 1)], ()),
@@ -231,6 +243,14 @@ LOWERING = {  # name: (fn on either library's tensors, its inputs, their layouts
     "batched_matmul": (lambda x, y: x @ y, [quarter((3, 16, 40), 32), quarter((40, 48), 33)], ()),
     "float64_matmul": (lambda x, y: x @ y.T, [A((24, 40), lt.float64, 34), A((48, 40), lt.float64, 35)], ()),
     "several_outputs": (two_outputs, [A((6, 8), lt.float32, 36), A((6, 8), lt.float32, 37)], ()),
+    "gather": (lambda x, i: x.gather(1, i) * 2, [A((5, 7), lt.float32, 38), positions((5, 4), 7, 39)], ("flipped",)),
+    "index_rows": (lambda x, i: x[i] + 1, [A((6, 5), lt.int32, 40), positions((3, 2), 6, 41)], ("transposed",)),
+    "index_padded_view": (lambda x, i: x.flip(0)[1:, ::2][i], [A((7, 6), lt.float64, 42), positions((4,), 6, 43)], ()),
+    "scatter_add": (lambda x, i, u: x.scatter_add(0, i, u * 3), [A((4, 5), lt.float32, 44), positions((6, 5), 4, 45),
+                                                                   A((6, 5), lt.float32, 46)], ("strided",)),
+    "index_put": (put, [A((5, 3), lt.int64, 47), positions((4,), 5, 48), A((4, 3), lt.int64, 49)], ()),
+    "argsort": (lambda x: (x.argsort(stable=True, dim=1), x.argsort(stable=True, dim=0, descending=True)),
+                [positions((6, 9), 4, 50) * 1.0], ("transposed",)),
 }
 
 
@@ -589,6 +609,12 @@ SCHEDULES: dict[str, tuple[Callable[[], list[lt.Tensor]], int]] = {
     "integers": (lambda: [(D((6, 5), 19, lt.int32) // D((5,), 20, lt.int32)) % 7, D((6, 5), 21, lt.int8).sum(1)], 0),
     "random": (lambda: [lt.rand(64, device=device().name), lt.randint(0, 100, (33,), device=device().name)], 0),
     "several_outputs": (lambda: list(two_outputs(D((6, 8), 28), D((6, 8), 29))), 0),
+    "gather_scatter": (lambda: [D((6, 8), 30).gather(1, lt.asarray(positions((6, 5), 8, 31), device=device().name)),
+                                D((4, 8), 32).scatter_add(0, lt.asarray(positions((9, 8), 4, 33), device=device().name),
+                                                          D((9, 8), 34)),
+                                put(D((5, 8), 35, lt.int8), lt.asarray(positions((7,), 5, 36), device=device().name),
+                                    D((7, 8), 37, lt.int8))], 0),
+    "sort": (lambda: [D((5, 40), 38).argsort(1), lt.sort(D((33, 3), 39, lt.int8), axis=0, descending=True)], 0),
     "softmax": (lambda: [D((6, 40), 22).softmax(-1)], 2 * ULPS),
     "layernorm": (lambda: [layernorm(D((6, 40), 23))], 4),
 }

@@ -293,9 +293,22 @@ class KernelRenderer(FunctionBuilder):
     def emit_stores(self) -> None:
         for s in self.kernel.stores:
             val = self.vals[id(s.value)]
-            if s.value.dtype == bool_:
-                val = self.b.zext(val, I8)
-            self.b.store(val, self.gep(s.buf, s.index, True))
+            if s.at is None:
+                self.b.store(self.to_memory(val, s.value.dtype), self.gep(s.buf, s.index, True))
+                continue
+            with self.b.if_then(self.vals[id(s.mask)]):  # a scatter's store (see `ir.Store`)
+                address = self.gep(s.buf, None, True, self.vals[id(s.at)])
+                if s.combine is not None:
+                    old = self.from_memory(self.b.load(address, typ=memory_type(s.value.dtype)), s.value.dtype)
+                    val = self.alu(s.combine.combine(s.value.dtype), s.value.dtype, [old, val])
+                self.b.store(self.to_memory(val, s.value.dtype), address)
+
+    def to_memory(self, value: ir.Value, dtype: DType) -> ir.Value:
+        """A register value as its buffer holds it: bools as bytes."""
+        return self.b.zext(value, I8) if dtype == bool_ else value
+
+    def from_memory(self, raw: ir.Value, dtype: DType) -> ir.Value:
+        return self.b.icmp_unsigned("!=", raw, I8(0)) if dtype == bool_ else raw
 
     def emit_output_level(self, path: tuple[Var, ...], start: ir.Value, end: ir.Value) -> None:
         loops = self.kernel.loops
@@ -495,16 +508,17 @@ class KernelRenderer(FunctionBuilder):
                 ok = b.and_(ok, b.icmp_signed("<", e, I64(bound.hi)))
         return ok
 
-    def gep(self, buf: int, index: Expr, store: bool, idx: ir.Value | None = None,
+    def gep(self, buf: int, index: Expr | None, store: bool, idx: ir.Value | None = None,
             count: int | ir.Value = 1) -> ir.Value:
         """The address of element `index` of buffer slot `buf` (`idx`: the value to take for it, if made
-        already) for a load or a store, guarded (see `FunctionBuilder.guard`) unless `index` lies inside the
-        buffer for every value of the loop variables: a checked kernel keeps its loops inside their ranges
-        (`render`), so such an access needs no test, and its loop vectorizes as it does unchecked."""
+        already; `index` None for an index computed from data, whose value `idx` is) for a load or a store,
+        guarded (see `FunctionBuilder.guard`) unless `index` lies inside the buffer for every value of the loop
+        variables: a checked kernel keeps its loops inside their ranges (`render`), so such an access needs
+        no test, and its loop vectorizes as it does unchecked."""
         param = self.kernel.buffers[buf]
         idx = self.expr(index) if idx is None else idx
         address = self.b.gep(self.bufs[buf], [idx], source_etype=memory_type(param.dtype), inbounds=True)
-        if 0 <= index.vmin and index.vmax < param.size:
+        if index is not None and 0 <= index.vmin and index.vmax < param.size:
             return address
         return self.guard(address, idx, buf, param.size, store, count)
 
@@ -521,15 +535,10 @@ class KernelRenderer(FunctionBuilder):
         b = self.b
         if v.op is VOp.LOAD:
             buf, index, bounds = v.arg
-            idx = self.expr(index)
-            ok = self.bounds(bounds) if bounds else None
-            if ok is not None:
-                idx = b.select(ok, idx, I64(0))
-            # a masked load reads element 0 where it is off, which a checked kernel does not count as an access
-            count = b.zext(ok, I64) if ok is not None and self.fault_slot is not None else 1
-            raw = b.load(self.gep(buf, index, False, idx, count), typ=memory_type(v.dtype))
-            val = b.icmp_unsigned("!=", raw, I8(0)) if v.dtype == bool_ else raw
-            return b.select(ok, val, self.constant(0, v.dtype)) if ok is not None else val
+            return self.masked_load(v.dtype, buf, index, self.expr(index), self.bounds(bounds) if bounds else None)
+        if v.op is VOp.GATHER:
+            index, ok = (self.vals[id(s)] for s in v.srcs)
+            return self.masked_load(v.dtype, v.arg, None, index, ok)
         if v.op is VOp.CONST:
             return self.constant(v.arg, v.dtype)
         if v.op is VOp.PARAM:
@@ -547,6 +556,17 @@ class KernelRenderer(FunctionBuilder):
         assert v.op is VOp.ALU
         operand_dtype = v.srcs[-1].dtype
         return self.alu(v.arg, operand_dtype, srcs)
+
+    def masked_load(self, dtype: DType, buf: int, index: Expr | None, idx: ir.Value, ok: ir.Value | None) -> ir.Value:
+        """Element `idx` of buffer slot `buf` (at `index`, None for an index from data; see `gep`) where `ok`
+        holds (None: everywhere), 0 elsewhere."""
+        b = self.b
+        if ok is not None:
+            idx = b.select(ok, idx, I64(0))
+        # a masked load reads element 0 where it is off, which a checked kernel does not count as an access
+        count = b.zext(ok, I64) if ok is not None and self.fault_slot is not None else 1
+        val = self.from_memory(b.load(self.gep(buf, index, False, idx, count), typ=memory_type(dtype)), dtype)
+        return b.select(ok, val, self.constant(0, dtype)) if ok is not None else val
 
     def intrinsic(self, name: str, dtype: DType, args: list[ir.Value]) -> ir.Value:
         t = llvm_type(dtype)

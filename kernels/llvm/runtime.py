@@ -72,13 +72,15 @@ import numpy as np
 
 from .. import bounds
 from ..bounds import FAULT_SLOTS, check
-from ..ir import BufferParam, Contraction, Kernel, VOp
+from ..ir import BufferParam, Contraction, Kernel, Scatter, Sort, VOp
 from ..legalize import legalize
 from ..split import split_reduction
 from . import compiler, mathlib
 from .compiler import Machine
 from .gemm import Layout, Pack, core_name, pack_kernels, render_gemm, render_gemm_core
 from .render import NATIVE, render, symbol
+from .sort import render_sort
+from .sort import scratch as sort_scratch
 
 PARALLEL_MIN_WORK = 1 << 16
 SPLIT_MIN_WORK = 1 << 21  # measured on 2 cores: below it, splitting `x.sum()` is no faster than one thread
@@ -311,7 +313,7 @@ class Program:
     """A compiled function: call it with buffer addresses and scalar parameters. It runs over `[0, extent)`
     of its outermost loop (a kernel's output loop, a contraction's tasks), split across threads."""
 
-    kernel: Kernel | Contraction
+    kernel: Kernel | Contraction | Scatter
     llvm_ir: str
     optimized_ir: str
     compile_seconds: float
@@ -388,7 +390,7 @@ class StagedProgram:
     """A kernel compiled to several functions that run one after another over one table of buffers:
     the caller's (outputs, inputs) and scratch buffers the program owns, allocated on its first call."""
 
-    kernel: Kernel | Contraction
+    kernel: Kernel | Contraction | Scatter | Sort
     stages: list[Program]
     compile_seconds: float
     checked: bool = False
@@ -489,6 +491,34 @@ class SplitReductionProgram(StagedProgram):
         return self.partials.kernel.buffers
 
 
+@dataclass
+class ScatterProgram(StagedProgram):
+    """A compiled `Scatter`: the base on the pool, then the updates on one thread, in order (see `ir.Store`)."""
+
+    def scratch(self) -> list[BufferParam]:
+        return []
+
+    def table(self, buffers: Sequence[int], scratch: Sequence[int]) -> list[int]:
+        return list(buffers)
+
+    def buffers(self) -> tuple[BufferParam, ...]:
+        return self.kernel.buffers
+
+
+@dataclass
+class SortProgram(StagedProgram):
+    """A compiled `Sort`: its rows split across threads, in work arrays the program owns."""
+
+    def scratch(self) -> list[BufferParam]:
+        return [BufferParam(dtype, size, scratch=True) for dtype, size in sort_scratch(self.kernel)]
+
+    def table(self, buffers: Sequence[int], scratch: Sequence[int]) -> list[int]:
+        return [*buffers, *scratch]
+
+    def buffers(self) -> tuple[BufferParam, ...]:
+        return (*self.kernel.buffers, *self.scratch())
+
+
 class Batch:
     """Programs run one after another in one call, as one table of chunks that the calling thread and the
     pool claim: one hand-off to the pool for all of them, and no Python between one program's chunks and
@@ -556,14 +586,23 @@ _gemm_cores: dict[str, tuple[str, str]] = {}  # the GEMM cores in the engine, by
 Builder = Generator[Job, Compiled, "Program | StagedProgram"]
 
 
-def _program(kernel: Kernel, pack: Pack | None = None, checked: bool = False) -> Generator[Job, Compiled, Program]:
+def _program(kernel: Kernel, pack: Pack | None = None, checked: bool = False, serial: bool = False) \
+        -> Generator[Job, Compiled, Program]:
+    """`kernel` compiled (as a packing kernel where `pack` is given); run on one thread where `serial`."""
     t0 = time.perf_counter()
     source = render(kernel, checked) if pack is None else pack.render(checked)
     wide = any(v.op is VOp.ALU and mathlib.supports(v.arg, v.dtype) for v in kernel.values())
     render_seconds = time.perf_counter() - t0
     optimized, address, seconds = yield source, symbol(kernel.name, checked), wide
     return Program(kernel, source, optimized, render_seconds + seconds, _KernelFn(address),
-                   kernel.loops[0].size, work(kernel), checked)
+                   kernel.loops[0].size, 0 if serial else work(kernel), checked)
+
+
+def _scatter_program(kernel: Scatter, checked: bool) -> Generator[Job, Compiled, ScatterProgram]:
+    base = yield from _program(kernel.base, checked=checked)
+    # on one thread: its stores land in the order the IR gives them, and two never race for one element
+    updates = yield from _program(kernel.updates, checked=checked, serial=True)
+    return ScatterProgram(kernel, [base, updates], base.compile_seconds + updates.compile_seconds, checked)
 
 
 def _split_reduction_program(kernel: Kernel, split: list[Kernel], checked: bool) \
@@ -604,11 +643,23 @@ def _contraction_program(c: Contraction, checked: bool) -> Generator[Job, Compil
     return ContractionProgram(c, stages, sum(p.compile_seconds for p in stages), checked, layout=layout)
 
 
-def _builder(kernel: Kernel | Contraction, checked: bool) -> Builder:
+def _sort_program(kernel: Sort, checked: bool) -> Generator[Job, Compiled, SortProgram]:
+    source = render_sort(kernel, checked)
+    optimized, address, seconds = yield source, symbol(kernel.name, checked), False
+    passes = max(1, (kernel.n - 1).bit_length())
+    rows = Program(kernel, source, optimized, seconds, _KernelFn(address), kernel.rows, kernel.numel * passes, checked)
+    return SortProgram(kernel, [rows], seconds, checked)
+
+
+def _builder(kernel: Kernel | Contraction | Scatter | Sort, checked: bool) -> Builder:
     """How `kernel` becomes a program: legalized for the renderer (`render.NATIVE`), then split or packed."""
     kernel = legalize(kernel, NATIVE)
     if isinstance(kernel, Contraction):
         return _contraction_program(kernel, checked)
+    if isinstance(kernel, Scatter):
+        return _scatter_program(kernel, checked)
+    if isinstance(kernel, Sort):
+        return _sort_program(kernel, checked)
     split = _partials(kernel)
     return _program(kernel, checked=checked) if split is None else _split_reduction_program(kernel, split, checked)
 
@@ -712,7 +763,7 @@ def _compile_side_by_side(jobs: list[Job]) -> list[Compiled | None]:
     return [compiled[slot[job[0]]] for job in jobs]
 
 
-def compile_kernel(kernel: Kernel | Contraction) -> tuple[Program | StagedProgram, bool]:
+def compile_kernel(kernel: Kernel | Contraction | Scatter | Sort) -> tuple[Program | StagedProgram, bool]:
     """Compile `kernel` (checked if `bounds.CHECK`, from `LT_CHECK_BOUNDS`), or find the program compiled for
     the same body.
 
@@ -737,7 +788,7 @@ def _built(builder: Builder) -> Program | StagedProgram:
         return done.value
 
 
-def compile_kernels(kernels: Sequence[Kernel | Contraction]) -> int:
+def compile_kernels(kernels: Sequence[Kernel | Contraction | Scatter | Sort]) -> int:
     """Compile the kernels not compiled yet, side by side: their jobs go to compile workers (processes,
     `compiler.py`), one fewer than `num_threads()`, while this thread compiles its share; the programs are
     then found by `compile_kernel`. Returns how many kernels it compiled."""

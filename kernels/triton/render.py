@@ -300,8 +300,23 @@ class ValueRenderer:
         value = self.names[id(store.value)]
         if dtype == bool_:
             value = f"tl.where({value}, 1, 0).to(tl.uint8)"
-        ptr = self.pointer(store.buf, store.index, _broadcast(self.shapes[id(store.value)], mask_shape))
-        self.emit(f"tl.store({ptr}, {value}{f', mask={mask}' if mask else ''})")
+        if store.at is None:
+            ptr = self.pointer(store.buf, store.index, _broadcast(self.shapes[id(store.value)], mask_shape))
+            self.emit(f"tl.store({ptr}, {value}{f', mask={mask}' if mask else ''})")
+            return
+        # A scatter's store: at its computed index, where its mask and the lane mask hold. Updates of one
+        # element from lanes of one block or from two blocks: a fold is atomic; of plain writes one stays.
+        at, ok = self.names[id(store.at)], self.names[id(store.mask)]
+        shape = _broadcast(*(self.shapes[id(v)] for v in store.roots()), mask_shape)
+        ptr = f"tl.broadcast_to(b{store.buf} + {at}, {list(shape)})"
+        where = f"{ok} & {mask}" if mask else ok
+        if store.combine is None:
+            self.emit(f"tl.store({ptr}, {value}, mask={where})")
+        elif dtype in ATOMICS.get(store.combine, ((), ""))[0]:
+            self.emit(f"{ATOMICS[store.combine][1]}({ptr}, {value}, mask={where})")
+        else:
+            raise NotImplementedError(f"the Triton backend cannot fold a scatter by {store.combine.value} into "
+                                      f"{dtype.name}")
 
     def pointer(self, buf: int, index: Expr, shape: Shape) -> str:
         """`b{buf} + index`, broadcast to `shape` where the index alone does not span it."""
@@ -379,6 +394,10 @@ class ValueRenderer:
             return self.cast(srcs[0], v.srcs[0].dtype, v.dtype)
         if v.op is VOp.BITCAST:
             return f"{srcs[0]}.to({TL_TYPES[v.dtype]}, bitcast=True)"
+        if v.op is VOp.GATHER:
+            ptr = f"tl.broadcast_to(b{v.arg} + {srcs[0]}, {list(self.shapes[id(v)])})"
+            code = f"tl.load({ptr}, mask={srcs[1]}, other=0)"
+            return f"({code} != 0)" if v.dtype == bool_ else code
         return self.alu(v.arg, v.srcs[-1].dtype, srcs)
 
     def load(self, v: Value) -> str:
@@ -421,6 +440,11 @@ class ValueRenderer:
             return f"tl.where({s[0]}, {s[1]}, {s[2]})"
         raise NotImplementedError(f"the Triton backend cannot render {op.label} on {dt} (not legalized?)")
 
+
+# The folds of a scatter's store that Triton does atomically, and on which dtypes (whole words; a float max
+# or min is not the IR's, which propagates NaN).
+ATOMICS = {ReduceOp.SUM: ((int32, int64, float32, float64), "tl.atomic_add"),
+           ReduceOp.MAX: ((int32, int64), "tl.atomic_max"), ReduceOp.MIN: ((int32, int64), "tl.atomic_min")}
 
 # Core ops as Triton's operators: `//` and `%` are C's on integers, `%` is fmod on floats, `>>` is
 # arithmetic on signed integers; a float `!=` is unordered (true for NaN), the other comparisons ordered.

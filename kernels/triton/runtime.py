@@ -39,12 +39,13 @@ from typing import Any
 from triton.runtime.driver import driver as triton_driver
 from triton.runtime.errors import OutOfResources
 
-from ..dtype import bool_
-from ..ir import BufferParam, Contraction, Kernel
+from ..dtype import DType, bool_, int64
+from ..ir import BufferParam, Contraction, Kernel, Scatter, Sort
 from ..legalize import legalize
 from . import cuda
 from .gemm import GemmConfig, GemmPlan, candidate_configs, input_precision, plan, render_gemm
-from .render import NATIVE, Tiling, TritonSource, memory_dtype, render
+from .render import NATIVE, Tiling, TritonSource, identifier, memory_dtype, render
+from .sort import padded, render_final, render_init, render_step, steps
 from .targets import Target
 
 # Autotuning times each configuration for about this long, after a first launch that loads it.
@@ -62,10 +63,11 @@ class Program:
     `buffers` are the buffers `source.slots` index (by default the kernel's own); the function takes
     `slots` of them, all unless the source says otherwise. `launch` picks them from a table of all."""
 
-    def __init__(self, kernel: Kernel | Contraction, source: TritonSource, path: Path, fn: Any, target: Target,
-                 buffers: tuple[BufferParam, ...] | None = None):
+    def __init__(self, kernel: Kernel | Contraction | Sort, source: TritonSource, path: Path, fn: Any, target: Target,
+                 buffers: tuple[BufferParam, ...] | None = None, params: tuple[DType, ...] | None = None):
         self.kernel, self.source, self.path, self.fn, self.target = kernel, source, path, fn, target
         self.buffers = kernel.buffers if buffers is None else buffers
+        self.params = kernel.params if params is None else params
         self.slots = tuple(range(len(self.buffers))) if source.slots is None else source.slots
         self.compile_seconds = 0.0
         self.compiled: Any = None  # Triton's CompiledKernel, once compiled for a GPU
@@ -95,11 +97,11 @@ class Program:
         pointers = [self.target.kernel_arg(ptr, memory_dtype(self.buffers[slot].dtype))
                     for ptr, slot in zip(buffers, self.slots)]
         # bools as ints: Triton 3.6's interpreter cannot take a Python bool argument (the kernel casts to int1)
-        return [*pointers, *(int(p) if d == bool_ else p for p, d in zip(params, self.kernel.params))]
+        return [*pointers, *(int(p) if d == bool_ else p for p, d in zip(params, self.params))]
 
     def compile(self) -> None:
         """Compile for the GPU now, with arguments of the launch's types (all pointers are 16-byte aligned)."""
-        zeros = [0.0 if d.is_float else 0 for d in self.kernel.params]
+        zeros = [0.0 if d.is_float else 0 for d in self.params]
         args = self._args([0] * len(self.slots), zeros)
         with self.target.launching():
             self.compiled = self.fn.warmup(*args, grid=(self.source.grid,), **self.options)
@@ -202,6 +204,68 @@ class ContractionProgram:
         return self.candidates[best]
 
 
+class ScatterProgram:
+    """A `Scatter` compiled for one target: its base kernel, then its updates kernel, on one buffer table."""
+
+    def __init__(self, kernel: Scatter, base: Program, updates: Program):
+        self.kernel, self.base, self.updates = kernel, base, updates
+        self.compile_seconds = 0.0
+
+    @property
+    def name(self) -> str:
+        return self.kernel.name
+
+    @property
+    def llvm_ir(self) -> str:
+        return "\n".join(step.llvm_ir for step in (self.base, self.updates))
+
+    @property
+    def assembly(self) -> str:
+        return "\n".join(step.assembly for step in (self.base, self.updates))
+
+    def __call__(self, buffers: Sequence[int], params: Sequence[bool | int | float]) -> None:
+        self.base(buffers, params)
+        self.updates(buffers, params)
+
+
+class SortProgram:
+    """A `Sort` compiled for one target: the bitonic network of `sort.py` (init, a step per layer, final) on
+    work buffers allocated for each call."""
+
+    def __init__(self, kernel: Sort, target: Target):
+        self.kernel, self.target = kernel, target
+        p = padded(kernel)
+        work = (BufferParam(kernel.key_dtype, kernel.rows * p), BufferParam(int64, kernel.rows * p))
+        self.work = work
+        name = identifier(kernel.name)
+        self.init = _program(kernel, render_init(kernel, f"{name}_init"), target, (kernel.buffers[1], *work))
+        self.step = _program(kernel, render_step(kernel, f"{name}_step"), target, (*work, *work), (int64, int64))
+        self.final = _program(kernel, render_final(kernel, f"{name}_final"), target, (work[1], kernel.buffers[0]))
+        self.compile_seconds = 0.0
+
+    @property
+    def name(self) -> str:
+        return self.kernel.name
+
+    @property
+    def llvm_ir(self) -> str:
+        return "\n".join(step.llvm_ir for step in (self.init, self.step, self.final))
+
+    @property
+    def assembly(self) -> str:
+        return "\n".join(step.assembly for step in (self.init, self.step, self.final))
+
+    def __call__(self, buffers: Sequence[int], params: Sequence[bool | int | float]) -> None:
+        out, keys = buffers
+        held = [self.target.alloc(b.size * memory_dtype(b.dtype).itemsize) for b in (*self.work, *self.work)]
+        a_keys, a_positions, b_keys, b_positions = (h.ptr for h in held)
+        self.init([keys, a_keys, a_positions], [])
+        for j, k in steps(self.kernel):
+            self.step([a_keys, a_positions, b_keys, b_positions], [j, k])
+            a_keys, a_positions, b_keys, b_positions = b_keys, b_positions, a_keys, a_positions
+        self.final([a_positions, out], [])
+
+
 def _seconds_per_launch(program: Program, table: Sequence[int | None], params: Sequence[bool | int | float]) -> float:
     """The mean time of a launch between synchronizations of the device. It counts the launch overhead,
     which is the same for every configuration; the first launch, which loads the kernel, is not timed."""
@@ -223,11 +287,11 @@ def _seconds_per_launch(program: Program, table: Sequence[int | None], params: S
 _tuned: dict[tuple, GemmConfig] = {}
 
 
-_programs: dict[tuple[str, Tiling, Target, str], Program | ContractionProgram] = {}
+_programs: dict[tuple[str, Tiling, Target, str], Program | ContractionProgram | ScatterProgram | SortProgram] = {}
 
 
-def compile_kernel(kernel: Kernel | Contraction, target: Target,
-                   tiling: Tiling = Tiling()) -> tuple[Program | ContractionProgram, bool]:  # noqa: B008 (frozen)
+def compile_kernel(kernel: Kernel | Contraction | Scatter | Sort, target: Target,
+                   tiling: Tiling = Tiling()) -> tuple[Program | ContractionProgram | ScatterProgram | SortProgram, bool]:  # noqa: B008
     """Compile `kernel` for `target`, or find the program compiled for the same body (and, for a
     contraction, the same input precision). `tiling` applies to the kernels rendered by `render`.
 
@@ -239,7 +303,13 @@ def compile_kernel(kernel: Kernel | Contraction, target: Target,
     t0 = time.perf_counter()
     legal = legalize(kernel, NATIVE)  # once: the kernels a contraction runs are made from its legal values
     if isinstance(legal, Contraction):
-        program: Program | ContractionProgram = _contraction_program(legal, target, tiling, precision)
+        program: Program | ContractionProgram | ScatterProgram | SortProgram = _contraction_program(
+            legal, target, tiling, precision)
+    elif isinstance(legal, Sort):
+        program = SortProgram(legal, target)
+    elif isinstance(legal, Scatter):
+        program = ScatterProgram(legal, _legal_program(legal.base, target, tiling),
+                                 _legal_program(legal.updates, target, tiling))
     else:
         program = _program(legal, render(legal, tiling), target)
     program.compile_seconds = time.perf_counter() - t0
@@ -255,11 +325,11 @@ def _legal_program(kernel: Kernel, target: Target, tiling: Tiling) -> Program:
     return hit
 
 
-def _program(kernel: Kernel | Contraction, source: TritonSource, target: Target,
-             buffers: tuple[BufferParam, ...] | None = None) -> Program:
+def _program(kernel: Kernel | Contraction | Sort, source: TritonSource, target: Target,
+             buffers: tuple[BufferParam, ...] | None = None, params: tuple[DType, ...] | None = None) -> Program:
     """Load a rendered source as a Program; on a GPU, compile it now."""
     path, fn = _load(source)
-    program = Program(kernel, source, path, fn, target, buffers)
+    program = Program(kernel, source, path, fn, target, buffers, params)
     if not target.interpreted:
         _install_driver()
         program.compile()

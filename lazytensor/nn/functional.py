@@ -448,20 +448,19 @@ def _iota(n: int, device: str) -> Tensor:
 
 
 def embedding(indices: Tensor, weight: Tensor, padding_idx: int | None = None) -> Tensor:
-    """Rows of `weight` picked by integer `indices`: a sum over the vocabulary of (index == row) * row,
-    so the gradient scatters into the picked rows (no gradient to `padding_idx`'s row)."""
+    """Rows of `weight` picked by integer `indices`: a gather, so the kernel that reads them loads just those
+    rows, and the gradient adds into just those rows (none to `padding_idx`'s row)."""
     if indices.dtype.is_float or indices.dtype == dtypes.bool_:
         raise DTypeError(f"embedding: indices must be integers, got {indices.dtype.name}")
-    vocab, _ = weight.shape
-    rows = _iota(vocab, weight.device)
+    vocab, dim = weight.shape
     w = weight
     if padding_idx is not None:
         pad = padding_idx % vocab
-        w = where((rows == pad).reshape(vocab, 1), Tensor(weight.node), weight)
-    hit = indices.reshape(*indices.shape, 1) == rows  # (..., vocab)
-    picked = where(hit.reshape(*hit.shape, 1), w, 0.0)  # (..., vocab, dim)
-    return picked.sum(-2)._checked((indices < 0) | (indices >= vocab),
-                                   f"embedding: an index is outside [0, {vocab}) (a table of {vocab} rows)")
+        w = where((_iota(vocab, weight.device) == pad).reshape(vocab, 1), Tensor(weight.node), weight)
+    pos, bad = w._positions(indices, 0, "embedding", False)
+    k = pos.numel()
+    rows = w._gather(0, pos.reshape(k, 1).broadcast_to((k, dim))).reshape(*indices.shape, dim)
+    return rows._checked(bad, f"embedding: an index is outside [0, {vocab}) (a table of {vocab} rows)")
 
 
 def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:

@@ -1,0 +1,507 @@
+"""Indexing by data: gathers and scatters, NumPy's advanced and boolean indexing, and the ops built on them.
+
+Two graph ops carry all of it. A gather (`Op.GATHER`) reads its source along one axis at positions an int64
+tensor gives: the kernel that reads it loads the source there, so the source is never copied. A scatter
+(`Op.SCATTER`) writes updates (or adds them) into a copy of its base at such positions: a kernel of its own
+whose loop over the updates fuses what computes them. `x[i]` with arrays, `take`, `take_along_axis`,
+PyTorch's `gather` and `index_select`, `x[i] = v`, `scatter`, `scatter_add`, `index_add`, `index_put` and the
+gradients of each other are index arithmetic around these two.
+
+An index that comes from data is checked where it is computed: outside its axis, the realize that computes
+the result raises IndexError naming the op and the user's line (NumPy's functions and `x[i]` count negative
+indexes from the end, PyTorch's `gather` and scatter family do not). Whatever the index, no kernel reads or
+writes outside a buffer: a gather reads 0 there, a scatter skips it.
+
+Where the data decides the shape (boolean masks, `nonzero`), the count is computed first (a realize), then
+the positions; inside `lt.jit` that read is a JitError.
+
+Writing. A tensor's data is never changed in place: `x[i] = v` makes `x` hold a new tensor that equals the
+old one but at `i`. So every name bound to that Python object sees the write, as in NumPy and PyTorch, but a
+tensor taken from `x` before (a slice `x[1:]`, a view, `x.T`) keeps the values it had, on every device
+(in NumPy and PyTorch a view shares the memory and sees the write).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import dtypes
+from .errors import DTypeError, ShapeError
+from .graph import Op
+from .helpers import prod
+from .kernels.ir import ReduceOp
+from .movement import normalize_axis
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+
+def _tensor_index(x: Tensor, index: Any, name: str) -> Tensor:
+    """`index` (a tensor, list or NumPy array of integers) as an integer tensor on x's device."""
+    from .creation import asarray
+    from .tensor import Tensor
+    t = index if isinstance(index, Tensor) else asarray(index, device=x.device)
+    if t.device != x.device:
+        from .errors import DeviceError
+        raise DeviceError(f"{name}: the index is on {t.device}, the tensor on {x.device}")
+    if t.numel() == 0 and t.dtype.is_float:  # an empty list is an empty index (NumPy makes it float64)
+        t = t.cast(dtypes.int64)
+    if t.dtype.is_float or t.dtype == dtypes.bool_:
+        raise DTypeError(f"{name}: indices must be integers, got {t.dtype.name}")
+    return t
+
+
+def _wrapped(index: Tensor, n: int) -> Tensor:
+    """int64 positions of `index` along an axis of `n`, negative ones counted from the end."""
+    from .tensor import where
+    i = index.cast(dtypes.int64)
+    return where(i < 0, i + n, i)
+
+
+def _outside(index: Tensor, n: int, negative: bool) -> Tensor:
+    """Where `index` is not a position along an axis of `n` (from -n with `negative`)."""
+    return (index < (-n if negative else 0)) | (index >= n)
+
+
+def _range_message(name: str, n: int, axis: int, negative: bool) -> str:
+    low = -n if negative else 0
+    return f"{name}: an index is outside [{low}, {n}) (axis {axis} of size {n})"
+
+
+class IndexingOps:
+    """The Tensor's methods that index by data (mixed into `Tensor`)."""
+
+    # ---- the two primitives ------------------------------------------------------------------------
+
+    def _gather(self: Tensor, axis: int, index: Tensor) -> Tensor:
+        """out[i] = self[i with i[axis] = index[i]], of index's shape (int64, of self's rank, no longer than
+        self along any other axis); 0 where the index is outside the axis (check it: see `_positions`)."""
+        from .tensor import Tensor
+        if self.shape[axis] == 0 and index.numel():
+            raise IndexError(f"gather: axis {axis} has no elements to index")
+        return Tensor._make(Op.GATHER, self.dtype, index.shape, (self, index), axis)
+
+    def _scatter(self: Tensor, axis: int, index: Tensor, updates: Tensor, combine: ReduceOp | None) -> Tensor:
+        """self, with each update u at i written (with `combine`: folded) at i with i[axis] = index[i]; index
+        (int64) and updates of one shape, of self's rank, no longer than self along any other axis. Updates
+        at one place land in row-major order: the last one stays (or the fold is in that order). An index
+        outside the axis writes nothing."""
+        from .tensor import Tensor
+        if index.numel() == 0:
+            return self
+        if combine is not None and self.dtype.itemsize < 4:
+            # folded in 32-bit words, which machines fold atomically: 16-bit floats in float32, rounded once
+            # (as every 16-bit computation here), bools and small integers in int32 (wrapping alike)
+            wide = dtypes.float32 if self.dtype.is_float else dtypes.int32
+            return self.cast(wide)._scatter(axis, index, updates.cast(wide), combine).cast(self.dtype)
+        return Tensor._make(Op.SCATTER, self.dtype, self.shape, (self, index, updates.cast(self.dtype)),
+                            (axis, combine))
+
+    def _positions(self: Tensor, index: Any, axis: int, name: str, negative: bool) -> tuple[Tensor, Tensor]:
+        """The int64 positions `index` names along `axis` (negative ones from the end where `negative`), and
+        where it is outside the axis (a result that uses them is `_checked` against it)."""
+        t = _tensor_index(self, index, name)
+        n = self.shape[axis]
+        return (_wrapped(t, n) if negative else t.cast(dtypes.int64)), _outside(t, n, negative)
+
+    # ---- NumPy and the array API ------------------------------------------------------------------
+
+    def take(self: Tensor, indices: Any, /, *, axis: int | None = None) -> Tensor:
+        """Elements at `indices` along `axis` (of the flattened tensor where axis is None): the axis is
+        replaced by the indices' shape. Negative indices count from the end (NumPy, the array API)."""
+        x = self.reshape(-1) if axis is None else self
+        a = 0 if axis is None else normalize_axis(axis, self.ndim, "take")
+        pos, bad = x._positions(indices, a, "take", True)
+        k = pos.numel()
+        spread = (*x.shape[:a], k, *x.shape[a + 1:])
+        index = pos.reshape(-1).reshape(tuple(k if d == a else 1 for d in range(x.ndim))).broadcast_to(spread)
+        out = x._gather(a, index).reshape((*x.shape[:a], *pos.shape, *x.shape[a + 1:]))
+        return out._checked(bad, _range_message("take", x.shape[a], a, True))
+
+    def take_along_axis(self: Tensor, indices: Any, /, axis: int = -1) -> Tensor:
+        """`out[..., j, ...] = x[..., indices[..., j, ...], ...]` along `axis`: indices of x's rank,
+        broadcast against x along the other axes (NumPy, the array API; negative indices from the end)."""
+        a = normalize_axis(axis, self.ndim, "take_along_axis")
+        t = _tensor_index(self, indices, "take_along_axis")
+        if t.ndim != self.ndim:
+            raise ShapeError(f"take_along_axis: indices of {t.ndim} dimensions for a tensor of {self.ndim}")
+        from .tensor import broadcast_shapes
+        rest = broadcast_shapes(*(tuple(1 if d == a else n for d, n in enumerate(s)) for s in (self.shape, t.shape)),
+                                op="take_along_axis")
+        pos, bad = self._positions(t, a, "take_along_axis", True)
+        src = self.broadcast_to(tuple(self.shape[a] if d == a else n for d, n in enumerate(rest)))
+        index = pos.broadcast_to(tuple(t.shape[a] if d == a else n for d, n in enumerate(rest)))
+        return src._gather(a, index)._checked(bad, _range_message("take_along_axis", self.shape[a], a, True))
+
+    # ---- PyTorch ------------------------------------------------------------------------------------
+
+    def gather(self: Tensor, dim: int, index: Any) -> Tensor:
+        """PyTorch's gather: `out[i][j][k] = self[index[i][j][k]][j][k]` (dim 0): index of self's rank and no
+        longer than self along the other axes; its values in [0, size of dim)."""
+        a = normalize_axis(dim, self.ndim, "gather")
+        t = _tensor_index(self, index, "gather")
+        if t.ndim != self.ndim or any(m > n for d, (m, n) in enumerate(zip(t.shape, self.shape)) if d != a):
+            raise ShapeError(f"gather: index of shape {t.shape} does not fit a tensor of shape {self.shape} along "
+                             f"the axes other than {a} (same rank, no longer)")
+        pos, bad = self._positions(t, a, "gather", False)
+        return self._gather(a, pos)._checked(bad, _range_message("gather", self.shape[a], a, False))
+
+    def index_select(self: Tensor, dim: int, index: Any) -> Tensor:
+        """PyTorch's index_select: the entries at the 1-d `index` along `dim` (in [0, size of dim))."""
+        a = normalize_axis(dim, self.ndim, "index_select")
+        t = _tensor_index(self, index, "index_select")
+        if t.ndim > 1:
+            raise ShapeError(f"index_select: the index must be 1-d, got shape {t.shape}")
+        _, bad = self._positions(t, a, "index_select", False)
+        return self.take(t.cast(dtypes.int64), axis=a)._checked(
+            bad, _range_message("index_select", self.shape[a], a, False))
+
+    def scatter(self: Tensor, dim: int, index: Any, src: Any, reduce: str | None = None) -> Tensor:
+        """PyTorch's scatter (out of place): self with `src[i][j][k]` written at `[index[i][j][k]][j][k]`
+        (dim 0); `src` a tensor (at least index's shape) or a scalar; `reduce` 'add' or 'multiply'. Where
+        several land on one element the last one (row-major) stays; PyTorch leaves that unspecified."""
+        combine = {None: None, "add": ReduceOp.SUM, "multiply": ReduceOp.PROD}.get(reduce, "?")
+        if combine == "?":
+            raise ValueError(f"scatter: reduce must be 'add' or 'multiply', got {reduce!r}")
+        return self._scatter_like(dim, index, src, combine, "scatter")
+
+    def scatter_add(self: Tensor, dim: int, index: Any, src: Any) -> Tensor:
+        """PyTorch's scatter_add (out of place): self with `src[i][j][k]` added at `[index[i][j][k]][j][k]`."""
+        return self._scatter_like(dim, index, src, ReduceOp.SUM, "scatter_add")
+
+    def _scatter_like(self: Tensor, dim: int, index: Any, src: Any, combine: ReduceOp | None, name: str) -> Tensor:
+        from .tensor import Tensor
+        a = normalize_axis(dim, self.ndim, name)
+        t = _tensor_index(self, index, name)
+        if t.ndim != self.ndim or any(m > n for d, (m, n) in enumerate(zip(t.shape, self.shape)) if d != a):
+            raise ShapeError(f"{name}: index of shape {t.shape} does not fit a tensor of shape {self.shape} along "
+                             f"the axes other than {a} (same rank, no longer)")
+        values = src if isinstance(src, Tensor) else self._like(src) if not isinstance(src, (bool, int, float)) \
+            else Tensor._scalar(src, self.dtype, self.device, name, t.shape)
+        if values.ndim != t.ndim or any(m > n for m, n in zip(t.shape, values.shape)):
+            raise ShapeError(f"{name}: src of shape {values.shape} is smaller than the index {t.shape}")
+        values = values._shrink([(0, m, 1) for m in t.shape])
+        pos, bad = self._positions(t, a, name, False)
+        return self._scatter(a, pos, values, combine)._checked(bad, _range_message(name, self.shape[a], a, False))
+
+    def index_add(self: Tensor, dim: int, index: Any, source: Any, *, alpha: float = 1) -> Tensor:
+        """PyTorch's index_add (out of place): self with `alpha * source` added at the 1-d `index` along `dim`
+        (repeated indices add up)."""
+        a = normalize_axis(dim, self.ndim, "index_add")
+        t = _tensor_index(self, index, "index_add")
+        if t.ndim > 1:
+            raise ShapeError(f"index_add: the index must be 1-d, got shape {t.shape}")
+        values = source if alpha == 1 else source * alpha
+        shape = (*self.shape[:a], t.numel(), *self.shape[a + 1:])
+        if tuple(values.shape) != shape:
+            raise ShapeError(f"index_add: source of shape {values.shape}, expected {shape}")
+        pos, bad = self._positions(t.reshape(-1), a, "index_add", False)
+        spread = pos.reshape(tuple(t.numel() if d == a else 1 for d in range(self.ndim))).broadcast_to(shape)
+        return self._scatter(a, spread, values, ReduceOp.SUM)._checked(
+            bad, _range_message("index_add", self.shape[a], a, False))
+
+    # ---- x[index] and x[index] = value ------------------------------------------------------------------
+
+    def __getitem__(self: Tensor, index: Any) -> Tensor:
+        """NumPy's indexing: ints (negative too), slices with any step, None and `...` are views; integer
+        arrays (tensors, lists, NumPy arrays) and boolean masks index by data (advanced indexing), with
+        NumPy's rules: the index arrays broadcast together, and their axes take the place of the indexed
+        ones where these are next to each other (an int among them counts as one), else come first (PyTorch
+        keeps an int's place: `x[1, :, [0, 1]]` is (2, 6) here, (6, 2) there)."""
+        items = _expanded(self, index)
+        if not any(_is_array(it) for it in items):
+            return _basic_view(self, items)
+        if all(it.ndim == 0 and it.dtype == dtypes.bool_ for it in items if _is_array(it)):
+            return _scalar_masked(self, items)
+        flat, shape, bad = _flat_positions(self, items, "index")
+        return self.reshape(-1)._gather(0, flat.reshape(-1)).reshape(shape)._checked(bad, "index: an index is "
+                                                                                          "out of bounds")
+
+    def __setitem__(self: Tensor, index: Any, value: Any) -> None:
+        """`x[index] = value`: x becomes a new tensor equal to the old but where `index` points, which holds
+        `value` broadcast to what `x[index]` would be (cast to x's dtype). Tensors taken from x before keep
+        the values they had (see the module docstring). With several writes to one element (repeated
+        indices), the last one stays, as NumPy's."""
+        from .autograd import is_grad_enabled
+        from .tensor import Tensor, where
+        if self.requires_grad and self._ctx is None and is_grad_enabled():
+            raise RuntimeError("a leaf tensor that requires grad cannot be written in place (x[i] = v); write it "
+                               "under lt.no_grad() or write a copy")
+        items = _expanded(self, index)
+        v = value if isinstance(value, Tensor) else self._like(value)
+        if not any(_is_array(it) for it in items):
+            out = _basic_written(self, items, v)
+        elif (mask := _leading_mask(self, items)) is not None and v.ndim <= self.ndim - mask.ndim + (v.ndim > 0) \
+                and _broadcasts(v.shape, self.shape[mask.ndim:]):
+            out = where(mask.reshape(*mask.shape, *([1] * (self.ndim - mask.ndim))), v.cast(self.dtype), self)
+        else:
+            flat, shape, bad = _flat_positions(self, items, "index assignment")
+            from .tensor import broadcast_shapes
+            broadcast_shapes(v.shape, shape, op="index assignment")
+            updates = v.cast(self.dtype).broadcast_to(shape).reshape(-1)
+            out = self.reshape(-1)._scatter(0, flat.reshape(-1), updates, None).reshape(self.shape)
+            out = out._checked(bad, "index assignment: an index is out of bounds")
+        self.node, self.requires_grad, self._ctx = out.node, out.requires_grad, out._ctx
+
+    # ---- data-dependent shapes --------------------------------------------------------------------------
+
+    def nonzero(self: Tensor, *, as_tuple: bool = False) -> Any:
+        """The indices of the nonzero (true) elements in row-major order. Its size depends on the data, so the
+        count is computed first (a realize; a JitError inside `lt.jit`). The array API's (and NumPy's) form is
+        a tuple of int64 index tensors, one per axis, that `lt.nonzero` gives and `as_tuple=True` asks for;
+        the method's default is PyTorch's (count, ndim) tensor."""
+        if self.ndim == 0:
+            raise ShapeError("nonzero: a 0-d tensor has no axes to index (use x.reshape(1))")
+        flat = _flat_nonzero(self, "nonzero")
+        coords, stride = [], 1
+        for n in reversed(self.shape):
+            coords.append((flat // stride) % n if n != 1 else flat * 0)
+            stride *= n
+        coords.reverse()
+        if as_tuple:
+            return tuple(coords)
+        from .movement import stack
+        return stack(coords, axis=-1)
+
+    def argwhere(self: Tensor) -> Tensor:
+        """NumPy's argwhere: the (count, ndim) indices of the nonzero elements (see `nonzero`)."""
+        return self.reshape(1).nonzero() if self.ndim == 0 else self.nonzero()
+
+
+# ---- parsing an index ------------------------------------------------------------------------------------
+
+def _is_array(it: Any) -> bool:
+    """Whether an index item indexes by data: a tensor, a list, a NumPy array (not a NumPy scalar), a bool."""
+    from .tensor import Tensor
+    return isinstance(it, (Tensor, list, bool, np.bool_)) or (isinstance(it, np.ndarray) and it.ndim > 0) or \
+        (isinstance(it, np.ndarray) and it.dtype == np.bool_)
+
+
+def _expanded(x: Tensor, index: Any) -> tuple[Any, ...]:
+    """The items of `index` with `...` replaced by the full slices it stands for, the missing trailing ones
+    added, lists and NumPy arrays as tensors, and each item checked."""
+    from .tensor import Tensor
+    items = index if isinstance(index, tuple) else (index,)
+    out = []
+    for it in items:
+        if isinstance(it, (list, np.ndarray)) and not (isinstance(it, np.ndarray) and it.ndim == 0 and
+                                                       it.dtype != np.bool_):
+            it = _tensor_list(x, it)
+        elif isinstance(it, (bool, np.bool_)):
+            it = _tensor_list(x, np.array(bool(it)))
+        elif not (it is None or it is Ellipsis or isinstance(it, (slice, Tensor)) or hasattr(it, "__index__")):
+            raise TypeError(f"invalid index {it!r}: use ints, slices, None, ..., integer arrays or boolean masks")
+        if isinstance(it, Tensor) and it.dtype.is_float:
+            raise IndexError(f"indices must be integers or booleans, got a {it.dtype.name} tensor")
+        out.append(it)
+    if sum(it is Ellipsis for it in out) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = sum(_consumed(it) for it in out)
+    if used > x.ndim:
+        raise IndexError(f"too many indices for a tensor of dimension {x.ndim}: {used} were given")
+    if (i := next((i for i, it in enumerate(out) if it is Ellipsis), None)) is not None:
+        out[i:i + 1] = [slice(None)] * (x.ndim - used)
+    else:
+        out += [slice(None)] * (x.ndim - used)
+    return tuple(out)
+
+
+def _tensor_list(x: Tensor, data: Any) -> Tensor:
+    from .creation import asarray
+    arr = np.asarray(data)
+    if arr.dtype == object:
+        raise IndexError(f"invalid index {data!r}: a list index must hold integers or booleans")
+    if arr.size == 0 and arr.dtype == np.float64:  # [] is an empty integer index, as NumPy takes it
+        arr = arr.astype(np.int64)
+    return asarray(arr, device=x.device)
+
+
+def _consumed(it: Any) -> int:
+    """How many axes of the tensor an item indexes: none for None and `...`, a mask's rank for a mask."""
+    from .tensor import Tensor
+    if it is None or it is Ellipsis:
+        return 0
+    if isinstance(it, Tensor) and it.dtype == dtypes.bool_:
+        return it.ndim
+    return 1
+
+
+def _basic_view(x: Tensor, items: tuple[Any, ...]) -> Tensor:
+    """Ints, slices and None as a view: a flip for the negative steps, a strided shrink, a reshape."""
+    flips, ranges, shape = _basic_ranges(x, items)
+    return (x.flip(flips) if flips else x)._shrink(ranges).reshape(tuple(shape))
+
+
+def _basic_ranges(x: Tensor, items: tuple[Any, ...]) -> tuple[list[int], list[tuple[int, int, int]], list[int]]:
+    """For ints, slices and None (one per axis but the None): the axes to flip (negative steps), the
+    (start, stop, step) of each axis after the flips, and the shape of the view."""
+    ranges, flips, shape = [], [], []
+    axis = 0
+    for it in items:
+        if it is None:
+            shape.append(1)
+            continue
+        n = x.shape[axis]
+        if isinstance(it, slice):
+            start, stop, step = it.indices(n)
+            length = len(range(start, stop, step))
+            if step < 0:
+                flips.append(axis)
+                start, step = n - 1 - start, -step
+            ranges.append((start, start + (length - 1) * step + 1 if length else start, step))
+            shape.append(length)
+        else:
+            i = int(it.__index__())
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
+            ranges.append((i % n, i % n + 1, 1))
+        axis += 1
+    return flips, ranges, shape
+
+
+def _basic_written(x: Tensor, items: tuple[Any, ...], v: Tensor) -> Tensor:
+    """x with `v` written where the ints, slices and None of `items` point: `v` and a mask placed back at
+    those elements (the gradient of a slice is that placement), and a select."""
+    from .autograd import unshrink
+    from .creation import ones
+    from .tensor import broadcast_shapes, where
+    flips, ranges, shape = _basic_ranges(x, items)
+    broadcast_shapes(v.shape, tuple(shape), op="index assignment")
+    region = tuple((stop - start + step - 1) // step if stop > start else 0 for start, stop, step in ranges)
+    placed = v.cast(x.dtype).broadcast_to(tuple(shape)).reshape(region)
+    inside = ones(region, dtype=dtypes.bool_, device=x.device)
+    placed, inside = (unshrink(t, x.shape, ranges) for t in (placed, inside))
+    if flips:
+        placed, inside = placed.flip(flips), inside.flip(flips)
+    return where(inside, placed, x)
+
+
+def _scalar_masked(x: Tensor, items: tuple[Any, ...]) -> Tensor:
+    """An index whose only masks are 0-d (`x[True]`, `x[None, False]`): each adds an axis, of 1 where it is
+    true and of 0 where it is false, as NumPy's."""
+    from .tensor import Tensor
+    view = _basic_view(x, tuple(None if isinstance(it, Tensor) else it for it in items))
+    emptied, axis = [], 0
+    for it in items:
+        if isinstance(it, Tensor) and not bool(it.item()):
+            emptied.append(axis)
+        axis += it is None or isinstance(it, (Tensor, slice))
+    return view[tuple(slice(0, 0) if a in emptied else slice(None) for a in range(view.ndim))]
+
+
+def _leading_mask(x: Tensor, items: tuple[Any, ...]) -> Tensor | None:
+    """The boolean mask of an index that is one mask over x's leading axes and full slices after it."""
+    from .tensor import Tensor
+    first = items[0]
+    if not (isinstance(first, Tensor) and first.dtype == dtypes.bool_ and first.ndim > 0):
+        return None
+    if tuple(first.shape) != x.shape[:first.ndim]:
+        raise IndexError(f"boolean index of shape {first.shape} does not match the indexed axes "
+                         f"{x.shape[:first.ndim]}")
+    rest = items[1:]
+    return first if all(isinstance(it, slice) and it == slice(None) for it in rest) else None
+
+
+def _broadcasts(shape: tuple[int, ...], to: tuple[int, ...]) -> bool:
+    """Whether `shape` broadcasts to `to` (each of `to`'s trailing axes)."""
+    if len(shape) > len(to) + 1:
+        return False
+    tail = shape[1:] if len(shape) == len(to) + 1 else shape
+    lead_ok = len(shape) <= len(to) or shape[0] == 1
+    return lead_ok and all(s in (1, t) for s, t in zip(reversed(tail), reversed(to)))
+
+
+def _flat_positions(x: Tensor, items: tuple[Any, ...], name: str) -> tuple[Tensor, tuple[int, ...], Tensor]:
+    """For an index with arrays: the row-major position in x of each element of `x[index]` (int64, of that
+    shape, computed from the indexes), the shape, and where an index is out of bounds.
+
+    Masks become the index arrays of their true elements (`nonzero`); the index arrays (and the ints among
+    them) broadcast together; their axes replace theirs in place if they stand next to each other, else
+    come first (NumPy's rules)."""
+    from .creation import arange
+    from .tensor import Tensor, broadcast_shapes
+    parts: list[tuple[str, Any, int]] = []  # (kind, item, axis of x)
+    axis = 0
+    for it in items:
+        if it is None:
+            parts.append(("new", None, -1))
+        elif isinstance(it, Tensor) and it.dtype == dtypes.bool_:
+            if it.ndim == 0:  # True adds an axis of 1, False one of 0, as NumPy
+                parts.append(("new", it, -1))
+                continue
+            if tuple(it.shape) != x.shape[axis:axis + it.ndim]:
+                raise IndexError(f"{name}: boolean index of shape {it.shape} does not match the indexed axes "
+                                 f"{x.shape[axis:axis + it.ndim]}")
+            for coord in it.nonzero(as_tuple=True):
+                parts.append(("array", coord, axis))
+                axis += 1
+        elif isinstance(it, Tensor):
+            parts.append(("array", it, axis))
+            axis += 1
+        elif isinstance(it, slice):
+            parts.append(("slice", it, axis))
+            axis += 1
+        else:
+            parts.append(("int", int(it.__index__()), axis))
+            axis += 1
+    adv = [i for i, (kind, _, _) in enumerate(parts) if kind in ("array", "int")]
+    together = adv == list(range(adv[0], adv[-1] + 1))
+    b = broadcast_shapes(*(tuple(parts[i][1].shape) for i in adv if parts[i][0] == "array"), op=name)
+    before = [i for i in range(len(parts)) if together and i < adv[0]]
+    after = [i for i in range(len(parts)) if i not in adv and i not in before]
+    dims = [_length(x, parts[i]) for i in before] + list(b) + [_length(x, parts[i]) for i in after]
+    place = {i: r for r, i in enumerate(before)} | {i: len(before) + len(b) + r for r, i in enumerate(after)}
+    strides = [prod(x.shape[a + 1:]) for a in range(x.ndim)]
+    flat = Tensor._const(0, dtypes.int64, x.device)
+    bad = Tensor._const(False, dtypes.bool_, x.device)
+    for i, (kind, it, a) in enumerate(parts):
+        if kind == "new":
+            continue
+        n = x.shape[a]
+        if kind == "int":
+            if not -n <= it < n:
+                raise IndexError(f"{name}: index {it} is out of bounds for axis {a} with size {n}")
+            flat = flat + (it % n) * strides[a]
+        elif kind == "array":  # its axes align with the trailing ones of the broadcast index shape
+            lead, tail = len(before) + len(b) - it.ndim, len(dims) - len(before) - len(b)
+            flat = flat + _wrapped(it, n).reshape((1,) * lead + tuple(it.shape) + (1,) * tail) * strides[a]
+            bad = bad | _outside(it, n, True).any()
+        else:
+            start, _, step = it.indices(n)
+            shape = [1] * len(dims)
+            shape[place[i]] = dims[place[i]]
+            flat = flat + (arange(dims[place[i]], device=x.device) * step + start).reshape(shape) * strides[a]
+    return flat.broadcast_to(tuple(dims)), tuple(dims), bad
+
+
+def _length(x: Tensor, part: tuple[str, Any, int]) -> int:
+    """The length of the result's axis that a slice or a new axis gives."""
+    kind, it, a = part
+    if kind == "new":
+        return 0 if it is not None and not bool(it.item()) else 1
+    return len(range(*it.indices(x.shape[a])))
+
+
+def _flat_nonzero(x: Tensor, name: str) -> Tensor:
+    """The row-major positions (int64) of x's nonzero elements, in order. The count is read first; then
+    each true element's position goes to its rank among the true ones (a running count), a scatter."""
+    from .creation import arange, zeros
+    mask = (x != 0).reshape(-1)
+    count = int(mask.sum().item())
+    slots = mask.cast(dtypes.int64).cumsum(0) - 1
+    from .tensor import where
+    target = where(mask, slots, count)  # a false element goes past the end: written nowhere
+    return zeros(count, dtype=dtypes.int64, device=x.device)._scatter(0, target, arange(mask.numel(), device=x.device),
+                                                                     None)
+
+
+def nonzero(x: Any) -> tuple[Tensor, ...]:
+    """The array API's (and NumPy's) nonzero: a tuple of int64 index tensors, one per axis, of the nonzero
+    (true) elements in row-major order (see `Tensor.nonzero`)."""
+    from .creation import asarray
+    from .tensor import Tensor
+    return (x if isinstance(x, Tensor) else asarray(x)).nonzero(as_tuple=True)
+
+
+__all__ = ["IndexingOps", "nonzero"]

@@ -1,0 +1,229 @@
+"""Sorting, searching sorted data, and sets: `sort`, `argsort`, `searchsorted`, `unique_*`, `isin`.
+
+One graph op does the sorting (`Op.SORT`): the stable order of each row of keys along the last axis, as
+int64 positions, a kernel of its own kind (`kernels.ir.Sort`: a merge sort on the CPU, a sorting network on
+a GPU) on the tensor's device. Everything else is gathers, scans and scatters around it (`indexing.py`):
+`sort` gathers the keys in their order, `searchsorted` is a binary search of gathers fused into one
+kernel, `unique_*` mark where a sorted run starts and count, `isin` searches a sorted copy.
+
+Order: stable (equal keys keep their order); NaN after every number (first, descending), as NumPy and
+PyTorch; -0.0 equals 0.0. `unique_*` treat each NaN as distinct (NaN != NaN), as the array API says, and
+have a size the data decides: the count is read first (a realize; a JitError inside `lt.jit`).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from . import dtypes
+from .errors import ShapeError
+from .graph import Op
+from .movement import normalize_axis
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+
+def _keys(x: Tensor) -> Tensor:
+    """x as keys the sort takes, in the same order: bools as uint8, 16-bit floats as float32 (exactly)."""
+    if x.dtype == dtypes.bool_:
+        return x.cast(dtypes.uint8)
+    if x.dtype in (dtypes.float16, dtypes.bfloat16):
+        return x.cast(dtypes.float32)
+    return x
+
+
+class SortingOps:
+    """The Tensor's sorting methods (mixed into `Tensor`)."""
+
+    def argsort(self: Tensor, axis: int = -1, descending: bool = False, stable: bool = True, *,
+                dim: int | None = None) -> Tensor:
+        """The int64 positions that sort `axis` (PyTorch's `dim=` too), stable whatever `stable` says (equal
+        keys keep their order); `descending` puts the largest first. NaN sorts after every number (first,
+        descending)."""
+        from .creation import zeros
+        from .tensor import Tensor
+        if self.ndim == 0:
+            return zeros((), dtype=dtypes.int64, device=self.device)
+        a = normalize_axis(axis if dim is None else dim, self.ndim, "argsort")
+        keys = _keys(self).moveaxis(a, -1)
+        order = Tensor._make(Op.SORT, dtypes.int64, keys.shape, (keys,), bool(descending))
+        return order.moveaxis(-1, a)
+
+    def sort(self: Tensor, axis: int = -1, descending: bool = False, stable: bool = True, *,
+             dim: int | None = None) -> Any:
+        """The values sorted along `axis` (see `argsort` for the order): the array API's and NumPy's result.
+        Spelled PyTorch's way, with `dim=`, it is PyTorch's `(values, indices)`."""
+        order = self.argsort(axis, descending, stable, dim=dim)
+        values = self if self.ndim == 0 else self._gather(normalize_axis(axis if dim is None else dim, self.ndim,
+                                                                         "sort"), order)
+        return values if dim is None else Sorted(values, order)
+
+
+class Sorted(NamedTuple):
+    """PyTorch's `sort(dim=...)` result: the sorted values and their positions."""
+
+    values: Tensor
+    indices: Tensor
+
+
+def _nan_last_less(a: Tensor, b: Tensor) -> Tensor:
+    """a before b in the sort's order (NaN after every number)."""
+    if not a.dtype.is_float:
+        return a < b
+    return (a < b) | (b.isnan() & ~a.isnan())
+
+
+def searchsorted(x1: Any, x2: Any, /, *, side: str = "left", sorter: Any = None) -> Tensor:
+    """The array API's searchsorted: for each element of `x2`, the position in the 1-d ascending `x1` (or
+    `x1` taken in the order `sorter` gives) where it would go: before equal elements (`side='left'`) or
+    after them ('right'). int64, of x2's shape; NaN counts as larger than every number. A binary search:
+    ceil(log2(n + 1)) steps, each a gather from x1, all in one kernel."""
+    from .creation import asarray, full
+    from .tensor import Tensor, where
+    if side not in ("left", "right"):
+        raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    a = x1 if isinstance(x1, Tensor) else asarray(x1)
+    if a.ndim != 1:
+        raise ShapeError(f"searchsorted: x1 must be 1-d, got shape {a.shape}")
+    if sorter is not None:
+        a = a.take(sorter)
+    q = x2 if isinstance(x2, Tensor) else asarray(x2, device=a.device)
+    dtype = dtypes.promote(a.dtype, q.dtype)
+    a, q = a.cast(dtype), q.cast(dtype)
+    n = a.shape[0]
+    lo = full(q.shape, 0, dtype=dtypes.int64, device=a.device)
+    hi = full(q.shape, n, dtype=dtypes.int64, device=a.device)
+    for _ in range(n.bit_length()):
+        mid = (lo + hi) // 2
+        at = a._gather(0, mid.reshape(-1).minimum(max(n - 1, 0))).reshape(q.shape) if n else q
+        # left: the first position whose element is not before q; right: the first after q
+        go_right = _nan_last_less(at, q) if side == "left" else ~_nan_last_less(q, at)
+        go_right = go_right & (mid < n)
+        lo, hi = where(go_right, mid + 1, lo), where(go_right, hi, mid)
+    return lo
+
+
+class UniqueAll(NamedTuple):
+    values: Tensor
+    indices: Tensor
+    inverse_indices: Tensor
+    counts: Tensor
+
+
+class UniqueCounts(NamedTuple):
+    values: Tensor
+    counts: Tensor
+
+
+class UniqueInverse(NamedTuple):
+    values: Tensor
+    inverse_indices: Tensor
+
+
+class _Runs(NamedTuple):
+    """A flattened tensor sorted, and its runs of equal values."""
+
+    order: Tensor     # positions in x of the sorted elements
+    values: Tensor    # the first value of each run, in order
+    starts: Tensor    # where each run starts in the sorted order
+    run: Tensor       # for each sorted element, the number of its run (int64)
+
+
+def _runs(x: Any, name: str) -> _Runs:
+    """x (flattened) sorted, and where its runs of equal values start: the count of runs is read (a realize),
+    then the starts are found (a scatter of each start to its run's number)."""
+    from .creation import arange, asarray, zeros
+    from .indexing import _flat_nonzero
+    from .tensor import Tensor
+    t = x if isinstance(x, Tensor) else asarray(x)
+    flat = t.reshape(-1)
+    n = flat.numel()
+    order = flat.argsort()
+    s = flat._gather(0, order)
+    if n == 0:
+        empty = zeros(0, dtype=dtypes.int64, device=t.device)
+        return _Runs(order, s, empty, empty)
+    first = arange(n, device=t.device) == 0
+    starts_mask = first | (s != s.roll(1)) if n > 1 else first  # NaN != NaN: each NaN its own run
+    run = starts_mask.cast(dtypes.int64).cumsum(0) - 1
+    starts = _flat_nonzero(starts_mask, name)
+    return _Runs(order, s._gather(0, starts), starts, run)
+
+
+def unique_values(x: Any, /) -> Tensor:
+    """The distinct values of x, sorted (1-d; each NaN distinct)."""
+    return _runs(x, "unique_values").values
+
+
+def unique_counts(x: Any, /) -> UniqueCounts:
+    """The distinct values of x, sorted, and how many times each occurs."""
+    r = _runs(x, "unique_counts")
+    return UniqueCounts(r.values, _counts(r))
+
+
+def unique_inverse(x: Any, /) -> UniqueInverse:
+    """The distinct values of x, sorted, and for each element of x the position of its value among them (of
+    x's shape)."""
+    r = _runs(x, "unique_inverse")
+    return UniqueInverse(r.values, _inverse(r, x))
+
+
+def unique_all(x: Any, /) -> UniqueAll:
+    """The distinct values, the (flattened) position in x of each one's first occurrence, each element's
+    position among the values (x's shape) and the counts."""
+    r = _runs(x, "unique_all")
+    return UniqueAll(r.values, r.order._gather(0, r.starts), _inverse(r, x), _counts(r))
+
+
+def _counts(r: _Runs) -> Tensor:
+    n = r.order.numel()
+    ends = r.starts.roll(-1) if r.starts.numel() else r.starts
+    if r.starts.numel():
+        from .creation import arange
+        from .tensor import where
+        last = arange(r.starts.numel(), device=r.starts.device) == r.starts.numel() - 1
+        ends = where(last, n, ends)
+    return ends - r.starts
+
+
+def _inverse(r: _Runs, x: Any) -> Tensor:
+    from .creation import asarray, zeros
+    from .tensor import Tensor
+    shape = x.shape if isinstance(x, Tensor) else asarray(x).shape
+    n = r.order.numel()
+    return zeros(n, dtype=dtypes.int64, device=r.order.device)._scatter(0, r.order, r.run, None).reshape(shape)
+
+
+def isin(x1: Any, x2: Any, /, *, invert: bool = False) -> Tensor:
+    """Whether each element of x1 is among the elements of x2 (or, `invert`, is not): x2 sorted once, then
+    a binary search (`searchsorted`) for each element of x1. NaN is in no tensor (NaN != NaN)."""
+    from .creation import asarray
+    from .tensor import Tensor
+    a = x1 if isinstance(x1, Tensor) else asarray(x1)
+    b = x2 if isinstance(x2, Tensor) else asarray(x2, device=a.device)
+    flat = b.reshape(-1)
+    n = flat.numel()
+    if n == 0:
+        from .creation import full
+        return full(a.shape, invert, dtype=dtypes.bool_, device=a.device)
+    dtype = dtypes.promote(a.dtype, b.dtype)
+    s = flat.cast(dtype).sort()
+    pos = searchsorted(s, a.cast(dtype)).minimum(n - 1)
+    found = s._gather(0, pos.reshape(-1)).reshape(a.shape) == a.cast(dtype)
+    return ~found if invert else found
+
+
+__all__ = [
+    "Sorted",
+    "SortingOps",
+    "UniqueAll",
+    "UniqueCounts",
+    "UniqueInverse",
+    "isin",
+    "searchsorted",
+    "unique_all",
+    "unique_counts",
+    "unique_inverse",
+    "unique_values",
+]
+

@@ -1,0 +1,337 @@
+"""Indexing by data (lazytensor/indexing.py): gathers, scatters, advanced and boolean indexing, writes,
+nonzero. NumPy is the oracle for NumPy's indexing and functions, torch for PyTorch's gather and scatter
+family and for gradients. Every case runs on the CPU and (LT_DEVICE=cuda TRITON_INTERPRET=1) on Triton."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import lazytensor as lt
+from conftest import ALL_DTYPES, HALF_DTYPES, LAYOUTS, check, inputs, layout, random_array
+from lazytensor.kernels.ir import Scatter
+
+DTYPES = ALL_DTYPES + HALF_DTYPES
+
+
+def numpy_of(x: lt.Tensor) -> np.ndarray:
+    """The values, 16-bit floats as float32 (exact), to index with NumPy."""
+    return np.asarray(x.float().numpy() if x.dtype in HALF_DTYPES else x.numpy())
+
+
+def check_numpy(got: lt.Tensor, want: np.ndarray, dtype: lt.DType) -> None:
+    assert got.dtype == dtype, f"dtype {got.dtype} != {dtype}"
+    np.testing.assert_array_equal(numpy_of(got), want)
+
+
+# ---- NumPy's indexing ---------------------------------------------------------------------------------------
+
+MASK = random_array((4, 5), lt.bool_, seed=3)
+INDEXES = [
+    [2, 0, 2], [[0, 3], [1, -1]], np.array([-4, 3]), (slice(None), [0, -1, 2]), ([0, 1], slice(None), 1),
+    (1, slice(None), [0, 1]), (None, [0, 1], slice(None), [1, 2]), (Ellipsis, [0, 2]), ([[1], [2]], [0, 4]),
+    ([0, 2], slice(3, None, -1)), (slice(None, None, -2), [1, 1]), MASK, (MASK, [5, 0, 2, 0, 1, 3][:1]), (0, MASK[0]),
+    (slice(1, 3), MASK[0]), [True, False, True, False], np.array([], dtype=np.int64), [], (Ellipsis, [[2]]),
+    (True,), (False, 1), (None, True, slice(None), 0),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("index", range(len(INDEXES)))
+def test_advanced_indexing_matches_numpy(index, dtype):
+    idx = INDEXES[index]
+    arr = random_array((4, 5, 6), dtype if dtype not in HALF_DTYPES else lt.float32, seed=index)
+    for kind in LAYOUTS:
+        x, _ = layout(arr, kind)
+        x = x.cast(dtype)
+        want = numpy_of(x)[idx]
+        lt_idx = tuple(lt.asarray(i) if isinstance(i, np.ndarray) and i.dtype == np.bool_ else i
+                       for i in (idx if isinstance(idx, tuple) else (idx,)))
+        check_numpy(x[lt_idx], want, dtype)
+
+
+def test_indexing_with_lazy_index_tensors_and_0d_indexes():
+    arr = random_array((5, 4), lt.float32, seed=1)
+    x = lt.asarray(arr)
+    i = lt.asarray(np.array([4, 0, 2])) * 1  # computed, not realized: read in the gather's kernel
+    check(x[i], arr[[4, 0, 2]])
+    check(x[lt.asarray(np.array(3))], arr[3])
+    check(x[lt.asarray(np.array(3)), [1, 2]], arr[3, [1, 2]])
+    mask = x > 0  # a lazy mask: its count is computed first
+    check(x[mask], arr[arr > 0])
+    check(x[:, (x > 0).all(0)], arr[:, (arr > 0).all(0)])
+
+
+def test_advanced_indexing_of_0d_and_empty_tensors():
+    z = lt.asarray(np.array(2.5, np.float32))
+    check(z[True], np.array(2.5, np.float32)[True])
+    check(z[None, False], np.array(2.5, np.float32)[None, False])
+    e = lt.zeros((0, 3))
+    check(e[[]], np.zeros((0, 3), np.float32)[[]])
+    check(e[:, [0, 2]], np.zeros((0, 2), np.float32))
+    check(lt.zeros((3, 0))[[1, 2]], np.zeros((2, 0), np.float32))
+
+
+def test_index_out_of_bounds_raises_at_the_realize_that_computes_it():
+    x = lt.asarray(np.arange(6.0).reshape(2, 3))
+    bad = x[[0, 5]]  # a list is data too: checked where it is computed
+    with pytest.raises(IndexError, match="out of bounds"):
+        bad.numpy()
+    bad = x[lt.asarray(np.array([1, -3, 0]))]
+    with pytest.raises(IndexError, match="index: an index is out of bounds"):
+        bad.numpy()
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[0, 3]
+    with pytest.raises(IndexError, match="boolean index"):
+        x[lt.asarray(np.ones(3, bool))]
+    with pytest.raises(IndexError, match="integers or booleans"):
+        x[lt.asarray(np.array([0.0]))]
+
+
+# ---- take, take_along_axis ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_take_matches_numpy(dtype):
+    arr = random_array((3, 4, 5), lt.float32 if dtype in HALF_DTYPES else dtype, seed=4)
+    for _, x, _ in inputs((3, 4, 5), lt.float32 if dtype in HALF_DTYPES else dtype, seed=4):
+        x = x.cast(dtype)
+        a = numpy_of(x)
+        for axis, idx in [(None, [59, -1, 0]), (0, [2, 2, -3]), (1, np.array([[3, 0], [1, -4]])), (2, [4]),
+                          (-1, np.array([], np.int64))]:
+            check_numpy(lt.take(x, lt.asarray(np.asarray(idx, np.int64)), axis=axis), np.take(a, idx, axis=axis), dtype)
+    assert arr.shape == (3, 4, 5)
+    check(lt.take(lt.asarray(np.array(7, np.int32)), lt.asarray(np.array([0, 0]))), np.array([7, 7], np.int32))
+    with pytest.raises(IndexError, match=r"take: an index is outside \[-4, 4\) \(axis 1 of size 4\)"):
+        lt.take(lt.asarray(arr), lt.asarray(np.array([4])), axis=1).numpy()
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.int64, lt.bool_, lt.float16], ids=str)
+def test_take_along_axis_matches_numpy(dtype):
+    base = lt.float32 if dtype in HALF_DTYPES else dtype
+    for _, x, _ in inputs((4, 6), base, seed=5):
+        x = x.cast(dtype)
+        a = numpy_of(x)
+        order = np.argsort(random_array((4, 6), lt.float32, seed=6), axis=1)
+        check_numpy(lt.take_along_axis(x, lt.asarray(order), axis=1), np.take_along_axis(a, order, 1), dtype)
+        rows = np.array([[3], [-1]])  # broadcast along axis 1, negative from the end
+        check_numpy(x.take_along_axis(lt.asarray(rows[:, :1][:1]), axis=0), np.take_along_axis(a, rows[:1], 0), dtype)
+        cols = np.array([[0, 5, -6]])
+        check_numpy(x.take_along_axis(lt.asarray(cols), axis=-1), np.take_along_axis(a, np.broadcast_to(cols, (4, 3)), -1),
+                    dtype)
+
+
+# ---- writes ---------------------------------------------------------------------------------------------------
+
+WRITES = [
+    (1, 9.0), ((slice(None), 2), [1.0, 2.0, 3.0, 4.0]), ((slice(None, None, -2), slice(1, 4)), 7.0),
+    (([0, 3],), [[1.0], [2.0]]), (([0, 0, 2], [1, 1, 4]), [5.0, 6.0, 7.0]), ((Ellipsis, [1, -1]), -3.0),
+    ((slice(1, 3), [0, 2]), 8.0), (None, 1.0), ((None, 2), 4.0),
+]
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32, lt.uint8, lt.bool_, lt.bfloat16], ids=str)
+@pytest.mark.parametrize("case", range(len(WRITES)))
+def test_setitem_matches_numpy(case, dtype):
+    index, value = WRITES[case]
+    base = lt.float32 if dtype in HALF_DTYPES else dtype
+    for kind in LAYOUTS:
+        x, _ = layout(random_array((4, 5), base, seed=case), kind)
+        x = x.cast(dtype)
+        want = numpy_of(x).copy()
+        want[index] = np.asarray(value).astype(want.dtype)
+        x[index] = value
+        check_numpy(x, want, dtype)
+
+
+def test_setitem_with_masks_tensors_and_repeated_indices():
+    arr = random_array((4, 5), lt.float32, seed=7)
+    x = lt.asarray(arr.copy())
+    want = arr.copy()
+    x[x > 1] = 0.0
+    want[want > 1] = 0.0
+    check(x, want)
+    mask = arr < -1
+    x[lt.asarray(mask)] = lt.arange(int(mask.sum()), dtype=lt.float32)  # values in order, as NumPy
+    want[mask] = np.arange(mask.sum(), dtype=np.float32)
+    check(x, want)
+    x[lt.asarray(np.array([1, 1, 1]))] = lt.asarray(np.array([[1.0], [2.0], [3.0]], np.float32))
+    want[[1, 1, 1]] = [[1.0], [2.0], [3.0]]  # the last of repeated writes stays
+    check(x, want)
+    rows = lt.asarray(np.array([3, 0]))
+    x[rows, 1:3] = x[rows, 1:3] * 10  # reads the old values, then writes
+    want[[3, 0], 1:3] *= 10
+    check(x, want)
+
+
+def test_a_write_changes_the_tensor_not_the_views_taken_before():
+    x = lt.asarray(np.arange(6.0).reshape(2, 3))
+    alias, row, t = x, x[0], x.T
+    x[0, 0] = 100.0
+    assert alias is x and alias.numpy()[0, 0] == 100
+    check(row, np.array([0.0, 1.0, 2.0]))
+    check(t, np.arange(6.0).reshape(2, 3).T)
+
+
+def test_setitem_errors_and_leaves():
+    x = lt.zeros((2, 3))
+    with pytest.raises(lt.ShapeError):
+        x[0] = lt.ones(4)
+    with pytest.raises(lt.ShapeError):
+        x[[0, 1]] = lt.ones((3, 2))
+    w = lt.ones(3).requires_grad_()
+    with pytest.raises(RuntimeError, match="leaf"):
+        w[0] = 2.0
+    with lt.no_grad():
+        w[0] = 2.0
+    check(w.detach(), np.array([2.0, 1.0, 1.0], np.float32))
+
+
+def test_setitem_gradients_match_torch():
+    arr, vals = random_array((4, 3), lt.float64, seed=8), random_array((2, 3), lt.float64, seed=9)
+    x, v = lt.asarray(arr).requires_grad_(), lt.asarray(vals).requires_grad_()
+    tx, tv = torch.tensor(arr, requires_grad=True), torch.tensor(vals, requires_grad=True)
+    y, ty = x * 2, tx * 2
+    y[[2, 0]] = v * v
+    ty[[2, 0]] = tv * tv
+    y[:, 1] = 0.5
+    ty[:, 1] = 0.5
+    up = random_array((4, 3), lt.float64, seed=10)
+    (y * lt.asarray(up)).sum().backward()
+    (ty * torch.tensor(up)).sum().backward()
+    check(x.grad, tx.grad)
+    check(v.grad, tv.grad)
+
+
+# ---- PyTorch's gather and scatter family ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_gather_and_index_select_match_torch(dtype):
+    base = lt.float32 if dtype in HALF_DTYPES else dtype
+    idx = np.random.default_rng(11).integers(0, 5, (3, 2, 4))
+    for _, x, t in inputs((4, 5, 6), base, seed=12):
+        if dtype in HALF_DTYPES:
+            x, t = x.cast(dtype), t.to({lt.float16: torch.float16, lt.bfloat16: torch.bfloat16}[dtype])
+        check(x.gather(1, lt.asarray(idx)), t.gather(1, torch.tensor(idx)))
+        check(x.gather(0, lt.asarray(idx % 4)), t.gather(0, torch.tensor(idx % 4)))
+        check(x.index_select(2, lt.asarray(np.array([5, 0, 5]))), t.index_select(2, torch.tensor([5, 0, 5])))
+    with pytest.raises(IndexError, match=r"gather: an index is outside \[0, 5\)"):
+        x.gather(1, lt.asarray(idx - 1)).numpy()
+    with pytest.raises(lt.ShapeError):
+        x.gather(1, lt.asarray(np.zeros((5, 2, 4), np.int64)))
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32, lt.int64, lt.int8, lt.uint8, lt.float16,
+                                   lt.bfloat16], ids=str)
+def test_scatter_family_matches_torch(dtype):
+    tdt = {lt.float16: torch.float16, lt.bfloat16: torch.bfloat16}.get(dtype)
+    base_arr = random_array((5, 4), lt.float32 if tdt else dtype, seed=13)
+    src_arr = random_array((6, 4), lt.float32 if tdt else dtype, seed=14)
+    idx = np.random.default_rng(15).integers(0, 5, (6, 3))
+    x, s = lt.asarray(base_arr).cast(dtype), lt.asarray(src_arr).cast(dtype)
+    t, ts = torch.tensor(base_arr), torch.tensor(src_arr)
+    if tdt:
+        t, ts = t.to(tdt), ts.to(tdt)
+    check(x.scatter_add(0, lt.asarray(idx), s), t.scatter_add(0, torch.tensor(idx), ts))
+    unique = np.stack([np.random.default_rng(16 + c).permutation(5)[:4] for c in range(3)], axis=1)
+    check(x.scatter(0, lt.asarray(unique), s), t.scatter(0, torch.tensor(unique), ts))
+    check(x.scatter(1, lt.asarray(idx[:5, :2] % 4), 3), t.scatter(1, torch.tensor(idx[:5, :2] % 4), 3))
+    rows = np.array([4, 0, 4, 1, 0, 2])
+    check(x.index_add(0, lt.asarray(rows), s), t.index_add(0, torch.tensor(rows), ts))
+    if dtype.is_float:
+        check(x.index_add(0, lt.asarray(rows), s, alpha=2.0), t.index_add(0, torch.tensor(rows), ts, alpha=2.0))
+    with pytest.raises(IndexError, match="scatter_add: an index is outside"):
+        x.scatter_add(0, lt.asarray(idx + 1), s).numpy()
+
+
+def test_scatter_multiply():
+    """Folding by a product: the CPU's serial updates do it; Triton has no atomic product, a clear error."""
+    x = lt.asarray(np.array([1.0, 2.0, 3.0]))
+    got = x.scatter(0, lt.asarray(np.array([2, 2, 0])), lt.asarray(np.array([2.0, 5.0, -1.0])), reduce="multiply")
+    if x.device.startswith("cuda"):
+        with pytest.raises(lt.KernelError, match="cannot fold a scatter by prod"):
+            got.numpy()
+    else:
+        check(got, np.array([-1.0, 2.0, 30.0]))
+
+
+def test_gather_and_scatter_gradients_match_torch():
+    arr, src = random_array((4, 5), lt.float64, seed=17), random_array((3, 5), lt.float64, seed=18)
+    idx = np.array([[0, 1, 3, 3, 2], [3, 3, 0, 1, 1], [2, 0, 0, 0, 3]])
+    x, s = lt.asarray(arr).requires_grad_(), lt.asarray(src).requires_grad_()
+    tx, ts = torch.tensor(arr, requires_grad=True), torch.tensor(src, requires_grad=True)
+    up = random_array((4, 5), lt.float64, seed=19)
+    out = x.gather(0, lt.asarray(idx)).sum() + (x.scatter_add(0, lt.asarray(idx), s * s) * lt.asarray(up)).sum()
+    tout = tx.gather(0, torch.tensor(idx)).sum() + (tx.scatter_add(0, torch.tensor(idx), ts * ts) * torch.tensor(up)).sum()
+    out.backward()
+    tout.backward()
+    check(x.grad, tx.grad)
+    check(s.grad, ts.grad)
+    x.grad, tx.grad = None, None
+    (x.scatter(0, lt.asarray(idx[:1]), 2.0) * lt.asarray(up)).sum().backward()
+    (tx.scatter(0, torch.tensor(idx[:1]), 2.0) * torch.tensor(up)).sum().backward()
+    check(x.grad, tx.grad)
+
+
+# ---- data-dependent shapes ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.int32, lt.bool_, lt.uint8], ids=str)
+def test_nonzero_and_argwhere_match_numpy(dtype):
+    for shape in [(7,), (3, 4), (2, 3, 5), (0, 3)]:
+        for _, x, _ in inputs(shape, dtype, seed=20):
+            a = np.asarray(x.numpy())
+            mask = a > 0 if dtype != lt.bool_ else a
+            x = x * (x > 0) if dtype != lt.bool_ else x
+            got = x.nonzero(as_tuple=True)
+            for g, w in zip(got, np.nonzero(mask)):
+                check(g, w.astype(np.int64))
+            check(x.argwhere(), np.argwhere(mask).astype(np.int64))
+            check(x.nonzero(), np.argwhere(mask).astype(np.int64))
+    check(lt.nonzero(lt.zeros(4))[0], np.zeros(0, np.int64))
+    with pytest.raises(lt.ShapeError):
+        lt.asarray(np.array(1.0)).nonzero()
+
+
+def test_data_dependent_shapes_inside_jit_are_an_error():
+    @lt.jit
+    def f(x):
+        return x[x > 0]
+
+    with pytest.raises(lt.JitError, match="reads a tensor's data"):
+        f(lt.asarray(np.array([1.0, -1.0])))
+
+
+# ---- how it runs ------------------------------------------------------------------------------------------------
+
+def test_a_gather_is_a_load_in_its_reader_kernel():
+    """`(table[ids] * 2).sum(1)`: one kernel that loads the rows it picks (the table is not copied), and one
+    that checks the indexes."""
+    table = lt.asarray(random_array((1000, 16), lt.float32, seed=21))
+    ids = lt.asarray(np.array([5, 999, 5, 0]))
+    out = (table[ids] * 2).sum(1)
+    flag, item = sorted(lt.schedule(out), key=lambda it: it.outputs[0].dtype != lt.bool_)
+    assert flag.outputs[0].numel == 1 and "gather" in str(item.kernel) and item.outputs[0].shape == (4, 1)
+    check(out, (random_array((1000, 16), lt.float32, seed=21)[[5, 999, 5, 0]] * 2).sum(1))
+
+
+def test_a_scatter_is_one_kernel_that_computes_its_updates():
+    x = lt.asarray(random_array((6, 4), lt.float32, seed=22))
+    u = lt.asarray(random_array((3, 4), lt.float32, seed=23))
+    out = (x + 1).scatter_add(0, lt.asarray(np.array([[5] * 4, [0] * 4, [5] * 4])), u.exp())
+    item, flag = sorted(lt.schedule(out), key=lambda it: it.outputs[0].dtype == lt.bool_)
+    assert isinstance(item.kernel, Scatter) and "exp" in str(item.kernel.updates) and flag.outputs[0].numel == 1
+    want = random_array((6, 4), lt.float32, seed=22) + 1
+    np.add.at(want, [5, 0, 5], np.exp(random_array((3, 4), lt.float32, seed=23)))
+    check(out, want)
+
+
+def test_embedding_sized_gather_and_its_gradient():
+    """The rows of a table of 50,000 picked by token ids, and the gradient added back into those rows."""
+    rng = np.random.default_rng(24)
+    table, ids = rng.standard_normal((50_000, 8)).astype(np.float32), rng.integers(0, 50_000, (4, 7))
+    w = lt.asarray(table).requires_grad_()
+    tw = torch.tensor(table, requires_grad=True)
+    out, tout = w[lt.asarray(ids)], tw[torch.tensor(ids)]
+    check(out, tout)
+    (out * 3).sum().backward()
+    (tout * 3).sum().backward()
+    check(w.grad, tw.grad)

@@ -1,0 +1,154 @@
+"""Sorting, searching and sets (lazytensor/sorting.py) against NumPy (stable sorts, searchsorted, unique)
+and torch (descending order, PyTorch's sort), on every dtype, with NaN, signed zeros, ties, size 0 and
+non-contiguous inputs; on the CPU and (LT_DEVICE=cuda TRITON_INTERPRET=1) on Triton."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import lazytensor as lt
+from conftest import ALL_DTYPES, HALF_DTYPES, check, inputs, random_array
+from lazytensor.kernels.ir import Sort
+
+DTYPES = ALL_DTYPES + HALF_DTYPES
+
+
+def keys(shape: tuple[int, ...], dtype: lt.DType, seed: int) -> np.ndarray:
+    """Data with ties (few distinct values), and for floats NaN, infinities and both zeros."""
+    rng = np.random.default_rng(seed)
+    if dtype == lt.bool_:
+        return rng.random(shape) < 0.5
+    a = rng.integers(-4, 5, shape).astype(np.float64)
+    if dtype.is_float:
+        flat = a.reshape(-1)
+        flat[rng.random(flat.size) < 0.15] = np.nan
+        flat[rng.random(flat.size) < 0.1] = -0.0
+        flat[rng.random(flat.size) < 0.05] = np.inf
+        flat[rng.random(flat.size) < 0.05] = -np.inf
+        return a.astype(np.float32 if dtype in HALF_DTYPES else dtype.name)
+    return (a if dtype.is_signed else np.abs(a)).astype(dtype.name)
+
+
+def as_numpy(x: lt.Tensor) -> np.ndarray:
+    return np.asarray(x.float().numpy() if x.dtype in HALF_DTYPES else x.numpy())
+
+
+def descending_order(a: np.ndarray, axis: int) -> np.ndarray:
+    """NumPy's stable order, descending (NaN first, equal keys in their order)."""
+    rev = np.flip(a, axis)
+    return a.shape[axis] - 1 - np.flip(np.argsort(rev, axis=axis, kind="stable"), axis)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape,axis", [((37,), 0), ((4, 9), 1), ((4, 9), 0), ((3, 5, 6), 1), ((0, 5), 1),
+                                        ((5, 0), 1), ((1,), 0), ((2, 130), -1)])
+def test_argsort_and_sort_match_numpy(shape, axis, dtype):
+    arr = keys(shape, dtype, seed=sum(shape))
+    for kind, x, _ in inputs(shape, lt.float32 if dtype in HALF_DTYPES else dtype, seed=0):
+        x = lt.asarray(arr).cast(dtype) if kind == "contiguous" else \
+            lt.asarray(np.flip(arr, -1).copy()).cast(dtype).flip(-1)
+        a = as_numpy(x)
+        want = np.argsort(a, axis=axis, kind="stable")
+        check(x.argsort(axis=axis), want.astype(np.int64))
+        check(lt.argsort(x, axis=axis, descending=True), descending_order(a, axis).astype(np.int64))
+        got = lt.sort(x, axis=axis)
+        assert got.dtype == x.dtype
+        np.testing.assert_array_equal(as_numpy(got), np.take_along_axis(a, want, axis))
+
+
+def test_sort_0d_and_pytorch_spelling():
+    check(lt.asarray(np.array(3.0)).argsort(), np.array(0, np.int64))
+    arr = keys((3, 8), lt.float32, seed=1)
+    values, indices = lt.asarray(arr).sort(dim=1, descending=True)
+    tv, ti = torch.tensor(arr).sort(dim=1, descending=True, stable=True)
+    check(values, tv)
+    check(indices, ti)
+
+
+def test_a_sort_is_a_kernel_on_the_device_and_its_values_a_gather():
+    x = lt.asarray(np.random.default_rng(2).random((4, 50), dtype=np.float32))
+    items = lt.schedule((x * 2).sort(axis=1))
+    kinds = [type(item.kernel).__name__ for item in items]
+    assert kinds.count("Sort") == 1 and len(items) == 3, kinds  # the keys computed, sorted, gathered
+    (sort,) = [item.kernel for item in items if isinstance(item.kernel, Sort)]
+    assert (sort.rows, sort.n, sort.descending) == (4, 50, False)
+
+
+def test_large_rows_sort():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal(5000).astype(np.float32)
+    a[rng.integers(0, 5000, 500)] = 0.5  # ties
+    check(lt.asarray(a).argsort(), np.argsort(a, kind="stable").astype(np.int64))
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32, lt.int64, lt.uint8, lt.float16], ids=str)
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_searchsorted_matches_numpy(side, dtype):
+    base = lt.float32 if dtype in HALF_DTYPES else dtype
+    sorted_ = np.sort(keys((23,), dtype, seed=4))
+    queries = keys((5, 6), dtype, seed=5)
+    got = lt.searchsorted(lt.asarray(sorted_).cast(dtype), lt.asarray(queries).cast(dtype), side=side)
+    check(got, np.searchsorted(sorted_, queries, side=side).astype(np.int64))
+    perm = np.random.default_rng(6).permutation(23)
+    shuffled = sorted_[perm]
+    sorter = np.argsort(shuffled, kind="stable")
+    got = lt.searchsorted(lt.asarray(shuffled), lt.asarray(queries), side=side, sorter=lt.asarray(sorter))
+    check(got, np.searchsorted(shuffled, queries, side=side, sorter=sorter).astype(np.int64))
+    check(lt.searchsorted(lt.zeros(0, dtype=base), lt.asarray(queries)), np.zeros((5, 6), np.int64))
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int64, lt.int8, lt.uint8, lt.bool_], ids=str)
+def test_unique_functions_match_numpy(dtype):
+    for shape in [(17,), (4, 6), (0,), (1,)]:
+        arr = keys(shape, dtype, seed=7)
+        for kind, x, _ in inputs(shape, dtype, seed=7):
+            x = lt.asarray(arr) if kind == "contiguous" else lt.asarray(arr.T.copy()).T if arr.ndim == 2 else x
+            a = np.asarray(x.numpy())
+            values, index, inverse, counts = np.unique(a, return_index=True, return_inverse=True, return_counts=True,
+                                                       equal_nan=False)
+            got = lt.unique_all(x)
+            np.testing.assert_array_equal(got.values.numpy(), values)
+            np.testing.assert_array_equal(got.indices.numpy(), index)
+            np.testing.assert_array_equal(got.inverse_indices.numpy(), inverse.reshape(a.shape))
+            np.testing.assert_array_equal(got.counts.numpy(), counts)
+            np.testing.assert_array_equal(lt.unique_values(x).numpy(), values)
+            assert lt.unique_counts(x).counts.dtype == lt.int64
+            np.testing.assert_array_equal(lt.unique_inverse(x).inverse_indices.numpy(), inverse.reshape(a.shape))
+
+
+def test_unique_counts_each_nan_and_one_zero():
+    a = np.array([np.nan, 0.0, -0.0, np.nan, 1.0], np.float32)
+    got = lt.unique_counts(lt.asarray(a))
+    np.testing.assert_array_equal(got.values.numpy(), [0.0, 1.0, np.nan, np.nan])
+    np.testing.assert_array_equal(got.counts.numpy(), [2, 1, 1, 1])
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.int32, lt.int8, lt.float64], ids=str)
+def test_isin_matches_numpy(dtype):
+    a, b = keys((4, 7), dtype, seed=8), keys((9,), dtype, seed=9)
+    for invert in (False, True):
+        check(lt.isin(lt.asarray(a), lt.asarray(b), invert=invert), np.isin(a, b, invert=invert))
+    check(lt.isin(lt.asarray(a), lt.zeros(0, dtype=dtype)), np.zeros((4, 7), bool))
+    check(lt.isin(lt.asarray(np.array([1, 2, 7])), lt.asarray(np.array([[7.0, 2.5]]))), np.array([False, False, True]))
+
+
+def test_sorting_inside_jit():
+    """A sort has no data-dependent shape: it is recorded and replayed; unique's is, an error."""
+    @lt.jit
+    def f(x):
+        return lt.sort(x * 2), x.argsort()
+
+    for seed in range(4):
+        a = random_array((3, 11), lt.float32, seed=seed)
+        values, order = f(lt.asarray(a))
+        np.testing.assert_array_equal(values.numpy(), np.sort(a * 2))
+        np.testing.assert_array_equal(order.numpy(), np.argsort(a, kind="stable"))
+    assert lt.stats().replays > 0
+
+    @lt.jit
+    def g(x):
+        return lt.unique_values(x)
+
+    with pytest.raises(lt.JitError):
+        g(lt.asarray(np.array([1.0, 1.0])))
