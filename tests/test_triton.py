@@ -26,7 +26,7 @@ from test_contraction import data
 import lazytensor as lt
 import lazytensor.device
 import triton_interpreter  # noqa: F401  (registers torch storage for the interpreter)
-from conftest import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, padded_load_kernel, random_array
+from conftest import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, WIDE_UNSIGNED_DTYPES, padded_load_kernel, random_array
 from lazytensor.kernels import ir
 from lazytensor.kernels.dtype import int64, uint8
 from lazytensor.kernels.expr import Expr, Var
@@ -39,6 +39,9 @@ if importlib.util.find_spec("triton") is None:
 
 NAN, INF = math.nan, math.inf
 TINY = Tiling(max_block=4, max_tile=8, max_xblock=2)  # every reduction loops, every axis is masked
+# The backends are compared with each other, no oracle needed: every dtype, the wide unsigned ones included.
+DTYPES = ALL_DTYPES + WIDE_UNSIGNED_DTYPES
+INTEGERS = INT_DTYPES + WIDE_UNSIGNED_DTYPES
 
 
 @pytest.fixture(autouse=True)
@@ -84,7 +87,7 @@ def assert_same(fn, *arrays: np.ndarray, rtol: float = 0.0) -> None:
 
 # ---- pointwise ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_pointwise_every_dtype(dtype):
     a, b = random_array((5, 7), dtype, 0), random_array((7,), dtype, 1)
     if dtype == lt.bool_:
@@ -95,7 +98,7 @@ def test_pointwise_every_dtype(dtype):
     assert_same(lambda x: x.T.flip(0)[1:, ::2], a)
 
 
-@pytest.mark.parametrize("dtype", INT_DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", INTEGERS, ids=str)
 def test_integer_floor_division_and_modulo(dtype):
     """Python semantics (round toward -inf, the divisor's sign), 0 for a zero divisor, MIN // -1 wraps."""
     info = np.iinfo(dtype.name)
@@ -135,17 +138,19 @@ def test_float_functions_and_nan_rules(dtype):
 
 
 def test_casts_between_every_dtype():
-    """Float to int saturates through int64 then wraps (NaN gives 0); bools read and write as bytes."""
-    floats = np.array([NAN, INF, -INF, -0.0, 0.7, -1.0, -1.7, 255.5, 3e9, -3e9, 1e19, -1e19], np.float64)
-    ints = np.array([-128, -1, 0, 1, 127, 255, 300, -40000, 2**40], np.int64)
-    for src in ALL_DTYPES:
+    """Float to int saturates through int64 then wraps (NaN gives 0), to uint64 up to 2**64 - 1; bools read and
+    write as bytes."""
+    floats = np.array([NAN, INF, -INF, -0.0, 0.7, -1.0, -1.7, 255.5, 3e9, -3e9, 1e19, -1e19, 2e19, 2.0**63],
+                      np.float64)
+    ints = np.array([-128, -1, 0, 1, 127, 255, 300, -40000, 2**40, 2**63 - 1, -2**63], np.int64)
+    for src in DTYPES:
         data = floats.astype(src.name) if src.is_float else np.array([0, 1, 1, 0, 1], bool) \
             if src == lt.bool_ else ints.astype(src.name)
-        for dst in ALL_DTYPES:
+        for dst in DTYPES:
             assert_same(lambda t, dst=dst: t.cast(dst), data)
 
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_scalar_parameters_keep_their_dtype(dtype):
     """Python scalars reach the kernel as parameters of the tensor's dtype: float64 ones are not rounded to
     float32, and a new value does not compile a new kernel."""
@@ -187,7 +192,7 @@ def test_index_division_with_negative_numerators():
 
 # ---- reductions ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_reductions_every_dtype(dtype, tiling):
     x = random_array((3, 10), dtype, 3, low=0.5, high=1.5)
     rtol = 1e-6 if dtype == lt.float32 else 1e-13 if dtype == lt.float64 else 0.0
@@ -199,9 +204,9 @@ def test_reductions_every_dtype(dtype, tiling):
         assert_same(fn, x, rtol=rtol)
 
 
-@pytest.mark.parametrize("dtype", INT_DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", INTEGERS, ids=str)
 def test_small_integer_max_and_min_keep_their_dtype_for_the_ops_that_read_them(dtype, tiling):
-    """tl.max and tl.min widen int8, int16 and uint8 to int32: cast back to the IR's dtype, a uint8 max
+    """tl.max and tl.min widen int8, int16, uint8 and uint16 to int32: cast back to the IR's dtype, a uint8 max
     modulo 2 compiles (Triton refuses `%` of a signed by an unsigned value) and each op wraps in its dtype."""
     x = random_array((4, 9), dtype, 6)
     assert_same(lambda t: t.max(-1, keepdims=True) % 2, x)
