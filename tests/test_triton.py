@@ -413,45 +413,86 @@ def test_wide_contractions_index_in_int64():
     assert "pid = tl.program_id(0).to(tl.int64)" in source and "kk = (k0 + tl.arange(0, 16)).to(tl.int64)" in source
 
 
-SM90_CHECK = """
-import importlib.util, tempfile
+# Compiling for an sm_90 GPU needs no GPU: a subprocess, as the tests run Triton interpreted. `ptx(source, buffers,
+# params, options)` compiles a rendered source whose function takes `buffers` (pointers) and `params` (scalars).
+SM90_PRELUDE = """
+import importlib.util, re, tempfile
 import numpy as np, triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 import lazytensor as lt
 from lazytensor.kernels.legalize import legalize
 from lazytensor.kernels.triton import gemm
-from lazytensor.kernels.triton.render import NATIVE, memory_dtype
+from lazytensor.kernels.triton.render import NATIVE, memory_dtype, render
 
-TYPES = {"float32": "fp32", "float64": "fp64", "uint8": "u8"}
+TYPES = {"bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "uint16": "u16",
+         "uint32": "u32", "uint64": "u64", "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64"}
 
-def ptx(t, precision):
+def ptx(src, buffers, params, options):
+    path = tempfile.mkdtemp() + "/kernel.py"
+    open(path, "w").write(src.source)
+    spec = importlib.util.spec_from_file_location("kernel", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    signature = {f"b{s}": "*" + TYPES[memory_dtype(b.dtype).name] for s, b in buffers}
+    signature.update({f"p{i}": TYPES[d.name] for i, d in enumerate(params)})
+    return triton.compile(ASTSource(getattr(module, src.name), signature), target=GPUTarget("cuda", 90, 32),
+                          options=options).asm["ptx"]
+"""
+
+SM90_GEMM_CHECK = SM90_PRELUDE + """
+def gemm_ptx(t, precision):
     (item,) = lt.schedule(t)
     plan = gemm.plan(legalize(item.kernel, NATIVE))  # as compile_kernel renders it
     src = gemm.render_gemm(plan, gemm.candidate_configs(item.kernel, False)[-1], precision)
-    path = tempfile.mkdtemp() + "/gemm.py"
-    open(path, "w").write(src.source)
-    spec = importlib.util.spec_from_file_location("gemm_kernel", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    signature = {f"b{s}": "*" + TYPES[memory_dtype(plan.buffers[s].dtype).name] for s in src.slots}
-    signature.update({f"p{i}": TYPES[d.name] for i, d in enumerate(item.kernel.params)})
     options = {"num_warps": src.num_warps, "num_stages": src.num_stages, "enable_fp_fusion": True}
-    return triton.compile(ASTSource(getattr(module, src.name), signature), target=GPUTarget("cuda", 90, 32),
-                          options=options).asm["ptx"]
+    return ptx(src, [(s, plan.buffers[s]) for s in src.slots], item.kernel.params, options)
 
 x, w, bias = (lt.asarray(np.ones(s, np.float32)) for s in ((100, 513), (513, 70), (70,)))
-assert "fma.rn.f32" in ptx(((x @ w) + bias).relu(), "ieee")
-assert "tf32.tf32" in ptx(x.T.T @ w * 0.5, "tf32")
-assert ".f64.f64" in ptx(x.cast(lt.float64).softmax(-1) @ w.cast(lt.float64), "ieee")
+assert "fma.rn.f32" in gemm_ptx(((x @ w) + bias).relu(), "ieee")
+assert "tf32.tf32" in gemm_ptx(x.T.T @ w * 0.5, "tf32")
+assert ".f64.f64" in gemm_ptx(x.cast(lt.float64).softmax(-1) @ w.cast(lt.float64), "ieee")
 """
+
+# Unsigned arithmetic compiles to the unsigned instructions (the interpreter computes with NumPy, whatever
+# Triton would make of the source): division, remainder, comparisons, conversions to floats; a parameter of
+# 2**64 - 1 and constants beyond int64's range are uint64 ones.
+SM90_UNSIGNED_CHECK = SM90_PRELUDE + """
+def kernels_ptx(*tensors):
+    out = []
+    for item in lt.schedule(*tensors):
+        legal = legalize(item.kernel, NATIVE)  # as compile_kernel renders it
+        src = render(legal)
+        out.append(ptx(src, list(enumerate(legal.buffers)), legal.params,
+                       {"num_warps": src.num_warps, "enable_fp_fusion": False}))
+    return "\\n".join(out)
+
+x, y = (lt.asarray(np.arange(k, 63 + k, dtype=np.uint64).reshape(7, 9)) for k in (1, 0))  # masked lanes
+f = lt.asarray(np.linspace(-3e19, 3e19, 63).reshape(7, 9))
+u, h = lt.asarray(np.arange(63, dtype=np.uint32)), lt.asarray(np.arange(63, dtype=np.uint16))
+code = kernels_ptx((x // y) % (y + 3) + (2**64 - 1), x < y, ~x * -x, x.cast(lt.float32), f.cast(lt.uint64), x.max(1),
+                   x.min(0), x.sum(0), (u // 3) > (u % 7), (~h) * h < 5, h.sum(), h.min(), u.cast(lt.float64))
+for bits in (16, 32, 64):  # an ordered comparison of unsigned values (LLVM picks which of the four)
+    assert re.search(f"setp\\\\.(lt|le|gt|ge)\\\\.u{bits}", code), bits
+for needle in ("div.u64", "rem.u64", "cvt.rn.f32.u64", "div.u32", "rem.u32", "cvt.rn.f64.u32"):
+    assert needle in code, needle
+"""
+
+
+def compile_for_sm90(script: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "LT_DEVICE")}
+    subprocess.run([sys.executable, "-c", script], check=True, cwd="/", env=env)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("triton.backends.nvidia") is None, reason="no CUDA backend in triton")
 def test_the_gemm_source_compiles_for_sm90():
     """Triton compiles for a GPU it does not have: float32 exact and TF32, float64, a fused epilogue."""
-    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "LT_DEVICE")}
-    subprocess.run([sys.executable, "-c", SM90_CHECK], check=True, cwd="/", env=env)
+    compile_for_sm90(SM90_GEMM_CHECK)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton.backends.nvidia") is None, reason="no CUDA backend in triton")
+def test_unsigned_kernels_compile_for_sm90_to_unsigned_instructions():
+    compile_for_sm90(SM90_UNSIGNED_CHECK)
 
 
 # ---- caching ---------------------------------------------------------------------------------------
