@@ -96,12 +96,16 @@ int16 = DType("int16", "i", 2)
 int32 = DType("int32", "i", 4)
 int64 = DType("int64", "i", 8)
 uint8 = DType("uint8", "u", 1)
+uint16 = DType("uint16", "u", 2)
+uint32 = DType("uint32", "u", 4)
+uint64 = DType("uint64", "u", 8)
 float32 = DType("float32", "f", 4)
 float64 = DType("float64", "f", 8)
 float16 = DType("float16", "f", 2)
 bfloat16 = DType("bfloat16", "f", 2)
 
-ALL_DTYPES: tuple[DType, ...] = (bool_, int8, int16, int32, int64, uint8, float16, bfloat16, float32, float64)
+ALL_DTYPES: tuple[DType, ...] = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16,
+                                 float32, float64)
 BY_NAME: dict[str, DType] = {d.name: d for d in ALL_DTYPES}
 
 
@@ -111,9 +115,19 @@ def named(name: str) -> DType:
 
 
 SHORT_NAMES: dict[DType, str] = {
-    bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64", uint8: "u8",
-    float16: "f16", bfloat16: "bf16", float32: "f32", float64: "f64",
+    bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64", uint8: "u8", uint16: "u16", uint32: "u32",
+    uint64: "u64", float16: "f16", bfloat16: "bf16", float32: "f32", float64: "f64",
 }
+
+
+def wrap(value: int, dtype: DType) -> int:
+    """`value` modulo 2**bits, read as a value of the integer `dtype` (two's complement where it is signed):
+    what integer arithmetic and conversions in the IR leave of it."""
+    bits = dtype.bits
+    if not dtype.is_signed:
+        return value % (1 << bits)
+    half = 1 << (bits - 1)
+    return (value + half) % (1 << bits) - half
 
 
 def compute_dtype(dtype: DType) -> DType:

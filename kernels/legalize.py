@@ -30,7 +30,23 @@ import math
 from collections.abc import Callable, Iterable
 from decimal import Decimal, localcontext
 
-from .dtype import DType, bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8
+from .dtype import (
+    DType,
+    bfloat16,
+    bool_,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+    wrap,
+)
 from .ir import (
     COMPARISONS,
     Alu,
@@ -49,7 +65,7 @@ from .ir import (
 )
 
 Key = tuple[Alu, DType] | tuple[DType, DType]
-INTS = (int8, int16, int32, int64, uint8)
+INTS = (int8, int16, int32, int64, uint8, uint16, uint32, uint64)
 FLOATS = (float32, float64)
 HALF_FLOATS = (float16, bfloat16)
 SIGN_BIT = {float32: -2**31, float64: -2**63}  # as the signed integer of the float's size
@@ -175,10 +191,7 @@ def _bool_rules() -> dict[Key, Rule]:
 
 def _constant(v: Value) -> int | None:
     """An integer constant's value, wrapped to its dtype as the IR reads constants; None for a non-constant."""
-    if v.op is not VOp.CONST:
-        return None
-    bits, half = v.dtype.bits, 1 << (v.dtype.bits - 1)
-    return (int(v.arg) + half) % (1 << bits) - half if v.dtype.is_signed else int(v.arg) % (1 << bits)
+    return wrap(int(v.arg), v.dtype) if v.op is VOp.CONST else None
 
 
 def _int_floordiv(r: _Rewriter, a: Value, b: Value) -> Value:
@@ -271,7 +284,8 @@ def _int_rules() -> dict[Key, Rule]:
     for dt in INTS:
         rules.update({(Alu.FLOORDIV, dt): _int_floordiv, (Alu.MOD, dt): _int_mod, (Alu.POW, dt): _int_pow})
         rules.update({(op, dt): _identity for op in (Alu.FLOOR, Alu.CEIL, Alu.ROUND, Alu.TRUNC)})
-    rules[(Alu.ABS, uint8)] = _identity
+        if not dt.is_signed:
+            rules[(Alu.ABS, dt)] = _identity
     return rules
 
 
@@ -541,6 +555,14 @@ def _float_to_int64(r: _Rewriter, x: Value) -> Value:
     return r.where(big, const(2**63 - 1, int64), r.where(small, const(-2**63, int64), inside))
 
 
+def _float_to_uint64(r: _Rewriter, x: Value) -> Value:
+    """As to int64, then wrapped, but from 2**63 up, where uint64 holds what int64 does not: there x - 2**63
+    (exact) converts, saturated to 2**63 - 1 (2**64 and up give 2**64 - 1), and 2**63 is added back."""
+    high = r.binary(Alu.CMPLE, 2.0**63, x)
+    low = r.cast(r.cast(r(Alu.SUB, x, r.where(high, const(2.0**63, x.dtype), 0.0)), int64), uint64)
+    return r(Alu.ADD, low, r.where(high, const(2**63, uint64), const(0, uint64)))
+
+
 def _bfloat16_to_float32(r: _Rewriter, x: Value) -> Value:
     """bfloat16 is the top half of a float32: widen by moving its bits up."""
     return bitcast(r.binary(Alu.SHL, r.cast(bitcast(x, int16), int32), 16), float32)
@@ -598,7 +620,8 @@ def _cast_rules() -> dict[Key, Rule]:
             elif src == bool_:
                 rules[(src, dst)] = _from_bool(dst)
             elif src.is_float and dst.is_int:
-                rules[(src, dst)] = _float_to_int64 if dst == int64 else _through(int64, dst)  # then wrap
+                rules[(src, dst)] = _float_to_int64 if dst == int64 else _float_to_uint64 if dst == uint64 \
+                    else _through(int64, dst)  # then wrap
     rules.update({(bfloat16, float32): _bfloat16_to_float32, (float32, bfloat16): _float32_to_bfloat16,
                   (float16, float32): _float16_to_float32, (float32, float16): _float32_to_float16})
     return rules

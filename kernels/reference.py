@@ -64,6 +64,8 @@ Values (semantics every backend must honour; `ALU` has one row per op):
   rounds to nearest even (overflow to inf); float to int truncates toward zero, saturates to the int64
   range (NaN gives 0), then wraps to the target's width: -1.0 to uint8 is 255, 300.0 to int8 is 44,
   3e9 to int32 is -1294967296 (the IR says "saturates"; both backends saturate to int64, then wrap).
+  uint64 holds values int64 does not: a float saturates to [-2**63, 2**64 - 1] for it, then wraps, so
+  1e19 is 10**19, 2e19 is 2**64 - 1 and -1.0 is 2**64 - 1, as it is 255 for uint8.
 - Reductions reduce in the value's dtype from the op's identity (an empty range gives it). A float SUM
   or PROD may be accumulated in any order (backends reassociate; here NumPy's pairwise sum): compare it
   with a tolerance. MAX and MIN follow the elementwise ops (NaN wins, -0.0 < +0.0); bool SUM is any,
@@ -79,7 +81,19 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .dtype import DType, bfloat16, bfloat16_bits, bfloat16_to_float32, bool_, compute_dtype, float16, float32, float64
+from .dtype import (
+    DType,
+    bfloat16,
+    bfloat16_bits,
+    bfloat16_to_float32,
+    bool_,
+    compute_dtype,
+    float16,
+    float32,
+    float64,
+    uint64,
+    wrap,
+)
 from .expr import Bounds, Div, Expr, Mod, Var
 from .ir import Alu, BufferParam, Contraction, Kernel, ReduceOp, Scatter, Sort, Store, Value, VOp, toposort
 
@@ -153,9 +167,7 @@ def _scalar(value: Scalar, dtype: DType) -> np.ndarray:
     if dtype == bool_:
         return np.array(bool(value))
     if dtype.is_int:
-        half = 1 << (dtype.bits - 1)
-        wrapped = (int(value) + half) % (1 << dtype.bits) - half if dtype.is_signed else int(value) % (1 << dtype.bits)
-        return np.array(wrapped, dtype.np_name)
+        return np.array(wrap(int(value), dtype), dtype.np_name)
     return _cast(np.array(float(value)), float64, dtype)
 
 
@@ -373,11 +385,13 @@ def _round_half(x: np.ndarray, dtype: DType) -> np.ndarray:
     return x.astype(np.float16).astype(np.float32)
 
 
-def _float_to_int64(x: np.ndarray) -> np.ndarray:
-    """Truncation toward zero, saturated to the int64 range; NaN gives 0."""
-    limit = float(2**63)  # exact in every float type; -2**63 is the least int64
-    clipped = np.where(np.isnan(x), 0, np.clip(np.trunc(x.astype(np.float64)), -limit, limit))
-    return np.where(clipped >= limit, np.iinfo(np.int64).max, clipped.astype(np.int64))
+def _float_to_int(x: np.ndarray, dst: DType) -> np.ndarray:
+    """Truncation toward zero, saturated to the int64 range, or for uint64 to [-2**63, 2**64 - 1] (NaN gives
+    0), then wrapped to `dst`'s width; by Python's exact integers."""
+    top = 2**64 - 1 if dst == uint64 else 2**63 - 1
+    clipped = np.clip(np.trunc(x.astype(np.float64)), -2.0**63, 2.0**64)  # integers in that range, or NaN
+    ints = [0 if math.isnan(v) else min(int(v), top) for v in clipped.reshape(-1).tolist()]
+    return np.array([wrap(i, dst) for i in ints], dst.np_name).reshape(x.shape)
 
 
 def _cast(x: np.ndarray, src: DType, dst: DType) -> np.ndarray:
@@ -392,7 +406,7 @@ def _cast(x: np.ndarray, src: DType, dst: DType) -> np.ndarray:
     if dst == bool_:
         return x != 0
     if src.is_float and dst.is_int:
-        return _float_to_int64(x).astype(dst.np_name)  # astype between integers wraps
+        return _float_to_int(x, dst)
     return x.astype(dst.np_name)
 
 

@@ -61,6 +61,9 @@ from .dtypes import (
     promote,
     result_type,
     uint8,
+    uint16,
+    uint32,
+    uint64,
 )
 from .errors import AxisError, DeviceError, DTypeError, JitError, KernelError, ShapeError
 from .indexing import nonzero
@@ -276,6 +279,9 @@ __all__ = [
     "synchronize",
     "tensor",
     "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
     "where",
     "zeros",
     "zeros_like",

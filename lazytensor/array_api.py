@@ -22,6 +22,9 @@ from .dtypes import (
     int64,
     isdtype,
     uint8,
+    uint16,
+    uint32,
+    uint64,
 )
 
 # The revision of the standard lazytensor follows, and those `__array_namespace__(api_version=...)` accepts:
@@ -37,7 +40,7 @@ nan = math.nan
 newaxis = None
 
 # The standard's dtypes that lazytensor has: not float16 and bfloat16, which the standard does not define.
-STANDARD_DTYPES = (bool_, int8, int16, int32, int64, uint8, float32, float64)
+STANDARD_DTYPES = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64)
 
 
 class Info:

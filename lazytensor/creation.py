@@ -42,6 +42,13 @@ def _numpy_of(obj: Any, dtype: DType | None) -> tuple[np.ndarray, DType]:
             arr = np.asarray(obj)
         except (ValueError, TypeError) as e:
             raise TypeError(f"asarray: cannot make a tensor from {type(obj).__name__}: {e}") from None
+        if dtype is not None and dtype.is_int and arr.dtype.kind in "fO":
+            # NumPy reads ints beyond int64's range beside others as float64 (or objects), which would round
+            # them: converted straight to the integer dtype they are exact, and NumPy refuses what it cannot hold
+            try:
+                arr = np.asarray(obj, dtype=dtype.np_name)
+            except (OverflowError, ValueError) as e:
+                raise DTypeError(f"asarray: a value is out of bounds for {dtype.name} ({e})") from None
         _check_int_range(arr, dtype or default_int)
         if arr.dtype.kind not in "biuf":
             raise DTypeError(f"asarray: cannot make a tensor from data of NumPy dtype {arr.dtype}")
@@ -168,7 +175,10 @@ def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any 
     n = max(0, math.ceil((stop - start) / step))
     dev = get_device(device).name
     if all_int and not dt.is_float:
-        return (_iota(n, dev) * int(step) + int(start)).cast(dt)
+        # in int64, or in uint64 itself, which holds what int64 does not; a step down is subtracted, as
+        # uint64 has no negative step
+        offsets = _iota(n, dev).cast(dtypes.wide_int(dt)) * abs(int(step))
+        return (int(start) + offsets if step > 0 else int(start) - offsets).cast(dt)
     return (_iota(n, dev).cast(float64) * float(step) + float(start)).cast(dt)
 
 

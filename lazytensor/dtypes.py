@@ -1,12 +1,21 @@
 """dtypes, promotion, and the NumPy side of the 16-bit floats.
 
-Promotion follows NumPy between two integer or two float dtypes
-(int8 + uint8 -> int16), and PyTorch / JAX between an integer and a float (the
-float wins: int64 + float32 -> float32). float16 with bfloat16 gives float32, as
-in PyTorch (neither holds the other). Python scalars are weak: they take the
-tensor's dtype unless their kind is higher (a Python float with an int tensor
-gives float32, the default float; a Python int with a bool tensor gives int64,
-the default int).
+Promotion follows NumPy and the array API standard between two integer or two
+float dtypes (int8 + uint8 -> int16, uint16 + uint32 -> uint32, int32 + uint32
+-> int64), and PyTorch / JAX between an integer and a float (the float wins:
+int64 + float32 -> float32). float16 with bfloat16 gives float32, as in PyTorch
+(neither holds the other). Python scalars are weak: they take the tensor's
+dtype unless their kind is higher (a Python float with an int tensor gives
+float32, the default float; a Python int with a bool tensor gives int64, the
+default int).
+
+A signed integer with uint64 has no common integer dtype, and so no promotion:
+it raises DTypeError (cast one operand). The array API standard leaves it
+unspecified and PyTorch refuses it; NumPy 2 gives float64, which rounds integers
+above 2**53, and beside the float-wins rule would make the result depend on the
+order of the operands (int64 + uint64 + float32 would be float64 one way and
+float32 the other). `result_type` of several dtypes is their join, whatever the
+order: a float among them absorbs every integer.
 
 NumPy has float16 but no bfloat16: a bfloat16 buffer holds the 16-bit patterns
 (uint16), converted here with round to nearest even, and is shown to NumPy as an
@@ -36,6 +45,9 @@ from .kernels.dtype import (
     int32,
     int64,
     uint8,
+    uint16,
+    uint32,
+    uint64,
 )
 
 __all__ = [
@@ -64,7 +76,11 @@ __all__ = [
     "to_dtype",
     "to_numpy_dtype",
     "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
     "weak_result_type",
+    "wide_int",
 ]
 
 default_float = float32
@@ -138,7 +154,8 @@ def host_view(bits: np.ndarray, dtype: DType) -> np.ndarray:
 
 
 def promote(a: DType, b: DType) -> DType:
-    """The dtype two tensors combine to."""
+    """The dtype two tensors combine to; DTypeError for a signed integer with uint64, which no integer dtype
+    holds (see the module docstring)."""
     if a == b:
         return a
     ka, kb = ("f" if a.is_float else "i" if a.is_int else "b"), ("f" if b.is_float else "i" if b.is_int else "b")
@@ -147,7 +164,11 @@ def promote(a: DType, b: DType) -> DType:
             return float32
         return a if a.itemsize > b.itemsize else b
     if ka == kb:
-        return _NP_TO_DTYPE[np.promote_types(a.np_name, b.np_name)]
+        joined = np.promote_types(a.np_name, b.np_name)
+        if joined.kind == "f":  # NumPy's float64 for a signed integer with uint64
+            raise DTypeError(f"no integer dtype holds both {a.name} and {b.name}: cast one of them (to float64 "
+                             "for NumPy's promotion)")
+        return _NP_TO_DTYPE[joined]
     order = "bif"
     return a if order.index(ka) > order.index(kb) else b
 
@@ -266,6 +287,8 @@ def result_type(*arrays_and_dtypes: object) -> DType:
     strong = [dtype_of(x) for x, w in zip(arrays_and_dtypes, weak) if not w]
     if not strong:
         raise ValueError("result_type: needs at least one tensor or dtype")
+    # floats first: a float absorbs every integer, so no pair of integers without a join is promoted first
+    strong.sort(key=lambda dt: not dt.is_float)
     out = strong[0]
     for dt in strong[1:]:
         out = promote(out, dt)
@@ -274,7 +297,18 @@ def result_type(*arrays_and_dtypes: object) -> DType:
     return out
 
 
+def wide_int(dtype: DType) -> DType:
+    """The integer dtype that integer arithmetic on values of `dtype` is done in where it must not wrap at the
+    dtype's own width (sums and products, `arange`, `randint`): uint64 for uint64, whose values int64 does not
+    hold, and int64, which holds every other bool and integer, for the rest."""
+    return uint64 if dtype == uint64 else default_int
+
+
 def can_cast(from_: object, to: DType) -> bool:
     """Whether promotion turns `from_` (a dtype or a tensor) into `to`: no value is lost between two dtypes of
-    one kind, and a bool or integer dtype promotes to any float (as lazytensor's promotion does)."""
-    return promote(dtype_of(from_), to_dtype(to)) is to_dtype(to)
+    one kind, and a bool or integer dtype promotes to any float (as lazytensor's promotion does); a signed
+    integer and uint64, which do not promote, cast to neither."""
+    try:
+        return promote(dtype_of(from_), to_dtype(to)) is to_dtype(to)
+    except DTypeError:
+        return False

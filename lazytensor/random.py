@@ -193,7 +193,8 @@ def normal(mean: float = 0.0, std: float = 1.0, size: Any = (), dtype: Any = Non
 
 
 def randint(low: int, high: int | None = None, size: Any = (), dtype: Any = None, device: Any = None) -> Any:
-    """Integers in [low, high) (`randint(high, size)` starts at 0), int64 by default."""
+    """Integers in [low, high) (`randint(high, size)` starts at 0), int64 by default. The range is at most
+    2**63 - 1 wide, inside int64's values, or uint64's for a uint64 `dtype`."""
     if high is None:
         low, high = 0, low
     low, high = int(low), int(high)
@@ -209,7 +210,7 @@ def randint(low: int, high: int | None = None, size: Any = (), dtype: Any = None
         k = _int_op(Alu.FLOORDIV, words[0] * span, 1 << 32)  # multiply-high: < 2**63, no overflow
     else:
         k = (_int_op(Alu.MUL, _int_op(Alu.AND, words[1], 0x7FFFFFFF), 1 << 32) + words[0]) % span
-    return (k + low).cast(dt)
+    return (k.cast(dtypes.wide_int(dt)) + low).cast(dt)  # uint64's own: its low may pass int64's range
 
 
 def bernoulli(p: Any, shape: Any = None, device: Any = None) -> Any:

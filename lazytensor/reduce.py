@@ -2,14 +2,16 @@
 
 Every reduction takes `axis` (an int, a tuple, or None for all axes) and
 `keepdims`, with PyTorch's `dim` and `keepdim` accepted as aliases. Integer and
-bool sums and products accumulate in int64, as in NumPy and PyTorch.
+bool sums and products accumulate in int64, as in NumPy and PyTorch (uint8,
+uint16 and uint32 too, as PyTorch), but for uint64, whose values int64 does not
+hold: they stay uint64, as NumPy's and the array API's.
 """
 from __future__ import annotations
 
 import math
 from typing import TYPE_CHECKING, Any
 
-from .dtypes import DType, bool_, default_float, default_int, to_dtype
+from .dtypes import DType, bool_, default_float, default_int, to_dtype, wide_int
 from .errors import AxisError, ShapeError
 from .graph import Op
 from .helpers import prod
@@ -77,9 +79,11 @@ class ReduceOps:
         return x.cast(compute_dtype(x.dtype)), x.dtype
 
     def _accumulate_dtype(self: Tensor, dtype: Any) -> Tensor:
+        """This tensor in the dtype its sums and products accumulate in: `dtype` if given, else a float's own,
+        and `wide_int`'s for the bools and integers (see the module docstring)."""
         if dtype is not None:
             return self.cast(to_dtype(dtype))
-        return self if self.dtype.is_float else self.cast(default_int)
+        return self if self.dtype.is_float else self.cast(wide_int(self.dtype))
 
     def sum(self: Tensor, axis: Any = None, keepdims: bool = False, dtype: Any = None, *, dim: Any = None,
             keepdim: bool = False, out: None = None) -> Tensor:

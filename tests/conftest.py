@@ -4,7 +4,9 @@
 NumPy) result in shape, dtype and value. `inputs(shape, dtype)` yields the
 same data as a lazytensor tensor and a torch tensor in several layouts:
 contiguous, transposed, strided/sliced and flipped, so every op is also
-tested on non-contiguous views.
+tested on non-contiguous views. For uint16, uint32 and uint64, whose tensors
+torch stores and converts but hardly computes with, the oracle is NumPy
+(`oracle="numpy"`).
 """
 from __future__ import annotations
 
@@ -22,15 +24,18 @@ from lazytensor.kernels.expr import Bound, Expr, Var
 
 TORCH_DTYPES = {
     lt.bool_: torch.bool, lt.int8: torch.int8, lt.int16: torch.int16, lt.int32: torch.int32,
-    lt.int64: torch.int64, lt.uint8: torch.uint8, lt.float32: torch.float32, lt.float64: torch.float64,
-    lt.float16: torch.float16, lt.bfloat16: torch.bfloat16,
+    lt.int64: torch.int64, lt.uint8: torch.uint8, lt.uint16: torch.uint16, lt.uint32: torch.uint32,
+    lt.uint64: torch.uint64, lt.float32: torch.float32, lt.float64: torch.float64, lt.float16: torch.float16,
+    lt.bfloat16: torch.bfloat16,
 }
-# The op suite's dtypes; the 16-bit floats have their own tests (test_half.py), since NumPy, which makes
-# the suite's data, has no bfloat16.
+# The op suite's dtypes, against torch; the 16-bit floats have their own tests (test_half.py), since NumPy,
+# which makes the suite's data, has no bfloat16, and so have uint16, uint32 and uint64 (test_unsigned.py),
+# against NumPy, since torch computes little with them and promotes none of them.
 ALL_DTYPES = [lt.bool_, lt.int8, lt.int16, lt.int32, lt.int64, lt.uint8, lt.float32, lt.float64]
 FLOAT_DTYPES = [lt.float32, lt.float64]
 INT_DTYPES = [lt.int8, lt.int16, lt.int32, lt.int64, lt.uint8]
 HALF_DTYPES = [lt.float16, lt.bfloat16]
+WIDE_UNSIGNED_DTYPES = [lt.uint16, lt.uint32, lt.uint64]
 
 # (rtol, atol). For the 16-bit floats, eps (two roundings' worth of relative error): torch computes them
 # in float32 and rounds after each op, lazytensor's fused kernels round once where they store, so the
@@ -85,38 +90,40 @@ def random_array(shape: tuple[int, ...], dtype: lt.DType, seed: int = 0, low: fl
         return rng.random(shape) < 0.5
     if dtype.is_float:
         return rng.uniform(low, high, shape).astype(dtype.name)
-    lo, hi = (0, 100) if dtype == lt.uint8 else (-50, 50)
+    lo, hi = (-50, 50) if dtype.is_signed else (0, 100)
     return rng.integers(lo, hi, shape).astype(dtype.name)
 
 
 LAYOUTS = ["contiguous", "transposed", "strided", "flipped"]
 
 
-def layout(arr: np.ndarray, kind: str) -> tuple[lt.Tensor, torch.Tensor]:
-    """The same values as a lazytensor and a torch tensor, built as a view of kind `kind`.
+def layout(arr: np.ndarray, kind: str, oracle: str = "torch") -> tuple[lt.Tensor, torch.Tensor | np.ndarray]:
+    """The same values as a lazytensor tensor and a torch tensor, built as a view of kind `kind`; with
+    `oracle="numpy"`, as a lazytensor view and the NumPy array `arr` itself.
 
     Non-contiguous kinds build a bigger base tensor and take a view of it, so
     the view (not a copy) is what the op under test reads.
     """
     if kind == "contiguous" or arr.ndim == 0 or (kind == "transposed" and arr.ndim < 2):
-        return lt.asarray(arr), torch.tensor(arr)
-    if kind == "transposed":
-        base = np.ascontiguousarray(arr.T)
-        return lt.asarray(base).T, torch.tensor(base).permute(*reversed(range(arr.ndim)))
-    if kind == "strided":
-        base = np.repeat(arr, 2, axis=-1)
-        sl = (Ellipsis, slice(None, None, 2))
-        return lt.asarray(base)[sl], torch.tensor(base)[sl]
-    if kind == "flipped":
-        base = np.flip(arr, -1).copy()  # ascontiguousarray keeps a size-1 axis's negative stride
-        return lt.asarray(base).flip(-1), torch.tensor(base).flip(-1)
-    raise ValueError(kind)
+        base, view = arr, lambda t: t
+    elif kind == "transposed":
+        base, view = np.ascontiguousarray(arr.T), lambda t: t.permute(*reversed(range(arr.ndim)))
+    elif kind == "strided":
+        base, view = np.repeat(arr, 2, axis=-1), lambda t: t[..., ::2]
+    elif kind == "flipped":
+        base, view = np.flip(arr, -1).copy(), lambda t: t.flip(-1)  # ascontiguousarray keeps a size-1 axis's stride
+    else:
+        raise ValueError(kind)
+    return view(lt.asarray(base)), view(torch.tensor(base)) if oracle == "torch" else arr
 
 
-def inputs(shape: tuple[int, ...], dtype: lt.DType, seed: int = 0, **kw) -> Iterator[tuple[str, lt.Tensor, torch.Tensor]]:
+def inputs(shape: tuple[int, ...], dtype: lt.DType, seed: int = 0, oracle: str = "torch",
+           **kw) -> Iterator[tuple[str, lt.Tensor, torch.Tensor | np.ndarray]]:
+    """`random_array`'s data in each of the LAYOUTS: (the layout, the lazytensor view, the oracle's data:
+    a torch view, or with `oracle="numpy"` the NumPy array)."""
     arr = random_array(shape, dtype, seed, **kw)
     for kind in LAYOUTS:
-        x, t = layout(arr, kind)
+        x, t = layout(arr, kind, oracle)
         assert x.shape == tuple(t.shape)
         yield kind, x, t
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import lazytensor as lt
-from conftest import ALL_DTYPES
+from conftest import ALL_DTYPES, WIDE_UNSIGNED_DTYPES
 from lazytensor.kernels.triton import targets
 
 
@@ -71,13 +71,15 @@ def test_default_dtypes_are_those_python_values_get():
 def test_dtypes_by_kind():
     info = lt.__array_namespace_info__()
     every = info.dtypes()
-    assert set(every.values()) == set(ALL_DTYPES)  # float16 and bfloat16 are not the standard's
+    assert set(every.values()) == set(ALL_DTYPES + WIDE_UNSIGNED_DTYPES)  # float16 and bfloat16 are not the standard's
     assert all(every[name].name == name for name in every)
     assert set(info.dtypes(kind="real floating")) == {"float32", "float64"}
-    assert set(info.dtypes(kind="integral")) == {"int8", "int16", "int32", "int64", "uint8"}
+    assert set(info.dtypes(kind="integral")) == {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                                                  "uint64"}
     assert set(info.dtypes(kind="bool")) == {"bool"}
     assert info.dtypes(kind="complex floating") == {}
     assert set(info.dtypes(kind=("bool", lt.float64))) == {"bool", "float64"}
-    assert info.dtypes(device="cpu", kind="unsigned integer") == {"uint8": lt.uint8}
+    assert info.dtypes(device="cpu", kind="unsigned integer") == {"uint8": lt.uint8, "uint16": lt.uint16,
+                                                                  "uint32": lt.uint32, "uint64": lt.uint64}
     with pytest.raises(ValueError, match="unknown kind"):
         info.dtypes(kind="integer")

@@ -52,12 +52,10 @@ def test_index_out_of_range():
 
 
 def test_unsupported_dtypes():
-    with pytest.raises(TypeError, match="uint32"):
-        lt.asarray(np.ones(3, np.uint32))
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="complex64"):
         lt.asarray(np.ones(3, np.complex64))
     with pytest.raises(TypeError):
-        lt.zeros(3, dtype="uint16")
+        lt.zeros(3, dtype="float128")
     with pytest.raises(lt.DTypeError, match="out of bounds for uint8"):
         lt.ones(3, dtype=lt.uint8) + 300
     with pytest.raises(TypeError):

@@ -42,6 +42,9 @@ from lazytensor.kernels.dtype import (
     int32,
     int64,
     uint8,
+    uint16,
+    uint32,
+    uint64,
 )
 from lazytensor.kernels.expr import Bound, Expr, Var
 from lazytensor.kernels.split import split_reduction
@@ -311,7 +314,7 @@ def test_16_bit_floats_through_the_reference(dtype):
 
 
 @pytest.mark.fast
-@pytest.mark.parametrize("dtype", [lt.int8, lt.int32, lt.int64, lt.uint8], ids=str)
+@pytest.mark.parametrize("dtype", [lt.int8, lt.int32, lt.int64, lt.uint8, lt.uint16, lt.uint32, lt.uint64], ids=str)
 def test_integer_floor_division_and_modulo_through_the_reference(dtype):
     """Python's floor semantics, 0 for a zero divisor and MIN // -1 wrapping: NumPy's answers (torch raises)."""
     info = np.iinfo(dtype.name)
@@ -327,19 +330,25 @@ def test_integer_floor_division_and_modulo_through_the_reference(dtype):
 @pytest.mark.fast
 def test_casts_saturate_and_wrap_through_the_reference():
     """In range, torch's conversions; out of range (undefined in C, and so in torch), the IR's: saturate
-    to int64 (NaN gives 0), then wrap to the target's width."""
+    to int64 (NaN gives 0; for uint64 to [-2**63, 2**64 - 1]), then wrap to the target's width."""
     inside = np.array([-1.7, -1.0, -0.0, 0.7, 127.5, 255.5, 300.0, -200.0, 1e4], np.float32)
     x, t = lt.asarray(inside), torch.tensor(inside)
-    targets = [lt.int8, lt.uint8, lt.int16, lt.int32, lt.int64, lt.bool_, lt.float16, lt.bfloat16, lt.float64]
+    targets = [lt.int8, lt.uint8, lt.int16, lt.int32, lt.int64, lt.uint16, lt.uint32, lt.uint64, lt.bool_, lt.float16,
+               lt.bfloat16, lt.float64]
     results, _ = reference_schedule(*(x.cast(d) for d in targets))
     for d, r in zip(targets, results):
         compare_to_torch(r, t.to(to_torch_dtype(d)), d, f"float32 to {d}")
     outside = np.array([NAN, INF, -INF, 3e9, -3e9, 1e19, -1e19], np.float32)
-    results, _ = reference_schedule(*(lt.asarray(outside).cast(d) for d in (lt.int8, lt.uint8, lt.int32, lt.int64)))
+    narrow = (lt.int8, lt.uint8, lt.int32, lt.int64, lt.uint16, lt.uint32)
+    results, _ = reference_schedule(*(lt.asarray(outside).cast(d) for d in (*narrow, lt.uint64)))
     big, small = 2**63 - 1, -2**63
     saturated = [0, big, small, 3_000_000_000, -3_000_000_000, big, small]
-    for d, r in zip((np.int8, np.uint8, np.int32, np.int64), results):
-        np.testing.assert_array_equal(r, np.array(saturated, np.int64).astype(d), err_msg=str(d))
+    for d, r in zip(narrow, results):
+        np.testing.assert_array_equal(r, np.array(saturated, np.int64).astype(d.name), err_msg=str(d))
+    # uint64 holds 1e19 (in float32, 9999999980506447872) and saturates at 2**64 - 1 instead
+    uint64_max, float32_1e19 = 2**64 - 1, int(np.float32(1e19))
+    np.testing.assert_array_equal(results[-1], np.array([0, uint64_max, 2**63, 3_000_000_000, 2**64 - 3_000_000_000,
+                                                         float32_1e19, 2**63], np.uint64))
 
 
 # ---- 2. split_reduction against the unsplit kernel ------------------------------------------------------
@@ -361,6 +370,8 @@ SPLITS = {
     "prod": (lambda x: x.prod(), POWERS_OF_TWO),
     "int_sum_wraps": (lambda x: x.sum(), np.full(99, 2**62 + 12345, np.int64)),
     "int32_min": (lambda x: x.amin(), A((77,), lt.int32, 68)),
+    "uint64_sum_wraps": (lambda x: x.sum(), np.full(99, 2**63 + 12345, np.uint64)),
+    "uint32_max": (lambda x: x.amax(), np.arange(2**31 - 77, 2**31 + 120, dtype=np.uint32)[::-1].copy()),
     "any": (lambda x: x.any(), np.eye(1, 90, 89, dtype=bool)[0]),
     "all": (lambda x: x.all(), ~np.eye(1, 90, 3, dtype=bool)[0]),
 }
@@ -480,7 +491,8 @@ def test_max_and_min_order_signed_zeros(op, dtype):
 def cast_kernel(src: DType, dst: DType) -> tuple[ir.Kernel, np.ndarray]:
     """`out[i] = cast(b1[i])` on the source dtype's edge values (floats: out of every integer range too)."""
     wide = np.concatenate([suite_values(float64), [255.5, 300.0, -1.7, 3e9, -3e9, 1e19, -1e19, 65519.0, 65520.0,
-                                                   3.5e38, 1 + 2.0**-11 + 2.0**-30, 2.0**-24, 2.0**-25, 6e-8]])
+                                                   3.5e38, 1 + 2.0**-11 + 2.0**-30, 2.0**-24, 2.0**-25, 6e-8, 2.0**63,
+                                                   -2.0**63, 2.0**64, 2e19, 2.0**64 - 2048, 2.0**63 - 1024]])
     with np.errstate(over="ignore"):
         data = bfloat16_bits(wide.astype(np.float32)) if src == bfloat16 else \
             suite_values(src) if src.is_int or src == bool_ else wide.astype(src.name)
@@ -546,7 +558,8 @@ def test_backend_agrees_on_indices_masks_and_parameters():
     ((got, want),) = on_both(kernel, [])
     assert_identical(got, want, "index division")
     for dtype, param in [(float64, 0.1), (float32, 0.1), (float32, 1e300), (int8, 300), (uint8, -1), (int64, 2**40),
-                         (bool_, 2), (int32, -2**31)]:
+                         (bool_, 2), (int32, -2**31), (uint16, -1), (uint32, 2**32 + 5), (uint64, 2**64 - 1),
+                         (uint64, 2**63 + 5)]:
         pick = np.array([True, False, True])
         data = suite_values(dtype)[:3]
         o = Var("o0", 3)
@@ -607,6 +620,9 @@ SCHEDULES: dict[str, tuple[Callable[[], list[lt.Tensor]], int]] = {
     "argmax_cumsum": (lambda: [D((5, 9), 17).argmax(1), D((5, 9), 18).cumsum(1)], 0),
     "column_reductions": (lambda: [D((40, 33), 26).sum(0), D((40, 33), 27).amax(0)], 0),
     "integers": (lambda: [(D((6, 5), 19, lt.int32) // D((5,), 20, lt.int32)) % 7, D((6, 5), 21, lt.int8).sum(1)], 0),
+    "unsigned": (lambda: [(D((6, 5), 30, lt.uint64) * 2**62 // D((5,), 31, lt.uint64)) % 7 > D((6, 5), 32, lt.uint32),
+                          D((6, 5), 33, lt.uint16).cumsum(1), (-D((6, 5), 34, lt.uint32)).argmax(0),
+                          D((4, 6), 35, lt.uint16) @ D((6, 3), 36, lt.uint16)], 0),
     "random": (lambda: [lt.rand(64, device=device().name), lt.randint(0, 100, (33,), device=device().name)], 0),
     "several_outputs": (lambda: list(two_outputs(D((6, 8), 28), D((6, 8), 29))), 0),
     "gather_scatter": (lambda: [D((6, 8), 30).gather(1, lt.asarray(positions((6, 5), 8, 31), device=device().name)),

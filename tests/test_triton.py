@@ -26,7 +26,7 @@ from test_contraction import data
 import lazytensor as lt
 import lazytensor.device
 import triton_interpreter  # noqa: F401  (registers torch storage for the interpreter)
-from conftest import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, padded_load_kernel, random_array
+from conftest import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, WIDE_UNSIGNED_DTYPES, padded_load_kernel, random_array
 from lazytensor.kernels import ir
 from lazytensor.kernels.dtype import int64, uint8
 from lazytensor.kernels.expr import Expr, Var
@@ -39,6 +39,9 @@ if importlib.util.find_spec("triton") is None:
 
 NAN, INF = math.nan, math.inf
 TINY = Tiling(max_block=4, max_tile=8, max_xblock=2)  # every reduction loops, every axis is masked
+# The backends are compared with each other, no oracle needed: every dtype, the wide unsigned ones included.
+DTYPES = ALL_DTYPES + WIDE_UNSIGNED_DTYPES
+INTEGERS = INT_DTYPES + WIDE_UNSIGNED_DTYPES
 
 
 @pytest.fixture(autouse=True)
@@ -84,7 +87,7 @@ def assert_same(fn, *arrays: np.ndarray, rtol: float = 0.0) -> None:
 
 # ---- pointwise ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_pointwise_every_dtype(dtype):
     a, b = random_array((5, 7), dtype, 0), random_array((7,), dtype, 1)
     if dtype == lt.bool_:
@@ -95,7 +98,7 @@ def test_pointwise_every_dtype(dtype):
     assert_same(lambda x: x.T.flip(0)[1:, ::2], a)
 
 
-@pytest.mark.parametrize("dtype", INT_DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", INTEGERS, ids=str)
 def test_integer_floor_division_and_modulo(dtype):
     """Python semantics (round toward -inf, the divisor's sign), 0 for a zero divisor, MIN // -1 wraps."""
     info = np.iinfo(dtype.name)
@@ -135,17 +138,19 @@ def test_float_functions_and_nan_rules(dtype):
 
 
 def test_casts_between_every_dtype():
-    """Float to int saturates through int64 then wraps (NaN gives 0); bools read and write as bytes."""
-    floats = np.array([NAN, INF, -INF, -0.0, 0.7, -1.0, -1.7, 255.5, 3e9, -3e9, 1e19, -1e19], np.float64)
-    ints = np.array([-128, -1, 0, 1, 127, 255, 300, -40000, 2**40], np.int64)
-    for src in ALL_DTYPES:
+    """Float to int saturates through int64 then wraps (NaN gives 0), to uint64 up to 2**64 - 1; bools read and
+    write as bytes."""
+    floats = np.array([NAN, INF, -INF, -0.0, 0.7, -1.0, -1.7, 255.5, 3e9, -3e9, 1e19, -1e19, 2e19, 2.0**63],
+                      np.float64)
+    ints = np.array([-128, -1, 0, 1, 127, 255, 300, -40000, 2**40, 2**63 - 1, -2**63], np.int64)
+    for src in DTYPES:
         data = floats.astype(src.name) if src.is_float else np.array([0, 1, 1, 0, 1], bool) \
             if src == lt.bool_ else ints.astype(src.name)
-        for dst in ALL_DTYPES:
+        for dst in DTYPES:
             assert_same(lambda t, dst=dst: t.cast(dst), data)
 
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_scalar_parameters_keep_their_dtype(dtype):
     """Python scalars reach the kernel as parameters of the tensor's dtype: float64 ones are not rounded to
     float32, and a new value does not compile a new kernel."""
@@ -187,7 +192,7 @@ def test_index_division_with_negative_numerators():
 
 # ---- reductions ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_reductions_every_dtype(dtype, tiling):
     x = random_array((3, 10), dtype, 3, low=0.5, high=1.5)
     rtol = 1e-6 if dtype == lt.float32 else 1e-13 if dtype == lt.float64 else 0.0
@@ -199,9 +204,9 @@ def test_reductions_every_dtype(dtype, tiling):
         assert_same(fn, x, rtol=rtol)
 
 
-@pytest.mark.parametrize("dtype", INT_DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", INTEGERS, ids=str)
 def test_small_integer_max_and_min_keep_their_dtype_for_the_ops_that_read_them(dtype, tiling):
-    """tl.max and tl.min widen int8, int16 and uint8 to int32: cast back to the IR's dtype, a uint8 max
+    """tl.max and tl.min widen int8, int16, uint8 and uint16 to int32: cast back to the IR's dtype, a uint8 max
     modulo 2 compiles (Triton refuses `%` of a signed by an unsigned value) and each op wraps in its dtype."""
     x = random_array((4, 9), dtype, 6)
     assert_same(lambda t: t.max(-1, keepdims=True) % 2, x)
@@ -408,45 +413,86 @@ def test_wide_contractions_index_in_int64():
     assert "pid = tl.program_id(0).to(tl.int64)" in source and "kk = (k0 + tl.arange(0, 16)).to(tl.int64)" in source
 
 
-SM90_CHECK = """
-import importlib.util, tempfile
+# Compiling for an sm_90 GPU needs no GPU: a subprocess, as the tests run Triton interpreted. `ptx(source, buffers,
+# params, options)` compiles a rendered source whose function takes `buffers` (pointers) and `params` (scalars).
+SM90_PRELUDE = """
+import importlib.util, re, tempfile
 import numpy as np, triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 import lazytensor as lt
 from lazytensor.kernels.legalize import legalize
 from lazytensor.kernels.triton import gemm
-from lazytensor.kernels.triton.render import NATIVE, memory_dtype
+from lazytensor.kernels.triton.render import NATIVE, memory_dtype, render
 
-TYPES = {"float32": "fp32", "float64": "fp64", "uint8": "u8"}
+TYPES = {"bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "uint16": "u16",
+         "uint32": "u32", "uint64": "u64", "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64"}
 
-def ptx(t, precision):
+def ptx(src, buffers, params, options):
+    path = tempfile.mkdtemp() + "/kernel.py"
+    open(path, "w").write(src.source)
+    spec = importlib.util.spec_from_file_location("kernel", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    signature = {f"b{s}": "*" + TYPES[memory_dtype(b.dtype).name] for s, b in buffers}
+    signature.update({f"p{i}": TYPES[d.name] for i, d in enumerate(params)})
+    return triton.compile(ASTSource(getattr(module, src.name), signature), target=GPUTarget("cuda", 90, 32),
+                          options=options).asm["ptx"]
+"""
+
+SM90_GEMM_CHECK = SM90_PRELUDE + """
+def gemm_ptx(t, precision):
     (item,) = lt.schedule(t)
     plan = gemm.plan(legalize(item.kernel, NATIVE))  # as compile_kernel renders it
     src = gemm.render_gemm(plan, gemm.candidate_configs(item.kernel, False)[-1], precision)
-    path = tempfile.mkdtemp() + "/gemm.py"
-    open(path, "w").write(src.source)
-    spec = importlib.util.spec_from_file_location("gemm_kernel", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    signature = {f"b{s}": "*" + TYPES[memory_dtype(plan.buffers[s].dtype).name] for s in src.slots}
-    signature.update({f"p{i}": TYPES[d.name] for i, d in enumerate(item.kernel.params)})
     options = {"num_warps": src.num_warps, "num_stages": src.num_stages, "enable_fp_fusion": True}
-    return triton.compile(ASTSource(getattr(module, src.name), signature), target=GPUTarget("cuda", 90, 32),
-                          options=options).asm["ptx"]
+    return ptx(src, [(s, plan.buffers[s]) for s in src.slots], item.kernel.params, options)
 
 x, w, bias = (lt.asarray(np.ones(s, np.float32)) for s in ((100, 513), (513, 70), (70,)))
-assert "fma.rn.f32" in ptx(((x @ w) + bias).relu(), "ieee")
-assert "tf32.tf32" in ptx(x.T.T @ w * 0.5, "tf32")
-assert ".f64.f64" in ptx(x.cast(lt.float64).softmax(-1) @ w.cast(lt.float64), "ieee")
+assert "fma.rn.f32" in gemm_ptx(((x @ w) + bias).relu(), "ieee")
+assert "tf32.tf32" in gemm_ptx(x.T.T @ w * 0.5, "tf32")
+assert ".f64.f64" in gemm_ptx(x.cast(lt.float64).softmax(-1) @ w.cast(lt.float64), "ieee")
 """
+
+# Unsigned arithmetic compiles to the unsigned instructions (the interpreter computes with NumPy, whatever
+# Triton would make of the source): division, remainder, comparisons, conversions to floats; a parameter of
+# 2**64 - 1 and constants beyond int64's range are uint64 ones.
+SM90_UNSIGNED_CHECK = SM90_PRELUDE + """
+def kernels_ptx(*tensors):
+    out = []
+    for item in lt.schedule(*tensors):
+        legal = legalize(item.kernel, NATIVE)  # as compile_kernel renders it
+        src = render(legal)
+        out.append(ptx(src, list(enumerate(legal.buffers)), legal.params,
+                       {"num_warps": src.num_warps, "enable_fp_fusion": False}))
+    return "\\n".join(out)
+
+x, y = (lt.asarray(np.arange(k, 63 + k, dtype=np.uint64).reshape(7, 9)) for k in (1, 0))  # masked lanes
+f = lt.asarray(np.linspace(-3e19, 3e19, 63).reshape(7, 9))
+u, h = lt.asarray(np.arange(63, dtype=np.uint32)), lt.asarray(np.arange(63, dtype=np.uint16))
+code = kernels_ptx((x // y) % (y + 3) + (2**64 - 1), x < y, ~x * -x, x.cast(lt.float32), f.cast(lt.uint64), x.max(1),
+                   x.min(0), x.sum(0), (u // 3) > (u % 7), (~h) * h < 5, h.sum(), h.min(), u.cast(lt.float64))
+for bits in (16, 32, 64):  # an ordered comparison of unsigned values (LLVM picks which of the four)
+    assert re.search(f"setp\\\\.(lt|le|gt|ge)\\\\.u{bits}", code), bits
+for needle in ("div.u64", "rem.u64", "cvt.rn.f32.u64", "div.u32", "rem.u32", "cvt.rn.f64.u32"):
+    assert needle in code, needle
+"""
+
+
+def compile_for_sm90(script: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "LT_DEVICE")}
+    subprocess.run([sys.executable, "-c", script], check=True, cwd="/", env=env)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("triton.backends.nvidia") is None, reason="no CUDA backend in triton")
 def test_the_gemm_source_compiles_for_sm90():
     """Triton compiles for a GPU it does not have: float32 exact and TF32, float64, a fused epilogue."""
-    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "LT_DEVICE")}
-    subprocess.run([sys.executable, "-c", SM90_CHECK], check=True, cwd="/", env=env)
+    compile_for_sm90(SM90_GEMM_CHECK)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton.backends.nvidia") is None, reason="no CUDA backend in triton")
+def test_unsigned_kernels_compile_for_sm90_to_unsigned_instructions():
+    compile_for_sm90(SM90_UNSIGNED_CHECK)
 
 
 # ---- caching ---------------------------------------------------------------------------------------

@@ -41,14 +41,31 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ..dtype import DType, bfloat16, bool_, float16, float32, float64, half_bits, int8, int16, int32, int64, uint8
+from ..dtype import (
+    DType,
+    bfloat16,
+    bool_,
+    float16,
+    float32,
+    float64,
+    half_bits,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
 from ..expr import Bounds, Div, Expr, Mod, Var
 from ..ir import Alu, Kernel, ReduceOp, Store, Value, VOp, alu, loop_scopes, toposort
 from ..legalize import Key, legalize_values
 
 TL_TYPES: dict[DType, str] = {
-    bool_: "tl.int1", int8: "tl.int8", int16: "tl.int16", int32: "tl.int32", int64: "tl.int64",
-    uint8: "tl.uint8", float16: "tl.float16", bfloat16: "tl.bfloat16", float32: "tl.float32", float64: "tl.float64",
+    bool_: "tl.int1", int8: "tl.int8", int16: "tl.int16", int32: "tl.int32", int64: "tl.int64", uint8: "tl.uint8",
+    uint16: "tl.uint16", uint32: "tl.uint32", uint64: "tl.uint64", float16: "tl.float16", bfloat16: "tl.bfloat16",
+    float32: "tl.float32", float64: "tl.float64",
 }
 
 Shape = tuple[int, ...]  # () for a scalar; otherwise the kernel's full rank
@@ -443,8 +460,9 @@ class ValueRenderer:
 
 # The folds of a scatter's store that Triton does atomically, and on which dtypes (whole words; a float max
 # or min is not the IR's, which propagates NaN).
-ATOMICS = {ReduceOp.SUM: ((int32, int64, float32, float64), "tl.atomic_add"),
-           ReduceOp.MAX: ((int32, int64), "tl.atomic_max"), ReduceOp.MIN: ((int32, int64), "tl.atomic_min")}
+WORDS = (int32, int64, uint32, uint64)
+ATOMICS = {ReduceOp.SUM: ((*WORDS, float32, float64), "tl.atomic_add"),
+           ReduceOp.MAX: (WORDS, "tl.atomic_max"), ReduceOp.MIN: (WORDS, "tl.atomic_min")}
 
 # Core ops as Triton's operators: `//` and `%` are C's on integers, `%` is fmod on floats, `>>` is
 # arithmetic on signed integers; a float `!=` is unordered (true for NaN), the other comparisons ordered.
