@@ -17,6 +17,7 @@ from typing import Any
 from . import linalg, nn, optim, random
 from .array_api import __array_api_version__, __array_namespace_info__, e, inf, nan, newaxis, pi
 from .autograd import custom_vjp, enable_grad, grad, gradients, no_grad, set_grad_enabled, value_and_grad
+from .contraction import einsum
 from .creation import (
     arange,
     array,
@@ -76,6 +77,7 @@ from .realize import realizing as _realizing
 from .schedule import Schedule
 from .schedule import schedule as _schedule_nodes
 from .sorting import isin, searchsorted, unique_all, unique_counts, unique_inverse, unique_values
+from .statistics import bincount, histogram, median, percentile, quantile
 from .tensor import Tensor, broadcast_shapes, realize, where
 
 bool = bool_
@@ -333,11 +335,14 @@ __all__ += [
     "__array_api_version__",
     "__array_namespace_info__",
     "array",
+    "bincount",
     "broadcast_arrays",
     "can_cast",
     "concatenate",
     "e",
+    "einsum",
     "from_dlpack",
+    "histogram",
     "hstack",
     "iinfo",
     "inf",
@@ -345,11 +350,14 @@ __all__ += [
     "isin",
     "linalg",
     "matrix_transpose",
+    "median",
     "meshgrid",
     "nan",
     "newaxis",
     "nonzero",
+    "percentile",
     "pi",
+    "quantile",
     "repeat",
     "result_type",
     "searchsorted",

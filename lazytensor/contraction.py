@@ -6,6 +6,7 @@ kernel, and casts or transposes of the operands cost no extra kernel.
 """
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -110,3 +111,80 @@ class ContractionOps:
     def outer(self: Tensor, other: Tensor) -> Tensor:
         """`outer(a, b)[i, j] = a[i] * b[j]` over the flattened inputs."""
         return self.reshape(-1, 1) * other.reshape(1, -1)
+
+
+def einsum(subscripts: str, *operands: Tensor) -> Tensor:
+    """NumPy's and PyTorch's einsum: `'ij,jk->ik'`, implicit outputs (`'ij,jk'`: the letters used once, in
+    order), `...` for leading axes that broadcast, and a letter repeated within one operand for its diagonal.
+
+    Each operand becomes a view over every letter (its repeated letters' diagonal taken, its axes permuted,
+    the letters it lacks broadcast), and the operands are multiplied and summed pairwise, left to right,
+    summing out each letter as soon as no operand after needs it: so a pair is a sum over a product whose
+    operands each ignore the other's free letters, which the scheduler hands to the contraction template
+    (`'bij,bjk->bik'` is one batched matmul kernel)."""
+    from .tensor import Tensor
+    if not operands:
+        raise ValueError("einsum: needs at least one operand")
+    operands = tuple(t if isinstance(t, Tensor) else _as_tensor(t) for t in operands)
+    spec = subscripts.replace(" ", "")
+    inputs, arrow, output = spec.partition("->")
+    terms = inputs.split(",")
+    if len(terms) != len(operands):
+        raise ValueError(f"einsum: {len(terms)} operand subscripts in {subscripts!r} for {len(operands)} operands")
+    ellipsis_rank = max((t.ndim - len(term.replace("...", "")) for term, t in zip(terms, operands) if "..." in term),
+                        default=0)
+    dots = "".join(chr(0x3B1 + i) for i in range(ellipsis_rank))  # letters of their own for the axes of `...`
+    letters = []
+    for term, t in zip(terms, operands):
+        names = term.replace("...", dots[ellipsis_rank - (t.ndim - len(term.replace("...", ""))):]
+                             if "..." in term else "")
+        if len(names) != t.ndim or not all(c.isalpha() for c in names):
+            raise ValueError(f"einsum: subscripts {term!r} do not fit an operand of shape {t.shape}")
+        letters.append(names)
+    if arrow:
+        out = output.replace("...", dots)
+    else:
+        counts = Counter("".join(letters))
+        out = dots + "".join(sorted(c for c in counts if counts[c] == 1 and c not in dots))
+    sizes: dict[str, int] = {}
+    for names, t in zip(letters, operands):
+        for c, n in zip(names, t.shape):
+            if sizes.setdefault(c, n) != n and n != 1 and sizes[c] != 1:
+                raise ShapeError(f"einsum: letter {c!r} stands for sizes {sizes[c]} and {n}")
+            sizes[c] = max(sizes[c], n)
+    if len(set(out)) != len(out) or any(c not in sizes for c in out):
+        raise ValueError(f"einsum: the output {output!r} repeats a letter or names one no operand has")
+    everything = out + "".join(c for c in sizes if c not in out)
+    views = [_over(t, names, everything) for t, names in zip(operands, letters)]
+    result, needed_by = views[0], [set(n) for n in letters]
+    for k in range(1, len(views)):
+        result = result * views[k]
+        result = _sum_unneeded(result, everything, set(out).union(*needed_by[k + 1:]))
+    return _sum_unneeded(result, everything, set(out)).reshape(tuple(sizes[c] for c in out))
+
+
+def _as_tensor(x: Any) -> Tensor:
+    from .creation import asarray
+    return asarray(x)
+
+
+def _over(t: Tensor, names: str, everything: str) -> Tensor:
+    """`t` (its axes named by `names`) as a view whose axes are the letters of `everything`, in order: the
+    diagonal of a repeated letter, size 1 for the letters it lacks (the products broadcast them)."""
+    while len(set(names)) < len(names):  # a repeated letter: the diagonal of its first two axes
+        c = next(c for c in names if names.count(c) > 1)
+        i, j = names.index(c), names.index(c, names.index(c) + 1)
+        order = [a for a in range(t.ndim) if a not in (i, j)] + [i, j]
+        from .linalg import diagonal
+        t = diagonal(t.permute(order))
+        names = "".join(names[a] for a in order[:-2]) + c
+    order = sorted(range(len(names)), key=lambda a: everything.index(names[a]))
+    t = t.permute(order)
+    names = "".join(names[a] for a in order)
+    return t.reshape(tuple(t.shape[names.index(c)] if c in names else 1 for c in everything))
+
+
+def _sum_unneeded(t: Tensor, everything: str, needed: set[str]) -> Tensor:
+    """`t` summed (keeping the axes, size 1) over the letters nothing later needs."""
+    axes = tuple(i for i, c in enumerate(everything) if c not in needed and t.shape[i] != 1)
+    return t._reduce(ReduceOp.SUM, axes, True, "einsum") if axes else t

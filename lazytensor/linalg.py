@@ -110,6 +110,30 @@ def matrix_norm(x: Tensor, /, *, keepdims: bool = False,
 _MATRIX_NORM_AXES = {1: (-2, -1), -1: (-2, -1), math.inf: (-1, -2), -math.inf: (-1, -2)}
 
 
+def norm(x: Tensor, ord: Any = None, axis: int | tuple[int, int] | None = None, keepdims: bool = False) -> Tensor:
+    """NumPy's `linalg.norm`: with `axis` an int (or x 1-d), a vector norm (`vector_norm`, ord None is 2);
+    with two axes (or x 2-d), a matrix norm over them (`matrix_norm`, ord None is 'fro'); with neither,
+    ord None, the 2-norm of every element."""
+    if axis is None and (ord is None or x.ndim > 2):
+        if ord is not None:
+            raise ValueError(f"norm: ord={ord!r} needs a 1-d or 2-d tensor, or axis, got shape {x.shape}")
+        out = vector_norm(x, axis=None, keepdims=keepdims)
+        return out
+    axes = tuple(range(x.ndim)) if axis is None else (axis,) if isinstance(axis, int) else tuple(axis)
+    if len(axes) == 1:
+        return vector_norm(x, axis=axes[0], keepdims=keepdims, ord=2 if ord is None else ord)
+    if len(axes) != 2:
+        raise ValueError(f"norm: axis must name one or two axes, got {axis!r}")
+    a, b = (normalize_axis(i, x.ndim, "norm") for i in axes)  # in order: rows, then columns
+    if a == b:
+        raise ValueError(f"norm: the two axes are the same: {axis!r}")
+    moved = x.moveaxis((a, b), (-2, -1))
+    out = matrix_norm(moved, ord="fro" if ord is None else ord)
+    if not keepdims:
+        return out
+    return out.reshape(tuple(1 if i in (a, b) else n for i, n in enumerate(x.shape)))
+
+
 def cross(x1: Tensor, x2: Tensor, /, *, axis: int = -1) -> Tensor:
     """The cross product of 3-vectors along `axis` (which must have size 3 in both), broadcasting the rest."""
     shape = broadcast_shapes(x1.shape, x2.shape, op="cross")
@@ -121,5 +145,5 @@ def cross(x1: Tensor, x2: Tensor, /, *, axis: int = -1) -> Tensor:
     return stack(components, a)
 
 
-__all__ = ["cross", "diagonal", "matmul", "matrix_norm", "matrix_transpose", "outer", "tensordot", "trace",
+__all__ = ["cross", "diagonal", "matmul", "matrix_norm", "matrix_transpose", "norm", "outer", "tensordot", "trace",
            "vecdot", "vector_norm"]
