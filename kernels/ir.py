@@ -23,6 +23,11 @@ for NaN; ROUND rounds half to even; a float to int CAST saturates (NaN gives 0).
 `kernels/reference.py` is these semantics as an interpreter, with every op's
 rule for every dtype and the readings it takes where this summary is silent.
 
+Besides loop nests, three kernels of their own kind: a `Contraction` (a matmul-shaped sum for the
+backend's template), a `Scatter` (a copy, then a loop nest over updates that write at indexes computed from
+data, `Store.at`) and a `Sort` (the stable order of rows of keys). A `gather` value loads at an index
+computed from data.
+
 Most of these are library semantics, not machine instructions. `kernels/legalize.py`
 rewrites them into the core ops a machine has (TRUNCDIV and REM, the C operators;
 shifts; BITCAST; selects), once for every backend: a backend renders what it
