@@ -23,9 +23,9 @@ for NaN; ROUND rounds half to even; a float to int CAST saturates (NaN gives 0).
 `kernels/reference.py` is these semantics as an interpreter, with every op's
 rule for every dtype and the readings it takes where this summary is silent.
 
-Besides loop nests, three kernels of their own kind: a `Contraction` (a matmul-shaped sum for the
+Besides loop nests, four kernels of their own kind: a `Contraction` (a matmul-shaped sum for the
 backend's template), a `Scatter` (a copy, then a loop nest over updates that write at indexes computed from
-data, `Store.at`) and a `Sort` (the stable order of rows of keys). A `gather` value loads at an index
+data, `Store.at`), a `Sort` (the stable order of rows of keys) and a `Scan` (running sums of rows). A `gather` value loads at an index
 computed from data.
 
 Most of these are library semantics, not machine instructions. `kernels/legalize.py`
@@ -428,8 +428,8 @@ class Contraction:
 class Scatter:
     """A copy with some elements written at indexes that come from data: `base` writes the output (slot 0),
     every element, then `updates`, a loop nest over the updates, writes some of them again through the
-    scatter stores (`Store.at`) into slot 0, in order (see `Store`). Both take the same buffers and
-    parameters. The scheduler makes one for `x[i] = v`, `index_put`, `scatter` and `scatter_add`, and for
+    scatter stores (`Store.at`) into slot 0, in order (see `Store`), or, `distinct`, in any order. Both take
+    the same buffers and parameters. The scheduler makes one for `x[i] = v`, `index_put`, `scatter` and `scatter_add`, and for
     the gradient of a gather."""
 
     name: str  # "" names it from its output size and a hash of its body
@@ -437,6 +437,7 @@ class Scatter:
     params: tuple[DType, ...]
     base: Kernel
     updates: Kernel
+    distinct: bool = False  # no two updates write one element: they may land in any order, side by side
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -453,8 +454,9 @@ class Scatter:
 
     @cached_property
     def _body_text(self) -> str:
+        updates = "  distinct updates" if self.distinct else "  updates"
         return "\n".join([_signature(self.buffers, self.params), "  base" + self.base.body_text().split("\n", 1)[1],
-                          "  updates" + self.updates.body_text().split("\n", 1)[1]])
+                          updates + self.updates.body_text().split("\n", 1)[1]])
 
     def __str__(self) -> str:
         return f"scatter {self.name}{self.body_text()}"
@@ -497,6 +499,43 @@ class Sort:
 
     def __str__(self) -> str:
         return f"sort {self.name}{self.body_text()}"
+
+
+@dataclass(frozen=True)
+class Scan:
+    """A running fold of each row: `rows` rows of `n` values (buffer slot 1, row-major), and into slot 0 (of
+    the same dtype) `out[r, i] = op(src[r, 0], ..., src[r, i])`, the cumulative sum (or product, max, min)
+    in the dtype: integers wrap, floats round at each fold, which a backend may associate in any order (a
+    long row is scanned in chunks, then each chunk offset by the fold of the chunks before it)."""
+
+    name: str  # "" names it from its op, dtype and sizes
+    buffers: tuple[BufferParam, ...]
+    rows: int
+    n: int
+    op: ReduceOp
+
+    params: tuple[DType, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            dt = SHORT_NAMES[self.buffers[0].dtype]
+            object.__setattr__(self, "name", f"scan_{self.op.value}_{dt}_{self.rows}x{self.n}")
+
+    @property
+    def dtype(self) -> DType:
+        return self.buffers[0].dtype
+
+    @property
+    def numel(self) -> int:
+        return self.rows * self.n
+
+    def body_text(self) -> str:
+        """The scan without its name: the structural key caches compile by."""
+        return f"{_signature(self.buffers, self.params)}\n  b0[r, i] = {self.op.value} of b1[r, :i + 1], " \
+               f"for r < {self.rows}, i < {self.n}"
+
+    def __str__(self) -> str:
+        return f"scan {self.name}{self.body_text()}"
 
 
 def _signature(buffers: tuple[BufferParam, ...], params: tuple[DType, ...]) -> str:

@@ -52,6 +52,7 @@ from .ir import (
     Alu,
     Contraction,
     Kernel,
+    Scan,
     Scatter,
     Sort,
     Store,
@@ -72,11 +73,11 @@ SIGN_BIT = {float32: -2**31, float64: -2**63}  # as the signed integer of the fl
 BITS_OF = {float32: int32, float64: int64}
 
 
-def legalize(kernel: Kernel | Contraction | Scatter | Sort, native: frozenset[Key]) \
-        -> Kernel | Contraction | Scatter | Sort:
+def legalize(kernel: Kernel | Contraction | Scatter | Sort | Scan, native: frozenset[Key]) \
+        -> Kernel | Contraction | Scatter | Sort | Scan:
     """`kernel` with every op of `RULES` that is not in `native` rewritten into core ops (same name); a sort
-    has no ops of its own."""
-    if isinstance(kernel, Sort):
+    and a scan have no ops but their own."""
+    if isinstance(kernel, (Sort, Scan)):
         return kernel
     if isinstance(kernel, Contraction):
         a, bv = legalize_values([kernel.a, kernel.bv], native)
@@ -84,7 +85,7 @@ def legalize(kernel: Kernel | Contraction | Scatter | Sort, native: frozenset[Ke
         return Contraction(kernel.name, kernel.buffers, kernel.params, kernel.vars, a, bv, epilogue)
     if isinstance(kernel, Scatter):
         return Scatter(kernel.name, kernel.buffers, kernel.params, legalize(kernel.base, native),
-                       legalize(kernel.updates, native))
+                       legalize(kernel.updates, native), kernel.distinct)
     roots = [v for s in kernel.stores for v in s.roots()]
     values = iter(legalize_values(roots, native))
     stores = tuple(Store(s.buf, s.index, next(values)) if s.at is None else

@@ -95,7 +95,7 @@ from .dtype import (
     wrap,
 )
 from .expr import Bounds, Div, Expr, Mod, Var
-from .ir import Alu, BufferParam, Contraction, Kernel, ReduceOp, Scatter, Sort, Store, Value, VOp, toposort
+from .ir import Alu, BufferParam, Contraction, Kernel, ReduceOp, Scan, Scatter, Sort, Store, Value, VOp, toposort
 
 Scalar = bool | int | float | np.generic
 HALF_FLOATS = (float16, bfloat16)
@@ -103,7 +103,7 @@ HALF_FLOATS = (float16, bfloat16)
 
 # ---- buffers ---------------------------------------------------------------------------------------
 
-def run(kernel: Kernel | Contraction | Scatter | Sort, buffers: Sequence[np.ndarray],
+def run(kernel: Kernel | Contraction | Scatter | Sort | Scan, buffers: Sequence[np.ndarray],
         params: Sequence[Scalar]) -> None:
     """Evaluate `kernel` on the caller's `buffers` (its non-scratch slots, in order) and `params`,
     writing its outputs in place; scratch slots are allocated here, as the runtimes do."""
@@ -119,6 +119,8 @@ def run(kernel: Kernel | Contraction | Scatter | Sort, buffers: Sequence[np.ndar
         execute(kernel.updates, slots, params)
     elif isinstance(kernel, Sort):
         argsort(kernel, slots)
+    elif isinstance(kernel, Scan):
+        scan(kernel, slots)
     else:
         execute(kernel, slots, params)
 
@@ -358,6 +360,20 @@ def argsort(sort: Sort, slots: Sequence[np.ndarray]) -> None:
     else:
         order = np.argsort(keys, axis=-1, kind="stable")
     _storage(slots[0], sort.buffers[0], 0)[:] = order.reshape(-1)
+
+
+def scan(s: Scan, slots: Sequence[np.ndarray]) -> None:
+    """A scan: each row's running fold, element after element, rounded in the dtype at each step."""
+    dtype = s.dtype
+    src = _decode(_storage(slots[1], s.buffers[1], 1), dtype).reshape(s.rows, s.n)
+    out = np.empty_like(src)
+    combine = s.op.combine(dtype)
+    with np.errstate(all="ignore"):
+        if s.n:
+            out[:, 0] = src[:, 0]
+        for i in range(1, s.n):
+            out[:, i] = alu(combine, dtype, [out[:, i - 1], src[:, i]])
+    _storage(slots[0], s.buffers[0], 0)[:] = _encode(out.reshape(-1), dtype)
 
 
 def contract(c: Contraction, slots: Sequence[np.ndarray], params: Sequence[Scalar]) -> None:

@@ -463,16 +463,20 @@ def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> li
         grads = [unshrink(g, x.shape, arg)]
     elif op is Op.FLIP:
         grads = [g.flip(arg)]
+    elif op is Op.SCAN:  # a running sum's gradient: the running sum of g from the end
+        if arg is not ReduceOp.SUM:
+            raise NotImplementedError(f"autograd: no gradient for a running {arg.value}")
+        grads = [g.flip(-1)._scan_last(ReduceOp.SUM).flip(-1)]
     elif op is Op.GATHER:  # what each element read, added back where it read it
         index = srcs[1]
         grads = [_zeros_like(x)._scatter(arg, index, g, ReduceOp.SUM), None]
     elif op is Op.SCATTER:
-        axis, combine = arg
+        axis, combine, distinct = arg
         index, updates = srcs[1], srcs[2]
         if combine not in (None, ReduceOp.SUM):
             raise NotImplementedError(f"autograd: no gradient for a scatter that folds by {combine.value}")
         # a replaced element's gradient goes to its update (to each, where several write it, as PyTorch's)
-        base = g if combine is ReduceOp.SUM else g._scatter(axis, index, _zeros_like(updates), None)
+        base = g if combine is ReduceOp.SUM else g._scatter(axis, index, _zeros_like(updates), None, distinct)
         grads = [base, None, g._gather(axis, index)]
     else:
         raise AssertionError(f"no gradient rule for {op}")

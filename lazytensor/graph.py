@@ -60,6 +60,7 @@ class Op(Enum):
     SCATTER = "scatter"        # srcs: (base, index, updates); arg: (axis, ReduceOp or None). base, then each
                                # update u at i written (or folded by the op) at i with i[axis] = index[i]
     SORT = "sort"              # int64 positions of the source's last axis in stable order; arg: descending
+    SCAN = "scan"              # the running fold of the source along its last axis; arg: ReduceOp
 
 
 MOVEMENT = frozenset({Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.PAD, Op.SHRINK, Op.FLIP})

@@ -82,11 +82,13 @@ class IndexingOps:
             raise IndexError(f"gather: axis {axis} has no elements to index")
         return Tensor._make(Op.GATHER, self.dtype, index.shape, (self, index), axis)
 
-    def _scatter(self: Tensor, axis: int, index: Tensor, updates: Tensor, combine: ReduceOp | None) -> Tensor:
+    def _scatter(self: Tensor, axis: int, index: Tensor, updates: Tensor, combine: ReduceOp | None,
+                 distinct: bool = False) -> Tensor:
         """self, with each update u at i written (with `combine`: folded) at i with i[axis] = index[i]; index
         (int64) and updates of one shape, of self's rank, no longer than self along any other axis. Updates
         at one place land in row-major order: the last one stays (or the fold is in that order). An index
-        outside the axis writes nothing."""
+        outside the axis writes nothing. `distinct` promises that no two updates write one element (as
+        where the indexes are ranks), so they may land side by side, on every thread."""
         from .tensor import Tensor
         if index.numel() == 0:
             return self
@@ -94,9 +96,9 @@ class IndexingOps:
             # folded in 32-bit words, which machines fold atomically: 16-bit floats in float32, rounded once
             # (as every 16-bit computation here), bools and small integers in int32 (wrapping alike)
             wide = dtypes.float32 if self.dtype.is_float else dtypes.int32
-            return self.cast(wide)._scatter(axis, index, updates.cast(wide), combine).cast(self.dtype)
+            return self.cast(wide)._scatter(axis, index, updates.cast(wide), combine, distinct).cast(self.dtype)
         return Tensor._make(Op.SCATTER, self.dtype, self.shape, (self, index, updates.cast(self.dtype)),
-                            (axis, combine))
+                            (axis, combine, distinct))
 
     def _positions(self: Tensor, index: Any, axis: int, name: str, negative: bool) -> tuple[Tensor, Tensor]:
         """The int64 positions `index` names along `axis` (negative ones from the end where `negative`), and
@@ -433,9 +435,10 @@ def _flat_positions(x: Tensor, items: tuple[Any, ...], name: str) -> tuple[Tenso
             if tuple(it.shape) != x.shape[axis:axis + it.ndim]:
                 raise IndexError(f"{name}: boolean index of shape {it.shape} does not match the indexed axes "
                                  f"{x.shape[axis:axis + it.ndim]}")
-            for coord in it.nonzero(as_tuple=True):
-                parts.append(("array", coord, axis))
-                axis += 1
+            # its true elements' row-major positions over its axes: x's flat offset is that times the stride
+            # of its last axis, as the axes are consecutive (NumPy's index arrays of them, combined)
+            axis += it.ndim
+            parts.append(("mask", _flat_nonzero(it, name), axis - 1))
         elif isinstance(it, Tensor):
             parts.append(("array", it, axis))
             axis += 1
@@ -445,9 +448,9 @@ def _flat_positions(x: Tensor, items: tuple[Any, ...], name: str) -> tuple[Tenso
         else:
             parts.append(("int", int(it.__index__()), axis))
             axis += 1
-    adv = [i for i, (kind, _, _) in enumerate(parts) if kind in ("array", "int")]
+    adv = [i for i, (kind, _, _) in enumerate(parts) if kind in ("array", "mask", "int")]
     together = adv == list(range(adv[0], adv[-1] + 1))
-    b = broadcast_shapes(*(tuple(parts[i][1].shape) for i in adv if parts[i][0] == "array"), op=name)
+    b = broadcast_shapes(*(tuple(parts[i][1].shape) for i in adv if parts[i][0] != "int"), op=name)
     before = [i for i in range(len(parts)) if together and i < adv[0]]
     after = [i for i in range(len(parts)) if i not in adv and i not in before]
     dims = [_length(x, parts[i]) for i in before] + list(b) + [_length(x, parts[i]) for i in after]
@@ -463,10 +466,12 @@ def _flat_positions(x: Tensor, items: tuple[Any, ...], name: str) -> tuple[Tenso
             if not -n <= it < n:
                 raise IndexError(f"{name}: index {it} is out of bounds for axis {a} with size {n}")
             flat = flat + (it % n) * strides[a]
-        elif kind == "array":  # its axes align with the trailing ones of the broadcast index shape
+        elif kind in ("array", "mask"):  # its axes align with the trailing ones of the broadcast index shape
             lead, tail = len(before) + len(b) - it.ndim, len(dims) - len(before) - len(b)
-            flat = flat + _wrapped(it, n).reshape((1,) * lead + tuple(it.shape) + (1,) * tail) * strides[a]
-            bad = bad | _outside(it, n, True).any()
+            offset = it if kind == "mask" else _wrapped(it, n)  # a mask's positions are inside by making
+            flat = flat + offset.reshape((1,) * lead + tuple(it.shape) + (1,) * tail) * strides[a]
+            if kind == "array":
+                bad = bad | _outside(it, n, True).any()
         else:
             start, _, step = it.indices(n)
             shape = [1] * len(dims)
@@ -493,7 +498,7 @@ def _flat_nonzero(x: Tensor, name: str) -> Tensor:
     from .tensor import where
     target = where(mask, slots, count)  # a false element goes past the end: written nowhere
     return zeros(count, dtype=dtypes.int64, device=x.device)._scatter(0, target, arange(mask.numel(), device=x.device),
-                                                                     None)
+                                                                     None, distinct=True)
 
 
 def nonzero(x: Any) -> tuple[Tensor, ...]:

@@ -48,7 +48,7 @@ MIN_CONTRACTION_WORK = 1 << 16
 
 @dataclass
 class LoweredKernel:
-    kernel: ir.Kernel | ir.Contraction | ir.Scatter | ir.Sort
+    kernel: ir.Kernel | ir.Contraction | ir.Scatter | ir.Sort | ir.Scan
     inputs: list[Node]                                   # buffer slots in order, after output and scratch
     scalars: list[Node]                                  # SCALAR nodes in parameter slot order
     reductions: dict[int, Node] = field(default_factory=dict)  # id(value) -> the reduction it computes
@@ -60,7 +60,7 @@ class LoweredKernel:
             return [k]
         if isinstance(k, ir.Scatter):
             return [k.base, k.updates]
-        if isinstance(k, ir.Sort):
+        if isinstance(k, (ir.Sort, ir.Scan)):
             return []
         vb, vm, vn, vk = k.vars
         nests = [ir.Kernel("", k.buffers, k.params, loops, (ir.Store(0, Expr.of(0), v),))
@@ -323,6 +323,8 @@ class _Lowerer:
             return self.lower_scatter()
         if self.root.op is Op.SORT:
             return self.lower_sort()
+        if self.root.op is Op.SCAN:
+            return self.lower_scan()
         shape = self.root.shape
         loops = tuple(Var(f"o{d}", n) for d, n in enumerate(shape)) or (Var("o0", 1),)
         idx = tuple(Expr.of(v) for v in loops) if shape else ()
@@ -353,7 +355,7 @@ class _Lowerer:
         raises for one that does not)."""
         root = self.root
         base, index, updates = root.srcs
-        axis, combine = root.arg
+        axis, combine, distinct = root.arg
         size = root.shape[axis]
         loops = tuple(Var(f"o{d}", n) for d, n in enumerate(root.shape)) or (Var("o0", 1),)
         idx = tuple(Expr.of(v) for v in loops) if root.shape else ()
@@ -369,20 +371,31 @@ class _Lowerer:
         buffers = (ir.BufferParam(root.dtype, root.numel, output=True), *(ir.BufferParam(n.dtype, n.numel) for n in self.inputs))
         params = tuple(compute_dtype(n.dtype) for n in self.scalars)
         kernel = ir.Scatter("", buffers, params, ir.Kernel("", buffers, params, loops, (base_store,)),
-                            ir.Kernel("", buffers, params, spots, (store,)))
+                            ir.Kernel("", buffers, params, spots, (store,)), distinct)
         return LoweredKernel(kernel, list(self.inputs), list(self.scalars), self.reductions)
 
-    def lower_sort(self) -> LoweredKernel:
-        """A SORT's `ir.Sort`, over its keys' buffer (the scheduler realizes them: the storage of its source)."""
+    def source_buffer(self) -> tuple[Node, int, int]:
+        """The buffer a SORT or SCAN reads (the scheduler realizes it: the storage of its source), and the
+        root's rows and row length (its last axis)."""
         root = self.root
-        keys = root.srcs[0]
-        while not (keys.realized or keys in self.boundaries):  # down the reshapes to the buffer (`storage`)
-            keys = keys.srcs[0]
-        self.inputs.append(keys)
+        src = root.srcs[0]
+        while not (src.realized or src in self.boundaries):  # down the reshapes to the buffer (`storage`)
+            src = src.srcs[0]
+        self.inputs.append(src)
         n = root.shape[-1] if root.shape else 1
-        kernel = ir.Sort("", (ir.BufferParam(int64, root.numel, output=True), ir.BufferParam(keys.dtype, keys.numel)),
-                         root.numel // n, n, root.arg)
-        return LoweredKernel(kernel, list(self.inputs), [])
+        return src, root.numel // n, n
+
+    def lower_sort(self) -> LoweredKernel:
+        """A SORT's `ir.Sort`."""
+        keys, rows, n = self.source_buffer()
+        buffers = (ir.BufferParam(int64, self.root.numel, output=True), ir.BufferParam(keys.dtype, keys.numel))
+        return LoweredKernel(ir.Sort("", buffers, rows, n, self.root.arg), list(self.inputs), [])
+
+    def lower_scan(self) -> LoweredKernel:
+        """A SCAN's `ir.Scan`."""
+        src, rows, n = self.source_buffer()
+        buffers = (ir.BufferParam(self.root.dtype, self.root.numel, output=True), ir.BufferParam(src.dtype, src.numel))
+        return LoweredKernel(ir.Scan("", buffers, rows, n, self.root.arg), list(self.inputs), [])
 
     def operands(self) -> tuple[tuple[Var, Var, Var, Var], ir.Value, ir.Value]:
         """The contraction's operands as values over its (batch, m, n, k) loop variables, in the dtype the

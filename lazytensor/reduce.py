@@ -257,8 +257,12 @@ class ReduceOps:
         return wide.swapaxes(a, -1)._scan_last(op).swapaxes(a, -1).cast(x.dtype)
 
     def _scan_last(self: Tensor, op: ReduceOp) -> Tensor:
-        """The running SUM or PROD along the last axis."""
+        """The running SUM or PROD along the last axis: a short row as a reduction under a triangular mask,
+        which fuses with what computes the row; a long one's sum as a scan (a kernel of its own kind)."""
         n, identity = self.shape[-1], _SCAN_IDENTITY[op]
+        if n > CUMSUM_BLOCK and op is ReduceOp.SUM:
+            from .tensor import Tensor
+            return Tensor._make(Op.SCAN, self.dtype, self.shape, (self,), op)
         if n <= CUMSUM_BLOCK:
             # out[..., i] = op over j <= i of x[..., j]: one reduction under a triangular mask
             from .tensor import where

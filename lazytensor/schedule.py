@@ -183,8 +183,9 @@ def _with_pending(roots: tuple[Node, ...]) -> list[Node]:
 
 _COMPUTED = frozenset({Op.ALU, Op.CAST, Op.REDUCE, Op.PHILOX, Op.GATHER})  # ops that compute (not views, not data)
 # Ops whose kernel writes a fresh row-major buffer of their own (a `contiguous()` point among them).
-_FRESH = _COMPUTED | {Op.CONTIGUOUS, Op.CHECK, Op.SCATTER, Op.SORT}
-_OWN_KERNEL = frozenset({Op.SCATTER, Op.SORT})  # ops that are a kernel of their own kind, each alone
+_FRESH = _COMPUTED | {Op.CONTIGUOUS, Op.CHECK, Op.SCATTER, Op.SORT, Op.SCAN}
+_OWN_KERNEL = frozenset({Op.SCATTER, Op.SORT, Op.SCAN})  # ops that are a kernel of their own kind, each alone
+_FROM_BUFFER = frozenset({Op.SORT, Op.SCAN})  # kernels of their own kind that read their source from a buffer
 
 
 def storage(node: Node) -> Node:
@@ -296,7 +297,7 @@ def _schedule(nodes: list[Node], targets: list[Node], live: list[Node]) -> Sched
             readers.setdefault(id(s), []).append(n)
     barriers = {storage(n) for n in nodes if n.op is Op.CONTIGUOUS}  # the nodes `contiguous()` realizes
     own = {n for n in nodes if n.op in _OWN_KERNEL and not n.realized}
-    own |= {storage(n.srcs[0]) for n in own if n.op is Op.SORT}  # a sort reads its keys from a buffer
+    own |= {storage(n.srcs[0]) for n in own if n.op in _FROM_BUFFER}
     requested = set(targets)  # written as themselves
     kept: set[Node] = set()
     aliases = []
@@ -620,7 +621,7 @@ class _Planner:
             src, index = node.srcs
             var = self.data_var(region, index, idx, bounds, nest, src.shape[node.arg])
             return [(index, idx, bounds, nest), (src, (*idx[:node.arg], Expr.of(var), *idx[node.arg + 1:]), bounds, nest)]
-        if op is Op.SORT:  # the keys, from their buffer
+        if op in _FROM_BUFFER:  # the source, from its buffer
             return [(node.srcs[0], idx, bounds, nest)]
         if op is Op.SCATTER:  # the base over the output's loops; index and updates over their own
             base, index, updates = node.srcs

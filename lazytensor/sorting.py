@@ -139,7 +139,7 @@ def _runs(x: Any, name: str) -> _Runs:
     flat = t.reshape(-1)
     n = flat.numel()
     order = flat.argsort()
-    s = flat._gather(0, order)
+    s = flat._gather(0, order).contiguous()  # read at several places below: gathered once
     if n == 0:
         empty = zeros(0, dtype=dtypes.int64, device=t.device)
         return _Runs(order, s, empty, empty)
@@ -191,7 +191,8 @@ def _inverse(r: _Runs, x: Any) -> Tensor:
     from .tensor import Tensor
     shape = x.shape if isinstance(x, Tensor) else asarray(x).shape
     n = r.order.numel()
-    return zeros(n, dtype=dtypes.int64, device=r.order.device)._scatter(0, r.order, r.run, None).reshape(shape)
+    return zeros(n, dtype=dtypes.int64, device=r.order.device)._scatter(0, r.order, r.run, None,
+                                                                        distinct=True).reshape(shape)
 
 
 def isin(x1: Any, x2: Any, /, *, invert: bool = False) -> Tensor:

@@ -507,10 +507,10 @@ def test_cumsum_0d_and_1():
 
 
 @pytest.mark.parametrize("n", [256, 257, 1000])
-def test_cumsum_long_axes_blocked_path(n):
-    # past CUMSUM_BLOCK (256) elements cumsum works in blocks (padding the axis to a multiple of the block).
-    # Integer-valued floats keep every partial sum exact, so a different summation order cannot change the
-    # float32 answer: any difference is an indexing bug.
+def test_cumsum_long_axes_scan_path(n):
+    # past CUMSUM_BLOCK (256) elements cumsum is a scan, a kernel of its own kind (a long row cut into
+    # chunks across threads). Integer-valued floats keep every partial sum exact, so a different summation
+    # order cannot change the float32 answer: any difference is an indexing bug.
     ints = np.random.default_rng(22).integers(-100, 100, (3, n))
     x, t = layout(ints.astype(np.float32), "contiguous")
     check(x.cumsum(1), torch.cumsum(t, dim=1))
@@ -528,7 +528,7 @@ def test_cumsum_past_a_block_adds_the_blocks_before_without_subtracting(n):
     """Each output is a sum of the elements up to it: an inf leaves the outputs before it finite, a -inf
     after it makes NaN only from there, and a huge element does not erase the sum before it (a block's
     offset was the running total less the block's own: inf - inf, and (s + 1e30) - 1e30 = 0).
-    70000 elements also take the blocked path for the block totals."""
+    70000 elements are a row the scan cuts into chunks, with offsets of the chunks before."""
     arr = np.ones((2, n), np.float32)
     arr[0, n // 2], arr[0, n - 2] = np.inf, -np.inf
     arr[1, n // 3] = 1e30
@@ -549,6 +549,17 @@ def test_cumsum_of_a_0d_tensor_takes_axis_0_or_minus_1():
             x.cumsum(axis)
         with pytest.raises(IndexError):
             torch.cumsum(t, axis)
+
+
+def test_long_cumsum_is_one_scan_and_differentiates_as_torch():
+    arr = random_array((4, 3000), lt.float64, seed=25)
+    x, t = lt.asarray(arr).requires_grad_(), torch.tensor(arr, requires_grad=True)
+    items = lt.schedule(x.cumsum(1) * 2)
+    assert [type(i.kernel).__name__ for i in items] == ["Scan", "Kernel"]
+    up = random_array((4, 3000), lt.float64, seed=26)
+    (x.cumsum(1) * lt.asarray(up)).sum().backward()
+    (torch.cumsum(t, 1) * torch.tensor(up)).sum().backward()
+    check(x.grad, t.grad)
 
 
 def test_cumsum_long_flattened():

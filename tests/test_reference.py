@@ -631,6 +631,7 @@ SCHEDULES: dict[str, tuple[Callable[[], list[lt.Tensor]], int]] = {
                                 put(D((5, 8), 35, lt.int8), lt.asarray(positions((7,), 5, 36), device=device().name),
                                     D((7, 8), 37, lt.int8))], 0),
     "sort": (lambda: [D((5, 40), 38).argsort(1), lt.sort(D((33, 3), 39, lt.int8), axis=0, descending=True)], 0),
+    "scan": (lambda: [D((3, 300), 40).cumsum(1), D((2, 700), 41, lt.int32).cumsum(1), D((70_000,), 42).cumsum(0)], 0),
     "softmax": (lambda: [D((6, 40), 22).softmax(-1)], 2 * ULPS),
     "layernorm": (lambda: [layernorm(D((6, 40), 23))], 4),
 }

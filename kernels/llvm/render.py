@@ -165,6 +165,75 @@ class FunctionBuilder:
         for latch in self.nest_latches:
             latch.set_metadata("llvm.loop", loop_id)
 
+    # ---- values: the IR's core ops (and `NATIVE`'s library ops) on LLVM values ----
+
+    def constant(self, value: bool | float, dtype: DType) -> ir.Constant:
+        if dtype in HALF_FLOATS:
+            return I16(half_bits(float(value), dtype))
+        if dtype.is_float:
+            return ir.Constant(llvm_type(dtype), float(value))
+        return ir.Constant(llvm_type(dtype), int(value))
+
+    def intrinsic(self, name: str, dtype: DType, args: list[ir.Value]) -> ir.Value:
+        t = llvm_type(dtype)
+        fn = self.module.declare_intrinsic(name, [t], ir.FunctionType(t, [t] * len(args)))
+        return self.b.call(fn, args)
+
+    def alu(self, op: Alu, dt: DType, s: list[ir.Value]) -> ir.Value:
+        """`op` on operands of dtype `dt`: a core op, or a library op of `NATIVE` (see `kernels/legalize.py`)."""
+        b = self.b
+        fl = dt.is_float
+        if mathlib.supports(op, dt):
+            # Inline, vectorizable implementations: a libm call would stop the loop vectorizer.
+            return mathlib.emit(op, b, s[0], dt)
+        if op in INTRINSICS and fl:
+            return self.intrinsic(INTRINSICS[op], dt, s)
+        if op in BINARY:
+            method = BINARY[op][0 if fl else 1 if dt.is_signed else 2]
+            if method is not None:
+                return getattr(b, method)(*s)
+        elif op is Alu.NEG:
+            return b.fneg(s[0]) if fl else b.neg(s[0])
+        elif op is Alu.NOT:
+            return b.not_(s[0])
+        elif op is Alu.ABS and dt.is_signed and not fl:
+            return b.select(b.icmp_signed("<", s[0], self.constant(0, dt)), b.neg(s[0]), s[0])
+        elif op is Alu.RECIP and fl:
+            return b.fdiv(self.constant(1, dt), s[0])
+        elif op in (Alu.MAX, Alu.MIN) and not fl:
+            sym = ">" if op is Alu.MAX else "<"
+            return b.select(b.icmp_signed(sym, *s) if dt.is_signed else b.icmp_unsigned(sym, *s), *s)
+        elif op in COMPARISONS:
+            sym = PREDICATES[op]
+            if fl:  # CMPNE is true for NaN, the others false
+                return b.fcmp_unordered(sym, *s) if op is Alu.CMPNE else b.fcmp_ordered(sym, *s)
+            return b.icmp_signed(sym, *s) if dt.is_signed else b.icmp_unsigned(sym, *s)
+        elif op is Alu.WHERE:
+            return b.select(*s)
+        raise NotImplementedError(f"the LLVM backend cannot render {op.label} on {dt} (not legalized?)")
+
+    def cast(self, x: ir.Value, src: DType, dst: DType) -> ir.Value:
+        """A core cast (see `kernels/legalize.py`): integers wrap; a float becomes an int64 saturated."""
+        b = self.b
+        if src == dst:
+            return x
+        t = llvm_type(dst)
+        if src.is_float and dst.is_float:
+            return b.fpext(x, t) if dst.itemsize > src.itemsize else b.fptrunc(x, t)
+        if dst.is_float:
+            return b.sitofp(x, t) if src.is_signed else b.uitofp(x, t)
+        if src.is_float:
+            if dst != int64:
+                raise NotImplementedError(f"a cast of {src} to {dst} (not legalized?)")
+            name = f"llvm.fptosi.sat.i64.{'f32' if src == float32 else 'f64'}"
+            fn = self.module.globals.get(name) or ir.Function(self.module, ir.FunctionType(I64, [x.type]), name)
+            return b.call(fn, [x])
+        if dst.bits < src.bits:
+            return b.trunc(x, t)
+        if dst.bits > src.bits:
+            return b.sext(x, t) if src.is_signed else b.zext(x, t)
+        return x
+
     def guard(self, address: ir.Value, index: ir.Value, buf: int, size: int, store: bool,
               count: int | ir.Value = 1) -> ir.Value:
         """`address`, that of element `index` of buffer slot `buf` (`size` elements), for an access to `count`
@@ -524,13 +593,6 @@ class KernelRenderer(FunctionBuilder):
 
     # ---- values ----------------------------------------------------------------------------
 
-    def constant(self, value: bool | float, dtype: DType) -> ir.Constant:
-        if dtype in HALF_FLOATS:
-            return I16(half_bits(float(value), dtype))
-        if dtype.is_float:
-            return ir.Constant(llvm_type(dtype), float(value))
-        return ir.Constant(llvm_type(dtype), int(value))
-
     def value(self, v: Value) -> ir.Value:
         b = self.b
         if v.op is VOp.LOAD:
@@ -568,65 +630,6 @@ class KernelRenderer(FunctionBuilder):
         val = self.from_memory(b.load(self.gep(buf, index, False, idx, count), typ=memory_type(dtype)), dtype)
         return b.select(ok, val, self.constant(0, dtype)) if ok is not None else val
 
-    def intrinsic(self, name: str, dtype: DType, args: list[ir.Value]) -> ir.Value:
-        t = llvm_type(dtype)
-        fn = self.module.declare_intrinsic(name, [t], ir.FunctionType(t, [t] * len(args)))
-        return self.b.call(fn, args)
-
-    def alu(self, op: Alu, dt: DType, s: list[ir.Value]) -> ir.Value:
-        """`op` on operands of dtype `dt`: a core op, or a library op of `NATIVE` (see `kernels/legalize.py`)."""
-        b = self.b
-        fl = dt.is_float
-        if mathlib.supports(op, dt):
-            # Inline, vectorizable implementations: a libm call would stop the loop vectorizer.
-            return mathlib.emit(op, b, s[0], dt)
-        if op in INTRINSICS and fl:
-            return self.intrinsic(INTRINSICS[op], dt, s)
-        if op in BINARY:
-            method = BINARY[op][0 if fl else 1 if dt.is_signed else 2]
-            if method is not None:
-                return getattr(b, method)(*s)
-        elif op is Alu.NEG:
-            return b.fneg(s[0]) if fl else b.neg(s[0])
-        elif op is Alu.NOT:
-            return b.not_(s[0])
-        elif op is Alu.ABS and dt.is_signed and not fl:
-            return b.select(b.icmp_signed("<", s[0], self.constant(0, dt)), b.neg(s[0]), s[0])
-        elif op is Alu.RECIP and fl:
-            return b.fdiv(self.constant(1, dt), s[0])
-        elif op in (Alu.MAX, Alu.MIN) and not fl:
-            sym = ">" if op is Alu.MAX else "<"
-            return b.select(b.icmp_signed(sym, *s) if dt.is_signed else b.icmp_unsigned(sym, *s), *s)
-        elif op in COMPARISONS:
-            sym = PREDICATES[op]
-            if fl:  # CMPNE is true for NaN, the others false
-                return b.fcmp_unordered(sym, *s) if op is Alu.CMPNE else b.fcmp_ordered(sym, *s)
-            return b.icmp_signed(sym, *s) if dt.is_signed else b.icmp_unsigned(sym, *s)
-        elif op is Alu.WHERE:
-            return b.select(*s)
-        raise NotImplementedError(f"the LLVM backend cannot render {op.label} on {dt} (not legalized?)")
-
-    def cast(self, x: ir.Value, src: DType, dst: DType) -> ir.Value:
-        """A core cast (see `kernels/legalize.py`): integers wrap; a float becomes an int64 saturated."""
-        b = self.b
-        if src == dst:
-            return x
-        t = llvm_type(dst)
-        if src.is_float and dst.is_float:
-            return b.fpext(x, t) if dst.itemsize > src.itemsize else b.fptrunc(x, t)
-        if dst.is_float:
-            return b.sitofp(x, t) if src.is_signed else b.uitofp(x, t)
-        if src.is_float:
-            if dst != int64:
-                raise NotImplementedError(f"a cast of {src} to {dst} (not legalized?)")
-            name = f"llvm.fptosi.sat.i64.{'f32' if src == float32 else 'f64'}"
-            fn = self.module.globals.get(name) or ir.Function(self.module, ir.FunctionType(I64, [x.type]), name)
-            return b.call(fn, [x])
-        if dst.bits < src.bits:
-            return b.trunc(x, t)
-        if dst.bits > src.bits:
-            return b.sext(x, t) if src.is_signed else b.zext(x, t)
-        return x
 
 
 def render(kernel: Kernel, checked: bool = False) -> str:

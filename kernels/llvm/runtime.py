@@ -72,18 +72,20 @@ import numpy as np
 
 from .. import bounds
 from ..bounds import FAULT_SLOTS, check
-from ..ir import BufferParam, Contraction, Kernel, Scatter, Sort, VOp
+from ..ir import BufferParam, Contraction, Kernel, Scan, Scatter, Sort, VOp
 from ..legalize import legalize
 from ..split import split_reduction
 from . import compiler, mathlib
 from .compiler import Machine
 from .gemm import Layout, Pack, core_name, pack_kernels, render_gemm, render_gemm_core
 from .render import NATIVE, render, symbol
+from .scan import render_scan
 from .sort import render_sort
 from .sort import scratch as sort_scratch
 
 PARALLEL_MIN_WORK = 1 << 16
 SPLIT_MIN_WORK = 1 << 21  # measured on 2 cores: below it, splitting `x.sum()` is no faster than one thread
+SCAN_SPLIT_MIN = 1 << 16  # a scan cuts rows shorter than this into no chunks
 # More chunks than threads, taken one at a time: on a shared machine a thread that another process
 # slows down takes fewer chunks instead of holding up the others.
 CHUNKS_PER_THREAD = 4
@@ -390,7 +392,7 @@ class StagedProgram:
     """A kernel compiled to several functions that run one after another over one table of buffers:
     the caller's (outputs, inputs) and scratch buffers the program owns, allocated on its first call."""
 
-    kernel: Kernel | Contraction | Scatter | Sort
+    kernel: Kernel | Contraction | Scatter | Sort | Scan
     stages: list[Program]
     compile_seconds: float
     checked: bool = False
@@ -493,7 +495,8 @@ class SplitReductionProgram(StagedProgram):
 
 @dataclass
 class ScatterProgram(StagedProgram):
-    """A compiled `Scatter`: the base on the pool, then the updates on one thread, in order (see `ir.Store`)."""
+    """A compiled `Scatter`: the base on the pool, then the updates on one thread, in order (see `ir.Store`), or
+    on the pool where they are distinct."""
 
     def scratch(self) -> list[BufferParam]:
         return []
@@ -511,6 +514,23 @@ class SortProgram(StagedProgram):
 
     def scratch(self) -> list[BufferParam]:
         return [BufferParam(dtype, size, scratch=True) for dtype, size in sort_scratch(self.kernel)]
+
+    def table(self, buffers: Sequence[int], scratch: Sequence[int]) -> list[int]:
+        return [*buffers, *scratch]
+
+    def buffers(self) -> tuple[BufferParam, ...]:
+        return (*self.kernel.buffers, *self.scratch())
+
+
+@dataclass
+class ScanProgram(StagedProgram):
+    """A compiled `Scan`: its chunks folded across threads, their totals made offsets on one thread, the
+    offsets folded in across threads (see `scan.py`); the totals in a scratch array the program owns."""
+
+    chunks: int = 1
+
+    def scratch(self) -> list[BufferParam]:
+        return [BufferParam(self.kernel.dtype, self.kernel.rows * self.chunks, scratch=True)]
 
     def table(self, buffers: Sequence[int], scratch: Sequence[int]) -> list[int]:
         return [*buffers, *scratch]
@@ -600,8 +620,9 @@ def _program(kernel: Kernel, pack: Pack | None = None, checked: bool = False, se
 
 def _scatter_program(kernel: Scatter, checked: bool) -> Generator[Job, Compiled, ScatterProgram]:
     base = yield from _program(kernel.base, checked=checked)
-    # on one thread: its stores land in the order the IR gives them, and two never race for one element
-    updates = yield from _program(kernel.updates, checked=checked, serial=True)
+    # on one thread unless distinct: its stores land in the order the IR gives them, and two never race for
+    # one element
+    updates = yield from _program(kernel.updates, checked=checked, serial=not kernel.distinct)
     return ScatterProgram(kernel, [base, updates], base.compile_seconds + updates.compile_seconds, checked)
 
 
@@ -651,7 +672,23 @@ def _sort_program(kernel: Sort, checked: bool) -> Generator[Job, Compiled, SortP
     return SortProgram(kernel, [rows], seconds, checked)
 
 
-def _builder(kernel: Kernel | Contraction | Scatter | Sort, checked: bool) -> Builder:
+def _scan_program(kernel: Scan, checked: bool) -> Generator[Job, Compiled, ScanProgram]:
+    # Cut each row into chunks where the rows cannot keep the threads busy and the row is long enough to pay
+    # for the two more passes (decided at compile time, as a split reduction is).
+    threads = num_threads()
+    chunks = 1
+    if kernel.rows < threads and kernel.n >= SCAN_SPLIT_MIN:
+        chunks = min(-(-threads * CHUNKS_PER_THREAD // kernel.rows), kernel.n // (SCAN_SPLIT_MIN // 16))
+    stages = []
+    for stage, extent, work in (("fold", kernel.rows * chunks, kernel.numel), ("offsets", kernel.rows, 0),
+                                ("add", kernel.rows * chunks, kernel.numel))[:3 if chunks > 1 else 1]:
+        source = render_scan(kernel, chunks, stage, checked)
+        optimized, address, seconds = yield source, symbol(f"{kernel.name}_{stage}{chunks}", checked), False
+        stages.append(Program(kernel, source, optimized, seconds, _KernelFn(address), extent, work, checked))
+    return ScanProgram(kernel, stages, sum(p.compile_seconds for p in stages), checked, chunks=chunks)
+
+
+def _builder(kernel: Kernel | Contraction | Scatter | Sort | Scan, checked: bool) -> Builder:
     """How `kernel` becomes a program: legalized for the renderer (`render.NATIVE`), then split or packed."""
     kernel = legalize(kernel, NATIVE)
     if isinstance(kernel, Contraction):
@@ -660,6 +697,8 @@ def _builder(kernel: Kernel | Contraction | Scatter | Sort, checked: bool) -> Bu
         return _scatter_program(kernel, checked)
     if isinstance(kernel, Sort):
         return _sort_program(kernel, checked)
+    if isinstance(kernel, Scan):
+        return _scan_program(kernel, checked)
     split = _partials(kernel)
     return _program(kernel, checked=checked) if split is None else _split_reduction_program(kernel, split, checked)
 
@@ -763,7 +802,7 @@ def _compile_side_by_side(jobs: list[Job]) -> list[Compiled | None]:
     return [compiled[slot[job[0]]] for job in jobs]
 
 
-def compile_kernel(kernel: Kernel | Contraction | Scatter | Sort) -> tuple[Program | StagedProgram, bool]:
+def compile_kernel(kernel: Kernel | Contraction | Scatter | Sort | Scan) -> tuple[Program | StagedProgram, bool]:
     """Compile `kernel` (checked if `bounds.CHECK`, from `LT_CHECK_BOUNDS`), or find the program compiled for
     the same body.
 
@@ -788,7 +827,7 @@ def _built(builder: Builder) -> Program | StagedProgram:
         return done.value
 
 
-def compile_kernels(kernels: Sequence[Kernel | Contraction | Scatter | Sort]) -> int:
+def compile_kernels(kernels: Sequence[Kernel | Contraction | Scatter | Sort | Scan]) -> int:
     """Compile the kernels not compiled yet, side by side: their jobs go to compile workers (processes,
     `compiler.py`), one fewer than `num_threads()`, while this thread compiles its share; the programs are
     then found by `compile_kernel`. Returns how many kernels it compiled."""

@@ -116,7 +116,7 @@ def _broadcast(*shapes: Shape) -> Shape:
     return tuple(max(dims) for dims in zip(*blocks)) if blocks else ()
 
 
-def _literal(value: bool | float, dtype: DType) -> str:
+def literal(value: bool | float, dtype: DType) -> str:
     """A Python literal Triton reads exactly (floats by repr, non-finite ones by name)."""
     if dtype == bool_:
         return "True" if value else "False"
@@ -363,7 +363,7 @@ class ValueRenderer:
             return f"tl.full([], {half_bits(float(value), dtype)}, tl.uint16).to({TL_TYPES[dtype]}, bitcast=True)"
         if dtype.is_float and value == 0 and math.copysign(1.0, value) < 0:  # Triton 3.6 makes -0.0 constants 0.0
             return f"{self.helper('_copysign')}({self.const(0.0, dtype)}, {self.const(-1.0, dtype)})"
-        return f"tl.full([], {_literal(value, dtype)}, {TL_TYPES[dtype]})"
+        return f"tl.full([], {literal(value, dtype)}, {TL_TYPES[dtype]})"
 
     def expr(self, e: Expr) -> str:
         parts = []
@@ -645,7 +645,7 @@ class _Renderer(ValueRenderer):
             self.shapes[id(red)] = ()
             self.define(red, self.const(op.identity(dt), dt))
             return
-        ident = _literal(op.identity(dt), dt)
+        ident = literal(op.identity(dt), dt)
         tile = self.tile(scope)
 
         def operand() -> str:

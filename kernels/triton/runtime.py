@@ -40,11 +40,12 @@ from triton.runtime.driver import driver as triton_driver
 from triton.runtime.errors import OutOfResources
 
 from ..dtype import DType, bool_, int64
-from ..ir import BufferParam, Contraction, Kernel, Scatter, Sort
+from ..ir import BufferParam, Contraction, Kernel, Scan, Scatter, Sort
 from ..legalize import legalize
 from . import cuda
 from .gemm import GemmConfig, GemmPlan, candidate_configs, input_precision, plan, render_gemm
 from .render import NATIVE, Tiling, TritonSource, identifier, memory_dtype, render
+from .scan import render_scan
 from .sort import padded, render_final, render_init, render_step, steps
 from .targets import Target
 
@@ -63,7 +64,8 @@ class Program:
     `buffers` are the buffers `source.slots` index (by default the kernel's own); the function takes
     `slots` of them, all unless the source says otherwise. `launch` picks them from a table of all."""
 
-    def __init__(self, kernel: Kernel | Contraction | Sort, source: TritonSource, path: Path, fn: Any, target: Target,
+    def __init__(self, kernel: Kernel | Contraction | Sort | Scan, source: TritonSource, path: Path, fn: Any,
+                 target: Target,
                  buffers: tuple[BufferParam, ...] | None = None, params: tuple[DType, ...] | None = None):
         self.kernel, self.source, self.path, self.fn, self.target = kernel, source, path, fn, target
         self.buffers = kernel.buffers if buffers is None else buffers
@@ -290,7 +292,7 @@ _tuned: dict[tuple, GemmConfig] = {}
 _programs: dict[tuple[str, Tiling, Target, str], Program | ContractionProgram | ScatterProgram | SortProgram] = {}
 
 
-def compile_kernel(kernel: Kernel | Contraction | Scatter | Sort, target: Target,
+def compile_kernel(kernel: Kernel | Contraction | Scatter | Sort | Scan, target: Target,
                    tiling: Tiling = Tiling()) -> tuple[Program | ContractionProgram | ScatterProgram | SortProgram, bool]:  # noqa: B008
     """Compile `kernel` for `target`, or find the program compiled for the same body (and, for a
     contraction, the same input precision). `tiling` applies to the kernels rendered by `render`.
@@ -307,6 +309,8 @@ def compile_kernel(kernel: Kernel | Contraction | Scatter | Sort, target: Target
             legal, target, tiling, precision)
     elif isinstance(legal, Sort):
         program = SortProgram(legal, target)
+    elif isinstance(legal, Scan):
+        program = _program(legal, render_scan(legal, identifier(legal.name)), target)
     elif isinstance(legal, Scatter):
         program = ScatterProgram(legal, _legal_program(legal.base, target, tiling),
                                  _legal_program(legal.updates, target, tiling))
@@ -325,7 +329,7 @@ def _legal_program(kernel: Kernel, target: Target, tiling: Tiling) -> Program:
     return hit
 
 
-def _program(kernel: Kernel | Contraction | Sort, source: TritonSource, target: Target,
+def _program(kernel: Kernel | Contraction | Sort | Scan, source: TritonSource, target: Target,
              buffers: tuple[BufferParam, ...] | None = None, params: tuple[DType, ...] | None = None) -> Program:
     """Load a rendered source as a Program; on a GPU, compile it now."""
     path, fn = _load(source)

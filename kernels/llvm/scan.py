@@ -1,0 +1,107 @@
+"""The CPU's `ir.Scan`: running folds of rows, in LLVM IR.
+
+A row is cut into `chunks` pieces (1 where the rows alone keep the threads busy) and scanned in three
+functions of the common signature, which the runtime runs one after another, the first and last split
+across threads:
+
+- `fold`: over [start, end) of rows * chunks, the running fold of each chunk into the output, and each
+  chunk's total into a scratch array;
+- `offsets` (one thread, over the rows): the totals turned into the fold of the chunks before each one;
+- `add`: over the chunks but each row's first, that fold folded into each element of the chunk.
+
+With one chunk the first function is the scan. Each fold is the IR's op (`FunctionBuilder.alu`), element
+after element: a chunked float sum adds in another order than one pass, as `ir.Scan` allows.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ..ir import Scan
+from .render import I64, PTR, FunctionBuilder, llvm_type, memory_type
+
+
+def chunk_length(scan: Scan, chunks: int) -> int:
+    return -(-scan.n // chunks)
+
+
+def render_scan(scan: Scan, chunks: int, stage: str, checked: bool = False) -> str:
+    """LLVM IR of one stage ('fold', 'offsets' or 'add') of the scan cut into `chunks` per row (buffer slots:
+    0 the output, 1 the source, 2 the chunks' totals, rows * chunks of them)."""
+    return _ScanRenderer(scan, chunks, stage, checked).render()
+
+
+class _ScanRenderer(FunctionBuilder):
+    def __init__(self, scan: Scan, chunks: int, stage: str, checked: bool):
+        super().__init__(f"{scan.name}_{stage}{chunks}", len(scan.params) if checked else None)
+        self.scan, self.chunks, self.stage = scan, chunks, stage
+        self.t = memory_type(scan.dtype)
+
+    def fold(self, acc: ir.Value, x: ir.Value) -> ir.Value:
+        dt = self.scan.dtype
+        return self.alu(self.scan.op.combine(dt), dt, [acc, x])
+
+    def render(self) -> str:
+        b, s = self.b, self.scan
+        bufs, _, start, end = self.fn.args
+        out, src, totals = (b.load(b.gep(bufs, [I64(i)], source_etype=PTR), typ=PTR) for i in range(3))
+        length = chunk_length(s, self.chunks)
+        acc_t = llvm_type(s.dtype)
+        acc = self.alloca(acc_t)
+
+        def at(array: ir.Value, i: ir.Value) -> ir.Value:
+            return b.gep(array, [i], source_etype=self.t)
+
+        def span(piece: ir.Value) -> tuple[ir.Value, ir.Value]:
+            """A chunk's first element and end, in the flat arrays."""
+            row, k = b.sdiv(piece, I64(self.chunks)), b.srem(piece, I64(self.chunks))
+            first = b.add(b.mul(row, I64(s.n)), b.mul(k, I64(length)))
+            last = b.add(b.mul(row, I64(s.n)), b.select(b.icmp_signed("<", b.mul(b.add(k, I64(1)), I64(length)),
+                                                                      I64(s.n)),
+                                                        b.mul(b.add(k, I64(1)), I64(length)), I64(s.n)))
+            return first, b.select(b.icmp_signed("<", first, last), last, first)
+
+        if self.stage == "fold":
+            def chunk(piece: ir.Value) -> None:
+                first, last = span(piece)
+
+                def element(i: ir.Value) -> None:
+                    x = b.load(at(src, i), typ=self.t)
+                    value = b.select(b.icmp_signed("==", i, first), x, self.fold(b.load(acc, typ=acc_t), x))
+                    b.store(value, acc)
+                    b.store(value, at(out, i))
+
+                self.counted_loop("element", first, last, element)
+                if self.chunks > 1:
+                    b.store(b.load(at(out, b.sub(last, I64(1))), typ=self.t), at(totals, piece))
+
+            self.counted_loop("chunk", start, end, chunk)
+        elif self.stage == "offsets":  # totals[r, k] becomes the fold of totals[r, 0..k-1] (k > 0)
+            def row(r: ir.Value) -> None:
+                base = b.mul(r, I64(self.chunks))
+                b.store(b.load(at(totals, base), typ=self.t), acc)
+
+                def piece(k: ir.Value) -> None:
+                    x = b.load(at(totals, b.add(base, k)), typ=self.t)
+                    b.store(b.load(acc, typ=acc_t), at(totals, b.add(base, k)))
+                    b.store(self.fold(b.load(acc, typ=acc_t), x), acc)
+
+                self.counted_loop("piece", I64(1), I64(self.chunks), piece)
+
+            self.counted_loop("row", start, end, row)
+        else:  # add: the chunks after each row's first
+            def chunk(piece: ir.Value) -> None:
+                offset = b.load(at(totals, piece), typ=self.t)
+                first, last = span(piece)
+
+                def element(i: ir.Value) -> None:
+                    b.store(self.fold(offset, b.load(at(out, i), typ=self.t)), at(out, i))
+
+                with b.if_then(b.icmp_signed("!=", b.srem(piece, I64(self.chunks)), I64(0))):
+                    self.counted_loop("element", first, last, element)
+
+            self.counted_loop("chunk", start, end, chunk)
+        b.ret_void()
+        return str(self.module)
+
+
+__all__ = ["chunk_length", "render_scan"]
