@@ -122,6 +122,19 @@ cos = _function(Tensor.cos)
 tan = _function(Tensor.tan)
 tanh = _function(Tensor.tanh)
 erf = _function(Tensor.erf)
+atan2 = arctan2 = _function(Tensor.atan2)
+atan = arctan = _function(Tensor.atan)
+asin = arcsin = _function(Tensor.asin)
+acos = arccos = _function(Tensor.acos)
+asinh = arcsinh = _function(Tensor.asinh)
+acosh = arccosh = _function(Tensor.acosh)
+atanh = arctanh = _function(Tensor.atanh)
+sinh = _function(Tensor.sinh)
+cosh = _function(Tensor.cosh)
+hypot = _function(Tensor.hypot)
+copysign = _function(Tensor.copysign)
+signbit = _function(Tensor.signbit)
+nextafter = _function(Tensor.nextafter)
 sigmoid = _function(Tensor.sigmoid)
 relu = _function(Tensor.relu)
 sign = _function(Tensor.sign)
@@ -147,6 +160,8 @@ bitwise_invert = _function(Tensor.bitwise_invert)
 bitwise_and = _function(Tensor.bitwise_and)
 bitwise_or = _function(Tensor.bitwise_or)
 bitwise_xor = _function(Tensor.bitwise_xor)
+bitwise_left_shift = _function(Tensor.bitwise_left_shift)
+bitwise_right_shift = _function(Tensor.bitwise_right_shift)
 negative = _function(Tensor.negative)
 less = _function(Tensor.less)
 less_equal = _function(Tensor.less_equal)
@@ -265,18 +280,20 @@ __all__ = [
     "zeros_like",
 ]
 __all__ += [  # the NumPy-style functions above
-    "abs", "absolute", "add", "all", "allclose", "amax", "amin", "any", "argmax", "argmin", "astype",
-    "bitwise_and", "bitwise_invert", "bitwise_not", "bitwise_or", "bitwise_xor", "broadcast_to", "ceil",
-    "clamp", "clip", "conj", "contiguous", "cos", "count_nonzero", "cumprod", "cumsum", "cumulative_prod",
-    "cumulative_sum", "diff", "divide", "dot", "equal", "erf", "exp", "exp2", "expand_dims", "expm1",
-    "flatten", "flip", "floor", "floor_divide", "greater", "greater_equal", "imag", "isclose", "isfinite",
-    "isinf", "isnan", "less", "less_equal", "log", "log1p", "log2", "log10", "log_softmax", "logaddexp",
-    "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "matmul", "max", "maximum",
-    "mean", "min", "minimum", "moveaxis", "multiply", "narrow", "negative", "not_equal", "outer", "pad",
-    "permute", "permute_dims", "positive", "pow", "prod", "ravel", "real", "reciprocal", "relu", "remainder",
-    "reshape", "roll", "round", "rsqrt", "sigmoid", "sign", "sin", "softmax", "sqrt", "square", "squeeze",
-    "std", "sub", "subtract", "sum", "swapaxes", "tan", "tanh", "tensordot", "tile", "transpose", "trunc",
-    "unsqueeze", "var", "vecdot",
+    "abs", "absolute", "acos", "acosh", "add", "all", "allclose", "amax", "amin", "any", "arccos", "arccosh",
+    "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "argmax", "argmin", "asin", "asinh", "astype", "atan",
+    "atan2", "atanh", "bitwise_and", "bitwise_invert", "bitwise_left_shift", "bitwise_not", "bitwise_or",
+    "bitwise_right_shift", "bitwise_xor", "broadcast_to", "ceil", "clamp", "clip", "conj", "contiguous",
+    "copysign", "cos", "cosh", "count_nonzero", "cumprod", "cumsum", "cumulative_prod", "cumulative_sum", "diff",
+    "divide", "dot", "equal", "erf", "exp", "exp2", "expand_dims", "expm1", "flatten", "flip", "floor",
+    "floor_divide", "greater", "greater_equal", "hypot", "imag", "isclose", "isfinite", "isinf", "isnan", "less",
+    "less_equal", "log", "log1p", "log2", "log10", "log_softmax", "logaddexp", "logical_and", "logical_not",
+    "logical_or", "logical_xor", "logsumexp", "matmul", "max", "maximum", "mean", "min", "minimum", "moveaxis",
+    "multiply", "narrow", "negative", "nextafter", "not_equal", "outer", "pad", "permute", "permute_dims",
+    "positive", "pow", "prod", "ravel", "real", "reciprocal", "relu", "remainder", "reshape", "roll", "round",
+    "rsqrt", "sigmoid", "sign", "signbit", "sin", "sinh", "softmax", "sqrt", "square", "squeeze", "std", "sub",
+    "subtract", "sum", "swapaxes", "tan", "tanh", "tensordot", "tile", "transpose", "trunc", "unsqueeze", "var",
+    "vecdot",
 ]
 __all__ += [
     "Jit",
