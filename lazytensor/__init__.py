@@ -61,6 +61,7 @@ from .dtypes import (
     promote,
     result_type,
     uint8,
+    weak_result_type,
 )
 from .errors import AxisError, DeviceError, DTypeError, JitError, KernelError, ShapeError
 from .jit import Jit, jit
@@ -71,7 +72,7 @@ from .realize import Stats, reset_stats, stats
 from .realize import realizing as _realizing
 from .schedule import Schedule
 from .schedule import schedule as _schedule_nodes
-from .tensor import Tensor, broadcast_shapes, realize, where
+from .tensor import Tensor, _is_scalar, broadcast_shapes, realize, where
 
 bool = bool_
 float = float32
@@ -91,10 +92,16 @@ def schedule(*tensors: Tensor) -> Schedule:
 
 
 def _function(method: Callable) -> Callable:
-    """`lt.exp(x)` for `x.exp()`: the first argument may be anything asarray takes."""
+    """`lt.exp(x)` for `x.exp()`: the first argument may be anything asarray takes. A Python scalar before a
+    tensor is weak, as the array API (2024.12) has it for binary functions: `lt.atan2(1, x)` takes x's dtype
+    and device, as `x.atan2(1)` would."""
     @functools.wraps(method)
     def function(x: Any, *args: Any, **kwargs: Any) -> Any:
-        return method(x if isinstance(x, Tensor) else asarray(x), *args, **kwargs)
+        if not isinstance(x, Tensor):
+            other = args[0] if args else None
+            x = Tensor._scalar(x, weak_result_type(other.dtype, x), other.device, method.__name__) \
+                if _is_scalar(x) and isinstance(other, Tensor) else asarray(x)
+        return method(x, *args, **kwargs)
     return function
 
 

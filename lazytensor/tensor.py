@@ -732,13 +732,14 @@ class Tensor(ReduceOps, MovementOps, ContractionOps):
         return self._binary(other, Alu.MIN, "minimum")
 
     def clip(self, min: Any = None, max: Any = None) -> Tensor:
-        """`minimum(maximum(x, min), max)`: with min > max every element is max, as in NumPy.
+        """`minimum(maximum(x, min), max)`: with min > max every element is max, as in NumPy; with neither
+        bound, the values of x as a new tensor (array API; PyTorch's clamp raises).
 
         Differentiated as PyTorch's clamp: x takes the gradient where min <= x <= max, min where
         x < min < max, max where x > max or max < min. Through maximum and minimum, a tie (x == min) would
         split it between them instead (scalar bounds already follow clamp: see autograd's `_extremum_vjp`)."""
         if min is None and max is None:
-            raise ValueError("clip: give at least one of min and max")
+            return self.copy()
         if not isinstance(min, Tensor) and not isinstance(max, Tensor):
             out = self if min is None else self.maximum(min)
             return out if max is None else out.minimum(max)
