@@ -1,4 +1,5 @@
-"""The inline math library of the LLVM backend (kernels/llvm/mathlib.py).
+"""The inline math library of the LLVM backend (kernels/llvm/mathlib.py), and the functions lazytensor
+composes of its functions (asin, acosh, sinh, hypot, ...: lazytensor/tensor.py), whose accuracy rests on it.
 
 Accuracy is measured in ulps of the result's dtype against references computed in higher
 precision: NumPy's float64 functions for float32 results, NumPy's x87 long double functions
