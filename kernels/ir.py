@@ -19,7 +19,10 @@ the output loop that would compute it again, through the output buffer
 Semantics every backend must honour: integer FLOORDIV and MOD round toward
 negative infinity (Python), and give 0 for a zero divisor; float MOD is
 Python's remainder (sign of the divisor); MAX/MIN propagate NaN; CMPNE is true
-for NaN; ROUND rounds half to even; a float to int CAST saturates (NaN gives 0).
+for NaN; ROUND rounds half to even; a float to int CAST saturates (NaN gives 0);
+LSHIFT and RSHIFT are NumPy's shifts, defined for every count (one outside
+[0, bits), a negative one included, shifts every bit out: 0, or -1 for a
+negative value shifted right); ATAN2 is C's atan2, special values included.
 `kernels/reference.py` is these semantics as an interpreter, with every op's
 rule for every dtype and the readings it takes where this summary is silent.
 
@@ -85,6 +88,9 @@ class Alu(Enum):
     SHL = ("shl", 2)            # integers; the shift is in [0, bits)
     SHR = ("shr", 2)            # arithmetic on signed integers, logical on unsigned; the shift is in [0, bits)
     POW = ("pow", 2)
+    ATAN2 = ("atan2", 2)        # atan2(y, x): the angle of (x, y), in [-pi, pi]; the inverse trigonometric primitive
+    LSHIFT = ("lshift", 2)      # integers, NumPy's: any count, SHL where it is in range
+    RSHIFT = ("rshift", 2)      # integers, NumPy's (arithmetic on signed): any count, SHR where it is in range
     MAX = ("max", 2)
     MIN = ("min", 2)
     CMPLT = ("cmplt", 2)

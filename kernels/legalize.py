@@ -1,15 +1,15 @@
 """Legalization: the ops whose semantics are a library's, rewritten into the core ops a machine has.
 
-The IR promises Python's floor division and modulo (0 for a zero divisor), NaN-propagating MAX and MIN,
-round half to even, saturating float-to-int casts, 16-bit floats rounded to nearest even, logical
-arithmetic on bools (`ir.py`, `reference.py`). No machine has those as instructions; each is a few
-instructions of a machine's. `legalize(kernel, native)` rewrites every op a backend does not declare
+The IR promises Python's floor division and modulo (0 for a zero divisor), NumPy's shifts by any count,
+NaN-propagating MAX and MIN, round half to even, saturating float-to-int casts, 16-bit floats rounded to
+nearest even, logical arithmetic on bools (`ir.py`, `reference.py`). No machine has those as instructions;
+each is a few instructions of a machine's. `legalize(kernel, native)` rewrites every op a backend does not declare
 `native` into core ops, so that each semantic is written once, here, and a backend renders:
 
 - the arithmetic, comparisons, selects and bit operations of C on its integers and floats: NEG NOT ABS
   RECIP SQRT FLOOR CEIL, ADD SUB MUL DIV, TRUNCDIV and REM (C's `/` and `%`, `fmod`), SHL and SHR, the
   comparisons, AND OR XOR WHERE, and EXP EXP2 LOG LOG2 SIN COS ERF (its math library's; EXPM1, LOG1P,
-  TANH, TAN and float POW are rewritten into these, in float64, where a backend has no better);
+  TANH, TAN, ATAN2 and float POW are rewritten into these, in float64, where a backend has no better);
 - CAST between integers (wrapping), from integers to floats, between float32 and float64, and from a
   float to int64 for values in int64's range; BITCAST between types of one size.
 
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from decimal import Decimal, localcontext
+from decimal import Decimal, getcontext, localcontext
 
 from .dtype import (
     DType,
@@ -280,10 +280,28 @@ def _identity(r: _Rewriter, x: Value) -> Value:
     return x
 
 
+def _shift(op: Alu) -> Rule:
+    """NumPy's shift (`op`: LSHIFT or RSHIFT) by any count: the machine's SHL or SHR where the count is in
+    [0, bits), its precondition; elsewhere (a negative count too, which NumPy reads as unsigned) every bit
+    is shifted out, which leaves 0, or -1 where a negative value is shifted right (its sign fills it)."""
+    machine = Alu.SHL if op is Alu.LSHIFT else Alu.SHR
+
+    def rule(r: _Rewriter, x: Value, by: Value) -> Value:
+        bits = x.dtype.bits
+        inside = r.binary(Alu.CMPLT, by, bits)
+        if x.dtype.is_signed:
+            inside = r(Alu.AND, r.binary(Alu.CMPLE, 0, by), inside)
+        shifted = r(machine, x, r.where(inside, by, 0))
+        spilled = r.binary(Alu.SHR, x, bits - 1) if op is Alu.RSHIFT and x.dtype.is_signed else const(0, x.dtype)
+        return r.where(inside, shifted, spilled)
+    return rule
+
+
 def _int_rules() -> dict[Key, Rule]:
     rules: dict[Key, Rule] = {}
     for dt in INTS:
-        rules.update({(Alu.FLOORDIV, dt): _int_floordiv, (Alu.MOD, dt): _int_mod, (Alu.POW, dt): _int_pow})
+        rules.update({(Alu.FLOORDIV, dt): _int_floordiv, (Alu.MOD, dt): _int_mod, (Alu.POW, dt): _int_pow,
+                      (Alu.LSHIFT, dt): _shift(Alu.LSHIFT), (Alu.RSHIFT, dt): _shift(Alu.RSHIFT)})
         rules.update({(op, dt): _identity for op in (Alu.FLOOR, Alu.CEIL, Alu.ROUND, Alu.TRUNC)})
         if not dt.is_signed:
             rules[(Alu.ABS, dt)] = _identity
@@ -353,9 +371,9 @@ def _float_rules() -> dict[Key, Rule]:
 # correctly rounded (a float64 one is within a few ulps). A backend with a math library of its own declares
 # them native.
 
-def _in_float64(fn: Callable[[_Rewriter, Value], Value]) -> Rule:
-    """`fn` of x widened to float64, rounded back to x's dtype."""
-    return lambda r, x: r.cast(fn(r, r.cast(x, float64)), x.dtype)
+def _in_float64(fn: Rule) -> Rule:
+    """`fn` of its operands widened to float64, rounded back to their dtype."""
+    return lambda r, *xs: r.cast(fn(r, *(r.cast(x, float64) for x in xs)), xs[0].dtype)
 
 
 def _expm1(r: _Rewriter, y: Value) -> Value:
@@ -524,11 +542,95 @@ def _exp2_of_product(r: _Rewriter, y: Value, ax: Value) -> Value:
     return r.where(r.binary(Alu.CMPLT, r(Alu.ABS, t), 1025.0), refined, outside)
 
 
+# ---- atan2: the inverse trigonometric functions' primitive ----------------------------------------------
+# The reduction of fdlibm's atan: for t = n / d in [0, 1] (the smaller of |x| and |y| over the larger),
+# atan t = atan c + atan((t - c) / (1 + t c)) with c = 0, 1/2 or 1 as t is below 7/16, below 11/16 or
+# above, which leaves an argument of at most 7/16 for a polynomial. Its numerator n - c d is exact (by
+# Sterbenz's lemma), its denominator and quotient are carried as double-doubles, and so is the angle through
+# pi/2 - angle (|y| > |x|) and pi - angle (x negative), so that it is rounded once at the end: within about
+# half an ulp in float64. The LLVM backend's mathlib computes the same with fused multiply-adds.
+
+# atan r = r + r**3 P(r**2) on |r| <= 7/16, relative error below 2**-57 (Chebyshev interpolation of
+# (atan r - r) / r**3 in r**2, in 50-digit arithmetic, the coefficients rounded to float64)
+ATAN_P: tuple[float, ...] = (
+    -0.3333333333333333, 0.1999999999999941, -0.14285714285566806, 0.11111111096645038, -0.09090908355602592,
+    0.07692285554889286, -0.06666241923359964, 0.05876946456755061, -0.05216679739313656, 0.04492259293193656,
+    -0.033128134256069586, 0.014773184616983806)
+ATAN_MID, ATAN_FAR = 7 / 16, 11 / 16  # where the reduction point c moves to 1/2, then 1
+
+
+def _decimal_atan(x: Decimal) -> Decimal:
+    """atan x for |x| <= 1/2 by its series, to the context's precision."""
+    total, power, k = Decimal(0), x, 1
+    while abs(power) > Decimal(10) ** -(getcontext().prec + 2):
+        total += power / k
+        power, k = -power * x * x, k + 2
+    return total
+
+
+def _atan_constants() -> dict[str, tuple[float, float]]:
+    """atan(1/2), pi/4, pi/2 and pi as double-doubles (pi by Machin's formula)."""
+    with localcontext() as ctx:
+        ctx.prec = 50
+        pi = 16 * _decimal_atan(Decimal(1) / 5) - 4 * _decimal_atan(Decimal(1) / 239)
+        values = {"atan_half": _decimal_atan(Decimal(1) / 2), "quarter_pi": pi / 4, "half_pi": pi / 2, "pi": pi}
+        return {name: _decimal_double_double(v) for name, v in values.items()}
+
+
+ATAN_CONSTANTS = _atan_constants()
+SCALE_ABOVE, SCALE_BELOW = 2.0 ** 900, 2.0 ** -900  # where atan2 scales |x| and |y| by 2**-200 or 2**200
+# Below this t the exact products of the quotient's remainder may underflow (n below 2**-969, with d above
+# 2**-900 once scaled), and the quotient alone is the correctly rounded angle: its correction is dropped.
+ATAN_TINY = 2.0 ** -64
+
+
+def _atan2(r: _Rewriter, y: Value, x: Value) -> Value:
+    """C's atan2 of float64 y and x (see above): Dekker's exact products stand in for fused multiply-adds."""
+    ax, ay = r(Alu.ABS, x), r(Alu.ABS, y)
+    swap = r(Alu.CMPLT, ax, ay)  # the angle is pi/2 - atan(|x| / |y|)
+    n, d = r.where(swap, ax, ay), r.where(swap, ay, ax)
+    # both zeros make the angle 0 (before its quadrant), an infinite d 0, or pi/4 of two infinities
+    infinite = r.binary(Alu.CMPEQ, d, math.inf)
+    n = r.where(infinite, r.where(r.binary(Alu.CMPEQ, n, math.inf), r.of(1.0, float64), 0.0), n)
+    d = r.where(r(Alu.OR, infinite, r.binary(Alu.CMPEQ, d, 0.0)), 1.0, d)
+    # powers of two that keep the exact products below from overflowing or underflowing (an n scaled
+    # into the subnormals is below 2**-1000 of d: its angle underflows anyway)
+    scale = r.where(r.binary(Alu.CMPLT, SCALE_ABOVE, d), 2.0 ** -200,
+                    r.where(r.binary(Alu.CMPLT, d, SCALE_BELOW), r.of(2.0 ** 200, float64), 1.0))
+    n, d = r(Alu.MUL, n, scale), r(Alu.MUL, d, scale)
+    t = r(Alu.DIV, n, d)
+    far, mid = r.binary(Alu.CMPLE, ATAN_FAR, t), r.binary(Alu.CMPLE, ATAN_MID, t)
+    # (t - c) / (1 + t c) as (n - c d) / (d + c n), doubled for c = 1/2
+    num = r.where(far, r(Alu.SUB, n, d), r.where(mid, r(Alu.SUB, r.binary(Alu.MUL, 2.0, n), d), n))
+    den_hi, den_lo = _two_sum(r, r.where(far, n, r.where(mid, r.binary(Alu.MUL, 2.0, d), d)),
+                              r.where(far, d, r.where(mid, n, 0.0)))
+    q = r(Alu.DIV, num, den_hi)
+    p, pe = _two_product(r, q, den_hi)
+    q_lo = r(Alu.DIV, r(Alu.SUB, r(Alu.SUB, r(Alu.SUB, num, p), pe), r(Alu.MUL, q, den_lo)), den_hi)
+    q_lo = r.where(r.binary(Alu.CMPLT, t, ATAN_TINY), 0.0, q_lo)
+    z = r(Alu.MUL, q, q)
+    poly = const(ATAN_P[-1], float64)
+    for c in reversed(ATAN_P[:-1]):
+        poly = r.binary(Alu.ADD, c, r(Alu.MUL, z, poly))
+    # atan(q + q_lo) = q + q z P(z) + q_lo / (1 + z), after atan c
+    tail = r(Alu.ADD, r(Alu.MUL, r(Alu.MUL, q, z), poly), r(Alu.DIV, q_lo, r.binary(Alu.ADD, 1.0, z)))
+    (far_hi, far_lo), (mid_hi, mid_lo) = ATAN_CONSTANTS["quarter_pi"], ATAN_CONSTANTS["atan_half"]
+    hi, lo = _two_sum(r, r.where(far, far_hi, r.where(mid, r.of(mid_hi, float64), 0.0)), q)
+    lo = r(Alu.ADD, lo, r(Alu.ADD, r.where(far, far_lo, r.where(mid, r.of(mid_lo, float64), 0.0)), tail))
+    for flip, constant in ((swap, "half_pi"), (r.signbit(x), "pi")):  # the angle from the other axis
+        c_hi, c_lo = ATAN_CONSTANTS[constant]
+        f_hi, f_lo = _two_sum(r, const(c_hi, float64), r(Alu.NEG, hi))
+        hi, lo = r.where(flip, f_hi, hi), r.where(flip, r(Alu.ADD, f_lo, r.binary(Alu.SUB, c_lo, lo)), lo)
+    angle = r.copysign(r(Alu.ADD, hi, lo), y)
+    return r.where(r(Alu.OR, r(Alu.CMPNE, x, x), r(Alu.CMPNE, y, y)), r(Alu.ADD, x, y), angle)
+
+
 def _math_rules() -> dict[Key, Rule]:
     rules: dict[Key, Rule] = {}
     for dt in FLOATS:
         rules.update({(Alu.EXPM1, dt): _in_float64(_expm1), (Alu.LOG1P, dt): _in_float64(_log1p),
-                      (Alu.TANH, dt): _tanh, (Alu.TAN, dt): _in_float64(_tan), (Alu.POW, dt): _float_pow})
+                      (Alu.TANH, dt): _tanh, (Alu.TAN, dt): _in_float64(_tan), (Alu.POW, dt): _float_pow,
+                      (Alu.ATAN2, dt): _in_float64(_atan2)})
     return rules
 
 

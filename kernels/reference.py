@@ -45,11 +45,14 @@ Values (semantics every backend must honour; `ALU` has one row per op):
   NaN propagates; this reading makes them functions of their values, and it is the LLVM backend's).
   CMPNE is true for NaN, the other comparisons false. ROUND rounds half to even; FLOOR, CEIL, ROUND,
   TRUNC keep the sign of zero and are the identity on integers and bools.
-- The transcendental functions (EXP, EXP2, EXPM1, LOG, LOG2, LOG1P, SIN, COS, TAN, TANH, ERF) and
+- The transcendental functions (EXP, EXP2, EXPM1, LOG, LOG2, LOG1P, SIN, COS, TAN, TANH, ERF, ATAN2) and
   float POW are NumPy's float64 functions (ERF: `math.erf`), rounded to float32 for float32: correctly
   rounded to within their accuracy (about an ulp, and a rare double rounding for float32), not bit for
   bit what a backend's own implementation gives. Compare with a bound in ulps, everything else
   exactly. (NumPy's float32 versions are its own SIMD approximations, up to 3 ulps from these.)
+- LSHIFT and RSHIFT are NumPy's shifts (and PyTorch's): a count in [0, bits) shifts as C does (RSHIFT
+  arithmetic on signed integers, logical on unsigned); any other count, a negative one included (NumPy
+  reads it as unsigned), shifts every bit out: 0, and -1 for a negative value shifted right.
 - float16 and bfloat16 are storage types: a kernel loads them, casts them to float32 and computes
   there; no ALU op or reduction takes them (the interpreter refuses them). They are held as
   float32 arrays of values that the 16-bit type represents exactly. Rounding to them goes through
@@ -500,6 +503,18 @@ def _shift(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., 
     return shift
 
 
+def _numpy_shift(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
+    """NumPy's shift: C's for a count in [0, bits); any other count shifts every bit out (0, or -1 for a
+    negative value shifted right, whose sign fills it)."""
+    def shift(dt: DType, x: np.ndarray, by: np.ndarray) -> np.ndarray:
+        inside = (by >= 0) & (by < dt.bits)
+        shifted = fn(x, np.where(inside, by, 0).astype(by.dtype))
+        zeros = np.zeros_like(x)
+        spilled = np.where(x < 0, ~zeros, zeros) if fn is np.right_shift else zeros
+        return np.where(inside, shifted, spilled)
+    return shift
+
+
 def _int_pow(dt: DType, base: np.ndarray, exp: np.ndarray) -> np.ndarray:
     """Exponentiation by squaring over the exponent's bits, wrapping; a negative exponent truncates
     `1 / base**-exp` toward zero, leaving only bases 1 and -1."""
@@ -595,6 +610,9 @@ ALU: dict[Alu, tuple[str, Callable[..., np.ndarray]]] = {
     Alu.SHL: (INTS, _shift(np.left_shift)),
     Alu.SHR: (INTS, _shift(np.right_shift)),
     Alu.POW: (ANY, lambda dt, a, b: _widened(np.power)(a, b) if dt.is_float else _int_pow(dt, a, b)),
+    Alu.ATAN2: (FLOATS, _same(_widened(np.arctan2))),
+    Alu.LSHIFT: (INTS, _numpy_shift(np.left_shift)),
+    Alu.RSHIFT: (INTS, _numpy_shift(np.right_shift)),
     Alu.MAX: (ANY, _by_kind(np.logical_or, np.maximum, _maximum)),
     Alu.MIN: (ANY, _by_kind(np.logical_and, np.minimum, _minimum)),
     Alu.CMPLT: (ANY, _same(np.less)),

@@ -65,6 +65,7 @@ from .dtypes import (
     uint16,
     uint32,
     uint64,
+    weak_result_type,
 )
 from .errors import AxisError, DeviceError, DTypeError, JitError, KernelError, ShapeError
 from .indexing import nonzero
@@ -78,7 +79,7 @@ from .schedule import Schedule
 from .schedule import schedule as _schedule_nodes
 from .sorting import isin, searchsorted, unique_all, unique_counts, unique_inverse, unique_values
 from .statistics import bincount, histogram, median, percentile, quantile
-from .tensor import Tensor, broadcast_shapes, realize, where
+from .tensor import Tensor, _is_scalar, broadcast_shapes, realize, where
 
 bool = bool_
 float = float32
@@ -98,10 +99,16 @@ def schedule(*tensors: Tensor) -> Schedule:
 
 
 def _function(method: Callable) -> Callable:
-    """`lt.exp(x)` for `x.exp()`: the first argument may be anything asarray takes."""
+    """`lt.exp(x)` for `x.exp()`: the first argument may be anything asarray takes. A Python scalar before a
+    tensor is weak, as the array API (2024.12) has it for binary functions: `lt.atan2(1, x)` takes x's dtype
+    and device, as `x.atan2(1)` would."""
     @functools.wraps(method)
     def function(x: Any, *args: Any, **kwargs: Any) -> Any:
-        return method(x if isinstance(x, Tensor) else asarray(x), *args, **kwargs)
+        if not isinstance(x, Tensor):
+            other = args[0] if args else None
+            x = Tensor._scalar(x, weak_result_type(other.dtype, x), other.device, method.__name__) \
+                if _is_scalar(x) and isinstance(other, Tensor) else asarray(x)
+        return method(x, *args, **kwargs)
     return function
 
 
@@ -129,6 +136,19 @@ cos = _function(Tensor.cos)
 tan = _function(Tensor.tan)
 tanh = _function(Tensor.tanh)
 erf = _function(Tensor.erf)
+atan2 = arctan2 = _function(Tensor.atan2)
+atan = arctan = _function(Tensor.atan)
+asin = arcsin = _function(Tensor.asin)
+acos = arccos = _function(Tensor.acos)
+asinh = arcsinh = _function(Tensor.asinh)
+acosh = arccosh = _function(Tensor.acosh)
+atanh = arctanh = _function(Tensor.atanh)
+sinh = _function(Tensor.sinh)
+cosh = _function(Tensor.cosh)
+hypot = _function(Tensor.hypot)
+copysign = _function(Tensor.copysign)
+signbit = _function(Tensor.signbit)
+nextafter = _function(Tensor.nextafter)
 sigmoid = _function(Tensor.sigmoid)
 relu = _function(Tensor.relu)
 sign = _function(Tensor.sign)
@@ -154,6 +174,8 @@ bitwise_invert = _function(Tensor.bitwise_invert)
 bitwise_and = _function(Tensor.bitwise_and)
 bitwise_or = _function(Tensor.bitwise_or)
 bitwise_xor = _function(Tensor.bitwise_xor)
+bitwise_left_shift = _function(Tensor.bitwise_left_shift)
+bitwise_right_shift = _function(Tensor.bitwise_right_shift)
 negative = _function(Tensor.negative)
 less = _function(Tensor.less)
 less_equal = _function(Tensor.less_equal)
@@ -289,21 +311,144 @@ __all__ = [
     "zeros_like",
 ]
 __all__ += [  # the NumPy-style functions above
-    "abs", "absolute", "add", "all", "allclose", "amax", "amin", "any", "argmax", "argmin", "argsort", "argwhere",
+    "abs",
+    "absolute",
+    "acos",
+    "acosh",
+    "add",
+    "all",
+    "allclose",
+    "amax",
+    "amin",
+    "any",
+    "arccos",
+    "arccosh",
+    "arcsin",
+    "arcsinh",
+    "arctan",
+    "arctan2",
+    "arctanh",
+    "argmax",
+    "argmin",
+    "argsort",
+    "argwhere",
+    "asin",
+    "asinh",
     "astype",
-    "bitwise_and", "bitwise_invert", "bitwise_not", "bitwise_or", "bitwise_xor", "broadcast_to", "ceil",
-    "clamp", "clip", "conj", "contiguous", "cos", "count_nonzero", "cumprod", "cumsum", "cumulative_prod",
-    "cumulative_sum", "diff", "divide", "dot", "equal", "erf", "exp", "exp2", "expand_dims", "expm1",
-    "flatten", "flip", "floor", "floor_divide", "gather", "greater", "greater_equal", "imag", "index_add",
-    "index_select", "isclose", "isfinite",
-    "isinf", "isnan", "less", "less_equal", "log", "log1p", "log2", "log10", "log_softmax", "logaddexp",
-    "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "matmul", "max", "maximum",
-    "mean", "min", "minimum", "moveaxis", "multiply", "narrow", "negative", "not_equal", "outer", "pad",
-    "permute", "permute_dims", "positive", "pow", "prod", "ravel", "real", "reciprocal", "relu", "remainder",
-    "reshape", "roll", "round", "rsqrt", "scatter", "scatter_add", "sigmoid", "sign", "sin", "softmax", "sqrt",
-    "square", "squeeze",
-    "std", "sub", "subtract", "sum", "swapaxes", "tan", "tanh", "tensordot", "tile", "transpose", "trunc",
-    "unsqueeze", "var", "vecdot",
+    "atan",
+    "atan2",
+    "atanh",
+    "bitwise_and",
+    "bitwise_invert",
+    "bitwise_left_shift",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_right_shift",
+    "bitwise_xor",
+    "broadcast_to",
+    "ceil",
+    "clamp",
+    "clip",
+    "conj",
+    "contiguous",
+    "copysign",
+    "cos",
+    "cosh",
+    "count_nonzero",
+    "cumprod",
+    "cumsum",
+    "cumulative_prod",
+    "cumulative_sum",
+    "diff",
+    "divide",
+    "dot",
+    "equal",
+    "erf",
+    "exp",
+    "exp2",
+    "expand_dims",
+    "expm1",
+    "flatten",
+    "flip",
+    "floor",
+    "floor_divide",
+    "gather",
+    "greater",
+    "greater_equal",
+    "hypot",
+    "imag",
+    "index_add",
+    "index_select",
+    "isclose",
+    "isfinite",
+    "isinf",
+    "isnan",
+    "less",
+    "less_equal",
+    "log",
+    "log1p",
+    "log2",
+    "log10",
+    "log_softmax",
+    "logaddexp",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "logical_xor",
+    "logsumexp",
+    "matmul",
+    "max",
+    "maximum",
+    "mean",
+    "min",
+    "minimum",
+    "moveaxis",
+    "multiply",
+    "narrow",
+    "negative",
+    "nextafter",
+    "not_equal",
+    "outer",
+    "pad",
+    "permute",
+    "permute_dims",
+    "positive",
+    "pow",
+    "prod",
+    "ravel",
+    "real",
+    "reciprocal",
+    "relu",
+    "remainder",
+    "reshape",
+    "roll",
+    "round",
+    "rsqrt",
+    "scatter",
+    "scatter_add",
+    "sigmoid",
+    "sign",
+    "signbit",
+    "sin",
+    "sinh",
+    "softmax",
+    "sqrt",
+    "square",
+    "squeeze",
+    "std",
+    "sub",
+    "subtract",
+    "sum",
+    "swapaxes",
+    "tan",
+    "tanh",
+    "tensordot",
+    "tile",
+    "transpose",
+    "trunc",
+    "unsqueeze",
+    "var",
+    "vecdot",
 ]
 __all__ += [
     "Jit",

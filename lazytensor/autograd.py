@@ -299,6 +299,15 @@ def _pow_vjp(srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> list[Tensor | No
     return [ga, gb]
 
 
+def _atan2_vjp(srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> list[Tensor | None]:
+    """d atan2(y, x) = (x dy - y dx) / (x**2 + y**2), as PyTorch computes it: 0 at the origin, where
+    x**2 + y**2 is 0 (or underflows)."""
+    y, x = srcs
+    recip = (y * y + x * x).reciprocal()
+    recip = _where(recip.isinf(), 0.0, recip)
+    return [g * x * recip, g * -y * recip]
+
+
 def _piecewise_constant(srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> list[Tensor | None]:
     """floor, ceil, round, trunc and //: a zero gradient, as PyTorch."""
     return [_zeros_like(s) for s in srcs]
@@ -332,14 +341,16 @@ ALU_VJP: dict[Alu, Callable[[Sequence[Tensor], Tensor, Tensor], list[Tensor | No
     Alu.FLOORDIV: _piecewise_constant,
     Alu.MOD: lambda s, out, g: [g, -g * (s[0] / s[1]).floor()],  # a - b * floor(a / b)
     Alu.POW: _pow_vjp,
+    Alu.ATAN2: _atan2_vjp,
     Alu.MAX: lambda s, out, g: _extremum_vjp(True, s[0], s[1], g),
     Alu.MIN: lambda s, out, g: _extremum_vjp(False, s[0], s[1], g),
     Alu.WHERE: lambda s, out, g: [None, _where(s[0], g, 0.0), _where(s[0], 0.0, g)],
 }
 
-# Elementwise ops whose result is never a float (comparisons give bools; the bitwise and logical ops take
-# only bools and integers): nothing to differentiate.
-NOT_DIFFERENTIABLE = frozenset({Alu.CMPLT, Alu.CMPLE, Alu.CMPEQ, Alu.CMPNE, Alu.AND, Alu.OR, Alu.XOR, Alu.NOT})
+# Elementwise ops whose result is never a float (comparisons give bools; the bitwise and logical ops and the
+# shifts take only bools and integers): nothing to differentiate.
+NOT_DIFFERENTIABLE = frozenset({Alu.CMPLT, Alu.CMPLE, Alu.CMPEQ, Alu.CMPNE, Alu.AND, Alu.OR, Alu.XOR, Alu.NOT,
+                                Alu.LSHIFT, Alu.RSHIFT})
 
 
 def _alu_vjp(op: Alu, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> list[Tensor | None]:
@@ -441,6 +452,8 @@ def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> li
         grads = _alu_vjp(arg, srcs, out, g)
     elif op is Op.CAST:
         grads = [g.cast(x.dtype) if x.dtype.is_float else None]
+    elif op is Op.BITCAST:  # bits are not a differentiable function of a value: what uses them says how
+        grads = [None]
     elif op is Op.CONTIGUOUS:  # a fusion barrier forward is one backward too
         grads = [g.contiguous()]
     elif op is Op.CHECK:

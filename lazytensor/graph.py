@@ -45,6 +45,7 @@ class Op(Enum):
     PHILOX = "philox"          # int64 word `arg` (0-3) of Philox-4x32-10; srcs: counter words c0-c3, key k0, k1
     ALU = "alu"                # elementwise; arg: kernels.ir.Alu
     CAST = "cast"              # to `dtype`
+    BITCAST = "bitcast"        # to `dtype`, of the same size: the source's bits read as that dtype
     REDUCE = "reduce"          # arg: (ReduceOp, axes); reduced axes keep size 1
     RESHAPE = "reshape"        # arg: new shape
     PERMUTE = "permute"        # arg: axis order

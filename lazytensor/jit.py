@@ -173,8 +173,9 @@ class _Record(Recorder):
 
     def read(self) -> None:
         op, line = user_call()
-        raise JitError(f"lt.jit: {self.name} reads a tensor's data with {op.strip('_')}() at {line}: a replay runs "
-                       "only the kernels, so it could not give the function that value. Read it outside the "
+        raise JitError(f"lt.jit: {self.name} reads a tensor's data with {op.strip('_')}() at {line} (a value, or the "
+                       "size of a result that depends on the data: a mask's selection, nonzero, unique): a replay "
+                       "runs only the kernels, so it could not give the function that value. Read it outside the "
                        "jitted function, from what the function returns.")
 
 

@@ -211,6 +211,10 @@ class _Lowerer:
             # the source is rounded to its own dtype first: a 16-bit float computed in this kernel is float32
             src = node.srcs[0].dtype
             return [(node.srcs[0], idx, bounds)], lambda vals: _rounded(_rounded(vals[0], src), node.dtype)
+        if op is Op.BITCAST:  # the bits as the source's dtype holds them: a 16-bit float is rounded first
+            src = node.srcs[0].dtype
+            return [(node.srcs[0], idx, bounds)], lambda vals: ir.cast(ir.bitcast(_narrow(vals[0], src), node.dtype),
+                                                                       dtype)
         if op is Op.CONTIGUOUS or op is Op.CHECK:  # a check's flag is a kernel of its own (see schedule)
             return [(node.srcs[0], idx, bounds)], lambda vals: vals[0]
         if op is Op.REDUCE:

@@ -181,7 +181,7 @@ def _with_pending(roots: tuple[Node, ...]) -> list[Node]:
                       and not t.node.realized)]
 
 
-_COMPUTED = frozenset({Op.ALU, Op.CAST, Op.REDUCE, Op.PHILOX, Op.GATHER})  # ops that compute (not views, not data)
+_COMPUTED = frozenset({Op.ALU, Op.CAST, Op.BITCAST, Op.REDUCE, Op.PHILOX, Op.GATHER})  # ops that compute (not views, not data)
 # Ops whose kernel writes a fresh row-major buffer of their own (a `contiguous()` point among them).
 _FRESH = _COMPUTED | {Op.CONTIGUOUS, Op.CHECK, Op.SCATTER, Op.SORT, Op.SCAN}
 _OWN_KERNEL = frozenset({Op.SCATTER, Op.SORT, Op.SCAN})  # ops that are a kernel of their own kind, each alone
@@ -613,7 +613,7 @@ class _Planner:
             -> list[tuple[Node, tuple[Expr, ...], Bounds, _Nest]]:
         """What `node`'s value at `idx` reads, as lowering reads it (`lazytensor.lowering`)."""
         op = node.op
-        if op in (Op.ALU, Op.CAST, Op.CONTIGUOUS, Op.PHILOX):
+        if op in (Op.ALU, Op.CAST, Op.BITCAST, Op.CONTIGUOUS, Op.PHILOX):
             return [(s, idx, bounds, nest) for s in node.srcs]
         if op is Op.CHECK:  # the value; the flag is a requested output of the schedule
             return [(node.srcs[0], idx, bounds, nest)]

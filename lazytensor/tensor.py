@@ -12,16 +12,17 @@ import copy
 import math
 import operator
 from collections.abc import Callable, Iterator, Sequence
+from decimal import Decimal, localcontext
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from . import array_api, dtypes
-from .autograd import backward, custom_vjp, is_grad_enabled
+from .autograd import _zeros_like, backward, custom_vjp, is_grad_enabled
 from .contraction import ContractionOps
 from .device import Device, canonical, get_device
-from .dtypes import DType, bool_, default_float
+from .dtypes import DType, bfloat16, bool_, default_float, float16, float32, float64, int16, int32, int64
 from .errors import DeviceError, DTypeError, ShapeError
 from .graph import Node, Op, hold
 from .helpers import prod
@@ -229,14 +230,45 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
             raise DTypeError(f"{name}: not supported for two bool tensors (cast to an integer dtype first)")
         if op in (Alu.AND, Alu.OR, Alu.XOR) and dtype.is_float:
             raise DTypeError(f"{name}: bitwise ops need bool or integer tensors, got {dtype.name}")
-        if op is Alu.DIV and not dtype.is_float:
+        if op in (Alu.LSHIFT, Alu.RSHIFT) and not dtype.is_int:
+            raise DTypeError(f"{name}: shifts need integer tensors, got {dtype.name}")
+        if op in (Alu.DIV, Alu.ATAN2) and not dtype.is_float:
             a, b, dtype = a.cast(default_float), b.cast(default_float), default_float
         out_dtype = bool_ if op in (Alu.CMPLT, Alu.CMPLE, Alu.CMPEQ, Alu.CMPNE) else dtype
         return a._alu(op, out_dtype, b)
 
     def _float_unary(self, op: Alu) -> Tensor:
-        x = self if self.dtype.is_float else self.cast(default_float)
-        return x._alu(op, x.dtype)
+        (x,), dtype = self._float_operands((), op.label)
+        return x._alu(op, dtype)
+
+    def _float_operands(self, others: Sequence[Any], name: str) -> tuple[list[Tensor], DType]:
+        """Self and `others` promoted together and broadcast (`_operands`), integers and bools to the default
+        float: the operands of a float function (`name`, for errors)."""
+        xs, dtype = self._operands(others, name) if others else ([self], self.dtype)
+        if not dtype.is_float:
+            xs, dtype = [x.cast(default_float) for x in xs], default_float
+        return xs, dtype
+
+    def _composite(self, compute: Callable[..., Tensor], backward: Callable[..., list[Tensor | None]],
+                   *others: Any, name: str = "") -> Tensor:
+        """A function composed of other ops: `compute(working, *operands)` on the float operands of this tensor
+        and `others` (`_float_operands`; `name` the function's) widened to their working precision
+        (`_WORKING`), rounded once to their dtype. Differentiated by `backward(g, *operands)`, the derivative
+        PyTorch gives, not through its steps (whose derivatives blow up where the function's is only large,
+        as sqrt(1 - x**2) at 1)."""
+        xs, dtype = self._float_operands(others, name)
+        working = _WORKING[float32 if dtype in (float16, bfloat16) else float64]
+        return custom_vjp(xs, lambda: compute(working, *(x.cast(working.dtype) for x in xs)).cast(dtype),
+                          lambda g: backward(g, *xs))
+
+    def _bitcast(self, dtype: DType) -> Tensor:
+        """This tensor's bits read as `dtype`, of the same size (a 16-bit float's as it is stored). A graph op of
+        its own, lowered to the kernel IR's BITCAST: signbit, copysign and nextafter are integer ops on the bits,
+        which no value op can see (the sign of a NaN), and `view(dtype)` will be this too. No gradient passes
+        it: the functions that read bits say what theirs is."""
+        if dtype.itemsize != self.dtype.itemsize or bool_ in (dtype, self.dtype):
+            raise DTypeError(f"bitcast: {self.dtype.name} and {dtype.name} are not of one size (bools have no bits)")
+        return self if dtype == self.dtype else self._derive(Op.BITCAST, self.shape, dtype=dtype)
 
     # ---- attributes ------------------------------------------------------------------
 
@@ -558,9 +590,22 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
     def bitwise_xor(self, other: Any) -> Tensor:
         return self._binary(other, Alu.XOR, "bitwise_xor")
 
+    def bitwise_left_shift(self, other: Any) -> Tensor:
+        """Each element's bits moved left by `other`'s (integers), as NumPy and PyTorch: a count past the
+        width, or negative (read as unsigned, as NumPy does), shifts every bit out and gives 0."""
+        return self._binary(other, Alu.LSHIFT, "bitwise_left_shift")
+
+    def bitwise_right_shift(self, other: Any) -> Tensor:
+        """Each element's bits moved right by `other`'s (integers): arithmetic, so floor division by a power
+        of two (array API). A count past the width, or negative, shifts every bit out: 0, and -1 for a
+        negative value."""
+        return self._binary(other, Alu.RSHIFT, "bitwise_right_shift")
+
     __and__ = bitwise_and
     __or__ = bitwise_or
     __xor__ = bitwise_xor
+    __lshift__ = bitwise_left_shift
+    __rshift__ = bitwise_right_shift
 
     def __rand__(self, other: Any) -> Tensor:
         return self._binary(other, Alu.AND, "bitwise_and", reverse=True)
@@ -570,6 +615,12 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
 
     def __rxor__(self, other: Any) -> Tensor:
         return self._binary(other, Alu.XOR, "bitwise_xor", reverse=True)
+
+    def __rlshift__(self, other: Any) -> Tensor:
+        return self._binary(other, Alu.LSHIFT, "bitwise_left_shift", reverse=True)
+
+    def __rrshift__(self, other: Any) -> Tensor:
+        return self._binary(other, Alu.RSHIFT, "bitwise_right_shift", reverse=True)
 
     def _inplace(self, fn: Callable[[Tensor, Any], Tensor], other: Any, op: str) -> Tensor:
         """`x op= y` rebinds x to `fn(x, y)`, which must keep x's shape and a dtype x can hold.
@@ -620,6 +671,12 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
 
     def __ixor__(self, other: Any) -> Tensor:
         return self._inplace(operator.xor, other, "^=")
+
+    def __ilshift__(self, other: Any) -> Tensor:
+        return self._inplace(operator.lshift, other, "<<=")
+
+    def __irshift__(self, other: Any) -> Tensor:
+        return self._inplace(operator.rshift, other, ">>=")
 
     def __neg__(self) -> Tensor:
         if self.dtype == bool_:
@@ -677,13 +734,14 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
         return self._binary(other, Alu.MIN, "minimum")
 
     def clip(self, min: Any = None, max: Any = None) -> Tensor:
-        """`minimum(maximum(x, min), max)`: with min > max every element is max, as in NumPy.
+        """`minimum(maximum(x, min), max)`: with min > max every element is max, as in NumPy; with neither
+        bound, the values of x as a new tensor (array API; PyTorch's clamp raises).
 
         Differentiated as PyTorch's clamp: x takes the gradient where min <= x <= max, min where
         x < min < max, max where x > max or max < min. Through maximum and minimum, a tie (x == min) would
         split it between them instead (scalar bounds already follow clamp: see autograd's `_extremum_vjp`)."""
         if min is None and max is None:
-            raise ValueError("clip: give at least one of min and max")
+            return self.copy()
         if not isinstance(min, Tensor) and not isinstance(max, Tensor):
             out = self if min is None else self.maximum(min)
             return out if max is None else out.minimum(max)
@@ -755,6 +813,102 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
 
     def erf(self) -> Tensor:
         return self._float_unary(Alu.ERF)
+
+    # The inverse trigonometric and the hyperbolic functions: atan2 is the primitive (an IR op), the others
+    # are composed of it, sqrt, exp, expm1, log and log1p with the usual careful formulas (fdlibm's), in the
+    # working precision of `_composite`; where rounding an intermediate would cost more than half an ulp,
+    # its error is carried beside it as a second term (`_two_sum`, `_two_product`).
+
+    def atan2(self, other: Any) -> Tensor:
+        """The angle of the point (other, self) (`atan2(y, x)`, y first), in [-pi, pi], with C's and the array
+        API's special values (signed zeros pick the half-plane: atan2(+0.0, -0.0) is pi)."""
+        return self._binary(other, Alu.ATAN2, "atan2")
+
+    def atan(self) -> Tensor:
+        """The inverse tangent, in [-pi/2, pi/2]: atan2(x, 1)."""
+        (x,), dtype = self._float_operands((), "atan")
+        return x._alu(Alu.ATAN2, dtype, x._const(1, dtype, x.device).broadcast_to(x.shape))
+
+    def asin(self) -> Tensor:
+        """The inverse sine, in [-pi/2, pi/2]; NaN outside [-1, 1]."""
+        return self._composite(_asin, lambda g, x: [g * (1 - x * x).rsqrt()])
+
+    def acos(self) -> Tensor:
+        """The inverse cosine, in [0, pi]; NaN outside [-1, 1]."""
+        return self._composite(_acos, lambda g, x: [-g * (1 - x * x).rsqrt()])
+
+    def asinh(self) -> Tensor:
+        """The inverse hyperbolic sine."""
+        return self._composite(_asinh, lambda g, x: [g * (x * x + 1).rsqrt()])
+
+    def acosh(self) -> Tensor:
+        """The inverse hyperbolic cosine, from 0 at 1; NaN below 1."""
+        return self._composite(_acosh, lambda g, x: [g * (x * x - 1).rsqrt()])
+
+    def atanh(self) -> Tensor:
+        """The inverse hyperbolic tangent: infinite at -1 and 1, NaN beyond."""
+        return self._composite(_atanh, lambda g, x: [g / (1 - x * x)])
+
+    def sinh(self) -> Tensor:
+        """The hyperbolic sine."""
+        return self._composite(_sinh, lambda g, x: [g * x.cosh()])
+
+    def cosh(self) -> Tensor:
+        """The hyperbolic cosine."""
+        return self._composite(_cosh, lambda g, x: [g * x.sinh()])
+
+    arctan2, arctan, arcsin, arccos, arcsinh, arccosh, arctanh = atan2, atan, asin, acos, asinh, acosh, atanh
+
+    def hypot(self, other: Any) -> Tensor:
+        """sqrt(self**2 + other**2), neither overflowing nor underflowing where the result does not; infinite
+        where either is infinite, NaN or not."""
+        def backward(g: Tensor, x: Tensor, y: Tensor) -> list[Tensor | None]:
+            out = x.hypot(y)  # the forward's own nodes (the graph is hash-consed)
+            return [g * x / out, g * y / out]
+
+        return self._composite(_hypot, backward, other, name="hypot")
+
+    # Functions of the sign bit, which no comparison sees (-0.0 == 0.0, and a NaN's sign): integer ops on the
+    # bits (`_bitcast`), exact in every float dtype.
+
+    def signbit(self) -> Tensor:
+        """Whether the sign bit is set: true for -0.0 and a NaN with its sign bit set (array API, NumPy, PyTorch);
+        an integer's is whether it is below 0, a bool's is false."""
+        if self.dtype == bool_:
+            return self._const(False, bool_, self.device).broadcast_to(self.shape)
+        return (self._bitcast(_WORDS[self.dtype.itemsize]) if self.dtype.is_float else self) < 0
+
+    def copysign(self, other: Any) -> Tensor:
+        """|self| with the sign bit of `other`, NaN's and zero's included (a float; integers promote to the default
+        float). Differentiated as PyTorch: `result / self`, 0 where self is 0; `other` gets 0."""
+        (x, y), dtype = self._float_operands([other], "copysign")
+        word, sign = _WORDS[dtype.itemsize], -1 << (8 * dtype.itemsize - 1)
+
+        def forward() -> Tensor:
+            return ((x._bitcast(word) & ~sign) | (y._bitcast(word) & sign))._bitcast(dtype)
+
+        def backward(g: Tensor) -> list[Tensor | None]:
+            return [where(x == 0, 0.0, g * (x.copysign(y) / x)), _zeros_like(y)]
+
+        return custom_vjp([x, y], forward, backward)
+
+    def nextafter(self, other: Any) -> Tensor:
+        """The float next to each element of self in the direction of `other` (other itself where they are
+        equal, so nextafter(-0.0, +0.0) is +0.0; NaN where either is NaN): one step of the bits.
+        Differentiated as PyTorch: self's gradient passes where self != other (the step is below the rounding
+        of any use of it; where they are equal the result is other, a constant), `other` gets 0."""
+        (x, y), dtype = self._float_operands([other], "nextafter")
+        word, sign = _WORDS[dtype.itemsize], -1 << (8 * dtype.itemsize - 1)
+
+        def forward() -> Tensor:
+            bits = x._bitcast(word)
+            # the bits are a sign and a magnitude: away from zero is one up, toward it one down
+            step = where((x < y) == (x > 0), bits + 1, bits - 1)
+            smallest = ((y._bitcast(word) & sign) | 1)._bitcast(dtype)  # from a zero: the subnormal on y's side
+            out = where(x == y, y, where(x == 0, smallest, step._bitcast(dtype)))
+            return where(x.isnan() | y.isnan(), x + y, out)
+
+        return custom_vjp([x, y], forward, lambda g: [where(x != y, g, 0.0), _zeros_like(y)])
 
     def reciprocal(self) -> Tensor:
         return self._float_unary(Alu.RECIP)
@@ -907,6 +1061,172 @@ def realize(*tensors: Tensor) -> tuple[Tensor, ...]:
     """Compute several tensors in one schedule, so work they share runs once."""
     realize_nodes(*(t.node for t in tensors if not t.node.realized))
     return tensors
+
+
+# ---- the composite functions -------------------------------------------------------------------------
+
+_WORDS = {2: int16, 4: int32, 8: int64}  # the integer dtype of a float's bits, by size
+
+
+class _Working(NamedTuple):
+    """A working precision of the composite functions and the constants their formulas take in it."""
+
+    dtype: DType
+    splitter: float  # 2**ceil(p/2) + 1 for Dekker's split into halves (p the significand's bits)
+    big: float  # above this, 1 + x**2 rounds to x**2: asinh and acosh are log(2x)
+    huge: float  # an integer below log(max): exp(x) overflows past it, sinh and cosh a little later
+    half_exp_huge: float  # e**huge / 2
+    hypot_scales: tuple[float, float, float, float]  # above a, scaled by b; below c, by d: squares stay normal
+
+
+def _half_exp(x: int) -> float:
+    """e**x / 2, correctly rounded."""
+    with localcontext() as ctx:
+        ctx.prec = 40
+        return float(Decimal(x).exp() / 2)
+
+
+# float64 for float32 and float64 operands (float32 results correctly rounded but for rare double roundings),
+# float32 for the 16-bit floats, as every op computes them
+_WORKING = {float64: _Working(float64, 2.0**27 + 1, 2.0**28, 709.0, _half_exp(709), (2.0**500, 2.0**-600, 2.0**-500,
+                                                                                   2.0**600)),
+            float32: _Working(float32, 2.0**12 + 1, 2.0**14, 88.0, _half_exp(88), (2.0**52, 2.0**-76, 2.0**-52,
+                                                                                2.0**100))}
+
+
+def _two_sum(a: Tensor | float, b: Tensor) -> tuple[Tensor, Tensor]:
+    """a + b = s + e exactly, s the rounded sum (Knuth). Graph ops are a kernel's ops one for one, and no
+    backend contracts or reassociates them, so the error-free transformations of `kernels/legalize.py` hold on
+    tensors too (written here again: those build kernel IR values, below the frontend)."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _two_product(w: _Working, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+    """a * b = p + e exactly, p the rounded product (Dekker), for products that neither overflow nor underflow."""
+    def split(v: Tensor) -> tuple[Tensor, Tensor]:
+        t = v * w.splitter
+        hi = t - (t - v)
+        return hi, v - hi
+
+    p = a * b
+    (ah, al), (bh, bl) = split(a), split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _sqrt_pair(w: _Working, hi: Tensor, lo: Tensor) -> tuple[Tensor, Tensor]:
+    """sqrt(hi + lo) as root + correction, for lo small against hi: the root of hi and, to first order, what
+    its rounding and lo add (the exact residual hi - root**2 over 2 root)."""
+    root = hi.sqrt()
+    p, pe = _two_product(w, root, root)
+    return root, where(root > 0, (((hi - p) - pe) + lo) / (root * 2), 0.0)
+
+
+def _log1p_pair(hi: Tensor, lo: Tensor) -> Tensor:
+    """log1p(hi + lo) for lo small against hi, to first order in lo."""
+    return hi.log1p() + lo / (hi + 1)
+
+
+def _one_minus_square(w: _Working, a: Tensor) -> tuple[Tensor, Tensor]:
+    """1 - a**2 as hi + lo, to about twice the working precision: near |a| = 1 it cancels to a few bits."""
+    p, pe = _two_product(w, a, a)
+    hi, lo = _two_sum(1.0, -p)
+    return hi, lo - pe
+
+
+def _asin(w: _Working, x: Tensor) -> Tensor:
+    """atan2(|x|, d) for d = sqrt(1 - x**2) + d_lo, whose low part moves the angle by -|x| d_lo (as |x|**2 + d**2
+    is 1): rounding d alone would cost up to an ulp of the angle near 0; the sign of x put back (an odd
+    function, -0.0 included)."""
+    a = x.abs()
+    d, d_lo = _sqrt_pair(w, *_one_minus_square(w, a))
+    return (a.atan2(d) - a * d_lo).copysign(x)
+
+
+def _acos(w: _Working, x: Tensor) -> Tensor:
+    """atan2(d, x) for d = sqrt(1 - x**2) + d_lo (see `_asin`): d_lo moves it by x d_lo."""
+    d, d_lo = _sqrt_pair(w, *_one_minus_square(w, x.abs()))
+    return d.atan2(x) + x * d_lo
+
+
+def _atanh(w: _Working, x: Tensor) -> Tensor:
+    """log1p(2a / (1 - a)) / 2 for a = |x| (fdlibm's), the quotient with its remainder: 1 - a and the
+    quotient rounded would cost about an ulp each."""
+    a = x.abs()
+    b, b_lo = _two_sum(1.0, -a)
+    q = a * 2 / b
+    p, pe = _two_product(w, q, b)
+    q_lo = (((a * 2 - p) - pe) - q * b_lo) / b  # nothing to correct where q is infinite (a = 1)
+    return (_log1p_pair(q, where(q.isfinite(), q_lo, 0.0)) * 0.5).copysign(x)
+
+
+def _asinh(w: _Working, x: Tensor) -> Tensor:
+    """log1p(a + a**2 / (1 + sqrt(1 + a**2))) for a = |x| (fdlibm's), the sum with its rounding error; log(2a)
+    past `big`, where a**2 could overflow."""
+    a = x.abs()
+    z, z_lo = _two_sum(a, a * a / ((a * a + 1).sqrt() + 1))
+    return where(a > w.big, a.log() + math.log(2), _log1p_pair(z, z_lo)).copysign(x)
+
+
+def _acosh(w: _Working, x: Tensor) -> Tensor:
+    """log1p(t + sqrt(2t + t**2)) for t = x - 1 below 2 (fdlibm's; t is exact there), its square root and sum
+    to twice the working precision; log(2x - 1 / (x + sqrt(x**2 - 1))) up to `big`, log(2x) past it."""
+    t = x - 1
+    p, pe = _two_product(w, t, t)
+    s, s_lo = _two_sum(t * 2, p)
+    r, r_lo = _sqrt_pair(w, s, s_lo + pe)
+    z, z_lo = _two_sum(t, r)
+    near = _log1p_pair(z, z_lo + r_lo)
+    mid = (x * 2 - 1 / (x + (x * x - 1).sqrt())).log()
+    y = where(x < 2, near, where(x < w.big, mid, x.log() + math.log(2)))
+    return where(x < 1, math.nan, y)
+
+
+def _exp_past_huge(w: _Working, a: Tensor) -> Tensor:
+    """e**a / 2 for a beyond `huge`, where e**a overflows before e**a / 2 does: e**(a - huge) (a - huge is
+    exact) times e**huge / 2."""
+    return (a - w.huge).exp() * w.half_exp_huge
+
+
+# sinh a = a + a**3 S(a**2) below 1: its Taylor series, whose terms past these fall below 2**-60 of a there
+_SINH_TAYLOR = tuple(1 / math.factorial(k) for k in range(3, 21, 2))
+
+
+def _sinh(w: _Working, x: Tensor) -> Tensor:
+    """a + a**3 S(a**2) for a = |x| below 1 (fdlibm's form from expm1 loses up to 2 ulps there),
+    (t + t / (t + 1)) / 2 for t = expm1(a) above (fdlibm's); the sign of x put back."""
+    a = x.abs()
+    z = a * a
+    series = _SINH_TAYLOR[-1]
+    for c in reversed(_SINH_TAYLOR[:-1]):
+        series = series * z + c
+    t = a.minimum(w.huge).expm1()
+    large = (t + t / (t + 1)) * 0.5
+    return where(a < 1, a + a * z * series, where(a < w.huge, large, _exp_past_huge(w, a))).copysign(x)
+
+
+def _cosh(w: _Working, x: Tensor) -> Tensor:
+    """1 + t**2 / (2 (t + 1)) for t = expm1(|x|) below ln(2)/2 (fdlibm's), (e + 1/e) / 2 for e = exp(|x|) above."""
+    a = x.abs()
+    t = a.expm1()
+    e = a.minimum(w.huge).exp()
+    small = t * t / ((t + 1) * 2) + 1
+    return where(a < math.log(2) / 2, small, where(a < w.huge, e * 0.5 + 0.5 / e, _exp_past_huge(w, a)))
+
+
+def _hypot(w: _Working, x: Tensor, y: Tensor) -> Tensor:
+    """sqrt(x**2 + y**2) of both scaled by a power of two (exactly) that keeps the squares normal, and the sum of
+    squares to twice the working precision, so that the square root is rounded once."""
+    above, down, below, up = w.hypot_scales
+    a, b = x.abs(), y.abs()
+    m = a.maximum(b)
+    scale = where(m > above, down, where(m < below, up, m._const(1, w.dtype, m.device).broadcast_to(m.shape)))
+    p, pe = _two_product(w, a * scale, a * scale)
+    q, qe = _two_product(w, b * scale, b * scale)
+    h, h_lo = _two_sum(p, q)
+    r, r_lo = _sqrt_pair(w, h, h_lo + pe + qe)
+    return where(a.isinf() | b.isinf(), math.inf, (r + r_lo) / scale)
 
 
 __all__ = ["Tensor", "broadcast_shapes", "realize", "where"]

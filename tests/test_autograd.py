@@ -78,6 +78,14 @@ UNARY = {
     "pow_half": (lambda x: x ** 0.5, lambda t: t ** 0.5, {"low": 0.1, "high": 4}),
     "rpow": (lambda x: 2.0 ** x, lambda t: 2.0 ** t, {}),
     "clip": (lambda x: x.clip(-1.0, 1.5), lambda t: t.clamp(-1.0, 1.5), {}),
+    "asin": (lambda x: x.asin(), lambda t: t.asin(), {"low": -0.95, "high": 0.95}),
+    "acos": (lambda x: x.acos(), lambda t: t.acos(), {"low": -0.95, "high": 0.95}),
+    "atan": (lambda x: x.atan(), lambda t: t.atan(), {}),
+    "asinh": (lambda x: x.asinh(), lambda t: t.asinh(), {}),
+    "acosh": (lambda x: x.acosh(), lambda t: t.acosh(), {"low": 1.05, "high": 4}),
+    "atanh": (lambda x: x.atanh(), lambda t: t.atanh(), {"low": -0.95, "high": 0.95}),
+    "sinh": (lambda x: x.sinh(), lambda t: t.sinh(), {}),
+    "cosh": (lambda x: x.cosh(), lambda t: t.cosh(), {}),
 }
 
 
@@ -92,7 +100,7 @@ def test_unary_rules(name):
     check_grads(f, g, [random_array((3, 4), F64, seed=1, **rng)], kinds=two_layouts(list(UNARY).index(name)))
 
 
-@pytest.mark.parametrize("name", ["exp", "log", "tanh", "sigmoid", "relu", "sqrt"])
+@pytest.mark.parametrize("name", ["exp", "log", "tanh", "sigmoid", "relu", "sqrt", "asin", "acosh", "sinh"])
 def test_unary_rules_0d_and_float32(name):
     f, g, rng = UNARY[name]
     check_grads(f, g, [random_array((), F64, seed=2, **rng)])
@@ -109,6 +117,10 @@ BINARY = {
     "minimum": (lambda a, b: a.minimum(b), lambda a, b: torch.minimum(a, b), {}),
     "remainder": (lambda a, b: a % b, lambda a, b: a % b, {"low": 0.5, "high": 3}),
     "where": (lambda a, b: lt.where(a > b, a * 2, b), lambda a, b: torch.where(a > b, a * 2, b), {}),
+    "atan2": (lambda a, b: a.atan2(b), torch.atan2, {}),
+    "hypot": (lambda a, b: a.hypot(b), torch.hypot, {}),
+    "copysign": (lambda a, b: a.copysign(b), torch.copysign, {}),
+    "nextafter": (lambda a, b: a.nextafter(b), torch.nextafter, {}),
 }
 
 SHAPE_PAIRS = [((3, 4), (3, 4)), ((3, 1), (1, 4)), ((), (2, 3)), ((2, 1, 3), (4, 1))]
@@ -147,6 +159,19 @@ def test_pow_at_zero_as_torch():
     a = np.array([0.0, 0.0, 2.0, 0.0])
     b = np.array([0.0, 2.0, 0.0, 1.0])
     check_grads(lambda x, y: x ** y, lambda x, y: x ** y, [a, b])
+
+
+def test_math_functions_at_their_edges_as_torch():
+    """Where the derivative is infinite (the ends of asin's, acos's, atanh's and acosh's domains), or where
+    PyTorch picks a value (atan2 and hypot at the origin, copysign at zeros and infinities): PyTorch's."""
+    ends = np.array([-1.0, 1.0, 0.0])
+    for name in ("asin", "acos", "atanh"):
+        check_grads(lambda x, n=name: getattr(x, n)(), lambda t, n=name: getattr(t, n)(), [ends])
+    check_grads(lambda x: x.acosh(), lambda t: t.acosh(), [np.array([1.0, 2.0])])
+    a = np.array([0.0, -0.0, 0.0, 2.0, -np.inf, 3.0])
+    b = np.array([0.0, 0.0, -1.0, -0.0, 1.0, np.nan])
+    for name in ("atan2", "hypot", "copysign", "nextafter"):
+        check_grads(BINARY[name][0], BINARY[name][1], [a, b])
 
 
 def test_floor_divide_and_rounding_give_zero_gradients():

@@ -13,9 +13,21 @@ import operator
 import numpy as np
 import pytest
 import torch
+from test_mathlib import LONGDOUBLE_IS_EXTENDED, ulp_error
 
 import lazytensor as lt
-from conftest import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, LAYOUTS, check, inputs, layout, random_array, to_torch_dtype
+from conftest import (
+    ALL_DTYPES,
+    FLOAT_DTYPES,
+    HALF_DTYPES,
+    INT_DTYPES,
+    LAYOUTS,
+    check,
+    inputs,
+    layout,
+    random_array,
+    to_torch_dtype,
+)
 
 NAN, INF = math.nan, math.inf
 SPECIALS = [NAN, INF, -INF, -0.0, 0.0, 1.0, -1.0, 0.5, -0.5, 1.5, -2.5, 2.5, 3.0, 1e-8, 100.0, -100.0]
@@ -26,9 +38,10 @@ SPECIALS = [NAN, INF, -INF, -0.0, 0.0, 1.0, -1.0, 0.5, -0.5, 1.5, -2.5, 2.5, 3.0
 ZERO_TIE_OPS = {"maximum", "minimum", "relu"}
 
 
-def check_signs(got: lt.Tensor, expected: torch.Tensor) -> None:
-    """`check`, plus the sign bit of every non-NaN float element (so -0.0 must match -0.0)."""
-    check(got, expected)
+def check_signs(got: lt.Tensor, expected: torch.Tensor, exact: bool = False) -> None:
+    """`check` (`exact`: to the last bit), plus the sign bit of every non-NaN float element (so -0.0 must match
+    -0.0)."""
+    check(got, expected, *((0, 0) if exact else ()))
     if got.dtype.is_float:
         g, e = got.numpy(), expected.numpy()
         both = ~np.isnan(e)
@@ -397,7 +410,9 @@ FLOAT_UNARY = {  # name: (torch function, data range)
     "log1p": (torch.log1p, (-0.9, 3)), "sqrt": (torch.sqrt, (0, 5)), "rsqrt": (torch.rsqrt, (0.1, 5)),
     "sin": (torch.sin, (-4, 4)), "cos": (torch.cos, (-4, 4)), "tan": (torch.tan, (-1.4, 1.4)),
     "tanh": (torch.tanh, (-4, 4)), "sigmoid": (torch.sigmoid, (-8, 8)), "erf": (torch.erf, (-3, 3)),
-    "reciprocal": (torch.reciprocal, (0.25, 4)),
+    "reciprocal": (torch.reciprocal, (0.25, 4)), "asin": (torch.asin, (-1, 1)), "acos": (torch.acos, (-1, 1)),
+    "atan": (torch.atan, (-6, 6)), "asinh": (torch.asinh, (-6, 6)), "acosh": (torch.acosh, (1, 6)),
+    "atanh": (torch.atanh, (-1, 1)), "sinh": (torch.sinh, (-4, 4)), "cosh": (torch.cosh, (-4, 4)),
 }
 
 
@@ -421,6 +436,20 @@ def test_float_unary_of_ints_gives_float32(name, dtype):
     out = getattr(x, name)()
     assert out.dtype == lt.float32
     check(out, FLOAT_UNARY[name][0](torch.tensor(arr)))
+
+
+@pytest.mark.parametrize("name", ["add", "subtract", "multiply", "divide", "pow", "maximum", "atan2", "hypot",
+                                  "copysign", "nextafter", "bitwise_left_shift", "less"])
+def test_module_functions_take_a_python_scalar_first_as_weak(name):
+    """`lt.f(scalar, x)` is `f` of the scalar at x's dtype (array API 2024.12): a float16 tensor stays float16,
+    an int8 one int8 (shifts and integer functions), where a 0-d default-dtype array would promote it."""
+    shift = name.startswith("bitwise")
+    arr = random_array((2, 3), lt.int8, 80, low=0, high=7) if shift else random_array((2, 3), lt.float16, 80)
+    x, t = lt.asarray(arr), torch.tensor(arr)
+    for scalar in ((1, 3) if shift else (2.5, -1, 0.0)):
+        got = getattr(lt, name)(scalar, x)
+        assert got.dtype == (lt.bool_ if name == "less" else x.dtype)
+        (check if shift else check_signs)(got, getattr(torch, name)(torch.full_like(t, scalar), t))
 
 
 def test_module_functions_take_lists():
@@ -502,9 +531,16 @@ def test_unary_special_values(name, dtype):
     (check if name in ZERO_TIE_OPS else check_signs)(fn(lt.asarray(arr)), tfn(torch.tensor(arr)))
 
 
-BINARY_SPECIAL = {**{k: v for k, v in BINARY.items()},
-                  "maximum": lambda a, b: a.maximum(b) if isinstance(a, lt.Tensor) else torch.maximum(a, b),
-                  "minimum": lambda a, b: a.minimum(b) if isinstance(a, lt.Tensor) else torch.minimum(a, b),
+
+def method_or_torch(name: str):
+    """`a.name(b)` for lazytensor tensors, `torch.name(a, b)` for torch's."""
+    return lambda a, b: getattr(a, name)(b) if isinstance(a, lt.Tensor) else getattr(torch, name)(a, b)
+
+
+FLOAT_BINARY = ["atan2", "hypot", "copysign", "nextafter"]  # functions of two floats (integers promote)
+EXACT = {"copysign", "nextafter"}  # functions of the bits: the same bits as torch's
+BINARY_SPECIAL = {**{k: v for k, v in BINARY.items()}, **{name: method_or_torch(name) for name in FLOAT_BINARY},
+                  "maximum": method_or_torch("maximum"), "minimum": method_or_torch("minimum"),
                   "lt": operator.lt, "le": operator.le, "eq": operator.eq, "ne": operator.ne,
                   "gt": operator.gt, "ge": operator.ge}
 BINARY_SPECIAL_VALUES = [NAN, INF, -INF, -0.0, 0.0, 1.0, -1.0, 2.0, -2.0, 0.5, 7.5, -7.5, 3.0]
@@ -754,8 +790,9 @@ def test_clip_with_tensor_bounds_and_promotion():
     check(lt.clamp(lt.asarray(i), 0, 2), torch.clamp(torch.tensor(i), 0, 2))
     nan = np.array([NAN, 1.0, -5.0], np.float32)
     check(lt.asarray(nan).clip(-1.0, 0.5), torch.tensor(nan).clamp(-1.0, 0.5))
-    with pytest.raises(ValueError):
-        x.clip()
+    unclipped = lt.clip(x)  # no bounds: the values, a new tensor (the array API's rule; torch raises)
+    assert unclipped is not x
+    check(unclipped, t)
 
 
 def test_clip_with_tensor_bounds_differentiates_as_torch_clamp_at_ties():
@@ -962,3 +999,222 @@ def test_isclose_of_ints_does_not_wrap_and_takes_scalars():
     check(lt.isclose(lt.asarray([1.0, 1.1]), 1.0, rtol=0.05), np.isclose(np.float32([1.0, 1.1]), 1.0, rtol=0.05))
     check(lt.isclose(lt.asarray(np.float32(2.0)), lt.asarray(np.float32(2.0))), np.isclose(2.0, 2.0))
     check(lt.isclose(lt.zeros(0), lt.zeros(0)), np.zeros(0, bool))
+
+
+# ---- inverse trigonometric and hyperbolic functions, hypot, the sign bit, shifts ----------------------
+
+COMPOSITES = ["asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh"]  # unary, composed of IR ops
+
+
+def composite_arguments(name: str, dtype: np.dtype, n: int = 2048, seed: int = 0) -> np.ndarray:
+    """Finite arguments over the whole range of `dtype`, densest where `name` is interesting: its domain, the
+    ends of it (1 - 10**-k for the inverse functions), small magnitudes and, for sinh and cosh, overflow."""
+    rng = np.random.default_rng(seed)
+    fi = np.finfo(dtype)
+    magnitudes = rng.choice([-1.0, 1.0], n) * 10.0 ** rng.uniform(np.log10(float(fi.smallest_subnormal)),
+                                                                  np.log10(float(fi.max)), n)
+    small = rng.choice([-1.0, 1.0], n) * 10.0 ** rng.uniform(-20, 0, n)
+    low, high = FLOAT_UNARY[name][1]
+    domain = rng.uniform(low, high, n)
+    edges = rng.choice([-1.0, 1.0], n) * (1 - 10.0 ** rng.uniform(-17, 0, n)) if high == 1 else \
+        1 + 10.0 ** rng.uniform(-17, 1, n) if name == "acosh" else \
+        rng.choice([-1.0, 1.0], n) * rng.uniform(0.9, 1.0, n) * np.log(float(fi.max)) * 1.01
+    with np.errstate(over="ignore"):
+        x = np.concatenate([magnitudes, small, domain, edges, [0.0, -0.0, 1.0, -1.0, 2.0]]).astype(dtype)
+    return x[np.isfinite(x)]
+
+
+def assert_within_ulps_of(got: np.ndarray, reference: np.ndarray, dtype: np.dtype, ulps: float, what: str) -> None:
+    err = ulp_error(got, reference, dtype)
+    worst = int(np.argmax(err))
+    assert err[worst] <= ulps, f"{what}: {err[worst]:.3f} ulps at element {worst}: {got[worst]!r}, reference " \
+                               f"{reference[worst]!r}"
+
+
+# float32: computed in float64 and rounded once (correctly rounded but for rare double roundings), on either
+# backend. float64: the bound of every backend: the LLVM math library's are tighter (tests/test_mathlib.py),
+# Triton's legalized float64 expm1 and log1p are within 2 ulps, and a composition adds about one.
+COMPOSITE_ULPS = {np.float32: 0.51, np.float64: 3.0}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: d.__name__)
+@pytest.mark.parametrize("name", COMPOSITES + ["atan2", "hypot"])
+def test_math_functions_within_their_ulp_bounds(name, dtype):
+    if dtype == np.float64 and not LONGDOUBLE_IS_EXTENDED:
+        pytest.skip("float64 references need a long double wider than double")
+    wide = np.float64 if dtype == np.float32 else np.longdouble
+    with np.errstate(all="ignore"):
+        if name in COMPOSITES:
+            x = composite_arguments(name, dtype)
+            got = getattr(lt.asarray(x), name)().numpy()
+            want = NUMPY_NAMES[name](x.astype(wide))
+        else:
+            y = composite_arguments("atan", dtype)
+            x = np.roll(y, 5) * np.random.default_rng(1).choice([1.0, 1e-3, 1e3], y.size).astype(dtype)
+            got = getattr(lt.asarray(y), name)(lt.asarray(x)).numpy()
+            want = NUMPY_NAMES[name](y.astype(wide), x.astype(wide))
+    assert_within_ulps_of(got, want, dtype, COMPOSITE_ULPS[dtype], name)
+
+
+NUMPY_NAMES = {"asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "asinh": np.arcsinh, "acosh": np.arccosh,
+               "atanh": np.arctanh, "sinh": np.sinh, "cosh": np.cosh, "atan2": np.arctan2, "hypot": np.hypot}
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES, ids=str)
+@pytest.mark.parametrize("name", COMPOSITES + FLOAT_BINARY)
+def test_math_functions_of_16_bit_floats_round_once(name, dtype):
+    """Computed in float32 and rounded once where stored: torch's float32 result rounded to the dtype (the
+    bit functions, exact in any dtype, against torch's own in the dtype)."""
+    low, high = FLOAT_UNARY[name][1] if name in COMPOSITES else (-4, 4)
+    a = torch.tensor(random_array((4, 5), lt.float32, 60, low=low, high=high)).to(to_torch_dtype(dtype))
+    b = torch.tensor(random_array((5,), lt.float32, 61, low=-4, high=4)).to(to_torch_dtype(dtype))
+    x, y = lt.asarray(a.float().numpy()).cast(dtype), lt.asarray(b.float().numpy()).cast(dtype)
+    tfn = getattr(torch, name)
+    if name in COMPOSITES:
+        check(getattr(x, name)(), tfn(a.float()).to(a.dtype))
+    elif name in EXACT:
+        check_signs(getattr(x, name)(y).float(), tfn(a, b).float(), exact=True)
+    else:
+        check(getattr(x, name)(y), tfn(a.float(), b.float()).to(a.dtype))
+    assert getattr(lt, name)(x, y).dtype == dtype if name in FLOAT_BINARY else getattr(lt, name)(x).dtype == dtype
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("name", FLOAT_BINARY)
+def test_float_binary_functions(name, dtype):
+    a, b = random_array((3, 4), dtype, 62), random_array((3, 4), dtype, 63)
+    exact = name in EXACT
+    for _, x, tx, y, ty in paired_layouts(a, b, every=2):
+        check_signs(getattr(lt, name)(x, y), getattr(torch, name)(tx, ty), exact)
+        check_signs(getattr(x, name)(y), getattr(torch, name)(tx, ty), exact)
+    x, t = lt.asarray(a), torch.tensor(a)
+    for scalar in (2.5, -3, 0.0):  # weak Python scalars keep the tensor's dtype
+        check_signs(getattr(x, name)(scalar), getattr(torch, name)(t, torch.tensor(scalar, dtype=t.dtype)), exact)
+
+
+@pytest.mark.parametrize("name", FLOAT_BINARY)
+def test_float_binary_functions_promote_and_broadcast(name):
+    """Integers and bools promote to the default float (torch takes only floats for some); mixed floats to the
+    wider; shapes broadcast, 0-d and size-0 ones included."""
+    i, f64 = random_array((2, 3), lt.int32, 64), random_array((3,), lt.float64, 65)
+    tfn = getattr(torch, name)
+    check_signs(getattr(lt, name)(lt.asarray(i), lt.asarray(i[::-1].copy())),
+                tfn(torch.tensor(i).float(), torch.tensor(i[::-1].copy()).float()))
+    check_signs(getattr(lt, name)(lt.asarray(i > 0), lt.asarray(f64)), tfn(torch.tensor(i > 0).double(),
+                                                                          torch.tensor(f64)))
+    f32 = random_array((2, 1), lt.float32, 66)
+    check_signs(getattr(lt, name)(lt.asarray(f32), lt.asarray(f64)), tfn(torch.tensor(f32).double(), torch.tensor(f64)))
+    for sa, sb in [((3, 1), (1, 4)), ((), (2, 3)), ((2, 0, 3), (3,)), ((0,), (1,))]:
+        a, b = random_array(sa, lt.float32, 67), random_array(sb, lt.float32, 68)
+        check_signs(getattr(lt, name)(lt.asarray(a), lt.asarray(b)), tfn(torch.tensor(a), torch.tensor(b)))
+
+
+@pytest.mark.parametrize("name", COMPOSITES)
+def test_composites_on_0d_size_0_and_views(name):
+    low, high = FLOAT_UNARY[name][1]
+    for shape in [(), (0,), (2, 0, 3)]:
+        a = random_array(shape, lt.float64, 69, low=low, high=high)
+        check_signs(getattr(lt, name)(lt.asarray(a)), getattr(torch, name)(torch.tensor(a)))
+    for kind, x, t in inputs((3, 4), lt.float32, seed=70, low=low, high=high):
+        if kind in ("transposed", "strided"):
+            check(getattr(lt, name)(x), getattr(torch, name)(t))
+    numpy_name = "arc" + name[1:] if name.startswith("a") else name  # the alias: arcsin for asin
+    check(getattr(lt, numpy_name)([0.5]), getattr(torch, name)(torch.tensor([0.5])))
+
+
+NEGATIVE_NAN = float(np.copysign(np.nan, -1.0))
+SIGN_VALUES = [NAN, NEGATIVE_NAN, INF, -INF, 0.0, -0.0, 1.5, -1.5, 5e-324, -5e-324, 1e-40, -1e-40]
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES + HALF_DTYPES, ids=str)
+def test_signbit(dtype):
+    """The sign bit, of -0.0 and of NaNs too (NumPy says; torch agrees but makes no negative NaNs in tests)."""
+    values = np.array(SIGN_VALUES, np.float64)
+    x = lt.asarray(values).cast(dtype)
+    np.testing.assert_array_equal(x.signbit().numpy(), np.signbit(values))
+    np.testing.assert_array_equal(lt.signbit(x * 2).numpy(), np.signbit(values))  # computed in the same kernel
+    for kind, v, t in inputs((3, 4), lt.float64, seed=71):
+        if kind != "contiguous":
+            check(v.cast(dtype).signbit(), torch.signbit(t.to(to_torch_dtype(dtype))))
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES + [lt.bool_], ids=str)
+def test_signbit_of_integers_and_bools(dtype):
+    arr = random_array((3, 4), dtype, 72)
+    check(lt.signbit(lt.asarray(arr)), torch.signbit(torch.tensor(arr)))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES + [lt.float16], ids=str)
+def test_copysign_takes_the_sign_bit_of_nans_and_zeros(dtype):
+    """|x| with y's sign bit, NaN magnitudes and NaN signs included (the array API's special cases)."""
+    values = np.array(SIGN_VALUES, dtype.name)
+    x, y = values[:, None], values[None, :]
+    got = lt.copysign(lt.asarray(x), lt.asarray(y)).numpy()
+    want = np.copysign(x, y)
+    np.testing.assert_array_equal(got, want)  # NaN where NaN
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES + [lt.float16], ids=str)
+def test_nextafter_steps_to_the_next_float(dtype):
+    """One ulp toward y, C's answers (torch's; NumPy's float16 one gives x where x == y): through zero to the
+    smallest subnormal, from the largest float to infinity and back, y itself where x == y (signed zeros:
+    nextafter(-0.0, 0.0) is 0.0, the array API's special case), NaN for NaN."""
+    fi = np.finfo(dtype.name)
+    values = np.array([NAN, INF, -INF, 0.0, -0.0, 1.0, -1.0, float(fi.max), -float(fi.max), float(fi.tiny),
+                       float(fi.smallest_subnormal), -float(fi.smallest_subnormal), 3.0], dtype.name)
+    x, y = values[:, None], values[None, :]
+    check_signs(lt.nextafter(lt.asarray(x), lt.asarray(y)), torch.nextafter(torch.tensor(x), torch.tensor(y)), True)
+    if dtype != lt.float16:
+        with np.errstate(over="ignore"):  # NumPy warns of the step to infinity
+            check_signs(lt.asarray(x).nextafter(lt.asarray(y)), torch.tensor(np.nextafter(x, y)), True)
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES, ids=str)
+def test_shifts_follow_numpy_for_every_count(dtype):
+    """Counts past the width and negative ones shift every bit out (0, or -1 for a negative value shifted
+    right), as NumPy and torch; in range, C's shifts (arithmetic right shifts of signed values)."""
+    info = np.iinfo(dtype.name)
+    values = np.array([v for v in (info.min, info.min + 1, -100, -7, -1, 0, 1, 7, 100, info.max)
+                       if info.min <= v <= info.max], dtype.name)
+    counts = np.array([c for c in range(-3, info.bits + 4) if info.min <= c <= info.max] + [info.max], dtype.name)
+    x, n = values[:, None], counts[None, :]
+    for name, numpy_fn, operator_fn in (("bitwise_left_shift", np.left_shift, operator.lshift),
+                                        ("bitwise_right_shift", np.right_shift, operator.rshift)):
+        want = numpy_fn(x, n)
+        check(getattr(lt, name)(lt.asarray(x), lt.asarray(n)), want)
+        check(operator_fn(lt.asarray(x), lt.asarray(n)), want)
+        inside = (n >= 0) & (n < info.bits)
+        np.testing.assert_array_equal(want[:, inside[0]], getattr(torch, name)(torch.tensor(x), torch.tensor(
+            n[:, inside[0]])).numpy())
+        for shift in (0, 3, info.bits - 1):  # Python ints: weak, the tensor's dtype
+            check(operator_fn(lt.asarray(values), shift), numpy_fn(values, np.array(shift, dtype.name)))
+
+
+def test_shift_operators_reflect_promote_and_update_in_place():
+    a = np.array([1, -5, 100, 7], np.int8)
+    x, t = lt.asarray(a), torch.tensor(a)
+    check(3 << x.abs(), 3 << t.abs())
+    check(-100 >> lt.asarray(np.array([0, 1, 7, 8], np.int64)), np.right_shift(np.int64(-100), [0, 1, 7, 8]))
+    wide = lt.asarray(a) << lt.asarray(np.array([1, 2, 3, 4], np.int32))
+    assert wide.dtype == lt.int32
+    check(wide, torch.tensor(a) << torch.tensor([1, 2, 3, 4], dtype=torch.int32))
+    y = lt.asarray(a)
+    alias = y
+    y <<= 2
+    y >>= 1
+    assert y is alias and y.dtype == lt.int8
+    check(y, (t << 2) >> 1)
+    check(lt.asarray(np.array([200, 1], np.uint8)) >> 7, np.array([1, 0], np.uint8))  # logical: unsigned
+
+
+@pytest.mark.parametrize("a,b", [([1, 2], 1.5), ([1.0], 1), ([True], np.array([True]))], ids=["float", "float array",
+                                                                                          "bools"])
+def test_shifts_need_integers(a, b):
+    """Floats and two bools are refused; a bool and an integer promote to the integer (NumPy's `True << 1`)."""
+    x, y = lt.asarray(a), lt.asarray(b) if isinstance(b, np.ndarray) else b
+    with pytest.raises(lt.DTypeError, match="shifts need integer tensors"):
+        x << y
+    with pytest.raises(lt.DTypeError):
+        lt.bitwise_right_shift(x, y)
+    check(lt.asarray([True, False]) << 1, np.array([True, False]) << 1)

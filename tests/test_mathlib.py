@@ -1,4 +1,5 @@
-"""The inline math library of the LLVM backend (kernels/llvm/mathlib.py).
+"""The inline math library of the LLVM backend (kernels/llvm/mathlib.py), and the functions lazytensor
+composes of its functions (asin, acosh, sinh, hypot, ...: lazytensor/tensor.py), whose accuracy rests on it.
 
 Accuracy is measured in ulps of the result's dtype against references computed in higher
 precision: NumPy's float64 functions for float32 results, NumPy's x87 long double functions
@@ -21,6 +22,12 @@ import lazytensor as lt
 from lazytensor.kernels.llvm import compile_kernel
 
 FUNCTIONS = ["exp", "exp2", "expm1", "log", "log2", "log1p", "sin", "cos", "tan", "tanh", "erf"]
+# atan2's (a function of its own here) and the functions lazytensor composes of it and of those above
+# (lazytensor/tensor.py): their accuracy rests on this library's
+COMPOSITES = ["atan", "asin", "acos", "asinh", "acosh", "atanh", "sinh", "cosh"]
+BINARY = ["atan2", "hypot"]
+NUMPY_NAMES = {"atan": "arctan", "asin": "arcsin", "acos": "arccos", "asinh": "arcsinh", "acosh": "arccosh",
+               "atanh": "arctanh", "atan2": "arctan2"}
 DTYPES = [np.float32, np.float64]
 
 # The error bound each function is tested against, in ulps. The largest errors measured over
@@ -28,9 +35,12 @@ DTYPES = [np.float32, np.float64]
 # double, are correctly rounded but for double rounding: 0.5 ulp).
 ULP_BOUND = {
     np.float32: {"exp": 1.25, "exp2": 1.25, "expm1": 1.0, "log": 1.0, "log2": 1.0, "log1p": 1.0,
-                 "sin": 0.51, "cos": 0.51, "tan": 0.51, "tanh": 1.0, "erf": 1.25},
+                 "sin": 0.51, "cos": 0.51, "tan": 0.51, "tanh": 1.0, "erf": 1.25,
+                 **dict.fromkeys(COMPOSITES + BINARY, 0.51)},  # computed in float64, rounded once
     np.float64: {"exp": 1.25, "exp2": 1.0, "expm1": 1.0, "log": 1.0, "log2": 1.0, "log1p": 1.0,
-                 "sin": 1.0, "cos": 1.0, "tan": 1.25, "tanh": 1.0, "erf": 1.0},
+                 "sin": 1.0, "cos": 1.0, "tan": 1.25, "tanh": 1.0, "erf": 1.0,
+                 "atan2": 0.7, "atan": 0.7, "asin": 1.15, "acos": 1.15, "asinh": 1.6, "acosh": 1.3, "atanh": 1.35,
+                 "sinh": 1.8, "cosh": 1.8, "hypot": 0.8},
 }
 
 NAN, INF = np.nan, np.inf
@@ -41,11 +51,14 @@ LONGDOUBLE_IS_EXTENDED = np.finfo(np.longdouble).nmant >= 63
 DOMAIN = {
     np.float32: {"exp": (-105, 90), "exp2": (-151, 129), "expm1": (-20, 90), "log": (0, 4), "log2": (0, 4),
                  "log1p": (-1, 4), "sin": (-20, 20), "cos": (-20, 20), "tan": (-20, 20), "tanh": (-10, 10),
-                 "erf": (-5, 5)},
+                 "erf": (-5, 5), "sinh": (-90, 90), "cosh": (-90, 90)},
     np.float64: {"exp": (-746, 710), "exp2": (-1076, 1025), "expm1": (-40, 710), "log": (0, 4), "log2": (0, 4),
                  "log1p": (-1, 4), "sin": (-20, 20), "cos": (-20, 20), "tan": (-20, 20), "tanh": (-20, 20),
-                 "erf": (-7, 7)},
+                 "erf": (-7, 7), "sinh": (-711, 711), "cosh": (-711, 711)},
 }
+for _domains in DOMAIN.values():
+    _domains.update({"atan": (-10, 10), "asin": (-1, 1), "acos": (-1, 1), "asinh": (-10, 10), "acosh": (1, 10),
+                     "atanh": (-1, 1)})
 
 # Thresholds where results overflow, underflow, saturate or switch formula.
 THRESHOLDS = {
@@ -58,6 +71,10 @@ THRESHOLDS = {
                  "log2": [1, 0.7071067811865476, 2], "log1p": [-1, -0.2928932188134524, 0.41421356237309515],
                  "tanh": [1, 19.061547465398498, 0.55], "erf": [1, 5.921587195794507, 6]},
 }
+for _limits in THRESHOLDS.values():  # where the composites switch formula, or overflow
+    _limits.update({"atan": [7 / 16, 11 / 16, 1, 2**-64], "asin": [1, 0.5], "acos": [1, 0.5], "asinh": [2**14, 2**28],
+                    "acosh": [1, 2, 2**14, 2**28], "atanh": [1, 0.5], "sinh": [1, 88, 709, 710.4758600739439],
+                    "cosh": [0.34657359027997264, 88, 709, 710.4758600739439, 89.41598629223294]})
 
 # Floats closest to a multiple of pi/2 (from the continued fraction of pi/2 * 2**-E, for every
 # exponent): the hardest arguments for the sin/cos/tan range reduction. The first float64 one
@@ -140,11 +157,11 @@ def reference(name: str, x: np.ndarray) -> np.ndarray:
         if x.dtype == np.float32:
             if name == "erf":
                 return torch.special.erf(torch.from_numpy(x.astype(np.float64))).numpy()
-            return getattr(np, name)(x.astype(np.float64))
+            return getattr(np, NUMPY_NAMES.get(name, name))(x.astype(np.float64))
         if not LONGDOUBLE_IS_EXTENDED:
             pytest.skip("float64 references need a long double wider than double")
         if name != "erf":
-            return getattr(np, name)(x.astype(np.longdouble))
+            return getattr(np, NUMPY_NAMES.get(name, name))(x.astype(np.longdouble))
     return mp_reference(name, x)
 
 
@@ -188,7 +205,7 @@ def evaluate(name: str, x: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
-@pytest.mark.parametrize("name", FUNCTIONS)
+@pytest.mark.parametrize("name", FUNCTIONS + COMPOSITES)
 def test_max_ulp_error_over_the_whole_range(name, dtype):
     n = 2**15 if dtype == np.float32 else 2**14
     if dtype == np.float64 and name == "erf":
@@ -199,6 +216,36 @@ def test_max_ulp_error_over_the_whole_range(name, dtype):
     worst = int(np.argmax(err))
     assert err[worst] <= ULP_BOUND[dtype][name], (f"{name}({x[worst]!r}) = {got[worst]!r}: {err[worst]:.3f} ulp "
                                      f"(reference {float(reference(name, x[worst:worst + 1])[0])!r})")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
+@pytest.mark.parametrize("name", BINARY)
+def test_max_ulp_error_of_atan2_and_hypot_over_the_whole_range(name, dtype):
+    """Pairs of arguments from the whole range, of ratios near the switches of atan2's reduction (7/16, 11/16,
+    1) and far from 1, and every pair of special values against NumPy's (C's) answers."""
+    n = 2**14 if dtype == np.float32 else 2**13
+    rng = np.random.default_rng(4)
+    y = samples("atan", dtype, n, seed=5)
+    ratios = np.concatenate([neighbours(np.array([7 / 16, 11 / 16, 1.0, 16 / 7, 16 / 11]), 2),
+                             10.0 ** rng.uniform(-40, 40, y.size - 25)])
+    with np.errstate(all="ignore"):
+        x = (y * ratios.astype(dtype)) * rng.choice([-1.0, 1.0], y.size).astype(dtype)
+    x = np.where(np.isfinite(x), x, dtype(1.5))
+    wide = np.float64 if dtype == np.float32 else np.longdouble
+    if dtype == np.float64 and not LONGDOUBLE_IS_EXTENDED:
+        pytest.skip("float64 references need a long double wider than double")
+    fn = getattr(np, NUMPY_NAMES.get(name, name))
+    got = getattr(lt.asarray(y, device="cpu"), name)(lt.asarray(x, device="cpu")).numpy()
+    err = ulp_error(got, fn(y.astype(wide), x.astype(wide)), dtype)
+    worst = int(np.argmax(err))
+    assert err[worst] <= ULP_BOUND[dtype][name], f"{name}({y[worst]!r}, {x[worst]!r}) = {got[worst]!r}: {err[worst]:.3f}"
+    special = np.array([NAN, INF, -INF, 0.0, -0.0, 1.0, -1.0, float(np.finfo(dtype).max)], dtype)
+    a, b = np.repeat(special, special.size), np.tile(special, special.size)
+    got = getattr(lt.asarray(a, device="cpu"), name)(lt.asarray(b, device="cpu")).numpy()
+    with np.errstate(over="ignore"):  # hypot(max, max) is inf
+        want = fn(a.astype(wide), b.astype(wide)).astype(dtype)  # correctly rounded: NumPy's float32 pi/4 is not
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
@@ -324,7 +371,7 @@ def test_subnormal_results_are_correctly_rounded(dtype):
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
 def test_odd_functions_are_exactly_odd(dtype):
     x = samples("sin", dtype, 2**12, seed=3)
-    for name in ("sin", "tan", "tanh", "erf"):
+    for name in ("sin", "tan", "tanh", "erf", "atan", "asin", "asinh", "atanh", "sinh"):
         got, mirrored = evaluate(name, x), evaluate(name, -x)
         np.testing.assert_array_equal(mirrored, -got, err_msg=name)
 
@@ -395,6 +442,14 @@ def test_every_function_vectorizes(dtype):
     for name in FUNCTIONS[1:]:
         total = total + getattr(x, name)()
     assert_vectorized(total)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
+def test_atan2_and_the_composites_vectorize(dtype):
+    """atan2 is straight-line code (selects, no branch), and so are the functions composed of it and the others."""
+    x = lt.asarray(np.random.default_rng(1).uniform(0.5, 2, 4096).astype(dtype), device="cpu")
+    assert_vectorized(x.atan2(x + 1))
+    assert_vectorized(x.asin() + x.acosh() + x.sinh() + x.hypot(x * 3))
 
 
 def test_sin_loop_is_vectorized_and_leaves_the_large_reduction_out_of_line():

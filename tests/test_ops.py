@@ -26,7 +26,8 @@ TORCH_ELEMENTWISE = {
     Alu.DIV: torch.div, Alu.FLOORDIV: lambda a, b: torch.div(a, b, rounding_mode="floor"), Alu.MOD: torch.remainder, Alu.POW: torch.pow,
     Alu.MAX: torch.maximum, Alu.MIN: torch.minimum, Alu.CMPLT: torch.lt, Alu.CMPLE: torch.le, Alu.CMPEQ: torch.eq,
     Alu.CMPNE: torch.ne, Alu.AND: torch.bitwise_and, Alu.OR: torch.bitwise_or, Alu.XOR: torch.bitwise_xor,
-    Alu.WHERE: torch.where,
+    Alu.WHERE: torch.where, Alu.ATAN2: torch.atan2, Alu.LSHIFT: torch.bitwise_left_shift,
+    Alu.RSHIFT: torch.bitwise_right_shift,
 }
 TORCH_REDUCTIONS = {ReduceOp.SUM: torch.sum, ReduceOp.PROD: torch.prod, ReduceOp.MAX: torch.amax,
                     ReduceOp.MIN: torch.amin}

@@ -61,7 +61,7 @@ COMPUTED = [d for d in ALL_DTYPES if d not in HALF]  # the dtypes ops compute in
 # ulps from the reference on some arguments, none of those below. On a GPU, Triton's float32 exp and log are
 # the hardware's approximations, not yet measured against this bound.)
 TRANSCENDENTAL = {Alu.EXP, Alu.EXP2, Alu.EXPM1, Alu.LOG, Alu.LOG2, Alu.LOG1P, Alu.SIN, Alu.COS, Alu.TAN, Alu.TANH,
-                  Alu.ERF, Alu.POW}
+                  Alu.ERF, Alu.POW, Alu.ATAN2}
 ULPS = 2
 
 
@@ -254,6 +254,9 @@ LOWERING = {  # name: (fn on either library's tensors, its inputs, their layouts
     "index_put": (put, [A((5, 3), lt.int64, 47), positions((4,), 5, 48), A((4, 3), lt.int64, 49)], ()),
     "argsort": (lambda x: (x.argsort(stable=True, dim=1), x.argsort(stable=True, dim=0, descending=True)),
                 [positions((6, 9), 4, 50) * 1.0], ("transposed",)),
+    "angles_and_bits": (lambda x, y: (x.atan2(y), (x / 3).asin(), x.hypot(y), x.copysign(y), x.signbit(),
+                                      x.nextafter(y)), [A((5, 7), lt.float32, 38), A((7,), lt.float32, 39)], ("flipped",)),
+    "shifts": (lambda x, y: (x << y, x >> y), [A((9,), lt.int32, 40), A((9,), lt.int32, 41, low=0, high=40)], ()),
 }
 
 
@@ -306,6 +309,8 @@ def test_16_bit_floats_through_the_reference(dtype):
     (x, tx), (y, ty), (w, tw) = half((32, 64), 50), half((32, 64), 51), half((64, 48), 52)
     cases = [(x * y + x, tx * ty + tx), (x.exp(), tx.exp()), (x.sum(1), tx.sum(1)), (x.softmax(-1), tx.softmax(-1)),
              (x.cast(lt.float32) * 3, tx.float() * 3), (x.amax(0), tx.amax(0)), (x @ w, tx @ tw),
+             ((x * y).copysign(x), (tx * ty).copysign(tx)), ((x - y).signbit(), (tx - ty).signbit()),
+             (x.nextafter(y), tx.nextafter(ty)),
              (x.cast(lt.float16 if dtype == bfloat16 else lt.bfloat16),
               tx.to(torch.float16 if dtype == bfloat16 else torch.bfloat16))]
     results, _ = reference_schedule(*(c[0] for c in cases))

@@ -31,6 +31,15 @@ def test_elementwise_chain_is_one_kernel():
     assert kernels(out) == 1
 
 
+def test_composed_math_and_bit_functions_are_one_kernel():
+    """The functions composed of IR ops (asin, hypot, ...) fuse like any chain, and so do those that read bits
+    through a graph bitcast (its own op, computed like a cast), with what reads and follows them."""
+    x, y = data(64, 32), data(64, 32, seed=1)
+    outs = [(x / 3).asin() + x.hypot(y).atan2(y) * x.sinh(), x.copysign(y).nextafter(x).signbit() | (y > 0),
+            (x.cast(lt.float16) * y).copysign(y).sum(1)]  # (an assert's subexpressions are held: not in one)
+    assert [kernels(out) for out in outs] == [1, 1, 1]
+
+
 def test_sum_of_fused_elementwise_is_one_kernel():
     x, y, z = data(1 << 12), data(1 << 12, seed=1), data(1 << 12, seed=2)
     s = (x + y * z).sum()

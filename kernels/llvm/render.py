@@ -48,7 +48,7 @@ HALF_FLOATS = (float16, bfloat16)
 # `minimum` (whose reductions it vectorizes), the saturating conversion to int64, and the math library
 # (mathlib's vectorized functions, `llvm.pow`).
 NATIVE: frozenset[Key] = frozenset({
-    *keys((Alu.ROUND, Alu.TRUNC, Alu.MAX, Alu.MIN, Alu.EXPM1, Alu.LOG1P, Alu.TANH, Alu.TAN, Alu.POW),
+    *keys((Alu.ROUND, Alu.TRUNC, Alu.MAX, Alu.MIN, Alu.EXPM1, Alu.LOG1P, Alu.TANH, Alu.TAN, Alu.ATAN2, Alu.POW),
           (float32, float64)),
     (float32, int64), (float64, int64)})
 
@@ -185,7 +185,7 @@ class FunctionBuilder:
         fl = dt.is_float
         if mathlib.supports(op, dt):
             # Inline, vectorizable implementations: a libm call would stop the loop vectorizer.
-            return mathlib.emit(op, b, s[0], dt)
+            return mathlib.emit(op, b, s, dt)
         if op in INTRINSICS and fl:
             return self.intrinsic(INTRINSICS[op], dt, s)
         if op in BINARY:
