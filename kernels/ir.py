@@ -18,7 +18,8 @@ the output loop that would compute it again, through the output buffer
 
 Semantics every backend must honour: integer FLOORDIV and MOD round toward
 negative infinity (Python), and give 0 for a zero divisor; float MOD is
-Python's remainder (sign of the divisor); MAX/MIN propagate NaN; CMPNE is true
+Python's remainder (sign of the divisor, zeros too), float FLOORDIV is
+floor(a / b) where an operand is infinite or b zero; MAX/MIN propagate NaN; CMPNE is true
 for NaN; ROUND rounds half to even; a float to int CAST saturates (NaN gives 0);
 LSHIFT and RSHIFT are NumPy's shifts, defined for every count (one outside
 [0, bits), a negative one included, shifts every bit out: 0, or -1 for a

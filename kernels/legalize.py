@@ -311,15 +311,17 @@ def _int_rules() -> dict[Key, Rule]:
 # ---- floats: floor division, modulo, rounding, NaN-propagating extrema ------------------------------------
 
 def _float_mod(r: _Rewriter, a: Value, b: Value) -> Value:
-    """Python's remainder for nonzero results (the divisor's sign): fmod, then b added where the signs
-    differ; a zero result keeps fmod's sign, the dividend's (see `reference._float_mod`)."""
+    """Python's remainder, the divisor's sign (see `reference._float_mod`): fmod, then b added where the signs
+    differ; a zero takes b's sign."""
     rem = r(Alu.REM, a, b)
-    return r.where(_signs_differ(r, rem, b), r(Alu.ADD, rem, b), rem)
+    rem = r.where(_signs_differ(r, rem, b), r(Alu.ADD, rem, b), rem)
+    return r.where(r.binary(Alu.CMPEQ, rem, 0.0), r.copysign(rem, b), rem)
 
 
 def _float_floordiv(r: _Rewriter, a: Value, b: Value) -> Value:
-    """PyTorch's float floor division: `a - fmod(a, b)` is a multiple of b, so its quotient is exact where
-    `floor(a / b)` could round up across an integer; a zero divisor gives `a / b`."""
+    """Float floor division (see `reference._float_floordiv`): `a - fmod(a, b)` is a multiple of b, so its
+    quotient is exact where `floor(a / b)` could round up across an integer; an infinite operand or a zero
+    divisor gives `floor(a / b)`."""
     mod = r(Alu.REM, a, b)
     div = r(Alu.DIV, r(Alu.SUB, a, mod), b)
     div = r.where(_signs_differ(r, mod, b), r.binary(Alu.SUB, div, 1.0), div)
@@ -327,7 +329,9 @@ def _float_floordiv(r: _Rewriter, a: Value, b: Value) -> Value:
     floor = r.where(r.binary(Alu.CMPLT, 0.5, r(Alu.SUB, div, floor)), r.binary(Alu.ADD, floor, 1.0), floor)
     quotient = r(Alu.DIV, a, b)
     out = r.where(r.binary(Alu.CMPEQ, div, 0.0), r.signed_zero(quotient), floor)
-    return r.where(r.binary(Alu.CMPEQ, b, 0.0), quotient, out)
+    infinite = r(Alu.OR, r.binary(Alu.CMPEQ, r(Alu.ABS, a), float("inf")),
+                 r.binary(Alu.CMPEQ, r(Alu.ABS, b), float("inf")))
+    return r.where(r(Alu.OR, infinite, r.binary(Alu.CMPEQ, b, 0.0)), r(Alu.FLOOR, quotient), out)
 
 
 def _round_half_even(r: _Rewriter, x: Value) -> Value:

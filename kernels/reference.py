@@ -39,8 +39,9 @@ Values (semantics every backend must honour; `ALU` has one row per op):
   FLOORDIV and (a zero divisor gives 0), MOD false, POW `a or not b`.
 - Floats are IEEE in their dtype, each op rounded to nearest even (float32 is computed in float32, and
   a multiply and an add are two roundings, never a fused multiply-add). FLOORDIV
-  and MOD are PyTorch's (`a - fmod(a, b)` divided exactly, then corrected); a zero result of MOD keeps
-  the dividend's sign (see `_float_mod`), a zero divisor gives `a / b` and `fmod`'s NaN. MAX and MIN
+  and MOD are Python's and NumPy's (`a - fmod(a, b)` divided exactly, then corrected); a zero result of MOD
+  has the divisor's sign; FLOORDIV of an infinity or by one, or by zero, is `floor(a / b)`, the array API's
+  (see `_float_floordiv`), MOD by zero `fmod`'s NaN. MAX and MIN
   propagate NaN and order -0.0 below +0.0 (IEEE 754-2019 maximum and minimum: the IR says only that
   NaN propagates; this reading makes them functions of their values, and it is the LLVM backend's).
   CMPNE is true for NaN, the other comparisons false. ROUND rounds half to even; FLOOR, CEIL, ROUND,
@@ -437,23 +438,26 @@ def _bitcast(x: np.ndarray, src: DType, dst: DType) -> np.ndarray:
 # ---- ALU ops ------------------------------------------------------------------------------------------
 
 def _float_floordiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """PyTorch's float floor division: `a - fmod(a, b)` is a multiple of b, so its quotient is exact where
-    `floor(a / b)` could round up across an integer."""
+    """Float floor division: `a - fmod(a, b)` is a multiple of b, so its quotient is exact where `floor(a / b)`
+    could round up across an integer (PyTorch's and NumPy's way). Where an operand is infinite or the divisor
+    zero, `floor(a / b)`, as the array API says (`inf // 2` is inf, `-1 // inf` is -0.0; NumPy gives NaN and
+    -1.0 there, from Python's divmod)."""
     mod = np.fmod(a, b)
     div = (a - mod) / b
     div = np.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1, div)
     floor = np.floor(div)
     floor = np.where(div - floor > 0.5, floor + 1, floor)
     out = np.where(div == 0, np.copysign(np.zeros_like(div), a / b), floor)
-    return np.where(b == 0, a / b, out)
+    return np.where(np.isinf(a) | np.isinf(b) | (b == 0), np.floor(a / b), out)
 
 
 def _float_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Python's remainder for nonzero results (the divisor's sign): fmod, then b added where the signs
-    differ. A zero result keeps fmod's sign, the dividend's (-4.0 % 2.0 is -0.0; Python says 0.0), as
-    in PyTorch and both backends: the IR says only "the sign of the divisor"."""
+    """Python's remainder, the sign of the divisor: fmod, then b added where the signs differ, and a zero
+    with b's sign (-4.0 % 2.0 is 0.0, 4.0 % -2.0 is -0.0), as Python, NumPy and the array API (PyTorch keeps
+    the dividend's)."""
     r = np.fmod(a, b)
-    return np.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+    r = np.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+    return np.where(r == 0, np.copysign(r, b), r)
 
 
 def _int_floordiv(dt: DType, a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -934,12 +934,13 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
         return self * self
 
     def sign(self) -> Tensor:
-        """-1, 0 or 1 by the sign of each element (0 for NaN, as PyTorch)."""
+        """-1, 0 or 1 by the sign of each element; NaN for NaN (NumPy, the array API; PyTorch gives 0)."""
         if self.dtype == bool_:
             return self
         zero = self._const(0, self.dtype, self.device).broadcast_to(self.shape)
         pos, neg = zero._alu(Alu.CMPLT, bool_, self), self._alu(Alu.CMPLT, bool_, zero)
-        return pos.cast(self.dtype) - neg.cast(self.dtype)
+        out = pos.cast(self.dtype) - neg.cast(self.dtype)
+        return where(self.isnan(), self, out) if self.dtype.is_float else out
 
     def _rounding(self, op: Alu) -> Tensor:
         return self._alu(op, self.dtype) if self.dtype.is_float else self

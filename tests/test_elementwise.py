@@ -463,7 +463,8 @@ def test_module_functions_take_lists():
 
 SAME_DTYPE_UNARY = {  # name: (lazytensor, torch)
     "neg": (operator.neg, operator.neg), "abs": (abs, abs), "square": (lambda x: x.square(), torch.square),
-    "sign": (lambda x: x.sign(), torch.sign), "relu": (lambda x: x.relu(), torch.relu),
+    # NaN's sign is NaN, as NumPy and the array API (torch.sign gives 0)
+    "sign": (lambda x: x.sign(), lambda t: torch.where(t.isnan(), t, torch.sign(t))), "relu": (lambda x: x.relu(), torch.relu),
     "floor": (lambda x: x.floor(), torch.floor), "ceil": (lambda x: x.ceil(), torch.ceil),
     "round": (lambda x: x.round(), torch.round), "trunc": (lambda x: x.trunc(), torch.trunc),
 }
@@ -544,6 +545,25 @@ BINARY_SPECIAL = {**{k: v for k, v in BINARY.items()}, **{name: method_or_torch(
                   "lt": operator.lt, "le": operator.le, "eq": operator.eq, "ne": operator.ne,
                   "gt": operator.gt, "ge": operator.ge}
 BINARY_SPECIAL_VALUES = [NAN, INF, -INF, -0.0, 0.0, 1.0, -1.0, 2.0, -2.0, 0.5, 7.5, -7.5, 3.0]
+
+
+def standard_floordiv(a, b):
+    """Float `//` where the array API, NumPy and PyTorch disagree, the standard's (README, "The array API
+    standard"): floor(a / b) of or by an infinity, or by zero; PyTorch's (NumPy's) elsewhere."""
+    if isinstance(a, lt.Tensor):
+        return a // b
+    return torch.where(a.isinf() | b.isinf() | (b == 0), torch.floor(a / b), torch.floor_divide(a, b))
+
+
+def standard_mod(a, b):
+    """Float `%`: a zero has the divisor's sign (Python, NumPy, the array API; PyTorch keeps the dividend's)."""
+    if isinstance(a, lt.Tensor):
+        return a % b
+    r = torch.remainder(a, b)
+    return torch.where(r == 0, torch.copysign(r, b), r)
+
+
+BINARY_SPECIAL.update(floordiv=standard_floordiv, mod=standard_mod)
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)

@@ -18,7 +18,7 @@ FLOATS = [lt.float32, lt.float64]
 
 def test_the_namespace():
     assert lt.linalg is linalg
-    assert set(linalg.__all__) == {"cross", "diagonal", "matmul", "matrix_norm", "matrix_transpose", "outer",
+    assert set(linalg.__all__) == {"cross", "diagonal", "matmul", "matrix_norm", "matrix_transpose", "norm", "outer",
                                    "tensordot", "trace", "vecdot", "vector_norm"}
     assert all(callable(getattr(linalg, name)) and getattr(linalg, name).__doc__ for name in linalg.__all__)
 

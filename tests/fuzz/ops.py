@@ -76,7 +76,7 @@ _OPS = [
     OpSpec("reciprocal", "{a}.reciprocal()", "{a}.reciprocal()", "corners_nonzero", BASIC),
     OpSpec("relu", "{a}.relu()", "{a}.relu()", "corners"),
     OpSpec("square", "{a}.square()", "{a}.square()", "even", BASIC),
-    OpSpec("sign", "{a}.sign()", "{a}.sign()", "corners"),
+    OpSpec("sign", "{a}.sign()", "sem.sign({a})", "corners"),
     OpSpec("floor", "{a}.floor()", "{a}.floor()", "corners"),
     OpSpec("ceil", "{a}.ceil()", "{a}.ceil()", "corners"),
     OpSpec("round", "{a}.round()", "{a}.round()", "corners"),

@@ -38,8 +38,19 @@ def index(x: torch.Tensor, items: tuple) -> torch.Tensor:
 
 
 def floor_divide(a, b):
-    """Python's floor division; an integer divisor of 0 gives 0 (lazytensor follows NumPy, torch raises)."""
-    return _by_nonzero(a, b, lambda x, y: x // y)
+    """Python's floor division; an integer divisor of 0 gives 0 (lazytensor follows NumPy, torch raises);
+    a float operand that is infinite, or a float divisor of 0, gives `floor(a / b)` (the array API's;
+    torch gives NaN for `inf // 2` and -1 for `-1 // inf`)."""
+    if _integral(a, b):
+        return _by_nonzero(a, b, lambda x, y: x // y)
+    quotient = a / b
+    special = torch.as_tensor(a).isinf() | torch.as_tensor(b).isinf() | (torch.as_tensor(b) == 0)
+    return torch.where(special, quotient.floor(), a // b)
+
+
+def sign(x: torch.Tensor) -> torch.Tensor:
+    """-1, 0 or 1; NaN for NaN (NumPy and the array API; torch gives 0)."""
+    return torch.where(x.isnan(), x, x.sign()) if x.is_floating_point() else x.sign()
 
 
 def remainder(a, b):
