@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from . import array_api, dtypes
+from . import array_api, dlpack, dtypes
 from .autograd import backward, custom_vjp, is_grad_enabled
 from .contraction import ContractionOps
 from .device import Device, canonical, get_device
@@ -338,17 +338,19 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
 
     def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
                    dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
-        """A DLPack capsule of the data (realized now), through NumPy's own export: zero-copy, and read-only,
-        since a realized buffer may be shared by every tensor of equal value. CPU tensors only (a GPU
-        tensor raises BufferError); a consumer that knows only unversioned DLPack, which cannot say
-        read-only, gets BufferError from NumPy."""
-        if self.device != "cpu":
-            raise BufferError(f"__dlpack__: only CPU tensors are exported, this one is on {self.device}")
-        return self.numpy().__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+        """The array API's DLPack export: a capsule of the data (realized now). Zero-copy and flagged read-only
+        for a consumer of versioned DLPack (`max_version` (1, 0) or later), since lazytensor's buffers are never
+        written and equal tensors may share one; a copy for a consumer of unversioned DLPack, which cannot be
+        told read-only, unless it passes copy=False; a copy with copy=True or another `dl_device` (BufferError
+        with copy=False). `stream` is a CUDA stream that is made to wait for this tensor's kernels. The rules in
+        full are in `lazytensor/dlpack.py`."""
+        return dlpack.export(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
-    def __dlpack_device__(self) -> tuple[int, int]:
-        """DLPack's (device type, index) of this tensor's memory: (1, 0) on the CPU, (2, n) on cuda:n."""
-        return (1, 0) if self.device == "cpu" else (2, int(self.device.partition(":")[2]))  # names are 'cuda:N'
+    def __dlpack_device__(self) -> tuple[dlpack.DLDeviceType, int]:
+        """DLPack's (device type, index) of this tensor's memory: (CPU, 0) for host memory, which is the CPU's and
+        that of Triton's interpreter (TRITON_INTERPRET=1: cuda:0 tensors live in host memory, which consumers
+        read at its address); (CUDA, n) on the GPU cuda:n."""
+        return dlpack.dlpack_device(self.device)
 
     def item(self) -> Scalar:
         if self.numel() != 1:
