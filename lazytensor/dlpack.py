@@ -29,7 +29,9 @@ Devices: host memory is (kDLCPU, 0): the CPU's, and that of Triton's interpreter
 torch CPU storage that NumPy and PyTorch read at its address. A GPU's memory is (kDLCUDA, n); `stream` is the
 standard's (None: the legacy default stream, 1: the legacy, 2: the per-thread default stream, -1: no
 synchronization, else a CUstream handle): the consumer's stream waits on an event for the kernels lazytensor
-queued, without blocking the host. On the CPU only None is accepted.
+queued, without blocking the host. On the CPU only None is accepted. Released, the memory is lazytensor's to
+reuse at once (its stream orders its own work): a consumer calls the deleter once its stream is done with it,
+as DLPack asks.
 
 Importing (`import_buffer`, behind `lt.from_dlpack`): the producer's memory becomes a buffer over it, without a
 copy where its layout is lazytensor's (C-contiguous, each element aligned), and the producer's deleter runs once

@@ -83,7 +83,6 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
     """An n-dimensional array whose value is computed lazily. See the README's "Lazy evaluation"."""
 
     __slots__ = ("__weakref__", "_ctx", "_node", "_source", "grad", "requires_grad")
-    __array_priority__ = 1000  # numpy_array + tensor gives a Tensor
 
     def __init__(self, data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False):
         if isinstance(data, Node):
@@ -335,6 +334,21 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
         if dtype is not None and np.dtype(dtype) != out.dtype:
             return out.astype(dtype)
         return out.copy() if copy else out
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """NumPy's ufuncs on tensors (NEP 13): `np.exp(t)`, `np.maximum(a, t)`, `a + t` for a NumPy array a,
+        `np.add.reduce(t)` are lazytensor's ops, lazy on t's device; a ufunc or argument lazytensor has not raises
+        TypeError (see `lazytensor/interop.py`)."""
+        from .interop import array_ufunc  # it maps NumPy's functions to the package's, which build on this module
+        return array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Callable[..., Any], types: Sequence[type], args: tuple[Any, ...],
+                           kwargs: dict[str, Any]) -> Any:
+        """NumPy's other functions on tensors (NEP 18): `np.sum(t, axis=0)`, `np.concatenate([t, u])`,
+        `np.where(t > 0, t, 0)`, ... are lazytensor's, lazy on t's device; a function or argument lazytensor has
+        not raises TypeError (see `lazytensor/interop.py`)."""
+        from .interop import array_function  # as __array_ufunc__
+        return array_function(func, types, args, kwargs)
 
     def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
                    dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
@@ -886,10 +900,15 @@ def _rebuilt(cls: type[Tensor], node: Node, requires_grad: bool) -> Tensor:
     return out
 
 
-def where(condition: Any, x: Any, y: Any) -> Tensor:
-    """Elements of `x` where `condition` is true, else of `y`; any of the three may be a scalar."""
+def where(condition: Any, x: Any = None, y: Any = None) -> Any:
+    """Elements of `x` where `condition` is true, else of `y`; any of the three may be a scalar. With neither x nor
+    y, NumPy's shorthand for `nonzero(condition)`: a tuple of index tensors, one per axis."""
     from .creation import asarray
     cond = condition if isinstance(condition, Tensor) else asarray(condition)
+    if x is None and y is None:
+        return cond.nonzero(as_tuple=True)
+    if x is None or y is None:
+        raise TypeError("where: give both x and y, or neither (NumPy's shorthand for nonzero)")
     swap = not isinstance(x, Tensor) and isinstance(y, Tensor)
     base, other = (y, x) if swap else (x, y)
     if not isinstance(base, Tensor):
