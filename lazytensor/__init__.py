@@ -77,7 +77,7 @@ from .realize import Stats, reset_stats, stats
 from .realize import realizing as _realizing
 from .schedule import Schedule
 from .schedule import schedule as _schedule_nodes
-from .sorting import isin, searchsorted, unique_all, unique_counts, unique_inverse, unique_values
+from .sorting import isin, searchsorted, unique, unique_all, unique_counts, unique_inverse, unique_values
 from .statistics import bincount, histogram, median, percentile, quantile
 from .tensor import Tensor, _is_scalar, broadcast_shapes, realize, where
 
@@ -248,8 +248,9 @@ scatter_add = _function(Tensor.scatter_add)
 index_add = _function(Tensor.index_add)
 
 
-def sort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Tensor:
-    """The array API's sort: the values of x sorted along `axis` (see `Tensor.argsort` for the order)."""
+def sort(x: Any, /, *, axis: int | None = -1, descending: bool = False, stable: bool = True) -> Tensor:
+    """The array API's sort: the values of x sorted along `axis` (see `Tensor.argsort` for the order; None, as
+    NumPy: the flattened tensor)."""
     return (x if isinstance(x, Tensor) else asarray(x)).sort(axis, descending, stable)
 
 __all__ = [
@@ -511,6 +512,7 @@ __all__ += [
     "take_along_axis",
     "tril",
     "triu",
+    "unique",
     "unique_all",
     "unique_counts",
     "unique_inverse",

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from . import dtypes
+from . import dlpack, dtypes
 from .device import canonical, get_device
 from .dtypes import DType, default_float, default_int, float64
 from .errors import DTypeError, ShapeError
@@ -214,13 +214,28 @@ def array(obj: Any, dtype: Any = None, device: Any = None) -> Tensor:
 
 
 def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Tensor:
-    """A CPU tensor over the memory of any object that exports DLPack on the CPU (a NumPy array, a PyTorch
-    CPU tensor, a lazytensor tensor): NumPy's `from_dlpack` imports it without a copy, as `from_numpy` then
-    shares it (copying only what is not C-contiguous). `copy=True` copies; `device` may only be the CPU."""
-    if device is not None and canonical(device) != "cpu":
-        raise ValueError(f"from_dlpack: only CPU tensors are made, not on {device}")
-    arr = np.from_dlpack(x, copy=copy)
-    return from_numpy(arr)
+    """A tensor over the memory of an object that exports DLPack (a NumPy array, a PyTorch tensor, a CuPy or JAX
+    array, ...), as the array API's `from_dlpack`: without a copy where the memory is laid out as lazytensor's
+    buffers are (C-contiguous, aligned), else copied (BufferError with copy=False); `copy=True` always copies.
+    The tensor is on the device whose memory it is (DLPack's host memory is the CPU), or copied to `device`
+    (BufferError with copy=False). Shared memory is shared as with `from_numpy`: lazytensor never writes it, and
+    a producer that writes it later changes what the tensor reads. The producer's memory is released when no
+    tensor (or array of its data) reads it any more.
+
+    A lazytensor tensor gives its own data, on its own device, through no capsule (DLPack would call a cuda:0
+    tensor of Triton's interpreter host memory): a new tensor of the same buffer, which stands for a copy too,
+    as no buffer is ever written."""
+    if isinstance(x, Tensor):
+        out = x.detach()
+    else:
+        buffer, dtype, shape = dlpack.import_buffer(x, copy)
+        out = Tensor(Node.from_buffer(buffer, dtype, shape, buffer.device))
+    if device is None or canonical(device) == out.device:
+        return out
+    if copy is False:
+        raise BufferError(f"from_dlpack: data on {out.device} cannot be a tensor on {canonical(device)} without a "
+                          "copy, and copy=False")
+    return out.to(device)
 
 
 def _triangle(x: Tensor, k: int, lower: bool, op: str) -> Tensor:

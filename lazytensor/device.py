@@ -264,6 +264,9 @@ class Device:
 
     name: str
     backend: str
+    # whether the device's memory is host memory that the CPU reads at its address: the CPU's, and Triton's
+    # interpreter's (torch CPU storage); DLPack shows it as CPU memory
+    host_memory: bool
     # dtypes whose contractions (matmul, tensordot) the backend runs through its contraction template,
     # each with the dtype its operands enter the template in (the product accumulates in float32 or wider)
     contraction_dtypes: ClassVar[Mapping[DType, DType]] = {}
@@ -274,6 +277,11 @@ class Device:
 
     def from_numpy(self, array: np.ndarray, dtype: DType | None = None) -> Buffer:
         """A buffer holding `array`; `dtype` says what it holds where its NumPy dtype does not (bfloat16 bits)."""
+        raise NotImplementedError
+
+    def wrap(self, ptr: int, dtype: DType, size: int, release: Callable[[], None]) -> Buffer:
+        """A buffer over `size` elements at `ptr` that lazytensor did not allocate (DLPack's import, which shares
+        another library's memory); `release()` runs once no buffer or array uses the memory any more."""
         raise NotImplementedError
 
     def copy_from(self, buffer: Buffer) -> Buffer:
@@ -316,6 +324,7 @@ class Device:
 class CPUDevice(Device):
     name = "cpu"
     backend = "llvm"
+    host_memory = True
     # The template's micro-kernel is float32 and float64: 16-bit operands widen while they are packed.
     contraction_dtypes: ClassVar[Mapping[DType, DType]] = {float32: float32, float64: float64, float16: float32,
                                                            bfloat16: float32}
@@ -330,6 +339,14 @@ class CPUDevice(Device):
     def from_numpy(self, array: np.ndarray, dtype: DType | None = None) -> Buffer:
         data = np.ascontiguousarray(array).reshape(-1)
         return HostBuffer(self.name, dtype or to_dtype(data.dtype), data)
+
+    def wrap(self, ptr: int, dtype: DType, size: int, release: Callable[[], None]) -> Buffer:
+        # As the memory pool's blocks (see HostMemoryPool): the array is made over an owner object that is not
+        # an ndarray, so every view of it keeps the owner alive, and `release` runs when the owner dies.
+        npd = to_numpy_dtype(dtype)
+        owner = (ctypes.c_char * (size * npd.itemsize)).from_address(ptr)
+        weakref.finalize(owner, release).atexit = False  # at exit the memory goes with the process
+        return HostBuffer(self.name, dtype, np.frombuffer(owner, dtype=npd, count=size))
 
     def compile(self, kernel: Kernel) -> tuple[Callable, bool]:
         from .kernels.llvm import compile_kernel
@@ -360,6 +377,7 @@ class CUDADevice(Device):
     def __init__(self, name: str, target: Target):
         self.name, self.target = name, target
         self.backend = "triton-interpreter" if target.interpreted else "triton"
+        self.host_memory = target.interpreted
 
     def alloc(self, dtype: DType, size: int) -> Buffer:
         try:
@@ -373,6 +391,15 @@ class CUDADevice(Device):
         buffer = self.alloc(dtype or to_dtype(data.dtype), data.size)
         self.target.upload(buffer.allocation, data)
         return buffer
+
+    def wrap(self, ptr: int, dtype: DType, size: int, release: Callable[[], None]) -> Buffer:
+        from .kernels.triton.targets import Allocation  # a cuda device is open: its backend is imported
+
+        def done() -> None:  # the kernels queued on the memory have read it before its owner takes it back
+            self.target.synchronize()
+            release()
+
+        return CUDABuffer(self.name, dtype, size, Allocation(ptr, size * dtype.itemsize, done), self.target)
 
     def compile(self, kernel: Kernel) -> tuple[Callable, bool]:
         from .kernels.triton.runtime import compile_kernel

@@ -92,9 +92,9 @@ class MovementOps:
         return self.permute(axes)
 
     def transpose(self: Tensor, *axes: Any) -> Tensor:
-        """`t.transpose()` reverses the axes and `t.transpose(axes)` permutes them (NumPy);
-        `t.transpose(a, b)` swaps two axes (PyTorch)."""
-        if not axes:
+        """`t.transpose()` (or `t.transpose(None)`) reverses the axes and `t.transpose(axes)` permutes them
+        (NumPy); `t.transpose(a, b)` swaps two axes (PyTorch)."""
+        if not axes or axes == (None,):
             return self.permute(tuple(reversed(range(self.ndim))))
         if len(axes) == 2 and all(isinstance(a, int) for a in axes):
             return self.swapaxes(*axes)

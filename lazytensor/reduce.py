@@ -30,13 +30,6 @@ def _pick(axis: Any, dim: Any) -> Any:
     return dim if axis is None else axis
 
 
-def _no_out(out: None, name: str) -> None:
-    """Reductions take NumPy's `out` only so that `np.sum(t)`, `np.mean(t)`, ... (which pass `out=None` to the
-    method they find) work: a tensor's buffer is never written, so no other value is accepted."""
-    if out is not None:
-        raise TypeError(f"{name}: out= is not supported (tensors are never written in place)")
-
-
 class ReduceOps:
     """Mixed into Tensor."""
 
@@ -86,49 +79,42 @@ class ReduceOps:
         return self if self.dtype.is_float else self.cast(wide_int(self.dtype))
 
     def sum(self: Tensor, axis: Any = None, keepdims: bool = False, dtype: Any = None, *, dim: Any = None,
-            keepdim: bool = False, out: None = None) -> Tensor:
+            keepdim: bool = False) -> Tensor:
         """Sum over `axis` (all axes by default)."""
-        _no_out(out, "sum")
         x = self._accumulate_dtype(dtype)
         return x._reduce(ReduceOp.SUM, _pick(axis, dim), keepdims or keepdim, "sum")
 
     def prod(self: Tensor, axis: Any = None, keepdims: bool = False, dtype: Any = None, *, dim: Any = None,
-             keepdim: bool = False, out: None = None) -> Tensor:
-        _no_out(out, "prod")
+             keepdim: bool = False) -> Tensor:
         x = self._accumulate_dtype(dtype)
         return x._reduce(ReduceOp.PROD, _pick(axis, dim), keepdims or keepdim, "prod")
 
     def max(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
-            keepdim: bool = False, out: None = None) -> Tensor:
+            keepdim: bool = False) -> Tensor:
         """The largest element over `axis` (values only, as NumPy; NaN wins)."""
-        _no_out(out, "max")
         return self._extremum(ReduceOp.MAX, _pick(axis, dim), keepdims or keepdim, "max")
 
     def min(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
-            keepdim: bool = False, out: None = None) -> Tensor:
-        _no_out(out, "min")
+            keepdim: bool = False) -> Tensor:
         return self._extremum(ReduceOp.MIN, _pick(axis, dim), keepdims or keepdim, "min")
 
     amax = max
     amin = min
 
     def any(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
-            keepdim: bool = False, out: None = None) -> Tensor:
-        _no_out(out, "any")
+            keepdim: bool = False) -> Tensor:
         return self.cast(bool_)._reduce(ReduceOp.MAX, _pick(axis, dim), keepdims or keepdim, "any")
 
     def all(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
-            keepdim: bool = False, out: None = None) -> Tensor:
-        _no_out(out, "all")
+            keepdim: bool = False) -> Tensor:
         return self.cast(bool_)._reduce(ReduceOp.MIN, _pick(axis, dim), keepdims or keepdim, "all")
 
     def _count(self: Tensor, axis: Any, name: str) -> int:
         return prod(self.shape[a] for a in normalize_axes(axis, self.ndim, name))
 
     def mean(self: Tensor, axis: Any = None, keepdims: bool = False, dtype: Any = None, *, dim: Any = None,
-             keepdim: bool = False, out: None = None) -> Tensor:
+             keepdim: bool = False) -> Tensor:
         """Arithmetic mean; integer input gives float32 (the default float)."""
-        _no_out(out, "mean")
         axis = _pick(axis, dim)
         x = self.cast(to_dtype(dtype)) if dtype is not None else self
         wide, result_dtype = x._widened()
@@ -136,22 +122,18 @@ class ReduceOps:
         return (total / wide._const(x._count(axis, "mean"), wide.dtype, wide.device)).cast(result_dtype)
 
     def var(self: Tensor, axis: Any = None, keepdims: bool = False, *, correction: float | None = None,
-            ddof: float | None = None, dim: Any = None, keepdim: bool = False, dtype: Any = None,
-            out: None = None) -> Tensor:
+            ddof: float | None = None, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
         """Variance with `correction` (NumPy's `ddof`) subtracted from the count: 0 by default, as
         NumPy and the array API; pass correction=1 for PyTorch's default. `dtype` casts the input first."""
-        _no_out(out, "var")
         x = self.cast(to_dtype(dtype)) if dtype is not None else self
         variance, result_dtype = x._wide_var(_pick(axis, dim), keepdims or keepdim, correction, ddof, "var")
         return variance.cast(result_dtype)
 
     def std(self: Tensor, axis: Any = None, keepdims: bool = False, *, correction: float | None = None,
-            ddof: float | None = None, dim: Any = None, keepdim: bool = False, dtype: Any = None,
-            out: None = None) -> Tensor:
+            ddof: float | None = None, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
         """Standard deviation: the square root of `var` with the same arguments. Where it is 0 (a constant
         group) its gradient is 0, as PyTorch's: the square root's slope there is infinite, and the variance's
         is 0, whose product is NaN. The square root reads 1 there instead, so no NaN reaches the gradient."""
-        _no_out(out, "std")
         x = self.cast(to_dtype(dtype)) if dtype is not None else self
         variance, result_dtype = x._wide_var(_pick(axis, dim), keepdims or keepdim, correction, ddof, "std")
         from .tensor import where

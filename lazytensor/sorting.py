@@ -1,14 +1,15 @@
-"""Sorting, searching sorted data, and sets: `sort`, `argsort`, `searchsorted`, `unique_*`, `isin`.
+"""Sorting, searching sorted data, and sets: `sort`, `argsort`, `searchsorted`, `unique`, `unique_*`, `isin`.
 
 One graph op does the sorting (`Op.SORT`): the stable order of each row of keys along the last axis, as
 int64 positions, a kernel of its own kind (`kernels.ir.Sort`: a merge sort on the CPU, a sorting network on
 a GPU) on the tensor's device. Everything else is gathers, scans and scatters around it (`indexing.py`):
 `sort` gathers the keys in their order, `searchsorted` is a binary search of gathers fused into one
-kernel, `unique_*` mark where a sorted run starts and count, `isin` searches a sorted copy.
+kernel, `unique` and `unique_*` mark where a sorted run starts and count, `isin` searches a sorted copy.
 
 Order: stable (equal keys keep their order); NaN after every number (first, descending), as NumPy and
 PyTorch; -0.0 equals 0.0. `unique_*` treat each NaN as distinct (NaN != NaN), as the array API says, and
-have a size the data decides: the count is read first (a realize; a JitError inside `lt.jit`).
+`unique` all NaNs as one value by default, as NumPy's. Their size is the data's: the count is read first (a
+realize; a JitError inside `lt.jit`).
 """
 from __future__ import annotations
 
@@ -35,13 +36,15 @@ def _keys(x: Tensor) -> Tensor:
 class SortingOps:
     """The Tensor's sorting methods (mixed into `Tensor`)."""
 
-    def argsort(self: Tensor, axis: int = -1, descending: bool = False, stable: bool = True, *,
+    def argsort(self: Tensor, axis: int | None = -1, descending: bool = False, stable: bool = True, *,
                 dim: int | None = None) -> Tensor:
-        """The int64 positions that sort `axis` (PyTorch's `dim=` too), stable whatever `stable` says (equal
-        keys keep their order); `descending` puts the largest first. NaN sorts after every number (first,
-        descending)."""
+        """The int64 positions that sort `axis` (PyTorch's `dim=` too; None: the flattened tensor, as NumPy),
+        stable whatever `stable` says (equal keys keep their order); `descending` puts the largest first. NaN
+        sorts after every number (first, descending)."""
         from .creation import zeros
         from .tensor import Tensor
+        if axis is None and dim is None:
+            return self.reshape(-1).argsort(0, descending, stable)
         if self.ndim == 0:
             return zeros((), dtype=dtypes.int64, device=self.device)
         a = normalize_axis(axis if dim is None else dim, self.ndim, "argsort")
@@ -49,10 +52,12 @@ class SortingOps:
         order = Tensor._make(Op.SORT, dtypes.int64, keys.shape, (keys,), bool(descending))
         return order.moveaxis(-1, a)
 
-    def sort(self: Tensor, axis: int = -1, descending: bool = False, stable: bool = True, *,
+    def sort(self: Tensor, axis: int | None = -1, descending: bool = False, stable: bool = True, *,
              dim: int | None = None) -> Any:
-        """The values sorted along `axis` (see `argsort` for the order): the array API's and NumPy's result.
-        Spelled PyTorch's way, with `dim=`, it is PyTorch's `(values, indices)`."""
+        """The values sorted along `axis` (see `argsort` for the order; None: the flattened tensor, as NumPy): the
+        array API's and NumPy's result. Spelled PyTorch's way, with `dim=`, it is PyTorch's `(values, indices)`."""
+        if axis is None and dim is None:
+            return self.reshape(-1).sort(0, descending, stable)
         order = self.argsort(axis, descending, stable, dim=dim)
         values = self if self.ndim == 0 else self._gather(normalize_axis(axis if dim is None else dim, self.ndim,
                                                                          "sort"), order)
@@ -129,9 +134,10 @@ class _Runs(NamedTuple):
     run: Tensor       # for each sorted element, the number of its run (int64)
 
 
-def _runs(x: Any, name: str) -> _Runs:
+def _runs(x: Any, name: str, equal_nan: bool = False) -> _Runs:
     """x (flattened) sorted, and where its runs of equal values start: the count of runs is read (a realize),
-    then the starts are found (a scatter of each start to its run's number)."""
+    then the starts are found (a scatter of each start to its run's number). NaNs make one run with
+    `equal_nan` (they sort last, together), else one each."""
     from .creation import arange, asarray, zeros
     from .indexing import _flat_nonzero
     from .tensor import Tensor
@@ -144,10 +150,31 @@ def _runs(x: Any, name: str) -> _Runs:
         empty = zeros(0, dtype=dtypes.int64, device=t.device)
         return _Runs(order, s, empty, empty)
     first = arange(n, device=t.device) == 0
-    starts_mask = first | (s != s.roll(1)) if n > 1 else first  # NaN != NaN: each NaN its own run
+    starts_mask = first
+    if n > 1:
+        before = s.roll(1)
+        new_value = s != before  # NaN != NaN: each NaN its own run, unless equal_nan
+        starts_mask = first | (new_value & ~(s.isnan() & before.isnan()) if equal_nan else new_value)
     run = starts_mask.cast(dtypes.int64).cumsum(0) - 1
     starts = _flat_nonzero(starts_mask, name)
     return _Runs(order, s._gather(0, starts), starts, run)
+
+
+def unique(x: Any, /, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False, *,
+           equal_nan: bool = True) -> Any:
+    """NumPy's unique: the distinct values of x (flattened), sorted, and, as asked, in this order, the flat position
+    in x of each one's first occurrence, each element's position among them (x's shape, as NumPy 2) and their
+    counts (a tuple where any is asked). NaNs are one value with `equal_nan` (NumPy's default), else each its
+    own, as `unique_values` (the array API's)."""
+    r = _runs(x, "unique", equal_nan)
+    extra = []
+    if return_index:
+        extra.append(r.order._gather(0, r.starts))
+    if return_inverse:
+        extra.append(_inverse(r, x))
+    if return_counts:
+        extra.append(_counts(r))
+    return (r.values, *extra) if extra else r.values
 
 
 def unique_values(x: Any, /) -> Tensor:

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import array_api, dtypes
+from . import array_api, dlpack, dtypes
 from .autograd import _zeros_like, backward, custom_vjp, is_grad_enabled
 from .contraction import ContractionOps
 from .device import Device, canonical, get_device
@@ -84,7 +84,6 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
     """An n-dimensional array whose value is computed lazily. See the README's "Lazy evaluation"."""
 
     __slots__ = ("__weakref__", "_ctx", "_node", "_source", "grad", "requires_grad")
-    __array_priority__ = 1000  # numpy_array + tensor gives a Tensor
 
     def __init__(self, data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False):
         if isinstance(data, Node):
@@ -368,19 +367,36 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
             return out.astype(dtype)
         return out.copy() if copy else out
 
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """NumPy's ufuncs on tensors (NEP 13): `np.exp(t)`, `np.maximum(a, t)`, `a + t` for a NumPy array a,
+        `np.add.reduce(t)` are lazytensor's ops, lazy on t's device; a ufunc or argument lazytensor has not raises
+        TypeError (see `lazytensor/interop.py`)."""
+        from .interop import array_ufunc  # it maps NumPy's functions to the package's, which build on this module
+        return array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Callable[..., Any], types: Sequence[type], args: tuple[Any, ...],
+                           kwargs: dict[str, Any]) -> Any:
+        """NumPy's other functions on tensors (NEP 18): `np.sum(t, axis=0)`, `np.concatenate([t, u])`,
+        `np.where(t > 0, t, 0)`, ... are lazytensor's, lazy on t's device; a function or argument lazytensor has
+        not raises TypeError (see `lazytensor/interop.py`)."""
+        from .interop import array_function  # as __array_ufunc__
+        return array_function(func, types, args, kwargs)
+
     def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
                    dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
-        """A DLPack capsule of the data (realized now), through NumPy's own export: zero-copy, and read-only,
-        since a realized buffer may be shared by every tensor of equal value. CPU tensors only (a GPU
-        tensor raises BufferError); a consumer that knows only unversioned DLPack, which cannot say
-        read-only, gets BufferError from NumPy."""
-        if self.device != "cpu":
-            raise BufferError(f"__dlpack__: only CPU tensors are exported, this one is on {self.device}")
-        return self.numpy().__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+        """The array API's DLPack export: a capsule of the data (realized now). Zero-copy and flagged read-only
+        for a consumer of versioned DLPack (`max_version` (1, 0) or later), since lazytensor's buffers are never
+        written and equal tensors may share one; a copy for a consumer of unversioned DLPack, which cannot be
+        told read-only, unless it passes copy=False; a copy with copy=True or another `dl_device` (BufferError
+        with copy=False). `stream` is a CUDA stream that is made to wait for this tensor's kernels. The rules in
+        full are in `lazytensor/dlpack.py`."""
+        return dlpack.export(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
-    def __dlpack_device__(self) -> tuple[int, int]:
-        """DLPack's (device type, index) of this tensor's memory: (1, 0) on the CPU, (2, n) on cuda:n."""
-        return (1, 0) if self.device == "cpu" else (2, int(self.device.partition(":")[2]))  # names are 'cuda:N'
+    def __dlpack_device__(self) -> tuple[dlpack.DLDeviceType, int]:
+        """DLPack's (device type, index) of this tensor's memory: (CPU, 0) for host memory, which is the CPU's and
+        that of Triton's interpreter (TRITON_INTERPRET=1: cuda:0 tensors live in host memory, which consumers
+        read at its address); (CUDA, n) on the GPU cuda:n."""
+        return dlpack.dlpack_device(self.device)
 
     def item(self) -> Scalar:
         if self.numel() != 1:
@@ -1039,10 +1055,15 @@ def _rebuilt(cls: type[Tensor], node: Node, requires_grad: bool) -> Tensor:
     return out
 
 
-def where(condition: Any, x: Any, y: Any) -> Tensor:
-    """Elements of `x` where `condition` is true, else of `y`; any of the three may be a scalar."""
+def where(condition: Any, x: Any = None, y: Any = None) -> Any:
+    """Elements of `x` where `condition` is true, else of `y`; any of the three may be a scalar. With neither x nor
+    y, NumPy's shorthand for `nonzero(condition)`: a tuple of index tensors, one per axis."""
     from .creation import asarray
     cond = condition if isinstance(condition, Tensor) else asarray(condition)
+    if x is None and y is None:
+        return cond.nonzero(as_tuple=True)
+    if x is None or y is None:
+        raise TypeError("where: give both x and y, or neither (NumPy's shorthand for nonzero)")
     swap = not isinstance(x, Tensor) and isinstance(y, Tensor)
     base, other = (y, x) if swap else (x, y)
     if not isinstance(base, Tensor):

@@ -628,7 +628,7 @@ def test_to():
         lt.zeros(2, device="nonsense")
 
 
-# ---- NumPy's array protocol, DLPack, format ----------------------------------------------------------
+# ---- NumPy's array protocol, format (DLPack and NumPy's functions: test_interop.py) --------------
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
@@ -657,69 +657,6 @@ def test_array_protocol_of_a_gpu_tensor_copies():
     np.testing.assert_array_equal(np.asarray(x), [1.0, 2.0])
     with pytest.raises(ValueError, match="without a copy"):
         np.asarray(x, copy=False)
-
-
-@pytest.mark.parametrize("dtype", [*ALL_DTYPES, lt.float16], ids=str)
-@pytest.mark.parametrize("shape", [(3, 4), (), (0, 2)], ids=str)
-def test_dlpack_export_shares_the_memory(dtype, shape):
-    arr = random_array(shape, dtype, seed=81)
-    x = lt.asarray(arr, device="cpu").clone()  # computed by a kernel, not the array it came from
-    assert x.__dlpack_device__() == (1, 0)
-    back = np.from_dlpack(x)
-    np.testing.assert_array_equal(back, arr)
-    assert back.dtype == arr.dtype and not back.flags.writeable  # read-only: equal tensors share buffers
-    assert np.shares_memory(back, x.numpy()) or x.numel() == 0
-    t = torch.from_dlpack(x)
-    assert t.dtype == to_torch_dtype(dtype) and t.tolist() == arr.tolist()
-    assert t.data_ptr() == x.numpy().ctypes.data or x.numel() == 0
-
-
-def test_dlpack_export_of_a_view_and_its_lifetime():
-    base = lt.asarray(random_array((4, 6), lt.float32, seed=82), device="cpu")
-    view = base.T[1:3]  # realized into its own contiguous buffer
-    exported = np.from_dlpack(view)
-    np.testing.assert_array_equal(exported, base.numpy().T[1:3])
-    expected = exported.copy()
-    del base, view
-    for _ in range(3):  # the buffer's memory lives while the export does: no later buffer reuses it
-        lt.asarray(np.zeros((2, 4), np.float32), device="cpu").realize()
-    np.testing.assert_array_equal(exported, expected)
-
-
-def test_dlpack_versions_and_devices():
-    x = lt.asarray([1, 2, 3], device="cpu")
-    capsule = x.__dlpack__(max_version=(1, 0))
-    assert type(capsule).__name__ == "PyCapsule"
-    with pytest.raises(BufferError, match="readonly"):  # unversioned DLPack cannot say read-only
-        x.__dlpack__()
-    assert np.from_dlpack(x, copy=True).flags.writeable
-    if DEFAULT_DEVICE != "cpu":
-        y = lt.asarray([1.0])
-        assert y.__dlpack_device__() == (2, int(DEFAULT_DEVICE.split(":")[1]))
-        with pytest.raises(BufferError, match="only CPU tensors"):
-            y.__dlpack__()
-
-
-@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
-def test_from_dlpack_imports_without_a_copy(dtype):
-    arr = random_array((3, 4), dtype, seed=83)
-    t = torch.tensor(arr)
-    x = lt.from_dlpack(t)
-    assert x.device == "cpu" and x.dtype == dtype
-    check(x, t)
-    t[0, 0] = t[1, 1]  # shared memory: the write shows, as with from_numpy
-    check(x, t)
-    check(lt.from_dlpack(torch.tensor(arr).T), torch.tensor(arr).T)  # not C-contiguous: copied
-    check(lt.from_dlpack(arr), arr)
-    assert np.shares_memory(lt.from_dlpack(arr).numpy(), arr)
-    copied = lt.from_dlpack(arr, copy=True)
-    check(copied, arr)
-    assert not np.shares_memory(copied.numpy(), arr)
-    y = lt.asarray(arr, device="cpu") + 0
-    assert np.shares_memory(lt.from_dlpack(y).numpy(), y.numpy())  # lazytensor to lazytensor
-    check(lt.from_dlpack(torch.tensor(2.5)), torch.tensor(2.5))
-    with pytest.raises(ValueError, match="only CPU"):
-        lt.from_dlpack(t, device="cuda")
 
 
 def test_format_of_a_0d_tensor_formats_its_value():

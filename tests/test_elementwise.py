@@ -782,6 +782,17 @@ def test_where_condition_of_other_dtypes_and_lists():
     check(lt.where(lt.asarray(fcond), lt.asarray(x), lt.asarray(y)), expected)
 
 
+def test_where_of_a_condition_alone_is_nonzero():
+    """NumPy's shorthand: `where(condition)` is `nonzero(condition)`."""
+    cond = random_array((3, 4), lt.bool_, 31)
+    got = lt.where(lt.asarray(cond))
+    assert isinstance(got, tuple) and len(got) == 2
+    for g, e in zip(got, np.where(cond), strict=True):
+        check(g, e)
+    with pytest.raises(TypeError, match="both x and y, or neither"):
+        lt.where(lt.asarray(cond), 1.0)
+
+
 def test_where_does_not_leak_nan_from_the_branch_not_taken():
     x = lt.asarray([4.0, -1.0, 0.0])
     out = lt.where(x > 0, x.sqrt(), 0.0)

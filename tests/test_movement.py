@@ -105,6 +105,7 @@ def test_permute_of_permute():
 def test_transpose_forms():
     for kind, x, t in inputs((2, 3, 4), lt.float32):
         check(x.transpose(), t.permute(2, 1, 0))  # no args: reverse (NumPy)
+        check(x.transpose(None), t.permute(2, 1, 0))  # as NumPy's ndarray.transpose(None)
         check(x.T, t.permute(2, 1, 0))
         check(x.transpose(0, 2), t.transpose(0, 2))  # two ints: swap (torch)
         check(x.transpose(-1, 1), t.transpose(-1, 1))

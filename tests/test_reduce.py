@@ -862,25 +862,3 @@ def test_diff_prepend_append_and_sizes():
         lt.diff(lt.asarray(1.0))
     with pytest.raises(ValueError, match="non-negative"):
         lt.diff(lt.ones(3), n=-1)
-
-
-# ---- NumPy's functions on tensors ------------------------------------------------------------------
-
-
-def test_numpy_reductions_call_the_tensors_own():
-    """`np.sum(t)` and friends call the method of that name with `out=None` (and NumPy's own arguments):
-    the result is a lazy tensor with NumPy's values."""
-    arr = random_array((3, 4), lt.float64, seed=43)
-    x = lt.asarray(arr)
-    for fn in (np.sum, np.prod, np.mean, np.max, np.min, np.std, np.var, np.any, np.all):
-        got = fn(x, axis=0)
-        assert isinstance(got, lt.Tensor)
-        check(got, fn(arr, axis=0))
-    check(np.sum(x), np.sum(arr))
-    check(np.mean(x, axis=1, keepdims=True), np.mean(arr, axis=1, keepdims=True))
-    check(np.var(x, axis=1, ddof=1), np.var(arr, axis=1, ddof=1))
-    check(np.std(x, dtype=np.float32), np.std(arr.astype(np.float32)))
-    with pytest.raises(TypeError, match="out= is not supported"):
-        x.sum(out=lt.zeros(()))
-    with pytest.raises(TypeError, match="out= is not supported"):
-        np.mean(x, out=np.zeros(()))

@@ -117,6 +117,33 @@ def test_unique_functions_match_numpy(dtype):
             np.testing.assert_array_equal(lt.unique_inverse(x).inverse_indices.numpy(), inverse.reshape(a.shape))
 
 
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int64, lt.uint8, lt.bool_], ids=str)
+def test_numpys_unique_with_its_options(dtype):
+    """`lt.unique` is NumPy's: the tuple it asks for, NaNs one value (equal_nan=True, NumPy's default) or each
+    its own, the inverse of x's shape."""
+    for shape in [(17,), (4, 6), (0,), (1,)]:
+        arr = keys(shape, dtype, seed=8)
+        for kind, x, _ in inputs(shape, dtype, seed=8):
+            x = lt.asarray(arr) if kind == "contiguous" else lt.asarray(arr.T.copy()).T if arr.ndim == 2 else x
+            a = np.asarray(x.numpy())
+            for equal_nan in (True, False):
+                expected = np.unique(a, return_index=True, return_inverse=True, return_counts=True, equal_nan=equal_nan)
+                got = lt.unique(x, return_index=True, return_inverse=True, return_counts=True, equal_nan=equal_nan)
+                for g, e in zip(got, expected, strict=True):
+                    check(g, e)
+            check(lt.unique(x), np.unique(a))
+            for g, e in zip(lt.unique(x, return_counts=True), np.unique(a, return_counts=True), strict=True):
+                check(g, e)
+
+
+def test_sort_and_argsort_of_the_flattened_tensor():
+    arr = keys((4, 6), lt.float32, seed=9)
+    x = lt.asarray(arr).T
+    check(lt.sort(x, axis=None), np.sort(arr.T, axis=None))
+    check(x.argsort(axis=None), np.argsort(arr.T, axis=None, kind="stable"))
+    check(lt.argsort(x, axis=None, descending=True), descending_order(arr.T.reshape(-1), 0).astype(np.int64))
+
+
 def test_unique_counts_each_nan_and_one_zero():
     a = np.array([np.nan, 0.0, -0.0, np.nan, 1.0], np.float32)
     got = lt.unique_counts(lt.asarray(a))

@@ -29,10 +29,11 @@ CUDA_ERROR_OUT_OF_MEMORY = 2
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
 CU_STREAM_NON_BLOCKING = 1
+CU_EVENT_DISABLE_TIMING = 2
 
 _int_p, _size_p, _ptr_p = ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_void_p)
 _dev_p = ctypes.POINTER(ctypes.c_uint64)
-_CUdeviceptr, _CUstream, _CUcontext = ctypes.c_uint64, ctypes.c_void_p, ctypes.c_void_p
+_CUdeviceptr, _CUstream, _CUcontext, _CUevent = ctypes.c_uint64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p
 
 # name: argument types (every function returns a CUresult). The _v2 names are what cuda.h's macros
 # resolve to: the 64-bit-size entry points.
@@ -50,6 +51,10 @@ _PROTOTYPES: dict[str, list] = {
     "cuCtxSetCurrent": [_CUcontext],
     "cuStreamCreate": [_ptr_p, ctypes.c_uint],
     "cuStreamSynchronize": [_CUstream],
+    "cuStreamWaitEvent": [_CUstream, _CUevent, ctypes.c_uint],
+    "cuEventCreate": [_ptr_p, ctypes.c_uint],
+    "cuEventRecord": [_CUevent, _CUstream],
+    "cuEventDestroy_v2": [_CUevent],
     "cuMemAlloc_v2": [_dev_p, ctypes.c_size_t],
     "cuMemFree_v2": [_CUdeviceptr],
     "cuMemcpyHtoDAsync_v2": [_CUdeviceptr, ctypes.c_void_p, ctypes.c_size_t, _CUstream],
@@ -243,6 +248,20 @@ class GPU:
         """Wait until everything queued on this device's stream has run."""
         self.activate()
         driver().call("cuStreamSynchronize", self._stream)
+
+    def order_before(self, stream: int) -> None:
+        """Make the work queued from now on to `stream`, another library's CUstream handle (1 and 2 are CUDA's
+        legacy and per-thread default streams), wait for everything queued on this device's stream so far.
+        An event recorded here and waited for there orders the two streams on the GPU, without blocking the
+        host (DLPack's handover of memory from one stream to another)."""
+        self.activate()
+        event = ctypes.c_void_p()
+        driver().call("cuEventCreate", ctypes.byref(event), CU_EVENT_DISABLE_TIMING)
+        try:
+            driver().call("cuEventRecord", event, self._stream)
+            driver().call("cuStreamWaitEvent", stream, event, 0)
+        finally:  # the driver keeps the event until the wait queued on it has happened
+            driver().call("cuEventDestroy_v2", event)
 
 
 _gpus: dict[int, GPU] = {}
