@@ -147,9 +147,9 @@ _OPS = [
     OpSpec("prod_all", "{a}.prod()", "{a}.prod()", "prod"),
     OpSpec("mean", "{a}.mean(axis={axis}, keepdims={keep})", "sem.as_float({a}).mean(dim={axis}, keepdim={keep})",
            "mean"),
-    OpSpec("max", "{a}.max(axis={axis}, keepdims={keep})", "{a}.amax(dim={axis}, keepdim={keep})", "extremum"),
-    OpSpec("min", "{a}.min(axis={axis}, keepdims={keep})", "{a}.amin(dim={axis}, keepdim={keep})", "extremum"),
-    OpSpec("max_all", "{a}.max()", "{a}.amax()", "extremum"),  # torch.max() has another gradient for NaN
+    OpSpec("max", "{a}.max(axis={axis}, keepdims={keep})", "sem.amax({a}, dim={axis}, keepdim={keep})", "extremum"),
+    OpSpec("min", "{a}.min(axis={axis}, keepdims={keep})", "sem.amin({a}, dim={axis}, keepdim={keep})", "extremum"),
+    OpSpec("max_all", "{a}.max()", "sem.amax({a})", "extremum"),
     OpSpec("any", "{a}.any(axis={axis}, keepdims={keep})", "{a}.bool().any(dim={axis}, keepdim={keep})", "boolreduce",
            grad=False),
     OpSpec("all", "{a}.all(axis={axis}, keepdims={keep})", "{a}.bool().all(dim={axis}, keepdim={keep})", "boolreduce",

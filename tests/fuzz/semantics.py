@@ -84,3 +84,35 @@ def pad(x: torch.Tensor, pairs: tuple, value) -> torch.Tensor:
     axis first); the value takes the tensor's dtype, as both libraries do."""
     flat = [w for before_after in reversed(pairs) for w in before_after]
     return torch.nn.functional.pad(x, flat, value=value)
+
+
+def amax(x: torch.Tensor, dim=None, keepdim: bool = False) -> torch.Tensor:
+    """torch.amax, whose gradient lazytensor shares as amax does among the elements equal to the maximum, but
+    where the maximum is NaN among the NaNs it came from (torch's is NaN everywhere there: 0/0)."""
+    return _extremum(x, dim, keepdim, torch.amax)
+
+
+def amin(x: torch.Tensor, dim=None, keepdim: bool = False) -> torch.Tensor:
+    """torch.amin with lazytensor's gradient where the minimum is NaN (see amax)."""
+    return _extremum(x, dim, keepdim, torch.amin)
+
+
+def _extremum(x: torch.Tensor, dim, keepdim: bool, reduce) -> torch.Tensor:
+    dims = tuple(range(x.dim())) if dim is None or dim == () else (dim,) if isinstance(dim, int) else tuple(dim)
+
+    class Extremum(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            out = reduce(t, dim=dims, keepdim=True)
+            ctx.save_for_backward(t, out)
+            return out if keepdim else out.squeeze(dims)
+
+        @staticmethod
+        def backward(ctx, g):
+            t, out = ctx.saved_tensors
+            hit = (t == out) | (t.isnan() & out.isnan()) if t.is_floating_point() else t == out
+            hit = hit.to(t.dtype)
+            g = g if keepdim else g.reshape(out.shape)
+            return hit * g / hit.sum(dim=dims, keepdim=True)
+
+    return Extremum.apply(x)
