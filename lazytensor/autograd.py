@@ -361,13 +361,13 @@ def _alu_vjp(op: Alu, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> list[Te
 
 def _extremum_vjp(is_max: bool, a: Tensor, b: Tensor, g: Tensor) -> list[Tensor | None]:
     """maximum/minimum as PyTorch: ties split the gradient in half. Against a constant the op is relu
-    (the gradient passes where a > 0 strictly, as torch.relu); against a Python scalar it is clip
-    (where a >= bound, as torch.clamp)."""
+    (the gradient passes where a > 0 strictly, and where a is NaN, as torch.relu's, which stops it where the
+    result is <= 0); against a Python scalar it is clip (where a >= bound, as torch.clamp)."""
     for x, other, i in ((a, b, 0), (b, a, 1)):
         kind = _constant_kind(other)
         if kind is not None:
             if kind == "const":
-                keep = x > other if is_max else x < other
+                keep = ~(x <= other) if is_max else ~(x >= other)
             else:
                 keep = x >= other if is_max else x <= other
             out: list[Tensor | None] = [None, None]

@@ -204,6 +204,7 @@ def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = None, device: Any
     m = n if m is None else m
     dev = get_device(device).name
     dt = dtypes.to_dtype(dtype) if dtype is not None else default_float
+    k = max(-n, min(m, k))  # a diagonal outside the matrix is no diagonal: k fits int64 whatever its size
     return (_iota(n, dev).reshape(n, 1) + k == _iota(m, dev).reshape(1, m)).cast(dt)
 
 

@@ -22,6 +22,8 @@ tensor taken from `x` before (a slice `x[1:]`, a view, `x.T`) keeps the values i
 """
 from __future__ import annotations
 
+import functools
+import operator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -234,6 +236,11 @@ class IndexingOps:
         v = value if isinstance(value, Tensor) else self._like(value)
         if not any(_is_array(it) for it in items):
             out = _basic_written(self, items, v)
+        elif all(it.ndim == 0 and it.dtype == dtypes.bool_ for it in items if _is_array(it)):
+            # only 0-d masks (`x[True] = v`): a new axis each, written where they all hold
+            masks = [it for it in items if _is_array(it)]
+            written = _basic_written(self, tuple(None if _is_array(it) else it for it in items), v)
+            out = where(functools.reduce(operator.and_, masks), written, self)
         elif (mask := _leading_mask(self, items)) is not None and v.ndim <= self.ndim - mask.ndim + (v.ndim > 0) \
                 and _broadcasts(v.shape, self.shape[mask.ndim:]):
             out = where(mask.reshape(*mask.shape, *([1] * (self.ndim - mask.ndim))), v.cast(self.dtype), self)
