@@ -55,8 +55,11 @@ class MovementOps:
 
     __slots__ = ()
 
-    def reshape(self: Tensor, *shape: Any) -> Tensor:
-        """Same elements in a new shape (row-major); one axis may be -1."""
+    def reshape(self: Tensor, shape: Any = (), *more: int, copy: bool | None = None) -> Tensor:
+        """Same elements in a new shape (row-major), given as a tuple or as the sizes (`x.reshape(2, 3)`); one
+        axis may be -1. `copy` is the array API's: a view or a copy cannot be told apart, as no tensor is
+        written in place (a write rebinds its tensor)."""
+        shape = (shape, *more)
         new = list(shape_arg(shape, "reshape"))
         if new.count(-1) > 1:
             raise ShapeError(f"reshape: only one axis may be -1, got {tuple(new)}")
@@ -120,9 +123,9 @@ class MovementOps:
             raise ShapeError(f"mT: needs at least 2 dimensions, got a tensor of shape {self.shape}")
         return self.swapaxes(-1, -2)
 
-    def broadcast_to(self: Tensor, *shape: Any) -> Tensor:
-        """Repeat size-1 axes (and prepend new ones) to reach `shape`, without copying."""
-        target = shape_arg(shape, "broadcast_to")
+    def broadcast_to(self: Tensor, shape: Any = (), *more: int) -> Tensor:
+        """Repeat size-1 axes (and prepend new ones) to reach `shape` (a tuple or the sizes), without copying."""
+        target = shape_arg((shape, *more), "broadcast_to")
         if target == self.shape:
             return self
         if len(target) < self.ndim:
