@@ -168,7 +168,12 @@ def test_setitem_with_masks_tensors_and_repeated_indices():
     z = lt.asarray(np.float32(2.5))
     z[lt.asarray(False)] = 1.0
     z[lt.asarray(True)] = z + 1
+    z[lt.asarray(False)] = lt.zeros(0)  # as x[x > 0] = x[x > 0] * 2 of a 0-d x where it is not (array-api-extra)
     check(z, np.array(3.5, np.float32))
+    with pytest.raises(lt.ShapeError, match=r"cannot broadcast a value of shape \(0,\) to \(1,\)"):
+        z[lt.asarray(True)] = lt.zeros(0)
+    with pytest.raises(lt.ShapeError, match=r"cannot broadcast a value of shape \(0,\) to \(1,\)"):
+        x[0:1, 0] = lt.zeros(0)
 
 
 def test_a_write_changes_the_tensor_not_the_views_taken_before():
