@@ -426,6 +426,22 @@ def test_activations_float32_and_extremes():
         check(a.grad, t.grad)
 
 
+def test_activation_gradients_at_nan_and_the_kinks_are_torchs():
+    """Found by the fuzzer (grad seeds 921553, 922277): elu gave a NaN input the gradient of its exponential
+    branch where torch's passes it (x <= 0 is false), so NaN gradients went missing downstream; relu6 as
+    torch's hardtanh passes it too."""
+    x = np.array([np.nan, -2.0, -0.0, 0.0, 3.0, 6.0, 7.0, np.inf, -np.inf], np.float32)
+    for f, tf in [(F.elu, torch.nn.functional.elu), (F.relu6, torch.nn.functional.relu6), (F.relu, torch.relu),
+                  (lambda v: F.leaky_relu(v, 0.1), lambda v: torch.nn.functional.leaky_relu(v, 0.1))]:
+        a = lt.asarray(x).requires_grad_()
+        t = torch.tensor(x, requires_grad=True)
+        out, tout = f(a), tf(t)
+        check(out, tout)
+        (out * 3).sum().backward()
+        (tout * 3).sum().backward()
+        check(a.grad, t.grad)
+
+
 def test_dropout_module_train_and_eval():
     m = nn.Dropout(0.5)
     x = lt.ones(1000)

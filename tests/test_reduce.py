@@ -746,6 +746,19 @@ def test_column_reductions(name, dtype, shape, axis):
         check(fn(x, axis, False), expected_reduce(name, t, axis, False))
 
 
+@pytest.mark.parametrize("shape", [(5, 4), (1, 5, 4), (9, 3), (17, 5), (100, 3)], ids=str)
+def test_column_all_and_any_of_transcendental_comparisons(shape):
+    """Found by the fuzzer (forward seed 921912): `x.exp().all(0)` over 5 rows of 4 columns was false where
+    every value is true. LLVM 22's loop and SLP vectorizers together miscompiled the column accumulators'
+    logic on i1; it runs on their bytes."""
+    for kind, x, t in inputs(shape, lt.float32, seed=38):
+        for axis in range(len(shape)):
+            for c in (-10.0, 0.5):
+                check((x.exp() > c).all(axis), (t.exp() > c).all(axis))
+                check((x.exp2() > c).any(axis), (t.exp2() > c).any(axis))
+            check(x.exp().all(axis), t.exp().bool().all(axis))
+
+
 def test_column_mean_and_bias_gradient():
     arr = column_data("sum", lt.float32, (256, 130))
     x, t = layout(arr, "contiguous")

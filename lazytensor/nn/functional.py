@@ -38,7 +38,8 @@ def relu(x: Tensor, inplace: bool = False) -> Tensor:
 
 
 def relu6(x: Tensor, inplace: bool = False) -> Tensor:
-    return x.relu().minimum(6.0)
+    """min(max(x, 0), 6); the gradient passes inside (0, 6) and at NaN, as PyTorch's (hardtanh's)."""
+    return where(x <= 0, 0, where(x >= 6, 6, x))
 
 
 def leaky_relu(x: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
@@ -46,7 +47,8 @@ def leaky_relu(x: Tensor, negative_slope: float = 0.01, inplace: bool = False) -
 
 
 def elu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    return where(x > 0, x, (x.minimum(0.0)).expm1() * alpha)
+    """x above 0, alpha (exp(x) - 1) at or below; a NaN takes the first branch, and its gradient, as PyTorch's."""
+    return where(x <= 0, (x.minimum(0.0)).expm1() * alpha, x)
 
 
 def sigmoid(x: Tensor) -> Tensor:
