@@ -1,7 +1,7 @@
 """Sorting, searching sorted data, and sets: `sort`, `argsort`, `searchsorted`, `unique`, `unique_*`, `isin`.
 
 One graph op does the sorting (`Op.SORT`): the stable order of each row of keys along the last axis, as
-int64 positions, a kernel of its own kind (`kernels.ir.Sort`: a merge sort on the CPU, a sorting network on
+int64 positions, a kernel of its own kind (`kernels.ir.Sort`: a radix sort on the CPU, a sorting network on
 a GPU) on the tensor's device. Everything else is gathers, scans and scatters around it (`indexing.py`):
 `sort` gathers the keys in their order, `searchsorted` is a binary search of gathers fused into one
 kernel, `unique` and `unique_*` mark where a sorted run starts and count, `isin` searches a sorted copy.

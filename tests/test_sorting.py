@@ -9,7 +9,10 @@ import torch
 
 import lazytensor as lt
 from conftest import ALL_DTYPES, HALF_DTYPES, check, inputs, random_array
+from lazytensor.kernels import bounds
 from lazytensor.kernels.ir import Sort
+from lazytensor.kernels.llvm import runtime
+from lazytensor.kernels.llvm.sort import RADIX_MIN_PER_DIGIT, radix
 
 DTYPES = ALL_DTYPES + HALF_DTYPES
 
@@ -80,6 +83,62 @@ def test_large_rows_sort():
     a = rng.standard_normal(5000).astype(np.float32)
     a[rng.integers(0, 5000, 500)] = 0.5  # ties
     check(lt.asarray(a).argsort(), np.argsort(a, kind="stable").astype(np.int64))
+
+
+def radix_keys(n: int, dtype: lt.DType, seed: int) -> np.ndarray:
+    """Four rows of `n` keys (the radix sort's cases): few distinct values, the dtype's extremes among them
+    (ties); all equal (no digit to move); any values (any bit pattern of a float: NaN of either sign and any
+    payload, subnormals); and ties that differ in one or two digits (an odd number of passes)."""
+    rng = np.random.default_rng(seed)
+    if dtype == lt.bool_:
+        return np.stack([rng.random(n) < 0.5, np.ones(n, bool), rng.random(n) < 0.9, rng.random(n) < 0.1])
+    storage = np.dtype(np.float32 if dtype in HALF_DTYPES else dtype.name)
+    if dtype.is_float:
+        tiny = np.finfo(storage).smallest_subnormal
+        special = np.array([np.nan, -np.nan, 0.0, -0.0, np.inf, -np.inf, tiny, -tiny, np.finfo(storage).max,
+                            -np.finfo(storage).max, 1.0, -1.0, 1.5], storage)
+        bits = np.dtype(f"u{storage.itemsize}")
+        anything = rng.integers(0, np.iinfo(bits).max, n, dtype=bits, endpoint=True).view(storage)
+        near = (1 + rng.integers(0, 40, n) / 64).astype(storage)
+    else:
+        info = np.iinfo(storage)
+        special = np.array([info.min, info.min + 1, info.max, info.max - 1, 0, 1, info.max // 2, info.max // 2 + 1,
+                            *([-1, -2] if dtype.is_signed else [])], storage)
+        anything = rng.integers(info.min, info.max, n, dtype=storage, endpoint=True)
+        near = rng.integers(0, 40, n).astype(storage) * (3 if dtype.itemsize == 1 else 257)
+    return np.stack([rng.choice(special, n), np.full(n, special[3]), anything, near])
+
+
+@pytest.mark.parametrize("dtype", DTYPES + [lt.uint16, lt.uint32, lt.uint64], ids=str)
+def test_radix_sort_of_long_rows_matches_numpy(dtype):
+    """Rows long enough for the CPU's radix sort: every key dtype, its extremes, NaN, zeros of both signs and
+    infinities, many ties (stability), all-equal rows, ascending and descending."""
+    arr = radix_keys(600, dtype, seed=10)
+    x = lt.asarray(arr).cast(dtype)
+    (sort,) = [item.kernel for item in lt.schedule(x.argsort()) if isinstance(item.kernel, Sort)]
+    assert radix(sort)
+    a = as_numpy(x)
+    want = np.argsort(a, axis=1, kind="stable")
+    check(x.argsort(), want.astype(np.int64))
+    check(lt.argsort(x, descending=True), descending_order(a, 1).astype(np.int64))
+    np.testing.assert_array_equal(as_numpy(lt.sort(x)), np.take_along_axis(a, want, 1))
+
+
+@pytest.mark.parametrize("dtype", [lt.int8, lt.uint16, lt.float32, lt.int64], ids=str)
+def test_rows_either_side_of_the_radix_threshold_shared_among_threads(dtype, monkeypatch):
+    """Rows one key short of the radix sort's threshold (merge sorted), at it and one past it, many of them
+    shared among three threads, checked: every address the radix sort makes from its counts is tested."""
+    monkeypatch.setattr(bounds, "CHECK", True)
+    monkeypatch.setenv("LT_NUM_THREADS", "3")
+    monkeypatch.setattr(runtime, "PARALLEL_MIN_WORK", 1)
+    least = RADIX_MIN_PER_DIGIT * dtype.itemsize
+    for n in (least - 1, least, least + 1):
+        arr = np.concatenate([radix_keys(n, dtype, seed=n)] * 50)
+        x = lt.asarray(arr).cast(dtype)
+        (sort,) = [item.kernel for item in lt.schedule(x.argsort()) if isinstance(item.kernel, Sort)]
+        assert radix(sort) == (n >= least)
+        check(x.argsort(), np.argsort(arr, axis=1, kind="stable").astype(np.int64))
+        check(lt.argsort(x, descending=True), descending_order(arr, 1).astype(np.int64))
 
 
 @pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32, lt.int64, lt.uint8, lt.float16], ids=str)

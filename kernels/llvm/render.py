@@ -234,10 +234,11 @@ class FunctionBuilder:
             return b.sext(x, t) if src.is_signed else b.zext(x, t)
         return x
 
-    def guard(self, address: ir.Value, index: ir.Value, buf: int, size: int, store: bool,
+    def guard(self, address: ir.Value, index: ir.Value, buf: int | ir.Value, size: int, store: bool,
               count: int | ir.Value = 1) -> ir.Value:
-        """`address`, that of element `index` of buffer slot `buf` (`size` elements), for an access to `count`
-        elements from there (an i64 value for a masked access: 0 where it is off, which touches nothing).
+        """`address`, that of element `index` of buffer slot `buf` (a constant or an i64 value; `size` elements),
+        for an access to `count` elements from there (an i64 value for a masked access: 0 where it is off,
+        which touches nothing).
 
         In a checked function an access not wholly inside the buffer goes to the module's sink instead, and
         is recorded (see `inside`)."""

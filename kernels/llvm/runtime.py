@@ -82,6 +82,7 @@ from .render import NATIVE, render, symbol
 from .scan import render_scan
 from .sort import render_sort
 from .sort import scratch as sort_scratch
+from .sort import work as sort_work
 
 PARALLEL_MIN_WORK = 1 << 16
 SPLIT_MIN_WORK = 1 << 21  # measured on 2 cores: below it, splitting `x.sum()` is no faster than one thread
@@ -667,8 +668,7 @@ def _contraction_program(c: Contraction, checked: bool) -> Generator[Job, Compil
 def _sort_program(kernel: Sort, checked: bool) -> Generator[Job, Compiled, SortProgram]:
     source = render_sort(kernel, checked)
     optimized, address, seconds = yield source, symbol(kernel.name, checked), False
-    passes = max(1, (kernel.n - 1).bit_length())
-    rows = Program(kernel, source, optimized, seconds, _KernelFn(address), kernel.rows, kernel.numel * passes, checked)
+    rows = Program(kernel, source, optimized, seconds, _KernelFn(address), kernel.rows, sort_work(kernel), checked)
     return SortProgram(kernel, [rows], seconds, checked)
 
 
