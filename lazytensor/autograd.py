@@ -480,6 +480,9 @@ def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> li
         if arg is not ReduceOp.SUM:
             raise NotImplementedError(f"autograd: no gradient for a running {arg.value}")
         grads = [g.flip(-1)._scan_last(ReduceOp.SUM).flip(-1)]
+    elif op is Op.LINALG:  # a factorization's rule, beside its routine
+        from .linalg import vjp as linalg_vjp
+        grads = linalg_vjp(arg, srcs, out, g)
     elif op is Op.GATHER:  # what each element read, added back where it read it
         index = srcs[1]
         grads = [_zeros_like(x)._scatter(arg, index, g, ReduceOp.SUM), None]
