@@ -427,11 +427,13 @@ def test_activations_float32_and_extremes():
 
 
 def test_activation_gradients_at_nan_and_the_kinks_are_torchs():
-    """Found by the fuzzer (grad seeds 921553, 922277): elu gave a NaN input the gradient of its exponential
-    branch where torch's passes it (x <= 0 is false), so NaN gradients went missing downstream; relu6 as
-    torch's hardtanh passes it too."""
+    """Found by the fuzzer (grad seeds 921553, 922277, 930077, 930369): elu gave a NaN input the gradient of its
+    exponential branch where torch's passes it (x <= 0 is false), so NaN gradients went missing downstream;
+    relu6 as torch's hardtanh passes it too; softplus's is NaN (it was clipped to 0); abs's slope at NaN is 0
+    (it took sign(NaN), NaN)."""
     x = np.array([np.nan, -2.0, -0.0, 0.0, 3.0, 6.0, 7.0, np.inf, -np.inf], np.float32)
     for f, tf in [(F.elu, torch.nn.functional.elu), (F.relu6, torch.nn.functional.relu6), (F.relu, torch.relu),
+                  (F.softplus, torch.nn.functional.softplus), (lambda v: v.abs(), torch.abs),
                   (lambda v: F.leaky_relu(v, 0.1), lambda v: torch.nn.functional.leaky_relu(v, 0.1))]:
         a = lt.asarray(x).requires_grad_()
         t = torch.tensor(x, requires_grad=True)

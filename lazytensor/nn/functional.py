@@ -80,9 +80,11 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
 
 
 def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    """log(1 + exp(beta x)) / beta, linear above `threshold` (as PyTorch)."""
+    """log(1 + exp(beta x)) / beta, linear above `threshold` (as PyTorch). The exponential reads 0 where the
+    linear branch is taken (no overflow, no 0 * inf in the gradient) and x elsewhere, a NaN too: its gradient
+    is NaN, as PyTorch's."""
     bx = x * beta
-    safe = bx.minimum(threshold)
+    safe = where(bx > threshold, 0.0, bx)
     return where(bx > threshold, x, safe.exp().log1p() / beta)
 
 
