@@ -444,6 +444,20 @@ def test_activation_gradients_at_nan_and_the_kinks_are_torchs():
         check(a.grad, t.grad)
 
 
+@pytest.mark.parametrize("name", ["silu", "gelu", "gelu_tanh"])
+def test_smooth_activation_gradients_of_huge_inputs_and_upstream_gradients(name):
+    """Found by the fuzzer (grad seed 940209): differentiated through their products, silu and gelu gave a
+    large x times a large upstream gradient (inf in float32) times their factor's slope of 0, NaN; they are
+    differentiated as PyTorch's formulas are, which torch in float64 confirms."""
+    m, tm = ACTIVATIONS[name]
+    x = np.array([2.5e30, -2.5e30, 3e38, -3e38, 1.0, -0.5, 0.0, 9.5, -9.5, 20.0, np.nan, np.inf, -np.inf], np.float32)
+    a = lt.asarray(x).requires_grad_()
+    t = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    (m(a) * 6e29).sum().backward()
+    (tm(t) * 6e29).sum().backward()
+    check(a.grad, t.grad.float())
+
+
 def test_dropout_module_train_and_eval():
     m = nn.Dropout(0.5)
     x = lt.ones(1000)
