@@ -78,7 +78,7 @@ from .realize import realizing as _realizing
 from .schedule import Schedule
 from .schedule import schedule as _schedule_nodes
 from .sorting import isin, searchsorted, unique, unique_all, unique_counts, unique_inverse, unique_values
-from .statistics import bincount, histogram, median, percentile, quantile
+from .statistics import average, bincount, histogram, median, percentile, quantile
 from .tensor import Tensor, _is_scalar, broadcast_shapes, realize, where
 
 bool = bool_
@@ -482,6 +482,7 @@ __all__ += [
     "__array_api_version__",
     "__array_namespace_info__",
     "array",
+    "average",
     "bincount",
     "broadcast_arrays",
     "can_cast",

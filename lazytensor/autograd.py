@@ -313,10 +313,15 @@ def _piecewise_constant(srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> list[
     return [_zeros_like(s) for s in srcs]
 
 
+def _slope_sign(x: Tensor) -> Tensor:
+    """-1, 0 or 1 by x's sign, 0 for NaN: abs's slope, as PyTorch's (lazytensor's sign(NaN) is NaN)."""
+    return (x > 0).cast(x.dtype) - (x < 0).cast(x.dtype)
+
+
 # One rule per elementwise op that can give a float: `rule(srcs, out, g)` -> the sources' gradients.
 ALU_VJP: dict[Alu, Callable[[Sequence[Tensor], Tensor, Tensor], list[Tensor | None]]] = {
     Alu.NEG: lambda s, out, g: [-g],
-    Alu.ABS: lambda s, out, g: [g * s[0].sign()],
+    Alu.ABS: lambda s, out, g: [g * _slope_sign(s[0])],
     Alu.RECIP: lambda s, out, g: [-g * (out * out)],
     Alu.EXP: lambda s, out, g: [g * out],
     Alu.EXP2: lambda s, out, g: [g * out * math.log(2)],
@@ -361,13 +366,13 @@ def _alu_vjp(op: Alu, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> list[Te
 
 def _extremum_vjp(is_max: bool, a: Tensor, b: Tensor, g: Tensor) -> list[Tensor | None]:
     """maximum/minimum as PyTorch: ties split the gradient in half. Against a constant the op is relu
-    (the gradient passes where a > 0 strictly, as torch.relu); against a Python scalar it is clip
-    (where a >= bound, as torch.clamp)."""
+    (the gradient passes where a > 0 strictly, and where a is NaN, as torch.relu's, which stops it where the
+    result is <= 0); against a Python scalar it is clip (where a >= bound, as torch.clamp)."""
     for x, other, i in ((a, b, 0), (b, a, 1)):
         kind = _constant_kind(other)
         if kind is not None:
             if kind == "const":
-                keep = x > other if is_max else x < other
+                keep = ~(x <= other) if is_max else ~(x >= other)
             else:
                 keep = x >= other if is_max else x <= other
             out: list[Tensor | None] = [None, None]
@@ -392,7 +397,7 @@ def _prod_vjp(x: Tensor, axes: tuple[int, ...], out: Tensor, g: Tensor) -> Tenso
     rest = total(ordinary, ReduceOp.PROD)  # R
     zeros = total(zero.cast(x.dtype), ReduceOp.SUM) - zero.cast(x.dtype)  # among the others
     infs = total(inf.cast(x.dtype), ReduceOp.SUM) - inf.cast(x.dtype)
-    inf_sign = total(_where(inf, x.sign(), 1.0), ReduceOp.PROD) * _where(inf, x.sign(), 1.0)
+    inf_sign = total(_where(inf, _slope_sign(x), 1.0), ReduceOp.PROD) * _where(inf, _slope_sign(x), 1.0)
     others = _where(zero | inf, rest, rest / x)
     others = _where(infs > 0, _where(others * inf_sign < 0, -math.inf, math.inf), others)
     others = _where(zeros > 0, _where(infs > 0, math.nan, 0.0), others)

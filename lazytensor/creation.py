@@ -123,17 +123,19 @@ def _constant(shape: Any, value: int, dtype: Any, device: Any, op: str) -> Tenso
     return Tensor._const(value, dt, get_device(device).name).broadcast_to(shape)
 
 
-def zeros(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
-    return _constant(shape, 0, dtype, device, "zeros")
+def zeros(shape: Any = (), *more: int, dtype: Any = None, device: Any = None) -> Tensor:
+    """A tensor of `shape` (a tuple, or the sizes as arguments: `zeros(2, 3)`) filled with 0s."""
+    return _constant((shape, *more), 0, dtype, device, "zeros")
 
 
-def ones(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
-    return _constant(shape, 1, dtype, device, "ones")
+def ones(shape: Any = (), *more: int, dtype: Any = None, device: Any = None) -> Tensor:
+    """A tensor of `shape` (a tuple, or the sizes as arguments: `ones(2, 3)`) filled with 1s."""
+    return _constant((shape, *more), 1, dtype, device, "ones")
 
 
-def empty(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
+def empty(shape: Any = (), *more: int, dtype: Any = None, device: Any = None) -> Tensor:
     """Like zeros: lazytensor never hands out uninitialized memory."""
-    return _constant(shape, 0, dtype, device, "empty")
+    return _constant((shape, *more), 0, dtype, device, "empty")
 
 
 def _like(x: Tensor, dtype: Any, device: Any) -> tuple[DType, str]:
@@ -204,6 +206,7 @@ def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = None, device: Any
     m = n if m is None else m
     dev = get_device(device).name
     dt = dtypes.to_dtype(dtype) if dtype is not None else default_float
+    k = max(-n, min(m, k))  # a diagonal outside the matrix is no diagonal: k fits int64 whatever its size
     return (_iota(n, dev).reshape(n, 1) + k == _iota(m, dev).reshape(1, m)).cast(dt)
 
 

@@ -299,7 +299,7 @@ def result_type(*arrays_and_dtypes: object) -> DType:
 
 def wide_int(dtype: DType) -> DType:
     """The integer dtype that integer arithmetic on values of `dtype` is done in where it must not wrap at the
-    dtype's own width (sums and products, `arange`, `randint`): uint64 for uint64, whose values int64 does not
+    dtype's own width (`arange`, `randint`): uint64 for uint64, whose values int64 does not
     hold, and int64, which holds every other bool and integer, for the rest."""
     return uint64 if dtype == uint64 else default_int
 

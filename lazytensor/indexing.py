@@ -22,6 +22,8 @@ tensor taken from `x` before (a slice `x[1:]`, a view, `x.T`) keeps the values i
 """
 from __future__ import annotations
 
+import functools
+import operator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -234,6 +236,19 @@ class IndexingOps:
         v = value if isinstance(value, Tensor) else self._like(value)
         if not any(_is_array(it) for it in items):
             out = _basic_written(self, items, v)
+        elif all(it.ndim == 0 and it.dtype == dtypes.bool_ for it in items if _is_array(it)):
+            # only 0-d masks (`x[True] = v`): a new axis each, of 1 where it holds, of 0 where not. A value that
+            # fits the first is written where they all hold, without reading them; else they must not hold
+            # (`x[False] = empty`), which is read
+            if _fits(v.shape, _basic_view(self, tuple(None if _is_array(it) else it for it in items)).shape):
+                masks = [it for it in items if _is_array(it)]
+                written = _basic_written(self, tuple(None if _is_array(it) else it for it in items), v)
+                out = where(functools.reduce(operator.and_, masks), written, self)
+            elif _fits(v.shape, _scalar_masked(self, items).shape):
+                out = self
+            else:
+                raise ShapeError(f"index assignment: cannot broadcast a value of shape {v.shape} to "
+                                 f"{_scalar_masked(self, items).shape}")
         elif (mask := _leading_mask(self, items)) is not None and v.ndim <= self.ndim - mask.ndim + (v.ndim > 0) \
                 and _broadcasts(v.shape, self.shape[mask.ndim:]):
             out = where(mask.reshape(*mask.shape, *([1] * (self.ndim - mask.ndim))), v.cast(self.dtype), self)
@@ -362,14 +377,20 @@ def _basic_ranges(x: Tensor, items: tuple[Any, ...]) -> tuple[list[int], list[tu
     return flips, ranges, shape
 
 
+def _fits(shape: tuple[int, ...], to: tuple[int, ...]) -> bool:
+    """Whether `shape` broadcasts to exactly `to` (a size-1 axis of `to` takes no size 0)."""
+    return len(shape) <= len(to) and all(a in (1, b) for a, b in zip(reversed(shape), reversed(to)))
+
+
 def _basic_written(x: Tensor, items: tuple[Any, ...], v: Tensor) -> Tensor:
     """x with `v` written where the ints, slices and None of `items` point: `v` and a mask placed back at
     those elements (the gradient of a slice is that placement), and a select."""
     from .autograd import unshrink
     from .creation import ones
-    from .tensor import broadcast_shapes, where
+    from .tensor import where
     flips, ranges, shape = _basic_ranges(x, items)
-    broadcast_shapes(v.shape, tuple(shape), op="index assignment")
+    if not _fits(v.shape, tuple(shape)):
+        raise ShapeError(f"index assignment: cannot broadcast a value of shape {v.shape} to {tuple(shape)}")
     region = tuple((stop - start + step - 1) // step if stop > start else 0 for start, stop, step in ranges)
     placed = v.cast(x.dtype).broadcast_to(tuple(shape)).reshape(region)
     inside = ones(region, dtype=dtypes.bool_, device=x.device)
@@ -406,12 +427,9 @@ def _leading_mask(x: Tensor, items: tuple[Any, ...]) -> Tensor | None:
 
 
 def _broadcasts(shape: tuple[int, ...], to: tuple[int, ...]) -> bool:
-    """Whether `shape` broadcasts to `to` (each of `to`'s trailing axes)."""
-    if len(shape) > len(to) + 1:
-        return False
-    tail = shape[1:] if len(shape) == len(to) + 1 else shape
-    lead_ok = len(shape) <= len(to) or shape[0] == 1
-    return lead_ok and all(s in (1, t) for s, t in zip(reversed(tail), reversed(to)))
+    """Whether a value of `shape` broadcasts to the elements a leading mask selects, each of shape `to`: to `to`,
+    or with one leading axis of 1 more (of the selected elements' count)."""
+    return _fits(shape[1:] if len(shape) == len(to) + 1 and shape[0] == 1 else shape, to)
 
 
 def _flat_positions(x: Tensor, items: tuple[Any, ...], name: str) -> tuple[Tensor, tuple[int, ...], Tensor]:

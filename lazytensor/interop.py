@@ -127,6 +127,7 @@ ROWS: dict[str, Row] = {
     "diff": row(lt.diff, "a n= axis= prepend= append="),
     # statistics
     "median": row(lt.median, "a axis= keepdims="),
+    "average": row(lt.average, "a axis= weights= returned= keepdims="),
     "percentile": row(lt.percentile, "a q axis= method= keepdims="),
     "quantile": row(lt.quantile, "a q axis= method= keepdims="),
     "bincount": row(lt.bincount, "x weights= minlength="),
@@ -243,6 +244,10 @@ DIFFERENT = {
                    "API's, max(M, N) * eps of the dtype (rtol)",
 }
 
+# NumPy's questions about memory, which NumPy answers on the tensors' host arrays (`np.asarray(t)`: a realized CPU
+# tensor's own memory, read-only; a cuda tensor's is a copy, which shares nothing with a NumPy array)
+MEMORY_QUERIES = ("may_share_memory", "shares_memory")
+
 # NumPy's defaults for the keywords of a ufunc's call and of the methods mapped (NumPy passes them by name)
 _UFUNC_DEFAULTS: dict[str, dict[str, Any]] = {
     "__call__": {"out": None, "where": True, "casting": "same_kind", "order": "K", "dtype": None, "subok": True,
@@ -264,6 +269,7 @@ def _numpy(name: str) -> Any:
 # Keyed by the callables NumPy hands over (a ufunc's bound methods compare equal by ufunc and name)
 _IMPLEMENTED = {fn: r for name, r in ROWS.items() if (fn := _numpy(name)) is not None}
 _DIFFERENT = {fn: reason for name, reason in DIFFERENT.items() if (fn := _numpy(name)) is not None}
+_MEMORY_QUERIES = {fn for name in MEMORY_QUERIES if (fn := _numpy(name)) is not None}
 _signature = functools.cache(inspect.signature)
 
 
@@ -294,6 +300,8 @@ def array_function(func: Callable[..., Any], types: Sequence[type], args: tuple[
     if not all(issubclass(t, (Tensor, np.ndarray)) for t in types):  # another library's arrays: theirs to say
         return NotImplemented
     name = f"{func.__module__}.{func.__name__}"
+    if func in _MEMORY_QUERIES:
+        return func(*(np.asarray(a) if isinstance(a, Tensor) else a for a in args), **kwargs)
     r = _IMPLEMENTED.get(func)
     if r is None:
         raise _not_implemented(name, _DIFFERENT.get(func))

@@ -10,7 +10,7 @@ import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .dtypes import bool_, promote
+from .dtypes import bool_, int64, promote
 from .errors import AxisError, DeviceError, ShapeError
 from .graph import Op
 from .helpers import prod
@@ -55,8 +55,11 @@ class MovementOps:
 
     __slots__ = ()
 
-    def reshape(self: Tensor, *shape: Any) -> Tensor:
-        """Same elements in a new shape (row-major); one axis may be -1."""
+    def reshape(self: Tensor, shape: Any = (), *more: int, copy: bool | None = None) -> Tensor:
+        """Same elements in a new shape (row-major), given as a tuple or as the sizes (`x.reshape(2, 3)`); one
+        axis may be -1. `copy` is the array API's: a view or a copy cannot be told apart, as no tensor is
+        written in place (a write rebinds its tensor)."""
+        shape = (shape, *more)
         new = list(shape_arg(shape, "reshape"))
         if new.count(-1) > 1:
             raise ShapeError(f"reshape: only one axis may be -1, got {tuple(new)}")
@@ -120,9 +123,9 @@ class MovementOps:
             raise ShapeError(f"mT: needs at least 2 dimensions, got a tensor of shape {self.shape}")
         return self.swapaxes(-1, -2)
 
-    def broadcast_to(self: Tensor, *shape: Any) -> Tensor:
-        """Repeat size-1 axes (and prepend new ones) to reach `shape`, without copying."""
-        target = shape_arg(shape, "broadcast_to")
+    def broadcast_to(self: Tensor, shape: Any = (), *more: int) -> Tensor:
+        """Repeat size-1 axes (and prepend new ones) to reach `shape` (a tuple or the sizes), without copying."""
+        target = shape_arg((shape, *more), "broadcast_to")
         if target == self.shape:
             return self
         if len(target) < self.ndim:
@@ -387,20 +390,39 @@ def unstack(x: Tensor, axis: int = 0) -> tuple[Tensor, ...]:
     return tuple(piece.squeeze(a) for piece in _pieces(x, [(i, i + 1) for i in range(x.shape[a])], a))
 
 
-def repeat(x: Tensor, repeats: int, axis: int | None = None) -> Tensor:
-    """Each element repeated `repeats` times in a row along `axis`, or along the flattened tensor with axis None
-    (NumPy's and the array API's repeat with an int; `Tensor.repeat` is PyTorch's, which tiles instead).
-    A tensor of per-element repeats would make the shape depend on the data, which lazytensor does not do."""
-    if not isinstance(repeats, int) or isinstance(repeats, bool):
-        raise TypeError(f"repeat: repeats must be an int, got {type(repeats).__name__}")
-    if repeats < 0:
-        raise ValueError(f"repeat: repeats must be non-negative, got {repeats}")
+def repeat(x: Tensor, repeats: Any, axis: int | None = None) -> Tensor:
+    """Each element repeated in a row along `axis`, or along the flattened tensor with axis None (NumPy's and
+    the array API's repeat; `Tensor.repeat` is PyTorch's, which tiles instead). `repeats` is an int, or one
+    count per element along the axis (a 1-d integer tensor, list or array, or one count for all): then the
+    result's length is their sum, which is read first (a realize; a JitError inside `lt.jit`), and each
+    position takes the element whose running count it falls in (a binary search, then a gather)."""
     if axis is None:
         x, axis = x.reshape(-1), 0
     a = normalize_axis(axis, x.ndim, "repeat")
-    wide = x.unsqueeze(a + 1)
-    copies = wide.broadcast_to(*wide.shape[:a + 1], repeats, *wide.shape[a + 2:])
-    return copies.reshape(*x.shape[:a], x.shape[a] * repeats, *x.shape[a + 1:])
+    if isinstance(repeats, bool):
+        raise TypeError("repeat: repeats must be an int or integers, got bool")
+    if isinstance(repeats, int):
+        if repeats < 0:
+            raise ValueError(f"repeat: repeats must be non-negative, got {repeats}")
+        wide = x.unsqueeze(a + 1)
+        copies = wide.broadcast_to(*wide.shape[:a + 1], repeats, *wide.shape[a + 2:])
+        return copies.reshape(*x.shape[:a], x.shape[a] * repeats, *x.shape[a + 1:])
+    from .creation import arange, asarray
+    from .sorting import searchsorted
+    from .tensor import realize
+    counts = asarray(repeats, device=x.device)
+    if counts.dtype.is_float or counts.dtype == bool_ or counts.ndim > 1:
+        raise TypeError(f"repeat: repeats must be an int or a 1-d tensor of integers, got {counts.ndim}-d "
+                        f"{counts.dtype}")
+    if counts.numel() not in (1, x.shape[a]):
+        raise ShapeError(f"repeat: {counts.numel()} repeats for axis {a} of length {x.shape[a]}")
+    counts = counts.reshape(-1).broadcast_to(x.shape[a]).cast(int64)
+    total, negative = counts.sum(), (counts < 0).any()
+    realize(total, negative)
+    if negative.item():
+        raise ValueError("repeat: repeats must be non-negative")
+    ends = counts.cumsum(0)
+    return x.take(searchsorted(ends, arange(int(total.item()), device=x.device, dtype=int64), side="right"), axis=a)
 
 
 def broadcast_arrays(*arrays: Tensor) -> list[Tensor]:

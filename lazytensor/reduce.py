@@ -2,16 +2,16 @@
 
 Every reduction takes `axis` (an int, a tuple, or None for all axes) and
 `keepdims`, with PyTorch's `dim` and `keepdim` accepted as aliases. Integer and
-bool sums and products accumulate in int64, as in NumPy and PyTorch (uint8,
-uint16 and uint32 too, as PyTorch), but for uint64, whose values int64 does not
-hold: they stay uint64, as NumPy's and the array API's.
+bool sums and products accumulate in int64, as in NumPy and PyTorch, and
+unsigned ones in uint64, as NumPy's and the array API's (PyTorch's int64 for
+uint8 holds the same values; the standard asks for the unsigned dtype).
 """
 from __future__ import annotations
 
 import math
 from typing import TYPE_CHECKING, Any
 
-from .dtypes import DType, bool_, default_float, default_int, to_dtype, wide_int
+from .dtypes import DType, bool_, default_float, default_int, float32, float64, to_dtype, uint64
 from .errors import AxisError, ShapeError
 from .graph import Op
 from .helpers import prod
@@ -73,10 +73,12 @@ class ReduceOps:
 
     def _accumulate_dtype(self: Tensor, dtype: Any) -> Tensor:
         """This tensor in the dtype its sums and products accumulate in: `dtype` if given, else a float's own,
-        and `wide_int`'s for the bools and integers (see the module docstring)."""
+        int64 for the bools and signed integers, uint64 for the unsigned (see the module docstring)."""
         if dtype is not None:
             return self.cast(to_dtype(dtype))
-        return self if self.dtype.is_float else self.cast(wide_int(self.dtype))
+        if self.dtype.is_float:
+            return self
+        return self.cast(uint64 if self.dtype.kind == "u" else default_int)
 
     def sum(self: Tensor, axis: Any = None, keepdims: bool = False, dtype: Any = None, *, dim: Any = None,
             keepdim: bool = False) -> Tensor:
@@ -146,10 +148,26 @@ class ReduceOps:
         if correction is not None and ddof is not None and correction != ddof:
             raise ValueError(f"{name}: give correction or ddof, not both")
         corr = correction if correction is not None else ddof if ddof is not None else 0
+        from .autograd import custom_vjp
         wide, out = self._widened()
-        centered = wide - wide.mean(axis, keepdims=True)
-        denom = max(0.0, self._count(axis, name) - corr)
-        return (centered * centered).sum(axis, keepdims) / wide._const(denom, wide.dtype, wide.device), out
+        if wide.dtype == float32:
+            # in float64, as PyTorch's CPU reductions: the squares of float32 deviations overflow from 1.8e19
+            # on, where the standard deviation is still a float32 (the grad fuzzer's seed 932677)
+            wide = wide.cast(float64)
+        denom = wide._const(max(0.0, self._count(axis, name) - corr), wide.dtype, wide.device)
+        axes = normalize_axes(axis, wide.ndim, name)
+        kept = tuple(1 if d in axes else n for d, n in enumerate(wide.shape))
+
+        def forward() -> Tensor:
+            centered = wide - wide.mean(axis, keepdims=True)
+            return (centered * centered).sum(axis, keepdims) / denom
+
+        def backward(g: Tensor) -> tuple[Tensor]:
+            # PyTorch's 2 (x - mean) / n: through the mean the gradient is 0 exactly, but an infinite g makes
+            # it inf - inf
+            return ((wide - wide.mean(axis, keepdims=True)) * (g.reshape(kept) * 2 / denom),)
+
+        return custom_vjp((wide,), forward, backward), out
 
     def _arg(self: Tensor, op: ReduceOp, axis: int | None, keepdims: bool, name: str) -> Tensor:
         x = self.reshape(-1) if axis is None else self

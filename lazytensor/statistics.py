@@ -1,4 +1,5 @@
-"""NumPy's order statistics and counting: `median`, `quantile`, `percentile`, `bincount`, `histogram`.
+"""NumPy's order statistics, weighted means and counting: `median`, `quantile`, `percentile`, `average`,
+`bincount`, `histogram`.
 
 Order statistics sort along their axis (`sorting.py`) and read the sorted values at computed positions; a
 NaN in a slice makes its result NaN, as NumPy's (NaN sorts last, so the slice's last value says). Counting
@@ -107,6 +108,39 @@ def median(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
     return quantile(x, 0.5, axis, keepdims=keepdims)
 
 
+def average(x: Any, axis: Any = None, weights: Any = None, returned: bool = False, *,
+            keepdims: bool = False) -> Any:
+    """NumPy's average: the mean over `axis`, or with `weights` the sum of `x * weights` over the sum of the
+    weights. The weights have x's shape, or the shape of the axes reduced (`axis` given: `x.shape[axis]` for
+    one), laid along them. Integers and bools give the default float, as `mean`. With `returned`, also the sum
+    of the weights (the count without them), of the result's shape. A sum of weights of 0 gives the division's
+    inf or NaN (NumPy raises ZeroDivisionError, which a lazy result cannot without reading the weights)."""
+    from .dtypes import default_float, promote
+    t = _tensor(x)
+    if weights is None:
+        avg = t.mean(axis, keepdims=keepdims)
+        total = avg._const(t._count(axis, "average"), avg.dtype, avg.device).broadcast_to(avg.shape)
+        return (avg, total) if returned else avg
+    w = _tensor(weights).to(t.device)
+    if w.shape != t.shape:
+        if axis is None:
+            raise ShapeError(f"average: weights of shape {w.shape} for x of shape {t.shape} need an axis")
+        axes = normalize_axes(axis, t.ndim, "average")
+        given = (axis,) if isinstance(axis, int) else tuple(axis)
+        along = tuple(t.shape[a % t.ndim] for a in given)
+        if w.shape != along:
+            raise ShapeError(f"average: weights of shape {w.shape} for the axes {given} of x of shape {t.shape}, "
+                             f"expected {along}")
+        order = sorted(range(len(given)), key=lambda i: given[i] % t.ndim)
+        w = w.permute(order).reshape(tuple(n if a in axes else 1 for a, n in enumerate(t.shape)))
+    dt = promote(t.dtype, w.dtype)
+    dt = dt if dt.is_float else default_float
+    t, w = t.cast(dt), w.cast(dt)
+    total = w.broadcast_to(t.shape).sum(axis, keepdims=keepdims)
+    avg = (t * w).sum(axis, keepdims=keepdims) / total
+    return (avg, total) if returned else avg
+
+
 def bincount(x: Any, weights: Any = None, minlength: int = 0) -> Any:
     """NumPy's bincount: how many times each value 0, 1, ..., max(x) occurs in the 1-d non-negative integer
     x (at least `minlength` bins), or the sum of the `weights` at each. The length depends on the data:
@@ -203,4 +237,4 @@ def histogram(x: Any, bins: Any = 10, range: tuple[float, float] | None = None, 
     return counts, edges
 
 
-__all__ = ["bincount", "histogram", "median", "percentile", "quantile"]
+__all__ = ["average", "bincount", "histogram", "median", "percentile", "quantile"]

@@ -251,6 +251,30 @@ def test_prod_gradient_of_one_element_and_of_infinities():
     check(x.grad, torch.tensor(expected, dtype=torch.float32))
 
 
+def test_relu_passes_the_gradient_of_nan():
+    """Found by the fuzzer (grad seed 910161): torch.relu stops the gradient where its result is <= 0, so a NaN
+    passes it; lazytensor's stopped it (it kept x > 0)."""
+    a = np.array([np.nan, 1.5, -1.0, 0.0, -np.inf, np.inf], np.float32)
+    check_grads(lambda x: x.relu() * 3, lambda t: t.relu() * 3, [a])
+
+
+def test_variance_gradient_with_an_infinite_upstream_gradient():
+    """Found by the fuzzer (grad seed 910941): exp of a large variance has an infinite gradient; var's is
+    2 (x - mean) / n times it, as torch's, -inf and inf, where through the mean it was inf - inf."""
+    a = np.array([[0.7, 1.9, 7.6], [1.0, 2.0, 3.0]])
+    check_grads(lambda x: (x.var(1, correction=1) * 100).exp(), lambda t: (t.var(1) * 100).exp(), [a])
+    check_grads(lambda x: x.std(0, keepdims=True).exp(), lambda t: t.std(0, correction=0, keepdim=True).exp(), [a])
+
+
+def test_float32_std_of_a_spread_whose_squares_overflow():
+    """Found by the fuzzer (grad seed 932677): float32 deviations of 5e29 have squares beyond float32; the
+    variance accumulates in float64, as PyTorch's on the CPU, so the standard deviation and its gradient are
+    finite (the variance itself is inf, as torch's)."""
+    a = np.array([[1e30, -0.5], [0.834, -0.732]], np.float32)
+    check_grads(lambda x: x.std(0) * 3, lambda t: t.std(0, correction=0) * 3, [a])
+    check(lt.asarray(a).var(0), torch.tensor(a).var(0, correction=0))
+
+
 MOVEMENT = {
     "reshape": (lambda x: x.reshape(4, 6), lambda t: t.reshape(4, 6)),
     "permute": (lambda x: x.permute(2, 0, 1), lambda t: t.permute(2, 0, 1)),

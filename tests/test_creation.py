@@ -338,7 +338,7 @@ def test_eye(n, m):
     check(lt.eye(n, m, dtype=lt.int64), torch.eye(n, m if m is not None else n, dtype=torch.int64))
 
 
-@pytest.mark.parametrize("k", [-4, -1, 0, 1, 2, 5])
+@pytest.mark.parametrize("k", [-4, -1, 0, 1, 2, 5, 2**63, -2**70])
 def test_eye_offset_diagonal(k):
     check(lt.eye(3, 4, k=k), np.eye(3, 4, k=k, dtype=np.float32))
     check(lt.eye(4, k=k, dtype=lt.bool_), np.eye(4, k=k, dtype=np.bool_))

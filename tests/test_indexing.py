@@ -161,6 +161,19 @@ def test_setitem_with_masks_tensors_and_repeated_indices():
     x[rows, 1:3] = x[rows, 1:3] * 10  # reads the old values, then writes
     want[[3, 0], 1:3] *= 10
     check(x, want)
+    for flag in (True, False):  # 0-d masks, lazy: written where they hold, without reading them first
+        x[1, lt.asarray(flag), 2:] = lt.asarray(np.array([-1.0, -2.0, -3.0], np.float32))
+        want[1, np.array(flag), 2:] = [-1.0, -2.0, -3.0]
+        check(x, want)
+    z = lt.asarray(np.float32(2.5))
+    z[lt.asarray(False)] = 1.0
+    z[lt.asarray(True)] = z + 1
+    z[lt.asarray(False)] = lt.zeros(0)  # as x[x > 0] = x[x > 0] * 2 of a 0-d x where it is not (array-api-extra)
+    check(z, np.array(3.5, np.float32))
+    with pytest.raises(lt.ShapeError, match=r"cannot broadcast a value of shape \(0,\) to \(1,\)"):
+        z[lt.asarray(True)] = lt.zeros(0)
+    with pytest.raises(lt.ShapeError, match=r"cannot broadcast a value of shape \(0,\) to \(1,\)"):
+        x[0:1, 0] = lt.zeros(0)
 
 
 def test_a_write_changes_the_tensor_not_the_views_taken_before():

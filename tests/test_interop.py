@@ -449,6 +449,8 @@ CASES = {
     "diff": lambda f: (np.diff(f), np.diff(f, n=2, axis=0), np.diff(f, axis=0, prepend=f[:1], append=f[-1:])),
     "median": lambda d, f: (np.median(f), np.median(f, axis=1, keepdims=True), np.median(d, axis=0),
                             np.median(f * 1, overwrite_input=True)),
+    "average": lambda f, p, v: (np.average(f), np.average(f, axis=1, weights=v), np.average(f, weights=p),
+                                np.average(f, 0, p, returned=True, keepdims=True)),
     "percentile": lambda f: (np.percentile(f, 30), np.percentile(f, [10, 90], axis=0, method="nearest")),
     "quantile": lambda f: (np.quantile(f, 0.3, axis=1, keepdims=True), np.quantile(f, [0.25, 0.5], method="lower")),
     "bincount": lambda k, f: (np.bincount(k.ravel()), np.bincount(k.ravel(), weights=f.ravel(), minlength=10)),
@@ -727,3 +729,12 @@ def test_what_worked_before_still_works():
     assert isinstance(arr + x, lt.Tensor) and isinstance(arr * x, lt.Tensor) and isinstance(x * arr, lt.Tensor)
     p = lt.nn.Parameter(lt.asarray(arr))
     check(np.sum(p, axis=1), np.sum(arr, axis=1))
+
+
+def test_memory_questions_are_numpys_about_the_host_arrays():
+    """np.may_share_memory and np.shares_memory (scikit-learn asks them of its inputs) answer on `np.asarray(t)`,
+    which is a realized CPU tensor's own memory, read-only."""
+    t = lt.asarray(DATA["f"]).realize()
+    view = np.asarray(t)
+    assert np.may_share_memory(view, t) == np.shares_memory(t, view[1]) == (DEFAULT_DEVICE == "cpu")
+    assert not np.may_share_memory(t, DATA["f"]) and not np.shares_memory(np.zeros(3), t)

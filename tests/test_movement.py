@@ -753,9 +753,29 @@ def test_repeat_0d_size_0_and_errors():
     check(lt.repeat(lt.zeros(0, 2), 4, 1), np.repeat(np.zeros((0, 2), np.float32), 4, 1))
     with pytest.raises(ValueError, match="non-negative"):
         lt.repeat(lt.zeros(2), -1)
-    with pytest.raises(TypeError, match="must be an int"):
-        lt.repeat(lt.zeros(2), lt.asarray([1, 2]))
+    with pytest.raises(ValueError, match="non-negative"):
+        lt.repeat(lt.zeros(2), [1, -1])
+    with pytest.raises(TypeError, match="1-d tensor of integers"):
+        lt.repeat(lt.zeros(2), lt.asarray([1.0, 2.0]))
+    with pytest.raises(lt.ShapeError, match="3 repeats for axis 0 of length 2"):
+        lt.repeat(lt.zeros(2), [1, 2, 3])
     assert lt.zeros(2, 3).repeat(2, 1).shape == (4, 3)  # the method stays PyTorch's (tile)
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.int16, lt.bool_], ids=str)
+@pytest.mark.parametrize("axis", [0, 1, -1, None], ids=str)
+def test_repeat_with_a_count_per_element(dtype, axis):
+    rng = np.random.default_rng(64)
+    for kind, x, t in inputs((3, 2, 4), dtype, seed=65):
+        n = t.numel() if axis is None else t.shape[axis]
+        for counts in (rng.integers(0, 4, n), np.zeros(n, np.int64), np.array([2])):
+            want = np.repeat(t.numpy(), counts, axis)
+            check(lt.repeat(x, lt.asarray(counts), axis), want)
+            check(lt.repeat(x, counts.tolist(), axis), want)
+            if axis is not None:
+                check(lt.repeat(x, lt.asarray(counts.astype(np.int32)), axis),
+                      torch.repeat_interleave(t, torch.as_tensor(counts), axis))
+    check(lt.repeat(lt.zeros(0, 2), lt.asarray(np.array([], np.int64)), 0), np.zeros((0, 2), np.float32))
 
 
 @pytest.mark.parametrize("axis", [0, 1, -1, -3])

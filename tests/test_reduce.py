@@ -82,11 +82,18 @@ def expected_reduce(name: str, t: torch.Tensor, axis, keepdims: bool) -> torch.T
         if name in ("var", "std"):
             return torch.zeros_like(t, dtype=dtype)
         return t.to(dtype)
-    return REDUCERS[name][1](t, torch_dims(axis, t.ndim), keepdims)
+    return unsigned_accumulation(REDUCERS[name][1](t, torch_dims(axis, t.ndim), keepdims), t)
+
+
+def unsigned_accumulation(result: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    """torch's sum, product or running one of `t`, in the dtype lazytensor's accumulates unsigned integers
+    in: uint64, NumPy's and the array API's (torch's int64 holds the same values)."""
+    unsigned = t.dtype in (torch.uint8, torch.uint16, torch.uint32, torch.uint64)
+    return result.to(torch.uint64) if unsigned and result.dtype == torch.int64 else result
 
 
 def torch_ref_dtype(name: str, t: torch.Tensor) -> torch.dtype:
-    probe = REDUCERS[name][1](t.reshape(-1)[:1], 0, False)
+    probe = unsigned_accumulation(REDUCERS[name][1](t.reshape(-1)[:1], 0, False), t)
     return probe.dtype
 
 
@@ -105,9 +112,10 @@ def test_reduce_axes_float32(name, axis, keepdims):
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 @pytest.mark.parametrize("name", ["sum", "prod", "max", "min", "mean", "any", "all"])
 def test_reduce_dtypes(name, dtype):
-    # int and bool sums and products accumulate in int64 (torch's dtype); mean of ints is float32.
-    # (2, 3) keeps integer products inside int64. The index arithmetic does not depend on the dtype, so one
-    # non-contiguous layout is enough here (test_reduce_axes_float32 runs them all).
+    # bool and signed sums and products accumulate in int64 (torch's dtype), unsigned ones in uint64 (NumPy's
+    # and the array API's; torch's is int64); mean of ints is float32. (2, 3) keeps integer products inside
+    # int64. The index arithmetic does not depend on the dtype, so one non-contiguous layout is enough here
+    # (test_reduce_axes_float32 runs them all).
     fn, _, kw = REDUCERS[name]
     arr = random_array((2, 3), dtype, seed=2, **(kw if dtype.is_float else {}))
     for kind, axis in (("contiguous", None), ("flipped", 1)):
@@ -131,11 +139,11 @@ def test_sum_dtype_argument(dtype):
 
 
 def test_int_sums_do_not_overflow_small_dtypes():
-    # 1000 * 100 does not fit in int8 or uint8; the int64 accumulator holds it exactly.
+    # 1000 * 100 does not fit in int8 or uint8; the int64 (uint64) accumulator holds it exactly.
     for dtype, value in ((lt.int8, 100), (lt.uint8, 200), (lt.int16, 30000), (lt.int32, 2**31 - 1)):
         arr = np.full(1000, value, dtype=dtype.name)
         got = lt.asarray(arr).sum()
-        check(got, torch.tensor(arr).sum())
+        check(got, unsigned_accumulation(torch.tensor(arr).sum(), torch.tensor(arr)))
         assert got.item() == 1000 * value
     bools = np.arange(300) % 3 == 0
     check(lt.asarray(bools).sum(), torch.tensor(bools).sum())
@@ -486,12 +494,12 @@ def test_cumsum_axis_none_flattens():
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 def test_cumsum_dtypes(dtype):
-    # ints and bools accumulate in int64, like torch.
+    # ints and bools accumulate in int64, like torch, unsigned ints in uint64.
     arr = random_array((4, 6), dtype, seed=20)
     x, t = layout(arr, "contiguous")
-    check(x.cumsum(1), torch.cumsum(t, dim=1))
+    check(x.cumsum(1), unsigned_accumulation(torch.cumsum(t, dim=1), t))
     x, t = layout(arr, "transposed")
-    check(x.cumsum(0), torch.cumsum(t, dim=0))
+    check(x.cumsum(0), unsigned_accumulation(torch.cumsum(t, dim=0), t))
 
 
 def test_cumsum_dtype_argument():
@@ -738,6 +746,19 @@ def test_column_reductions(name, dtype, shape, axis):
         check(fn(x, axis, False), expected_reduce(name, t, axis, False))
 
 
+@pytest.mark.parametrize("shape", [(5, 4), (1, 5, 4), (9, 3), (17, 5), (100, 3)], ids=str)
+def test_column_all_and_any_of_transcendental_comparisons(shape):
+    """Found by the fuzzer (forward seed 921912): `x.exp().all(0)` over 5 rows of 4 columns was false where
+    every value is true. LLVM 22's loop and SLP vectorizers together miscompiled the column accumulators'
+    logic on i1; it runs on their bytes."""
+    for kind, x, t in inputs(shape, lt.float32, seed=38):
+        for axis in range(len(shape)):
+            for c in (-10.0, 0.5):
+                check((x.exp() > c).all(axis), (t.exp() > c).all(axis))
+                check((x.exp2() > c).any(axis), (t.exp2() > c).any(axis))
+            check(x.exp().all(axis), t.exp().bool().all(axis))
+
+
 def test_column_mean_and_bias_gradient():
     arr = column_data("sum", lt.float32, (256, 130))
     x, t = layout(arr, "contiguous")
@@ -758,10 +779,11 @@ def test_column_mean_and_bias_gradient():
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 @pytest.mark.parametrize("axis", [0, 1, -1])
 def test_cumprod(dtype, axis):
-    # ints and bools accumulate in int64, like torch; small factors keep int64 products from wrapping
+    # bools and ints accumulate in int64, like torch, unsigned ints in uint64; small factors keep the products
+    # from wrapping
     for kind, x, t in inputs((3, 6), dtype, seed=30, low=-2, high=2):
-        check(x.cumprod(axis), torch.cumprod(t, dim=axis))
-        check(lt.cumprod(x, axis), torch.cumprod(t, dim=axis))
+        check(x.cumprod(axis), unsigned_accumulation(torch.cumprod(t, dim=axis), t))
+        check(lt.cumprod(x, axis), unsigned_accumulation(torch.cumprod(t, dim=axis), t))
 
 
 def test_cumprod_axis_none_0d_size_0_and_dtype():
@@ -802,9 +824,9 @@ def test_cumulative_sum_and_prod(name, dtype):
     identity = {"cumulative_sum": 0, "cumulative_prod": 1}[name]
     for kind, x, t in inputs((3, 4), dtype, seed=36, low=-2, high=2):
         arr = t.numpy()
-        expected = running(arr, axis=1, dtype=np.int64 if not dtype.is_float else None)
+        expected = running(arr, axis=1)  # NumPy's dtypes: int64 for bools and ints, uint64 for unsigned ints
         check(getattr(lt, name)(x, axis=1), expected)
-        check(getattr(x, name)(axis=-2), running(arr, axis=0, dtype=np.int64 if not dtype.is_float else None))
+        check(getattr(x, name)(axis=-2), running(arr, axis=0))
         initial = np.concatenate([np.full((3, 1), identity, expected.dtype), expected], axis=1)
         check(getattr(lt, name)(x, axis=1, include_initial=True), initial)
     vector = random_array((5,), lt.float64, seed=37)

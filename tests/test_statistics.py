@@ -43,6 +43,32 @@ def test_quantiles_with_nan_and_infinities_and_bad_q():
         lt.median(lt.zeros(0))
 
 
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int16, lt.bool_], ids=str)
+@pytest.mark.parametrize("axis", [None, 0, -1, (2, 0)], ids=str)
+def test_average_matches_numpy(axis, dtype):
+    """Weights of x's shape or of the reduced axes' (in `axis`'s order); integers give float32, lazytensor's
+    default float, where NumPy's is float64."""
+    rng = np.random.default_rng(4)
+    as_float = (lambda r: r) if dtype.is_float else (lambda r: np.asarray(r).astype(np.float32))
+    for _, x, _ in inputs((4, 5, 3), dtype, seed=5):
+        a = np.asarray(x.numpy())
+        full = rng.random(a.shape).astype(np.float32)
+        check(lt.average(x, axis), as_float(np.average(a, axis)))
+        check(lt.average(x, axis, lt.asarray(full), keepdims=True),
+              as_float(np.average(a, axis, full, keepdims=True)))
+        for got, want in zip(lt.average(x, axis, returned=True), np.average(a, axis, returned=True)):
+            check(got, as_float(want))
+        if axis is not None:
+            along = rng.random(tuple(a.shape[i] for i in ((axis,) if isinstance(axis, int) else axis)))
+            for got, want in zip(lt.average(x, axis, lt.asarray(along), returned=True),
+                                 np.average(a, axis, along, returned=True)):
+                check(got, np.asarray(want))  # float64 weights make the result float64
+    with pytest.raises(lt.ShapeError, match="need an axis"):
+        lt.average(lt.zeros(2, 3), weights=lt.ones(3))
+    with pytest.raises(lt.ShapeError, match=r"expected \(2,\)"):
+        lt.average(lt.zeros(2, 3), 0, weights=lt.ones(3))
+
+
 @pytest.mark.parametrize("dtype", [lt.int64, lt.int32, lt.uint8, lt.int8], ids=str)
 def test_bincount_matches_numpy(dtype):
     a = np.random.default_rng(2).integers(0, 9, 40).astype(dtype.name)

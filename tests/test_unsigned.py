@@ -4,8 +4,7 @@ The oracle is NumPy 2 unless a test says otherwise: torch 2.13 stores these dtyp
 sums them, and compares them for equality, but has no +, -, <, //, %, max, flip, ... for them and promotes
 them with nothing. Where torch has the op (casts, sums, iinfo) it is asked too. lazytensor's semantics are
 NumPy's for unsigned integers (wrapping arithmetic, 0 for a zero divisor), but for the documented differences
-the tests spell out: sums of uint16 and uint32 accumulate in int64 (as uint8's, as torch), an int tensor
-divided by an int tensor is float32, a float cast to an integer saturates (the IR's rule; NumPy's is undefined
+the tests spell out: an int tensor divided by an int tensor is float32, a float cast to an integer saturates (the IR's rule; NumPy's is undefined
 out of range), and a signed integer with uint64 does not promote.
 
 Data covers each dtype's whole range (the top bit set, the maximum), in the four layouts of `conftest.layout`,
@@ -339,16 +338,9 @@ def test_movement_ops(dtype, name):
 
 # ---- reductions ---------------------------------------------------------------------------------------
 
-def accumulated(dtype: lt.DType) -> str:
-    """The dtype sums and products give: int64, which holds every uint16 and uint32 (as uint8's, as torch);
-    uint64's own, which int64 does not hold (as NumPy and the array API)."""
-    return "uint64" if dtype is lt.uint64 else "int64"
-
-
 def test_sums_and_products(dtype):
-    """In int64 for uint16 and uint32 (the oracle: torch, whose sums of these dtypes are int64, and NumPy in
-    int64), in uint64 for uint64 (NumPy's, wrapping; torch's int64 result has the same bits)."""
-    acc = accumulated(dtype)
+    """In uint64, as NumPy's (the oracle) and the array API's; torch's sums are int64, of the same bits."""
+    acc = "uint64"
     for shape in SHAPES:
         a = full_range(shape, dtype, 12)
         wide = a.astype(acc)
@@ -392,7 +384,7 @@ def test_long_reductions(dtype):
     """Rows longer than any block: split across threads on the CPU, looped in blocks by Triton."""
     a = full_range((1 << 18,), dtype, 20)
     x = lt.asarray(a)
-    acc = accumulated(dtype)
+    acc = "uint64"
     check(x.sum(), a.sum(dtype=acc))
     check(x.max(), a.max())
     check(x.min(), a.min())

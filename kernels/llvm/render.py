@@ -33,7 +33,7 @@ from collections.abc import Callable
 from llvmlite import ir
 
 from ..bounds import fault_code
-from ..dtype import DType, bfloat16, bool_, float16, float32, float64, half_bits, int64
+from ..dtype import DType, bfloat16, bool_, float16, float32, float64, half_bits, int64, uint8
 from ..expr import Bounds, Div, Expr, Mod, Var
 from ..ir import COMPARISONS, Alu, Kernel, ReduceOp, SharedRow, Value, VOp, loop_scopes, shared_rows, toposort
 from ..legalize import Key, keys
@@ -355,7 +355,8 @@ class KernelRenderer(FunctionBuilder):
             if v.op is VOp.REDUCE:
                 self.emit_reduce(v, path)
             elif (store := self.reloads.get(id(v))) is not None:
-                self.vals[id(v)] = self.b.load(self.gep(store.buf, store.index, False), typ=llvm_type(v.dtype))
+                raw = self.b.load(self.gep(store.buf, store.index, False), typ=memory_type(v.dtype))
+                self.vals[id(v)] = self.from_memory(raw, v.dtype)
             else:
                 self.vals[id(v)] = self.value(v)
 
@@ -497,7 +498,9 @@ class KernelRenderer(FunctionBuilder):
         """The innermost output loop over [lo, hi) around `red` (see `column_reduction`), in blocks of
         COLUMN_BLOCK_BYTES of accumulators: per block, the reduction's loops outside a loop across it."""
         b, path, (op, ranges) = self.b, self.kernel.loops, red.arg
-        var, t = path[-1], llvm_type(red.dtype)
+        # the accumulators in memory as buffers hold them (bools as bytes: a loop vectorized over i1s in
+        # memory reads them as packed bits, which the scalar stores did not write)
+        var, t, dtype = path[-1], memory_type(red.dtype), red.dtype
         width = max(1, COLUMN_BLOCK_BYTES // red.dtype.itemsize)
         accs = self.alloca(t, width)
         reads = {id(v) for v in toposort(list(red.srcs))}
@@ -520,7 +523,12 @@ class KernelRenderer(FunctionBuilder):
                     self.vals[id(v)] = self.value(v)
                 for k in range(1, len(ranges) + 1):
                     self.emit_scope(path + ranges[:k])
-                b.store(self.combine(op, red.dtype, b.load(acc, typ=t), self.vals[id(red.srcs[0])]), acc)
+                x = self.vals[id(red.srcs[0])]
+                if dtype == bool_:  # the logic on the bytes: LLVM 22 miscompiles it on i1s here (loop + SLP
+                    # vectorizers: `exp(x) > c` all-reduced over 5 rows gave false)
+                    b.store(self.alu(op.combine(dtype), uint8, [b.load(acc, typ=t), self.to_memory(x, dtype)]), acc)
+                else:
+                    b.store(self.combine(op, dtype, b.load(acc, typ=t), x), acc)
 
             def level(k: int) -> None:
                 if k == len(ranges):
@@ -529,11 +537,11 @@ class KernelRenderer(FunctionBuilder):
                     self.loop(ranges[k], I64(0), I64(ranges[k].size), lambda: level(k + 1))
 
             def finish(acc: ir.Value) -> None:
-                self.vals[id(red)] = b.load(acc, typ=t)
+                self.vals[id(red)] = self.from_memory(b.load(acc, typ=t), dtype)
                 self.emit_scope(path, computed=red)
                 self.emit_stores()
 
-            columns(lambda acc: b.store(self.constant(op.identity(red.dtype), red.dtype), acc))
+            columns(lambda acc: b.store(self.to_memory(self.constant(op.identity(dtype), dtype), dtype), acc))
             level(0)
             columns(finish)
 

@@ -212,7 +212,8 @@ def documented_difference(op: str, args: Sequence[Value], params: dict[str, Any]
     lazytensor refuses (errors.py checks that it raises clearly there): arithmetic without a bool meaning on
     bools (subtract, floor divide, modulo, power), contractions of bools, and Python ints that an integer
     dtype cannot hold (NumPy 2; torch wraps them). It computes otherwise (NumPy's results): the square of
-    bools is bool (torch: int64), average pooling of integers is float (torch: truncated integers)."""
+    bools is bool (torch: int64), average pooling of integers is float (torch: truncated integers), sums and
+    products of unsigned integers are uint64 (the array API's; torch: int64)."""
     dtypes = [a.dtype for a in args]
     promoted = dtypes[0] if dtypes else torch.bool
     for d in dtypes[1:]:
@@ -233,6 +234,8 @@ def documented_difference(op: str, args: Sequence[Value], params: dict[str, Any]
     if promoted == torch.bool and op in ("matmul", "tensordot", "outer", "linear", "conv2d", "conv2d_bias"):
         return True
     if op == "avg_pool2d" and not promoted.is_floating_point:
+        return True
+    if op in ("sum", "prod", "prod_all", "cumsum") and promoted == torch.uint8:
         return True
     return promoted == torch.bool and op == "square"
 
