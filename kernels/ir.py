@@ -27,10 +27,11 @@ negative value shifted right); ATAN2 is C's atan2, special values included.
 `kernels/reference.py` is these semantics as an interpreter, with every op's
 rule for every dtype and the readings it takes where this summary is silent.
 
-Besides loop nests, four kernels of their own kind: a `Contraction` (a matmul-shaped sum for the
+Besides loop nests, five kernels of their own kind: a `Contraction` (a matmul-shaped sum for the
 backend's template), a `Scatter` (a copy, then a loop nest over updates that write at indexes computed from
-data, `Store.at`), a `Sort` (the stable order of rows of keys) and a `Scan` (running sums of rows). A `gather` value loads at an index
-computed from data.
+data, `Store.at`), a `Sort` (the stable order of rows of keys), a `Scan` (running sums of rows) and a
+`LibraryCall` (a linear algebra library's routine on each matrix of a batch, `kernels/lapack.py`). A `gather`
+value loads at an index computed from data.
 
 Most of these are library semantics, not machine instructions. `kernels/legalize.py`
 rewrites them into the core ops a machine has (TRUNCDIV and REM, the C operators;
@@ -543,6 +544,46 @@ class Scan:
 
     def __str__(self) -> str:
         return f"scan {self.name}{self.body_text()}"
+
+
+@dataclass(frozen=True)
+class LibraryCall:
+    """A routine of a linear algebra library (LAPACK's, a row of `kernels.lapack.ROUTINES`) run on each of
+    `batch` matrices: operand i is the row-major stack of `batch` matrices of shape `shapes[i]` in buffer slot
+    i + 1, and each matrix's results (`lapack.result_shapes`) go one after another into its row of slot 0, a
+    row-major (batch, K) buffer. The routine's result for a matrix depends on that matrix alone, and a routine
+    may fail on one (a singular matrix): the launch then reports the first such matrix
+    (`lapack.LibraryError`). The operands and results are float32 or float64, the same for all. A backend
+    without the library has no program for it."""
+
+    name: str  # "" names it from its routine, dtype and sizes
+    buffers: tuple[BufferParam, ...]
+    routine: str
+    batch: int
+    shapes: tuple[tuple[int, int], ...]
+
+    params: tuple[DType, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            sizes = "_".join("x".join(map(str, (self.batch, *shape))) for shape in self.shapes)
+            object.__setattr__(self, "name", f"{self.routine}_{SHORT_NAMES[self.dtype]}_{sizes}")
+
+    @property
+    def dtype(self) -> DType:
+        return self.buffers[0].dtype
+
+    @property
+    def numel(self) -> int:
+        return self.buffers[0].size
+
+    def body_text(self) -> str:
+        """The call without its name: the structural key caches compile by."""
+        operands = ", ".join(f"b{i + 1}[r] ({m}x{n})" for i, (m, n) in enumerate(self.shapes))
+        return f"{_signature(self.buffers, self.params)}\n  b0[r, :] = {self.routine}({operands}), for r < {self.batch}"
+
+    def __str__(self) -> str:
+        return f"library call {self.name}{self.body_text()}"
 
 
 def _signature(buffers: tuple[BufferParam, ...], params: tuple[DType, ...]) -> str:

@@ -52,6 +52,7 @@ from .ir import (
     Alu,
     Contraction,
     Kernel,
+    LibraryCall,
     Scan,
     Scatter,
     Sort,
@@ -73,11 +74,11 @@ SIGN_BIT = {float32: -2**31, float64: -2**63}  # as the signed integer of the fl
 BITS_OF = {float32: int32, float64: int64}
 
 
-def legalize(kernel: Kernel | Contraction | Scatter | Sort | Scan, native: frozenset[Key]) \
-        -> Kernel | Contraction | Scatter | Sort | Scan:
-    """`kernel` with every op of `RULES` that is not in `native` rewritten into core ops (same name); a sort
-    and a scan have no ops but their own."""
-    if isinstance(kernel, (Sort, Scan)):
+def legalize(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall, native: frozenset[Key]) \
+        -> Kernel | Contraction | Scatter | Sort | Scan | LibraryCall:
+    """`kernel` with every op of `RULES` that is not in `native` rewritten into core ops (same name); a sort,
+    a scan and a library call have no ops but their own."""
+    if isinstance(kernel, (Sort, Scan, LibraryCall)):
         return kernel
     if isinstance(kernel, Contraction):
         a, bv = legalize_values([kernel.a, kernel.bv], native)

@@ -77,6 +77,8 @@ Values (semantics every backend must honour; `ALU` has one row per op):
 - A contraction's product is `sum_k a * b` in `compute_dtype` of its operands (float32 for 16-bit ones,
   whose products are exact there), in any order, stored to `product` in that buffer's dtype; then its
   epilogue runs.
+- A `LibraryCall` is its routine as `kernels/lapack.py` defines it: NumPy's LAPACK, which is also what the
+  CPU backend runs, so against the reference a backend shows how it lays out the matrices and results.
 """
 from __future__ import annotations
 
@@ -85,6 +87,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from . import lapack
 from .dtype import (
     DType,
     bfloat16,
@@ -99,7 +102,21 @@ from .dtype import (
     wrap,
 )
 from .expr import Bounds, Div, Expr, Mod, Var
-from .ir import Alu, BufferParam, Contraction, Kernel, ReduceOp, Scan, Scatter, Sort, Store, Value, VOp, toposort
+from .ir import (
+    Alu,
+    BufferParam,
+    Contraction,
+    Kernel,
+    LibraryCall,
+    ReduceOp,
+    Scan,
+    Scatter,
+    Sort,
+    Store,
+    Value,
+    VOp,
+    toposort,
+)
 
 Scalar = bool | int | float | np.generic
 HALF_FLOATS = (float16, bfloat16)
@@ -107,7 +124,7 @@ HALF_FLOATS = (float16, bfloat16)
 
 # ---- buffers ---------------------------------------------------------------------------------------
 
-def run(kernel: Kernel | Contraction | Scatter | Sort | Scan, buffers: Sequence[np.ndarray],
+def run(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall, buffers: Sequence[np.ndarray],
         params: Sequence[Scalar]) -> None:
     """Evaluate `kernel` on the caller's `buffers` (its non-scratch slots, in order) and `params`,
     writing its outputs in place; scratch slots are allocated here, as the runtimes do."""
@@ -125,6 +142,8 @@ def run(kernel: Kernel | Contraction | Scatter | Sort | Scan, buffers: Sequence[
         argsort(kernel, slots)
     elif isinstance(kernel, Scan):
         scan(kernel, slots)
+    elif isinstance(kernel, LibraryCall):
+        library_call(kernel, slots)
     else:
         execute(kernel, slots, params)
 
@@ -378,6 +397,13 @@ def scan(s: Scan, slots: Sequence[np.ndarray]) -> None:
         for i in range(1, s.n):
             out[:, i] = alu(combine, dtype, [out[:, i - 1], src[:, i]])
     _storage(slots[0], s.buffers[0], 0)[:] = _encode(out.reshape(-1), dtype)
+
+
+def library_call(call: LibraryCall, slots: Sequence[np.ndarray]) -> None:
+    """A library call: its routine, as `kernels/lapack.py` defines it, on the whole batch."""
+    operands = [_storage(a, p, i + 1).reshape(call.batch, *shape)
+                for i, (a, p, shape) in enumerate(zip(slots[1:], call.buffers[1:], call.shapes))]
+    lapack.run(call.routine, operands, _storage(slots[0], call.buffers[0], 0).reshape(call.batch, -1), 0, call.batch)
 
 
 def contract(c: Contraction, slots: Sequence[np.ndarray], params: Sequence[Scalar]) -> None:

@@ -67,7 +67,7 @@ from .dtypes import (
     uint64,
     weak_result_type,
 )
-from .errors import AxisError, DeviceError, DTypeError, JitError, KernelError, ShapeError
+from .errors import AxisError, DeviceError, DTypeError, JitError, KernelError, LinAlgError, ShapeError
 from .indexing import nonzero
 from .jit import Jit, jit
 from .kernels.triton import set_allow_tf32, tf32_allowed
@@ -261,6 +261,7 @@ __all__ = [
     "DeviceError",
     "FInfo",
     "KernelError",
+    "LinAlgError",
     "Schedule",
     "ShapeError",
     "Stats",

@@ -313,10 +313,15 @@ def _piecewise_constant(srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> list[
     return [_zeros_like(s) for s in srcs]
 
 
+def _slope_sign(x: Tensor) -> Tensor:
+    """-1, 0 or 1 by x's sign, 0 for NaN: abs's slope, as PyTorch's (lazytensor's sign(NaN) is NaN)."""
+    return (x > 0).cast(x.dtype) - (x < 0).cast(x.dtype)
+
+
 # One rule per elementwise op that can give a float: `rule(srcs, out, g)` -> the sources' gradients.
 ALU_VJP: dict[Alu, Callable[[Sequence[Tensor], Tensor, Tensor], list[Tensor | None]]] = {
     Alu.NEG: lambda s, out, g: [-g],
-    Alu.ABS: lambda s, out, g: [g * s[0].sign()],
+    Alu.ABS: lambda s, out, g: [g * _slope_sign(s[0])],
     Alu.RECIP: lambda s, out, g: [-g * (out * out)],
     Alu.EXP: lambda s, out, g: [g * out],
     Alu.EXP2: lambda s, out, g: [g * out * math.log(2)],
@@ -392,7 +397,7 @@ def _prod_vjp(x: Tensor, axes: tuple[int, ...], out: Tensor, g: Tensor) -> Tenso
     rest = total(ordinary, ReduceOp.PROD)  # R
     zeros = total(zero.cast(x.dtype), ReduceOp.SUM) - zero.cast(x.dtype)  # among the others
     infs = total(inf.cast(x.dtype), ReduceOp.SUM) - inf.cast(x.dtype)
-    inf_sign = total(_where(inf, x.sign(), 1.0), ReduceOp.PROD) * _where(inf, x.sign(), 1.0)
+    inf_sign = total(_where(inf, _slope_sign(x), 1.0), ReduceOp.PROD) * _where(inf, _slope_sign(x), 1.0)
     others = _where(zero | inf, rest, rest / x)
     others = _where(infs > 0, _where(others * inf_sign < 0, -math.inf, math.inf), others)
     others = _where(zeros > 0, _where(infs > 0, math.nan, 0.0), others)
@@ -480,6 +485,9 @@ def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> li
         if arg is not ReduceOp.SUM:
             raise NotImplementedError(f"autograd: no gradient for a running {arg.value}")
         grads = [g.flip(-1)._scan_last(ReduceOp.SUM).flip(-1)]
+    elif op is Op.LINALG:  # a factorization's rule, beside its routine
+        from .linalg import vjp as linalg_vjp
+        grads = linalg_vjp(arg, srcs, out, g)
     elif op is Op.GATHER:  # what each element read, added back where it read it
         index = srcs[1]
         grads = [_zeros_like(x)._scatter(arg, index, g, ReduceOp.SUM), None]

@@ -271,6 +271,7 @@ class Device:
     # each with the dtype its operands enter the template in (the product accumulates in float32 or wider)
     contraction_dtypes: ClassVar[Mapping[DType, DType]] = {}
     batches = False  # whether `batch` runs several compiled kernels as one call
+    library_calls = False  # whether the backend runs `kernels.ir.LibraryCall` (LAPACK's factorizations)
 
     def alloc(self, dtype: DType, size: int) -> Buffer:
         raise NotImplementedError
@@ -329,6 +330,7 @@ class CPUDevice(Device):
     contraction_dtypes: ClassVar[Mapping[DType, DType]] = {float32: float32, float64: float64, float16: float32,
                                                            bfloat16: float32}
     batches = True
+    library_calls = True  # NumPy's LAPACK, on the buffers' memory
 
     def __init__(self) -> None:
         self.pool = HostMemoryPool(_default_pool_limit())

@@ -1,5 +1,7 @@
-"""Exceptions users see. Each subclasses the builtin a NumPy or PyTorch user would catch."""
+"""Exceptions users see. Each subclasses the builtin (or NumPy's exception) a NumPy or PyTorch user would catch."""
 from __future__ import annotations
+
+import numpy as np
 
 
 class ShapeError(ValueError):
@@ -20,6 +22,12 @@ class DeviceError(RuntimeError):
 
 class KernelError(RuntimeError):
     """A kernel failed to compile or run; the message names the op's line in user code."""
+
+
+class LinAlgError(np.linalg.LinAlgError):
+    """A factorization failed on a matrix (singular, not positive definite, no convergence): NumPy's
+    `numpy.linalg.LinAlgError` (a ValueError), so code written for NumPy catches it; raised by the realize that
+    computes it, naming the matrix and the op's line."""
 
 
 class JitError(RuntimeError):

@@ -62,6 +62,9 @@ class Op(Enum):
                                # update u at i written (or folded by the op) at i with i[axis] = index[i]
     SORT = "sort"              # int64 positions of the source's last axis in stable order; arg: descending
     SCAN = "scan"              # the running fold of the source along its last axis; arg: ReduceOp
+    LINALG = "linalg"          # a routine of kernels.lapack on each matrix in the sources' last two axes (the other
+                               # axes, the batch, equal); arg: its name. The results of each matrix one after
+                               # another along the last axis
 
 
 MOVEMENT = frozenset({Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.PAD, Op.SHRINK, Op.FLIP})

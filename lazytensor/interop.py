@@ -207,6 +207,18 @@ ROWS: dict[str, Row] = {
     "linalg.cross": row(lt.linalg.cross, "x1 x2 axis="),
     "linalg.vector_norm": row(lt.linalg.vector_norm, "x axis= keepdims= ord="),
     "linalg.matrix_norm": row(lt.linalg.matrix_norm, "x keepdims= ord="),
+    "linalg.cholesky": row(lt.linalg.cholesky, "a upper="),
+    "linalg.det": row(lt.linalg.det, "a"),
+    "linalg.slogdet": row(lt.linalg.slogdet, "a"),
+    "linalg.inv": row(lt.linalg.inv, "a"),
+    "linalg.solve": row(lt.linalg.solve, "a b"),
+    "linalg.eigh": row(lt.linalg.eigh, "a"),
+    "linalg.eigvalsh": row(lt.linalg.eigvalsh, "a"),
+    "linalg.qr": row(lt.linalg.qr, "a mode="),
+    "linalg.svd": row(lt.linalg.svd, "a full_matrices="),
+    "linalg.svdvals": row(lt.linalg.svdvals, "x"),
+    "linalg.matrix_power": row(lt.linalg.matrix_power, "a n"),
+    "linalg.matrix_rank": row(lt.linalg.matrix_rank, "A rtol="),
 }
 
 # NumPy's parameters that cannot change a lazytensor result, and are accepted with any value
@@ -228,6 +240,8 @@ DIFFERENT = {
     "linspace": "lazytensor's takes numbers and gives float32 by default, NumPy's takes arrays and their dtype",
     "trace": "NumPy's takes the first two axes, lazytensor's (np.linalg.trace's) the last two",
     "diagonal": "NumPy's takes the first two axes, lazytensor's (np.linalg.diagonal's) the last two",
+    "linalg.pinv": "NumPy's default cut-off is 1e-15 times the largest singular value (rcond), lazytensor's the array "
+                   "API's, max(M, N) * eps of the dtype (rtol)",
 }
 
 # NumPy's questions about memory, which NumPy answers on the tensors' host arrays (`np.asarray(t)`: a realized CPU

@@ -1,19 +1,42 @@
-"""`lt.linalg`: the array API standard's linear algebra extension, the parts that need no decomposition.
+"""`lt.linalg`: the array API standard's linear algebra extension (revision 2024.12).
 
 Every function acts on the last axes (matrices in the last two, vectors in the last one unless an axis is
-given) and broadcasts over the rest, as the standard asks. They are compositions of other ops, so they fuse
-like them: `lt.linalg.vector_norm(x - y)` is one kernel. The functions that need a factorization (`inv`,
-`solve`, `svd`, `eigh`, `cholesky`, `qr`, `det`, the nuclear and 2-norms, ...) are not here yet.
+given) and broadcasts over the rest (a stack of matrices), as the standard asks.
+
+The functions that need no factorization (norms, diagonal, trace, cross, the contractions) are compositions of
+other ops, so they fuse like them: `lt.linalg.vector_norm(x - y)` is one kernel.
+
+The factorizations (`cholesky`, `det`, `slogdet`, `inv`, `solve`, `eigh`, `eigvalsh`, `qr`, `svd`, `svdvals`) are
+one graph op, `Op.LINALG`, naming a routine of `kernels/lapack.py`: a kernel of its own kind in the schedule
+(`kernels.ir.LibraryCall`), which the CPU runs with LAPACK through NumPy on its buffers. The op's node holds every
+result of a matrix one after another along its last axis, and each result is a view of it, so `eigh` runs once
+for its eigenvalues and eigenvectors. Their gradient is one rule per routine (`vjp`), made of differentiable ops,
+so higher derivatives follow. `pinv`, `matrix_rank`, `matrix_power` and the norms that need singular values are
+compositions of them. They compute float32 and float64 in their dtype (LAPACK's float64 inside, as NumPy's), the
+16-bit floats in float32, rounded back, and bools and integers in the default float (float32), the dtype of their
+results, as `sqrt` and `vector_norm` do (NumPy's give float64 there). A device whose backend has no LAPACK (a GPU)
+raises DeviceError when the op is recorded: no silent copy to the host. A matrix a routine fails on (a singular
+one for `inv` and `solve`, one not positive definite for `cholesky`, no convergence) raises LinAlgError, a
+ValueError as NumPy's, when it is realized, naming the matrix of the batch and the op's line; `det` and `slogdet`
+of a singular matrix are 0 and (0, -inf), as NumPy's.
 """
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, NamedTuple
 
 from .contraction import ContractionOps
-from .errors import ShapeError
-from .movement import normalize_axes, normalize_axis, stack
-from .tensor import Tensor, broadcast_shapes
+from .creation import eye, tril, triu, zeros
+from .device import get_device
+from .dtypes import DType, finfo, promote
+from .errors import DeviceError, LinAlgError, ShapeError
+from .graph import Op
+from .kernels import lapack
+from .kernels.dtype import int64
+from .movement import concat, normalize_axes, normalize_axis, stack
+from .tensor import Tensor, broadcast_shapes, where
 
 
 def matmul(x1: Tensor, x2: Tensor, /) -> Tensor:
@@ -85,19 +108,22 @@ def vector_norm(x: Tensor, /, *, axis: int | tuple[int, ...] | None = None, keep
 
 
 def matrix_norm(x: Tensor, /, *, keepdims: bool = False,
-                ord: Literal["fro", 1, -1] | float = "fro") -> Tensor:
+                ord: Literal["fro", "nuc", 1, -1, 2, -2] | float = "fro") -> Tensor:
     """The `ord`-norm of each matrix in the last two axes: 'fro' (the square root of the sum of squares),
-    1 / -1 (the largest / smallest column sum of |x|), inf / -inf (the largest / smallest row sum). The
-    norms that need singular values ('nuc', 2, -2) raise NotImplementedError."""
+    'nuc' (the sum of the singular values), 1 / -1 (the largest / smallest column sum of |x|), 2 / -2 (the
+    largest / smallest singular value), inf / -inf (the largest / smallest row sum). A float result (the default
+    float for integer input)."""
     if x.ndim < 2:
         raise ShapeError(f"matrix_norm: needs at least 2 dimensions, got a tensor of shape {x.shape}")
     if ord == "fro":
         return vector_norm(x, axis=(-2, -1), keepdims=keepdims)
+    if ord in ("nuc", 2, -2):
+        wide, out = x._widened()
+        s = svdvals(wide)
+        norm = s.sum(-1) if ord == "nuc" else s.max(-1) if ord == 2 else s.min(-1)
+        return (norm.reshape(*norm.shape, 1, 1) if keepdims else norm).cast(out)
     if isinstance(ord, str) or ord not in _MATRIX_NORM_AXES:
-        if ord in ("nuc", 2, -2):
-            raise NotImplementedError(f"matrix_norm: ord={ord!r} needs singular values, which lazytensor does "
-                                      "not compute yet")
-        raise ValueError(f"matrix_norm: ord must be 'fro', 1, -1, inf or -inf, got {ord!r}")
+        raise ValueError(f"matrix_norm: ord must be 'fro', 'nuc', 1, -1, 2, -2, inf or -inf, got {ord!r}")
     summed, picked = _MATRIX_NORM_AXES[ord]
     wide, out = x._widened()
     lines = wide.abs().sum(summed, keepdims=True)
@@ -145,5 +171,334 @@ def cross(x1: Tensor, x2: Tensor, /, *, axis: int = -1) -> Tensor:
     return stack(components, a)
 
 
-__all__ = ["cross", "diagonal", "matmul", "matrix_norm", "matrix_transpose", "norm", "outer", "tensordot", "trace",
-           "vecdot", "vector_norm"]
+# ---- factorizations: library calls ---------------------------------------------------------------------
+
+
+class EighResult(NamedTuple):
+    """`eigh`'s result, as NumPy's: the eigenvalues (ascending) and the eigenvectors (as columns)."""
+
+    eigenvalues: Tensor
+    eigenvectors: Tensor
+
+
+class QRResult(NamedTuple):
+    """`qr`'s result, as NumPy's: Q with orthonormal columns and upper-triangular R, x = Q @ R."""
+
+    Q: Tensor
+    R: Tensor
+
+
+class SlogdetResult(NamedTuple):
+    """`slogdet`'s result, as NumPy's: the sign of the determinant (1, -1, or 0) and log of its absolute value."""
+
+    sign: Tensor
+    logabsdet: Tensor
+
+
+class SVDResult(NamedTuple):
+    """`svd`'s result, as NumPy's: x = U @ (S[..., None] * Vh), the singular values S in descending order."""
+
+    U: Tensor
+    S: Tensor
+    Vh: Tensor
+
+
+def _matrices(x: Tensor, name: str, square: bool = False) -> tuple[Tensor, DType]:
+    """`x` as a factorization takes it (a stack of matrices, square where `square`, on a device whose backend
+    has LAPACK), in the dtype it is computed in (float32 for the 16-bit floats and, as the default float, for
+    bools and integers: `Tensor._widened`); and the dtype of the result."""
+    if x.ndim < 2:
+        raise ShapeError(f"{name}: needs a stack of matrices (at least 2 dimensions), got shape {x.shape}")
+    if square and x.shape[-1] != x.shape[-2]:
+        raise ShapeError(f"{name}: needs square matrices, got shape {x.shape} ({x.shape[-2]}x{x.shape[-1]} "
+                         "matrices)")
+    device = get_device(x.device)
+    if not device.library_calls:
+        raise DeviceError(f"linalg.{name}: {device.describe()} has no LAPACK to run it on (lazytensor runs "
+                          f"factorizations on the CPU only); move the tensor there first: x.to('cpu')")
+    return x._widened()
+
+
+def _call(routine: str, *operands: Tensor) -> list[Tensor]:
+    """Record the library call `routine` on the matrices of `operands` (checked by `_matrices`, of one batch
+    shape): its results, each of the batch shape followed by its own."""
+    shapes = tuple((x.shape[-2], x.shape[-1]) for x in operands)
+    size = sum(math.prod(shape) for shape in lapack.result_shapes(routine, shapes))
+    packed = Tensor._make(Op.LINALG, operands[0].dtype, (*operands[0].shape[:-2], size), operands, routine)
+    return _unpack(packed, routine, shapes)
+
+
+def _unpack(packed: Tensor, routine: str, shapes: tuple[tuple[int, int], ...]) -> list[Tensor]:
+    """The results of `routine` (on operands of `shapes`) in a LINALG node's last axis, as views."""
+    batch, results, start = packed.shape[:-1], [], 0
+    for shape in lapack.result_shapes(routine, shapes):
+        size = math.prod(shape)
+        results.append(packed[..., start:start + size].reshape(*batch, *shape))
+        start += size
+    return results
+
+
+def cholesky(x: Tensor, /, *, upper: bool = False) -> Tensor:
+    """The Cholesky factor of each symmetric positive-definite matrix: the lower-triangular L with x = L @ L.mT,
+    or with `upper` U = L.mT (x = U.mT @ U). Only the lower triangle of x is read, as NumPy and PyTorch do;
+    LinAlgError for a matrix that is not positive definite."""
+    wide, dtype = _matrices(x, "cholesky", square=True)
+    (factor,) = _call("cholesky", wide)
+    return factor.cast(dtype).mT if upper else factor.cast(dtype)
+
+
+def det(x: Tensor, /) -> Tensor:
+    """The determinant of each square matrix (through its LU factorization)."""
+    wide, dtype = _matrices(x, "det", square=True)
+    return _call("det", wide)[0].cast(dtype)
+
+
+def slogdet(x: Tensor, /) -> SlogdetResult:
+    """The sign and the natural log of the absolute value of each square matrix's determinant, which stays finite
+    where the determinant would overflow; (0, -inf) for a singular matrix."""
+    wide, dtype = _matrices(x, "slogdet", square=True)
+    sign, logabsdet = _call("slogdet", wide)
+    return SlogdetResult(sign.cast(dtype), logabsdet.cast(dtype))
+
+
+def inv(x: Tensor, /) -> Tensor:
+    """The inverse of each square matrix; LinAlgError for a singular one."""
+    wide, dtype = _matrices(x, "inv", square=True)
+    return _call("inv", wide)[0].cast(dtype)
+
+
+def solve(x1: Tensor, x2: Tensor, /) -> Tensor:
+    """The solution of `x1 @ x = x2` for each square matrix of x1: x2 is a stack of M x K matrices whose stack
+    shape broadcasts with x1's, or one vector of length M (only when it is 1-d, as the standard says), solved
+    with each matrix of x1. The dtype is the two's promotion; LinAlgError for a singular matrix."""
+    a, dtype = _matrices(x1, "solve", square=True)
+    m = x1.shape[-1]
+    vector = x2.ndim == 1
+    if not vector and x2.ndim < 2 or x2.shape[-1 if vector else -2] != m:
+        raise ShapeError(f"solve: x2 must be a vector of length {m} or a stack of matrices of {m} rows, to go with "
+                         f"x1 of shape {x1.shape}; got shape {x2.shape}")
+    b, dtype2 = _matrices(x2.reshape(m, 1) if vector else x2, "solve")
+    wide = promote(a.dtype, b.dtype)
+    batch = x1.shape[:-2] if vector else broadcast_shapes(x1.shape[:-2], x2.shape[:-2], op="solve")
+    a = a.cast(wide).broadcast_to(*batch, m, m)
+    b = b.cast(wide).broadcast_to(*batch, m, b.shape[-1])
+    (solution,) = _call("solve", a, b)
+    return (solution[..., 0] if vector else solution).cast(promote(dtype, dtype2))
+
+
+def eigh(x: Tensor, /) -> EighResult:
+    """The eigenvalues (ascending) and orthonormal eigenvectors (columns) of each symmetric matrix, from its lower
+    triangle, as NumPy's and PyTorch's (an eigenvector's sign is LAPACK's choice)."""
+    wide, dtype = _matrices(x, "eigh", square=True)
+    values, vectors = _call("eigh", wide)
+    return EighResult(values.cast(dtype), vectors.cast(dtype))
+
+
+def eigvalsh(x: Tensor, /) -> Tensor:
+    """The eigenvalues of each symmetric matrix, ascending (from its lower triangle)."""
+    wide, dtype = _matrices(x, "eigvalsh", square=True)
+    return _call("eigvalsh", wide)[0].cast(dtype)
+
+
+def qr(x: Tensor, /, *, mode: Literal["reduced", "complete"] = "reduced") -> QRResult:
+    """The QR factorization of each M x N matrix: Q with orthonormal columns and upper-triangular R, x = Q @ R;
+    'reduced' gives Q M x K and R K x N (K = min(M, N)), 'complete' Q M x M and R M x N."""
+    if mode not in ("reduced", "complete"):
+        raise ValueError(f"qr: mode must be 'reduced' or 'complete', got {mode!r}")
+    wide, dtype = _matrices(x, "qr")
+    q, r = _call(f"qr_{mode}", wide)
+    return QRResult(q.cast(dtype), r.cast(dtype))
+
+
+def svd(x: Tensor, /, *, full_matrices: bool = True) -> SVDResult:
+    """The singular value decomposition of each M x N matrix: x = U @ (S[..., None] * Vh), the singular values S
+    (K = min(M, N) of them) in descending order; U is M x M and Vh N x N with `full_matrices`, else M x K and
+    K x N. The singular vectors' signs are LAPACK's choice."""
+    wide, dtype = _matrices(x, "svd")
+    u, s, vh = _call("svd_full" if full_matrices else "svd_reduced", wide)
+    return SVDResult(u.cast(dtype), s.cast(dtype), vh.cast(dtype))
+
+
+def svdvals(x: Tensor, /) -> Tensor:
+    """The singular values of each matrix, in descending order (without the singular vectors)."""
+    wide, dtype = _matrices(x, "svdvals")
+    return _call("svdvals", wide)[0].cast(dtype)
+
+
+def _cutoff(s: Tensor, rtol: float | Tensor | None, x: Tensor, dtype: DType) -> Tensor:
+    """The threshold at or below which a singular value counts as zero: `rtol` (a number, or one per matrix of
+    x's stack; by default max(M, N) times the machine epsilon of `dtype`, the float dtype of x's results) times
+    the largest singular value."""
+    if rtol is None:
+        rtol = max(x.shape[-2:]) * finfo(dtype).eps
+    elif isinstance(rtol, Tensor):
+        rtol = rtol.cast(s.dtype)[..., None]
+    return s.max(-1, keepdims=True) * rtol
+
+
+def pinv(x: Tensor, /, *, rtol: float | Tensor | None = None) -> Tensor:
+    """The Moore-Penrose pseudo-inverse of each M x N matrix (N x M), from its SVD: the singular values at or below
+    `rtol` times the largest (by default max(M, N) * eps of the result's dtype) count as zero."""
+    wide, dtype = _matrices(x, "pinv")
+    m, n = x.shape[-2:]
+    if min(m, n) == 0:
+        return zeros((*x.shape[:-2], n, m), dtype=dtype, device=x.device)
+    u, s, vh = svd(wide, full_matrices=False)
+    large = s > _cutoff(s, rtol, x, dtype)
+    # 1 / s only where it is used: the gradient of a reciprocal of 0 would be NaN, even where not selected
+    inverse = where(large, 1 / where(large, s, 1), 0)
+    return (vh.mT @ (inverse[..., None] * u.mT)).cast(dtype)
+
+
+def matrix_rank(x: Tensor, /, *, rtol: float | Tensor | None = None) -> Tensor:
+    """The rank of each M x N matrix (int64): how many singular values exceed `rtol` times the largest (by default
+    max(M, N) * eps of x's float dtype, float32 for integers)."""
+    wide, dtype = _matrices(x, "matrix_rank")
+    if min(x.shape[-2:]) == 0:
+        return zeros(x.shape[:-2], dtype=int64, device=x.device)
+    s = svdvals(wide)
+    return (s > _cutoff(s, rtol, x, dtype)).sum(-1)
+
+
+def matrix_power(x: Tensor, n: int, /) -> Tensor:
+    """Each square matrix to the integer power `n`: by repeated squaring (matmuls), the identity for n = 0, the
+    inverse's power for n < 0 (a float result: the default float for integers, as `inv`)."""
+    n = operator.index(n)
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        raise ShapeError(f"matrix_power: needs a stack of square matrices, got shape {x.shape}")
+    if n == 0:
+        return eye(x.shape[-1], dtype=x.dtype, device=x.device).broadcast_to(x.shape)
+    base = inv(x) if n < 0 else x
+    n, power = abs(n), None
+    while True:
+        if n & 1:
+            power = base if power is None else power @ base
+        n >>= 1
+        if not n:
+            return power
+        base = base @ base
+
+
+# ---- the gradients of the library calls ----------------------------------------------------------------
+
+
+def vjp(routine: str, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> list[Tensor | None]:
+    """The gradients of a LINALG node's sources (autograd's rule for `Op.LINALG`), from the gradient `g` of its
+    results `out`, both laid out as the node holds them. The rules are PyTorch's (its `FunctionsManual.cpp`), for
+    real matrices; a result the loss does not use has a gradient of zeros, which adds nothing (see `_quotient`)."""
+    if any(s.numel() == 0 for s in srcs):
+        return [zeros(s.shape, dtype=s.dtype, device=s.device) for s in srcs]
+    shapes = tuple((s.shape[-2], s.shape[-1]) for s in srcs)
+    return _VJP[routine](srcs, _unpack(out, routine, shapes), _unpack(g, routine, shapes))
+
+
+def _quotient(num: Tensor, den: Tensor) -> Tensor:
+    """num / den, and 0 where num is 0: PyTorch leaves out the terms of a result the loss does not use (a zero
+    gradient here), which would divide by 0 where eigenvalues or singular values repeat or vanish."""
+    return where(num == 0, 0, num / where(num == 0, 1, den))
+
+
+def _eye_like(x: Tensor) -> Tensor:
+    return eye(x.shape[-1], dtype=x.dtype, device=x.device)
+
+
+def _inv_vjp(srcs: Sequence[Tensor], out: list[Tensor], g: list[Tensor]) -> list[Tensor | None]:
+    (xi,), (gxi,) = out, g
+    return [-(xi.mT @ gxi @ xi.mT)]
+
+
+def _solve_vjp(srcs: Sequence[Tensor], out: list[Tensor], g: list[Tensor]) -> list[Tensor | None]:
+    a, _ = srcs
+    (x,), (gx,) = out, g
+    gb = solve(a.mT, gx)
+    return [-(gb @ x.mT), gb]
+
+
+def _det_vjp(srcs: Sequence[Tensor], out: list[Tensor], g: list[Tensor]) -> list[Tensor | None]:
+    (d,), (gd,) = out, g
+    return [(gd * d)[..., None, None] * inv(srcs[0]).mT]
+
+
+def _slogdet_vjp(srcs: Sequence[Tensor], out: list[Tensor], g: list[Tensor]) -> list[Tensor | None]:
+    _, glogabsdet = g  # the sign is piecewise constant
+    return [glogabsdet[..., None, None] * inv(srcs[0]).mT]
+
+
+def _cholesky_vjp(srcs: Sequence[Tensor], out: list[Tensor], g: list[Tensor]) -> list[Tensor | None]:
+    # gA = L^-T phi(L^T gL) L^-1, phi the lower triangle with its diagonal halved; then symmetrized
+    (lower,), (gl,) = out, g
+    p = lower.mT @ gl
+    phi = tril(p) - 0.5 * p * _eye_like(p)
+    ga = solve(lower.mT, solve(lower.mT, phi).mT).mT
+    return [0.5 * (ga + ga.mT)]
+
+
+def _eigh_vjp(srcs: Sequence[Tensor], out: list[Tensor], g: list[Tensor]) -> list[Tensor | None]:
+    # gA = V (diag(gw) + skew(V^T gV) / E) V^T, E[i, j] = w[j] - w[i] off the diagonal
+    (w, v), (gw, gv) = out, g
+    vtgv = v.mT @ gv
+    skew = 0.5 * (vtgv - vtgv.mT)  # its diagonal is 0: gw's place
+    inner = _quotient(skew, w[..., None, :] - w[..., :, None]) + _eye_like(vtgv) * gw[..., None, :]
+    return [v @ inner @ v.mT]
+
+
+def _eigvalsh_vjp(srcs: Sequence[Tensor], out: list[Tensor], g: list[Tensor]) -> list[Tensor | None]:
+    v = eigh(srcs[0]).eigenvectors
+    return [(v * g[0][..., None, :]) @ v.mT]
+
+
+def _qr_vjp(srcs: Sequence[Tensor], out: list[Tensor], g: list[Tensor]) -> list[Tensor | None]:
+    (q, r), (gq, gr) = out, g
+    m, n = srcs[0].shape[-2:]
+    if q.shape[-1] > n:  # complete Q's extra columns are not functions of x
+        raise NotImplementedError(f"qr: no gradient with mode='complete' for matrices of more rows than columns, "
+                                  f"as PyTorch's; got {m}x{n} matrices (mode='reduced' has one)")
+    if m < n:  # x = [X | Y], X = Q R1 square, R2 = Q^T Y: Y's gradient is Q gR2, and R2's adds Y gR2^T to gQ's
+        y, gr2 = srcs[0][..., m:], gr[..., m:]
+        return [concat([_qr_tall_vjp(q, r[..., :m], gq + y @ gr2.mT, gr[..., :m]), q @ gr2], -1)]
+    return [_qr_tall_vjp(q, r, gq, gr)]
+
+
+def _qr_tall_vjp(q: Tensor, r: Tensor, gq: Tensor, gr: Tensor) -> Tensor:
+    """The gradient of x = Q R with at least as many rows as columns (R square):
+    gA = (gQ + Q copyltu(gR R^T - Q^T gQ)) R^-T, copyltu(X) = triu(X) mirrored below, its diagonal once."""
+    upper = triu(gr @ r.mT - q.mT @ gq)
+    b = gq + q @ (upper + upper.mT - upper * _eye_like(upper))
+    return solve(r, b.mT).mT
+
+
+def _svd_vjp(srcs: Sequence[Tensor], out: list[Tensor], g: list[Tensor]) -> list[Tensor | None]:
+    # PyTorch's svd_backward on the reduced SVD (the full one's extra singular vectors are not determined by A)
+    (u, s, vh), (gu, gs, gvh) = out, g
+    m, n = srcs[0].shape[-2:]
+    k = s.shape[-1]
+    u, gu, vh, gvh = u[..., :k], gu[..., :k], vh[..., :k, :], gvh[..., :k, :]
+    utgu, vtgv = u.mT @ gu, vh @ gvh.mT
+    utgu, vtgv = utgu - utgu.mT, vtgv - vtgv.mT
+    s2 = s * s  # the numerator's diagonal is 0: gs's place
+    ga = _quotient(utgu * s[..., None, :] + s[..., :, None] * vtgv, s2[..., None, :] - s2[..., :, None])
+    ga = ga + _eye_like(ga) * gs[..., None, :]
+    if m > n:  # [U gA + (I - U U^T) gU S^-1] Vh
+        gus = _quotient(gu, s[..., None, :])
+        return [(u @ ga + gus - u @ (u.mT @ gus)) @ vh]
+    if m < n:  # U [gA Vh + S^-1 gVh (I - V Vh)]
+        sgvh = _quotient(gvh, s[..., :, None])
+        return [u @ (ga @ vh + sgvh - (sgvh @ vh.mT) @ vh)]
+    return [u @ ga @ vh]
+
+
+def _svdvals_vjp(srcs: Sequence[Tensor], out: list[Tensor], g: list[Tensor]) -> list[Tensor | None]:
+    u, _, vh = svd(srcs[0], full_matrices=False)
+    return [(u * g[0][..., None, :]) @ vh]
+
+
+_VJP: dict[str, Callable[[Sequence[Tensor], list[Tensor], list[Tensor]], list[Tensor | None]]] = {
+    "cholesky": _cholesky_vjp, "det": _det_vjp, "slogdet": _slogdet_vjp, "inv": _inv_vjp, "solve": _solve_vjp,
+    "eigh": _eigh_vjp, "eigvalsh": _eigvalsh_vjp, "qr_reduced": _qr_vjp, "qr_complete": _qr_vjp,
+    "svd_reduced": _svd_vjp, "svd_full": _svd_vjp, "svdvals": _svdvals_vjp,
+}
+
+
+__all__ = ["LinAlgError", "cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm",
+           "matrix_power", "matrix_rank", "matrix_transpose", "norm", "outer", "pinv", "qr", "slogdet", "solve", "svd",
+           "svdvals", "tensordot", "trace", "vecdot", "vector_norm"]

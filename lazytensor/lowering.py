@@ -48,7 +48,7 @@ MIN_CONTRACTION_WORK = 1 << 16
 
 @dataclass
 class LoweredKernel:
-    kernel: ir.Kernel | ir.Contraction | ir.Scatter | ir.Sort | ir.Scan
+    kernel: ir.Kernel | ir.Contraction | ir.Scatter | ir.Sort | ir.Scan | ir.LibraryCall
     inputs: list[Node]                                   # buffer slots in order, after output and scratch
     scalars: list[Node]                                  # SCALAR nodes in parameter slot order
     reductions: dict[int, Node] = field(default_factory=dict)  # id(value) -> the reduction it computes
@@ -60,7 +60,7 @@ class LoweredKernel:
             return [k]
         if isinstance(k, ir.Scatter):
             return [k.base, k.updates]
-        if isinstance(k, (ir.Sort, ir.Scan)):
+        if isinstance(k, (ir.Sort, ir.Scan, ir.LibraryCall)):
             return []
         vb, vm, vn, vk = k.vars
         nests = [ir.Kernel("", k.buffers, k.params, loops, (ir.Store(0, Expr.of(0), v),))
@@ -329,6 +329,8 @@ class _Lowerer:
             return self.lower_sort()
         if self.root.op is Op.SCAN:
             return self.lower_scan()
+        if self.root.op is Op.LINALG:
+            return self.lower_library_call()
         shape = self.root.shape
         loops = tuple(Var(f"o{d}", n) for d, n in enumerate(shape)) or (Var("o0", 1),)
         idx = tuple(Expr.of(v) for v in loops) if shape else ()
@@ -378,16 +380,19 @@ class _Lowerer:
                             ir.Kernel("", buffers, params, spots, (store,)), distinct)
         return LoweredKernel(kernel, list(self.inputs), list(self.scalars), self.reductions)
 
-    def source_buffer(self) -> tuple[Node, int, int]:
-        """The buffer a SORT or SCAN reads (the scheduler realizes it: the storage of its source), and the
-        root's rows and row length (its last axis)."""
-        root = self.root
-        src = root.srcs[0]
+    def buffer_of(self, src: Node) -> Node:
+        """The buffer a kernel of its own kind reads for its source `src` (the scheduler realizes it: the storage
+        of `src`), its next input."""
         while not (src.realized or src in self.boundaries):  # down the reshapes to the buffer (`storage`)
             src = src.srcs[0]
         self.inputs.append(src)
+        return src
+
+    def source_buffer(self) -> tuple[Node, int, int]:
+        """The buffer a SORT or SCAN reads, and the root's rows and row length (its last axis)."""
+        root = self.root
         n = root.shape[-1] if root.shape else 1
-        return src, root.numel // n, n
+        return self.buffer_of(root.srcs[0]), root.numel // n, n
 
     def lower_sort(self) -> LoweredKernel:
         """A SORT's `ir.Sort`."""
@@ -400,6 +405,16 @@ class _Lowerer:
         src, rows, n = self.source_buffer()
         buffers = (ir.BufferParam(self.root.dtype, self.root.numel, output=True), ir.BufferParam(src.dtype, src.numel))
         return LoweredKernel(ir.Scan("", buffers, rows, n, self.root.arg), list(self.inputs), [])
+
+    def lower_library_call(self) -> LoweredKernel:
+        """A LINALG's `ir.LibraryCall`: its routine on each matrix of its sources' last two axes."""
+        root = self.root
+        operands = [self.buffer_of(s) for s in root.srcs]
+        buffers = (ir.BufferParam(root.dtype, root.numel, output=True),
+                   *(ir.BufferParam(n.dtype, n.numel) for n in operands))
+        shapes = tuple((s.shape[-2], s.shape[-1]) for s in root.srcs)
+        kernel = ir.LibraryCall("", buffers, root.arg, math.prod(root.shape[:-1]), shapes)
+        return LoweredKernel(kernel, list(self.inputs), [])
 
     def operands(self) -> tuple[tuple[Var, Var, Var, Var], ir.Value, ir.Value]:
         """The contraction's operands as values over its (batch, m, n, k) loop variables, in the dtype the

@@ -27,10 +27,11 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from .device import Buffer, Device, get_device
-from .errors import KernelError
+from .errors import KernelError, LinAlgError
 from .graph import Node
 from .helpers import getenv
 from .kernels.bounds import OutOfBounds
+from .kernels.lapack import LibraryError
 from .schedule import SCHEDULE_CACHE_SIZE, Schedule, ScheduleItem, forget_pending, schedule, storage
 
 BATCH_MAX_BYTES = 64 << 20
@@ -81,6 +82,8 @@ def launch(program: Any, ptrs: list[int], params: list, level: int, device: Any,
         program(ptrs, params)
     except OutOfBounds as e:
         raise _out_of_bounds(e, origin()) from e
+    except LibraryError as e:
+        raise _failed(e, origin()) from None
     if level:
         device.synchronize()
     seconds = time.perf_counter() - t0
@@ -99,12 +102,18 @@ def launch_batch(batch: Any, ptrs: list[int], params: dict[int, list], launches:
         batch(ptrs, params)
     except OutOfBounds as e:
         raise _out_of_bounds(e, origin(e.position)) from e
+    except LibraryError as e:
+        raise _failed(e, origin(e.position)) from None
     _stats.kernels_launched += launches
     _stats.run_seconds += time.perf_counter() - t0
 
 
 def _out_of_bounds(e: OutOfBounds, origin: str) -> KernelError:
     return KernelError(f"the kernel for the op at {origin} indexed a buffer out of bounds (LT_CHECK_BOUNDS): {e}")
+
+
+def _failed(e: LibraryError, origin: str) -> LinAlgError:
+    return LinAlgError(f"{e} (the op at {origin})")
 
 
 def allocate(device: Device, node: Node) -> Buffer:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from .dtypes import DType, bool_, default_float, default_int, to_dtype, uint64
+from .dtypes import DType, bool_, default_float, default_int, float32, float64, to_dtype, uint64
 from .errors import AxisError, ShapeError
 from .graph import Op
 from .helpers import prod
@@ -150,6 +150,10 @@ class ReduceOps:
         corr = correction if correction is not None else ddof if ddof is not None else 0
         from .autograd import custom_vjp
         wide, out = self._widened()
+        if wide.dtype == float32:
+            # in float64, as PyTorch's CPU reductions: the squares of float32 deviations overflow from 1.8e19
+            # on, where the standard deviation is still a float32 (the grad fuzzer's seed 932677)
+            wide = wide.cast(float64)
         denom = wide._const(max(0.0, self._count(axis, name) - corr), wide.dtype, wide.device)
         axes = normalize_axes(axis, wide.ndim, name)
         kept = tuple(1 if d in axes else n for d, n in enumerate(wide.shape))

@@ -183,9 +183,9 @@ def _with_pending(roots: tuple[Node, ...]) -> list[Node]:
 
 _COMPUTED = frozenset({Op.ALU, Op.CAST, Op.BITCAST, Op.REDUCE, Op.PHILOX, Op.GATHER})  # ops that compute (not views, not data)
 # Ops whose kernel writes a fresh row-major buffer of their own (a `contiguous()` point among them).
-_FRESH = _COMPUTED | {Op.CONTIGUOUS, Op.CHECK, Op.SCATTER, Op.SORT, Op.SCAN}
-_OWN_KERNEL = frozenset({Op.SCATTER, Op.SORT, Op.SCAN})  # ops that are a kernel of their own kind, each alone
-_FROM_BUFFER = frozenset({Op.SORT, Op.SCAN})  # kernels of their own kind that read their source from a buffer
+_FRESH = _COMPUTED | {Op.CONTIGUOUS, Op.CHECK, Op.SCATTER, Op.SORT, Op.SCAN, Op.LINALG}
+_OWN_KERNEL = frozenset({Op.SCATTER, Op.SORT, Op.SCAN, Op.LINALG})  # ops that are a kernel of their own kind, each alone
+_FROM_BUFFER = frozenset({Op.SORT, Op.SCAN, Op.LINALG})  # kernels of their own kind that read their sources from buffers
 
 
 def storage(node: Node) -> Node:
@@ -297,7 +297,7 @@ def _schedule(nodes: list[Node], targets: list[Node], live: list[Node]) -> Sched
             readers.setdefault(id(s), []).append(n)
     barriers = {storage(n) for n in nodes if n.op is Op.CONTIGUOUS}  # the nodes `contiguous()` realizes
     own = {n for n in nodes if n.op in _OWN_KERNEL and not n.realized}
-    own |= {storage(n.srcs[0]) for n in own if n.op in _FROM_BUFFER}
+    own |= {storage(s) for n in own if n.op in _FROM_BUFFER for s in n.srcs}
     requested = set(targets)  # written as themselves
     kept: set[Node] = set()
     aliases = []
@@ -621,8 +621,8 @@ class _Planner:
             src, index = node.srcs
             var = self.data_var(region, index, idx, bounds, nest, src.shape[node.arg])
             return [(index, idx, bounds, nest), (src, (*idx[:node.arg], Expr.of(var), *idx[node.arg + 1:]), bounds, nest)]
-        if op in _FROM_BUFFER:  # the source, from its buffer
-            return [(node.srcs[0], idx, bounds, nest)]
+        if op in _FROM_BUFFER:  # each source, from its buffer, whole (a library call's shape is not its sources')
+            return [(s, *_whole(s)) for s in node.srcs]
         if op is Op.SCATTER:  # the base over the output's loops; index and updates over their own
             base, index, updates = node.srcs
             spots = tuple(Var(f"u{d}", n) for d, n in enumerate(index.shape)) or (Var("u0", 1),)
@@ -645,6 +645,12 @@ class _Planner:
         for k, var in enumerate(ranges):
             nest.path[var] = scope + ranges[:k + 1]
         return [(*reduce_source(node, idx, bounds, ranges), nest)]
+
+
+def _whole(node: Node) -> tuple[tuple[Expr, ...], Bounds, _Nest]:
+    """`node` read whole, by a loop nest over its own shape."""
+    loops = tuple(Var(f"s{d}", n) for d, n in enumerate(node.shape)) or (Var("s0", 1),)
+    return tuple(Expr.of(v) for v in loops) if node.shape else (), (), _Nest(loops)
 
 
 def _all_axes(node: Node) -> frozenset[int]:

@@ -266,6 +266,15 @@ def test_variance_gradient_with_an_infinite_upstream_gradient():
     check_grads(lambda x: x.std(0, keepdims=True).exp(), lambda t: t.std(0, correction=0, keepdim=True).exp(), [a])
 
 
+def test_float32_std_of_a_spread_whose_squares_overflow():
+    """Found by the fuzzer (grad seed 932677): float32 deviations of 5e29 have squares beyond float32; the
+    variance accumulates in float64, as PyTorch's on the CPU, so the standard deviation and its gradient are
+    finite (the variance itself is inf, as torch's)."""
+    a = np.array([[1e30, -0.5], [0.834, -0.732]], np.float32)
+    check_grads(lambda x: x.std(0) * 3, lambda t: t.std(0, correction=0) * 3, [a])
+    check(lt.asarray(a).var(0), torch.tensor(a).var(0, correction=0))
+
+
 MOVEMENT = {
     "reshape": (lambda x: x.reshape(4, 6), lambda t: t.reshape(4, 6)),
     "permute": (lambda x: x.permute(2, 0, 1), lambda t: t.permute(2, 0, 1)),

@@ -427,11 +427,13 @@ def test_activations_float32_and_extremes():
 
 
 def test_activation_gradients_at_nan_and_the_kinks_are_torchs():
-    """Found by the fuzzer (grad seeds 921553, 922277): elu gave a NaN input the gradient of its exponential
-    branch where torch's passes it (x <= 0 is false), so NaN gradients went missing downstream; relu6 as
-    torch's hardtanh passes it too."""
+    """Found by the fuzzer (grad seeds 921553, 922277, 930077, 930369): elu gave a NaN input the gradient of its
+    exponential branch where torch's passes it (x <= 0 is false), so NaN gradients went missing downstream;
+    relu6 as torch's hardtanh passes it too; softplus's is NaN (it was clipped to 0); abs's slope at NaN is 0
+    (it took sign(NaN), NaN)."""
     x = np.array([np.nan, -2.0, -0.0, 0.0, 3.0, 6.0, 7.0, np.inf, -np.inf], np.float32)
     for f, tf in [(F.elu, torch.nn.functional.elu), (F.relu6, torch.nn.functional.relu6), (F.relu, torch.relu),
+                  (F.softplus, torch.nn.functional.softplus), (lambda v: v.abs(), torch.abs),
                   (lambda v: F.leaky_relu(v, 0.1), lambda v: torch.nn.functional.leaky_relu(v, 0.1))]:
         a = lt.asarray(x).requires_grad_()
         t = torch.tensor(x, requires_grad=True)
@@ -440,6 +442,20 @@ def test_activation_gradients_at_nan_and_the_kinks_are_torchs():
         (out * 3).sum().backward()
         (tout * 3).sum().backward()
         check(a.grad, t.grad)
+
+
+@pytest.mark.parametrize("name", ["silu", "gelu", "gelu_tanh"])
+def test_smooth_activation_gradients_of_huge_inputs_and_upstream_gradients(name):
+    """Found by the fuzzer (grad seed 940209): differentiated through their products, silu and gelu gave a
+    large x times a large upstream gradient (inf in float32) times their factor's slope of 0, NaN; they are
+    differentiated as PyTorch's formulas are, which torch in float64 confirms."""
+    m, tm = ACTIVATIONS[name]
+    x = np.array([2.5e30, -2.5e30, 3e38, -3e38, 1.0, -0.5, 0.0, 9.5, -9.5, 20.0, np.nan, np.inf, -np.inf], np.float32)
+    a = lt.asarray(x).requires_grad_()
+    t = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    (m(a) * 6e29).sum().backward()
+    (tm(t) * 6e29).sum().backward()
+    check(a.grad, t.grad.float())
 
 
 def test_dropout_module_train_and_eval():

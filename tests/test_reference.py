@@ -128,7 +128,7 @@ def compare_to_torch(got: np.ndarray, expected: torch.Tensor | np.ndarray, dtype
 
 # ---- running ----------------------------------------------------------------------------------------
 
-Kernelish = ir.Kernel | ir.Contraction | ir.Scatter | ir.Sort
+Kernelish = ir.Kernel | ir.Contraction | ir.Scatter | ir.Sort | ir.LibraryCall
 
 
 def caller_buffers(kernel: Kernelish) -> tuple[list[ir.BufferParam], list[ir.BufferParam]]:
@@ -294,6 +294,22 @@ def test_conv2d_through_the_reference():
     want = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b), padding=1).relu()
     compare_to_torch(got, want, lt.float32, "conv2d")
     assert any(isinstance(i.kernel, ir.Contraction) for i in items)
+
+
+@pytest.mark.fast
+def test_a_factorization_through_the_reference():
+    """A library call reads its operand from a buffer (here the transpose's, written first) and writes each
+    matrix's results one after another: eigh's eigenvalues, then its eigenvectors. (On the CPU, whatever the
+    session's device: nothing is compiled, and the factorizations are the CPU's.)"""
+    a = random_array((2, 4, 4), lt.float64, seed=43)
+    a = a + np.swapaxes(a, -1, -2)
+    w, v = lt.linalg.eigh(lt.asarray(np.swapaxes(a, -1, -2).copy(), device="cpu").mT * 2)
+    (got_w, got_v), items = reference_schedule(w, v)
+    assert [type(i.kernel).__name__ for i in items] == ["Kernel", "LibraryCall", "Kernel", "Kernel"]
+    want_w, want_v = torch.linalg.eigh(torch.tensor(a) * 2)
+    compare_to_torch(got_w, want_w, lt.float64, "eigenvalues")
+    signs = np.sign(got_v[..., :1, :] * want_v.numpy()[..., :1, :])  # each eigenvector's sign is LAPACK's
+    compare_to_torch(got_v * signs, want_v, lt.float64, "eigenvectors")
 
 
 @pytest.mark.fast
@@ -640,6 +656,17 @@ SCHEDULES: dict[str, tuple[Callable[[], list[lt.Tensor]], int]] = {
     "softmax": (lambda: [D((6, 40), 22).softmax(-1)], 2 * ULPS),
     "layernorm": (lambda: [layernorm(D((6, 40), 23))], 4),
 }
+
+
+def test_backend_agrees_on_a_library_call():
+    """The routine is NumPy's either way: what the backend shows is how it lays out the batch, the operands and
+    the results over its buffers, and splits the batch (a QR of 3 x 2 matrices: Q, then R, for each)."""
+    if not device().library_calls:
+        pytest.skip(f"{device().describe()} runs no library calls (the frontend refuses them there)")
+    call = ir.LibraryCall("", (ir.BufferParam(float32, 5 * 10, output=True), ir.BufferParam(float32, 5 * 6)),
+                          "qr_reduced", 5, ((3, 2),))
+    for got, want in on_both(call, [random_array((5, 3, 2), lt.float32, seed=44).reshape(-1)]):
+        assert_identical(got, want, call.name)
 
 
 @pytest.mark.parametrize("name", list(SCHEDULES))

@@ -26,6 +26,10 @@ function of `gemm.py` (a call of the core its dtype and tile share) and its epil
 after the other, each split across the pool, all in one hand-off to the pool (a stage's chunks wait for
 the stage before to finish). Its panel buffers belong to the program.
 
+A `LibraryCall` (LAPACK through NumPy) compiles to a `LibraryProgram`, whose function is a callback into
+Python (`library.py`) that the chunks call as they call compiled code; it reports the first matrix its routine
+failed on after its chunks ran.
+
 A `Batch` runs several programs as one table of chunks, one hand-off to the
 pool for all (an `lt.jit` replay): each program reads its buffers from its
 positions in a table of addresses the caller passes on every run.
@@ -72,10 +76,11 @@ import numpy as np
 
 from .. import bounds
 from ..bounds import FAULT_SLOTS, check
-from ..ir import BufferParam, Contraction, Kernel, Scan, Scatter, Sort, VOp
+from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, Sort, VOp
+from ..lapack import LibraryError, flops
 from ..legalize import legalize
 from ..split import split_reduction
-from . import compiler, mathlib
+from . import compiler, library, mathlib
 from .compiler import Machine
 from .gemm import Layout, Pack, core_name, pack_kernels, render_gemm, render_gemm_core
 from .render import NATIVE, render, symbol
@@ -316,7 +321,7 @@ class Program:
     """A compiled function: call it with buffer addresses and scalar parameters. It runs over `[0, extent)`
     of its outermost loop (a kernel's output loop, a contraction's tasks), split across threads."""
 
-    kernel: Kernel | Contraction | Scatter
+    kernel: Kernel | Contraction | Scatter | LibraryCall
     llvm_ir: str
     optimized_ir: str
     compile_seconds: float
@@ -364,6 +369,26 @@ class Program:
     def owned(self) -> AbstractContextManager:
         """Held while a call uses the program's scratch buffers (a plain program has none)."""
         return nullcontext()
+
+
+@dataclass
+class LibraryProgram(Program):
+    """A `LibraryCall`: its one function is `library.py`'s callback, over the batch of matrices. It has no LLVM
+    IR: `llvm_ir` says what runs instead."""
+
+    def __call__(self, buffers: Sequence[int], params: Sequence[int | float]) -> None:
+        ptrs = (ctypes.c_void_p * max(1, len(buffers)))(*buffers)
+        slots = _scalar_slots(params, self.kernel.params)
+        try:
+            _split(self.phases(), ptrs, slots)
+        finally:  # collected even when interrupted: the slots' address may be another call's next
+            failed = library.failure(slots)
+        if failed is not None:
+            raise failed
+
+    @property
+    def assembly(self) -> str:
+        return self.llvm_ir
 
 
 def _check_faults(program: Program | StagedProgram, slots: ctypes.Array, position: int | None = None) -> None:
@@ -566,6 +591,7 @@ class Batch:
         self.slots = [_scalar_slots(params, program.kernel.params, checked=program.checked)
                       for program, _, params in calls]
         self.checked = [k for k, program in enumerate(self.programs) if program.checked]
+        self.library = [k for k, program in enumerate(self.programs) if isinstance(program, LibraryProgram)]
         base = self.pointers.ctypes.data
         self.phases = [(phase, base + 8 * start, ctypes.addressof(slots))
                        for program, start, slots in zip(self.programs, starts, self.slots)
@@ -586,9 +612,17 @@ class Batch:
                 owned.enter_context(program.owned())
             if num_threads() != self.chunked_for:
                 self._rechunk()
-            _take(self.chunks, self.threads)
+            try:
+                _take(self.chunks, self.threads)
+            finally:  # collected even when interrupted: a failure left behind would be the next run's
+                failures = [(k, library.failure(self.slots[k])) for k in self.library]
             for k in self.checked:
                 _check_faults(self.programs[k], self.slots[k], k)
+            for k, failed in failures:
+                if failed is not None:
+                    if isinstance(failed, LibraryError):
+                        failed.position = k
+                    raise failed
 
     def _rechunk(self) -> None:
         """Cut the phases into chunks for the threads there are now (`num_threads()` may change between runs)."""
@@ -688,7 +722,14 @@ def _scan_program(kernel: Scan, checked: bool) -> Generator[Job, Compiled, ScanP
     return ScanProgram(kernel, stages, sum(p.compile_seconds for p in stages), checked, chunks=chunks)
 
 
-def _builder(kernel: Kernel | Contraction | Scatter | Sort | Scan, checked: bool) -> Builder:
+def _library_program(call: LibraryCall) -> Generator[Job, Compiled, LibraryProgram]:
+    yield from ()  # nothing to compile: the routine is NumPy's
+    fn = _KernelFn(library.chunk_function(call))
+    return LibraryProgram(call, f"; {call.routine} by NumPy's linalg (LAPACK): no LLVM IR", "", 0.0, fn, call.batch,
+                          call.batch * flops(call.routine, call.shapes))
+
+
+def _builder(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall, checked: bool) -> Builder:
     """How `kernel` becomes a program: legalized for the renderer (`render.NATIVE`), then split or packed."""
     kernel = legalize(kernel, NATIVE)
     if isinstance(kernel, Contraction):
@@ -699,6 +740,8 @@ def _builder(kernel: Kernel | Contraction | Scatter | Sort | Scan, checked: bool
         return _sort_program(kernel, checked)
     if isinstance(kernel, Scan):
         return _scan_program(kernel, checked)
+    if isinstance(kernel, LibraryCall):
+        return _library_program(kernel)
     split = _partials(kernel)
     return _program(kernel, checked=checked) if split is None else _split_reduction_program(kernel, split, checked)
 
@@ -802,7 +845,8 @@ def _compile_side_by_side(jobs: list[Job]) -> list[Compiled | None]:
     return [compiled[slot[job[0]]] for job in jobs]
 
 
-def compile_kernel(kernel: Kernel | Contraction | Scatter | Sort | Scan) -> tuple[Program | StagedProgram, bool]:
+def compile_kernel(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall) \
+        -> tuple[Program | StagedProgram, bool]:
     """Compile `kernel` (checked if `bounds.CHECK`, from `LT_CHECK_BOUNDS`), or find the program compiled for
     the same body.
 
@@ -827,7 +871,7 @@ def _built(builder: Builder) -> Program | StagedProgram:
         return done.value
 
 
-def compile_kernels(kernels: Sequence[Kernel | Contraction | Scatter | Sort | Scan]) -> int:
+def compile_kernels(kernels: Sequence[Kernel | Contraction | Scatter | Sort | Scan | LibraryCall]) -> int:
     """Compile the kernels not compiled yet, side by side: their jobs go to compile workers (processes,
     `compiler.py`), one fewer than `num_threads()`, while this thread compiles its share; the programs are
     then found by `compile_kernel`. Returns how many kernels it compiled."""
@@ -838,8 +882,13 @@ def compile_kernels(kernels: Sequence[Kernel | Contraction | Scatter | Sort | Sc
         for kernel in kernels:
             if (key := (kernel.body_text(), bounds.CHECK)) not in _programs and key not in builders:
                 builders[key] = _builder(kernel, key[1])
-        jobs = {key: next(builder) for key, builder in builders.items()}
-        done = 0
+        jobs, done = {}, 0
+        for key, builder in builders.items():
+            try:
+                jobs[key] = next(builder)
+            except StopIteration as finished:  # nothing to compile (a library call)
+                _programs[key] = finished.value
+                done += 1
         while jobs:
             results = _compile_side_by_side(list(jobs.values()))
             waiting = {}

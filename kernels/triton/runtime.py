@@ -40,7 +40,7 @@ from triton.runtime.driver import driver as triton_driver
 from triton.runtime.errors import OutOfResources
 
 from ..dtype import DType, bool_, int64
-from ..ir import BufferParam, Contraction, Kernel, Scan, Scatter, Sort
+from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, Sort
 from ..legalize import legalize
 from . import cuda
 from .gemm import GemmConfig, GemmPlan, candidate_configs, input_precision, plan, render_gemm
@@ -292,12 +292,15 @@ _tuned: dict[tuple, GemmConfig] = {}
 _programs: dict[tuple[str, Tiling, Target, str], Program | ContractionProgram | ScatterProgram | SortProgram] = {}
 
 
-def compile_kernel(kernel: Kernel | Contraction | Scatter | Sort | Scan, target: Target,
+def compile_kernel(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall, target: Target,
                    tiling: Tiling = Tiling()) -> tuple[Program | ContractionProgram | ScatterProgram | SortProgram, bool]:  # noqa: B008
     """Compile `kernel` for `target`, or find the program compiled for the same body (and, for a
     contraction, the same input precision). `tiling` applies to the kernels rendered by `render`.
 
-    Returns the program and whether this call compiled it."""
+    Returns the program and whether this call compiled it. A `LibraryCall` has none: the GPU has no LAPACK here
+    (the frontend refuses the op on a cuda device, with DeviceError, before it is scheduled)."""
+    if isinstance(kernel, LibraryCall):
+        raise NotImplementedError(f"{kernel.name}: the Triton backend has no {kernel.routine} (LAPACK is the CPU's)")
     precision = input_precision(kernel) if isinstance(kernel, Contraction) else ""
     key = (kernel.body_text(), tiling, target, precision)
     if (hit := _programs.get(key)) is not None:

@@ -65,24 +65,53 @@ def tanh(x: Tensor) -> Tensor:
 
 
 def silu(x: Tensor, inplace: bool = False) -> Tensor:
-    """x * sigmoid(x) (swish)."""
-    return x * sigmoid(x)
+    """x * sigmoid(x) (swish), differentiated as PyTorch's `s (1 + x (1 - s))`: through the product, the
+    gradient of a large x times sigmoid's slope of 0 is inf * 0, NaN (the grad fuzzer's seed 940209)."""
+    x = _float(x)
+
+    def backward(g: Tensor) -> tuple[Tensor]:
+        s = sigmoid(x)
+        return (g * s * (x * (1 - s) + 1),)
+
+    return custom_vjp((x,), lambda: x * sigmoid(x), backward)
 
 
 def gelu(x: Tensor, approximate: str = "none") -> Tensor:
-    """x * Phi(x), with the erf (exact) or the tanh approximation, as PyTorch."""
-    x = _float(x)
-    if approximate == "tanh":
-        return x * 0.5 * (((x + x * x * x * 0.044715) * math.sqrt(2 / math.pi)).tanh() + 1)
-    if approximate != "none":
+    """x * Phi(x), with the erf (exact) or the tanh approximation, as PyTorch, differentiated as its
+    derivative (through the product, the terms are inf * 0 for a large x; see silu)."""
+    if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    return x * 0.5 * ((x * (1 / math.sqrt(2))).erf() + 1)
+    x = _float(x)
+    beta, kappa = math.sqrt(2 / math.pi), 0.044715
+    if approximate == "tanh":
+        def forward() -> Tensor:
+            return x * 0.5 * (((x + x * x * x * kappa) * beta).tanh() + 1)
+
+        def backward(g: Tensor) -> tuple[Tensor]:
+            t = ((x + x * x * x * kappa) * beta).tanh()
+            sech2 = 1 - t * t
+            # sech^2 is 0 (|x| > 9 in float32) long before x^2 overflows: the term is 0 there, not 0 * inf (but
+            # NaN at an infinite x, as PyTorch's)
+            slope = where(sech2 == 0, x * 0, x * 0.5 * sech2 * beta * (x * x * (3 * kappa) + 1))
+            return (g * ((t + 1) * 0.5 + slope),)
+    else:
+        def forward() -> Tensor:
+            return x * 0.5 * ((x * (1 / math.sqrt(2))).erf() + 1)
+
+        def backward(g: Tensor) -> tuple[Tensor]:
+            cdf = ((x * (1 / math.sqrt(2))).erf() + 1) * 0.5
+            pdf = (x * x * -0.5).exp() * (beta / 2)
+            return (g * (cdf + x * pdf),)
+
+    return custom_vjp((x,), forward, backward)
 
 
 def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    """log(1 + exp(beta x)) / beta, linear above `threshold` (as PyTorch)."""
+    """log(1 + exp(beta x)) / beta, linear above `threshold` (as PyTorch). The exponential reads 0 where the
+    linear branch is taken (no overflow, no 0 * inf in the gradient) and x elsewhere, a NaN too: its gradient
+    is NaN, as PyTorch's."""
     bx = x * beta
-    safe = bx.minimum(threshold)
+    safe = where(bx > threshold, 0.0, bx)
     return where(bx > threshold, x, safe.exp().log1p() / beta)
 
 

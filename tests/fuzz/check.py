@@ -263,12 +263,25 @@ TORCH_FLOAT = {"float32": torch.float32, "float64": torch.float64}
 
 
 def _jitter(scale: float, generator: torch.Generator):
-    """`jitter(v)`: a float tensor scaled elementwise by 1 + d, d uniform in [-scale, scale]."""
+    """`jitter(v)`: a float tensor scaled elementwise by 1 + d, d uniform in [-scale, scale], and the gradient
+    that flows back through it by 1 + d' of its own: the backward's roundings too, where two terms cancel (the
+    two of `y / y`'s gradient are exactly opposite for any forward noise, y / y being 1 at any y)."""
+    def noise(like: torch.Tensor) -> torch.Tensor:
+        return 1 + (torch.rand(like.shape, generator=generator, dtype=torch.float64).to(like.dtype) * 2 - 1) * scale
+
+    class Jitter(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, v: torch.Tensor) -> torch.Tensor:
+            return v * noise(v)
+
+        @staticmethod
+        def backward(ctx: Any, g: torch.Tensor) -> torch.Tensor:
+            return g * noise(g)
+
     def jitter(v: Any) -> Any:
         if not isinstance(v, torch.Tensor) or not v.is_floating_point():
             return v
-        noise = torch.rand(v.shape, generator=generator, dtype=torch.float64).to(v.dtype)
-        return v * (1 + (noise * 2 - 1) * scale)
+        return Jitter.apply(v)
     return jitter
 
 

@@ -70,10 +70,12 @@ class Step:
     args: tuple[str, ...]
     params: dict[str, Any] = field(default_factory=dict)
 
-    def source(self, lib: str) -> str:
-        """This step's expression in lazytensor ('lt') or torch ('torch') code."""
+    def source(self, lib: str, jitter: bool = False) -> str:
+        """This step's expression in lazytensor ('lt') or torch ('torch') code; with `jitter`, each use of an
+        argument goes through `jitter` on its own (see `Program.torch_body`)."""
         template = getattr(OPS[self.op], lib)
-        return render(template, self.args, self.params)
+        args = [f"jitter({a})" for a in self.args] if jitter else self.args
+        return render(template, args, self.params)
 
 
 def render(template: str, args: tuple[str, ...] | list[str], params: dict[str, Any]) -> str:
@@ -161,7 +163,9 @@ class Program:
     def torch_body(self, leaves: bool = False, indent: str = "    ", jitter: bool = False) -> list[str]:
         """The torch statements; with `leaves`, float inputs are leaves that require grad, in `dtype` (the
         program's own dtype, or float64 for the gradient check's reference); with `jitter`, each step's
-        value goes through `jitter` (the gradient check's rounding noise)."""
+        value, and each use of one, goes through `jitter` (the gradient check's rounding noise): a value
+        read twice is rounded apart, as a fused kernel recomputes it per reader, so terms that cancel exactly
+        (the two of `y / y`'s gradient) cancel only to the rounding of their size, as they do in float32."""
         lines = []
         for inp in self.inputs:
             if leaves and inp.dtype.startswith("float"):
@@ -172,7 +176,7 @@ class Program:
             else:
                 lines.append(f"{inp.name} = {self.input_source(inp, 'torch')}{inp.view()}")
         for step in self.steps:
-            lines.append(f"{step.out} = {step.source('torch')}")
+            lines.append(f"{step.out} = {step.source('torch', jitter)}")
             if jitter:
                 lines.append(f"{step.out} = jitter({step.out})")
         return [indent + line for line in lines]
