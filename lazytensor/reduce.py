@@ -220,19 +220,34 @@ class ReduceOps:
         return lse if keepdims or keepdim else lse.squeeze(normalize_axes(axis, self.ndim, "logsumexp"))
 
     def softmax(self: Tensor, axis: int = -1, *, dim: int | None = None) -> Tensor:
-        """`exp(x) / sum(exp(x))` along `axis` (the last by default), computed stably."""
+        """`exp(x) / sum(exp(x))` along `axis` (the last by default), computed stably. Its gradient is PyTorch's
+        `y (g - sum(g y))`: through the max it subtracts, a rounding residue of the terms would reach the
+        maximal elements (the grad fuzzer's seed 950589, through log_softmax)."""
         axis = _pick(dim, axis) if dim is not None else axis
         wide, out = self._widened()
-        e = (wide - wide._shift(axis, "softmax")).exp()
-        return (e / e.sum(axis, keepdims=True)).cast(out)
+        from .autograd import custom_vjp
+
+        def forward() -> Tensor:
+            e = (wide - wide._shift(axis, "softmax")).exp()
+            return e / e.sum(axis, keepdims=True)
+
+        y = custom_vjp((wide,), forward, lambda g: (y * (g - (g * y).sum(axis, keepdims=True)),))
+        return y.cast(out)
 
     def log_softmax(self: Tensor, axis: int = -1, *, dim: int | None = None) -> Tensor:
         """`log(softmax(x))` as `(x - max) - log(sum(exp(x - max)))`. Not `x - logsumexp(x)`: for large x
-        that subtracts two large, rounded numbers and loses the small difference."""
+        that subtracts two large, rounded numbers and loses the small difference. Its gradient is PyTorch's
+        `g - exp(y) sum(g)` (see softmax)."""
         axis = _pick(dim, axis) if dim is not None else axis
         wide, out = self._widened()
-        shifted = wide - wide._shift(axis, "log_softmax")
-        return (shifted - shifted.exp().sum(axis, keepdims=True).log()).cast(out)
+        from .autograd import custom_vjp
+
+        def forward() -> Tensor:
+            shifted = wide - wide._shift(axis, "log_softmax")
+            return shifted - shifted.exp().sum(axis, keepdims=True).log()
+
+        y = custom_vjp((wide,), forward, lambda g: (g - y.exp() * g.sum(axis, keepdims=True),))
+        return y.cast(out)
 
     def cumsum(self: Tensor, axis: int | None = None, dtype: Any = None, *, dim: int | None = None) -> Tensor:
         """Running sum along `axis` (over the flattened tensor when axis is None, as NumPy; a 0-d tensor

@@ -240,14 +240,16 @@ def test_prod_gradient_of_one_element_and_of_infinities():
     """Found by the fuzzer (grad seed 500090): the gradient of each element is the product of the others, also
     where the product is inf: a group of one element gives 1 (not inf / inf), an infinite element the product
     of the rest; two zeros or two infinities among the others give 0 or inf, a zero and an inf NaN. Where the
-    finite elements' product overflows, the others' is that over the element, inf, as torch's (last row)."""
-    inf = np.inf
-    a = np.array([[inf, 2.0, 3.0], [inf, -inf, 2.0], [0.0, inf, 2.0], [0.0, 0.0, inf], [1e30, 1e30, 4.0]],
-                 np.float32)
+    finite elements' product overflows, the others' is that over the element, inf, as torch's. A NaN among the
+    others makes the product NaN, an infinity among them too (grad seed 954005; the last row: NaN everywhere, as
+    torch's, whose NaN element has the NaN product over itself)."""
+    inf, nan = np.inf, np.nan
+    a = np.array([[inf, 2.0, 3.0], [inf, -inf, 2.0], [0.0, inf, 2.0], [0.0, 0.0, inf], [1e30, 1e30, 4.0],
+                  [inf, nan, -2.0]], np.float32)
     check_grads(lambda x: x.prod(1), lambda t: t.prod(1), [a[:, :1]])
     x = lt.asarray(a).requires_grad_()
     x.prod(1).sum().backward()
-    expected = [[6.0, inf, inf], [-inf, inf, -inf], [inf, 0.0, np.nan], [np.nan, np.nan, 0.0], [inf, inf, inf]]
+    expected = [[6.0, inf, inf], [-inf, inf, -inf], [inf, 0.0, nan], [nan, nan, 0.0], [inf, inf, inf], [nan, nan, nan]]
     check(x.grad, torch.tensor(expected, dtype=torch.float32))
 
 
@@ -563,3 +565,21 @@ def test_custom_vjp_backward_must_give_one_gradient_per_source():
     y = lt.autograd.custom_vjp((x,), lambda: x * 2, lambda g: (g, g))
     with pytest.raises(ValueError, match="2 gradients for 1 sources"):
         y.sum().backward()
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_gradients_are_torchs_formula_where_terms_cancel(name):
+    """Found by the fuzzer (grad seed 950589): 1 / log_softmax(x) near 0 has an upstream gradient of 2e8 that
+    log_softmax's backward cancels to 1e4. Through the max that log_softmax subtracts, a rounding residue
+    reached the maximal elements (a relative error of 3e-12 in float64); as PyTorch's formula (`g - exp(y)
+    sum(g)`, `y (g - sum(g y))`) it is within 1e-12."""
+    u = np.frombuffer(bytes.fromhex("e051e3dbf04bea3f52eecec2b819f6bf"), np.float64)
+    v = np.frombuffer(bytes.fromhex("e051e3dbf04bea3f52eecec2b819f6bf64394170840806c0"), np.float64)
+    x = np.exp(-np.outer(u, v))
+    w = np.frombuffer(bytes.fromhex("1c93b1f1fbe4dfbf6445bea79997ec3f90e0fbc02ce2e3bfa03bf3517d86e4bfe0833551d436d3bf"
+                                    "281b61edcf3ee1bf"), np.float64).reshape(2, 3)
+    a = lt.asarray(x).requires_grad_()
+    t = torch.tensor(x, requires_grad=True)
+    ((1 / getattr(a, name)(0)) * lt.asarray(w)).sum().backward()
+    ((1 / getattr(t, name)(0)) * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=1e-12, atol=0)
