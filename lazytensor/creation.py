@@ -191,14 +191,15 @@ def linspace(start: float, stop: float, num: int = 50, endpoint: bool = True, dt
         raise ValueError(f"linspace: num must be non-negative, got {num}")
     dt = dtypes.to_dtype(dtype) if dtype is not None else default_float
     dev = get_device(device).name
-    div = (num - 1) if endpoint else num
-    step = (stop - start) / div if div > 0 else 0.0
+    # without the endpoint, the first num of the num + 1 points with it, bit for bit (as the array API asks)
+    points = num if endpoint else num + 1
+    last = points - 1
+    step = (stop - start) / last if last > 0 else 0.0
     i = _iota(num, dev).cast(float64)
-    last = num - 1 if endpoint else num
     from_start = i * step + float(start)
-    from_end = float(stop if endpoint else start + step * num) - (last - i) * step
+    from_end = float(stop) - (last - i) * step
     # the first half counts up from start, the rest down from the end (as torch); one point is start itself
-    return where(i < max(num // 2, 1), from_start, from_end).cast(dt)
+    return where(i < max(points // 2, 1), from_start, from_end).cast(dt)
 
 
 def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = None, device: Any = None) -> Tensor:

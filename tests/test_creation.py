@@ -322,6 +322,16 @@ def test_linspace_endpoints_are_exact():
     assert lt.linspace(-3.3, 7.7, 1).item() == np.float32(-3.3)
 
 
+@pytest.mark.parametrize("num", [0, 1, 2, 3, 4, 7, 10])
+@pytest.mark.parametrize("start, stop", [(0.0, 1.0), (-3.0, 7.5), (1e10, -2.0)])
+def test_linspace_without_endpoint_is_the_points_with_it_but_the_last(start, stop, num):
+    """The array API's rule, bit for bit (its conformance suite: linspace(0, 1, 3, endpoint=False)[1] was 1/3
+    rounded up, computed from the end that is not a point)."""
+    without = lt.linspace(start, stop, num, endpoint=False, dtype=lt.float64).numpy()
+    np.testing.assert_array_equal(without, lt.linspace(start, stop, num + 1, dtype=lt.float64).numpy()[:-1])
+    np.testing.assert_allclose(without, np.linspace(start, stop, num, endpoint=False), rtol=1e-14)
+
+
 def test_linspace_default_num_and_int_dtype():
     check(lt.linspace(0, 1), torch.linspace(0, 1, 50))
     check(lt.linspace(0, 10, 5, dtype=lt.int64), torch.linspace(0, 10, 5, dtype=torch.int64))
