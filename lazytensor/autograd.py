@@ -387,8 +387,8 @@ def _prod_vjp(x: Tensor, axes: tuple[int, ...], out: Tensor, g: Tensor) -> Tenso
     """d prod / d x_i is the product of the others. Of the finite nonzero elements that is their product R
     over x_i (`out / x`, as PyTorch), without dividing by a zero or an infinity: R alone where x_i is one,
     times the zeros and infinities among the others (0 where one is a zero, a signed inf where one is an
-    infinity, NaN where both are or where a NaN is), so a group of one element gives 1 and an infinite x_i the
-    product of the rest."""
+    infinity, NaN where both are or where a NaN is; as PyTorch's, NaN where x_i is NaN and no zero is among
+    the others), so a group of one element gives 1 and an infinite x_i the product of the rest."""
     def total(t: Tensor, op: ReduceOp) -> Tensor:
         return t._reduce(op, axes, True, "prod").broadcast_to(x.shape)
 
@@ -397,11 +397,12 @@ def _prod_vjp(x: Tensor, axes: tuple[int, ...], out: Tensor, g: Tensor) -> Tenso
     rest = total(ordinary, ReduceOp.PROD)  # R
     zeros = total(zero.cast(x.dtype), ReduceOp.SUM) - zero.cast(x.dtype)  # among the others
     infs = total(inf.cast(x.dtype), ReduceOp.SUM) - inf.cast(x.dtype)
+    nans = total(x.isnan().cast(x.dtype), ReduceOp.SUM) - x.isnan().cast(x.dtype)
     inf_sign = total(_where(inf, _slope_sign(x), 1.0), ReduceOp.PROD) * _where(inf, _slope_sign(x), 1.0)
     others = _where(zero | inf, rest, rest / x)
     signed = others * inf_sign  # NaN where a NaN is among the others: the product stays NaN (grad seed 954005)
     others = _where(infs > 0, _where(signed < 0, -math.inf, _where(signed.isnan(), signed, math.inf)), others)
-    others = _where(zeros > 0, _where(infs > 0, math.nan, 0.0), others)
+    others = _where(zeros > 0, _where((infs > 0) | (nans > 0), math.nan, 0.0), others)  # grad seed 960757
     return g.broadcast_to(x.shape) * others
 
 

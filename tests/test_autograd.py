@@ -241,15 +241,17 @@ def test_prod_gradient_of_one_element_and_of_infinities():
     where the product is inf: a group of one element gives 1 (not inf / inf), an infinite element the product
     of the rest; two zeros or two infinities among the others give 0 or inf, a zero and an inf NaN. Where the
     finite elements' product overflows, the others' is that over the element, inf, as torch's. A NaN among the
-    others makes the product NaN, an infinity among them too (grad seed 954005; the last row: NaN everywhere, as
-    torch's, whose NaN element has the NaN product over itself)."""
+    others makes the product NaN, an infinity among them too (grad seed 954005; the sixth row: NaN everywhere, as
+    torch's, whose NaN element has the NaN product over itself); a NaN among the others with a zero too
+    (grad seed 960757, the last row; it gave 0)."""
     inf, nan = np.inf, np.nan
     a = np.array([[inf, 2.0, 3.0], [inf, -inf, 2.0], [0.0, inf, 2.0], [0.0, 0.0, inf], [1e30, 1e30, 4.0],
-                  [inf, nan, -2.0]], np.float32)
+                  [inf, nan, -2.0], [-0.0, nan, 1.5]], np.float32)
     check_grads(lambda x: x.prod(1), lambda t: t.prod(1), [a[:, :1]])
     x = lt.asarray(a).requires_grad_()
     x.prod(1).sum().backward()
-    expected = [[6.0, inf, inf], [-inf, inf, -inf], [inf, 0.0, nan], [nan, nan, 0.0], [inf, inf, inf], [nan, nan, nan]]
+    expected = [[6.0, inf, inf], [-inf, inf, -inf], [inf, 0.0, nan], [nan, nan, 0.0], [inf, inf, inf], [nan, nan, nan],
+                [nan, 0.0, nan]]
     check(x.grad, torch.tensor(expected, dtype=torch.float32))
 
 
