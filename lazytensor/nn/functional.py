@@ -47,7 +47,8 @@ def leaky_relu(x: Tensor, negative_slope: float = 0.01, inplace: bool = False) -
 
 
 def elu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    """x above 0, alpha (exp(x) - 1) at or below; a NaN takes the first branch, and its gradient, as PyTorch's."""
+    """x above 0, alpha (exp(x) - 1) at or below; a NaN takes the first branch, and its gradient (1), as in
+    PyTorch's scalar code (its vectorized code gives NaN, so torch's depends on the element's position)."""
     return where(x <= 0, (x.minimum(0.0)).expm1() * alpha, x)
 
 

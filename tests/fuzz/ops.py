@@ -94,7 +94,7 @@ _OPS = [
     OpSpec("softplus", "lt.nn.functional.softplus({a})", "torch.nn.functional.softplus({a})", "corners", MATH),
     OpSpec("leaky_relu", "lt.nn.functional.leaky_relu({a}, {s})", "torch.nn.functional.leaky_relu({a}, {s})",
            "corners", BASIC),
-    OpSpec("elu", "lt.nn.functional.elu({a})", "torch.nn.functional.elu({a})", "corners", MATH),
+    OpSpec("elu", "lt.nn.functional.elu({a})", "sem.elu({a})", "corners", MATH),
     OpSpec("cast", "{a}.cast({dt_lt})", "{a}.to({dt_torch})", "cast"),
     OpSpec("contiguous", "{a}.contiguous()", "{a}.contiguous()", "move"),
     OpSpec("clone", "{a}.clone()", "{a}.clone()", "move"),

@@ -116,3 +116,22 @@ def _extremum(x: torch.Tensor, dim, keepdim: bool, reduce) -> torch.Tensor:
             return hit * g / hit.sum(dim=dims, keepdim=True)
 
     return Extremum.apply(x)
+
+
+def elu(x: torch.Tensor) -> torch.Tensor:
+    """torch's elu with the gradient of torch's scalar code at NaN, `x <= 0 ? alpha exp(x) : 1` (1: the NaN
+    passes the upstream gradient, as relu's); torch's vectorized code, which runs on all but a tensor's tail,
+    gives NaN there (grad seed 970397: NaN from 16 float64 elements on, 1 below), so torch's result depends on
+    an element's position."""
+    class Elu(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            ctx.save_for_backward(t)
+            return torch.nn.functional.elu(t)
+
+        @staticmethod
+        def backward(ctx, g):
+            (t,) = ctx.saved_tensors
+            return torch.where(t <= 0, g * t.clamp(max=0).exp(), g)
+
+    return Elu.apply(x)
