@@ -392,15 +392,18 @@ def _prod_vjp(x: Tensor, axes: tuple[int, ...], out: Tensor, g: Tensor) -> Tenso
     def total(t: Tensor, op: ReduceOp) -> Tensor:
         return t._reduce(op, axes, True, "prod").broadcast_to(x.shape)
 
+    def among_others(mask: Tensor) -> Tensor:
+        """How many of each element's others the mask holds for."""
+        count = mask.cast(x.dtype)
+        return total(count, ReduceOp.SUM) - count
+
     zero, inf = x == 0, x.isinf()
-    ordinary = _where(zero | inf, 1.0, x)
-    rest = total(ordinary, ReduceOp.PROD)  # R
-    zeros = total(zero.cast(x.dtype), ReduceOp.SUM) - zero.cast(x.dtype)  # among the others
-    infs = total(inf.cast(x.dtype), ReduceOp.SUM) - inf.cast(x.dtype)
-    nans = total(x.isnan().cast(x.dtype), ReduceOp.SUM) - x.isnan().cast(x.dtype)
-    inf_sign = total(_where(inf, _slope_sign(x), 1.0), ReduceOp.PROD) * _where(inf, _slope_sign(x), 1.0)
+    rest = total(_where(zero | inf, 1.0, x), ReduceOp.PROD)  # R
+    zeros, infs, nans = among_others(zero), among_others(inf), among_others(x.isnan())
+    inf_signs = _where(inf, _slope_sign(x), 1.0)
     others = _where(zero | inf, rest, rest / x)
-    signed = others * inf_sign  # NaN where a NaN is among the others: the product stays NaN (grad seed 954005)
+    # NaN where a NaN is in the group (x_i too, as PyTorch's out / x): the product stays NaN (grad seed 954005)
+    signed = others * total(inf_signs, ReduceOp.PROD) * inf_signs
     others = _where(infs > 0, _where(signed < 0, -math.inf, _where(signed.isnan(), signed, math.inf)), others)
     others = _where(zeros > 0, _where((infs > 0) | (nans > 0), math.nan, 0.0), others)  # grad seed 960757
     return g.broadcast_to(x.shape) * others

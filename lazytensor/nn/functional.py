@@ -85,24 +85,29 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     x = _float(x)
     beta, kappa = math.sqrt(2 / math.pi), 0.044715
     if approximate == "tanh":
+        def tanh_inner() -> Tensor:
+            return ((x + x * x * x * kappa) * beta).tanh()
+
         def forward() -> Tensor:
-            return x * 0.5 * (((x + x * x * x * kappa) * beta).tanh() + 1)
+            return x * 0.5 * (tanh_inner() + 1)
 
         def backward(g: Tensor) -> tuple[Tensor]:
-            t = ((x + x * x * x * kappa) * beta).tanh()
+            t = tanh_inner()
             sech2 = 1 - t * t
             # sech^2 is 0 (|x| > 9 in float32) long before x^2 overflows: the term is 0 there, not 0 * inf (but
             # NaN at an infinite x, as PyTorch's)
             slope = where(sech2 == 0, x * 0, x * 0.5 * sech2 * beta * (x * x * (3 * kappa) + 1))
             return (g * ((t + 1) * 0.5 + slope),)
     else:
+        def erf_plus_1() -> Tensor:
+            return (x * (1 / math.sqrt(2))).erf() + 1
+
         def forward() -> Tensor:
-            return x * 0.5 * ((x * (1 / math.sqrt(2))).erf() + 1)
+            return x * 0.5 * erf_plus_1()
 
         def backward(g: Tensor) -> tuple[Tensor]:
-            cdf = ((x * (1 / math.sqrt(2))).erf() + 1) * 0.5
             pdf = (x * x * -0.5).exp() * (beta / 2)
-            return (g * (cdf + x * pdf),)
+            return (g * (erf_plus_1() * 0.5 + x * pdf),)
 
     return custom_vjp((x,), forward, backward)
 
