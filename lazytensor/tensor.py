@@ -78,6 +78,11 @@ _SCALAR_POWERS: dict[float, Callable[[Tensor], Tensor]] = {
     0.5: lambda x: x.sqrt(), -0.5: lambda x: x.rsqrt(), 2: lambda x: x * x, 3: lambda x: x * x * x,
     -1: lambda x: x.reciprocal(), -2: lambda x: (x * x).reciprocal(),
 }
+# Like a power, an integer division or modulo takes another algorithm for a known Python scalar divisor:
+# baked into the kernel as a constant (one kernel per divisor, where other scalars share one kernel as
+# parameters), it lets LLVM and Triton multiply by the divisor's inverse rather than divide, and the
+# legalization of Python's semantics skip its zero and -1 cases.
+_CONSTANT_DIVISORS = (Alu.FLOORDIV, Alu.MOD)
 
 
 class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
@@ -191,14 +196,15 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
     def _alu(self, op: Alu, dtype: DType, *others: Tensor) -> Tensor:
         return Tensor._make(Op.ALU, dtype, self.shape, (self, *others), op)
 
-    def _operands(self, others: Sequence[Any], op: str) -> tuple[list[Tensor], DType]:
+    def _operands(self, others: Sequence[Any], op: str, baked: bool = False) -> tuple[list[Tensor], DType]:
         """Tensors for self and `others` (Python scalars are weak), cast to their common dtype and
-        broadcast to one shape."""
+        broadcast to one shape; with `baked`, integer scalars are constants of the kernel (see
+        `_CONSTANT_DIVISORS`) rather than its parameters."""
         if len(others) == 1:  # the common cases first: an op builds thousands of these per training step
             o = others[0]
             if _is_scalar(o):
                 dtype = dtypes.weak_result_type(self.dtype, o)
-                return [self.cast(dtype), Tensor._scalar(o, dtype, self.device, op, self.shape)], dtype
+                return [self.cast(dtype), self._scalar_operand(o, dtype, op, self.shape, baked)], dtype
             if isinstance(o, Tensor) and o.node.shape == self.node.shape and o.node.dtype is self.node.dtype \
                     and o.node.device == self.node.device:
                 return [self, o], self.dtype
@@ -214,15 +220,23 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
             if _is_scalar(o):
                 dtype = dtypes.weak_result_type(dtype, o)
         shape = broadcast_shapes(*(t.shape for t in strong if t is not None), op=op)
-        return [t.cast(dtype).broadcast_to(shape) if t is not None else Tensor._scalar(o, dtype, self.device, op, shape)
+        return [t.cast(dtype).broadcast_to(shape) if t is not None else self._scalar_operand(o, dtype, op, shape, baked)
                 for t, o in zip(strong, [self, *others])], dtype
+
+    def _scalar_operand(self, value: Scalar, dtype: DType, op: str, shape: Shape, baked: bool) -> Tensor:
+        """A Python scalar operand of `shape`: a kernel parameter, or with `baked` and an integer `dtype`
+        a constant of the kernel."""
+        if baked and dtype.is_int:
+            dtypes.check_fits(value, dtype, op)
+            return Tensor._const(value, dtype, self.device).broadcast_to(shape)
+        return Tensor._scalar(value, dtype, self.device, op, shape)
 
     def _like(self, data: Any) -> Tensor:
         from .creation import asarray
         return asarray(data, device=self.device)
 
     def _binary(self, other: Any, op: Alu, name: str, reverse: bool = False) -> Tensor:
-        (a, b), dtype = self._operands([other], name)
+        (a, b), dtype = self._operands([other], name, baked=op in _CONSTANT_DIVISORS and not reverse)
         if reverse:
             a, b = b, a
         if dtype == bool_ and op in (Alu.SUB, Alu.FLOORDIV, Alu.MOD, Alu.POW, Alu.NEG):
