@@ -375,12 +375,24 @@ class KernelRenderer(FunctionBuilder):
             if s.at is None:
                 self.b.store(self.to_memory(val, s.value.dtype), self.gep(s.buf, s.index, True))
                 continue
-            with self.b.if_then(self.vals[id(s.mask)]):  # a scatter's store (see `ir.Store`)
-                address = self.gep(s.buf, None, True, self.vals[id(s.at)])
-                if s.combine is not None:
-                    old = self.from_memory(self.b.load(address, typ=memory_type(s.value.dtype)), s.value.dtype)
-                    val = self.alu(s.combine.combine(s.value.dtype), s.value.dtype, [old, val])
-                self.b.store(self.to_memory(val, s.value.dtype), address)
+            # A scatter's store (see `ir.Store`). Where its mask is off it goes to a slot of its own rather than
+            # around a branch: a compaction's mask (`x[x > 0]`) is as unpredictable as the data.
+            mask, t = self.vals[id(s.mask)], memory_type(s.value.dtype)
+            count = self.b.zext(mask, I64) if self.fault_slot is not None else 1  # off: no access (see `guard`)
+            address = self.b.select(mask, self.gep(s.buf, None, True, self.vals[id(s.at)], count), self.spill(t))
+            if s.combine is not None:
+                old = self.from_memory(self.b.load(address, typ=t), s.value.dtype)
+                val = self.alu(s.combine.combine(s.value.dtype), s.value.dtype, [old, val])
+            self.b.store(self.to_memory(val, s.value.dtype), address)
+
+    def spill(self, t: ir.Type) -> ir.Value:
+        """A stack slot for the stores that a mask turns off. LLVM would turn a store to a slot it sees all the
+        uses of back into a branch around the store, so the slot's address escapes (into an empty `asm`)."""
+        slot = self.alloca(t)
+        with self.b.goto_block(self.entry):
+            escape = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [PTR]), "", "r,~{memory}", side_effect=True)
+            self.b.call(escape, [slot])
+        return slot
 
     def to_memory(self, value: ir.Value, dtype: DType) -> ir.Value:
         """A register value as its buffer holds it: bools as bytes."""
