@@ -170,7 +170,10 @@ def realize_with_next(*tensors: Any) -> None:
 
 def forget_pending(nodes: list[Node]) -> None:
     """The pending state among `nodes` was computed: it no longer rides on the next schedule."""
-    done, pending = {id(n) for n in nodes}, _pending.tensors
+    pending = _pending.tensors
+    if not pending:
+        return
+    done = {id(n) for n in nodes}
     for key, ref in list(pending.items()):
         t = ref()
         if t is None or t.node.realized or id(t.node) in done:
@@ -178,8 +181,9 @@ def forget_pending(nodes: list[Node]) -> None:
 
 
 def _with_pending(roots: tuple[Node, ...]) -> list[Node]:
-    return [*roots, *(t.node for r in list(_pending.tensors.values()) if (t := r()) is not None
-                      and not t.node.realized)]
+    if not (pending := _pending.tensors):
+        return list(roots)
+    return [*roots, *(t.node for r in list(pending.values()) if (t := r()) is not None and not t.node.realized)]
 
 
 _COMPUTED = frozenset({Op.ALU, Op.CAST, Op.BITCAST, Op.REDUCE, Op.PHILOX, Op.GATHER})  # ops that compute (not views, not data)

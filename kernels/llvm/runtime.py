@@ -182,14 +182,19 @@ def _scalar_slots(params: Sequence[int | float], dtypes: tuple, slots: ctypes.Ar
     of a checked kernel end with its fault record, zeroed."""
     slots = (ctypes.c_int64 * max(1, len(params) + FAULT_SLOTS * checked))() if slots is None else slots
     if params:
-        _slot_format(dtypes).pack_into(slots, 0, *params)
+        fmt = _slot_format(dtypes)
+        try:
+            fmt.pack_into(slots, 0, *params)
+        except struct.error:  # an integer past int64's range (uint64's top half), or not an int: as C converts
+            fmt.pack_into(slots, 0, *(p if dt.is_float else (int(p) + 2**63) % 2**64 - 2**63
+                                      for p, dt in zip(params, dtypes)))
     return slots
 
 
 @functools.cache
 def _slot_format(dtypes: tuple) -> struct.Struct:
     """How parameters of these dtypes fill their slots: a double for a float, a 64-bit integer otherwise."""
-    return struct.Struct("=" + "".join({"f": "d", "u": "Q"}.get(dt.kind, "q") for dt in dtypes))
+    return struct.Struct("=" + "".join("d" if dt.is_float else "q" for dt in dtypes))
 
 
 # `take_chunks(chunks, n, counters, wait)`: claims chunks `(fn, lo, hi, after, buffers, params)` of
