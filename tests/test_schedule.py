@@ -11,8 +11,8 @@ import pytest
 
 import lazytensor as lt
 from conftest import check, random_array
-from lazytensor.device import get_device
 from lazytensor import graph
+from lazytensor.device import get_device
 from lazytensor.graph import is_held
 
 pytestmark = pytest.mark.fast  # the edit-test tier (pyproject.toml)
