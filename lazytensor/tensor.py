@@ -85,6 +85,14 @@ _SCALAR_POWERS: dict[float, Callable[[Tensor], Tensor]] = {
 _CONSTANT_DIVISORS = (Alu.FLOORDIV, Alu.MOD)
 
 
+# What `_binary` checks of its op, as sets: a tuple compares an enum by == at Python speed
+_NOT_FOR_BOOLS = frozenset({Alu.SUB, Alu.FLOORDIV, Alu.MOD, Alu.POW, Alu.NEG})
+_BITWISE = frozenset({Alu.AND, Alu.OR, Alu.XOR})
+_SHIFTS = frozenset({Alu.LSHIFT, Alu.RSHIFT})
+_FLOAT_RESULTS = frozenset({Alu.DIV, Alu.ATAN2})
+_COMPARISONS = frozenset({Alu.CMPLT, Alu.CMPLE, Alu.CMPEQ, Alu.CMPNE})
+
+
 class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
     """An n-dimensional array whose value is computed lazily. See the README's "Lazy evaluation"."""
 
@@ -135,23 +143,29 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
         The graph node composes a reshape of a reshape (and a permute of a permute) into one
         view of the original; the autograd record keeps the op as the user applied it.
         """
-        device = device if device is not None else srcs[0].device
-        if prod(shape) == 0:
-            out = Tensor(Node.from_buffer(get_device(device).alloc(dtype, 0), dtype, shape, device))
+        if device is None:
+            device = srcs[0]._node.device
+        if 0 in shape:
+            out = _wrap(Node.from_buffer(get_device(device).alloc(dtype, 0), dtype, shape, device))
         else:
-            nodes, node_arg = tuple(s.node for s in srcs), arg
-            if op is Op.RESHAPE and nodes[0].op is Op.RESHAPE:
-                nodes = nodes[0].srcs
-            elif op is Op.PERMUTE and nodes[0].op is Op.PERMUTE:
-                node_arg = tuple(nodes[0].arg[a] for a in arg)
-                nodes = nodes[0].srcs
-            if op in (Op.RESHAPE, Op.PERMUTE) and nodes[0].shape == shape and \
-                    (op is Op.RESHAPE or node_arg == tuple(range(len(shape)))):
-                out = Tensor(nodes[0])
+            nodes, node_arg = tuple([s._node for s in srcs]), arg
+            if op is Op.RESHAPE or op is Op.PERMUTE:
+                if op is Op.RESHAPE and nodes[0].op is Op.RESHAPE:
+                    nodes = nodes[0].srcs
+                elif op is Op.PERMUTE and nodes[0].op is Op.PERMUTE:
+                    node_arg = tuple(nodes[0].arg[a] for a in arg)
+                    nodes = nodes[0].srcs
+                if nodes[0].shape == shape and (op is Op.RESHAPE or node_arg == tuple(range(len(shape)))):
+                    out = _wrap(nodes[0])
+                else:
+                    out = _wrap(Node(op, dtype, shape, device, nodes, node_arg))
             else:
-                out = Tensor(Node(op, dtype, shape, device, nodes, node_arg))
-        if any(s.requires_grad for s in srcs) and is_grad_enabled():
-            out.requires_grad, out._ctx = True, (op, arg, tuple(s._as_source() for s in srcs))
+                out = _wrap(Node(op, dtype, shape, device, nodes, node_arg))
+        for s in srcs:
+            if s.requires_grad:
+                if is_grad_enabled():
+                    out.requires_grad, out._ctx = True, (op, arg, tuple(s._as_source() for s in srcs))
+                break
         return out
 
     def _checked(self, bad: Tensor, what: str) -> Tensor:
@@ -201,7 +215,10 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
         broadcast to one shape; with `baked`, integer scalars are constants of the kernel (see
         `_CONSTANT_DIVISORS`) rather than its parameters."""
         if len(others) == 1:  # the common cases first: an op builds thousands of these per training step
-            o = others[0]
+            o, node = others[0], self._node
+            if (type(o) is float or type(o) is int) and node.dtype.kind == "f":  # a float tensor and a number
+                return [self, Tensor._make(Op.SCALAR, node.dtype, node.shape, (), float(o), device=node.device)], \
+                    node.dtype
             if _is_scalar(o):
                 dtype = dtypes.weak_result_type(self.dtype, o)
                 return [self.cast(dtype), self._scalar_operand(o, dtype, op, self.shape, baked)], dtype
@@ -239,15 +256,15 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
         (a, b), dtype = self._operands([other], name, baked=op in _CONSTANT_DIVISORS and not reverse)
         if reverse:
             a, b = b, a
-        if dtype == bool_ and op in (Alu.SUB, Alu.FLOORDIV, Alu.MOD, Alu.POW, Alu.NEG):
+        if dtype is bool_ and op in _NOT_FOR_BOOLS:
             raise DTypeError(f"{name}: not supported for two bool tensors (cast to an integer dtype first)")
-        if op in (Alu.AND, Alu.OR, Alu.XOR) and dtype.is_float:
+        if op in _BITWISE and dtype.is_float:
             raise DTypeError(f"{name}: bitwise ops need bool or integer tensors, got {dtype.name}")
-        if op in (Alu.LSHIFT, Alu.RSHIFT) and not dtype.is_int:
+        if op in _SHIFTS and not dtype.is_int:
             raise DTypeError(f"{name}: shifts need integer tensors, got {dtype.name}")
-        if op in (Alu.DIV, Alu.ATAN2) and not dtype.is_float:
+        if op in _FLOAT_RESULTS and not dtype.is_float:
             a, b, dtype = a.cast(default_float), b.cast(default_float), default_float
-        out_dtype = bool_ if op in (Alu.CMPLT, Alu.CMPLE, Alu.CMPEQ, Alu.CMPNE) else dtype
+        out_dtype = bool_ if op in _COMPARISONS else dtype
         return a._alu(op, out_dtype, b)
 
     def _float_unary(self, op: Alu) -> Tensor:
@@ -1266,6 +1283,18 @@ def _hypot(w: _Working, x: Tensor, y: Tensor) -> Tensor:
 
 
 __all__ = ["Tensor", "broadcast_shapes", "realize", "where"]
+
+
+def _wrap(node: Node) -> Tensor:
+    """A new tensor of the user's program on `node`: what `Tensor(node)` makes, without its argument checks (every
+    op makes one)."""
+    t = _new_object(Tensor)
+    t._node, t.requires_grad, t.grad, t._ctx, t._source = node, False, None, None, None
+    hold(t, node)
+    return t
+
+
+_new_object = object.__new__
 
 
 class _Source(Tensor):
