@@ -276,6 +276,21 @@ def test_packing_a_in_runs_of_its_rows(shapes, dtype, rhs):
         check((a @ y * 2).relu(), torch.relu(ta @ u * 2))
 
 
+@unchecked_only
+def test_packing_a_softmax_copies_runs_of_its_rows():
+    """Attention's second product, `softmax(s) @ v`: A runs along k in s, and reads its rows' max and sum,
+    which are the same for every k; A is packed in runs of its rows, computed as vectors, with no gathers
+    nor scatters."""
+    s, v = lt.asarray(data((2, 64, 100)), device="cpu"), lt.asarray(data((2, 100, 40), seed=2), device="cpu")
+    out = s.softmax(-1) @ v
+    contraction = next(item.kernel for item in lt.schedule(out) if isinstance(item.kernel, Contraction))
+    program, _ = compile_kernel(contraction)
+    assert program.layout.a_rows
+    pack_a = program.stages[0].optimized_ir
+    assert "gather" not in pack_a and "scatter" not in pack_a and re.search(r"store <\d+ x float>", pack_a)
+    check(out, torch.softmax(torch.tensor(s.numpy()), -1) @ torch.tensor(v.numpy()))
+
+
 def test_packing_a_along_its_lanes_keeps_runs_of_k():
     """`x.T @ w` of a row-major x: A runs along its lanes in memory, its panels hold k's one after another."""
     x, y, t, u = operands((129, 37), (129, 70), kinds=("contiguous", "contiguous"))

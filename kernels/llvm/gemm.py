@@ -7,8 +7,10 @@ A `kernels.ir.Contraction` runs in four steps, all compiled from LLVM IR:
    or, where the operand runs along k in memory (`Layout.a_rows`: the rows of
    a row-major `x` in `x @ w`), in runs of A_RUN k's of each row,
    `Ap[b][ip][k // A_RUN][r][k % A_RUN]`: copies of whole runs rather than a
-   transpose of single elements, and the micro-kernel, unrolled by A_RUN,
-   reads the same MR * A_RUN elements per step of its loop;
+   transpose of single elements (computed as vectors where the operand is
+   computed: a softmax), and the micro-kernel, unrolled by A_RUN, reads the
+   MR * A_RUN elements of a run per step of its loop (longer runs, with a
+   longer unrolling, make LLVM's scheduler hoist and spill the broadcasts);
 2. `pack_b` does the same for the right operand with panels of NR columns.
    Where each task is one product of a batch (`Layout.fused`), the task packs
    its own product's panels just before multiplying them, so they are still
@@ -40,7 +42,7 @@ from llvmlite import ir
 
 from ..dtype import float32
 from ..expr import Expr, Var
-from ..ir import BufferParam, Contraction, Kernel, Store, Value, substitute
+from ..ir import BufferParam, Contraction, Kernel, Store, Value, VOp, substitute, toposort
 from .render import PTR, FunctionBuilder, KernelRenderer, llvm_type, symbol, unit_stride
 
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
@@ -49,7 +51,7 @@ KC_TARGET = 256           # k per block: a 256 x 32 float32 B micro-panel is 32 
 UNROLL_K = 4
 TASKS_PER_THREAD = 4
 TILE_K = 16  # k per block where packing transposes: a 64-byte line of float32 per lane
-A_RUN = UNROLL_K  # k's of a row together in A's panels, where they hold runs of rows
+A_RUN = UNROLL_K  # k's of a row together in A's panels, where they hold runs of rows: one unrolled step each
 
 
 @dataclass(frozen=True)
@@ -209,24 +211,28 @@ def pack_kernels(c: Contraction, layout: Layout) -> tuple[Pack, Pack]:
             _pack(c, buffers, f"{c.name}_pack_b", len(c.buffers) + 1, c.bv, vn, layout.nr, np_, layout.fused))
 
 
-def _k_tiles(c: Contraction, operand: Value, lane: Var, width: int, panels: int) \
+def _k_tiles(c: Contraction, operand: Value, lane: Var, width: int, panels: int, tile: int = TILE_K) \
         -> tuple[Var, Var, Var, Var, dict[Var, Expr], Value]:
-    """The panel and lane variables of an operand's packing, the block and tile of k, the operand's lane
-    axis mapped onto the first two, and the operand read with k cut into the last two."""
+    """The panel and lane variables of an operand's packing, the block and tile of k (`tile` k's), the
+    operand's lane axis mapped onto the first two, and the operand read with k cut into the last two."""
     vk = c.vars[3]
     p, lane_var = Var(f"{lane.name}_panel", panels), Var(f"{lane.name}_lane", width)
-    kb, kt = Var(f"{vk.name}_block", -(-vk.size // TILE_K)), Var(f"{vk.name}_tile", min(TILE_K, vk.size))
+    kb, kt = Var(f"{vk.name}_block", -(-vk.size // tile)), Var(f"{vk.name}_tile", min(tile, vk.size))
     mapping = {lane: Expr.of(p) * width + lane_var}
     (value,) = substitute([operand], {**mapping, vk: Expr.of(kb) * kt.size + kt})
     return p, lane_var, kb, kt, mapping, value
 
 
 def _runs_along_k(c: Contraction, operand: Value, lane: Var, width: int, panels: int) -> bool:
-    """Whether the operand steps through memory along k and not along its lane axis (see `_pack`)."""
+    """Whether the operand steps through memory along k and not along its lane axis (see `_pack`). A load
+    the same for every k (a softmax's row sums, in attention's second product) does not count: it is read
+    once per lane, outside the loop over k."""
     _, lane_var, _, kt, _, value = _k_tiles(c, operand, lane, width, panels)
     # Unit stride along k may show only once k is cut into tiles: k running over whole rows of an image
     # (a convolution's weight gradient) reads `(k // 16)*plane + k % 16`, which the tile makes `kt`.
-    return unit_stride(value, kt) and not unit_stride(value, lane_var)
+    along_lane = any(v.op is VOp.LOAD and (lane_var, 1) in v.arg[1].terms and kt in v.arg[1].vars()
+                     for v in toposort([value]))
+    return unit_stride(value, kt) and not along_lane
 
 
 def _pack(c: Contraction, buffers: tuple[BufferParam, ...], name: str, slot: int, operand: Value, lane: Var,
@@ -241,9 +247,8 @@ def _pack(c: Contraction, buffers: tuple[BufferParam, ...], name: str, slot: int
     cache until it is complete.
 
     Where `a_depth` is given (A's panels in runs of rows, `Layout.a_rows`, of that many k's), each lane's
-    run along k is copied in order, a
-    tile of k at a time (the innermost loop, the one that vectorizes, then steps through memory even where
-    the index along k only does so within tiles).
+    row is copied in order, a run at a time: the innermost loop, the one that vectorizes, steps through
+    both memories (a tile of several runs would store through scatters).
 
     The outer loop is the batch where `by_batch` (a fused layout's task packs one product: iterations
     [b, b + 1)) or where there are more products than panels, else the panels, to share out among threads.
@@ -254,14 +259,14 @@ def _pack(c: Contraction, buffers: tuple[BufferParam, ...], name: str, slot: int
     clips = [(lane_var, p, lane.size)]
     outer = (vb, p) if by_batch or panels < batch else (p, vb)
     panel = Expr.of(vb) * panels + p
-    if a_depth is not None or _runs_along_k(c, operand, lane, width, panels):
+    if a_depth is not None:
+        _, _, run, kr, mapping, value = _k_tiles(c, operand, lane, width, panels, A_RUN)
+        index = panel * (a_depth * width) + (Expr.of(run) * width + lane_var) * A_RUN + kr
+        return Pack(Kernel(name, buffers, c.params, (*outer, lane_var, run, kr), (Store(slot, index, value),)),
+                    (*clips, (kr, run, k)), kr)
+    if _runs_along_k(c, operand, lane, width, panels):
         mapping = {**mapping, vk: Expr.of(kb) * kt.size + kt}
         clips.append((kt, kb, k))
-        if a_depth is not None:  # (kt.size is TILE_K, a multiple of A_RUN, wherever there is more than one block)
-            run = Expr.of(kb) * (kt.size // A_RUN) + Expr.of(kt) // A_RUN
-            index = panel * (a_depth * width) + (run * width + lane_var) * A_RUN + Expr.of(kt) % A_RUN
-            return Pack(Kernel(name, buffers, c.params, (*outer, lane_var, kb, kt), (Store(slot, index, value),)),
-                        tuple(clips), kt)
         loops = (*outer, kb, lane_var, kt)
     else:
         (value,) = substitute([operand], mapping)
