@@ -123,6 +123,25 @@ def test_weight_gradient_is_a_contraction():
     assert gradient.kernel.epilogue is None, "the transpose of x.T @ g leaves every element in place"
 
 
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64], ids=str)
+@pytest.mark.parametrize("case", [((4, 16, 20, 20), (24, 16, 3, 3), 1, 1), ((3, 8, 30, 17), (40, 8, 3, 3), 2, 0),
+                                  ((2, 12, 18, 18), (32, 6, 3, 3), 1, 1)], ids=str)
+def test_convolution_product_is_its_result(case, dtype):
+    """conv2d's contraction takes the images as its batch and the output channels as its rows: its product
+    is laid out (N, C, OH, OW) like the result, with no transposing epilogue; with groups, strides and
+    padding (the windows at the edges, which the packing loads under a branch)."""
+    x_shape, w_shape, stride, padding = case
+    groups = x_shape[1] // w_shape[1]
+    x, w = (lt.asarray(data(s, dtype, seed=i), device="cpu") for i, s in enumerate((x_shape, w_shape)))
+    out = lt.nn.functional.conv2d(x, w, stride=stride, padding=padding, groups=groups)
+    (item,) = lt.schedule(out)
+    assert isinstance(item.kernel, Contraction) and item.kernel.epilogue is None
+    assert item.kernel.sizes[0] == x_shape[0] * groups and item.kernel.sizes[1] == w_shape[0] // groups
+    want = torch.nn.functional.conv2d(torch.tensor(x.numpy()), torch.tensor(w.numpy()), stride=stride,
+                                      padding=padding, groups=groups)
+    check(out, want)
+
+
 @pytest.mark.parametrize("view", ["transpose", "reshape", "slice"])
 def test_views_of_the_product_that_move_elements_keep_an_epilogue(view):
     x, y, t, u = operands((40, 64), (64, 48))
