@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Collection, Container, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from .dtypes import DType
 from .graph import MOVEMENT, Node, Op
@@ -100,6 +101,31 @@ class Axes:
         return tuple(idx)
 
 
+def _in_output_order(axes: Axes, shape: tuple[int, ...]) -> Axes | None:
+    """Where the template's (batch, m, n) product would not be laid out as the sum's result (a convolution's
+    (N, OH, OW) rows before its output channels, which the result holds as (N, C, OH, OW)), the axes that
+    make it so, if any: the fewest leading axes (one at least) taken as batch axes (an operand without them
+    is read alike for each), then one operand's axes as the rows and the other's as the columns. The product is then the
+    result itself, with no transposing epilogue."""
+    def big(ix: tuple[int, ...]) -> list[int]:
+        return [i for i in ix if shape[i] > 1]
+
+    order = sorted(big(axes.batch + axes.rows + axes.cols))
+    if order == big(axes.batch + axes.rows + axes.cols):
+        return None
+    # At least one axis taken as a batch axis: rows and columns only swapped are left as they are, for the
+    # views that read the product transposed (`schedule._written_view`: a weight gradient's `(x.T @ g).T`).
+    for s in range(max((order.index(i) + 1 for i in big(axes.batch)), default=0), len(order) - 1):
+        sides = [i in axes.rows for i in order[s:]]
+        if sum(x != y for x, y in pairwise(sides)) == 1 and any(i not in axes.batch for i in order[:s]):
+            first = tuple(i for i in order[s:] if (i in axes.rows) == sides[0])
+            second = tuple(i for i in order[s:] if (i in axes.rows) != sides[0])
+            ones = tuple(i for i in axes.batch + axes.rows + axes.cols if shape[i] == 1)
+            a, b = (axes.a, axes.b) if sides[0] else (axes.b, axes.a)
+            return Axes((*ones, *order[:s]), first, second, axes.red, a, b)
+    return None
+
+
 def contraction_axes(red: Node, operand_deps: Sequence[Collection[int]]) -> Axes | None:
     """The (batch, m, n, k) view of `red`, a sum over a product (`red.srcs[0]`, a multiply fused into the
     sum's kernel), whose two operands depend on the product's axes `operand_deps`, if it is a contraction
@@ -114,6 +140,15 @@ def contraction_axes(red: Node, operand_deps: Sequence[Collection[int]]) -> Axes
         in_a, in_b = i in operand_deps[0], i in operand_deps[1]
         (rows if in_a and not in_b and n > 1 else cols if in_b and not in_a and n > 1 else batch).append(i)
     axes = Axes(tuple(batch), tuple(rows), tuple(cols), tuple(reduced), *product.srcs)
+    # in the result's order where that still makes products worth the template (each one smaller)
+    return _worth_a_template(_in_output_order(axes, shape), shape) or _worth_a_template(axes, shape)
+
+
+def _worth_a_template(axes: Axes | None, shape: tuple[int, ...]) -> Axes | None:
+    """`axes`, its rows and columns swapped where the template would vectorize along the shorter side, if
+    its products are large enough for the template."""
+    if axes is None:
+        return None
     _, m, n, k = axes.sizes(shape)
     if n < MIN_CONTRACTION_N <= m:  # the template vectorizes along n: give it the longer side
         axes = Axes(axes.batch, axes.cols, axes.rows, axes.red, axes.b, axes.a)

@@ -33,7 +33,9 @@ Fusion rules (each one is a kernel-count test in tests/test_schedule.py):
    scaling, transposes of the operands) and its epilogue (bias, activation,
    any consumer in the region); a second contraction in the same region gets
    its own kernel, so a template never packs another contraction's output
-   while computing it.
+   while computing it. The template evaluates an operand with k outside its
+   rows and columns, so a reduction along a row of it (attention's softmax
+   max and sum) is realized by rule 1, not computed again for every k.
 6. A fused region is capped at MAX_FUSED_OPS ops; past that the node is
    realized (or, where it is a broadcast larger than what it reads, such as
    a contraction's product, what it reads is), so huge graphs compile in
@@ -677,7 +679,10 @@ class _Planner:
             axes = region.contraction[1]
             shape = node.srcs[0].shape
             vb, vm, vn, vk = (Var(name, size) for name, size in zip(("cb", "cm", "cn", "ck"), axes.sizes(shape)))
-            return [(axes.a, axes.operand_index(shape, vb, vm, None, vk), (), _Nest((vb, vm, vk))),
+            # Each operand is evaluated as the template packs it (`kernels/llvm/gemm.py`, the Triton kernel's
+            # tiles): k outside its rows or columns, so a reduction along a row of A (a softmax's max and
+            # sum) would be computed again for every k, and is written instead (rules 1, 9).
+            return [(axes.a, axes.operand_index(shape, vb, vm, None, vk), (), _Nest((vb, vk, vm))),
                     (axes.b, axes.operand_index(shape, vb, None, vn, vk), (), _Nest((vb, vk, vn)))]
         ranges = reduce_vars(node, region.n_reduce_vars)
         region.n_reduce_vars += len(ranges)

@@ -22,7 +22,7 @@ import lazytensor as lt
 from conftest import LAYOUTS, check, layout, to_torch_dtype
 from lazytensor.kernels import bounds
 from lazytensor.kernels.ir import Contraction, Kernel
-from lazytensor.kernels.llvm import compile_kernel, runtime
+from lazytensor.kernels.llvm import compile_kernel, gemm, runtime
 
 SHAPES = [((37, 129), (129, 70)), ((12, 256), (256, 32)), ((100, 513), (513, 33)), ((5, 300), (300, 400)),
           ((130, 40), (40, 17))]
@@ -121,6 +121,25 @@ def test_weight_gradient_is_a_contraction():
     assert isinstance(forward.kernel, Contraction) and isinstance(gradient.kernel, Contraction)
     assert gradient.kernel.sizes[3] == 256, "the gradient sums over the batch"
     assert gradient.kernel.epilogue is None, "the transpose of x.T @ g leaves every element in place"
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64], ids=str)
+@pytest.mark.parametrize("case", [((4, 16, 20, 20), (24, 16, 3, 3), 1, 1), ((3, 8, 30, 17), (40, 8, 3, 3), 2, 0),
+                                  ((2, 12, 18, 18), (32, 6, 3, 3), 1, 1)], ids=str)
+def test_convolution_product_is_its_result(case, dtype):
+    """conv2d's contraction takes the images as its batch and the output channels as its rows: its product
+    is laid out (N, C, OH, OW) like the result, with no transposing epilogue; with groups, strides and
+    padding (the windows at the edges, which the packing loads under a branch)."""
+    x_shape, w_shape, stride, padding = case
+    groups = x_shape[1] // w_shape[1]
+    x, w = (lt.asarray(data(s, dtype, seed=i), device="cpu") for i, s in enumerate((x_shape, w_shape)))
+    out = lt.nn.functional.conv2d(x, w, stride=stride, padding=padding, groups=groups)
+    (item,) = lt.schedule(out)
+    assert isinstance(item.kernel, Contraction) and item.kernel.epilogue is None
+    assert item.kernel.sizes[0] == x_shape[0] * groups and item.kernel.sizes[1] == w_shape[0] // groups
+    want = torch.nn.functional.conv2d(torch.tensor(x.numpy()), torch.tensor(w.numpy()), stride=stride,
+                                      padding=padding, groups=groups)
+    check(out, want)
 
 
 @pytest.mark.parametrize("view", ["transpose", "reshape", "slice"])
@@ -257,18 +276,79 @@ def test_packing_a_weight_gradient_copies_lanes():
         check(got, want)
 
 
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64], ids=str)
+@pytest.mark.parametrize("shapes", [((37, 129), (129, 70)), ((12, 301), (301, 40)), ((100, 514), (514, 33)),
+                                    ((3, 40, 9), (3, 9, 480)), ((2, 1, 20, 50), (4, 50, 33))], ids=str)
+@pytest.mark.parametrize("rhs", LAYOUTS)
+def test_packing_a_in_runs_of_its_rows(shapes, dtype, rhs):
+    """A left operand that runs along k in memory is packed in runs of A_RUN k's of each row: k not a multiple
+    of the run nor of the k block (301 takes blocks of 152, rounded up to whole runs; 514 of 172), fewer k's
+    than a tile of packing (9), batched and broadcast, and a slice of wider rows; checked kernels keep every
+    access inside the panels."""
+    x, y, t, u = operands(*shapes, dtype, kinds=("contiguous", rhs))
+    wide = lt.asarray(data((*shapes[0][:-1], shapes[0][-1] + 7), dtype, 3))
+    sliced = wide[..., 5:5 + shapes[0][-1]]
+    for a, ta in ((x, t), (sliced, torch.tensor(sliced.numpy()))):
+        program, _ = compile_kernel(lt.schedule(a.to("cpu") @ y.to("cpu"))[0].kernel)
+        assert program.layout.a_rows and program.layout.kc % gemm.A_RUN == 0
+        check(a @ y, ta @ u)
+        check((a @ y * 2).relu(), torch.relu(ta @ u * 2))
+
+
+@unchecked_only
+def test_packing_a_softmax_copies_runs_of_its_rows():
+    """Attention's second product, `softmax(s) @ v`: A runs along k in s, and reads its rows' max and sum,
+    which are the same for every k; A is packed in runs of its rows, computed as vectors, with no gathers
+    nor scatters."""
+    s, v = lt.asarray(data((2, 64, 100)), device="cpu"), lt.asarray(data((2, 100, 40), seed=2), device="cpu")
+    out = s.softmax(-1) @ v
+    contraction = next(item.kernel for item in lt.schedule(out) if isinstance(item.kernel, Contraction))
+    program, _ = compile_kernel(contraction)
+    assert program.layout.a_rows
+    pack_a = program.stages[0].optimized_ir
+    assert "gather" not in pack_a and "scatter" not in pack_a and re.search(r"store <\d+ x float>", pack_a)
+    check(out, torch.softmax(torch.tensor(s.numpy()), -1) @ torch.tensor(v.numpy()))
+
+
+def test_packing_a_along_its_lanes_keeps_runs_of_k():
+    """`x.T @ w` of a row-major x: A runs along its lanes in memory, its panels hold k's one after another."""
+    x, y, t, u = operands((129, 37), (129, 70), kinds=("contiguous", "contiguous"))
+    program, _ = compile_kernel(lt.schedule(x.to("cpu").T @ y.to("cpu"))[0].kernel)
+    assert not program.layout.a_rows
+    check(x.T @ y, t.T @ u)
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64], ids=str)
+@pytest.mark.parametrize("shapes", [((16, 37, 129), (16, 129, 70)), ((9, 128, 128), (9, 128, 128)),
+                                    ((6, 64, 33), (6, 33, 40)), ((5, 0, 40), (5, 40, 20))], ids=str)
+def test_batched_tasks_pack_their_own_products(monkeypatch, threads, shapes, dtype):
+    """A batch of products, each one task of the GEMM step: the task packs its own product's panels (no
+    packing phase before the tasks), on one thread or shared out; a size-0 product runs no task."""
+    monkeypatch.setenv("LT_NUM_THREADS", threads)
+    monkeypatch.setattr(runtime, "PARALLEL_MIN_WORK", 1)
+    x, y, t, u = operands(*shapes, dtype, kinds=("contiguous", "transposed"))
+    items = lt.schedule(x.to("cpu") @ y.to("cpu"))
+    if items and isinstance(items[0].kernel, Contraction):
+        program, _ = compile_kernel(items[0].kernel)
+        assert program.layout.fused and len(program.phases()) == 1
+    check(x @ y, t @ u)
+    check((x @ y).exp(), (t @ u).exp())
+
+
 def test_packing_finds_unit_stride_in_tiles_of_k():
     """k running over (N, H, W) of 4 x 4 planes laid out (N, C, H, W), as in a convolution's weight
     gradient: the index along k is `(k // 16)*plane + k % 16`, unit stride within a tile of k, so both
-    operands are packed tile by tile (each lane reads a run of the tile), not one k at a time across
-    lanes 16 elements apart."""
+    operands are packed tile by tile (each lane reads a run of the tile; A's panels then hold their rows in
+    order), not one k at a time across lanes 16 elements apart."""
     g = lt.asarray(data((6, 16, 4, 4)), device="cpu")
     x = lt.asarray(data((6, 45, 4, 4), seed=2), device="cpu")
     tg, tx = torch.tensor(g.numpy()), torch.tensor(x.numpy())
     product = g.permute(1, 0, 2, 3).reshape(16, 96) @ x.permute(0, 2, 3, 1).reshape(96, 45)
     program, _ = compile_kernel(lt.schedule(product)[0].kernel)
-    for pack in program.stages[:2]:
-        assert [v.name for v in pack.kernel.loops][-2:] in (["cm_lane", "ck_tile"], ["cn_lane", "ck_tile"])
+    pack_a, pack_b = ([v.name for v in pack.kernel.loops][-3:] for pack in program.stages[:2])
+    assert program.layout.a_rows and pack_a == ["cm_lane", "ck_block", "ck_tile"]  # A's rows, in order
+    assert pack_b[-2:] == ["cn_lane", "ck_tile"]
     check(product, tg.permute(1, 0, 2, 3).reshape(16, 96) @ tx.permute(0, 2, 3, 1).reshape(96, 45))
 
 

@@ -14,6 +14,7 @@ from conftest import check, random_array
 from lazytensor import graph
 from lazytensor.device import get_device
 from lazytensor.graph import is_held
+from lazytensor.kernels.ir import Contraction
 
 pytestmark = pytest.mark.fast  # the edit-test tier (pyproject.toml)
 
@@ -88,6 +89,23 @@ def test_matmul_is_one_kernel():
     assert kernels(a @ b) == 1
     out = (a.T.T @ b + 1).relu()
     assert kernels(out) == 1
+
+
+@pytest.mark.parametrize("side", ["a", "b"])
+def test_row_reduction_in_a_contraction_operand_is_realized_once(side):
+    """Attention's softmax inside the second product's operand: its row max and sum are written by a kernel
+    of their own, not computed again for every k the template packs (rule 1)."""
+    q, k, v = data(2, 64, 16), data(2, 64, 16, seed=1), data(2, 64, 16, seed=2)
+    scores = q @ k.swapaxes(-1, -2) / 8
+    out = scores.softmax(-1) @ v if side == "a" else v.swapaxes(-1, -2) @ scores.softmax(-1).swapaxes(-1, -2)
+    sched = lt.schedule(out)
+    assert len(sched) == 3  # the scores, their rows' max and sum, the product
+    assert not any(" over r" in str(item.kernel) for item in sched if isinstance(item.kernel, Contraction))
+    sn = q.numpy() @ k.numpy().swapaxes(-1, -2) / 8
+    p = np.exp(sn - sn.max(-1, keepdims=True))
+    want = (p / p.sum(-1, keepdims=True)) @ v.numpy()
+    got = out.numpy() if side == "a" else out.numpy().swapaxes(-1, -2)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("op", [

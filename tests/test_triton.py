@@ -340,12 +340,18 @@ def test_conv2d_is_one_kernel_with_its_windows_in_the_tile_loads():
 
 
 def test_operands_with_a_reduction_are_packed_first():
-    """softmax(x) @ w: the tile loop would recompute the row reductions for every k block."""
-    a, w = data((70, 45), seed=1), data((45, 64), seed=2)
-    fn = lambda x, y: x.softmax(-1) @ y
+    """An operand that sums along k, `x.sum(1)` of a (m, k, j) x: the tile loop would recompute the sums for
+    every k block. (A reduction along a row of the operand, softmax(x) @ w's max and sum, is written by a
+    kernel of its own before: `schedule.py`, rule 5.)"""
+    a, w = data((70, 45, 3), seed=1), data((45, 64), seed=2)
+    fn = lambda x, y: x.sum(2) @ y
     assert_same(fn, a, w, rtol=1e-6)
     _, program = contraction_program(fn(*cuda_tensors(a, w)))
     assert len(program.packs) == 1 and "_pack_a" in program.packs[0].name
+    s, w = cuda_tensors(data((70, 45), seed=1), data((45, 64), seed=2))
+    reductions, product = lt.schedule(s.softmax(-1) @ w)
+    assert isinstance(reductions.kernel, ir.Kernel) and isinstance(product.kernel, ir.Contraction)
+    assert not lt.devices()[1].compile(product.kernel)[0].packs
 
 
 def test_the_cuda_schedule_uses_the_template_for_float_matmuls():
@@ -442,7 +448,7 @@ def ptx(src, buffers, params, options):
 
 SM90_GEMM_CHECK = SM90_PRELUDE + """
 def gemm_ptx(t, precision):
-    (item,) = lt.schedule(t)
+    *_, item = lt.schedule(t)  # (a softmax's max and sum first)
     plan = gemm.plan(legalize(item.kernel, NATIVE))  # as compile_kernel renders it
     src = gemm.render_gemm(plan, gemm.candidate_configs(item.kernel, False)[-1], precision)
     options = {"num_warps": src.num_warps, "num_stages": src.num_stages, "enable_fp_fusion": True}

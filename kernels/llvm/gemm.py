@@ -3,8 +3,19 @@
 A `kernels.ir.Contraction` runs in four steps, all compiled from LLVM IR:
 
 1. `pack_a` evaluates the left operand (with its prologue: casts, scaling,
-   transposes) into panels of MR rows: `Ap[b][ip][k][r] = a[b, ip*MR + r, k]`;
-2. `pack_b` does the same for the right operand with panels of NR columns;
+   transposes) into panels of MR rows: `Ap[b][ip][k][r] = a[b, ip*MR + r, k]`,
+   or, where the operand runs along k in memory (`Layout.a_rows`: the rows of
+   a row-major `x` in `x @ w`), in runs of A_RUN k's of each row,
+   `Ap[b][ip][k // A_RUN][r][k % A_RUN]`: copies of whole runs rather than a
+   transpose of single elements (computed as vectors where the operand is
+   computed: a softmax), and the micro-kernel, unrolled by A_RUN, reads the
+   MR * A_RUN elements of a run per step of its loop (longer runs, with a
+   longer unrolling, make LLVM's scheduler hoist and spill the broadcasts);
+2. `pack_b` does the same for the right operand with panels of NR columns.
+   Where each task is one product of a batch (`Layout.fused`), the task packs
+   its own product's panels just before multiplying them, so they are still
+   in the cache when read; otherwise both run as a phase of their own, before
+   any task;
 3. the GEMM function walks (batch, row block, column block) tasks, which the
    thread pool shares out; per block of `kc` k's, for each MR x NR tile of the
    product it keeps MR * NR/W accumulators in vector registers (W lanes each)
@@ -29,10 +40,10 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from ..dtype import float32
+from ..dtype import DType, float32
 from ..expr import Expr, Var
-from ..ir import BufferParam, Contraction, Kernel, Store, Value, substitute
-from .render import PTR, FunctionBuilder, KernelRenderer, llvm_type, symbol, unit_stride
+from ..ir import BufferParam, Contraction, Kernel, Store, Value, VOp, substitute, toposort
+from .render import PTR, FunctionBuilder, KernelRenderer, llvm_type, memory_type, symbol, unit_stride
 
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 L2_BLOCK_BYTES = 1 << 20  # a task's block of A: half of this machine's 2 MiB L2 per core
@@ -40,6 +51,7 @@ KC_TARGET = 256           # k per block: a 256 x 32 float32 B micro-panel is 32 
 UNROLL_K = 4
 TASKS_PER_THREAD = 4
 TILE_K = 16  # k per block where packing transposes: a 64-byte line of float32 per lane
+A_RUN = UNROLL_K  # k's of a row together in A's panels, where they hold runs of rows: one unrolled step each
 
 
 @dataclass(frozen=True)
@@ -52,6 +64,8 @@ class Layout:
     kc: int        # k per block: a B micro-panel of kc x NR stays in the L1 cache
     row_panels: int     # panels of A per task
     col_panels: int     # panels of B per task
+    fused: bool = False  # each task is one product of a batch, and packs its own panels
+    a_rows: bool = False  # A's panels hold runs of A_RUN k's of each row (kc is then a multiple of A_RUN)
 
     @staticmethod
     def choose(c: Contraction, threads: int) -> Layout:
@@ -63,7 +77,10 @@ class Layout:
         # wide: two would multiply zeros half the time.
         mr, nr = (12 if vector_bits == 512 else 6), (lanes if n <= lanes else 2 * lanes)
         mp, np_ = -(-m // mr), -(-n // nr)
+        a_rows = _runs_along_k(c, c.a, c.vars[1], mr, mp)
         kc = -(-k // -(-k // KC_TARGET))
+        if a_rows:  # blocks of k start at a run
+            kc = -(-kc // A_RUN) * A_RUN
         row_panels = max(1, min(mp, L2_BLOCK_BYTES // (mr * kc * c.dtype.itemsize)))
         row_blocks = -(-mp // row_panels)
         # enough tasks for the threads to share them out even when one is slowed: split rows further,
@@ -73,7 +90,9 @@ class Layout:
             row_panels = -(-row_panels // 2)
             row_blocks = -(-mp // row_panels)
         col_blocks = min(np_, -(-tasks // (batch * row_blocks)))
-        return Layout(lanes, mr, nr, kc, row_panels, -(-np_ // col_blocks))
+        return Layout(lanes, mr, nr, kc, row_panels, -(-np_ // col_blocks),
+                      fused=batch > 1 and row_blocks == col_blocks == 1,
+                      a_rows=a_rows)
 
     def panels(self, c: Contraction) -> tuple[int, int]:
         """Row panels of A and column panels of B, per batch."""
@@ -84,11 +103,16 @@ class Layout:
         mp, np_ = self.panels(c)
         return c.sizes[0] * -(-mp // self.row_panels) * -(-np_ // self.col_panels)
 
+    def a_depth(self, c: Contraction) -> int:
+        """The k's of A's panels: k, rounded up to whole runs where they hold runs of rows (`a_rows`)."""
+        k = c.sizes[3]
+        return -(-k // A_RUN) * A_RUN if self.a_rows else k
+
     def packed_buffers(self, c: Contraction) -> tuple[BufferParam, BufferParam]:
         """The panel buffers, which the runtime appends after the contraction's own buffers."""
         batch, _, _, k = c.sizes
         mp, np_ = self.panels(c)
-        return (BufferParam(c.dtype, batch * mp * k * self.mr, scratch=True),
+        return (BufferParam(c.dtype, batch * mp * self.a_depth(c) * self.mr, scratch=True),
                 BufferParam(c.dtype, batch * np_ * k * self.nr, scratch=True))
 
 
@@ -100,7 +124,7 @@ class Pack:
 
     kernel: Kernel
     clips: tuple[tuple[Var, Var, int], ...]
-    lane: Var  # the loop over a panel's lanes
+    lane: Var  # the copy's innermost loop (a panel's lanes, or k in A's rows): the loops outside stay rolled
 
     def render(self, checked: bool = False) -> str:
         """LLVM IR of the kernel, of the common kernel signature (checked: see `FunctionBuilder.guard`)."""
@@ -165,6 +189,22 @@ class _PackRenderer(KernelRenderer):
         columns = super().emit_columns
         self.clipped(self.kernel.loops[-1], hi, lambda end: columns(red, lo, end))
 
+    def masked_load(self, dtype: DType, buf: int, index: Expr | None, idx: ir.Value, ok: ir.Value | None) -> ir.Value:
+        if ok is None or self.fault_slot is not None:
+            return super().masked_load(dtype, buf, index, idx, ok)
+        # Loaded under a branch rather than from a selected address: LLVM's vectorizer makes the branch a
+        # masked vector load where the address steps with the lane (a convolution's windows at the edges of
+        # the image), where a selected address would take a gather, or no vectorizing at all.
+        b = self.b
+        before = b.block
+        with b.if_then(ok):
+            loaded = self.from_memory(b.load(self.gep(buf, index, False, idx, 1), typ=memory_type(dtype)), dtype)
+            inside = b.block
+        value = b.phi(loaded.type)
+        value.add_incoming(loaded, inside)
+        value.add_incoming(self.constant(0, dtype), before)
+        return value
+
     def marked_loop(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[], None]) -> None:
         """The loop, its back edge noted in `outer_latches` if it is outside the lane loop."""
         latch = super().loop(var, lo, hi, body)
@@ -182,12 +222,37 @@ def pack_kernels(c: Contraction, layout: Layout) -> tuple[Pack, Pack]:
     _, vm, vn, _ = c.vars
     mp, np_ = layout.panels(c)
     buffers = c.buffers + layout.packed_buffers(c)
-    return (_pack(c, buffers, f"{c.name}_pack_a", len(c.buffers), c.a, vm, layout.mr, mp),
-            _pack(c, buffers, f"{c.name}_pack_b", len(c.buffers) + 1, c.bv, vn, layout.nr, np_))
+    return (_pack(c, buffers, f"{c.name}_pack_a", len(c.buffers), c.a, vm, layout.mr, mp, layout.fused,
+                  layout.a_depth(c) if layout.a_rows else None),
+            _pack(c, buffers, f"{c.name}_pack_b", len(c.buffers) + 1, c.bv, vn, layout.nr, np_, layout.fused))
+
+
+def _k_tiles(c: Contraction, operand: Value, lane: Var, width: int, panels: int, tile: int = TILE_K) \
+        -> tuple[Var, Var, Var, Var, dict[Var, Expr], Value]:
+    """The panel and lane variables of an operand's packing, the block and tile of k (`tile` k's), the
+    operand's lane axis mapped onto the first two, and the operand read with k cut into the last two."""
+    vk = c.vars[3]
+    p, lane_var = Var(f"{lane.name}_panel", panels), Var(f"{lane.name}_lane", width)
+    kb, kt = Var(f"{vk.name}_block", -(-vk.size // tile)), Var(f"{vk.name}_tile", min(tile, vk.size))
+    mapping = {lane: Expr.of(p) * width + lane_var}
+    (value,) = substitute([operand], {**mapping, vk: Expr.of(kb) * kt.size + kt})
+    return p, lane_var, kb, kt, mapping, value
+
+
+def _runs_along_k(c: Contraction, operand: Value, lane: Var, width: int, panels: int) -> bool:
+    """Whether the operand steps through memory along k and not along its lane axis (see `_pack`). A load
+    the same for every k (a softmax's row sums, in attention's second product) does not count: it is read
+    once per lane, outside the loop over k."""
+    _, lane_var, _, kt, _, value = _k_tiles(c, operand, lane, width, panels)
+    # Unit stride along k may show only once k is cut into tiles: k running over whole rows of an image
+    # (a convolution's weight gradient) reads `(k // 16)*plane + k % 16`, which the tile makes `kt`.
+    along_lane = any(v.op is VOp.LOAD and (lane_var, 1) in v.arg[1].terms and kt in v.arg[1].vars()
+                     for v in toposort([value]))
+    return unit_stride(value, kt) and not along_lane
 
 
 def _pack(c: Contraction, buffers: tuple[BufferParam, ...], name: str, slot: int, operand: Value, lane: Var,
-          width: int, panels: int) -> Pack:
+          width: int, panels: int, by_batch: bool, a_depth: int | None = None) -> Pack:
     """`panel[b][p][k][l] = operand(b, lane=p*width + l, k)`, with explicit loops over panel p, k and lane l,
     so that store addresses are affine and the innermost loop steps through both memories in order.
 
@@ -196,40 +261,47 @@ def _pack(c: Contraction, buffers: tuple[BufferParam, ...], name: str, slot: int
     B of `x @ w.T`), k is cut into blocks of TILE_K with the lane loop outside the block's k loop: each
     lane reads a run of TILE_K elements, and the block of TILE_K x width elements written stays in the L1
     cache until it is complete.
+
+    Where `a_depth` is given (A's panels in runs of rows, `Layout.a_rows`, of that many k's), each lane's
+    row is copied in order, a run at a time: the innermost loop, the one that vectorizes, steps through
+    both memories (a tile of several runs would store through scatters).
+
+    The outer loop is the batch where `by_batch` (a fused layout's task packs one product: iterations
+    [b, b + 1)) or where there are more products than panels, else the panels, to share out among threads.
     """
     vb, _, _, vk = c.vars
     batch, k = vb.size, vk.size
-    p, lane_var = Var(f"{lane.name}_panel", panels), Var(f"{lane.name}_lane", width)
-    mapping = {lane: Expr.of(p) * width + lane_var}
+    p, lane_var, kb, kt, mapping, value = _k_tiles(c, operand, lane, width, panels)
     clips = [(lane_var, p, lane.size)]
-    outer = (p, vb) if panels >= batch else (vb, p)
-    kb, kt = Var(f"{vk.name}_block", -(-k // TILE_K)), Var(f"{vk.name}_tile", min(TILE_K, k))
-    tiled = {**mapping, vk: Expr.of(kb) * kt.size + kt}
-    (value,) = substitute([operand], tiled)
-    # Unit stride along k may show only once k is cut into tiles: k running over whole rows of an image
-    # (a convolution's weight gradient) reads `(k // 16)*plane + k % 16`, which the tile makes `kt`.
-    if unit_stride(value, kt) and not unit_stride(value, lane_var):
-        mapping = tiled
+    outer = (vb, p) if by_batch or panels < batch else (p, vb)
+    panel = Expr.of(vb) * panels + p
+    if a_depth is not None:
+        _, _, run, kr, mapping, value = _k_tiles(c, operand, lane, width, panels, A_RUN)
+        index = panel * (a_depth * width) + (Expr.of(run) * width + lane_var) * A_RUN + kr
+        return Pack(Kernel(name, buffers, c.params, (*outer, lane_var, run, kr), (Store(slot, index, value),)),
+                    (*clips, (kr, run, k)), kr)
+    if _runs_along_k(c, operand, lane, width, panels):
+        mapping = {**mapping, vk: Expr.of(kb) * kt.size + kt}
         clips.append((kt, kb, k))
         loops = (*outer, kb, lane_var, kt)
     else:
         (value,) = substitute([operand], mapping)
         loops = (*outer, vk, lane_var)
-    index = ((Expr.of(vb) * panels + p) * k + mapping.get(vk, Expr.of(vk))) * width + lane_var
+    index = (panel * k + mapping.get(vk, Expr.of(vk))) * width + lane_var
     return Pack(Kernel(name, buffers, c.params, loops, (Store(slot, index, value),)), tuple(clips), lane_var)
 
 
 # The geometry a GEMM core reads at run time, in this order (one i64 each): the product's rows m and
 # columns n, k, the panels of A and of B per batch, the blocks of rows and of columns a task takes, the
-# panels per block of rows and of columns, k per block; and, for a checked core's messages and tests, the
+# panels per block of rows and of columns, k per block, `Layout.a_depth`; and, for a checked core's messages and tests, the
 # product's buffer slot and size, A's panels' slot (B's is the next) and size, and B's panels' size.
 GEOMETRY = ("m", "n", "k", "row_panels_total", "col_panels_total", "row_blocks", "col_blocks", "row_panels",
-            "col_panels", "kc", "product_slot", "product_size", "a_slot", "a_size", "b_size")
+            "col_panels", "kc", "a_depth", "product_slot", "product_size", "a_slot", "a_size", "b_size")
 
 
 def core_name(c: Contraction, layout: Layout) -> str:
     """The GEMM core a contraction runs: one per dtype and tile, shared by every contraction of them."""
-    return f"lt_gemm_{c.dtype.name}_{layout.lanes}x{layout.mr}x{layout.nr}"
+    return f"lt_gemm_{c.dtype.name}_{layout.lanes}x{layout.mr}x{layout.nr}{'_a_rows' if layout.a_rows else ''}"
 
 
 def geometry(c: Contraction, layout: Layout) -> tuple[int, ...]:
@@ -238,7 +310,7 @@ def geometry(c: Contraction, layout: Layout) -> tuple[int, ...]:
     mp, np_ = layout.panels(c)
     a_size, b_size = (p.size for p in layout.packed_buffers(c))
     return (m, n, k, mp, np_, -(-mp // layout.row_panels), -(-np_ // layout.col_panels), layout.row_panels,
-            layout.col_panels, layout.kc, c.product, c.buffers[c.product].size, len(c.buffers), a_size, b_size)
+            layout.col_panels, layout.kc, layout.a_depth(c), c.product, c.buffers[c.product].size, len(c.buffers), a_size, b_size)
 
 
 class _GemmRenderer(FunctionBuilder):
@@ -283,7 +355,8 @@ class _GemmRenderer(FunctionBuilder):
                     bp = b.gep(bpack, [b_start], source_etype=self.t)
 
                     def row_panel(ip: ir.Value) -> None:
-                        a_start = b.add(b.mul(b.add(b.mul(bi, mp), ip), b.mul(k, I64(lay.mr))), b.mul(k0, I64(lay.mr)))
+                        a_start = b.add(b.mul(b.add(b.mul(bi, mp), ip), b.mul(g["a_depth"], I64(lay.mr))),
+                                        b.mul(k0, I64(lay.mr)))
                         full = b.and_(b.icmp_signed("<", ip, m_tiles), b.icmp_signed("<", jp, n_tiles))
                         self.tile(bi, ip, jp, (b.gep(apack, [a_start], source_etype=self.t), a_start), (bp, b_start),
                                   out, depth, b.icmp_signed("==", kb, I64(0)), full)
@@ -392,7 +465,11 @@ class _GemmRenderer(FunctionBuilder):
             bvec = [b.load(b.gep(bp, [b.add(b.mul(kk, I64(lay.nr)), I64(v * lay.lanes))], source_etype=self.t),
                            typ=self.vt, align=align) for v in range(nv)]
             for r in range(lay.mr):
-                x = b.load(b.gep(ap, [b.add(b.mul(kk, I64(lay.mr)), I64(r))], source_etype=self.t), typ=self.t)
+                at = b.add(b.mul(kk, I64(lay.mr)), I64(r))
+                if lay.a_rows:  # in its run of A_RUN k's
+                    run, offset = b.udiv(kk, I64(A_RUN)), b.urem(kk, I64(A_RUN))
+                    at = b.add(b.mul(run, I64(lay.mr * A_RUN)), b.add(I64(r * A_RUN), offset))
+                x = b.load(b.gep(ap, [at], source_etype=self.t), typ=self.t)
                 xv = self.splat(x)
                 for v in range(nv):
                     acc = accs[r][v]
@@ -440,10 +517,13 @@ _core_sources: dict[tuple[str, bool], str] = {}
 def render_gemm(c: Contraction, layout: Layout, checked: bool = False) -> str:
     """LLVM IR of the contraction's GEMM step, `void name(ptr buffers, ptr params, i64 first_task, i64
     end_task)`: a call of its core (`core_name`, compiled in a module of its own) with the product's and
-    the panels' buffers, the contraction's geometry and, checked, where its core records a fault."""
+    the panels' buffers, the contraction's geometry and, checked, where its core records a fault. A fused
+    layout's step calls, for each task, the packing kernels (compiled before it) for the task's product
+    and then the core for the task alone."""
     builder = FunctionBuilder(c.name, len(c.params) if checked else None)
     module, b = builder.module, builder.b
-    bufs, _, start, end = builder.fn.args
+    bufs, params, start, end = builder.fn.args
+    signature = ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64])
     core = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR, PTR, I64, I64, PTR]),
                        symbol(core_name(c, layout), checked))
     table = ir.GlobalVariable(module, ir.ArrayType(I64, len(GEOMETRY)), f"{c.name}_geometry")
@@ -452,6 +532,18 @@ def render_gemm(c: Contraction, layout: Layout, checked: bool = False) -> str:
     out, apack, bpack = (b.load(b.gep(bufs, [I64(slot)], source_etype=PTR), typ=PTR)
                          for slot in (c.product, len(c.buffers), len(c.buffers) + 1))
     record = builder.fault_record() if checked else ir.Constant(PTR, None)
-    b.call(core, [out, apack, bpack, b.gep(table, [I64(0), I64(0)]), start, end, record])
+    geometry_table = b.gep(table, [I64(0), I64(0)])
+    if layout.fused:
+        packs = [ir.Function(module, signature, symbol(pack.kernel.name, checked)) for pack in pack_kernels(c, layout)]
+
+        def task(t: ir.Value) -> None:
+            after = b.add(t, I64(1))
+            for pack in packs:
+                b.call(pack, [bufs, params, t, after])
+            b.call(core, [out, apack, bpack, geometry_table, t, after, record])
+
+        builder.counted_loop("task", start, end, task)
+    else:
+        b.call(core, [out, apack, bpack, geometry_table, start, end, record])
     b.ret_void()
     return str(module)

@@ -491,7 +491,8 @@ class StagedProgram:
 
 @dataclass
 class ContractionProgram(StagedProgram):
-    """A compiled contraction: pack both operands, multiply (`gemm`), then run the epilogue if any."""
+    """A compiled contraction: pack both operands, multiply (`gemm`), then run the epilogue if any. With a
+    fused layout the GEMM step's tasks pack their own panels (`gemm.render_gemm`): no packing phase."""
 
     layout: Layout | None = None
 
@@ -510,9 +511,13 @@ class ContractionProgram(StagedProgram):
         return (*self.kernel.buffers, *self.layout.packed_buffers(self.kernel))
 
     def phases(self) -> list[Phase]:
-        pack_a, pack_b, *rest = self.stages
-        return [([(pack_a.fn, pack_a.extent), (pack_b.fn, pack_b.extent)], pack_a.work + pack_b.work),
-                *(p for stage in rest for p in stage.phases())]
+        pack_a, pack_b, gemm, *rest = self.stages
+        packing = pack_a.work + pack_b.work
+        multiplying: list[Phase] = [([(pack_a.fn, pack_a.extent), (pack_b.fn, pack_b.extent)], packing),
+                                    ([(gemm.fn, gemm.extent)], gemm.work)]
+        if self.layout.fused:
+            multiplying = [([(gemm.fn, gemm.extent)], gemm.work + packing)]
+        return [*multiplying, *(p for stage in rest for p in stage.phases())]
 
 
 @dataclass
