@@ -324,3 +324,17 @@ def test_an_interrupted_batch_leaves_no_worker_owing_answers(monkeypatch):
         compile_kernel(k)[0]([out.ctypes.data, x.ctypes.data], [])
         scale = np.float32(k.stores[0].value.srcs[1].arg)
         np.testing.assert_array_equal(out, x.reshape(6, 3).sum(1, dtype=np.float32) * scale)
+
+
+def test_work_counts_each_reduction_once_per_iteration_of_the_loops_it_sits_in():
+    """A reduction that reads no output variable (a 1-D softmax's max) runs once per chunk, not once per element:
+    its loop counts once in the kernel's work, which decides whether the kernel is worth threads."""
+    o, r, s = Var("o", 1000), Var("r", 1000), Var("s", 1000)
+    whole = ir.reduce(ir.ReduceOp.MAX, ir.load(1, float32, Expr.of(r), ()), (r,))
+    row = ir.reduce(ir.ReduceOp.SUM, ir.load(1, float32, Expr.of(o) * 1000 + Expr.of(s), ()), (s,))
+    value = ir.alu(ir.Alu.ADD, float32, whole, ir.load(1, float32, Expr.of(o), ()))
+    bufs = (ir.BufferParam(float32, 1000, True), ir.BufferParam(float32, 1000 * 1000))
+    once = ir.Kernel("once", bufs, (), (o,), (ir.Store(0, Expr.of(o), value),))
+    per_row = ir.Kernel("per_row", bufs, (), (o,), (ir.Store(0, Expr.of(o), ir.alu(ir.Alu.ADD, float32, whole, row)),))
+    assert runtime.work(once) == 1000 + 1000
+    assert runtime.work(per_row) == 1000 + 1000 + 1000 * 1000

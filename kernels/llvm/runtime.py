@@ -77,7 +77,7 @@ import numpy as np
 
 from .. import bounds
 from ..bounds import FAULT_SLOTS, check
-from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, Sort, VOp
+from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, Sort, VOp, loop_scopes
 from ..lapack import LibraryError, flops
 from ..legalize import legalize
 from ..split import split_reduction
@@ -146,9 +146,11 @@ def pool() -> ThreadPoolExecutor:
 
 
 def work(kernel: Kernel) -> int:
-    """Loop iterations a kernel runs: its output points times the reduction loops inside them."""
-    inner = 1 + sum(math.prod(r.size for r in v.arg[1]) for v in kernel.values() if v.op is VOp.REDUCE)
-    return kernel.numel * inner
+    """Loop iterations a kernel runs: its output points, and each reduction's loops times the iterations of
+    the loops it sits in (`loop_scopes`: a softmax's row max runs once per row, not once per element)."""
+    values, scopes = loop_scopes(kernel)
+    return kernel.numel + sum(math.prod(var.size for var in (*scopes[id(v)], *v.arg[1]))
+                              for v in values if v.op is VOp.REDUCE)
 
 
 def jit() -> _Jit:
