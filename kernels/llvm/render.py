@@ -67,7 +67,7 @@ PREDICATES = {Alu.CMPLT: "<", Alu.CMPLE: "<=", Alu.CMPEQ: "==", Alu.CMPNE: "!="}
 
 
 REASSOCIATIVE = {ReduceOp.SUM: ir.IRBuilder.fadd, ReduceOp.PROD: ir.IRBuilder.fmul}
-COLUMN_BLOCK_BYTES = 4096  # accumulators of a column reduction: a block that stays in the L1 cache
+COLUMN_BLOCK_BYTES = 16384  # accumulators of a column reduction: a block that stays in the L1 cache
 SINK_BYTES = 64  # where a checked function's faulting accesses go: its widest access, an AVX-512 vector
 
 
@@ -94,6 +94,28 @@ def unit_stride(value: Value, var: Var) -> bool:
 def memory_type(dtype: DType) -> ir.Type:
     """Bools live in memory as bytes and in registers as i1."""
     return I8 if dtype == bool_ else llvm_type(dtype)
+
+
+def column_reductions(kernel: Kernel) -> list[Value] | None:
+    """The reductions to render with their own loops outside the innermost output loop, if any.
+
+    A reduction over outer axes of an operand that runs along the innermost output axis (the sum over
+    the batch of a row-major gradient) would walk down columns, one cache line per element. Rendered
+    as a block of accumulators across the output axis, updated row after row, it streams the rows:
+    each output element still folds its terms in order. That takes every reduction of the innermost
+    scope reading its operand so (a variance's mean and its sum of squares, an argmax's max and its
+    first index of it: one after the other, each a pass over the rows), and no reduction inside one.
+    """
+    values, scopes = loop_scopes(kernel)
+    loops = kernel.loops
+    if any(len(scopes[id(v)]) > len(loops) for v in values if v.op is VOp.REDUCE):
+        return None
+    reductions = [v for v in values if v.op is VOp.REDUCE and scopes[id(v)] == loops]
+    for red in reductions:
+        src = red.srcs[0]
+        if not unit_stride(src, loops[-1]) or any(unit_stride(src, r) for r in red.arg[1]):
+            return None
+    return reductions or None
 
 
 class FunctionBuilder:
@@ -391,7 +413,7 @@ class KernelRenderer(FunctionBuilder):
             return
         var = loops[depth]
         lo, hi = (start, end) if depth == 0 else (I64(0), I64(var.size))
-        if depth == len(loops) - 1 and (reductions := self.column_reductions()) is not None:
+        if depth == len(loops) - 1 and (reductions := column_reductions(self.kernel)) is not None:
             self.emit_columns(reductions, lo, hi)
             return
         self.loop(var, lo, hi, lambda: self.emit_output_level(path + (var,), start, end))
@@ -473,27 +495,6 @@ class KernelRenderer(FunctionBuilder):
         b.store(b.select(b.fcmp_ordered("==", a, ir.Constant(t, 0.0)), zero, a), acc)
         with b.if_then(b.load(saw_nan, typ=I1), likely=False):
             reduce_with(exact)
-
-    def column_reductions(self) -> list[Value] | None:
-        """The reductions to render with their own loops outside the innermost output loop, if any.
-
-        A reduction over outer axes of an operand that runs along the innermost output axis (the sum over
-        the batch of a row-major gradient) would walk down columns, one cache line per element. Rendered
-        as a block of accumulators across the output axis, updated row after row, it streams the rows:
-        each output element still folds its terms in order. That takes every reduction of the innermost
-        scope reading its operand so (a variance's mean and its sum of squares, an argmax's max and its
-        first index of it: one after the other, each a pass over the rows), and no reduction inside one.
-        """
-        loops = self.kernel.loops
-        reductions = [v for v in self.by_scope.get(loops, []) if v.op is VOp.REDUCE]
-        if not reductions or any(len(scope) > len(loops) for scope, values in self.by_scope.items()
-                                 if any(v.op is VOp.REDUCE for v in values)):
-            return None
-        for red in reductions:
-            src = red.srcs[0]
-            if not unit_stride(src, loops[-1]) or any(unit_stride(src, r) for r in red.arg[1]):
-                return None
-        return reductions
 
     def emit_columns(self, reductions: list[Value], lo: ir.Value, hi: ir.Value) -> None:
         """The innermost output loop over [lo, hi) around `reductions` (see `column_reductions`), in blocks of
