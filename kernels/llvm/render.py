@@ -532,7 +532,9 @@ class KernelRenderer(FunctionBuilder):
 
                 self.counted_loop(var.name, I64(0), count, column)
 
-            def read(at: Callable[[Value], ir.Value], wanted: set[int], done: set[int]) -> None:
+            done: set[int] = set()  # the values whose arrays hold them for this block
+
+            def read(at: Callable[[Value], ir.Value], wanted: set[int]) -> None:
                 """The output loop's values in `wanted`: those in `done` from their arrays, the others computed."""
                 for v in here:
                     if id(v) not in wanted:
@@ -542,12 +544,11 @@ class KernelRenderer(FunctionBuilder):
                     else:
                         self.vals[id(v)] = self.value(v)
 
-            done: set[int] = set()  # the values whose arrays hold them for this block
 
             def stage(new: list[Value]) -> None:
                 """The block's columns of `new`, values of the output loop, into their arrays."""
                 def column(at: Callable[[Value], ir.Value]) -> None:
-                    read(at, {id(u) for v in new for u in toposort([v])}, done)
+                    read(at, {id(u) for v in new for u in toposort([v])})
                     for v in new:
                         b.store(self.to_memory(self.vals[id(v)], v.dtype), at(v))
 
@@ -559,7 +560,7 @@ class KernelRenderer(FunctionBuilder):
                 (op, ranges), dtype = red.arg, red.dtype
 
                 def accumulate(at: Callable[[Value], ir.Value]) -> None:
-                    read(at, reads[id(red)], done)
+                    read(at, reads[id(red)])
                     for k in range(1, len(ranges) + 1):
                         self.emit_scope(path + ranges[:k])
                     for shared in self.handovers.get(id(red), ()):
