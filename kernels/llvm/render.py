@@ -67,7 +67,9 @@ PREDICATES = {Alu.CMPLT: "<", Alu.CMPLE: "<=", Alu.CMPEQ: "==", Alu.CMPNE: "!="}
 
 
 REASSOCIATIVE = {ReduceOp.SUM: ir.IRBuilder.fadd, ReduceOp.PROD: ir.IRBuilder.fmul}
-COLUMN_BLOCK_BYTES = 16384  # accumulators of a column reduction: a block that stays in the L1 cache
+# the arrays of a column reduction's block of columns (accumulators, staged values): they stay in the L1
+# cache, and each row's strip of the block is long enough to stream (4 KiB strips ran at half NumPy's speed)
+COLUMN_BLOCK_BYTES = 16384
 SINK_BYTES = 64  # where a checked function's faulting accesses go: its widest access, an AVX-512 vector
 
 
