@@ -121,7 +121,10 @@ def is_ml_bfloat16(npd: np.dtype) -> bool:
 
 def to_numpy_dtype(dtype: DType) -> np.dtype:
     """The NumPy dtype of a buffer of `dtype`: uint16 bit patterns for bfloat16."""
-    return np.dtype(np.uint16) if dtype == bfloat16 else np.dtype(dtype.np_name)
+    return _STORAGE[dtype]
+
+
+_STORAGE = {d: np.dtype(np.uint16) if d is bfloat16 else np.dtype(d.np_name) for d in ALL_DTYPES}
 
 
 def storage_array(arr: np.ndarray, dtype: DType) -> np.ndarray:

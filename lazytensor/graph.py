@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from _thread import get_ident
 from collections import deque
 from collections.abc import Container, Iterator
 from enum import Enum
@@ -69,12 +70,31 @@ class Op(Enum):
 
 MOVEMENT = frozenset({Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.PAD, Op.SHRINK, Op.FLIP})
 
-_interned: weakref.WeakValueDictionary[tuple, Node] = weakref.WeakValueDictionary()
+# key -> a weak reference to the node. Plain references, without a callback each: a dead node's entry stays until
+# a sweep (`_intern`) or until the same key is built again, and a lookup that finds it dead misses. Keys hold the
+# ids of the sources, which a live node keeps alive, so an id in a live node's key is never another node's.
+_interned: dict[tuple, weakref.ref] = {}
+_SWEEP_MIN = 4096
+_sweep_at = _SWEEP_MIN
+_sweeping = threading.Lock()
+_SCALARS = (bool, int, float)
+_ref = weakref.ref
 
 
-def _arg_key(arg: Any) -> Any:
-    # 0.0 == -0.0 and True == 1: scalars are keyed by type and spelling
-    return (type(arg).__name__, repr(arg)) if isinstance(arg, (bool, int, float)) else arg
+def _intern(key: tuple, node: Node) -> None:
+    """Enter `node` under `key`; past `_sweep_at` entries, drop the dead ones first (amortized: the threshold
+    doubles the live count). A sweep that races another thread's entry of a key it drops loses that node's
+    sharing only: building the same op again then makes a second node, which computes the same values."""
+    global _sweep_at
+    _interned[key] = _ref(node)
+    if len(_interned) > _sweep_at and _sweeping.acquire(blocking=False):
+        try:
+            for k, r in list(_interned.items()):
+                if r() is None and _interned.get(k) is r:
+                    del _interned[k]
+            _sweep_at = max(_SWEEP_MIN, 2 * len(_interned))
+        finally:
+            _sweeping.release()
 
 
 class Node:
@@ -93,13 +113,15 @@ class Node:
 
     def __new__(cls, op: Op, dtype: DType, shape: tuple[int, ...], device: str,
                 srcs: tuple[Node, ...] = (), arg: Any = None) -> Node:
-        key = (op, dtype, shape, device, tuple(map(id, srcs)), _arg_key(arg), threading.get_ident())
-        if (hit := _interned.get(key)) is not None:
+        # 0.0 == -0.0 and True == 1: scalars are keyed by type and spelling
+        key = (op, dtype, shape, device, tuple(map(id, srcs)),
+               (type(arg), repr(arg)) if isinstance(arg, _SCALARS) else arg, get_ident())
+        if (ref := _interned.get(key)) is not None and (hit := ref()) is not None:
             return hit
-        self = super().__new__(cls)
+        self = object.__new__(cls)
         self.op, self.dtype, self.shape, self.device, self.srcs, self.arg = op, dtype, shape, device, srcs, arg
         self.origin, self.buffer, self.holders, self._key = user_frame(), None, None, key
-        _interned[key] = self
+        _intern(key, self)
         return self
 
     @staticmethod
@@ -120,8 +142,8 @@ class Node:
 
     def become_buffer(self, buffer: Any) -> None:
         """Mark this node computed: it now holds `buffer` and forgets how it was made."""
-        if self._key is not None and _interned.get(self._key) is self:
-            del _interned[self._key]
+        if self._key is not None and (ref := _interned.get(self._key)) is not None and ref() is self:
+            _interned.pop(self._key, None)
         self.op, self.srcs, self.arg, self.buffer, self._key = Op.BUFFER, (), None, buffer, None
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
@@ -139,17 +161,29 @@ def hold(holder: Any, node: Node) -> None:
     """Note that `holder` (a tensor of the user's program, not a handle autograd keeps) now holds `node`: data
     the user may read after a realize. Kept weakly: a tensor nothing else holds is no reason to write its
     node."""
-    if node.holders is None:
+    held = node.holders
+    if type(held) is not weakref.ReferenceType:
+        if held is None:
+            node.holders = _ref(holder)  # most nodes have one holder, the tensor the op made: one weak reference
+        else:
+            held[id(holder)] = holder
+    elif (first := held()) is None:
+        node.holders = _ref(holder)
+    elif first is not holder:
         # by id, not a WeakSet: a set compares its members with ==, which is elementwise on tensors; an entry
         # goes when its tensor does (a hash-consed node outlives the many temporaries made on it)
-        node.holders = weakref.WeakValueDictionary()
-    node.holders[id(holder)] = holder
+        node.holders = weakref.WeakValueDictionary({id(first): first, id(holder): holder})
 
 
 def is_held(node: Node) -> bool:
     """Whether a live tensor of the user's program still holds `node` (a tensor rebound since, as optimizers
     rebind parameters, holds its new node instead)."""
-    return node.holders is not None and any(h.node is node for h in node.holders.values())
+    held = node.holders
+    if held is None:
+        return False
+    if type(held) is weakref.ReferenceType:
+        return (t := held()) is not None and t._node is node
+    return any(h._node is node for h in held.values())
 
 
 def _node_of_data(data: np.ndarray, dtype: DType, shape: tuple[int, ...], device: str) -> Node:

@@ -14,12 +14,18 @@ def getenv(name: str, default: int = 0) -> int:
     return int(value) if value.strip() else default
 
 
+# file name -> whether it is lazytensor's: every op asks of each frame under it, a dozen deep in a composite op
+_inside: dict[str, bool] = {}
+
+
 def user_frame() -> str:
     """`file:line` of the innermost caller outside lazytensor: where the user wrote the op."""
-    frame = sys._getframe(1)
+    frame, inside = sys._getframe(1), _inside
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not filename.startswith(_PACKAGE_DIRS):
+        if (ours := inside.get(filename)) is None:
+            ours = inside[filename] = filename.startswith(_PACKAGE_DIRS)
+        if not ours:
             return f"{filename}:{frame.f_lineno}"
         frame = frame.f_back
     return "<unknown>"

@@ -30,6 +30,7 @@ from .device import Buffer, Device, get_device
 from .errors import KernelError, LinAlgError
 from .graph import Node
 from .helpers import getenv
+from .kernels import bounds
 from .kernels.bounds import OutOfBounds
 from .kernels.lapack import LibraryError
 from .schedule import SCHEDULE_CACHE_SIZE, Schedule, ScheduleItem, forget_pending, schedule, storage
@@ -202,15 +203,15 @@ def run(items: Schedule) -> None:
     schedule reuses the memory of its dead intermediates. Reuse is safe on a GPU too, because the
     kernels of a schedule run in order on one stream.
     """
-    _compile_new(items)
+    programs = _programs(items)
     level, recorder = getenv("LT_DEBUG"), _thread.recorder
-    if not level and recorder is None and _run_batched(items):
+    if not level and recorder is None and _run_batched(items, [p for p, _ in programs]):
         return
     items.reverse()
+    programs.reverse()
     while items:
-        item = items.pop()
+        item, (program, compiled) = items.pop(), programs.pop()
         device = get_device(item.device)
-        program, compiled = _compiled(device, item)
         outs = [allocate(device, n) for n in item.outputs]
         if recorder is not None:
             recorder.launch(item, program, outs)
@@ -220,6 +221,20 @@ def run(items: Schedule) -> None:
             debug_line(level, item.kernel, item.device, item.origin, program, seconds, compiled)
         for node, buffer in zip(item.outputs, outs):
             _bind(node, buffer, recorder)
+
+
+def _programs(items: Schedule) -> list[tuple[Any, bool]]:
+    """Each item's program, and whether it was compiled now. A schedule keeps its programs (`Schedule.programs`,
+    by whether kernels are checked and on which devices they run, with the kernels they are for), so a structure
+    seen before launches without looking each kernel up again."""
+    key = (bounds.CHECK, *(get_device(item.device) for item in items))
+    kernels = [item.kernel for item in items]
+    if (known := items.programs.get(key)) is not None and known[0] == kernels:  # the same objects: no deep compare
+        return [(p, False) for p in known[1]]
+    _compile_new(items)
+    programs = [_compiled(get_device(item.device), item) for item in items]
+    items.programs[key] = (kernels, [p for p, _ in programs])
+    return programs
 
 
 def _compile_new(items: Schedule) -> None:
@@ -251,14 +266,13 @@ def _compiled(device: Any, item: ScheduleItem) -> tuple[Any, bool]:
 _batches: dict[tuple, Any] = {}
 
 
-def _run_batched(items: Schedule) -> bool:
-    """Launch the items as one batch (emptying the list) where their device batches kernels and their outputs
-    fit in BATCH_MAX_BYTES; else launch nothing and return False."""
+def _run_batched(items: Schedule, programs: list[Any]) -> bool:
+    """Launch the items, whose programs are `programs`, as one batch (emptying the list) where their device
+    batches kernels and their outputs fit in BATCH_MAX_BYTES; else launch nothing and return False."""
     if len(items) < 2 or not (device := get_device(items[0].device)).batches \
             or any(item.device != items[0].device for item in items) \
             or sum(n.numel * n.dtype.itemsize for item in items for n in item.outputs) > BATCH_MAX_BYTES:
         return False
-    programs = [_compiled(device, item)[0] for item in items]
     table: list[Any] = []  # the buffers: each item's outputs, then the inputs no item before wrote
     slot: dict[int, int] = {}
     positions = []

@@ -85,7 +85,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .device import get_device
-from .graph import MOVEMENT, Node, Op, is_held, toposort
+from .graph import MOVEMENT, Node, Op, is_held
 from .helpers import prod
 from .kernels.expr import Bounds, Expr, Var
 from .kernels.ir import Alu, Contraction, Kernel, ReduceOp, VOp, loop_scopes, recomputed_reductions
@@ -139,6 +139,7 @@ class Schedule(list):
     requested: list[Node]
     aliases: list[tuple[Node, Node]]
     checks: list[tuple[Node, str]]
+    programs: dict  # what `realize.run` compiled for the schedule, kept with it across realizes of its structure
     plan_seconds: float = 0.0
     lower_seconds: float = 0.0
 
@@ -169,7 +170,10 @@ def realize_with_next(*tensors: Any) -> None:
 
 def forget_pending(nodes: list[Node]) -> None:
     """The pending state among `nodes` was computed: it no longer rides on the next schedule."""
-    done, pending = {id(n) for n in nodes}, _pending.tensors
+    pending = _pending.tensors
+    if not pending:
+        return
+    done = {id(n) for n in nodes}
     for key, ref in list(pending.items()):
         t = ref()
         if t is None or t.node.realized or id(t.node) in done:
@@ -177,8 +181,9 @@ def forget_pending(nodes: list[Node]) -> None:
 
 
 def _with_pending(roots: tuple[Node, ...]) -> list[Node]:
-    return [*roots, *(t.node for r in list(_pending.tensors.values()) if (t := r()) is not None
-                      and not t.node.realized)]
+    if not (pending := _pending.tensors):
+        return list(roots)
+    return [*roots, *(t.node for r in list(pending.values()) if (t := r()) is not None and not t.node.realized)]
 
 
 _COMPUTED = frozenset({Op.ALU, Op.CAST, Op.BITCAST, Op.REDUCE, Op.PHILOX, Op.GATHER})  # ops that compute (not views, not data)
@@ -239,18 +244,60 @@ def _written_view(red: Node, readers: dict[int, list[Node]]) -> Node | None:
     return written
 
 
-# structure key -> (per kernel: (kernel, output positions, input positions, scalar positions), aliases by position)
-_cache: dict[tuple, tuple[list[tuple[Kernel | Contraction, list[int], list[int], list[int]]],
-                          list[tuple[int, int]]]] = {}
+class _CachedSchedule:
+    """A cached schedule, by position in the graph's nodes (`_walk`): per kernel (kernel, output positions,
+    input positions, scalar positions), and the aliases; `programs` holds what `realize.run` compiled for it
+    (see `Schedule.programs`)."""
+
+    __slots__ = ("aliases", "entries", "programs")
+
+    def __init__(self, entries: list[tuple[Kernel | Contraction, list[int], list[int], list[int]]],
+                 aliases: list[tuple[int, int]]):
+        self.entries, self.aliases, self.programs = entries, aliases, {}
 
 
-def _structure(nodes: list[Node], pos: dict[int, int], targets: list[Node], live: list[Node]) -> tuple:
-    """What a schedule depends on: every node but data and scalar values, with its sources by position
-    (`pos`: by id), and which nodes are outputs or held by live tensors."""
-    scalar, buffer = Op.SCALAR, Op.BUFFER  # locals: this runs for every node of every realize
-    return (tuple([(n.op, n.dtype, n.shape, n.device, tuple([pos[id(s)] for s in n.srcs]),
-                    None if n.op is scalar or n.op is buffer else n.arg) for n in nodes]),
-            tuple([pos[id(t)] for t in targets]), tuple(sorted({pos[id(n)] for n in live})))
+# structure key -> its plan
+_cache: dict[tuple, _CachedSchedule] = {}
+
+
+def _walk(roots: list[Node]) -> tuple[list[Node], dict[int, int], list[tuple], list[tuple[Node, str]], list[Node]]:
+    """The nodes reachable from `roots`, each after its sources (`toposort`'s order), with their positions (by
+    id); what the schedule depends on of each: the node but data and scalar values, with its sources by position;
+    the flags of its checks with their messages; and the nodes live tensors hold. One pass, as it runs for every
+    node of every realize; depth-first with an explicit stack, as `toposort`."""
+    order: list[Node] = []
+    pos: dict[int, int] = {}
+    structure: list[tuple] = []
+    checks: list[tuple[Node, str]] = []
+    live: list[Node] = []
+    check, scalar, buffer = Op.CHECK, Op.SCALAR, Op.BUFFER  # locals: read for every node
+    for root in roots:
+        if id(root) in pos:
+            continue
+        pos[id(root)] = -1  # on the stack: seen, not placed yet
+        stack = [(root, iter(root.srcs))]
+        while stack:
+            node, pending = stack[-1]
+            for src in pending:
+                if id(src) not in pos:
+                    pos[id(src)] = -1
+                    stack.append((src, iter(src.srcs)))
+                    break
+            else:
+                stack.pop()
+                op = node.op
+                if op is buffer:
+                    structure.append((op, node.dtype, node.shape, node.device))
+                else:
+                    structure.append((op, node.dtype, node.shape, node.device,
+                                      tuple([pos[id(s)] for s in node.srcs]), None if op is scalar else node.arg))
+                    if op is check and not node.srcs[1].realized:
+                        checks.append((storage(node.srcs[1]), node.arg))
+                    if is_held(node):
+                        live.append(node)
+                pos[id(node)] = len(order)
+                order.append(node)
+    return order, pos, structure, checks, live
 
 
 def schedule(*roots: Node) -> Schedule:
@@ -260,32 +307,25 @@ def schedule(*roots: Node) -> Schedule:
     requested = _with_pending(roots)
     if not requested:
         items = Schedule()
-        items.requested, items.aliases, items.checks = requested, [], []
+        items.requested, items.aliases, items.checks, items.programs = requested, [], [], {}
         return items
     targets = [storage(r) for r in requested]
-    nodes = toposort([*targets, *requested])  # the requested too: a check whose value is its storage
-    checks, live = [], []
-    for n in nodes:
-        if n.op is Op.CHECK and not n.srcs[1].realized:
-            checks.append((storage(n.srcs[1]), n.arg))
-        if not n.realized and is_held(n):
-            live.append(n)
+    # the requested too: a check whose value is its storage
+    nodes, pos, structure, checks, live = _walk([*targets, *requested])
     targets += [flag for flag, _ in checks]
-    pos = {id(n): i for i, n in enumerate(nodes)}
-    key = _structure(nodes, pos, targets, live)
-    if (hit := _cache.get(key)) is not None:
-        entries, aliases = hit
+    key = (tuple(structure), tuple([pos[id(t)] for t in targets]), tuple([pos[id(n)] for n in live]))
+    if (plan := _cache.get(key)) is not None:
         items = Schedule(ScheduleItem(k, [nodes[o] for o in outs], [nodes[i] for i in ins], [nodes[p] for p in ps])
-                         for k, outs, ins, ps in entries)
-        items.aliases = [(nodes[a], nodes[b]) for a, b in aliases]
+                         for k, outs, ins, ps in plan.entries)
+        items.aliases = [(nodes[a], nodes[b]) for a, b in plan.aliases]
     else:
         items = _schedule(nodes, targets, live)
-        _cache[key] = ([(it.kernel, [pos[id(n)] for n in it.outputs], [pos[id(n)] for n in it.inputs],
-                         [pos[id(n)] for n in it.scalars]) for it in items],
-                       [(pos[id(a)], pos[id(b)]) for a, b in items.aliases])
+        plan = _cache[key] = _CachedSchedule(
+            [(it.kernel, [pos[id(n)] for n in it.outputs], [pos[id(n)] for n in it.inputs],
+              [pos[id(n)] for n in it.scalars]) for it in items], [(pos[id(a)], pos[id(b)]) for a, b in items.aliases])
         if len(_cache) > SCHEDULE_CACHE_SIZE:  # the oldest goes: a loop's schedules are re-made once if at all
             del _cache[next(iter(_cache))]
-    items.requested, items.checks = requested, checks
+    items.requested, items.checks, items.programs = requested, checks, plan.programs
     items.plan_seconds = time.perf_counter() - t0 - items.lower_seconds
     return items
 

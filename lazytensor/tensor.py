@@ -78,6 +78,19 @@ _SCALAR_POWERS: dict[float, Callable[[Tensor], Tensor]] = {
     0.5: lambda x: x.sqrt(), -0.5: lambda x: x.rsqrt(), 2: lambda x: x * x, 3: lambda x: x * x * x,
     -1: lambda x: x.reciprocal(), -2: lambda x: (x * x).reciprocal(),
 }
+# Like a power, an integer division or modulo takes another algorithm for a known Python scalar divisor:
+# baked into the kernel as a constant (one kernel per divisor, where other scalars share one kernel as
+# parameters), it lets LLVM and Triton multiply by the divisor's inverse rather than divide, and the
+# legalization of Python's semantics skip its zero and -1 cases.
+_CONSTANT_DIVISORS = (Alu.FLOORDIV, Alu.MOD)
+
+
+# What `_binary` checks of its op, as sets: a tuple compares an enum by == at Python speed
+_NOT_FOR_BOOLS = frozenset({Alu.SUB, Alu.FLOORDIV, Alu.MOD, Alu.POW, Alu.NEG})
+_BITWISE = frozenset({Alu.AND, Alu.OR, Alu.XOR})
+_SHIFTS = frozenset({Alu.LSHIFT, Alu.RSHIFT})
+_FLOAT_RESULTS = frozenset({Alu.DIV, Alu.ATAN2})
+_COMPARISONS = frozenset({Alu.CMPLT, Alu.CMPLE, Alu.CMPEQ, Alu.CMPNE})
 
 
 class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
@@ -130,23 +143,29 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
         The graph node composes a reshape of a reshape (and a permute of a permute) into one
         view of the original; the autograd record keeps the op as the user applied it.
         """
-        device = device if device is not None else srcs[0].device
-        if prod(shape) == 0:
-            out = Tensor(Node.from_buffer(get_device(device).alloc(dtype, 0), dtype, shape, device))
+        if device is None:
+            device = srcs[0]._node.device
+        if 0 in shape:
+            out = _wrap(Node.from_buffer(get_device(device).alloc(dtype, 0), dtype, shape, device))
         else:
-            nodes, node_arg = tuple(s.node for s in srcs), arg
-            if op is Op.RESHAPE and nodes[0].op is Op.RESHAPE:
-                nodes = nodes[0].srcs
-            elif op is Op.PERMUTE and nodes[0].op is Op.PERMUTE:
-                node_arg = tuple(nodes[0].arg[a] for a in arg)
-                nodes = nodes[0].srcs
-            if op in (Op.RESHAPE, Op.PERMUTE) and nodes[0].shape == shape and \
-                    (op is Op.RESHAPE or node_arg == tuple(range(len(shape)))):
-                out = Tensor(nodes[0])
+            nodes, node_arg = tuple([s._node for s in srcs]), arg
+            if op is Op.RESHAPE or op is Op.PERMUTE:
+                if op is Op.RESHAPE and nodes[0].op is Op.RESHAPE:
+                    nodes = nodes[0].srcs
+                elif op is Op.PERMUTE and nodes[0].op is Op.PERMUTE:
+                    node_arg = tuple(nodes[0].arg[a] for a in arg)
+                    nodes = nodes[0].srcs
+                if nodes[0].shape == shape and (op is Op.RESHAPE or node_arg == tuple(range(len(shape)))):
+                    out = _wrap(nodes[0])
+                else:
+                    out = _wrap(Node(op, dtype, shape, device, nodes, node_arg))
             else:
-                out = Tensor(Node(op, dtype, shape, device, nodes, node_arg))
-        if any(s.requires_grad for s in srcs) and is_grad_enabled():
-            out.requires_grad, out._ctx = True, (op, arg, tuple(s._as_source() for s in srcs))
+                out = _wrap(Node(op, dtype, shape, device, nodes, node_arg))
+        for s in srcs:
+            if s.requires_grad:
+                if is_grad_enabled():
+                    out.requires_grad, out._ctx = True, (op, arg, tuple(s._as_source() for s in srcs))
+                break
         return out
 
     def _checked(self, bad: Tensor, what: str) -> Tensor:
@@ -191,14 +210,18 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
     def _alu(self, op: Alu, dtype: DType, *others: Tensor) -> Tensor:
         return Tensor._make(Op.ALU, dtype, self.shape, (self, *others), op)
 
-    def _operands(self, others: Sequence[Any], op: str) -> tuple[list[Tensor], DType]:
+    def _operands(self, others: Sequence[Any], op: str, baked: bool = False) -> tuple[list[Tensor], DType]:
         """Tensors for self and `others` (Python scalars are weak), cast to their common dtype and
-        broadcast to one shape."""
+        broadcast to one shape; with `baked`, integer scalars are constants of the kernel (see
+        `_CONSTANT_DIVISORS`) rather than its parameters."""
         if len(others) == 1:  # the common cases first: an op builds thousands of these per training step
-            o = others[0]
+            o, node = others[0], self._node
+            if (type(o) is float or type(o) is int) and node.dtype.kind == "f":  # a float tensor and a number
+                return [self, Tensor._make(Op.SCALAR, node.dtype, node.shape, (), float(o), device=node.device)], \
+                    node.dtype
             if _is_scalar(o):
                 dtype = dtypes.weak_result_type(self.dtype, o)
-                return [self.cast(dtype), Tensor._scalar(o, dtype, self.device, op, self.shape)], dtype
+                return [self.cast(dtype), self._scalar_operand(o, dtype, op, self.shape, baked)], dtype
             if isinstance(o, Tensor) and o.node.shape == self.node.shape and o.node.dtype is self.node.dtype \
                     and o.node.device == self.node.device:
                 return [self, o], self.dtype
@@ -214,26 +237,34 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
             if _is_scalar(o):
                 dtype = dtypes.weak_result_type(dtype, o)
         shape = broadcast_shapes(*(t.shape for t in strong if t is not None), op=op)
-        return [t.cast(dtype).broadcast_to(shape) if t is not None else Tensor._scalar(o, dtype, self.device, op, shape)
+        return [t.cast(dtype).broadcast_to(shape) if t is not None else self._scalar_operand(o, dtype, op, shape, baked)
                 for t, o in zip(strong, [self, *others])], dtype
+
+    def _scalar_operand(self, value: Scalar, dtype: DType, op: str, shape: Shape, baked: bool) -> Tensor:
+        """A Python scalar operand of `shape`: a kernel parameter, or with `baked` and an integer `dtype`
+        a constant of the kernel."""
+        if baked and dtype.is_int:
+            dtypes.check_fits(value, dtype, op)
+            return Tensor._const(value, dtype, self.device).broadcast_to(shape)
+        return Tensor._scalar(value, dtype, self.device, op, shape)
 
     def _like(self, data: Any) -> Tensor:
         from .creation import asarray
         return asarray(data, device=self.device)
 
     def _binary(self, other: Any, op: Alu, name: str, reverse: bool = False) -> Tensor:
-        (a, b), dtype = self._operands([other], name)
+        (a, b), dtype = self._operands([other], name, baked=op in _CONSTANT_DIVISORS and not reverse)
         if reverse:
             a, b = b, a
-        if dtype == bool_ and op in (Alu.SUB, Alu.FLOORDIV, Alu.MOD, Alu.POW, Alu.NEG):
+        if dtype is bool_ and op in _NOT_FOR_BOOLS:
             raise DTypeError(f"{name}: not supported for two bool tensors (cast to an integer dtype first)")
-        if op in (Alu.AND, Alu.OR, Alu.XOR) and dtype.is_float:
+        if op in _BITWISE and dtype.is_float:
             raise DTypeError(f"{name}: bitwise ops need bool or integer tensors, got {dtype.name}")
-        if op in (Alu.LSHIFT, Alu.RSHIFT) and not dtype.is_int:
+        if op in _SHIFTS and not dtype.is_int:
             raise DTypeError(f"{name}: shifts need integer tensors, got {dtype.name}")
-        if op in (Alu.DIV, Alu.ATAN2) and not dtype.is_float:
+        if op in _FLOAT_RESULTS and not dtype.is_float:
             a, b, dtype = a.cast(default_float), b.cast(default_float), default_float
-        out_dtype = bool_ if op in (Alu.CMPLT, Alu.CMPLE, Alu.CMPEQ, Alu.CMPNE) else dtype
+        out_dtype = bool_ if op in _COMPARISONS else dtype
         return a._alu(op, out_dtype, b)
 
     def _float_unary(self, op: Alu) -> Tensor:
@@ -1252,6 +1283,18 @@ def _hypot(w: _Working, x: Tensor, y: Tensor) -> Tensor:
 
 
 __all__ = ["Tensor", "broadcast_shapes", "realize", "where"]
+
+
+def _wrap(node: Node) -> Tensor:
+    """A new tensor of the user's program on `node`: what `Tensor(node)` makes, without its argument checks (every
+    op makes one)."""
+    t = _new_object(Tensor)
+    t._node, t.requires_grad, t.grad, t._ctx, t._source = node, False, None, None, None
+    hold(t, node)
+    return t
+
+
+_new_object = object.__new__
 
 
 class _Source(Tensor):

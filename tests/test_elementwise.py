@@ -340,6 +340,30 @@ def test_int_min_divided_by_minus_one_wraps(dtype):
     check(x % m, np.zeros(3, dtype.name))
 
 
+@pytest.mark.parametrize("dtype", INT_DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(), (0,), (5, 7)], ids=str)
+def test_int_division_by_a_python_scalar_is_a_constant_of_the_kernel(dtype, shape):
+    """A Python int divisor is baked into the kernel (one kernel per divisor, which lets the compiler divide
+    by multiplying), with Python's floor semantics on every layout; a float divisor stays a parameter."""
+    lo, hi = (np.iinfo(dtype.name).min, np.iinfo(dtype.name).max)
+    divisors = [1, 2, 7, 100, hi] + ([-1, -7, -128, lo] if dtype.is_signed else [0])
+    for kind, x, t in inputs(shape, dtype):
+        for q in divisors:
+            check(x // q, t // q if q else torch.zeros_like(t))
+            check(x % q, t % q if q else torch.zeros_like(t))
+    extremes = np.unique(np.array([lo, lo + 1, -1, 0, 1, hi - 1, hi]).astype(dtype.name))
+    wrap = lambda values: np.array([(v - lo) % (hi - lo + 1) + lo for v in values]).astype(dtype.name)  # MIN // -1
+    for q in divisors:
+        check(lt.asarray(extremes) // q, wrap([int(p) // q if q else 0 for p in extremes]))
+        check(lt.asarray(extremes) % q, wrap([int(p) % q if q else 0 for p in extremes]))
+    x = lt.asarray(random_array((4, 3), dtype))
+    for quotient in (x // 7, x % 7, (x + x[0]) % 7):
+        (item,) = lt.schedule(quotient)
+        assert item.kernel.params == ()
+    (item,) = lt.schedule(x.cast(lt.float32) % 7)
+    assert item.kernel.params == (lt.float32,)
+
+
 def test_uint8_floordiv_mod_large_values():
     a = np.array([255, 254, 200, 7, 0, 128], np.uint8)
     b = np.array([2, 255, 3, 200, 9, 128], np.uint8)

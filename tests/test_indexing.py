@@ -3,13 +3,17 @@ nonzero. NumPy is the oracle for NumPy's indexing and functions, torch for PyTor
 family and for gradients. Every case runs on the CPU and (LT_DEVICE=cuda TRITON_INTERPRET=1) on Triton."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
 
 import lazytensor as lt
 from conftest import ALL_DTYPES, HALF_DTYPES, LAYOUTS, check, inputs, layout, random_array
+from lazytensor.kernels import bounds
 from lazytensor.kernels.ir import Scatter
+from lazytensor.kernels.llvm import compile_kernel
 
 DTYPES = ALL_DTYPES + HALF_DTYPES
 
@@ -302,6 +306,32 @@ def test_nonzero_and_argwhere_match_numpy(dtype):
     check(lt.nonzero(lt.zeros(4))[0], np.zeros(0, np.int64))
     with pytest.raises(lt.ShapeError):
         lt.asarray(np.array(1.0)).nonzero()
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int8, lt.bool_], ids=str)
+def test_compactions_by_random_masks(dtype):
+    """`x[mask]` on masks as unpredictable as data, long enough for vector loops, on every layout
+    (the CPU's scatter stores without a branch: see below)."""
+    for shape in [(1,), (1000,), (37, 29)]:
+        for _, x, t in inputs(shape, dtype, seed=3):
+            mask, tmask = (x, t) if dtype == lt.bool_ else (x > 0, t > 0)
+            check(x[mask], t[tmask])
+            check(x[~mask], t[~tmask])
+            check(x.reshape(-1)[mask.reshape(-1)] * 2, t.reshape(-1)[tmask.reshape(-1)] * 2)
+
+
+@pytest.mark.parametrize("checked", [False, True])
+def test_a_scatter_stores_without_a_branch_on_its_mask(monkeypatch, checked):
+    """A compaction's mask is as unpredictable as the data: the stores it turns off go to a slot of the
+    function's own, the address a select, not a branch; they touch nothing of the buffers (no fault when
+    checked)."""
+    monkeypatch.setattr(bounds, "CHECK", checked)
+    a = np.random.default_rng(2).standard_normal(1000).astype(np.float32)
+    x = lt.asarray(a, device="cpu")
+    (scatter,) = [i.kernel for i in lt.schedule(lt.nonzero(x > 0)[0]) if isinstance(i.kernel, Scatter)]
+    program, _ = compile_kernel(scatter)
+    assert re.search(r"select i1 %[\w.]+, ptr", program.optimized_ir), program.optimized_ir
+    np.testing.assert_array_equal(x[x > 0].numpy(), a[a > 0])
 
 
 def test_data_dependent_shapes_inside_jit_are_an_error():

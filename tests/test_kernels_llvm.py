@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from conftest import padded_load_kernel
-from lazytensor.kernels import ir
+from lazytensor.kernels import bounds, ir
 from lazytensor.kernels.dtype import float32, int64
 from lazytensor.kernels.expr import Expr, Var
 from lazytensor.kernels.llvm import compile_kernel, mathlib, render, runtime
-from lazytensor.kernels.llvm.render import column_reductions
+from lazytensor.kernels.llvm.render import KernelRenderer, column_reductions
 
 
 def softmax_kernel(rows: int, cols: int) -> ir.Kernel:
@@ -158,6 +158,36 @@ def test_nested_column_reductions_stream_rows():
     np.testing.assert_allclose(out, arr.var(0), rtol=1e-5)
     text = program.optimized_ir
     assert "gather" not in text and len(re.findall(r"= fadd reassoc <\d+ x float>", text)) >= 2, text
+
+
+def transpose_kernel(rows: int, cols: int, dtype) -> ir.Kernel:
+    """`out[i, j] = x[j, i] + y[i, j]`: a store along j, a load along i and one along j."""
+    i, j = Var("i", rows), Var("j", cols)
+    x = ir.load(1, dtype, Expr.of(j) * rows + Expr.of(i), ())
+    y = ir.load(2, dtype, Expr.of(i) * cols + Expr.of(j), ())
+    bufs = (ir.BufferParam(dtype, rows * cols, True), ir.BufferParam(dtype, rows * cols),
+            ir.BufferParam(dtype, rows * cols))
+    return ir.Kernel("", bufs, (), (i, j), (ir.Store(0, Expr.of(i) * cols + Expr.of(j), ir.alu(ir.Alu.ADD, dtype, x, y)),))
+
+
+@pytest.mark.parametrize("checked", [False, True])
+def test_transposing_kernels_walk_tiles_over_any_range_of_rows(monkeypatch, checked):
+    """A kernel loading across the rows it stores runs in tiles (`KernelRenderer.tile_side`), whole and partial,
+    over any range of its outer loop a thread gets, with no vector gathers."""
+    monkeypatch.setattr(bounds, "CHECK", checked)
+    rows, cols = 37, 50
+    for dtype, np_dtype in ((float32, np.float32), (int64, np.int64)):
+        program, _ = compile_kernel(transpose_kernel(rows, cols, dtype))
+        assert KernelRenderer(transpose_kernel(rows, cols, dtype)).tile_side() == 64 // dtype.itemsize
+        x = np.random.default_rng(0).integers(-100, 100, (cols, rows)).astype(np_dtype)
+        y = np.random.default_rng(1).integers(-100, 100, (rows, cols)).astype(np_dtype)
+        out = np.zeros((rows, cols), np_dtype)
+        ptrs = (ctypes.c_void_p * 3)(out.ctypes.data, x.ctypes.data, y.ctypes.data)
+        slots = (ctypes.c_int64 * 4)()
+        for lo, hi in ((0, 5), (5, 22), (22, 37)):  # splits inside tiles
+            program.fn(ptrs, slots, lo, hi)
+        np.testing.assert_array_equal(out, x.T + y)
+        assert "gather" not in program.optimized_ir
 
 
 def scaled_sum_kernel(n: int) -> ir.Kernel:

@@ -403,6 +403,25 @@ def test_chain_against_torch():
         check(x[1:3].flatten().view(2, 6).mT[::2], t[1:3].flatten().view(2, 6).mT[::2])
 
 
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int8, lt.bool_], ids=str)
+@pytest.mark.parametrize("shape", [(16, 16), (17, 33), (70, 65), (3, 40, 70), (1, 100)], ids=str)
+def test_transposed_copies_in_tiles(dtype, shape):
+    """Kernels that store along one axis and load along another walk tiles (CPU), whole and partial ones:
+    transposes, a transpose beside a plain load, a permute of three axes, math on a transpose."""
+    for kind, x, t in inputs(shape, dtype):
+        check(x.mT.contiguous(), t.mT.contiguous())
+        check(x.permute(2, 0, 1) if x.ndim == 3 else x.T[::-1], t.permute(2, 0, 1) if t.ndim == 3 else t.T.flip(0))
+        square = x[..., : min(shape[-2:]), : min(shape[-2:])]
+        twin = t[..., : min(shape[-2:]), : min(shape[-2:])]
+        if dtype == lt.bool_:
+            check(square ^ square.mT, twin ^ twin.mT)
+        else:
+            check(square + square.mT * 3, twin + twin.mT * 3)
+    if dtype.is_float:
+        x, t = next(inputs(shape, dtype))[1:]
+        check(x.mT.exp(), t.mT.exp())
+
+
 def test_contiguous():
     for kind, x, t in inputs((3, 4), lt.float32):
         c = x.T.contiguous()

@@ -11,6 +11,7 @@ import pytest
 
 import lazytensor as lt
 from conftest import check, random_array
+from lazytensor import graph
 from lazytensor.device import get_device
 from lazytensor.graph import is_held
 
@@ -179,6 +180,36 @@ def test_a_node_is_held_while_a_live_tensor_is_it():
     assert not is_held(node) and is_held(kept.node)
     sched = lt.schedule(lt.Tensor(node) + 1)  # the temporary on x * 2 is gone before the schedule is made
     assert len(sched) == 1 and len(sched[0].kernel.stores) == 1  # nothing holds x * 2 now: it is not written
+
+
+def test_nodes_are_shared_while_they_live_and_their_table_stays_small():
+    """Hash-consing: the same op on the same sources is the same node while anything holds it; Python scalars are
+    told apart by sign (0.0 and -0.0); and the table of shared nodes drops dead entries as
+    temporaries come and go, instead of growing with every op a loop ever built."""
+    x = data(8)
+    kept = x * 2 + 1
+    assert (x * 2 + 1).node is kept.node
+    assert (x * 0.0).node is not (x * -0.0).node
+    before = len(graph._interned)
+    for i in range(4 * graph._SWEEP_MIN):
+        x * float(i)  # two nodes each (the scalar and the product), dead at once
+    assert len(graph._interned) <= max(2 * before, 2 * graph._SWEEP_MIN) + 2
+    assert (x * 2 + 1).node is kept.node
+    check(kept, x.numpy() * 2 + 1)
+
+
+def test_a_schedule_seen_before_launches_the_programs_compiled_for_it():
+    """A cached schedule keeps its programs: realizing the same structure again compiles nothing, whatever the
+    data and scalars; the programs are per device and kind of kernel (checked ones are compiled apart)."""
+    outs = []
+    for k in range(4):
+        y = data(100, seed=k)
+        if k == 1:
+            lt.reset_stats()
+        outs.append((y, (y * (k + 2.5) + 1).realize()))
+    assert lt.stats().kernels_compiled == 0 and lt.stats().kernels_launched == 3
+    for k, (y, out) in enumerate(outs):
+        check(out, y.numpy() * np.float32(k + 2.5) + 1)
 
 
 def test_a_lazy_loop_that_is_read_each_iteration_costs_the_same_each_time():

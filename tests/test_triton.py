@@ -471,11 +471,13 @@ x, y = (lt.asarray(np.arange(k, 63 + k, dtype=np.uint64).reshape(7, 9)) for k in
 f = lt.asarray(np.linspace(-3e19, 3e19, 63).reshape(7, 9))
 u, h = lt.asarray(np.arange(63, dtype=np.uint32)), lt.asarray(np.arange(63, dtype=np.uint16))
 code = kernels_ptx((x // y) % (y + 3) + (2**64 - 1), x < y, ~x * -x, x.cast(lt.float32), f.cast(lt.uint64), x.max(1),
-                   x.min(0), x.sum(0), (u // 3) > (u % 7), (~h) * h < 5, h.sum(), h.min(), u.cast(lt.float64))
+                   x.min(0), x.sum(0), (u // (u + 3)) > (u % (u + 7)), (~h) * h < 5, h.sum(), h.min(), u.cast(lt.float64))
 for bits in (16, 32, 64):  # an ordered comparison of unsigned values (LLVM picks which of the four)
     assert re.search(f"setp\\\\.(lt|le|gt|ge)\\\\.u{bits}", code), bits
 for needle in ("div.u64", "rem.u64", "cvt.rn.f32.u64", "div.u32", "rem.u32", "cvt.rn.f64.u32"):
     assert needle in code, needle
+by_seven = kernels_ptx(u // 7, u % 7)  # a Python divisor is a constant of the kernel: a multiply, no division
+assert "mul.hi." in by_seven and not re.search(r"\\b(div|rem)\\.[su]", by_seven), by_seven
 """
 
 

@@ -70,6 +70,7 @@ REASSOCIATIVE = {ReduceOp.SUM: ir.IRBuilder.fadd, ReduceOp.PROD: ir.IRBuilder.fm
 # the arrays of a column reduction's block of columns (accumulators, staged values): they stay in the L1
 # cache, and each row's strip of the block is long enough to stream (4 KiB strips ran at half NumPy's speed)
 COLUMN_BLOCK_BYTES = 16384
+TILE_BYTES = 64  # a side of a transposing kernel's tile: a cache line of its widest access
 SINK_BYTES = 64  # where a checked function's faulting accesses go: its widest access, an AVX-512 vector
 
 
@@ -183,11 +184,18 @@ class FunctionBuilder:
         constant trip count whole, vectorized bodies and remainders included: a kernel's small outer loops
         (the 8 rows of a batch, the 3 taps of a filter) multiplied its code, and the time to compile it,
         several times over for no speed. Innermost loops it still unrolls as it sees fit."""
-        disable = self.module.add_metadata([ir.MetaDataString(self.module, "llvm.loop.unroll.disable")])
-        loop_id = self.module.add_metadata([disable])
-        loop_id.operands = (loop_id, disable)  # a loop ID refers to itself
+        loop_id = self.loop_id(["llvm.loop.unroll.disable"])
         for latch in self.nest_latches:
-            latch.set_metadata("llvm.loop", loop_id)
+            if "llvm.loop" not in latch.metadata:  # a loop given hints of its own keeps them
+                latch.set_metadata("llvm.loop", loop_id)
+
+    def loop_id(self, *hints: list[str | ir.Value]) -> ir.MDValue:
+        """Loop metadata (for a back edge's `llvm.loop`) holding `hints`, each a name and its operands."""
+        nodes = [self.module.add_metadata([ir.MetaDataString(self.module, h) if isinstance(h, str) else h
+                                           for h in hint]) for hint in hints]
+        loop_id = self.module.add_metadata(nodes)
+        loop_id.operands = (loop_id, *nodes)  # a loop ID refers to itself
+        return loop_id
 
     # ---- values: the IR's core ops (and `NATIVE`'s library ops) on LLVM values ----
 
@@ -392,12 +400,24 @@ class KernelRenderer(FunctionBuilder):
             if s.at is None:
                 self.b.store(self.to_memory(val, s.value.dtype), self.gep(s.buf, s.index, True))
                 continue
-            with self.b.if_then(self.vals[id(s.mask)]):  # a scatter's store (see `ir.Store`)
-                address = self.gep(s.buf, None, True, self.vals[id(s.at)])
-                if s.combine is not None:
-                    old = self.from_memory(self.b.load(address, typ=memory_type(s.value.dtype)), s.value.dtype)
-                    val = self.alu(s.combine.combine(s.value.dtype), s.value.dtype, [old, val])
-                self.b.store(self.to_memory(val, s.value.dtype), address)
+            # A scatter's store (see `ir.Store`). Where its mask is off it goes to a slot of its own rather than
+            # around a branch: a compaction's mask (`x[x > 0]`) is as unpredictable as the data.
+            mask, t = self.vals[id(s.mask)], memory_type(s.value.dtype)
+            count = self.b.zext(mask, I64) if self.fault_slot is not None else 1  # off: no access (see `guard`)
+            address = self.b.select(mask, self.gep(s.buf, None, True, self.vals[id(s.at)], count), self.spill(t))
+            if s.combine is not None:
+                old = self.from_memory(self.b.load(address, typ=t), s.value.dtype)
+                val = self.alu(s.combine.combine(s.value.dtype), s.value.dtype, [old, val])
+            self.b.store(self.to_memory(val, s.value.dtype), address)
+
+    def spill(self, t: ir.Type) -> ir.Value:
+        """A stack slot for the stores that a mask turns off. LLVM would turn a store to a slot it sees all the
+        uses of back into a branch around the store, so the slot's address escapes (into an empty `asm`)."""
+        slot = self.alloca(t)
+        with self.b.goto_block(self.entry):
+            escape = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [PTR]), "", "r,~{memory}", side_effect=True)
+            self.b.call(escape, [slot])
+        return slot
 
     def to_memory(self, value: ir.Value, dtype: DType) -> ir.Value:
         """A register value as its buffer holds it: bools as bytes."""
@@ -418,7 +438,66 @@ class KernelRenderer(FunctionBuilder):
         if depth == len(loops) - 1 and (reductions := column_reductions(self.kernel)) is not None:
             self.emit_columns(reductions, lo, hi)
             return
+        if depth == len(loops) - 2 and (side := self.tile_side()):
+            self.emit_tiles(path, side, lo, hi, lambda: self.emit_output_level(loops, start, end))
+            return
         self.loop(var, lo, hi, lambda: self.emit_output_level(path + (var,), start, end))
+
+    def tile_side(self) -> int:
+        """The side, in elements, of the square tiles to walk the two innermost output loops in, or 0 to walk
+        them row after row.
+
+        A kernel that stores along its innermost loop but loads along the one outside it (a transposed
+        copy, `x + x.T`) would read one element of each cache line per row, the line gone before the next
+        row needs it. In tiles of a cache line a side, each line a tile touches stays in the L1 cache while
+        the tile uses all of it. That takes plain stores (no scatter) and no reduction, whose own loops the
+        tiles would repeat.
+        """
+        loops, stores = self.kernel.loops, self.kernel.stores
+        if len(loops) < 2 or any(v.op is VOp.REDUCE for v in self.kernel.values()):
+            return 0
+        across, along = loops[-2:]
+        if any(s.at is not None or (along, 1) not in s.index.terms for s in stores):
+            return 0
+        loads = [v for v in self.kernel.values() if v.op is VOp.LOAD]
+        if not any(unit_stride(v, across) and not unit_stride(v, along) for v in loads):
+            return 0
+        widest = max(v.dtype.itemsize for v in loads)
+        side = max(1, TILE_BYTES // widest)
+        return side if min(across.size, along.size) > side else 0
+
+    def emit_tiles(self, path: tuple[Var, ...], side: int, lo: ir.Value, hi: ir.Value,
+                   body: Callable[[], None]) -> None:
+        """The two innermost output loops, the outer over [lo, hi), in tiles of `side` x `side` (see
+        `tile_side`), `body` at each point."""
+        b = self.b
+        across, along = self.kernel.loops[-2:]
+
+        def tiles(var: Var, lo: ir.Value, hi: ir.Value, tile: Callable[[ir.Value, ir.Value], None]) -> None:
+            def whole(i: ir.Value) -> None:
+                first = b.add(lo, b.mul(i, I64(side)))
+                tile(first, b.add(first, I64(side)))
+
+            count = b.udiv(b.sub(hi, lo), I64(side))
+            self.counted_loop(f"{var.name}_tile", I64(0), count, whole)
+            rest = b.add(lo, b.mul(count, I64(side)))
+            with b.if_then(b.icmp_signed("<", rest, hi)):
+                tile(rest, hi)
+
+        def tile(across_lo: ir.Value, across_hi: ir.Value, along_lo: ir.Value, along_hi: ir.Value) -> None:
+            def row() -> None:
+                self.emit_scope(path + (across,))
+                self.loop(along, along_lo, along_hi, body).set_metadata("llvm.loop", scalar)
+
+            self.loop(across, across_lo, across_hi, row).set_metadata(
+                "llvm.loop", self.loop_id(["llvm.loop.vectorize.enable", I1(0)], ["llvm.loop.unroll.disable"]))
+
+        # Vectorized along either axis of a tile, the loads walking the other way become gathers, slower on
+        # x86 than the scalar loads of an unrolled row.
+        scalar = self.loop_id(["llvm.loop.vectorize.enable", I1(0)])
+
+        tiles(across, lo, hi, lambda a_lo, a_hi: tiles(along, I64(0), I64(along.size),
+                                                       lambda l_lo, l_hi: tile(a_lo, a_hi, l_lo, l_hi)))
 
     def combine(self, op: ReduceOp, dtype: DType, acc: ir.Value, x: ir.Value) -> ir.Value:
         """One step of a reduction."""

@@ -61,6 +61,7 @@ import ctypes
 import functools
 import math
 import os
+import struct
 import subprocess
 import sys
 import threading
@@ -177,17 +178,25 @@ def _compile(job: Job) -> Compiled:
     return optimized, j.load(obj, name), time.perf_counter() - t0
 
 
-def _scalar_slots(params: Sequence[int | float], dtypes: Sequence, slots: ctypes.Array | None = None,
+def _scalar_slots(params: Sequence[int | float], dtypes: tuple, slots: ctypes.Array | None = None,
                   checked: bool = False) -> ctypes.Array:
     """The parameters as a kernel reads them (a 64-bit slot each), written into `slots` if given; new slots
     of a checked kernel end with its fault record, zeroed."""
     slots = (ctypes.c_int64 * max(1, len(params) + FAULT_SLOTS * checked))() if slots is None else slots
-    for i, (p, dt) in enumerate(zip(params, dtypes)):
-        if dt.is_float:
-            ctypes.c_double.from_buffer(slots, 8 * i).value = float(p)
-        else:
-            slots[i] = int(p)
+    if params:
+        fmt = _slot_format(dtypes)
+        try:
+            fmt.pack_into(slots, 0, *params)
+        except struct.error:  # an integer past int64's range (uint64's top half), or not an int: as C converts
+            fmt.pack_into(slots, 0, *(p if dt.is_float else (int(p) + 2**63) % 2**64 - 2**63
+                                      for p, dt in zip(params, dtypes)))
     return slots
+
+
+@functools.cache
+def _slot_format(dtypes: tuple) -> struct.Struct:
+    """How parameters of these dtypes fill their slots: a double for a float, a 64-bit integer otherwise."""
+    return struct.Struct("=" + "".join("d" if dt.is_float else "q" for dt in dtypes))
 
 
 # `take_chunks(chunks, n, counters, wait)`: claims chunks `(fn, lo, hi, after, buffers, params)` of
@@ -268,6 +277,8 @@ def _take_chunks() -> ctypes._CFuncPtr:
 
 def _threads(calls: Sequence[tuple[ctypes._CFuncPtr, int]], work: int) -> int:
     """How many threads it pays to share out `calls`, worth `work` together, to."""
+    if work < 2 * PARALLEL_MIN_WORK:  # one, whatever the pool: without reading the environment
+        return 1
     return min(num_threads(), sum(n for _, n in calls), work // PARALLEL_MIN_WORK)
 
 
@@ -348,7 +359,10 @@ class Program:
     def __call__(self, buffers: Sequence[int], params: Sequence[int | float]) -> None:
         ptrs = (ctypes.c_void_p * max(1, len(buffers)))(*buffers)
         slots = _scalar_slots(params, self.kernel.params, checked=self.checked)
-        _split(self.phases(), ptrs, slots)
+        if self.work < 2 * PARALLEL_MIN_WORK:  # one thread's work (`_threads`): a small kernel's launch is this
+            self.fn(ptrs, slots, 0, self.extent)
+        else:
+            _split(self.phases(), ptrs, slots)
         if self.checked:
             _check_faults(self, slots)
 
