@@ -1,8 +1,10 @@
-"""Split a reduction across threads when its output loops cannot keep them busy.
+"""Split a reduction across threads along its own range.
 
 A backend parallelizes a kernel along its outermost output loop. A full reduction such as
 `(x + y*z).sum()` has one output point, so that loop has size 1 and one thread does all the
-work. `split_reduction` rewrites such a kernel into two that a backend runs one after the other:
+work; a column reduction such as `x.sum(0)` of a row-major matrix, split along its columns,
+gives each thread a strip of every row rather than whole rows to stream. `split_reduction`
+rewrites such a kernel into two that a backend runs one after the other:
 
     partials: for t < parts (and the original output loops):
                   scratch[t, out] = reduce over the t-th chunk of the reduction's outer range
@@ -34,13 +36,13 @@ from .ir import BufferParam, Kernel, Store, Value, VOp, alu, load, reduce, subst
 def split_reduction(kernel: Kernel, parts: int) -> tuple[Kernel, Kernel] | None:
     """`(partials, combine)` for `kernel` split into `parts` chunks, or None where it does not apply.
 
-    It applies when the outermost output loop has fewer than `parts` iterations, the stores read
-    at least one reduction directly, and every such reduction has a source free of reductions and
-    an outermost range of at least `parts`. `partials` runs over its outermost loop `t < parts`;
+    It applies when the stores read at least one reduction directly, and every such reduction has a
+    source free of reductions and an outermost range of at least `parts`; whether the split pays is
+    the caller's choice. `partials` runs over its outermost loop `t < parts`;
     `combine` has `kernel`'s loops. Both take `kernel`'s buffers and parameters, then one scratch
     buffer per split reduction.
     """
-    if parts < 2 or kernel.loops[0].size >= parts:
+    if parts < 2:
         return None
     reductions = _direct_reductions(kernel)
     if not reductions or any(r.arg[1][0].size < parts or _has_reduction(r.srcs[0]) for r in reductions):

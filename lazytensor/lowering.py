@@ -367,8 +367,12 @@ class _Lowerer:
         if self.root.op is Op.LINALG:
             return self.lower_library_call()
         shape = self.root.shape
-        loops = tuple(Var(f"o{d}", n) for d, n in enumerate(shape)) or (Var("o0", 1),)
-        idx = tuple(Expr.of(v) for v in loops) if shape else ()
+        # An axis of size 1 opens no loop: the outermost loop, which threads share, is then one that has work
+        # to share (a column statistic kept as a row, `x.max(0, keepdims=True)`). A contraction's epilogue keeps
+        # one loop per axis, as its template maps them.
+        axes = {d: Var(f"o{d}", n) for d, n in enumerate(shape) if n != 1 or self.contraction is not None}
+        loops = tuple(axes.values()) or (Var("o0", 1),)
+        idx = tuple(Expr.of(axes[d]) if d in axes else Expr.of(0) for d in range(len(shape)))
         stores = ()  # the output's: of the whole kernel, or of the contraction's epilogue
         if self.contraction is None or self.epilogue:
             stores = tuple(ir.Store(slot, flat_index(idx, shape), _narrow(self.value((root, idx, ())), root.dtype))

@@ -12,7 +12,7 @@ from lazytensor.kernels import bounds, ir
 from lazytensor.kernels.dtype import float32, int64
 from lazytensor.kernels.expr import Expr, Var
 from lazytensor.kernels.llvm import compile_kernel, mathlib, render, runtime
-from lazytensor.kernels.llvm.render import KernelRenderer
+from lazytensor.kernels.llvm.render import KernelRenderer, column_reductions
 
 
 def softmax_kernel(rows: int, cols: int) -> ir.Kernel:
@@ -136,6 +136,28 @@ def test_column_reductions_stream_rows_with_vector_accumulators():
         text = program.optimized_ir
         # walking down the columns would gather one element per row; streaming rows loads whole vectors
         assert "gather" not in text and re.search(rf"= {op} (reassoc )?<\d+ x ", text), text
+
+
+def test_nested_column_reductions_stream_rows():
+    """A column variance: the mean, then the sum of squares about it, each over the rows into a block of
+    vector accumulators; the mean staged once per column, not recomputed for each term."""
+    rows, cols = 300, 1100
+    o, r0, r1 = Var("o", cols), Var("r0", rows), Var("r1", rows)
+    x = [ir.load(1, float32, Expr.of(r) * cols + Expr.of(o), ()) for r in (r0, r1)]
+    n = ir.const(float(rows), float32)
+    mean = ir.alu(ir.Alu.DIV, float32, ir.reduce(ir.ReduceOp.SUM, x[1], (r1,)), n)
+    d = ir.alu(ir.Alu.SUB, float32, x[0], mean)
+    var = ir.alu(ir.Alu.DIV, float32, ir.reduce(ir.ReduceOp.SUM, ir.alu(ir.Alu.MUL, float32, d, d), (r0,)), n)
+    bufs = (ir.BufferParam(float32, cols, True), ir.BufferParam(float32, rows * cols))
+    kernel = ir.Kernel("", bufs, (), (o,), (ir.Store(0, Expr.of(o), var),))
+    assert column_reductions(kernel) is not None
+    program, _ = compile_kernel(kernel)
+    arr = np.random.default_rng(2).integers(-64, 64, (rows, cols)).astype(np.float32) / 8
+    out = np.empty(cols, np.float32)
+    program([out.ctypes.data, arr.ctypes.data], [])
+    np.testing.assert_allclose(out, arr.var(0), rtol=1e-5)
+    text = program.optimized_ir
+    assert "gather" not in text and len(re.findall(r"= fadd reassoc <\d+ x float>", text)) >= 2, text
 
 
 def transpose_kernel(rows: int, cols: int, dtype) -> ir.Kernel:

@@ -773,6 +773,63 @@ def test_column_mean_and_bias_gradient():
     check(bias.grad, tb.grad)
 
 
+# Column reductions that read other reductions: each of the innermost scope's reductions streams the rows in
+# turn, what it reads of an earlier one (a mean, a max) staged once per column. 1100 columns make several
+# blocks and a partial one; a (1, n) input, size-1 axes and broadcast operands exercise the loops' shapes.
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32], ids=str)
+@pytest.mark.parametrize("shape", [(37, 1100), (5, 9, 300), (300, 2, 5), (1, 7), (6, 1, 3)], ids=str)
+def test_nested_column_reductions(dtype, shape):
+    for kind, x, t in inputs(shape, dtype, seed=40):
+        tf = _as_float(t)
+        check(x.var(0), tf.var(0, unbiased=False))
+        check(x.std(0, correction=1), quiet(tf.std, 0, unbiased=True))
+        check(x.argmax(0), t.argmax(0))
+        check(x.argmin(0, keepdims=True), t.argmin(0, keepdim=True))
+        if dtype.is_float:
+            check(x.softmax(0), t.softmax(0))
+            check(x.logsumexp(0), t.logsumexp(0))
+            check((x - x.mean(0)) / x.std(0), (t - t.mean(0)) / t.std(0, unbiased=False))
+            check(x.var((0, 1)), t.var((0, 1), unbiased=False))
+
+
+def test_column_arg_reductions_of_ties_nans_and_signed_zeros():
+    """The first index of the extremum in every column; a NaN is the extremum, its first one wins."""
+    arr = np.zeros((40, 1030), np.float32)
+    arr[[3, 9, 30], 5] = 2.0
+    arr[[7, 20], 6] = np.nan
+    arr[12, 7], arr[4, 8] = -0.0, -1.0
+    arr[:, 9] = -np.inf
+    arr[39, 1029] = np.inf
+    for kind in LAYOUTS:
+        x, t = layout(arr, kind)
+        for axis in (0, -2):
+            check(x.argmax(axis), t.argmax(axis))
+            check(x.argmin(axis), t.argmin(axis))
+            check(x.max(axis), t.amax(axis))
+            check(x.softmax(axis), t.softmax(axis))
+
+
+def test_column_statistics_of_float32_accumulate_in_float64():
+    """A large common offset: a float32 two-pass variance would lose the small spread to rounding."""
+    arr = (1e4 + random_array((3000, 70), lt.float32, seed=41, low=0, high=1e-2)).astype(np.float32)
+    x, t = layout(arr, "contiguous")
+    check(x.var(0), t.double().var(0, unbiased=False).float())
+    check(x.std(0), t.double().std(0, unbiased=False).float())
+
+
+def test_column_reductions_of_size_0_and_0_d():
+    for shape in [(0, 5), (4, 0), (0, 0)]:
+        x, t = layout(random_array(shape, lt.float32, seed=42), "contiguous")
+        check(x.sum(0), t.sum(0))
+        check(quiet(x.var, 0), quiet(t.var, 0, unbiased=False))
+        if shape[0]:
+            check(x.softmax(0), t.softmax(0))
+            check(x.argmax(0), t.argmax(0))
+    x, t = layout(np.array(2.5, np.float32), "contiguous")
+    check(x.var(), t.var(unbiased=False))
+    check(x.argmax(), t.argmax())
+
+
 # ---- cumprod, the array API's cumulative_sum / cumulative_prod -----------------------------------------
 
 

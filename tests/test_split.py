@@ -175,6 +175,34 @@ def test_an_outer_loop_that_feeds_the_threads_is_not_split(split):
     assert isinstance(runtime.compile_kernel(kernel)[0], runtime.Program)
 
 
+@pytest.mark.parametrize("rows,cols", [(PARTS * 40 + 5, 130), (PARTS * 4, 3)], ids=str)
+@pytest.mark.parametrize("op", ["sum", "max", "min", "mean"])
+def test_a_column_reduction_splits_along_its_rows(split, op, rows, cols):
+    """Its output loop would feed the threads, but each would stream a strip of every row: the split gives
+    each chunk whole rows, and the combine reduces the few partial rows."""
+    arr = (np.random.default_rng(3).integers(-24, 24, (rows, cols)) / 8).astype(np.float32)  # sums exact in any order
+    x, t = lt.asarray(arr), torch.tensor(arr)
+    out, expected = getattr(x, op)(0), getattr(t, op)(0)
+    check(out, expected.values if isinstance(expected, tuple) else expected)
+    kernel = the_kernel(getattr(x, op)(0))
+    assert kernel.loops[0].size == cols >= THREADS
+    assert isinstance(runtime.compile_kernel(kernel)[0], runtime.SplitReductionProgram)
+
+
+def test_a_column_reduction_of_few_rows_is_not_split(split):
+    """Its partial results would be as large as its input."""
+    kernel = the_kernel(lt.asarray(random_array((3, 50), lt.float32)).sum(0))
+    assert isinstance(runtime.compile_kernel(kernel)[0], runtime.Program)
+
+
+def test_a_size_1_axis_opens_no_loop():
+    """A column statistic kept as a row runs its columns in the outermost loop, which the threads share."""
+    x = lt.asarray(random_array((20, 30), lt.float32))
+    assert [v.size for v in the_kernel(x.max(0, keepdims=True)).loops] == [30]
+    assert [v.size for v in the_kernel(x.reshape(20, 1, 30).argmax(0, keepdims=True)).loops] == [30]
+    assert [v.size for v in the_kernel(x[:1, :1].sum(keepdims=True)).loops] == [1]
+
+
 def test_a_reduction_of_a_reduction_is_left_whole():
     x, _ = data(SIZES[1])
     for out in [x.logsumexp(0), x.var(), x.argmax(), x.reshape(PARTS, -1).sum(axis=1).sum()]:

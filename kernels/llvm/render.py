@@ -67,7 +67,9 @@ PREDICATES = {Alu.CMPLT: "<", Alu.CMPLE: "<=", Alu.CMPEQ: "==", Alu.CMPNE: "!="}
 
 
 REASSOCIATIVE = {ReduceOp.SUM: ir.IRBuilder.fadd, ReduceOp.PROD: ir.IRBuilder.fmul}
-COLUMN_BLOCK_BYTES = 4096  # accumulators of a column reduction: a block that stays in the L1 cache
+# the arrays of a column reduction's block of columns (accumulators, staged values): they stay in the L1
+# cache, and each row's strip of the block is long enough to stream (4 KiB strips ran at half NumPy's speed)
+COLUMN_BLOCK_BYTES = 16384
 TILE_BYTES = 64  # a side of a transposing kernel's tile: a cache line of its widest access
 SINK_BYTES = 64  # where a checked function's faulting accesses go: its widest access, an AVX-512 vector
 
@@ -95,6 +97,28 @@ def unit_stride(value: Value, var: Var) -> bool:
 def memory_type(dtype: DType) -> ir.Type:
     """Bools live in memory as bytes and in registers as i1."""
     return I8 if dtype == bool_ else llvm_type(dtype)
+
+
+def column_reductions(kernel: Kernel) -> list[Value] | None:
+    """The reductions to render with their own loops outside the innermost output loop, if any.
+
+    A reduction over outer axes of an operand that runs along the innermost output axis (the sum over
+    the batch of a row-major gradient) would walk down columns, one cache line per element. Rendered
+    as a block of accumulators across the output axis, updated row after row, it streams the rows:
+    each output element still folds its terms in order. That takes every reduction of the innermost
+    scope reading its operand so (a variance's mean and its sum of squares, an argmax's max and its
+    first index of it: one after the other, each a pass over the rows), and no reduction inside one.
+    """
+    values, scopes = loop_scopes(kernel)
+    loops = kernel.loops
+    if any(len(scopes[id(v)]) > len(loops) for v in values if v.op is VOp.REDUCE):
+        return None
+    reductions = [v for v in values if v.op is VOp.REDUCE and scopes[id(v)] == loops]
+    for red in reductions:
+        src = red.srcs[0]
+        if not unit_stride(src, loops[-1]) or any(unit_stride(src, r) for r in red.arg[1]):
+            return None
+    return reductions or None
 
 
 class FunctionBuilder:
@@ -357,9 +381,10 @@ class KernelRenderer(FunctionBuilder):
 
         return self.counted_loop(var.name, lo, hi, iteration)
 
-    def emit_scope(self, path: tuple[Var, ...], computed: Value | None = None) -> None:
+    def emit_scope(self, path: tuple[Var, ...], computed: frozenset[int] | set[int] = frozenset()) -> None:
+        """The values of loop `path` not among `computed` (their ids), each after its sources."""
         for v in self.by_scope.get(path, ()):
-            if v is computed:
+            if id(v) in computed:
                 continue
             if v.op is VOp.REDUCE:
                 self.emit_reduce(v, path)
@@ -410,8 +435,8 @@ class KernelRenderer(FunctionBuilder):
             return
         var = loops[depth]
         lo, hi = (start, end) if depth == 0 else (I64(0), I64(var.size))
-        if depth == len(loops) - 1 and (red := self.column_reduction()) is not None:
-            self.emit_columns(red, lo, hi)
+        if depth == len(loops) - 1 and (reductions := column_reductions(self.kernel)) is not None:
+            self.emit_columns(reductions, lo, hi)
             return
         if depth == len(loops) - 2 and (side := self.tile_side()):
             self.emit_tiles(path, side, lo, hi, lambda: self.emit_output_level(loops, start, end))
@@ -552,77 +577,105 @@ class KernelRenderer(FunctionBuilder):
         with b.if_then(b.load(saw_nan, typ=I1), likely=False):
             reduce_with(exact)
 
-    def column_reduction(self) -> Value | None:
-        """The reduction to render with its own loops outside the innermost output loop, if any.
+    def emit_columns(self, reductions: list[Value], lo: ir.Value, hi: ir.Value) -> None:
+        """The innermost output loop over [lo, hi) around `reductions` (see `column_reductions`), in blocks of
+        columns whose arrays take COLUMN_BLOCK_BYTES together: per block and per reduction in turn, the
+        reduction's loops outside a loop across the block, folding into an array of accumulators.
 
-        A reduction over outer axes of an operand that runs along the innermost output axis (the sum over
-        the batch of a row-major gradient) would walk down columns, one cache line per element. Rendered
-        as a block of accumulators across the output axis, updated row after row, it streams the rows:
-        each output element still sums its terms in order. That takes a single reduction in the innermost
-        scope and none inside it.
-        """
-        loops = self.kernel.loops
-        here = self.by_scope.get(loops, [])
-        reductions = [v for v in here if v.op is VOp.REDUCE]
-        if len(reductions) != 1:
-            return None
-        red = reductions[0]
-        if any(v.op is VOp.REDUCE for v in toposort(list(red.srcs))):
-            return None
-        src = red.srcs[0]
-        if not unit_stride(src, loops[-1]) or any(unit_stride(src, r) for r in red.arg[1]):
-            return None
-        return red
-
-    def emit_columns(self, red: Value, lo: ir.Value, hi: ir.Value) -> None:
-        """The innermost output loop over [lo, hi) around `red` (see `column_reduction`), in blocks of
-        COLUMN_BLOCK_BYTES of accumulators: per block, the reduction's loops outside a loop across it."""
-        b, path, (op, ranges) = self.b, self.kernel.loops, red.arg
-        # the accumulators in memory as buffers hold them (bools as bytes: a loop vectorized over i1s in
+        What a reduction reads of the output loop's values that come from an earlier reduction (a variance's
+        mean) is computed once per column into an array of its own before the reduction's loops, not once
+        per term; the rest of them (a bias) it computes where it reads them."""
+        b, path = self.b, self.kernel.loops
+        var, here = path[-1], self.by_scope[path]
+        reads = {id(red): {id(v) for v in toposort(list(red.srcs))} for red in reductions}
+        derived: set[int] = set()  # values of the output loop that depend on a reduction
+        for v in here:
+            if v.op is VOp.REDUCE or any(id(s) in derived for s in v.srcs):
+                derived.add(id(v))
+        staged = [v for v in here if v.op is not VOp.REDUCE and id(v) in derived
+                  and any(id(v) in r for r in reads.values())]
+        # the arrays in memory as buffers hold them (bools as bytes: a loop vectorized over i1s in
         # memory reads them as packed bits, which the scalar stores did not write)
-        var, t, dtype = path[-1], memory_type(red.dtype), red.dtype
-        width = max(1, COLUMN_BLOCK_BYTES // red.dtype.itemsize)
-        accs = self.alloca(t, width)
-        reads = {id(v) for v in toposort(list(red.srcs))}
-        operands = [v for v in self.by_scope[path] if id(v) in reads]
+        columns_of = [*reductions, *staged]
+        width = max(1, COLUMN_BLOCK_BYTES // sum(v.dtype.itemsize for v in columns_of))
+        arrays = {id(v): self.alloca(memory_type(v.dtype), width) for v in columns_of}
 
         def block(i: ir.Value) -> None:
             first = b.add(lo, b.mul(i, I64(width)))
             left = b.sub(hi, first)
             count = b.select(b.icmp_signed("<", left, I64(width)), left, I64(width))
 
-            def columns(body: Callable[[ir.Value], None]) -> None:
+            def columns(body: Callable[[Callable[[Value], ir.Value]], None]) -> None:
+                """`body(at)` for each column of the block, `at(v)` the address of v's element in its array."""
                 def column(j: ir.Value) -> None:
                     self.vars[var] = b.add(first, j)
-                    body(b.gep(accs, [j], source_etype=t, inbounds=True))
+                    body(lambda v: b.gep(arrays[id(v)], [j], source_etype=memory_type(v.dtype), inbounds=True))
 
                 self.counted_loop(var.name, I64(0), count, column)
 
-            def accumulate(acc: ir.Value) -> None:
-                for v in operands:  # what the reduction reads of the output loop's own values (a bias)
-                    self.vals[id(v)] = self.value(v)
-                for k in range(1, len(ranges) + 1):
-                    self.emit_scope(path + ranges[:k])
-                x = self.vals[id(red.srcs[0])]
-                if dtype == bool_:  # the logic on the bytes: LLVM 22 miscompiles it on i1s here (loop + SLP
-                    # vectorizers: `exp(x) > c` all-reduced over 5 rows gave false)
-                    b.store(self.alu(op.combine(dtype), uint8, [b.load(acc, typ=t), self.to_memory(x, dtype)]), acc)
-                else:
-                    b.store(self.combine(op, dtype, b.load(acc, typ=t), x), acc)
+            done: set[int] = set()  # the values whose arrays hold them for this block
 
-            def level(k: int) -> None:
-                if k == len(ranges):
-                    columns(accumulate)
-                else:
-                    self.loop(ranges[k], I64(0), I64(ranges[k].size), lambda: level(k + 1))
+            def read(at: Callable[[Value], ir.Value], wanted: set[int]) -> None:
+                """The output loop's values in `wanted`: those in `done` from their arrays, the others computed."""
+                for v in here:
+                    if id(v) not in wanted:
+                        continue
+                    if id(v) in done:
+                        self.vals[id(v)] = self.from_memory(b.load(at(v), typ=memory_type(v.dtype)), v.dtype)
+                    else:
+                        self.vals[id(v)] = self.value(v)
 
-            def finish(acc: ir.Value) -> None:
-                self.vals[id(red)] = self.from_memory(b.load(acc, typ=t), dtype)
-                self.emit_scope(path, computed=red)
+
+            def stage(new: list[Value]) -> None:
+                """The block's columns of `new`, values of the output loop, into their arrays."""
+                def column(at: Callable[[Value], ir.Value]) -> None:
+                    read(at, {id(u) for v in new for u in toposort([v])})
+                    for v in new:
+                        b.store(self.to_memory(self.vals[id(v)], v.dtype), at(v))
+
+                columns(column)
+                done.update(id(v) for v in new)
+
+            def fold(red: Value) -> None:
+                """The block's columns of reduction `red` into its array: its loops outside the block's."""
+                (op, ranges), dtype = red.arg, red.dtype
+
+                def accumulate(at: Callable[[Value], ir.Value]) -> None:
+                    read(at, reads[id(red)])
+                    for k in range(1, len(ranges) + 1):
+                        self.emit_scope(path + ranges[:k])
+                    for shared in self.handovers.get(id(red), ()):
+                        b.store(self.vals[id(shared.twin)], self.gep(shared.store.buf, shared.index, True))
+                    x, acc = self.vals[id(red.srcs[0])], at(red)
+                    if dtype == bool_:  # the logic on the bytes: LLVM 22 miscompiles it on i1s here (loop +
+                        # SLP vectorizers: `exp(x) > c` all-reduced over 5 rows gave false)
+                        b.store(self.alu(op.combine(dtype), uint8, [b.load(acc, typ=I8), self.to_memory(x, dtype)]),
+                                acc)
+                    else:
+                        b.store(self.combine(op, dtype, b.load(acc, typ=llvm_type(dtype)), x), acc)
+
+                def level(k: int) -> None:
+                    if k == len(ranges):
+                        columns(accumulate)
+                    else:
+                        self.loop(ranges[k], I64(0), I64(ranges[k].size), lambda: level(k + 1))
+
+                identity = self.to_memory(self.constant(op.identity(dtype), dtype), dtype)
+                columns(lambda at: b.store(identity, at(red)))
+                level(0)
+                done.add(id(red))
+
+            for red in reductions:
+                if new := [v for v in staged if id(v) in reads[id(red)] and id(v) not in done]:
+                    stage(new)
+                fold(red)
+
+            def finish(at: Callable[[Value], ir.Value]) -> None:
+                for red in reductions:
+                    self.vals[id(red)] = self.from_memory(b.load(at(red), typ=memory_type(red.dtype)), red.dtype)
+                self.emit_scope(path, computed={id(red) for red in reductions})
                 self.emit_stores()
 
-            columns(lambda acc: b.store(self.to_memory(self.constant(op.identity(dtype), dtype), dtype), acc))
-            level(0)
             columns(finish)
 
         blocks = b.udiv(b.add(b.sub(hi, lo), I64(width - 1)), I64(width))

@@ -84,7 +84,7 @@ from ..split import split_reduction
 from . import compiler, library, mathlib
 from .compiler import Machine
 from .gemm import Layout, Pack, core_name, pack_kernels, render_gemm, render_gemm_core
-from .render import NATIVE, render, symbol
+from .render import NATIVE, column_reductions, render, symbol
 from .scan import render_scan
 from .sort import render_sort
 from .sort import scratch as sort_scratch
@@ -92,6 +92,8 @@ from .sort import work as sort_work
 
 PARALLEL_MIN_WORK = 1 << 16
 SPLIT_MIN_WORK = 1 << 21  # measured on 2 cores: below it, splitting `x.sum()` is no faster than one thread
+# a column reduction splits along its rows where its input is at least this many times the partial results
+COLUMN_SPLIT_INPUT_PER_PARTIAL = 4
 SCAN_SPLIT_MIN = 1 << 16  # a scan cuts rows shorter than this into no chunks
 # More chunks than threads, taken one at a time: on a shared machine a thread that another process
 # slows down takes fewer chunks instead of holding up the others.
@@ -691,12 +693,17 @@ def _split_reduction_program(kernel: Kernel, split: list[Kernel], checked: bool)
 
 
 def _partials(kernel: Kernel) -> list[Kernel] | None:
-    """The kernel split into partial reductions where its output loop cannot feed the pool and the work
-    pays for the split; else None."""
-    threads = num_threads()
-    if threads < 2 or kernel.loops[0].size >= threads or work(kernel) < SPLIT_MIN_WORK:
+    """The kernel split into partial reductions where the work pays for the split and its output loop cannot
+    feed the pool, or it is a column reduction (`render.column_reductions`) that each thread would otherwise
+    stream a strip of every row of, whose partial results are few beside its input; else None."""
+    threads, total = num_threads(), work(kernel)
+    parts = threads * CHUNKS_PER_THREAD
+    if threads < 2 or total < SPLIT_MIN_WORK:
         return None
-    return split_reduction(kernel, threads * CHUNKS_PER_THREAD)
+    if kernel.loops[0].size >= threads and not (
+            kernel.numel * parts * COLUMN_SPLIT_INPUT_PER_PARTIAL <= total and column_reductions(kernel)):
+        return None
+    return split_reduction(kernel, parts)
 
 
 def _contraction_program(c: Contraction, checked: bool) -> Generator[Job, Compiled, ContractionProgram]:
