@@ -531,7 +531,7 @@ class KernelRenderer(FunctionBuilder):
         if position.op is not VOp.INDEX or position.arg != Expr.of(ranges[0]):
             return None
         inside = path + ranges
-        if any(id(v) == id(other) for scope, vs in self.by_scope.items() if scope[:len(inside)] == inside
+        if any(v is other for scope, vs in self.by_scope.items() if scope[:len(inside)] == inside
                for v in vs):
             return None
         return cond, other
