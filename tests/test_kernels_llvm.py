@@ -9,10 +9,10 @@ import pytest
 
 from conftest import padded_load_kernel
 from lazytensor.kernels import bounds, ir
-from lazytensor.kernels.dtype import float32, int64
+from lazytensor.kernels.dtype import bool_, float32, int64
 from lazytensor.kernels.expr import Expr, Var
 from lazytensor.kernels.llvm import compile_kernel, mathlib, render, runtime
-from lazytensor.kernels.llvm.render import KernelRenderer, column_reductions
+from lazytensor.kernels.llvm.render import FIRST_HIT_BLOCK, KernelRenderer, column_reductions
 
 
 def softmax_kernel(rows: int, cols: int) -> ir.Kernel:
@@ -360,3 +360,46 @@ def test_work_counts_each_reduction_once_per_iteration_of_the_loops_it_sits_in()
     per_row = ir.Kernel("per_row", bufs, (), (o,), (ir.Store(0, Expr.of(o), ir.alu(ir.Alu.ADD, float32, whole, row)),))
     assert runtime.work(once) == 1000 + 1000
     assert runtime.work(per_row) == 1000 + 1000 + 1000 * 1000
+
+
+def first_hit_kernel(rows: int, cols: int, varying_other: bool) -> ir.Kernel:
+    """`b0[o] = min over r < cols of where(b1[o, r] > 0, r, p0)`, or of `where(..., r, b2[o, r])`."""
+    o, r = Var("o", rows), Var("r", cols)
+    at = Expr.of(o) * cols + Expr.of(r)
+    hit = ir.alu(ir.Alu.CMPLT, bool_, ir.const(0.0, float32), ir.load(1, float32, at, ()))
+    other = ir.load(2, int64, at, ()) if varying_other else ir.param(0, int64)
+    first = ir.reduce(ir.ReduceOp.MIN, ir.alu(ir.Alu.WHERE, int64, hit, ir.index(Expr.of(r)), other), (r,))
+    bufs = (ir.BufferParam(int64, rows, True), ir.BufferParam(float32, rows * cols),
+            ir.BufferParam(int64, rows * cols))
+    return ir.Kernel("", bufs, (int64,), (o,), (ir.Store(0, Expr.of(o), first),))
+
+
+@pytest.mark.parametrize("checked", [False, True])
+def test_a_min_of_positions_where_a_condition_holds_stops_at_the_first_hit(monkeypatch, checked):
+    """argmax's second pass, `min over r of where(cond, r, other)` (`KernelRenderer.first_hit`): rows with no
+    hit, all hits, one hit at either end or at the edges of the blocks it searches, for any `other` (a
+    negative one wins unless every element is a hit), and an `other` that varies with r, folded as before."""
+    monkeypatch.setattr(bounds, "CHECK", checked)
+    block = FIRST_HIT_BLOCK
+    for cols in (0, 2, 5, block - 1, block, block + 1, 3 * block + 7):
+        rows = 4 + 2 * cols
+        x = np.random.default_rng(cols).choice(np.float32([-1, -2, 0]), (rows, cols))
+        x[1] = 1  # all hits
+        for i in range(cols):
+            x[4 + i, i] = 1  # one hit, anywhere
+            x[4 + cols + i, i::block] = 1  # a hit in every block from there on
+        x[2, cols // 2:] = np.where(np.arange(cols - cols // 2) % 3 == 0, 1, x[2, cols // 2:])
+        positions = np.broadcast_to(np.arange(cols), x.shape)
+        out = np.empty(rows, np.int64)
+        program, _ = compile_kernel(first_hit_kernel(rows, cols, False))
+        assert "r_block_head" in render(first_hit_kernel(rows, cols, False))
+        for other in (-(1 << 63), -3, -1, 0, 1, cols // 2, cols, 1 << 40):
+            program([out.ctypes.data, x.ctypes.data, 0], [other])
+            expected = np.where(x > 0, positions, other).min(1, initial=np.iinfo(np.int64).max)
+            np.testing.assert_array_equal(out, expected, err_msg=f"cols={cols}, other={other}")
+        others = np.random.default_rng(1).integers(-5, cols + 5, x.shape)
+        program, _ = compile_kernel(first_hit_kernel(rows, cols, True))
+        assert "r_block_head" not in render(first_hit_kernel(rows, cols, True))
+        program([out.ctypes.data, x.ctypes.data, others.ctypes.data], [0])
+        expected = np.where(x > 0, positions, others).min(1, initial=np.iinfo(np.int64).max)
+        np.testing.assert_array_equal(out, expected, err_msg=f"cols={cols}, varying")

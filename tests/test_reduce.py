@@ -245,6 +245,28 @@ def test_argmax_keepdims_axis_none_and_0d():
     check(z.argmin(keepdims=True), torch.argmin(torch.tensor(2.5), keepdim=True))
 
 
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32, lt.uint8, lt.bool_], ids=str)
+def test_argmax_argmin_along_long_rows(dtype):
+    # rows of several of the blocks a CPU kernel searches for the first extremum (`first_hit`): ties
+    # across blocks, the extremum or a NaN in the first, a middle or the last element
+    n = 300
+    arr = random_array((8, n), dtype, seed=9)
+    if dtype != lt.bool_:
+        arr = arr % 4
+        for row, at in enumerate((0, 127, 128, 129, n - 1)):
+            arr[row, at] = 9 if row % 2 else 0
+    if dtype.is_float:
+        arr[5, [200, 150]], arr[6, 129], arr[7, n - 1] = math.nan, math.inf, -math.inf
+    oracle = "numpy" if dtype == lt.bool_ else "torch"
+    for kind in ("contiguous", "strided", "flipped"):
+        x, t = layout(arr, kind, oracle)
+        for name in ("argmax", "argmin"):
+            for axis in (1, -1, None):
+                expected = (getattr(np, name)(t, axis=axis) if oracle == "numpy"
+                            else getattr(torch, name)(t, dim=axis))
+                check(getattr(x, name)(axis), expected)
+
+
 def test_argmax_rejects_tuple_axis():
     x = lt.asarray(random_array((2, 3), lt.float32))
     with pytest.raises(TypeError):

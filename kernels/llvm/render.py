@@ -70,6 +70,7 @@ REASSOCIATIVE = {ReduceOp.SUM: ir.IRBuilder.fadd, ReduceOp.PROD: ir.IRBuilder.fm
 # the arrays of a column reduction's block of columns (accumulators, staged values): they stay in the L1
 # cache, and each row's strip of the block is long enough to stream (4 KiB strips ran at half NumPy's speed)
 COLUMN_BLOCK_BYTES = 16384
+FIRST_HIT_BLOCK = 128  # elements a first-index search tests at once, vectorized, before it may stop
 TILE_BYTES = 64  # a side of a transposing kernel's tile: a cache line of its widest access
 SINK_BYTES = 64  # where a checked function's faulting accesses go: its widest access, an AVX-512 vector
 
@@ -536,9 +537,83 @@ class KernelRenderer(FunctionBuilder):
 
         if dtype in (float32, float64) and op in (ReduceOp.MAX, ReduceOp.MIN):
             self.emit_extremum(op, acc, t, reduce_with, exact)
+        elif (search := self.first_hit(red, path)) is not None:
+            self.emit_first_hit(red, path, acc, *search, lambda: reduce_with(exact))
         else:
             reduce_with(exact)
         self.vals[id(red)] = b.load(acc, typ=t)
+
+    def first_hit(self, red: Value, path: tuple[Var, ...]) -> tuple[Value, Value] | None:
+        """`(cond, other)` if `red` is `min over r of where(cond, r, other)`, `r` its one loop and `other`
+        the same for every `r`: the position of the first element where `cond` holds (argmax's second
+        pass), which a search that stops there finds."""
+        op, ranges = red.arg
+        src = red.srcs[0]
+        if (op is not ReduceOp.MIN or len(ranges) != 1 or red.dtype != int64 or id(red) in self.handovers
+                or src.op is not VOp.ALU or src.arg is not Alu.WHERE):
+            return None
+        cond, position, other = src.srcs
+        if position.op is not VOp.INDEX or position.arg != Expr.of(ranges[0]):
+            return None
+        inside = path + ranges
+        if any(v is other for scope, vs in self.by_scope.items() if scope[:len(inside)] == inside
+               for v in vs):
+            return None
+        return cond, other
+
+    def emit_first_hit(self, red: Value, path: tuple[Var, ...], acc: ir.Value, cond: Value, other: Value,
+                       exact: Callable[[], None]) -> None:
+        """`red` (see `first_hit`) into `acc`: blocks of FIRST_HIT_BLOCK elements, each first tested
+        whole for a hit by a vectorizable or, until the one with the first hit, searched by a min of the
+        hits' positions. Every element before the hit is a miss, so `other` takes part where the hit is
+        not at 0; a negative `other` is below every position and wins unless every element is a hit, so
+        that case folds every element as before."""
+        b, (var,) = self.b, red.arg[1]
+        size = var.size
+        k = self.vals[id(other)]
+        found, hit = self.alloca(I1), self.alloca(I1)
+        b.store(I1(0), found)
+        b.store(self.constant(ReduceOp.MIN.identity(int64), int64), acc)  # kept where there is no element
+
+        def elements(lo: ir.Value, hi: ir.Value, step: Callable[[], None]) -> None:
+            def body() -> None:
+                self.emit_scope(path + (var,))
+                step()
+
+            self.loop(var, lo, hi, body)
+
+        def block(i: ir.Value) -> None:
+            lo = b.mul(i, I64(FIRST_HIT_BLOCK))
+            hi = b.add(lo, I64(FIRST_HIT_BLOCK))
+            hi = b.select(b.icmp_signed("<", hi, I64(size)), hi, I64(size))
+            b.store(I1(0), hit)
+            elements(lo, hi, lambda: b.store(b.or_(b.load(hit, typ=I1), self.vals[id(cond)]), hit))
+            with b.if_then(b.load(hit, typ=I1)):
+                b.store(hi, acc)
+
+                def least() -> None:
+                    here = b.select(self.vals[id(cond)], self.vars[var], hi)
+                    b.store(self.alu(Alu.MIN, int64, [b.load(acc, typ=I64), here]), acc)
+
+                elements(lo, hi, least)
+                b.store(I1(1), found)
+
+        with b.if_else(b.icmp_signed("<", k, I64(0))) as (negative, otherwise):
+            with negative:
+                exact()
+            with otherwise:
+                blocks = (size + FIRST_HIT_BLOCK - 1) // FIRST_HIT_BLOCK
+
+                def maybe(i: ir.Value) -> None:
+                    with b.if_then(b.not_(b.load(found, typ=I1))):
+                        block(i)
+
+                self.counted_loop(f"{var.name}_block", I64(0), I64(blocks), maybe)
+                first = b.load(acc, typ=I64)
+                late = b.icmp_signed(">", first, I64(0))
+                limited = b.select(b.icmp_signed("<", k, first), k, first)
+                if size:
+                    b.store(b.select(b.load(found, typ=I1), b.select(late, limited, first), k), acc)
 
     def emit_extremum(self, op: ReduceOp, acc: ir.Value, t: ir.Type,
                       reduce_with: Callable[[Callable[[ir.Value], None]], None],
