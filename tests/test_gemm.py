@@ -381,7 +381,8 @@ def test_packing_windows_walks_rows(case, dtype):
 @pytest.mark.parametrize("dtype", [lt.float32, lt.float64], ids=str)
 def test_packing_flattened_pairs_of_either_operand(dtype):
     """Operands whose lane axis flattens a pair of axes of a wider array (rows of 24 sliced to 20, so the
-    index divides): A's rows and B's columns, each packed by rows of the pair's inner axis, batched."""
+    index divides): A's rows and B's columns, each packed by rows of the pair's inner axis, batched, and one
+    made by a reduction."""
     z = lt.asarray(data((3, 9, 11, 24), dtype, seed=1), device="cpu")
     y = lt.asarray(data((3, 9, 50), dtype, seed=2), device="cpu")
     tz, ty = torch.tensor(z.numpy()), torch.tensor(y.numpy())
@@ -393,6 +394,10 @@ def test_packing_flattened_pairs_of_either_operand(dtype):
         assert any(pack.kernel.loops[-1].name.endswith("_col") for pack in program.stages[:2])
         check(got, want)
     check((a * 2 + 1) @ y, (ta * 2 + 1) @ ty)
+    # a sum over a leading axis: packed by the column path, which keeps to each row's run too
+    w = lt.asarray(data((40, 9), dtype, seed=3), device="cpu")
+    tw = torch.tensor(w.numpy())
+    check(w @ z[..., :20].sum(0).reshape(9, 220), tw @ tz[..., :20].sum(0).reshape(9, 220))
 
 
 @pytest.mark.parametrize("kinds", [("contiguous", "contiguous"), ("transposed", "transposed")])
