@@ -359,7 +359,7 @@ def test_packing_finds_unit_stride_in_tiles_of_k():
 def test_packing_windows_walks_rows(case, dtype):
     """A convolution's windows, whose lane axis is the flattened (oh, ow): a panel is packed row by row of ow
     (the panel's loops end with the row, k and the row's run), so no lane divides its index: rows wider
-    than a panel, narrower (a panel then spans several), a last panel and a last row cut short (13 x 20 =
+    than a panel, narrower (a panel then spans several), a last panel cut short (13 x 20 =
     260 pixels), odd filters, a stride; rows of 7, shorter than a quarter of a panel, stay flat."""
     x_shape, w_shape, stride, padding = case
     x, w = (lt.asarray(data(s, dtype, seed=i), device="cpu") for i, s in enumerate((x_shape, w_shape)))
@@ -376,6 +376,15 @@ def test_packing_windows_walks_rows(case, dtype):
     want = torch.nn.functional.conv2d(torch.tensor(x.numpy()), torch.tensor(w.numpy()), stride=stride,
                                       padding=padding)
     check(out, want)
+
+
+@pytest.mark.parametrize("kind", LAYOUTS[1:])
+def test_packing_windows_of_non_contiguous_images(kind):
+    """The windows of a transposed, strided or flipped batch of images, packed row by row."""
+    x, tx = layout(data((2, 5, 30, 24)), kind)
+    w = lt.asarray(data((20, 5, 3, 3), seed=1))
+    out = lt.nn.functional.conv2d(x, w, padding=1)
+    check(out, torch.nn.functional.conv2d(tx, torch.tensor(w.numpy()), padding=1))
 
 
 @pytest.mark.parametrize("dtype", [lt.float32, lt.float64], ids=str)
