@@ -352,6 +352,63 @@ def test_packing_finds_unit_stride_in_tiles_of_k():
     check(product, tg.permute(1, 0, 2, 3).reshape(16, 96) @ tx.permute(0, 2, 3, 1).reshape(96, 45))
 
 
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64], ids=str)
+@pytest.mark.parametrize("case", [((2, 5, 40, 40), (20, 5, 3, 3), 1, 1), ((3, 4, 13, 20), (18, 4, 3, 3), 1, 2),
+                                  ((1, 6, 23, 45), (17, 6, 5, 3), 2, 1), ((2, 8, 7, 7), (24, 8, 3, 3), 1, 1)],
+                         ids=str)
+def test_packing_windows_walks_rows(case, dtype):
+    """A convolution's windows, whose lane axis is the flattened (oh, ow): a panel is packed row by row of ow
+    (the panel's loops end with the row, k and the row's run), so no lane divides its index: rows wider
+    than a panel, narrower (a panel then spans several), a last panel cut short (13 x 20 =
+    260 pixels), odd filters, a stride; rows of 7, shorter than a quarter of a panel, stay flat."""
+    x_shape, w_shape, stride, padding = case
+    x, w = (lt.asarray(data(s, dtype, seed=i), device="cpu") for i, s in enumerate((x_shape, w_shape)))
+    out = lt.nn.functional.conv2d(x, w, stride=stride, padding=padding)
+    program, _ = compile_kernel(lt.schedule(out)[0].kernel)
+    pack_b = program.stages[1]
+    rows = stride == 1 and out.shape[3] * 4 >= program.layout.nr
+    if stride == 1:  # a stride along ow leaves unit stride only along k: packed in tiles of k instead
+        loops = [v.name for v in pack_b.kernel.loops]
+        assert loops[-3:] == ["cn_row", "ck", "cn_col"] if rows else loops[-2:] == ["ck", "cn_lane"]
+    if rows and not bounds.CHECK:
+        assert not re.search(r"= [us](div|rem) <", pack_b.optimized_ir) and "gather" not in pack_b.optimized_ir
+        assert re.search(r"store <\d+ x (float|double)>", pack_b.optimized_ir), pack_b.optimized_ir
+    want = torch.nn.functional.conv2d(torch.tensor(x.numpy()), torch.tensor(w.numpy()), stride=stride,
+                                      padding=padding)
+    check(out, want)
+
+
+@pytest.mark.parametrize("kind", LAYOUTS[1:])
+def test_packing_windows_of_non_contiguous_images(kind):
+    """The windows of a transposed, strided or flipped batch of images, packed row by row."""
+    x, tx = layout(data((2, 5, 30, 24)), kind)
+    w = lt.asarray(data((20, 5, 3, 3), seed=1))
+    out = lt.nn.functional.conv2d(x, w, padding=1)
+    check(out, torch.nn.functional.conv2d(tx, torch.tensor(w.numpy()), padding=1))
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64], ids=str)
+def test_packing_flattened_pairs_of_either_operand(dtype):
+    """Operands whose lane axis flattens a pair of axes of a wider array (rows of 24 sliced to 20, so the
+    index divides): A's rows and B's columns, each packed by rows of the pair's inner axis, batched, and one
+    made by a reduction."""
+    z = lt.asarray(data((3, 9, 11, 24), dtype, seed=1), device="cpu")
+    y = lt.asarray(data((3, 9, 50), dtype, seed=2), device="cpu")
+    tz, ty = torch.tensor(z.numpy()), torch.tensor(y.numpy())
+    a = z[..., :20].reshape(3, 9, 220).permute(0, 2, 1)   # (3, 220, 9): A's rows are (11, 20) pixels
+    ta = tz[..., :20].reshape(3, 9, 220).permute(0, 2, 1)
+    yt, tyt = y.permute(0, 2, 1), ty.permute(0, 2, 1)
+    for got, want in ((a @ y, ta @ ty), (yt @ a.permute(0, 2, 1), tyt @ ta.permute(0, 2, 1))):
+        program, _ = compile_kernel(lt.schedule(got)[0].kernel)
+        assert any(pack.kernel.loops[-1].name.endswith("_col") for pack in program.stages[:2])
+        check(got, want)
+    check((a * 2 + 1) @ y, (ta * 2 + 1) @ ty)
+    # a sum over a leading axis: packed by the column path, which keeps to each row's run too
+    w = lt.asarray(data((40, 9), dtype, seed=3), device="cpu")
+    tw = torch.tensor(w.numpy())
+    check(w @ z[..., :20].sum(0).reshape(9, 220), tw @ tz[..., :20].sum(0).reshape(9, 220))
+
+
 @pytest.mark.parametrize("kinds", [("contiguous", "contiguous"), ("transposed", "transposed")])
 def test_product_one_vector_wide_takes_tiles_one_vector_wide(kinds):
     x, y, t, u = operands((100, 70), (70, 16), kinds=kinds)

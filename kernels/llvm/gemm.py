@@ -11,6 +11,9 @@ A `kernels.ir.Contraction` runs in four steps, all compiled from LLVM IR:
    computed: a softmax), and the micro-kernel, unrolled by A_RUN, reads the
    MR * A_RUN elements of a run per step of its loop (longer runs, with a
    longer unrolling, make LLVM's scheduler hoist and spill the broadcasts);
+   where a panel's lanes flatten a pair of axes (a convolution's output
+   pixels, `(oh, ow)`), it is copied row by row of the inner axis: each row's
+   run of the panel in vectors, with no division per lane (`_rows`);
 2. `pack_b` does the same for the right operand with panels of NR columns.
    Where each task is one product of a batch (`Layout.fused`), the task packs
    its own product's panels just before multiplying them, so they are still
@@ -34,14 +37,14 @@ use it.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ..dtype import DType, float32
-from ..expr import Expr, Var
+from ..expr import Div, Expr, Mod, Var
 from ..ir import BufferParam, Contraction, Kernel, Store, Value, VOp, substitute, toposort
 from .render import PTR, FunctionBuilder, KernelRenderer, llvm_type, memory_type, symbol, unit_stride
 
@@ -117,13 +120,24 @@ class Layout:
 
 
 @dataclass(frozen=True)
+class Span:
+    """The range of the loop over `var` where it depends on the loops outside it: from the greatest of 0 and
+    `lo` to the least of `var.size` and `hi` (expressions in the outer loops' variables)."""
+
+    var: Var
+    lo: tuple[Expr, ...]
+    hi: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
 class Pack:
-    """A kernel that packs one operand into its panels, with clipped loops: for each (inner, outer, total)
-    of `clips` the loop over `inner` stops at `min(inner.size, total - outer * inner.size)`, so the last
-    panel (or block of k) stops at the operand's edge instead of reading past it."""
+    """A kernel that packs one operand into its panels, with loops over `spans`: the last panel (or block
+    of k) stops at the operand's edge instead of reading past it, and a panel of a flattened pair of axes
+    walks its rows of the inner axis (see `_rows`). A span with no lower bound takes two versions of its
+    loop: where it covers the whole range, a constant trip count, which LLVM unrolls and vectorizes."""
 
     kernel: Kernel
-    clips: tuple[tuple[Var, Var, int], ...]
+    spans: tuple[Span, ...]
     lane: Var  # the copy's innermost loop (a panel's lanes, or k in A's rows): the loops outside stay rolled
 
     def render(self, checked: bool = False) -> str:
@@ -136,7 +150,7 @@ class _PackRenderer(KernelRenderer):
 
     def __init__(self, pack: Pack, checked: bool):
         super().__init__(pack.kernel, checked)
-        self.clips = {inner: (outer, total) for inner, outer, total in pack.clips}
+        self.spans = {span.var: span for span in pack.spans}
         loops = pack.kernel.loops
         self.outer = set(loops[:loops.index(pack.lane)])
         self.outer_latches: list[ir.Instruction] = []  # back edges of the loops in `outer`
@@ -167,27 +181,38 @@ class _PackRenderer(KernelRenderer):
                 latch.set_metadata("llvm.loop", loop_id)
         return module
 
-    def clipped(self, var: Var, hi: ir.Value, body: Callable[[ir.Value], None]) -> None:
-        """`body(end)`, with `end` the end of the loop over `var`: `hi`, or where `var` is clipped, the
-        operand's edge in the last panel (or block of k). Two versions then: the whole panels' loop has a
-        constant trip count, which LLVM unrolls and vectorizes."""
-        if var not in self.clips or self.clips[var][1] % var.size == 0:
-            body(hi)
+    def spanned(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[ir.Value, ir.Value], None]) -> None:
+        """`body(start, end)`, the range of the loop over `var`: [lo, hi), or where `var` has a span, the
+        span's range (see `Span`)."""
+        span = self.spans.get(var)
+        # the bounds that can cut into the range: the others hold for every value of the outer loops
+        lows = [e for e in span.lo if e.vmax > 0] if span else []
+        highs = [e for e in span.hi if e.vmin < var.size] if span else []
+        if not lows and not highs:
+            body(lo, hi)
             return
-        outer, total = self.clips[var]
-        index = self.vars[outer]
-        left = self.b.sub(I64(total), self.b.mul(index, I64(var.size)))
-        self.when(f"{var.name}_whole", self.b.icmp_signed("<", index, I64(total // var.size)),
-                  lambda: body(hi), lambda: body(left))
+        b = self.b
+        start, end = I64(0), I64(var.size)
+        for e in lows:
+            x = self.expr(e)
+            start = b.select(b.icmp_signed(">", x, start), x, start)
+        for e in highs:
+            x = self.expr(e)
+            end = b.select(b.icmp_signed("<", x, end), x, end)
+        if lows:
+            body(start, end)
+        else:
+            self.when(f"{var.name}_whole", b.icmp_signed("==", end, I64(var.size)),
+                      lambda: body(lo, hi), lambda: body(start, end))
 
     def loop(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[], None]) -> None:
-        self.clipped(var, hi, lambda end: self.marked_loop(var, lo, end, body))
+        self.spanned(var, lo, hi, lambda start, end: self.marked_loop(var, start, end, body))
 
     def emit_columns(self, red: Value, lo: ir.Value, hi: ir.Value) -> None:
         # An operand that is a reduction over outer axes (`x.sum(1)` of a row-major x) is packed by the
-        # column path, which runs the innermost loop itself: it must stop at the operand's edge too.
+        # column path, which runs the innermost loop itself: it must keep to its span too.
         columns = super().emit_columns
-        self.clipped(self.kernel.loops[-1], hi, lambda end: columns(red, lo, end))
+        self.spanned(self.kernel.loops[-1], lo, hi, lambda start, end: columns(red, start, end))
 
     def masked_load(self, dtype: DType, buf: int, index: Expr | None, idx: ir.Value, ok: ir.Value | None) -> ir.Value:
         if ok is None or self.fault_slot is not None:
@@ -272,23 +297,60 @@ def _pack(c: Contraction, buffers: tuple[BufferParam, ...], name: str, slot: int
     vb, _, _, vk = c.vars
     batch, k = vb.size, vk.size
     p, lane_var, kb, kt, mapping, value = _k_tiles(c, operand, lane, width, panels)
-    clips = [(lane_var, p, lane.size)]
+    first = Expr.of(p) * width  # the panel's first element along the lane axis
+    spans = [Span(lane_var, (), (lane.size - first,))]
     outer = (vb, p) if by_batch or panels < batch else (p, vb)
     panel = Expr.of(vb) * panels + p
     if a_depth is not None:
         _, _, run, kr, mapping, value = _k_tiles(c, operand, lane, width, panels, A_RUN)
         index = panel * (a_depth * width) + (Expr.of(run) * width + lane_var) * A_RUN + kr
         return Pack(Kernel(name, buffers, c.params, (*outer, lane_var, run, kr), (Store(slot, index, value),)),
-                    (*clips, (kr, run, k)), kr)
+                    (*spans, Span(kr, (), (k - Expr.of(run) * A_RUN,))), kr)
     if _runs_along_k(c, operand, lane, width, panels):
         mapping = {**mapping, vk: Expr.of(kb) * kt.size + kt}
-        clips.append((kt, kb, k))
+        spans.append(Span(kt, (), (k - Expr.of(kb) * kt.size,)))
         loops = (*outer, kb, lane_var, kt)
+    elif (rows := _rows(operand, lane, width)) is not None:
+        # a panel's rows of the lane axis's inner axis, each row's run of the panel walked in order
+        row, col, value = rows
+        start = Expr.of(row) * col.size - first  # the row's first element, from the panel's
+        spans = [Span(row, (first // col.size,), ((first + width - 1) // col.size + 1,)),
+                 Span(col, (-start,), (width - start, lane.size - Expr.of(row) * col.size))]
+        index = (panel * k + vk) * width + start + col
+        return Pack(Kernel(name, buffers, c.params, (*outer, row, vk, col), (Store(slot, index, value),)),
+                    tuple(spans), col)
     else:
         (value,) = substitute([operand], mapping)
         loops = (*outer, vk, lane_var)
     index = (panel * k + mapping.get(vk, Expr.of(vk))) * width + lane_var
-    return Pack(Kernel(name, buffers, c.params, loops, (Store(slot, index, value),)), tuple(clips), lane_var)
+    return Pack(Kernel(name, buffers, c.params, loops, (Store(slot, index, value),)), tuple(spans), lane_var)
+
+
+def _divisions(e: Expr) -> Iterator[Div | Mod]:
+    """The floor divisions and modulos in `e`, nested ones included."""
+    for atom, _ in e.terms:
+        if not isinstance(atom, Var):
+            yield atom
+            yield from _divisions(atom.x)
+
+
+def _rows(operand: Value, lane: Var, width: int) -> tuple[Var, Var, Value] | None:
+    """Where the operand's lane axis is a flattened pair of axes (a convolution's output pixels, `(oh, ow)`,
+    read as `lane // OW` and `lane % OW`): the lane axis as rows and columns, `lane = row * OW + col`, and
+    the operand read that way, if that leaves no division by the columns' variable.
+
+    A flat lane loop divides each lane's index: a division LLVM does not vectorize, and loads through
+    gathers. Within a row the division is the row, computed once, and the loads step through memory,
+    so the copy of each row's run vectorizes. Rows shorter than a quarter of a panel (`width`) are left
+    flat: their runs would be too short to fill a vector."""
+    divisors = [d.c for v in toposort([operand]) for e in v.exprs() for d in _divisions(e) if lane in d.x.vars()]
+    if not divisors or (cols := min(divisors)) * 4 < width:
+        return None
+    row, col = Var(f"{lane.name}_row", -(-lane.size // cols)), Var(f"{lane.name}_col", cols)
+    (value,) = substitute([operand], {lane: Expr.of(row) * cols + col})
+    if any(col in d.x.vars() for v in toposort([value]) for e in v.exprs() for d in _divisions(e)):
+        return None
+    return row, col, value
 
 
 # The geometry a GEMM core reads at run time, in this order (one i64 each): the product's rows m and
