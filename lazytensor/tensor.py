@@ -217,8 +217,7 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
         if len(others) == 1:  # the common cases first: an op builds thousands of these per training step
             o, node = others[0], self._node
             if (type(o) is float or type(o) is int) and node.dtype.kind == "f":  # a float tensor and a number
-                return [self, Tensor._make(Op.SCALAR, node.dtype, node.shape, (), float(o), device=node.device)], \
-                    node.dtype
+                return [self, Tensor._scalar(o, node.dtype, node.device, op, node.shape)], node.dtype
             if _is_scalar(o):
                 dtype = dtypes.weak_result_type(self.dtype, o)
                 return [self.cast(dtype), self._scalar_operand(o, dtype, op, self.shape, baked)], dtype

@@ -700,7 +700,6 @@ class KernelRenderer(FunctionBuilder):
                     else:
                         self.vals[id(v)] = self.value(v)
 
-
             def stage(new: list[Value]) -> None:
                 """The block's columns of `new`, values of the output loop, into their arrays."""
                 def column(at: Callable[[Value], ir.Value]) -> None:

@@ -277,9 +277,14 @@ def _take_chunks() -> ctypes._CFuncPtr:
     return _take_chunks_fn
 
 
+def _one_thread(work: int) -> bool:
+    """Whether `work` loop iterations are too few to share between two threads."""
+    return work < 2 * PARALLEL_MIN_WORK
+
+
 def _threads(calls: Sequence[tuple[ctypes._CFuncPtr, int]], work: int) -> int:
     """How many threads it pays to share out `calls`, worth `work` together, to."""
-    if work < 2 * PARALLEL_MIN_WORK:  # one, whatever the pool: without reading the environment
+    if _one_thread(work):  # whatever the pool: without reading the environment
         return 1
     return min(num_threads(), sum(n for _, n in calls), work // PARALLEL_MIN_WORK)
 
@@ -361,7 +366,7 @@ class Program:
     def __call__(self, buffers: Sequence[int], params: Sequence[int | float]) -> None:
         ptrs = (ctypes.c_void_p * max(1, len(buffers)))(*buffers)
         slots = _scalar_slots(params, self.kernel.params, checked=self.checked)
-        if self.work < 2 * PARALLEL_MIN_WORK:  # one thread's work (`_threads`): a small kernel's launch is this
+        if _one_thread(self.work):  # a small kernel's launch is this: no chunks, no pool
             self.fn(ptrs, slots, 0, self.extent)
         else:
             _split(self.phases(), ptrs, slots)
