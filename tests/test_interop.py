@@ -22,11 +22,21 @@ import torch.utils.dlpack
 import lazytensor as lt
 from conftest import check, random_array, to_torch_dtype
 from lazytensor import dlpack, interop
+from lazytensor.kernels.triton.targets import interpreting
 
 DEFAULT_DEVICE = lt.zeros(1).device  # LT_DEVICE, else cpu
 EVERY_DTYPE = [lt.bool_, lt.int8, lt.int16, lt.int32, lt.int64, lt.uint8, lt.uint16, lt.uint32, lt.uint64, lt.float16,
                lt.bfloat16, lt.float32, lt.float64]
 HOST = (1, 0)  # DLPack's (kDLCPU, 0): the CPU's memory, and that of Triton's interpreter
+ON_A_GPU = DEFAULT_DEVICE.startswith("cuda") and not interpreting()
+
+
+@pytest.fixture
+def host_memory(monkeypatch):
+    """The export tests below are about host memory, DLPack's (kDLCPU, 0): on a GPU they run on the CPU
+    (`test_export_from_a_gpu` is theirs there)."""
+    if ON_A_GPU:
+        monkeypatch.setenv("LT_DEVICE", "cpu")
 
 
 def bit_patterns(shape: tuple[int, ...], dtype: lt.DType, seed: int) -> np.ndarray:
@@ -68,6 +78,7 @@ def read_capsule(capsule) -> tuple[bytes, dlpack.DLManagedTensor | dlpack.DLMana
 # ---- DLPack export ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("host_memory")
 @pytest.mark.parametrize("dtype", EVERY_DTYPE, ids=str)
 @pytest.mark.parametrize("shape", [(3, 4), (), (0, 2)], ids=str)
 def test_export_shares_the_buffer_read_only_and_round_trips_bit_for_bit(dtype, shape):
@@ -92,6 +103,7 @@ def test_export_shares_the_buffer_read_only_and_round_trips_bit_for_bit(dtype, s
         assert bits(again) == bits(arr) and (again.node.buffer.ptr == ptr or x.numel() == 0)
 
 
+@pytest.mark.usefixtures("host_memory")
 def test_export_of_a_lazy_view_realizes_it_into_a_contiguous_buffer():
     arr = random_array((4, 6), lt.float32, seed=2)
     x = lt.asarray(arr).T[1:3]
@@ -100,6 +112,7 @@ def test_export_of_a_lazy_view_realizes_it_into_a_contiguous_buffer():
     assert a.flags.c_contiguous and a.ctypes.data == x.node.buffer.ptr
 
 
+@pytest.mark.usefixtures("host_memory")
 @pytest.mark.parametrize("max_version", [None, (0, 8), (1, 0), (1, 3), (2, 0)], ids=str)
 @pytest.mark.parametrize("copy", [None, True, False], ids=str)
 @pytest.mark.parametrize("dl_device", [None, HOST], ids=str)
@@ -126,6 +139,7 @@ def test_export_by_version_copy_and_device(max_version, copy, dl_device):
     np.testing.assert_array_equal(np.ctypeslib.as_array((ctypes.c_float * 12).from_address(t.data)).reshape(3, 4), arr)
 
 
+@pytest.mark.usefixtures("host_memory")
 def test_a_legacy_consumer_gets_a_copy_it_may_write():
     arr = random_array((3, 4), lt.float32, seed=4)
     x = lt.asarray(arr)
@@ -137,6 +151,7 @@ def test_a_legacy_consumer_gets_a_copy_it_may_write():
     assert shared.data_ptr() == x.node.buffer.ptr and bits(shared) == bits(arr)
 
 
+@pytest.mark.usefixtures("host_memory")
 def test_copy_true_gives_the_consumer_a_writable_copy():
     arr = random_array((3, 4), lt.int32, seed=5)
     x = lt.asarray(arr)
@@ -146,6 +161,7 @@ def test_copy_true_gives_the_consumer_a_writable_copy():
     np.testing.assert_array_equal(x.numpy(), arr)
 
 
+@pytest.mark.usefixtures("host_memory")
 def test_an_export_lives_until_its_consumer_is_done():
     """The consumer may outlive the tensor: the buffer stays (the pool does not hand its memory out again) until
     the consumer releases it, or until a capsule nobody consumed dies."""
@@ -172,6 +188,7 @@ def test_an_export_lives_until_its_consumer_is_done():
         assert buffer() is None and len(dlpack._exports) == exports
 
 
+@pytest.mark.usefixtures("host_memory")
 def test_export_arguments_the_standard_rules_out():
     x = lt.asarray([1.0, 2.0])
     with pytest.raises(ValueError, match="stream=None"):  # host memory has no stream
@@ -183,6 +200,19 @@ def test_export_arguments_the_standard_rules_out():
     if "cuda:0" not in [d.name for d in lt.devices()] or DEFAULT_DEVICE != "cpu":
         with pytest.raises(BufferError, match=r"\(2, 0\)"):  # no GPU here; Triton's interpreter is host memory
             x.__dlpack__(dl_device=(2, 0))
+
+
+@pytest.mark.skipif(not ON_A_GPU, reason="the export of a GPU's memory: LT_DEVICE=cuda on a GPU")
+def test_export_from_a_gpu():
+    arr = random_array((3, 4), lt.float32, seed=6)
+    x = lt.asarray(arr) * 2
+    assert x.__dlpack_device__() == (2, int(DEFAULT_DEVICE.partition(":")[2] or 0))  # kDLCUDA
+    t = torch.from_dlpack(x)  # torch's stream waits for the kernel that computes x
+    assert t.device.type == "cuda" and t.data_ptr() == x.node.buffer.ptr
+    np.testing.assert_array_equal(t.cpu().numpy(), arr * 2)
+    back = lt.from_dlpack(t * 3)
+    assert back.device == DEFAULT_DEVICE and back.node.buffer.ptr != x.node.buffer.ptr
+    np.testing.assert_array_equal(back.numpy(), arr * 6)
 
 
 def test_reading_data_inside_jit_is_refused():

@@ -30,7 +30,9 @@ from conftest import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, WIDE_UNSIGNED_DTYPES,
 from lazytensor.kernels import ir
 from lazytensor.kernels.dtype import int64, uint8
 from lazytensor.kernels.expr import Expr, Var
+from lazytensor.kernels.legalize import legalize
 from lazytensor.kernels.triton import Tiling, cuda, gemm, render, targets
+from lazytensor.kernels.triton.render import NATIVE
 
 # Triton reads TRITON_INTERPRET once, when it is imported: triton_interpreter imports it interpreted, unless
 # this session is for a GPU, and then these tests skip.
@@ -246,6 +248,54 @@ def test_softmax_source_is_persistent_or_looped():
     looped = render(item.kernel, Tiling(max_block=32, max_tile=32)).source
     assert " in range(" not in persistent and persistent.count("tl.arange(0, 128)") == 3
     assert looped.count("in range(0, 100, 32)") == 3 and "_reduce_max" in looped
+
+
+def _two_sums(reads_output: bool) -> ir.Kernel:
+    """b0[0] = sum(b2), then b1[0] = sum over rows of row sums of b2 (reading b0 where `reads_output`)."""
+    f32, r0, r1, r2 = lt.float32, Var("r0", 8), Var("r1", 8), Var("r2", 3)
+    count = ir.reduce(ir.ReduceOp.SUM, ir.load(2, f32, Expr.of(r0) * 3, ()), (r0,))
+    rows = ir.reduce(ir.ReduceOp.SUM, ir.load(2, f32, Expr.of(r1) * 3 + r2, ()), (r2,))
+    total = ir.reduce(ir.ReduceOp.SUM, rows, (r1,))
+    other = ir.load(0, f32, Expr.of(0), ()) if reads_output else count
+    bufs = (ir.BufferParam(f32, 1, True), ir.BufferParam(f32, 1, True), ir.BufferParam(f32, 24))
+    return ir.Kernel("two_sums", bufs, (), (Var("o0", 1),),
+                     (ir.Store(0, Expr.of(0), count), ir.Store(1, Expr.of(0), ir.alu(ir.Alu.DIV, f32, total, other))))
+
+
+def test_a_store_follows_its_value_where_the_kernel_does_not_read_its_buffer():
+    """A reduction's result is stored before the reductions after it: Triton 3.6 cannot compile such a kernel
+    (a cross-entropy's count of kept labels and its loss) with the store after them (its layout pass). Where
+    the kernel reads the buffer it writes, every store comes last."""
+    source = render(_two_sums(False)).source
+    stores = [source.index(f"tl.store(tl.broadcast_to(b{i} + 0, [1, 1, 1])") for i in (0, 1)]
+    sums = [i for i in range(len(source)) if source.startswith("tl.sum(", i)]
+    assert len(sums) == 3 and stores[0] < sums[1] and stores[1] > sums[2]
+    lines = render(_two_sums(True)).source.splitlines()
+    assert all("tl.store(" not in line for line in lines[:-2]) and all("tl.store(" in line for line in lines[-2:])
+
+
+def test_functions_triton_approximates_come_from_libdevice_on_a_gpu():
+    """float32 exp and exp2 and a float remainder: libdevice's on a GPU, Triton's own under the interpreter
+    (which has no libdevice and computes them with NumPy); narrowing conversions keep the sign of a NaN."""
+    x = lt.asarray(random_array((5,), lt.float32, 8), device="cuda")
+    y = lt.asarray(random_array((5,), lt.float64, 9), device="cuda")
+    (item,) = lt.schedule(x.exp() + x.exp2() + lt.remainder(x, 3.0) + y.cast(lt.float32) + lt.remainder(y, 2.0).cast(lt.float32))
+    legal = legalize(item.kernel, NATIVE)
+    gpu, interpreted = render(legal).source, render(legal, libdevice=False).source
+    assert "from triton.language.extra import libdevice" in gpu and "libdevice" not in interpreted
+    for fn in ("exp", "exp2", "fmod"):
+        assert f"libdevice.{fn}(" in gpu and f"tl.{fn}(" not in gpu
+    assert "tl.exp(" in interpreted and "tl.exp2(" in interpreted and " % " in interpreted
+    assert "_narrowed(" in gpu and "_narrowed(" in interpreted
+
+
+def test_small_integer_parameters_arrive_as_int32():
+    """Triton 3.6's launcher reads an int8 argument as an unsigned byte (refusing -1): they come as int32 and
+    the kernel narrows them."""
+    x = lt.asarray(np.array([1, -2, 3], np.int8), device="cuda")
+    (item,) = lt.schedule(x + lt.asarray(np.int8(-100), device="cuda").reshape(()))
+    assert ": tl.int32" in render(item.kernel).source or not item.kernel.params
+    assert_same(lambda t: t * -128 + 127, x)
 
 
 def test_large_kernels_index_in_int64():
@@ -496,6 +546,23 @@ def compile_for_sm90(script: str) -> None:
 def test_the_gemm_source_compiles_for_sm90():
     """Triton compiles for a GPU it does not have: float32 exact and TF32, float64, a fused epilogue."""
     compile_for_sm90(SM90_GEMM_CHECK)
+
+
+SM90_SUBNORMALS_CHECK = SM90_PRELUDE + """
+from lazytensor.kernels.triton import runtime
+x = lt.asarray(np.linspace(-3, 3, 12, dtype=np.float32))
+(item,) = lt.schedule(lt.ceil(x) + lt.floor(x * 3) + lt.sqrt(x * x))
+legal = legalize(item.kernel, NATIVE)
+src = render(legal)
+code = ptx(src, list(enumerate(legal.buffers)), legal.params, runtime.Program(legal, src, None, None, None).options)
+assert "cvt.rpi.f32.f32" in code and ".ftz" not in code, code
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton.backends.nvidia") is None, reason="no CUDA backend in triton")
+def test_subnormal_numbers_are_not_flushed_to_zero_on_sm90():
+    """Triton compiles libdevice's functions flushing subnormals by default (ceil(1e-40) would be 0.0)."""
+    compile_for_sm90(SM90_SUBNORMALS_CHECK)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("triton.backends.nvidia") is None, reason="no CUDA backend in triton")

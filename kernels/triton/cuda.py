@@ -25,7 +25,11 @@ from collections.abc import Callable
 from contextvars import ContextVar
 
 CUDA_SUCCESS = 0
+CUDA_ERROR_INVALID_VALUE = 1
 CUDA_ERROR_OUT_OF_MEMORY = 2
+# What cuMemAlloc answers where there is no room: out of memory, or, for a size beyond what the device can
+# address at all (2**60 bytes), an invalid value (the size is its only argument that can be wrong).
+NO_ROOM = (CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_INVALID_VALUE)
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
 CU_STREAM_NON_BLOCKING = 1
@@ -153,13 +157,13 @@ class CachingAllocator:
         try:
             ptr = self._malloc(size)
         except CudaError as e:
-            if e.code != CUDA_ERROR_OUT_OF_MEMORY:
+            if e.code not in NO_ROOM:
                 raise
             self.empty_cache()
             try:
                 ptr = self._malloc(size)
             except CudaError as again:
-                if again.code != CUDA_ERROR_OUT_OF_MEMORY:
+                if again.code not in NO_ROOM:
                     raise
                 raise MemoryError from None
         with self._lock:

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..dtype import (
@@ -231,6 +231,16 @@ def _signbit(x):
     else:
         return x.to(tl.int64, bitcast=True) < 0
 ''', ()),
+    "_narrowed": ('''
+@triton.jit
+def _narrowed(x, y):
+    # y, x converted to a narrower float, with the sign of a NaN kept: the GPU's conversion drops it
+    if y.dtype == tl.float32:
+        bits = y.to(tl.int32, bitcast=True) | tl.where(x != x, tl.where(_signbit(x), -2147483648, 0), 0)
+    else:
+        bits = y.to(tl.int16, bitcast=True) | tl.where(x != x, tl.where(_signbit(x), -32768, 0), 0).to(tl.int16)
+    return bits.to(y.dtype, bitcast=True)
+''', ("_signbit",)),
     "_reduce_max": _extremum_helper("max", "-inf"),
     "_reduce_min": _extremum_helper("min", "inf"),
     "_mul": ('''
@@ -249,7 +259,8 @@ class ValueRenderer:
     stores into lines of the function body, and the lines into a module.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, libdevice: bool) -> None:
+        self.libdevice = libdevice  # see LIBDEVICE_FUNCTIONS: False under the interpreter, which has no libdevice
         self.lines: list[str] = []
         self.indent = 1
         self.names: dict[int, str] = {}    # id(value) -> the Python name holding it
@@ -347,11 +358,14 @@ class ValueRenderer:
     def module(self, description: str, name: str, args: list[str], params: tuple[DType, ...]) -> str:
         """The module's source: `description` as a comment, the helpers used, then `@triton.jit def name`
         over `args` (the buffers) and the scalar parameters, with the lines emitted so far as its body."""
-        args = args + [f"p{i}: {TL_TYPES[d]}" for i, d in enumerate(params)]
+        # Integers narrower than 32 bits arrive as int32, and the PARAM's tl.full narrows them: Triton 3.6's
+        # launcher parses an int8 argument as an unsigned byte, refusing every negative one.
+        args = args + [f"p{i}: {'tl.int32' if d.is_int and d.bits < 32 else TL_TYPES[d]}" for i, d in enumerate(params)]
         # Scalar parameters are data: without this Triton would compile a variant per value.
         unspecialized = f"(do_not_specialize={[f'p{i}' for i in range(len(params))]})" if params else ""
         comment = "\n".join(f"# {line}" for line in description.splitlines())
-        parts = [comment, "", "import triton", "import triton.language as tl", ""]
+        parts = [comment, "", "import triton", "import triton.language as tl"]
+        parts += ["from triton.language.extra import libdevice", ""] if "libdevice." in "\n".join(self.lines) else [""]
         parts += [_HELPERS[h][0] for h in self.helpers]
         parts += ["", f"@triton.jit{unspecialized}", f"def {name}({', '.join(args)}):", *self.lines, ""]
         return "\n".join(parts)
@@ -429,12 +443,18 @@ class ValueRenderer:
     def cast(self, x: str, src: DType, dst: DType) -> str:
         """A core cast (see `kernels/legalize.py`), or a float16 conversion: Triton's own. A float
         arrives here in the range of its integer target."""
-        return x if src == dst else f"{x}.to({TL_TYPES[dst]})"
+        if src == dst:
+            return x
+        if src.is_float and dst.is_float and dst.bits < src.bits:
+            return f"{self.helper('_narrowed')}({x}, {x}.to({TL_TYPES[dst]}))"
+        return f"{x}.to({TL_TYPES[dst]})"
 
     def alu(self, op: Alu, dt: DType, s: list[str]) -> str:
         """`op` on operands of dtype `dt` (a WHERE's operands: its second and third): a core op, or a
         library op of `NATIVE` (see `kernels/legalize.py`)."""
         fl = dt.is_float
+        if fl and self.libdevice and (op, dt) in LIBDEVICE_FUNCTIONS:
+            return f"libdevice.{LIBDEVICE_FUNCTIONS[op, dt]}({', '.join(s)})"
         if op in UNARY_FUNCTIONS and fl:
             return f"{UNARY_FUNCTIONS[op]}({s[0]})"
         if op in OPERATORS:
@@ -469,6 +489,11 @@ ATOMICS = {ReduceOp.SUM: ((*WORDS, float32, float64), "tl.atomic_add"),
 OPERATORS = {Alu.ADD: "+", Alu.SUB: "-", Alu.MUL: "*", Alu.TRUNCDIV: "//", Alu.REM: "%", Alu.SHL: "<<",
              Alu.SHR: ">>", Alu.AND: "&", Alu.OR: "|", Alu.XOR: "^", Alu.CMPLT: "<", Alu.CMPLE: "<=",
              Alu.CMPEQ: "==", Alu.CMPNE: "!="}
+# What Triton computes approximately on a GPU, taken from CUDA's libdevice there (within 2 ulps, as the IR
+# asks): float32 exp and exp2 (Triton's ex2.approx, several ulps off and flushing subnormal results to 0),
+# and a float remainder (LLVM's frem expands to x - trunc(x/y)*y: inexact, and wrong at infinities).
+LIBDEVICE_FUNCTIONS = {(Alu.EXP, float32): "exp", (Alu.EXP2, float32): "exp2",
+                       (Alu.REM, float32): "fmod", (Alu.REM, float64): "fmod"}
 UNARY_FUNCTIONS = {op: f"tl.{op.label}" for op in (Alu.EXP, Alu.EXP2, Alu.LOG, Alu.LOG2, Alu.SIN, Alu.COS, Alu.ERF,
                                                    Alu.FLOOR, Alu.CEIL)}
 
@@ -481,8 +506,8 @@ def stand_in(name: str, dtype: DType) -> Value:
 class _Renderer(ValueRenderer):
     """Lays a kernel's loops out on tensor axes (see the module docstring) and renders it."""
 
-    def __init__(self, kernel: Kernel, tiling: Tiling):
-        super().__init__()
+    def __init__(self, kernel: Kernel, tiling: Tiling, libdevice: bool):
+        super().__init__(libdevice)
         self.kernel, self.tiling = kernel, tiling
         self.values, paths = loop_scopes(kernel)
         self._build_scopes(paths)
@@ -571,11 +596,17 @@ class _Renderer(ValueRenderer):
     def render(self) -> TritonSource:
         k = self.kernel
         self.open_scope(self.row)
+        # Without a column scope a store is emitted as soon as its value is computed: Triton 3.6's layout
+        # pass (RemoveLayoutConversions) can fail to compile a reduction's result that is stored after
+        # another reduction reads it. Not for a buffer the kernel also reads, which must not see the store.
+        read = {v.arg[0] for v in self.values if v.op is VOp.LOAD}
+        self.early_stores = [] if self.col is not None else [s for s in k.stores if s.buf not in read]
+        late = [s for s in k.stores if all(s is not e for e in self.early_stores)]
         self.emit_body(self.row)
         if self.col is not None:
-            self.in_scope(self.col, lambda: self.emit_stores(self.col))
+            self.in_scope(self.col, lambda: self.emit_stores(self.col, late))
         else:
-            self.emit_stores(self.row)
+            self.emit_stores(self.row, late + self.early_stores)
         name = identifier(k.name)
         source = self.module(f"Generated by lazytensor from this kernel IR:\n{k}", name,
                              [f"b{i}" for i in range(len(k.buffers))], k.params)
@@ -631,11 +662,15 @@ class _Renderer(ValueRenderer):
                 self.emit_reduce(v)
             else:
                 self.define(v, self.value(v))
+            if scope is self.row and self.early_stores:
+                ready = [all(id(r) in self.names for r in s.roots()) for s in self.early_stores]
+                self.emit_stores(self.row, [s for s, r in zip(self.early_stores, ready) if r])
+                self.early_stores = [s for s, r in zip(self.early_stores, ready) if not r]
 
-    def emit_stores(self, scope: _Scope) -> None:
+    def emit_stores(self, scope: _Scope, stores: Sequence[Store]) -> None:
         masks = [s for s in scope.chain() if s.mask]
         mask_shape = _broadcast(*(self.axis(s) for s in masks))
-        for store in self.kernel.stores:
+        for store in stores:
             self.store(self.kernel.buffers[store.buf].dtype, store, " & ".join(s.mask for s in masks), mask_shape)
 
     def emit_reduce(self, red: Value) -> None:
@@ -694,7 +729,8 @@ class _Renderer(ValueRenderer):
         return f"{total}.to({TL_TYPES[dt]})" if dt.is_int and dt.bits < 32 else total
 
 
-def render(kernel: Kernel, tiling: Tiling = Tiling()) -> TritonSource:
+def render(kernel: Kernel, tiling: Tiling = Tiling(), libdevice: bool = True) -> TritonSource:
     """The Triton module for `kernel`, legalized for `NATIVE` (as `runtime.compile_kernel` does): one
-    `@triton.jit` function (and the helpers it calls)."""
-    return _Renderer(kernel, tiling).render()
+    `@triton.jit` function (and the helpers it calls); with `libdevice` False, for Triton's interpreter
+    (see `LIBDEVICE_FUNCTIONS`)."""
+    return _Renderer(kernel, tiling, libdevice).render()

@@ -77,7 +77,10 @@ class Program:
         # computes what its IR says, rounding each op as the CPU backend does (legalization's double-double
         # arithmetic is exact only so). Stated, not left to the Triton version (3.6 contracts, 3.9 warns
         # that its default will change).
-        self.options: dict[str, Any] = {"num_warps": source.num_warps, "enable_fp_fusion": False}
+        # Nor are subnormal numbers flushed to zero in libdevice's functions (Triton's default): the IR's floats
+        # are IEEE's, as on the CPU.
+        self.options: dict[str, Any] = {"num_warps": source.num_warps, "enable_fp_fusion": False,
+                                        "enable_reflect_ftz": False}
         if source.num_stages is not None:
             self.options["num_stages"] = source.num_stages
 
@@ -318,7 +321,7 @@ def compile_kernel(kernel: Kernel | Contraction | Scatter | Sort | Scan | Librar
         program = ScatterProgram(legal, _legal_program(legal.base, target, tiling),
                                  _legal_program(legal.updates, target, tiling))
     else:
-        program = _program(legal, render(legal, tiling), target)
+        program = _program(legal, render(legal, tiling, not target.interpreted), target)
     program.compile_seconds = time.perf_counter() - t0
     _programs[key] = program
     return program, True
@@ -328,7 +331,7 @@ def _legal_program(kernel: Kernel, target: Target, tiling: Tiling) -> Program:
     """The program of a legalized kernel, compiled once for its body."""
     key = (kernel.body_text(), tiling, target, "")
     if (hit := _programs.get(key)) is None:
-        hit = _programs[key] = _program(kernel, render(kernel, tiling), target)
+        hit = _programs[key] = _program(kernel, render(kernel, tiling, not target.interpreted), target)
     return hit
 
 
