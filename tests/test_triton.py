@@ -174,6 +174,17 @@ def test_masks_from_padding_never_read_out_of_bounds():
     assert_same(lambda t: t.pad(((1, 2), (3, 0))) + 1, x)
 
 
+def test_gathers_skip_the_lanes_past_the_end_of_their_loops():
+    """A lane past the last row computes a row index past the table's end, where the index from data may be
+    valid: the gather's mask has the lane mask too."""
+    table, ids = random_array((5, 3), lt.float32, 1), np.array([[0, 2, 1]] * 5)
+    assert_same(lambda t, i: t.gather(1, i), table, ids)
+    (kernel,) = (item.kernel for item in lt.schedule(lt.asarray(table, device="cuda").gather(
+        1, lt.asarray(ids, device="cuda"))) if any(v.op is ir.VOp.GATHER for v in item.kernel.values()))
+    source = render(kernel).source
+    (gathered,) = (line for line in source.splitlines() if "tl.load(tl.broadcast_to(" in line)
+    assert "xmask = x < 15" in source and gathered.endswith("& xmask, other=0)"), source
+
 def test_index_division_with_negative_numerators():
     """Div and Mod atoms of an index whose numerator may be negative use floor semantics."""
     o0 = Var("o0", 12)

@@ -59,7 +59,7 @@ from ..dtype import (
     uint64,
 )
 from ..expr import Bounds, Div, Expr, Mod, Var
-from ..ir import Alu, Kernel, ReduceOp, Store, Value, VOp, alu, loop_scopes, toposort
+from ..ir import Alu, Kernel, ReduceOp, Store, Value, VOp, alu, free_vars, loop_scopes, toposort
 from ..legalize import Key, legalize_values
 
 TL_TYPES: dict[DType, str] = {
@@ -412,8 +412,11 @@ class ValueRenderer:
         if v.op is VOp.BITCAST:
             return f"{srcs[0]}.to({TL_TYPES[v.dtype]}, bitcast=True)"
         if v.op is VOp.GATHER:
+            # The IR defines the index at the points of the loops only: a lane past the end of one, where
+            # `valid` may hold, could reach outside the buffer.
+            lanes = self.lane_masks(set(free_vars(toposort([v]))[id(v)]))
             ptr = f"tl.broadcast_to(b{v.arg} + {srcs[0]}, {list(self.shapes[id(v)])})"
-            code = f"tl.load({ptr}, mask={srcs[1]}, other=0)"
+            code = f"tl.load({ptr}, mask={' & '.join([srcs[1], *lanes])}, other=0)"
             return f"({code} != 0)" if v.dtype == bool_ else code
         return self.alu(v.arg, v.srcs[-1].dtype, srcs)
 
