@@ -322,7 +322,8 @@ class ValueRenderer:
             self.emit(f"tl.store({ptr}, {value}{f', mask={mask}' if mask else ''})")
             return
         # A scatter's store: at its computed index, where its mask and the lane mask hold. Updates of one
-        # element from lanes of one block or from two blocks: a fold is atomic; of plain writes one stays.
+        # element from lanes of one block or from two blocks: a fold is atomic; of plain writes any one
+        # stays, so those of a scatter in order come claimed (`kernels/claim.py`), one write per element.
         at, ok = self.names[id(store.at)], self.names[id(store.mask)]
         shape = _broadcast(*(self.shapes[id(v)] for v in store.roots()), mask_shape)
         ptr = f"tl.broadcast_to(b{store.buf} + {at}, {list(shape)})"
