@@ -176,6 +176,17 @@ def test_masks_from_padding_never_read_out_of_bounds():
     assert_same(lambda t: t.pad(((1, 2), (3, 0))) + 1, x)
 
 
+def test_gathers_skip_the_lanes_past_the_end_of_their_loops():
+    """A lane past the last row computes a row index past the table's end, where the index from data may be
+    valid: the gather's mask has the lane mask too."""
+    table, ids = random_array((5, 3), lt.float32, 1), np.array([[0, 2, 1]] * 5)
+    assert_same(lambda t, i: t.gather(1, i), table, ids)
+    (kernel,) = (item.kernel for item in lt.schedule(lt.asarray(table, device="cuda").gather(
+        1, lt.asarray(ids, device="cuda"))) if any(v.op is ir.VOp.GATHER for v in item.kernel.values()))
+    source = render(kernel).source
+    (gathered,) = (line for line in source.splitlines() if "tl.load(tl.broadcast_to(" in line)
+    assert "xmask = x < 15" in source and gathered.endswith("& xmask, other=0)"), source
+
 def test_index_division_with_negative_numerators():
     """Div and Mod atoms of an index whose numerator may be negative use floor semantics."""
     o0 = Var("o0", 12)
@@ -306,6 +317,65 @@ def test_large_kernels_index_in_int64():
     small = ir.Kernel("small", (ir.BufferParam(uint8, 64, True),), (), (Var("o0", 64),),
                       (ir.Store(0, Expr.of(Var("o0", 64)), ir.const(1, uint8)),))
     assert "x = pid * 64" in render(small).source
+
+
+# ---- scatters ----------------------------------------------------------------------------------------
+
+def scatter_program(t: lt.Tensor):
+    """The scatter that computes `t` (a cuda tensor), and its compiled program."""
+    (kernel,) = (item.kernel for item in lt.schedule(t) if isinstance(item.kernel, ir.Scatter))
+    return kernel, lt.devices()[1].compile(kernel)[0]
+
+
+def test_a_scatter_that_may_write_an_element_twice_claims_it_for_its_last_write():
+    """Updates run side by side on a GPU, where plain stores would keep any one of several writes: the base
+    kernel sets a claim per element to -1, the claim kernel folds each update's position into the claim of
+    the element it writes with an atomic max, the write kernel writes where the update holds the claim.
+    Folding and distinct scatters are the base and the updates as they are."""
+    x = lt.asarray(np.zeros(10, np.float32), device="cuda")
+    x[lt.asarray(np.array([3, 3, 1]), device="cuda")] = 2.0
+    kernel, program = scatter_program(x)
+    base, claim, write = (step.source.source for step in program.steps)
+    assert program.scratch == (ir.BufferParam(lt.int32, 10, scratch=True),)
+    assert "tl.full([], -1, tl.int32)" in base and base.count("tl.store(") == 2
+    assert claim.count("tl.atomic_max(tl.broadcast_to(b4 + ") == 1 and "tl.store(" not in claim
+    assert "tl.load(tl.broadcast_to(b4 + " in write and write.count("tl.store(b") + write.count("tl.store(tl") == 1
+    summed = lt.zeros(10, device="cuda").scatter_add(0, lt.asarray(np.array([3, 3, 1]), device="cuda"),
+                                                     lt.ones(3, device="cuda"))
+    ranked = lt.zeros(10, device="cuda")._scatter(0, lt.arange(3, device="cuda"), lt.ones(3, device="cuda"), None,
+                                                  distinct=True)
+    for t, fold in ((summed, "tl.atomic_add("), (ranked, "tl.store(")):
+        kernel, program = scatter_program(t)
+        assert [step.kernel for step in program.steps] == [kernel.base, kernel.updates] and not program.scratch
+        assert fold in program.steps[1].source.source and "atomic_max" not in program.steps[1].source.source
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.float16, lt.int8, lt.int64, lt.uint16, lt.bool_], ids=str)
+def test_repeated_indexes_keep_the_last_write_as_numpy(dtype, tiling):
+    """Many updates on few elements, in one program and across many (the tiny tiling); indexes negative,
+    broadcast values, non-contiguous operands, and PyTorch's scatter along an inner axis."""
+    rng = np.random.default_rng(7)
+    x, vals = random_array((6, 9), dtype, seed=1), random_array((300,), dtype, seed=2)
+    rows, cols = rng.integers(-6, 6, 300), rng.integers(0, 3, 300)
+
+    def written(base: np.ndarray, index, value: np.ndarray) -> np.ndarray:
+        want = base.copy()
+        want[index] = value
+        t = lt.asarray(base, device="cuda")
+        t[tuple(lt.asarray(i, device="cuda") for i in index)] = lt.asarray(value, device="cuda")
+        np.testing.assert_array_equal(t.numpy(), want)
+        return want
+
+    written(x, (rows, cols), vals)
+    written(x, (np.array([1, 1, 1]),), random_array((3, 1), dtype, seed=3))  # each row thrice, broadcast
+    written(x.T[::-1], (rows % 9, cols), vals[::-1])  # a flipped transpose; values read backwards
+    index = rng.integers(0, 2, (5, 9))  # 5 updates for each of 2 rows of each column
+    src = random_array((7, 9), dtype, seed=4)
+    want = x.copy()
+    for i, j in np.ndindex(index.shape):
+        want[index[i, j], j] = src[i, j]
+    got = lt.asarray(x, device="cuda").scatter(0, lt.asarray(index, device="cuda"), lt.asarray(src, device="cuda"))
+    np.testing.assert_array_equal(got.numpy(), want)
 
 
 # ---- contractions: the tl.dot template ----------------------------------------------------------------
@@ -537,6 +607,26 @@ assert "mul.hi." in by_seven and not re.search(r"\\b(div|rem)\\.[su]", by_seven)
 """
 
 
+# The claim kernels of a scatter (kernels/claim.py): the claim is an atomic max of 32-bit words, the write a
+# plain store of a byte where the update holds the claim.
+SM90_SCATTER_CHECK = SM90_PRELUDE + """
+from lazytensor.kernels import ir
+from lazytensor.kernels.claim import claim_scatter
+x = lt.zeros(10, dtype=lt.int8)
+x[lt.asarray(np.array([3, 3, 1]))] = lt.asarray(np.array([1, 2, 3], np.int8))
+(scatter,) = (item.kernel for item in lt.schedule(x) if isinstance(item.kernel, ir.Scatter))
+code = []
+for k in claim_scatter(scatter):
+    legal = legalize(k, NATIVE)  # as compile_kernel renders it
+    src = render(legal)
+    code.append(ptx(src, list(enumerate(legal.buffers)), legal.params,
+                    {"num_warps": src.num_warps, "enable_fp_fusion": False}))
+base, claim, write = code
+assert "st.global.b32" in base and "atom" not in base
+assert re.search(r"atom\\.global\\.[a-z_.]*max\\.s32", claim) and "st.global" not in claim, claim
+assert "st.global.b8" in write and "atom" not in write
+"""
+
 def compile_for_sm90(script: str) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "LT_DEVICE")}
     subprocess.run([sys.executable, "-c", script], check=True, cwd="/", env=env)
@@ -569,6 +659,11 @@ def test_subnormal_numbers_are_not_flushed_to_zero_on_sm90():
 def test_unsigned_kernels_compile_for_sm90_to_unsigned_instructions():
     compile_for_sm90(SM90_UNSIGNED_CHECK)
 
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton.backends.nvidia") is None, reason="no CUDA backend in triton")
+def test_scatter_claim_kernels_compile_for_sm90_to_an_atomic_max_and_plain_stores():
+    compile_for_sm90(SM90_SCATTER_CHECK)
 
 # ---- caching ---------------------------------------------------------------------------------------
 

@@ -59,7 +59,7 @@ from ..dtype import (
     uint64,
 )
 from ..expr import Bounds, Div, Expr, Mod, Var
-from ..ir import Alu, Kernel, ReduceOp, Store, Value, VOp, alu, loop_scopes, toposort
+from ..ir import Alu, Kernel, ReduceOp, Store, Value, VOp, alu, free_vars, loop_scopes, toposort
 from ..legalize import Key, legalize_values
 
 TL_TYPES: dict[DType, str] = {
@@ -333,7 +333,8 @@ class ValueRenderer:
             self.emit(f"tl.store({ptr}, {value}{f', mask={mask}' if mask else ''})")
             return
         # A scatter's store: at its computed index, where its mask and the lane mask hold. Updates of one
-        # element from lanes of one block or from two blocks: a fold is atomic; of plain writes one stays.
+        # element from lanes of one block or from two blocks: a fold is atomic; of plain writes any one
+        # stays, so those of a scatter in order come claimed (`kernels/claim.py`), one write per element.
         at, ok = self.names[id(store.at)], self.names[id(store.mask)]
         shape = _broadcast(*(self.shapes[id(v)] for v in store.roots()), mask_shape)
         ptr = f"tl.broadcast_to(b{store.buf} + {at}, {list(shape)})"
@@ -426,8 +427,11 @@ class ValueRenderer:
         if v.op is VOp.BITCAST:
             return f"{srcs[0]}.to({TL_TYPES[v.dtype]}, bitcast=True)"
         if v.op is VOp.GATHER:
+            # The IR defines the index at the points of the loops only: a lane past the end of one, where
+            # `valid` may hold, could reach outside the buffer.
+            lanes = self.lane_masks(set(free_vars(toposort([v]))[id(v)]))
             ptr = f"tl.broadcast_to(b{v.arg} + {srcs[0]}, {list(self.shapes[id(v)])})"
-            code = f"tl.load({ptr}, mask={srcs[1]}, other=0)"
+            code = f"tl.load({ptr}, mask={' & '.join([srcs[1], *lanes])}, other=0)"
             return f"({code} != 0)" if v.dtype == bool_ else code
         return self.alu(v.arg, v.srcs[-1].dtype, srcs)
 

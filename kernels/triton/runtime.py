@@ -39,6 +39,7 @@ from typing import Any
 from triton.runtime.driver import driver as triton_driver
 from triton.runtime.errors import OutOfResources
 
+from ..claim import claim_scatter
 from ..dtype import DType, bool_, int64
 from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, Sort
 from ..legalize import legalize
@@ -210,10 +211,14 @@ class ContractionProgram:
 
 
 class ScatterProgram:
-    """A `Scatter` compiled for one target: its base kernel, then its updates kernel, on one buffer table."""
+    """A `Scatter` compiled for one target: its kernels one after the other on one buffer table, the
+    scatter's buffers and then `scratch` buffers it allocates for each call. Those kernels are its base
+    and its updates where the updates fold or are distinct; else the base, claim and write kernels of
+    `claim.claim_scatter`, with their claims as scratch, which keep the last of several writes to an
+    element as the IR says (plain parallel stores would keep any one)."""
 
-    def __init__(self, kernel: Scatter, base: Program, updates: Program):
-        self.kernel, self.base, self.updates = kernel, base, updates
+    def __init__(self, kernel: Scatter, steps: list[Program], scratch: tuple[BufferParam, ...], target: Target):
+        self.kernel, self.steps, self.scratch, self.target = kernel, steps, scratch, target
         self.compile_seconds = 0.0
 
     @property
@@ -222,15 +227,17 @@ class ScatterProgram:
 
     @property
     def llvm_ir(self) -> str:
-        return "\n".join(step.llvm_ir for step in (self.base, self.updates))
+        return "\n".join(step.llvm_ir for step in self.steps)
 
     @property
     def assembly(self) -> str:
-        return "\n".join(step.assembly for step in (self.base, self.updates))
+        return "\n".join(step.assembly for step in self.steps)
 
     def __call__(self, buffers: Sequence[int], params: Sequence[bool | int | float]) -> None:
-        self.base(buffers, params)
-        self.updates(buffers, params)
+        held = [self.target.alloc(b.size * memory_dtype(b.dtype).itemsize) for b in self.scratch]
+        table = [*buffers, *(h.ptr for h in held)]
+        for step in self.steps:
+            step.launch(table, params)
 
 
 class SortProgram:
@@ -318,8 +325,7 @@ def compile_kernel(kernel: Kernel | Contraction | Scatter | Sort | Scan | Librar
     elif isinstance(legal, Scan):
         program = _program(legal, render_scan(legal, identifier(legal.name)), target)
     elif isinstance(legal, Scatter):
-        program = ScatterProgram(legal, _legal_program(legal.base, target, tiling),
-                                 _legal_program(legal.updates, target, tiling))
+        program = _scatter_program(legal, target, tiling)
     else:
         program = _program(legal, render(legal, tiling, not target.interpreted), target)
     program.compile_seconds = time.perf_counter() - t0
@@ -333,6 +339,17 @@ def _legal_program(kernel: Kernel, target: Target, tiling: Tiling) -> Program:
     if (hit := _programs.get(key)) is None:
         hit = _programs[key] = _program(kernel, render(kernel, tiling, not target.interpreted), target)
     return hit
+
+
+def _scatter_program(scatter: Scatter, target: Target, tiling: Tiling) -> ScatterProgram:
+    """The base and updates kernels of a legalized `scatter`, or, where its updates write in order, its
+    claim kernels (legalized: they compute with values of their own)."""
+    claimed = claim_scatter(scatter)
+    if claimed is None:
+        return ScatterProgram(scatter, [_legal_program(k, target, tiling) for k in (scatter.base, scatter.updates)],
+                              (), target)
+    steps = [_legal_program(legalize(k, NATIVE), target, tiling) for k in claimed]
+    return ScatterProgram(scatter, steps, claimed[0].buffers[len(scatter.buffers):], target)
 
 
 def _program(kernel: Kernel | Contraction | Sort | Scan, source: TritonSource, target: Target,
