@@ -595,7 +595,11 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
                                  f"tensor ** {other})")
             dtype = dtypes.weak_result_type(self.dtype, other)
             if dtype.is_float and other in _SCALAR_POWERS:
-                return _SCALAR_POWERS[other](self.cast(dtype))
+                x, p = self.cast(dtype), other
+                # differentiated as PyTorch's pow, p * x**(p-1): the chain through the ops computing it gives
+                # NaN where that is 0 or infinite (x ** -2 as 1 / (x*x) at an infinite x: inf * 0)
+                return custom_vjp([x], lambda: _SCALAR_POWERS[p](x),
+                                  lambda g: (g * (x * p if p == 2 else x ** (p - 1) * p),))
         return self._binary(other, Alu.POW, "power", reverse)
 
     __add__ = add

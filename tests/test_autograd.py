@@ -161,6 +161,14 @@ def test_pow_at_zero_as_torch():
     check_grads(lambda x, y: x ** y, lambda x, y: x ** y, [a, b])
 
 
+@pytest.mark.parametrize("power", [-2, -1, -0.5, 0.5, 2, 3], ids=str)
+def test_scalar_powers_at_zeros_and_infinities_as_torch(power):
+    """The powers computed by other means (x ** -2 as 1 / (x*x)) differentiate as PyTorch's pow, p * x**(p-1):
+    0 at an infinite x, where the chain through their ops would make NaN."""
+    values = np.array([np.inf, -np.inf, 0.0, -0.0, 2.0, -3.0, 1e-30, np.nan])
+    check_grads(lambda x: x ** power, lambda t: t ** power, [values])
+
+
 def test_math_functions_at_their_edges_as_torch():
     """Where the derivative is infinite (the ends of asin's, acos's, atanh's and acosh's domains), or where
     PyTorch picks a value (atan2 and hypot at the origin, copysign at zeros and infinities): PyTorch's."""
