@@ -444,6 +444,15 @@ def ptx(src, buffers, params, options):
     signature.update({f"p{i}": TYPES[d.name] for i, d in enumerate(params)})
     return triton.compile(ASTSource(getattr(module, src.name), signature), target=GPUTarget("cuda", 90, 32),
                           options=options).asm["ptx"]
+
+def kernels_ptx(*tensors):
+    out = []
+    for item in lt.schedule(*tensors):
+        legal = legalize(item.kernel, NATIVE)  # as compile_kernel renders it
+        src = render(legal)
+        out.append(ptx(src, list(enumerate(legal.buffers)), legal.params,
+                       {"num_warps": src.num_warps, "enable_fp_fusion": False}))
+    return "\\n".join(out)
 """
 
 SM90_GEMM_CHECK = SM90_PRELUDE + """
@@ -464,15 +473,6 @@ assert ".f64.f64" in gemm_ptx(x.cast(lt.float64).softmax(-1) @ w.cast(lt.float64
 # Triton would make of the source): division, remainder, comparisons, conversions to floats; a parameter of
 # 2**64 - 1 and constants beyond int64's range are uint64 ones.
 SM90_UNSIGNED_CHECK = SM90_PRELUDE + """
-def kernels_ptx(*tensors):
-    out = []
-    for item in lt.schedule(*tensors):
-        legal = legalize(item.kernel, NATIVE)  # as compile_kernel renders it
-        src = render(legal)
-        out.append(ptx(src, list(enumerate(legal.buffers)), legal.params,
-                       {"num_warps": src.num_warps, "enable_fp_fusion": False}))
-    return "\\n".join(out)
-
 x, y = (lt.asarray(np.arange(k, 63 + k, dtype=np.uint64).reshape(7, 9)) for k in (1, 0))  # masked lanes
 f = lt.asarray(np.linspace(-3e19, 3e19, 63).reshape(7, 9))
 u, h = lt.asarray(np.arange(63, dtype=np.uint32)), lt.asarray(np.arange(63, dtype=np.uint16))
@@ -484,6 +484,25 @@ for needle in ("div.u64", "rem.u64", "cvt.rn.f32.u64", "div.u32", "rem.u32", "cv
     assert needle in code, needle
 by_seven = kernels_ptx(u // 7, u % 7)  # a Python divisor is a constant of the kernel: a multiply, no division
 assert "mul.hi." in by_seven and not re.search(r"\\b(div|rem)\\.[su]", by_seven), by_seven
+"""
+
+
+# The column-to-image kernels of convolutions' input gradients (strided, padded, float32 and float64) divide
+# small numbers in their indexes: those stay 32-bit arithmetic, never lanes of 8 or 16 bits packed in a register
+# (what ptxas compiled to wrong addresses on sm_90; see kernels/triton/render.py).
+SM90_NARROW_CHECK = SM90_PRELUDE + """
+grads = []
+for dtype, xs, ws, stride, padding in ((np.float64, (3, 8, 7), (4, 3, 3, 3), 2, 1),
+                                       (np.float32, (2, 4, 9, 11), (8, 4, 3, 2), 3, 0),
+                                       (np.float64, (2, 1, 11, 10), (2, 1, 5, 5), 3, 2)):
+    x = lt.asarray(np.ones(xs, dtype)).requires_grad_()
+    out = lt.nn.functional.conv2d(x, lt.asarray(np.ones(ws, dtype)), stride=stride, padding=padding)
+    out.backward(lt.ones_like(out))
+    grads.append(x.grad)
+code = kernels_ptx(*grads)
+assert "ld.global" in code and "div.s" not in code
+narrow = re.findall(r"\\b(?:add|sub|mul|mad|cvt)\\.[a-z.]*(?:s16x2|[su]16|[su]8)\\b", code)
+assert not narrow, sorted(set(narrow))
 """
 
 
@@ -501,6 +520,29 @@ def test_the_gemm_source_compiles_for_sm90():
 @pytest.mark.skipif(importlib.util.find_spec("triton.backends.nvidia") is None, reason="no CUDA backend in triton")
 def test_unsigned_kernels_compile_for_sm90_to_unsigned_instructions():
     compile_for_sm90(SM90_UNSIGNED_CHECK)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton.backends.nvidia") is None, reason="no CUDA backend in triton")
+def test_index_divisions_compile_for_sm90_to_32_bit_arithmetic():
+    compile_for_sm90(SM90_NARROW_CHECK)
+
+
+def test_index_divisions_are_opaque_to_llvm_on_a_gpu_only():
+    """On a GPU the operand of an index's division or modulo goes through an identity in inline assembly
+    (see kernels/triton/render.py) where it fits in 16 bits; an affine index does not, nor a wider operand;
+    the interpreter, which runs no assembly, gets plain arithmetic."""
+    o0 = Var("o0", 12)
+    bufs = (ir.BufferParam(lt.float32, 12, True), ir.BufferParam(lt.float32, 24))
+    index = (Expr.of(o0) + 1) // 2 * 3 + Expr.of(o0) % 3
+    gather = ir.Kernel("g", bufs, (), (o0,), (ir.Store(0, Expr.of(o0), ir.load(1, lt.float32, index, ())),))
+    gpu, interpreted = render(gather).source, render(gather, interpreted=True).source
+    assert gpu.count('tl.inline_asm_elementwise("mov.b32 $0, $1;"') == 2 and "tl.inline_asm" not in interpreted
+    copy = ir.Kernel("c", bufs, (), (o0,), (ir.Store(0, Expr.of(o0), ir.load(1, lt.float32, Expr.of(o0) * 2, ())),))
+    assert render(copy).source == render(copy, interpreted=True).source
+    wide = Var("o0", 2**16)
+    halves = ir.Kernel("h", (ir.BufferParam(lt.float32, 2**16, True), ir.BufferParam(lt.float32, 2**15)), (),
+                       (wide,), (ir.Store(0, Expr.of(wide), ir.load(1, lt.float32, Expr.of(wide) // 2, ())),))
+    assert render(halves).source == render(halves, interpreted=True).source
 
 
 # ---- caching ---------------------------------------------------------------------------------------
