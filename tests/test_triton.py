@@ -409,6 +409,47 @@ def test_autotune_times_each_candidate_once_per_shape(monkeypatch):
     assert [step.source.name.endswith(str(small)) for step in program.steps()] == [True]
 
 
+@pytest.fixture(params=[*range(len(gemm._TILES)), "tuned"], ids=lambda p: f"tiles{p}" if p != "tuned" else p)
+def gpu_tiles(request, monkeypatch) -> None:
+    """Run the tl.dot template in the interpreter as a GPU does: in one of the configurations a GPU times
+    (`_TILES`, each block cut to the matrix; the last for a matrix that has fewer), or timing them all, each
+    launched several times on the call's own buffers before the fastest runs once more."""
+    runtime = runtime_module()
+
+    def configs(c: ir.Contraction, interpreted: bool) -> list[gemm.GemmConfig]:
+        every = gemm.candidate_configs(c, interpreted=False)
+        return every if request.param == "tuned" else [every[min(request.param, len(every) - 1)]]
+
+    monkeypatch.setattr(runtime, "candidate_configs", configs)
+    monkeypatch.setattr(runtime, "_programs", {})
+    monkeypatch.setattr(runtime, "_tuned", {})
+
+
+GPU_TILED = {  # name: (fn, operand shapes, dtype, rtol)
+    "edges": (lambda x, y: x @ y, ((37, 129), (129, 70)), lt.float32, 0.0),
+    "short_group_small_k": (lambda x, y: x @ y, ((300, 20), (20, 40)), lt.float32, 0.0),
+    "float64": (lambda x, y: x @ y, ((100, 513), (513, 33)), lt.float64, 1e-12),
+    "float16": (lambda x, y: x.cast(lt.float16) @ y.cast(lt.float16), ((37, 129), (129, 70)), lt.float32, 0.0),
+    "bfloat16": (lambda x, y: x.cast(lt.bfloat16) @ y.cast(lt.bfloat16), ((37, 129), (129, 70)), lt.float32, 0.0),
+    "batched": (lambda x, y: x @ y, ((2, 1, 20, 50), (4, 50, 33)), lt.float32, 0.0),
+    "fused_epilogue": (lambda x, y, z: ((x @ y) + z).relu(), ((64, 96), (96, 80), (80,)), lt.float32, 0.0),
+    "transposed_epilogue": (lambda x, y: (x @ y).T * 0.5, ((64, 96), (96, 80)), lt.float32, 0.0),
+    "epilogue_apart": (lambda x, y: (x @ y).sum(axis=0), ((64, 96), (96, 80)), lt.float32, 0.0),
+    "packed_operand": (lambda x, y: x.sum(2) @ y, ((70, 45, 3), (45, 64)), lt.float32, 1e-6),
+    "conv2d": (lambda x, w, b: lt.nn.functional.conv2d(x, w, b, padding=1).relu(),
+               ((2, 8, 12, 12), (16, 8, 3, 3), (16,)), lt.float32, 0.0),
+}
+
+
+@pytest.mark.parametrize("case", list(GPU_TILED))
+def test_contractions_in_every_gpu_tiling(gpu_tiles, case):
+    """The interpreter runs one tiling, a GPU the fastest of several: each of those gives the CPU's results,
+    edges (wrap-around rows and columns, k masked past its end, short groups of row tiles), 16-bit and
+    float64 operands, batches, fused and separate epilogues and packed operands included."""
+    fn, shapes, dtype, rtol = GPU_TILED[case]
+    assert_same(fn, *(data(shape, dtype, seed=i) for i, shape in enumerate(shapes)), rtol=rtol)
+
+
 def test_wide_contractions_index_in_int64():
     vb, vm, vn, vk = Var("b", 1), Var("m", 70000), Var("n", 64), Var("k", 40000)
     f32 = lt.float32
