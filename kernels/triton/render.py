@@ -34,12 +34,12 @@ On a GPU, the operand of a division or modulo in an index goes through an identi
 assembly, which LLVM cannot see into, where the operand is small enough to fit in 16 bits. Knowing that
 it is (a loop variable is a digit of a flat index, `(x // 7) % 8`), Triton 3.6's LLVM computes
 `(o1 + 1) // 2` and the like in 8- and 16-bit lanes packed into 32-bit registers (`<4 x i8>` divisions
-by 2 and 3, `add.s16x2`), and ptxas 12.8 compiles some of that to wrong code on sm_90: a convolution's
+by 2 and 3, `add.s16x2`), and on an H100 some of that computes wrong addresses: a convolution's
 column-to-image kernel read a neighbouring element in some lanes (`(o2 + 2) // 3` gave 1 for o2 = 4),
-while its LLVM IR and its PTX, run on the CPU, compute the right addresses. Hidden, the operand keeps
-32 (or 64) bits. Affine indexes, and operands too wide for 16 bits, are left alone: Triton's analysis
-of them is what vectorizes contiguous loads and stores. The interpreter runs no assembly and has no
-such bug: there the operands are plain.
+while its LLVM IR and its PTX, emulated on the CPU, compute the right ones (so ptxas 12.8, it seems).
+Hidden, the operand keeps 32 (or 64) bits. Affine indexes, and operands too wide for 16 bits, are
+left alone: Triton's analysis of them is what vectorizes contiguous loads and stores. The interpreter
+runs no assembly and has no such bug: there the operands are plain.
 
 `ValueRenderer` is the part that does not depend on the layout (values, index
 expressions, stores, the module around them); the contraction template
