@@ -321,12 +321,16 @@ def test_packing_a_along_its_lanes_keeps_runs_of_k():
 @pytest.mark.parametrize("threads", ["1", "2"])
 @pytest.mark.parametrize("dtype", [lt.float32, lt.float64], ids=str)
 @pytest.mark.parametrize("shapes", [((16, 37, 129), (16, 129, 70)), ((9, 128, 128), (9, 128, 128)),
-                                    ((6, 64, 33), (6, 33, 40)), ((5, 0, 40), (5, 40, 20))], ids=str)
+                                    ((8, 64, 33), (8, 33, 40)), ((5, 0, 40), (5, 40, 20))], ids=str)
 def test_batched_tasks_pack_their_own_products(monkeypatch, threads, shapes, dtype):
     """A batch of products, each one task of the GEMM step: the task packs its own product's panels (no
-    packing phase before the tasks), on one thread or shared out; a size-0 product runs no task."""
+    packing phase before the tasks), on one thread or shared out; a size-0 product runs no task. Every
+    batch gives each of the threads its TASKS_PER_THREAD products (a smaller one has its products split
+    into several tasks). The layout is chosen for the threads when the kernel compiles: compiled here."""
+    assert gemm.TASKS_PER_THREAD * 2 <= 8
     monkeypatch.setenv("LT_NUM_THREADS", threads)
     monkeypatch.setattr(runtime, "PARALLEL_MIN_WORK", 1)
+    monkeypatch.setattr(runtime, "_programs", {})
     x, y, t, u = operands(*shapes, dtype, kinds=("contiguous", "transposed"))
     items = lt.schedule(x.to("cpu") @ y.to("cpu"))
     if items and isinstance(items[0].kernel, Contraction):

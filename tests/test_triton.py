@@ -292,7 +292,7 @@ def test_functions_triton_approximates_come_from_libdevice_on_a_gpu():
     y = lt.asarray(random_array((5,), lt.float64, 9), device="cuda")
     (item,) = lt.schedule(x.exp() + x.exp2() + lt.remainder(x, 3.0) + y.cast(lt.float32) + lt.remainder(y, 2.0).cast(lt.float32))
     legal = legalize(item.kernel, NATIVE)
-    gpu, interpreted = render(legal).source, render(legal, libdevice=False).source
+    gpu, interpreted = render(legal).source, render(legal, interpreted=True).source
     assert "from triton.language.extra import libdevice" in gpu and "libdevice" not in interpreted
     for fn in ("exp", "exp2", "fmod"):
         assert f"libdevice.{fn}(" in gpu and f"tl.{fn}(" not in gpu
@@ -529,6 +529,47 @@ def test_autotune_times_each_candidate_once_per_shape(monkeypatch):
     assert [step.source.name.endswith(str(small)) for step in program.steps()] == [True]
 
 
+@pytest.fixture(params=[*range(len(gemm._TILES)), "tuned"], ids=lambda p: f"tiles{p}" if p != "tuned" else p)
+def gpu_tiles(request, monkeypatch) -> None:
+    """Run the tl.dot template in the interpreter as a GPU does: in one of the configurations a GPU times
+    (`_TILES`, each block cut to the matrix; the last for a matrix that has fewer), or timing them all, each
+    launched several times on the call's own buffers before the fastest runs once more."""
+    runtime = runtime_module()
+
+    def configs(c: ir.Contraction, interpreted: bool) -> list[gemm.GemmConfig]:
+        every = gemm.candidate_configs(c, interpreted=False)
+        return every if request.param == "tuned" else [every[min(request.param, len(every) - 1)]]
+
+    monkeypatch.setattr(runtime, "candidate_configs", configs)
+    monkeypatch.setattr(runtime, "_programs", {})
+    monkeypatch.setattr(runtime, "_tuned", {})
+
+
+GPU_TILED = {  # name: (fn, operand shapes, dtype, rtol)
+    "edges": (lambda x, y: x @ y, ((37, 129), (129, 70)), lt.float32, 0.0),
+    "short_group_small_k": (lambda x, y: x @ y, ((300, 20), (20, 40)), lt.float32, 0.0),
+    "float64": (lambda x, y: x @ y, ((100, 513), (513, 33)), lt.float64, 1e-12),
+    "float16": (lambda x, y: x.cast(lt.float16) @ y.cast(lt.float16), ((37, 129), (129, 70)), lt.float32, 0.0),
+    "bfloat16": (lambda x, y: x.cast(lt.bfloat16) @ y.cast(lt.bfloat16), ((37, 129), (129, 70)), lt.float32, 0.0),
+    "batched": (lambda x, y: x @ y, ((2, 1, 20, 50), (4, 50, 33)), lt.float32, 0.0),
+    "fused_epilogue": (lambda x, y, z: ((x @ y) + z).relu(), ((64, 96), (96, 80), (80,)), lt.float32, 0.0),
+    "transposed_epilogue": (lambda x, y: (x @ y).T * 0.5, ((64, 96), (96, 80)), lt.float32, 0.0),
+    "epilogue_apart": (lambda x, y: (x @ y).sum(axis=0), ((64, 96), (96, 80)), lt.float32, 0.0),
+    "packed_operand": (lambda x, y: x.sum(2) @ y, ((70, 45, 3), (45, 64)), lt.float32, 1e-6),
+    "conv2d": (lambda x, w, b: lt.nn.functional.conv2d(x, w, b, padding=1).relu(),
+               ((2, 8, 12, 12), (16, 8, 3, 3), (16,)), lt.float32, 0.0),
+}
+
+
+@pytest.mark.parametrize("case", list(GPU_TILED))
+def test_contractions_in_every_gpu_tiling(gpu_tiles, case):
+    """The interpreter runs one tiling, a GPU the fastest of several: each of those gives the CPU's results,
+    edges (wrap-around rows and columns, k masked past its end, short groups of row tiles), 16-bit and
+    float64 operands, batches, fused and separate epilogues and packed operands included."""
+    fn, shapes, dtype, rtol = GPU_TILED[case]
+    assert_same(fn, *(data(shape, dtype, seed=i) for i, shape in enumerate(shapes)), rtol=rtol)
+
+
 def test_wide_contractions_index_in_int64():
     vb, vm, vn, vk = Var("b", 1), Var("m", 70000), Var("n", 64), Var("k", 40000)
     f32 = lt.float32
@@ -564,6 +605,15 @@ def ptx(src, buffers, params, options):
     signature.update({f"p{i}": TYPES[d.name] for i, d in enumerate(params)})
     return triton.compile(ASTSource(getattr(module, src.name), signature), target=GPUTarget("cuda", 90, 32),
                           options=options).asm["ptx"]
+
+def kernels_ptx(*tensors):
+    out = []
+    for item in lt.schedule(*tensors):
+        legal = legalize(item.kernel, NATIVE)  # as compile_kernel renders it
+        src = render(legal)
+        out.append(ptx(src, list(enumerate(legal.buffers)), legal.params,
+                       {"num_warps": src.num_warps, "enable_fp_fusion": False}))
+    return "\\n".join(out)
 """
 
 SM90_GEMM_CHECK = SM90_PRELUDE + """
@@ -584,15 +634,6 @@ assert ".f64.f64" in gemm_ptx(x.cast(lt.float64).softmax(-1) @ w.cast(lt.float64
 # Triton would make of the source): division, remainder, comparisons, conversions to floats; a parameter of
 # 2**64 - 1 and constants beyond int64's range are uint64 ones.
 SM90_UNSIGNED_CHECK = SM90_PRELUDE + """
-def kernels_ptx(*tensors):
-    out = []
-    for item in lt.schedule(*tensors):
-        legal = legalize(item.kernel, NATIVE)  # as compile_kernel renders it
-        src = render(legal)
-        out.append(ptx(src, list(enumerate(legal.buffers)), legal.params,
-                       {"num_warps": src.num_warps, "enable_fp_fusion": False}))
-    return "\\n".join(out)
-
 x, y = (lt.asarray(np.arange(k, 63 + k, dtype=np.uint64).reshape(7, 9)) for k in (1, 0))  # masked lanes
 f = lt.asarray(np.linspace(-3e19, 3e19, 63).reshape(7, 9))
 u, h = lt.asarray(np.arange(63, dtype=np.uint32)), lt.asarray(np.arange(63, dtype=np.uint16))
@@ -626,6 +667,26 @@ assert "st.global.b32" in base and "atom" not in base
 assert re.search(r"atom\\.global\\.[a-z_.]*max\\.s32", claim) and "st.global" not in claim, claim
 assert "st.global.b8" in write and "atom" not in write
 """
+
+
+# The column-to-image kernels of convolutions' input gradients (strided, padded, float32 and float64) divide
+# small numbers in their indexes: those stay 32-bit arithmetic, never lanes of 8 or 16 bits packed in a register
+# (what ptxas compiled to wrong addresses on sm_90; see kernels/triton/render.py).
+SM90_NARROW_CHECK = SM90_PRELUDE + """
+grads = []
+for dtype, xs, ws, stride, padding in ((np.float64, (3, 8, 7), (4, 3, 3, 3), 2, 1),
+                                       (np.float32, (2, 4, 9, 11), (8, 4, 3, 2), 3, 0),
+                                       (np.float64, (2, 1, 11, 10), (2, 1, 5, 5), 3, 2)):
+    x = lt.asarray(np.ones(xs, dtype)).requires_grad_()
+    out = lt.nn.functional.conv2d(x, lt.asarray(np.ones(ws, dtype)), stride=stride, padding=padding)
+    out.backward(lt.ones_like(out))
+    grads.append(x.grad)
+code = kernels_ptx(*grads)
+assert "ld.global" in code and "div.s" not in code
+narrow = re.findall(r"\\b(?:add|sub|mul|mad|cvt)\\.[a-z.]*(?:s16x2|[su]16|[su]8)\\b", code)
+assert not narrow, sorted(set(narrow))
+"""
+
 
 def compile_for_sm90(script: str) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "LT_DEVICE")}
@@ -664,6 +725,29 @@ def test_unsigned_kernels_compile_for_sm90_to_unsigned_instructions():
 @pytest.mark.skipif(importlib.util.find_spec("triton.backends.nvidia") is None, reason="no CUDA backend in triton")
 def test_scatter_claim_kernels_compile_for_sm90_to_an_atomic_max_and_plain_stores():
     compile_for_sm90(SM90_SCATTER_CHECK)
+
+@pytest.mark.skipif(importlib.util.find_spec("triton.backends.nvidia") is None, reason="no CUDA backend in triton")
+def test_index_divisions_compile_for_sm90_to_32_bit_arithmetic():
+    compile_for_sm90(SM90_NARROW_CHECK)
+
+
+def test_index_divisions_are_opaque_to_llvm_on_a_gpu_only():
+    """On a GPU the operand of an index's division or modulo goes through an identity in inline assembly
+    (see kernels/triton/render.py) where it fits in 16 bits; an affine index does not, nor a wider operand;
+    the interpreter, which runs no assembly, gets plain arithmetic."""
+    o0 = Var("o0", 12)
+    bufs = (ir.BufferParam(lt.float32, 12, True), ir.BufferParam(lt.float32, 24))
+    index = (Expr.of(o0) + 1) // 2 * 3 + Expr.of(o0) % 3
+    gather = ir.Kernel("g", bufs, (), (o0,), (ir.Store(0, Expr.of(o0), ir.load(1, lt.float32, index, ())),))
+    gpu, interpreted = render(gather).source, render(gather, interpreted=True).source
+    assert gpu.count('tl.inline_asm_elementwise("mov.b32 $0, $1;"') == 2 and "tl.inline_asm" not in interpreted
+    copy = ir.Kernel("c", bufs, (), (o0,), (ir.Store(0, Expr.of(o0), ir.load(1, lt.float32, Expr.of(o0) * 2, ())),))
+    assert render(copy).source == render(copy, interpreted=True).source
+    wide = Var("o0", 2**16)
+    halves = ir.Kernel("h", (ir.BufferParam(lt.float32, 2**16, True), ir.BufferParam(lt.float32, 2**15)), (),
+                       (wide,), (ir.Store(0, Expr.of(wide), ir.load(1, lt.float32, Expr.of(wide) // 2, ())),))
+    assert render(halves).source == render(halves, interpreted=True).source
+
 
 # ---- caching ---------------------------------------------------------------------------------------
 

@@ -190,7 +190,7 @@ class _GemmRenderer(ValueRenderer):
     """Renders a planned contraction with one configuration; see the module docstring."""
 
     def __init__(self, plan: GemmPlan, config: GemmConfig, precision: str, interpreted: bool):
-        super().__init__(libdevice=not interpreted)
+        super().__init__(interpreted)
         self.plan, self.config, self.precision = plan, config, precision
         self.widen = interpreted and plan.contraction.dtype == bfloat16
         c = self.c = plan.contraction

@@ -30,6 +30,17 @@ Signs of zero are set with bits, because Triton 3.6 folds a -0.0 constant, and
 -x of 0.0, to 0.0. The kernel IR only loads, stores and converts the 16-bit
 floats, computing in float32.
 
+On a GPU, the operand of a division or modulo in an index goes through an identity `mov` in inline
+assembly, which LLVM cannot see into, where the operand is small enough to fit in 16 bits. Knowing that
+it is (a loop variable is a digit of a flat index, `(x // 7) % 8`), Triton 3.6's LLVM computes
+`(o1 + 1) // 2` and the like in 8- and 16-bit lanes packed into 32-bit registers (`<4 x i8>` divisions
+by 2 and 3, `add.s16x2`), and on an H100 some of that computes wrong addresses: a convolution's
+column-to-image kernel read a neighbouring element in some lanes (`(o2 + 2) // 3` gave 1 for o2 = 4),
+while its LLVM IR and its PTX, emulated on the CPU, compute the right ones (so ptxas 12.8, it seems).
+Hidden, the operand keeps 32 (or 64) bits. Affine indexes, and operands too wide for 16 bits, are
+left alone: Triton's analysis of them is what vectorizes contiguous loads and stores. The interpreter
+runs no assembly and has no such bug: there the operands are plain.
+
 `ValueRenderer` is the part that does not depend on the layout (values, index
 expressions, stores, the module around them); the contraction template
 (`gemm.py`) renders its operands and epilogue with it on its own tiles.
@@ -259,8 +270,7 @@ class ValueRenderer:
     stores into lines of the function body, and the lines into a module.
     """
 
-    def __init__(self, libdevice: bool) -> None:
-        self.libdevice = libdevice  # see LIBDEVICE_FUNCTIONS: False under the interpreter, which has no libdevice
+    def __init__(self, interpreted: bool) -> None:
         self.lines: list[str] = []
         self.indent = 1
         self.names: dict[int, str] = {}    # id(value) -> the Python name holding it
@@ -268,6 +278,7 @@ class ValueRenderer:
         self.helpers: list[str] = []
         self.counter = 0
         self.wide = False  # index arithmetic in int64 rather than int32
+        self.interpreted = interpreted  # for Triton's interpreter rather than a GPU (see the module docstring)
 
     def var_name(self, var: Var) -> str:
         """The Python name holding the loop variable's index tensor."""
@@ -389,12 +400,20 @@ class ValueRenderer:
                 # Triton's // and % truncate: floor semantics need a fix-up only if x can be negative
                 symbol, fix = ("//", "_idx_floordiv") if isinstance(atom, Div) else ("%", "_idx_mod")
                 inner = self.expr(atom.x)
+                if not self.interpreted and -2**15 <= atom.x.vmin and atom.x.vmax < 2**15:  # 16 bits would hold it
+                    inner = self.opaque(inner)
                 term = f"({inner} {symbol} {atom.c})" if atom.x.vmin >= 0 else f"{self.helper(fix)}({inner}, {atom.c})"
             parts.append(term if k == 1 else f"{term} * {k}")
         if e.const or not parts:
             parts.append(str(e.const))
         bare = len(parts) == 1 and (not e.terms or e.terms[0][1] == 1)  # a number, a name, a call or "(...)"
         return parts[0] if bare else "(" + " + ".join(parts) + ")"
+
+    def opaque(self, code: str) -> str:
+        """`code`, an index, through an identity that LLVM cannot see into (see the module docstring)."""
+        move, constraint, dtype = ("mov.b64", "l", "tl.int64") if self.wide else ("mov.b32", "r", "tl.int32")
+        return (f'tl.inline_asm_elementwise("{move} $0, $1;", "={constraint},{constraint}", [{code}], '
+                f'dtype={dtype}, is_pure=True, pack=1)')
 
     def bounds(self, bounds: Bounds) -> str:
         parts = []
@@ -457,7 +476,7 @@ class ValueRenderer:
         """`op` on operands of dtype `dt` (a WHERE's operands: its second and third): a core op, or a
         library op of `NATIVE` (see `kernels/legalize.py`)."""
         fl = dt.is_float
-        if fl and self.libdevice and (op, dt) in LIBDEVICE_FUNCTIONS:
+        if fl and not self.interpreted and (op, dt) in LIBDEVICE_FUNCTIONS:
             return f"libdevice.{LIBDEVICE_FUNCTIONS[op, dt]}({', '.join(s)})"
         if op in UNARY_FUNCTIONS and fl:
             return f"{UNARY_FUNCTIONS[op]}({s[0]})"
@@ -510,8 +529,8 @@ def stand_in(name: str, dtype: DType) -> Value:
 class _Renderer(ValueRenderer):
     """Lays a kernel's loops out on tensor axes (see the module docstring) and renders it."""
 
-    def __init__(self, kernel: Kernel, tiling: Tiling, libdevice: bool):
-        super().__init__(libdevice)
+    def __init__(self, kernel: Kernel, tiling: Tiling, interpreted: bool):
+        super().__init__(interpreted)
         self.kernel, self.tiling = kernel, tiling
         self.values, paths = loop_scopes(kernel)
         self._build_scopes(paths)
@@ -733,8 +752,7 @@ class _Renderer(ValueRenderer):
         return f"{total}.to({TL_TYPES[dt]})" if dt.is_int and dt.bits < 32 else total
 
 
-def render(kernel: Kernel, tiling: Tiling = Tiling(), libdevice: bool = True) -> TritonSource:
+def render(kernel: Kernel, tiling: Tiling = Tiling(), interpreted: bool = False) -> TritonSource:
     """The Triton module for `kernel`, legalized for `NATIVE` (as `runtime.compile_kernel` does): one
-    `@triton.jit` function (and the helpers it calls); with `libdevice` False, for Triton's interpreter
-    (see `LIBDEVICE_FUNCTIONS`)."""
-    return _Renderer(kernel, tiling, libdevice).render()
+    `@triton.jit` function (and the helpers it calls), for a GPU or (`interpreted`) Triton's interpreter."""
+    return _Renderer(kernel, tiling, interpreted).render()

@@ -327,7 +327,7 @@ def compile_kernel(kernel: Kernel | Contraction | Scatter | Sort | Scan | Librar
     elif isinstance(legal, Scatter):
         program = _scatter_program(legal, target, tiling)
     else:
-        program = _program(legal, render(legal, tiling, not target.interpreted), target)
+        program = _program(legal, render(legal, tiling, target.interpreted), target)
     program.compile_seconds = time.perf_counter() - t0
     _programs[key] = program
     return program, True
@@ -337,7 +337,7 @@ def _legal_program(kernel: Kernel, target: Target, tiling: Tiling) -> Program:
     """The program of a legalized kernel, compiled once for its body."""
     key = (kernel.body_text(), tiling, target, "")
     if (hit := _programs.get(key)) is None:
-        hit = _programs[key] = _program(kernel, render(kernel, tiling, not target.interpreted), target)
+        hit = _programs[key] = _program(kernel, render(kernel, tiling, target.interpreted), target)
     return hit
 
 
