@@ -1187,7 +1187,10 @@ def test_signbit(dtype):
     values = np.array(SIGN_VALUES, np.float64)
     x = lt.asarray(values).cast(dtype)
     np.testing.assert_array_equal(x.signbit().numpy(), np.signbit(values))
-    np.testing.assert_array_equal(lt.signbit(x * 2).numpy(), np.signbit(values))  # computed in the same kernel
+    # computed in the same kernel; the sign of a NaN that arithmetic makes is not specified (IEEE 754 6.3: a GPU
+    # makes the canonical, positive NaN of x * 2)
+    number = ~np.isnan(values)
+    np.testing.assert_array_equal(lt.signbit(x * 2).numpy()[number], np.signbit(values)[number])
     for kind, v, t in inputs((3, 4), lt.float64, seed=71):
         if kind != "contiguous":
             check(v.cast(dtype).signbit(), torch.signbit(t.to(to_torch_dtype(dtype))))

@@ -300,13 +300,18 @@ def test_functions_triton_approximates_come_from_libdevice_on_a_gpu():
     assert "_narrowed(" in gpu and "_narrowed(" in interpreted
 
 
-def test_small_integer_parameters_arrive_as_int32():
-    """Triton 3.6's launcher reads an int8 argument as an unsigned byte (refusing -1): they come as int32 and
-    the kernel narrows them."""
+def test_bool_and_small_integer_parameters_arrive_as_int32():
+    """Triton 3.6's launcher reads an int8 argument as an unsigned byte (refusing -1), and on an H100 a bool
+    argument of 1 arrived as False: they come as int32, and the kernel narrows them."""
+    o0 = Var("o0", 4)
+    params = (lt.int8, lt.uint8, lt.int16, lt.uint16, lt.bool_, lt.int32, lt.int64, lt.float16, lt.float32)
+    kernel = ir.Kernel("p", (ir.BufferParam(lt.float32, 4, True),), params, (o0,),
+                       (ir.Store(0, Expr.of(o0), ir.const(1.0, lt.float32)),))
+    assert ("p0: tl.int32, p1: tl.int32, p2: tl.int32, p3: tl.int32, p4: tl.int32, p5: tl.int32, p6: tl.int64, "
+            "p7: tl.float16, p8: tl.float32)") in render(kernel).source
     x = lt.asarray(np.array([1, -2, 3], np.int8), device="cuda")
-    (item,) = lt.schedule(x + lt.asarray(np.int8(-100), device="cuda").reshape(()))
-    assert ": tl.int32" in render(item.kernel).source or not item.kernel.params
     assert_same(lambda t: t * -128 + 127, x)
+    assert_same(lambda t: lt.where(t > 0, True, False) | (t.cast(lt.bool_) & True), x)
 
 
 def test_large_kernels_index_in_int64():

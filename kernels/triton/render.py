@@ -370,9 +370,11 @@ class ValueRenderer:
     def module(self, description: str, name: str, args: list[str], params: tuple[DType, ...]) -> str:
         """The module's source: `description` as a comment, the helpers used, then `@triton.jit def name`
         over `args` (the buffers) and the scalar parameters, with the lines emitted so far as its body."""
-        # Integers narrower than 32 bits arrive as int32, and the PARAM's tl.full narrows them: Triton 3.6's
-        # launcher parses an int8 argument as an unsigned byte, refusing every negative one.
-        args = args + [f"p{i}: {'tl.int32' if d.is_int and d.bits < 32 else TL_TYPES[d]}" for i, d in enumerate(params)]
+        # Bools and integers narrower than 32 bits arrive as int32, and the PARAM's tl.full narrows them: Triton
+        # 3.6's launcher parses an int8 argument as an unsigned byte, refusing every negative one, and on an H100
+        # a bool (int1) argument of 1 arrived as False.
+        args = args + [f"p{i}: {'tl.int32' if d.bits < 32 and not d.is_float else TL_TYPES[d]}"
+                       for i, d in enumerate(params)]
         # Scalar parameters are data: without this Triton would compile a variant per value.
         unspecialized = f"(do_not_specialize={[f'p{i}' for i in range(len(params))]})" if params else ""
         comment = "\n".join(f"# {line}" for line in description.splitlines())
