@@ -258,6 +258,37 @@ def test_large_kernels_index_in_int64():
     assert "x = pid * 64" in render(small).source
 
 
+@pytest.mark.parametrize("shape, axis, parts", [((8 * 4096 + 5,), None, 8), ((3, 4 * 4096), 1, 2),
+                                                ((4096 * 16, 2), 0, 4)], ids=str)
+@pytest.mark.parametrize("op", ["sum", "max", "mean"])
+def test_reductions_of_too_few_programs_are_split_across_the_grid(monkeypatch, op, shape, axis, parts):
+    """The interpreter counts as one processor: a grid of fewer than PROGRAMS_PER_PROCESSOR programs is split
+    into partial reductions of at least SPLIT_MIN_CHUNK elements, a power of two of them."""
+    runtime = runtime_module()
+    monkeypatch.setattr(runtime, "_programs", {})
+    arr = (np.random.default_rng(7).integers(-24, 24, shape) / 8).astype(np.float32)  # sums exact in any order
+    if op == "max":
+        arr.reshape(-1)[arr.size // 3] = np.nan
+    (item,) = lt.schedule(getattr(lt.asarray(arr, device="cuda"), op)(axis))
+    program, _ = runtime.compile_kernel(item.kernel, lazytensor.device.get_device("cuda").target)
+    assert isinstance(program, runtime.SplitReductionProgram)
+    whole = render(item.kernel).grid
+    assert program.partials.source.grid == parts * whole
+    assert_same(lambda x: getattr(x, op)(axis), arr)
+
+
+def test_reductions_that_fill_the_grid_or_are_short_are_not_split(monkeypatch):
+    runtime = runtime_module()
+    monkeypatch.setattr(runtime, "_programs", {})
+    target = lazytensor.device.get_device("cuda").target
+    for shape, axis in [((8, 8192), 1), ((4095,), None), ((2, 4096), 1)]:
+        (item,) = lt.schedule(lt.asarray(random_array(shape, lt.float32), device="cuda").sum(axis))
+        assert isinstance(runtime.compile_kernel(item.kernel, target)[0], runtime.Program)
+    x = lt.asarray(random_array((1 << 16,), lt.float32), device="cuda")
+    (item,) = lt.schedule(x.var())  # a reduction of a reduction is left whole
+    assert isinstance(runtime.compile_kernel(item.kernel, target)[0], runtime.Program)
+
+
 # ---- contractions: the tl.dot template ----------------------------------------------------------------
 
 def contraction_program(t: lt.Tensor):

@@ -26,6 +26,7 @@ from contextvars import ContextVar
 
 CUDA_SUCCESS = 0
 CUDA_ERROR_OUT_OF_MEMORY = 2
+CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
 CU_STREAM_NON_BLOCKING = 1
@@ -200,6 +201,7 @@ class GPU:
         self.name = name.value.decode()
         self.capability = (self._attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
                            self._attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
+        self.multiprocessors = self._attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         total = ctypes.c_size_t()
         d.call("cuDeviceTotalMem_v2", ctypes.byref(total), self._device)
         self.total_memory = total.value

@@ -42,12 +42,20 @@ from triton.runtime.errors import OutOfResources
 from ..dtype import DType, bool_, int64
 from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, Sort
 from ..legalize import legalize
+from ..split import most_parts, split_reduction
 from . import cuda
 from .gemm import GemmConfig, GemmPlan, candidate_configs, input_precision, plan, render_gemm
 from .render import NATIVE, Tiling, TritonSource, identifier, memory_dtype, render
 from .scan import render_scan
 from .sort import padded, render_final, render_init, render_step, steps
 from .targets import Target
+
+# A GPU keeps several programs in flight on each processor (an SM), hiding the latency of one's loads behind
+# the others': a reduction whose grid has fewer than this many per processor is split into partial reductions.
+PROGRAMS_PER_PROCESSOR = 8
+# Elements of a reduction each of its partial reductions takes at least: below, a program's loads are too few
+# to pay for its launch and for the combine.
+SPLIT_MIN_CHUNK = 1 << 12
 
 # Autotuning times each configuration for about this long, after a first launch that loads it.
 TUNE_SECONDS = 0.01
@@ -230,6 +238,34 @@ class ScatterProgram:
         self.updates(buffers, params)
 
 
+class SplitReductionProgram:
+    """A kernel split by `split_reduction` (`kernels/split.py`): `partials`, then `combine`, on the kernel's
+    buffers and scratch buffers for the partial results, allocated at each call (as a contraction's are)."""
+
+    def __init__(self, kernel: Kernel, partials: Program, combine: Program):
+        self.kernel, self.partials, self.combine = kernel, partials, combine
+        self.scratch = [b for b in partials.buffers if b.scratch]
+        self.compile_seconds = 0.0
+
+    @property
+    def name(self) -> str:
+        return self.kernel.name
+
+    @property
+    def llvm_ir(self) -> str:
+        return "\n".join(step.llvm_ir for step in (self.partials, self.combine))
+
+    @property
+    def assembly(self) -> str:
+        return "\n".join(step.assembly for step in (self.partials, self.combine))
+
+    def __call__(self, buffers: Sequence[int], params: Sequence[bool | int | float]) -> None:
+        held = [self.partials.target.alloc(b.size * memory_dtype(b.dtype).itemsize) for b in self.scratch]
+        table = [*buffers, *(h.ptr for h in held)]
+        self.partials(table, params)
+        self.combine(table, params)
+
+
 class SortProgram:
     """A `Sort` compiled for one target: the bitonic network of `sort.py` (init, a step per layer, final) on
     work buffers allocated for each call."""
@@ -289,11 +325,13 @@ def _seconds_per_launch(program: Program, table: Sequence[int | None], params: S
 _tuned: dict[tuple, GemmConfig] = {}
 
 
-_programs: dict[tuple[str, Tiling, Target, str], Program | ContractionProgram | ScatterProgram | SortProgram] = {}
+AnyProgram = Program | ContractionProgram | ScatterProgram | SortProgram | SplitReductionProgram
+
+_programs: dict[tuple[str, Tiling, Target, str], AnyProgram] = {}
 
 
 def compile_kernel(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall, target: Target,
-                   tiling: Tiling = Tiling()) -> tuple[Program | ContractionProgram | ScatterProgram | SortProgram, bool]:  # noqa: B008
+                   tiling: Tiling = Tiling()) -> tuple[AnyProgram, bool]:  # noqa: B008
     """Compile `kernel` for `target`, or find the program compiled for the same body (and, for a
     contraction, the same input precision). `tiling` applies to the kernels rendered by `render`.
 
@@ -308,8 +346,7 @@ def compile_kernel(kernel: Kernel | Contraction | Scatter | Sort | Scan | Librar
     t0 = time.perf_counter()
     legal = legalize(kernel, NATIVE)  # once: the kernels a contraction runs are made from its legal values
     if isinstance(legal, Contraction):
-        program: Program | ContractionProgram | ScatterProgram | SortProgram = _contraction_program(
-            legal, target, tiling, precision)
+        program: AnyProgram = _contraction_program(legal, target, tiling, precision)
     elif isinstance(legal, Sort):
         program = SortProgram(legal, target)
     elif isinstance(legal, Scan):
@@ -318,10 +355,25 @@ def compile_kernel(kernel: Kernel | Contraction | Scatter | Sort | Scan | Librar
         program = ScatterProgram(legal, _legal_program(legal.base, target, tiling),
                                  _legal_program(legal.updates, target, tiling))
     else:
-        program = _program(legal, render(legal, tiling), target)
+        program = _kernel_program(legal, target, tiling)
     program.compile_seconds = time.perf_counter() - t0
     _programs[key] = program
     return program, True
+
+
+def _kernel_program(kernel: Kernel, target: Target, tiling: Tiling) -> Program | SplitReductionProgram:
+    """The program of a legalized kernel: split into partial reductions and a combine (`kernels/split.py`)
+    where its grid is too small to keep the target's processors busy and its reductions are long enough to
+    share out, else as it is."""
+    source = render(kernel, tiling)
+    wanted = target.processors * PROGRAMS_PER_PROCESSOR
+    # a power of two: the reductions' sizes usually are, and then every chunk is whole blocks with no tail
+    parts = 1 << (max(1, min(wanted // max(1, source.grid), most_parts(kernel, SPLIT_MIN_CHUNK))).bit_length() - 1)
+    if (split := split_reduction(kernel, parts)) is None:
+        return _program(kernel, source, target)
+    # the split combines partial results with the reduction's own op, which legalization makes core ops
+    partials, combine = (_program(k, render(k, tiling), target) for k in (legalize(k, NATIVE) for k in split))
+    return SplitReductionProgram(kernel, partials, combine)
 
 
 def _legal_program(kernel: Kernel, target: Target, tiling: Tiling) -> Program:
@@ -401,4 +453,4 @@ def _install_driver() -> None:
     _driver_installed = True
 
 
-__all__ = ["ContractionProgram", "Program", "cache_dir", "compile_kernel"]
+__all__ = ["ContractionProgram", "Program", "SplitReductionProgram", "cache_dir", "compile_kernel"]

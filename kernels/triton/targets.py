@@ -76,6 +76,7 @@ class DevicePointer:
 class Target(ABC):
     key: str           # "cuda:0", or "interpreter"
     interpreted: bool  # kernels run in Triton's interpreter: nothing to compile ahead of the launch
+    processors: int    # programs of a launch run this many at a time, or more (a GPU's SMs)
 
     @abstractmethod
     def describe(self) -> str:
@@ -114,6 +115,7 @@ class CudaTarget(Target):
     def __init__(self, gpu: cuda.GPU):
         self.gpu = gpu
         self.key = f"cuda:{gpu.index}"
+        self.processors = gpu.multiprocessors
 
     def describe(self) -> str:
         major, minor = self.gpu.capability
@@ -157,6 +159,7 @@ class InterpreterTarget(Target):
 
     key = "interpreter"
     interpreted = True
+    processors = 1  # it runs the programs of a grid one after the other
 
     def __init__(self, provider: StorageProvider):
         self.provider = provider
