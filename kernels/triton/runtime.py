@@ -81,6 +81,11 @@ class Program:
         self.slots = tuple(range(len(self.buffers))) if source.slots is None else source.slots
         self.compile_seconds = 0.0
         self.compiled: Any = None  # Triton's CompiledKernel, once compiled for a GPU
+        self._dtypes = [memory_dtype(self.buffers[slot].dtype) for slot in self.slots]
+        self._bools = [i for i, d in enumerate(self.params) if d == bool_]
+        self._ints = [i for i, d in enumerate(self.params) if not d.is_float]  # bools too: passed as ints
+        # a compiled kernel's launcher for each specialization of the arguments launched with (`_specialization`)
+        self._runners: dict[tuple, Any] = {}
         # Compile options, the same for every launch. No multiply and add contracted into a fused one: a kernel
         # computes what its IR says, rounding each op as the CPU backend does (legalization's double-double
         # arithmetic is exact only so). Stated, not left to the Triton version (3.6 contracts, 3.9 warns
@@ -104,27 +109,57 @@ class Program:
         return self.compiled.asm["ptx"] if self.compiled is not None else self.source.source
 
     def _args(self, buffers: Sequence[int], params: Sequence[bool | int | float]) -> list[object]:
-        pointers = [self.target.kernel_arg(ptr, memory_dtype(self.buffers[slot].dtype))
-                    for ptr, slot in zip(buffers, self.slots)]
+        kernel_arg = self.target.kernel_arg
+        args: list[object] = [kernel_arg(ptr, dtype) for ptr, dtype in zip(buffers, self._dtypes)]
+        args += params
         # bools as ints: Triton 3.6's interpreter cannot take a Python bool argument (the kernel casts to int1)
-        return [*pointers, *(int(p) if d == bool_ else p for p, d in zip(params, self.params))]
+        for i in self._bools:
+            args[len(buffers) + i] = int(params[i])
+        return args
+
+    def _specialization(self, buffers: Sequence[int], params: Sequence[bool | int | float]) -> tuple:
+        """A key at least as fine as the one Triton compiles a kernel for: pointers by 16-byte alignment,
+        integers by width, divisibility by 16 and being 1 (a constant then); floats are not specialized."""
+        return (*(ptr % 16 == 0 for ptr in buffers), *(_int_key(int(params[i])) for i in self._ints))
+
+    def _runner(self, key: tuple, args: list[object]) -> Any:
+        """The launcher of the kernel compiled for `args` (Triton compiles it unless its cache has it)."""
+        grid = self.source.grid
+        with self.target.launching():
+            compiled = self.fn.warmup(*args, grid=(grid,), **self.options)
+            runner = self._runners[key] = compiled[(grid, 1, 1)]  # loads the module on the device
+        return runner
 
     def compile(self) -> None:
         """Compile for the GPU now, with arguments of the launch's types (all pointers are 16-byte aligned)."""
-        zeros = [0.0 if d.is_float else 0 for d in self.params]
-        args = self._args([0] * len(self.slots), zeros)
+        buffers, zeros = [0] * len(self.slots), [0.0 if d.is_float else 0 for d in self.params]
         with self.target.launching():
-            self.compiled = self.fn.warmup(*args, grid=(self.source.grid,), **self.options)
+            self.compiled = self.fn.warmup(*self._args(buffers, zeros), grid=(self.source.grid,), **self.options)
 
     def __call__(self, buffers: Sequence[int], params: Sequence[bool | int | float]) -> None:
-        """Launch on the addresses of the buffers in `slots`, in order."""
+        """Launch on the addresses of the buffers in `slots`, in order.
+
+        On a GPU, through the launcher of the kernel compiled for the arguments' specialization, as the end
+        of Triton's `JITFunction.run` does, without its per-launch binding of arguments and cache look-ups."""
         args = self._args(buffers, params)
-        with self.target.launching():
-            self.fn[(self.source.grid,)](*args, **self.options)
+        if self.compiled is None:  # the interpreter
+            with self.target.launching():
+                self.fn[(self.source.grid,)](*args, **self.options)
+            return
+        key = self._specialization(buffers, params)
+        runner = self._runners.get(key) or self._runner(key, args)
+        self.target.activate()
+        runner(*args, stream=self.target.stream)
 
     def launch(self, table: Sequence[int | None], params: Sequence[bool | int | float]) -> None:
         """Launch on the addresses in `table`, one for each of `buffers` (None for those it does not take)."""
         self([table[slot] for slot in self.slots], params)
+
+
+def _int_key(value: int) -> tuple[bool, ...]:
+    """How Triton specializes an integer argument: 1 is a constant; else its type (int32, int64 or uint64) and
+    whether 16 divides it."""
+    return (True,) if value == 1 else (False, value % 16 == 0, -2**31 <= value < 2**31, value < 2**63)
 
 
 def _load(source: TritonSource) -> tuple[Path, Any]:

@@ -108,6 +108,15 @@ class Target(ABC):
     def empty_cache(self) -> None:
         """Give memory kept for reuse back to the driver; a target that keeps none has nothing to do."""
 
+    @property
+    def stream(self) -> int:
+        """The CUstream handle launches queue on (0: the interpreter's, which has none)."""
+        return 0
+
+    def activate(self) -> None:
+        """Make the device current on the calling thread, for a launch through a compiled kernel's launcher,
+        which takes its stream as an argument (`launching` also answers Triton's questions about the launch)."""
+
 
 class CudaTarget(Target):
     interpreted = False
@@ -143,6 +152,13 @@ class CudaTarget(Target):
 
     def kernel_arg(self, ptr: int, dtype: DType) -> object:
         return DevicePointer(ptr, dtype)
+
+    @property
+    def stream(self) -> int:
+        return self.gpu.stream
+
+    def activate(self) -> None:
+        self.gpu.activate()
 
     @contextmanager
     def launching(self) -> Iterator[None]:
