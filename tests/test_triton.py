@@ -260,14 +260,15 @@ def test_large_kernels_index_in_int64():
     assert "x = pid * 64" in render(small).source
 
 
-@pytest.mark.parametrize("shape, axis, parts", [((8 * 4096 + 5,), None, 8), ((3, 4 * 4096), 1, 2),
-                                                ((4096 * 16, 2), 0, 4)], ids=str)
+@pytest.mark.parametrize("shape, axis, parts", [(lambda c: (8 * c + 5,), None, 8), (lambda c: (3, 4 * c), 1, 2),
+                                                (lambda c: (16 * c, 2), 0, 4)], ids=["full", "rows", "columns"])
 @pytest.mark.parametrize("op", ["sum", "max", "mean"])
 def test_reductions_of_too_few_programs_are_split_across_the_grid(monkeypatch, op, shape, axis, parts):
     """The interpreter counts as one processor: a grid of fewer than PROGRAMS_PER_PROCESSOR programs is split
-    into partial reductions of at least SPLIT_MIN_CHUNK elements, a power of two of them."""
+    into partial reductions of at least SPLIT_MIN_CHUNK elements (`shape` of it), a power of two of them."""
     runtime = runtime_module()
     monkeypatch.setattr(runtime, "_programs", {})
+    shape = shape(runtime.SPLIT_MIN_CHUNK)
     arr = (np.random.default_rng(7).integers(-24, 24, shape) / 8).astype(np.float32)  # sums exact in any order
     if op == "max":
         arr.reshape(-1)[arr.size // 3] = np.nan
@@ -283,7 +284,8 @@ def test_reductions_that_fill_the_grid_or_are_short_are_not_split(monkeypatch):
     runtime = runtime_module()
     monkeypatch.setattr(runtime, "_programs", {})
     target = lazytensor.device.get_device("cuda").target
-    for shape, axis in [((8, 8192), 1), ((4095,), None), ((2, 4096), 1)]:
+    chunk = runtime.SPLIT_MIN_CHUNK
+    for shape, axis in [((8, 2 * chunk), 1), ((2 * chunk - 1,), None), ((2, chunk), 1)]:
         (item,) = lt.schedule(lt.asarray(random_array(shape, lt.float32), device="cuda").sum(axis))
         assert isinstance(runtime.compile_kernel(item.kernel, target)[0], runtime.Program)
     x = lt.asarray(random_array((1 << 16,), lt.float32), device="cuda")

@@ -53,9 +53,9 @@ from .targets import Target
 # A GPU keeps several programs in flight on each processor (an SM), hiding the latency of one's loads behind
 # the others': a reduction whose grid has fewer than this many per processor is split into partial reductions.
 PROGRAMS_PER_PROCESSOR = 8
-# Elements of a reduction each of its partial reductions takes at least: below, a program's loads are too few
-# to pay for its launch and for the combine.
-SPLIT_MIN_CHUNK = 1 << 12
+# Elements of a reduction each of its partial reductions takes at least: a program's tile (fewer, and the
+# renderer gives a program several chunks, or its loads are too few to pay for its launch and the combine).
+SPLIT_MIN_CHUNK = Tiling().max_tile
 
 # Autotuning times each configuration for about this long, after a first launch that loads it.
 TUNE_SECONDS = 0.01
