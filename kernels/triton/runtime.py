@@ -10,7 +10,14 @@ target; Triton caches the GPU binaries on disk as well.
 
 On a GPU, `compile_kernel` compiles the kernel at once (Triton's `warmup`), so
 compile time is counted there rather than in the first launch. Launches are
-asynchronous, queued on the device's stream.
+asynchronous, queued on the device's stream, through the launcher of the kernel
+compiled for the arguments' specialization (`Program.__call__`): Triton's
+`JITFunction.run` binds the arguments and looks the kernel up at every launch.
+
+A kernel whose grid has too few programs to keep the GPU's processors busy (a
+full reduction has one) and whose reductions are long enough compiles to a
+`SplitReductionProgram`: `kernels/split.py`'s partial reductions, a grid of
+programs writing a scratch buffer, then the combine.
 
 Triton asks its active driver for the current device and stream. Triton 3.6's
 CUDA driver asks torch, and without torch Triton 3.9 uses the default stream,
@@ -51,7 +58,8 @@ from .sort import padded, render_final, render_init, render_step, steps
 from .targets import Target
 
 # A GPU keeps several programs in flight on each processor (an SM), hiding the latency of one's loads behind
-# the others': a reduction whose grid has fewer than this many per processor is split into partial reductions.
+# the others': a reduction whose grid has at most half this many programs per processor is split into partial
+# reductions, a power of two of them to each of its programs, for at most this many per processor in all.
 PROGRAMS_PER_PROCESSOR = 8
 # Elements of a reduction each of its partial reductions takes at least: a program's tile (fewer, and the
 # renderer gives a program several chunks, or its loads are too few to pay for its launch and the combine).
