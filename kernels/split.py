@@ -27,6 +27,7 @@ another reduction, are left whole).
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 from .expr import Expr, Var, flat_index
@@ -42,11 +43,9 @@ def split_reduction(kernel: Kernel, parts: int) -> tuple[Kernel, Kernel] | None:
     `combine` has `kernel`'s loops. Both take `kernel`'s buffers and parameters, then one scratch
     buffer per split reduction.
     """
-    if parts < 2:
+    if parts < 2 or most_parts(kernel) < parts:
         return None
     reductions = _direct_reductions(kernel)
-    if not reductions or any(r.arg[1][0].size < parts or _has_reduction(r.srcs[0]) for r in reductions):
-        return None
 
     fresh = _fresh_names(kernel)
     t, u = Var(next(fresh), parts), Var(next(fresh), parts)  # the chunk partials computes; combine reduces over u
@@ -79,6 +78,16 @@ def split_reduction(kernel: Kernel, parts: int) -> tuple[Kernel, Kernel] | None:
     combine = Kernel(f"{kernel.name}_combine{parts}", buffers, kernel.params, kernel.loops,
                      tuple(Store(s.buf, s.index, v) for s, v in zip(kernel.stores, values)))
     return partials, combine
+
+
+def most_parts(kernel: Kernel, min_chunk: int = 1) -> int:
+    """The most parts `split_reduction` splits `kernel` into with at least `min_chunk` elements of every split
+    reduction in each chunk; 0 where it does not apply (see `split_reduction`)."""
+    reductions = _direct_reductions(kernel)
+    if not reductions or any(_has_reduction(r.srcs[0]) for r in reductions):
+        return 0
+    return min(min(outer.size, outer.size * math.prod(v.size for v in inner) // min_chunk)
+               for outer, *inner in (r.arg[1] for r in reductions))
 
 
 def _direct_reductions(kernel: Kernel) -> list[Value]:

@@ -420,6 +420,7 @@ class CUDADevice(Device):
 _cpu = CPUDevice()
 # cuda devices by name and by whether TRITON_INTERPRET was set when they were opened
 _cuda: dict[tuple[str, bool], CUDADevice] = {}
+_interpreting: Callable[[], bool] | None = None  # the backend's `targets.interpreting`, once a cuda device is open
 
 
 def canonical(name: str | Device | None) -> str:
@@ -438,8 +439,12 @@ def canonical(name: str | Device | None) -> str:
 
 def get_device(name: str | Device | None = None) -> Device:
     """The device called `name`; raises DeviceError if it does not exist here, saying why."""
+    global _interpreting
     if name == "cpu":  # every launch asks: the common case skips parsing
         return _cpu
+    # so does every launch on a GPU, by canonical name (importing the backend again costs as much as the rest)
+    if isinstance(name, str) and _interpreting is not None and (hit := _cuda.get((name, _interpreting()))):
+        return hit
     key = canonical(name)
     if key == "cpu":
         return _cpu
@@ -453,6 +458,7 @@ def get_device(name: str | Device | None = None) -> Device:
             _cuda[cache_key] = CUDADevice(key, targets.open_target(int(m[1])))
         except targets.Unavailable as e:
             raise DeviceError(f"device '{key}' is not available: {e}") from None
+        _interpreting = targets.interpreting
     return _cuda[cache_key]
 
 

@@ -1,9 +1,10 @@
-"""Reductions split across threads (kernels/split.py and the LLVM runtime's SplitReductionProgram).
+"""Reductions split across threads (kernels/split.py and the runtimes' SplitReductionProgram).
 
 The scheduler still makes one kernel of a full reduction; the CPU backend compiles it to partial
-reductions over chunks, run on the pool, and a combine. The `split` fixture makes every
-reduction that can be split split, whatever its size, so small inputs exercise the split path
-(on the CPU; on another device the same tests check the results only).
+reductions over chunks, run on the pool, and a combine; the Triton backend to a launch of partial
+reductions over a grid of programs, and a combine. The `split` fixture makes every reduction that can
+be split split, whatever its size, so small inputs exercise the split path of the default device's
+backend (LT_DEVICE): the results are checked on it.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import torch
 
 import lazytensor as lt
 from conftest import check, random_array
+from lazytensor.device import get_device
 from lazytensor.kernels import ir
 from lazytensor.kernels.dtype import float32
 from lazytensor.kernels.expr import Expr, Var
@@ -28,10 +30,14 @@ SIZES = [PARTS * 125 + 3, PARTS * 64, 4 * PARTS - 1]  # a tail, no tail, and chu
 
 @pytest.fixture
 def split(monkeypatch):
-    """Two threads, every size worth splitting, and a program cache of this test's own."""
+    """Two threads, every size worth splitting, and program caches of this test's own."""
     monkeypatch.setenv("LT_NUM_THREADS", str(THREADS))
     monkeypatch.setattr(runtime, "SPLIT_MIN_WORK", 0)
     monkeypatch.setattr(runtime, "_programs", {})
+    if get_device().backend.startswith("triton"):
+        from lazytensor.kernels.triton import runtime as triton_runtime  # imports triton: not at collection
+        monkeypatch.setattr(triton_runtime, "SPLIT_MIN_CHUNK", 1)
+        monkeypatch.setattr(triton_runtime, "_programs", {})
 
 
 def the_kernel(t: lt.Tensor) -> ir.Kernel:

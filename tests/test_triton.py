@@ -11,6 +11,7 @@ that can be checked without a GPU.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib.util
 import math
@@ -18,6 +19,7 @@ import os
 import pickle
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -381,6 +383,39 @@ def test_repeated_indexes_keep_the_last_write_as_numpy(dtype, tiling):
         want[index[i, j], j] = src[i, j]
     got = lt.asarray(x, device="cuda").scatter(0, lt.asarray(index, device="cuda"), lt.asarray(src, device="cuda"))
     np.testing.assert_array_equal(got.numpy(), want)
+
+
+@pytest.mark.parametrize("shape, axis, parts", [(lambda c: (8 * c + 5,), None, 8), (lambda c: (3, 4 * c), 1, 2),
+                                                (lambda c: (16 * c, 2), 0, 4)], ids=["full", "rows", "columns"])
+@pytest.mark.parametrize("op", ["sum", "max", "mean"])
+def test_reductions_of_too_few_programs_are_split_across_the_grid(monkeypatch, op, shape, axis, parts):
+    """The interpreter counts as one processor: a grid of fewer than PROGRAMS_PER_PROCESSOR programs is split
+    into partial reductions of at least SPLIT_MIN_CHUNK elements (`shape` of it), a power of two of them."""
+    runtime = runtime_module()
+    monkeypatch.setattr(runtime, "_programs", {})
+    shape = shape(runtime.SPLIT_MIN_CHUNK)
+    arr = (np.random.default_rng(7).integers(-24, 24, shape) / 8).astype(np.float32)  # sums exact in any order
+    if op == "max":
+        arr.reshape(-1)[arr.size // 3] = np.nan
+    (item,) = lt.schedule(getattr(lt.asarray(arr, device="cuda"), op)(axis))
+    program, _ = runtime.compile_kernel(item.kernel, lazytensor.device.get_device("cuda").target)
+    assert isinstance(program, runtime.StepsProgram)
+    partials, _ = program.steps
+    assert partials.source.grid == parts * render(item.kernel).grid
+    assert_same(lambda x: getattr(x, op)(axis), arr)
+
+
+def test_reductions_that_fill_the_grid_or_are_short_are_not_split(monkeypatch):
+    runtime = runtime_module()
+    monkeypatch.setattr(runtime, "_programs", {})
+    target = lazytensor.device.get_device("cuda").target
+    chunk = runtime.SPLIT_MIN_CHUNK
+    for shape, axis in [((8, 2 * chunk), 1), ((2 * chunk - 1,), None), ((2, chunk), 1)]:
+        (item,) = lt.schedule(lt.asarray(random_array(shape, lt.float32), device="cuda").sum(axis))
+        assert isinstance(runtime.compile_kernel(item.kernel, target)[0], runtime.Program)
+    x = lt.asarray(random_array((1 << 16,), lt.float32), device="cuda")
+    (item,) = lt.schedule(x.var())  # a reduction of a reduction is left whole
+    assert isinstance(runtime.compile_kernel(item.kernel, target)[0], runtime.Program)
 
 
 # ---- contractions: the tl.dot template ----------------------------------------------------------------
@@ -889,6 +924,55 @@ def test_caching_allocator_reuses_blocks_by_size():
     _, size_d = allocator.allocate(7000)  # does not fit beside the cached block: the cache is emptied first
     assert freed == [c] and size_d == 7168 and allocator.cached_bytes == 0
     assert allocator.allocated_bytes == 512 + 7168
+
+
+def test_a_gpu_launch_goes_through_the_launcher_compiled_for_its_specialization():
+    """Past its first launch of each specialization, a program launches through the launcher of Triton's
+    compiled kernel, with the target's stream: no JITFunction.run, whose binding and look-ups cost tens of us."""
+    runtime = runtime_module()
+    launches: list[tuple] = []
+    compiles: list[tuple] = []
+
+    class Compiled:
+        def __init__(self, args: tuple):
+            self.args = args
+
+        def __getitem__(self, grid):
+            return lambda *args, stream: launches.append((grid, self.args, args, stream))
+
+    class Fn:
+        def warmup(self, *args, grid, **options):
+            compiles.append((*(a.data_ptr() % 16 if hasattr(a, "data_ptr") else a for a in args),))
+            return Compiled(compiles[-1])
+
+        def __getitem__(self, grid):
+            raise AssertionError("launched through JITFunction.run")
+
+    class GPUTarget(targets.Target):  # a CudaTarget's launch path, without a device
+        key, interpreted, processors = "fake", False, 1
+        stream = 7
+        describe = alloc = upload = download = synchronize = None
+        kernel_arg = staticmethod(targets.DevicePointer)
+        launching = staticmethod(contextlib.nullcontext)
+
+        def activate(self) -> None:
+            launches.append("activate")
+
+    kernel = ir.Kernel("k", (ir.BufferParam(uint8, 4, True),), (int64, lt.bool_), (Var("o0", 4),),
+                       (ir.Store(0, Expr.of(Var("o0", 4)), ir.const(1, uint8)),))
+    program = runtime.Program(kernel, render(kernel), Path("k.py"), Fn(), GPUTarget())
+    program.compile()
+    assert compiles == [(0, 0, 0)]
+    calls = [(4096, 32, True), (4112, 48, True), (4100, 32, True), (4096, 1, True), (0, 2**40, True),
+             (4096, 33, True), (4096, 32, False), (4100, 16, True)]
+    for ptr, n, flag in calls:
+        program([ptr], [n, flag])
+    # aligned or not, 1 or not, 16 dividing it or not, 32 or 64 bits, a bool or not: a compiled kernel each
+    assert compiles[1:] == [(0, 32, 1), (4, 32, 1), (0, 1, 1), (0, 2**40, 1), (0, 33, 1), (0, 32, 0)]
+    assert launches[::2] == ["activate"] * len(calls)
+    assert [(grid, stream) for grid, _, _, stream in launches[1::2]] == [((1, 1, 1), 7)] * len(calls)
+    assert [spec for _, spec, _, _ in launches[1::2]] == [compiles[i] for i in (1, 1, 2, 3, 4, 5, 6, 2)]
+    assert [args[1:] for _, _, args, _ in launches[1::2]] == [(n, int(flag)) for _, n, flag in calls]
 
 
 def test_without_a_driver_cuda_raises_a_clear_error():

@@ -30,6 +30,7 @@ CUDA_ERROR_OUT_OF_MEMORY = 2
 # What cuMemAlloc answers where there is no room: out of memory, or, for a size beyond what the device can
 # address at all (2**60 bytes), an invalid value (the size is its only argument that can be wrong).
 NO_ROOM = (CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_INVALID_VALUE)
+CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
 CU_STREAM_NON_BLOCKING = 1
@@ -204,6 +205,7 @@ class GPU:
         self.name = name.value.decode()
         self.capability = (self._attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
                            self._attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
+        self.multiprocessors = self._attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         total = ctypes.c_size_t()
         d.call("cuDeviceTotalMem_v2", ctypes.byref(total), self._device)
         self.total_memory = total.value

@@ -94,8 +94,10 @@ def memory_dtype(dtype: DType) -> DType:
 class Tiling:
     """Block-size limits, in elements; each a power of two."""
 
-    max_block: int = 4096   # along one axis
-    max_tile: int = 4096    # the product of the blocks a program holds at once
+    # A row of up to 8192 elements is held whole (a persistent reduction): a layernorm or softmax of it reads
+    # its row from memory once, where looping over blocks reads it again for each reduction and the output.
+    max_block: int = 8192   # along one axis
+    max_tile: int = 8192    # the product of the blocks a program holds at once
     max_xblock: int = 1024  # output rows per program
 
     def __post_init__(self) -> None:

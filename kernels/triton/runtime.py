@@ -10,7 +10,14 @@ target; Triton caches the GPU binaries on disk as well.
 
 On a GPU, `compile_kernel` compiles the kernel at once (Triton's `warmup`), so
 compile time is counted there rather than in the first launch. Launches are
-asynchronous, queued on the device's stream.
+asynchronous, queued on the device's stream, through the launcher of the kernel
+compiled for the arguments' specialization (`Program.__call__`): Triton's
+`JITFunction.run` binds the arguments and looks the kernel up at every launch.
+
+A kernel whose grid has too few programs to keep the GPU's processors busy (a
+full reduction has one) and whose reductions are long enough compiles to a
+`StepsProgram`: `kernels/split.py`'s partial reductions, a grid of
+programs writing a scratch buffer, then the combine.
 
 Triton asks its active driver for the current device and stream. Triton 3.6's
 CUDA driver asks torch, and without torch Triton 3.9 uses the default stream,
@@ -43,12 +50,21 @@ from ..claim import claim_scatter
 from ..dtype import DType, bool_, int64
 from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, Sort
 from ..legalize import legalize
+from ..split import most_parts, split_reduction
 from . import cuda
 from .gemm import GemmConfig, GemmPlan, candidate_configs, input_precision, plan, render_gemm
 from .render import NATIVE, Tiling, TritonSource, identifier, memory_dtype, render
 from .scan import render_scan
 from .sort import padded, render_final, render_init, render_step, steps
 from .targets import Target
+
+# A GPU keeps several programs in flight on each processor (an SM), hiding the latency of one's loads behind
+# the others': a reduction whose grid has at most half this many programs per processor is split into partial
+# reductions, a power of two of them to each of its programs, for at most this many per processor in all.
+PROGRAMS_PER_PROCESSOR = 8
+# Elements of a reduction each of its partial reductions takes at least: a program's tile (fewer, and the
+# renderer gives a program several chunks, or its loads are too few to pay for its launch and the combine).
+SPLIT_MIN_CHUNK = Tiling().max_tile
 
 # Autotuning times each configuration for about this long, after a first launch that loads it.
 TUNE_SECONDS = 0.01
@@ -74,6 +90,11 @@ class Program:
         self.slots = tuple(range(len(self.buffers))) if source.slots is None else source.slots
         self.compile_seconds = 0.0
         self.compiled: Any = None  # Triton's CompiledKernel, once compiled for a GPU
+        self._dtypes = [memory_dtype(self.buffers[slot].dtype) for slot in self.slots]
+        self._bools = [i for i, d in enumerate(self.params) if d == bool_]
+        self._ints = [i for i, d in enumerate(self.params) if not d.is_float]  # bools too: passed as ints
+        # a compiled kernel's launcher for each specialization of the arguments launched with (`_specialization`)
+        self._runners: dict[tuple, Any] = {}
         # Compile options, the same for every launch. No multiply and add contracted into a fused one: a kernel
         # computes what its IR says, rounding each op as the CPU backend does (legalization's double-double
         # arithmetic is exact only so). Stated, not left to the Triton version (3.6 contracts, 3.9 warns
@@ -100,27 +121,57 @@ class Program:
         return self.compiled.asm["ptx"] if self.compiled is not None else self.source.source
 
     def _args(self, buffers: Sequence[int], params: Sequence[bool | int | float]) -> list[object]:
-        pointers = [self.target.kernel_arg(ptr, memory_dtype(self.buffers[slot].dtype))
-                    for ptr, slot in zip(buffers, self.slots)]
+        kernel_arg = self.target.kernel_arg
+        args: list[object] = [kernel_arg(ptr, dtype) for ptr, dtype in zip(buffers, self._dtypes)]
+        args += params
         # bools as ints: Triton 3.6's interpreter cannot take a Python bool argument (the kernel casts to int1)
-        return [*pointers, *(int(p) if d == bool_ else p for p, d in zip(params, self.params))]
+        for i in self._bools:
+            args[len(buffers) + i] = int(params[i])
+        return args
+
+    def _specialization(self, buffers: Sequence[int], params: Sequence[bool | int | float]) -> tuple:
+        """A key at least as fine as the one Triton compiles a kernel for: pointers by 16-byte alignment,
+        integers by width, divisibility by 16 and being 1 (a constant then); floats are not specialized."""
+        return (*(ptr % 16 == 0 for ptr in buffers), *(_int_key(int(params[i])) for i in self._ints))
+
+    def _runner(self, key: tuple, args: list[object]) -> Any:
+        """The launcher of the kernel compiled for `args` (Triton compiles it unless its cache has it)."""
+        grid = self.source.grid
+        with self.target.launching():
+            compiled = self.fn.warmup(*args, grid=(grid,), **self.options)
+            runner = self._runners[key] = compiled[(grid, 1, 1)]  # loads the module on the device
+        return runner
 
     def compile(self) -> None:
         """Compile for the GPU now, with arguments of the launch's types (all pointers are 16-byte aligned)."""
-        zeros = [0.0 if d.is_float else 0 for d in self.params]
-        args = self._args([0] * len(self.slots), zeros)
+        buffers, zeros = [0] * len(self.slots), [0.0 if d.is_float else 0 for d in self.params]
         with self.target.launching():
-            self.compiled = self.fn.warmup(*args, grid=(self.source.grid,), **self.options)
+            self.compiled = self.fn.warmup(*self._args(buffers, zeros), grid=(self.source.grid,), **self.options)
 
     def __call__(self, buffers: Sequence[int], params: Sequence[bool | int | float]) -> None:
-        """Launch on the addresses of the buffers in `slots`, in order."""
+        """Launch on the addresses of the buffers in `slots`, in order.
+
+        On a GPU, through the launcher of the kernel compiled for the arguments' specialization, as the end
+        of Triton's `JITFunction.run` does, without its per-launch binding of arguments and cache look-ups."""
         args = self._args(buffers, params)
-        with self.target.launching():
-            self.fn[(self.source.grid,)](*args, **self.options)
+        if self.compiled is None:  # the interpreter
+            with self.target.launching():
+                self.fn[(self.source.grid,)](*args, **self.options)
+            return
+        key = self._specialization(buffers, params)
+        runner = self._runners.get(key) or self._runner(key, args)
+        self.target.activate()
+        runner(*args, stream=self.target.stream)
 
     def launch(self, table: Sequence[int | None], params: Sequence[bool | int | float]) -> None:
         """Launch on the addresses in `table`, one for each of `buffers` (None for those it does not take)."""
         self([table[slot] for slot in self.slots], params)
+
+
+def _int_key(value: int) -> tuple[bool, ...]:
+    """How Triton specializes an integer argument: 1 is a constant; else its type (int32, int64 or uint64) and
+    whether 16 divides it."""
+    return (True,) if value == 1 else (False, value % 16 == 0, -2**31 <= value < 2**31, value < 2**63)
 
 
 def _load(source: TritonSource) -> tuple[Path, Any]:
@@ -210,14 +261,16 @@ class ContractionProgram:
         return self.candidates[best]
 
 
-class ScatterProgram:
-    """A `Scatter` compiled for one target: its kernels one after the other on one buffer table, the
-    scatter's buffers and then `scratch` buffers it allocates for each call. Those kernels are its base
-    and its updates where the updates fold or are distinct; else the base, claim and write kernels of
-    `claim.claim_scatter`, with their claims as scratch, which keep the last of several writes to an
-    element as the IR says (plain parallel stores would keep any one)."""
+class StepsProgram:
+    """A kernel compiled to several kernels, run one after the other on one buffer table: the kernel's
+    buffers, then `scratch` buffers allocated for each call. A scatter's base and updates where the updates
+    fold or are distinct; else the base, claim and write kernels of `claim.claim_scatter`, with their claims
+    as scratch, which keep the last of several writes to an element as the IR says (plain parallel stores
+    would keep any one). A reduction split by `split.split_reduction`: its partial reductions, with their
+    results as scratch, then their combine."""
 
-    def __init__(self, kernel: Scatter, steps: list[Program], scratch: tuple[BufferParam, ...], target: Target):
+    def __init__(self, kernel: Kernel | Scatter, steps: list[Program], scratch: tuple[BufferParam, ...],
+                 target: Target):
         self.kernel, self.steps, self.scratch, self.target = kernel, steps, scratch, target
         self.compile_seconds = 0.0
 
@@ -299,11 +352,13 @@ def _seconds_per_launch(program: Program, table: Sequence[int | None], params: S
 _tuned: dict[tuple, GemmConfig] = {}
 
 
-_programs: dict[tuple[str, Tiling, Target, str], Program | ContractionProgram | ScatterProgram | SortProgram] = {}
+AnyProgram = Program | ContractionProgram | StepsProgram | SortProgram
+
+_programs: dict[tuple[str, Tiling, Target, str], AnyProgram] = {}
 
 
 def compile_kernel(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall, target: Target,
-                   tiling: Tiling = Tiling()) -> tuple[Program | ContractionProgram | ScatterProgram | SortProgram, bool]:  # noqa: B008
+                   tiling: Tiling = Tiling()) -> tuple[AnyProgram, bool]:  # noqa: B008
     """Compile `kernel` for `target`, or find the program compiled for the same body (and, for a
     contraction, the same input precision). `tiling` applies to the kernels rendered by `render`.
 
@@ -318,8 +373,7 @@ def compile_kernel(kernel: Kernel | Contraction | Scatter | Sort | Scan | Librar
     t0 = time.perf_counter()
     legal = legalize(kernel, NATIVE)  # once: the kernels a contraction runs are made from its legal values
     if isinstance(legal, Contraction):
-        program: Program | ContractionProgram | ScatterProgram | SortProgram = _contraction_program(
-            legal, target, tiling, precision)
+        program: AnyProgram = _contraction_program(legal, target, tiling, precision)
     elif isinstance(legal, Sort):
         program = SortProgram(legal, target)
     elif isinstance(legal, Scan):
@@ -327,10 +381,26 @@ def compile_kernel(kernel: Kernel | Contraction | Scatter | Sort | Scan | Librar
     elif isinstance(legal, Scatter):
         program = _scatter_program(legal, target, tiling)
     else:
-        program = _program(legal, render(legal, tiling, target.interpreted), target)
+        program = _kernel_program(legal, target, tiling)
     program.compile_seconds = time.perf_counter() - t0
     _programs[key] = program
     return program, True
+
+
+def _kernel_program(kernel: Kernel, target: Target, tiling: Tiling) -> Program | StepsProgram:
+    """The program of a legalized kernel: split into partial reductions and a combine (`kernels/split.py`)
+    where its grid is too small to keep the target's processors busy and its reductions are long enough to
+    share out, else as it is."""
+    source = render(kernel, tiling, target.interpreted)
+    wanted = target.processors * PROGRAMS_PER_PROCESSOR
+    # a power of two: the reductions' sizes usually are, and then every chunk is whole blocks with no tail
+    parts = 1 << (max(1, min(wanted // max(1, source.grid), most_parts(kernel, SPLIT_MIN_CHUNK))).bit_length() - 1)
+    if (split := split_reduction(kernel, parts)) is None:
+        return _program(kernel, source, target)
+    # the split combines partial results with the reduction's own op, which legalization makes core ops
+    partials, combine = (_program(k, render(k, tiling, target.interpreted), target)
+                         for k in (legalize(k, NATIVE) for k in split))
+    return StepsProgram(kernel, [partials, combine], partials.buffers[len(kernel.buffers):], target)
 
 
 def _legal_program(kernel: Kernel, target: Target, tiling: Tiling) -> Program:
@@ -341,15 +411,15 @@ def _legal_program(kernel: Kernel, target: Target, tiling: Tiling) -> Program:
     return hit
 
 
-def _scatter_program(scatter: Scatter, target: Target, tiling: Tiling) -> ScatterProgram:
+def _scatter_program(scatter: Scatter, target: Target, tiling: Tiling) -> StepsProgram:
     """The base and updates kernels of a legalized `scatter`, or, where its updates write in order, its
     claim kernels (legalized: they compute with values of their own)."""
     claimed = claim_scatter(scatter)
     if claimed is None:
-        return ScatterProgram(scatter, [_legal_program(k, target, tiling) for k in (scatter.base, scatter.updates)],
+        return StepsProgram(scatter, [_legal_program(k, target, tiling) for k in (scatter.base, scatter.updates)],
                               (), target)
     steps = [_legal_program(legalize(k, NATIVE), target, tiling) for k in claimed]
-    return ScatterProgram(scatter, steps, claimed[0].buffers[len(scatter.buffers):], target)
+    return StepsProgram(scatter, steps, claimed[0].buffers[len(scatter.buffers):], target)
 
 
 def _program(kernel: Kernel | Contraction | Sort | Scan, source: TritonSource, target: Target,
@@ -421,4 +491,4 @@ def _install_driver() -> None:
     _driver_installed = True
 
 
-__all__ = ["ContractionProgram", "Program", "cache_dir", "compile_kernel"]
+__all__ = ["ContractionProgram", "Program", "StepsProgram", "cache_dir", "compile_kernel"]

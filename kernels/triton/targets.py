@@ -76,6 +76,7 @@ class DevicePointer:
 class Target(ABC):
     key: str           # "cuda:0", or "interpreter"
     interpreted: bool  # kernels run in Triton's interpreter: nothing to compile ahead of the launch
+    processors: int    # programs of a launch run this many at a time, or more (a GPU's SMs)
 
     @abstractmethod
     def describe(self) -> str:
@@ -107,6 +108,15 @@ class Target(ABC):
     def empty_cache(self) -> None:
         """Give memory kept for reuse back to the driver; a target that keeps none has nothing to do."""
 
+    @property
+    def stream(self) -> int:
+        """The CUstream handle launches queue on (0: the interpreter's, which has none)."""
+        return 0
+
+    def activate(self) -> None:
+        """Make the device current on the calling thread, for a launch through a compiled kernel's launcher,
+        which takes its stream as an argument (`launching` also answers Triton's questions about the launch)."""
+
 
 class CudaTarget(Target):
     interpreted = False
@@ -114,6 +124,7 @@ class CudaTarget(Target):
     def __init__(self, gpu: cuda.GPU):
         self.gpu = gpu
         self.key = f"cuda:{gpu.index}"
+        self.processors = gpu.multiprocessors
 
     def describe(self) -> str:
         major, minor = self.gpu.capability
@@ -142,6 +153,13 @@ class CudaTarget(Target):
     def kernel_arg(self, ptr: int, dtype: DType) -> object:
         return DevicePointer(ptr, dtype)
 
+    @property
+    def stream(self) -> int:
+        return self.gpu.stream
+
+    def activate(self) -> None:
+        self.gpu.activate()
+
     @contextmanager
     def launching(self) -> Iterator[None]:
         self.gpu.activate()
@@ -157,6 +175,7 @@ class InterpreterTarget(Target):
 
     key = "interpreter"
     interpreted = True
+    processors = 1  # it runs the programs of a grid one after the other
 
     def __init__(self, provider: StorageProvider):
         self.provider = provider
