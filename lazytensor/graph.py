@@ -3,6 +3,12 @@
 Nodes are hash-consed: building the same op on the same inputs twice returns
 the same node, so common subexpressions are shared for free. Each node records
 the user's line that created it (`origin`), which errors raised later name.
+A Python scalar's node (`Op.SCALAR`, a kernel parameter) is the exception: each
+is a node of its own, as its value is data, not structure. Sharing it by value
+would make the graph's structure, which keys the cached schedules and the
+kernels, depend on which scalars happen to be equal: `(x + 1.0) * v` had one
+kernel for v = 1.0 (one parameter, read twice) and another for any other v,
+each compiled, a loop's step that met an equal value by chance included.
 Hash-consing is per thread: two threads that build the same expression get
 nodes of their own, so that one thread realizing (or an `lt.jit` replay
 rebinding) a node it built never changes another thread's graph. A tensor one
@@ -68,6 +74,7 @@ class Op(Enum):
                                # another along the last axis
 
 
+_SCALAR_OP = Op.SCALAR
 MOVEMENT = frozenset({Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.PAD, Op.SHRINK, Op.FLIP})
 
 # key -> a weak reference to the node. Plain references, without a callback each: a dead node's entry stays until
@@ -113,15 +120,19 @@ class Node:
 
     def __new__(cls, op: Op, dtype: DType, shape: tuple[int, ...], device: str,
                 srcs: tuple[Node, ...] = (), arg: Any = None) -> Node:
-        # 0.0 == -0.0 and True == 1: scalars are keyed by type and spelling
-        key = (op, dtype, shape, device, tuple(map(id, srcs)),
-               (type(arg), repr(arg)) if isinstance(arg, _SCALARS) else arg, get_ident())
-        if (ref := _interned.get(key)) is not None and (hit := ref()) is not None:
-            return hit
+        if op is _SCALAR_OP:  # never shared (see the module's docstring)
+            key = None
+        else:
+            # 0.0 == -0.0 and True == 1: constants are keyed by type and spelling
+            key = (op, dtype, shape, device, tuple(map(id, srcs)),
+                   (type(arg), repr(arg)) if isinstance(arg, _SCALARS) else arg, get_ident())
+            if (ref := _interned.get(key)) is not None and (hit := ref()) is not None:
+                return hit
         self = object.__new__(cls)
         self.op, self.dtype, self.shape, self.device, self.srcs, self.arg = op, dtype, shape, device, srcs, arg
         self.origin, self.buffer, self.holders, self._key = user_frame(), None, None, key
-        _intern(key, self)
+        if key is not None:
+            _intern(key, self)
         return self
 
     @staticmethod

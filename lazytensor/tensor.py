@@ -913,7 +913,7 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
         """sqrt(self**2 + other**2), neither overflowing nor underflowing where the result does not; infinite
         where either is infinite, NaN or not."""
         def backward(g: Tensor, x: Tensor, y: Tensor) -> list[Tensor | None]:
-            out = x.hypot(y)  # the forward's own nodes (the graph is hash-consed)
+            out = x.hypot(y)  # again, recorded: a higher-order gradient goes through it
             return [g * x / out, g * y / out]
 
         return self._composite(_hypot, backward, other, name="hypot")

@@ -188,32 +188,47 @@ def test_a_node_is_held_while_a_live_tensor_is_it():
     (hash-consed) node stop holding it when they die, and a tensor rebound to another node (as an optimizer
     rebinds a parameter) holds that one instead."""
     x = data(8)
-    kept = x * 2
+    kept = x.exp()
     node = kept.node
     for _ in range(50):
-        assert (x * 2).node is node  # a temporary on the same node, dropped at once
+        assert x.exp().node is node  # a temporary on the same node, dropped at once
     gc.collect()
     assert is_held(node) and len(node.holders) == 1
     kept.node = (x + 1).node
     assert not is_held(node) and is_held(kept.node)
-    sched = lt.schedule(lt.Tensor(node) + 1)  # the temporary on x * 2 is gone before the schedule is made
-    assert len(sched) == 1 and len(sched[0].kernel.stores) == 1  # nothing holds x * 2 now: it is not written
+    sched = lt.schedule(lt.Tensor(node) + 1)  # the temporary on x.exp() is gone before the schedule is made
+    assert len(sched) == 1 and len(sched[0].kernel.stores) == 1  # nothing holds x.exp() now: it is not written
 
 
 def test_nodes_are_shared_while_they_live_and_their_table_stays_small():
-    """Hash-consing: the same op on the same sources is the same node while anything holds it; Python scalars are
+    """Hash-consing: the same op on the same sources is the same node while anything holds it; constants are
     told apart by sign (0.0 and -0.0); and the table of shared nodes drops dead entries as
     temporaries come and go, instead of growing with every op a loop ever built."""
     x = data(8)
-    kept = x * 2 + 1
-    assert (x * 2 + 1).node is kept.node
-    assert (x * 0.0).node is not (x * -0.0).node
+    kept = (x + x).exp()
+    assert (x + x).exp().node is kept.node
+    zero, negative_zero = (lt.Tensor._const(v, lt.float32, x.device) for v in (0.0, -0.0))
+    assert zero.node is lt.Tensor._const(0.0, lt.float32, x.device).node and zero.node is not negative_zero.node
     before = len(graph._interned)
     for i in range(4 * graph._SWEEP_MIN):
-        x * float(i)  # two nodes each (the scalar and the product), dead at once
+        x * float(i)  # a product on a scalar of its own each, dead at once
     assert len(graph._interned) <= max(2 * before, 2 * graph._SWEEP_MIN) + 2
-    assert (x * 2 + 1).node is kept.node
-    check(kept, x.numpy() * 2 + 1)
+    assert (x + x).exp().node is kept.node
+    check(kept, np.exp(x.numpy() + x.numpy()))
+
+
+def test_scalars_of_equal_values_change_no_kernel():
+    """A Python scalar's node is never shared by value (see `lazytensor.graph`): which scalars happen to be equal
+    changes neither the schedule nor the kernels, so nothing is compiled again when two of them meet."""
+    x = data(6)
+    for i, v in enumerate([0.0, 1.0, 0.0, 2.0, -0.0]):
+        assert (x * 1.0).node is not (x * 1.0).node
+        lt.reset_stats()
+        y = x + 1.0
+        out = y * v  # 1.0: the value of the scalar that y adds
+        out.realize()
+        assert i == 0 or lt.stats().kernels_compiled == 0
+        check(out, (x.numpy() + np.float32(1)) * np.float32(v))
 
 
 def test_a_schedule_seen_before_launches_the_programs_compiled_for_it():
