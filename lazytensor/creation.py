@@ -20,10 +20,10 @@ from .tensor import Tensor, _is_scalar, where
 def _check_int_range(arr: np.ndarray, dtype: DType) -> None:
     """Python ints that `dtype` cannot hold raise, as in NumPy 2 and PyTorch: a cast would wrap them silently."""
     if arr.size and arr.dtype.kind in "iu" and dtype.is_int:
-        info = np.iinfo(dtype.np_name)
+        least, greatest = dtypes.int_bounds(dtype)
         lo, hi = int(arr.min()), int(arr.max())
-        if lo < info.min or hi > info.max:
-            bad = lo if lo < info.min else hi
+        if lo < least or hi > greatest:
+            bad = lo if lo < least else hi
             raise DTypeError(f"asarray: Python integer {bad} is out of bounds for {dtype.name}")
 
 

@@ -23,6 +23,7 @@ NumPy has float16 but no bfloat16: a bfloat16 buffer holds the 16-bit patterns
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -69,6 +70,7 @@ __all__ = [
     "int16",
     "int32",
     "int64",
+    "int_bounds",
     "isdtype",
     "promote",
     "result_type",
@@ -198,8 +200,8 @@ def weak_result_type(tensor_dtype: DType, scalar: object) -> DType:
 def check_fits(value: float | bool, dtype: DType, op: str) -> None:
     """Raise if a Python int cannot be represented in an integer dtype (NumPy 2 and PyTorch refuse too)."""
     if dtype.is_int and isinstance(value, int) and not isinstance(value, bool):
-        info = np.iinfo(dtype.np_name)
-        if not info.min <= value <= info.max:
+        lo, hi = int_bounds(dtype)
+        if not lo <= value <= hi:
             raise DTypeError(f"{op}: Python integer {value} is out of bounds for {dtype.name}")
 
 
@@ -258,8 +260,16 @@ def iinfo(type: object) -> IInfo:
     dt = dtype_of(type)
     if not dt.is_int:
         raise DTypeError(f"iinfo: {dt.name} is not an integer dtype")
-    info = np.iinfo(dt.np_name)
-    return IInfo(dt, dt.bits, int(info.max), int(info.min))
+    lo, hi = int_bounds(dt)
+    return IInfo(dt, dt.bits, hi, lo)
+
+
+@functools.cache
+def int_bounds(dtype: DType) -> tuple[int, int]:
+    """The least and the greatest value of an integer dtype (kept: every integer scalar of every op asks, and
+    `numpy.iinfo` takes microseconds)."""
+    info = np.iinfo(dtype.np_name)
+    return int(info.min), int(info.max)
 
 
 # The array API's kinds of dtype (`isdtype`): which DType.kind letters each one covers.

@@ -26,7 +26,7 @@ def shape_arg(args: Sequence[Any], op: str) -> Shape:
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = args[0]
     try:
-        return tuple(int(a) for a in args)
+        return tuple(map(int, args))
     except TypeError:
         raise TypeError(f"{op}: a shape is a sequence of ints, got {args!r}") from None
 
