@@ -398,9 +398,8 @@ def _kernel_program(kernel: Kernel, target: Target, tiling: Tiling) -> Program |
     if (split := split_reduction(kernel, parts)) is None:
         return _program(kernel, source, target)
     # the split combines partial results with the reduction's own op, which legalization makes core ops
-    partials, combine = (_program(k, render(k, tiling, target.interpreted), target)
-                         for k in (legalize(k, NATIVE) for k in split))
-    return StepsProgram(kernel, [partials, combine], partials.buffers[len(kernel.buffers):], target)
+    steps = [_program(k, render(k, tiling, target.interpreted), target) for k in (legalize(k, NATIVE) for k in split)]
+    return StepsProgram(kernel, steps, steps[0].buffers[len(kernel.buffers):], target)
 
 
 def _legal_program(kernel: Kernel, target: Target, tiling: Tiling) -> Program:
