@@ -32,7 +32,8 @@ from the scratch of the levels before (a few loads per output point). Then
 
 run one after the other. Every chunk of a later level computes an inner reduction's tail again, so
 that tail must be small beside the whole (TAIL_SHARE). A reduction that reads its enclosing
-reduction's loop variables (a sum of row sums) is left whole.
+reduction's loop variables (the row sums of a sum of row sums, a cross-entropy's row logsumexp) is no
+level of its own but part of the enclosing one's source, which the chunks share as before.
 """
 from __future__ import annotations
 
@@ -51,18 +52,16 @@ def split_reduction(kernel: Kernel, parts: int) -> list[Kernel] | None:
     """`[partials_0, ..., partials_L, combine]` for `kernel` split into `parts` chunks, or None where it does
     not apply.
 
-    It applies when the stores read at least one reduction, every reduction they reach reads no loop
-    variable but the output loops' (besides its own), every such reduction has an outermost range of at
-    least `parts`, and the inner ones' tails are small (TAIL_SHARE); whether the split pays is the caller's
-    choice. Each partials kernel runs over its outermost loop `t < parts` and its level's reductions (see
+    It applies when the stores read at least one reduction, every reduction to split (see `_levels`) has
+    an outermost range of at least `parts`, and the inner ones' tails are small (TAIL_SHARE); whether the
+    split pays is the caller's choice. Each partials kernel runs over its outermost loop `t < parts` and its level's reductions (see
     the module's docstring); `combine` has `kernel`'s loops. All take `kernel`'s buffers and parameters,
     then one scratch buffer per split reduction, and run in that order.
     """
     if parts < 2 or most_parts(kernel) < parts:
         return None
     levels = _levels(kernel)
-    read_later = {id(r) for level in levels[1:] for red in level for r in toposort(list(red.srcs))
-                  if r.op is VOp.REDUCE}
+    read_later = {id(r) for level in levels[1:] for red in level for r in toposort(list(red.srcs))}
     if any(id(red) in read_later and (red.arg[1][0].size % parts) * parts > TAIL_SHARE * red.arg[1][0].size
            for level in levels for red in level):
         return None
@@ -116,17 +115,18 @@ def most_parts(kernel: Kernel, min_chunk: int = 1) -> int:
 
 
 def _levels(kernel: Kernel) -> list[list[Value]]:
-    """The reductions the stores reach, in levels: each reads only reductions of the levels before its own,
-    in dependency order within one; none where one of them reads a loop variable of an enclosing reduction."""
+    """The reductions to split, in levels: those the stores reach that read no loop variable but the output
+    loops' (besides their own), each in the level after the last one its source reads, in dependency
+    order within one. A reduction that reads a variable of an enclosing one (a row's max in a sum over
+    rows) is part of the enclosing one's source, computed again for each of its elements as before."""
     values = toposort([s.value for s in kernel.stores])
     free, outputs = free_vars(values), set(kernel.loops)
-    height: dict[int, int] = {}  # the level of the highest reduction a value reads (or is), -1 for none
+    height: dict[int, int] = {}  # the level of the highest reduction to split a value reads (or is), -1 for none
     levels: list[list[Value]] = []
     for v in values:
-        height[id(v)] = max((height[id(s)] for s in v.srcs), default=-1) + (v.op is VOp.REDUCE)
-        if v.op is VOp.REDUCE:
-            if not free[id(v)] <= outputs:
-                return []
+        split = v.op is VOp.REDUCE and free[id(v)] <= outputs
+        height[id(v)] = max((height[id(s)] for s in v.srcs), default=-1) + split
+        if split:
             if height[id(v)] == len(levels):
                 levels.append([])
             levels[height[id(v)]].append(v)

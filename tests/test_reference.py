@@ -399,6 +399,7 @@ SPLITS = {
     "deviation_from_max": (lambda x: (x - x.amax()).abs().sum(), quarter((8 * 125 + 3,), 70)),
     "argmax": (lambda x: x.argmax(), quarter((8 * 125 + 3,), 71)),
     "argmin_of_ties": (lambda x: x.argmin(), np.tile(SIGNED_ZEROS, 13)),
+    "sum_of_row_maxima": (lambda x: x.reshape(-1, 7).amax(1).sum(), quarter((7 * 125,), 72)),
 }
 
 
