@@ -48,7 +48,7 @@ from .ir import BufferParam, Kernel, Store, Value, VOp, alu, free_vars, load, re
 TAIL_SHARE = 1 / 8
 
 
-def split_reduction(kernel: Kernel, parts: int) -> list[Kernel] | None:
+def split_reduction(kernel: Kernel, parts: int, nested: bool = True) -> list[Kernel] | None:
     """`[partials_0, ..., partials_L, combine]` for `kernel` split into `parts` chunks, or None where it does
     not apply.
 
@@ -56,11 +56,12 @@ def split_reduction(kernel: Kernel, parts: int) -> list[Kernel] | None:
     an outermost range of at least `parts`, and the inner ones' tails are small (TAIL_SHARE); whether the
     split pays is the caller's choice. Each partials kernel runs over its outermost loop `t < parts` and its level's reductions (see
     the module's docstring); `combine` has `kernel`'s loops. All take `kernel`'s buffers and parameters,
-    then one scratch buffer per split reduction, and run in that order.
+    then one scratch buffer per split reduction, and run in that order. Without `nested`, only a kernel
+    whose reductions read no reduction splits (into one partials kernel and the combine).
     """
-    if parts < 2 or most_parts(kernel) < parts:
+    if parts < 2 or most_parts(kernel, nested=nested) < parts:
         return None
-    levels = _levels(kernel)
+    levels = _levels(kernel, nested)
     read_later = {id(r) for level in levels[1:] for red in level for r in toposort(list(red.srcs))}
     if any(id(red) in read_later and (red.arg[1][0].size % parts) * parts > TAIL_SHARE * red.arg[1][0].size
            for level in levels for red in level):
@@ -104,25 +105,29 @@ def split_reduction(kernel: Kernel, parts: int) -> list[Kernel] | None:
     return [*partials, combine]
 
 
-def most_parts(kernel: Kernel, min_chunk: int = 1) -> int:
+def most_parts(kernel: Kernel, min_chunk: int = 1, nested: bool = True) -> int:
     """The most parts `split_reduction` splits `kernel` into with at least `min_chunk` elements of every split
     reduction in each chunk; 0 where it does not apply (see `split_reduction`)."""
-    reductions = [red for level in _levels(kernel) for red in level]
+    reductions = [red for level in _levels(kernel, nested) for red in level]
     if not reductions:
         return 0
     return min(min(outer.size, outer.size * math.prod(v.size for v in inner) // min_chunk)
                for outer, *inner in (r.arg[1] for r in reductions))
 
 
-def _levels(kernel: Kernel) -> list[list[Value]]:
+def _levels(kernel: Kernel, nested: bool) -> list[list[Value]]:
     """The reductions to split, in levels: those the stores reach that read no loop variable but the output
     loops' (besides their own), each in the level after the last one its source reads, in dependency
     order within one. A reduction that reads a variable of an enclosing one (a row's max in a sum over
-    rows) is part of the enclosing one's source, computed again for each of its elements as before."""
+    rows) is part of the enclosing one's source, computed again for each of its elements as before. Without
+    `nested`, none where a reduction reads another one."""
     values = toposort([s.value for s in kernel.stores])
     free, outputs = free_vars(values), set(kernel.loops)
     height: dict[int, int] = {}  # the level of the highest reduction to split a value reads (or is), -1 for none
     levels: list[list[Value]] = []
+    if not nested and any(v.op is VOp.REDUCE and any(s.op is VOp.REDUCE for s in toposort(list(v.srcs)))
+                          for v in values):
+        return []
     for v in values:
         split = v.op is VOp.REDUCE and free[id(v)] <= outputs
         height[id(v)] = max((height[id(s)] for s in v.srcs), default=-1) + split
