@@ -4,7 +4,7 @@ A backend parallelizes a kernel along its outermost output loop. A full reductio
 `(x + y*z).sum()` has one output point, so that loop has size 1 and one thread does all the
 work; a column reduction such as `x.sum(0)` of a row-major matrix, split along its columns,
 gives each thread a strip of every row rather than whole rows to stream. `split_reduction`
-rewrites such a kernel into two that a backend runs one after the other:
+rewrites such a kernel into kernels that a backend runs one after the other:
 
     partials: for t < parts (and the original output loops):
                   scratch[t, out] = reduce over the t-th chunk of the reduction's outer range
@@ -20,10 +20,20 @@ to one scratch buffer per reduction, `[parts, numel]` row-major, appended after 
 buffers; the backend's runtime provides it.
 
 Float SUM stays accurate: each partial is a reduction the backend vectorizes as before, and
-combining `parts` partials adds `parts` numbers. Only what is easy to prove right is split: the
-reductions the stores read directly (not through another reduction), whose sources hold no
-reduction themselves (so softmax, variance and logsumexp, which reduce a value computed from
-another reduction, are left whole).
+combining `parts` partials adds `parts` numbers.
+
+A reduction whose source reads another reduction (a variance's mean, a logsumexp's max, argmax's
+max) splits too, where the inner one is the same for every element the outer one folds (it reads
+only the output loops): the reductions go in levels, each after those its source reads, and each
+level is a partials kernel of its own that reads the inner reductions' combined values, computed
+from the scratch of the levels before (a few loads per output point). Then
+
+    partials_0, ..., partials_L, combine
+
+run one after the other. Every chunk of a later level computes an inner reduction's tail again, so
+that tail must be small beside the whole (TAIL_SHARE). A reduction that reads its enclosing
+reduction's loop variables (the row sums of a sum of row sums, a cross-entropy's row logsumexp) is no
+level of its own but part of the enclosing one's source, which the chunks share as before.
 """
 from __future__ import annotations
 
@@ -31,74 +41,101 @@ import math
 from collections.abc import Iterator
 
 from .expr import Expr, Var, flat_index
-from .ir import BufferParam, Kernel, Store, Value, VOp, alu, load, reduce, substitute, toposort
+from .ir import BufferParam, Kernel, Store, Value, VOp, alu, free_vars, load, reduce, substitute, toposort
+
+# An inner reduction (one a later level reads) splits only where its tail, computed again by every chunk of
+# the later levels, is at most this share of its outer range: those recomputations cost at most that much more.
+TAIL_SHARE = 1 / 8
 
 
-def split_reduction(kernel: Kernel, parts: int) -> tuple[Kernel, Kernel] | None:
-    """`(partials, combine)` for `kernel` split into `parts` chunks, or None where it does not apply.
+def split_reduction(kernel: Kernel, parts: int, nested: bool = True) -> list[Kernel] | None:
+    """`[partials_0, ..., partials_L, combine]` for `kernel` split into `parts` chunks, or None where it does
+    not apply.
 
-    It applies when the stores read at least one reduction directly, and every such reduction has a
-    source free of reductions and an outermost range of at least `parts`; whether the split pays is
-    the caller's choice. `partials` runs over its outermost loop `t < parts`;
-    `combine` has `kernel`'s loops. Both take `kernel`'s buffers and parameters, then one scratch
-    buffer per split reduction.
+    It applies when the stores read at least one reduction, every reduction to split (see `_levels`) has
+    an outermost range of at least `parts`, and the inner ones' tails are small (TAIL_SHARE); whether the
+    split pays is the caller's choice. Each partials kernel runs over its outermost loop `t < parts` and its level's reductions (see
+    the module's docstring); `combine` has `kernel`'s loops. All take `kernel`'s buffers and parameters,
+    then one scratch buffer per split reduction, and run in that order. Without `nested`, only a kernel
+    whose reductions read no reduction splits (into one partials kernel and the combine).
     """
-    if parts < 2 or most_parts(kernel) < parts:
+    if parts < 2 or most_parts(kernel, nested=nested) < parts:
         return None
-    reductions = _direct_reductions(kernel)
-
+    levels = _levels(kernel, nested)
+    read_later = {id(r) for level in levels[1:] for red in level for r in toposort(list(red.srcs))}
+    if any(id(red) in read_later and (red.arg[1][0].size % parts) * parts > TAIL_SHARE * red.arg[1][0].size
+           for level in levels for red in level):
+        return None
     fresh = _fresh_names(kernel)
-    t, u = Var(next(fresh), parts), Var(next(fresh), parts)  # the chunk partials computes; combine reduces over u
+    t = Var(next(fresh), parts)  # the chunk a partials kernel computes
     numel = kernel.numel
     out = flat_index(tuple(Expr.of(v) for v in kernel.loops), tuple(v.size for v in kernel.loops))
     chunk_vars: dict[Var, Var] = {}  # reductions over one range share its chunk loop
     scratch: list[BufferParam] = []
-    partial_stores: list[Store] = []
-    combined: dict[int, Value] = {}
-    for red in reductions:
-        op, (outer, *inner) = red.arg
-        src, slot, chunk = red.srcs[0], len(kernel.buffers) + len(scratch), outer.size // parts
-        if outer not in chunk_vars:
-            chunk_vars[outer] = Var(next(fresh), chunk)
-        j = chunk_vars[outer]
-        (chunk_src,) = substitute([src], {outer: Expr.of(t) * chunk + Expr.of(j)})
-        partial_stores.append(Store(slot, Expr.of(t) * numel + out, reduce(op, chunk_src, (j, *inner))))
-        scratch.append(BufferParam(red.dtype, parts * numel, scratch=True))
-        total = reduce(op, load(slot, red.dtype, Expr.of(u) * numel + out, ()), (u,))
-        if tail := outer.size - parts * chunk:
-            k = Var(next(fresh), tail)
-            (tail_src,) = substitute([src], {outer: Expr.of(k) + parts * chunk})
-            total = alu(op.combine(red.dtype), red.dtype, total, reduce(op, tail_src, (k, *inner)))
-        combined[id(red)] = total
+    stages: list[tuple[Store, ...]] = []
+    combined: dict[int, Value] = {}  # each reduction's value from its partials, by id
+    for level in levels:
+        u = Var(next(fresh), parts)  # the level's combined values reduce over it
+        partial_stores: list[Store] = []
+        for red in level:
+            op, (outer, *inner) = red.arg
+            (src,) = substitute([red.srcs[0]], {}, combined)  # the inner reductions' values, combined
+            slot, chunk = len(kernel.buffers) + len(scratch), outer.size // parts
+            if outer not in chunk_vars:
+                chunk_vars[outer] = Var(next(fresh), chunk)
+            j = chunk_vars[outer]
+            (chunk_src,) = substitute([src], {outer: Expr.of(t) * chunk + Expr.of(j)})
+            partial_stores.append(Store(slot, Expr.of(t) * numel + out, reduce(op, chunk_src, (j, *inner))))
+            scratch.append(BufferParam(red.dtype, parts * numel, scratch=True))
+            total = reduce(op, load(slot, red.dtype, Expr.of(u) * numel + out, ()), (u,))
+            if tail := outer.size - parts * chunk:
+                k = Var(next(fresh), tail)
+                (tail_src,) = substitute([src], {outer: Expr.of(k) + parts * chunk})
+                total = alu(op.combine(red.dtype), red.dtype, total, reduce(op, tail_src, (k, *inner)))
+            combined[id(red)] = total
+        stages.append(tuple(partial_stores))
 
     buffers = (*kernel.buffers, *scratch)
-    partials = Kernel(f"{kernel.name}_partials{parts}", buffers, kernel.params, (t, *kernel.loops),
-                      tuple(partial_stores))
+    name = f"{kernel.name}_partials{parts}"
+    partials = [Kernel(name if len(stages) == 1 else f"{name}_{i}", buffers, kernel.params, (t, *kernel.loops), stores)
+                for i, stores in enumerate(stages)]
     values = substitute([s.value for s in kernel.stores], {}, combined)
     combine = Kernel(f"{kernel.name}_combine{parts}", buffers, kernel.params, kernel.loops,
                      tuple(Store(s.buf, s.index, v) for s, v in zip(kernel.stores, values)))
-    return partials, combine
+    return [*partials, combine]
 
 
-def most_parts(kernel: Kernel, min_chunk: int = 1) -> int:
+def most_parts(kernel: Kernel, min_chunk: int = 1, nested: bool = True) -> int:
     """The most parts `split_reduction` splits `kernel` into with at least `min_chunk` elements of every split
     reduction in each chunk; 0 where it does not apply (see `split_reduction`)."""
-    reductions = _direct_reductions(kernel)
-    if not reductions or any(_has_reduction(r.srcs[0]) for r in reductions):
+    reductions = [red for level in _levels(kernel, nested) for red in level]
+    if not reductions:
         return 0
     return min(min(outer.size, outer.size * math.prod(v.size for v in inner) // min_chunk)
                for outer, *inner in (r.arg[1] for r in reductions))
 
 
-def _direct_reductions(kernel: Kernel) -> list[Value]:
-    """The reductions the stores read without going through another reduction, in dependency order."""
-    roots = [s.value for s in kernel.stores]
-    reachable = toposort(roots, lambda v: () if v.op is VOp.REDUCE else v.srcs)
-    return [v for v in reachable if v.op is VOp.REDUCE]
-
-
-def _has_reduction(value: Value) -> bool:
-    return any(v.op is VOp.REDUCE for v in toposort([value]))
+def _levels(kernel: Kernel, nested: bool) -> list[list[Value]]:
+    """The reductions to split, in levels: those the stores reach that read no loop variable but the output
+    loops' (besides their own), each in the level after the last one its source reads, in dependency
+    order within one. A reduction that reads a variable of an enclosing one (a row's max in a sum over
+    rows) is part of the enclosing one's source, computed again for each of its elements as before. Without
+    `nested`, none where a reduction reads another one."""
+    values = toposort([s.value for s in kernel.stores])
+    free, outputs = free_vars(values), set(kernel.loops)
+    height: dict[int, int] = {}  # the level of the highest reduction to split a value reads (or is), -1 for none
+    levels: list[list[Value]] = []
+    if not nested and any(v.op is VOp.REDUCE and any(s.op is VOp.REDUCE for s in toposort(list(v.srcs)))
+                          for v in values):
+        return []
+    for v in values:
+        split = v.op is VOp.REDUCE and free[id(v)] <= outputs
+        height[id(v)] = max((height[id(s)] for s in v.srcs), default=-1) + split
+        if split:
+            if height[id(v)] == len(levels):
+                levels.append([])
+            levels[height[id(v)]].append(v)
+    return levels
 
 
 def _fresh_names(kernel: Kernel) -> Iterator[str]:

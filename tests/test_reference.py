@@ -395,6 +395,11 @@ SPLITS = {
     "uint32_max": (lambda x: x.amax(), np.arange(2**31 - 77, 2**31 + 120, dtype=np.uint32)[::-1].copy()),
     "any": (lambda x: x.any(), np.eye(1, 90, 89, dtype=bool)[0]),
     "all": (lambda x: x.all(), ~np.eye(1, 90, 3, dtype=bool)[0]),
+    "var_no_tail": (lambda x: x.var(), quarter((8 * 64,), 69)),
+    "deviation_from_max": (lambda x: (x - x.amax()).abs().sum(), quarter((8 * 125 + 3,), 70)),
+    "argmax": (lambda x: x.argmax(), quarter((8 * 125 + 3,), 71)),
+    "argmin_of_ties": (lambda x: x.argmin(), np.tile(SIGNED_ZEROS, 13)),
+    "sum_of_row_maxima": (lambda x: x.reshape(-1, 7).amax(1).sum(), quarter((7 * 125,), 72)),
 }
 
 
@@ -404,11 +409,11 @@ def test_split_reduction_matches_the_unsplit_kernel(name):
     fn, data = SPLITS[name]
     (item,) = lt.schedule(fn(lt.asarray(data)))
     kernel, inputs = item.kernel, [n.buffer.numpy() for n in item.inputs]
-    partials, combine = split_reduction(kernel, PARTS)
+    split = split_reduction(kernel, PARTS)
     (want,) = on_reference(kernel, inputs, item.params)
     got = np.zeros_like(want)
-    slots = [got, *inputs, *(np.zeros(b.size, reference.storage_type(b.dtype)) for b in partials.buffers if b.scratch)]
-    for k in (partials, combine):  # one after the other on one set of buffers, as the runtime runs them
+    slots = [got, *inputs, *(np.zeros(b.size, reference.storage_type(b.dtype)) for b in split[0].buffers if b.scratch)]
+    for k in split:  # one after the other on one set of buffers, as the runtime runs them
         reference.execute(k, slots, item.params)
     assert_identical(got, want, name)
 

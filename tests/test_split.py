@@ -209,10 +209,52 @@ def test_a_size_1_axis_opens_no_loop():
     assert [v.size for v in the_kernel(x[:1, :1].sum(keepdims=True)).loops] == [1]
 
 
-def test_a_reduction_of_a_reduction_is_left_whole():
+def test_a_reduction_of_a_reduction_splits_in_levels():
+    """Each level's partials read the combined values of the levels before; a reduction that reads its
+    enclosing one's loop variable (the row sums of a sum of row sums) is part of the enclosing one's source."""
     x, _ = data(SIZES[1])
-    for out in [x.logsumexp(0), x.var(), x.argmax(), x.reshape(PARTS, -1).sum(axis=1).sum()]:
-        assert split_reduction(the_kernel(out), PARTS) is None
+    for out, levels in [(x.logsumexp(0), 2), (x.var(), 2), (x.argmax(), 2), ((x - x.mean()).abs().amax(), 2)]:
+        kernel = the_kernel(out)
+        *partials, combine = split_reduction(kernel, PARTS)
+        assert len(partials) == levels and combine.loops == kernel.loops
+        assert all(k.buffers == combine.buffers for k in partials)
+    assert split_reduction(the_kernel(data(SIZES[2])[0].var()), PARTS) is None  # a long tail (7 of 31)
+    sum_of_row_sums = the_kernel(x.reshape(PARTS, -1).sum(axis=1).sum())
+    partials, combine = split_reduction(sum_of_row_sums, PARTS)
+    (outer,) = [v for v in partials.values() if v.op is ir.VOp.REDUCE and v.arg[1][0].size == 1]
+    assert any(v.op is ir.VOp.REDUCE for v in ir.toposort(list(outer.srcs)))
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64])
+def test_reductions_of_reductions_split(split, dtype, n):
+    x, t = data(n, dtype)
+    if get_device().backend.startswith("llvm"):  # the last size's tail is too long to compute in every chunk
+        split = isinstance(runtime.compile_kernel(the_kernel(x.var()))[0], runtime.SplitReductionProgram)
+        assert split == (n != SIZES[2])
+    check(x.var(), t.var(correction=0))
+    check(x.std(), t.std(correction=0))
+    check(x.logsumexp(0), t.logsumexp(0))
+    check(x.argmax(), t.argmax())
+    check(x.argmin(), t.argmin())
+    check((x - x.mean()).abs().amax(), (t - t.mean()).abs().amax())
+    y, u = data(n, dtype, seed=1)
+    check(((x - y) ** 2).mean() / x.var(), ((t - u) ** 2).mean() / t.var(correction=0))
+    check((x - (x - x.mean()).abs().amax()).sum(), (t - (t - t.mean()).abs().amax()).sum())
+    labels = np.random.default_rng(2).integers(0, 5, n // 5)
+    logits, tl = x[:n // 5 * 5].reshape(-1, 5), t[:n // 5 * 5].reshape(-1, 5)
+    check(lt.nn.functional.cross_entropy(logits, lt.asarray(labels)),
+          torch.nn.functional.cross_entropy(tl, torch.tensor(labels)))
+    check(logits.amax(1).sum(), tl.amax(1).sum())
+
+
+def test_a_row_of_reductions_of_reductions_splits_where_few_rows(split):
+    arr = random_array((THREADS - 1, SIZES[0]), lt.float32)
+    x, t = lt.asarray(arr), torch.tensor(arr)
+    assert isinstance(runtime.compile_kernel(the_kernel(x.var(1)))[0], runtime.SplitReductionProgram) \
+        or not get_device().backend.startswith("llvm")
+    check(x.var(1), t.var(1, correction=0))
+    check(x.softmax(-1), t.softmax(-1))
 
 
 def test_too_small_to_split():

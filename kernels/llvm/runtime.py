@@ -705,10 +705,13 @@ def _partials(kernel: Kernel) -> list[Kernel] | None:
     parts = threads * CHUNKS_PER_THREAD
     if threads < 2 or total < SPLIT_MIN_WORK:
         return None
-    if kernel.loops[0].size >= threads and not (
-            kernel.numel * parts * COLUMN_SPLIT_INPUT_PER_PARTIAL <= total and column_reductions(kernel)):
+    feeds_pool = kernel.loops[0].size >= threads
+    if feeds_pool and not (kernel.numel * parts * COLUMN_SPLIT_INPUT_PER_PARTIAL <= total and column_reductions(kernel)):
         return None
-    return split_reduction(kernel, parts)
+    split = split_reduction(kernel, parts)
+    # a split in levels (a reduction of a reduction) only where the output loop cannot feed the pool: a column
+    # one (`x.std(0)`) already shares its columns, and each level would stream the input again
+    return None if split is None or (feeds_pool and len(split) > 2) else split
 
 
 def _contraction_program(c: Contraction, checked: bool) -> Generator[Job, Compiled, ContractionProgram]:

@@ -394,13 +394,15 @@ def _kernel_program(kernel: Kernel, target: Target, tiling: Tiling) -> Program |
     source = render(kernel, tiling, target.interpreted)
     wanted = target.processors * PROGRAMS_PER_PROCESSOR
     # a power of two: the reductions' sizes usually are, and then every chunk is whole blocks with no tail
-    parts = 1 << (max(1, min(wanted // max(1, source.grid), most_parts(kernel, SPLIT_MIN_CHUNK))).bit_length() - 1)
-    if (split := split_reduction(kernel, parts)) is None:
+    # reductions of reductions stay whole here: their levels' kernels are unmeasured on a GPU, and slow
+    # under the interpreter
+    parts = 1 << (max(1, min(wanted // max(1, source.grid), most_parts(kernel, SPLIT_MIN_CHUNK, nested=False)))
+                  .bit_length() - 1)
+    if (split := split_reduction(kernel, parts, nested=False)) is None:
         return _program(kernel, source, target)
     # the split combines partial results with the reduction's own op, which legalization makes core ops
-    partials, combine = (_program(k, render(k, tiling, target.interpreted), target)
-                         for k in (legalize(k, NATIVE) for k in split))
-    return StepsProgram(kernel, [partials, combine], partials.buffers[len(kernel.buffers):], target)
+    steps = [_program(k, render(k, tiling, target.interpreted), target) for k in (legalize(k, NATIVE) for k in split)]
+    return StepsProgram(kernel, steps, steps[0].buffers[len(kernel.buffers):], target)
 
 
 def _legal_program(kernel: Kernel, target: Target, tiling: Tiling) -> Program:
