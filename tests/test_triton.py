@@ -728,12 +728,16 @@ assert not narrow, sorted(set(narrow))
 """
 
 
+needs_sm90 = pytest.mark.skipif(importlib.util.find_spec("triton.backends.nvidia") is None,
+                                reason="no CUDA backend in triton")
+
+
 def compile_for_sm90(script: str) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "LT_DEVICE")}
     subprocess.run([sys.executable, "-c", script], check=True, cwd="/", env=env)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("triton.backends.nvidia") is None, reason="no CUDA backend in triton")
+@needs_sm90
 def test_the_gemm_source_compiles_for_sm90():
     """Triton compiles for a GPU it does not have: float32 exact and TF32, float64, a fused epilogue."""
     compile_for_sm90(SM90_GEMM_CHECK)
@@ -750,23 +754,23 @@ assert "cvt.rpi.f32.f32" in code and ".ftz" not in code, code
 """
 
 
-@pytest.mark.skipif(importlib.util.find_spec("triton.backends.nvidia") is None, reason="no CUDA backend in triton")
+@needs_sm90
 def test_subnormal_numbers_are_not_flushed_to_zero_on_sm90():
     """Triton compiles libdevice's functions flushing subnormals by default (ceil(1e-40) would be 0.0)."""
     compile_for_sm90(SM90_SUBNORMALS_CHECK)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("triton.backends.nvidia") is None, reason="no CUDA backend in triton")
+@needs_sm90
 def test_unsigned_kernels_compile_for_sm90_to_unsigned_instructions():
     compile_for_sm90(SM90_UNSIGNED_CHECK)
 
 
-
-@pytest.mark.skipif(importlib.util.find_spec("triton.backends.nvidia") is None, reason="no CUDA backend in triton")
+@needs_sm90
 def test_scatter_claim_kernels_compile_for_sm90_to_an_atomic_max_and_plain_stores():
     compile_for_sm90(SM90_SCATTER_CHECK)
 
-@pytest.mark.skipif(importlib.util.find_spec("triton.backends.nvidia") is None, reason="no CUDA backend in triton")
+
+@needs_sm90
 def test_index_divisions_compile_for_sm90_to_32_bit_arithmetic():
     compile_for_sm90(SM90_NARROW_CHECK)
 
