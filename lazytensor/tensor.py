@@ -597,7 +597,10 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
             if dtype.is_float and other in _SCALAR_POWERS:
                 x, p = self.cast(dtype), other
                 # differentiated as PyTorch's pow, p * x**(p-1): the chain through the ops computing it gives
-                # NaN where that is 0 or infinite (x ** -2 as 1 / (x*x) at an infinite x: inf * 0)
+                # NaN where that is 0 or infinite (x ** -2 as 1 / (x*x) at an infinite x: inf * 0). With no
+                # gradient to record, computed directly: custom_vjp's bookkeeping doubled the cost of an `x ** 2`
+                if not (x.requires_grad and is_grad_enabled()):
+                    return _SCALAR_POWERS[p](x)
                 return custom_vjp([x], lambda: _SCALAR_POWERS[p](x),
                                   lambda g: (g * (x * p if p == 2 else x ** (p - 1) * p),))
         return self._binary(other, Alu.POW, "power", reverse)
