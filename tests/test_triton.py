@@ -263,13 +263,15 @@ def test_softmax_source_is_persistent_or_looped():
     assert looped.count("in range(0, 100, 32)") == 3 and "_reduce_max" in looped
 
 
-def _two_sums(reads_output: bool) -> ir.Kernel:
-    """b0[0] = sum(b2), then b1[0] = sum over rows of row sums of b2 (reading b0 where `reads_output`)."""
+def _two_sums(reads_output: str) -> ir.Kernel:
+    """b0[0] = sum(b2), then b1[0] = sum over rows of row sums of b2, divided by b0[0] as it computes it or,
+    `reads_output` "load" or "gather", as it reads it from b0."""
     f32, r0, r1, r2 = lt.float32, Var("r0", 8), Var("r1", 8), Var("r2", 3)
     count = ir.reduce(ir.ReduceOp.SUM, ir.load(2, f32, Expr.of(r0) * 3, ()), (r0,))
     rows = ir.reduce(ir.ReduceOp.SUM, ir.load(2, f32, Expr.of(r1) * 3 + r2, ()), (r2,))
     total = ir.reduce(ir.ReduceOp.SUM, rows, (r1,))
-    other = ir.load(0, f32, Expr.of(0), ()) if reads_output else count
+    other = {"": count, "load": ir.load(0, f32, Expr.of(0), ()),
+             "gather": ir.gather(0, f32, ir.index(Expr.of(0)), ir.const(True, lt.bool_))}[reads_output]
     bufs = (ir.BufferParam(f32, 1, True), ir.BufferParam(f32, 1, True), ir.BufferParam(f32, 24))
     return ir.Kernel("two_sums", bufs, (), (Var("o0", 1),),
                      (ir.Store(0, Expr.of(0), count), ir.Store(1, Expr.of(0), ir.alu(ir.Alu.DIV, f32, total, other))))
@@ -279,12 +281,22 @@ def test_a_store_follows_its_value_where_the_kernel_does_not_read_its_buffer():
     """A reduction's result is stored before the reductions after it: Triton 3.6 cannot compile such a kernel
     (a cross-entropy's count of kept labels and its loss) with the store after them (its layout pass). Where
     the kernel reads the buffer it writes, every store comes last."""
-    source = render(_two_sums(False)).source
+    source = render(_two_sums("")).source
     stores = [source.index(f"tl.store(tl.broadcast_to(b{i} + 0, [1, 1, 1])") for i in (0, 1)]
     sums = [i for i in range(len(source)) if source.startswith("tl.sum(", i)]
     assert len(sums) == 3 and stores[0] < sums[1] and stores[1] > sums[2]
-    lines = render(_two_sums(True)).source.splitlines()
-    assert all("tl.store(" not in line for line in lines[:-2]) and all("tl.store(" in line for line in lines[-2:])
+    for read in ("load", "gather"):
+        lines = render(_two_sums(read)).source.splitlines()
+        assert all("tl.store(" not in line for line in lines[:-2]) and all("tl.store(" in line for line in lines[-2:])
+    # two stores into one buffer keep their order, the second's value computed first
+    f32, r0 = lt.float32, Var("r0", 8)
+    total = ir.reduce(ir.ReduceOp.SUM, ir.load(1, f32, Expr.of(r0), ()), (r0,))
+    doubled = ir.alu(ir.Alu.MUL, f32, total, ir.const(2.0, f32))
+    twice = ir.Kernel("twice", (ir.BufferParam(f32, 1, True), ir.BufferParam(f32, 8)), (), (Var("o0", 1),),
+                      (ir.Store(0, Expr.of(0), doubled), ir.Store(0, Expr.of(0), total)))
+    source = render(twice).source
+    first, second = (source.index(f"tl.store(tl.broadcast_to(b0 + 0, [1, 1]), {name})") for name in ("v4", "v2"))
+    assert "v4 = (v2 * v3)" in source and first < second
 
 
 def test_functions_triton_approximates_come_from_libdevice_on_a_gpu():

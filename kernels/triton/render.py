@@ -626,7 +626,7 @@ class _Renderer(ValueRenderer):
         # Without a column scope a store is emitted as soon as its value is computed: Triton 3.6's layout
         # pass (RemoveLayoutConversions) can fail to compile a reduction's result that is stored after
         # another reduction reads it. Not for a buffer the kernel also reads, which must not see the store.
-        read = {v.arg[0] for v in self.values if v.op is VOp.LOAD}
+        read = {v.arg[0] if v.op is VOp.LOAD else v.arg for v in self.values if v.op in (VOp.LOAD, VOp.GATHER)}
         self.early_stores = [] if self.col is not None else [s for s in k.stores if s.buf not in read]
         late = [s for s in k.stores if all(s is not e for e in self.early_stores)]
         self.emit_body(self.row)
@@ -690,9 +690,20 @@ class _Renderer(ValueRenderer):
             else:
                 self.define(v, self.value(v))
             if scope is self.row and self.early_stores:
-                ready = [all(id(r) in self.names for r in s.roots()) for s in self.early_stores]
-                self.emit_stores(self.row, [s for s, r in zip(self.early_stores, ready) if r])
-                self.early_stores = [s for s, r in zip(self.early_stores, ready) if not r]
+                self.emit_ready_stores()
+
+    def emit_ready_stores(self) -> None:
+        """Emit the early stores whose values are computed, each after the earlier stores into its buffer
+        (a scatter's stores into one element come in order)."""
+        ready, waiting, blocked = [], [], set()
+        for s in self.early_stores:
+            if s.buf not in blocked and all(id(r) in self.names for r in s.roots()):
+                ready.append(s)
+            else:
+                waiting.append(s)
+                blocked.add(s.buf)
+        self.emit_stores(self.row, ready)
+        self.early_stores = waiting
 
     def emit_stores(self, scope: _Scope, stores: Sequence[Store]) -> None:
         masks = [s for s in scope.chain() if s.mask]
