@@ -96,7 +96,9 @@ def _intern(key: tuple, node: Node) -> None:
     _interned[key] = _ref(node)
     if len(_interned) > _sweep_at and _sweeping.acquire(blocking=False):
         try:
-            for k, r in list(_interned.items()):
+            # over a copy, made in one C call: building the list of items allocated a tuple per entry, which can
+            # start a garbage collection whose finalizers run Python code, and so let another thread enter a node
+            for k, r in _interned.copy().items():
                 if r() is None and _interned.get(k) is r:
                     del _interned[k]
             _sweep_at = max(_SWEEP_MIN, 2 * len(_interned))
