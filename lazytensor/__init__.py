@@ -68,6 +68,7 @@ from .dtypes import (
     weak_result_type,
 )
 from .errors import AxisError, DeviceError, DTypeError, JitError, KernelError, LinAlgError, ShapeError
+from .explain import draw, explain
 from .indexing import nonzero
 from .jit import Jit, jit
 from .kernels.triton import set_allow_tf32, tf32_allowed
@@ -276,9 +277,11 @@ __all__ = [
     "default_float",
     "default_int",
     "devices",
+    "draw",
     "empty",
     "empty_cache",
     "empty_like",
+    "explain",
     "eye",
     "finfo",
     "float16",
