@@ -58,13 +58,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import random
+from . import random, recompiles
 from .device import Buffer, get_device
 from .errors import JitError
 from .graph import Node
 from .helpers import getenv, user_call
 from .realize import (
     Recorder,
+    count_replay,
     debug_line,
     is_recording,
     launch,
@@ -73,7 +74,6 @@ from .realize import (
     realize_nodes,
     realizing,
     recording,
-    stats,
 )
 from .schedule import ScheduleItem
 from .tensor import Tensor
@@ -391,7 +391,7 @@ class _Replay:
                 if (node := r()) is not None:
                     node.become_buffer(table[s])
         random.set_rng_state(self.rng_after or (seed, offset + self.draws_per_call))
-        stats().replays += 1
+        count_replay()
         for s, message in self.checks:
             raise_if(table[s], message)
         leaves = [leaf if i is None else self._output(table[i], spec, leaf)
@@ -438,6 +438,7 @@ class Jit:
     def __init__(self, fn: Callable):
         self.fn = fn
         self.entries: dict[Any, _Entry] = {}
+        self.last_signature: tuple | None = None  # of the last call recorded (for the recompile log)
         # Calls from several threads take turns: they share the recordings, and usually the state they update
         # (a model's parameters), which a recording must see change only by its own call.
         self._lock = threading.RLock()
@@ -453,16 +454,24 @@ class Jit:
         leaves: list[Any] = []
         structure = _flatten((args, kwargs), leaves)
         with self._lock:
-            entry = self.entries.setdefault((structure, tuple(_spec(x) for x in leaves)), _Entry())
+            signature = (structure, tuple(_spec(x) for x in leaves))
+            entry = self.entries.setdefault(signature, _Entry())
             inputs = [x for x in leaves if isinstance(x, Tensor)]
             # the inputs, and state that code outside left pending, are computed outside the recording
             realize_nodes(*(t.node for t in inputs if not t.node.realized))
+            why = "first call" if self.last_signature is None else \
+                "not settled yet: a replay needs two consecutive calls that ran the same kernels"
             if entry.replay is not None:
                 with realizing:  # a replay rebinds the state's graph nodes, as a realize does
                     out = entry.replay([t.node.buffer for t in inputs])
                 if out is not STALE:
                     return out
                 entry.replay, entry.previous, entry.records = None, None, 0
+                why = "its replay's state was rebound outside the function, or the random seed was set"
+            if recompiles.enabled():
+                recompiles.jit_recorded(getattr(self.fn, "__qualname__", repr(self.fn)), signature,
+                                        self.last_signature, why, user_call()[1])
+            self.last_signature = signature
             return self._record(entry, args, kwargs, inputs)
 
     def _record(self, entry: _Entry, args: tuple, kwargs: dict, inputs: list[Tensor]) -> Any:

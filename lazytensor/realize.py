@@ -23,9 +23,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from . import recompiles
 from .device import Buffer, Device, get_device
 from .errors import KernelError, LinAlgError
 from .graph import Node
@@ -44,7 +45,9 @@ realizing = threading.RLock()
 
 @dataclass
 class Stats:
-    """Counters since the process started (or the last `reset_stats()`)."""
+    """Counters since the process started (or the last `reset_stats()`). `lt.stats()` gives a snapshot; the
+    difference of two (`after - before`) counts what ran between them. Compile time is wall time: kernels
+    compiled side by side count once."""
 
     kernels_launched: int = 0
     kernels_compiled: int = 0
@@ -58,13 +61,21 @@ class Stats:
     def as_dict(self) -> dict[str, float]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
+    def __sub__(self, before: Stats) -> Stats:
+        return Stats(**{f.name: getattr(self, f.name) - getattr(before, f.name) for f in fields(self)})
+
 
 _stats = Stats()
 
 
 def stats() -> Stats:
-    """Kernel counters: how many kernels were compiled and launched, and the time spent."""
-    return _stats
+    """A snapshot of the kernel counters: how many kernels were compiled and launched, and the time spent."""
+    return replace(_stats)
+
+
+def count_replay() -> None:
+    """Count a call of an `lt.jit` function that replayed its kernels."""
+    _stats.replays += 1
 
 
 def reset_stats() -> None:
@@ -245,9 +256,21 @@ def _compile_new(items: Schedule) -> None:
         by_device.setdefault(item.device, []).append(item.kernel)
     for name, kernels in by_device.items():
         t0 = time.perf_counter()
-        if compiled := get_device(name).compile_all(kernels):
-            _stats.kernels_compiled += compiled
+        device = get_device(name)
+        if compiled := device.compile_all(kernels):
+            _stats.kernels_compiled += len(compiled)
             _stats.compile_seconds += time.perf_counter() - t0
+            if recompiles.enabled():
+                new = {id(k) for k in compiled}
+                for item in items:
+                    if id(item.kernel) in new:
+                        new.discard(id(item.kernel))
+                        _log_compile(item, device.compile(item.kernel)[0])
+
+
+def _log_compile(item: ScheduleItem, program: Any) -> None:
+    recompiles.kernel_compiled(item.kernel.name, item.device, item.outputs, item.inputs, item.origin,
+                               program.compile_seconds)
 
 
 def _compiled(device: Any, item: ScheduleItem) -> tuple[Any, bool]:
@@ -259,6 +282,8 @@ def _compiled(device: Any, item: ScheduleItem) -> tuple[Any, bool]:
     if compiled:
         _stats.kernels_compiled += 1
         _stats.compile_seconds += program.compile_seconds
+        if recompiles.enabled():
+            _log_compile(item, program)
     return program, compiled
 
 

@@ -434,6 +434,19 @@ def test_stats_count_compiles_and_launches():
     assert s.kernels_launched == 1 and s.realizes == 1 and s.kernels_compiled in (0, 1)
 
 
+def test_stats_are_snapshots_that_subtract():
+    x = data(7, seed=43)
+    before = lt.stats()
+    (x * 3).exp().realize()
+    (x + 3).realize()
+    after = lt.stats()
+    assert before.kernels_launched == 0 and after.kernels_launched == 2  # the snapshot did not move
+    ran = after - before
+    assert ran.kernels_launched == 2 and ran.realizes == 2 and ran.replays == 0
+    assert ran.kernels_compiled == after.kernels_compiled - before.kernels_compiled
+    assert ran.run_seconds == after.run_seconds - before.run_seconds >= 0
+
+
 def test_a_schedule_runs_as_one_batch_with_the_results_of_launching_kernel_by_kernel(monkeypatch):
     """On a device that batches kernels (the CPU) a schedule of several kernels runs as one batch, built once
     for its structure: a step on new data with new scalars reuses it. A schedule whose outputs pass

@@ -907,24 +907,26 @@ def _built(builder: Builder) -> Program | StagedProgram:
         return done.value
 
 
-def compile_kernels(kernels: Sequence[Kernel | Contraction | Scatter | Sort | Scan | LibraryCall]) -> int:
+def compile_kernels(kernels: Sequence[Kernel | Contraction | Scatter | Sort | Scan | LibraryCall]) \
+        -> list[Kernel | Contraction | Scatter | Sort | Scan | LibraryCall]:
     """Compile the kernels not compiled yet, side by side: their jobs go to compile workers (processes,
     `compiler.py`), one fewer than `num_threads()`, while this thread compiles its share; the programs are
-    then found by `compile_kernel`. Returns how many kernels it compiled."""
+    then found by `compile_kernel`. Returns the kernels it compiled (the first of each body)."""
     if all((kernel.body_text(), bounds.CHECK) in _programs for kernel in kernels):  # every realize after the first
-        return 0
+        return []
     with _compiling:
         builders: dict[tuple[str, bool], Builder] = {}
+        first: dict[tuple[str, bool], Kernel | Contraction | Scatter | Sort | Scan | LibraryCall] = {}
         for kernel in kernels:
             if (key := (kernel.body_text(), bounds.CHECK)) not in _programs and key not in builders:
-                builders[key] = _builder(kernel, key[1])
-        jobs, done = {}, 0
+                builders[key], first[key] = _builder(kernel, key[1]), kernel
+        jobs, done = {}, []
         for key, builder in builders.items():
             try:
                 jobs[key] = next(builder)
             except StopIteration as finished:  # nothing to compile (a library call)
                 _programs[key] = finished.value
-                done += 1
+                done.append(first[key])
         while jobs:
             results = _compile_side_by_side(list(jobs.values()))
             waiting = {}
@@ -936,6 +938,6 @@ def compile_kernels(kernels: Sequence[Kernel | Contraction | Scatter | Sort | Sc
                     waiting[key] = builders[key].send(result)
                 except StopIteration as finished:
                     _programs[key] = finished.value
-                    done += 1
+                    done.append(first[key])
             jobs = waiting
     return done
