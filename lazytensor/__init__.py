@@ -67,6 +67,7 @@ from .dtypes import (
     uint64,
     weak_result_type,
 )
+from .dump import dump_to
 from .errors import AxisError, DeviceError, DTypeError, JitError, KernelError, LinAlgError, ShapeError
 from .explain import draw, explain
 from .indexing import nonzero
@@ -278,6 +279,7 @@ __all__ = [
     "default_int",
     "devices",
     "draw",
+    "dump_to",
     "empty",
     "empty_cache",
     "empty_like",

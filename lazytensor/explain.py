@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from . import realize
 from .graph import Node, Op, region, toposort
 from .kernels.ir import Contraction
-from .realize import realizing
 from .schedule import _OWN_KERNEL, Reason, Schedule, ScheduleItem, Trace, schedule
 
 __all__ = ["Explanation", "KernelPlan", "Step", "Written", "draw", "explain"]
@@ -93,7 +93,7 @@ def describe(node: Node) -> str:
 
 def _plan(tensors: tuple[Any, ...]) -> tuple[Schedule, Trace]:
     trace = Trace()
-    with realizing:  # a realize in another thread must not rewrite the graph while it is read
+    with realize.realizing:  # a realize in another thread must not rewrite the graph while it is read
         return schedule(*(t.node for t in tensors), trace=trace), trace
 
 
@@ -139,7 +139,13 @@ def explain(*tensors: Any, file: TextIO | None = None) -> Explanation:
     why each buffer it writes is one (requested, read by two kernels, broadcast along an outer axis, a
     contraction's boundary, the region cap, `contiguous()`, a live tensor's data, ...), and why it and the next
     kernel are not one."""
-    items, trace = _plan(tensors)
+    out = explained(*_plan(tensors))
+    print(out, file=file if file is not None else sys.stdout)
+    return out
+
+
+def explained(items: Schedule, trace: Trace) -> Explanation:
+    """The account of a schedule planned with `trace` (`schedule.schedule(..., trace=...)`)."""
     producer = {id(n): k for k, item in enumerate(items) for n in item.outputs}
     kernels = []
     for k, item in enumerate(items):
@@ -150,9 +156,7 @@ def explain(*tensors: Any, file: TextIO | None = None) -> Explanation:
             tuple(Step(describe(n), n.origin) for n in _fused(item, trace)),
             tuple(Written(describe(n), n.origin, trace.reasons[n]) for n in item.outputs),
             reads, _apart(k, items, trace) if k + 1 < len(items) else None))
-    out = Explanation(tuple(kernels))
-    print(out, file=file if file is not None else sys.stdout)
-    return out
+    return Explanation(tuple(kernels))
 
 
 def _dot_text(text: str) -> str:

@@ -26,12 +26,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from . import recompiles
+import numpy as np
+
+from . import dump, recompiles
 from .device import Buffer, Device, get_device
 from .errors import KernelError, LinAlgError
 from .graph import Node
 from .helpers import getenv
-from .kernels import bounds
+from .kernels import bounds, reference
 from .kernels.bounds import OutOfBounds
 from .kernels.lapack import LibraryError
 from .schedule import SCHEDULE_CACHE_SIZE, Schedule, ScheduleItem, forget_pending, schedule, storage
@@ -215,8 +217,10 @@ def run(items: Schedule) -> None:
     kernels of a schedule run in order on one stream.
     """
     programs = _programs(items)
-    level, recorder = getenv("LT_DEBUG"), _thread.recorder
-    if not level and recorder is None and _run_batched(items, [p for p, _ in programs]):
+    if dump.directory() is not None:
+        dump.programs_ready(items, [p for p, _ in programs])
+    level, recorder, validate, saving = getenv("LT_DEBUG"), _thread.recorder, getenv("LT_VALIDATE"), dump.saving_inputs()
+    if not (level or validate or saving) and recorder is None and _run_batched(items, [p for p, _ in programs]):
         return
     items.reverse()
     programs.reverse()
@@ -226,12 +230,31 @@ def run(items: Schedule) -> None:
         outs = [allocate(device, n) for n in item.outputs]
         if recorder is not None:
             recorder.launch(item, program, outs)
+        if saving:
+            dump.launch_inputs(item)
         seconds = launch(program, [*(b.ptr for b in outs), *(n.buffer.ptr for n in item.inputs)], item.params,
                          level, device, lambda item=item: item.origin)
         if level:
             debug_line(level, item.kernel, item.device, item.origin, program, seconds, compiled)
+        if validate:
+            _validate(item, outs)
         for node, buffer in zip(item.outputs, outs):
             _bind(node, buffer, recorder)
+
+
+def _validate(item: ScheduleItem, outs: list[Buffer]) -> None:
+    """`LT_VALIDATE=1`: the kernel's outputs against the reference interpreter's (`kernels/reference.py`) on the
+    same inputs; a mismatch raises KernelError naming the kernel, the user lines and the dump folder."""
+    want = [np.zeros(b.size, reference.storage_type(b.dtype)) for b in outs]
+    reference.run(item.kernel, [*want, *(n.buffer.numpy() for n in item.inputs)], item.params)
+    for k, (buffer, expected) in enumerate(zip(outs, want)):
+        error, wrong = reference.mismatch(buffer.numpy(), expected, buffer.dtype)
+        if wrong:
+            folder = dump.kernel_folder(item.kernel.name)
+            kept = f"its dump is {folder}" if folder is not None else "run with LT_DUMP_DIR=DIR to dump it"
+            raise KernelError(f"LT_VALIDATE: the kernel {item.kernel.name} for the op at {item.origin} disagrees with "
+                              f"the reference interpreter in output {k} ({buffer.dtype.name}[{buffer.size}]): largest "
+                              f"error {error:g}; {kept}, and `python -m lazytensor.replay` runs it alone")
 
 
 def _programs(items: Schedule) -> list[tuple[Any, bool]]:
@@ -278,7 +301,9 @@ def _compiled(device: Any, item: ScheduleItem) -> tuple[Any, bool]:
     try:
         program, compiled = device.compile(item.kernel)
     except Exception as e:  # the backend's error, restated in the user's terms
-        raise KernelError(f"compiling the kernel for the op at {item.origin} failed: {e}\n{item.kernel}") from e
+        folder = dump.kernel_folder(item.kernel.name)
+        kept = f"\n(its kernel IR and metadata are dumped in {folder})" if folder is not None else ""
+        raise KernelError(f"compiling the kernel for the op at {item.origin} failed: {e}\n{item.kernel}{kept}") from e
     if compiled:
         _stats.kernels_compiled += 1
         _stats.compile_seconds += program.compile_seconds
@@ -333,6 +358,8 @@ def realize_nodes(*nodes: Node) -> None:
         requested = items.requested
         if not requested:
             return
+        if dump.directory() is not None:
+            dump.schedule_run(items, nodes)
         stores = [storage(n) for n in requested]  # before the run, which changes what shares whose buffer
         _stats.realizes += 1
         _stats.schedule_seconds += items.plan_seconds
