@@ -74,6 +74,7 @@ from .indexing import nonzero
 from .jit import Jit, jit
 from .kernels.triton import set_allow_tf32, tf32_allowed
 from .movement import broadcast_arrays, concat, hstack, repeat, split, stack, unstack, vstack
+from .profiling import Profile, profile
 from .random import manual_seed, rand, rand_like, randint, randn, randn_like, randperm
 from .realize import Stats, reset_stats, stats
 from .realize import realizing as _realizing
@@ -264,6 +265,7 @@ __all__ = [
     "FInfo",
     "KernelError",
     "LinAlgError",
+    "Profile",
     "Schedule",
     "ShapeError",
     "Stats",
@@ -300,6 +302,7 @@ __all__ = [
     "linspace",
     "ones",
     "ones_like",
+    "profile",
     "promote",
     "realize",
     "reset_stats",

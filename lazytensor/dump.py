@@ -163,29 +163,13 @@ def programs_ready(items: Schedule, programs: list[Any]) -> None:
             if name in folder.compiled or (entry := folder.entries.get(name)) is None:
                 continue
             folder.compiled.add(name)
-            for file, content in _artifacts(program).items():
+            for file, content in program.artifacts().items():
                 if isinstance(content, bytes):
                     (folder.path / name / file).write_bytes(content)
                 else:
                     (folder.path / name / file).write_text(content)
             entry["files"] = sorted(p.name for p in (folder.path / name).iterdir())
         folder.write_index()
-
-
-def _artifacts(program: Any) -> dict[str, str | bytes]:
-    """The files of a compiled program: the CPU's LLVM IR and assembly, or each Triton step's source and what
-    Triton compiled it to."""
-    if hasattr(program, "optimized_ir"):  # the CPU's (llvm) programs
-        return {"llvm.ll": program.llvm_ir, "llvm-optimized.ll": program.optimized_ir, "assembly.s": program.assembly}
-    steps = program.steps() if callable(getattr(program, "steps", None)) else getattr(program, "steps", None)
-    out: dict[str, str | bytes] = {}
-    for k, step in enumerate(steps if steps is not None else [program]):
-        stem = f"{k}-{step.kernel.name}" if steps is not None else step.kernel.name
-        out[f"{stem}.triton.py"] = step.source.source
-        for kind, content in (step.compiled.asm.items() if step.compiled is not None else ()):
-            if kind in ("ttir", "ttgir", "llir", "ptx", "cubin"):
-                out[f"{stem}.{kind}"] = content
-    return out
 
 
 def saving_inputs() -> bool:

@@ -58,7 +58,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import random, recompiles
+from . import profiling, random, recompiles
 from .device import Buffer, get_device
 from .errors import JitError
 from .graph import Node
@@ -376,14 +376,16 @@ class _Replay:
             for s, dtype, size in lc.fresh:
                 table[s] = lc.device.alloc(dtype, size)
         ptrs = [b.ptr if b is not None else 0 for b in table]
-        level = getenv("LT_DEBUG")
-        if self.batch is not None and not level:
+        level, profiled = getenv("LT_DEBUG"), profiling.active()
+        if self.batch is not None and not (level or profiled):
             launch_batch(self.batch, ptrs, {k: self._params(lc, offset) for k, lc in enumerate(self.launches)
                                             if lc.draws}, len(self.launches), lambda k: self.launches[k].origin)
         else:
             for lc in self.launches:
-                seconds = launch(lc.program, [ptrs[i] for i in lc.index], self._params(lc, offset), level,
-                                 lc.device, lambda lc=lc: lc.origin)
+                seconds = launch(lc.program, [ptrs[i] for i in lc.index], self._params(lc, offset),
+                                 level or profiled, lc.device, lambda lc=lc: lc.origin)
+                if profiled:
+                    profiling.record("launch", lc.kernel, lc.device.name, lc.origin, seconds)
                 if level:
                     debug_line(level, lc.kernel, lc.device.name, lc.origin, lc.program, seconds, False)
         for s, _, refs in self.holders:

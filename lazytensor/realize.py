@@ -6,8 +6,8 @@ batch is built once per schedule structure and kept). Its intermediates then liv
 a bigger schedule runs kernel by kernel, giving each intermediate's memory back once its last reader ran.
 
 `LT_DEBUG=1` prints one line per launch (kernel, device, shapes, time);
-`LT_DEBUG=2` adds the kernel IR; `LT_DEBUG=3` the LLVM IR; `LT_DEBUG=4` the
-host assembly. Lines go to stderr. A kernel compiled under `LT_CHECK_BOUNDS=1`
+`LT_DEBUG=2` adds the kernel IR; `LT_DEBUG=3` the optimized LLVM IR; `LT_DEBUG=4` the
+host assembly; `LT_DEBUG=5` the LLVM IR before optimization. Lines go to stderr. A kernel compiled under `LT_CHECK_BOUNDS=1`
 that indexes outside a buffer raises `KernelError` naming the user's line.
 
 Threads. A tensor one thread hands to another is shared (realizing its node turns it into a buffer in
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from . import dump, recompiles
+from . import dump, profiling, recompiles
 from .device import Buffer, Device, get_device
 from .errors import KernelError, LinAlgError
 from .graph import Node
@@ -85,11 +85,12 @@ def reset_stats() -> None:
     _stats = Stats()
 
 
-def launch(program: Any, ptrs: list[int], params: list, level: int, device: Any, origin: Callable[[], str]) -> float:
+def launch(program: Any, ptrs: list[int], params: list, timed: int | bool, device: Any,
+           origin: Callable[[], str]) -> float:
     """Run one compiled kernel (for the op at `origin()`, asked for on an error only) and count it; returns its
-    time, which is exact only under `LT_DEBUG` (GPU launches are asynchronous: they are waited for only when
-    asked)."""
-    if level:
+    time, which is exact only where `timed` (`LT_DEBUG`, a profile): GPU launches are asynchronous, and are waited
+    for only then."""
+    if timed:
         device.synchronize()
     t0 = time.perf_counter()
     try:
@@ -98,7 +99,7 @@ def launch(program: Any, ptrs: list[int], params: list, level: int, device: Any,
         raise _out_of_bounds(e, origin()) from e
     except LibraryError as e:
         raise _failed(e, origin()) from None
-    if level:
+    if timed:
         device.synchronize()
     seconds = time.perf_counter() - t0
     _stats.kernels_launched += 1
@@ -148,9 +149,11 @@ def debug_line(level: int, kernel: Any, device: str, origin: str, program: Any, 
     if level >= 2:
         print(kernel, file=sys.stderr)
     if level >= 3:
-        print(program.llvm_ir, file=sys.stderr)
+        print(program.optimized_ir, file=sys.stderr)
     if level >= 4:
         print(program.assembly, file=sys.stderr)
+    if level >= 5:
+        print(program.llvm_ir, file=sys.stderr)
 
 
 class Recorder:
@@ -220,7 +223,9 @@ def run(items: Schedule) -> None:
     if dump.directory() is not None:
         dump.programs_ready(items, [p for p, _ in programs])
     level, recorder, validate, saving = getenv("LT_DEBUG"), _thread.recorder, getenv("LT_VALIDATE"), dump.saving_inputs()
-    if not (level or validate or saving) and recorder is None and _run_batched(items, [p for p, _ in programs]):
+    profiled = profiling.active()
+    if not (level or validate or saving or profiled) and recorder is None \
+            and _run_batched(items, [p for p, _ in programs]):
         return
     items.reverse()
     programs.reverse()
@@ -233,7 +238,9 @@ def run(items: Schedule) -> None:
         if saving:
             dump.launch_inputs(item)
         seconds = launch(program, [*(b.ptr for b in outs), *(n.buffer.ptr for n in item.inputs)], item.params,
-                         level, device, lambda item=item: item.origin)
+                         level or profiled, device, lambda item=item: item.origin)
+        if profiled:
+            profiling.record("launch", item.kernel, item.device, item.origin, seconds)
         if level:
             debug_line(level, item.kernel, item.device, item.origin, program, seconds, compiled)
         if validate:
@@ -283,17 +290,21 @@ def _compile_new(items: Schedule) -> None:
         if compiled := device.compile_all(kernels):
             _stats.kernels_compiled += len(compiled)
             _stats.compile_seconds += time.perf_counter() - t0
-            if recompiles.enabled():
+            if recompiles.enabled() or profiling.active():
                 new = {id(k) for k in compiled}
                 for item in items:
                     if id(item.kernel) in new:
                         new.discard(id(item.kernel))
-                        _log_compile(item, device.compile(item.kernel)[0])
+                        _report_compile(item, device.compile(item.kernel)[0], t0)
 
 
-def _log_compile(item: ScheduleItem, program: Any) -> None:
-    recompiles.kernel_compiled(item.kernel.name, item.device, item.outputs, item.inputs, item.origin,
-                               program.compile_seconds)
+def _report_compile(item: ScheduleItem, program: Any, start: float | None = None) -> None:
+    """Tell the recompile log and the profile in force, if any, that `item`'s kernel compiled (from `start`)."""
+    if recompiles.enabled():
+        recompiles.kernel_compiled(item.kernel.name, item.device, item.outputs, item.inputs, item.origin,
+                                   program.compile_seconds)
+    if profiling.active():
+        profiling.record("compile", item.kernel, item.device, item.origin, program.compile_seconds, start)
 
 
 def _compiled(device: Any, item: ScheduleItem) -> tuple[Any, bool]:
@@ -307,8 +318,7 @@ def _compiled(device: Any, item: ScheduleItem) -> tuple[Any, bool]:
     if compiled:
         _stats.kernels_compiled += 1
         _stats.compile_seconds += program.compile_seconds
-        if recompiles.enabled():
-            _log_compile(item, program)
+        _report_compile(item, program)
     return program, compiled
 
 

@@ -363,6 +363,11 @@ class Program:
                 self._asm = j.target_machine.emit_assembly(llvm.parse_assembly(self.optimized_ir))
         return self._asm
 
+    def artifacts(self) -> dict[str, str]:
+        """Files of what compiling made, by name (a dump's): the LLVM IR before and after optimization, and the
+        host assembly."""
+        return {"llvm.ll": self.llvm_ir, "llvm-optimized.ll": self.optimized_ir, "assembly.s": self.assembly}
+
     def __call__(self, buffers: Sequence[int], params: Sequence[int | float]) -> None:
         ptrs = (ctypes.c_void_p * max(1, len(buffers)))(*buffers)
         slots = _scalar_slots(params, self.kernel.params, checked=self.checked)
@@ -464,6 +469,8 @@ class StagedProgram:
     @property
     def assembly(self) -> str:
         return "\n".join(p.assembly for p in self.stages)
+
+    artifacts = Program.artifacts
 
     def scratch(self) -> list[BufferParam]:
         raise NotImplementedError
