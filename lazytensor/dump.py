@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -152,6 +153,14 @@ def _write_kernel(path: Path, item: ScheduleItem) -> None:
                          "scratch": p.scratch, "shape": shapes.get(k)} for k, p in enumerate(kernel.buffers)],
             "params": [{"dtype": dt.name, "value": v} for dt, v in zip(kernel.params, item.params)]}
     (path / "meta.json").write_text(json.dumps(meta, indent=1))
+
+
+def failed_kernel(item: ScheduleItem) -> Path:
+    """Dump a kernel that failed to compile, outside any dump in force: its IR and metadata, in a new folder
+    under the system's temporary directory; returns the kernel's folder."""
+    path = Path(tempfile.mkdtemp(prefix="lazytensor-failed-")) / item.kernel.name
+    _write_kernel(path, item)
+    return path
 
 
 def programs_ready(items: Schedule, programs: list[Any]) -> None:

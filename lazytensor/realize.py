@@ -31,7 +31,7 @@ import numpy as np
 from . import dump, profiling, recompiles
 from .device import Buffer, Device, get_device
 from .errors import KernelError, LinAlgError
-from .graph import Node
+from .graph import Node, region
 from .helpers import getenv
 from .kernels import bounds, reference
 from .kernels.bounds import OutOfBounds
@@ -290,19 +290,17 @@ def _compile_new(items: Schedule) -> None:
         if compiled := device.compile_all(kernels):
             _stats.kernels_compiled += len(compiled)
             _stats.compile_seconds += time.perf_counter() - t0
-            if recompiles.enabled() or profiling.active():
-                new = {id(k) for k in compiled}
-                for item in items:
-                    if id(item.kernel) in new:
-                        new.discard(id(item.kernel))
-                        _report_compile(item, device.compile(item.kernel)[0], t0)
+            new = {id(k) for k in compiled}
+            for item in items:
+                if id(item.kernel) in new:
+                    new.discard(id(item.kernel))
+                    _report_compile(item, device.compile(item.kernel)[0], t0)
 
 
 def _report_compile(item: ScheduleItem, program: Any, start: float | None = None) -> None:
-    """Tell the recompile log and the profile in force, if any, that `item`'s kernel compiled (from `start`)."""
-    if recompiles.enabled():
-        recompiles.kernel_compiled(item.kernel.name, item.device, item.outputs, item.inputs, item.origin,
-                                   program.compile_seconds)
+    """Tell the recompile log, and the profile in force if any, that `item`'s kernel compiled (from `start`)."""
+    recompiles.kernel_compiled(item.kernel.name, item.device, item.outputs, item.inputs, item.origin,
+                               program.compile_seconds)
     if profiling.active():
         profiling.record("compile", item.kernel, item.device, item.origin, program.compile_seconds, start)
 
@@ -312,9 +310,11 @@ def _compiled(device: Any, item: ScheduleItem) -> tuple[Any, bool]:
     try:
         program, compiled = device.compile(item.kernel)
     except Exception as e:  # the backend's error, restated in the user's terms
-        folder = dump.kernel_folder(item.kernel.name)
-        kept = f"\n(its kernel IR and metadata are dumped in {folder})" if folder is not None else ""
-        raise KernelError(f"compiling the kernel for the op at {item.origin} failed: {e}\n{item.kernel}{kept}") from e
+        lines = sorted({n.origin for out in item.outputs for n in region(out, set(item.inputs))})
+        folder = dump.kernel_folder(item.kernel.name) or dump.failed_kernel(item)
+        raise KernelError(f"compiling the kernel {item.kernel.name} for the ops at {', '.join(lines)} failed: {e}\n"
+                          f"{item.kernel}\nIts kernel IR and metadata are in {folder} (for a bug report; `python -m "
+                          "lazytensor.replay` runs it alone)") from e
     if compiled:
         _stats.kernels_compiled += 1
         _stats.compile_seconds += program.compile_seconds

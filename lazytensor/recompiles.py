@@ -49,12 +49,16 @@ def _changes(before: list[tuple[str, Any, tuple[int, ...]]], now: list[tuple[str
 
 def kernel_compiled(name: str, device: str, outputs: list[Node], inputs: list[Node], origin: str,
                     seconds: float) -> None:
-    """Log the compile of kernel `name` (for the op at `origin`) with its reason."""
+    """Note the compile of kernel `name` (for the op at `origin`) in its family, and log it with its reason where
+    the log is on. Noted either way (compiles are rare), so a log turned on later compares with what came
+    before."""
     tensors = _tensors(outputs, inputs)
     family = _family(name, device, tensors)
     with _lock:
         before = _families.get(family)
         _families[family] = tensors
+    if not enabled():
+        return
     reason = "new kernel structure" if before is None else _changes(before, tensors)
     print(f"lt: compiled {name} on {device} in {seconds * 1e3:.1f} ms: {reason}  <- {origin}", file=sys.stderr)
 

@@ -182,5 +182,38 @@ def test_a_kernel_that_fails_to_compile_leaves_its_dump(tmp_path, monkeypatch):
     with lt.dump_to(tmp_path), pytest.raises(KernelError, match="the backend broke") as info:
         (x.cos() * 11).realize()
     (item,) = lt.schedule(x.cos() * 11)
-    assert f"dumped in {tmp_path / item.kernel.name}" in str(info.value)
+    assert f"are in {tmp_path / item.kernel.name} (for a bug report" in str(info.value)
     assert ir_json.loads((tmp_path / item.kernel.name / "kernel.json").read_text()).name == item.kernel.name
+
+
+def test_a_kernel_that_fails_to_compile_is_dumped_for_a_bug_report_anyway(monkeypatch):
+    device = get_device(None)
+
+    def broken(self, kernel):
+        raise RuntimeError("the backend broke")
+
+    monkeypatch.setattr(type(device), "compile", broken)
+    monkeypatch.setattr(type(device), "compile_all", lambda self, kernels: [])
+    x = data(3, 3, seed=11)
+    y = x.cosh() * 3
+    z = y + x
+    (item,) = lt.schedule(z)
+    with pytest.raises(KernelError, match=f"for the ops at {y.node.origin}, {z.node.origin} failed: the backend "
+                                          "broke") as info:
+        z.realize()
+    folder = Path(str(info.value).split(" are in ")[1].split(" (for a bug report")[0])
+    assert folder.name == item.kernel.name and (folder / "kernel.json").exists()
+    assert json.loads((folder / "meta.json").read_text())["origin"] == item.origin
+
+
+def test_the_debugging_example_makes_every_artifact(tmp_path):
+    run = subprocess.run([sys.executable, str(ROOT / "examples" / "debugging.py"), str(tmp_path)],
+                         capture_output=True, text=True, cwd=ROOT, check=False)
+    assert run.returncode == 0, run.stderr
+    assert {p.name for p in tmp_path.iterdir()} >= {"dump", "explain.txt", "graph.dot", "profile.txt", "trace.json"}
+    index = json.loads((tmp_path / "dump" / "index.json").read_text())["kernels"]
+    assert index and all((tmp_path / "dump" / e["name"] / "inputs.npz").exists() for e in index)
+    assert "not one kernel with [1]" in (tmp_path / "explain.txt").read_text()
+    assert len(json.loads((tmp_path / "trace.json").read_text())["traceEvents"]) >= 5 * len(index)
+    assert "lt: compiled" in run.stderr and "new shape" in run.stderr  # the recompile log of a new batch size
+    assert "largest error" in run.stdout and "MISMATCH" not in run.stdout
