@@ -730,7 +730,9 @@ def test_digits_example_trains(capsys):
     losses = example.train(model, x, y, epochs=2, batch_size=32, lr=1e-2)
     assert len(losses) == 16
     assert np.mean(losses[-4:]) < 0.5 * np.mean(losses[:2])
-    assert "epoch  2/2 [########################] 8/8" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "epoch  2/2 [########################] 8/8" in out
+    assert "\r" not in out and out.count("\n") == 2  # not a terminal: one line per epoch, nothing redrawn
     assert example.accuracy(model, x, y) > 0.9
 
 
