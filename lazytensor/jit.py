@@ -17,7 +17,9 @@ wrote and this call read is state (a parameter, a moment, a step count, running 
 replay reads and then rebinds to what it wrote; a buffer that two calls read unchanged is a constant;
 the rest are temporaries, written in memory the replay owns. An optimizer's first step builds a different
 graph from its later ones, so an Adam step replays from its fourth call. A function whose calls never
-settle raises `JitError` after MAX_RECORDS recorded calls, saying where the last two differed.
+settle raises `JitError` after MAX_RECORDS recorded calls, saying where the last two differed. Past
+`LT_JIT_MAX_RECORDS` recordings of one function, all signatures together (8 by default), one warning lists why
+the last ones recorded (`LT_LOG=recompiles` logs each as it happens).
 
 Replaying. A later call with the same signature launches the recorded kernels: no graph is built and
 nothing is scheduled or compiled (`lt.stats().replays` counts these calls); on the CPU the kernels run
@@ -53,6 +55,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import warnings
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -441,6 +444,8 @@ class Jit:
         self.fn = fn
         self.entries: dict[Any, _Entry] = {}
         self.last_signature: tuple | None = None  # of the last call recorded (for the recompile log)
+        self.reasons: list[str] = []  # why each call recorded was, in order
+        self.warned = False  # whether the warning about too many recordings was given
         # Calls from several threads take turns: they share the recordings, and usually the state they update
         # (a model's parameters), which a recording must see change only by its own call.
         self._lock = threading.RLock()
@@ -470,11 +475,25 @@ class Jit:
                     return out
                 entry.replay, entry.previous, entry.records = None, None, 0
                 why = "its replay's state was rebound outside the function, or the random seed was set"
-            if recompiles.enabled():
-                recompiles.jit_recorded(getattr(self.fn, "__qualname__", repr(self.fn)), signature,
-                                        self.last_signature, why, user_call()[1])
+            self._note_record(recompiles.jit_reason(signature, self.last_signature, why))
             self.last_signature = signature
             return self._record(entry, args, kwargs, inputs)
+
+    def _note_record(self, reason: str) -> None:
+        """Count a recording and its reason: logged under LT_LOG=recompiles; past LT_JIT_MAX_RECORDS recordings
+        (default 8), all signatures together, one warning with the reasons of the last of them."""
+        name, origin = getattr(self.fn, "__qualname__", repr(self.fn)), user_call()[1]
+        if recompiles.enabled():
+            recompiles.jit_recorded(name, reason, origin)
+        self.reasons.append(reason)
+        limit = getenv("LT_JIT_MAX_RECORDS", 8)
+        if len(self.reasons) > limit and not self.warned:
+            self.warned = True
+            recent = "; ".join(dict.fromkeys(self.reasons[-limit:]))
+            warnings.warn(f"lt.jit: {name} was recorded {len(self.reasons)} times (more than LT_JIT_MAX_RECORDS="
+                          f"{limit}), each recording running it eagerly and compiling its new kernels; the reasons "
+                          f"of the last {limit}: {recent}. Keep argument shapes and static arguments fixed (pad the "
+                          "last batch), or see LT_LOG=recompiles.", stacklevel=3)
 
     def _record(self, entry: _Entry, args: tuple, kwargs: dict, inputs: list[Tensor]) -> Any:
         name = getattr(self.fn, "__qualname__", repr(self.fn))

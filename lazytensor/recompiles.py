@@ -71,16 +71,19 @@ def _spec_text(spec: Any, other: Any) -> str:
     return repr(spec[1])
 
 
-def jit_recorded(name: str, signature: tuple, last: tuple | None, reason: str, origin: str) -> None:
-    """Log that the jitted function `name` records the call at `origin`: for a new `signature` (the structure of
-    its arguments and the spec of each tensor or static value in it, as `lt.jit` keys its recordings; arguments
-    counted in that order, inside tuples, lists and dicts), the difference from the `last` one it recorded; else
-    `reason`."""
-    if last is not None and signature != last:
-        if len(signature[1]) != len(last[1]) or signature[0] != last[0]:
-            reason = "new signature: the arguments' structure changed"
-        else:
-            changed = [f"argument {k}: {_spec_text(s, s0)} was {_spec_text(s0, s)}"
-                       for k, (s0, s) in enumerate(zip(last[1], signature[1])) if s0 != s]
-            reason = "new signature: " + ", ".join(changed)
+def jit_reason(signature: tuple, last: tuple | None, reason: str) -> str:
+    """Why a jitted function records a call: for a new `signature` (the structure of its arguments and the spec of
+    each tensor or static value in it, as `lt.jit` keys its recordings; arguments counted in that order, inside
+    tuples, lists and dicts), the difference from the `last` one it recorded; else `reason`."""
+    if last is None or signature == last:
+        return reason
+    if len(signature[1]) != len(last[1]) or signature[0] != last[0]:
+        return "new signature: the arguments' structure changed"
+    changed = [f"argument {k}: {_spec_text(s, s0)} was {_spec_text(s0, s)}"
+               for k, (s0, s) in enumerate(zip(last[1], signature[1])) if s0 != s]
+    return "new signature: " + ", ".join(changed)
+
+
+def jit_recorded(name: str, reason: str, origin: str) -> None:
+    """Log that the jitted function `name` records the call at `origin`, and why (`jit_reason`)."""
     print(f"lt: lt.jit records {name}: {reason}  <- {origin}", file=sys.stderr)

@@ -64,3 +64,15 @@ def test_each_jit_recording_says_why(capsys, monkeypatch):
     assert "new signature: argument 1: 3 was 2" in records[4]
     np.testing.assert_allclose(f(data(6, 5, seed=6), 3).numpy(),
                                np.tanh(data(6, 5, seed=6).numpy() @ w.numpy() * 3), rtol=1e-5, atol=1e-6)
+
+
+def test_too_many_recordings_warn_once_with_their_reasons(monkeypatch):
+    monkeypatch.delenv("LT_LOG", raising=False)
+    monkeypatch.setenv("LT_JIT_MAX_RECORDS", "3")
+    f = lt.jit(lambda x: x * 2 + 1)
+    line = sys._getframe().f_lineno + 4  # the call's
+    with pytest.warns(UserWarning, match=r"recorded 4 times \(more than LT_JIT_MAX_RECORDS=3\).*new signature: "
+                                         r"argument 0: float32\[4\] was float32\[3\]") as caught:
+        for n in (1, 2, 3, 4, 5, 6):
+            f(data(n, seed=n))
+    assert len(caught) == 1 and caught[0].filename == __file__ and caught[0].lineno == line
