@@ -72,6 +72,7 @@ from .errors import AxisError, DeviceError, DTypeError, JitError, KernelError, L
 from .explain import draw, explain
 from .indexing import nonzero
 from .jit import Jit, jit
+from .kernels.llvm import disk_cache
 from .kernels.triton import set_allow_tf32, tf32_allowed
 from .movement import broadcast_arrays, concat, hstack, repeat, split, stack, unstack, vstack
 from .profiling import Profile, profile
@@ -93,6 +94,18 @@ int = int32
 cat = concat
 concatenate = concat
 matrix_transpose = linalg.matrix_transpose
+
+
+def set_cache(enabled: bool) -> None:
+    """Turn the persistent compile cache on or off for this process: compiled CPU kernels kept on disk under
+    `$LT_CACHE_DIR/llvm` (`~/.cache/lazytensor/llvm` by default; `LT_CACHE_DIR=` empty turns it off too), so a
+    new process running the same program compiles nothing."""
+    disk_cache.set_enabled(enabled)
+
+
+def clear_cache() -> None:
+    """Remove every compiled kernel the persistent compile cache holds."""
+    disk_cache.clear()
 
 
 def schedule(*tensors: Tensor) -> Schedule:
@@ -276,6 +289,7 @@ __all__ = [
     "bool_",
     "broadcast_shapes",
     "cat",
+    "clear_cache",
     "concat",
     "default_float",
     "default_int",
@@ -307,6 +321,7 @@ __all__ = [
     "realize",
     "reset_stats",
     "schedule",
+    "set_cache",
     "split",
     "stack",
     "stats",

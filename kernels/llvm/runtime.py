@@ -81,7 +81,7 @@ from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, S
 from ..lapack import LibraryError, flops
 from ..legalize import legalize
 from ..split import split_reduction
-from . import compiler, library, mathlib
+from . import compiler, disk_cache, library, mathlib
 from .compiler import Machine
 from .gemm import Layout, Pack, core_name, pack_kernels, render_gemm, render_gemm_core
 from .render import NATIVE, column_reductions, render, symbol
@@ -170,14 +170,19 @@ Job = tuple[str, str, bool]
 Compiled = tuple[str, int, float]
 
 
-def _compile(job: Job) -> Compiled:
-    """Compile one job here."""
+def _compile(job: Job) -> tuple[Compiled, bool]:
+    """Compile one job here, or load its code from the persistent cache (`disk_cache`); and whether it was
+    compiled (not found)."""
     source, name, wide = job
     t0 = time.perf_counter()
     j = jit()
-    with j.lock:  # LLVM's context is not thread-safe: the engine's lock guards every use of it
-        optimized, obj = j.machine.compile(source, wide)
-    return optimized, j.load(obj, name), time.perf_counter() - t0
+    if (kept := disk_cache.load(source, wide)) is None:
+        with j.lock:  # LLVM's context is not thread-safe: the engine's lock guards every use of it
+            optimized, obj = j.machine.compile(source, wide)
+        disk_cache.store(source, wide, optimized, obj)
+    else:
+        optimized, obj = kept
+    return (optimized, j.load(obj, name), time.perf_counter() - t0), kept is None
 
 
 def _scalar_slots(params: Sequence[int | float], dtypes: tuple, slots: ctypes.Array | None = None,
@@ -273,7 +278,7 @@ def _take_chunks() -> ctypes._CFuncPtr:
     if _take_chunks_fn is None:
         with _setup:
             if _take_chunks_fn is None:
-                _take_chunks_fn = _TakeChunks(_compile((_CHUNKS_IR, "take_chunks", False))[1])
+                _take_chunks_fn = _TakeChunks(_compile((_CHUNKS_IR, "take_chunks", False))[0][1])
     return _take_chunks_fn
 
 
@@ -840,14 +845,17 @@ def _compile_here(jobs: list[Job]) -> list[compiler.Answer]:
         return compiler.compile_batch(j.machine, [(source, wide) for source, _, wide in jobs])
 
 
-def _compile_side_by_side(jobs: list[Job]) -> list[Compiled | None]:
+def _compile_side_by_side(jobs: list[Job]) -> list[tuple[Compiled, bool] | None]:
     """Compile the jobs, each distinct one once, shared out among this thread and the workers (where the
-    batch is worth starting them); None for a job that failed (compiling it alone reports why)."""
+    batch is worth starting them), but those the persistent cache holds; each with whether it was compiled
+    (not found), or None for a job that failed (compiling it alone reports why)."""
     slot: dict[str, int] = {}
-    unique: list[Job] = []
+    every: list[Job] = []
     for job in jobs:
-        if slot.setdefault(job[0], len(unique)) == len(unique):
-            unique.append(job)
+        if slot.setdefault(job[0], len(every)) == len(every):
+            every.append(job)
+    kept = {i: found for i, (source, _, wide) in enumerate(every) if (found := disk_cache.load(source, wide))}
+    unique = [job for i, job in enumerate(every) if i not in kept]
     helpers = min(num_threads(), len(unique)) - 1
     if helpers < 1 or not _workers.procs and sum(len(job[0]) for job in unique) < SIDE_BY_SIDE_MIN_CHARS:
         helpers = 0
@@ -881,10 +889,16 @@ def _compile_side_by_side(jobs: list[Job]) -> list[Compiled | None]:
             for proc, _ in asked:
                 _workers.drop(proc)
             raise
-    compiled: list[Compiled | None] = []
-    for i, (_, name, _) in enumerate(unique):
-        optimized, obj, seconds, error = answers[i]
-        compiled.append(None if error is not None else (optimized, jit().load(obj, name), seconds))
+    fresh = iter(range(len(unique)))
+    compiled: list[tuple[Compiled, bool] | None] = []
+    for i, (source, name, wide) in enumerate(every):
+        if i in kept:
+            compiled.append(((kept[i][0], jit().load(kept[i][1], name), 0.0), False))
+            continue
+        optimized, obj, seconds, error = answers[next(fresh)]
+        if error is None:
+            disk_cache.store(source, wide, optimized, obj)
+        compiled.append(None if error is not None else ((optimized, jit().load(obj, name), seconds), True))
     return [compiled[slot[job[0]]] for job in jobs]
 
 
@@ -893,25 +907,29 @@ def compile_kernel(kernel: Kernel | Contraction | Scatter | Sort | Scan | Librar
     """Compile `kernel` (checked if `bounds.CHECK`, from `LT_CHECK_BOUNDS`), or find the program compiled for
     the same body.
 
-    Returns the program and whether this call compiled it."""
+    Returns the program and whether this call compiled it (not found here, nor its code in the persistent
+    cache)."""
     key = (kernel.body_text(), bounds.CHECK)
     if (hit := _programs.get(key)) is not None:
         return hit, False
     with _compiling:
         if (hit := _programs.get(key)) is not None:  # another thread compiled it meanwhile
             return hit, False
-        program = _programs[key] = _built(_builder(kernel, key[1]))
-    return program, True
+        program, compiled = _built(_builder(kernel, key[1]))
+        _programs[key] = program
+    return program, compiled
 
 
-def _built(builder: Builder) -> Program | StagedProgram:
-    """The program a builder makes, its jobs compiled here one after another."""
-    compiled = None
+def _built(builder: Builder) -> tuple[Program | StagedProgram, bool]:
+    """The program a builder makes, its jobs compiled here one after another; and whether any job was compiled
+    (not found in the persistent cache)."""
+    result, compiled = None, False
     try:
         while True:
-            compiled = _compile(builder.send(compiled))
+            result, fresh = _compile(builder.send(result))
+            compiled |= fresh
     except StopIteration as done:
-        return done.value
+        return done.value, compiled
 
 
 def compile_kernels(kernels: Sequence[Kernel | Contraction | Scatter | Sort | Scan | LibraryCall]) \
@@ -927,7 +945,7 @@ def compile_kernels(kernels: Sequence[Kernel | Contraction | Scatter | Sort | Sc
         for kernel in kernels:
             if (key := (kernel.body_text(), bounds.CHECK)) not in _programs and key not in builders:
                 builders[key], first[key] = _builder(kernel, key[1]), kernel
-        jobs, done = {}, []
+        jobs, done, fresh = {}, [], set()
         for key, builder in builders.items():
             try:
                 jobs[key] = next(builder)
@@ -941,10 +959,13 @@ def compile_kernels(kernels: Sequence[Kernel | Contraction | Scatter | Sort | Sc
                 if result is None:  # left to `compile_kernel`, which raises the error where the kernel runs
                     builders[key].close()
                     continue
+                if result[1]:
+                    fresh.add(key)
                 try:
-                    waiting[key] = builders[key].send(result)
+                    waiting[key] = builders[key].send(result[0])
                 except StopIteration as finished:
                     _programs[key] = finished.value
-                    done.append(first[key])
+                    if key in fresh:  # compiled, not all of it found in the persistent cache
+                        done.append(first[key])
             jobs = waiting
     return done
