@@ -70,6 +70,7 @@ from .dtypes import (
 from .dump import dump_to
 from .errors import AxisError, DeviceError, DTypeError, JitError, KernelError, LinAlgError, ShapeError
 from .explain import draw, explain
+from .export import export
 from .indexing import nonzero
 from .jit import Jit, jit
 from .kernels.llvm import disk_cache
@@ -300,6 +301,7 @@ __all__ = [
     "empty_cache",
     "empty_like",
     "explain",
+    "export",
     "eye",
     "finfo",
     "float16",

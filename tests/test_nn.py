@@ -765,3 +765,19 @@ def test_one_hot_of_a_label_out_of_range_raises_index_error():
     with pytest.raises(IndexError, match=r"one_hot: a label is outside \[0, 3\)"):
         F.one_hot(lt.asarray(np.array([0, 3])), 3).numpy()
     np.testing.assert_array_equal(F.one_hot(lt.asarray(np.array([2, 0])), 3).numpy(), [[0, 0, 1], [1, 0, 0]])
+
+
+def test_module_to_a_device_moves_its_parameters_in_place():
+    """As PyTorch's: `model.to(device)` moves every parameter, buffer and gradient, keeping the tensor objects (an
+    optimizer made before holds them)."""
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    params = list(model.parameters())
+    before = [p.numpy().copy() for p in params]
+    model[0].weight.grad = lt.ones((4, 3))
+    assert model.to("cpu") is model
+    assert [p is q for p, q in zip(model.parameters(), params)] == [True] * len(params)
+    assert all(t.device == "cpu" for t in [*model.parameters(), *model.buffers()]) and model[0].weight.grad.device == "cpu"
+    for p, b in zip(params, before):
+        np.testing.assert_array_equal(p.numpy(), b)
+    out = model(lt.asarray(random_array((5, 3), lt.float32), device="cpu"))
+    assert out.device == "cpu" and out.shape == (5, 4)

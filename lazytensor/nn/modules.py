@@ -244,9 +244,13 @@ class Module:
                 for t in [*self.parameters(), *self.buffers()]:
                     if t.dtype.is_float:
                         t.node = t.cast(dt).realize().node
-        if device is not None:
+        if device is not None:  # in place, as PyTorch's: each parameter (and its gradient) is moved, keeping its object
             for t in [*self.parameters(), *self.buffers()]:
-                t.to(device)  # raises for devices it cannot copy to
+                moved = t.to(device)  # raises for devices it cannot copy to
+                if moved is not t:
+                    t.node = moved.node
+                    if t.grad is not None:
+                        t.grad = t.grad.to(device)
         return self
 
     def float(self) -> Module:
