@@ -260,6 +260,22 @@ argwhere = _function(Tensor.argwhere)
 argsort = _function(Tensor.argsort)
 gather = _function(Tensor.gather)
 index_select = _function(Tensor.index_select)
+bmm = _function(Tensor.bmm)
+movedim = _function(Tensor.movedim)
+diag = _function(Tensor.diag)
+diagonal = _function(Tensor.diagonal)
+masked_fill = _function(Tensor.masked_fill)
+
+
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """`beta * input + alpha * (batch1 @ batch2)` for (b, n, m) and (b, m, p) batches (PyTorch's)."""
+    product = batch1.bmm(batch2)
+    return (product if alpha == 1 else product * alpha) + (input if beta == 1 else input * beta)
+
+
+def inference_mode(mode: bool = True) -> Any:
+    """PyTorch's name for `no_grad` (a context manager and a decorator): no autograd records while it holds."""
+    return set_grad_enabled(not mode)
 scatter = _function(Tensor.scatter)
 scatter_add = _function(Tensor.scatter_add)
 index_add = _function(Tensor.index_add)
@@ -365,6 +381,7 @@ __all__ += [  # the NumPy-style functions above
     "atan",
     "atan2",
     "atanh",
+    "baddbmm",
     "bitwise_and",
     "bitwise_invert",
     "bitwise_left_shift",
@@ -372,6 +389,7 @@ __all__ += [  # the NumPy-style functions above
     "bitwise_or",
     "bitwise_right_shift",
     "bitwise_xor",
+    "bmm",
     "broadcast_to",
     "ceil",
     "clamp",
@@ -386,6 +404,8 @@ __all__ += [  # the NumPy-style functions above
     "cumsum",
     "cumulative_prod",
     "cumulative_sum",
+    "diag",
+    "diagonal",
     "diff",
     "divide",
     "dot",
@@ -406,6 +426,7 @@ __all__ += [  # the NumPy-style functions above
     "imag",
     "index_add",
     "index_select",
+    "inference_mode",
     "isclose",
     "isfinite",
     "isinf",
@@ -423,6 +444,7 @@ __all__ += [  # the NumPy-style functions above
     "logical_or",
     "logical_xor",
     "logsumexp",
+    "masked_fill",
     "matmul",
     "max",
     "maximum",
@@ -430,6 +452,7 @@ __all__ += [  # the NumPy-style functions above
     "min",
     "minimum",
     "moveaxis",
+    "movedim",
     "multiply",
     "narrow",
     "negative",

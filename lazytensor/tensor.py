@@ -30,6 +30,7 @@ from .indexing import IndexingOps
 from .kernels.dtype import bfloat16_to_float32
 from .kernels.ir import Alu
 from .movement import MovementOps
+from .pytorch_methods import PyTorchOps
 from .realize import check_read, realize_nodes
 from .reduce import ReduceOps
 from .sorting import SortingOps
@@ -93,7 +94,7 @@ _FLOAT_RESULTS = frozenset({Alu.DIV, Alu.ATAN2})
 _COMPARISONS = frozenset({Alu.CMPLT, Alu.CMPLE, Alu.CMPEQ, Alu.CMPNE})
 
 
-class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
+class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, PyTorchOps):
     """An n-dimensional array whose value is computed lazily. See the README's "Lazy evaluation"."""
 
     __slots__ = ("__weakref__", "_ctx", "_node", "_source", "grad", "requires_grad")

@@ -9,7 +9,7 @@ initializers (`nn.init`), with PyTorch's names and defaults.
 """
 from __future__ import annotations
 
-from . import functional, init
+from . import functional, init, utils
 from .modules import (
                       GELU,
                       AdaptiveAvgPool2d,
@@ -74,4 +74,5 @@ __all__ = [
                       "Tanh",
                       "functional",
                       "init",
+                      "utils",
 ]
