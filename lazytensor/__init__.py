@@ -17,6 +17,7 @@ from typing import Any
 from . import linalg, nn, optim, random
 from .array_api import __array_api_version__, __array_namespace_info__, e, inf, nan, newaxis, pi
 from .autograd import custom_vjp, enable_grad, grad, gradients, no_grad, set_grad_enabled, value_and_grad
+from .checkpoint import load, save
 from .contraction import einsum
 from .creation import (
     arange,
@@ -265,6 +266,11 @@ movedim = _function(Tensor.movedim)
 diag = _function(Tensor.diag)
 diagonal = _function(Tensor.diagonal)
 masked_fill = _function(Tensor.masked_fill)
+masked_select = _function(Tensor.masked_select)
+repeat_interleave = _function(Tensor.repeat_interleave)
+topk = _function(Tensor.topk)
+kthvalue = _function(Tensor.kthvalue)
+scatter_reduce = _function(Tensor.scatter_reduce)
 
 
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
@@ -332,12 +338,14 @@ __all__ = [
     "int32",
     "int64",
     "linspace",
+    "load",
     "ones",
     "ones_like",
     "profile",
     "promote",
     "realize",
     "reset_stats",
+    "save",
     "schedule",
     "set_cache",
     "split",
@@ -431,6 +439,7 @@ __all__ += [  # the NumPy-style functions above
     "isfinite",
     "isinf",
     "isnan",
+    "kthvalue",
     "less",
     "less_equal",
     "log",
@@ -445,6 +454,7 @@ __all__ += [  # the NumPy-style functions above
     "logical_xor",
     "logsumexp",
     "masked_fill",
+    "masked_select",
     "matmul",
     "max",
     "maximum",
@@ -470,12 +480,14 @@ __all__ += [  # the NumPy-style functions above
     "reciprocal",
     "relu",
     "remainder",
+    "repeat_interleave",
     "reshape",
     "roll",
     "round",
     "rsqrt",
     "scatter",
     "scatter_add",
+    "scatter_reduce",
     "sigmoid",
     "sign",
     "signbit",
@@ -494,6 +506,7 @@ __all__ += [  # the NumPy-style functions above
     "tanh",
     "tensordot",
     "tile",
+    "topk",
     "transpose",
     "trunc",
     "unsqueeze",

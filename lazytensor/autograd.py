@@ -499,11 +499,20 @@ def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> li
     elif op is Op.SCATTER:
         axis, combine, distinct = arg
         index, updates = srcs[1], srcs[2]
-        if combine not in (None, ReduceOp.SUM):
+        if combine in (ReduceOp.MAX, ReduceOp.MIN):
+            # an extremum's gradient goes evenly to every value equal to it, the base's and the updates' (PyTorch's)
+            from .tensor import where
+            x_won, picked = x == out, out._gather(axis, index)
+            u_won = updates == picked
+            count = x_won.cast(g.dtype) + _zeros_like(g)._scatter(axis, index, u_won.cast(g.dtype), ReduceOp.SUM)
+            share = g / count.clip(1, None)
+            grads = [where(x_won, share, 0.0), None, where(u_won, share._gather(axis, index), 0.0)]
+        elif combine not in (None, ReduceOp.SUM):
             raise NotImplementedError(f"autograd: no gradient for a scatter that folds by {combine.value}")
-        # a replaced element's gradient goes to its update (to each, where several write it, as PyTorch's)
-        base = g if combine is ReduceOp.SUM else g._scatter(axis, index, _zeros_like(updates), None, distinct)
-        grads = [base, None, g._gather(axis, index)]
+        else:
+            # a replaced element's gradient goes to its update (to each, where several write it, as PyTorch's)
+            base = g if combine is ReduceOp.SUM else g._scatter(axis, index, _zeros_like(updates), None, distinct)
+            grads = [base, None, g._gather(axis, index)]
     else:
         raise AssertionError(f"no gradient rule for {op}")
     return [None if gs is None else gs.cast(s.dtype) for gs, s in zip(grads, srcs)]

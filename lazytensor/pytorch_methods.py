@@ -90,6 +90,26 @@ class PyTorchOps:
             raise ShapeError(f"masked_fill: the value must be a scalar or 0-d tensor, got shape {fill.shape}")
         return where(mask, fill, self).cast(self.dtype)
 
+    def repeat_interleave(self: Tensor, repeats: Any, dim: int | None = None, *,
+                          output_size: int | None = None) -> Tensor:
+        """Each element repeated `repeats` times in a row along `dim` (the flattened tensor where None), or a
+        count per element: PyTorch's repeat_interleave, NumPy's `repeat` (`lt.repeat`). With counts, the
+        length is their sum, read first unless `output_size` gives it."""
+        from .movement import repeat
+        out = repeat(self, repeats, dim)
+        if output_size is not None and out.shape[0 if dim is None else dim] != output_size:
+            raise ShapeError(f"repeat_interleave: output_size={output_size}, but the repeats sum to "
+                             f"{out.shape[0 if dim is None else dim]}")
+        return out
+
+    def masked_select(self: Tensor, mask: Any) -> Tensor:
+        """The entries where `mask` (broadcast with this tensor) holds, as a 1-d tensor (its length depends on
+        the data, which is read)."""
+        from .tensor import broadcast_shapes
+        mask = mask if isinstance(mask, type(self)) else self._like(mask)
+        shape = broadcast_shapes(self.shape, mask.shape, op="masked_select")
+        return self.broadcast_to(shape)[mask.broadcast_to(shape)]
+
     def type(self: Tensor, dtype: Any = None) -> Any:
         """This tensor cast to `dtype`; with none, its dtype's name (`'lazytensor.float32'`)."""
         return f"lazytensor.{self.dtype.name}" if dtype is None else self.cast(dtype)

@@ -9,7 +9,7 @@ uint8 holds the same values; the standard asks for the unsigned dtype).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .dtypes import DType, bool_, default_float, default_int, float32, float64, to_dtype, uint64
 from .errors import AxisError, ShapeError
@@ -28,6 +28,22 @@ CUMSUM_BLOCK = 256
 
 def _pick(axis: Any, dim: Any) -> Any:
     return dim if axis is None else axis
+
+
+def _unbiased(correction: float | None, unbiased: bool | None, name: str) -> float | None:
+    """The correction PyTorch's older `unbiased=` flag asks for (1 or 0)."""
+    if unbiased is None:
+        return correction
+    if correction is not None and correction != int(unbiased):
+        raise ValueError(f"{name}: give correction or unbiased, not both")
+    return int(unbiased)
+
+
+class MinMax(NamedTuple):
+    """`max(dim=)` / `min(dim=)`: PyTorch's pair of the values and the indices where they are."""
+
+    values: Tensor
+    indices: Tensor
 
 
 class ReduceOps:
@@ -92,16 +108,35 @@ class ReduceOps:
         return x._reduce(ReduceOp.PROD, _pick(axis, dim), keepdims or keepdim, "prod")
 
     def max(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
-            keepdim: bool = False) -> Tensor:
-        """The largest element over `axis` (values only, as NumPy; NaN wins)."""
-        return self._extremum(ReduceOp.MAX, _pick(axis, dim), keepdims or keepdim, "max")
+            keepdim: bool = False) -> Tensor | MinMax:
+        """The largest element over `axis` (values only, as NumPy; NaN wins). With PyTorch's `dim=` instead (one
+        axis), PyTorch's result: `(values, indices)`, the indices those of the first largest (`argmax`)."""
+        return self._min_max(ReduceOp.MAX, axis, keepdims, dim, keepdim, "max")
 
     def min(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
-            keepdim: bool = False) -> Tensor:
-        return self._extremum(ReduceOp.MIN, _pick(axis, dim), keepdims or keepdim, "min")
+            keepdim: bool = False) -> Tensor | MinMax:
+        """The smallest element over `axis`; with `dim=`, `(values, indices)` (see `max`)."""
+        return self._min_max(ReduceOp.MIN, axis, keepdims, dim, keepdim, "min")
 
-    amax = max
-    amin = min
+    def _min_max(self: Tensor, op: ReduceOp, axis: Any, keepdims: bool, dim: Any, keepdim: bool,
+                 name: str) -> Tensor | MinMax:
+        values = self._extremum(op, _pick(axis, dim), keepdims or keepdim, name)
+        if axis is not None or dim is None:
+            return values
+        if not isinstance(dim, int):
+            raise TypeError(f"{name}: dim= (PyTorch's spelling, which returns values and indices) takes one axis, "
+                            f"got {dim!r}; use axis= for several")
+        arg = self.argmax if op is ReduceOp.MAX else self.argmin
+        return MinMax(values, arg(dim, keepdims or keepdim))
+
+    def amax(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
+             keepdim: bool = False) -> Tensor:
+        """The largest element over `axis` (values only, with `dim=` too, as PyTorch's amax)."""
+        return self._extremum(ReduceOp.MAX, _pick(axis, dim), keepdims or keepdim, "amax")
+
+    def amin(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
+             keepdim: bool = False) -> Tensor:
+        return self._extremum(ReduceOp.MIN, _pick(axis, dim), keepdims or keepdim, "amin")
 
     def any(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
             keepdim: bool = False) -> Tensor:
@@ -124,19 +159,24 @@ class ReduceOps:
         return (total / wide._const(x._count(axis, "mean"), wide.dtype, wide.device)).cast(result_dtype)
 
     def var(self: Tensor, axis: Any = None, keepdims: bool = False, *, correction: float | None = None,
-            ddof: float | None = None, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+            ddof: float | None = None, dim: Any = None, keepdim: bool = False, dtype: Any = None,
+            unbiased: bool | None = None) -> Tensor:
         """Variance with `correction` (NumPy's `ddof`) subtracted from the count: 0 by default, as
-        NumPy and the array API; pass correction=1 for PyTorch's default. `dtype` casts the input first."""
+        NumPy and the array API; pass correction=1 (or PyTorch's older `unbiased=True`) for PyTorch's default.
+        `dtype` casts the input first."""
         x = self.cast(to_dtype(dtype)) if dtype is not None else self
+        correction = _unbiased(correction, unbiased, "var")
         variance, result_dtype = x._wide_var(_pick(axis, dim), keepdims or keepdim, correction, ddof, "var")
         return variance.cast(result_dtype)
 
     def std(self: Tensor, axis: Any = None, keepdims: bool = False, *, correction: float | None = None,
-            ddof: float | None = None, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+            ddof: float | None = None, dim: Any = None, keepdim: bool = False, dtype: Any = None,
+            unbiased: bool | None = None) -> Tensor:
         """Standard deviation: the square root of `var` with the same arguments. Where it is 0 (a constant
         group) its gradient is 0, as PyTorch's: the square root's slope there is infinite, and the variance's
         is 0, whose product is NaN. The square root reads 1 there instead, so no NaN reaches the gradient."""
         x = self.cast(to_dtype(dtype)) if dtype is not None else self
+        correction = _unbiased(correction, unbiased, "std")
         variance, result_dtype = x._wide_var(_pick(axis, dim), keepdims or keepdim, correction, ddof, "std")
         from .tensor import where
         zero = variance == 0

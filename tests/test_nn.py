@@ -781,3 +781,34 @@ def test_module_to_a_device_moves_its_parameters_in_place():
         np.testing.assert_array_equal(p.numpy(), b)
     out = model(lt.asarray(random_array((5, 3), lt.float32), device="cpu"))
     assert out.device == "cpu" and out.shape == (5, 4)
+
+
+def test_forward_hooks_as_pytorch():
+    """register_forward_pre_hook / register_forward_hook: called around forward, replacing the arguments or the
+    output when they return something, in order (prepend first), removable by their handle."""
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU())
+    tmodel = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU())
+    tmodel.load_state_dict({k: torch.tensor(v.numpy()) for k, v in model.state_dict().items()})
+    seen = []
+    for m, lib in ((model, "lt"), (tmodel, "torch")):
+        h1 = m[0].register_forward_pre_hook(lambda mod, args: (args[0] * 2,))
+        h2 = m[0].register_forward_hook(lambda mod, args, out, lib=lib: seen.append((lib, tuple(out.shape))))
+        h3 = m.register_forward_hook(lambda mod, args, out: out + 1, prepend=True)
+        h4 = m[1].register_forward_pre_hook(lambda mod, args, kwargs: ((args[0] - 0.5,), kwargs), with_kwargs=True)
+        if lib == "lt":
+            handles = (h1, h2, h3, h4)
+    x = random_array((5, 3), lt.float32)
+    check(model(lt.asarray(x)), tmodel(torch.tensor(x)))
+    assert seen == [("lt", (5, 4)), ("torch", (5, 4))]
+    for h in handles:
+        h.remove()
+    np.testing.assert_allclose(model(lt.asarray(x)).numpy(), model.forward(lt.asarray(x)).numpy())
+    with model.register_forward_hook(lambda mod, args, out: out * 0):
+        assert not model(lt.asarray(x)).numpy().any()
+    assert model(lt.asarray(x)).numpy().any()
+
+
+def test_module_half_and_bfloat16():
+    model = nn.Linear(3, 2)
+    assert model.half() is model and model.weight.dtype == lt.float16 and model.bias.dtype == lt.float16
+    assert model.bfloat16().weight.dtype == lt.bfloat16

@@ -176,3 +176,91 @@ def test_clip_grad_norm_and_value(norm_type):
     torch.nn.utils.clip_grad_value_(ts, 0.1)
     for p, t in zip(ps, ts):
         check(p.grad, t.grad)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_dim_aliases_of_unsqueeze_cat_and_stack(dtype):
+    for _, x, t in inputs((2, 3), dtype):
+        check(x.unsqueeze(dim=1), t.unsqueeze(dim=1))
+        check(lt.cat([x, x], dim=1), torch.cat([t, t], dim=1))
+        check(lt.concat([x, x], dim=0), torch.cat([t, t], dim=0))
+        check(lt.stack([x, x, x], dim=-1), torch.stack([t, t, t], dim=-1))
+    with pytest.raises(TypeError, match="not both"):
+        lt.zeros(3).unsqueeze(0, dim=0)
+
+
+@pytest.mark.parametrize("pair", [(lt.float32, lt.int32), (lt.int64, lt.float64), (lt.int16, lt.float16),
+                                  (lt.uint8, lt.int8), (lt.float16, lt.bfloat16)])
+def test_view_as_a_dtype_of_the_same_size(pair):
+    src, dst = pair
+    for _, x, t in inputs((3, 4), src):
+        check(x.view(dst), t.view(TORCH_DTYPES[dst]))
+    with pytest.raises(ShapeError, match="differ in size"):
+        lt.zeros(4).view(lt.float64)
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32, lt.int64, lt.uint8])
+def test_topk_and_kthvalue(dtype):
+    for _, x, t in inputs((4, 7), dtype, seed=2):
+        for dim in (0, -1):
+            for k in (1, 3):
+                for largest in (True, False):
+                    got, want = x.topk(k, dim, largest), t.topk(k, dim, largest)
+                    check(got.values, want.values)
+                    check(x.gather(dim if dim >= 0 else x.ndim + dim, got.indices), want.values)  # ties: any index
+                got, want = lt.kthvalue(x, k, dim, keepdim=True), torch.kthvalue(t, k, dim, keepdim=True)
+                check(got.values, want.values)
+                check(x.gather(dim if dim >= 0 else x.ndim + dim, got.indices), want.values)
+    with pytest.raises(ShapeError, match="outside"):
+        lt.zeros(3).topk(4)
+
+
+def test_topk_gradient_and_nan():
+    a = np.array([[1.0, np.nan, 3.0, 2.0], [4.0, -1.0, 0.5, 7.0]], np.float32)
+    x, t = lt.asarray(a).requires_grad_(), torch.tensor(a, requires_grad=True)
+    got, want = x.topk(2, 1), t.topk(2, 1)
+    check(got.values, want.values)
+    check(got.indices, want.indices)
+    b = np.nan_to_num(a)
+    x, t = lt.asarray(b).requires_grad_(), torch.tensor(b, requires_grad=True)
+    (x.topk(2, 1).values * lt.asarray(np.array([1.0, 2.0], np.float32))).sum().backward()
+    (t.topk(2, 1).values * torch.tensor([1.0, 2.0])).sum().backward()
+    check(x.grad, t.grad)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_repeat_interleave_and_masked_select(dtype):
+    for _, x, t in inputs((3, 4), dtype, seed=3):
+        check(x.repeat_interleave(2), t.repeat_interleave(2))
+        check(lt.repeat_interleave(x, 3, dim=1), torch.repeat_interleave(t, 3, dim=1))
+        counts = np.array([1, 0, 2])
+        check(x.repeat_interleave(lt.asarray(counts), dim=0, output_size=3),
+              t.repeat_interleave(torch.tensor(counts), dim=0, output_size=3))
+        mask = random_array((3, 4), lt.bool_, 4)
+        check(x.masked_select(lt.asarray(mask)), t.masked_select(torch.tensor(mask)))
+        check(lt.masked_select(x, lt.asarray(mask[1])), torch.masked_select(t, torch.tensor(mask[1])))
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32, lt.int64])
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce(dtype, reduce, include_self):
+    rng = np.random.default_rng(5)
+    index = rng.integers(0, 4, (5, 3))
+    src = random_array((5, 3), dtype, 6, low=-2, high=2)
+    for _, x, t in inputs((4, 3), dtype, seed=7, low=-2, high=2):
+        got = x.scatter_reduce(0, lt.asarray(index), lt.asarray(src), reduce, include_self=include_self)
+        want = t.scatter_reduce(0, torch.tensor(index), torch.tensor(src), reduce, include_self=include_self)
+        check(got, want)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "amax", "amin"])
+def test_scatter_reduce_gradient(reduce):
+    index = np.array([[0, 1], [0, 1], [2, 0]])
+    a, s = random_array((3, 2), lt.float64, 8), random_array((3, 2), lt.float64, 9)
+    x, xs = lt.asarray(a).requires_grad_(), lt.asarray(s).requires_grad_()
+    t, ts = torch.tensor(a, requires_grad=True), torch.tensor(s, requires_grad=True)
+    (x.scatter_reduce(0, lt.asarray(index), xs, reduce) ** 2).sum().backward()
+    (t.scatter_reduce(0, torch.tensor(index), ts, reduce) ** 2).sum().backward()
+    check(x.grad, t.grad)
+    check(xs.grad, ts.grad)
