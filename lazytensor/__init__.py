@@ -17,6 +17,7 @@ from typing import Any
 from . import linalg, nn, optim, random
 from .array_api import __array_api_version__, __array_namespace_info__, e, inf, nan, newaxis, pi
 from .autograd import custom_vjp, enable_grad, grad, gradients, no_grad, set_grad_enabled, value_and_grad
+from .autograd import functional as _functional  # noqa: F401 (lt.autograd.functional, as torch.autograd's)
 from .checkpoint import load, save
 from .contraction import einsum
 from .creation import (

@@ -537,7 +537,7 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
     def bool(self) -> Tensor:
         return self.cast(bool_)
 
-    # ---- autograd (rules in autograd.py) ------------------------------------------------
+    # ---- autograd (rules in autograd/__init__.py) ------------------------------------------------
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         """Mark this tensor as a leaf whose gradient `backward()` accumulates into `.grad`."""
