@@ -272,6 +272,8 @@ repeat_interleave = _function(Tensor.repeat_interleave)
 topk = _function(Tensor.topk)
 kthvalue = _function(Tensor.kthvalue)
 scatter_reduce = _function(Tensor.scatter_reduce)
+cummax = _function(Tensor.cummax)
+cummin = _function(Tensor.cummin)
 
 
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
@@ -409,6 +411,8 @@ __all__ += [  # the NumPy-style functions above
     "cos",
     "cosh",
     "count_nonzero",
+    "cummax",
+    "cummin",
     "cumprod",
     "cumsum",
     "cumulative_prod",

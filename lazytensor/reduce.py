@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .dtypes import DType, bool_, default_float, default_int, float32, float64, to_dtype, uint64
+from .dtypes import DType, bool_, default_float, default_int, float32, float64, to_dtype, uint8, uint64
 from .errors import AxisError, ShapeError
 from .graph import Op
 from .helpers import prod
@@ -312,10 +312,13 @@ class ReduceOps:
         return wide.swapaxes(a, -1)._scan_last(op).swapaxes(a, -1).cast(x.dtype)
 
     def _scan_last(self: Tensor, op: ReduceOp) -> Tensor:
-        """The running SUM or PROD along the last axis: a short row as a reduction under a triangular mask,
-        which fuses with what computes the row; a long one's sum as a scan (a kernel of its own kind)."""
-        n, identity = self.shape[-1], _SCAN_IDENTITY[op]
-        if n > CUMSUM_BLOCK and op is ReduceOp.SUM:
+        """The running fold by `op` along the last axis: a short row as a reduction under a triangular mask,
+        which fuses with what computes the row; a long one's sum, max or min as a scan (a kernel of its own
+        kind), its product in blocks."""
+        n, identity = self.shape[-1], op.identity(self.dtype)
+        if self.dtype == bool_:  # folded as bytes (a running any or all): the scans take numbers
+            return self.cast(uint8)._scan_last(op).cast(bool_)
+        if n > CUMSUM_BLOCK and op is not ReduceOp.PROD:
             from .tensor import Tensor
             return Tensor._make(Op.SCAN, self.dtype, self.shape, (self,), op)
         if n <= CUMSUM_BLOCK:
@@ -326,7 +329,7 @@ class ReduceOps:
             j = positions.reshape(*positions.shape[:-1], 1, n)
             below = where(j <= i, self.reshape(*self.shape[:-1], 1, n), identity)
             # _reduce, not sum: sum would widen an int32 (cumsum(dtype=int32)) to int64
-            return below._reduce(op, -1, False, "cumsum" if op is ReduceOp.SUM else "cumprod")
+            return below._reduce(op, -1, False, f"running {op.value}")
         block = math.isqrt(n - 1) + 1
         blocks = -(-n // block)
         pad = [(0, 0)] * (self.ndim - 1) + [(0, blocks * block - n)]
@@ -339,6 +342,32 @@ class ReduceOps:
         before = totals[..., :-1]._scan_last(op).pad([(0, 0)] * (self.ndim - 1) + [(1, 0)], identity)
         out = inner + before.unsqueeze(-1) if op is ReduceOp.SUM else inner * before.unsqueeze(-1)
         return out.reshape(*self.shape[:-1], blocks * block)[..., :n]
+
+    def cummax(self: Tensor, dim: int | None = None, *, axis: int | None = None) -> MinMax:
+        """PyTorch's cummax: the running maximum along `dim` and, for each, the position of the last element
+        equal to it (a NaN, once one is seen, as PyTorch's)."""
+        return self._running_extremum(ReduceOp.MAX, _pick(axis, dim), "cummax")
+
+    def cummin(self: Tensor, dim: int | None = None, *, axis: int | None = None) -> MinMax:
+        """PyTorch's cummin: the running minimum along `dim` and the positions (see `cummax`)."""
+        return self._running_extremum(ReduceOp.MIN, _pick(axis, dim), "cummin")
+
+    def _running_extremum(self: Tensor, op: ReduceOp, axis: int | None, name: str) -> MinMax:
+        from .tensor import where
+        if axis is None:
+            raise TypeError(f"{name}: missing the axis (dim=)")
+        if self.ndim == 0:
+            normalize_axis(axis, 1, name)
+            return MinMax(self, self._const(0, default_int, self.device))
+        a = normalize_axis(axis, self.ndim, name)
+        x = self.moveaxis(a, -1)
+        running = x._scan_last(op)
+        positions = x._iota_along(x.ndim - 1)
+        # a position holds the running extremum where it equals it (or is NaN): the last such one so far is the index
+        reached = x == running if not x.dtype.is_float else (x == running) | x.isnan()
+        index = where(reached, positions, 0)._scan_last(ReduceOp.MAX)
+        values = x._gather(x.ndim - 1, index)  # the element itself: its gradient goes where it came from
+        return MinMax(values.moveaxis(-1, a), index.moveaxis(-1, a))
 
     def cumulative_sum(self: Tensor, axis: int | None = None, *, dtype: Any = None,
                        include_initial: bool = False) -> Tensor:
@@ -366,7 +395,7 @@ class ReduceOps:
             return out
         pads = [(0, 0)] * self.ndim
         pads[a] = (1, 0)
-        return out.pad(pads, _SCAN_IDENTITY[op])
+        return out.pad(pads, op.identity(out.dtype))
 
     def count_nonzero(self: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
         """The number of elements that are not zero (nor False) over `axis`, as int64 (NaN counts)."""
@@ -387,7 +416,3 @@ class ReduceOps:
             later, earlier = _pieces(x, [(min(1, size), size), (0, max(size - 1, 0))], a)
             x = later != earlier if x.dtype == bool_ else later - earlier
         return x
-
-
-# what a running sum or product starts from, and pads with
-_SCAN_IDENTITY = {ReduceOp.SUM: 0, ReduceOp.PROD: 1}

@@ -264,3 +264,32 @@ def test_scatter_reduce_gradient(reduce):
     (t.scatter_reduce(0, torch.tensor(index), ts, reduce) ** 2).sum().backward()
     check(x.grad, t.grad)
     check(xs.grad, ts.grad)
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32, lt.int64, lt.bool_])
+@pytest.mark.parametrize("n", [5, 300])  # a masked reduction per element, a scan
+def test_cummax_and_cummin(dtype, n):
+    a = random_array((3, n), dtype, 13)
+    if dtype.is_float:
+        a = np.round(a)  # ties
+        a[1, n // 2] = np.nan
+    for _, x, t in layouts(a):
+        for dim in (0, 1, -1):
+            for ours, theirs in ((x.cummax(dim), t.cummax(dim)), (lt.cummin(x, dim=dim), torch.cummin(t, dim))):
+                check(ours.values, theirs.values)
+                check(ours.indices, theirs.indices)
+
+
+def test_cummax_gradient():
+    a = np.array([[1.0, 3.0, 2.0, 3.0, 5.0], [0.5, 0.2, 0.7, 0.1, 0.9]])
+    x, t = lt.asarray(a).requires_grad_(), torch.tensor(a, requires_grad=True)
+    (x.cummax(1).values * lt.asarray(np.arange(5.0))).sum().backward()
+    (t.cummax(1).values * torch.arange(5.0, dtype=torch.float64)).sum().backward()
+    check(x.grad, t.grad)
+
+
+def layouts(a: np.ndarray):
+    from conftest import LAYOUTS, layout
+    for kind in LAYOUTS:
+        x, t = layout(a, kind)
+        yield kind, x, t
