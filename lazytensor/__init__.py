@@ -274,6 +274,7 @@ kthvalue = _function(Tensor.kthvalue)
 scatter_reduce = _function(Tensor.scatter_reduce)
 cummax = _function(Tensor.cummax)
 cummin = _function(Tensor.cummin)
+logcumsumexp = _function(Tensor.logcumsumexp)
 
 
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
@@ -453,6 +454,7 @@ __all__ += [  # the NumPy-style functions above
     "log10",
     "log_softmax",
     "logaddexp",
+    "logcumsumexp",
     "logical_and",
     "logical_not",
     "logical_or",

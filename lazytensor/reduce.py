@@ -343,6 +343,36 @@ class ReduceOps:
         out = inner + before.unsqueeze(-1) if op is ReduceOp.SUM else inner * before.unsqueeze(-1)
         return out.reshape(*self.shape[:-1], blocks * block)[..., :n]
 
+    def logcumsumexp(self: Tensor, dim: int | None = None, *, axis: int | None = None) -> Tensor:
+        """PyTorch's logcumsumexp: `log(cumsum(exp(x)))` along `dim` without overflow or underflow: each output
+        is a `logsumexp` of its prefix (under a triangular mask for a short row; a long one in blocks, each
+        block's prefixes joined with the blocks' before it by `logaddexp`). Floats; integers as the default
+        float."""
+        a = _pick(axis, dim)
+        if a is None:
+            raise TypeError("logcumsumexp: missing the axis (dim=)")
+        x = self if self.dtype.is_float else self.cast(default_float)
+        if x.ndim == 0:
+            normalize_axis(a, 1, "logcumsumexp")
+            return x
+        a = normalize_axis(a, x.ndim, "logcumsumexp")
+        return x.moveaxis(a, -1)._logcumsumexp_last().moveaxis(-1, a)
+
+    def _logcumsumexp_last(self: Tensor) -> Tensor:
+        from .tensor import where
+        n = self.shape[-1]
+        if n <= CUMSUM_BLOCK:
+            positions = self._iota_along(self.ndim - 1)
+            below = positions.reshape(*positions.shape[:-1], 1, n) <= positions.reshape(*positions.shape, 1)
+            return where(below, self.reshape(*self.shape[:-1], 1, n), -math.inf).logsumexp(-1)
+        block = math.isqrt(n - 1) + 1
+        blocks = -(-n // block)
+        tiles = self.pad([(0, 0)] * (self.ndim - 1) + [(0, blocks * block - n)], -math.inf)
+        inner = tiles.reshape(*self.shape[:-1], blocks, block)._logcumsumexp_last()
+        before = inner[..., :-1, -1]._logcumsumexp_last().pad([(0, 0)] * (self.ndim - 1) + [(1, 0)], -math.inf)
+        out = inner.logaddexp(before.unsqueeze(-1))
+        return out.reshape(*self.shape[:-1], blocks * block)[..., :n]
+
     def cummax(self: Tensor, dim: int | None = None, *, axis: int | None = None) -> MinMax:
         """PyTorch's cummax: the running maximum along `dim` and, for each, the position of the last element
         equal to it (a NaN, once one is seen, as PyTorch's)."""

@@ -293,3 +293,22 @@ def layouts(a: np.ndarray):
     for kind in LAYOUTS:
         x, t = layout(a, kind)
         yield kind, x, t
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64])
+@pytest.mark.parametrize("n", [6, 400])  # masked logsumexps, blocks joined by logaddexp
+def test_logcumsumexp(dtype, n):
+    a = random_array((3, n), dtype, 14, -20, 20)
+    a[0, 0], a[0, 1], a[2, 3] = -1000, 5, -np.inf  # no underflow to -inf at the start of a row
+    for _, x, t in layouts(a):
+        for dim in (0, 1, -1):
+            check(x.logcumsumexp(dim), t.logcumsumexp(dim))
+    check(lt.logcumsumexp(lt.asarray(np.arange(5)), dim=0), torch.logcumsumexp(torch.arange(5.0), 0))
+
+
+def test_logcumsumexp_gradient():
+    a = random_array((2, 300), lt.float64, 15)
+    x, t = lt.asarray(a).requires_grad_(), torch.tensor(a, requires_grad=True)
+    (x.logcumsumexp(1) * lt.asarray(np.linspace(0, 1, 300))).sum().backward()
+    (t.logcumsumexp(1) * torch.linspace(0, 1, 300, dtype=torch.float64)).sum().backward()
+    check(x.grad, t.grad)
