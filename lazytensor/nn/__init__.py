@@ -41,9 +41,13 @@ from .modules import (
                       Softmax,
                       Tanh,
 )
+from .recurrent import GRU, LSTM, RNN
 
 __all__ = [
                       "GELU",
+                      "GRU",
+                      "LSTM",
+                      "RNN",
                       "AdaptiveAvgPool2d",
                       "AvgPool2d",
                       "BCEWithLogitsLoss",
