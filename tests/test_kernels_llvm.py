@@ -260,7 +260,7 @@ def test_a_batch_runs_its_programs_in_order_on_its_table_with_new_parameters(mon
         assert (a == want_a).all() and (c == want_c).all() and (b == 0).all() and out[0] == want_a << 20
         if run in (4, 8):  # the thread count may change between runs: the chunks follow it
             monkeypatch.setenv("LT_NUM_THREADS", "1" if run == 4 else "2")
-    assert batch.threads == 2
+    assert batch.plan.threads == 2
 
 
 def test_threads_run_every_chunk_once_and_stages_in_order(monkeypatch):
@@ -275,10 +275,12 @@ def test_threads_run_every_chunk_once_and_stages_in_order(monkeypatch):
     triple, _ = compile_kernel(update_kernel("triple_first", 0, 1 << 20, ir.Alu.MUL, 3))
     a, b = np.zeros(1 << 20, np.int64), np.zeros(333_333, np.int64)
     ptrs = (ctypes.c_void_p * 2)(a.ctypes.data, b.ctypes.data)
+    phases = [([(first.fn, first.extent), (second.fn, second.extent)], 1 << 30), ([(triple.fn, triple.extent)], 1 << 30)]
+    plan = runtime._Plan.of([(phase, ctypes.addressof(ptrs), ctypes.addressof(ptrs)) for phase in phases])
+    assert plan.threads == 3
     want = 0
     for launch in range(1, 21):
-        runtime._split([([(first.fn, first.extent), (second.fn, second.extent)], 1 << 30),
-                        ([(triple.fn, triple.extent)], 1 << 30)], ptrs, ptrs)
+        plan.run(0)  # base 0: the chunks hold the table's address
         want = (want + 1) * 3
         assert (a == want).all() and (b == 2 * launch).all()
 
