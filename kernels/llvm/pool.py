@@ -371,10 +371,10 @@ class Pool:
         self._serve(self.job, k, seen, time.CLOCK_MONOTONIC)
 
     def close(self) -> None:
-        """Stop the pool's threads (at exit): each finishes what it runs and ends. Later jobs run on the
-        calling thread."""
-        with self.lock:
-            self._stop(self.job, len(self.threads))
+        """Stop the pool's threads (at exit): each finishes the chunks it claimed and ends; the calling thread
+        of a launch still running claims those left. Later jobs run on their calling thread. (Not under
+        `lock`, which in a forked child may be held by a thread of the parent's that is not there.)"""
+        self._stop(self.job, len(self.threads))
         for thread in self.threads:
             thread.join()
 
