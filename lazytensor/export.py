@@ -206,7 +206,7 @@ def export(fn: Callable, *example_args: Any, path: str | os.PathLike) -> list[Pa
 
 
 def _param_slots(program: Any, params: list) -> list[int]:
-    slots = runtime._scalar_slots(params, program.kernel.params)
+    slots = runtime._frame((), params, program.kernel.params)
     return list(slots)[:max(1, len(params))]
 
 
