@@ -12,8 +12,8 @@ from lazytensor import nn
 
 pytestmark = pytest.mark.fast
 
-CONFIGS = [dict(), dict(num_layers=2), dict(bidirectional=True), dict(batch_first=True, num_layers=2,
-                                                                     bidirectional=True), dict(bias=False)]
+CONFIGS = [{}, {"num_layers": 2}, {"bidirectional": True}, {"batch_first": True, "num_layers": 2,
+                                                                     "bidirectional": True}, {"bias": False}]
 
 
 def pair(kind: str, config: dict, dtype: lt.DType):
@@ -48,7 +48,7 @@ def test_matches_torch_with_gradients(kind, config, dtype):
 
 @pytest.mark.parametrize("kind", ["RNN", "LSTM", "GRU"])
 def test_unbatched_input_and_initial_states(kind):
-    ours, theirs = pair(kind, dict(num_layers=2), lt.float64)
+    ours, theirs = pair(kind, {"num_layers": 2}, lt.float64)
     a = random_array((3, 4), lt.float64, 2)
     h = random_array((2, 5), lt.float64, 3)
     hx = (lt.asarray(h), lt.asarray(h * 0.5)) if kind == "LSTM" else lt.asarray(h)
@@ -60,7 +60,7 @@ def test_unbatched_input_and_initial_states(kind):
 
 
 def test_relu_rnn_and_a_zero_length_sequence():
-    ours, theirs = pair("RNN", dict(nonlinearity="relu"), lt.float32)
+    ours, theirs = pair("RNN", {"nonlinearity": "relu"}, lt.float32)
     a = random_array((4, 2, 4), lt.float32, 5)
     for g, w in zip(flat(ours(lt.asarray(a))), flat(theirs(torch.tensor(a)))):
         check(g, w.detach())
