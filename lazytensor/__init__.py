@@ -87,6 +87,7 @@ from .schedule import schedule as _schedule_nodes
 from .sorting import isin, searchsorted, unique, unique_all, unique_counts, unique_inverse, unique_values
 from .statistics import average, bincount, histogram, median, percentile, quantile
 from .tensor import Tensor, _is_scalar, broadcast_shapes, realize, where
+from .vmap import vmap
 
 bool = bool_
 float = float32
@@ -361,6 +362,7 @@ __all__ = [
     "uint16",
     "uint32",
     "uint64",
+    "vmap",
     "where",
     "zeros",
     "zeros_like",

@@ -28,8 +28,8 @@ def flat(out):
 
 
 @pytest.mark.parametrize("kind", ["RNN", "LSTM", "GRU"])
-@pytest.mark.parametrize("config", CONFIGS, ids=str)
-@pytest.mark.parametrize("dtype", [lt.float32, lt.float64])
+@pytest.mark.parametrize(("config", "dtype"), [(c, lt.float64) for c in CONFIGS] + [(CONFIGS[3], lt.float32)],
+                         ids=str)
 def test_matches_torch_with_gradients(kind, config, dtype):
     ours, theirs = pair(kind, config, dtype)
     assert list(ours.state_dict()) == list(theirs.state_dict())
