@@ -71,29 +71,3 @@ def test_a_schedule_compiles_nothing_new():
         if step == 0:
             compiled = lt.stats().kernels_compiled
     assert lt.stats().kernels_compiled == compiled
-
-
-def test_new_optimizers_match_torch():
-    rng = np.random.default_rng(0)
-    w0 = rng.standard_normal((4, 3)).astype(np.float32)
-    configs = [(optim.RMSprop, torch.optim.RMSprop, {"lr": 0.01}),
-               (optim.RMSprop, torch.optim.RMSprop, {"lr": 0.01, "momentum": 0.9, "centered": True,
-                                                     "weight_decay": 0.1}),
-               (optim.Adagrad, torch.optim.Adagrad, {"lr": 0.1}),
-               (optim.Adagrad, torch.optim.Adagrad, {"lr": 0.1, "lr_decay": 0.05, "initial_accumulator_value": 0.2,
-                                                     "weight_decay": 0.01, "maximize": True})]
-    for ours_cls, torch_cls, kw in configs:
-        p, q = lt.asarray(w0.copy()).requires_grad_(), torch.tensor(w0.copy(), requires_grad=True)
-        a, b = ours_cls([p], **kw), torch_cls([q], **kw)
-        for step in range(5):
-            x = rng.standard_normal((2, 4)).astype(np.float32)
-            loss_a = ((lt.asarray(x) @ p).tanh() ** 2).sum()
-            loss_b = ((torch.tensor(x) @ q).tanh() ** 2).sum()
-            a.zero_grad()
-            b.zero_grad()
-            loss_a.backward()
-            loss_b.backward()
-            a.step()
-            b.step()
-            np.testing.assert_allclose(p.numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-6,
-                                       err_msg=f"{ours_cls.__name__} {kw} step {step}")

@@ -200,3 +200,61 @@ def test_optimizers_and_their_state_dicts_pickle_and_deepcopy(name):
     for cm, _ in (*copies, (fresh_m, fresh_opt)):
         for p, cp in zip(m.parameters(), cm.parameters()):
             np.testing.assert_array_equal(cp.numpy(), p.numpy())
+
+
+def test_new_optimizers_match_torch():
+    rng = np.random.default_rng(0)
+    w0 = rng.standard_normal((4, 3)).astype(np.float32)
+    configs = [(optim.RMSprop, torch.optim.RMSprop, {"lr": 0.01}),
+               (optim.RMSprop, torch.optim.RMSprop, {"lr": 0.01, "momentum": 0.9, "centered": True,
+                                                     "weight_decay": 0.1}),
+               (optim.Adagrad, torch.optim.Adagrad, {"lr": 0.1}),
+               (optim.Adagrad, torch.optim.Adagrad, {"lr": 0.1, "lr_decay": 0.05, "initial_accumulator_value": 0.2,
+                                                     "weight_decay": 0.01, "maximize": True})]
+    for ours_cls, torch_cls, kw in configs:
+        p, q = lt.asarray(w0.copy()).requires_grad_(), torch.tensor(w0.copy(), requires_grad=True)
+        a, b = ours_cls([p], **kw), torch_cls([q], **kw)
+        for step in range(5):
+            x = rng.standard_normal((2, 4)).astype(np.float32)
+            loss_a = ((lt.asarray(x) @ p).tanh() ** 2).sum()
+            loss_b = ((torch.tensor(x) @ q).tanh() ** 2).sum()
+            a.zero_grad()
+            b.zero_grad()
+            loss_a.backward()
+            loss_b.backward()
+            a.step()
+            b.step()
+            np.testing.assert_allclose(p.numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-6,
+                                       err_msg=f"{ours_cls.__name__} {kw} step {step}")
+
+
+@pytest.mark.parametrize("line_search", [None, "strong_wolfe"])
+def test_lbfgs_matches_torch(line_search):
+    """Rosenbrock's function from the same start: every iterate of L-BFGS (float64) as PyTorch's."""
+    start = np.array([-1.5, 2.0, 0.5, -0.3])
+    p, q = lt.asarray(start.copy()).requires_grad_(), torch.tensor(start.copy(), requires_grad=True)
+    a = optim.LBFGS([p], lr=0.5 if line_search is None else 1.0, max_iter=6, history_size=4,
+                    line_search_fn=line_search)
+    b = torch.optim.LBFGS([q], lr=0.5 if line_search is None else 1.0, max_iter=6, history_size=4,
+                          line_search_fn=line_search)
+
+    def rosenbrock(x):
+        return (100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2).sum()
+
+    def closure_a():
+        a.zero_grad()
+        loss = rosenbrock(p)
+        loss.backward()
+        return loss
+
+    def closure_b():
+        b.zero_grad()
+        loss = rosenbrock(q)
+        loss.backward()
+        return loss
+
+    for _ in range(4):
+        la, lb = a.step(closure_a), b.step(closure_b)
+        np.testing.assert_allclose(float(la), float(lb.detach()), rtol=1e-9)
+        np.testing.assert_allclose(p.numpy(), q.detach().numpy(), rtol=1e-8, atol=1e-10)
+    assert a.lbfgs["func_evals"] == b.state[b._params[0]]["func_evals"]

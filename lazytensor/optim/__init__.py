@@ -3,6 +3,6 @@
 from __future__ import annotations
 
 from . import lr_scheduler
-from .optimizers import SGD, Adagrad, Adam, AdamW, Optimizer, RMSprop
+from .optimizers import LBFGS, SGD, Adagrad, Adam, AdamW, Optimizer, RMSprop
 
-__all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "lr_scheduler"]
+__all__ = ["LBFGS", "SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "lr_scheduler"]

@@ -1,4 +1,4 @@
-"""Optimizers (PyTorch's `torch.optim`): SGD (momentum, Nesterov, weight decay), Adam, AdamW, RMSprop, Adagrad.
+"""Optimizers (PyTorch's `torch.optim`): SGD (momentum, Nesterov, weight decay), Adam, AdamW, RMSprop, Adagrad, LBFGS.
 
 A step is lazy. `step()` builds each parameter's update from its (lazy)
 gradient, under no_grad, and rebinds the parameter to the result
@@ -20,6 +20,8 @@ that step together share one step count, which one kernel updates.
 """
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -316,4 +318,192 @@ class Adagrad(Optimizer):
         return p - g / (total.sqrt() + group["eps"]) * clr
 
 
-__all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop"]
+
+
+class LBFGS(Optimizer):
+    """L-BFGS, as torch.optim.LBFGS: `step(closure)` runs up to `max_iter` iterations of the two-loop recursion
+    over the last `history_size` curvature pairs, each with a step of `lr` (the first scaled by 1 / |g|_1) or,
+    with `line_search_fn="strong_wolfe"`, a line search meeting the strong Wolfe conditions (cubic
+    interpolation, then a zoom), stopping on PyTorch's tolerances. Unlike the other optimizers it reads values
+    (the loss, directional derivatives) at every iteration, as PyTorch's does: each is a realize. One parameter
+    group; the closure recomputes the loss and its gradients and returns the loss."""
+
+    def __init__(self, params: Iterable[Any], lr: float = 1.0, max_iter: int = 20, max_eval: int | None = None,
+                 tolerance_grad: float = 1e-7, tolerance_change: float = 1e-9, history_size: int = 100,
+                 line_search_fn: str | None = None):
+        if line_search_fn not in (None, "strong_wolfe"):
+            raise ValueError(f"LBFGS: line_search_fn must be None or 'strong_wolfe', got {line_search_fn!r}")
+        _check(lr, "learning rate")
+        super().__init__(params, {"lr": lr, "max_iter": max_iter, "max_eval": max_eval or max_iter * 5 // 4,
+                                  "tolerance_grad": tolerance_grad, "tolerance_change": tolerance_change,
+                                  "history_size": history_size, "line_search_fn": line_search_fn})
+        if len(self.param_groups) != 1:
+            raise ValueError("LBFGS: supports one parameter group")
+        self.lbfgs: dict[str, Any] = {"func_evals": 0, "n_iter": 0}
+
+    @property
+    def _params(self) -> list[Tensor]:
+        return self.param_groups[0]["params"]
+
+    def _flat_grad(self) -> Tensor:
+        from ..movement import concat
+        return concat([(p.grad if p.grad is not None else p * 0).reshape(-1).cast(float64) for p in self._params])
+
+    def _add(self, t: float, d: Tensor) -> None:
+        """The parameters moved by `t * d` (d the flat direction), realized."""
+        offset = 0
+        with no_grad():
+            for p in self._params:
+                n = p.numel()
+                p.node = (p + (d[offset:offset + n] * t).reshape(p.shape).cast(p.dtype)).realize().node
+                offset += n
+
+    def _evaluate(self, closure: Any, x: list[Any], t: float, d: Tensor) -> tuple[float, Tensor]:
+        """The loss and flat gradient at x + t d (the parameters set back to x after)."""
+        self._add(t, d)
+        loss = float(closure())
+        g = self._flat_grad().realize()
+        for p, node in zip(self._params, x):
+            p.node = node
+        return loss, g
+
+    def step(self, closure: Any = None) -> Any:  # type: ignore[override]
+        """Run the iterations from the parameters' current values; returns the closure's first loss."""
+        if closure is None:
+            raise ValueError("LBFGS: step needs a closure that recomputes the loss and its gradients")
+        group, st = self.param_groups[0], self.lbfgs
+        lr, tol_grad, tol_change = group["lr"], group["tolerance_grad"], group["tolerance_change"]
+        orig_loss = closure()
+        loss = float(orig_loss)
+        evals = 1
+        st["func_evals"] += 1
+        g = self._flat_grad().realize()
+        if float(g.abs().max()) <= tol_grad:
+            return orig_loss
+        d, t = st.get("d"), st.get("t")
+        dirs, steps, ro, h_diag = st.get("old_dirs", []), st.get("old_stps", []), st.get("ro", []), st.get("H_diag", 1.0)
+        prev_g, prev_loss = st.get("prev_flat_grad"), st.get("prev_loss")
+        n_iter = 0
+        while n_iter < group["max_iter"]:
+            n_iter += 1
+            st["n_iter"] += 1
+            if st["n_iter"] == 1:
+                d, dirs, steps, ro, h_diag = -g, [], [], [], 1.0
+            else:
+                y, s = g - prev_g, d * t
+                ys = float((y * s).sum())
+                if ys > 1e-10:
+                    if len(dirs) == group["history_size"]:
+                        dirs.pop(0), steps.pop(0), ro.pop(0)
+                    dirs.append(y.realize()), steps.append(s.realize()), ro.append(1.0 / ys)
+                    h_diag = ys / float((y * y).sum())
+                q, alphas = -g, [0.0] * len(dirs)
+                for i in range(len(dirs) - 1, -1, -1):
+                    alphas[i] = float((steps[i] * q).sum()) * ro[i]
+                    q = (q - dirs[i] * alphas[i]).realize()
+                r = q * h_diag
+                for i in range(len(dirs)):
+                    beta = float((dirs[i] * r).sum()) * ro[i]
+                    r = (r + steps[i] * (alphas[i] - beta)).realize()
+                d = r
+            prev_g, prev_loss = g, loss
+            t = min(1.0, 1.0 / float(g.abs().sum())) * lr if st["n_iter"] == 1 else lr
+            gtd = float((g * d).sum())
+            if gtd > -tol_change:
+                break
+            ls_evals = 0
+            if group["line_search_fn"] == "strong_wolfe":
+                evaluate = functools.partial(self._evaluate, closure, [p.node for p in self._params])
+                loss, g, t, ls_evals = _strong_wolfe(evaluate, t, d, loss, g, gtd, tolerance_change=tol_change)
+                self._add(t, d)
+            else:
+                self._add(t, d)
+                if n_iter != group["max_iter"]:
+                    loss = float(closure())
+                    g = self._flat_grad().realize()
+                    ls_evals = 1
+            evals += ls_evals
+            st["func_evals"] += ls_evals
+            if n_iter == group["max_iter"] or evals >= group["max_eval"] or float(g.abs().max()) <= tol_grad:
+                break
+            if float((d * t).abs().max()) <= tol_change or abs(loss - prev_loss) < tol_change:
+                break
+        st.update({"d": d, "t": t, "old_dirs": dirs, "old_stps": steps, "ro": ro, "H_diag": h_diag,
+                   "prev_flat_grad": prev_g, "prev_loss": prev_loss})
+        return orig_loss
+
+
+def _cubic_minimum(x1: float, f1: float, g1: float, x2: float, f2: float, g2: float,
+                   bounds: tuple[float, float] | None = None) -> float:
+    """The minimizer of the cubic through (x1, f1) and (x2, f2) with slopes g1, g2, kept inside `bounds` (the
+    points' interval by default); the bounds' midpoint where the cubic has no minimum."""
+    lo, hi = bounds if bounds is not None else (min(x1, x2), max(x1, x2))
+    d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2)
+    disc = d1 * d1 - g1 * g2
+    if disc < 0:
+        return (lo + hi) / 2.0
+    d2 = math.sqrt(disc)
+    if x1 <= x2:
+        at = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
+    else:
+        at = x1 - (x1 - x2) * ((g1 + d2 - d1) / (g1 - g2 + 2 * d2))
+    return min(max(at, lo), hi)
+
+
+def _strong_wolfe(evaluate: Any, t: float, d: Tensor, f: float, g: Tensor, gtd: float, c1: float = 1e-4,
+                  c2: float = 0.9, tolerance_change: float = 1e-9, max_ls: int = 25) -> tuple[float, Tensor, float, int]:
+    """A step `t` along `d` meeting the strong Wolfe conditions from (f, g, gtd) at t = 0, found by bracketing
+    then zooming with cubic interpolation; `evaluate(t, d)` gives the loss and gradient there. Returns the loss,
+    gradient and step taken and the number of evaluations."""
+    d_norm = float(d.abs().max())
+    f_new, g_new = evaluate(t, d)
+    evals, gtd_new = 1, float((g_new * d).sum())
+    t_prev, f_prev, g_prev, gtd_prev = 0.0, f, g, gtd
+    done, ls_iter = False, 0
+    bracket: list[float] = []
+    while ls_iter < max_ls:
+        wolfe = abs(gtd_new) <= -c2 * gtd
+        if f_new > f + c1 * t * gtd or (ls_iter > 1 and f_new >= f_prev) or (gtd_new >= 0 and not wolfe):
+            bracket, bracket_f = [t_prev, t], [f_prev, f_new]
+            bracket_g, bracket_gtd = [g_prev, g_new], [gtd_prev, gtd_new]
+            break
+        if wolfe:
+            bracket, bracket_f, bracket_g, done = [t], [f_new], [g_new], True
+            break
+        t_next = _cubic_minimum(t_prev, f_prev, gtd_prev, t, f_new, gtd_new, (t + 0.01 * (t - t_prev), t * 10))
+        t_prev, f_prev, g_prev, gtd_prev, t = t, f_new, g_new, gtd_new, t_next
+        f_new, g_new = evaluate(t, d)
+        evals, gtd_new, ls_iter = evals + 1, float((g_new * d).sum()), ls_iter + 1
+    if ls_iter == max_ls:
+        bracket, bracket_f, bracket_g = [0.0, t], [f, f_new], [g, g_new]
+    insufficient = False
+    low, high = (0, 1) if bracket_f[0] <= bracket_f[-1] else (1, 0)
+    while not done and ls_iter < max_ls:
+        if abs(bracket[1] - bracket[0]) * d_norm < tolerance_change:
+            break
+        t = _cubic_minimum(bracket[0], bracket_f[0], bracket_gtd[0], bracket[1], bracket_f[1], bracket_gtd[1])
+        eps = 0.1 * (max(bracket) - min(bracket))
+        if min(max(bracket) - t, t - min(bracket)) < eps:  # too near an end: move it in, unless progress was good
+            if insufficient or t >= max(bracket) or t <= min(bracket):
+                t = max(bracket) - eps if abs(t - max(bracket)) < abs(t - min(bracket)) else min(bracket) + eps
+                insufficient = False
+            else:
+                insufficient = True
+        else:
+            insufficient = False
+        f_new, g_new = evaluate(t, d)
+        evals, gtd_new, ls_iter = evals + 1, float((g_new * d).sum()), ls_iter + 1
+        if f_new > f + c1 * t * gtd or f_new >= bracket_f[low]:
+            bracket[high], bracket_f[high], bracket_g[high], bracket_gtd[high] = t, f_new, g_new, gtd_new
+            low, high = (0, 1) if bracket_f[0] <= bracket_f[1] else (1, 0)
+        else:
+            if abs(gtd_new) <= -c2 * gtd:
+                done = True
+            elif gtd_new * (bracket[high] - bracket[low]) >= 0:
+                bracket[high], bracket_f[high] = bracket[low], bracket_f[low]
+                bracket_g[high], bracket_gtd[high] = bracket_g[low], bracket_gtd[low]
+            bracket[low], bracket_f[low], bracket_g[low], bracket_gtd[low] = t, f_new, g_new, gtd_new
+    return bracket_f[low], bracket_g[low], bracket[low], evals
+
+
+__all__ = ["LBFGS", "SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop"]
