@@ -25,6 +25,7 @@ from ..kernels.ir import ReduceOp
 from ..random import rand
 from ..schedule import realize_with_next
 from ..tensor import Tensor, where
+from .attention import scaled_dot_product_attention
 
 # ---- activations --------------------------------------------------------------------------------
 
@@ -655,6 +656,7 @@ __all__ = [
     "one_hot",
     "relu",
     "relu6",
+    "scaled_dot_product_attention",
     "sigmoid",
     "silu",
     "softmax",

@@ -13,6 +13,7 @@ from ..errors import ShapeError
 from ..tensor import Tensor, where
 from . import functional as F
 from . import init
+from .attention import multi_head_attention
 
 
 class Parameter(Tensor):
@@ -581,6 +582,89 @@ class Flatten(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return x.flatten(self.start_dim, self.end_dim)
+
+
+class MultiheadAttention(Module):
+    """PyTorch's `nn.MultiheadAttention`: the parameters of the same names and initialization
+    (`in_proj_weight` (3E, E) when kdim == vdim == E, else `q_proj_weight`, `k_proj_weight`, `v_proj_weight`;
+    `in_proj_bias`, `out_proj`), and `forward(query, key, value, key_padding_mask, need_weights, attn_mask,
+    average_attn_weights, is_causal)` returning (output, weights or None). `add_bias_kv` and `add_zero_attn`
+    are not supported. A query whose keys are all masked gets zeros (weights and output) where PyTorch's
+    need_weights=True path gives NaN. `is_causal` is PyTorch's hint that `attn_mask` is the causal mask: the
+    mask is applied as given."""
+
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+                 add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
+                 vdim: int | None = None, batch_first: bool = False, device: Any = None, dtype: Any = None):
+        super().__init__()
+        if add_bias_kv or add_zero_attn:
+            raise NotImplementedError("MultiheadAttention: add_bias_kv and add_zero_attn are not supported")
+        if num_heads <= 0 or embed_dim % num_heads:
+            raise ValueError(f"MultiheadAttention: embed_dim ({embed_dim}) must be divisible by num_heads "
+                             f"({num_heads})")
+        self.embed_dim, self.num_heads, self.dropout, self.batch_first = embed_dim, num_heads, dropout, batch_first
+        self.kdim = embed_dim if kdim is None else kdim
+        self.vdim = embed_dim if vdim is None else vdim
+        self.head_dim = embed_dim // num_heads
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+        if self._qkv_same_embed_dim:
+            self.in_proj_weight = _parameter((3 * embed_dim, embed_dim), dt)
+            init.xavier_uniform_(self.in_proj_weight)
+            for name in ("q_proj_weight", "k_proj_weight", "v_proj_weight"):
+                self.register_parameter(name, None)
+        else:
+            self.register_parameter("in_proj_weight", None)
+            for name, dim in (("q_proj_weight", embed_dim), ("k_proj_weight", self.kdim),
+                              ("v_proj_weight", self.vdim)):
+                setattr(self, name, _parameter((embed_dim, dim), dt))
+                init.xavier_uniform_(getattr(self, name))
+        if bias:
+            self.in_proj_bias = _filled((3 * embed_dim,), 0.0, dt)
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, dtype=dt)
+        if bias:
+            init.zeros_(self.out_proj.bias)
+        if device is not None:
+            self.to(device)
+
+    def forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Tensor | None = None,
+                need_weights: bool = True, attn_mask: Tensor | None = None, average_attn_weights: bool = True,
+                is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
+        """Attention of `query` (L, N, E) over `key` (S, N, kdim) and `value` (S, N, vdim) ((N, L, E) ... with
+        batch_first, (L, E) ... unbatched); `key_padding_mask` (N, S) and `attn_mask` (L, S) or
+        (N * num_heads, L, S), True (or -inf) excluding. The weights are (N, L, S) averaged over the heads, or
+        (N, num_heads, L, S)."""
+        if is_causal and attn_mask is None:
+            raise ValueError("MultiheadAttention: is_causal needs attn_mask (it says that attn_mask is causal)")
+        unbatched = query.ndim == 2
+        if unbatched:
+            query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
+            key_padding_mask = None if key_padding_mask is None else key_padding_mask.unsqueeze(0)
+        elif not self.batch_first:
+            query, key, value = query.swapaxes(0, 1), key.swapaxes(0, 1), value.swapaxes(0, 1)
+        if query.ndim != 3 or query.shape[-1] != self.embed_dim or key.shape[-1] != self.kdim or \
+                value.shape[-1] != self.vdim or key.shape[:2] != value.shape[:2] or key.shape[0] != query.shape[0]:
+            raise ShapeError(f"MultiheadAttention: query {query.shape}, key {key.shape} and value {value.shape} "
+                             f"do not fit embed_dim={self.embed_dim}, kdim={self.kdim}, vdim={self.vdim}")
+        e = self.embed_dim
+        if self._qkv_same_embed_dim:
+            w = self.in_proj_weight
+            weights = (w[:e], w[e:2 * e], w[2 * e:])
+        else:
+            weights = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
+        b = self.in_proj_bias
+        biases = (None, None, None) if b is None else (b[:e], b[e:2 * e], b[2 * e:])
+        out, w_out = multi_head_attention(query, key, value, self.num_heads, weights, biases, self.out_proj.weight,
+                                          self.out_proj.bias, self.dropout if self.training else 0.0,
+                                          key_padding_mask, need_weights, attn_mask, average_attn_weights)
+        if unbatched:
+            return out.squeeze(0), None if w_out is None else w_out.squeeze(0)
+        return (out if self.batch_first else out.swapaxes(0, 1)), w_out
+
+    def extra_repr(self) -> str:
+        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, batch_first={self.batch_first}"
 
 
 # ---- activations -----------------------------------------------------------------------------------
