@@ -4,13 +4,14 @@ Everything here is ordinary lazy graph: a convolution is a sliding-window view
 (movement ops only, so index arithmetic in the kernel that reads it) times the
 weights, summed; pooling reduces the same view; losses are reductions. So they
 fuse like anything else, and their gradients come from the primitive rules in
-`lazytensor/autograd.py`, except conv2d's, which has its own backward (the input
-gradient is a contraction like the forward, then a placement of each tap's terms).
+`lazytensor/autograd.py`, except the convolutions', which have their own backward (the
+input gradient is a contraction like the forward, then a placement of each tap's terms;
+see `nn/convolution.py`). Attention lives in `nn/attention.py`, padding and resizing in
+`nn/resampling.py`; their names are this module's.
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -21,11 +22,23 @@ from ..creation import arange
 from ..dtypes import default_float
 from ..errors import DTypeError, ShapeError
 from ..kernels.dtype import compute_dtype
-from ..kernels.ir import ReduceOp
 from ..random import rand
 from ..schedule import realize_with_next
 from ..tensor import Tensor, where
 from .attention import scaled_dot_product_attention
+from .convolution import (
+    _pair,
+    _windows,
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
+    fold,
+    unfold,
+)
+from .resampling import interpolate, pad, pixel_shuffle, pixel_unshuffle
 
 # ---- activations --------------------------------------------------------------------------------
 
@@ -139,162 +152,6 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight.T + bias (weight is (out_features, in_features), as PyTorch)."""
     out = x.matmul(weight.T)
     return out if bias is None else out + bias
-
-
-def _pair(v: Any, n: int = 2, name: str = "") -> tuple[int, ...]:
-    if isinstance(v, int):
-        return (v,) * n
-    t = tuple(int(a) for a in v)
-    if len(t) != n:
-        raise ValueError(f"{name}: expected an int or {n} ints, got {v!r}")
-    return t
-
-
-def _windows(x: Tensor, kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int]) -> Tensor:
-    """The sliding windows over the last len(kernel) axes of `x` as a view: (..., *spatial) ->
-    (..., *out, *kernel), where out[i] = (n - dilation*(kernel-1) - 1) // stride + 1.
-
-    Movement ops only (no copy): each axis is tiled enough times that reshaping the tiles to rows of
-    length n + dilation shifts row j by j * dilation; rows are cut to the kernel size, columns taken
-    with the stride. Windows that do not overlap (kernel == stride) are a plain reshape."""
-    nd = len(kernel)
-    lead, spatial = x.shape[:-nd], x.shape[-nd:]
-    out = [(n - d * (k - 1) - 1) // s + 1 for n, k, s, d in zip(spatial, kernel, stride, dilation)]
-    if any(o <= 0 for o in out):
-        raise ShapeError(f"window of size {tuple(kernel)} (dilation {tuple(dilation)}) is larger than the "
-                         f"padded input {tuple(spatial)}")
-    keep = [(0, n, 1) for n in lead]
-    if all(k == s and d == 1 for k, s, d in zip(kernel, stride, dilation)):
-        x = x._shrink(keep + [(0, o * k, 1) for o, k in zip(out, kernel)])
-        x = x.reshape(*lead, *[v for o, k in zip(out, kernel) for v in (o, k)])
-        order = list(range(len(lead))) + [len(lead) + 2 * i for i in range(nd)] + \
-            [len(lead) + 2 * i + 1 for i in range(nd)]
-        return x.permute(order)
-    reps = [-(-k * (n + d) // n) for n, k, d in zip(spatial, kernel, dilation)]
-    x = x.reshape(*lead, *[v for n in spatial for v in (1, n)])
-    x = x.broadcast_to(*lead, *[v for r, n in zip(reps, spatial) for v in (r, n)])
-    x = x.reshape(*lead, *[r * n for r, n in zip(reps, spatial)])
-    x = x._shrink(keep + [(0, k * (n + d), 1) for n, k, d in zip(spatial, kernel, dilation)])
-    x = x.reshape(*lead, *[v for n, k, d in zip(spatial, kernel, dilation) for v in (k, n + d)])
-    x = x._shrink(keep + [r for k, o, s in zip(kernel, out, stride) for r in ((0, k, 1), (0, (o - 1) * s + 1, s))])
-    order = list(range(len(lead))) + [len(lead) + 2 * i + 1 for i in range(nd)] + \
-        [len(lead) + 2 * i for i in range(nd)]
-    return x.permute(order)
-
-
-def _conv_padding(padding: Any, kernel: Sequence[int], dilation: Sequence[int], stride: Sequence[int],
-                  name: str) -> list[tuple[int, int]]:
-    if isinstance(padding, str):
-        if padding == "valid":
-            return [(0, 0)] * len(kernel)
-        if padding == "same":
-            if any(s != 1 for s in stride):
-                raise ValueError(f"{name}: padding='same' needs stride 1")
-            totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
-            return [(t // 2, t - t // 2) for t in totals]
-        raise ValueError(f"{name}: padding must be an int, a tuple, 'valid' or 'same', got {padding!r}")
-    return [(p, p) for p in _pair(padding, len(kernel), name)]
-
-
-def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
-           dilation: Any = 1, groups: int = 1) -> Tensor:
-    """2-d cross-correlation, as torch.nn.functional.conv2d: x (N, C_in, H, W) or (C_in, H, W), weight
-    (C_out, C_in / groups, kH, kW). One reduction over (C_in / groups, kH, kW) of the windows times the
-    weights, with the bias added in the same kernel.
-
-    Its backward is its own (`custom_vjp`): the weight gradient is a reduction over (N, OH, OW) of the
-    same windows times the output gradient, a contraction; the input gradient is a contraction of the
-    output gradient with each tap's weights, whose columns are then added where they belong (see
-    `_conv2d_input_grad`)."""
-    if x.ndim == 3:
-        return conv2d(x.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
-    if x.ndim != 4 or weight.ndim != 4:
-        raise ShapeError(f"conv2d: expected a 4-d input and weight, got shapes {x.shape} and {weight.shape}")
-    _, cin, _, _ = x.shape
-    cout, cg, kh, kw = weight.shape
-    if cin % groups or cout % groups or cin // groups != cg:
-        raise ShapeError(f"conv2d: input with {cin} channels and weight of shape {weight.shape} do not match "
-                         f"groups={groups} (the weight needs in_channels / groups = {cin // max(groups, 1)} "
-                         "channels and out_channels divisible by groups)")
-    stride_, dilation_ = _pair(stride, 2, "conv2d"), _pair(dilation, 2, "conv2d")
-    pads = _conv_padding(padding, (kh, kw), dilation_, stride_, "conv2d")
-    # the input in a buffer of its own, which the forward and the weight gradient both read
-    out = _conv2d(x.contiguous(), weight, stride_, pads, dilation_, groups)
-    return out if bias is None else out + bias.reshape(1, cout, 1, 1)
-
-
-def _conv2d(x: Tensor, weight: Tensor, stride: Sequence[int], pads: Sequence[tuple[int, int]],
-            dilation: Sequence[int], groups: int) -> Tensor:
-    """conv2d without the bias, of checked shapes and options, with its own backward."""
-    n, _, _, _ = x.shape
-    cout, cg, kh, kw = weight.shape
-    og = cout // groups
-
-    def windows(xs: Tensor) -> Tensor:  # (N, groups, 1, C_in / groups, OH, OW, kH, kW)
-        win = _windows(xs.pad([(0, 0), (0, 0), *pads]), (kh, kw), stride, dilation)
-        return win.reshape(n, groups, 1, cg, *win.shape[2:])
-
-    def forward() -> Tensor:
-        lhs = windows(x)
-        rhs = weight.reshape(1, groups, og, cg, 1, 1, kh, kw)
-        return (lhs * rhs)._reduce(ReduceOp.SUM, (3, 6, 7), False, "conv2d").reshape(n, cout, *lhs.shape[4:6])
-
-    def backward(g: Tensor) -> tuple[Tensor | None, Tensor | None]:
-        gx = gw = None
-        if x.requires_grad:
-            # g in a buffer of its own: the input and the weight gradient's contractions both read it, and
-            # their packing would each recompute what made g (a max-pool's backward, a dropout mask)
-            g = g.contiguous()
-            gx = _conv2d_input_grad(g, weight, x.shape[2:], stride, pads, dilation, groups)
-        if weight.requires_grad:
-            rows = g.reshape(n, groups, og, 1, *g.shape[2:], 1, 1)
-            gw = (rows * windows(x))._reduce(ReduceOp.SUM, (0, 4, 5), False, "conv2d").reshape(weight.shape)
-        return gx, gw
-
-    return custom_vjp((x, weight), forward, backward)
-
-
-def _conv2d_input_grad(g: Tensor, weight: Tensor, size: Sequence[int], stride: Sequence[int],
-                       pads: Sequence[tuple[int, int]], dilation: Sequence[int], groups: int) -> Tensor:
-    """The gradient of conv2d's input (spatial `size`) from the gradient `g` of its output, term for term as
-    the chain rule has it: input element i (i + pad_before in the padded input) takes g[o] * w[k] for every
-    output o and tap k with o*stride + k*dilation = i + pad_before, and no other term.
-
-    The columns first, a contraction: for every input channel and tap, the output gradient times that tap's
-    weights, summed over the output channels. Then each tap's column is placed at the input elements its
-    terms belong to (spread out by the stride, shifted by the tap's offset) and the taps are summed. An
-    input element that a tap reaches through no output (past an edge, or between strided windows) gets no
-    term from it: a transposed convolution over zeros around and between g's elements would add zero times
-    the weight, NaN where the weight is infinite (torch sums only the terms that exist)."""
-    n, cout, oh, ow = g.shape
-    _, cg, kh, kw = weight.shape
-    og = cout // groups
-    # (groups, C_in / groups, kH, kW, C_out / groups, N, OH, OW) summed over the output channels: the columns
-    # in the row-major order of the template's product (which it writes as it is), each tap's a block that
-    # its placement reads along the rows of the input gradient
-    taps = weight.reshape(groups, og, cg, kh, kw).permute(0, 2, 3, 4, 1).reshape(groups, cg, kh, kw, og, 1, 1, 1)
-    rows = g.reshape(n, groups, og, oh, ow).permute(1, 2, 0, 3, 4).reshape(groups, 1, 1, 1, og, n, oh, ow)
-    cols = (taps * rows)._reduce(ReduceOp.SUM, (4,), False, "conv2d")  # (groups, C_in / groups, kH, kW, N, OH, OW)
-    total = None
-    for i in range(kh):
-        for j in range(kw):
-            col = cols[:, :, i, j].permute(2, 0, 1, 3, 4).reshape(n, groups * cg, oh, ow)
-            placed = _spread(col, stride, [k * d - before for k, d, (before, _) in zip((i, j), dilation, pads)], size)
-            total = placed if total is None else total + placed
-    return total
-
-
-def _spread(t: Tensor, stride: Sequence[int], offsets: Sequence[int], size: Sequence[int]) -> Tensor:
-    """`t` (N, C, *out) spread over (N, C, *size): element o at o * stride + offset along each spatial axis,
-    zeros between; what falls outside `size` is cut."""
-    n, c, *out = t.shape
-    wide = t.reshape(n, c, *[v for o in out for v in (o, 1)])
-    wide = wide.pad([(0, 0), (0, 0), *[p for s in stride for p in ((0, 0), (0, s - 1))]])
-    wide = wide.reshape(n, c, *[o * s for o, s in zip(out, stride)])
-    edges = [(off, length - off - m) for off, length, m in zip(offsets, size, wide.shape[2:])]
-    wide = wide.pad([(0, 0), (0, 0), *[(max(b, 0), max(a, 0)) for b, a in edges]])
-    return wide._shrink([(0, n, 1), (0, c, 1), *[(max(-b, 0), m - max(-a, 0), 1)
-                                                 for (b, a), m in zip(edges, wide.shape[2:])]])
 
 
 def _pool_geometry(x: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool,
@@ -638,13 +495,20 @@ __all__ = [
     "batch_norm",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
+    "conv1d",
     "conv2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
     "cross_entropy",
     "dropout",
     "elu",
     "embedding",
+    "fold",
     "gelu",
     "group_norm",
+    "interpolate",
     "l1_loss",
     "layer_norm",
     "leaky_relu",
@@ -654,6 +518,9 @@ __all__ = [
     "mse_loss",
     "nll_loss",
     "one_hot",
+    "pad",
+    "pixel_shuffle",
+    "pixel_unshuffle",
     "relu",
     "relu6",
     "scaled_dot_product_attention",
@@ -662,4 +529,5 @@ __all__ = [
     "softmax",
     "softplus",
     "tanh",
+    "unfold",
 ]

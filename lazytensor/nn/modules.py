@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from .. import dtypes
@@ -14,6 +14,7 @@ from ..tensor import Tensor, where
 from . import functional as F
 from . import init
 from .attention import multi_head_attention
+from .convolution import _conv_padding
 
 
 class Parameter(Tensor):
@@ -383,28 +384,40 @@ def _parameter(shape: tuple[int, ...], dtype: Any) -> Parameter:
     return Parameter(zeros(*shape, dtype=dtype).realize())
 
 
-class Conv2d(Module):
-    """2-d convolution (cross-correlation) with stride, padding (int, pair, 'same', 'valid'), dilation and
-    groups; weight (out, in / groups, kH, kW), initialized as PyTorch (uniform in +-1/sqrt(fan_in))."""
+class _ConvNd(Module):
+    """A convolution over `_nd` spatial axes with stride, padding (int, tuple, 'same', 'valid'), dilation,
+    groups and padding_mode ('zeros', 'reflect', 'replicate', 'circular'); weight (out, in / groups, *kernel),
+    initialized as PyTorch (uniform in +-1/sqrt(fan_in)). The transposed ones add output_padding, take their
+    weight as (in, out / groups, *kernel) and pad only with zeros."""
+
+    _nd = 2
+    _transposed = False
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
                  dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
-                 dtype: Any = None):
+                 dtype: Any = None, output_padding: Any = 0):
         super().__init__()
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"Conv2d: padding_mode {padding_mode!r} is not supported (only 'zeros')")
-        if in_channels % groups or out_channels % groups:
-            raise ValueError(f"Conv2d: in_channels ({in_channels}) and out_channels ({out_channels}) must be "
+        name, nd = type(self).__name__, self._nd
+        modes = ("zeros",) if self._transposed else ("zeros", "reflect", "replicate", "circular")
+        if padding_mode not in modes:
+            raise ValueError(f"{name}: padding_mode must be one of {modes}, got {padding_mode!r}")
+        if groups <= 0 or in_channels % groups or out_channels % groups:
+            raise ValueError(f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must be "
                              f"divisible by groups ({groups})")
+        if isinstance(padding, str) and self._transposed:
+            raise ValueError(f"{name}: padding must be an int or a tuple, got {padding!r}")
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
-        self.kernel_size = F._pair(kernel_size, 2, "Conv2d")
-        self.stride, self.dilation = F._pair(stride, 2, "Conv2d"), F._pair(dilation, 2, "Conv2d")
-        self.padding = padding if isinstance(padding, str) else F._pair(padding, 2, "Conv2d")
+        self.kernel_size = F._pair(kernel_size, nd, name)
+        self.stride, self.dilation = F._pair(stride, nd, name), F._pair(dilation, nd, name)
+        self.padding = padding if isinstance(padding, str) else F._pair(padding, nd, name)
+        self.output_padding = F._pair(output_padding, nd, name)
+        self.padding_mode = padding_mode
         dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
-        self.weight = _parameter((out_channels, in_channels // groups, *self.kernel_size), dt)
+        shape = (in_channels, out_channels // groups) if self._transposed else (out_channels, in_channels // groups)
+        self.weight = _parameter((*shape, *self.kernel_size), dt)
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if bias:
-            fan_in = in_channels // groups * self.kernel_size[0] * self.kernel_size[1]
+            fan_in = shape[1] * math.prod(self.kernel_size)
             bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
             self.bias = _parameter((out_channels,), dt)
             init.uniform_(self.bias, -bound, bound)
@@ -412,11 +425,85 @@ class Conv2d(Module):
             self.register_parameter("bias", None)
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        conv = (F.conv1d, F.conv2d, F.conv3d)[self._nd - 1]
+        if self.padding_mode == "zeros":
+            return conv(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        pads = _conv_padding(self.padding, self.kernel_size, self.dilation, self.stride, type(self).__name__)
+        x = F.pad(x, [p for before, after in reversed(pads) for p in (before, after)], self.padding_mode)
+        return conv(x, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
 
     def extra_repr(self) -> str:
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "
                 f"padding={self.padding}, dilation={self.dilation}, groups={self.groups}")
+
+
+class Conv1d(_ConvNd):
+    _nd = 1
+
+
+class Conv2d(_ConvNd):
+    _nd = 2
+
+
+class Conv3d(_ConvNd):
+    _nd = 3
+
+
+class _ConvTransposeNd(_ConvNd):
+    _transposed = True
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+                 output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1,
+                 padding_mode: str = "zeros", dtype: Any = None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, dtype, output_padding)
+
+    def forward(self, x: Tensor, output_size: Sequence[int] | None = None) -> Tensor:
+        """The transposed convolution; `output_size` (the spatial sizes, or with the leading axes) picks the
+        output_padding that gives it, as PyTorch."""
+        extra = self.output_padding
+        if output_size is not None:
+            want = list(output_size)[-self._nd:]
+            base = [(i - 1) * s - 2 * p + d * (k - 1) + 1 for i, s, p, d, k in
+                    zip(x.shape[-self._nd:], self.stride, self.padding, self.dilation, self.kernel_size)]
+            extra = tuple(w - b for w, b in zip(want, base))
+        conv = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[self._nd - 1]
+        return conv(x, self.weight, self.bias, self.stride, self.padding, extra, self.groups, self.dilation)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    _nd = 1
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    _nd = 2
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    _nd = 3
+
+
+class Unfold(Module):
+    """`F.unfold` with fixed options (PyTorch's `nn.Unfold`)."""
+
+    def __init__(self, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1):
+        super().__init__()
+        self.kernel_size, self.dilation, self.padding, self.stride = kernel_size, dilation, padding, stride
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.unfold(x, self.kernel_size, self.dilation, self.padding, self.stride)
+
+
+class Fold(Module):
+    """`F.fold` with fixed options (PyTorch's `nn.Fold`)."""
+
+    def __init__(self, output_size: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1):
+        super().__init__()
+        self.output_size, self.kernel_size = output_size, kernel_size
+        self.dilation, self.padding, self.stride = dilation, padding, stride
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.fold(x, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride)
 
 
 class MaxPool2d(Module):
@@ -780,3 +867,58 @@ class BCEWithLogitsLoss(Module):
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.binary_cross_entropy_with_logits(input, target, self.weight, self.reduction, self.pos_weight)
+
+
+# ---- resampling -------------------------------------------------------------------------------------
+
+
+class Upsample(Module):
+    """`F.interpolate` with fixed options (PyTorch's `nn.Upsample`)."""
+
+    def __init__(self, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
+                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None):
+        super().__init__()
+        self.size, self.scale_factor, self.mode = size, scale_factor, mode
+        self.align_corners, self.recompute_scale_factor = align_corners, recompute_scale_factor
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.interpolate(x, self.size, self.scale_factor, self.mode, self.align_corners,
+                             self.recompute_scale_factor)
+
+    def extra_repr(self) -> str:
+        what = f"size={self.size}" if self.size is not None else f"scale_factor={self.scale_factor}"
+        return f"{what}, mode={self.mode!r}"
+
+
+class UpsamplingNearest2d(Upsample):
+    def __init__(self, size: Any = None, scale_factor: Any = None):
+        super().__init__(size, scale_factor, "nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    def __init__(self, size: Any = None, scale_factor: Any = None):
+        super().__init__(size, scale_factor, "bilinear", align_corners=True)
+
+
+class PixelShuffle(Module):
+    def __init__(self, upscale_factor: int):
+        super().__init__()
+        self.upscale_factor = upscale_factor
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.pixel_shuffle(x, self.upscale_factor)
+
+    def extra_repr(self) -> str:
+        return f"upscale_factor={self.upscale_factor}"
+
+
+class PixelUnshuffle(Module):
+    def __init__(self, downscale_factor: int):
+        super().__init__()
+        self.downscale_factor = downscale_factor
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.pixel_unshuffle(x, self.downscale_factor)
+
+    def extra_repr(self) -> str:
+        return f"downscale_factor={self.downscale_factor}"
