@@ -155,17 +155,19 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 
 
 def _pool_geometry(x: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool,
-                   name: str) -> tuple[tuple[int, ...], ...]:
-    if x.ndim not in (3, 4):
-        raise ShapeError(f"{name}: expected a 3-d or 4-d input, got shape {x.shape}")
-    k = _pair(kernel_size, 2, name)
-    s = _pair(stride, 2, name) if stride is not None and stride != () and stride != [] else k
-    p = _pair(padding, 2, name)
-    d = _pair(dilation, 2, name)
+                   nd: int, name: str) -> tuple[tuple[int, ...], ...]:
+    """Kernel, stride, padding, dilation over the last `nd` axes, and the padding past the end that the last
+    window needs under ceil_mode."""
+    if x.ndim not in (nd + 1, nd + 2):
+        raise ShapeError(f"{name}: expected a {nd + 1}-d or {nd + 2}-d input, got shape {x.shape}")
+    k = _pair(kernel_size, nd, name)
+    s = _pair(stride, nd, name) if stride is not None and stride != () and stride != [] else k
+    p = _pair(padding, nd, name)
+    d = _pair(dilation, nd, name)
     if any(2 * pi > ki for pi, ki in zip(p, k)):
         raise ValueError(f"{name}: padding {p} should be at most half the kernel size {k}")
     extra = []
-    for n, ki, si, pi, di in zip(x.shape[-2:], k, s, p, d):
+    for n, ki, si, pi, di in zip(x.shape[-nd:], k, s, p, d):
         span = n + 2 * pi - di * (ki - 1) - 1
         o = (-(-span // si) if ceil_mode else span // si) + 1
         if ceil_mode and (o - 1) * si >= n + pi:  # the last window must start inside the input or left pad
@@ -174,51 +176,156 @@ def _pool_geometry(x: Tensor, kernel_size: Any, stride: Any, padding: Any, dilat
     return k, s, p, d, tuple(extra)
 
 
-def max_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
-               ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
-    """The maximum of each window (padding counts as -inf). The gradient of a window goes to its first
-    maximum, or to its last NaN, as PyTorch's (whose loop takes a larger value or any NaN)."""
-    if return_indices:
-        raise NotImplementedError("max_pool2d: return_indices is not supported")
-    k, s, p, d, extra = _pool_geometry(x, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d")
-    lead = [(0, 0)] * (x.ndim - 2)
+def _max_pool(x: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool,
+              return_indices: bool, nd: int, name: str) -> Any:
+    """The maximum of each window over the last `nd` axes (padding counts as -inf). The gradient of a window
+    goes to its first maximum, or to its last NaN, as PyTorch's (whose loop takes a larger value or any NaN);
+    the indices (int64, flat over each input plane) name that element too."""
+    k, s, p, d, extra = _pool_geometry(x, kernel_size, stride, padding, dilation, ceil_mode, nd, name)
+    lead = [(0, 0)] * (x.ndim - nd)
     low = -math.inf if x.dtype.is_float else False if x.dtype == dtypes.bool_ else \
         int(np.iinfo(dtypes.to_numpy_dtype(x.dtype)).min)
     pads = lead + [(pi, pi + e) for pi, e in zip(p, extra)]
-    xp = x.pad(pads, value=low) if any(a or b for a, b in pads) else x
-    win = _windows(xp, k, s, d)
-    win = win.reshape(*win.shape[:-2], k[0] * k[1])
-    if not (is_grad_enabled() and x.requires_grad):
+    padded = any(a or b for a, b in pads)
+    win = _windows(x.pad(pads, value=low) if padded else x, k, s, d)
+    taps = math.prod(k)
+    win = win.reshape(*win.shape[:-nd], taps)
+    if not (return_indices or is_grad_enabled() and x.requires_grad):
         return win.max(-1)
+    with no_grad():
+        positions = arange(taps, device=x.device)
+        last_nan = where(win.isnan(), positions, -1).max(-1, keepdims=True) if x.dtype.is_float else None
+        first_max = win == win.max(-1, keepdims=True)
+        if padded:  # a window whose inputs all equal the padding's value picks its first input, as PyTorch's
+            inside = x._const(True, dtypes.bool_, x.device).broadcast_to(x.shape[-nd:]).pad(pads[-nd:])
+            first_max = first_max & _windows(inside, k, s, d).reshape(*win.shape[-nd - 1:-1], taps)
+        pos = first_max.argmax(-1, keepdims=True)
+        if last_nan is not None:
+            pos = where(last_nan >= 0, last_nan, pos)
     # The element PyTorch picks alone, so that the gradient of the window's sum goes to it: -0.0 elsewhere
     # adds nothing to any value (nor turns a -0.0 maximum into +0.0), and the sum is the maximum exactly.
+    out = where(pos == positions, win, -0.0).sum(-1) if is_grad_enabled() and x.requires_grad else win.max(-1)
+    if not return_indices:
+        return out
     with no_grad():
-        positions = arange(win.shape[-1], device=x.device)
-        last_nan = where(win.isnan(), positions, -1).max(-1, keepdims=True)
-        picked = where(last_nan >= 0, last_nan, win.argmax(-1, keepdims=True)) == positions
-    return where(picked, win, -0.0).sum(-1)
+        tap, flat, plane = pos.squeeze(-1), None, 1
+        for i in reversed(range(nd)):
+            n_out = win.shape[win.ndim - 1 - nd + i]
+            at = arange(n_out, device=x.device).reshape(n_out, *[1] * (nd - 1 - i))
+            coord = at * s[i] - p[i] + (tap // math.prod(k[i + 1:])) % k[i] * d[i]
+            flat = coord * plane if flat is None else flat + coord * plane
+            plane *= x.shape[x.ndim - nd + i]
+    return out, flat
 
 
-def avg_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
-               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
-    """The mean of each window; the padding counts unless count_include_pad=False (as PyTorch)."""
-    k, s, p, d, extra = _pool_geometry(x, kernel_size, stride, padding, 1, ceil_mode, "avg_pool2d")
+def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """Max pooling over the last axis of (N, C, L) or (C, L); see max_pool2d."""
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 1, "max_pool1d")
+
+
+def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """The maximum of each window of (N, C, H, W) or (C, H, W) (padding counts as -inf); with
+    return_indices, also where each maximum is (int64, h * W + w, PyTorch's choice among equal elements)."""
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2, "max_pool2d")
+
+
+def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """Max pooling over the last three axes of (N, C, D, H, W) or (C, D, H, W); see max_pool2d."""
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 3, "max_pool3d")
+
+
+def _max_unpool(x: Tensor, indices: Tensor, kernel_size: Any, stride: Any, padding: Any, output_size: Any,
+                nd: int, name: str) -> Tensor:
+    """Each element of x written at its index (flat over each output plane), zeros elsewhere: max pooling's
+    partial inverse. The plane's size is output_size, or (n - 1) stride - 2 padding + kernel."""
+    k = _pair(kernel_size, nd, name)
+    s = _pair(stride, nd, name) if stride is not None else k
+    p = _pair(padding, nd, name)
+    if x.ndim not in (nd + 1, nd + 2) or indices.shape != x.shape:
+        raise ShapeError(f"{name}: expected a {nd + 1}-d or {nd + 2}-d input and indices of its shape, got "
+                         f"{x.shape} and {indices.shape}")
+    if indices.dtype.is_float or indices.dtype == dtypes.bool_:
+        raise DTypeError(f"{name}: indices must be integers, got {indices.dtype.name}")
+    if output_size is None:
+        size = tuple((n - 1) * si - 2 * pi + ki for n, si, pi, ki in zip(x.shape[-nd:], s, p, k))
+    else:
+        size = tuple(int(v) for v in output_size)[-nd:]
+        if len(size) != nd:
+            raise ValueError(f"{name}: output_size needs {nd} sizes, got {output_size!r}")
+    lead = x.shape[:-nd]
+    plane = math.prod(size)
+    flat_idx = indices.cast(dtypes.int64).reshape(*lead, -1)
+    out = x._const(0, x.dtype, x.device).broadcast_to((*lead, plane))
+    out = out._scatter(len(lead), flat_idx, x.reshape(*lead, -1), None)
+    bad = (flat_idx < 0) | (flat_idx >= plane)
+    return out.reshape(*lead, *size)._checked(bad, f"{name}: an index is outside the output plane of size {size}")
+
+
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 output_size: Any = None) -> Tensor:
+    """max_pool1d's partial inverse (PyTorch's `F.max_unpool1d`); see max_unpool2d."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1, "max_unpool1d")
+
+
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 output_size: Any = None) -> Tensor:
+    """max_pool2d's partial inverse (PyTorch's `F.max_unpool2d`): each value written at its index (flat over
+    the (H, W) plane of the output), zeros elsewhere; the gradient of a value is the output's gradient where
+    it was written."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2, "max_unpool2d")
+
+
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 output_size: Any = None) -> Tensor:
+    """max_pool3d's partial inverse (PyTorch's `F.max_unpool3d`); see max_unpool2d."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3, "max_unpool3d")
+
+
+def _avg_pool(x: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool, count_include_pad: bool,
+              divisor_override: int | None, nd: int, name: str) -> Tensor:
+    """The mean of each window over the last `nd` axes; the padding counts unless count_include_pad=False (as
+    PyTorch)."""
+    k, s, p, d, extra = _pool_geometry(x, kernel_size, stride, padding, 1, ceil_mode, nd, name)
     x = _float(x)
-    lead = [(0, 0)] * (x.ndim - 2)
-    total = _windows(x.pad(lead + [(pi, pi + e) for pi, e in zip(p, extra)]), k, s, d).sum((-2, -1))
+    lead = [(0, 0)] * (x.ndim - nd)
+    axes = tuple(range(-nd, 0))
+    total = _windows(x.pad(lead + [(pi, pi + e) for pi, e in zip(p, extra)]), k, s, d).sum(axes)
     if divisor_override is not None:
         return total / float(divisor_override)
     if not any(extra) and (count_include_pad or not any(p)):
-        return total / float(k[0] * k[1])
+        return total / float(math.prod(k))
     # windows that reach past the input: count what they cover (the padding too if count_include_pad)
-    h, w = x.shape[-2:]
+    spatial = x.shape[-nd:]
     if count_include_pad:
-        ones = x._const(1, x.dtype, x.device).broadcast_to((h + 2 * p[0], w + 2 * p[1]))
-        ones = ones.pad([(0, extra[0]), (0, extra[1])])
+        ones = x._const(1, x.dtype, x.device).broadcast_to(tuple(n + 2 * pi for n, pi in zip(spatial, p)))
+        ones = ones.pad([(0, e) for e in extra])
     else:
-        ones = x._const(1, x.dtype, x.device).broadcast_to((h, w)).pad([(pi, pi + e) for pi, e in zip(p, extra)])
-    counts = _windows(ones, k, s, d).sum((-2, -1))
+        ones = x._const(1, x.dtype, x.device).broadcast_to(spatial).pad([(pi, pi + e) for pi, e in zip(p, extra)])
+    counts = _windows(ones, k, s, d).sum(axes)
     return total / counts
+
+
+def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
+    """The mean of each window over the last axis of (N, C, L) or (C, L)."""
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1, "avg_pool1d")
+
+
+def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """The mean of each window; the padding counts unless count_include_pad=False (as PyTorch)."""
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2,
+                     "avg_pool2d")
+
+
+def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """The mean of each window over the last three axes of (N, C, D, H, W) or (C, D, H, W)."""
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 3,
+                     "avg_pool3d")
 
 
 def adaptive_avg_pool2d(x: Tensor, output_size: Any) -> Tensor:
@@ -315,12 +422,30 @@ def group_norm(x: Tensor, num_groups: int, weight: Tensor | None = None, bias: T
     n, c = x.shape[:2]
     if c % num_groups:
         raise ShapeError(f"group_norm: {c} channels do not divide into {num_groups} groups")
-    centered, _, var = _statistics(x.reshape(n, num_groups, -1), (2,))
+    # the group's size spelled out: -1 cannot be inferred from an empty batch
+    centered, _, var = _statistics(x.reshape(n, num_groups, c // num_groups * math.prod(x.shape[2:])), (2,))
     out = (centered * (var + eps).rsqrt()).reshape(x.shape)
     bshape = (1, c) + (1,) * (x.ndim - 2)
     if weight is not None:
         out = out * weight.reshape(bshape)
     return (out if bias is None else out + bias.reshape(bshape)).cast(_norm_dtype(x, weight, bias))
+
+
+def rms_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None, eps: float | None = None) -> Tensor:
+    """x / sqrt(mean(x^2) + eps) over the last len(normalized_shape) axes, times `weight`, as PyTorch's
+    `F.rms_norm`: computed in the dtype reductions accumulate in (float32 for the 16-bit floats), rounded to
+    the input's dtype before the weight multiplies; `eps` defaults to that compute dtype's machine epsilon."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(shape):]) != shape or len(shape) > input.ndim:
+        raise ShapeError(f"rms_norm: normalized_shape {shape} does not match the end of the input shape "
+                         f"{input.shape}")
+    x = _float(input)
+    wide = x.cast(compute_dtype(x.dtype))
+    if eps is None:
+        eps = float(np.finfo(dtypes.to_numpy_dtype(wide.dtype)).eps)
+    axes = tuple(range(x.ndim - len(shape), x.ndim))
+    out = (wide * ((wide * wide).mean(axes, keepdims=True) + eps).rsqrt()).cast(x.dtype)
+    return out if weight is None else out * weight
 
 
 # ---- embedding, dropout -------------------------------------------------------------------------
@@ -491,7 +616,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
 
 __all__ = [
     "adaptive_avg_pool2d",
+    "avg_pool1d",
     "avg_pool2d",
+    "avg_pool3d",
     "batch_norm",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
@@ -514,7 +641,12 @@ __all__ = [
     "leaky_relu",
     "linear",
     "log_softmax",
+    "max_pool1d",
     "max_pool2d",
+    "max_pool3d",
+    "max_unpool1d",
+    "max_unpool2d",
+    "max_unpool3d",
     "mse_loss",
     "nll_loss",
     "one_hot",
@@ -523,6 +655,7 @@ __all__ = [
     "pixel_unshuffle",
     "relu",
     "relu6",
+    "rms_norm",
     "scaled_dot_product_attention",
     "sigmoid",
     "silu",
