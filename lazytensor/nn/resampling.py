@@ -1,7 +1,7 @@
 """Padding, resizing and rearranging the spatial axes (PyTorch's `F.pad`, `F.interpolate`, `F.pixel_shuffle`,
-`F.pixel_unshuffle`): movement ops where the map from output to input positions is one (a view, index
-arithmetic in the loads of the kernel that reads it), gathers of precomputed positions elsewhere. Their
-gradients come from those ops' rules."""
+`F.pixel_unshuffle`): each axis's map from output to input positions is computed once, from the shapes;
+movement ops where it is one (a view, index arithmetic in the loads of the kernel that reads it), a gather of
+the positions elsewhere. Their gradients come from those ops' rules."""
 from __future__ import annotations
 
 import math
@@ -12,7 +12,6 @@ import numpy as np
 
 from ..creation import asarray
 from ..errors import DTypeError, ShapeError
-from ..movement import concat
 from ..tensor import Tensor
 
 # ---- pad ----------------------------------------------------------------------------------------------------
@@ -50,29 +49,23 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
 
 
 def _pad_axis(x: Tensor, axis: int, before: int, after: int, mode: str) -> Tensor:
-    """`x` with `before` and `after` elements added along `axis` in `mode`: views of x's own elements (a
-    slice, flipped for 'reflect', broadcast for 'replicate') joined to it."""
+    """`x` with `before` and `after` elements added along `axis` in `mode`: a gather of precomputed positions
+    (mirrored, clamped or wrapped), one load per element (a concatenation of the edge slices would load
+    from each of them under a mask, several times slower)."""
     n = x.shape[axis]
     limit = n - 1 if mode == "reflect" else n
     if mode == "replicate" and n == 0 or max(before, after) > limit:
         raise ShapeError(f"pad: {mode} padding of {(before, after)} along axis {axis} of size {n} needs "
                          + ("a non-empty axis" if mode == "replicate" else
                             f"amounts {'below' if mode == 'reflect' else 'at most'} the size"))
-
-    def part(start: int, stop: int) -> Tensor:
-        return x._shrink([(start, stop, 1) if a == axis else (0, m, 1) for a, m in enumerate(x.shape)])
-
-    def edge(start: int, count: int) -> Tensor:
-        one = part(start, start + 1)
-        return one.broadcast_to(tuple(count if a == axis else m for a, m in enumerate(x.shape)))
-
+    j = np.arange(-before, n + after)
     if mode == "reflect":
-        left, right = part(1, before + 1).flip(axis), part(n - 1 - after, n - 1).flip(axis)
+        j = (n - 1) - np.abs((n - 1) - np.abs(j))
     elif mode == "replicate":
-        left, right = edge(0, before), edge(n - 1, after)
+        j = np.clip(j, 0, n - 1)
     else:
-        left, right = part(n - before, n), part(0, after)
-    return concat([t for t in (left, x, right) if t.shape[axis]], axis)
+        j = j % n
+    return _take(x, axis, j)
 
 
 # ---- interpolate ----------------------------------------------------------------------------------------------
