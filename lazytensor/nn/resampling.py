@@ -90,8 +90,8 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
                                   "bilinear, bicubic, trilinear)")
     nd = input.ndim - 2
     if nd not in (1, 2, 3) or (mode in _MODE_RANK and _MODE_RANK[mode] != nd):
-        raise ValueError(f"interpolate: mode {mode!r} does not take an input of shape {input.shape} "
-                         f"({'an (N, C, ' + 'x'.join('.' * _MODE_RANK[mode]) + ') input' if mode in _MODE_RANK else '3-d to 5-d'})")
+        need = f"{_MODE_RANK[mode] + 2}-d" if mode in _MODE_RANK else "3-d to 5-d"
+        raise ValueError(f"interpolate: mode {mode!r} needs a {need} input (N, C, *spatial), got shape {input.shape}")
     if mode.startswith("nearest") and align_corners is not None:
         raise ValueError("interpolate: align_corners only goes with the interpolating modes (linear, bilinear, "
                          "bicubic, trilinear)")
