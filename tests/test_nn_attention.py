@@ -156,6 +156,9 @@ MHA = [  # (embed dim, heads, options, query length, key length, batch (0: unbat
     (6, 3, {"bias": False}, 3, 5, 2),
     (8, 4, {"kdim": 5, "vdim": 3, "batch_first": True}, 4, 6, 2),
     (8, 2, {}, 4, 5, 0),
+    (8, 2, {"add_bias_kv": True}, 4, 5, 3),
+    (8, 2, {"add_zero_attn": True, "batch_first": True}, 4, 5, 2),
+    (8, 4, {"add_bias_kv": True, "add_zero_attn": True, "kdim": 5, "vdim": 3}, 3, 4, 2),
 ]
 
 
@@ -215,8 +218,6 @@ def test_multihead_attention_3d_mask_no_weights_and_parameters():
     tout, _ = tm(*(torch.tensor(q),) * 3, need_weights=False, attn_mask=torch.tensor(am))
     assert w is None
     check(out, tout)
-    with pytest.raises(NotImplementedError):
-        nn.MultiheadAttention(8, 2, add_bias_kv=True)
     with pytest.raises(ValueError):
         nn.MultiheadAttention(8, 3)
     with pytest.raises(ValueError):

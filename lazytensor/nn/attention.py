@@ -12,6 +12,7 @@ from .. import dtypes
 from ..autograd import custom_vjp
 from ..creation import arange
 from ..errors import DTypeError, ShapeError
+from ..movement import concat
 from ..tensor import Tensor, where
 
 
@@ -106,20 +107,29 @@ def multi_head_attention(query: Tensor, key: Tensor, value: Tensor, num_heads: i
                          weights: tuple[Tensor, Tensor, Tensor], biases: tuple[Tensor | None, ...],
                          out_weight: Tensor, out_bias: Tensor | None, dropout_p: float,
                          key_padding_mask: Tensor | None, need_weights: bool, attn_mask: Tensor | None,
-                         average_attn_weights: bool) -> tuple[Tensor, Tensor | None]:
+                         average_attn_weights: bool, bias_kv: tuple[Tensor, Tensor] | None = None,
+                         add_zero_attn: bool = False) -> tuple[Tensor, Tensor | None]:
     """Batch-first multi-head attention of (N, L, E) queries over (N, S, kdim) keys and (N, S, vdim) values:
     the three projections, attention per head, the output projection; `key_padding_mask` (N, S) and
-    `attn_mask` (L, S) or (N * num_heads, L, S) are PyTorch's (True, or -inf, excludes)."""
+    `attn_mask` (L, S) or (N * num_heads, L, S) are PyTorch's (True, or -inf, excludes). `bias_kv` ((1, 1, E)
+    each) appends a key and a value after the projections, `add_zero_attn` a zero key and value per head
+    after them, as PyTorch's; every query attends to the keys added (the masks are padded to let it)."""
     from .functional import linear
+    from .resampling import pad
     n, n_l, e = query.shape
-    n_s = key.shape[1]
     hd = e // num_heads
-    q, k, v = (linear(x, w, b).reshape(n, x.shape[1], num_heads, hd).permute(0, 2, 1, 3)
-               for x, w, b in zip((query, key, value), weights, biases))
+    q, k, v = (linear(x, w, b) for x, w, b in zip((query, key, value), weights, biases))
+    if bias_kv is not None:
+        k, v = (concat([t, b.cast(t.dtype).broadcast_to(n, 1, e)], 1) for t, b in zip((k, v), bias_kv))
+    q, k, v = (t.reshape(n, t.shape[1], num_heads, hd).permute(0, 2, 1, 3) for t in (q, k, v))
+    if add_zero_attn:
+        k, v = (concat([t, t._const(0, t.dtype, t.device).broadcast_to(n, num_heads, 1, hd)], 2) for t in (k, v))
+    n_s, added = k.shape[2], k.shape[2] - key.shape[1]
     masks: list[Tensor | None] = []
     for mask, shape in ((attn_mask, None), (key_padding_mask, (n, 1, 1, n_s))):
         if mask is None:
             continue
+        mask = pad(mask, (0, added))  # the added keys take part (False, 0)
         if mask.ndim == 3:
             mask = mask.reshape(n, num_heads, n_l, n_s)
         elif shape is not None:

@@ -791,8 +791,8 @@ class MultiheadAttention(Module):
     """PyTorch's `nn.MultiheadAttention`: the parameters of the same names and initialization
     (`in_proj_weight` (3E, E) when kdim == vdim == E, else `q_proj_weight`, `k_proj_weight`, `v_proj_weight`;
     `in_proj_bias`, `out_proj`), and `forward(query, key, value, key_padding_mask, need_weights, attn_mask,
-    average_attn_weights, is_causal)` returning (output, weights or None). `add_bias_kv` and `add_zero_attn`
-    are not supported. A query whose keys are all masked gets zeros (weights and output) where PyTorch's
+    average_attn_weights, is_causal)` returning (output, weights or None); `add_bias_kv` (parameters `bias_k`,
+    `bias_v`) and `add_zero_attn` append a key and value, as PyTorch's. A query whose keys are all masked gets zeros (weights and output) where PyTorch's
     need_weights=True path gives NaN. `is_causal` is PyTorch's hint that `attn_mask` is the causal mask: the
     mask is applied as given."""
 
@@ -800,8 +800,6 @@ class MultiheadAttention(Module):
                  add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
                  vdim: int | None = None, batch_first: bool = False, device: Any = None, dtype: Any = None):
         super().__init__()
-        if add_bias_kv or add_zero_attn:
-            raise NotImplementedError("MultiheadAttention: add_bias_kv and add_zero_attn are not supported")
         if num_heads <= 0 or embed_dim % num_heads:
             raise ValueError(f"MultiheadAttention: embed_dim ({embed_dim}) must be divisible by num_heads "
                              f"({num_heads})")
@@ -826,6 +824,13 @@ class MultiheadAttention(Module):
             self.in_proj_bias = _filled((3 * embed_dim,), 0.0, dt)
         else:
             self.register_parameter("in_proj_bias", None)
+        if add_bias_kv:
+            self.bias_k, self.bias_v = _parameter((1, 1, embed_dim), dt), _parameter((1, 1, embed_dim), dt)
+            init.xavier_normal_(self.bias_k)
+            init.xavier_normal_(self.bias_v)
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
         self.out_proj = Linear(embed_dim, embed_dim, bias=bias, dtype=dt)
         if bias:
             init.zeros_(self.out_proj.bias)
@@ -861,7 +866,9 @@ class MultiheadAttention(Module):
         biases = (None, None, None) if b is None else (b[:e], b[e:2 * e], b[2 * e:])
         out, w_out = multi_head_attention(query, key, value, self.num_heads, weights, biases, self.out_proj.weight,
                                           self.out_proj.bias, self.dropout if self.training else 0.0,
-                                          key_padding_mask, need_weights, attn_mask, average_attn_weights)
+                                          key_padding_mask, need_weights, attn_mask, average_attn_weights,
+                                          None if self.bias_k is None else (self.bias_k, self.bias_v),
+                                          self.add_zero_attn)
         if unbatched:
             return out.squeeze(0), None if w_out is None else w_out.squeeze(0)
         return (out if self.batch_first else out.swapaxes(0, 1)), w_out
