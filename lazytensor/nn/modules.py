@@ -395,7 +395,7 @@ class _ConvNd(Module):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
                  dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
-                 dtype: Any = None, output_padding: Any = 0):
+                 dtype: Any = None):
         super().__init__()
         name, nd = type(self).__name__, self._nd
         modes = ("zeros",) if self._transposed else ("zeros", "reflect", "replicate", "circular")
@@ -410,7 +410,7 @@ class _ConvNd(Module):
         self.kernel_size = F._pair(kernel_size, nd, name)
         self.stride, self.dilation = F._pair(stride, nd, name), F._pair(dilation, nd, name)
         self.padding = padding if isinstance(padding, str) else F._pair(padding, nd, name)
-        self.output_padding = F._pair(output_padding, nd, name)
+        self.output_padding = (0,) * nd
         self.padding_mode = padding_mode
         dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
         shape = (in_channels, out_channels // groups) if self._transposed else (out_channels, in_channels // groups)
@@ -456,7 +456,8 @@ class _ConvTransposeNd(_ConvNd):
                  output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1,
                  padding_mode: str = "zeros", dtype: Any = None):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                         padding_mode, dtype, output_padding)
+                         padding_mode, dtype)
+        self.output_padding = F._pair(output_padding, self._nd, type(self).__name__)
 
     def forward(self, x: Tensor, output_size: Sequence[int] | None = None) -> Tensor:
         """The transposed convolution; `output_size` (the spatial sizes, or with the leading axes) picks the
