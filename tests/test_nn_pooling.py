@@ -171,3 +171,46 @@ def test_pooling_modules():
     (o3, i3), (t3, ti3) = nn.MaxPool3d(2, return_indices=True)(lt.asarray(arr3)), \
         torch.nn.MaxPool3d(2, return_indices=True)(torch.tensor(arr3))
     check(nn.MaxUnpool3d(2)(o3, i3), torch.nn.MaxUnpool3d(2)(t3, ti3))
+
+
+ADAPTIVE = [  # (spatial axes, input shape, output size)
+    (1, (2, 3, 10), 4),
+    (1, (3, 7), 7),
+    (2, (2, 3, 7, 9), (3, 4)),
+    (2, (1, 2, 8, 6), (4, None)),
+    (2, (2, 2, 5, 5), 1),
+    (2, (1, 1, 3, 4), (5, 6)),            # larger than the input: overlapping windows
+    (3, (1, 2, 5, 6, 7), (2, 3, 3)),
+]
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("cfg", ADAPTIVE, ids=str)
+def test_adaptive_avg_pool(cfg, dtype):
+    nd, shape, size = cfg
+    ours = (F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.adaptive_avg_pool3d)[nd - 1]
+    theirs = (TF.adaptive_avg_pool1d, TF.adaptive_avg_pool2d, TF.adaptive_avg_pool3d)[nd - 1]
+    arr = random_array(shape, dtype, seed=11)
+    x, t = lt.asarray(arr).requires_grad_(), torch.tensor(arr, requires_grad=True)
+    # a mean of means: float32 rounds in another order than torch's sum over the window
+    tol = {"rtol": 1e-5, "atol": 1e-6} if dtype == lt.float32 else {}
+    out, tout = ours(x, size), theirs(t, size)
+    check(out, tout, **tol)
+    up = random_array(tuple(tout.shape), dtype, seed=12)
+    out.backward(lt.asarray(up))
+    tout.backward(torch.tensor(up))
+    check(x.grad, t.grad, **tol)
+    m = (nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d, nn.AdaptiveAvgPool3d)[nd - 1](size)
+    tm = (torch.nn.AdaptiveAvgPool1d, torch.nn.AdaptiveAvgPool2d, torch.nn.AdaptiveAvgPool3d)[nd - 1](size)
+    check(m(lt.asarray(arr)), tm(torch.tensor(arr)), **tol)
+
+
+@pytest.mark.parametrize("cfg", [((2, 3, 7, 9), {"size": (3, 4)}), ((1, 2, 4, 6), {"scale_factor": 0.5}),
+                                 ((1, 2, 10), {"size": 3}), ((1, 1, 3, 4, 5), {"size": (2, 6, 5)})], ids=str)
+def test_interpolate_area(cfg):
+    shape, kw = cfg
+    arr = random_array(shape, lt.float64, seed=13)
+    x, t = lt.asarray(arr).requires_grad_(), torch.tensor(arr, requires_grad=True)
+    out, tout = F.interpolate(x, mode="area", **kw), TF.interpolate(t, mode="area", **kw)
+    check(out, tout)
+    grads_match(x, t, out, tout, lt.float64)

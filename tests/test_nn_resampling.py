@@ -148,7 +148,7 @@ def test_interpolate_nearest_of_integers_empty_batch_and_errors():
     with pytest.raises(lt.DTypeError):
         F.interpolate(lt.ones((1, 1, 4), dtype=lt.int32), size=3, mode="linear")
     with pytest.raises(NotImplementedError):
-        F.interpolate(lt.ones((1, 1, 4, 4)), size=3, mode="area")
+        F.interpolate(lt.ones((1, 1, 4, 4)), size=3, mode="lanczos")
 
 
 def test_integer_enlargement_and_reduction_are_views():

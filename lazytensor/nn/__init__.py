@@ -12,7 +12,9 @@ from __future__ import annotations
 from . import functional, init, utils
 from .modules import (
                       GELU,
+                      AdaptiveAvgPool1d,
                       AdaptiveAvgPool2d,
+                      AdaptiveAvgPool3d,
                       AvgPool1d,
                       AvgPool2d,
                       AvgPool3d,
@@ -66,7 +68,9 @@ from .modules import (
 
 __all__ = [
                       "GELU",
+                      "AdaptiveAvgPool1d",
                       "AdaptiveAvgPool2d",
+                      "AdaptiveAvgPool3d",
                       "AvgPool1d",
                       "AvgPool2d",
                       "AvgPool3d",

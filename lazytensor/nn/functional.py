@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import dtypes
 from ..autograd import custom_vjp, is_grad_enabled, no_grad
-from ..creation import arange
+from ..creation import arange, asarray
 from ..dtypes import default_float
 from ..errors import DTypeError, ShapeError
 from ..kernels.dtype import compute_dtype
@@ -328,14 +328,46 @@ def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                      "avg_pool3d")
 
 
-def adaptive_avg_pool2d(x: Tensor, output_size: Any) -> Tensor:
-    """Average pooling to `output_size` when it divides the input size (global pooling with (1, 1))."""
-    oh, ow = _pair(output_size, 2, "adaptive_avg_pool2d")
-    h, w = x.shape[-2:]
-    if h % oh or w % ow:
-        raise NotImplementedError(f"adaptive_avg_pool2d: output size {(oh, ow)} must divide the input size "
-                                  f"{(h, w)}")
-    return avg_pool2d(x, (h // oh, w // ow))
+def _adaptive_avg_pool(x: Tensor, output_size: Any, nd: int, name: str) -> Tensor:
+    """The mean of PyTorch's adaptive windows over the last `nd` axes: output i of an axis of n averages
+    inputs floor(i n / o) to ceil((i + 1) n / o). Axis by axis: a window that tiles the axis is a view and a
+    mean; overlapping or uneven ones a product with the (o, n) matrix of each window's 1 / length."""
+    if x.ndim not in (nd + 1, nd + 2):
+        raise ShapeError(f"{name}: expected a {nd + 1}-d or {nd + 2}-d input, got shape {x.shape}")
+    sizes = (output_size,) * nd if isinstance(output_size, int) or output_size is None else tuple(output_size)
+    if len(sizes) != nd:
+        raise ValueError(f"{name}: expected an int or {nd} sizes, got {output_size!r}")
+    x = _float(x)
+    for i, o in enumerate(sizes):
+        axis, n = x.ndim - nd + i, x.shape[x.ndim - nd + i]
+        o = n if o is None else int(o)
+        if o <= 0 or n == 0:
+            raise ShapeError(f"{name}: output size {o} and input size {n} must be positive")
+        if n % o == 0:
+            x = x.reshape(*x.shape[:axis], o, n // o, *x.shape[axis + 1:]).mean(axis + 1)
+            continue
+        start, stop = (np.arange(o) * n) // o, -((-(np.arange(o) + 1) * n) // o)
+        cols = np.arange(n)
+        window = (cols >= start[:, None]) & (cols < stop[:, None])
+        mat = asarray((window / (stop - start)[:, None]).astype(dtypes.to_numpy_dtype(x.dtype)), device=x.device)
+        x = x.swapaxes(axis, -1).matmul(mat.T).swapaxes(axis, -1)
+    return x
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
+    """Average pooling of (N, C, L) or (C, L) to `output_size` (PyTorch's adaptive windows)."""
+    return _adaptive_avg_pool(input, output_size, 1, "adaptive_avg_pool1d")
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
+    """Average pooling of (N, C, H, W) or (C, H, W) to `output_size` (an int, a pair, None keeps a size):
+    PyTorch's adaptive windows, global pooling with 1."""
+    return _adaptive_avg_pool(input, output_size, 2, "adaptive_avg_pool2d")
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
+    """Average pooling of (N, C, D, H, W) or (C, D, H, W) to `output_size` (PyTorch's adaptive windows)."""
+    return _adaptive_avg_pool(input, output_size, 3, "adaptive_avg_pool3d")
 
 
 # ---- normalization ------------------------------------------------------------------------------
@@ -615,7 +647,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
 
 
 __all__ = [
+    "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "adaptive_avg_pool3d",
     "avg_pool1d",
     "avg_pool2d",
     "avg_pool3d",

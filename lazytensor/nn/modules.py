@@ -601,12 +601,26 @@ class AvgPool3d(AvgPool2d):
 
 
 class AdaptiveAvgPool2d(Module):
+    _nd = 2
+
     def __init__(self, output_size: Any):
         super().__init__()
         self.output_size = output_size
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.adaptive_avg_pool2d(x, self.output_size)
+        pool = (F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.adaptive_avg_pool3d)[self._nd - 1]
+        return pool(x, self.output_size)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
+    _nd = 1
+
+
+class AdaptiveAvgPool3d(AdaptiveAvgPool2d):
+    _nd = 3
 
 
 class LayerNorm(Module):

@@ -81,18 +81,18 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
     PyTorch's source positions (computed as it does, in float32 for the ratios, the opmath type for the
     weights). Axis by axis, the last first: where an axis's positions are a view (the same size, an integer
     enlargement in 'nearest', an integer reduction) they are movement ops; elsewhere gathers of the
-    positions, and the interpolating modes weigh 2 ('linear') or 4 ('bicubic') of them. 'area' and
-    antialias are not supported."""
+    positions, and the interpolating modes weigh 2 ('linear') or 4 ('bicubic') of them. 'area' is adaptive
+    average pooling to the output size. antialias is not supported."""
     if antialias:
         raise NotImplementedError("interpolate: antialias is not supported")
-    if mode not in ("nearest", "nearest-exact", *_MODE_RANK):
-        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported (nearest, nearest-exact, linear, "
-                                  "bilinear, bicubic, trilinear)")
+    if mode not in ("nearest", "nearest-exact", "area", *_MODE_RANK):
+        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported (nearest, nearest-exact, area, "
+                                  "linear, bilinear, bicubic, trilinear)")
     nd = input.ndim - 2
     if nd not in (1, 2, 3) or (mode in _MODE_RANK and _MODE_RANK[mode] != nd):
         need = f"{_MODE_RANK[mode] + 2}-d" if mode in _MODE_RANK else "3-d to 5-d"
         raise ValueError(f"interpolate: mode {mode!r} needs a {need} input (N, C, *spatial), got shape {input.shape}")
-    if mode.startswith("nearest") and align_corners is not None:
+    if mode in ("nearest", "nearest-exact", "area") and align_corners is not None:
         raise ValueError("interpolate: align_corners only goes with the interpolating modes (linear, bilinear, "
                          "bicubic, trilinear)")
     if (size is None) == (scale_factor is None):
@@ -110,6 +110,9 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
         raise ValueError(f"interpolate: size or scale_factor needs {nd} values for input of shape {input.shape}")
     if any(o <= 0 for o in out) or any(n <= 0 for n in spatial):
         raise ShapeError(f"interpolate: input spatial size {spatial} and output size {tuple(out)} must be positive")
+    if mode == "area":
+        from .functional import _adaptive_avg_pool
+        return _adaptive_avg_pool(input, out, nd, "interpolate")
     if mode in _MODE_RANK and not input.dtype.is_float:
         raise DTypeError(f"interpolate: mode {mode!r} needs a floating input, got {input.dtype.name}")
     x = input
