@@ -4,27 +4,41 @@ Everything here is ordinary lazy graph: a convolution is a sliding-window view
 (movement ops only, so index arithmetic in the kernel that reads it) times the
 weights, summed; pooling reduces the same view; losses are reductions. So they
 fuse like anything else, and their gradients come from the primitive rules in
-`lazytensor/autograd.py`, except conv2d's, which has its own backward (the input
-gradient is a contraction like the forward, then a placement of each tap's terms).
+`lazytensor/autograd.py`, except the convolutions', which have their own backward (the
+input gradient is a contraction like the forward, then a placement of each tap's terms;
+see `nn/convolution.py`). Attention lives in `nn/attention.py`, padding and resizing in
+`nn/resampling.py`; their names are this module's.
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from .. import dtypes
 from ..autograd import custom_vjp, is_grad_enabled, no_grad
-from ..creation import arange
+from ..creation import arange, asarray
 from ..dtypes import default_float
 from ..errors import DTypeError, ShapeError
 from ..kernels.dtype import compute_dtype
-from ..kernels.ir import ReduceOp
 from ..random import rand
 from ..schedule import realize_with_next
 from ..tensor import Tensor, where
+from .attention import scaled_dot_product_attention
+from .convolution import (
+    _pair,
+    _windows,
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
+    fold,
+    unfold,
+)
+from .resampling import interpolate, pad, pixel_shuffle, pixel_unshuffle
 
 # ---- activations --------------------------------------------------------------------------------
 
@@ -140,174 +154,20 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     return out if bias is None else out + bias
 
 
-def _pair(v: Any, n: int = 2, name: str = "") -> tuple[int, ...]:
-    if isinstance(v, int):
-        return (v,) * n
-    t = tuple(int(a) for a in v)
-    if len(t) != n:
-        raise ValueError(f"{name}: expected an int or {n} ints, got {v!r}")
-    return t
-
-
-def _windows(x: Tensor, kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int]) -> Tensor:
-    """The sliding windows over the last len(kernel) axes of `x` as a view: (..., *spatial) ->
-    (..., *out, *kernel), where out[i] = (n - dilation*(kernel-1) - 1) // stride + 1.
-
-    Movement ops only (no copy): each axis is tiled enough times that reshaping the tiles to rows of
-    length n + dilation shifts row j by j * dilation; rows are cut to the kernel size, columns taken
-    with the stride. Windows that do not overlap (kernel == stride) are a plain reshape."""
-    nd = len(kernel)
-    lead, spatial = x.shape[:-nd], x.shape[-nd:]
-    out = [(n - d * (k - 1) - 1) // s + 1 for n, k, s, d in zip(spatial, kernel, stride, dilation)]
-    if any(o <= 0 for o in out):
-        raise ShapeError(f"window of size {tuple(kernel)} (dilation {tuple(dilation)}) is larger than the "
-                         f"padded input {tuple(spatial)}")
-    keep = [(0, n, 1) for n in lead]
-    if all(k == s and d == 1 for k, s, d in zip(kernel, stride, dilation)):
-        x = x._shrink(keep + [(0, o * k, 1) for o, k in zip(out, kernel)])
-        x = x.reshape(*lead, *[v for o, k in zip(out, kernel) for v in (o, k)])
-        order = list(range(len(lead))) + [len(lead) + 2 * i for i in range(nd)] + \
-            [len(lead) + 2 * i + 1 for i in range(nd)]
-        return x.permute(order)
-    reps = [-(-k * (n + d) // n) for n, k, d in zip(spatial, kernel, dilation)]
-    x = x.reshape(*lead, *[v for n in spatial for v in (1, n)])
-    x = x.broadcast_to(*lead, *[v for r, n in zip(reps, spatial) for v in (r, n)])
-    x = x.reshape(*lead, *[r * n for r, n in zip(reps, spatial)])
-    x = x._shrink(keep + [(0, k * (n + d), 1) for n, k, d in zip(spatial, kernel, dilation)])
-    x = x.reshape(*lead, *[v for n, k, d in zip(spatial, kernel, dilation) for v in (k, n + d)])
-    x = x._shrink(keep + [r for k, o, s in zip(kernel, out, stride) for r in ((0, k, 1), (0, (o - 1) * s + 1, s))])
-    order = list(range(len(lead))) + [len(lead) + 2 * i + 1 for i in range(nd)] + \
-        [len(lead) + 2 * i for i in range(nd)]
-    return x.permute(order)
-
-
-def _conv_padding(padding: Any, kernel: Sequence[int], dilation: Sequence[int], stride: Sequence[int],
-                  name: str) -> list[tuple[int, int]]:
-    if isinstance(padding, str):
-        if padding == "valid":
-            return [(0, 0)] * len(kernel)
-        if padding == "same":
-            if any(s != 1 for s in stride):
-                raise ValueError(f"{name}: padding='same' needs stride 1")
-            totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
-            return [(t // 2, t - t // 2) for t in totals]
-        raise ValueError(f"{name}: padding must be an int, a tuple, 'valid' or 'same', got {padding!r}")
-    return [(p, p) for p in _pair(padding, len(kernel), name)]
-
-
-def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
-           dilation: Any = 1, groups: int = 1) -> Tensor:
-    """2-d cross-correlation, as torch.nn.functional.conv2d: x (N, C_in, H, W) or (C_in, H, W), weight
-    (C_out, C_in / groups, kH, kW). One reduction over (C_in / groups, kH, kW) of the windows times the
-    weights, with the bias added in the same kernel.
-
-    Its backward is its own (`custom_vjp`): the weight gradient is a reduction over (N, OH, OW) of the
-    same windows times the output gradient, a contraction; the input gradient is a contraction of the
-    output gradient with each tap's weights, whose columns are then added where they belong (see
-    `_conv2d_input_grad`)."""
-    if x.ndim == 3:
-        return conv2d(x.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
-    if x.ndim != 4 or weight.ndim != 4:
-        raise ShapeError(f"conv2d: expected a 4-d input and weight, got shapes {x.shape} and {weight.shape}")
-    _, cin, _, _ = x.shape
-    cout, cg, kh, kw = weight.shape
-    if cin % groups or cout % groups or cin // groups != cg:
-        raise ShapeError(f"conv2d: input with {cin} channels and weight of shape {weight.shape} do not match "
-                         f"groups={groups} (the weight needs in_channels / groups = {cin // max(groups, 1)} "
-                         "channels and out_channels divisible by groups)")
-    stride_, dilation_ = _pair(stride, 2, "conv2d"), _pair(dilation, 2, "conv2d")
-    pads = _conv_padding(padding, (kh, kw), dilation_, stride_, "conv2d")
-    # the input in a buffer of its own, which the forward and the weight gradient both read
-    out = _conv2d(x.contiguous(), weight, stride_, pads, dilation_, groups)
-    return out if bias is None else out + bias.reshape(1, cout, 1, 1)
-
-
-def _conv2d(x: Tensor, weight: Tensor, stride: Sequence[int], pads: Sequence[tuple[int, int]],
-            dilation: Sequence[int], groups: int) -> Tensor:
-    """conv2d without the bias, of checked shapes and options, with its own backward."""
-    n, _, _, _ = x.shape
-    cout, cg, kh, kw = weight.shape
-    og = cout // groups
-
-    def windows(xs: Tensor) -> Tensor:  # (N, groups, 1, C_in / groups, OH, OW, kH, kW)
-        win = _windows(xs.pad([(0, 0), (0, 0), *pads]), (kh, kw), stride, dilation)
-        return win.reshape(n, groups, 1, cg, *win.shape[2:])
-
-    def forward() -> Tensor:
-        lhs = windows(x)
-        rhs = weight.reshape(1, groups, og, cg, 1, 1, kh, kw)
-        return (lhs * rhs)._reduce(ReduceOp.SUM, (3, 6, 7), False, "conv2d").reshape(n, cout, *lhs.shape[4:6])
-
-    def backward(g: Tensor) -> tuple[Tensor | None, Tensor | None]:
-        gx = gw = None
-        if x.requires_grad:
-            # g in a buffer of its own: the input and the weight gradient's contractions both read it, and
-            # their packing would each recompute what made g (a max-pool's backward, a dropout mask)
-            g = g.contiguous()
-            gx = _conv2d_input_grad(g, weight, x.shape[2:], stride, pads, dilation, groups)
-        if weight.requires_grad:
-            rows = g.reshape(n, groups, og, 1, *g.shape[2:], 1, 1)
-            gw = (rows * windows(x))._reduce(ReduceOp.SUM, (0, 4, 5), False, "conv2d").reshape(weight.shape)
-        return gx, gw
-
-    return custom_vjp((x, weight), forward, backward)
-
-
-def _conv2d_input_grad(g: Tensor, weight: Tensor, size: Sequence[int], stride: Sequence[int],
-                       pads: Sequence[tuple[int, int]], dilation: Sequence[int], groups: int) -> Tensor:
-    """The gradient of conv2d's input (spatial `size`) from the gradient `g` of its output, term for term as
-    the chain rule has it: input element i (i + pad_before in the padded input) takes g[o] * w[k] for every
-    output o and tap k with o*stride + k*dilation = i + pad_before, and no other term.
-
-    The columns first, a contraction: for every input channel and tap, the output gradient times that tap's
-    weights, summed over the output channels. Then each tap's column is placed at the input elements its
-    terms belong to (spread out by the stride, shifted by the tap's offset) and the taps are summed. An
-    input element that a tap reaches through no output (past an edge, or between strided windows) gets no
-    term from it: a transposed convolution over zeros around and between g's elements would add zero times
-    the weight, NaN where the weight is infinite (torch sums only the terms that exist)."""
-    n, cout, oh, ow = g.shape
-    _, cg, kh, kw = weight.shape
-    og = cout // groups
-    # (groups, C_in / groups, kH, kW, C_out / groups, N, OH, OW) summed over the output channels: the columns
-    # in the row-major order of the template's product (which it writes as it is), each tap's a block that
-    # its placement reads along the rows of the input gradient
-    taps = weight.reshape(groups, og, cg, kh, kw).permute(0, 2, 3, 4, 1).reshape(groups, cg, kh, kw, og, 1, 1, 1)
-    rows = g.reshape(n, groups, og, oh, ow).permute(1, 2, 0, 3, 4).reshape(groups, 1, 1, 1, og, n, oh, ow)
-    cols = (taps * rows)._reduce(ReduceOp.SUM, (4,), False, "conv2d")  # (groups, C_in / groups, kH, kW, N, OH, OW)
-    total = None
-    for i in range(kh):
-        for j in range(kw):
-            col = cols[:, :, i, j].permute(2, 0, 1, 3, 4).reshape(n, groups * cg, oh, ow)
-            placed = _spread(col, stride, [k * d - before for k, d, (before, _) in zip((i, j), dilation, pads)], size)
-            total = placed if total is None else total + placed
-    return total
-
-
-def _spread(t: Tensor, stride: Sequence[int], offsets: Sequence[int], size: Sequence[int]) -> Tensor:
-    """`t` (N, C, *out) spread over (N, C, *size): element o at o * stride + offset along each spatial axis,
-    zeros between; what falls outside `size` is cut."""
-    n, c, *out = t.shape
-    wide = t.reshape(n, c, *[v for o in out for v in (o, 1)])
-    wide = wide.pad([(0, 0), (0, 0), *[p for s in stride for p in ((0, 0), (0, s - 1))]])
-    wide = wide.reshape(n, c, *[o * s for o, s in zip(out, stride)])
-    edges = [(off, length - off - m) for off, length, m in zip(offsets, size, wide.shape[2:])]
-    wide = wide.pad([(0, 0), (0, 0), *[(max(b, 0), max(a, 0)) for b, a in edges]])
-    return wide._shrink([(0, n, 1), (0, c, 1), *[(max(-b, 0), m - max(-a, 0), 1)
-                                                 for (b, a), m in zip(edges, wide.shape[2:])]])
-
-
 def _pool_geometry(x: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool,
-                   name: str) -> tuple[tuple[int, ...], ...]:
-    if x.ndim not in (3, 4):
-        raise ShapeError(f"{name}: expected a 3-d or 4-d input, got shape {x.shape}")
-    k = _pair(kernel_size, 2, name)
-    s = _pair(stride, 2, name) if stride is not None and stride != () and stride != [] else k
-    p = _pair(padding, 2, name)
-    d = _pair(dilation, 2, name)
+                   nd: int, name: str) -> tuple[tuple[int, ...], ...]:
+    """Kernel, stride, padding, dilation over the last `nd` axes, and the padding past the end that the last
+    window needs under ceil_mode."""
+    if x.ndim not in (nd + 1, nd + 2):
+        raise ShapeError(f"{name}: expected a {nd + 1}-d or {nd + 2}-d input, got shape {x.shape}")
+    k = _pair(kernel_size, nd, name)
+    s = _pair(stride, nd, name) if stride is not None and stride != () and stride != [] else k
+    p = _pair(padding, nd, name)
+    d = _pair(dilation, nd, name)
     if any(2 * pi > ki for pi, ki in zip(p, k)):
         raise ValueError(f"{name}: padding {p} should be at most half the kernel size {k}")
     extra = []
-    for n, ki, si, pi, di in zip(x.shape[-2:], k, s, p, d):
+    for n, ki, si, pi, di in zip(x.shape[-nd:], k, s, p, d):
         span = n + 2 * pi - di * (ki - 1) - 1
         o = (-(-span // si) if ceil_mode else span // si) + 1
         if ceil_mode and (o - 1) * si >= n + pi:  # the last window must start inside the input or left pad
@@ -316,61 +176,198 @@ def _pool_geometry(x: Tensor, kernel_size: Any, stride: Any, padding: Any, dilat
     return k, s, p, d, tuple(extra)
 
 
-def max_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
-               ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
-    """The maximum of each window (padding counts as -inf). The gradient of a window goes to its first
-    maximum, or to its last NaN, as PyTorch's (whose loop takes a larger value or any NaN)."""
-    if return_indices:
-        raise NotImplementedError("max_pool2d: return_indices is not supported")
-    k, s, p, d, extra = _pool_geometry(x, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d")
-    lead = [(0, 0)] * (x.ndim - 2)
+def _max_pool(x: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool,
+              return_indices: bool, nd: int, name: str) -> Any:
+    """The maximum of each window over the last `nd` axes (padding counts as -inf). The gradient of a window
+    goes to its first maximum, or to its last NaN, as PyTorch's (whose loop takes a larger value or any NaN);
+    the indices (int64, flat over each input plane) name that element too."""
+    k, s, p, d, extra = _pool_geometry(x, kernel_size, stride, padding, dilation, ceil_mode, nd, name)
+    lead = [(0, 0)] * (x.ndim - nd)
     low = -math.inf if x.dtype.is_float else False if x.dtype == dtypes.bool_ else \
         int(np.iinfo(dtypes.to_numpy_dtype(x.dtype)).min)
     pads = lead + [(pi, pi + e) for pi, e in zip(p, extra)]
-    xp = x.pad(pads, value=low) if any(a or b for a, b in pads) else x
-    win = _windows(xp, k, s, d)
-    win = win.reshape(*win.shape[:-2], k[0] * k[1])
-    if not (is_grad_enabled() and x.requires_grad):
+    padded = any(a or b for a, b in pads)
+    win = _windows(x.pad(pads, value=low) if padded else x, k, s, d)
+    taps = math.prod(k)
+    win = win.reshape(*win.shape[:-nd], taps)
+    if not (return_indices or is_grad_enabled() and x.requires_grad):
         return win.max(-1)
+    with no_grad():
+        positions = arange(taps, device=x.device)
+        last_nan = where(win.isnan(), positions, -1).max(-1, keepdims=True) if x.dtype.is_float else None
+        first_max = win == win.max(-1, keepdims=True)
+        if padded:  # a window whose inputs all equal the padding's value picks its first input, as PyTorch's
+            inside = x._const(True, dtypes.bool_, x.device).broadcast_to(x.shape[-nd:]).pad(pads[-nd:])
+            first_max = first_max & _windows(inside, k, s, d).reshape(*win.shape[-nd - 1:-1], taps)
+        pos = first_max.argmax(-1, keepdims=True)
+        if last_nan is not None:
+            pos = where(last_nan >= 0, last_nan, pos)
     # The element PyTorch picks alone, so that the gradient of the window's sum goes to it: -0.0 elsewhere
     # adds nothing to any value (nor turns a -0.0 maximum into +0.0), and the sum is the maximum exactly.
+    out = where(pos == positions, win, -0.0).sum(-1) if is_grad_enabled() and x.requires_grad else win.max(-1)
+    if not return_indices:
+        return out
     with no_grad():
-        positions = arange(win.shape[-1], device=x.device)
-        last_nan = where(win.isnan(), positions, -1).max(-1, keepdims=True)
-        picked = where(last_nan >= 0, last_nan, win.argmax(-1, keepdims=True)) == positions
-    return where(picked, win, -0.0).sum(-1)
+        tap, flat, plane = pos.squeeze(-1), None, 1
+        for i in reversed(range(nd)):
+            n_out = win.shape[win.ndim - 1 - nd + i]
+            at = arange(n_out, device=x.device).reshape(n_out, *[1] * (nd - 1 - i))
+            coord = at * s[i] - p[i] + (tap // math.prod(k[i + 1:])) % k[i] * d[i]
+            flat = coord * plane if flat is None else flat + coord * plane
+            plane *= x.shape[x.ndim - nd + i]
+    return out, flat
 
 
-def avg_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
-               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
-    """The mean of each window; the padding counts unless count_include_pad=False (as PyTorch)."""
-    k, s, p, d, extra = _pool_geometry(x, kernel_size, stride, padding, 1, ceil_mode, "avg_pool2d")
+def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """Max pooling over the last axis of (N, C, L) or (C, L); see max_pool2d."""
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 1, "max_pool1d")
+
+
+def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """The maximum of each window of (N, C, H, W) or (C, H, W) (padding counts as -inf); with
+    return_indices, also where each maximum is (int64, h * W + w, PyTorch's choice among equal elements)."""
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2, "max_pool2d")
+
+
+def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """Max pooling over the last three axes of (N, C, D, H, W) or (C, D, H, W); see max_pool2d."""
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 3, "max_pool3d")
+
+
+def _max_unpool(x: Tensor, indices: Tensor, kernel_size: Any, stride: Any, padding: Any, output_size: Any,
+                nd: int, name: str) -> Tensor:
+    """Each element of x written at its index (flat over each output plane), zeros elsewhere: max pooling's
+    partial inverse. The plane's size is output_size, or (n - 1) stride - 2 padding + kernel."""
+    k = _pair(kernel_size, nd, name)
+    s = _pair(stride, nd, name) if stride is not None else k
+    p = _pair(padding, nd, name)
+    if x.ndim not in (nd + 1, nd + 2) or indices.shape != x.shape:
+        raise ShapeError(f"{name}: expected a {nd + 1}-d or {nd + 2}-d input and indices of its shape, got "
+                         f"{x.shape} and {indices.shape}")
+    if indices.dtype.is_float or indices.dtype == dtypes.bool_:
+        raise DTypeError(f"{name}: indices must be integers, got {indices.dtype.name}")
+    if output_size is None:
+        size = tuple((n - 1) * si - 2 * pi + ki for n, si, pi, ki in zip(x.shape[-nd:], s, p, k))
+    else:
+        size = tuple(int(v) for v in output_size)[-nd:]
+        if len(size) != nd:
+            raise ValueError(f"{name}: output_size needs {nd} sizes, got {output_size!r}")
+    lead = x.shape[:-nd]
+    plane = math.prod(size)
+    flat_idx = indices.cast(dtypes.int64).reshape(*lead, -1)
+    out = x._const(0, x.dtype, x.device).broadcast_to((*lead, plane))
+    out = out._scatter(len(lead), flat_idx, x.reshape(*lead, -1), None)
+    bad = (flat_idx < 0) | (flat_idx >= plane)
+    return out.reshape(*lead, *size)._checked(bad, f"{name}: an index is outside the output plane of size {size}")
+
+
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 output_size: Any = None) -> Tensor:
+    """max_pool1d's partial inverse (PyTorch's `F.max_unpool1d`); see max_unpool2d."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1, "max_unpool1d")
+
+
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 output_size: Any = None) -> Tensor:
+    """max_pool2d's partial inverse (PyTorch's `F.max_unpool2d`): each value written at its index (flat over
+    the (H, W) plane of the output), zeros elsewhere; the gradient of a value is the output's gradient where
+    it was written."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2, "max_unpool2d")
+
+
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 output_size: Any = None) -> Tensor:
+    """max_pool3d's partial inverse (PyTorch's `F.max_unpool3d`); see max_unpool2d."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3, "max_unpool3d")
+
+
+def _avg_pool(x: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool, count_include_pad: bool,
+              divisor_override: int | None, nd: int, name: str) -> Tensor:
+    """The mean of each window over the last `nd` axes; the padding counts unless count_include_pad=False (as
+    PyTorch)."""
+    k, s, p, d, extra = _pool_geometry(x, kernel_size, stride, padding, 1, ceil_mode, nd, name)
     x = _float(x)
-    lead = [(0, 0)] * (x.ndim - 2)
-    total = _windows(x.pad(lead + [(pi, pi + e) for pi, e in zip(p, extra)]), k, s, d).sum((-2, -1))
+    lead = [(0, 0)] * (x.ndim - nd)
+    axes = tuple(range(-nd, 0))
+    total = _windows(x.pad(lead + [(pi, pi + e) for pi, e in zip(p, extra)]), k, s, d).sum(axes)
     if divisor_override is not None:
         return total / float(divisor_override)
     if not any(extra) and (count_include_pad or not any(p)):
-        return total / float(k[0] * k[1])
+        return total / float(math.prod(k))
     # windows that reach past the input: count what they cover (the padding too if count_include_pad)
-    h, w = x.shape[-2:]
+    spatial = x.shape[-nd:]
     if count_include_pad:
-        ones = x._const(1, x.dtype, x.device).broadcast_to((h + 2 * p[0], w + 2 * p[1]))
-        ones = ones.pad([(0, extra[0]), (0, extra[1])])
+        ones = x._const(1, x.dtype, x.device).broadcast_to(tuple(n + 2 * pi for n, pi in zip(spatial, p)))
+        ones = ones.pad([(0, e) for e in extra])
     else:
-        ones = x._const(1, x.dtype, x.device).broadcast_to((h, w)).pad([(pi, pi + e) for pi, e in zip(p, extra)])
-    counts = _windows(ones, k, s, d).sum((-2, -1))
+        ones = x._const(1, x.dtype, x.device).broadcast_to(spatial).pad([(pi, pi + e) for pi, e in zip(p, extra)])
+    counts = _windows(ones, k, s, d).sum(axes)
     return total / counts
 
 
-def adaptive_avg_pool2d(x: Tensor, output_size: Any) -> Tensor:
-    """Average pooling to `output_size` when it divides the input size (global pooling with (1, 1))."""
-    oh, ow = _pair(output_size, 2, "adaptive_avg_pool2d")
-    h, w = x.shape[-2:]
-    if h % oh or w % ow:
-        raise NotImplementedError(f"adaptive_avg_pool2d: output size {(oh, ow)} must divide the input size "
-                                  f"{(h, w)}")
-    return avg_pool2d(x, (h // oh, w // ow))
+def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
+    """The mean of each window over the last axis of (N, C, L) or (C, L)."""
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1, "avg_pool1d")
+
+
+def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """The mean of each window; the padding counts unless count_include_pad=False (as PyTorch)."""
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2,
+                     "avg_pool2d")
+
+
+def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """The mean of each window over the last three axes of (N, C, D, H, W) or (C, D, H, W)."""
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 3,
+                     "avg_pool3d")
+
+
+def _adaptive_avg_pool(x: Tensor, output_size: Any, nd: int, name: str) -> Tensor:
+    """The mean of PyTorch's adaptive windows over the last `nd` axes: output i of an axis of n averages
+    inputs floor(i n / o) to ceil((i + 1) n / o). Axis by axis: a window that tiles the axis is a view and a
+    mean; overlapping or uneven ones a product with the (o, n) matrix of each window's 1 / length."""
+    if x.ndim not in (nd + 1, nd + 2):
+        raise ShapeError(f"{name}: expected a {nd + 1}-d or {nd + 2}-d input, got shape {x.shape}")
+    sizes = (output_size,) * nd if isinstance(output_size, int) or output_size is None else tuple(output_size)
+    if len(sizes) != nd:
+        raise ValueError(f"{name}: expected an int or {nd} sizes, got {output_size!r}")
+    x = _float(x)
+    for i, o in enumerate(sizes):
+        axis, n = x.ndim - nd + i, x.shape[x.ndim - nd + i]
+        o = n if o is None else int(o)
+        if o <= 0 or n == 0:
+            raise ShapeError(f"{name}: output size {o} and input size {n} must be positive")
+        if n % o == 0:
+            x = x.reshape(*x.shape[:axis], o, n // o, *x.shape[axis + 1:]).mean(axis + 1)
+            continue
+        start, stop = (np.arange(o) * n) // o, -((-(np.arange(o) + 1) * n) // o)
+        cols = np.arange(n)
+        window = (cols >= start[:, None]) & (cols < stop[:, None])
+        mat = asarray((window / (stop - start)[:, None]).astype(dtypes.to_numpy_dtype(x.dtype)), device=x.device)
+        x = x.swapaxes(axis, -1).matmul(mat.T).swapaxes(axis, -1)
+    return x
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
+    """Average pooling of (N, C, L) or (C, L) to `output_size` (PyTorch's adaptive windows)."""
+    return _adaptive_avg_pool(input, output_size, 1, "adaptive_avg_pool1d")
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
+    """Average pooling of (N, C, H, W) or (C, H, W) to `output_size` (an int, a pair, None keeps a size):
+    PyTorch's adaptive windows, global pooling with 1."""
+    return _adaptive_avg_pool(input, output_size, 2, "adaptive_avg_pool2d")
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
+    """Average pooling of (N, C, D, H, W) or (C, D, H, W) to `output_size` (PyTorch's adaptive windows)."""
+    return _adaptive_avg_pool(input, output_size, 3, "adaptive_avg_pool3d")
 
 
 # ---- normalization ------------------------------------------------------------------------------
@@ -457,12 +454,30 @@ def group_norm(x: Tensor, num_groups: int, weight: Tensor | None = None, bias: T
     n, c = x.shape[:2]
     if c % num_groups:
         raise ShapeError(f"group_norm: {c} channels do not divide into {num_groups} groups")
-    centered, _, var = _statistics(x.reshape(n, num_groups, -1), (2,))
+    # the group's size spelled out: -1 cannot be inferred from an empty batch
+    centered, _, var = _statistics(x.reshape(n, num_groups, c // num_groups * math.prod(x.shape[2:])), (2,))
     out = (centered * (var + eps).rsqrt()).reshape(x.shape)
     bshape = (1, c) + (1,) * (x.ndim - 2)
     if weight is not None:
         out = out * weight.reshape(bshape)
     return (out if bias is None else out + bias.reshape(bshape)).cast(_norm_dtype(x, weight, bias))
+
+
+def rms_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None, eps: float | None = None) -> Tensor:
+    """x / sqrt(mean(x^2) + eps) over the last len(normalized_shape) axes, times `weight`, as PyTorch's
+    `F.rms_norm`: computed in the dtype reductions accumulate in (float32 for the 16-bit floats), rounded to
+    the input's dtype before the weight multiplies; `eps` defaults to that compute dtype's machine epsilon."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(shape):]) != shape or len(shape) > input.ndim:
+        raise ShapeError(f"rms_norm: normalized_shape {shape} does not match the end of the input shape "
+                         f"{input.shape}")
+    x = _float(input)
+    wide = x.cast(compute_dtype(x.dtype))
+    if eps is None:
+        eps = float(np.finfo(dtypes.to_numpy_dtype(wide.dtype)).eps)
+    axes = tuple(range(x.ndim - len(shape), x.ndim))
+    out = (wide * ((wide * wide).mean(axes, keepdims=True) + eps).rsqrt()).cast(x.dtype)
+    return out if weight is None else out * weight
 
 
 # ---- embedding, dropout -------------------------------------------------------------------------
@@ -632,32 +647,54 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
 
 
 __all__ = [
+    "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "adaptive_avg_pool3d",
+    "avg_pool1d",
     "avg_pool2d",
+    "avg_pool3d",
     "batch_norm",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
+    "conv1d",
     "conv2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
     "cross_entropy",
     "dropout",
     "elu",
     "embedding",
+    "fold",
     "gelu",
     "group_norm",
+    "interpolate",
     "l1_loss",
     "layer_norm",
     "leaky_relu",
     "linear",
     "log_softmax",
+    "max_pool1d",
     "max_pool2d",
+    "max_pool3d",
+    "max_unpool1d",
+    "max_unpool2d",
+    "max_unpool3d",
     "mse_loss",
     "nll_loss",
     "one_hot",
+    "pad",
+    "pixel_shuffle",
+    "pixel_unshuffle",
     "relu",
     "relu6",
+    "rms_norm",
+    "scaled_dot_product_attention",
     "sigmoid",
     "silu",
     "softmax",
     "softplus",
     "tanh",
+    "unfold",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from .. import dtypes
@@ -14,6 +14,8 @@ from ..errors import ShapeError
 from ..tensor import Tensor, where
 from . import functional as F
 from . import init
+from .attention import multi_head_attention
+from .convolution import _conv_padding
 
 
 class Parameter(Tensor):
@@ -445,28 +447,40 @@ def _parameter(shape: tuple[int, ...], dtype: Any) -> Parameter:
     return Parameter(zeros(*shape, dtype=dtype).realize())
 
 
-class Conv2d(Module):
-    """2-d convolution (cross-correlation) with stride, padding (int, pair, 'same', 'valid'), dilation and
-    groups; weight (out, in / groups, kH, kW), initialized as PyTorch (uniform in +-1/sqrt(fan_in))."""
+class _ConvNd(Module):
+    """A convolution over `_nd` spatial axes with stride, padding (int, tuple, 'same', 'valid'), dilation,
+    groups and padding_mode ('zeros', 'reflect', 'replicate', 'circular'); weight (out, in / groups, *kernel),
+    initialized as PyTorch (uniform in +-1/sqrt(fan_in)). The transposed ones add output_padding, take their
+    weight as (in, out / groups, *kernel) and pad only with zeros."""
+
+    _nd = 2
+    _transposed = False
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
                  dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
                  dtype: Any = None):
         super().__init__()
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"Conv2d: padding_mode {padding_mode!r} is not supported (only 'zeros')")
-        if in_channels % groups or out_channels % groups:
-            raise ValueError(f"Conv2d: in_channels ({in_channels}) and out_channels ({out_channels}) must be "
+        name, nd = type(self).__name__, self._nd
+        modes = ("zeros",) if self._transposed else ("zeros", "reflect", "replicate", "circular")
+        if padding_mode not in modes:
+            raise ValueError(f"{name}: padding_mode must be one of {modes}, got {padding_mode!r}")
+        if groups <= 0 or in_channels % groups or out_channels % groups:
+            raise ValueError(f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must be "
                              f"divisible by groups ({groups})")
+        if isinstance(padding, str) and self._transposed:
+            raise ValueError(f"{name}: padding must be an int or a tuple, got {padding!r}")
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
-        self.kernel_size = F._pair(kernel_size, 2, "Conv2d")
-        self.stride, self.dilation = F._pair(stride, 2, "Conv2d"), F._pair(dilation, 2, "Conv2d")
-        self.padding = padding if isinstance(padding, str) else F._pair(padding, 2, "Conv2d")
+        self.kernel_size = F._pair(kernel_size, nd, name)
+        self.stride, self.dilation = F._pair(stride, nd, name), F._pair(dilation, nd, name)
+        self.padding = padding if isinstance(padding, str) else F._pair(padding, nd, name)
+        self.output_padding = (0,) * nd
+        self.padding_mode = padding_mode
         dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
-        self.weight = _parameter((out_channels, in_channels // groups, *self.kernel_size), dt)
+        shape = (in_channels, out_channels // groups) if self._transposed else (out_channels, in_channels // groups)
+        self.weight = _parameter((*shape, *self.kernel_size), dt)
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if bias:
-            fan_in = in_channels // groups * self.kernel_size[0] * self.kernel_size[1]
+            fan_in = shape[1] * math.prod(self.kernel_size)
             bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
             self.bias = _parameter((out_channels,), dt)
             init.uniform_(self.bias, -bound, bound)
@@ -474,29 +488,162 @@ class Conv2d(Module):
             self.register_parameter("bias", None)
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        conv = (F.conv1d, F.conv2d, F.conv3d)[self._nd - 1]
+        if self.padding_mode == "zeros":
+            return conv(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        pads = _conv_padding(self.padding, self.kernel_size, self.dilation, self.stride, type(self).__name__)
+        x = F.pad(x, [p for before, after in reversed(pads) for p in (before, after)], self.padding_mode)
+        return conv(x, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
 
     def extra_repr(self) -> str:
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "
                 f"padding={self.padding}, dilation={self.dilation}, groups={self.groups}")
 
 
-class MaxPool2d(Module):
+class Conv1d(_ConvNd):
+    _nd = 1
+
+
+class Conv2d(_ConvNd):
+    _nd = 2
+
+
+class Conv3d(_ConvNd):
+    _nd = 3
+
+
+class _ConvTransposeNd(_ConvNd):
+    _transposed = True
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+                 output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1,
+                 padding_mode: str = "zeros", dtype: Any = None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, dtype)
+        self.output_padding = F._pair(output_padding, self._nd, type(self).__name__)
+
+    def forward(self, x: Tensor, output_size: Sequence[int] | None = None) -> Tensor:
+        """The transposed convolution; `output_size` (the spatial sizes, or with the leading axes) picks the
+        output_padding that gives it, as PyTorch."""
+        extra = self.output_padding
+        if output_size is not None:
+            want = list(output_size)[-self._nd:]
+            base = [(i - 1) * s - 2 * p + d * (k - 1) + 1 for i, s, p, d, k in
+                    zip(x.shape[-self._nd:], self.stride, self.padding, self.dilation, self.kernel_size)]
+            extra = tuple(w - b for w, b in zip(want, base))
+        conv = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[self._nd - 1]
+        return conv(x, self.weight, self.bias, self.stride, self.padding, extra, self.groups, self.dilation)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    _nd = 1
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    _nd = 2
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    _nd = 3
+
+
+class Unfold(Module):
+    """`F.unfold` with fixed options (PyTorch's `nn.Unfold`)."""
+
+    def __init__(self, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1):
+        super().__init__()
+        self.kernel_size, self.dilation, self.padding, self.stride = kernel_size, dilation, padding, stride
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.unfold(x, self.kernel_size, self.dilation, self.padding, self.stride)
+
+
+class Fold(Module):
+    """`F.fold` with fixed options (PyTorch's `nn.Fold`)."""
+
+    def __init__(self, output_size: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1):
+        super().__init__()
+        self.output_size, self.kernel_size = output_size, kernel_size
+        self.dilation, self.padding, self.stride = dilation, padding, stride
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.fold(x, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride)
+
+
+class _MaxPoolNd(Module):
+    _nd = 2
+
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                  return_indices: bool = False, ceil_mode: bool = False):
         super().__init__()
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
         self.dilation, self.ceil_mode, self.return_indices = dilation, ceil_mode, return_indices
 
+    def forward(self, x: Tensor) -> Any:
+        pool = (F.max_pool1d, F.max_pool2d, F.max_pool3d)[self._nd - 1]
+        return pool(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                    self.return_indices)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxPool1d(_MaxPoolNd):
+    _nd = 1
+
+
+class MaxPool2d(_MaxPoolNd):
+    _nd = 2
+
+
+class MaxPool3d(_MaxPoolNd):
+    _nd = 3
+
+
+class _MaxUnpoolNd(Module):
+    _nd = 2
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+
+    def forward(self, x: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:
+        unpool = (F.max_unpool1d, F.max_unpool2d, F.max_unpool3d)[self._nd - 1]
+        return unpool(x, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    _nd = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    _nd = 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    _nd = 3
+
+
+class AvgPool1d(Module):
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+                 count_include_pad: bool = True):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
+
     def forward(self, x: Tensor) -> Tensor:
-        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
-                            self.return_indices)
+        return F.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class AvgPool2d(Module):
+    _nd = 2
+
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                  count_include_pad: bool = True, divisor_override: int | None = None):
         super().__init__()
@@ -504,20 +651,39 @@ class AvgPool2d(Module):
         self.ceil_mode, self.count_include_pad, self.divisor_override = ceil_mode, count_include_pad, divisor_override
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
-                            self.divisor_override)
+        pool = F.avg_pool2d if self._nd == 2 else F.avg_pool3d
+        return pool(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
+                    self.divisor_override)
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
+class AvgPool3d(AvgPool2d):
+    _nd = 3
+
+
 class AdaptiveAvgPool2d(Module):
+    _nd = 2
+
     def __init__(self, output_size: Any):
         super().__init__()
         self.output_size = output_size
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.adaptive_avg_pool2d(x, self.output_size)
+        pool = (F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.adaptive_avg_pool3d)[self._nd - 1]
+        return pool(x, self.output_size)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
+    _nd = 1
+
+
+class AdaptiveAvgPool3d(AdaptiveAvgPool2d):
+    _nd = 3
 
 
 class LayerNorm(Module):
@@ -539,6 +705,59 @@ class LayerNorm(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class GroupNorm(Module):
+    """`F.group_norm` over `num_groups` groups of the channels (axis 1), with a per-channel weight (ones) and
+    bias (zeros) when affine."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
+                 device: Any = None, dtype: Any = None):
+        super().__init__()
+        if num_groups <= 0 or num_channels % num_groups:
+            raise ValueError(f"GroupNorm: num_channels ({num_channels}) must be divisible by num_groups "
+                             f"({num_groups})")
+        self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
+        dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+        if affine:
+            self.weight = _filled((num_channels,), 1.0, dt)
+            self.bias = _filled((num_channels,), 0.0, dt)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if device is not None:
+            self.to(device)
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.ndim < 2 or x.shape[1] != self.num_channels:
+            raise ShapeError(f"GroupNorm: expected {self.num_channels} channels (axis 1), got shape {x.shape}")
+        return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class RMSNorm(Module):
+    """`F.rms_norm` over the last axes `normalized_shape`, with a weight (ones) when elementwise_affine."""
+
+    def __init__(self, normalized_shape: Any, eps: float | None = None, elementwise_affine: bool = True,
+                 device: Any = None, dtype: Any = None):
+        super().__init__()
+        self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.eps, self.elementwise_affine = eps, elementwise_affine
+        dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+        if elementwise_affine:
+            self.weight = _filled(self.normalized_shape, 1.0, dt)
+        else:
+            self.register_parameter("weight", None)
+        if device is not None:
+            self.to(device)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self) -> str:
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
@@ -644,6 +863,96 @@ class Flatten(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return x.flatten(self.start_dim, self.end_dim)
+
+
+class MultiheadAttention(Module):
+    """PyTorch's `nn.MultiheadAttention`: the parameters of the same names and initialization
+    (`in_proj_weight` (3E, E) when kdim == vdim == E, else `q_proj_weight`, `k_proj_weight`, `v_proj_weight`;
+    `in_proj_bias`, `out_proj`), and `forward(query, key, value, key_padding_mask, need_weights, attn_mask,
+    average_attn_weights, is_causal)` returning (output, weights or None); `add_bias_kv` (parameters `bias_k`,
+    `bias_v`) and `add_zero_attn` append a key and value, as PyTorch's. A query whose keys are all masked gets zeros (weights and output) where PyTorch's
+    need_weights=True path gives NaN. `is_causal` is PyTorch's hint that `attn_mask` is the causal mask: the
+    mask is applied as given."""
+
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+                 add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
+                 vdim: int | None = None, batch_first: bool = False, device: Any = None, dtype: Any = None):
+        super().__init__()
+        if num_heads <= 0 or embed_dim % num_heads:
+            raise ValueError(f"MultiheadAttention: embed_dim ({embed_dim}) must be divisible by num_heads "
+                             f"({num_heads})")
+        self.embed_dim, self.num_heads, self.dropout, self.batch_first = embed_dim, num_heads, dropout, batch_first
+        self.kdim = embed_dim if kdim is None else kdim
+        self.vdim = embed_dim if vdim is None else vdim
+        self.head_dim = embed_dim // num_heads
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+        if self._qkv_same_embed_dim:
+            self.in_proj_weight = _parameter((3 * embed_dim, embed_dim), dt)
+            init.xavier_uniform_(self.in_proj_weight)
+            for name in ("q_proj_weight", "k_proj_weight", "v_proj_weight"):
+                self.register_parameter(name, None)
+        else:
+            self.register_parameter("in_proj_weight", None)
+            for name, dim in (("q_proj_weight", embed_dim), ("k_proj_weight", self.kdim),
+                              ("v_proj_weight", self.vdim)):
+                setattr(self, name, _parameter((embed_dim, dim), dt))
+                init.xavier_uniform_(getattr(self, name))
+        if bias:
+            self.in_proj_bias = _filled((3 * embed_dim,), 0.0, dt)
+        else:
+            self.register_parameter("in_proj_bias", None)
+        if add_bias_kv:
+            self.bias_k, self.bias_v = _parameter((1, 1, embed_dim), dt), _parameter((1, 1, embed_dim), dt)
+            init.xavier_normal_(self.bias_k)
+            init.xavier_normal_(self.bias_v)
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
+        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, dtype=dt)
+        if bias:
+            init.zeros_(self.out_proj.bias)
+        if device is not None:
+            self.to(device)
+
+    def forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Tensor | None = None,
+                need_weights: bool = True, attn_mask: Tensor | None = None, average_attn_weights: bool = True,
+                is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
+        """Attention of `query` (L, N, E) over `key` (S, N, kdim) and `value` (S, N, vdim) ((N, L, E) ... with
+        batch_first, (L, E) ... unbatched); `key_padding_mask` (N, S) and `attn_mask` (L, S) or
+        (N * num_heads, L, S), True (or -inf) excluding. The weights are (N, L, S) averaged over the heads, or
+        (N, num_heads, L, S)."""
+        if is_causal and attn_mask is None:
+            raise ValueError("MultiheadAttention: is_causal needs attn_mask (it says that attn_mask is causal)")
+        unbatched = query.ndim == 2
+        if unbatched:
+            query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
+            key_padding_mask = None if key_padding_mask is None else key_padding_mask.unsqueeze(0)
+        elif not self.batch_first:
+            query, key, value = query.swapaxes(0, 1), key.swapaxes(0, 1), value.swapaxes(0, 1)
+        if query.ndim != 3 or query.shape[-1] != self.embed_dim or key.shape[-1] != self.kdim or \
+                value.shape[-1] != self.vdim or key.shape[:2] != value.shape[:2] or key.shape[0] != query.shape[0]:
+            raise ShapeError(f"MultiheadAttention: query {query.shape}, key {key.shape} and value {value.shape} "
+                             f"do not fit embed_dim={self.embed_dim}, kdim={self.kdim}, vdim={self.vdim}")
+        e = self.embed_dim
+        if self._qkv_same_embed_dim:
+            w = self.in_proj_weight
+            weights = (w[:e], w[e:2 * e], w[2 * e:])
+        else:
+            weights = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
+        b = self.in_proj_bias
+        biases = (None, None, None) if b is None else (b[:e], b[e:2 * e], b[2 * e:])
+        out, w_out = multi_head_attention(query, key, value, self.num_heads, weights, biases, self.out_proj.weight,
+                                          self.out_proj.bias, self.dropout if self.training else 0.0,
+                                          key_padding_mask, need_weights, attn_mask, average_attn_weights,
+                                          None if self.bias_k is None else (self.bias_k, self.bias_v),
+                                          self.add_zero_attn)
+        if unbatched:
+            return out.squeeze(0), None if w_out is None else w_out.squeeze(0)
+        return (out if self.batch_first else out.swapaxes(0, 1)), w_out
+
+    def extra_repr(self) -> str:
+        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, batch_first={self.batch_first}"
 
 
 # ---- activations -----------------------------------------------------------------------------------
@@ -759,3 +1068,58 @@ class BCEWithLogitsLoss(Module):
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.binary_cross_entropy_with_logits(input, target, self.weight, self.reduction, self.pos_weight)
+
+
+# ---- resampling -------------------------------------------------------------------------------------
+
+
+class Upsample(Module):
+    """`F.interpolate` with fixed options (PyTorch's `nn.Upsample`)."""
+
+    def __init__(self, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
+                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None):
+        super().__init__()
+        self.size, self.scale_factor, self.mode = size, scale_factor, mode
+        self.align_corners, self.recompute_scale_factor = align_corners, recompute_scale_factor
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.interpolate(x, self.size, self.scale_factor, self.mode, self.align_corners,
+                             self.recompute_scale_factor)
+
+    def extra_repr(self) -> str:
+        what = f"size={self.size}" if self.size is not None else f"scale_factor={self.scale_factor}"
+        return f"{what}, mode={self.mode!r}"
+
+
+class UpsamplingNearest2d(Upsample):
+    def __init__(self, size: Any = None, scale_factor: Any = None):
+        super().__init__(size, scale_factor, "nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    def __init__(self, size: Any = None, scale_factor: Any = None):
+        super().__init__(size, scale_factor, "bilinear", align_corners=True)
+
+
+class PixelShuffle(Module):
+    def __init__(self, upscale_factor: int):
+        super().__init__()
+        self.upscale_factor = upscale_factor
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.pixel_shuffle(x, self.upscale_factor)
+
+    def extra_repr(self) -> str:
+        return f"upscale_factor={self.upscale_factor}"
+
+
+class PixelUnshuffle(Module):
+    def __init__(self, downscale_factor: int):
+        super().__init__()
+        self.downscale_factor = downscale_factor
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.pixel_unshuffle(x, self.downscale_factor)
+
+    def extra_repr(self) -> str:
+        return f"downscale_factor={self.downscale_factor}"

@@ -1,0 +1,218 @@
+"""Padding, resizing and rearranging the spatial axes (PyTorch's `F.pad`, `F.interpolate`, `F.pixel_shuffle`,
+`F.pixel_unshuffle`): each axis's map from output to input positions is computed once, from the shapes;
+movement ops where it is one (a view, index arithmetic in the loads of the kernel that reads it), a gather of
+the positions elsewhere. Their gradients come from those ops' rules."""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..creation import asarray
+from ..errors import DTypeError, ShapeError
+from ..tensor import Tensor
+
+# ---- pad ----------------------------------------------------------------------------------------------------
+
+
+def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None) -> Tensor:
+    """PyTorch's `F.pad`: `pad` lists (before, after) amounts for the last axis, then the one before, ... (up
+    to every axis). Modes 'constant' (with `value`, 0 by default), 'reflect' (mirrored about the edge
+    element, each amount below the axis's size), 'replicate' (the edge element repeated) and 'circular'
+    (wrapped around, each amount at most the axis's size). A negative amount crops (first, in every mode, as
+    PyTorch). The non-constant modes pad any number of the last axes (PyTorch: 1 to 3 of a 2-d to 5-d
+    input)."""
+    amounts = [int(p) for p in pad]
+    if len(amounts) % 2 or len(amounts) // 2 > input.ndim:
+        raise ValueError(f"pad: needs an even number of amounts, at most two per axis ({input.ndim} axes), got "
+                         f"{tuple(amounts)}")
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise ValueError(f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}")
+    if mode != "constant" and value is not None and value != 0:
+        raise ValueError(f"pad: a value ({value}) only goes with mode='constant'")
+    k = len(amounts) // 2
+    pairs = [(0, 0)] * (input.ndim - k) + [(amounts[2 * i], amounts[2 * i + 1]) for i in reversed(range(k))]
+    for axis, (before, after) in enumerate(pairs):
+        if input.shape[axis] + before + after < 0:
+            raise ShapeError(f"pad: amounts {(before, after)} leave a negative size of axis {axis} "
+                             f"(size {input.shape[axis]})")
+    x = input._shrink([(max(-b, 0), n - max(-a, 0), 1) for n, (b, a) in zip(input.shape, pairs)])
+    grow = [(max(b, 0), max(a, 0)) for b, a in pairs]
+    if mode == "constant":
+        return x.pad(grow, value=0 if value is None else value)
+    for axis, (before, after) in enumerate(grow):
+        if before or after:
+            x = _pad_axis(x, axis, before, after, mode)
+    return x
+
+
+def _pad_axis(x: Tensor, axis: int, before: int, after: int, mode: str) -> Tensor:
+    """`x` with `before` and `after` elements added along `axis` in `mode`: a gather of precomputed positions
+    (mirrored, clamped or wrapped), one load per element (a concatenation of the edge slices would load
+    from each of them under a mask, several times slower)."""
+    n = x.shape[axis]
+    limit = n - 1 if mode == "reflect" else n
+    if mode == "replicate" and n == 0 or max(before, after) > limit:
+        raise ShapeError(f"pad: {mode} padding of {(before, after)} along axis {axis} of size {n} needs "
+                         + ("a non-empty axis" if mode == "replicate" else
+                            f"amounts {'below' if mode == 'reflect' else 'at most'} the size"))
+    j = np.arange(-before, n + after)
+    if mode == "reflect":
+        j = (n - 1) - np.abs((n - 1) - np.abs(j))
+    elif mode == "replicate":
+        j = np.clip(j, 0, n - 1)
+    else:
+        j = j % n
+    return _take(x, axis, j)
+
+
+# ---- interpolate ----------------------------------------------------------------------------------------------
+
+_MODE_RANK = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
+
+
+def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
+                align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
+                antialias: bool = False) -> Tensor:
+    """PyTorch's `F.interpolate` of an (N, C, *spatial) input with 1 to 3 spatial axes, to `size` or by
+    `scale_factor`, in mode 'nearest', 'nearest-exact', 'linear', 'bilinear', 'bicubic' or 'trilinear', with
+    PyTorch's source positions (computed as it does, in float32 for the ratios, the opmath type for the
+    weights). Axis by axis, the last first: where an axis's positions are a view (the same size, an integer
+    enlargement in 'nearest', an integer reduction) they are movement ops; elsewhere gathers of the
+    positions, and the interpolating modes weigh 2 ('linear') or 4 ('bicubic') of them. 'area' is adaptive
+    average pooling to the output size. antialias is not supported."""
+    if antialias:
+        raise NotImplementedError("interpolate: antialias is not supported")
+    if mode not in ("nearest", "nearest-exact", "area", *_MODE_RANK):
+        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported (nearest, nearest-exact, area, "
+                                  "linear, bilinear, bicubic, trilinear)")
+    nd = input.ndim - 2
+    if nd not in (1, 2, 3) or (mode in _MODE_RANK and _MODE_RANK[mode] != nd):
+        need = f"{_MODE_RANK[mode] + 2}-d" if mode in _MODE_RANK else "3-d to 5-d"
+        raise ValueError(f"interpolate: mode {mode!r} needs a {need} input (N, C, *spatial), got shape {input.shape}")
+    if mode in ("nearest", "nearest-exact", "area") and align_corners is not None:
+        raise ValueError("interpolate: align_corners only goes with the interpolating modes (linear, bilinear, "
+                         "bicubic, trilinear)")
+    if (size is None) == (scale_factor is None):
+        raise ValueError("interpolate: give either size or scale_factor")
+    spatial = input.shape[2:]
+    if size is not None:
+        out = [int(size)] * nd if isinstance(size, int) else [int(s) for s in size]
+        scales: list[float | None] = [None] * nd
+    else:
+        factors = [float(scale_factor)] * nd if isinstance(scale_factor, (int, float)) else \
+            [float(s) for s in scale_factor]
+        out = [math.floor(n * f) for n, f in zip(spatial, factors)]
+        scales = [None] * nd if recompute_scale_factor else list(factors)
+    if len(out) != nd or len(scales) != nd:
+        raise ValueError(f"interpolate: size or scale_factor needs {nd} values for input of shape {input.shape}")
+    if any(o <= 0 for o in out) or any(n <= 0 for n in spatial):
+        raise ShapeError(f"interpolate: input spatial size {spatial} and output size {tuple(out)} must be positive")
+    if mode == "area":
+        from .functional import _adaptive_avg_pool
+        return _adaptive_avg_pool(input, out, nd, "interpolate")
+    if mode in _MODE_RANK and not input.dtype.is_float:
+        raise DTypeError(f"interpolate: mode {mode!r} needs a floating input, got {input.dtype.name}")
+    x = input
+    opmath = np.float64 if x.dtype.name == "float64" else np.float32
+    for i in reversed(range(nd)):
+        x = _resample_axis(x, 2 + i, out[i], scales[i], mode, bool(align_corners), opmath)
+    return x
+
+
+def _ratio(n_in: int, n_out: int, scale: float | None, align_corners: bool, opmath: type) -> np.floating:
+    """PyTorch's `area_pixel_compute_scale`: input positions per output position."""
+    if align_corners:
+        return opmath(n_in - 1) / opmath(n_out - 1) if n_out > 1 else opmath(0)
+    return opmath(1.0 / scale) if scale is not None and scale > 0 else opmath(n_in) / opmath(n_out)
+
+
+def _resample_axis(x: Tensor, axis: int, n_out: int, scale: float | None, mode: str, align_corners: bool,
+                   opmath: type) -> Tensor:
+    n_in = x.shape[axis]
+    dst = np.arange(n_out, dtype=opmath)
+    if mode.startswith("nearest"):
+        if mode == "nearest" and n_out in (n_in, 2 * n_in):  # PyTorch's shortcuts, whatever the scale
+            return _take(x, axis, np.arange(n_out) * n_in // n_out)
+        ratio = np.float32(1.0 / scale) if scale is not None and scale > 0 else np.float32(n_in) / np.float32(n_out)
+        offset = np.float32(0.5 if mode == "nearest-exact" else 0.0)
+        src = np.floor((np.arange(n_out, dtype=np.float32) + offset) * ratio).astype(np.int64)
+        return _take(x, axis, np.minimum(src, n_in - 1))
+    ratio = _ratio(n_in, n_out, scale, align_corners, opmath)
+    real = ratio * dst if align_corners else ratio * (dst + opmath(0.5)) - opmath(0.5)
+    if mode == "bicubic":
+        first = np.floor(real)
+        t = (real - first).astype(opmath)
+        a = opmath(-0.75)
+
+        def near(v: np.ndarray) -> np.ndarray:  # |v| <= 1
+            return ((a + 2) * v - (a + 3)) * v * v + 1
+
+        def far(v: np.ndarray) -> np.ndarray:  # 1 < |v| < 2
+            return ((a * v - 5 * a) * v + 8 * a) * v - 4 * a
+
+        weights = [far(t + 1), near(t), near(1 - t), far(2 - t)]
+        taps = [np.clip(first.astype(np.int64) - 1 + j, 0, n_in - 1) for j in range(4)]
+    else:
+        real = np.maximum(real, opmath(0))
+        first = np.minimum(np.floor(real).astype(np.int64), n_in - 1)
+        lam = np.clip(real - first.astype(opmath), 0, 1).astype(opmath)
+        weights = [1 - lam, lam]
+        taps = [first, first + (first < n_in - 1)]
+    total = None
+    for w, idx in zip(weights, taps):
+        shape = [1] * x.ndim
+        shape[axis] = n_out
+        term = _take(x, axis, idx) * asarray(w.astype(x.dtype.name), device=x.device).reshape(shape)
+        total = term if total is None else total + term
+    return total
+
+
+def _take(x: Tensor, axis: int, idx: np.ndarray) -> Tensor:
+    """The elements at positions `idx` along `axis`: a view where they are a repetition (each position k
+    times in a row) or a stride, a gather otherwise."""
+    n_out, n_in = len(idx), x.shape[axis]
+    lead = [(0, m, 1) for m in x.shape]
+    if n_out % n_in == 0 and np.array_equal(idx, np.arange(n_out) // (n_out // n_in)):
+        k = n_out // n_in
+        wide = x.unsqueeze(axis + 1).broadcast_to(*x.shape[:axis + 1], k, *x.shape[axis + 1:])
+        return wide.reshape(*x.shape[:axis], n_out, *x.shape[axis + 1:])
+    step = int(idx[1] - idx[0]) if n_out > 1 else 1
+    if step > 0 and np.array_equal(idx, idx[0] + step * np.arange(n_out)):
+        lead[axis] = (int(idx[0]), int(idx[0]) + step * (n_out - 1) + 1, step)
+        return x._shrink(lead)
+    shape = [1] * x.ndim
+    shape[axis] = n_out
+    index = asarray(idx, device=x.device).reshape(shape)
+    return x._gather(axis, index.broadcast_to(*x.shape[:axis], n_out, *x.shape[axis + 1:]))
+
+
+# ---- pixel shuffle ----------------------------------------------------------------------------------------------
+
+
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
+    """(*, C r^2, H, W) -> (*, C, H r, W r): channel c r^2 + i r + j goes to pixel (h r + i, w r + j). A view."""
+    r = int(upscale_factor)
+    if input.ndim < 3 or r <= 0 or input.shape[-3] % (r * r):
+        raise ShapeError(f"pixel_shuffle: input of shape {input.shape} needs at least 3 dimensions and channels "
+                         f"divisible by upscale_factor^2 = {r * r}")
+    *lead, c, h, w = input.shape
+    nl = len(lead)
+    x = input.reshape(*lead, c // (r * r), r, r, h, w)
+    x = x.permute(*range(nl), nl, nl + 3, nl + 1, nl + 4, nl + 2)
+    return x.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    """(*, C, H r, W r) -> (*, C r^2, H, W), pixel_shuffle's inverse. A view."""
+    r = int(downscale_factor)
+    if input.ndim < 3 or r <= 0 or input.shape[-2] % r or input.shape[-1] % r:
+        raise ShapeError(f"pixel_unshuffle: input of shape {input.shape} needs at least 3 dimensions and a height "
+                         f"and width divisible by downscale_factor = {r}")
+    *lead, c, h, w = input.shape
+    nl = len(lead)
+    x = input.reshape(*lead, c, h // r, r, w // r, r)
+    x = x.permute(*range(nl), nl, nl + 2, nl + 4, nl + 1, nl + 3)
+    return x.reshape(*lead, c * r * r, h // r, w // r)

@@ -1,0 +1,185 @@
+"""F.pad, F.interpolate, F.pixel_shuffle / pixel_unshuffle and their modules against torch: values and
+gradients on float32 and float64, views, batch 1 and empty batches; the integer enlargements are views."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import lazytensor as lt
+from conftest import LAYOUTS, check, inputs, random_array
+from lazytensor import nn
+
+F = nn.functional
+TF = torch.nn.functional
+FLOATS = [lt.float32, lt.float64]
+# float32: torch's weights multiply in another order (and its kernels may fuse a multiply-add)
+TOL = {lt.float32: {"rtol": 1e-5, "atol": 1e-5}, lt.float64: {}}
+
+
+def both(arr, fn_lt, fn_torch, dtype, seed=30):
+    """fn of the same data in both libraries, then the input's gradient from one random upstream gradient."""
+    x = lt.asarray(arr).requires_grad_(dtype.is_float)
+    t = torch.tensor(arr, requires_grad=dtype.is_float)
+    out, tout = fn_lt(x), fn_torch(t)
+    check(out, tout, **TOL.get(dtype, {}))
+    if dtype.is_float and tout.numel():
+        up = random_array(tuple(tout.shape), dtype, seed=seed)
+        out.backward(lt.asarray(up))
+        tout.backward(torch.tensor(up))
+        check(x.grad, t.grad, **TOL[dtype])
+
+
+PADS = [  # (input shape, pad)
+    ((2, 3, 6), (1, 2)),
+    ((1, 3, 5, 7), (2, 1, 0, 3)),
+    ((3, 5, 7), (4, 4, 4, 4)),
+    ((1, 2, 4, 5, 6), (1, 1, 2, 2, 3, 3)),
+    ((2, 3, 5, 7), (-1, 2, 2, -2)),          # crops first, then pads
+    ((2, 4, 6), (0, 0)),
+]
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "circular"])
+@pytest.mark.parametrize("cfg", PADS, ids=str)
+def test_pad(cfg, mode, dtype):
+    shape, amounts = cfg
+    both(random_array(shape, dtype, seed=1), lambda x: F.pad(x, amounts, mode),
+         lambda t: TF.pad(t, amounts, mode), dtype)
+
+
+@pytest.mark.parametrize("kind", LAYOUTS)
+@pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "circular"])
+def test_pad_of_views(mode, kind):
+    (_, x, t), = [v for v in inputs((2, 5, 6), lt.float64, seed=2) if v[0] == kind]
+    x, t = x.requires_grad_(), t.requires_grad_()
+    out, tout = F.pad(x, (2, 3, 1, 4), mode), TF.pad(t, (2, 3, 1, 4), mode)
+    check(out, tout)
+    up = random_array(tuple(tout.shape), lt.float64, seed=3)
+    out.backward(lt.asarray(up))
+    tout.backward(torch.tensor(up))
+    check(x.grad, t.grad)
+
+
+def test_pad_constant_values_integers_empty_and_errors():
+    arr = random_array((2, 3, 4), lt.int32, seed=4)
+    check(F.pad(lt.asarray(arr), (1, 2, 3, 0), value=7), TF.pad(torch.tensor(arr), (1, 2, 3, 0), value=7))
+    check(F.pad(lt.asarray(arr), (1, 1, 1, 1, 1, 1)), TF.pad(torch.tensor(arr), (1, 1, 1, 1, 1, 1)))
+    empty = np.zeros((0, 3, 4), np.float32)
+    for mode in ("constant", "reflect", "replicate", "circular"):
+        check(F.pad(lt.asarray(empty), (1, 2), mode), TF.pad(torch.tensor(empty), (1, 2), mode))
+    check(F.pad(lt.asarray(np.zeros((2, 0), np.float32)), (1, 1)), np.zeros((2, 2), np.float32))
+    with pytest.raises(lt.ShapeError):
+        F.pad(lt.ones((1, 2, 3)), (3, 0), "reflect")
+    with pytest.raises(lt.ShapeError):
+        F.pad(lt.ones((1, 2, 3)), (0, 4), "circular")
+    with pytest.raises(ValueError):
+        F.pad(lt.ones((1, 2, 3)), (1, 2, 3))
+    with pytest.raises(ValueError):
+        F.pad(lt.ones((1, 2, 3)), (1, 1), "wrap")
+
+
+INTERP = [  # (spatial input size, size or scale_factor options)
+    ((5, 7), {"size": (10, 14)}),
+    ((5, 7), {"size": (3, 4)}),
+    ((5, 7), {"scale_factor": 2}),
+    ((5, 7), {"scale_factor": 1.7}),
+    ((5, 7), {"scale_factor": 1.7, "recompute_scale_factor": True}),
+    ((6, 8), {"scale_factor": (0.5, 3)}),
+    ((4, 4), {"size": (1, 9)}),
+    ((1, 3), {"size": (4, 4)}),
+]
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("mode", [("nearest", None), ("nearest-exact", None), ("bilinear", False), ("bilinear", True),
+                                  ("bicubic", False), ("bicubic", True)], ids=str)
+@pytest.mark.parametrize("cfg", INTERP, ids=str)
+def test_interpolate_2d(cfg, mode, dtype):
+    spatial, kw = cfg
+    name, corners = mode
+    kw = {**kw, "align_corners": corners}
+    both(random_array((2, 3, *spatial), dtype, seed=5), lambda x: F.interpolate(x, mode=name, **kw),
+         lambda t: TF.interpolate(t, mode=name, **kw), dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("cfg", [("linear", (1, 2, 7), {"size": 12}), ("linear", (2, 1, 9), {"scale_factor": 0.4}),
+                                 ("nearest", (2, 2, 5), {"scale_factor": 3}),
+                                 ("trilinear", (1, 2, 3, 4, 5), {"size": (5, 2, 7)}),
+                                 ("nearest", (1, 2, 3, 4, 5), {"scale_factor": (2, 1.5, 0.5)}),
+                                 ("nearest-exact", (2, 1, 3, 4, 2), {"size": (4, 3, 5)})], ids=str)
+def test_interpolate_1d_and_3d(cfg, dtype):
+    mode, shape, kw = cfg
+    for corners in ((None,) if mode.startswith("nearest") else (False, True)):
+        opts = {**kw, "mode": mode, "align_corners": corners}
+        both(random_array(shape, dtype, seed=6), lambda x, o=opts: F.interpolate(x, **o),
+             lambda t, o=opts: TF.interpolate(t, **o), dtype)
+
+
+@pytest.mark.parametrize("kind", LAYOUTS)
+def test_interpolate_of_views(kind):
+    (_, x, t), = [v for v in inputs((1, 2, 5, 6), lt.float64, seed=7) if v[0] == kind]
+    x, t = x.requires_grad_(), t.requires_grad_()
+    out = F.interpolate(x, size=(8, 4), mode="bilinear")
+    tout = TF.interpolate(t, size=(8, 4), mode="bilinear")
+    check(out, tout)
+    up = random_array(tuple(tout.shape), lt.float64, seed=8)
+    out.backward(lt.asarray(up))
+    tout.backward(torch.tensor(up))
+    check(x.grad, t.grad)
+
+
+def test_interpolate_nearest_of_integers_empty_batch_and_errors():
+    arr = random_array((2, 3, 4, 5), lt.int64, seed=9)
+    # torch's nearest takes no int64 on the CPU: its result of the same values as float64
+    check(F.interpolate(lt.asarray(arr), scale_factor=1.5),
+          TF.interpolate(torch.tensor(arr).double(), scale_factor=1.5).long())
+    empty = np.zeros((0, 3, 4, 5), np.float32)
+    check(F.interpolate(lt.asarray(empty), size=(7, 3), mode="bilinear"),
+          TF.interpolate(torch.tensor(empty), size=(7, 3), mode="bilinear"))
+    with pytest.raises(ValueError):
+        F.interpolate(lt.ones((1, 1, 4, 4)), size=3, mode="nearest", align_corners=True)
+    with pytest.raises(ValueError):
+        F.interpolate(lt.ones((1, 1, 4)), size=3, mode="bilinear")
+    with pytest.raises(ValueError):
+        F.interpolate(lt.ones((1, 1, 4)), size=3, scale_factor=2)
+    with pytest.raises(lt.DTypeError):
+        F.interpolate(lt.ones((1, 1, 4), dtype=lt.int32), size=3, mode="linear")
+    with pytest.raises(NotImplementedError):
+        F.interpolate(lt.ones((1, 1, 4, 4)), size=3, mode="lanczos")
+
+
+def test_integer_enlargement_and_reduction_are_views():
+    """Nearest by 2 and 3, and a reduction by 2, read the input through index arithmetic: one kernel with
+    the scale after it, no gather."""
+    x = lt.asarray(random_array((2, 3, 6, 8), lt.float32, seed=10))
+    for kw in ({"scale_factor": 2}, {"scale_factor": (3, 1)}, {"size": (3, 4)}):
+        (item,) = lt.schedule(F.interpolate(x, **kw) * 2)
+        assert "gather" not in str(item)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("shape,r", [((2, 12, 3, 4), 2), ((1, 9, 2, 2), 3), ((3, 2, 4, 2, 5), 1), ((8, 1, 1), 2)],
+                         ids=str)
+def test_pixel_shuffle_and_unshuffle(shape, r, dtype):
+    both(random_array(shape, dtype, seed=11), lambda x: F.pixel_shuffle(x, r), lambda t: TF.pixel_shuffle(t, r),
+         dtype)
+    out_shape = (*shape[:-3], shape[-3] // (r * r), shape[-2] * r, shape[-1] * r)
+    both(random_array(out_shape, dtype, seed=12), lambda x: F.pixel_unshuffle(x, r),
+         lambda t: TF.pixel_unshuffle(t, r), dtype)
+    with pytest.raises(lt.ShapeError):
+        F.pixel_shuffle(lt.ones((1, 3, 2, 2)), 2)
+
+
+def test_resampling_modules():
+    arr = random_array((2, 4, 3, 5), lt.float64, seed=13)
+    pairs = [(nn.Upsample(scale_factor=2, mode="bilinear"), torch.nn.Upsample(scale_factor=2, mode="bilinear")),
+             (nn.Upsample(size=(4, 4)), torch.nn.Upsample(size=(4, 4))),
+             (nn.UpsamplingNearest2d(scale_factor=3), torch.nn.UpsamplingNearest2d(scale_factor=3)),
+             (nn.UpsamplingBilinear2d(size=(5, 6)), torch.nn.UpsamplingBilinear2d(size=(5, 6))),
+             (nn.PixelShuffle(2), torch.nn.PixelShuffle(2)),
+             (nn.PixelUnshuffle(1), torch.nn.PixelUnshuffle(1))]
+    for m, tm in pairs:
+        both(arr, m, tm, lt.float64)
