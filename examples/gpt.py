@@ -4,15 +4,17 @@
     python examples/gpt.py --blocks 4 --steps 1000
 
 `gpt(lib, ...)` builds the model from a library's namespace (`lazytensor` or `torch`): token and
-position embeddings, pre-LayerNorm blocks of causal self-attention and a GELU MLP, a final LayerNorm
-and a linear head. `benchmarks/bench_compile.py` and `tests/test_models.py` train it on both
-libraries. The training step below is the usual one: cross-entropy, backward, a hand-written clip of
-the gradients' norm, AdamW; each step is lazy until `lt.realize(loss, *params)`.
+position embeddings, pre-LayerNorm blocks of causal self-attention (`scaled_dot_product_attention`) and a
+GELU MLP, a final LayerNorm and a linear head. `benchmarks/bench_compile.py`, `benchmarks/bench_train.py` and
+`tests/test_models.py` train it on both libraries. The training step below is the usual one: cross-entropy,
+backward, a hand-written clip of the gradients' norm, AdamW; `main` runs it under `lt.jit` on this file's own
+text, with a progress bar: the mean loss of the last 20 steps goes from 5.75 to about 1.5 in 300 steps
+(about 4 s on 2 cores).
 """
 from __future__ import annotations
 
 import argparse
-import math
+import sys
 import time
 from pathlib import Path
 from types import ModuleType
@@ -34,12 +36,12 @@ def gpt(lib: ModuleType, blocks: int, vocab: int, width: int, heads: int, seq: i
             self.qkv, self.proj = nn.Linear(width, 3 * width, bias=False), nn.Linear(width, width)
             self.fc1, self.fc2 = nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
 
-        def forward(self, x: Any, mask: Any) -> Any:
+        def forward(self, x: Any) -> Any:
             b, t, d = x.shape
             q, k, v = self.qkv(self.ln1(x)).split(d, -1)
             q, k, v = (z.reshape(b, t, heads, d // heads).transpose(1, 2) for z in (q, k, v))
-            att = lib.where(mask, q @ k.transpose(-1, -2) / math.sqrt(d // heads), float("-inf")).softmax(-1)
-            x = x + self.proj((att @ v).transpose(1, 2).reshape(b, t, d))
+            att = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(att.transpose(1, 2).reshape(b, t, d))
             return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
 
     class GPT(nn.Module):
@@ -49,12 +51,11 @@ def gpt(lib: ModuleType, blocks: int, vocab: int, width: int, heads: int, seq: i
             self.pos = nn.Parameter(lib.zeros(seq, width))
             self.blocks = nn.ModuleList([Block() for _ in range(blocks)])
             self.ln, self.head = nn.LayerNorm(width), nn.Linear(width, vocab)
-            self.mask = lib.asarray(np.tril(np.ones((seq, seq), bool)))
 
         def forward(self, idx: Any) -> Any:
             x = self.emb(idx) + self.pos
             for block in self.blocks:
-                x = block(x, self.mask)
+                x = block(x)
             return self.head(self.ln(x))
 
     return GPT()
@@ -81,6 +82,14 @@ def train_step(lib: ModuleType, model: Any, opt: Any, idx: Any, targets: Any, ma
     return loss, logits
 
 
+def batches(text: np.ndarray, seq: int, batch: int, seed: int = 0) -> Any:
+    """Random windows of the text: (inputs, next-token targets), forever."""
+    rng = np.random.default_rng(seed)
+    while True:
+        starts = rng.integers(0, len(text) - seq - 1, batch)
+        yield np.stack([text[s:s + seq] for s in starts]), np.stack([text[s + 1:s + seq + 1] for s in starts]).ravel()
+
+
 def main() -> None:
     import lazytensor as lt
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -93,16 +102,20 @@ def main() -> None:
     model = gpt(lt, args.blocks, 256, 64, 4, args.seq)
     params = list(model.parameters())
     opt = lt.optim.AdamW(params, lr=3e-3, weight_decay=0.01)
-    rng = np.random.default_rng(0)
-    t0 = time.perf_counter()
-    for step in range(args.steps):
-        starts = rng.integers(0, len(text) - args.seq - 1, args.batch)
-        idx = np.stack([text[s:s + args.seq] for s in starts])
-        targets = np.stack([text[s + 1:s + args.seq + 1] for s in starts]).reshape(-1)
-        loss, _ = train_step(lt, model, opt, lt.asarray(idx), lt.asarray(targets), 1.0)
-        lt.realize(loss, *params)
-        if step % 50 == 0 or step == args.steps - 1:
-            print(f"step {step:4d}  loss {loss.item():.3f}  ({time.perf_counter() - t0:.1f} s)")
+    step = lt.jit(lambda idx, targets: train_step(lt, model, opt, idx, targets, 1.0)[0])
+    data = batches(text, args.seq, args.batch)
+    t0, recent = time.perf_counter(), []
+    live = sys.stdout.isatty()
+    for k in range(args.steps):
+        idx, targets = next(data)
+        loss = step(lt.asarray(idx), lt.asarray(targets))
+        recent = [*recent[-19:], loss]
+        if live or k == args.steps - 1 or k % 100 == 0:
+            mean = float(np.mean([r.item() for r in recent]))
+            bar = "#" * (24 * (k + 1) // args.steps)
+            start, end = ("\r" if live else ""), ("" if live and k < args.steps - 1 else "\n")
+            print(f"{start}[{bar:<24}] step {k + 1:4d}/{args.steps}  loss {mean:.3f} (last 20)  "
+                  f"{time.perf_counter() - t0:5.1f} s", end=end, flush=True)
 
 
 if __name__ == "__main__":

@@ -205,8 +205,12 @@ class _PackRenderer(KernelRenderer):
             self.when(f"{var.name}_whole", b.icmp_signed("==", end, I64(var.size)),
                       lambda: body(lo, hi), lambda: body(start, end))
 
-    def loop(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[], None]) -> None:
-        self.spanned(var, lo, hi, lambda start, end: self.marked_loop(var, start, end, body))
+    def loop(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[], None]) -> Latches:
+        """The loop kept to `var`'s span: one loop, or two where the span's range is chosen at run time; the
+        back edges of both (loop metadata goes on each)."""
+        latches = Latches()
+        self.spanned(var, lo, hi, lambda start, end: latches.append(self.marked_loop(var, start, end, body)))
+        return latches
 
     def emit_columns(self, red: Value, lo: ir.Value, hi: ir.Value) -> None:
         # An operand that is a reduction over outer axes (`x.sum(1)` of a row-major x) is packed by the
@@ -230,11 +234,20 @@ class _PackRenderer(KernelRenderer):
         value.add_incoming(self.constant(0, dtype), before)
         return value
 
-    def marked_loop(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[], None]) -> None:
+    def marked_loop(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[], None]) -> ir.Branch:
         """The loop, its back edge noted in `outer_latches` if it is outside the lane loop."""
         latch = super().loop(var, lo, hi, body)
         if var in self.outer:
             self.outer_latches.append(latch)
+        return latch
+
+
+class Latches(list):
+    """The back edges of the loops that stand for one loop (see `_PackRenderer.loop`)."""
+
+    def set_metadata(self, name: str, node: ir.MDValue) -> None:
+        for latch in self:
+            latch.set_metadata(name, node)
 
 
 def _base(pointer: ir.Value) -> ir.Value:
