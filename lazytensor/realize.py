@@ -21,21 +21,22 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from typing import Any
 
 from .device import Buffer, Device, get_device
 from .errors import KernelError, LinAlgError
-from .graph import Node
+from .graph import Node, Op
 from .helpers import getenv
 from .kernels import bounds
 from .kernels.bounds import OutOfBounds
 from .kernels.lapack import LibraryError
-from .schedule import SCHEDULE_CACHE_SIZE, Schedule, ScheduleItem, forget_pending, schedule, storage
+from .schedule import SCHEDULE_CACHE_SIZE, Planned, Schedule, ScheduleItem, forget_pending, plan
 
 BATCH_MAX_BYTES = 64 << 20
+_BUFFER = Op.BUFFER  # read for every node a realize binds: an enum's member costs a call into Python on 3.11
 
 # Held while a thread reads or rewrites the graph for a realize (or a replay, or `lt.schedule`); re-entrant,
 # as a realize inside a jit recording or a replay inside a realize's caller nests.
@@ -266,63 +267,149 @@ def _compiled(device: Any, item: ScheduleItem) -> tuple[Any, bool]:
 _batches: dict[tuple, Any] = {}
 
 
+def _table(calls: list[tuple[Sequence[Any], Sequence[Any]]]) -> tuple[list[tuple[Any, bool]], list[tuple[int, ...]]]:
+    """The buffer table of a batch of calls, each given as its outputs and inputs (nodes, or their positions in a
+    plan): each call's outputs, then the inputs no call before wrote, as (output or input, whether it is an
+    output); and each call's buffers by position in it."""
+    table: list[tuple[Any, bool]] = []
+    slot: dict[Any, int] = {}
+    positions = []
+    for outputs, inputs in calls:
+        for n in outputs:
+            slot[n] = len(table)
+            table.append((n, True))
+        for n in inputs:
+            if n not in slot:
+                slot[n] = len(table)
+                table.append((n, False))
+        positions.append(tuple(slot[n] for n in (*outputs, *inputs)))
+    return table, positions
+
+
+def _batch(device: Device, programs: list[Any], positions: list[tuple[int, ...]], table_size: int,
+           params: list[list]) -> Any:
+    """The device's batch of `programs` on a table of `table_size` buffers, each program's at `positions`
+    (kept: a structure seen before finds it)."""
+    key = (tuple(map(id, programs)), tuple(positions), table_size)
+    if (batch := _batches.get(key)) is None:
+        batch = _batches[key] = device.batch(list(zip(programs, positions, params)), table_size)
+        if len(_batches) > SCHEDULE_CACHE_SIZE:
+            del _batches[next(iter(_batches))]
+    return batch
+
+
+def _batches_on(device: Device, outputs: list[Node]) -> bool:
+    """Whether a schedule of several kernels that write `outputs` on `device` runs as one batch."""
+    return device.batches and sum(n.numel * n.dtype.itemsize for n in outputs) <= BATCH_MAX_BYTES
+
+
 def _run_batched(items: Schedule, programs: list[Any]) -> bool:
     """Launch the items, whose programs are `programs`, as one batch (emptying the list) where their device
     batches kernels and their outputs fit in BATCH_MAX_BYTES; else launch nothing and return False."""
-    if len(items) < 2 or not (device := get_device(items[0].device)).batches \
-            or any(item.device != items[0].device for item in items) \
-            or sum(n.numel * n.dtype.itemsize for item in items for n in item.outputs) > BATCH_MAX_BYTES:
+    if len(items) < 2 or any(item.device != items[0].device for item in items) \
+            or not _batches_on(device := get_device(items[0].device), [n for item in items for n in item.outputs]):
         return False
-    table: list[Any] = []  # the buffers: each item's outputs, then the inputs no item before wrote
-    slot: dict[int, int] = {}
-    positions = []
-    for item in items:
-        for n in item.outputs:
-            slot[id(n)] = len(table)
-            table.append(allocate(device, n))
-        for n in item.inputs:
-            if id(n) not in slot:
-                slot[id(n)] = len(table)
-                table.append(n.buffer)
-        positions.append(tuple(slot[id(n)] for n in (*item.outputs, *item.inputs)))
-    key = (tuple(map(id, programs)), tuple(positions), len(table))
-    if (batch := _batches.get(key)) is None:
-        calls = [(p, pos, item.params) for p, pos, item in zip(programs, positions, items)]
-        batch = _batches[key] = device.batch(calls, len(table))
-        if len(_batches) > SCHEDULE_CACHE_SIZE:
-            del _batches[next(iter(_batches))]
-    launch_batch(batch, [b.ptr for b in table], {k: item.params for k, item in enumerate(items) if item.params},
+    table, positions = _table([(item.outputs, item.inputs) for item in items])
+    buffers = [allocate(device, n) if written else n.buffer for n, written in table]
+    batch = _batch(device, programs, positions, len(table), [item.params for item in items])
+    launch_batch(batch, [b.ptr for b in buffers], {k: item.params for k, item in enumerate(items) if item.params},
                  len(items), lambda k: items[k].origin)
-    for item in items:
-        for n in item.outputs:
-            _bind(n, table[slot[id(n)]], None)
+    for (n, written), buffer in zip(table, buffers):
+        if written:
+            _bind(n, buffer, None)
     items.clear()
     return True
+
+
+class _Launcher:
+    """How a cached schedule's kernels, once compiled, launch on a graph of its structure (`Planned.nodes`),
+    without a `Schedule`: its programs, and where each one's buffers and scalars are among the nodes. One
+    kernel is one launch, several (on a device that batches them, whose outputs fit in BATCH_MAX_BYTES) one
+    batch; each realize then costs a few list look-ups per buffer."""
+
+    __slots__ = ("batch", "device", "program", "scalars", "table")
+
+    def __init__(self, device: Device, programs: list[Any], entries: list[tuple[Any, list[int], list[int], list[int]]],
+                 nodes: list[Node]):
+        self.device, self.scalars = device, [(k, ps) for k, (_, _, _, ps) in enumerate(entries) if ps]
+        self.table, positions = _table([(outs, ins) for _, outs, ins, _ in entries])
+        if len(entries) == 1:
+            self.program, self.batch = programs[0], None
+        else:
+            self.program = None
+            self.batch = _batch(device, programs, positions, len(self.table),
+                                [[nodes[p].arg for p in ps] for _, _, _, ps in entries])
+
+    def __call__(self, planned: Planned) -> None:
+        nodes, device = planned.nodes, self.device
+        buffers = [allocate(device, nodes[p]) if written else nodes[p].buffer for p, written in self.table]
+        ptrs = [b.ptr for b in buffers]
+        if self.batch is None:
+            launch(self.program, ptrs, [nodes[p].arg for p in self.scalars[0][1]] if self.scalars else [], 0, device,
+                   lambda: _origin(planned, 0))
+        else:
+            launch_batch(self.batch, ptrs, {k: [nodes[p].arg for p in ps] for k, ps in self.scalars},
+                         len(planned.plan.entries), lambda k: _origin(planned, k))
+        for (p, written), buffer in zip(self.table, buffers):
+            if written:
+                nodes[p].become_buffer(buffer)
+
+
+def _origin(planned: Planned, k: int) -> str:
+    """Where the user wrote the op(s) kernel `k` of a plan computes (`ScheduleItem.origin`)."""
+    return ", ".join(dict.fromkeys(planned.nodes[o].origin for o in planned.plan.entries[k][1]))
+
+
+def _launcher(planned: Planned) -> _Launcher | None:
+    """How the plan launches without a `Schedule` (made once per plan and checking mode), or None where it
+    cannot: kernels not compiled yet (the first realize of a structure compiles them, through `run`), on
+    several devices, or several that do not batch."""
+    cached, nodes = planned.plan, planned.nodes
+    if (launcher := cached.launchers.get(bounds.CHECK)) is not None:
+        return launcher
+    if not cached.entries or len({nodes[outs[0]].device for _, outs, _, _ in cached.entries}) != 1:
+        return None
+    device = get_device(nodes[cached.entries[0][1][0]].device)
+    known = cached.programs.get((bounds.CHECK, *(device for _ in cached.entries)))
+    if known is None or any(k is not entry[0] for k, entry in zip(known[0], cached.entries)):
+        return None  # not compiled, or compiled for other kernels than the plan's
+    if len(cached.entries) > 1 and not _batches_on(device, [nodes[o] for _, outs, _, _ in cached.entries
+                                                             for o in outs]):
+        return None
+    launcher = cached.launchers[bounds.CHECK] = _Launcher(device, known[1], cached.entries, nodes)
+    return launcher
 
 
 def realize_nodes(*nodes: Node) -> None:
     """Compute every node in one schedule, with this thread's pending state (`realize_with_next`): shared
     work runs once. With no nodes, it computes only the pending state, if any."""
     with realizing:
-        items = schedule(*nodes)
-        requested = items.requested
+        planned = plan(*nodes)
+        requested = planned.requested
         if not requested:
             return
-        stores = [storage(n) for n in requested]  # before the run, which changes what shares whose buffer
         _stats.realizes += 1
-        _stats.schedule_seconds += items.plan_seconds
-        _stats.lower_seconds += items.lower_seconds
+        _stats.schedule_seconds += planned.plan_seconds
+        _stats.lower_seconds += planned.lower_seconds
         recorder = _thread.recorder
-        run(items)
+        if recorder is not None or planned.made is not None or getenv("LT_DEBUG") \
+                or (launcher := _launcher(planned)) is None:
+            items = planned.schedule()
+            run(items)
+            aliases = items.aliases
+        else:
+            launcher(planned)
+            aliases = [(planned.nodes[a], planned.nodes[b]) for a, b in planned.plan.aliases] \
+                if planned.plan.aliases else ()
         # Only once it ran: a realize that failed or was interrupted (Ctrl-C) leaves the state pending.
         forget_pending(requested)
-        for node, store in zip(requested, stores):
-            if not node.realized:
+        for node, store in zip(requested, planned.stores):  # each one's storage, found before the run
+            if node.op is not _BUFFER:
                 _bind(node, store.buffer, recorder)
-        for node, copy in items.aliases:
-            if not node.realized:
+        for node, copy in aliases:
+            if node.op is not _BUFFER:
                 _bind(node, copy.buffer, recorder)
-        for flag, message in items.checks:
+        for flag, message in planned.checks:
             if recorder is not None:
                 recorder.check(flag.buffer, message)
             raise_if(flag.buffer, message)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import math
 import operator
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from decimal import Decimal, localcontext
 from types import ModuleType
@@ -82,7 +83,7 @@ _SCALAR_POWERS: dict[float, Callable[[Tensor], Tensor]] = {
 # baked into the kernel as a constant (one kernel per divisor, where other scalars share one kernel as
 # parameters), it lets LLVM and Triton multiply by the divisor's inverse rather than divide, and the
 # legalization of Python's semantics skip its zero and -1 cases.
-_CONSTANT_DIVISORS = (Alu.FLOORDIV, Alu.MOD)
+_CONSTANT_DIVISORS = frozenset({Alu.FLOORDIV, Alu.MOD})
 
 
 # What `_binary` checks of its op, as sets: a tuple compares an enum by == at Python speed
@@ -147,20 +148,19 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
             device = srcs[0]._node.device
         if 0 in shape:
             out = _wrap(Node.from_buffer(get_device(device).alloc(dtype, 0), dtype, shape, device))
-        else:
-            nodes, node_arg = tuple([s._node for s in srcs]), arg
-            if op is Op.RESHAPE or op is Op.PERMUTE:
-                if op is Op.RESHAPE and nodes[0].op is Op.RESHAPE:
-                    nodes = nodes[0].srcs
-                elif op is Op.PERMUTE and nodes[0].op is Op.PERMUTE:
-                    node_arg = tuple(nodes[0].arg[a] for a in arg)
-                    nodes = nodes[0].srcs
-                if nodes[0].shape == shape and (op is Op.RESHAPE or node_arg == tuple(range(len(shape)))):
-                    out = _wrap(nodes[0])
-                else:
-                    out = _wrap(Node(op, dtype, shape, device, nodes, node_arg))
+        elif op is _RESHAPE or op is _PERMUTE:
+            nodes, node_arg = tuple(map(_node_of, srcs)), arg
+            if op is _RESHAPE and nodes[0].op is _RESHAPE:
+                nodes = nodes[0].srcs
+            elif op is _PERMUTE and nodes[0].op is _PERMUTE:
+                node_arg = tuple(nodes[0].arg[a] for a in arg)
+                nodes = nodes[0].srcs
+            if nodes[0].shape == shape and (op is _RESHAPE or node_arg == tuple(range(len(shape)))):
+                out = _wrap(nodes[0])
             else:
                 out = _wrap(Node(op, dtype, shape, device, nodes, node_arg))
+        else:
+            out = _wrap(Node(op, dtype, shape, device, tuple(map(_node_of, srcs)), arg))
         for s in srcs:
             if s.requires_grad:
                 if is_grad_enabled():
@@ -184,9 +184,12 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
         """A Python scalar as a tensor of `shape` holding it everywhere, passed to kernels as a parameter
         (never baked in). One node at the shape it is used at, rather than a 0-d node and its broadcast:
         an optimizer step makes a scalar for every hyperparameter of every parameter."""
-        dtypes.check_fits(value, dtype, op)
-        value = float(value) if dtype.is_float else bool(value) if dtype == bool_ else int(value)
-        return Tensor._make(Op.SCALAR, dtype, shape, (), value, device=device)
+        if dtype.kind == "f":
+            value = float(value)
+        else:
+            dtypes.check_fits(value, dtype, op)
+            value = bool(value) if dtype is bool_ else int(value)
+        return Tensor._make(_SCALAR, dtype, shape, (), value, device=device)
 
     @staticmethod
     def _const(value: Scalar, dtype: DType, device: str) -> Tensor:
@@ -208,7 +211,7 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
         return out.copy() if copy and out is self else out
 
     def _alu(self, op: Alu, dtype: DType, *others: Tensor) -> Tensor:
-        return Tensor._make(Op.ALU, dtype, self.shape, (self, *others), op)
+        return Tensor._make(_ALU, dtype, self._node.shape, (self, *others), op)
 
     def _operands(self, others: Sequence[Any], op: str, baked: bool = False) -> tuple[list[Tensor], DType]:
         """Tensors for self and `others` (Python scalars are weak), cast to their common dtype and
@@ -303,19 +306,19 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
 
     @property
     def shape(self) -> Shape:
-        return self.node.shape
+        return self._node.shape
 
     @property
     def dtype(self) -> DType:
-        return self.node.dtype
+        return self._node.dtype
 
     @property
     def device(self) -> str:
-        return self.node.device
+        return self._node.device
 
     @property
     def ndim(self) -> int:
-        return len(self.node.shape)
+        return len(self._node.shape)
 
     @property
     def size(self) -> _Size:
@@ -343,8 +346,8 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
 
     def realize(self) -> Tensor:
         """Compute this tensor now (and everything it needs that is not computed yet)."""
-        if not self.node.realized:
-            realize_nodes(self.node)
+        if (node := self._node).op is not _BUFFER:
+            realize_nodes(node)
         return self
 
     def numpy(self) -> np.ndarray:
@@ -1296,11 +1299,18 @@ def _wrap(node: Node) -> Tensor:
     op makes one)."""
     t = _new_object(Tensor)
     t._node, t.requires_grad, t.grad, t._ctx, t._source = node, False, None, None, None
-    hold(t, node)
+    if node.holders is None:  # a node just made: `hold`'s first case
+        node.holders = _ref(t)
+    else:
+        hold(t, node)
     return t
 
 
 _new_object = object.__new__
+_ref = weakref.ref
+_node_of = operator.attrgetter("_node")
+# Read by every op: an enum's member, looked up on its class, costs a call into Python on 3.11
+_ALU, _SCALAR, _RESHAPE, _PERMUTE, _BUFFER = Op.ALU, Op.SCALAR, Op.RESHAPE, Op.PERMUTE, Op.BUFFER
 
 
 class _Source(Tensor):
