@@ -123,7 +123,12 @@ def allocate(device: Device, node: Node) -> Buffer:
     try:
         return device.alloc(node.dtype, node.numel)
     except MemoryError as e:
-        raise MemoryError(f"{e}, for a {node.dtype.name} tensor of shape {node.shape} made at {node.origin}") from None
+        raise _no_memory(e, node) from None
+
+
+def _no_memory(e: MemoryError, node: Node) -> MemoryError:
+    """The error of an allocation for `node` that failed, naming the tensor and its line."""
+    return MemoryError(f"{e}, for a {node.dtype.name} tensor of shape {node.shape} made at {node.origin}")
 
 
 def debug_line(level: int, kernel: Any, device: str, origin: str, program: Any, seconds: float,
@@ -327,31 +332,39 @@ class _Launcher:
     kernel is one launch, several (on a device that batches them, whose outputs fit in BATCH_MAX_BYTES) one
     batch; each realize then costs a few list look-ups per buffer."""
 
-    __slots__ = ("batch", "device", "program", "scalars", "table")
+    __slots__ = ("batch", "device", "program", "scalars", "slots")
 
     def __init__(self, device: Device, programs: list[Any], entries: list[tuple[Any, list[int], list[int], list[int]]],
                  nodes: list[Node]):
         self.device, self.scalars = device, [(k, ps) for k, (_, _, _, ps) in enumerate(entries) if ps]
-        self.table, positions = _table([(outs, ins) for _, outs, ins, _ in entries])
+        table, positions = _table([(outs, ins) for _, outs, ins, _ in entries])
+        # each buffer of the table: its node's position, and where the kernels write it, what to allocate
+        self.slots = [(p, (nodes[p].dtype, nodes[p].numel) if written else None) for p, written in table]
         if len(entries) == 1:
             self.program, self.batch = programs[0], None
         else:
             self.program = None
-            self.batch = _batch(device, programs, positions, len(self.table),
+            self.batch = _batch(device, programs, positions, len(table),
                                 [[nodes[p].arg for p in ps] for _, _, _, ps in entries])
 
     def __call__(self, planned: Planned) -> None:
-        nodes, device = planned.nodes, self.device
-        buffers = [allocate(device, nodes[p]) if written else nodes[p].buffer for p, written in self.table]
-        ptrs = [b.ptr for b in buffers]
+        nodes, alloc = planned.nodes, self.device.alloc
+        buffers, ptrs = [], []
+        try:
+            for p, written in self.slots:
+                buffer = nodes[p].buffer if written is None else alloc(*written)
+                buffers.append(buffer)
+                ptrs.append(buffer.ptr)
+        except MemoryError as e:
+            raise _no_memory(e, nodes[p]) from None
         if self.batch is None:
-            launch(self.program, ptrs, [nodes[p].arg for p in self.scalars[0][1]] if self.scalars else [], 0, device,
-                   lambda: _origin(planned, 0))
+            launch(self.program, ptrs, [nodes[p].arg for p in self.scalars[0][1]] if self.scalars else [], 0,
+                   self.device, lambda: _origin(planned, 0))
         else:
             launch_batch(self.batch, ptrs, {k: [nodes[p].arg for p in ps] for k, ps in self.scalars},
                          len(planned.plan.entries), lambda k: _origin(planned, k))
-        for (p, written), buffer in zip(self.table, buffers):
-            if written:
+        for (p, written), buffer in zip(self.slots, buffers):
+            if written is not None:
                 nodes[p].become_buffer(buffer)
 
 

@@ -358,7 +358,8 @@ def plan(*roots: Node) -> Planned:
     # the requested too: a check whose value is its storage
     nodes, pos, structure, checks, live = _walk([*targets, *requested])
     stores = targets[:]
-    targets += [flag for flag, _ in checks]
+    if checks:
+        targets += [flag for flag, _ in checks]
     key = (tuple(structure), tuple(map(pos.__getitem__, map(id, targets))), tuple(map(pos.__getitem__, map(id, live))))
     made = None
     if (cached := _cache.get(key)) is None:

@@ -177,7 +177,7 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
         return Tensor._make(Op.CHECK, self.dtype, self.shape, (self, flag), f"{what} (at {flag.node.origin})")
 
     def _derive(self, op: Op, shape: Shape, arg: Any = None, dtype: DType | None = None) -> Tensor:
-        return Tensor._make(op, dtype or self.dtype, shape, (self,), arg)
+        return Tensor._make(op, dtype or self._node.dtype, shape, (self,), arg)
 
     @staticmethod
     def _scalar(value: Scalar, dtype: DType, device: str, op: str = "op", shape: Shape = ()) -> Tensor:
@@ -200,7 +200,7 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
     def cast(self, dtype: Any) -> Tensor:
         """This tensor converted to `dtype` (C-style: floats truncate toward zero into ints)."""
         dtype = dtypes.to_dtype(dtype)
-        return self if dtype == self.dtype else self._derive(Op.CAST, self.shape, dtype=dtype)
+        return self if dtype is self._node.dtype else self._derive(Op.CAST, self.shape, dtype=dtype)
 
     def astype(self, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Tensor:
         """This tensor converted to `dtype` (as `cast`) and moved to `device` (array API and NumPy). With
@@ -224,9 +224,11 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
             if _is_scalar(o):
                 dtype = dtypes.weak_result_type(self.dtype, o)
                 return [self.cast(dtype), self._scalar_operand(o, dtype, op, self.shape, baked)], dtype
-            if isinstance(o, Tensor) and o.node.shape == self.node.shape and o.node.dtype is self.node.dtype \
-                    and o.node.device == self.node.device:
-                return [self, o], self.dtype
+            if isinstance(o, Tensor) and (other := o._node).dtype is node.dtype and other.device == node.device:
+                if other.shape == node.shape:
+                    return [self, o], node.dtype
+                shape = broadcast_shapes(node.shape, other.shape, op=op)
+                return [self.broadcast_to(shape), o.broadcast_to(shape)], node.dtype
         strong = [self, *(o if isinstance(o, Tensor) else None if _is_scalar(o) else self._like(o) for o in others)]
         for t in strong:
             if t is not None and t.device != self.device:
