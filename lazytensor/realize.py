@@ -303,16 +303,12 @@ def _batch(device: Device, programs: list[Any], positions: list[tuple[int, ...]]
     return batch
 
 
-def _batches_on(device: Device, outputs: list[Node]) -> bool:
-    """Whether a schedule of several kernels that write `outputs` on `device` runs as one batch."""
-    return device.batches and sum(n.numel * n.dtype.itemsize for n in outputs) <= BATCH_MAX_BYTES
-
-
 def _run_batched(items: Schedule, programs: list[Any]) -> bool:
     """Launch the items, whose programs are `programs`, as one batch (emptying the list) where their device
     batches kernels and their outputs fit in BATCH_MAX_BYTES; else launch nothing and return False."""
-    if len(items) < 2 or any(item.device != items[0].device for item in items) \
-            or not _batches_on(device := get_device(items[0].device), [n for item in items for n in item.outputs]):
+    if len(items) < 2 or not (device := get_device(items[0].device)).batches \
+            or any(item.device != items[0].device for item in items) \
+            or sum(n.numel * n.dtype.itemsize for item in items for n in item.outputs) > BATCH_MAX_BYTES:
         return False
     table, positions = _table([(item.outputs, item.inputs) for item in items])
     buffers = [allocate(device, n) if written else n.buffer for n, written in table]
@@ -328,11 +324,12 @@ def _run_batched(items: Schedule, programs: list[Any]) -> bool:
 
 class _Launcher:
     """How a cached schedule's kernels, once compiled, launch on a graph of its structure (`Planned.nodes`),
-    without a `Schedule`: its programs, and where each one's buffers and scalars are among the nodes. One
-    kernel is one launch, several (on a device that batches them, whose outputs fit in BATCH_MAX_BYTES) one
-    batch; each realize then costs a few list look-ups per buffer."""
+    without a `Schedule`: its programs, and where each one's buffers and scalars are among the nodes; each
+    realize then costs a few list look-ups per buffer. Several kernels are one batch on a device that batches
+    them, else launched one after another; either way their outputs fit in BATCH_MAX_BYTES, as they all live
+    until the last kernel ran."""
 
-    __slots__ = ("batch", "device", "program", "scalars", "slots")
+    __slots__ = ("batch", "calls", "device", "scalars", "slots")
 
     def __init__(self, device: Device, programs: list[Any], entries: list[tuple[Any, list[int], list[int], list[int]]],
                  nodes: list[Node]):
@@ -340,12 +337,10 @@ class _Launcher:
         table, positions = _table([(outs, ins) for _, outs, ins, _ in entries])
         # each buffer of the table: its node's position, and where the kernels write it, what to allocate
         self.slots = [(p, (nodes[p].dtype, nodes[p].numel) if written else None) for p, written in table]
-        if len(entries) == 1:
-            self.program, self.batch = programs[0], None
-        else:
-            self.program = None
-            self.batch = _batch(device, programs, positions, len(table),
-                                [[nodes[p].arg for p in ps] for _, _, _, ps in entries])
+        # each program with its buffers' places in the table and its scalars' positions among the nodes
+        self.calls = [(program, pos, ps) for program, pos, (_, _, _, ps) in zip(programs, positions, entries)]
+        self.batch = _batch(device, programs, positions, len(table), [[nodes[p].arg for p in ps] for *_, ps in entries]) \
+            if len(entries) > 1 and device.batches else None
 
     def __call__(self, planned: Planned) -> None:
         nodes, alloc = planned.nodes, self.device.alloc
@@ -357,12 +352,16 @@ class _Launcher:
                 ptrs.append(buffer.ptr)
         except MemoryError as e:
             raise _no_memory(e, nodes[p]) from None
-        if self.batch is None:
-            launch(self.program, ptrs, [nodes[p].arg for p in self.scalars[0][1]] if self.scalars else [], 0,
-                   self.device, lambda: _origin(planned, 0))
-        else:
+        if self.batch is not None:
             launch_batch(self.batch, ptrs, {k: [nodes[p].arg for p in ps] for k, ps in self.scalars},
-                         len(planned.plan.entries), lambda k: _origin(planned, k))
+                         len(self.calls), lambda k: _origin(planned, k))
+        elif len(self.calls) == 1:  # the table is the program's
+            program, _, ps = self.calls[0]
+            launch(program, ptrs, [nodes[p].arg for p in ps], 0, self.device, lambda: _origin(planned, 0))
+        else:
+            for k, (program, pos, ps) in enumerate(self.calls):
+                launch(program, [ptrs[i] for i in pos], [nodes[p].arg for p in ps], 0, self.device,
+                       lambda k=k: _origin(planned, k))
         for (p, written), buffer in zip(self.slots, buffers):
             if written is not None:
                 nodes[p].become_buffer(buffer)
@@ -376,7 +375,8 @@ def _origin(planned: Planned, k: int) -> str:
 def _launcher(planned: Planned) -> _Launcher | None:
     """How the plan launches without a `Schedule` (made once per plan and checking mode), or None where it
     cannot: kernels not compiled yet (the first realize of a structure compiles them, through `run`), on
-    several devices, or several that do not batch."""
+    several devices, or several whose outputs pass BATCH_MAX_BYTES (launched through `run`, which gives each
+    intermediate's memory back once its last reader ran)."""
     cached, nodes = planned.plan, planned.nodes
     if (launcher := cached.launchers.get(bounds.CHECK)) is not None:
         return launcher
@@ -386,8 +386,8 @@ def _launcher(planned: Planned) -> _Launcher | None:
     known = cached.programs.get((bounds.CHECK, *(device for _ in cached.entries)))
     if known is None or any(k is not entry[0] for k, entry in zip(known[0], cached.entries)):
         return None  # not compiled, or compiled for other kernels than the plan's
-    if len(cached.entries) > 1 and not _batches_on(device, [nodes[o] for _, outs, _, _ in cached.entries
-                                                             for o in outs]):
+    if len(cached.entries) > 1 and sum(nodes[o].numel * nodes[o].dtype.itemsize for _, outs, _, _ in cached.entries
+                                       for o in outs) > BATCH_MAX_BYTES:
         return None
     launcher = cached.launchers[bounds.CHECK] = _Launcher(device, known[1], cached.entries, nodes)
     return launcher
