@@ -329,7 +329,7 @@ class _Launcher:
     them, else launched one after another; either way their outputs fit in BATCH_MAX_BYTES, as they all live
     until the last kernel ran."""
 
-    __slots__ = ("batch", "calls", "device", "scalars", "slots")
+    __slots__ = ("batch", "calls", "device", "held_bytes", "scalars", "slots")
 
     def __init__(self, device: Device, programs: list[Any], entries: list[tuple[Any, list[int], list[int], list[int]]],
                  nodes: list[Node]):
@@ -337,6 +337,9 @@ class _Launcher:
         table, positions = _table([(outs, ins) for _, outs, ins, _ in entries])
         # each buffer of the table: its node's position, and where the kernels write it, what to allocate
         self.slots = [(p, (nodes[p].dtype, nodes[p].numel) if written else None) for p, written in table]
+        # what its outputs hold till the last kernel ran, where there are several (BATCH_MAX_BYTES bounds it)
+        self.held_bytes = sum(nodes[p].numel * nodes[p].dtype.itemsize for p, written in table if written) \
+            if len(entries) > 1 else 0
         # each program with its buffers' places in the table and its scalars' positions among the nodes
         self.calls = [(program, pos, ps) for program, pos, (_, _, _, ps) in zip(programs, positions, entries)]
         self.batch = _batch(device, programs, positions, len(table), [[nodes[p].arg for p in ps] for *_, ps in entries]) \
@@ -378,19 +381,15 @@ def _launcher(planned: Planned) -> _Launcher | None:
     several devices, or several whose outputs pass BATCH_MAX_BYTES (launched through `run`, which gives each
     intermediate's memory back once its last reader ran)."""
     cached, nodes = planned.plan, planned.nodes
-    if (launcher := cached.launchers.get(bounds.CHECK)) is not None:
-        return launcher
-    if not cached.entries or len({nodes[outs[0]].device for _, outs, _, _ in cached.entries}) != 1:
-        return None
-    device = get_device(nodes[cached.entries[0][1][0]].device)
-    known = cached.programs.get((bounds.CHECK, *(device for _ in cached.entries)))
-    if known is None or any(k is not entry[0] for k, entry in zip(known[0], cached.entries)):
-        return None  # not compiled, or compiled for other kernels than the plan's
-    if len(cached.entries) > 1 and sum(nodes[o].numel * nodes[o].dtype.itemsize for _, outs, _, _ in cached.entries
-                                       for o in outs) > BATCH_MAX_BYTES:
-        return None
-    launcher = cached.launchers[bounds.CHECK] = _Launcher(device, known[1], cached.entries, nodes)
-    return launcher
+    if (launcher := cached.launchers.get(bounds.CHECK)) is None:
+        if not cached.entries or len({nodes[outs[0]].device for _, outs, _, _ in cached.entries}) != 1:
+            return None
+        device = get_device(nodes[cached.entries[0][1][0]].device)
+        known = cached.programs.get((bounds.CHECK, *(device for _ in cached.entries)))
+        if known is None or any(k is not entry[0] for k, entry in zip(known[0], cached.entries)):
+            return None  # not compiled, or compiled for other kernels than the plan's
+        launcher = cached.launchers[bounds.CHECK] = _Launcher(device, known[1], cached.entries, nodes)
+    return launcher if launcher.held_bytes <= BATCH_MAX_BYTES else None
 
 
 def realize_nodes(*nodes: Node) -> None:
@@ -408,6 +407,7 @@ def realize_nodes(*nodes: Node) -> None:
         if recorder is not None or planned.made is not None or getenv("LT_DEBUG") \
                 or (launcher := _launcher(planned)) is None:
             items = planned.schedule()
+            planned.nodes = []  # the run gives each intermediate's memory back once its last reader ran
             run(items)
             aliases = items.aliases
         else:
