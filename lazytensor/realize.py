@@ -376,19 +376,21 @@ def _origin(planned: Planned, k: int) -> str:
 
 
 def _launcher(planned: Planned) -> _Launcher | None:
-    """How the plan launches without a `Schedule` (made once per plan and checking mode), or None where it
+    """How the plan launches without a `Schedule` (made once per plan, checking mode and device), or None where it
     cannot: kernels not compiled yet (the first realize of a structure compiles them, through `run`), on
     several devices, or several whose outputs pass BATCH_MAX_BYTES (launched through `run`, which gives each
     intermediate's memory back once its last reader ran)."""
     cached, nodes = planned.plan, planned.nodes
-    if (launcher := cached.launchers.get(bounds.CHECK)) is None:
-        if not cached.entries or len({nodes[outs[0]].device for _, outs, _, _ in cached.entries}) != 1:
+    if not cached.entries:
+        return None
+    device = get_device(nodes[cached.entries[0][1][0]].device)
+    if (launcher := cached.launchers.get(key := (bounds.CHECK, device))) is None:
+        if any(nodes[outs[0]].device != device.name for _, outs, _, _ in cached.entries):
             return None
-        device = get_device(nodes[cached.entries[0][1][0]].device)
         known = cached.programs.get((bounds.CHECK, *(device for _ in cached.entries)))
         if known is None or any(k is not entry[0] for k, entry in zip(known[0], cached.entries)):
             return None  # not compiled, or compiled for other kernels than the plan's
-        launcher = cached.launchers[bounds.CHECK] = _Launcher(device, known[1], cached.entries, nodes)
+        launcher = cached.launchers[key] = _Launcher(device, known[1], cached.entries, nodes)
     return launcher if launcher.held_bytes <= BATCH_MAX_BYTES else None
 
 

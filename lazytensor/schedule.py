@@ -255,7 +255,7 @@ class _CachedSchedule:
     """A cached schedule, by position in the graph's nodes (`_walk`): per kernel (kernel, output positions,
     input positions, scalar positions), and the aliases; `programs` holds what `realize.run` compiled for it
     (see `Schedule.programs`), `launchers` how `realize` launches it once it was compiled (by whether kernels
-    are checked)."""
+    are checked and the device they run on)."""
 
     __slots__ = ("aliases", "entries", "launchers", "programs")
 
