@@ -125,9 +125,12 @@ class Node:
         if op is _SCALAR_OP:  # never shared (see the module's docstring)
             key = None
         else:
-            # 0.0 == -0.0 and True == 1: constants are keyed by type and spelling
-            key = (op, dtype, shape, device, tuple(map(id, srcs)),
-                   (type(arg), repr(arg)) if isinstance(arg, _SCALARS) else arg, get_ident())
+            # 0.0 == -0.0 and True == 1: constants are keyed by type and spelling. The sources' ids of the common
+            # arities spelled out: a tuple made through `map` costs more than the rest of the key
+            n = len(srcs)
+            ids = (id(srcs[0]),) if n == 1 else (id(srcs[0]), id(srcs[1])) if n == 2 else tuple(map(id, srcs))
+            key = (op, dtype, shape, device, ids, (type(arg), repr(arg)) if isinstance(arg, _SCALARS) else arg,
+                   get_ident())
             if (ref := _interned.get(key)) is not None and (hit := ref()) is not None:
                 return hit
         self = _new_object(cls)

@@ -26,7 +26,9 @@ def user_line(depth: int = 1) -> tuple[str, int | None]:
     frame, inside = sys._getframe(depth), _inside
     while frame is not None:
         filename = frame.f_code.co_filename
-        if (ours := inside.get(filename)) is None:
+        try:
+            ours = inside[filename]
+        except KeyError:
             ours = inside[filename] = filename.startswith(_PACKAGE_DIRS)
         if not ours:
             return filename, frame.f_lineno
