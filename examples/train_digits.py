@@ -51,22 +51,27 @@ MODELS: dict[str, Callable[[], nn.Module]] = {"mlp": mlp, "cnn": cnn}
 
 
 class Progress:
-    """A one-line text progress bar: `[#######.......] 12/22 loss 0.153`."""
+    """A one-line text progress bar: `[#######.......] 12/22 loss 0.153`, redrawn in place on a terminal; where the
+    stream is not one (a log file, a pipe), only the final line is written, so the log holds no carriage
+    returns."""
 
     def __init__(self, total: int, label: str, width: int = 24, stream=sys.stdout):
         self.total, self.label, self.width, self.stream = total, label, width, stream
         self.start = time.perf_counter()
+        self.live = stream.isatty()
 
-    def update(self, done: int, note: str = "") -> None:
+    def line(self, done: int, note: str) -> str:
         filled = self.width * done // max(self.total, 1)
         bar = "#" * filled + "." * (self.width - filled)
-        elapsed = time.perf_counter() - self.start
-        self.stream.write(f"\r{self.label} [{bar}] {done}/{self.total} {note} {elapsed:5.1f}s")
-        self.stream.flush()
+        return f"{self.label} [{bar}] {done}/{self.total} {note} {time.perf_counter() - self.start:5.1f}s"
+
+    def update(self, done: int, note: str = "") -> None:
+        if self.live:
+            self.stream.write("\r" + self.line(done, note))
+            self.stream.flush()
 
     def close(self, note: str = "") -> None:
-        self.update(self.total, note)
-        self.stream.write("\n")
+        self.stream.write(("\r" if self.live else "") + self.line(self.total, note) + "\n")
         self.stream.flush()
 
 

@@ -148,6 +148,32 @@ def run(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall, buff
         execute(kernel, slots, params)
 
 
+# How far a backend's float result may be from the interpreter's, relative to the output's largest magnitude: a
+# backend may contract a*b+c into one FMA, reassociate a reduction (vectorized, split across threads) and use
+# math functions a few ulps from correctly rounded, so exact equality holds for integers and bools only.
+MISMATCH_TOLERANCE = {float64: 1e-9, float32: 2e-4, float16: 4e-3, bfloat16: 3e-2}
+
+
+def mismatch(got: np.ndarray, want: np.ndarray, dtype: DType) -> tuple[float, bool]:
+    """The largest difference between a backend's output buffer `got` and the interpreter's `want` (both as a
+    buffer of `dtype` holds them), and whether it is too large: any difference of integers or bools, a NaN or an
+    infinity in one and not the other, or a float difference above MISMATCH_TOLERANCE times the largest finite
+    magnitude of `want` (at least 1)."""
+    a, b = _decode(got.reshape(-1), dtype), _decode(want.reshape(-1), dtype)
+    if not dtype.is_float:
+        wrong = a != b
+        return (float(np.max(np.abs(a[wrong].astype(np.float64) - b[wrong]))) if wrong.any() else 0.0), bool(wrong.any())
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    special = ~np.isfinite(a) | ~np.isfinite(b)
+    infinite = special & ~np.isnan(b)  # an infinity on either side (a NaN on one side only is caught first)
+    if (np.isnan(a) != np.isnan(b)).any() or (a[infinite] != b[infinite]).any():
+        return float("inf"), True
+    if special.all():
+        return 0.0, False
+    error = float(np.max(np.abs(a[~special] - b[~special])))
+    return error, error > MISMATCH_TOLERANCE[dtype] * max(1.0, float(np.max(np.abs(b[~special]))))
+
+
 def storage_type(dtype: DType) -> np.dtype:
     """The NumPy type of a buffer of `dtype`: bfloat16 buffers hold bit patterns."""
     return np.dtype(np.uint16) if dtype == bfloat16 else np.dtype(dtype.np_name)

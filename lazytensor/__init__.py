@@ -17,6 +17,8 @@ from typing import Any
 from . import linalg, nn, optim, random
 from .array_api import __array_api_version__, __array_namespace_info__, e, inf, nan, newaxis, pi
 from .autograd import custom_vjp, enable_grad, grad, gradients, no_grad, set_grad_enabled, value_and_grad
+from .autograd import functional as _functional  # noqa: F401 (lt.autograd.functional, as torch.autograd's)
+from .checkpoint import load, save
 from .contraction import einsum
 from .creation import (
     arange,
@@ -67,11 +69,16 @@ from .dtypes import (
     uint64,
     weak_result_type,
 )
+from .dump import dump_to
 from .errors import AxisError, DeviceError, DTypeError, JitError, KernelError, LinAlgError, ShapeError
+from .explain import draw, explain
+from .export import export
 from .indexing import nonzero
 from .jit import Jit, jit
+from .kernels.llvm import disk_cache
 from .kernels.triton import set_allow_tf32, tf32_allowed
 from .movement import broadcast_arrays, concat, hstack, repeat, split, stack, unstack, vstack
+from .profiling import Profile, profile
 from .random import manual_seed, rand, rand_like, randint, randn, randn_like, randperm
 from .realize import Stats, reset_stats, stats
 from .realize import realizing as _realizing
@@ -90,6 +97,18 @@ int = int32
 cat = concat
 concatenate = concat
 matrix_transpose = linalg.matrix_transpose
+
+
+def set_cache(enabled: bool) -> None:
+    """Turn the persistent compile cache on or off for this process: compiled CPU kernels kept on disk under
+    `$LT_CACHE_DIR/llvm` (`~/.cache/lazytensor/llvm` by default; `LT_CACHE_DIR=` empty turns it off too), so a
+    new process running the same program compiles nothing."""
+    disk_cache.set_enabled(enabled)
+
+
+def clear_cache() -> None:
+    """Remove every compiled kernel the persistent compile cache holds."""
+    disk_cache.clear()
 
 
 def schedule(*tensors: Tensor) -> Schedule:
@@ -243,6 +262,30 @@ argwhere = _function(Tensor.argwhere)
 argsort = _function(Tensor.argsort)
 gather = _function(Tensor.gather)
 index_select = _function(Tensor.index_select)
+bmm = _function(Tensor.bmm)
+movedim = _function(Tensor.movedim)
+diag = _function(Tensor.diag)
+diagonal = _function(Tensor.diagonal)
+masked_fill = _function(Tensor.masked_fill)
+masked_select = _function(Tensor.masked_select)
+repeat_interleave = _function(Tensor.repeat_interleave)
+topk = _function(Tensor.topk)
+kthvalue = _function(Tensor.kthvalue)
+scatter_reduce = _function(Tensor.scatter_reduce)
+cummax = _function(Tensor.cummax)
+cummin = _function(Tensor.cummin)
+logcumsumexp = _function(Tensor.logcumsumexp)
+
+
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """`beta * input + alpha * (batch1 @ batch2)` for (b, n, m) and (b, m, p) batches (PyTorch's)."""
+    product = batch1.bmm(batch2)
+    return (product if alpha == 1 else product * alpha) + (input if beta == 1 else input * beta)
+
+
+def inference_mode(mode: bool = True) -> Any:
+    """PyTorch's name for `no_grad` (a context manager and a decorator): no autograd records while it holds."""
+    return set_grad_enabled(not mode)
 scatter = _function(Tensor.scatter)
 scatter_add = _function(Tensor.scatter_add)
 index_add = _function(Tensor.index_add)
@@ -262,6 +305,7 @@ __all__ = [
     "FInfo",
     "KernelError",
     "LinAlgError",
+    "Profile",
     "Schedule",
     "ShapeError",
     "Stats",
@@ -272,13 +316,18 @@ __all__ = [
     "bool_",
     "broadcast_shapes",
     "cat",
+    "clear_cache",
     "concat",
     "default_float",
     "default_int",
     "devices",
+    "draw",
+    "dump_to",
     "empty",
     "empty_cache",
     "empty_like",
+    "explain",
+    "export",
     "eye",
     "finfo",
     "float16",
@@ -293,12 +342,16 @@ __all__ = [
     "int32",
     "int64",
     "linspace",
+    "load",
     "ones",
     "ones_like",
+    "profile",
     "promote",
     "realize",
     "reset_stats",
+    "save",
     "schedule",
+    "set_cache",
     "split",
     "stack",
     "stats",
@@ -340,6 +393,7 @@ __all__ += [  # the NumPy-style functions above
     "atan",
     "atan2",
     "atanh",
+    "baddbmm",
     "bitwise_and",
     "bitwise_invert",
     "bitwise_left_shift",
@@ -347,6 +401,7 @@ __all__ += [  # the NumPy-style functions above
     "bitwise_or",
     "bitwise_right_shift",
     "bitwise_xor",
+    "bmm",
     "broadcast_to",
     "ceil",
     "clamp",
@@ -357,10 +412,14 @@ __all__ += [  # the NumPy-style functions above
     "cos",
     "cosh",
     "count_nonzero",
+    "cummax",
+    "cummin",
     "cumprod",
     "cumsum",
     "cumulative_prod",
     "cumulative_sum",
+    "diag",
+    "diagonal",
     "diff",
     "divide",
     "dot",
@@ -381,10 +440,12 @@ __all__ += [  # the NumPy-style functions above
     "imag",
     "index_add",
     "index_select",
+    "inference_mode",
     "isclose",
     "isfinite",
     "isinf",
     "isnan",
+    "kthvalue",
     "less",
     "less_equal",
     "log",
@@ -393,11 +454,14 @@ __all__ += [  # the NumPy-style functions above
     "log10",
     "log_softmax",
     "logaddexp",
+    "logcumsumexp",
     "logical_and",
     "logical_not",
     "logical_or",
     "logical_xor",
     "logsumexp",
+    "masked_fill",
+    "masked_select",
     "matmul",
     "max",
     "maximum",
@@ -405,6 +469,7 @@ __all__ += [  # the NumPy-style functions above
     "min",
     "minimum",
     "moveaxis",
+    "movedim",
     "multiply",
     "narrow",
     "negative",
@@ -422,12 +487,14 @@ __all__ += [  # the NumPy-style functions above
     "reciprocal",
     "relu",
     "remainder",
+    "repeat_interleave",
     "reshape",
     "roll",
     "round",
     "rsqrt",
     "scatter",
     "scatter_add",
+    "scatter_reduce",
     "sigmoid",
     "sign",
     "signbit",
@@ -446,6 +513,7 @@ __all__ += [  # the NumPy-style functions above
     "tanh",
     "tensordot",
     "tile",
+    "topk",
     "transpose",
     "trunc",
     "unsqueeze",

@@ -304,14 +304,15 @@ class Device:
         """The compiled program for `kernel`, and whether this call compiled it (not a cache hit)."""
         raise NotImplementedError
 
-    def compile_all(self, kernels: Sequence[Kernel]) -> int:
+    def compile_all(self, kernels: Sequence[Kernel]) -> list[Kernel]:
         """Compile the kernels not compiled yet (a schedule's, before it runs), side by side where the
-        backend can; `compile` then finds them. Returns how many it compiled. A kernel that fails is left
-        to `compile` where it runs, whose error names the op it is for."""
-        compiled = 0
+        backend can; `compile` then finds them. Returns those it compiled (one of each body). A kernel that
+        fails is left to `compile` where it runs, whose error names the op it is for."""
+        compiled = []
         for kernel in kernels:
             with contextlib.suppress(Exception):
-                compiled += self.compile(kernel)[1]
+                if self.compile(kernel)[1]:
+                    compiled.append(kernel)
         return compiled
 
     def batch(self, calls: Sequence[tuple[Any, Sequence[int], Sequence]], table_size: int) -> Any:
@@ -365,7 +366,7 @@ class CPUDevice(Device):
         from .kernels.llvm import compile_kernel
         return compile_kernel(kernel)
 
-    def compile_all(self, kernels: Sequence[Kernel]) -> int:
+    def compile_all(self, kernels: Sequence[Kernel]) -> list[Kernel]:
         from .kernels.llvm import compile_kernels
         return compile_kernels(kernels)
 

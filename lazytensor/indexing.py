@@ -189,6 +189,30 @@ class IndexingOps:
         pos, bad = self._positions(t, a, name, False)
         return self._scatter(a, pos, values, combine)._checked(bad, _range_message(name, self.shape[a], a, False))
 
+    def scatter_reduce(self: Tensor, dim: int, index: Any, src: Tensor, reduce: str, *,
+                       include_self: bool = True) -> Tensor:
+        """PyTorch's scatter_reduce (out of place): each `src[i][j][k]` folded into `[index[i][j][k]][j][k]` (dim
+        0) by `reduce`, 'sum', 'prod', 'mean', 'amax' or 'amin'; with `include_self=False` an element that
+        updates reach is folded from them alone (its own value left out), others keep theirs. 'mean' of
+        integers rounds down, as PyTorch's."""
+        combine = {"sum": ReduceOp.SUM, "prod": ReduceOp.PROD, "mean": ReduceOp.SUM, "amax": ReduceOp.MAX,
+                   "amin": ReduceOp.MIN}.get(reduce)
+        if combine is None:
+            raise ValueError(f"scatter_reduce: reduce must be 'sum', 'prod', 'mean', 'amax' or 'amin', got {reduce!r}")
+        from .creation import full_like, zeros_like
+        from .tensor import where
+        base = self
+        if not include_self or reduce == "mean":
+            counts = zeros_like(self, dtype=dtypes.int64)._scatter_like(dim, index, 1, ReduceOp.SUM, "scatter_reduce")
+        if not include_self:
+            base = where(counts > 0, full_like(self, combine.identity(self.dtype)), self)
+        out = base._scatter_like(dim, index, src, combine, "scatter_reduce")
+        if reduce != "mean":
+            return out
+        count = (counts + int(include_self)).clip(1, None).cast(self.dtype)
+        mean = out // count if not self.dtype.is_float else out / count
+        return mean if include_self else where(counts > 0, mean, self)
+
     def index_add(self: Tensor, dim: int, index: Any, source: Any, *, alpha: float = 1) -> Tensor:
         """PyTorch's index_add (out of place): self with `alpha * source` added at the 1-d `index` along `dim`
         (repeated indices add up)."""

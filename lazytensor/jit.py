@@ -17,7 +17,9 @@ wrote and this call read is state (a parameter, a moment, a step count, running 
 replay reads and then rebinds to what it wrote; a buffer that two calls read unchanged is a constant;
 the rest are temporaries, written in memory the replay owns. An optimizer's first step builds a different
 graph from its later ones, so an Adam step replays from its fourth call. A function whose calls never
-settle raises `JitError` after MAX_RECORDS recorded calls, saying where the last two differed.
+settle raises `JitError` after MAX_RECORDS recorded calls, saying where the last two differed. Past
+`LT_JIT_MAX_RECORDS` recordings of one function, all signatures together (8 by default), one warning lists why
+the last ones recorded (`LT_LOG=recompiles` logs each as it happens).
 
 Replaying. A later call with the same signature launches the recorded kernels: no graph is built and
 nothing is scheduled or compiled (`lt.stats().replays` counts these calls); on the CPU the kernels run
@@ -53,18 +55,20 @@ from __future__ import annotations
 
 import functools
 import threading
+import warnings
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import random
+from . import profiling, random, recompiles
 from .device import Buffer, get_device
 from .errors import JitError
 from .graph import Node
 from .helpers import getenv, user_call
 from .realize import (
     Recorder,
+    count_replay,
     debug_line,
     is_recording,
     launch,
@@ -73,7 +77,6 @@ from .realize import (
     realize_nodes,
     realizing,
     recording,
-    stats,
 )
 from .schedule import ScheduleItem
 from .tensor import Tensor
@@ -376,14 +379,16 @@ class _Replay:
             for s, dtype, size in lc.fresh:
                 table[s] = lc.device.alloc(dtype, size)
         ptrs = [b.ptr if b is not None else 0 for b in table]
-        level = getenv("LT_DEBUG")
-        if self.batch is not None and not level:
+        level, profiled = getenv("LT_DEBUG"), profiling.active()
+        if self.batch is not None and not (level or profiled):
             launch_batch(self.batch, ptrs, {k: self._params(lc, offset) for k, lc in enumerate(self.launches)
                                             if lc.draws}, len(self.launches), lambda k: self.launches[k].origin)
         else:
             for lc in self.launches:
-                seconds = launch(lc.program, [ptrs[i] for i in lc.index], self._params(lc, offset), level,
-                                 lc.device, lambda lc=lc: lc.origin)
+                seconds = launch(lc.program, [ptrs[i] for i in lc.index], self._params(lc, offset),
+                                 level or profiled, lc.device, lambda lc=lc: lc.origin)
+                if profiled:
+                    profiling.record("launch", lc.kernel, lc.device.name, lc.origin, seconds)
                 if level:
                     debug_line(level, lc.kernel, lc.device.name, lc.origin, lc.program, seconds, False)
         for s, _, refs in self.holders:
@@ -391,7 +396,7 @@ class _Replay:
                 if (node := r()) is not None:
                     node.become_buffer(table[s])
         random.set_rng_state(self.rng_after or (seed, offset + self.draws_per_call))
-        stats().replays += 1
+        count_replay()
         for s, message in self.checks:
             raise_if(table[s], message)
         leaves = [leaf if i is None else self._output(table[i], spec, leaf)
@@ -438,6 +443,9 @@ class Jit:
     def __init__(self, fn: Callable):
         self.fn = fn
         self.entries: dict[Any, _Entry] = {}
+        self.last_signature: tuple | None = None  # of the last call recorded (for the recompile log)
+        self.reasons: list[str] = []  # why each call recorded was, in order
+        self.warned = False  # whether the warning about too many recordings was given
         # Calls from several threads take turns: they share the recordings, and usually the state they update
         # (a model's parameters), which a recording must see change only by its own call.
         self._lock = threading.RLock()
@@ -453,17 +461,39 @@ class Jit:
         leaves: list[Any] = []
         structure = _flatten((args, kwargs), leaves)
         with self._lock:
-            entry = self.entries.setdefault((structure, tuple(_spec(x) for x in leaves)), _Entry())
+            signature = (structure, tuple(_spec(x) for x in leaves))
+            entry = self.entries.setdefault(signature, _Entry())
             inputs = [x for x in leaves if isinstance(x, Tensor)]
             # the inputs, and state that code outside left pending, are computed outside the recording
             realize_nodes(*(t.node for t in inputs if not t.node.realized))
+            why = "first call" if self.last_signature is None else \
+                "not settled yet: a replay needs two consecutive calls that ran the same kernels"
             if entry.replay is not None:
                 with realizing:  # a replay rebinds the state's graph nodes, as a realize does
                     out = entry.replay([t.node.buffer for t in inputs])
                 if out is not STALE:
                     return out
                 entry.replay, entry.previous, entry.records = None, None, 0
+                why = "its replay's state was rebound outside the function, or the random seed was set"
+            self._note_record(recompiles.jit_reason(signature, self.last_signature, why))
+            self.last_signature = signature
             return self._record(entry, args, kwargs, inputs)
+
+    def _note_record(self, reason: str) -> None:
+        """Count a recording and its reason: logged under LT_LOG=recompiles; past LT_JIT_MAX_RECORDS recordings
+        (default 8), all signatures together, one warning with the reasons of the last of them."""
+        name, origin = getattr(self.fn, "__qualname__", repr(self.fn)), user_call()[1]
+        if recompiles.enabled():
+            recompiles.jit_recorded(name, reason, origin)
+        self.reasons.append(reason)
+        limit = getenv("LT_JIT_MAX_RECORDS", 8)
+        if len(self.reasons) > limit and not self.warned:
+            self.warned = True
+            recent = "; ".join(dict.fromkeys(self.reasons[-limit:]))
+            warnings.warn(f"lt.jit: {name} was recorded {len(self.reasons)} times (more than LT_JIT_MAX_RECORDS="
+                          f"{limit}), each recording running it eagerly and compiling its new kernels; the reasons "
+                          f"of the last {limit}: {recent}. Keep argument shapes and static arguments fixed (pad the "
+                          "last batch), or see LT_LOG=recompiles.", stacklevel=3)
 
     def _record(self, entry: _Entry, args: tuple, kwargs: dict, inputs: list[Tensor]) -> Any:
         name = getattr(self.fn, "__qualname__", repr(self.fn))

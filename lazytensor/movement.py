@@ -82,7 +82,18 @@ class MovementOps:
                              f"into {target} ({prod(target)} elements)")
         return self if target == self.shape else self._derive(Op.RESHAPE, target, target)
 
-    view = reshape
+    def view(self: Tensor, *shape: Any) -> Tensor:
+        """`reshape` (PyTorch's `view(*shape)`), or with a dtype, PyTorch's `view(dtype)`: the same bits read as
+        `dtype`, of the same size (`Tensor._bitcast`)."""
+        from .dtypes import BY_NAME, DType, to_dtype
+        if len(shape) == 1 and (isinstance(shape[0], DType) or isinstance(shape[0], str) and shape[0] in BY_NAME
+                                or hasattr(shape[0], "itemsize") and not isinstance(shape[0], int)):
+            dtype = to_dtype(shape[0])
+            if dtype.itemsize != self.dtype.itemsize:
+                raise ShapeError(f"view: {self.dtype.name} and {dtype.name} differ in size; viewing a tensor as a "
+                                 "dtype of another size is not supported")
+            return self._bitcast(dtype)
+        return self.reshape(*shape)
 
     def permute(self: Tensor, *axes: Any) -> Tensor:
         """Reorder the axes: output axis i is input axis `axes[i]`."""
@@ -164,10 +175,10 @@ class MovementOps:
                 raise ShapeError(f"squeeze: axis {a} has size {self.shape[a]}, not 1 (shape {self.shape})")
         return self.reshape(tuple(n for i, n in enumerate(self.shape) if i not in axes))
 
-    def unsqueeze(self: Tensor, axis: int) -> Tensor:
-        """Insert a size-1 axis at position `axis` of the result."""
+    def unsqueeze(self: Tensor, axis: int | None = None, *, dim: int | None = None) -> Tensor:
+        """Insert a size-1 axis at position `axis` (PyTorch's `dim=`) of the result."""
         ndim = self.ndim + 1
-        a = normalize_axis(axis, ndim, "unsqueeze")
+        a = normalize_axis(_one_of(axis, dim, "unsqueeze"), ndim, "unsqueeze")
         return self.reshape(self.shape[:a] + (1,) + self.shape[a:])
 
     def expand_dims(self: Tensor, axis: int | Sequence[int]) -> Tensor:
@@ -340,9 +351,21 @@ def _pieces(x: Tensor, bounds: Sequence[tuple[int, int]], axis: int) -> tuple[Te
     return tuple(out)
 
 
-def concat(tensors: Sequence[Tensor], axis: int | None = 0) -> Tensor:
-    """Join tensors along an existing axis (`axis=None` flattens them first)."""
+def _one_of(axis: Any, dim: Any, op: str, default: Any = None) -> Any:
+    """The axis given as NumPy's `axis` or PyTorch's `dim` (not both), else `default`."""
+    if axis is not None and dim is not None:
+        raise TypeError(f"{op}: give axis or dim, not both")
+    chosen = axis if axis is not None else dim
+    if chosen is None and default is None:
+        raise TypeError(f"{op}: missing the axis (axis= or dim=)")
+    return default if chosen is None else chosen
+
+
+def concat(tensors: Sequence[Tensor], axis: int | None = 0, *, dim: int | None = None) -> Tensor:
+    """Join tensors along an existing axis (PyTorch's `dim=` too; `axis=None` flattens them first)."""
     from .tensor import Tensor
+    if dim is not None:
+        axis = dim
     ts = list(tensors)
     if not ts:
         raise ValueError("concat: needs at least one tensor")
@@ -378,8 +401,9 @@ def concat(tensors: Sequence[Tensor], axis: int | None = 0) -> Tensor:
     return out
 
 
-def stack(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
-    """Join tensors of one shape along a new axis."""
+def stack(tensors: Sequence[Tensor], axis: int | None = None, *, dim: int | None = None) -> Tensor:
+    """Join tensors of one shape along a new axis (`axis`, PyTorch's `dim`; 0 by default)."""
+    axis = _one_of(axis, dim, "stack", 0)
     ts = list(tensors)
     if not ts:
         raise ValueError("stack: needs at least one tensor")

@@ -6,8 +6,8 @@ batch is built once per schedule structure and kept). Its intermediates then liv
 a bigger schedule runs kernel by kernel, giving each intermediate's memory back once its last reader ran.
 
 `LT_DEBUG=1` prints one line per launch (kernel, device, shapes, time);
-`LT_DEBUG=2` adds the kernel IR; `LT_DEBUG=3` the LLVM IR; `LT_DEBUG=4` the
-host assembly. Lines go to stderr. A kernel compiled under `LT_CHECK_BOUNDS=1`
+`LT_DEBUG=2` adds the kernel IR; `LT_DEBUG=3` the optimized LLVM IR; `LT_DEBUG=4` the
+host assembly; `LT_DEBUG=5` the LLVM IR before optimization. Lines go to stderr. A kernel compiled under `LT_CHECK_BOUNDS=1`
 that indexes outside a buffer raises `KernelError` naming the user's line.
 
 Threads. A tensor one thread hands to another is shared (realizing its node turns it into a buffer in
@@ -23,14 +23,17 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
+import numpy as np
+
+from . import dump, profiling, recompiles
 from .device import Buffer, Device, get_device
 from .errors import KernelError, LinAlgError
-from .graph import Node, Op
+from .graph import Node, Op, region
 from .helpers import getenv
-from .kernels import bounds
+from .kernels import bounds, reference
 from .kernels.bounds import OutOfBounds
 from .kernels.lapack import LibraryError
 from .schedule import SCHEDULE_CACHE_SIZE, Planned, Schedule, ScheduleItem, forget_pending, plan
@@ -45,7 +48,9 @@ realizing = threading.RLock()
 
 @dataclass
 class Stats:
-    """Counters since the process started (or the last `reset_stats()`)."""
+    """Counters since the process started (or the last `reset_stats()`). `lt.stats()` gives a snapshot; the
+    difference of two (`after - before`) counts what ran between them. Compile time is wall time: kernels
+    compiled side by side count once."""
 
     kernels_launched: int = 0
     kernels_compiled: int = 0
@@ -59,13 +64,21 @@ class Stats:
     def as_dict(self) -> dict[str, float]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
+    def __sub__(self, before: Stats) -> Stats:
+        return Stats(**{f.name: getattr(self, f.name) - getattr(before, f.name) for f in fields(self)})
+
 
 _stats = Stats()
 
 
 def stats() -> Stats:
-    """Kernel counters: how many kernels were compiled and launched, and the time spent."""
-    return _stats
+    """A snapshot of the kernel counters: how many kernels were compiled and launched, and the time spent."""
+    return replace(_stats)
+
+
+def count_replay() -> None:
+    """Count a call of an `lt.jit` function that replayed its kernels."""
+    _stats.replays += 1
 
 
 def reset_stats() -> None:
@@ -73,11 +86,12 @@ def reset_stats() -> None:
     _stats = Stats()
 
 
-def launch(program: Any, ptrs: list[int], params: list, level: int, device: Any, origin: Callable[[], str]) -> float:
+def launch(program: Any, ptrs: list[int], params: list, timed: int | bool, device: Any,
+           origin: Callable[[], str]) -> float:
     """Run one compiled kernel (for the op at `origin()`, asked for on an error only) and count it; returns its
-    time, which is exact only under `LT_DEBUG` (GPU launches are asynchronous: they are waited for only when
-    asked)."""
-    if level:
+    time, which is exact only where `timed` (`LT_DEBUG`, a profile): GPU launches are asynchronous, and are waited
+    for only then."""
+    if timed:
         device.synchronize()
     t0 = time.perf_counter()
     try:
@@ -86,7 +100,7 @@ def launch(program: Any, ptrs: list[int], params: list, level: int, device: Any,
         raise _out_of_bounds(e, origin()) from e
     except LibraryError as e:
         raise _failed(e, origin()) from None
-    if level:
+    if timed:
         device.synchronize()
     seconds = time.perf_counter() - t0
     _stats.kernels_launched += 1
@@ -141,9 +155,11 @@ def debug_line(level: int, kernel: Any, device: str, origin: str, program: Any, 
     if level >= 2:
         print(kernel, file=sys.stderr)
     if level >= 3:
-        print(program.llvm_ir, file=sys.stderr)
+        print(program.optimized_ir, file=sys.stderr)
     if level >= 4:
         print(program.assembly, file=sys.stderr)
+    if level >= 5:
+        print(program.llvm_ir, file=sys.stderr)
 
 
 class Recorder:
@@ -210,8 +226,12 @@ def run(items: Schedule) -> None:
     kernels of a schedule run in order on one stream.
     """
     programs = _programs(items)
-    level, recorder = getenv("LT_DEBUG"), _thread.recorder
-    if not level and recorder is None and _run_batched(items, [p for p, _ in programs]):
+    if dump.directory() is not None:
+        dump.programs_ready(items, [p for p, _ in programs])
+    level, recorder, validate, saving = getenv("LT_DEBUG"), _thread.recorder, getenv("LT_VALIDATE"), dump.saving_inputs()
+    profiled = profiling.active()
+    if not (level or validate or saving or profiled) and recorder is None \
+            and _run_batched(items, [p for p, _ in programs]):
         return
     items.reverse()
     programs.reverse()
@@ -221,12 +241,33 @@ def run(items: Schedule) -> None:
         outs = [allocate(device, n) for n in item.outputs]
         if recorder is not None:
             recorder.launch(item, program, outs)
+        if saving:
+            dump.launch_inputs(item)
         seconds = launch(program, [*(b.ptr for b in outs), *(n.buffer.ptr for n in item.inputs)], item.params,
-                         level, device, lambda item=item: item.origin)
+                         level or profiled, device, lambda item=item: item.origin)
+        if profiled:
+            profiling.record("launch", item.kernel, item.device, item.origin, seconds)
         if level:
             debug_line(level, item.kernel, item.device, item.origin, program, seconds, compiled)
+        if validate:
+            _validate(item, outs)
         for node, buffer in zip(item.outputs, outs):
             _bind(node, buffer, recorder)
+
+
+def _validate(item: ScheduleItem, outs: list[Buffer]) -> None:
+    """`LT_VALIDATE=1`: the kernel's outputs against the reference interpreter's (`kernels/reference.py`) on the
+    same inputs; a mismatch raises KernelError naming the kernel, the user lines and the dump folder."""
+    want = [np.zeros(b.size, reference.storage_type(b.dtype)) for b in outs]
+    reference.run(item.kernel, [*want, *(n.buffer.numpy() for n in item.inputs)], item.params)
+    for k, (buffer, expected) in enumerate(zip(outs, want)):
+        error, wrong = reference.mismatch(buffer.numpy(), expected, buffer.dtype)
+        if wrong:
+            folder = dump.kernel_folder(item.kernel.name)
+            kept = f"its dump is {folder}" if folder is not None else "run with LT_DUMP_DIR=DIR to dump it"
+            raise KernelError(f"LT_VALIDATE: the kernel {item.kernel.name} for the op at {item.origin} disagrees with "
+                              f"the reference interpreter in output {k} ({buffer.dtype.name}[{buffer.size}]): largest "
+                              f"error {error:g}; {kept}, and `python -m lazytensor.replay` runs it alone")
 
 
 def _programs(items: Schedule) -> list[tuple[Any, bool]]:
@@ -251,9 +292,23 @@ def _compile_new(items: Schedule) -> None:
         by_device.setdefault(item.device, []).append(item.kernel)
     for name, kernels in by_device.items():
         t0 = time.perf_counter()
-        if compiled := get_device(name).compile_all(kernels):
-            _stats.kernels_compiled += compiled
+        device = get_device(name)
+        if compiled := device.compile_all(kernels):
+            _stats.kernels_compiled += len(compiled)
             _stats.compile_seconds += time.perf_counter() - t0
+            new = {id(k) for k in compiled}
+            for item in items:
+                if id(item.kernel) in new:
+                    new.discard(id(item.kernel))
+                    _report_compile(item, device.compile(item.kernel)[0], t0)
+
+
+def _report_compile(item: ScheduleItem, program: Any, start: float | None = None) -> None:
+    """Tell the recompile log, and the profile in force if any, that `item`'s kernel compiled (from `start`)."""
+    recompiles.kernel_compiled(item.kernel.name, item.device, item.outputs, item.inputs, item.origin,
+                               program.compile_seconds)
+    if profiling.active():
+        profiling.record("compile", item.kernel, item.device, item.origin, program.compile_seconds, start)
 
 
 def _compiled(device: Any, item: ScheduleItem) -> tuple[Any, bool]:
@@ -261,10 +316,15 @@ def _compiled(device: Any, item: ScheduleItem) -> tuple[Any, bool]:
     try:
         program, compiled = device.compile(item.kernel)
     except Exception as e:  # the backend's error, restated in the user's terms
-        raise KernelError(f"compiling the kernel for the op at {item.origin} failed: {e}\n{item.kernel}") from e
+        lines = sorted({n.origin for out in item.outputs for n in region(out, set(item.inputs))})
+        folder = dump.kernel_folder(item.kernel.name) or dump.failed_kernel(item)
+        raise KernelError(f"compiling the kernel {item.kernel.name} for the ops at {', '.join(lines)} failed: {e}\n"
+                          f"{item.kernel}\nIts kernel IR and metadata are in {folder} (for a bug report; `python -m "
+                          "lazytensor.replay` runs it alone)") from e
     if compiled:
         _stats.kernels_compiled += 1
         _stats.compile_seconds += program.compile_seconds
+        _report_compile(item, program)
     return program, compiled
 
 
@@ -394,6 +454,12 @@ def _launcher(planned: Planned) -> _Launcher | None:
     return launcher if launcher.held_bytes <= BATCH_MAX_BYTES else None
 
 
+def _watched() -> bool:
+    """Whether launches are watched one by one (`LT_DEBUG`, `LT_VALIDATE`, a profile) or dumped (`LT_DUMP_DIR`):
+    then a realize runs through `run`, which does that."""
+    return bool(getenv("LT_DEBUG") or getenv("LT_VALIDATE") or profiling.active() or dump.directory() is not None)
+
+
 def realize_nodes(*nodes: Node) -> None:
     """Compute every node in one schedule, with this thread's pending state (`realize_with_next`): shared
     work runs once. With no nodes, it computes only the pending state, if any."""
@@ -406,9 +472,10 @@ def realize_nodes(*nodes: Node) -> None:
         _stats.schedule_seconds += planned.plan_seconds
         _stats.lower_seconds += planned.lower_seconds
         recorder = _thread.recorder
-        if recorder is not None or planned.made is not None or getenv("LT_DEBUG") \
-                or (launcher := _launcher(planned)) is None:
+        if recorder is not None or planned.made is not None or _watched() or (launcher := _launcher(planned)) is None:
             items = planned.schedule()
+            if dump.directory() is not None:
+                dump.schedule_run(items, nodes)
             planned.nodes = []  # the run gives each intermediate's memory back once its last reader ran
             run(items)
             aliases = items.aliases

@@ -9,9 +9,9 @@ uint8 holds the same values; the standard asks for the unsigned dtype).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .dtypes import DType, bool_, default_float, default_int, float32, float64, to_dtype, uint64
+from .dtypes import DType, bool_, default_float, default_int, float32, float64, to_dtype, uint8, uint64
 from .errors import AxisError, ShapeError
 from .graph import Op
 from .helpers import prod
@@ -28,6 +28,22 @@ CUMSUM_BLOCK = 256
 
 def _pick(axis: Any, dim: Any) -> Any:
     return dim if axis is None else axis
+
+
+def _unbiased(correction: float | None, unbiased: bool | None, name: str) -> float | None:
+    """The correction PyTorch's older `unbiased=` flag asks for (1 or 0)."""
+    if unbiased is None:
+        return correction
+    if correction is not None and correction != int(unbiased):
+        raise ValueError(f"{name}: give correction or unbiased, not both")
+    return int(unbiased)
+
+
+class MinMax(NamedTuple):
+    """`max(dim=)` / `min(dim=)`: PyTorch's pair of the values and the indices where they are."""
+
+    values: Tensor
+    indices: Tensor
 
 
 class ReduceOps:
@@ -92,16 +108,35 @@ class ReduceOps:
         return x._reduce(ReduceOp.PROD, _pick(axis, dim), keepdims or keepdim, "prod")
 
     def max(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
-            keepdim: bool = False) -> Tensor:
-        """The largest element over `axis` (values only, as NumPy; NaN wins)."""
-        return self._extremum(ReduceOp.MAX, _pick(axis, dim), keepdims or keepdim, "max")
+            keepdim: bool = False) -> Tensor | MinMax:
+        """The largest element over `axis` (values only, as NumPy; NaN wins). With PyTorch's `dim=` instead (one
+        axis), PyTorch's result: `(values, indices)`, the indices those of the first largest (`argmax`)."""
+        return self._min_max(ReduceOp.MAX, axis, keepdims, dim, keepdim, "max")
 
     def min(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
-            keepdim: bool = False) -> Tensor:
-        return self._extremum(ReduceOp.MIN, _pick(axis, dim), keepdims or keepdim, "min")
+            keepdim: bool = False) -> Tensor | MinMax:
+        """The smallest element over `axis`; with `dim=`, `(values, indices)` (see `max`)."""
+        return self._min_max(ReduceOp.MIN, axis, keepdims, dim, keepdim, "min")
 
-    amax = max
-    amin = min
+    def _min_max(self: Tensor, op: ReduceOp, axis: Any, keepdims: bool, dim: Any, keepdim: bool,
+                 name: str) -> Tensor | MinMax:
+        values = self._extremum(op, _pick(axis, dim), keepdims or keepdim, name)
+        if axis is not None or dim is None:
+            return values
+        if not isinstance(dim, int):
+            raise TypeError(f"{name}: dim= (PyTorch's spelling, which returns values and indices) takes one axis, "
+                            f"got {dim!r}; use axis= for several")
+        arg = self.argmax if op is ReduceOp.MAX else self.argmin
+        return MinMax(values, arg(dim, keepdims or keepdim))
+
+    def amax(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
+             keepdim: bool = False) -> Tensor:
+        """The largest element over `axis` (values only, with `dim=` too, as PyTorch's amax)."""
+        return self._extremum(ReduceOp.MAX, _pick(axis, dim), keepdims or keepdim, "amax")
+
+    def amin(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
+             keepdim: bool = False) -> Tensor:
+        return self._extremum(ReduceOp.MIN, _pick(axis, dim), keepdims or keepdim, "amin")
 
     def any(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
             keepdim: bool = False) -> Tensor:
@@ -124,19 +159,24 @@ class ReduceOps:
         return (total / wide._const(x._count(axis, "mean"), wide.dtype, wide.device)).cast(result_dtype)
 
     def var(self: Tensor, axis: Any = None, keepdims: bool = False, *, correction: float | None = None,
-            ddof: float | None = None, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+            ddof: float | None = None, dim: Any = None, keepdim: bool = False, dtype: Any = None,
+            unbiased: bool | None = None) -> Tensor:
         """Variance with `correction` (NumPy's `ddof`) subtracted from the count: 0 by default, as
-        NumPy and the array API; pass correction=1 for PyTorch's default. `dtype` casts the input first."""
+        NumPy and the array API; pass correction=1 (or PyTorch's older `unbiased=True`) for PyTorch's default.
+        `dtype` casts the input first."""
         x = self.cast(to_dtype(dtype)) if dtype is not None else self
+        correction = _unbiased(correction, unbiased, "var")
         variance, result_dtype = x._wide_var(_pick(axis, dim), keepdims or keepdim, correction, ddof, "var")
         return variance.cast(result_dtype)
 
     def std(self: Tensor, axis: Any = None, keepdims: bool = False, *, correction: float | None = None,
-            ddof: float | None = None, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+            ddof: float | None = None, dim: Any = None, keepdim: bool = False, dtype: Any = None,
+            unbiased: bool | None = None) -> Tensor:
         """Standard deviation: the square root of `var` with the same arguments. Where it is 0 (a constant
         group) its gradient is 0, as PyTorch's: the square root's slope there is infinite, and the variance's
         is 0, whose product is NaN. The square root reads 1 there instead, so no NaN reaches the gradient."""
         x = self.cast(to_dtype(dtype)) if dtype is not None else self
+        correction = _unbiased(correction, unbiased, "std")
         variance, result_dtype = x._wide_var(_pick(axis, dim), keepdims or keepdim, correction, ddof, "std")
         from .tensor import where
         zero = variance == 0
@@ -272,10 +312,13 @@ class ReduceOps:
         return wide.swapaxes(a, -1)._scan_last(op).swapaxes(a, -1).cast(x.dtype)
 
     def _scan_last(self: Tensor, op: ReduceOp) -> Tensor:
-        """The running SUM or PROD along the last axis: a short row as a reduction under a triangular mask,
-        which fuses with what computes the row; a long one's sum as a scan (a kernel of its own kind)."""
-        n, identity = self.shape[-1], _SCAN_IDENTITY[op]
-        if n > CUMSUM_BLOCK and op is ReduceOp.SUM:
+        """The running fold by `op` along the last axis: a short row as a reduction under a triangular mask,
+        which fuses with what computes the row; a long one's sum, max or min as a scan (a kernel of its own
+        kind), its product in blocks."""
+        n, identity = self.shape[-1], op.identity(self.dtype)
+        if self.dtype == bool_:  # folded as bytes (a running any or all): the scans take numbers
+            return self.cast(uint8)._scan_last(op).cast(bool_)
+        if n > CUMSUM_BLOCK and op is not ReduceOp.PROD:
             from .tensor import Tensor
             return Tensor._make(Op.SCAN, self.dtype, self.shape, (self,), op)
         if n <= CUMSUM_BLOCK:
@@ -286,7 +329,7 @@ class ReduceOps:
             j = positions.reshape(*positions.shape[:-1], 1, n)
             below = where(j <= i, self.reshape(*self.shape[:-1], 1, n), identity)
             # _reduce, not sum: sum would widen an int32 (cumsum(dtype=int32)) to int64
-            return below._reduce(op, -1, False, "cumsum" if op is ReduceOp.SUM else "cumprod")
+            return below._reduce(op, -1, False, f"running {op.value}")
         block = math.isqrt(n - 1) + 1
         blocks = -(-n // block)
         pad = [(0, 0)] * (self.ndim - 1) + [(0, blocks * block - n)]
@@ -299,6 +342,62 @@ class ReduceOps:
         before = totals[..., :-1]._scan_last(op).pad([(0, 0)] * (self.ndim - 1) + [(1, 0)], identity)
         out = inner + before.unsqueeze(-1) if op is ReduceOp.SUM else inner * before.unsqueeze(-1)
         return out.reshape(*self.shape[:-1], blocks * block)[..., :n]
+
+    def logcumsumexp(self: Tensor, dim: int | None = None, *, axis: int | None = None) -> Tensor:
+        """PyTorch's logcumsumexp: `log(cumsum(exp(x)))` along `dim` without overflow or underflow: each output
+        is a `logsumexp` of its prefix (under a triangular mask for a short row; a long one in blocks, each
+        block's prefixes joined with the blocks' before it by `logaddexp`). Floats; integers as the default
+        float."""
+        a = _pick(axis, dim)
+        if a is None:
+            raise TypeError("logcumsumexp: missing the axis (dim=)")
+        x = self if self.dtype.is_float else self.cast(default_float)
+        if x.ndim == 0:
+            normalize_axis(a, 1, "logcumsumexp")
+            return x
+        a = normalize_axis(a, x.ndim, "logcumsumexp")
+        return x.moveaxis(a, -1)._logcumsumexp_last().moveaxis(-1, a)
+
+    def _logcumsumexp_last(self: Tensor) -> Tensor:
+        from .tensor import where
+        n = self.shape[-1]
+        if n <= CUMSUM_BLOCK:
+            positions = self._iota_along(self.ndim - 1)
+            below = positions.reshape(*positions.shape[:-1], 1, n) <= positions.reshape(*positions.shape, 1)
+            return where(below, self.reshape(*self.shape[:-1], 1, n), -math.inf).logsumexp(-1)
+        block = math.isqrt(n - 1) + 1
+        blocks = -(-n // block)
+        tiles = self.pad([(0, 0)] * (self.ndim - 1) + [(0, blocks * block - n)], -math.inf)
+        inner = tiles.reshape(*self.shape[:-1], blocks, block)._logcumsumexp_last()
+        before = inner[..., :-1, -1]._logcumsumexp_last().pad([(0, 0)] * (self.ndim - 1) + [(1, 0)], -math.inf)
+        out = inner.logaddexp(before.unsqueeze(-1))
+        return out.reshape(*self.shape[:-1], blocks * block)[..., :n]
+
+    def cummax(self: Tensor, dim: int | None = None, *, axis: int | None = None) -> MinMax:
+        """PyTorch's cummax: the running maximum along `dim` and, for each, the position of the last element
+        equal to it (a NaN, once one is seen, as PyTorch's)."""
+        return self._running_extremum(ReduceOp.MAX, _pick(axis, dim), "cummax")
+
+    def cummin(self: Tensor, dim: int | None = None, *, axis: int | None = None) -> MinMax:
+        """PyTorch's cummin: the running minimum along `dim` and the positions (see `cummax`)."""
+        return self._running_extremum(ReduceOp.MIN, _pick(axis, dim), "cummin")
+
+    def _running_extremum(self: Tensor, op: ReduceOp, axis: int | None, name: str) -> MinMax:
+        from .tensor import where
+        if axis is None:
+            raise TypeError(f"{name}: missing the axis (dim=)")
+        if self.ndim == 0:
+            normalize_axis(axis, 1, name)
+            return MinMax(self, self._const(0, default_int, self.device))
+        a = normalize_axis(axis, self.ndim, name)
+        x = self.moveaxis(a, -1)
+        running = x._scan_last(op)
+        positions = x._iota_along(x.ndim - 1)
+        # a position holds the running extremum where it equals it (or is NaN): the last such one so far is the index
+        reached = x == running if not x.dtype.is_float else (x == running) | x.isnan()
+        index = where(reached, positions, 0)._scan_last(ReduceOp.MAX)
+        values = x._gather(x.ndim - 1, index)  # the element itself: its gradient goes where it came from
+        return MinMax(values.moveaxis(-1, a), index.moveaxis(-1, a))
 
     def cumulative_sum(self: Tensor, axis: int | None = None, *, dtype: Any = None,
                        include_initial: bool = False) -> Tensor:
@@ -326,7 +425,7 @@ class ReduceOps:
             return out
         pads = [(0, 0)] * self.ndim
         pads[a] = (1, 0)
-        return out.pad(pads, _SCAN_IDENTITY[op])
+        return out.pad(pads, op.identity(out.dtype))
 
     def count_nonzero(self: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
         """The number of elements that are not zero (nor False) over `axis`, as int64 (NaN counts)."""
@@ -347,7 +446,3 @@ class ReduceOps:
             later, earlier = _pieces(x, [(min(1, size), size), (0, max(size - 1, 0))], a)
             x = later != earlier if x.dtype == bool_ else later - earlier
         return x
-
-
-# what a running sum or product starts from, and pads with
-_SCAN_IDENTITY = {ReduceOp.SUM: 0, ReduceOp.PROD: 1}

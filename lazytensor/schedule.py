@@ -83,7 +83,8 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from .device import get_device
@@ -99,6 +100,36 @@ MAX_FUSED_OPS = 512
 MIN_SHARED_LOADS = 4    # rule 4: an elementwise node several kernels read is written where it loads this many
 MIN_RECOMPUTED_OPS = 8  # rule 9: an elementwise result this costly is written rather than computed again
 SCHEDULE_CACHE_SIZE = 4096
+
+
+class Reason(Enum):
+    """Why a node is written to memory (a realize point): the rule of the module's docstring that makes it one
+    (0 where it is what the realize asks for, or what a kernel of its own kind needs)."""
+
+    REQUESTED = (0, "requested: an output of the realize")
+    PENDING = (0, "pending state (an optimizer step's or a batch norm's update), realized with the next schedule")
+    CHECK = (0, "the flag of an index check: the realize raises IndexError where an index from data is out of range")
+    CONTIGUOUS = (1, "contiguous(): a forced kernel boundary")
+    LIVE = (8, "held by a live tensor of the program and computed anyway: written so that reading it costs nothing")
+    SHARED_REDUCTION = (1, "a reduction read by two kernels, or by one at two indexes (through two views)")
+    RECOMPUTED_REDUCTION = (1, ("a reduction its reader would compute again and again: broadcast along an axis looped "
+                                "over outside it, or read by each element of a window, or by a contraction for every k"))
+    CONTRACTION = (5, "a contraction read inside another contraction's kernel: one template per kernel")
+    SHARED_LOADS = (4, f"an elementwise node two kernels read that loads {MIN_SHARED_LOADS} buffers or more")
+    RECOMPUTED = (9, (f"an elementwise result of {MIN_RECOMPUTED_OPS} ops or more that its reader would compute again "
+                      "for every iteration of a loop it does not depend on"))
+    REGION_CAP = (6, f"its kernel's region would pass MAX_FUSED_OPS ({MAX_FUSED_OPS}) ops")
+    OWN_KERNEL = (0, ("a kernel of its own kind (scatter, sort, scan, library call), or a source such a kernel reads "
+                      "from memory"))
+
+    @property
+    def rule(self) -> int:
+        """The fusion rule (module docstring) behind it; 0 for none."""
+        return self.value[0]
+
+    @property
+    def text(self) -> str:
+        return self.value[1]
 
 
 @dataclass
@@ -347,9 +378,10 @@ class Planned:
         return self.made.lower_seconds if self.made is not None else 0.0
 
 
-def plan(*roots: Node) -> Planned:
+def plan(*roots: Node, trace: Trace | None = None) -> Planned:
     """The plan that computes `roots`, and the pending state (`realize_with_next`), from realized buffers:
-    made, or where the graph's structure was scheduled before, looked up."""
+    made, or where the graph's structure was scheduled before, looked up. With a `trace`, made afresh (not
+    looked up nor kept) and traced there."""
     t0 = time.perf_counter()
     requested = _with_pending(roots)
     if not requested:
@@ -362,7 +394,14 @@ def plan(*roots: Node) -> Planned:
         targets += [flag for flag, _ in checks]
     key = (tuple(structure), tuple(map(pos.__getitem__, map(id, targets))), tuple(map(pos.__getitem__, map(id, live))))
     made = None
-    if (cached := _cache.get(key)) is None:
+    if trace is not None:
+        asked = set(map(id, roots))
+        for r, t in zip(requested, targets):
+            trace.reasons.setdefault(t, Reason.REQUESTED if id(r) in asked else Reason.PENDING)
+        for flag, _ in checks:
+            trace.reasons.setdefault(flag, Reason.CHECK)
+        made, cached = _schedule(nodes, targets, live, trace), None
+    elif (cached := _cache.get(key)) is None:
         made = _schedule(nodes, targets, live)
         cached = _cache[key] = _CachedSchedule(
             [(it.kernel, [pos[id(n)] for n in it.outputs], [pos[id(n)] for n in it.inputs],
@@ -374,13 +413,27 @@ def plan(*roots: Node) -> Planned:
     return planned
 
 
-def schedule(*roots: Node) -> Schedule:
+def schedule(*roots: Node, trace: Trace | None = None) -> Schedule:
     """The kernels that compute `roots`, and the pending state (`realize_with_next`), from realized
-    buffers, producers first."""
-    return plan(*roots).schedule()
+    buffers, producers first. With a `trace`, planned afresh (not looked up) and traced there."""
+    return plan(*roots, trace=trace).schedule()
 
 
-def _schedule(nodes: list[Node], targets: list[Node], live: list[Node]) -> Schedule:
+@dataclass
+class Trace:
+    """What planning a schedule decided beyond its kernels, for `lazytensor.explain`: why each realize point is
+    one (`reasons`, which the caller may fill first for the targets it knows more of), each kernel's plan
+    (`regions`: what it reads and computes), and the groups of rule 7 that lowering split again, since one
+    kernel of them would compute a reduction more than once (`split`)."""
+
+    reasons: dict[Node, Reason] = field(default_factory=dict)
+    points: set[Node] = field(default_factory=set)
+    regions: dict[Node, _Region] = field(default_factory=dict)
+    split: list[list[Node]] = field(default_factory=list)
+
+
+def _schedule(nodes: list[Node], targets: list[Node], live: list[Node], trace: Trace | None = None) -> Schedule:
+    reasons = trace.reasons if trace is not None else {}
     readers: dict[int, list[Node]] = {}
     for n in nodes:
         for s in n.srcs:
@@ -397,14 +450,21 @@ def _schedule(nodes: list[Node], targets: list[Node], live: list[Node]) -> Sched
             aliases.append((n, copy))
         elif (at := storage(n)) not in requested and at not in barriers and (k := _kept(n, readers)) is not None:
             kept.add(k)  # (a node whose buffer is written anyway, as requested or as a `contiguous()`, is kept)
-    points, costs = _realize_points(nodes, targets, barriers | kept | own)
-    plan = _Planner(nodes, points, readers, costs).plan()
+    for n in targets:
+        reasons.setdefault(n, Reason.REQUESTED)
+    for reason, chosen in ((Reason.CONTIGUOUS, barriers), (Reason.LIVE, kept), (Reason.OWN_KERNEL, own)):
+        for n in chosen:
+            reasons.setdefault(n, reason)
+    points, costs = _realize_points(nodes, targets, barriers | kept | own, reasons)
+    plan = _Planner(nodes, points, readers, costs, reasons).plan()
     groups = _groups(plan.order, plan.regions, barriers)
     t0 = time.perf_counter()
     items = Schedule()
     for group in groups:
         merged = lower(group, points - set(group)) if len(group) > 1 else None
         if merged is None or _waste(merged):
+            if trace is not None and len(group) > 1:
+                trace.split.append(group)
             for n in group:
                 contraction = plan.regions[n].contraction
                 lk = lower([n], points, contraction,
@@ -414,6 +474,8 @@ def _schedule(nodes: list[Node], targets: list[Node], live: list[Node]) -> Sched
             items.append(ScheduleItem(merged.kernel, group, merged.inputs, merged.scalars))
     items.lower_seconds = time.perf_counter() - t0
     items.aliases = aliases
+    if trace is not None:
+        trace.points, trace.regions = points, plan.regions
     return items
 
 
@@ -428,9 +490,10 @@ class _Costs:
     widest: dict[int, int]
 
 
-def _realize_points(nodes: list[Node], roots: list[Node], extra: set[Node]) -> tuple[set[Node], _Costs]:
-    """The outputs, `extra`, and the nodes where a region would pass MAX_FUSED_OPS ops (rule 6), and the
-    costs of the others. Where the region of a broadcast passes it (a contraction's product, larger than
+def _realize_points(nodes: list[Node], roots: list[Node], extra: set[Node], reasons: dict[Node, Reason]) \
+        -> tuple[set[Node], _Costs]:
+    """The outputs, `extra`, and the nodes where a region would pass MAX_FUSED_OPS ops (rule 6, entered in
+    `reasons`), and the costs of the others. Where the region of a broadcast passes it (a contraction's product, larger than
     its operands), its operands are realized rather than the broadcast."""
     points = {r for r in roots if not r.realized} | extra
     costs = _Costs({}, {}, {})
@@ -450,10 +513,12 @@ def _realize_points(nodes: list[Node], roots: list[Node], extra: set[Node]) -> t
                     s = s.srcs[0]
                 if not s.realized and s not in points:
                     points.add(s)
+                    reasons.setdefault(s, Reason.REGION_CAP)
                     ops[id(s)], loads[id(s)], widest[id(s)] = 0, 1, s.numel
             c = _region_size(n, points, MAX_FUSED_OPS + 1, known)
         if c > MAX_FUSED_OPS:
             points.add(n)
+            reasons.setdefault(n, Reason.REGION_CAP)
         if n in points:
             ops[id(n)], loads[id(n)], widest[id(n)] = 0, 1, n.numel
         else:
@@ -550,9 +615,11 @@ class _Planner:
     has elements. Otherwise the reduction (or the view its readers read it through, `_written_view`) becomes
     a point of its own."""
 
-    def __init__(self, nodes: list[Node], points: set[Node], readers: dict[int, list[Node]], costs: _Costs):
+    def __init__(self, nodes: list[Node], points: set[Node], readers: dict[int, list[Node]], costs: _Costs,
+                 reasons: dict[Node, Reason]):
         self.nodes = nodes
         self.points = points
+        self.reasons = reasons  # why each point the plan adds is one
         self.readers = readers
         self.costs = costs
         self.deps = _dependencies(nodes)
@@ -569,8 +636,8 @@ class _Planner:
                 continue
             if node.op is Op.REDUCE and node not in self.points:
                 uses = self.settle_reduction(node, uses)
-            elif node.op in _COMPUTED and node not in self.points and self.worth_writing(node, uses):
-                self.points.add(node)
+            elif node.op in _COMPUTED and node not in self.points and (why := self.worth_writing(node, uses)):
+                self.add_point(node, why)
             if node in self.points:
                 for r in uses:
                     r.read(node)
@@ -580,6 +647,10 @@ class _Planner:
             self.pass_down(node, uses)
         order = [n for n in self.nodes if n in self.regions]
         return _Plan(order, self.regions)
+
+    def add_point(self, node: Node, why: Reason) -> None:
+        self.points.add(node)
+        self.reasons.setdefault(node, why)
 
     def own_region(self, node: Node) -> Uses:
         """Start `node`'s kernel: its output loops, reading it at their index."""
@@ -593,13 +664,13 @@ class _Planner:
     def settle_reduction(self, node: Node, uses: Uses) -> Uses:
         """The uses of a reduction that stays fused; else make it (or the view its readers read it through,
         whose kernel then computes it) a point."""
-        if not self.wasteful(node, uses):
+        if (why := self.wasteful(node, uses)) is None:
             return uses
         view = self.read_as(node)
         if view is node:
-            self.points.add(node)
+            self.add_point(node, why)
             return uses
-        self.points.add(view)
+        self.add_point(view, why)
         for r in self.view_regions.pop(id(view)):
             r.read(view)
         at, uses = view, self.own_region(view)
@@ -607,34 +678,40 @@ class _Planner:
             self.pass_down(at, uses)
             at = at.srcs[0]
             uses = self.uses.pop(id(at))
-        if self.wasteful(node, uses):
-            self.points.add(node)
+        if (why := self.wasteful(node, uses)) is not None:
+            self.add_point(node, why)
         return uses
 
-    def wasteful(self, node: Node, uses: Uses) -> bool:
-        """Whether fusing the reduction would compute it more than once per result (claiming the kernel's
-        contraction template for it where it is a contraction)."""
+    def wasteful(self, node: Node, uses: Uses) -> Reason | None:
+        """Why fusing the reduction would compute it more than once per result, if it would (claiming the
+        kernel's contraction template for it where it is a contraction)."""
         if len(uses) != 1:
-            return True
+            return Reason.SHARED_REDUCTION
         ((region, keys),) = uses.items()
         if len(keys) != 1:
-            return True
+            return Reason.SHARED_REDUCTION
         (((idx, bounds), nest),) = keys.items()
         if (axes := self.contraction_axes(node)) is not None:
             if region.contraction is not None:  # one template per kernel (rule 5)
-                return True
+                return Reason.CONTRACTION
             region.contraction = (node, axes)
-            return False
+            return None
         free, scope = self.scope(node, idx, bounds, nest)
-        return any(v.size > 1 and v not in free for v in scope) or prod(v.size for v in scope) > node.numel
+        if any(v.size > 1 and v not in free for v in scope) or prod(v.size for v in scope) > node.numel:
+            return Reason.RECOMPUTED_REDUCTION
+        return None
 
-    def worth_writing(self, node: Node, uses: Uses) -> bool:
-        """Whether an elementwise node costs less written once than recomputed by its readers (rules 4, 9)."""
+    def worth_writing(self, node: Node, uses: Uses) -> Reason | None:
+        """Why an elementwise node costs less written once than recomputed by its readers (rules 4, 9), if it
+        does."""
         costs = self.costs
         if node.numel > costs.widest[id(node)]:  # a broadcast: larger written than what it reads
-            return False
-        return len(uses) > 1 and costs.loads[id(node)] >= MIN_SHARED_LOADS \
-            or costs.ops[id(node)] >= MIN_RECOMPUTED_OPS and self.recomputed(node, uses)
+            return None
+        if len(uses) > 1 and costs.loads[id(node)] >= MIN_SHARED_LOADS:
+            return Reason.SHARED_LOADS
+        if costs.ops[id(node)] >= MIN_RECOMPUTED_OPS and self.recomputed(node, uses):
+            return Reason.RECOMPUTED
+        return None
 
     def recomputed(self, node: Node, uses: Uses) -> bool:
         """Whether a kernel would compute an elementwise node again and again for a loop it does not depend

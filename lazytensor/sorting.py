@@ -64,6 +64,34 @@ class SortingOps:
         return values if dim is None else Sorted(values, order)
 
 
+    def topk(self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Sorted:
+        """PyTorch's topk: the `k` largest (`largest=False`: smallest) entries along `dim` and their indices, in
+        order (largest first), a stable sort's: of equal values the first comes first. NaN counts as the
+        largest."""
+        if self.ndim == 0:  # the element and index 0, for k 0 or 1, as PyTorch
+            if k > 1:
+                raise ShapeError(f"topk: k={k} is more than the 1 element of a 0-d tensor")
+            return Sorted(self, self._like(0).cast(dtypes.int64))
+        a = normalize_axis(dim, self.ndim, "topk")
+        if not 0 <= k <= self.shape[a]:
+            raise ShapeError(f"topk: k={k} is outside [0, {self.shape[a]}] (the size of dim {dim})")
+        values, indices = self.sort(dim=a, descending=largest)
+        return Sorted(values.narrow(a, 0, k), indices.narrow(a, 0, k))
+
+    def kthvalue(self: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Sorted:
+        """PyTorch's kthvalue: the `k`-th smallest entry (1-based) along `dim` and its index."""
+        if self.ndim == 0:
+            if k != 1:
+                raise ShapeError(f"kthvalue: k={k} is outside [1, 1] for a 0-d tensor")
+            return Sorted(self, self._like(0).cast(dtypes.int64))
+        a = normalize_axis(dim, self.ndim, "kthvalue")
+        if not 1 <= k <= self.shape[a]:
+            raise ShapeError(f"kthvalue: k={k} is outside [1, {self.shape[a]}] (the size of dim {dim})")
+        values, indices = self.sort(dim=a)
+        pick = (lambda t: t.narrow(a, k - 1, 1)) if keepdim else (lambda t: t.narrow(a, k - 1, 1).squeeze(a))
+        return Sorted(pick(values), pick(indices))
+
+
 class Sorted(NamedTuple):
     """PyTorch's `sort(dim=...)` result: the sorted values and their positions."""
 

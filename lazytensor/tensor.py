@@ -31,6 +31,7 @@ from .indexing import IndexingOps
 from .kernels.dtype import bfloat16_to_float32
 from .kernels.ir import Alu
 from .movement import MovementOps
+from .pytorch_methods import PyTorchOps
 from .realize import check_read, realize_nodes
 from .reduce import ReduceOps
 from .sorting import SortingOps
@@ -94,7 +95,7 @@ _FLOAT_RESULTS = frozenset({Alu.DIV, Alu.ATAN2})
 _COMPARISONS = frozenset({Alu.CMPLT, Alu.CMPLE, Alu.CMPEQ, Alu.CMPNE})
 
 
-class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
+class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, PyTorchOps):
     """An n-dimensional array whose value is computed lazily. See the README's "Lazy evaluation"."""
 
     __slots__ = ("__weakref__", "_ctx", "_node", "_source", "grad", "requires_grad")
@@ -541,7 +542,7 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps):
     def bool(self) -> Tensor:
         return self.cast(bool_)
 
-    # ---- autograd (rules in autograd.py) ------------------------------------------------
+    # ---- autograd (rules in autograd/__init__.py) ------------------------------------------------
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         """Mark this tensor as a leaf whose gradient `backward()` accumulates into `.grad`."""

@@ -10,6 +10,9 @@ torch stores and converts but hardly computes with, the oracle is NumPy
 """
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 
 import numpy as np
@@ -21,6 +24,15 @@ import triton_interpreter  # noqa: F401  (the Triton interpreter's storage, and 
 from lazytensor.kernels import ir
 from lazytensor.kernels.dtype import int32
 from lazytensor.kernels.expr import Bound, Expr, Var
+
+# A persistent compile cache (and Triton module folder) of this session's own: a test that compiles a kernel
+# compiles it, whatever ran before; removed when the session ends.
+CACHE_DIR = os.environ["LT_CACHE_DIR"] = tempfile.mkdtemp(prefix="lazytensor-tests-")
+
+
+def pytest_sessionfinish() -> None:
+    shutil.rmtree(CACHE_DIR, ignore_errors=True)
+
 
 TORCH_DTYPES = {
     lt.bool_: torch.bool, lt.int8: torch.int8, lt.int16: torch.int16, lt.int32: torch.int32,

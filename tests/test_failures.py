@@ -4,6 +4,8 @@ not there is a MemoryError saying how much, never a crash."""
 from __future__ import annotations
 
 import importlib
+import signal
+import threading
 import time
 
 import numpy as np
@@ -60,27 +62,27 @@ def test_an_interrupted_compile_compiles_again(monkeypatch):
     assert lt.stats().kernels_compiled >= 1
 
 
-def test_an_interrupt_while_the_pool_is_handed_chunks(monkeypatch):
-    """Ctrl-C while chunks are handed to the pool's threads: the caller still claims the chunks left and waits
-    for every one before the interrupt goes on, so no thread writes to the buffers after it (they may be
-    freed and reused by then). The pool's thread here starts late, to be still asleep when it goes on."""
+def test_an_interrupt_during_launches_on_the_pool(monkeypatch):
+    """Ctrl-C while kernels run on the pool's threads: a launch is one compiled call, which the interrupt cannot
+    cut short, so when it goes on every chunk of every launch has run once and no thread writes to the buffers
+    any more (they may be freed and reused by then); the next launches run as before."""
     monkeypatch.setenv("LT_NUM_THREADS", "2")
     monkeypatch.setattr(runtime, "PARALLEL_MIN_WORK", 1)
-    x = data((300, 41), seed=3)
-    (item,) = lt.schedule(lt.asarray(x, device="cpu") * 2 + 1)
+    a = np.zeros(1 << 20, np.int64)
+    (item,) = lt.schedule(lt.asarray(a, device="cpu") + 1)
     program, _ = compile_kernel(item.kernel)
-    pool, submit = runtime.pool(), runtime.pool().submit
-
-    def late_then_interrupted(fn, *args):
-        monkeypatch.setattr(pool, "submit", submit)
-        submit(lambda: (time.sleep(0.2), fn(*args)))
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(pool, "submit", late_then_interrupted)
-    out = np.zeros_like(x)
+    launches = 0
+    interrupt = threading.Timer(0.05, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
     with pytest.raises(KeyboardInterrupt):
-        program([out.ctypes.data, x.ctypes.data], item.params)
-    np.testing.assert_array_equal(out, x * 2 + 1)
+        interrupt.start()
+        while True:
+            program([a.ctypes.data, a.ctypes.data], item.params)  # in place: one more in every element
+            launches += 1
+    # the interrupt went on between two launches, or as the last one returned
+    assert np.unique(a).tolist() in ([launches], [launches + 1])
+    last = a.copy()
+    time.sleep(0.05)
+    np.testing.assert_array_equal(a, last)
     got, expected = expression((67, 45), seed=3)
     check(got, expected)
 

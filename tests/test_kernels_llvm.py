@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ctypes
 import re
+import threading
 
 import numpy as np
 import pytest
@@ -260,7 +261,7 @@ def test_a_batch_runs_its_programs_in_order_on_its_table_with_new_parameters(mon
         assert (a == want_a).all() and (c == want_c).all() and (b == 0).all() and out[0] == want_a << 20
         if run in (4, 8):  # the thread count may change between runs: the chunks follow it
             monkeypatch.setenv("LT_NUM_THREADS", "1" if run == 4 else "2")
-    assert batch.threads == 2
+    assert batch.plan.threads == 2
 
 
 def test_threads_run_every_chunk_once_and_stages_in_order(monkeypatch):
@@ -275,12 +276,39 @@ def test_threads_run_every_chunk_once_and_stages_in_order(monkeypatch):
     triple, _ = compile_kernel(update_kernel("triple_first", 0, 1 << 20, ir.Alu.MUL, 3))
     a, b = np.zeros(1 << 20, np.int64), np.zeros(333_333, np.int64)
     ptrs = (ctypes.c_void_p * 2)(a.ctypes.data, b.ctypes.data)
+    phases = [([(first.fn, first.extent), (second.fn, second.extent)], 1 << 30), ([(triple.fn, triple.extent)], 1 << 30)]
+    plan = runtime._Plan.of([(phase, ctypes.addressof(ptrs), ctypes.addressof(ptrs)) for phase in phases])
+    assert plan.threads == 3
     want = 0
     for launch in range(1, 21):
-        runtime._split([([(first.fn, first.extent), (second.fn, second.extent)], 1 << 30),
-                        ([(triple.fn, triple.extent)], 1 << 30)], ptrs, ptrs)
+        plan.run(0)  # base 0: the chunks hold the table's address
         want = (want + 1) * 3
         assert (a == want).all() and (b == 2 * launch).all()
+
+
+def test_a_program_cuts_its_chunks_once_per_thread_count(monkeypatch):
+    """A program's chunk table is made on its first call at a thread count, then reused: its fields are offsets
+    into each call's frame (buffer addresses, then parameters), so calls on other buffers with other parameters,
+    at 1, 2 and 3 threads, from two Python threads at once, each compute their own."""
+    monkeypatch.setattr(runtime, "PARALLEL_MIN_WORK", 1)
+    scale, _ = compile_kernel(scale_kernel(100_000))
+    unused = np.zeros(1, np.int64)
+
+    def scaled(k: int, a: np.ndarray) -> None:
+        for step in range(20):
+            scale([unused.ctypes.data, unused.ctypes.data, a.ctypes.data], [1, k + step])
+
+    for threads in ("1", "2", "3", "2"):
+        monkeypatch.setenv("LT_NUM_THREADS", threads)
+        arrays = [np.arange(100_000, dtype=np.int64) * k for k in (1, 2)]
+        callers = [threading.Thread(target=scaled, args=(k, a)) for k, a in enumerate(arrays)]
+        for caller in callers:
+            caller.start()
+        for caller in callers:
+            caller.join()
+        for k, a in enumerate(arrays):
+            np.testing.assert_array_equal(a, np.arange(100_000) * (k + 1) + sum(k + step for step in range(20)))
+    assert sorted(key[0] for key in scale.plans) == [1, 2, 3]
 
 
 def scaled_row_sums_kernel(rows: int, cols: int, scale: float) -> ir.Kernel:
@@ -299,7 +327,7 @@ def test_a_batch_of_kernels_compiles_in_workers_to_the_same_code(monkeypatch):
     monkeypatch.setenv("LT_NUM_THREADS", "3")
     monkeypatch.setattr(runtime, "SIDE_BY_SIDE_MIN_CHARS", 0)
     kernels = [scaled_row_sums_kernel(rows, 7, scale) for rows in (3, 5) for scale in (0.5, -2.0, 3.25)]
-    assert runtime.compile_kernels(kernels) == len(kernels)
+    assert runtime.compile_kernels(kernels) == kernels
     assert len(runtime._workers.procs) == 2
     x = np.arange(35, dtype=np.float32)
     for k in kernels:
@@ -312,7 +340,7 @@ def test_a_batch_of_kernels_compiles_in_workers_to_the_same_code(monkeypatch):
         assert "define" in program.optimized_ir
     runtime._workers.procs[0].kill()
     again = [scaled_row_sums_kernel(4, 7, scale) for scale in (1.5, 2.5, 4.5)]
-    assert runtime.compile_kernels(again) == len(again)
+    assert runtime.compile_kernels(again) == again
     for k in again:
         out = np.zeros(4, np.float32)
         compile_kernel(k)[0]([out.ctypes.data, x.ctypes.data], [])
@@ -339,7 +367,7 @@ def test_an_interrupted_batch_leaves_no_worker_owing_answers(monkeypatch):
     monkeypatch.setenv("LT_NUM_THREADS", "2")
     monkeypatch.setattr(runtime, "SIDE_BY_SIDE_MIN_CHARS", 0)
     kernels = [scaled_row_sums_kernel(6, 3, scale) for scale in (0.25, 0.75)]
-    assert runtime.compile_kernels(kernels) == 2
+    assert runtime.compile_kernels(kernels) == kernels
     x = np.arange(18, dtype=np.float32)
     for k in kernels:
         out = np.zeros(6, np.float32)

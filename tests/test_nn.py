@@ -730,7 +730,9 @@ def test_digits_example_trains(capsys):
     losses = example.train(model, x, y, epochs=2, batch_size=32, lr=1e-2)
     assert len(losses) == 16
     assert np.mean(losses[-4:]) < 0.5 * np.mean(losses[:2])
-    assert "epoch  2/2 [########################] 8/8" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "epoch  2/2 [########################] 8/8" in out
+    assert "\r" not in out and out.count("\n") == 2  # not a terminal: one line per epoch, nothing redrawn
     assert example.accuracy(model, x, y) > 0.9
 
 
@@ -763,3 +765,50 @@ def test_one_hot_of_a_label_out_of_range_raises_index_error():
     with pytest.raises(IndexError, match=r"one_hot: a label is outside \[0, 3\)"):
         F.one_hot(lt.asarray(np.array([0, 3])), 3).numpy()
     np.testing.assert_array_equal(F.one_hot(lt.asarray(np.array([2, 0])), 3).numpy(), [[0, 0, 1], [1, 0, 0]])
+
+
+def test_module_to_a_device_moves_its_parameters_in_place():
+    """As PyTorch's: `model.to(device)` moves every parameter, buffer and gradient, keeping the tensor objects (an
+    optimizer made before holds them)."""
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    params = list(model.parameters())
+    before = [p.numpy().copy() for p in params]
+    model[0].weight.grad = lt.ones((4, 3))
+    assert model.to("cpu") is model
+    assert [p is q for p, q in zip(model.parameters(), params)] == [True] * len(params)
+    assert all(t.device == "cpu" for t in [*model.parameters(), *model.buffers()]) and model[0].weight.grad.device == "cpu"
+    for p, b in zip(params, before):
+        np.testing.assert_array_equal(p.numpy(), b)
+    out = model(lt.asarray(random_array((5, 3), lt.float32), device="cpu"))
+    assert out.device == "cpu" and out.shape == (5, 4)
+
+
+def test_forward_hooks_as_pytorch():
+    """register_forward_pre_hook / register_forward_hook: called around forward, replacing the arguments or the
+    output when they return something, in order (prepend first), removable by their handle."""
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU())
+    tmodel = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU())
+    tmodel.load_state_dict({k: torch.tensor(v.numpy()) for k, v in model.state_dict().items()})
+    seen = []
+    for m, lib in ((model, "lt"), (tmodel, "torch")):
+        h1 = m[0].register_forward_pre_hook(lambda mod, args: (args[0] * 2,))
+        h2 = m[0].register_forward_hook(lambda mod, args, out, lib=lib: seen.append((lib, tuple(out.shape))))
+        h3 = m.register_forward_hook(lambda mod, args, out: out + 1, prepend=True)
+        h4 = m[1].register_forward_pre_hook(lambda mod, args, kwargs: ((args[0] - 0.5,), kwargs), with_kwargs=True)
+        if lib == "lt":
+            handles = (h1, h2, h3, h4)
+    x = random_array((5, 3), lt.float32)
+    check(model(lt.asarray(x)), tmodel(torch.tensor(x)))
+    assert seen == [("lt", (5, 4)), ("torch", (5, 4))]
+    for h in handles:
+        h.remove()
+    np.testing.assert_allclose(model(lt.asarray(x)).numpy(), model.forward(lt.asarray(x)).numpy())
+    with model.register_forward_hook(lambda mod, args, out: out * 0):
+        assert not model(lt.asarray(x)).numpy().any()
+    assert model(lt.asarray(x)).numpy().any()
+
+
+def test_module_half_and_bfloat16():
+    model = nn.Linear(3, 2)
+    assert model.half() is model and model.weight.dtype == lt.float16 and model.bias.dtype == lt.float16
+    assert model.bfloat16().weight.dtype == lt.bfloat16

@@ -155,8 +155,14 @@ def test_torch_aliases_dim_keepdim():
         check(x.sum(dim=1, keepdim=True), t.sum(dim=1, keepdim=True))
         check(x.sum(dim=(0, 2)), t.sum(dim=(0, 2)))
         check(x.mean(dim=-1, keepdim=True), t.mean(dim=-1, keepdim=True))
-        check(x.max(dim=0), t.amax(dim=0))
-        check(x.min(dim=2, keepdim=True), t.amin(dim=2, keepdim=True))
+        check(x.amax(dim=0), t.amax(dim=0))
+        check(x.amin(dim=(0, 2), keepdim=True), t.amin(dim=(0, 2), keepdim=True))
+        for got, want in ((x.max(dim=0), t.max(dim=0)), (x.min(dim=2, keepdim=True), t.min(dim=2, keepdim=True))):
+            values, indices = got  # PyTorch's spelling, PyTorch's result
+            check(values, want.values)
+            check(indices, want.indices)
+        check(x.max(0), t.amax(0))  # positional and axis=: NumPy's, values only
+        check(x.min(axis=2), t.amin(2))
         check(x.prod(dim=1), t.prod(dim=1))
         check(x.argmax(dim=1, keepdim=True), t.argmax(dim=1, keepdim=True))
         check(x.argmin(dim=-1), t.argmin(dim=-1))
@@ -963,3 +969,24 @@ def test_diff_prepend_append_and_sizes():
         lt.diff(lt.asarray(1.0))
     with pytest.raises(ValueError, match="non-negative"):
         lt.diff(lt.ones(3), n=-1)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_max_and_min_with_dim_give_values_and_indices_as_pytorch(dtype):
+    for _, x, t in inputs((4, 5, 3), dtype, seed=11):
+        for d in (0, -1):
+            for keep in (False, True):
+                for ours, theirs in ((x.max(dim=d, keepdim=keep), t.max(dim=d, keepdim=keep)),
+                                     (x.min(dim=d, keepdim=keep), t.min(dim=d, keepdim=keep))):
+                    check(ours.values, theirs.values)
+                    check(ours.indices, theirs.indices)
+    with pytest.raises(TypeError, match="one axis"):
+        lt.zeros((2, 3)).max(dim=(0, 1))
+
+
+def test_var_and_std_take_pytorchs_unbiased():
+    for _, x, t in inputs((4, 6), lt.float64, seed=12):
+        check(x.var(unbiased=True), t.var(unbiased=True))
+        check(x.std(dim=1, unbiased=False, keepdim=True), t.std(dim=1, unbiased=False, keepdim=True))
+    with pytest.raises(ValueError, match="not both"):
+        lt.ones(3).var(correction=0, unbiased=True)

@@ -448,6 +448,19 @@ def test_stats_count_compiles_and_launches():
     assert s.kernels_launched == 1 and s.realizes == 1 and s.kernels_compiled in (0, 1)
 
 
+def test_stats_are_snapshots_that_subtract():
+    x = data(7, seed=43)
+    before = lt.stats()
+    (x * 3).exp().realize()
+    (x + 3).realize()
+    after = lt.stats()
+    assert before.kernels_launched == 0 and after.kernels_launched == 2  # the snapshot did not move
+    ran = after - before
+    assert ran.kernels_launched == 2 and ran.realizes == 2 and ran.replays == 0
+    assert ran.kernels_compiled == after.kernels_compiled - before.kernels_compiled
+    assert ran.run_seconds == after.run_seconds - before.run_seconds >= 0
+
+
 def test_a_schedule_runs_as_one_batch_with_the_results_of_launching_kernel_by_kernel(monkeypatch):
     """On a device that batches kernels (the CPU) a schedule of several kernels runs as one batch, built once
     for its structure: a step on new data with new scalars reuses it. A schedule whose outputs pass
@@ -539,4 +552,8 @@ def test_debug_prints_one_line_per_launch(capsys, monkeypatch):
     monkeypatch.setenv("LT_DEBUG", "3")
     (x.sin() * 5).realize()
     err = capsys.readouterr().err
-    assert "define void" in err
+    assert "define void" in err and "alloca" not in err  # optimized: the renderer's loop counters are registers
+    monkeypatch.setenv("LT_DEBUG", "5")
+    (x.sin() * 7).realize()
+    err = capsys.readouterr().err
+    assert err.count("define void") >= 2 and "alloca" in err  # and the IR as rendered, before optimization

@@ -158,7 +158,7 @@ def test_a_full_reduction_is_one_schedule_item_and_two_kernels_on_the_cpu(split,
     arrays = [random_array((kernel.buffers[1].size,), lt.float32, seed, low=0) for seed in range(3)]
     split_out, whole_out = np.zeros(1, np.float32), np.zeros(1, np.float32)
     program([split_out.ctypes.data, *(a.ctypes.data for a in arrays)], [])
-    runtime._built(runtime._program(kernel))([whole_out.ctypes.data, *(a.ctypes.data for a in arrays)], [])
+    runtime._built(runtime._program(kernel))[0]([whole_out.ctypes.data, *(a.ctypes.data for a in arrays)], [])
     np.testing.assert_allclose(split_out, whole_out, rtol=1e-6)
     monkeypatch.setenv("LT_NUM_THREADS", "1")  # the chunks stay; the calling thread takes them all
     program([split_out.ctypes.data, *(a.ctypes.data for a in arrays)], [])

@@ -484,7 +484,7 @@ def test_bias_and_relu_are_fused_into_the_tile_store(monkeypatch):
     assert_same(fn, a, b, bias)
     kernel, program = contraction_program(fn(*cuda_tensors(a, b, bias)))
     assert kernel.epilogue is not None and program.epilogue is None and not program.packs
-    (step,) = program.steps()
+    (step,) = program.parts()
     assert "its epilogue fused" in step.source.source and step.source.source.count("tl.store(") == 1
     assert step.path.parent == runtime.cache_dir() and step.path.read_text() == step.source.source
 
@@ -546,8 +546,8 @@ def test_tf32_switch_changes_the_source_and_the_cache_key(monkeypatch):
     lt.set_allow_tf32(True)
     fast, compiled = device.compile(item.kernel)
     assert compiled and fast is not exact
-    assert 'input_precision="ieee"' in exact.steps()[0].source.source
-    assert 'input_precision="tf32"' in fast.steps()[0].source.source
+    assert 'input_precision="ieee"' in exact.parts()[0].source.source
+    assert 'input_precision="tf32"' in fast.parts()[0].source.source
     lt.set_allow_tf32(None)  # back to the environment
     monkeypatch.setenv("LT_ALLOW_TF32", "1")
     assert lt.tf32_allowed() and device.compile(item.kernel) == (fast, False)
@@ -555,7 +555,7 @@ def test_tf32_switch_changes_the_source_and_the_cache_key(monkeypatch):
     assert device.compile(item.kernel) == (exact, False)
     lt.set_allow_tf32(True)
     (item64,) = lt.schedule(x.cast(lt.float64) @ y.cast(lt.float64))
-    assert 'input_precision="ieee"' in device.compile(item64.kernel)[0].steps()[0].source.source, "no TF32 in float64"
+    assert 'input_precision="ieee"' in device.compile(item64.kernel)[0].parts()[0].source.source, "no TF32 in float64"
 
 
 def test_autotune_times_each_candidate_once_per_shape(monkeypatch):
@@ -578,7 +578,7 @@ def test_autotune_times_each_candidate_once_per_shape(monkeypatch):
     assert_same(fn, a, b, bias)
     assert len(timed) == 2, "a contraction of a shape already timed compiles the winner only"
     _, program = contraction_program(fn(*cuda_tensors(a, b, bias)))
-    assert [step.source.name.endswith(str(small)) for step in program.steps()] == [True]
+    assert [step.source.name.endswith(str(small)) for step in program.parts()] == [True]
 
 
 @pytest.fixture(params=[*range(len(gemm._TILES)), "tuned"], ids=lambda p: f"tiles{p}" if p != "tuned" else p)

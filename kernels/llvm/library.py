@@ -66,10 +66,10 @@ def _keep(params: int, e: BaseException) -> None:
             _failures[params] = e
 
 
-def failure(slots: ctypes.Array) -> BaseException | None:
-    """The error the chunks of the call with parameter `slots` kept, if any (given once)."""
+def failure(params: int) -> BaseException | None:
+    """The error the chunks of the call whose parameter slots are at address `params` kept, if any (given once)."""
     with _lock:
-        return _failures.pop(ctypes.addressof(slots), None)
+        return _failures.pop(params, None)
 
 
 __all__ = ["chunk_function", "failure"]

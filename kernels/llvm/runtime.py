@@ -7,13 +7,18 @@ then called through ctypes.
 
 ctypes releases the GIL during the call, so a kernel with enough work is
 split along its outermost output loop into chunks that the calling thread and
-a pool of `LT_NUM_THREADS` threads (default: the cores this process may run
-on) claim one at a time. The claiming is compiled too (`_CHUNKS_IR`): each
-thread makes one call that claims chunks with an atomic counter until none is
-left, so a chunk costs no Python, and the calling thread then waits for the
-chunks others claimed without waiting for a pool thread to wake up. Kernels
-below `PARALLEL_MIN_WORK` loop iterations run on the calling thread: handing
-work to the pool costs tens of microseconds.
+`LT_NUM_THREADS - 1` threads of a pool (default: the cores this process may run
+on) claim one at a time (`pool.py`). The claiming is compiled too, so a chunk
+costs no Python; the calling thread starts at once and only waits for chunks
+others claimed, and the pool's threads keep looking for the next job a short
+while after each, so back-to-back launches start on every thread at once.
+Kernels below `PARALLEL_MIN_WORK` loop iterations run on the calling thread:
+a hand-off to the pool costs microseconds, and tens where its threads sleep.
+
+A call fills one array, its frame: the addresses of its buffers, then its
+scalar parameters (`_frame`). What does not change between calls is made once
+per program: the chunk tables of its phases, for each thread count (`_Plan`),
+whose fields are offsets into a frame.
 
 Compiling goes through LLVM's object code (`compiler.py`), which the engine loads. A schedule's new
 kernels compile together, before any runs (`compile_kernels`): each program's modules are compile jobs,
@@ -40,19 +45,19 @@ compiles to a `SplitReductionProgram` (see `kernels/split.py`): partial
 reductions over chunks of the input, which the calling thread and the pool's
 take one at a time, then a combine (one chunk, after them). Whether to split,
 and into how many chunks, is decided when the kernel is compiled, from
-`num_threads()` then (the program is cached by the kernel's body, as the
-pool's size is fixed at its first use); how many threads take the chunks is
-`num_threads()` at each call.
+`num_threads()` then (the program is cached by the kernel's body); how many
+threads take the chunks is `num_threads()` at each call.
 
 Checked kernels (`bounds.CHECK` when a kernel is compiled, see `kernels/bounds.py`) are programs of
 their own, cached apart from the unchecked ones; a call of one raises `OutOfBounds` after the launch if
 any of its accesses fell outside its buffer.
 
-Threads. Compiling, calling and batching are safe from several Python threads at once: the engine, the
-pool and `take_chunks` are made once (`_setup`), the engine is used under its lock only (llvmlite's
-MCJIT is not thread-safe), one compile runs at a time (`_compiling`: a kernel two threads ask for
-compiles once), each call has its own chunk table, counters and parameter slots, and a program whose
-scratch buffers a call uses is held by that call.
+Threads. Compiling, calling and batching are safe from several Python threads at once: the engine and
+the pool are made once (`_setup`), the engine is used under its lock only (llvmlite's MCJIT is not
+thread-safe), one compile runs at a time (`_compiling`: a kernel two threads ask for compiles once),
+each call has its own frame, the chunk tables are only read once made, the pool runs one launch's job
+at a time (a launch that finds it busy runs on its own thread), and a program whose scratch buffers a
+call uses is held by that call.
 """
 from __future__ import annotations
 
@@ -67,8 +72,7 @@ import sys
 import threading
 import time
 from collections.abc import Generator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager, ExitStack, nullcontext
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,9 +85,10 @@ from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, S
 from ..lapack import LibraryError, flops
 from ..legalize import legalize
 from ..split import split_reduction
-from . import compiler, library, mathlib
+from . import compiler, disk_cache, library, mathlib
 from .compiler import Machine
 from .gemm import Layout, Pack, core_name, pack_kernels, render_gemm, render_gemm_core
+from .pool import CHUNK_FIELDS, FUNCTIONS, POOL_IR, Pool
 from .render import NATIVE, column_reductions, render, symbol
 from .scan import render_scan
 from .sort import render_sort
@@ -119,11 +124,15 @@ class _Jit:
             self.engine.finalize_object()
             return self.engine.get_function_address(name)
 
+    def address(self, name: str) -> int:
+        """The address of a function of the object code loaded before."""
+        with self.lock:
+            return self.engine.get_function_address(name)
+
 
 _jit: _Jit | None = None
-_pool: ThreadPoolExecutor | None = None
-_take_chunks_fn: ctypes._CFuncPtr | None = None
-_setup = threading.Lock()  # makes each of the three above once, whichever thread asks first
+_pool: Pool | None = None
+_setup = threading.Lock()  # makes each of the two above once, whichever thread asks first
 _compiling = threading.Lock()  # one compile at a time: a kernel asked for by two threads compiles once
 
 
@@ -138,13 +147,28 @@ def num_threads() -> int:
     return max(1, int(value)) if value else _cores()
 
 
-def pool() -> ThreadPoolExecutor:
+def pool() -> Pool:
+    """The process's thread pool (`pool.py`), its functions compiled on first use; its threads start as jobs
+    need them."""
     global _pool
     if _pool is None:
+        j = jit()  # made before `_setup` is held, which making it takes
         with _setup:
             if _pool is None:
-                _pool = ThreadPoolExecutor(max_workers=num_threads(), thread_name_prefix="lazytensor")
+                first, *rest = FUNCTIONS
+                address = _compile((POOL_IR, first, False))[0][1]
+                _pool = Pool(address, *map(j.address, rest))
+                atexit.register(_pool.close)
     return _pool
+
+
+def _forget_pool() -> None:
+    """In a child process (`os.fork`): the parent's pool threads are not there; a launch starts others."""
+    global _pool
+    _pool = None
+
+
+os.register_at_fork(after_in_child=_forget_pool)
 
 
 def work(kernel: Kernel) -> int:
@@ -170,29 +194,40 @@ Job = tuple[str, str, bool]
 Compiled = tuple[str, int, float]
 
 
-def _compile(job: Job) -> Compiled:
-    """Compile one job here."""
+def _compile(job: Job) -> tuple[Compiled, bool]:
+    """Compile one job here, or load its code from the persistent cache (`disk_cache`); and whether it was
+    compiled (not found)."""
     source, name, wide = job
     t0 = time.perf_counter()
     j = jit()
-    with j.lock:  # LLVM's context is not thread-safe: the engine's lock guards every use of it
-        optimized, obj = j.machine.compile(source, wide)
-    return optimized, j.load(obj, name), time.perf_counter() - t0
+    if (kept := disk_cache.load(source, wide)) is None:
+        with j.lock:  # LLVM's context is not thread-safe: the engine's lock guards every use of it
+            optimized, obj = j.machine.compile(source, wide)
+        disk_cache.store(source, wide, optimized, obj)
+    else:
+        optimized, obj = kept
+    return (optimized, j.load(obj, name), time.perf_counter() - t0), kept is None
 
 
-def _scalar_slots(params: Sequence[int | float], dtypes: tuple, slots: ctypes.Array | None = None,
-                  checked: bool = False) -> ctypes.Array:
-    """The parameters as a kernel reads them (a 64-bit slot each), written into `slots` if given; new slots
-    of a checked kernel end with its fault record, zeroed."""
-    slots = (ctypes.c_int64 * max(1, len(params) + FAULT_SLOTS * checked))() if slots is None else slots
+def _frame(table: Sequence[int], params: Sequence[int | float], dtypes: tuple, checked: bool = False) \
+        -> ctypes.Array:
+    """What a call's functions read, in one array (one allocation per call): the buffer addresses of `table`,
+    then the parameter slots (`_scalar_slots`), those of a checked kernel ending with its fault record,
+    zeroed."""
+    frame = (ctypes.c_int64 * (len(table) + max(1, len(params) + FAULT_SLOTS * checked)))(*table)
     if params:
-        fmt = _slot_format(dtypes)
-        try:
-            fmt.pack_into(slots, 0, *params)
-        except struct.error:  # an integer past int64's range (uint64's top half), or not an int: as C converts
-            fmt.pack_into(slots, 0, *(p if dt.is_float else (int(p) + 2**63) % 2**64 - 2**63
-                                      for p, dt in zip(params, dtypes)))
-    return slots
+        _scalar_slots(params, dtypes, frame, len(table))
+    return frame
+
+
+def _scalar_slots(params: Sequence[int | float], dtypes: tuple, slots: ctypes.Array, at: int = 0) -> None:
+    """Write the parameters as a kernel reads them (a 64-bit slot each) into `slots`, from slot `at` on."""
+    fmt = _slot_format(dtypes)
+    try:
+        fmt.pack_into(slots, 8 * at, *params)
+    except struct.error:  # an integer past int64's range (uint64's top half), or not an int: as C converts
+        fmt.pack_into(slots, 8 * at, *(p if dt.is_float else (int(p) + 2**63) % 2**64 - 2**63
+                                       for p, dt in zip(params, dtypes)))
 
 
 @functools.cache
@@ -201,80 +236,8 @@ def _slot_format(dtypes: tuple) -> struct.Struct:
     return struct.Struct("=" + "".join("d" if dt.is_float else "q" for dt in dtypes))
 
 
-# `take_chunks(chunks, n, counters, wait)`: claims chunks `(fn, lo, hi, after, buffers, params)` of
-# `chunks[0:n]` by incrementing `counters[0]` and runs each, `fn(buffers, params, lo, hi)`, once `after`
-# chunks have finished (those of the phases before its own), counting those finished in `counters[1]`; with
-# `wait`, it then waits for the chunks other threads claimed. While it waits it yields its core, which a
-# thread it waits for may need.
-_CHUNKS_IR = """
-declare i32 @sched_yield()
-
-define private void @wait_for(ptr %finished, i64 %target) {
-entry:
-  br label %check
-check:
-  %count = load atomic i64, ptr %finished acquire, align 8
-  %reached = icmp sge i64 %count, %target
-  br i1 %reached, label %done, label %yield
-yield:
-  %ignored = call i32 @sched_yield()
-  br label %check
-done:
-  ret void
-}
-
-define private i64 @field(ptr %chunk, i64 %i) {
-entry:
-  %at = getelementptr i64, ptr %chunk, i64 %i
-  %value = load i64, ptr %at
-  ret i64 %value
-}
-
-define void @take_chunks(ptr %chunks, i64 %n, ptr %counters, i1 %wait) {
-entry:
-  %finished = getelementptr i64, ptr %counters, i64 1
-  br label %claim
-claim:
-  %i = atomicrmw add ptr %counters, i64 1 monotonic
-  %more = icmp slt i64 %i, %n
-  br i1 %more, label %run, label %claimed
-run:
-  %chunk = getelementptr [6 x i64], ptr %chunks, i64 %i
-  %after = call i64 @field(ptr %chunk, i64 3)
-  call void @wait_for(ptr %finished, i64 %after)
-  %fn = load ptr, ptr %chunk
-  %lo = call i64 @field(ptr %chunk, i64 1)
-  %hi = call i64 @field(ptr %chunk, i64 2)
-  %buffers_at = getelementptr i64, ptr %chunk, i64 4
-  %buffers = load ptr, ptr %buffers_at
-  %params_at = getelementptr i64, ptr %chunk, i64 5
-  %params = load ptr, ptr %params_at
-  call void %fn(ptr %buffers, ptr %params, i64 %lo, i64 %hi)
-  %ignored = atomicrmw add ptr %finished, i64 1 release
-  br label %claim
-claimed:
-  br i1 %wait, label %wait_all, label %done
-wait_all:
-  call void @wait_for(ptr %finished, i64 %n)
-  br label %done
-done:
-  ret void
-}
-"""
-_TakeChunks = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_bool)
-CHUNK_FIELDS = 6
-
 # A phase: calls `(fn, n)` of `fn` over `[0, n)` that may run together, and the work they are worth.
 Phase = tuple[Sequence[tuple[ctypes._CFuncPtr, int]], int]
-
-
-def _take_chunks() -> ctypes._CFuncPtr:
-    global _take_chunks_fn
-    if _take_chunks_fn is None:
-        with _setup:
-            if _take_chunks_fn is None:
-                _take_chunks_fn = _TakeChunks(_compile((_CHUNKS_IR, "take_chunks", False))[1])
-    return _take_chunks_fn
 
 
 def _one_thread(work: int) -> bool:
@@ -290,8 +253,9 @@ def _threads(calls: Sequence[tuple[ctypes._CFuncPtr, int]], work: int) -> int:
 
 
 def _chunks(phases: Sequence[tuple[Phase, int, int]]) -> tuple[list[int], int]:
-    """The chunk table (`take_chunks`'s) of `phases` run one after another, each given with the addresses of
-    its buffer table and its scalar parameters; and how many threads it pays to share the chunks to."""
+    """The chunk table (`pool.py`'s) of `phases` run one after another, each given with the offsets of its
+    buffer table and scalar parameters from a job's base address; and how many threads it pays to share the
+    chunks to."""
     threads = max(_threads(calls, work) for (calls, work), _, _ in phases)
     chunks: list[int] = []
     for (calls, work), buffers, params in phases:
@@ -304,36 +268,42 @@ def _chunks(phases: Sequence[tuple[Phase, int, int]]) -> tuple[list[int], int]:
     return chunks, threads
 
 
-def _take(chunks: ctypes.Array, threads: int) -> None:
-    """Run the chunks of a table, the calling thread and `threads - 1` of the pool's claiming them.
+@dataclass(frozen=True)
+class _Plan:
+    """Phases cut into chunks for a number of threads, once: a ctypes table, its chunks, the threads."""
 
-    Claiming, not fixed halves, because the machine may be shared: a thread whose core another
-    process takes simply claims fewer chunks. The calling thread starts at once and only waits for
-    chunks others claimed, not for pool threads to wake up: a pool thread that wakes after the last
-    chunk was claimed finds none (the arguments it is handed stay alive until it has looked)."""
-    n, counters, take = len(chunks) // CHUNK_FIELDS, (ctypes.c_int64 * 2)(), _take_chunks()
-    try:
-        for _ in range(threads - 1):
-            pool().submit(take, chunks, n, counters, False)
-    finally:
-        # Even when interrupted (Ctrl-C) while handing chunks out: the caller claims what is left and waits for
-        # every chunk, so no pool thread still writes to the buffers once this returns or raises.
-        take(chunks, n, counters, True)
+    table: ctypes.Array
+    n: int
+    threads: int
+
+    @staticmethod
+    def of(phases: Sequence[tuple[Phase, int, int]]) -> _Plan:
+        chunks, threads = _chunks(phases)
+        return _Plan((ctypes.c_int64 * len(chunks))(*chunks), len(chunks) // CHUNK_FIELDS, threads)
+
+    def run(self, base: int) -> None:
+        """Run the chunks, the calling thread and the pool's threads claiming them one at a time.
+
+        Claiming, not fixed shares, because the machine may be shared: a thread whose core another
+        process takes simply claims fewer chunks."""
+        pool().run(self.table, self.n, base, self.threads)
 
 
-def _split(phases: Sequence[Phase], ptrs: ctypes.Array, slots: ctypes.Array) -> None:
-    """Run `phases` one after another on one buffer table and parameters: on the calling thread when the
-    work is small, else in chunks that the calling thread and the pool's threads claim one at a time. The
-    phases share one hand-off to the pool and one wait, which cost tens of microseconds each: a chunk
-    waits for the phases before its own to finish (a contraction's GEMM for its packing kernels, which
-    run together)."""
-    if max(_threads(calls, work) for calls, work in phases) <= 1:
-        for calls, _ in phases:
-            for fn, n in calls:
-                fn(ptrs, slots, 0, n)
-        return
-    chunks, threads = _chunks([(phase, ctypes.addressof(ptrs), ctypes.addressof(slots)) for phase in phases])
-    _take((ctypes.c_int64 * len(chunks))(*chunks), threads)
+def _plan_key() -> tuple[int, int]:
+    """What a plan depends on beside the program: the threads there are now, and the least work for two."""
+    return num_threads(), PARALLEL_MIN_WORK
+
+
+def _run(program: Program | StagedProgram, frame: ctypes.Array, size: int) -> None:
+    """Run a program's phases on a call's `frame` (`_frame`) of `size` buffer addresses: on the calling thread
+    when the work is small, else in chunks that it and the pool's threads claim. The phases share one
+    hand-off to the pool and one wait: a chunk waits for the phases before its own to finish (a
+    contraction's GEMM for its packing kernels, which run together). The chunk tables are made once per
+    program, size and `_plan_key()`: their fields are offsets into the frame."""
+    key = (*_plan_key(), size)
+    if (plan := program.plans.get(key)) is None:
+        plan = program.plans[key] = _Plan.of([(phase, 0, 8 * size) for phase in program.phases()])
+    plan.run(ctypes.addressof(frame))
 
 
 @dataclass
@@ -350,6 +320,7 @@ class Program:
     work: int
     checked: bool = False
     _asm: str | None = field(default=None, repr=False)
+    plans: dict[tuple[int, ...], _Plan] = field(default_factory=dict, repr=False, compare=False)  # see `_run`
 
     @property
     def name(self) -> str:
@@ -363,22 +334,26 @@ class Program:
                 self._asm = j.target_machine.emit_assembly(llvm.parse_assembly(self.optimized_ir))
         return self._asm
 
+    def artifacts(self) -> dict[str, str]:
+        """Files of what compiling made, by name (a dump's): the LLVM IR before and after optimization, and the
+        host assembly."""
+        return {"llvm.ll": self.llvm_ir, "llvm-optimized.ll": self.optimized_ir, "assembly.s": self.assembly}
+
     def __call__(self, buffers: Sequence[int], params: Sequence[int | float]) -> None:
-        ptrs = (ctypes.c_void_p * max(1, len(buffers)))(*buffers)
-        slots = _scalar_slots(params, self.kernel.params, checked=self.checked)
+        frame = _frame(buffers, params, self.kernel.params, self.checked)
         if _one_thread(self.work):  # a small kernel's launch is this: no chunks, no pool
-            self.fn(ptrs, slots, 0, self.extent)
+            self.fn(frame, ctypes.addressof(frame) + 8 * len(buffers), 0, self.extent)
         else:
-            _split(self.phases(), ptrs, slots)
+            _run(self, frame, len(buffers))
         if self.checked:
-            _check_faults(self, slots)
+            _check_faults(self, frame, len(buffers))
 
     def buffers(self) -> tuple[BufferParam, ...]:
         """The buffers of the table the functions read, by slot."""
         return self.kernel.buffers
 
     def phases(self) -> list[Phase]:
-        """What a call runs, phase after phase (`_split`'s input): here one phase, the function."""
+        """What a call runs, phase after phase (`_run`'s input): here one phase, the function."""
         return [([(self.fn, self.extent)], self.work)]
 
     def scratch_pointers(self) -> list[int]:
@@ -389,10 +364,6 @@ class Program:
         """The buffer table the functions read: the caller's buffers (outputs, inputs), and the scratch."""
         return list(buffers)
 
-    def owned(self) -> AbstractContextManager:
-        """Held while a call uses the program's scratch buffers (a plain program has none)."""
-        return nullcontext()
-
 
 @dataclass
 class LibraryProgram(Program):
@@ -400,12 +371,11 @@ class LibraryProgram(Program):
     IR: `llvm_ir` says what runs instead."""
 
     def __call__(self, buffers: Sequence[int], params: Sequence[int | float]) -> None:
-        ptrs = (ctypes.c_void_p * max(1, len(buffers)))(*buffers)
-        slots = _scalar_slots(params, self.kernel.params)
+        frame = _frame(buffers, params, self.kernel.params)
         try:
-            _split(self.phases(), ptrs, slots)
+            _run(self, frame, len(buffers))
         finally:  # collected even when interrupted: the slots' address may be another call's next
-            failed = library.failure(slots)
+            failed = library.failure(ctypes.addressof(frame) + 8 * len(buffers))
         if failed is not None:
             raise failed
 
@@ -414,10 +384,11 @@ class LibraryProgram(Program):
         return self.llvm_ir
 
 
-def _check_faults(program: Program | StagedProgram, slots: ctypes.Array, position: int | None = None) -> None:
-    """Raise `OutOfBounds` if the fault record in a checked program's parameter `slots` holds a fault (which
-    it clears for the next run); `position` says which program of a batch it is."""
-    n = len(program.kernel.params)
+def _check_faults(program: Program | StagedProgram, slots: ctypes.Array, at: int = 0,
+                  position: int | None = None) -> None:
+    """Raise `OutOfBounds` if the fault record in a checked program's parameter slots (`slots` from slot `at`
+    on) holds a fault (which it clears for the next run); `position` says which program of a batch it is."""
+    n = at + len(program.kernel.params)
     record = slots[n:n + FAULT_SLOTS]
     if record[0]:
         slots[n:n + FAULT_SLOTS] = [0] * FAULT_SLOTS
@@ -448,6 +419,8 @@ class StagedProgram:
     # held by a call while it uses the scratch buffers; re-entrant, as a call allocates them on first use
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _scratch: list[np.ndarray] | None = field(default=None, repr=False)
+    _scratch_pointers: list[int] | None = field(default=None, repr=False)  # read once: NumPy's take microseconds
+    plans: dict[tuple[int, ...], _Plan] = field(default_factory=dict, repr=False, compare=False)  # see `_run`
 
     @property
     def name(self) -> str:
@@ -465,6 +438,8 @@ class StagedProgram:
     def assembly(self) -> str:
         return "\n".join(p.assembly for p in self.stages)
 
+    artifacts = Program.artifacts
+
     def scratch(self) -> list[BufferParam]:
         raise NotImplementedError
 
@@ -480,10 +455,12 @@ class StagedProgram:
         return [p for stage in self.stages for p in stage.phases()]
 
     def scratch_pointers(self) -> list[int]:
-        with self._lock:  # two threads' first calls (or batches) must get the same buffers
-            if self._scratch is None:
-                self._scratch = [_aligned_zeros(p) for p in self.scratch()]
-            return [m.ctypes.data for m in self._scratch]
+        if self._scratch_pointers is None:
+            with self._lock:  # two threads' first calls (or batches) must get the same buffers
+                if self._scratch is None:
+                    self._scratch = [_aligned_zeros(p) for p in self.scratch()]
+                    self._scratch_pointers = [m.ctypes.data for m in self._scratch]
+        return self._scratch_pointers
 
     def owned(self) -> threading.RLock:
         """Held while a call uses the program's scratch buffers: one call at a time."""
@@ -492,10 +469,10 @@ class StagedProgram:
     def __call__(self, buffers: Sequence[int], params: Sequence[int | float]) -> None:
         with self._lock:
             table = self.table(buffers, self.scratch_pointers())
-            slots = _scalar_slots(params, self.kernel.params, checked=self.checked)
-            _split(self.phases(), (ctypes.c_void_p * len(table))(*table), slots)
+            frame = _frame(table, params, self.kernel.params, self.checked)
+            _run(self, frame, len(table))
         if self.checked:
-            _check_faults(self, slots)
+            _check_faults(self, frame, len(table))
 
 
 @dataclass
@@ -593,6 +570,9 @@ class ScanProgram(StagedProgram):
         return (*self.kernel.buffers, *self.scratch())
 
 
+_NOTHING_OWNED = nullcontext()  # a batch of programs without scratch buffers holds none
+
+
 class Batch:
     """Programs run one after another in one call, as one table of chunks that the calling thread and the
     pool claim: one hand-off to the pool for all of them, and no Python between one program's chunks and
@@ -616,8 +596,7 @@ class Batch:
             self.fixed += scratch
         self.gather = np.array(gather, dtype=np.intp)
         self.pointers = np.zeros(max(1, len(gather)), dtype=np.uint64)  # the programs' tables, end to end
-        self.slots = [_scalar_slots(params, program.kernel.params, checked=program.checked)
-                      for program, _, params in calls]
+        self.slots = [_frame((), params, program.kernel.params, program.checked) for program, _, params in calls]
         self.checked = [k for k, program in enumerate(self.programs) if program.checked]
         self.library = [k for k, program in enumerate(self.programs) if isinstance(program, LibraryProgram)]
         base = self.pointers.ctypes.data
@@ -625,38 +604,33 @@ class Batch:
                        for program, start, slots in zip(self.programs, starts, self.slots)
                        for phase in program.phases()]
         self._lock = threading.Lock()  # a run writes the tables the chunks read: one run at a time
-        # each program once, in one order for every batch, so that taking their locks cannot deadlock
-        self._owners = [p for _, p in sorted({id(p): p for p in self.programs}.items())]
-        self._rechunk()
+        # each program with scratch buffers once, in one order for every batch, so that taking their locks
+        # cannot deadlock
+        self._owners = [p for _, p in sorted({id(p): p for p in self.programs if isinstance(p, StagedProgram)}.items())]
+        self.plan_key, self.plan = _plan_key(), _Plan.of(self.phases)
 
     def __call__(self, table: Sequence[int], params: Mapping[int, Sequence[int | float]] | None = None) -> None:
         """Run the programs on the buffers at the addresses in `table`, the `k`th program with `params[k]` as
         its scalar parameters from now on where given."""
-        with self._lock, ExitStack() as owned:
+        with self._lock, ExitStack() if self._owners else _NOTHING_OWNED as owned:
             for k, values in (params or {}).items():
                 _scalar_slots(values, self.programs[k].kernel.params, self.slots[k])
-            np.take(np.array([*table, *self.fixed], dtype=np.uint64), self.gather, out=self.pointers)
+            np.array([*table, *self.fixed], dtype=np.uint64).take(self.gather, out=self.pointers)
             for program in self._owners:
                 owned.enter_context(program.owned())
-            if num_threads() != self.chunked_for:
-                self._rechunk()
+            if (key := _plan_key()) != self.plan_key:
+                self.plan_key, self.plan = key, _Plan.of(self.phases)
             try:
-                _take(self.chunks, self.threads)
+                self.plan.run(0)  # the chunks' fields are the addresses of the programs' tables and slots
             finally:  # collected even when interrupted: a failure left behind would be the next run's
-                failures = [(k, library.failure(self.slots[k])) for k in self.library]
+                failures = [(k, library.failure(ctypes.addressof(self.slots[k]))) for k in self.library]
             for k in self.checked:
-                _check_faults(self.programs[k], self.slots[k], k)
+                _check_faults(self.programs[k], self.slots[k], position=k)
             for k, failed in failures:
                 if failed is not None:
                     if isinstance(failed, LibraryError):
                         failed.position = k
                     raise failed
-
-    def _rechunk(self) -> None:
-        """Cut the phases into chunks for the threads there are now (`num_threads()` may change between runs)."""
-        self.chunked_for = num_threads()
-        chunks, self.threads = _chunks(self.phases)
-        self.chunks = (ctypes.c_int64 * len(chunks))(*chunks)
 
 
 _programs: dict[tuple[str, bool], Program | StagedProgram] = {}  # by body and whether checked
@@ -833,14 +807,17 @@ def _compile_here(jobs: list[Job]) -> list[compiler.Answer]:
         return compiler.compile_batch(j.machine, [(source, wide) for source, _, wide in jobs])
 
 
-def _compile_side_by_side(jobs: list[Job]) -> list[Compiled | None]:
+def _compile_side_by_side(jobs: list[Job]) -> list[tuple[Compiled, bool] | None]:
     """Compile the jobs, each distinct one once, shared out among this thread and the workers (where the
-    batch is worth starting them); None for a job that failed (compiling it alone reports why)."""
+    batch is worth starting them), but those the persistent cache holds; each with whether it was compiled
+    (not found), or None for a job that failed (compiling it alone reports why)."""
     slot: dict[str, int] = {}
-    unique: list[Job] = []
+    every: list[Job] = []
     for job in jobs:
-        if slot.setdefault(job[0], len(unique)) == len(unique):
-            unique.append(job)
+        if slot.setdefault(job[0], len(every)) == len(every):
+            every.append(job)
+    kept = {i: found for i, (source, _, wide) in enumerate(every) if (found := disk_cache.load(source, wide))}
+    unique = [job for i, job in enumerate(every) if i not in kept]
     helpers = min(num_threads(), len(unique)) - 1
     if helpers < 1 or not _workers.procs and sum(len(job[0]) for job in unique) < SIDE_BY_SIDE_MIN_CHARS:
         helpers = 0
@@ -874,10 +851,16 @@ def _compile_side_by_side(jobs: list[Job]) -> list[Compiled | None]:
             for proc, _ in asked:
                 _workers.drop(proc)
             raise
-    compiled: list[Compiled | None] = []
-    for i, (_, name, _) in enumerate(unique):
-        optimized, obj, seconds, error = answers[i]
-        compiled.append(None if error is not None else (optimized, jit().load(obj, name), seconds))
+    fresh = iter(range(len(unique)))
+    compiled: list[tuple[Compiled, bool] | None] = []
+    for i, (source, name, wide) in enumerate(every):
+        if i in kept:
+            compiled.append(((kept[i][0], jit().load(kept[i][1], name), 0.0), False))
+            continue
+        optimized, obj, seconds, error = answers[next(fresh)]
+        if error is None:
+            disk_cache.store(source, wide, optimized, obj)
+        compiled.append(None if error is not None else ((optimized, jit().load(obj, name), seconds), True))
     return [compiled[slot[job[0]]] for job in jobs]
 
 
@@ -886,45 +869,51 @@ def compile_kernel(kernel: Kernel | Contraction | Scatter | Sort | Scan | Librar
     """Compile `kernel` (checked if `bounds.CHECK`, from `LT_CHECK_BOUNDS`), or find the program compiled for
     the same body.
 
-    Returns the program and whether this call compiled it."""
+    Returns the program and whether this call compiled it (not found here, nor its code in the persistent
+    cache)."""
     key = (kernel.body_text(), bounds.CHECK)
     if (hit := _programs.get(key)) is not None:
         return hit, False
     with _compiling:
         if (hit := _programs.get(key)) is not None:  # another thread compiled it meanwhile
             return hit, False
-        program = _programs[key] = _built(_builder(kernel, key[1]))
-    return program, True
+        program, compiled = _built(_builder(kernel, key[1]))
+        _programs[key] = program
+    return program, compiled
 
 
-def _built(builder: Builder) -> Program | StagedProgram:
-    """The program a builder makes, its jobs compiled here one after another."""
-    compiled = None
+def _built(builder: Builder) -> tuple[Program | StagedProgram, bool]:
+    """The program a builder makes, its jobs compiled here one after another; and whether any job was compiled
+    (not found in the persistent cache)."""
+    result, compiled = None, False
     try:
         while True:
-            compiled = _compile(builder.send(compiled))
+            result, fresh = _compile(builder.send(result))
+            compiled |= fresh
     except StopIteration as done:
-        return done.value
+        return done.value, compiled
 
 
-def compile_kernels(kernels: Sequence[Kernel | Contraction | Scatter | Sort | Scan | LibraryCall]) -> int:
+def compile_kernels(kernels: Sequence[Kernel | Contraction | Scatter | Sort | Scan | LibraryCall]) \
+        -> list[Kernel | Contraction | Scatter | Sort | Scan | LibraryCall]:
     """Compile the kernels not compiled yet, side by side: their jobs go to compile workers (processes,
     `compiler.py`), one fewer than `num_threads()`, while this thread compiles its share; the programs are
-    then found by `compile_kernel`. Returns how many kernels it compiled."""
+    then found by `compile_kernel`. Returns the kernels it compiled (the first of each body)."""
     if all((kernel.body_text(), bounds.CHECK) in _programs for kernel in kernels):  # every realize after the first
-        return 0
+        return []
     with _compiling:
         builders: dict[tuple[str, bool], Builder] = {}
+        first: dict[tuple[str, bool], Kernel | Contraction | Scatter | Sort | Scan | LibraryCall] = {}
         for kernel in kernels:
             if (key := (kernel.body_text(), bounds.CHECK)) not in _programs and key not in builders:
-                builders[key] = _builder(kernel, key[1])
-        jobs, done = {}, 0
+                builders[key], first[key] = _builder(kernel, key[1]), kernel
+        jobs, done, fresh = {}, [], set()
         for key, builder in builders.items():
             try:
                 jobs[key] = next(builder)
             except StopIteration as finished:  # nothing to compile (a library call)
                 _programs[key] = finished.value
-                done += 1
+                done.append(first[key])
         while jobs:
             results = _compile_side_by_side(list(jobs.values()))
             waiting = {}
@@ -932,10 +921,13 @@ def compile_kernels(kernels: Sequence[Kernel | Contraction | Scatter | Sort | Sc
                 if result is None:  # left to `compile_kernel`, which raises the error where the kernel runs
                     builders[key].close()
                     continue
+                if result[1]:
+                    fresh.add(key)
                 try:
-                    waiting[key] = builders[key].send(result)
+                    waiting[key] = builders[key].send(result[0])
                 except StopIteration as finished:
                     _programs[key] = finished.value
-                    done += 1
+                    if key in fresh:  # compiled, not all of it found in the persistent cache
+                        done.append(first[key])
             jobs = waiting
     return done

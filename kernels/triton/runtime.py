@@ -112,13 +112,25 @@ class Program:
 
     @property
     def llvm_ir(self) -> str:
-        """The LLVM IR Triton generated (LT_DEBUG=3); the interpreter has none, so there it is the Triton source."""
+        """The LLVM IR Triton generated, optimized (LT_DEBUG=3); the interpreter has none: there the Triton source."""
         return self.compiled.asm["llir"] if self.compiled is not None else self.source.source
+
+    optimized_ir = llvm_ir  # Triton optimizes the LLVM IR it makes before it hands it over
 
     @property
     def assembly(self) -> str:
         """The PTX Triton generated (LT_DEBUG=4); the Triton source under the interpreter."""
         return self.compiled.asm["ptx"] if self.compiled is not None else self.source.source
+
+    def artifacts(self) -> dict[str, str | bytes]:
+        """Files of what compiling made, by name (a dump's): the Triton source, and on a GPU what Triton made of it."""
+        name = self.source.name
+        out: dict[str, str | bytes] = {f"{name}.triton.py": self.source.source}
+        for kind, content in (self.compiled.asm.items() if self.compiled is not None else ()):
+            if kind in ("ttir", "ttgir", "llir", "ptx", "cubin"):
+                out[f"{name}.{kind}"] = content
+        return out
+
 
     def _args(self, buffers: Sequence[int], params: Sequence[bool | int | float]) -> list[object]:
         kernel_arg = self.target.kernel_arg
@@ -174,6 +186,33 @@ def _int_key(value: int) -> tuple[bool, ...]:
     return (True,) if value == 1 else (False, value % 16 == 0, -2**31 <= value < 2**31, value < 2**63)
 
 
+class _Composite:
+    """A program of several Triton programs (`parts`) run one after another: its IR, assembly and files are
+    theirs, in order."""
+
+    kernel: Any
+
+    def parts(self) -> list[Program]:
+        raise NotImplementedError
+
+    @property
+    def name(self) -> str:
+        return self.kernel.name
+
+    @property
+    def llvm_ir(self) -> str:
+        return "\n".join(part.llvm_ir for part in self.parts())
+
+    optimized_ir = llvm_ir
+
+    @property
+    def assembly(self) -> str:
+        return "\n".join(part.assembly for part in self.parts())
+
+    def artifacts(self) -> dict[str, str | bytes]:
+        return {name: content for part in self.parts() for name, content in part.artifacts().items()}
+
+
 def _load(source: TritonSource) -> tuple[Path, Any]:
     """Write `source` to the cache directory (once: files are named by content) and import its kernel."""
     digest = hashlib.sha256(source.source.encode()).hexdigest()[:16]
@@ -190,7 +229,7 @@ def _load(source: TritonSource) -> tuple[Path, Any]:
     return path, getattr(module, source.name)
 
 
-class ContractionProgram:
+class ContractionProgram(_Composite):
     """A contraction compiled for one target: pack kernels, the tl.dot kernel, then the epilogue kernel
     unless the tl.dot kernel fused it. Called like a `Program`, with the addresses of the output and the
     inputs (the contraction's buffers without its scratch) and the scalar parameters.
@@ -206,25 +245,13 @@ class ContractionProgram:
         # the tl.dot kernel, once chosen: at the first call when there are configurations to time
         self.gemm: Program | None = next(iter(candidates.values())) if len(candidates) == 1 else None
         self.compile_seconds = 0.0
-        taken = {slot for step in self.steps() for slot in step.slots}
+        taken = {slot for step in self.parts() for slot in step.slots}
         self.scratch = [slot for slot, b in enumerate(plan.buffers) if b.scratch and slot in taken]
 
-    @property
-    def name(self) -> str:
-        return self.kernel.name
-
-    def steps(self) -> list[Program]:
+    def parts(self) -> list[Program]:
         """The programs a call runs, in order (every candidate tl.dot kernel until one is chosen)."""
         gemms = [self.gemm] if self.gemm is not None else list(self.candidates.values())
         return [*self.packs, *gemms, *([self.epilogue] if self.epilogue is not None else [])]
-
-    @property
-    def llvm_ir(self) -> str:
-        return "\n".join(step.llvm_ir for step in self.steps())
-
-    @property
-    def assembly(self) -> str:
-        return "\n".join(step.assembly for step in self.steps())
 
     def __call__(self, buffers: Sequence[int], params: Sequence[bool | int | float]) -> None:
         # An address for each of plan.buffers: the caller's for the output and the inputs, in order, and
@@ -261,7 +288,7 @@ class ContractionProgram:
         return self.candidates[best]
 
 
-class StepsProgram:
+class StepsProgram(_Composite):
     """A kernel compiled to several kernels, run one after the other on one buffer table: the kernel's
     buffers, then `scratch` buffers allocated for each call. A scatter's base and updates where the updates
     fold or are distinct; else the base, claim and write kernels of `claim.claim_scatter`, with their claims
@@ -274,17 +301,8 @@ class StepsProgram:
         self.kernel, self.steps, self.scratch, self.target = kernel, steps, scratch, target
         self.compile_seconds = 0.0
 
-    @property
-    def name(self) -> str:
-        return self.kernel.name
-
-    @property
-    def llvm_ir(self) -> str:
-        return "\n".join(step.llvm_ir for step in self.steps)
-
-    @property
-    def assembly(self) -> str:
-        return "\n".join(step.assembly for step in self.steps)
+    def parts(self) -> list[Program]:
+        return self.steps
 
     def __call__(self, buffers: Sequence[int], params: Sequence[bool | int | float]) -> None:
         held = [self.target.alloc(b.size * memory_dtype(b.dtype).itemsize) for b in self.scratch]
@@ -293,7 +311,7 @@ class StepsProgram:
             step.launch(table, params)
 
 
-class SortProgram:
+class SortProgram(_Composite):
     """A `Sort` compiled for one target: the bitonic network of `sort.py` (init, a step per layer, final) on
     work buffers allocated for each call."""
 
@@ -308,17 +326,8 @@ class SortProgram:
         self.final = _program(kernel, render_final(kernel, f"{name}_final"), target, (work[1], kernel.buffers[0]))
         self.compile_seconds = 0.0
 
-    @property
-    def name(self) -> str:
-        return self.kernel.name
-
-    @property
-    def llvm_ir(self) -> str:
-        return "\n".join(step.llvm_ir for step in (self.init, self.step, self.final))
-
-    @property
-    def assembly(self) -> str:
-        return "\n".join(step.assembly for step in (self.init, self.step, self.final))
+    def parts(self) -> list[Program]:
+        return [self.init, self.step, self.final]
 
     def __call__(self, buffers: Sequence[int], params: Sequence[bool | int | float]) -> None:
         out, keys = buffers

@@ -9,7 +9,7 @@ initializers (`nn.init`), with PyTorch's names and defaults.
 """
 from __future__ import annotations
 
-from . import functional, init
+from . import functional, init, utils
 from .modules import (
                       GELU,
                       AdaptiveAvgPool2d,
@@ -41,9 +41,13 @@ from .modules import (
                       Softmax,
                       Tanh,
 )
+from .recurrent import GRU, LSTM, RNN
 
 __all__ = [
                       "GELU",
+                      "GRU",
+                      "LSTM",
+                      "RNN",
                       "AdaptiveAvgPool2d",
                       "AvgPool2d",
                       "BCEWithLogitsLoss",
@@ -74,4 +78,5 @@ __all__ = [
                       "Tanh",
                       "functional",
                       "init",
+                      "utils",
 ]

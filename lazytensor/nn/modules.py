@@ -1,6 +1,7 @@
 """Modules: parameters and sub-modules with PyTorch's interface (`torch.nn.Module` and friends)."""
 from __future__ import annotations
 
+import itertools
 import math
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
@@ -35,6 +36,24 @@ class Parameter(Tensor):
 class _IncompatibleKeys(NamedTuple):
     missing_keys: list[str]
     unexpected_keys: list[str]
+
+
+class RemovableHandle:
+    """What registering a hook returns: `remove()` (or leaving a `with` block) unregisters it."""
+
+    _ids = itertools.count()
+
+    def __init__(self, table: OrderedDict):
+        self.table, self.id = table, next(RemovableHandle._ids)
+
+    def remove(self) -> None:
+        self.table.pop(self.id, None)
+
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
 
 
 class Module:
@@ -244,13 +263,23 @@ class Module:
                 for t in [*self.parameters(), *self.buffers()]:
                     if t.dtype.is_float:
                         t.node = t.cast(dt).realize().node
-        if device is not None:
+        if device is not None:  # in place, as PyTorch's: each parameter (and its gradient) is moved, keeping its object
             for t in [*self.parameters(), *self.buffers()]:
-                t.to(device)  # raises for devices it cannot copy to
+                moved = t.to(device)  # raises for devices it cannot copy to
+                if moved is not t:
+                    t.node = moved.node
+                    if t.grad is not None:
+                        t.grad = t.grad.to(device)
         return self
 
     def float(self) -> Module:
         return self.to(dtypes.float32)
+
+    def half(self) -> Module:
+        return self.to(dtypes.float16)
+
+    def bfloat16(self) -> Module:
+        return self.to(dtypes.bfloat16)
 
     def double(self) -> Module:
         return self.to(dtypes.float64)
@@ -261,7 +290,45 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.forward(*args, **kwargs)
+        hooks = self.__dict__.get("_hooks")
+        if not hooks:
+            return self.forward(*args, **kwargs)
+        for hook, with_kwargs in list(hooks["pre"].values()):
+            result = hook(self, args, kwargs) if with_kwargs else hook(self, args)
+            if result is not None:
+                if with_kwargs:
+                    args, kwargs = result
+                else:
+                    args = result if isinstance(result, tuple) else (result,)
+        out = self.forward(*args, **kwargs)
+        for hook, with_kwargs in list(hooks["post"].values()):
+            result = hook(self, args, kwargs, out) if with_kwargs else hook(self, args, out)
+            if result is not None:
+                out = result
+        return out
+
+    def register_forward_pre_hook(self, hook: Callable[..., Any], *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> RemovableHandle:
+        """Run `hook(module, args)` (with `with_kwargs`, `hook(module, args, kwargs)`) before each forward; what
+        it returns, if not None, replaces the arguments (`(args, kwargs)` with `with_kwargs`). PyTorch's."""
+        return self._add_hook("pre", hook, prepend, with_kwargs)
+
+    def register_forward_hook(self, hook: Callable[..., Any], *, prepend: bool = False,
+                              with_kwargs: bool = False) -> RemovableHandle:
+        """Run `hook(module, args, output)` (with `with_kwargs`, `hook(module, args, kwargs, output)`) after each
+        forward; what it returns, if not None, replaces the output. PyTorch's."""
+        return self._add_hook("post", hook, prepend, with_kwargs)
+
+    def _add_hook(self, kind: str, hook: Callable[..., Any], prepend: bool, with_kwargs: bool) -> RemovableHandle:
+        hooks = self.__dict__.get("_hooks")
+        if hooks is None:
+            hooks = {"pre": OrderedDict(), "post": OrderedDict()}
+            object.__setattr__(self, "_hooks", hooks)
+        handle = RemovableHandle(hooks[kind])
+        hooks[kind][handle.id] = (hook, with_kwargs)
+        if prepend:
+            hooks[kind].move_to_end(handle.id, last=False)
+        return handle
 
     def extra_repr(self) -> str:
         return ""

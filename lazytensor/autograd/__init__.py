@@ -36,11 +36,11 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .graph import MOVEMENT, Op
-from .kernels.ir import Alu, ReduceOp, toposort
+from ..graph import MOVEMENT, Op
+from ..kernels.ir import Alu, ReduceOp, toposort
 
 if TYPE_CHECKING:
-    from .tensor import Tensor
+    from ..tensor import Tensor
 
 _state = threading.local()
 
@@ -85,7 +85,7 @@ def custom_vjp(srcs: Sequence[Tensor], forward: Callable[[], Tensor],
     its shape and dtype (None for a source that needs none). It must build them with ordinary tensor
     ops on `g` and `srcs`, which are recorded under `create_graph`, so higher-order gradients go
     through them (and through a custom op they call)."""
-    from .tensor import Tensor
+    from ..tensor import Tensor
     srcs = tuple(srcs)
     with no_grad():
         out = forward()
@@ -140,8 +140,8 @@ def _propagate(roots: Sequence[Tensor], seeds: Sequence[Tensor],
 
 
 def _seed(t: Tensor, gradient: Any, name: str) -> Tensor:
-    from .creation import asarray
-    from .tensor import Tensor
+    from ..creation import asarray
+    from ..tensor import Tensor
     if not t.dtype.is_float:
         raise RuntimeError(f"{name}: only floating-point tensors have gradients, this one is {t.dtype.name} "
                            "(comparisons, argmax, integer and bool ops are not differentiable)")
@@ -153,7 +153,8 @@ def _seed(t: Tensor, gradient: Any, name: str) -> Tensor:
     g = gradient if isinstance(gradient, Tensor) else asarray(gradient, device=t.device)
     if g.shape != t.shape:
         raise RuntimeError(f"{name}: the gradient has shape {g.shape}, the output has shape {t.shape}")
-    return Tensor(g.node).cast(t.dtype)
+    # recording (create_graph), the gradient is a function of the seed too: a jvp differentiates by it
+    return g.cast(t.dtype) if is_grad_enabled() else Tensor(g.node).cast(t.dtype)
 
 
 def backward(tensor: Tensor, gradient: Any = None, *, create_graph: bool = False) -> None:
@@ -166,7 +167,7 @@ def backward(tensor: Tensor, gradient: Any = None, *, create_graph: bool = False
         raise RuntimeError("backward: the tensor does not require grad: no input of the ops that made it "
                            "requires grad (call requires_grad_() on the inputs first), or it was made under "
                            "no_grad()")
-    from .tensor import Tensor
+    from ..tensor import Tensor
     with set_grad_enabled(create_graph):
         seed = _seed(tensor, gradient, "backward")
         reached = _propagate([tensor], [seed])
@@ -186,7 +187,7 @@ def gradients(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tens
               allow_unused: bool = False) -> tuple[Tensor, ...]:
     """PyTorch's `torch.autograd.grad`: the gradients of `outputs` with respect to `inputs` (any tensors
     of the graph, leaves or not), returned instead of accumulated into `.grad`."""
-    from .tensor import Tensor
+    from ..tensor import Tensor
     outs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
     ins = [inputs] if isinstance(inputs, Tensor) else list(inputs)
     if grad_outputs is None:
@@ -221,8 +222,8 @@ def grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool 
     `argnums` picks the arguments to differentiate (an int gives one gradient, a tuple a tuple);
     `has_aux=True` means `f` returns `(value, aux)` and `grad` returns `(gradient, aux)`. Gradients keep
     their graph, so `grad(grad(f))` gives second derivatives."""
-    from .creation import asarray
-    from .tensor import Tensor
+    from ..creation import asarray
+    from ..tensor import Tensor
 
     @functools.wraps(f)
     def gradient_of_f(*args: Any, **kwargs: Any) -> Any:
@@ -277,7 +278,7 @@ def _zeros_like(t: Tensor) -> Tensor:
 
 
 def _where(cond: Tensor, a: Tensor, b: Tensor | float) -> Tensor:
-    from .tensor import where
+    from ..tensor import where
     return where(cond, a, b)
 
 
@@ -491,7 +492,7 @@ def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> li
             raise NotImplementedError(f"autograd: no gradient for a running {arg.value}")
         grads = [g.flip(-1)._scan_last(ReduceOp.SUM).flip(-1)]
     elif op is Op.LINALG:  # a factorization's rule, beside its routine
-        from .linalg import vjp as linalg_vjp
+        from ..linalg import vjp as linalg_vjp
         grads = linalg_vjp(arg, srcs, out, g)
     elif op is Op.GATHER:  # what each element read, added back where it read it
         index = srcs[1]
@@ -499,11 +500,20 @@ def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> li
     elif op is Op.SCATTER:
         axis, combine, distinct = arg
         index, updates = srcs[1], srcs[2]
-        if combine not in (None, ReduceOp.SUM):
+        if combine in (ReduceOp.MAX, ReduceOp.MIN):
+            # an extremum's gradient goes evenly to every value equal to it, the base's and the updates' (PyTorch's)
+            from ..tensor import where
+            x_won, picked = x == out, out._gather(axis, index)
+            u_won = updates == picked
+            count = x_won.cast(g.dtype) + _zeros_like(g)._scatter(axis, index, u_won.cast(g.dtype), ReduceOp.SUM)
+            share = g / count.clip(1, None)
+            grads = [where(x_won, share, 0.0), None, where(u_won, share._gather(axis, index), 0.0)]
+        elif combine not in (None, ReduceOp.SUM):
             raise NotImplementedError(f"autograd: no gradient for a scatter that folds by {combine.value}")
-        # a replaced element's gradient goes to its update (to each, where several write it, as PyTorch's)
-        base = g if combine is ReduceOp.SUM else g._scatter(axis, index, _zeros_like(updates), None, distinct)
-        grads = [base, None, g._gather(axis, index)]
+        else:
+            # a replaced element's gradient goes to its update (to each, where several write it, as PyTorch's)
+            base = g if combine is ReduceOp.SUM else g._scatter(axis, index, _zeros_like(updates), None, distinct)
+            grads = [base, None, g._gather(axis, index)]
     else:
         raise AssertionError(f"no gradient rule for {op}")
     return [None if gs is None else gs.cast(s.dtype) for gs, s in zip(grads, srcs)]

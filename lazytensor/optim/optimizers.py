@@ -1,4 +1,4 @@
-"""Optimizers (PyTorch's `torch.optim`): SGD (momentum, Nesterov, weight decay), Adam, AdamW.
+"""Optimizers (PyTorch's `torch.optim`): SGD (momentum, Nesterov, weight decay), Adam, AdamW, RMSprop, Adagrad.
 
 A step is lazy. `step()` builds each parameter's update from its (lazy)
 gradient, under no_grad, and rebinds the parameter to the result
@@ -23,11 +23,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .autograd import no_grad
-from .creation import asarray, full
-from .dtypes import float64
-from .schedule import realize_with_next
-from .tensor import Tensor
+from ..autograd import no_grad
+from ..creation import asarray, full
+from ..dtypes import float64
+from ..schedule import realize_with_next
+from ..tensor import Tensor
 
 
 class Optimizer:
@@ -246,4 +246,74 @@ class AdamW(Adam):
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize)
 
 
-__all__ = ["SGD", "Adam", "AdamW", "Optimizer"]
+class RMSprop(Optimizer):
+    """RMSprop (Hinton), as torch.optim.RMSprop:
+
+        g = grad + weight_decay * p
+        s = alpha * s + (1 - alpha) * g * g
+        a = sqrt(s - m * m) + eps with m = alpha * m + (1 - alpha) * g (centered), else sqrt(s) + eps
+        buf = momentum * buf + g / a;  p = p - lr * buf    (p = p - lr * g / a without momentum)"""
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
+                 weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False, maximize: bool = False):
+        for value, name in ((lr, "learning rate"), (alpha, "alpha"), (eps, "epsilon"), (momentum, "momentum"),
+                            (weight_decay, "weight_decay")):
+            _check(value, name)
+        super().__init__(params, {"lr": lr, "alpha": alpha, "eps": eps, "weight_decay": weight_decay,
+                                  "momentum": momentum, "centered": centered, "maximize": maximize})
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> Tensor:
+        alpha = group["alpha"]
+        g = -grad if group["maximize"] else grad
+        if group["weight_decay"]:
+            g = g + p * group["weight_decay"]
+        s = state.get("square_avg")
+        s = g * g * (1 - alpha) if s is None else s * alpha + g * g * (1 - alpha)
+        state["square_avg"] = s
+        if group["centered"]:
+            m = state.get("grad_avg")
+            m = g * (1 - alpha) if m is None else m * alpha + g * (1 - alpha)
+            state["grad_avg"] = m
+            avg = (s - m * m).sqrt() + group["eps"]
+        else:
+            avg = s.sqrt() + group["eps"]
+        if group["momentum"]:
+            buf = state.get("momentum_buffer")
+            buf = g / avg if buf is None else buf * group["momentum"] + g / avg
+            state["momentum_buffer"] = buf
+            return p - buf * group["lr"]
+        return p - g / avg * group["lr"]
+
+
+class Adagrad(Optimizer):
+    """Adagrad (Duchi et al.), as torch.optim.Adagrad:
+
+        g = grad + weight_decay * p
+        sum = sum + g * g                      (sum starts at initial_accumulator_value)
+        p = p - lr / (1 + (t - 1) * lr_decay) * g / (sqrt(sum) + eps)
+
+    The step count t is a tensor, as Adam's, so an `lt.jit` replay advances it."""
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
+                 initial_accumulator_value: float = 0.0, eps: float = 1e-10, maximize: bool = False):
+        for value, name in ((lr, "learning rate"), (lr_decay, "lr_decay"), (weight_decay, "weight_decay"),
+                            (initial_accumulator_value, "initial_accumulator_value"), (eps, "epsilon")):
+            _check(value, name)
+        super().__init__(params, {"lr": lr, "lr_decay": lr_decay, "weight_decay": weight_decay, "eps": eps,
+                                  "initial_accumulator_value": initial_accumulator_value, "maximize": maximize})
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> Tensor:
+        g = -grad if group["maximize"] else grad
+        if group["weight_decay"]:
+            g = g + p * group["weight_decay"]
+        count = state.get("step")
+        t = _step_count(1.0, p.device) if count is None else count + 1
+        state["step"] = t
+        total = state.get("sum")
+        total = g * g + group["initial_accumulator_value"] if total is None else total + g * g
+        state["sum"] = total
+        clr = (group["lr"] / (1 + (t - 1) * group["lr_decay"])).cast(g.dtype)
+        return p - g / (total.sqrt() + group["eps"]) * clr
+
+
+__all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop"]

@@ -1,0 +1,166 @@
+"""Recurrent layers, as PyTorch's: `nn.RNN` (tanh or relu), `nn.LSTM` and `nn.GRU`, with `num_layers`, `bias`,
+`batch_first`, `dropout` between layers and `bidirectional`, and PyTorch's parameter names and shapes
+(`weight_ih_l0`, `weight_hh_l0`, `bias_ih_l0`, `bias_hh_l0`, `..._reverse`), so a state dict moves between the two.
+
+A layer's input projections of every time step are one contraction (`x @ W_ih^T` over the whole sequence); the
+recurrence is then a Python loop over the steps, each a small product and the gate arithmetic, all lazy: a
+sequence's forward (and backward) is one graph, scheduled and fused like any other.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .. import dtypes
+from ..creation import zeros
+from ..movement import concat, stack
+from ..tensor import Tensor
+from . import functional as F
+from . import init
+from .modules import Module, Parameter
+
+GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+
+
+class _RNNBase(Module):
+    """The shared machinery: parameters, layers and directions, shapes and initial states."""
+
+    def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0,
+                 dtype: Any = None):
+        super().__init__()
+        if proj_size:
+            raise NotImplementedError("LSTM: proj_size is not supported")
+        if not 0 <= dropout <= 1:
+            raise ValueError(f"{mode}: dropout must be in [0, 1], got {dropout}")
+        self.mode, self.input_size, self.hidden_size, self.num_layers = mode, input_size, hidden_size, num_layers
+        self.bias, self.batch_first, self.dropout, self.bidirectional = bias, batch_first, dropout, bidirectional
+        dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+        directions, gates = 2 if bidirectional else 1, GATES[mode] * hidden_size
+        bound = 1 / math.sqrt(hidden_size) if hidden_size > 0 else 0
+        for layer in range(num_layers):
+            for suffix in ("", "_reverse")[:directions]:
+                width = input_size if layer == 0 else hidden_size * directions
+                shapes = {"weight_ih": (gates, width), "weight_hh": (gates, hidden_size)}
+                if bias:
+                    shapes |= {"bias_ih": (gates,), "bias_hh": (gates,)}
+                for name, shape in shapes.items():
+                    p = Parameter(zeros(*shape, dtype=dt).realize())
+                    init.uniform_(p, -bound, bound)
+                    setattr(self, f"{name}_l{layer}{suffix}", p)
+
+    def _weights(self, layer: int, suffix: str) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None]:
+        names = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+        w_ih, w_hh, b_ih, b_hh = (getattr(self, f"{name}_l{layer}{suffix}", None) for name in names)
+        return w_ih, w_hh, b_ih, b_hh
+
+    def _cell(self, gi: Tensor, h: Tensor, c: Tensor | None, w_hh: Tensor, b_hh: Tensor | None) \
+            -> tuple[Tensor, Tensor | None]:
+        """One time step: `gi` the step's input projections (bias_ih included), `h` (and an LSTM's `c`) the state."""
+        gh = F.linear(h, w_hh, b_hh)
+        hs = self.hidden_size
+        if self.mode == "LSTM":
+            i, f, g, o = (gi[..., k * hs:(k + 1) * hs] + gh[..., k * hs:(k + 1) * hs] for k in range(4))
+            c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+            return o.sigmoid() * c.tanh(), c
+        if self.mode == "GRU":
+            r = (gi[..., :hs] + gh[..., :hs]).sigmoid()
+            z = (gi[..., hs:2 * hs] + gh[..., hs:2 * hs]).sigmoid()
+            n = (gi[..., 2 * hs:] + r * gh[..., 2 * hs:]).tanh()
+            return (1 - z) * n + z * h, None
+        pre = gi + gh
+        return (pre.tanh() if self.mode == "RNN_TANH" else pre.relu()), None
+
+    def forward(self, x: Tensor, hx: Any = None) -> tuple[Tensor, Any]:
+        batched = x.ndim == 3
+        if x.ndim not in (2, 3):
+            raise ValueError(f"{type(self).__name__}: expects a 2-d (unbatched) or 3-d input, got shape {x.shape}")
+        seq = x if not batched else x.swapaxes(0, 1) if self.batch_first else x  # (time, batch, features)
+        if not batched:
+            seq = seq.unsqueeze(1)
+        steps, batch = seq.shape[0], seq.shape[1]
+        directions = 2 if self.bidirectional else 1
+        h0, c0 = self._initial(hx, batched, batch, directions, seq)
+        h_n, c_n = [], []
+        layer_input = seq
+        for layer in range(self.num_layers):
+            outputs = []
+            for d, suffix in enumerate(("", "_reverse")[:directions]):
+                w_ih, w_hh, b_ih, b_hh = self._weights(layer, suffix)
+                gi = F.linear(layer_input, w_ih, b_ih)  # every step's input projections: one contraction
+                k = layer * directions + d
+                h, c = h0[k], (c0[k] if c0 is not None else None)
+                order = range(steps) if d == 0 else range(steps - 1, -1, -1)
+                per_step: list[Tensor] = [None] * steps  # type: ignore[list-item]
+                for t in order:
+                    h, c = self._cell(gi[t], h, c, w_hh, b_hh)
+                    per_step[t] = h
+                outputs.append(stack(per_step) if steps else zeros(0, batch, self.hidden_size, dtype=seq.dtype,
+                                                                   device=seq.device))
+                h_n.append(h)
+                if c is not None:
+                    c_n.append(c)
+            layer_input = outputs[0] if directions == 1 else concat(outputs, axis=-1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                layer_input = F.dropout(layer_input, self.dropout)
+        out = layer_input if not self.batch_first or not batched else layer_input.swapaxes(0, 1)
+        h_n_t, c_n_t = stack(h_n), (stack(c_n) if c_n else None)
+        if not batched:
+            out, h_n_t = out.squeeze(1), h_n_t.squeeze(1)
+            c_n_t = c_n_t.squeeze(1) if c_n_t is not None else None
+        return out, ((h_n_t, c_n_t) if self.mode == "LSTM" else h_n_t)
+
+    def _initial(self, hx: Any, batched: bool, batch: int, directions: int, seq: Tensor) \
+            -> tuple[Tensor, Tensor | None]:
+        shape = (self.num_layers * directions, batch, self.hidden_size)
+        if hx is None:
+            h0 = zeros(*shape, dtype=seq.dtype, device=seq.device)
+            return h0, (h0 if self.mode == "LSTM" else None)
+        h0, c0 = hx if self.mode == "LSTM" else (hx, None)
+        if not batched:
+            h0, c0 = h0.unsqueeze(1), (c0.unsqueeze(1) if c0 is not None else None)
+        for name, t in (("h0", h0), ("c0", c0)):
+            if t is not None and t.shape != shape:
+                raise ValueError(f"{type(self).__name__}: {name} has shape {t.shape}, expected {shape}")
+        return h0, c0
+
+    def extra_repr(self) -> str:
+        extra = "".join(f", {k}={getattr(self, k)}" for k, default in
+                        (("num_layers", 1), ("bias", True), ("batch_first", False), ("dropout", 0.0),
+                         ("bidirectional", False)) if getattr(self, k) != default)
+        return f"{self.input_size}, {self.hidden_size}{extra}"
+
+
+class RNN(_RNNBase):
+    """An Elman RNN: h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh) (`nonlinearity='relu'` for relu)."""
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, nonlinearity: str = "tanh",
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
+                 dtype: Any = None):
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"RNN: nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
+        super().__init__(f"RNN_{nonlinearity.upper()}", input_size, hidden_size, num_layers, bias, batch_first,
+                         dropout, bidirectional, dtype=dtype)
+
+
+class LSTM(_RNNBase):
+    """Long short-term memory, gates in PyTorch's order (input, forget, cell, output); returns
+    `(output, (h_n, c_n))`."""
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0,
+                 dtype: Any = None):
+        super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
+                         proj_size, dtype)
+
+
+class GRU(_RNNBase):
+    """Gated recurrent unit, gates in PyTorch's order (reset, update, new); returns `(output, h_n)`."""
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, dtype: Any = None):
+        super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
+                         dtype=dtype)
+
+
+__all__ = ["GRU", "LSTM", "RNN"]

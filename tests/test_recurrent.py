@@ -1,0 +1,68 @@
+"""nn.RNN, nn.LSTM and nn.GRU against torch.nn's, from the same state dict: outputs, final states and gradients,
+layers, directions, batch_first, unbatched input and given initial states."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import lazytensor as lt
+from conftest import check, random_array
+from lazytensor import nn
+
+pytestmark = pytest.mark.fast
+
+CONFIGS = [{}, {"num_layers": 2}, {"bidirectional": True}, {"batch_first": True, "num_layers": 2,
+                                                                     "bidirectional": True}, {"bias": False}]
+
+
+def pair(kind: str, config: dict, dtype: lt.DType):
+    ours = getattr(nn, kind)(4, 5, **config, dtype=dtype)
+    theirs = getattr(torch.nn, kind)(4, 5, **config, dtype=torch.float64 if dtype == lt.float64 else torch.float32)
+    theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in ours.state_dict().items()})
+    return ours, theirs
+
+
+def flat(out):
+    return [out[0], *(out[1] if isinstance(out[1], tuple) else (out[1],))]
+
+
+@pytest.mark.parametrize("kind", ["RNN", "LSTM", "GRU"])
+@pytest.mark.parametrize("config", CONFIGS, ids=str)
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64])
+def test_matches_torch_with_gradients(kind, config, dtype):
+    ours, theirs = pair(kind, config, dtype)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    shape = (2, 3, 4) if config.get("batch_first") else (3, 2, 4)
+    a = random_array(shape, dtype, 1)
+    x, t = lt.asarray(a).requires_grad_(), torch.tensor(a, requires_grad=True)
+    got, want = flat(ours(x)), flat(theirs(t))
+    for g, w in zip(got, want):
+        check(g, w.detach(), rtol=1e-4 if dtype == lt.float32 else None, atol=1e-5 if dtype == lt.float32 else None)
+    sum(((g * (k + 1)) ** 2).sum() for k, g in enumerate(got)).backward()
+    sum(((w * (k + 1)) ** 2).sum() for k, w in enumerate(want)).backward()
+    check(x.grad, t.grad, rtol=1e-4 if dtype == lt.float32 else None, atol=1e-5 if dtype == lt.float32 else None)
+    for (name, p), q in zip(ours.named_parameters(), theirs.parameters()):
+        check(p.grad, q.grad, rtol=1e-4 if dtype == lt.float32 else None, atol=1e-5 if dtype == lt.float32 else None)
+
+
+@pytest.mark.parametrize("kind", ["RNN", "LSTM", "GRU"])
+def test_unbatched_input_and_initial_states(kind):
+    ours, theirs = pair(kind, {"num_layers": 2}, lt.float64)
+    a = random_array((3, 4), lt.float64, 2)
+    h = random_array((2, 5), lt.float64, 3)
+    hx = (lt.asarray(h), lt.asarray(h * 0.5)) if kind == "LSTM" else lt.asarray(h)
+    thx = (torch.tensor(h), torch.tensor(h * 0.5)) if kind == "LSTM" else torch.tensor(h)
+    for g, w in zip(flat(ours(lt.asarray(a), hx)), flat(theirs(torch.tensor(a), thx))):
+        check(g, w.detach())
+    with pytest.raises(ValueError, match="expected"):
+        ours(lt.asarray(random_array((3, 2, 4), lt.float64)), hx)
+
+
+def test_relu_rnn_and_a_zero_length_sequence():
+    ours, theirs = pair("RNN", {"nonlinearity": "relu"}, lt.float32)
+    a = random_array((4, 2, 4), lt.float32, 5)
+    for g, w in zip(flat(ours(lt.asarray(a))), flat(theirs(torch.tensor(a)))):
+        check(g, w.detach())
+    out, h = nn.GRU(4, 5)(lt.zeros((0, 2, 4)))
+    assert out.shape == (0, 2, 5) and h.shape == (1, 2, 5) and not np.any(h.numpy())
