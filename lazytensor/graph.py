@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from .device import get_device
-from .helpers import prod, user_frame
+from .helpers import prod, user_line
 from .kernels.dtype import DType
 from .kernels.ir import toposort
 
@@ -86,15 +86,15 @@ _sweep_at = _SWEEP_MIN
 _sweeping = threading.Lock()
 _SCALARS = (bool, int, float)
 _ref = weakref.ref
+_new_object = object.__new__
 
 
-def _intern(key: tuple, node: Node) -> None:
-    """Enter `node` under `key`; past `_sweep_at` entries, drop the dead ones first (amortized: the threshold
-    doubles the live count). A sweep that races another thread's entry of a key it drops loses that node's
-    sharing only: building the same op again then makes a second node, which computes the same values."""
+def _sweep() -> None:
+    """Drop the dead entries of the table (amortized: the threshold doubles the live count). A sweep that races
+    another thread's entry of a key it drops loses that node's sharing only: building the same op again then
+    makes a second node, which computes the same values."""
     global _sweep_at
-    _interned[key] = _ref(node)
-    if len(_interned) > _sweep_at and _sweeping.acquire(blocking=False):
+    if _sweeping.acquire(blocking=False):
         try:
             # over a copy, made in one C call: building the list of items allocated a tuple per entry, which can
             # start a garbage collection whose finalizers run Python code, and so let another thread enter a node
@@ -109,7 +109,8 @@ def _intern(key: tuple, node: Node) -> None:
 class Node:
     """One op in the lazy graph, with its output dtype, shape and device known at once."""
 
-    __slots__ = ("__weakref__", "_key", "arg", "buffer", "device", "dtype", "holders", "op", "origin", "shape", "srcs")
+    __slots__ = ("__weakref__", "_key", "_line", "arg", "buffer", "device", "dtype", "holders", "op", "shape",
+                 "srcs")
 
     op: Op
     dtype: DType
@@ -117,7 +118,6 @@ class Node:
     device: str
     srcs: tuple[Node, ...]
     arg: Any
-    origin: str
     buffer: Any
 
     def __new__(cls, op: Op, dtype: DType, shape: tuple[int, ...], device: str,
@@ -125,25 +125,36 @@ class Node:
         if op is _SCALAR_OP:  # never shared (see the module's docstring)
             key = None
         else:
-            # 0.0 == -0.0 and True == 1: constants are keyed by type and spelling
-            key = (op, dtype, shape, device, tuple(map(id, srcs)),
-                   (type(arg), repr(arg)) if isinstance(arg, _SCALARS) else arg, get_ident())
+            # 0.0 == -0.0 and True == 1: constants are keyed by type and spelling. The sources' ids of the common
+            # arities spelled out: a tuple made through `map` costs more than the rest of the key
+            n = len(srcs)
+            ids = (id(srcs[0]),) if n == 1 else (id(srcs[0]), id(srcs[1])) if n == 2 else tuple(map(id, srcs))
+            key = (op, dtype, shape, device, ids, (type(arg), repr(arg)) if isinstance(arg, _SCALARS) else arg,
+                   get_ident())
             if (ref := _interned.get(key)) is not None and (hit := ref()) is not None:
                 return hit
-        self = object.__new__(cls)
+        self = _new_object(cls)
         self.op, self.dtype, self.shape, self.device, self.srcs, self.arg = op, dtype, shape, device, srcs, arg
-        self.origin, self.buffer, self.holders, self._key = user_frame(), None, None, key
+        self._line, self.buffer, self.holders, self._key = user_line(2), None, None, key
         if key is not None:
-            _intern(key, self)
+            _interned[key] = _ref(self)
+            if len(_interned) > _sweep_at:
+                _sweep()
         return self
 
     @staticmethod
     def from_buffer(buffer: Any, dtype: DType, shape: tuple[int, ...], device: str) -> Node:
         """A fresh node for data that already exists (never shared with another buffer)."""
-        self = object.__new__(Node)
+        self = _new_object(Node)
         self.op, self.dtype, self.shape, self.device, self.srcs, self.arg = Op.BUFFER, dtype, shape, device, (), None
-        self.origin, self.buffer, self.holders, self._key = user_frame(), buffer, None, None
+        self._line, self.buffer, self.holders, self._key = user_line(2), buffer, None, None
         return self
+
+    @property
+    def origin(self) -> str:
+        """`file:line` of the user's code that made this node (errors and `LT_DEBUG` name it)."""
+        filename, line = self._line
+        return filename if line is None else f"{filename}:{line}"
 
     @property
     def numel(self) -> int:

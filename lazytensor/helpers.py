@@ -18,17 +18,22 @@ def getenv(name: str, default: int = 0) -> int:
 _inside: dict[str, bool] = {}
 
 
-def user_frame() -> str:
-    """`file:line` of the innermost caller outside lazytensor: where the user wrote the op."""
-    frame, inside = sys._getframe(1), _inside
+def user_line(depth: int = 1) -> tuple[str, int | None]:
+    """The file and line of the innermost caller outside lazytensor, from the frame `depth` calls up (1: the
+    caller's): where the user wrote the op (`('<unknown>', None)` where no frame is the user's). The pair, not
+    its `file:line` text, which only an error or a debug line needs; and not the frame, which would keep the
+    locals of the user's function alive."""
+    frame, inside = sys._getframe(depth), _inside
     while frame is not None:
         filename = frame.f_code.co_filename
-        if (ours := inside.get(filename)) is None:
+        try:
+            ours = inside[filename]
+        except KeyError:
             ours = inside[filename] = filename.startswith(_PACKAGE_DIRS)
         if not ours:
-            return f"{filename}:{frame.f_lineno}"
+            return filename, frame.f_lineno
         frame = frame.f_back
-    return "<unknown>"
+    return "<unknown>", None
 
 
 def user_call() -> tuple[str, str]:

@@ -60,7 +60,12 @@ class MovementOps:
         axis may be -1. `copy` is the array API's: a view or a copy cannot be told apart, as no tensor is
         written in place (a write rebinds its tensor)."""
         shape = (shape, *more)
-        new = list(shape_arg(shape, "reshape"))
+        target = shape_arg(shape, "reshape")
+        if target == (node := self._node).shape:  # ops reshape to the shape a tensor has often
+            return self
+        if min(target, default=0) >= 0 and prod(target) == node.numel:
+            return self._derive(Op.RESHAPE, target, target)
+        new = list(target)
         if new.count(-1) > 1:
             raise ShapeError(f"reshape: only one axis may be -1, got {tuple(new)}")
         if any(n < -1 for n in new):
@@ -141,13 +146,13 @@ class MovementOps:
             return self
         if len(target) < self.ndim:
             raise ShapeError(f"broadcast_to: cannot broadcast shape {self.shape} to {target} with fewer dimensions")
-        if any(n < 0 for n in target):  # a size-1 axis would otherwise "broadcast" to them
+        if min(target) < 0:  # a size-1 axis would otherwise "broadcast" to them
             raise ShapeError(f"broadcast_to: negative size in {target}")
         padded = (1,) * (len(target) - self.ndim) + self.shape
         for have, want in zip(padded, target):
             if have != want and have != 1:
                 raise ShapeError(f"broadcast_to: cannot broadcast shape {self.shape} to {target}")
-        x = self.reshape(padded)
+        x = self if padded == self.shape else self._derive(Op.RESHAPE, padded, padded)  # (size-1 axes in front)
         return x if padded == target else x._derive(Op.EXPAND, target, target)
 
     def expand(self: Tensor, *sizes: Any) -> Tensor:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -31,14 +31,15 @@ import numpy as np
 from . import dump, profiling, recompiles
 from .device import Buffer, Device, get_device
 from .errors import KernelError, LinAlgError
-from .graph import Node, region
+from .graph import Node, Op, region
 from .helpers import getenv
 from .kernels import bounds, reference
 from .kernels.bounds import OutOfBounds
 from .kernels.lapack import LibraryError
-from .schedule import SCHEDULE_CACHE_SIZE, Schedule, ScheduleItem, forget_pending, schedule, storage
+from .schedule import SCHEDULE_CACHE_SIZE, Planned, Schedule, ScheduleItem, forget_pending, plan
 
 BATCH_MAX_BYTES = 64 << 20
+_BUFFER = Op.BUFFER  # read for every node a realize binds: an enum's member costs a call into Python on 3.11
 
 # Held while a thread reads or rewrites the graph for a realize (or a replay, or `lt.schedule`); re-entrant,
 # as a realize inside a jit recording or a replay inside a realize's caller nests.
@@ -136,7 +137,12 @@ def allocate(device: Device, node: Node) -> Buffer:
     try:
         return device.alloc(node.dtype, node.numel)
     except MemoryError as e:
-        raise MemoryError(f"{e}, for a {node.dtype.name} tensor of shape {node.shape} made at {node.origin}") from None
+        raise _no_memory(e, node) from None
+
+
+def _no_memory(e: MemoryError, node: Node) -> MemoryError:
+    """The error of an allocation for `node` that failed, naming the tensor and its line."""
+    return MemoryError(f"{e}, for a {node.dtype.name} tensor of shape {node.shape} made at {node.origin}")
 
 
 def debug_line(level: int, kernel: Any, device: str, origin: str, program: Any, seconds: float,
@@ -326,6 +332,37 @@ def _compiled(device: Any, item: ScheduleItem) -> tuple[Any, bool]:
 _batches: dict[tuple, Any] = {}
 
 
+def _table(calls: list[tuple[Sequence[Any], Sequence[Any]]]) -> tuple[list[tuple[Any, bool]], list[tuple[int, ...]]]:
+    """The buffer table of a batch of calls, each given as its outputs and inputs (nodes, or their positions in a
+    plan): each call's outputs, then the inputs no call before wrote, as (output or input, whether it is an
+    output); and each call's buffers by position in it."""
+    table: list[tuple[Any, bool]] = []
+    slot: dict[Any, int] = {}
+    positions = []
+    for outputs, inputs in calls:
+        for n in outputs:
+            slot[n] = len(table)
+            table.append((n, True))
+        for n in inputs:
+            if n not in slot:
+                slot[n] = len(table)
+                table.append((n, False))
+        positions.append(tuple(slot[n] for n in (*outputs, *inputs)))
+    return table, positions
+
+
+def _batch(device: Device, programs: list[Any], positions: list[tuple[int, ...]], table_size: int,
+           params: list[list]) -> Any:
+    """The device's batch of `programs` on a table of `table_size` buffers, each program's at `positions`
+    (kept: a structure seen before finds it)."""
+    key = (tuple(map(id, programs)), tuple(positions), table_size)
+    if (batch := _batches.get(key)) is None:
+        batch = _batches[key] = device.batch(list(zip(programs, positions, params)), table_size)
+        if len(_batches) > SCHEDULE_CACHE_SIZE:
+            del _batches[next(iter(_batches))]
+    return batch
+
+
 def _run_batched(items: Schedule, programs: list[Any]) -> bool:
     """Launch the items, whose programs are `programs`, as one batch (emptying the list) where their device
     batches kernels and their outputs fit in BATCH_MAX_BYTES; else launch nothing and return False."""
@@ -333,58 +370,128 @@ def _run_batched(items: Schedule, programs: list[Any]) -> bool:
             or any(item.device != items[0].device for item in items) \
             or sum(n.numel * n.dtype.itemsize for item in items for n in item.outputs) > BATCH_MAX_BYTES:
         return False
-    table: list[Any] = []  # the buffers: each item's outputs, then the inputs no item before wrote
-    slot: dict[int, int] = {}
-    positions = []
-    for item in items:
-        for n in item.outputs:
-            slot[id(n)] = len(table)
-            table.append(allocate(device, n))
-        for n in item.inputs:
-            if id(n) not in slot:
-                slot[id(n)] = len(table)
-                table.append(n.buffer)
-        positions.append(tuple(slot[id(n)] for n in (*item.outputs, *item.inputs)))
-    key = (tuple(map(id, programs)), tuple(positions), len(table))
-    if (batch := _batches.get(key)) is None:
-        calls = [(p, pos, item.params) for p, pos, item in zip(programs, positions, items)]
-        batch = _batches[key] = device.batch(calls, len(table))
-        if len(_batches) > SCHEDULE_CACHE_SIZE:
-            del _batches[next(iter(_batches))]
-    launch_batch(batch, [b.ptr for b in table], {k: item.params for k, item in enumerate(items) if item.params},
+    table, positions = _table([(item.outputs, item.inputs) for item in items])
+    buffers = [allocate(device, n) if written else n.buffer for n, written in table]
+    batch = _batch(device, programs, positions, len(table), [item.params for item in items])
+    launch_batch(batch, [b.ptr for b in buffers], {k: item.params for k, item in enumerate(items) if item.params},
                  len(items), lambda k: items[k].origin)
-    for item in items:
-        for n in item.outputs:
-            _bind(n, table[slot[id(n)]], None)
+    for (n, written), buffer in zip(table, buffers):
+        if written:
+            _bind(n, buffer, None)
     items.clear()
     return True
+
+
+class _Launcher:
+    """How a cached schedule's kernels, once compiled, launch on a graph of its structure (`Planned.nodes`),
+    without a `Schedule`: its programs, and where each one's buffers and scalars are among the nodes; each
+    realize then costs a few list look-ups per buffer. Several kernels are one batch on a device that batches
+    them, else launched one after another; either way their outputs fit in BATCH_MAX_BYTES, as they all live
+    until the last kernel ran."""
+
+    __slots__ = ("batch", "calls", "device", "held_bytes", "scalars", "slots")
+
+    def __init__(self, device: Device, programs: list[Any], entries: list[tuple[Any, list[int], list[int], list[int]]],
+                 nodes: list[Node]):
+        self.device, self.scalars = device, [(k, ps) for k, (_, _, _, ps) in enumerate(entries) if ps]
+        table, positions = _table([(outs, ins) for _, outs, ins, _ in entries])
+        # each buffer of the table: its node's position, and where the kernels write it, what to allocate
+        self.slots = [(p, (nodes[p].dtype, nodes[p].numel) if written else None) for p, written in table]
+        # what its outputs hold till the last kernel ran, where there are several (BATCH_MAX_BYTES bounds it)
+        self.held_bytes = sum(nodes[p].numel * nodes[p].dtype.itemsize for p, written in table if written) \
+            if len(entries) > 1 else 0
+        # each program with its buffers' places in the table and its scalars' positions among the nodes
+        self.calls = [(program, pos, ps) for program, pos, (_, _, _, ps) in zip(programs, positions, entries)]
+        self.batch = _batch(device, programs, positions, len(table), [[nodes[p].arg for p in ps] for *_, ps in entries]) \
+            if len(entries) > 1 and device.batches else None
+
+    def __call__(self, planned: Planned) -> None:
+        nodes, alloc = planned.nodes, self.device.alloc
+        buffers, ptrs = [], []
+        try:
+            for p, written in self.slots:
+                buffer = nodes[p].buffer if written is None else alloc(*written)
+                buffers.append(buffer)
+                ptrs.append(buffer.ptr)
+        except MemoryError as e:
+            raise _no_memory(e, nodes[p]) from None
+        if self.batch is not None:
+            launch_batch(self.batch, ptrs, {k: [nodes[p].arg for p in ps] for k, ps in self.scalars},
+                         len(self.calls), lambda k: _origin(planned, k))
+        elif len(self.calls) == 1:  # the table is the program's
+            program, _, ps = self.calls[0]
+            launch(program, ptrs, [nodes[p].arg for p in ps], 0, self.device, lambda: _origin(planned, 0))
+        else:
+            for k, (program, pos, ps) in enumerate(self.calls):
+                launch(program, [ptrs[i] for i in pos], [nodes[p].arg for p in ps], 0, self.device,
+                       lambda k=k: _origin(planned, k))
+        for (p, written), buffer in zip(self.slots, buffers):
+            if written is not None:
+                nodes[p].become_buffer(buffer)
+
+
+def _origin(planned: Planned, k: int) -> str:
+    """Where the user wrote the op(s) kernel `k` of a plan computes (`ScheduleItem.origin`)."""
+    return ", ".join(dict.fromkeys(planned.nodes[o].origin for o in planned.plan.entries[k][1]))
+
+
+def _launcher(planned: Planned) -> _Launcher | None:
+    """How the plan launches without a `Schedule` (made once per plan, checking mode and device), or None where it
+    cannot: kernels not compiled yet (the first realize of a structure compiles them, through `run`), on
+    several devices, or several whose outputs pass BATCH_MAX_BYTES (launched through `run`, which gives each
+    intermediate's memory back once its last reader ran)."""
+    cached, nodes = planned.plan, planned.nodes
+    if not cached.entries:
+        return None
+    device = get_device(nodes[cached.entries[0][1][0]].device)
+    if (launcher := cached.launchers.get(key := (bounds.CHECK, device))) is None:
+        if any(nodes[outs[0]].device != device.name for _, outs, _, _ in cached.entries):
+            return None
+        known = cached.programs.get((bounds.CHECK, *(device for _ in cached.entries)))
+        if known is None or any(k is not entry[0] for k, entry in zip(known[0], cached.entries)):
+            return None  # not compiled, or compiled for other kernels than the plan's
+        launcher = cached.launchers[key] = _Launcher(device, known[1], cached.entries, nodes)
+    return launcher if launcher.held_bytes <= BATCH_MAX_BYTES else None
+
+
+def _watched() -> bool:
+    """Whether launches are watched one by one (`LT_DEBUG`, `LT_VALIDATE`, a profile) or dumped (`LT_DUMP_DIR`):
+    then a realize runs through `run`, which does that."""
+    return bool(getenv("LT_DEBUG") or getenv("LT_VALIDATE") or profiling.active() or dump.directory() is not None)
 
 
 def realize_nodes(*nodes: Node) -> None:
     """Compute every node in one schedule, with this thread's pending state (`realize_with_next`): shared
     work runs once. With no nodes, it computes only the pending state, if any."""
     with realizing:
-        items = schedule(*nodes)
-        requested = items.requested
+        planned = plan(*nodes)
+        requested = planned.requested
         if not requested:
             return
-        if dump.directory() is not None:
-            dump.schedule_run(items, nodes)
-        stores = [storage(n) for n in requested]  # before the run, which changes what shares whose buffer
         _stats.realizes += 1
-        _stats.schedule_seconds += items.plan_seconds
-        _stats.lower_seconds += items.lower_seconds
+        _stats.schedule_seconds += planned.plan_seconds
+        _stats.lower_seconds += planned.lower_seconds
         recorder = _thread.recorder
-        run(items)
+        if recorder is not None or planned.made is not None or _watched() or (launcher := _launcher(planned)) is None:
+            items = planned.schedule()
+            if dump.directory() is not None:
+                dump.schedule_run(items, nodes)
+            planned.nodes = []  # the run gives each intermediate's memory back once its last reader ran
+            run(items)
+            aliases = items.aliases
+        else:
+            launcher(planned)
+            aliases = [(planned.nodes[a], planned.nodes[b]) for a, b in planned.plan.aliases] \
+                if planned.plan.aliases else ()
         # Only once it ran: a realize that failed or was interrupted (Ctrl-C) leaves the state pending.
         forget_pending(requested)
-        for node, store in zip(requested, stores):
-            if not node.realized:
+        for node, store in zip(requested, planned.stores):  # each one's storage, found before the run
+            if node.op is not _BUFFER:
                 _bind(node, store.buffer, recorder)
-        for node, copy in items.aliases:
-            if not node.realized:
+        for node, copy in aliases:
+            if node.op is not _BUFFER:
                 _bind(node, copy.buffer, recorder)
-        for flag, message in items.checks:
+        for flag, message in planned.checks:
             if recorder is not None:
                 recorder.check(flag.buffer, message)
             raise_if(flag.buffer, message)

@@ -232,13 +232,18 @@ def storage(node: Node) -> Node:
     its other consumers read it rather than recompute it. (`contiguous()` of a realized buffer copies: the
     buffer may be a NumPy array's memory.) A check's value is its source's, unless that is a view to
     compute: its flag is a kernel of its own."""
-    if node.op is Op.RESHAPE:
+    op = node.op
+    if op is _RESHAPE:
         return storage(node.srcs[0])
-    if node.op is Op.CONTIGUOUS and (inner := storage(node.srcs[0])).op in _FRESH:
+    if op is _CONTIGUOUS and (inner := storage(node.srcs[0])).op in _FRESH:
         return inner
-    if node.op is Op.CHECK and ((inner := storage(node.srcs[0])).op in _FRESH or inner.realized):
+    if op is _CHECK and ((inner := storage(node.srcs[0])).op in _FRESH or inner.realized):
         return inner
     return node
+
+
+# Read for every node of every realize: an enum's member, looked up on its class, costs a call into Python on 3.11
+_RESHAPE, _CONTIGUOUS, _CHECK, _SCALAR, _BUFFER = Op.RESHAPE, Op.CONTIGUOUS, Op.CHECK, Op.SCALAR, Op.BUFFER
 
 
 def _kept(node: Node, readers: dict[int, list[Node]]) -> Node | None:
@@ -280,13 +285,14 @@ def _written_view(red: Node, readers: dict[int, list[Node]]) -> Node | None:
 class _CachedSchedule:
     """A cached schedule, by position in the graph's nodes (`_walk`): per kernel (kernel, output positions,
     input positions, scalar positions), and the aliases; `programs` holds what `realize.run` compiled for it
-    (see `Schedule.programs`)."""
+    (see `Schedule.programs`), `launchers` how `realize` launches it once it was compiled (by whether kernels
+    are checked and the device they run on)."""
 
-    __slots__ = ("aliases", "entries", "programs")
+    __slots__ = ("aliases", "entries", "launchers", "programs")
 
     def __init__(self, entries: list[tuple[Kernel | Contraction, list[int], list[int], list[int]]],
                  aliases: list[tuple[int, int]]):
-        self.entries, self.aliases, self.programs = entries, aliases, {}
+        self.entries, self.aliases, self.programs, self.launchers = entries, aliases, {}, {}
 
 
 # structure key -> its plan
@@ -300,10 +306,11 @@ def _walk(roots: list[Node]) -> tuple[list[Node], dict[int, int], list[tuple], l
     node of every realize; depth-first with an explicit stack, as `toposort`."""
     order: list[Node] = []
     pos: dict[int, int] = {}
+    at = pos.__getitem__
     structure: list[tuple] = []
     checks: list[tuple[Node, str]] = []
     live: list[Node] = []
-    check, scalar, buffer = Op.CHECK, Op.SCALAR, Op.BUFFER  # locals: read for every node
+    check, scalar, buffer, weak = _CHECK, _SCALAR, _BUFFER, weakref.ReferenceType  # locals: read for every node
     for root in roots:
         if id(root) in pos:
             continue
@@ -322,52 +329,94 @@ def _walk(roots: list[Node]) -> tuple[list[Node], dict[int, int], list[tuple], l
                 if op is buffer:
                     structure.append((op, node.dtype, node.shape, node.device))
                 else:
+                    srcs = node.srcs
                     structure.append((op, node.dtype, node.shape, node.device,
-                                      tuple([pos[id(s)] for s in node.srcs]), None if op is scalar else node.arg))
-                    if op is check and not node.srcs[1].realized:
-                        checks.append((storage(node.srcs[1]), node.arg))
-                    if is_held(node):
-                        live.append(node)
+                                      tuple(map(at, map(id, srcs))) if srcs else (), None if op is scalar else node.arg))
+                    if op is check and not srcs[1].realized:
+                        checks.append((storage(srcs[1]), node.arg))
+                    if (held := node.holders) is not None:  # `is_held`, its common case inline
+                        if type(held) is not weak:
+                            if is_held(node):
+                                live.append(node)
+                        elif (t := held()) is not None and t._node is node:
+                            live.append(node)
                 pos[id(node)] = len(order)
                 order.append(node)
     return order, pos, structure, checks, live
 
 
-def schedule(*roots: Node, trace: Trace | None = None) -> Schedule:
-    """The kernels that compute `roots`, and the pending state (`realize_with_next`), from realized
-    buffers, producers first. With a `trace`, planned afresh (not looked up) and traced there."""
+class Planned:
+    """What a realize of `roots` runs, as the scheduler found it: the cached plan, the graph's nodes it refers
+    to by position, the nodes it computes on request (see `Schedule.requested`) with where each one's data is
+    (`storage`), and the flags of its checks (see `Schedule.checks`). `made` is the schedule where this planning
+    made it (a structure not seen before), which `schedule()` then returns rather than build it again."""
+
+    __slots__ = ("checks", "made", "nodes", "plan", "plan_seconds", "requested", "stores")
+
+    def __init__(self, plan: _CachedSchedule | None, nodes: list[Node], requested: list[Node], stores: list[Node],
+                 checks: list[tuple[Node, str]], made: Schedule | None):
+        self.plan, self.nodes, self.requested, self.stores, self.checks, self.made = \
+            plan, nodes, requested, stores, checks, made
+        self.plan_seconds = 0.0
+
+    def schedule(self) -> Schedule:
+        """The plan as a `Schedule`: its kernels, on these nodes."""
+        if (items := self.made) is None:
+            nodes, plan = self.nodes, self.plan
+            items = Schedule(ScheduleItem(k, [nodes[o] for o in outs], [nodes[i] for i in ins],
+                                          [nodes[p] for p in ps]) for k, outs, ins, ps in plan.entries) \
+                if plan is not None else Schedule()
+            items.aliases = [(nodes[a], nodes[b]) for a, b in plan.aliases] if plan is not None else []
+        items.requested, items.checks = self.requested, self.checks
+        items.programs = self.plan.programs if self.plan is not None else {}
+        items.plan_seconds = self.plan_seconds
+        return items
+
+    @property
+    def lower_seconds(self) -> float:
+        """What building the kernel IR cost (nothing where the structure was scheduled before)."""
+        return self.made.lower_seconds if self.made is not None else 0.0
+
+
+def plan(*roots: Node, trace: Trace | None = None) -> Planned:
+    """The plan that computes `roots`, and the pending state (`realize_with_next`), from realized buffers:
+    made, or where the graph's structure was scheduled before, looked up. With a `trace`, made afresh (not
+    looked up nor kept) and traced there."""
     t0 = time.perf_counter()
     requested = _with_pending(roots)
     if not requested:
-        items = Schedule()
-        items.requested, items.aliases, items.checks, items.programs = requested, [], [], {}
-        return items
+        return Planned(None, [], requested, [], [], None)
     targets = [storage(r) for r in requested]
     # the requested too: a check whose value is its storage
     nodes, pos, structure, checks, live = _walk([*targets, *requested])
-    targets += [flag for flag, _ in checks]
-    key = (tuple(structure), tuple([pos[id(t)] for t in targets]), tuple([pos[id(n)] for n in live]))
+    stores = targets[:]
+    if checks:
+        targets += [flag for flag, _ in checks]
+    key = (tuple(structure), tuple(map(pos.__getitem__, map(id, targets))), tuple(map(pos.__getitem__, map(id, live))))
+    made = None
     if trace is not None:
         asked = set(map(id, roots))
         for r, t in zip(requested, targets):
             trace.reasons.setdefault(t, Reason.REQUESTED if id(r) in asked else Reason.PENDING)
         for flag, _ in checks:
             trace.reasons.setdefault(flag, Reason.CHECK)
-        items, plan = _schedule(nodes, targets, live, trace), _CachedSchedule([], [])
-    elif (plan := _cache.get(key)) is not None:
-        items = Schedule(ScheduleItem(k, [nodes[o] for o in outs], [nodes[i] for i in ins], [nodes[p] for p in ps])
-                         for k, outs, ins, ps in plan.entries)
-        items.aliases = [(nodes[a], nodes[b]) for a, b in plan.aliases]
-    else:
-        items = _schedule(nodes, targets, live)
-        plan = _cache[key] = _CachedSchedule(
+        made, cached = _schedule(nodes, targets, live, trace), None
+    elif (cached := _cache.get(key)) is None:
+        made = _schedule(nodes, targets, live)
+        cached = _cache[key] = _CachedSchedule(
             [(it.kernel, [pos[id(n)] for n in it.outputs], [pos[id(n)] for n in it.inputs],
-              [pos[id(n)] for n in it.scalars]) for it in items], [(pos[id(a)], pos[id(b)]) for a, b in items.aliases])
+              [pos[id(n)] for n in it.scalars]) for it in made], [(pos[id(a)], pos[id(b)]) for a, b in made.aliases])
         if len(_cache) > SCHEDULE_CACHE_SIZE:  # the oldest goes: a loop's schedules are re-made once if at all
             del _cache[next(iter(_cache))]
-    items.requested, items.checks, items.programs = requested, checks, plan.programs
-    items.plan_seconds = time.perf_counter() - t0 - items.lower_seconds
-    return items
+    planned = Planned(cached, nodes, requested, stores, checks, made)
+    planned.plan_seconds = time.perf_counter() - t0 - planned.lower_seconds
+    return planned
+
+
+def schedule(*roots: Node, trace: Trace | None = None) -> Schedule:
+    """The kernels that compute `roots`, and the pending state (`realize_with_next`), from realized
+    buffers, producers first. With a `trace`, planned afresh (not looked up) and traced there."""
+    return plan(*roots, trace=trace).schedule()
 
 
 @dataclass

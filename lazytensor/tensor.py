@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import math
 import operator
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from decimal import Decimal, localcontext
 from types import ModuleType
@@ -83,7 +84,7 @@ _SCALAR_POWERS: dict[float, Callable[[Tensor], Tensor]] = {
 # baked into the kernel as a constant (one kernel per divisor, where other scalars share one kernel as
 # parameters), it lets LLVM and Triton multiply by the divisor's inverse rather than divide, and the
 # legalization of Python's semantics skip its zero and -1 cases.
-_CONSTANT_DIVISORS = (Alu.FLOORDIV, Alu.MOD)
+_CONSTANT_DIVISORS = frozenset({Alu.FLOORDIV, Alu.MOD})
 
 
 # What `_binary` checks of its op, as sets: a tuple compares an enum by == at Python speed
@@ -148,20 +149,19 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
             device = srcs[0]._node.device
         if 0 in shape:
             out = _wrap(Node.from_buffer(get_device(device).alloc(dtype, 0), dtype, shape, device))
-        else:
-            nodes, node_arg = tuple([s._node for s in srcs]), arg
-            if op is Op.RESHAPE or op is Op.PERMUTE:
-                if op is Op.RESHAPE and nodes[0].op is Op.RESHAPE:
-                    nodes = nodes[0].srcs
-                elif op is Op.PERMUTE and nodes[0].op is Op.PERMUTE:
-                    node_arg = tuple(nodes[0].arg[a] for a in arg)
-                    nodes = nodes[0].srcs
-                if nodes[0].shape == shape and (op is Op.RESHAPE or node_arg == tuple(range(len(shape)))):
-                    out = _wrap(nodes[0])
-                else:
-                    out = _wrap(Node(op, dtype, shape, device, nodes, node_arg))
+        elif op is _RESHAPE or op is _PERMUTE:
+            nodes, node_arg = tuple(map(_node_of, srcs)), arg
+            if op is _RESHAPE and nodes[0].op is _RESHAPE:
+                nodes = nodes[0].srcs
+            elif op is _PERMUTE and nodes[0].op is _PERMUTE:
+                node_arg = tuple(nodes[0].arg[a] for a in arg)
+                nodes = nodes[0].srcs
+            if nodes[0].shape == shape and (op is _RESHAPE or node_arg == tuple(range(len(shape)))):
+                out = _wrap(nodes[0])
             else:
                 out = _wrap(Node(op, dtype, shape, device, nodes, node_arg))
+        else:
+            out = _wrap(Node(op, dtype, shape, device, tuple(map(_node_of, srcs)), arg))
         for s in srcs:
             if s.requires_grad:
                 if is_grad_enabled():
@@ -178,16 +178,19 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
         return Tensor._make(Op.CHECK, self.dtype, self.shape, (self, flag), f"{what} (at {flag.node.origin})")
 
     def _derive(self, op: Op, shape: Shape, arg: Any = None, dtype: DType | None = None) -> Tensor:
-        return Tensor._make(op, dtype or self.dtype, shape, (self,), arg)
+        return Tensor._make(op, dtype or self._node.dtype, shape, (self,), arg)
 
     @staticmethod
     def _scalar(value: Scalar, dtype: DType, device: str, op: str = "op", shape: Shape = ()) -> Tensor:
         """A Python scalar as a tensor of `shape` holding it everywhere, passed to kernels as a parameter
         (never baked in). One node at the shape it is used at, rather than a 0-d node and its broadcast:
         an optimizer step makes a scalar for every hyperparameter of every parameter."""
-        dtypes.check_fits(value, dtype, op)
-        value = float(value) if dtype.is_float else bool(value) if dtype == bool_ else int(value)
-        return Tensor._make(Op.SCALAR, dtype, shape, (), value, device=device)
+        if dtype.kind == "f":
+            value = float(value)
+        else:
+            dtypes.check_fits(value, dtype, op)
+            value = bool(value) if dtype is bool_ else int(value)
+        return Tensor._make(_SCALAR, dtype, shape, (), value, device=device)
 
     @staticmethod
     def _const(value: Scalar, dtype: DType, device: str) -> Tensor:
@@ -198,7 +201,7 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
     def cast(self, dtype: Any) -> Tensor:
         """This tensor converted to `dtype` (C-style: floats truncate toward zero into ints)."""
         dtype = dtypes.to_dtype(dtype)
-        return self if dtype == self.dtype else self._derive(Op.CAST, self.shape, dtype=dtype)
+        return self if dtype is self._node.dtype else self._derive(Op.CAST, self.shape, dtype=dtype)
 
     def astype(self, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Tensor:
         """This tensor converted to `dtype` (as `cast`) and moved to `device` (array API and NumPy). With
@@ -209,7 +212,7 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
         return out.copy() if copy and out is self else out
 
     def _alu(self, op: Alu, dtype: DType, *others: Tensor) -> Tensor:
-        return Tensor._make(Op.ALU, dtype, self.shape, (self, *others), op)
+        return Tensor._make(_ALU, dtype, self._node.shape, (self, *others), op)
 
     def _operands(self, others: Sequence[Any], op: str, baked: bool = False) -> tuple[list[Tensor], DType]:
         """Tensors for self and `others` (Python scalars are weak), cast to their common dtype and
@@ -222,9 +225,11 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
             if _is_scalar(o):
                 dtype = dtypes.weak_result_type(self.dtype, o)
                 return [self.cast(dtype), self._scalar_operand(o, dtype, op, self.shape, baked)], dtype
-            if isinstance(o, Tensor) and o.node.shape == self.node.shape and o.node.dtype is self.node.dtype \
-                    and o.node.device == self.node.device:
-                return [self, o], self.dtype
+            if isinstance(o, Tensor) and (other := o._node).dtype is node.dtype and other.device == node.device:
+                if other.shape == node.shape:
+                    return [self, o], node.dtype
+                shape = broadcast_shapes(node.shape, other.shape, op=op)
+                return [self.broadcast_to(shape), o.broadcast_to(shape)], node.dtype
         strong = [self, *(o if isinstance(o, Tensor) else None if _is_scalar(o) else self._like(o) for o in others)]
         for t in strong:
             if t is not None and t.device != self.device:
@@ -304,19 +309,19 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
 
     @property
     def shape(self) -> Shape:
-        return self.node.shape
+        return self._node.shape
 
     @property
     def dtype(self) -> DType:
-        return self.node.dtype
+        return self._node.dtype
 
     @property
     def device(self) -> str:
-        return self.node.device
+        return self._node.device
 
     @property
     def ndim(self) -> int:
-        return len(self.node.shape)
+        return len(self._node.shape)
 
     @property
     def size(self) -> _Size:
@@ -344,8 +349,8 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
 
     def realize(self) -> Tensor:
         """Compute this tensor now (and everything it needs that is not computed yet)."""
-        if not self.node.realized:
-            realize_nodes(self.node)
+        if (node := self._node).op is not _BUFFER:
+            realize_nodes(node)
         return self
 
     def numpy(self) -> np.ndarray:
@@ -1297,11 +1302,18 @@ def _wrap(node: Node) -> Tensor:
     op makes one)."""
     t = _new_object(Tensor)
     t._node, t.requires_grad, t.grad, t._ctx, t._source = node, False, None, None, None
-    hold(t, node)
+    if node.holders is None:  # a node just made: `hold`'s first case
+        node.holders = _ref(t)
+    else:
+        hold(t, node)
     return t
 
 
 _new_object = object.__new__
+_ref = weakref.ref
+_node_of = operator.attrgetter("_node")
+# Read by every op: an enum's member, looked up on its class, costs a call into Python on 3.11
+_ALU, _SCALAR, _RESHAPE, _PERMUTE, _BUFFER = Op.ALU, Op.SCALAR, Op.RESHAPE, Op.PERMUTE, Op.BUFFER
 
 
 class _Source(Tensor):

@@ -286,3 +286,17 @@ def test_threads_never_share_a_live_block():
         t.join()
     assert errors == []
     assert pool.cached_bytes <= pool.limit
+
+
+def test_a_host_buffer_has_its_arrays_address():
+    """The address a CPU buffer gives kernels is its array's, whatever the array: read-only, empty, pooled."""
+    cpu = get_device("cpu")
+    read_only = np.arange(5.0)
+    read_only.flags.writeable = False
+    for array in (read_only, np.arange(3, dtype=np.int32), np.zeros(0, np.float32), np.arange(6.0)[::2]):
+        buffer = cpu.from_numpy(array)
+        assert buffer.ptr == buffer.numpy().ctypes.data
+        np.testing.assert_array_equal(buffer.numpy(), array)
+    for size in (0, 1, 1 << 16):
+        buffer = cpu.alloc(lt.float32, size)
+        assert buffer.ptr == buffer.numpy().ctypes.data and buffer.size == size

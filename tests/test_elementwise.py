@@ -873,9 +873,10 @@ BROADCAST_SHAPES = [((3, 1), (1, 4)), ((5,), (2, 3, 5)), ((2, 1, 4), (3, 1)), ((
                     ((2, 3), (2, 3)), ((1, 1), ()), ((4, 1, 1), (1, 2, 3))]
 
 
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32], ids=str)
 @pytest.mark.parametrize("sa,sb", BROADCAST_SHAPES, ids=str)
-def test_broadcasting(sa, sb):
-    a, b = random_array(sa, lt.float32, 34), random_array(sb, lt.float32, 35)
+def test_broadcasting(sa, sb, dtype):
+    a, b = random_array(sa, dtype, 34), random_array(sb, dtype, 35)
     x, y, tx, ty = lt.asarray(a), lt.asarray(b), torch.tensor(a), torch.tensor(b)
     check(x + y, tx + ty)
     check(y * x, ty * tx)

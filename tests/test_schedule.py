@@ -419,6 +419,20 @@ def test_nodes_record_the_user_line():
     x = data(3)
     y = x + 1
     assert y.node.origin.endswith(f"test_schedule.py:{y_line()}")
+    assert repr(y.node).endswith(f"test_schedule.py:{y_line()}>")
+
+
+def test_a_node_keeps_its_user_line_not_the_frame():
+    """The line is kept, not the frame it was read from: the locals of the user's function go with it."""
+    class Local:
+        pass
+
+    def made() -> tuple[lt.Tensor, weakref.ref]:
+        local = Local()
+        return data(3) * 2, weakref.ref(local)
+
+    y, local = made()
+    assert local() is None and "test_schedule.py:" in y.node.origin
 
 
 def y_line() -> int:
@@ -474,6 +488,59 @@ def test_a_schedule_runs_as_one_batch_with_the_results_of_launching_kernel_by_ke
     for got, want in zip(batched, one_by_one):
         for g, w in zip(got, want):
             np.testing.assert_array_equal(g, w)
+
+
+def _refuse_schedules(monkeypatch) -> None:
+    """From now on, building a `Schedule` from a plan fails: a realize that succeeds launched from its plan."""
+    def refuse(self):
+        raise AssertionError("a cached, compiled plan was launched through a Schedule")
+    monkeypatch.setattr(importlib.import_module("lazytensor.schedule").Planned, "schedule", refuse)
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32], ids=str)
+@pytest.mark.parametrize("shape", [(), (7,), (5, 3)], ids=str)
+def test_a_cached_schedule_launches_from_its_plan_with_new_data_and_scalars(monkeypatch, dtype, shape):
+    """A structure realized before launches from its plan, without a `Schedule`, one kernel or several; on new
+    data, with new Python scalars, through a transposed view; nothing is compiled again."""
+    def step(seed: int, scale: int, shift: int) -> None:
+        a, b = random_array(shape, dtype, seed), random_array(shape[::-1], dtype, seed + 1)
+        x, y = lt.asarray(a), lt.asarray(b).T  # y: a view of another layout
+        one = x * scale + y - shift
+        check(one.realize(), (a * scale + b.T - shift).astype(a.dtype))
+        two, total = x * scale - y, (x - y).sum()
+        lt.realize(two, total)  # two kernels (a batch on the CPU)
+        check(two, (a * scale - b.T).astype(a.dtype))
+        check(total, (a - b.T).sum())
+
+    step(0, 3, 1)
+    lt.reset_stats()
+    _refuse_schedules(monkeypatch)
+    step(1, -2, 5)
+    step(2, 7, 0)
+    assert lt.stats().kernels_compiled == 0 and lt.stats().realizes >= 2
+
+
+def test_a_launch_from_a_plan_checks_indexes_and_writes_what_live_tensors_hold(monkeypatch):
+    """The fast launch of a cached plan raises for an index out of range as the first launch did, and binds a
+    live tensor to the `contiguous()` copy that holds its data (rule 8)."""
+    def gathered(index: list[int]) -> lt.Tensor:
+        return data(6, seed=len(index)).take(lt.asarray(np.array(index)))
+
+    def copied(seed: int) -> tuple[lt.Tensor, lt.Tensor]:
+        y = data(4, 3, seed=seed) * 2
+        return y, y.contiguous() + 0  # the copy, read by a kernel of its own region
+
+    for launch in range(3):
+        if launch == 1:
+            _refuse_schedules(monkeypatch)
+        with pytest.raises(IndexError, match="take: an index is outside"):
+            gathered([1, 9]).realize()
+        got = gathered([5, -6])
+        check(got, random_array((6,), lt.float32, 2)[[5, -6]])
+        y, z = copied(launch)
+        z.realize()
+        assert y.is_realized
+        check(y, random_array((4, 3), lt.float32, launch) * 2)
 
 
 def test_debug_prints_one_line_per_launch(capsys, monkeypatch):
