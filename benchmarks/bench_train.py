@@ -1,12 +1,15 @@
-"""One training step (forward, backward, Adam update) of an MLP and of a small CNN: lazytensor, lazily and
-under `lt.jit`, against torch eager and jax.jit on the CPU (each when installed: `pip install -e ".[bench]"`),
-in one run.
+"""One training step (forward, backward, optimizer update) of an MLP, a small CNN and a small transformer:
+lazytensor, lazily and under `lt.jit`, against torch eager, torch.compile and jax.jit on the CPU (each when
+installed: `pip install -e ".[bench]"`), in one run.
 
-    python benchmarks/bench_train.py [--repeat 20] [--rounds 3] [--only mlp|cnn] [--threads N]
+    python benchmarks/bench_train.py [--repeat 20] [--rounds 3] [--only mlp|cnn|gpt] [--threads N]
 
 - MLP 784-512-512-10 (ReLU), batch 256, cross-entropy, Adam;
 - the small CNN of examples/train_digits.py (conv 1->16 3x3, relu, maxpool 2, conv 16->32 3x3, relu,
-  maxpool 2, dropout, linear 128->10) on 8x8 images, batch 64.
+  maxpool 2, dropout, linear 128->10) on 8x8 images, batch 64;
+- the GPT of examples/gpt.py (2 pre-LayerNorm blocks of width 64, 4 heads of causal
+  scaled_dot_product_attention, GELU MLP), 16 windows of 32 characters, gradient clipping, AdamW (no jax
+  version).
 
 Every contestant builds the same model with the same initialization scheme (not the same numbers) and
 trains it on one fixed batch. Each contestant runs in a process of its own, so no library's idle worker
@@ -39,7 +42,10 @@ import lazytensor as lt
 from lazytensor import nn, optim
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+import gpt
 import train_digits
+
+TEXT = np.frombuffer(Path(gpt.__file__).read_bytes(), np.uint8).astype(np.int64)
 
 
 def median_time(step: Callable[[], object], repeat: int) -> float:
@@ -52,9 +58,14 @@ def median_time(step: Callable[[], object], repeat: int) -> float:
     return statistics.median(times)
 
 
+GPT = {"blocks": 2, "vocab": 256, "width": 64, "heads": 4, "seq": 32}  # examples/gpt.py's defaults
+
+
 def batches(kind: str, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     if kind == "mlp":
         return rng.random((256, 784), dtype=np.float32), rng.integers(0, 10, 256)
+    if kind == "gpt":  # a batch of 16 windows of examples/gpt.py's own text, and their next characters
+        return next(gpt.batches(TEXT, GPT["seq"], 16))
     return rng.random((64, 1, 8, 8), dtype=np.float32), rng.integers(0, 10, 64)
 
 
@@ -63,10 +74,20 @@ def batches(kind: str, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray
 
 def lazytensor_step(kind: str, x: np.ndarray, y: np.ndarray) -> tuple[Callable[[], float], Callable[[], object]]:
     lt.manual_seed(0)
+    xb, yb = lt.asarray(x), lt.asarray(y)
+    if kind == "gpt":
+        model = gpt.gpt(lt, **GPT)
+        opt = optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
+
+        def gpt_step() -> lt.Tensor:
+            loss, _ = gpt.train_step(lt, model, opt, xb, yb, 1.0)
+            lt.realize(loss, *model.parameters())
+            return loss
+
+        return gpt_step, model
     model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10)) \
         if kind == "mlp" else train_digits.cnn()
     opt = optim.Adam(model.parameters(), lr=1e-3)
-    xb, yb = lt.asarray(x), lt.asarray(y)
 
     def step() -> lt.Tensor:
         loss = nn.functional.cross_entropy(model(xb), yb)
@@ -102,13 +123,25 @@ def jitted_step(kind: str, x: np.ndarray, y: np.ndarray, steps: int = 6) -> tupl
 # ---- torch eager ------------------------------------------------------------------------------------
 
 
-def torch_step(kind: str, x: np.ndarray, y: np.ndarray) -> Callable[[], object] | None:
+def torch_step(kind: str, x: np.ndarray, y: np.ndarray, compiled: bool = False) -> Callable[[], object] | None:
+    """torch's step, eager or with its model under `torch.compile` (`compiled`)."""
     try:
         import torch
     except ImportError:
         return None
     torch.manual_seed(0)
     tn = torch.nn
+    xb, yb = torch.from_numpy(x), torch.from_numpy(y)
+    if kind == "gpt":
+        model = gpt.gpt(torch, **GPT)
+        opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
+        forward = torch.compile(model) if compiled else model
+
+        def gpt_step() -> object:
+            loss, _ = gpt.train_step(torch, forward, opt, xb, yb, 1.0)
+            return loss.item()
+
+        return gpt_step
     if kind == "mlp":
         model = tn.Sequential(tn.Linear(784, 512), tn.ReLU(), tn.Linear(512, 512), tn.ReLU(), tn.Linear(512, 10))
     else:
@@ -116,10 +149,10 @@ def torch_step(kind: str, x: np.ndarray, y: np.ndarray) -> Callable[[], object] 
                               tn.Conv2d(16, 32, 3, padding=1), tn.ReLU(), tn.MaxPool2d(2),
                               tn.Flatten(), tn.Dropout(0.2), tn.Linear(128, 10))
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    xb, yb = torch.from_numpy(x), torch.from_numpy(y)
+    forward = torch.compile(model) if compiled else model
 
     def step() -> object:
-        loss = tn.functional.cross_entropy(model(xb), yb)
+        loss = tn.functional.cross_entropy(forward(xb), yb)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -132,7 +165,10 @@ def torch_step(kind: str, x: np.ndarray, y: np.ndarray) -> Callable[[], object] 
 
 
 def jax_step(kind: str, x: np.ndarray, y: np.ndarray) -> Callable[[], object] | None:
-    """torch's model and Adam (lr 1e-3, betas 0.9 and 0.999, eps 1e-8) written out in jax, one jitted step."""
+    """torch's model and Adam (lr 1e-3, betas 0.9 and 0.999, eps 1e-8) written out in jax, one jitted step (the
+    MLP and the CNN; not the GPT)."""
+    if kind == "gpt":
+        return None
     try:
         import jax
         import jax.numpy as jnp
@@ -206,8 +242,9 @@ def jax_step(kind: str, x: np.ndarray, y: np.ndarray) -> Callable[[], object] | 
     return step
 
 
-CONTESTANTS = ("lazytensor", "lazytensor jit", "torch eager", "jax.jit")
-TITLES = {"mlp": "MLP 784-512-512-10, batch 256, Adam", "cnn": "small CNN on 1x8x8, batch 64, Adam"}
+CONTESTANTS = ("lazytensor", "lazytensor jit", "torch eager", "torch.compile", "jax.jit")
+TITLES = {"mlp": "MLP 784-512-512-10, batch 256, Adam", "cnn": "small CNN on 1x8x8, batch 64, Adam",
+          "gpt": "GPT of examples/gpt.py (2 blocks, width 64, 4 heads, SDPA), 16 x 32 tokens, AdamW"}
 
 
 def contestant(kind: str, name: str, repeat: int) -> dict | None:
@@ -229,10 +266,10 @@ def contestant(kind: str, name: str, repeat: int) -> dict | None:
     elif name == "lazytensor jit":
         step, found["first_loss"] = jitted_step(kind, x, y)
     else:
-        step = (torch_step if name == "torch eager" else jax_step)(kind, x, y)
+        step = torch_step(kind, x, y, name == "torch.compile") if name.startswith("torch") else jax_step(kind, x, y)
         if step is None:
             return None
-        found["first_loss"] = float(step())  # jax.jit compiles here
+        found["first_loss"] = float(step())  # jax.jit and torch.compile compile here
         step()  # warm-up
         step()
     found["seconds"] = median_time(step, repeat)
@@ -244,7 +281,7 @@ def contestant(kind: str, name: str, repeat: int) -> dict | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=20, help="timed steps per contestant and round")
-    parser.add_argument("--only", choices=["mlp", "cnn"], default=None)
+    parser.add_argument("--only", choices=["mlp", "cnn", "gpt"], default=None)
     parser.add_argument("--rounds", type=int, default=3, help="rounds of one process per contestant")
     parser.add_argument("--threads", type=int, default=None,
                         help="threads for lazytensor and torch (LT_NUM_THREADS, torch.set_num_threads; "
@@ -262,7 +299,7 @@ def main() -> None:
         print(json.dumps(contestant(*args.contestant, args.repeat)))
         return
     broken: list[str] = []
-    for kind in [args.only] if args.only else ["mlp", "cnn"]:
+    for kind in [args.only] if args.only else ["mlp", "cnn", "gpt"]:
         runs: dict[str, list[dict]] = {name: [] for name in CONTESTANTS}
         for _ in range(args.rounds):
             for name in CONTESTANTS:
