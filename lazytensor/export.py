@@ -34,10 +34,11 @@ from typing import Any
 import llvmlite.binding as llvm
 
 from .errors import JitError
-from .jit import MAX_RECORDS, Jit, _flatten
+from .jit import MAX_RECORDS, Jit
 from .kernels.ir import LibraryCall
 from .kernels.llvm import runtime
 from .kernels.llvm.compiler import Machine
+from .pytree import flatten
 from .tensor import Tensor
 
 C_TYPES = {"bool": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
@@ -103,7 +104,7 @@ def _record(fn: Callable, args: tuple) -> tuple[Any, list[Tensor]]:
     """fn's replay (`lt.jit`) on the example arguments, and their tensors."""
     jitted = Jit(fn)
     leaves: list[Any] = []
-    _flatten((args, {}), leaves)
+    flatten((args, {}), leaves)
     inputs = [x for x in leaves if isinstance(x, Tensor)]
     for _ in range(MAX_RECORDS + 1):
         jitted(*args)

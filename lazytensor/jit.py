@@ -66,6 +66,7 @@ from .device import Buffer, get_device
 from .errors import JitError
 from .graph import Node
 from .helpers import getenv, user_call
+from .pytree import flatten, unflatten
 from .realize import (
     Recorder,
     count_replay,
@@ -97,26 +98,7 @@ class _Mismatch(Exception):
     """Two recorded calls that cannot be one replay; the message says where they differ."""
 
 
-# ---- flattening arguments and results ------------------------------------------------------------
-
-
-def _flatten(tree: Any, leaves: list[Any]) -> Any:
-    """The structure of `tree` (tuples, lists and dicts, nested), its leaves appended to `leaves`."""
-    if type(tree) in (tuple, list):
-        return type(tree), tuple(_flatten(t, leaves) for t in tree)
-    if type(tree) is dict:
-        return dict, tuple(tree), tuple(_flatten(v, leaves) for v in tree.values())
-    leaves.append(tree)
-    return None
-
-
-def _unflatten(structure: Any, leaves: Any) -> Any:
-    """`_flatten`'s inverse; `leaves` is an iterator."""
-    if structure is None:
-        return next(leaves)
-    if structure[0] is dict:
-        return {k: _unflatten(s, leaves) for k, s in zip(structure[1], structure[2])}
-    return structure[0](_unflatten(s, leaves) for s in structure[1])
+# ---- arguments' specs ---------------------------------------------------------------------------
 
 
 def _spec(leaf: Any) -> Any:
@@ -401,7 +383,7 @@ class _Replay:
             raise_if(table[s], message)
         leaves = [leaf if i is None else self._output(table[i], spec, leaf)
                   for i, spec, leaf in zip(self.outputs, self.out_specs, self.out_leaves)]
-        return _unflatten(self.out_structure, iter(leaves))
+        return unflatten(self.out_structure, iter(leaves))
 
     @staticmethod
     def _params(lc: _ReplayLaunch, offset: int) -> list[bool | int | float]:
@@ -459,7 +441,7 @@ class Jit:
         if is_recording():  # inside another jitted function's recording: its recorder sees our kernels
             return self.fn(*args, **kwargs)
         leaves: list[Any] = []
-        structure = _flatten((args, kwargs), leaves)
+        structure = flatten((args, kwargs), leaves)
         with self._lock:
             signature = (structure, tuple(_spec(x) for x in leaves))
             entry = self.entries.setdefault(signature, _Entry())
@@ -502,7 +484,7 @@ class Jit:
         with recording(record):
             out = self.fn(*args, **kwargs)
             leaves: list[Any] = []
-            record.out_structure = _flatten(out, leaves)
+            record.out_structure = flatten(out, leaves)
             realize_nodes(*(x.node for x in leaves if isinstance(x, Tensor) and not x.node.realized))
         if any(t.node is not n for t, n in zip(inputs, nodes)):
             raise JitError(f"lt.jit: {name} rebinds an argument tensor (x += ..., x.node = ...); a replay "

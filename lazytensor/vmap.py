@@ -16,8 +16,8 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from .jit import _flatten, _unflatten
 from .movement import stack
+from .pytree import flatten, unflatten
 from .tensor import Tensor
 
 
@@ -34,7 +34,7 @@ def vmap(fn: Callable[..., Any], in_axes: int | None | tuple = 0, out_axes: int 
         structures = []
         for arg, axis in zip(args, axes):
             leaves: list[Any] = []
-            structures.append(_flatten(arg, leaves))
+            structures.append(flatten(arg, leaves))
             leaves_of.append(leaves)
             if axis is not None:
                 for leaf in leaves:
@@ -50,7 +50,7 @@ def vmap(fn: Callable[..., Any], in_axes: int | None | tuple = 0, out_axes: int 
             raise ValueError("vmap: the mapped axis has size 0 (fn's result shapes are unknown)")
 
         def call(i: int) -> Any:
-            sliced = [_unflatten(s, iter(leaves if axis is None else
+            sliced = [unflatten(s, iter(leaves if axis is None else
                                          [leaf[(slice(None),) * (axis % leaf.ndim) + (i,)] for leaf in leaves]))
                       for s, leaves, axis in zip(structures, leaves_of, axes)]
             return fn(*sliced)
@@ -60,7 +60,7 @@ def vmap(fn: Callable[..., Any], in_axes: int | None | tuple = 0, out_axes: int 
         structure = None
         for r in results:
             leaves = []
-            structure = _flatten(r, leaves)
+            structure = flatten(r, leaves)
             out_leaves.append(leaves)
         outs = out_axes if isinstance(out_axes, tuple) else (out_axes,) * len(out_leaves[0])
         if len(outs) != len(out_leaves[0]):
@@ -71,7 +71,7 @@ def vmap(fn: Callable[..., Any], in_axes: int | None | tuple = 0, out_axes: int 
             if not all(isinstance(c, Tensor) for c in column):
                 raise TypeError("vmap: fn must return tensors (in tuples, lists or dicts)")
             stacked.append(stack(column, axis=axis if axis >= 0 else axis + column[0].ndim + 1))
-        return _unflatten(structure, iter(stacked))
+        return unflatten(structure, iter(stacked))
 
     return mapped
 

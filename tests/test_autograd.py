@@ -593,3 +593,23 @@ def test_softmax_gradients_are_torchs_formula_where_terms_cancel(name):
     ((1 / getattr(a, name)(0)) * lt.asarray(w)).sum().backward()
     ((1 / getattr(t, name)(0)) * torch.tensor(w)).sum().backward()
     np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=1e-12, atol=0)
+
+
+def test_grad_of_pytree_arguments_as_torch_func():
+    """lt.grad and value_and_grad take a dict, list or tuple of tensors (nested) as an argument, and give the
+    gradients in its structure, as JAX's and torch.func's."""
+    a, b, x = random_array((3, 2), lt.float64, 1), random_array((2,), lt.float64, 2), random_array((4, 3), lt.float64, 3)
+
+    def loss(p, x):
+        return ((x @ p["w"] + p["b"][0]) ** 2).sum() + (p["b"][1] * 3).sum()
+
+    ours = lt.grad(loss)({"w": lt.asarray(a), "b": [lt.asarray(b), lt.asarray(b * 2)]}, lt.asarray(x))
+    theirs = torch.func.grad(loss)({"w": torch.tensor(a), "b": [torch.tensor(b), torch.tensor(b * 2)]}, torch.tensor(x))
+    assert set(ours) == {"w", "b"} and isinstance(ours["b"], list)
+    check(ours["w"], theirs["w"])
+    check(ours["b"][0], theirs["b"][0])
+    check(ours["b"][1], theirs["b"][1])
+    value, (gp, gx) = lt.value_and_grad(loss, argnums=(0, 1))({"w": lt.asarray(a), "b": (lt.asarray(b),) * 2},
+                                                              lt.asarray(x))
+    check(gx, torch.func.grad(loss, argnums=1)({"w": torch.tensor(a), "b": (torch.tensor(b),) * 2}, torch.tensor(x)))
+    assert isinstance(gp["b"], tuple) and value.shape == ()

@@ -223,22 +223,29 @@ def grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool 
     `has_aux=True` means `f` returns `(value, aux)` and `grad` returns `(gradient, aux)`. Gradients keep
     their graph, so `grad(grad(f))` gives second derivatives."""
     from ..creation import asarray
+    from ..pytree import flatten, unflatten
     from ..tensor import Tensor
+
+    def leaf(a: Any, i: int) -> Tensor:
+        a = a if isinstance(a, Tensor) else asarray(a)
+        if not a.dtype.is_float:
+            raise TypeError(f"grad: argument {i} holds {a.dtype.name}; only floating-point inputs have gradients")
+        if a.requires_grad and is_grad_enabled():  # differentiate through an outer grad as well
+            return a * 1.0
+        return Tensor(a.node, requires_grad=True)
 
     @functools.wraps(f)
     def gradient_of_f(*args: Any, **kwargs: Any) -> Any:
         nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
         args = list(args)
-        wrt = []
-        for i in nums:
-            a = args[i] if isinstance(args[i], Tensor) else asarray(args[i])
-            if not a.dtype.is_float:
-                raise TypeError(f"grad: argument {i} is {a.dtype.name}; only floating-point inputs have gradients")
-            x = Tensor(a.node, requires_grad=True)
-            if a.requires_grad and is_grad_enabled():  # differentiate through an outer grad as well
-                x = a * 1.0
-            args[i] = x
-            wrt.append(x)
+        wrt, trees = [], []  # the leaves differentiated by, and per argument its structure and leaf count
+        for i in nums:  # a tensor, or a pytree (tuples, lists, dicts) of them, as JAX's
+            leaves: list[Any] = []
+            structure = flatten(args[i], leaves)
+            xs = [leaf(a, i) for a in leaves]
+            args[i] = unflatten(structure, iter(xs))
+            wrt += xs
+            trees.append((structure, len(xs)))
         with enable_grad():
             result = f(*args, **kwargs)
         value, aux = result if has_aux else (result, None)
@@ -248,7 +255,10 @@ def grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool 
             gs = tuple(x._const(0, x.dtype, x.device).broadcast_to(x.shape) for x in wrt)
         else:
             gs = gradients(value, wrt, create_graph=True, allow_unused=True)
-        out = gs[0] if isinstance(argnums, int) else gs
+        found, per_argument = iter(gs), []
+        for structure, count in trees:
+            per_argument.append(unflatten(structure, iter([next(found) for _ in range(count)])))
+        out = per_argument[0] if isinstance(argnums, int) else tuple(per_argument)
         return (out, aux) if has_aux else out
 
     return gradient_of_f
