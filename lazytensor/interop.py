@@ -170,6 +170,7 @@ ROWS: dict[str, Row] = {
     "swapaxes": row(lt.swapaxes, "a axis1 axis2"),
     "moveaxis": row(lt.moveaxis, "a source destination"),
     "flip": row(lt.flip, "m axis="),
+    "diag": row(lt.diag, "v k=diagonal"),
     "roll": row(lt.roll, "a shift axis="),
     "broadcast_to": row(lt.broadcast_to, "array shape"),
     "broadcast_arrays": row(lt.broadcast_arrays, "*args"),
@@ -239,6 +240,7 @@ DIFFERENT = {
     "can_cast": "lazytensor promotes dtypes its own way (see lt.can_cast)",
     "linspace": "lazytensor's takes numbers and gives float32 by default, NumPy's takes arrays and their dtype",
     "trace": "NumPy's takes the first two axes, lazytensor's (np.linalg.trace's) the last two",
+    "save": "NumPy's writes .npy files, lazytensor's safetensors checkpoints (lt.save)",
     "diagonal": "NumPy's takes the first two axes, lazytensor's (np.linalg.diagonal's) the last two",
     "linalg.pinv": "NumPy's default cut-off is 1e-15 times the largest singular value (rcond), lazytensor's the array "
                    "API's, max(M, N) * eps of the dtype (rtol)",

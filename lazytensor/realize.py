@@ -418,9 +418,11 @@ class _Launcher:
         if self.batch is not None:
             launch_batch(self.batch, ptrs, {k: [nodes[p].arg for p in ps] for k, ps in self.scalars},
                          len(self.calls), lambda k: _origin(planned, k))
-        elif len(self.calls) == 1:  # the table is the program's
-            program, _, ps = self.calls[0]
-            launch(program, ptrs, [nodes[p].arg for p in ps], 0, self.device, lambda: _origin(planned, 0))
+        elif len(self.calls) == 1:
+            program, pos, ps = self.calls[0]
+            # the table is the program's, unless it reads one buffer twice (`solve(a, a)`): the table holds it once
+            args = ptrs if len(pos) == len(ptrs) else [ptrs[i] for i in pos]
+            launch(program, args, [nodes[p].arg for p in ps], 0, self.device, lambda: _origin(planned, 0))
         else:
             for k, (program, pos, ps) in enumerate(self.calls):
                 launch(program, [ptrs[i] for i in pos], [nodes[p].arg for p in ps], 0, self.device,
