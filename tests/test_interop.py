@@ -525,6 +525,7 @@ CASES = {
     "swapaxes": lambda f: np.swapaxes(f, 0, 1),
     "moveaxis": lambda f: np.moveaxis(f[None], 0, -1),
     "flip": lambda f: (np.flip(f), np.flip(f, 1), np.flip(f, axis=(0, 1))),
+    "diag": lambda f: (np.diag(f), np.diag(f, 1), np.diag(f, k=-1), np.diag(f[0]), np.diag(f[0], k=2)),
     "roll": lambda f: (np.roll(f, 2), np.roll(f, 1, axis=0), np.roll(f, (1, -1), axis=(0, 1))),
     "broadcast_to": lambda v: np.broadcast_to(v, (3, 4)),
     "broadcast_arrays": lambda v, f: np.broadcast_arrays(v, f),
