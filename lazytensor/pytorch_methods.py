@@ -82,8 +82,7 @@ class PyTorchOps:
         mask = mask if isinstance(mask, type(self)) else self._like(mask)
         if mask.dtype != dtypes.bool_:
             raise TypeError(f"masked_fill: the mask must be bool, got {mask.dtype.name}")
-        broadcast_shapes(mask.shape, self.shape, op="masked_fill")
-        if mask.ndim > self.ndim or broadcast_shapes(mask.shape, self.shape) != self.shape:
+        if mask.ndim > self.ndim or broadcast_shapes(mask.shape, self.shape, op="masked_fill") != self.shape:
             raise ShapeError(f"masked_fill: a mask of shape {mask.shape} does not broadcast to {self.shape}")
         fill = value.cast(self.dtype) if isinstance(value, type(self)) else value
         if isinstance(fill, type(self)) and fill.ndim:

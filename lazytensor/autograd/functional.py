@@ -85,8 +85,8 @@ def jvp(func: Callable[..., Any], inputs: Tensor | tuple[Tensor, ...], v: Any = 
         else:
             found = [None] * len(dummies)
     products = tuple(zeros_like(o) if g is None else g for g, o in zip(found, outs))
-    return (_detached(outs, create_graph) if out_tuple else _detached(outs, create_graph)[0]), \
-        (products if out_tuple else products[0])
+    outs = _detached(outs, create_graph)
+    return (outs if out_tuple else outs[0]), (products if out_tuple else products[0])
 
 
 def jacobian(func: Callable[..., Any], inputs: Tensor | tuple[Tensor, ...], create_graph: bool = False,
