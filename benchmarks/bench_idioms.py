@@ -47,8 +47,6 @@ class Idiom:
 def written(fn: Callable[..., object], **spelled: Callable[..., object] | None) -> dict[str, Prepare]:
     """The runs of an idiom written as `fn(xp, *inputs)` for every library's module `xp`; `spelled` gives a
     library's own spelling (keys lazytensor, numpy, torch, jax), None where it has none."""
-    import jax
-    import jax.numpy as jnp
     import torch
     f = {lib: spelled.get(lib, fn) for lib in ("lazytensor", "numpy", "torch", "jax")}
     runs: dict[str, Prepare] = {}
@@ -70,6 +68,8 @@ def written(fn: Callable[..., object], **spelled: Callable[..., object] | None) 
         runs["torch"], runs["torch.compile"] = eager, compiled
     if f["jax"]:
         def jitted(arrays: list[np.ndarray], g: Callable[..., object] = f["jax"]) -> Callable[[], object]:
+            import jax
+            import jax.numpy as jnp
             j, ts = jax.jit(partial(g, jnp)), [jnp.asarray(a) for a in arrays]
             return lambda: j(*ts).block_until_ready()
         runs["jax.jit"] = jitted
@@ -78,8 +78,6 @@ def written(fn: Callable[..., object], **spelled: Callable[..., object] | None) 
 
 def looped(body: Callable[[object], object], steps: int) -> dict[str, Prepare]:
     """An eager loop: `x = body(x)` `steps` times, each step's result computed before the next starts."""
-    import jax
-    import jax.numpy as jnp
     import torch
 
     def loop(convert: Callable[[np.ndarray], object],
@@ -95,21 +93,24 @@ def looped(body: Callable[[object], object], steps: int) -> dict[str, Prepare]:
             return run
         return prepare
 
-    def blocking(f: Callable[[object], object]) -> Callable[[object], object]:
-        return lambda x: f(x).block_until_ready()
+    def jitted(arrays: list[np.ndarray]) -> Callable[[], object]:
+        import jax
+        import jax.numpy as jnp
+        def blocking(f: Callable[[object], object]) -> Callable[[object], object]:
+            j = jax.jit(f)
+            return lambda x: j(x).block_until_ready()
+        return loop(jnp.asarray, blocking)(arrays)
 
     return {"lazytensor": loop(lt.asarray, lambda f: (lambda x: f(x).realize())),
             "numpy": loop(np.asarray, lambda f: f),
             "torch": loop(torch.from_numpy, lambda f: f),
             "torch.compile": loop(torch.from_numpy, lambda f: torch.compile(f, dynamic=False)),
-            "jax.jit": loop(jnp.asarray, lambda f: blocking(jax.jit(f)))}
+            "jax.jit": jitted}
 
 
 def training_step() -> dict[str, Prepare]:
     """One SGD step (lr 0.1) of an MLP 784-256-10 with ReLU and cross-entropy, written as each library's
     tutorials write it, from the same initial weights; the result is the last layer's updated weight."""
-    import jax
-    import jax.numpy as jnp
     import torch
 
     def lazy(arrays: list[np.ndarray]) -> Callable[[], object]:
@@ -142,6 +143,8 @@ def training_step() -> dict[str, Prepare]:
         return step
 
     def jitted(arrays: list[np.ndarray]) -> Callable[[], object]:
+        import jax
+        import jax.numpy as jnp
         x, y, *init = (jnp.asarray(a) for a in arrays)
 
         def loss(params: list, x: object, y: object) -> object:
@@ -161,6 +164,17 @@ def training_step() -> dict[str, Prepare]:
 
 
 # ---- the idioms --------------------------------------------------------------------------------------------
+
+
+class _Jax:
+    """jax, imported when an idiom's jax spelling first runs: the tests run the idioms where jax is not installed."""
+
+    def __getattr__(self, name: str) -> object:
+        import jax
+        return getattr(jax, name)
+
+
+jax = _Jax()
 
 
 def normal(*shapes: tuple[int, ...], dtype: type = f32) -> Callable[[np.random.Generator], list[np.ndarray]]:
@@ -187,8 +201,9 @@ def numpy_cross_entropy(xp: object, logits: np.ndarray, y: np.ndarray) -> np.nda
     return (lse - logits[np.arange(len(y)), y]).mean()
 
 
-def statistics_idioms() -> list[Idiom]:
-    """mean, var, std and max along axis 0, axis 1 and both, float32; var in float64 too."""
+def statistics_idioms(d: Callable[[int], int]) -> list[Idiom]:
+    """mean, var, std and max along axis 0, axis 1 and both, float32; var in float64 too (dimensions through `d`,
+    see `idioms`)."""
     out = []
     for dtype, ops in ((f32, ("mean", "var", "std", "max")), (np.float64, ("var",))):
         for op in ops:
@@ -197,23 +212,29 @@ def statistics_idioms() -> list[Idiom]:
                 torch_op = {"var": lambda xp, x, a=axis: x.var(axis=a, correction=0),
                             "std": lambda xp, x, a=axis: x.std(axis=a, correction=0),
                             "max": lambda xp, x, a=axis: x.amax(axis=a)}
-                out.append(Idiom(f"{call} {np.dtype(dtype).name} 2048x4096", normal((2048, 4096), dtype=dtype),
+                out.append(Idiom(f"{call} {np.dtype(dtype).name} 2048x4096",
+                                 normal((d(2048), d(4096)), dtype=dtype),
                                  written(lambda xp, x, o=op, a=axis: getattr(x, o)(axis=a),
                                          **({"torch": torch_op[op]} if op in torch_op else {}))))
     return out
 
 
-def idioms() -> list[Idiom]:
-    import jax
-    big, small = 1 << 22, 1000
+def idioms(scale: int = 1) -> list[Idiom]:
+    """The idioms at their benchmark sizes, or with every dimension divided by `scale` (down to 4 at least, a
+    smaller dimension kept): the small copies are what the tests check on every backend. The names keep the
+    full sizes."""
+    def d(n: int) -> int:
+        return max(min(n, 4), n // scale)
+    big, small = d(d(1 << 22)), d(1000)
     vec = normal((big,))
     positive = lambda rng: [rng.random(big, dtype=f32) + 0.5]
     ints = lambda rng: [rng.integers(-1000, 1000, big).astype(np.int32), rng.integers(1, 100, big).astype(np.int32)]
-    labels = lambda rng: [rng.standard_normal((4096, 1000), dtype=f32), rng.integers(0, 1000, 4096)]
+    labels = lambda rng: [rng.standard_normal((d(4096), d(1000)), dtype=f32), rng.integers(0, d(1000), d(4096))]
     return [
-        Idiom("np.linalg.norm(x, axis=-1) 4096x1024", normal((4096, 1024)),
+        Idiom("np.linalg.norm(x, axis=-1) 4096x1024", normal((d(4096), d(1024))),
               written(lambda xp, x: xp.linalg.norm(x, axis=-1), torch=lambda xp, x: xp.linalg.norm(x, dim=-1))),
-        Idiom("(x**2).sum(-1)**0.5 4096x1024", normal((4096, 1024)), written(lambda xp, x: (x ** 2).sum(-1) ** 0.5)),
+        Idiom("(x**2).sum(-1)**0.5 4096x1024", normal((d(4096), d(1024))),
+              written(lambda xp, x: (x ** 2).sum(-1) ** 0.5)),
         Idiom("np.linalg.norm(x) 2**22", vec, written(lambda xp, x: xp.linalg.norm(x))),
         Idiom("GELU (tanh, x**3) 2**22", vec, written(gelu)),
         Idiom("softplus log(1 + exp(x)) 2**22", vec, written(lambda xp, x: xp.log(1 + xp.exp(x)))),
@@ -222,17 +243,17 @@ def idioms() -> list[Idiom]:
               written(lambda xp, x: xp.maximum(x, 0), torch=lambda xp, x: xp.relu(x))),
         Idiom("np.where(x > 0, x, 0.01 * x) 2**22", vec, written(lambda xp, x: xp.where(x > 0, x, 0.01 * x))),
         Idiom("x[x > 0] 2**22", vec, written(lambda xp, x: x[x > 0], jax=None)),
-        Idiom("layernorm ((x - m)**2).mean(-1) 8192x1024", normal((8192, 1024), (1024,), (1024,)),
+        Idiom("layernorm ((x - m)**2).mean(-1) 8192x1024", normal((d(8192), d(1024)), (d(1024),), (d(1024),)),
               written(layernorm)),
-        Idiom("softmax(q @ k.T / 8) @ v 8x1024x64", normal((8, 1024, 64), (8, 1024, 64), (8, 1024, 64)),
+        Idiom("softmax(q @ k.T / 8) @ v 8x1024x64", normal(*[(d(8), d(1024), d(64))] * 3),
               written(lambda xp, q, k, v: (q @ k.swapaxes(-1, -2) / 8).softmax(-1) @ v,
                       numpy=lambda xp, q, k, v: numpy_softmax(q @ k.transpose(0, 2, 1) / 8) @ v,
                       torch=lambda xp, q, k, v: xp.softmax(q @ k.transpose(-2, -1) / 8, -1) @ v,
                       jax=lambda xp, q, k, v: jax.nn.softmax(q @ k.swapaxes(-1, -2) / 8, -1) @ v)),
-        Idiom("x.softmax(axis=0) 4096x4096", normal((4096, 4096)),
+        Idiom("x.softmax(axis=0) 4096x4096", normal((d(4096), d(4096))),
               written(lambda xp, x: x.softmax(axis=0), numpy=lambda xp, x: numpy_softmax(x.T).T,
                       torch=lambda xp, x: x.softmax(0), jax=lambda xp, x: jax.nn.softmax(x, axis=0))),
-        Idiom("np.exp(x) / np.exp(x).sum(-1, keepdims) 4096x1024", normal((4096, 1024)),
+        Idiom("np.exp(x) / np.exp(x).sum(-1, keepdims) 4096x1024", normal((d(4096), d(1024))),
               written(lambda xp, x: xp.exp(x) / xp.exp(x).sum(-1, keepdims=True))),
         Idiom("MSE ((p - y)**2).mean() 2**22", normal((big,), (big,)), written(lambda xp, p, y: ((p - y) ** 2).mean())),
         Idiom("cross-entropy by hand (logsumexp) 4096x1000", labels,
@@ -244,31 +265,33 @@ def idioms() -> list[Idiom]:
               written(lambda xp, x, y: nn.functional.cross_entropy(x, y), numpy=None,
                       torch=lambda xp, x, y: xp.nn.functional.cross_entropy(x, y),
                       jax=lambda xp, x, y: -xp.take_along_axis(jax.nn.log_softmax(x), y[:, None], 1).mean())),
-        *statistics_idioms(),
-        Idiom("x - x.mean(axis=0) 2048x4096", normal((2048, 4096)), written(lambda xp, x: x - x.mean(axis=0))),
-        Idiom("(x - x.mean(0)) / x.std(0) 2048x4096", normal((2048, 4096)),
+        *statistics_idioms(d),
+        Idiom("x - x.mean(axis=0) 2048x4096", normal((d(2048), d(4096))), written(lambda xp, x: x - x.mean(axis=0))),
+        Idiom("(x - x.mean(0)) / x.std(0) 2048x4096", normal((d(2048), d(4096))),
               written(lambda xp, x: (x - x.mean(0)) / x.std(0),
                       torch=lambda xp, x: (x - x.mean(0)) / x.std(0, correction=0))),
-        Idiom("np.cumsum(x, axis=-1) 1024x4096", normal((1024, 4096)), written(lambda xp, x: xp.cumsum(x, axis=-1))),
-        Idiom("np.cumsum(x, axis=0) 1024x4096", normal((1024, 4096)), written(lambda xp, x: xp.cumsum(x, axis=0))),
-        Idiom("x.argmax(axis=0) 2048x4096", normal((2048, 4096)), written(lambda xp, x: x.argmax(axis=0))),
-        Idiom("x.argmax(axis=1) 2048x4096", normal((2048, 4096)), written(lambda xp, x: x.argmax(axis=1))),
+        Idiom("np.cumsum(x, axis=-1) 1024x4096", normal((d(1024), d(4096))),
+              written(lambda xp, x: xp.cumsum(x, axis=-1))),
+        Idiom("np.cumsum(x, axis=0) 1024x4096", normal((d(1024), d(4096))),
+              written(lambda xp, x: xp.cumsum(x, axis=0))),
+        Idiom("x.argmax(axis=0) 2048x4096", normal((d(2048), d(4096))), written(lambda xp, x: x.argmax(axis=0))),
+        Idiom("x.argmax(axis=1) 2048x4096", normal((d(2048), d(4096))), written(lambda xp, x: x.argmax(axis=1))),
         Idiom("x[idx] 2**20 of 2**22", lambda rng: [rng.standard_normal(big, dtype=f32),
-                                                    rng.integers(0, big, 1 << 20)], written(lambda xp, x, i: x[i])),
-        Idiom("np.concatenate([a, b]) 2x 2048x4096", normal((2048, 4096), (2048, 4096)),
+                                                    rng.integers(0, big, d(d(1 << 20)))], written(lambda xp, x, i: x[i])),
+        Idiom("np.concatenate([a, b]) 2x 2048x4096", normal((d(2048), d(4096)), (d(2048), d(4096))),
               written(lambda xp, a, b: xp.concatenate([a, b]), torch=lambda xp, a, b: xp.cat([a, b]))),
-        Idiom("np.stack([a, b, c], -1) 3x 1024x1024", normal((1024, 1024), (1024, 1024), (1024, 1024)),
+        Idiom("np.stack([a, b, c], -1) 3x 1024x1024", normal(*[(d(1024), d(1024))] * 3),
               written(lambda xp, a, b, c: xp.stack([a, b, c], -1))),
-        Idiom("x.T.contiguous() 4096x4096", normal((4096, 4096)),
+        Idiom("x.T.contiguous() 4096x4096", normal((d(4096), d(4096))),
               written(lambda xp, x: x.T.contiguous(), numpy=lambda xp, x: np.ascontiguousarray(x.T),
                       jax=lambda xp, x: x.T)),
         Idiom("(a * 3 + b) % 7 int32 2**22", ints, written(lambda xp, a, b: (a * 3 + b) % 7)),
         Idiom("a // b int32 2**22", ints, written(lambda xp, a, b: a // b)),
-        Idiom("((a[:, None] - b[None])**2).sum(-1) 512x1024x64", normal((512, 64), (1024, 64)),
+        Idiom("((a[:, None] - b[None])**2).sum(-1) 512x1024x64", normal((d(512), d(64)), (d(1024), d(64))),
               written(lambda xp, a, b: ((a[:, None] - b[None]) ** 2).sum(-1))),
-        Idiom("x[:, None] * y[None, :] 4096x4096", normal((4096,), (4096,)),
+        Idiom("x[:, None] * y[None, :] 4096x4096", normal((d(4096),), (d(4096),)),
               written(lambda xp, x, y: x[:, None] * y[None, :])),
-        Idiom("one-hot (y[:, None] == arange(1000)) 4096", lambda rng: [rng.integers(0, 1000, 4096)],
+        Idiom("one-hot (y[:, None] == arange(1000)) 4096", lambda rng: [rng.integers(0, 1000, d(4096))],
               written(lambda xp, y: (y[:, None] == xp.arange(1000)).astype(xp.float32),
                       torch=lambda xp, y: (y[:, None] == xp.arange(1000)).float())),
         Idiom("(x ** 2).sum() 2**22", vec, written(lambda xp, x: (x ** 2).sum())),
@@ -281,16 +304,16 @@ def idioms() -> list[Idiom]:
               written(lambda xp, x: x.softmax(-1), numpy=lambda xp, x: numpy_softmax(x),
                       torch=lambda xp, x: x.softmax(-1), jax=lambda xp, x: jax.nn.softmax(x))),
         Idiom("loop: 100x realize (x * 0.99 + 1) of 1000", normal((small,)), looped(lambda x: x * 0.99 + 1, 100)),
-        Idiom("relu(x @ w + b) 256x1024x1024", normal((256, 1024), (1024, 1024), (1024,)),
+        Idiom("relu(x @ w + b) 256x1024x1024", normal((d(256), d(1024)), (d(1024), d(1024)), (d(1024),)),
               written(lambda xp, x, w, b: xp.maximum(x @ w + b, 0), torch=lambda xp, x, w, b: xp.relu(x @ w + b))),
-        Idiom("batched a @ b 64x128x128", normal((64, 128, 128), (64, 128, 128)), written(lambda xp, a, b: a @ b)),
-        Idiom("conv2d 16x64x56x56, 64 3x3 filters", lambda rng: normal((16, 64, 56, 56))(rng) + [
-                  (rng.standard_normal((64, 64, 3, 3)) / 24).astype(f32)],
+        Idiom("batched a @ b 64x128x128", normal(*[(d(64), d(128), d(128))] * 2), written(lambda xp, a, b: a @ b)),
+        Idiom("conv2d 16x64x56x56, 64 3x3 filters", lambda rng: normal((d(16), d(64), d(56), d(56)))(rng) + [
+                  (rng.standard_normal((d(64), d(64), d(3), d(3))) / 24).astype(f32)],
               written(lambda xp, x, w: nn.functional.conv2d(x, w, padding=1), numpy=None,
                       torch=lambda xp, x, w: xp.nn.functional.conv2d(x, w, padding=1),
                       jax=lambda xp, x, w: jax.lax.conv_general_dilated(x, w, (1, 1), ((1, 1), (1, 1))))),
         Idiom("MLP 784-256-10 training step, batch 128, SGD",
-              lambda rng: [rng.random((128, 784), dtype=f32), rng.integers(0, 10, 128),
+              lambda rng: [rng.random((d(128), 784), dtype=f32), rng.integers(0, 10, d(128)),
                            (rng.standard_normal((256, 784)) / 28).astype(f32), np.zeros(256, f32),
                            (rng.standard_normal((10, 256)) / 16).astype(f32), np.zeros(10, f32)],
               training_step()),
