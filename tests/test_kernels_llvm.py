@@ -11,7 +11,7 @@ import pytest
 from conftest import padded_load_kernel
 from lazytensor.kernels import bounds, ir
 from lazytensor.kernels.dtype import bool_, float32, int64
-from lazytensor.kernels.expr import Expr, Var
+from lazytensor.kernels.expr import Bound, Expr, Var
 from lazytensor.kernels.llvm import compile_kernel, mathlib, render, runtime
 from lazytensor.kernels.llvm.render import FIRST_HIT_BLOCK, KernelRenderer, column_reductions
 
@@ -189,6 +189,42 @@ def test_transposing_kernels_walk_tiles_over_any_range_of_rows(monkeypatch, chec
             program.fn(ptrs, slots, lo, hi)
         np.testing.assert_array_equal(out, x.T + y)
         assert "gather" not in program.optimized_ir
+
+
+def padded_concatenation_kernel(rows: int, left: int, right: int) -> ir.Kernel:
+    """`out[i, j]`: `a[i - 1, j]` for j < left (zero in the first and last rows: a padded operand), then
+    `b[i, j - left]`: a concatenation along j of a padded operand and another."""
+    i, j = Var("i", rows), Var("j", left + right)
+    a = ir.load(1, int64, (Expr.of(i) - 1) * left + Expr.of(j),
+                (Bound(Expr.of(i) - 1, 0, rows - 2), Bound(Expr.of(j), 0, left)))
+    b = ir.load(2, int64, Expr.of(i) * right + Expr.of(j) - left, (Bound(Expr.of(j) - left, 0, right),))
+    bufs = (ir.BufferParam(int64, rows * (left + right), True), ir.BufferParam(int64, (rows - 2) * left),
+            ir.BufferParam(int64, rows * right))
+    return ir.Kernel("", bufs, (), (i, j), (ir.Store(0, Expr.of(i) * (left + right) + Expr.of(j),
+                                                    ir.alu(ir.Alu.ADD, int64, a, b)),))
+
+
+@pytest.mark.parametrize("checked", [False, True])
+def test_loops_cut_where_bounds_change_load_without_masks(monkeypatch, checked):
+    """A padded and concatenated kernel's loops are cut in pieces where its bounds change (`KernelRenderer.pieces`):
+    right over any range of rows a thread gets, and, unchecked, its loads are plain vector loads (no gather, no
+    masked load)."""
+    monkeypatch.setattr(bounds, "CHECK", checked)
+    rows, left, right = 9, 301, 700  # long enough that LLVM keeps the loops and vectorizes them
+    kernel = padded_concatenation_kernel(rows, left, right)
+    assert KernelRenderer(kernel).pieces(kernel.loops[1])[0] == [left]
+    program, _ = compile_kernel(kernel)
+    a = np.arange((rows - 2) * left, dtype=np.int64).reshape(rows - 2, left) + 1
+    b = -np.arange(rows * right, dtype=np.int64).reshape(rows, right) - 1
+    out = np.full((rows, left + right), 99, np.int64)
+    ptrs = (ctypes.c_void_p * 3)(out.ctypes.data, a.ctypes.data, b.ctypes.data)
+    slots = (ctypes.c_int64 * 4)()
+    for lo, hi in ((0, 1), (1, 4), (4, 9)):  # ranges across the pieces of the rows
+        program.fn(ptrs, slots, lo, hi)
+    np.testing.assert_array_equal(out, np.concatenate([np.pad(a, ((1, 1), (0, 0))), b], axis=1))
+    if not checked:
+        assert "gather" not in program.optimized_ir and "masked" not in program.optimized_ir
+        assert re.search(r"load <\d+ x i64>", program.optimized_ir)
 
 
 def scaled_sum_kernel(n: int) -> ir.Kernel:

@@ -43,10 +43,10 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from ..dtype import DType, float32
+from ..dtype import float32
 from ..expr import Div, Expr, Mod, Var
 from ..ir import BufferParam, Contraction, Kernel, Store, Value, VOp, substitute, toposort
-from .render import PTR, FunctionBuilder, KernelRenderer, llvm_type, memory_type, symbol, unit_stride
+from .render import PTR, FunctionBuilder, KernelRenderer, llvm_type, symbol, unit_stride
 
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 L2_BLOCK_BYTES = 1 << 20  # a task's block of A: half of this machine's 2 MiB L2 per core
@@ -217,22 +217,6 @@ class _PackRenderer(KernelRenderer):
         # column path, which runs the innermost loop itself: it must keep to its span too.
         columns = super().emit_columns
         self.spanned(self.kernel.loops[-1], lo, hi, lambda start, end: columns(red, start, end))
-
-    def masked_load(self, dtype: DType, buf: int, index: Expr | None, idx: ir.Value, ok: ir.Value | None) -> ir.Value:
-        if ok is None or self.fault_slot is not None:
-            return super().masked_load(dtype, buf, index, idx, ok)
-        # Loaded under a branch rather than from a selected address: LLVM's vectorizer makes the branch a
-        # masked vector load where the address steps with the lane (a convolution's windows at the edges of
-        # the image), where a selected address would take a gather, or no vectorizing at all.
-        b = self.b
-        before = b.block
-        with b.if_then(ok):
-            loaded = self.from_memory(b.load(self.gep(buf, index, False, idx, 1), typ=memory_type(dtype)), dtype)
-            inside = b.block
-        value = b.phi(loaded.type)
-        value.add_incoming(loaded, inside)
-        value.add_incoming(self.constant(0, dtype), before)
-        return value
 
     def marked_loop(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[], None]) -> ir.Branch:
         """The loop, its back edge noted in `outer_latches` if it is outside the lane loop."""

@@ -29,12 +29,13 @@ them still vectorize.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import pairwise
 
 from llvmlite import ir
 
 from ..bounds import fault_code
 from ..dtype import DType, bfloat16, bool_, float16, float32, float64, half_bits, int64, uint8
-from ..expr import Bounds, Div, Expr, Mod, Var
+from ..expr import Bound, Bounds, Div, Expr, Mod, Var
 from ..ir import COMPARISONS, Alu, Kernel, ReduceOp, SharedRow, Value, VOp, loop_scopes, shared_rows, toposort
 from ..legalize import Key, keys
 from . import mathlib
@@ -73,6 +74,7 @@ COLUMN_BLOCK_BYTES = 16384
 FIRST_HIT_BLOCK = 128  # elements a first-index search tests at once, vectorized, before it may stop
 TILE_BYTES = 64  # a side of a transposing kernel's tile: a cache line of its widest access
 SINK_BYTES = 64  # where a checked function's faulting accesses go: its widest access, an AVX-512 vector
+MAX_PIECES = 16  # copies of a loop nest's body at most that cutting loops into pieces makes (`KernelRenderer.pieces`)
 
 
 def symbol(name: str, checked: bool) -> str:
@@ -337,6 +339,8 @@ class KernelRenderer(FunctionBuilder):
         self.kernel = kernel
         self.vars: dict[Var, ir.Value] = {}
         self.vals: dict[int, ir.Value] = {}
+        self.known: dict[Bound, bool] = {}  # bounds that hold, or fail, everywhere in the pieces of loops being emitted
+        self.copies = 1  # of the innermost loop's body that the pieces of the loops being emitted make
 
     def render(self) -> ir.Module:
         k, b = self.kernel, self.b
@@ -442,7 +446,56 @@ class KernelRenderer(FunctionBuilder):
         if depth == len(loops) - 2 and (side := self.tile_side()):
             self.emit_tiles(path, side, lo, hi, lambda: self.emit_output_level(loops, start, end))
             return
+        if (pieces := self.pieces(var)) is not None:
+            self.emit_pieces(var, *pieces, lo, hi, lambda: self.emit_output_level(path + (var,), start, end))
+            return
         self.loop(var, lo, hi, lambda: self.emit_output_level(path + (var,), start, end))
+
+    def pieces(self, var: Var) -> tuple[list[int], list[tuple[Bound, int, int]]] | None:
+        """Where to cut the output loop `var` so that in each piece every bound of the kernel's loads and
+        validity masks that reads only `var` (`lo <= var + c < hi`, or `c - var`) holds everywhere or nowhere:
+        the cut points, and those bounds with the range of `var` where each holds; None where there is nothing
+        to cut, or the pieces would make more than MAX_PIECES copies of the body with those of the loops
+        outside.
+
+        A padded, rolled or concatenated operand then loads with no mask in each piece (the pieces where a
+        bound fails load nothing), so each piece vectorizes as a plain copy does; under a mask, LLVM's masked
+        vector loads take twice as long, one per operand of a concatenation."""
+        ranges: dict[Bound, tuple[int, int]] = {}
+        for v in self.kernel.values():
+            bounds = v.arg[2] if v.op is VOp.LOAD else v.arg if v.op is VOp.VALID else ()
+            for bound in bounds or ():
+                e = bound.expr
+                if bound in ranges or len(e.terms) != 1 or e.terms[0][0] != var or e.terms[0][1] not in (1, -1):
+                    continue
+                if e.terms[0][1] == 1:
+                    ranges[bound] = (bound.lo - e.const, bound.hi - e.const)
+                else:
+                    ranges[bound] = (e.const - bound.hi + 1, e.const - bound.lo + 1)
+        cuts = sorted({p for a, b in ranges.values() for p in (a, b) if 0 < p < var.size})
+        if not cuts or self.copies * (len(cuts) + 1) > MAX_PIECES:
+            return None
+        return cuts, [(bound, a, b) for bound, (a, b) in ranges.items()]
+
+    def emit_pieces(self, var: Var, cuts: list[int], ranges: list[tuple[Bound, int, int]], lo: ir.Value,
+                    hi: ir.Value, body: Callable[[], None]) -> None:
+        """The loop over `var` from `lo` to `hi`, one loop per piece between the `cuts` (see `pieces`), each
+        with the bounds it decides known to `bounds`."""
+        b = self.b
+
+        def clamp(x: ir.Value, lower: int, upper: int) -> ir.Value:
+            if isinstance(x, ir.Constant):
+                return I64(min(max(x.constant, lower), upper))
+            x = b.select(b.icmp_signed("<", x, I64(lower)), I64(lower), x)
+            return b.select(b.icmp_signed(">", x, I64(upper)), I64(upper), x)
+
+        outer, copies = self.known, self.copies
+        self.copies *= len(cuts) + 1
+        edges = [0, *cuts, var.size]
+        for first, last in pairwise(edges):
+            self.known = {**outer, **{bound: a <= first < b for bound, a, b in ranges}}
+            self.loop(var, clamp(lo, first, last), clamp(hi, first, last), body)
+        self.known, self.copies = outer, copies
 
     def tile_side(self) -> int:
         """The side, in elements, of the square tiles to walk the two innermost output loops in, or 0 to walk
@@ -785,6 +838,10 @@ class KernelRenderer(FunctionBuilder):
         b = self.b
         ok: ir.Value = I1(1)
         for bound in bounds:
+            if (holds := self.known.get(bound)) is not None:
+                if not holds:
+                    return I1(0)
+                continue
             e = self.expr(bound.expr)
             if bound.expr.vmin < bound.lo:
                 ok = b.and_(ok, b.icmp_signed(">=", e, I64(bound.lo)))
@@ -838,6 +895,23 @@ class KernelRenderer(FunctionBuilder):
         """Element `idx` of buffer slot `buf` (at `index`, None for an index from data; see `gep`) where `ok`
         holds (None: everywhere), 0 elsewhere."""
         b = self.b
+        if isinstance(ok, ir.Constant):  # a bound decided where the loop is cut in pieces (see `pieces`)
+            if not ok.constant:
+                return self.constant(0, dtype)
+            ok = None
+        if ok is not None and self.fault_slot is None:
+            # Loaded under a branch rather than from a selected address: LLVM's vectorizer makes the branch a
+            # masked vector load where the address steps with the lane (a padded, rolled or concatenated
+            # operand; a convolution's windows at the edges of the image), where a selected address would
+            # take a gather, or no vectorizing at all.
+            before = b.block
+            with b.if_then(ok):
+                loaded = self.from_memory(b.load(self.gep(buf, index, False, idx, 1), typ=memory_type(dtype)), dtype)
+                inside = b.block
+            value = b.phi(loaded.type)
+            value.add_incoming(loaded, inside)
+            value.add_incoming(self.constant(0, dtype), before)
+            return value
         if ok is not None:
             idx = b.select(ok, idx, I64(0))
         # a masked load reads element 0 where it is off, which a checked kernel does not count as an access
