@@ -531,16 +531,20 @@ def _length(x: Tensor, part: tuple[str, Any, int]) -> int:
 
 
 def _flat_nonzero(x: Tensor, name: str) -> Tensor:
-    """The row-major positions (int64) of x's nonzero elements, in order. The count is read first; then
-    each true element's position goes to its rank among the true ones (a running count), a scatter."""
+    """The row-major positions (int64) of x's nonzero elements, in order: each true element's rank among the
+    true ones (a running count, in int32 where the count fits: half the memory to scan) is where its position
+    goes, a scatter. The running count's last element, read first, is the count."""
     from .creation import arange, zeros
-    mask = (x != 0).reshape(-1)
-    count = int(mask.sum().item())
-    slots = mask.cast(dtypes.int64).cumsum(0) - 1
     from .tensor import where
-    target = where(mask, slots, count)  # a false element goes past the end: written nowhere
-    return zeros(count, dtype=dtypes.int64, device=x.device)._scatter(0, target, arange(mask.numel(), device=x.device),
-                                                                     None, distinct=True)
+    mask = (x != 0).reshape(-1)
+    n = mask.numel()
+    if n == 0:
+        return zeros(0, dtype=dtypes.int64, device=x.device)
+    ranks = mask.cumsum(0, dtype=dtypes.int32 if n < 2**31 else dtypes.int64)  # live: written once, read twice
+    count = int(ranks[-1].item())
+    target = where(mask, ranks - 1, count).cast(dtypes.int64)  # a false element goes past the end: written nowhere
+    return zeros(count, dtype=dtypes.int64, device=x.device)._scatter(0, target, arange(n, device=x.device), None,
+                                                                     distinct=True)
 
 
 def nonzero(x: Any) -> tuple[Tensor, ...]:
