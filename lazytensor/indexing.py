@@ -257,7 +257,10 @@ class IndexingOps:
             raise RuntimeError("a leaf tensor that requires grad cannot be written in place (x[i] = v); write it "
                                "under lt.no_grad() or write a copy")
         items = _expanded(self, index)
-        v = value if isinstance(value, Tensor) else self._like(value)
+        if (type(value) is float or type(value) is int) and self.dtype.kind == "f":  # exact in a float64 tensor
+            v = Tensor._scalar(value, self.dtype, self.device, "index assignment")
+        else:
+            v = value if isinstance(value, Tensor) else self._like(value)
         if not any(_is_array(it) for it in items):
             out = _basic_written(self, items, v)
         elif all(it.ndim == 0 and it.dtype == dtypes.bool_ for it in items if _is_array(it)):
@@ -443,11 +446,9 @@ def _leading_mask(x: Tensor, items: tuple[Any, ...]) -> Tensor | None:
     first = items[0]
     if not (isinstance(first, Tensor) and first.dtype == dtypes.bool_ and first.ndim > 0):
         return None
-    if tuple(first.shape) != x.shape[:first.ndim]:
-        raise IndexError(f"boolean index of shape {first.shape} does not match the indexed axes "
-                         f"{x.shape[:first.ndim]}")
     rest = items[1:]
-    return first if all(isinstance(it, slice) and it == slice(None) for it in rest) else None
+    # another shape (one that does not match, or an axis of 0 that selects nothing) takes the general path
+    return first if tuple(first.shape) == x.shape[:first.ndim] and all(isinstance(it, slice) and it == slice(None) for it in rest) else None
 
 
 def _broadcasts(shape: tuple[int, ...], to: tuple[int, ...]) -> bool:
@@ -474,9 +475,11 @@ def _flat_positions(x: Tensor, items: tuple[Any, ...], name: str) -> tuple[Tenso
             if it.ndim == 0:  # True adds an axis of 1, False one of 0, as NumPy
                 parts.append(("new", it, -1))
                 continue
-            if tuple(it.shape) != x.shape[axis:axis + it.ndim]:
+            indexed = x.shape[axis:axis + it.ndim]
+            # a mask axis of 0 selects nothing along any axis (NumPy's, and the array API tests')
+            if len(indexed) != it.ndim or any(k not in (n, 0) for k, n in zip(it.shape, indexed)):
                 raise IndexError(f"{name}: boolean index of shape {it.shape} does not match the indexed axes "
-                                 f"{x.shape[axis:axis + it.ndim]}")
+                                 f"{indexed}")
             # its true elements' row-major positions over its axes: x's flat offset is that times the stride
             # of its last axis, as the axes are consecutive (NumPy's index arrays of them, combined)
             axis += it.ndim

@@ -180,6 +180,33 @@ def test_setitem_with_masks_tensors_and_repeated_indices():
         x[0:1, 0] = lt.zeros(0)
 
 
+def test_a_mask_axis_of_zero_selects_nothing_along_any_axis():
+    """NumPy's (and the array API tests'): a boolean index's axis of 0 matches an indexed axis of any size."""
+    for shape, mask_shape in (((1,), (0,)), ((5,), (0,)), ((2, 3), (2, 0)), ((2, 3), (0, 3)), ((2, 3, 4), (0,))):
+        arr = random_array(shape, lt.float32, seed=1)
+        mask = np.zeros(mask_shape, bool)
+        check(lt.asarray(arr)[lt.asarray(mask)], arr[mask])
+        x = lt.asarray(arr.copy())
+        x[lt.asarray(mask)] = 7.0
+        check(x, arr)
+    for shape, mask_shape in (((5,), (3,)), ((2, 3), (2, 2))):
+        with pytest.raises(IndexError, match="does not match the indexed axes"):
+            lt.zeros(shape)[lt.zeros(mask_shape, dtype=lt.bool_)]
+        with pytest.raises(IndexError, match="does not match the indexed axes"):
+            lt.zeros(shape)[lt.zeros(mask_shape, dtype=lt.bool_)] = 1.0
+
+
+@pytest.mark.parametrize("dtype", [lt.float64, lt.float32, lt.float16])
+def test_a_python_number_written_into_a_float_tensor_is_rounded_once_to_its_dtype(dtype):
+    """16777217.0 is exact in float64 and not in float32: it is not rounded through float32 on its way."""
+    want = np.zeros(4, dtype.name)
+    x = lt.zeros(4, dtype=dtype)
+    for index, value in ((1, 16777217.0), ((), 3), (lt.asarray(np.array([True, False, False, True])), 2.5e-8)):
+        x[index] = value
+        want[index if not isinstance(index, lt.Tensor) else index.numpy()] = value
+        check(x, want)
+
+
 def test_a_write_changes_the_tensor_not_the_views_taken_before():
     x = lt.asarray(np.arange(6.0).reshape(2, 3))
     alias, row, t = x, x[0], x.T
