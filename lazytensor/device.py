@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 class Buffer:
     """`size` elements of `dtype` on `device`, contiguous, at address `ptr`."""
 
+    __slots__ = ("device", "dtype", "ptr", "size")  # one is made for every kernel output: no instance dict
+
     def __init__(self, device: str, dtype: DType, size: int, ptr: int):
         # ptr is read once: NumPy's ctypes lookup costs microseconds per launch
         self.device, self.dtype, self.size, self.ptr = device, dtype, size, ptr
@@ -54,6 +56,8 @@ class Buffer:
 
 class HostBuffer(Buffer):
     """A buffer in host memory, held by a NumPy array."""
+
+    __slots__ = ("data",)
 
     def __init__(self, device: str, dtype: DType, data: np.ndarray):
         self.device, self.dtype, self.size, self.ptr, self.data = device, dtype, data.size, _address(data), data
@@ -258,6 +262,8 @@ class HostMemoryPool:
 
 class CUDABuffer(Buffer):
     """A buffer in a cuda device's memory; its memory is reused once the buffer is garbage collected."""
+
+    __slots__ = ("allocation", "target")
 
     def __init__(self, device: str, dtype: DType, size: int, allocation: Allocation, target: Target):
         super().__init__(device, dtype, size, allocation.ptr)

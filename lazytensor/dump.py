@@ -32,7 +32,7 @@ import numpy as np
 
 from .explain import describe, explained
 from .graph import Node, toposort
-from .helpers import getenv
+from .helpers import env_value, getenv
 from .kernels import ir_json
 from .schedule import Schedule, ScheduleItem, Trace, schedule
 
@@ -44,8 +44,11 @@ def directory() -> Path | None:
     """The folder dumps go to now: the innermost `dump_to` block's, else `LT_DUMP_DIR`'s, else None."""
     if _chosen:
         return _chosen[-1]
-    folder = os.environ.get("LT_DUMP_DIR", "")
-    return Path(folder) if folder else None
+    return env_value("LT_DUMP_DIR", _folder_of)
+
+
+def _folder_of(text: str) -> Path | None:
+    return Path(text) if text else None
 
 
 @contextmanager

@@ -27,9 +27,11 @@ from __future__ import annotations
 import threading
 import weakref
 from _thread import get_ident
+from _weakref import _remove_dead_weakref
 from collections import deque
 from collections.abc import Container, Iterator
 from enum import Enum
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -181,6 +183,33 @@ class Node:
         return f"<Node {self.op.value} {self.dtype.name}{list(self.shape)} at {self.origin}>"
 
 
+class _Holders(dict):
+    """The tensors that hold a node, where there are several: by id (not a WeakSet: a set compares its members
+    with ==, which is elementwise on tensors), a weak reference to each, whose entry goes when its tensor does (a
+    hash-consed node outlives the many temporaries made on it). A WeakValueDictionary's behavior, at a fraction
+    of its cost: it is made whenever a node gains a second holder (the result of a composite op, a no-op
+    reshape), and `is_held` reads it for every such node of every realize."""
+
+    __slots__ = ("__weakref__", "_me")
+
+    def __init__(self, *holders: Any):
+        super().__init__()
+        self._me = _ref(self)
+        for holder in holders:
+            self.add(holder)
+
+    def add(self, holder: Any) -> None:
+        key = id(holder)
+        self[key] = _ref(holder, partial(_forget, self._me, key))
+
+
+def _forget(holders: weakref.ref, key: int, _: weakref.ref) -> None:
+    """A holder died: its entry goes, unless its id is another live tensor's by now (checked and deleted in one
+    C call, as WeakValueDictionary does, so a thread adding that tensor meanwhile keeps its entry)."""
+    if (held := holders()) is not None:
+        _remove_dead_weakref(held, key)
+
+
 def hold(holder: Any, node: Node) -> None:
     """Note that `holder` (a tensor of the user's program, not a handle autograd keeps) now holds `node`: data
     the user may read after a realize. Kept weakly: a tensor nothing else holds is no reason to write its
@@ -190,13 +219,11 @@ def hold(holder: Any, node: Node) -> None:
         if held is None:
             node.holders = _ref(holder)  # most nodes have one holder, the tensor the op made: one weak reference
         else:
-            held[id(holder)] = holder
+            held.add(holder)
     elif (first := held()) is None:
         node.holders = _ref(holder)
     elif first is not holder:
-        # by id, not a WeakSet: a set compares its members with ==, which is elementwise on tensors; an entry
-        # goes when its tensor does (a hash-consed node outlives the many temporaries made on it)
-        node.holders = weakref.WeakValueDictionary({id(first): first, id(holder): holder})
+        node.holders = _Holders(first, holder)
 
 
 def is_held(node: Node) -> bool:
@@ -207,7 +234,7 @@ def is_held(node: Node) -> bool:
         return False
     if type(held) is weakref.ReferenceType:
         return (t := held()) is not None and t._node is node
-    return any(h._node is node for h in held.values())
+    return any((t := r()) is not None and t._node is node for r in held.values())
 
 
 def _node_of_data(data: np.ndarray, dtype: DType, shape: tuple[int, ...], device: str) -> Node:

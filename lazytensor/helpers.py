@@ -3,15 +3,52 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 _PACKAGE_DIRS = (str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent / "kernels"))
 
 
+# The mapping os.environ reads and writes (encoded name -> encoded value), which every change made through
+# os.environ (or a test's monkeypatch) updates: looking a name up there skips the encoding and decoding that cost
+# most of os.environ.get, a microsecond a flag, several of which every realize reads. Where an os module keeps no
+# such mapping, os.environ itself.
+_environ = getattr(os.environ, "_data", os.environ)
+_encode_name = getattr(os.environ, "encodekey", str)
+_decode_value = getattr(os.environ, "decodevalue", str)
+# name -> (its key in `_environ`, the raw value parsed last, the parse function, what it gave)
+_parsed: dict[str, tuple[Any, Any, Callable[[str], Any], Any]] = {}
+
+
+def env_value(name: str, parse: Callable[[str], T]) -> T:
+    """`parse` of the environment variable `name`'s text ("" where it is unset), read at each call so that tests
+    and programs can change it, but parsed once per value: the raw value os.environ holds is compared by
+    identity with the one parsed last (the cache keeps that one alive, so another value is another object).
+    `parse` is a function defined once, not a lambda made at each call (which would parse at each call)."""
+    known = _parsed.get(name)
+    if known is not None:
+        key, last, parsed_by, value = known
+        if _environ.get(key) is last and parsed_by is parse:
+            return value
+    else:
+        key = _encode_name(name)
+    raw = _environ.get(key)
+    value = parse("" if raw is None else _decode_value(raw))
+    _parsed[name] = (key, raw, parse, value)  # one entry: a thread reading it meanwhile sees the old or the new
+    return value
+
+
+def _int_or_none(text: str) -> int | None:
+    return int(text) if text.strip() else None
+
+
 def getenv(name: str, default: int = 0) -> int:
-    """An integer environment flag, read at each call so tests can flip it."""
-    value = os.environ.get(name, "")
-    return int(value) if value.strip() else default
+    """An integer environment flag (`default` where unset or blank), read at each call so tests can flip it."""
+    value = env_value(name, _int_or_none)
+    return default if value is None else value
 
 
 # file name -> whether it is lazytensor's: every op asks of each frame under it, a dozen deep in a composite op

@@ -13,12 +13,12 @@ seen records again (the calls before it have not settled yet, or a replay found 
 """
 from __future__ import annotations
 
-import os
 import sys
 import threading
 from typing import Any
 
 from .graph import Node
+from .helpers import env_value
 
 _families: dict[tuple, list[tuple[str, Any, tuple[int, ...]]]] = {}  # family -> (role, dtype, shape) per tensor
 _lock = threading.Lock()
@@ -26,7 +26,11 @@ _lock = threading.Lock()
 
 def enabled() -> bool:
     """Whether `LT_LOG` asks for the recompile log."""
-    return "recompiles" in os.environ.get("LT_LOG", "").split(",")
+    return env_value("LT_LOG", _names_recompiles)
+
+
+def _names_recompiles(text: str) -> bool:
+    return "recompiles" in text.split(",")
 
 
 def _tensors(outputs: list[Node], inputs: list[Node]) -> list[tuple[str, Any, tuple[int, ...]]]:

@@ -299,28 +299,29 @@ class _CachedSchedule:
 _cache: dict[tuple, _CachedSchedule] = {}
 
 
-def _walk(roots: list[Node]) -> tuple[list[Node], dict[int, int], list[tuple], list[tuple[Node, str]], list[Node]]:
-    """The nodes reachable from `roots`, each after its sources (`toposort`'s order), with their positions (by
-    id); what the schedule depends on of each: the node but data and scalar values, with its sources by position;
-    the flags of its checks with their messages; and the nodes live tensors hold. One pass, as it runs for every
-    node of every realize; depth-first with an explicit stack, as `toposort`."""
+def _walk(roots: list[Node]) -> tuple[list[Node], dict[Node, int], list[tuple], list[tuple[Node, str]], list[Node]]:
+    """The nodes reachable from `roots`, each after its sources (`toposort`'s order), with their positions; what
+    the schedule depends on of each: the node but data and scalar values, with its sources by position; the flags
+    of its checks with their messages; and the nodes live tensors hold. One pass, as it runs for every node of
+    every realize; depth-first with an explicit stack, as `toposort`. Positions are keyed by the node itself,
+    which hashes by identity in C (cheaper than calling `id` for each look-up)."""
     order: list[Node] = []
-    pos: dict[int, int] = {}
+    pos: dict[Node, int] = {}
     at = pos.__getitem__
     structure: list[tuple] = []
     checks: list[tuple[Node, str]] = []
     live: list[Node] = []
     check, scalar, buffer, weak = _CHECK, _SCALAR, _BUFFER, weakref.ReferenceType  # locals: read for every node
     for root in roots:
-        if id(root) in pos:
+        if root in pos:
             continue
-        pos[id(root)] = -1  # on the stack: seen, not placed yet
+        pos[root] = -1  # on the stack: seen, not placed yet
         stack = [(root, iter(root.srcs))]
         while stack:
             node, pending = stack[-1]
             for src in pending:
-                if id(src) not in pos:
-                    pos[id(src)] = -1
+                if src not in pos:
+                    pos[src] = -1
                     stack.append((src, iter(src.srcs)))
                     break
             else:
@@ -331,7 +332,7 @@ def _walk(roots: list[Node]) -> tuple[list[Node], dict[int, int], list[tuple], l
                 else:
                     srcs = node.srcs
                     structure.append((op, node.dtype, node.shape, node.device,
-                                      tuple(map(at, map(id, srcs))) if srcs else (), None if op is scalar else node.arg))
+                                      tuple(map(at, srcs)) if srcs else (), None if op is scalar else node.arg))
                     if op is check and not srcs[1].realized:
                         checks.append((storage(srcs[1]), node.arg))
                     if (held := node.holders) is not None:  # `is_held`, its common case inline
@@ -340,7 +341,7 @@ def _walk(roots: list[Node]) -> tuple[list[Node], dict[int, int], list[tuple], l
                                 live.append(node)
                         elif (t := held()) is not None and t._node is node:
                             live.append(node)
-                pos[id(node)] = len(order)
+                pos[node] = len(order)
                 order.append(node)
     return order, pos, structure, checks, live
 
@@ -392,7 +393,7 @@ def plan(*roots: Node, trace: Trace | None = None) -> Planned:
     stores = targets[:]
     if checks:
         targets += [flag for flag, _ in checks]
-    key = (tuple(structure), tuple(map(pos.__getitem__, map(id, targets))), tuple(map(pos.__getitem__, map(id, live))))
+    key = (tuple(structure), tuple(map(pos.__getitem__, targets)), tuple(map(pos.__getitem__, live)))
     made = None
     if trace is not None:
         asked = set(map(id, roots))
@@ -404,8 +405,8 @@ def plan(*roots: Node, trace: Trace | None = None) -> Planned:
     elif (cached := _cache.get(key)) is None:
         made = _schedule(nodes, targets, live)
         cached = _cache[key] = _CachedSchedule(
-            [(it.kernel, [pos[id(n)] for n in it.outputs], [pos[id(n)] for n in it.inputs],
-              [pos[id(n)] for n in it.scalars]) for it in made], [(pos[id(a)], pos[id(b)]) for a, b in made.aliases])
+            [(it.kernel, [pos[n] for n in it.outputs], [pos[n] for n in it.inputs], [pos[n] for n in it.scalars])
+             for it in made], [(pos[a], pos[b]) for a, b in made.aliases])
         if len(_cache) > SCHEDULE_CACHE_SIZE:  # the oldest goes: a loop's schedules are re-made once if at all
             del _cache[next(iter(_cache))]
     planned = Planned(cached, nodes, requested, stores, checks, made)

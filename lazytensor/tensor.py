@@ -160,6 +160,8 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
                 out = _wrap(nodes[0])
             else:
                 out = _wrap(Node(op, dtype, shape, device, nodes, node_arg))
+        elif len(srcs) == 2:  # spelled out for the common arity: a tuple made through `map` costs more
+            out = _wrap(Node(op, dtype, shape, device, (srcs[0]._node, srcs[1]._node), arg))
         else:
             out = _wrap(Node(op, dtype, shape, device, tuple(map(_node_of, srcs)), arg))
         for s in srcs:
@@ -190,7 +192,9 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
         else:
             dtypes.check_fits(value, dtype, op)
             value = bool(value) if dtype is bool_ else int(value)
-        return Tensor._make(_SCALAR, dtype, shape, (), value, device=device)
+        if 0 in shape:  # no elements: `_make` gives it a buffer of none
+            return Tensor._make(_SCALAR, dtype, shape, (), value, device=device)
+        return _wrap(Node(_SCALAR, dtype, shape, device, (), value))  # `_make`'s case for an op with no sources
 
     @staticmethod
     def _const(value: Scalar, dtype: DType, device: str) -> Tensor:
@@ -269,8 +273,7 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
             raise DTypeError(f"{name}: shifts need integer tensors, got {dtype.name}")
         if op in _FLOAT_RESULTS and not dtype.is_float:
             a, b, dtype = a.cast(default_float), b.cast(default_float), default_float
-        out_dtype = bool_ if op in _COMPARISONS else dtype
-        return a._alu(op, out_dtype, b)
+        return Tensor._make(_ALU, bool_ if op in _COMPARISONS else dtype, a._node.shape, (a, b), op)
 
     def _float_unary(self, op: Alu) -> Tensor:
         (x,), dtype = self._float_operands((), op.label)

@@ -200,6 +200,23 @@ def test_a_node_is_held_while_a_live_tensor_is_it():
     assert len(sched) == 1 and len(sched[0].kernel.stores) == 1  # nothing holds x.exp() now: it is not written
 
 
+def test_a_node_held_by_several_tensors_forgets_each_as_it_dies():
+    """Several live tensors on one (hash-consed) node: each holds it until it dies or is rebound, and the
+    record of its holders shrinks with them rather than keeping dead entries."""
+    x = data(8)
+    tensors = [x.exp() for _ in range(3)]
+    node = tensors[0].node
+    assert all(t.node is node for t in tensors) and len(node.holders) == 3
+    del tensors[0]
+    assert is_held(node) and len(node.holders) == 2
+    tensors[0].node = (x + 1).node  # rebound: still alive, no longer holding it
+    assert is_held(node)
+    del tensors[1]
+    assert not is_held(node) and len(node.holders) == 1
+    tensors.clear()
+    assert not is_held(node) and len(node.holders) == 0
+
+
 def test_nodes_are_shared_while_they_live_and_their_table_stays_small():
     """Hash-consing: the same op on the same sources is the same node while anything holds it; constants are
     told apart by sign (0.0 and -0.0); and the table of shared nodes drops dead entries as
