@@ -228,6 +228,54 @@ def test_topk_gradient_and_nan():
     check(x.grad, t.grad)
 
 
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.float16, lt.int32, lt.int64, lt.uint8, lt.int8])
+@pytest.mark.parametrize("shape", [(), (1,), (6,), (4, 7), (2, 3, 4)])
+def test_median_and_nanmedian(dtype, shape):
+    """PyTorch's median: the lower middle value (lt.median, NumPy's, is the mean of the two), and along `dim`
+    the values and the index of one element that has the value (ties: any)."""
+    for _, x, t in inputs(shape, dtype, seed=5):
+        check(x.median(), t.median())
+        if dtype.is_float:
+            check(x.nanmedian(), t.nanmedian())
+        for dim in range(-len(shape), len(shape)) if shape else (0, -1):
+            for keepdim in (False, True):
+                for name in ("median", "nanmedian") if dtype.is_float else ("median",):
+                    got, want = getattr(x, name)(dim, keepdim), getattr(t, name)(dim, keepdim)
+                    check(got.values, want.values)
+                    at = x.unsqueeze(0) if x.ndim == 0 else x
+                    idx = got.indices if keepdim or x.ndim == 0 else got.indices.unsqueeze(dim)
+                    picked = at.gather(dim % max(x.ndim, 1), idx.reshape(idx.shape or (1,)))
+                    check(picked.reshape(got.values.shape), want.values)
+
+
+def test_median_nan_empty_and_gradient():
+    a = np.array([[3.0, np.nan, 1.0, np.nan], [2.0, 1.0, 4.0, 3.0], [np.nan] * 4, [5.0, np.nan, 2.0, 8.0]],
+                 np.float32)
+    x, t = lt.asarray(a), torch.tensor(a)
+    for name in ("median", "nanmedian"):
+        check(getattr(x, name)(), getattr(t, name)())
+        got, want = getattr(x, name)(1), getattr(t, name)(1)
+        check(got.values, want.values)
+        if name == "median":  # the first NaN's (nanmedian's index of an all-NaN row is PyTorch's own)
+            check(got.indices, want.indices)
+        check(getattr(x.T, name)(0).values, getattr(t.T, name)(0).values)
+    check(lt.median(lt.asarray(np.array([1.0, 2.0, 3.0, 4.0]))), np.median([1.0, 2.0, 3.0, 4.0]))  # NumPy's mean
+    check(lt.zeros(0).median(), torch.zeros(0).median())
+    check(lt.zeros((0, 3)).median(1).values, torch.zeros(0, 3).median(1).values)
+    with pytest.raises(ShapeError, match="no elements"):
+        lt.zeros((2, 0)).median(1)
+    b = random_array((4, 5), lt.float32, 9)
+    b[1, 2] = np.nan
+    for name, args in (("median", ()), ("median", (1,)), ("nanmedian", (1,)), ("nanmedian", ()), ("median", (0,))):
+        x, t = lt.asarray(b).requires_grad_(), torch.tensor(b, requires_grad=True)
+        got, want = getattr(x, name)(*args), getattr(t, name)(*args)
+        got, want = (got, want) if not args else (got.values, want.values)
+        w = random_array(got.shape, lt.float32, 11)
+        (got * lt.asarray(w)).sum().backward()
+        (want * torch.tensor(w)).sum().backward()
+        check(x.grad, t.grad)
+
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 def test_repeat_interleave_and_masked_select(dtype):
     for _, x, t in inputs((3, 4), dtype, seed=3):
