@@ -808,6 +808,73 @@ def test_forward_hooks_as_pytorch():
     assert model(lt.asarray(x)).numpy().any()
 
 
+def _two_forward(self, x, scale, y):
+    """Two tensor arguments around a number, two outputs."""
+    return x * y + scale, x.sin()
+
+
+class _LtTwo(nn.Module):
+    forward = _two_forward
+
+
+class _TorchTwo(torch.nn.Module):
+    forward = _two_forward
+
+
+def _values(grads):
+    return [None if g is None else g.detach().numpy() if isinstance(g, torch.Tensor) else g.numpy() for g in grads]
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_full_backward_hooks_as_pytorch(replace):
+    """register_full_backward_pre_hook sees (and may replace) the gradients of all the outputs at once,
+    register_full_backward_hook those of all the tensor inputs with them, once per backward; replacing them
+    changes what flows on as PyTorch's does. An input that needs no gradient has None."""
+    a, b = random_array((3, 4), lt.float32, 1), random_array((3, 4), lt.float32, 2)
+    model, tmodel = nn.Sequential(nn.Linear(4, 4), nn.Tanh()), torch.nn.Sequential(torch.nn.Linear(4, 4),
+                                                                                     torch.nn.Tanh())
+    tmodel.load_state_dict({k: torch.tensor(v.numpy()) for k, v in model.state_dict().items()})
+    seen = {"lt": [], "torch": []}
+    for lib, m, two, mk in (("lt", model, _LtTwo(), lambda v: lt.asarray(v).requires_grad_()),
+                            ("torch", tmodel, _TorchTwo(), lambda v: torch.tensor(v, requires_grad=True))):
+        def pre(mod, grad_output, lib=lib):
+            seen[lib].append(("pre", _values(grad_output)))
+            return (grad_output[0] * 2, grad_output[1]) if replace else None
+
+        def full(mod, grad_input, grad_output, lib=lib):
+            seen[lib].append(("full", _values(grad_input), _values(grad_output)))
+            return (grad_input[0] - 1, None, grad_input[2] * 0.5) if replace else None
+
+        two.register_full_backward_pre_hook(pre)
+        two.register_full_backward_hook(full)
+        m[1].register_full_backward_hook(lambda mod, gi, go, lib=lib: seen[lib].append(("tanh", _values(gi))))
+        x, y = mk(a), mk(b)
+        u, v = two(m(x), 0.5, y)
+        (u * v).sum().backward()
+        seen[lib].append(("grads", _values([x.grad, y.grad, m[0].weight.grad])))
+        with torch.no_grad() if lib == "torch" else lt.no_grad():
+            two(mk(a), 1.0, mk(b))  # no record, no hook
+    assert [e[0] for e in seen["lt"]] == [e[0] for e in seen["torch"]] == ["pre", "full", "tanh", "grads"]
+    for got, want in zip(seen["lt"], seen["torch"]):
+        for g, w in zip(got[1:], want[1:]):
+            for gv, wv in zip(g, w):
+                assert (gv is None) == (wv is None)
+                if gv is not None:
+                    np.testing.assert_allclose(gv, wv, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing")  # torch's note of this very case
+def test_full_backward_hook_of_inputs_that_need_no_gradient():
+    """PyTorch calls the hook with None for each input when none needs a gradient (the parameters' do)."""
+    calls = []
+    for m, x in ((nn.Linear(3, 2), lt.ones((4, 3))), (torch.nn.Linear(3, 2), torch.ones(4, 3))):
+        h = m.register_full_backward_hook(lambda mod, gi, go: calls.append((gi, tuple(go[0].shape))))
+        m(x).sum().backward()
+        h.remove()
+        m(x).sum().backward()
+    assert calls == [((None,), (4, 2)), ((None,), (4, 2))]
+
+
 def test_module_half_and_bfloat16():
     model = nn.Linear(3, 2)
     assert model.half() is model and model.weight.dtype == lt.float16 and model.bias.dtype == lt.float16
