@@ -289,30 +289,49 @@ def test_repeat_interleave_and_masked_select(dtype):
         check(lt.masked_select(x, lt.asarray(mask[1])), torch.masked_select(t, torch.tensor(mask[1])))
 
 
-@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32, lt.int64])
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32, lt.int64, lt.int8, lt.int16, lt.uint8, lt.float16,
+                                   lt.bfloat16], ids=str)
 @pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
 @pytest.mark.parametrize("include_self", [True, False])
 def test_scatter_reduce(dtype, reduce, include_self):
+    """Every fold on every backend, duplicate indices: Triton's atomics, or its compare-and-swap loops (a
+    product, a float's extrema, which propagate NaN)."""
     rng = np.random.default_rng(5)
     index = rng.integers(0, 4, (5, 3))
-    src = random_array((5, 3), dtype, 6, low=-2, high=2)
-    for _, x, t in inputs((4, 3), dtype, seed=7, low=-2, high=2):
-        got = x.scatter_reduce(0, lt.asarray(index), lt.asarray(src), reduce, include_self=include_self)
-        want = t.scatter_reduce(0, torch.tensor(index), torch.tensor(src), reduce, include_self=include_self)
-        if not triton_folds(x.device, reduce, dtype):  # Triton has no atomic product, nor float extrema (README)
-            with pytest.raises(lt.KernelError, match="cannot fold a scatter"):
-                got.realize()
-            continue
+    data = lt.float32 if dtype == lt.bfloat16 else dtype  # NumPy has no bfloat16: made of float32 values
+    src = random_array((5, 3), data, 6, low=-2, high=2)
+    tdt = TORCH_DTYPES[dtype]
+    for _, x, t in inputs((4, 3), data, seed=7, low=-2, high=2):
+        got = x.cast(dtype).scatter_reduce(0, lt.asarray(index), lt.asarray(src).cast(dtype), reduce,
+                                           include_self=include_self)
+        want = t.to(tdt).scatter_reduce(0, torch.tensor(index), torch.tensor(src).to(tdt), reduce,
+                                        include_self=include_self)
+        check(got, want)
+    if dtype.is_float:  # a NaN update wins an extremum, as a NaN already there does
+        base, up = np.array([1.0, np.nan, 3.0], np.float32), np.array([np.nan, 5.0, -2.0, 7.0], np.float32)
+        at = np.array([0, 1, 2, 2])
+        got = lt.asarray(base).cast(dtype).scatter_reduce(0, lt.asarray(at), lt.asarray(up).cast(dtype), reduce,
+                                                           include_self=include_self)
+        want = torch.tensor(base).to(tdt).scatter_reduce(0, torch.tensor(at), torch.tensor(up).to(tdt), reduce,
+                                                          include_self=include_self)
         check(got, want)
 
 
-def triton_folds(device: str, reduce: str, dtype: lt.DType) -> bool:
-    """Whether `device` folds a scatter by `reduce` into `dtype`: the CPU every one; Triton sums, and the extrema
-    of 32- and 64-bit integers (its atomics)."""
-    return device == "cpu" or reduce in ("sum", "mean") or reduce in ("amax", "amin") and not dtype.is_float
+def test_scatter_reduce_of_many_updates_into_few_elements():
+    """Thousands of updates into 3 elements, so that many lanes of a block fold into one element at once."""
+    rng = np.random.default_rng(3)
+    index = rng.integers(0, 3, 5000)
+    src = rng.uniform(0.999, 1.001, 5000)
+    for reduce in ("prod", "amax", "amin"):
+        got = lt.ones(3, dtype=lt.float64).scatter_reduce(0, lt.asarray(index), lt.asarray(src), reduce)
+        want = torch.ones(3, dtype=torch.float64).scatter_reduce(0, torch.tensor(index), torch.tensor(src), reduce)
+        check(got, want)
+    ints = rng.integers(-3, 4, 5000).astype(np.int32)
+    got = lt.ones(3, dtype=lt.int32).scatter_reduce(0, lt.asarray(index), lt.asarray(ints), "prod")
+    check(got, torch.ones(3, dtype=torch.int32).scatter_reduce(0, torch.tensor(index), torch.tensor(ints), "prod"))
 
 
-@pytest.mark.parametrize("reduce", ["sum", "mean", "amax", "amin"])
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
 def test_scatter_reduce_gradient(reduce):
     index = np.array([[0, 1], [0, 1], [2, 0]])
     a, s = random_array((3, 2), lt.float64, 8), random_array((3, 2), lt.float64, 9)
@@ -320,12 +339,22 @@ def test_scatter_reduce_gradient(reduce):
     t, ts = torch.tensor(a, requires_grad=True), torch.tensor(s, requires_grad=True)
     (x.scatter_reduce(0, lt.asarray(index), xs, reduce) ** 2).sum().backward()
     (t.scatter_reduce(0, torch.tensor(index), ts, reduce) ** 2).sum().backward()
-    if not triton_folds(x.device, reduce, lt.float64):  # refused, not computed otherwise (see test_scatter_reduce)
-        with pytest.raises(lt.KernelError, match="cannot fold a scatter"):
-            x.grad.realize()
-        return
     check(x.grad, t.grad)
     check(xs.grad, ts.grad)
+
+
+def test_scatter_prod_gradient_with_zeros():
+    """A product's gradient where factors are 0: one zero update (the others' product), two (0), a zero base."""
+    base, src = np.array([2.0, 0.0, 3.0, 1.5]), np.array([0.0, 4.0, 0.0, 0.0, 5.0, -1.0, 2.0])
+    at = np.array([0, 0, 2, 2, 1, 3, 1])
+    for include_self in (True, False):
+        x, xs = lt.asarray(base).requires_grad_(), lt.asarray(src).requires_grad_()
+        t, ts = torch.tensor(base, requires_grad=True), torch.tensor(src, requires_grad=True)
+        w = np.arange(1.0, 5.0)
+        (x.scatter_reduce(0, lt.asarray(at), xs, "prod", include_self=include_self) * lt.asarray(w)).sum().backward()
+        (t.scatter_reduce(0, torch.tensor(at), ts, "prod", include_self=include_self) * torch.tensor(w)).sum().backward()
+        check(x.grad, t.grad)
+        check(xs.grad, ts.grad)
 
 
 @pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32, lt.int64, lt.bool_])

@@ -574,6 +574,23 @@ REDUCE_VJP: dict[ReduceOp, Callable[[Tensor, tuple[int, ...], Tensor, Tensor], T
 }
 
 
+def _scatter_prod_vjp(x: Tensor, axis: int, index: Tensor, updates: Tensor, out: Tensor,
+                      g: Tensor) -> list[Tensor | None]:
+    """A scatter folded by a product: each factor's gradient is the product of the other factors of its
+    element (PyTorch's). The base's is the product of the element's updates; an update's is the element's
+    product over it, or, for the one zero update of its element, the product folded again with a 1 for it (a
+    division by 0 would not say); with two zeros among the others, it is 0 (the product over it, 0 too)."""
+    from ..tensor import where
+    ones = x._const(1, x.dtype, x.device).broadcast_to(x.shape)
+    zero = updates == 0
+    zeros_there = _zeros_like(x)._scatter(axis, index, zero.cast(x.dtype), ReduceOp.SUM)._gather(axis, index)
+    single = zero & (zeros_there == 1)
+    without = x._scatter(axis, index, where(single, 1, updates).cast(updates.dtype), ReduceOp.PROD)
+    over = (g * out)._gather(axis, index) / where(zero, 1, updates).cast(updates.dtype)
+    return [g * ones._scatter(axis, index, updates, ReduceOp.PROD), None,
+            where(single, (g * without)._gather(axis, index), over).cast(updates.dtype)]
+
+
 def unshrink(g: Tensor, shape: tuple[int, ...], ranges: Sequence[tuple[int, int, int]]) -> Tensor:
     """The gradient of a strided slice: g scattered back to positions start + i*step, zeros elsewhere.
     A step is undone by interleaving zeros (pad a new axis of size 1 to `step`, then merge it)."""
@@ -653,8 +670,8 @@ def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> li
             count = x_won.cast(g.dtype) + _zeros_like(g)._scatter(axis, index, u_won.cast(g.dtype), ReduceOp.SUM)
             share = g / count.clip(1, None)
             grads = [where(x_won, share, 0.0), None, where(u_won, share._gather(axis, index), 0.0)]
-        elif combine not in (None, ReduceOp.SUM):
-            raise NotImplementedError(f"autograd: no gradient for a scatter that folds by {combine.value}")
+        elif combine is ReduceOp.PROD:
+            grads = _scatter_prod_vjp(x, axis, index, updates, out, g)
         else:
             # a replaced element's gradient goes to its update (to each, where several write it, as PyTorch's)
             base = g if combine is ReduceOp.SUM else g._scatter(axis, index, _zeros_like(updates), None, distinct)
