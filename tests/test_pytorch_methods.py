@@ -317,6 +317,16 @@ def test_scatter_reduce(dtype, reduce, include_self):
         check(got, want)
 
 
+@pytest.mark.parametrize("reduce", ["sum", "prod", "amax", "amin"])  # PyTorch has no mean of bools
+def test_scatter_reduce_of_bools(reduce):
+    base, at, up = random_array((4, 3), lt.bool_, 1), np.random.default_rng(2).integers(0, 4, (6, 3)), \
+        random_array((6, 3), lt.bool_, 3)
+    for include_self in (True, False):
+        got = lt.asarray(base).scatter_reduce(0, lt.asarray(at), lt.asarray(up), reduce, include_self=include_self)
+        check(got, torch.tensor(base).scatter_reduce(0, torch.tensor(at), torch.tensor(up), reduce,
+                                                     include_self=include_self))
+
+
 def test_scatter_reduce_of_many_updates_into_few_elements():
     """Thousands of updates into 3 elements, so that many lanes of a block fold into one element at once."""
     rng = np.random.default_rng(3)
