@@ -413,3 +413,50 @@ def test_logcumsumexp_gradient():
     (x.logcumsumexp(1) * lt.asarray(np.linspace(0, 1, 300))).sum().backward()
     (t.logcumsumexp(1) * torch.linspace(0, 1, 300, dtype=torch.float64)).sum().backward()
     check(x.grad, t.grad)
+
+
+def _inplace(method: str, *args):
+    """A PyTorch in-place method on a non-leaf (a copy of the input), whose gradient flows through it."""
+    def run(x):
+        y = x * 1
+        getattr(y, method)(*(a(x) if callable(a) else a for a in args))
+        return y
+    return run
+
+
+_IDX = np.array([2, 0, 2, 3])
+_MASK = random_array((4, 5), lt.bool_, 22)
+# Issue 19's PyTorch ops with no gradient test elsewhere: (lazytensor, torch) on a (4, 5) float64 input
+ISSUE19_GRADS = {
+    "index_select": (lambda x: x.index_select(0, lt.asarray(_IDX)), lambda t: t.index_select(0, torch.tensor(_IDX))),
+    "masked_select": (lambda x: x.masked_select(lt.asarray(_MASK)), lambda t: t.masked_select(torch.tensor(_MASK))),
+    "cummin": (lambda x: x.cummin(1).values, lambda t: t.cummin(1).values),
+    "kthvalue": (lambda x: x.kthvalue(2, 0).values, lambda t: t.kthvalue(2, 0).values),
+    "tril": (lambda x: x.tril(-1), lambda t: t.tril(-1)),
+    "triu": (lambda x: x.triu(1), lambda t: t.triu(1)),
+    "roll": (lambda x: x.roll((1, -2), (0, 1)), lambda t: t.roll((1, -2), (0, 1))),
+    "repeat_interleave": (lambda x: x.repeat_interleave(2, dim=1), lambda t: t.repeat_interleave(2, dim=1)),
+    "repeat_interleave_counts": (lambda x: x.repeat_interleave(lt.asarray(np.array([1, 0, 3, 2])), dim=0),
+                                 lambda t: t.repeat_interleave(torch.tensor([1, 0, 3, 2]), dim=0)),
+    "cat_dim": (lambda x: lt.cat([x, x * 2], dim=1), lambda t: torch.cat([t, t * 2], dim=1)),
+    "stack_dim": (lambda x: lt.stack([x, x.exp()], dim=1), lambda t: torch.stack([t, t.exp()], dim=1)),
+    "unsqueeze_dim": (lambda x: x.unsqueeze(dim=1) * 2, lambda t: t.unsqueeze(dim=1) * 2),
+    "var_unbiased": (lambda x: x.var(1, unbiased=True), lambda t: t.var(1, unbiased=True)),
+    "std_unbiased": (lambda x: x.std(dim=0, unbiased=True), lambda t: t.std(dim=0, unbiased=True)),
+    "t": (lambda x: x.t() * 3, lambda t: t.t() * 3),
+    "movedim": (lambda x: x.reshape(2, 2, 5).movedim(0, 2), lambda t: t.reshape(2, 2, 5).movedim(0, 2)),
+    "add_": (_inplace("add_", lambda x: x.exp()), _inplace("add_", lambda t: t.exp())),
+    "mul_": (_inplace("mul_", lambda x: x.sin()), _inplace("mul_", lambda t: t.sin())),
+    "clamp_": (_inplace("clamp_", -1.0, 1.0), _inplace("clamp_", -1.0, 1.0)),
+    "copy_": (_inplace("copy_", lambda x: x * x), _inplace("copy_", lambda t: t * t)),
+    "zero_": (lambda x: _inplace("zero_")(x) + x, lambda t: _inplace("zero_")(t) + t),
+    "type": (lambda x: x.type(lt.float32) * 2, lambda t: t.type(torch.float32) * 2),
+}
+
+
+@pytest.mark.parametrize("name", list(ISSUE19_GRADS))
+def test_gradients_of_pytorch_ops(name):
+    """Values and gradients against torch's, on a contiguous input and a non-contiguous one."""
+    from test_autograd import check_grads, two_layouts
+    f, g = ISSUE19_GRADS[name]
+    check_grads(f, g, [random_array((4, 5), lt.float64, seed=21)], kinds=two_layouts(list(ISSUE19_GRADS).index(name)))
