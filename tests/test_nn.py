@@ -761,6 +761,16 @@ def test_embedding_of_an_index_out_of_range_raises_index_error():
     np.testing.assert_array_equal(emb(lt.asarray(np.array([4, 0]))).numpy(), emb.weight.numpy()[[4, 0]])
 
 
+@pytest.mark.parametrize("dtype", [lt.int64, lt.int32, lt.uint8], ids=str)
+@pytest.mark.parametrize("shape", [(), (5,), (3, 4), (0, 2)], ids=str)
+def test_one_hot_as_torch(dtype, shape):
+    for _, x, t in inputs(shape, dtype, seed=4):
+        x, t = x % 4, (t % 4).long()  # torch takes int64 labels only
+        check(F.one_hot(x, 5), torch.nn.functional.one_hot(t, 5))
+        if x.numel():
+            check(F.one_hot(x), torch.nn.functional.one_hot(t))  # as many classes as the largest label says
+
+
 def test_one_hot_of_a_label_out_of_range_raises_index_error():
     with pytest.raises(IndexError, match=r"one_hot: a label is outside \[0, 3\)"):
         F.one_hot(lt.asarray(np.array([0, 3])), 3).numpy()
@@ -873,6 +883,34 @@ def test_full_backward_hook_of_inputs_that_need_no_gradient():
         h.remove()
         m(x).sum().backward()
     assert calls == [((None,), (4, 2)), ((None,), (4, 2))]
+
+
+def test_apply_and_register_buffer_as_pytorch():
+    """Module.apply visits each child's sub-modules, then the child, then the module (post-order), as torch's;
+    buffers: persistent ones in the state dict, a re-registration's `persistent` the one that holds, None
+    buffers left out, all of them in `buffers()` and moved by `.to`."""
+    def build(lib):
+        inner = lib.Sequential(lib.Linear(2, 2), lib.ReLU())
+        return lib.Sequential(lib.Sequential(inner, lib.Tanh()), lib.Linear(2, 3), inner)
+
+    orders = []
+    for lib in (nn, torch.nn):
+        model, order = build(lib), []
+        assert model.apply(lambda m, order=order: order.append(type(m).__name__)) is model
+        orders.append(order)
+    assert orders[0] == orders[1]
+    states = []
+    for lib, mk in ((nn, lambda v: lt.asarray(np.array(v, np.float32))), (torch.nn, lambda v: torch.tensor(v))):
+        m = lib.Linear(2, 2)
+        m.register_buffer("running", mk([1.0, 2.0]))
+        m.register_buffer("scratch", mk([3.0]), persistent=False)
+        m.register_buffer("nothing", None)
+        m.register_buffer("flip", mk([4.0]), persistent=False)
+        m.register_buffer("flip", mk([5.0]))  # persistent now
+        states.append((sorted(m.state_dict()), sorted(n for n, _ in m.named_buffers()),
+                       m.flip.numpy().tolist(), m.to(lt.float64 if lib is nn else torch.float64).running.dtype))
+    (keys, bufs, flip, dtype), (tkeys, tbufs, tflip, tdtype) = states
+    assert (keys, bufs, flip) == (tkeys, tbufs, tflip) and dtype == lt.float64 and tdtype == torch.float64
 
 
 def test_module_half_and_bfloat16():

@@ -161,7 +161,9 @@ class Module:
         """A tensor that is part of the module's state (saved by state_dict) but not a parameter."""
         self.__dict__.pop(name, None)
         self._buffers[name] = tensor
-        if not persistent:
+        if persistent:
+            self._non_persistent.discard(name)
+        else:
             self._non_persistent.add(name)
 
     def register_module(self, name: str, module: Module | None) -> None:
@@ -221,8 +223,11 @@ class Module:
             yield b
 
     def apply(self, fn: Callable[[Module], None]) -> Module:
-        for m in reversed(list(self.modules())):
-            fn(m)
+        """`fn` applied to every sub-module, then to this one (each child's sub-modules before it, as
+        PyTorch's: a module that two parents hold is visited under each)."""
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
         return self
 
     # ---- state ---------------------------------------------------------------------------------
