@@ -9,6 +9,7 @@ in PyTorch), as does assigning to it (`p.data = new`).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import dtypes
@@ -16,6 +17,7 @@ from .errors import ShapeError
 from .movement import normalize_axis
 
 if TYPE_CHECKING:
+    from .autograd import RemovableHandle
     from .tensor import Tensor
 
 
@@ -162,6 +164,25 @@ class PyTorchOps:
             s = s if isinstance(s, type(self)) else a._like(s)
             return s.to(a.device).cast(a.dtype).broadcast_to(a.shape)
         return self._inplace(copied, src, "copy_")
+
+    # ---- autograd hooks ----------------------------------------------------------------------------------
+
+    def register_hook(self: Tensor, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
+        """Run `hook(gradient)` each time the gradient with respect to this tensor is computed; what it returns,
+        if not None, replaces the gradient (passed on, and kept in `.grad` of a leaf). A handle whose
+        `remove()` unregisters it. PyTorch's."""
+        from .autograd import register_hook
+        return register_hook(self, hook)
+
+    def retain_grad(self: Tensor) -> None:
+        """Keep this non-leaf tensor's gradient in `.grad` when `backward` computes it (a leaf's is kept)."""
+        from .autograd import retain_grad
+        retain_grad(self)
+
+    @property
+    def is_leaf(self: Tensor) -> bool:
+        """Whether no recorded op made this tensor: it requires no grad, or it was made to require grad."""
+        return self._ctx is None
 
     # ---- .data ----------------------------------------------------------------------------------------------
 

@@ -92,11 +92,56 @@ class SortingOps:
         return Sorted(pick(values), pick(indices))
 
 
+    def median(self: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
+        """PyTorch's median: of all elements (`dim` None), the lower of the two middle values (not their mean,
+        as NumPy's `lt.median`), as a 0-d tensor; along `dim`, `(values, indices)`. NaN where the slice holds
+        one (along `dim`, the index of its first NaN). The gradient goes to the selected element."""
+        return self._middle(dim, keepdim, skip_nan=False)
+
+    def nanmedian(self: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
+        """PyTorch's nanmedian: `median` of the values that are not NaN (NaN only where all are)."""
+        return self._middle(dim, keepdim, skip_nan=True)
+
+    def _middle(self: Tensor, dim: int | None, keepdim: bool, skip_nan: bool) -> Any:
+        """The lower middle element of each sorted slice along `dim` (all elements where None) and its
+        position. NaN sorts last, so the slice's non-NaN count says where its NaNs start: `median` picks the
+        first NaN where there is one, `nanmedian` the middle of the values before it."""
+        name = "nanmedian" if skip_nan else "median"
+        if dim is None:
+            if self.numel() == 0 and self.dtype.is_float:  # PyTorch's NaN, of no element
+                return self._const(float("nan"), self.dtype, self.device)
+            return self.reshape(-1)._middle(0, False, skip_nan).values
+        if self.ndim == 0:
+            normalize_axis(dim, 1, name)
+            return Sorted(self, self._like(0).cast(dtypes.int64))
+        a = normalize_axis(dim, self.ndim, name)
+        n = self.shape[a]
+        if n == 0:
+            raise ShapeError(f"{name}: dim {dim} has no elements (shape {self.shape})")
+        values, indices = self.sort(dim=a)
+        if not self.dtype.is_float:
+            position: Any = (n - 1) // 2
+        else:
+            numbers = (~self.isnan()).sum(a, keepdims=True)
+            position = ((numbers - 1) // 2).maximum(0) if skip_nan else \
+                _where(numbers == n, (n - 1) // 2, numbers)
+
+        def pick(t: Tensor) -> Tensor:
+            return t.narrow(a, position, 1) if isinstance(position, int) else t._gather(a, position)
+        out = Sorted(pick(values), pick(indices))
+        return out if keepdim else Sorted(out.values.squeeze(a), out.indices.squeeze(a))
+
+
 class Sorted(NamedTuple):
     """PyTorch's `sort(dim=...)` result: the sorted values and their positions."""
 
     values: Tensor
     indices: Tensor
+
+
+def _where(cond: Tensor, a: Any, b: Any) -> Tensor:
+    from .tensor import where
+    return where(cond, a, b)
 
 
 def _nan_last_less(a: Tensor, b: Tensor) -> Tensor:

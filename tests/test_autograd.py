@@ -613,3 +613,71 @@ def test_grad_of_pytree_arguments_as_torch_func():
                                                               lt.asarray(x))
     check(gx, torch.func.grad(loss, argnums=1)({"w": torch.tensor(a), "b": (torch.tensor(b),) * 2}, torch.tensor(x)))
     assert isinstance(gp["b"], tuple) and value.shape == ()
+
+
+
+def _both(a: np.ndarray) -> tuple[lt.Tensor, torch.Tensor]:
+    return lt.asarray(a).requires_grad_(), torch.tensor(a, requires_grad=True)
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64])
+def test_register_hook_and_retain_grad_as_pytorch(dtype):
+    """A tensor hook sees the tensor's whole gradient (from every use) and may replace it, for what flows on and
+    for a leaf's `.grad`; `retain_grad` keeps a non-leaf's (after its hooks); a removed hook runs no more."""
+    a, b = random_array((3, 4), dtype, 1), random_array((4,), dtype, 2)
+    results = []
+    for x, w in zip(_both(a), _both(b)):
+        seen = []
+        y = x * w  # broadcast: w's gradient sums over rows
+        y.retain_grad()
+        h1 = y.register_hook(lambda g, seen=seen: seen.append(g * 1))
+        h2 = y.register_hook(lambda g: g * 3)
+        hw = w.register_hook(lambda g: g + 1)  # a leaf's replacement goes into .grad
+        z = y.sin() + y * y  # two uses: the hook sees their sum, once
+        z.sum().backward()
+        assert len(seen) == 1
+        got = [seen[0], y.grad, x.grad, w.grad]
+        for h in (h1, h2, hw):
+            h.remove()
+        x.grad = w.grad = None
+        (x * w).sum().backward()
+        results.append([*got, x.grad, w.grad])
+    for got, want in zip(*results):
+        check(got, want)
+
+
+def test_hooks_on_a_root_and_in_a_gradients_call():
+    a = random_array((5,), lt.float32, 3)
+    x, tx = _both(a)
+    y, ty = x.exp(), tx.exp()
+    y.register_hook(lambda g: g * 2)
+    ty.register_hook(lambda g: g * 2)
+    (gx,) = lt.autograd.gradients(y, [x], lt.ones(5))
+    (tgx,) = torch.autograd.grad(ty, [tx], torch.ones(5), retain_graph=True)
+    check(gx, tgx)
+    s, ts = y.sum(), ty.sum()
+    s.register_hook(lambda g: g * 10)  # the root's own gradient, the seed
+    ts.register_hook(lambda g: g * 10)
+    s.backward()
+    ts.backward()
+    check(x.grad, tx.grad)
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        lt.ones(3).register_hook(lambda g: g)
+    assert x.is_leaf and not y.is_leaf and lt.ones(2).is_leaf
+
+
+def test_retain_grad_accumulates_and_a_wrong_hook_shape_raises():
+    a = random_array((2, 3), lt.float32, 4)
+    grads = []
+    for x in _both(a):
+        y = x * x
+        y.retain_grad()
+        y.sum().backward(retain_graph=True) if isinstance(y, torch.Tensor) else y.sum().backward()
+        y.sum().backward()
+        grads.append(y.grad)
+    check(*grads)
+    x = lt.asarray(a).requires_grad_()
+    y = x * 2
+    y.register_hook(lambda g: g.sum())
+    with pytest.raises(RuntimeError, match="shape"):
+        y.sum().backward()

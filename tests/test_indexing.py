@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import lazytensor as lt
-from conftest import ALL_DTYPES, HALF_DTYPES, LAYOUTS, check, inputs, layout, random_array
+from conftest import ALL_DTYPES, HALF_DTYPES, LAYOUTS, TORCH_DTYPES, check, inputs, layout, random_array
 from lazytensor.kernels import bounds
 from lazytensor.kernels.ir import Scatter
 from lazytensor.kernels.llvm import compile_kernel
@@ -287,15 +287,13 @@ def test_scatter_family_matches_torch(dtype):
         x.scatter_add(0, lt.asarray(idx + 1), s).numpy()
 
 
-def test_scatter_multiply():
-    """Folding by a product: the CPU's serial updates do it; Triton has no atomic product, a clear error."""
-    x = lt.asarray(np.array([1.0, 2.0, 3.0]))
-    got = x.scatter(0, lt.asarray(np.array([2, 2, 0])), lt.asarray(np.array([2.0, 5.0, -1.0])), reduce="multiply")
-    if x.device.startswith("cuda"):
-        with pytest.raises(lt.KernelError, match="cannot fold a scatter by prod"):
-            got.numpy()
-    else:
-        check(got, np.array([-1.0, 2.0, 30.0]))
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32, lt.int64, lt.int8, lt.uint8, lt.float16], ids=str)
+def test_scatter_multiply(dtype):
+    """Folding by a product: the CPU's serial updates do it, Triton a compare-and-swap loop (no atomic product)."""
+    x, t = lt.asarray(np.array([1, 2, 3])).cast(dtype), torch.tensor([1, 2, 3]).to(TORCH_DTYPES[dtype])
+    at, up = np.array([2, 2, 0, 2]), np.array([2, 5, -1, 3])
+    got = x.scatter(0, lt.asarray(at), lt.asarray(up).cast(dtype), reduce="multiply")
+    check(got, t.scatter(0, torch.tensor(at), torch.tensor(up).to(t.dtype), reduce="multiply"))
 
 
 def test_gather_and_scatter_gradients_match_torch():

@@ -761,6 +761,16 @@ def test_embedding_of_an_index_out_of_range_raises_index_error():
     np.testing.assert_array_equal(emb(lt.asarray(np.array([4, 0]))).numpy(), emb.weight.numpy()[[4, 0]])
 
 
+@pytest.mark.parametrize("dtype", [lt.int64, lt.int32, lt.uint8], ids=str)
+@pytest.mark.parametrize("shape", [(), (5,), (3, 4), (0, 2)], ids=str)
+def test_one_hot_as_torch(dtype, shape):
+    for _, x, t in inputs(shape, dtype, seed=4):
+        x, t = x % 4, (t % 4).long()  # torch takes int64 labels only
+        check(F.one_hot(x, 5), torch.nn.functional.one_hot(t, 5))
+        if x.numel():
+            check(F.one_hot(x), torch.nn.functional.one_hot(t))  # as many classes as the largest label says
+
+
 def test_one_hot_of_a_label_out_of_range_raises_index_error():
     with pytest.raises(IndexError, match=r"one_hot: a label is outside \[0, 3\)"):
         F.one_hot(lt.asarray(np.array([0, 3])), 3).numpy()
@@ -806,6 +816,101 @@ def test_forward_hooks_as_pytorch():
     with model.register_forward_hook(lambda mod, args, out: out * 0):
         assert not model(lt.asarray(x)).numpy().any()
     assert model(lt.asarray(x)).numpy().any()
+
+
+def _two_forward(self, x, scale, y):
+    """Two tensor arguments around a number, two outputs."""
+    return x * y + scale, x.sin()
+
+
+class _LtTwo(nn.Module):
+    forward = _two_forward
+
+
+class _TorchTwo(torch.nn.Module):
+    forward = _two_forward
+
+
+def _values(grads):
+    return [None if g is None else g.detach().numpy() if isinstance(g, torch.Tensor) else g.numpy() for g in grads]
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_full_backward_hooks_as_pytorch(replace):
+    """register_full_backward_pre_hook sees (and may replace) the gradients of all the outputs at once,
+    register_full_backward_hook those of all the tensor inputs with them, once per backward; replacing them
+    changes what flows on as PyTorch's does. An input that needs no gradient has None."""
+    a, b = random_array((3, 4), lt.float32, 1), random_array((3, 4), lt.float32, 2)
+    model, tmodel = nn.Sequential(nn.Linear(4, 4), nn.Tanh()), torch.nn.Sequential(torch.nn.Linear(4, 4),
+                                                                                     torch.nn.Tanh())
+    tmodel.load_state_dict({k: torch.tensor(v.numpy()) for k, v in model.state_dict().items()})
+    seen = {"lt": [], "torch": []}
+    for lib, m, two, mk in (("lt", model, _LtTwo(), lambda v: lt.asarray(v).requires_grad_()),
+                            ("torch", tmodel, _TorchTwo(), lambda v: torch.tensor(v, requires_grad=True))):
+        def pre(mod, grad_output, lib=lib):
+            seen[lib].append(("pre", _values(grad_output)))
+            return (grad_output[0] * 2, grad_output[1]) if replace else None
+
+        def full(mod, grad_input, grad_output, lib=lib):
+            seen[lib].append(("full", _values(grad_input), _values(grad_output)))
+            return (grad_input[0] - 1, None, grad_input[2] * 0.5) if replace else None
+
+        two.register_full_backward_pre_hook(pre)
+        two.register_full_backward_hook(full)
+        m[1].register_full_backward_hook(lambda mod, gi, go, lib=lib: seen[lib].append(("tanh", _values(gi))))
+        x, y = mk(a), mk(b)
+        u, v = two(m(x), 0.5, y)
+        (u * v).sum().backward()
+        seen[lib].append(("grads", _values([x.grad, y.grad, m[0].weight.grad])))
+        with torch.no_grad() if lib == "torch" else lt.no_grad():
+            two(mk(a), 1.0, mk(b))  # no record, no hook
+    assert [e[0] for e in seen["lt"]] == [e[0] for e in seen["torch"]] == ["pre", "full", "tanh", "grads"]
+    for got, want in zip(seen["lt"], seen["torch"]):
+        for g, w in zip(got[1:], want[1:]):
+            for gv, wv in zip(g, w):
+                assert (gv is None) == (wv is None)
+                if gv is not None:
+                    np.testing.assert_allclose(gv, wv, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing")  # torch's note of this very case
+def test_full_backward_hook_of_inputs_that_need_no_gradient():
+    """PyTorch calls the hook with None for each input when none needs a gradient (the parameters' do)."""
+    calls = []
+    for m, x in ((nn.Linear(3, 2), lt.ones((4, 3))), (torch.nn.Linear(3, 2), torch.ones(4, 3))):
+        h = m.register_full_backward_hook(lambda mod, gi, go: calls.append((gi, tuple(go[0].shape))))
+        m(x).sum().backward()
+        h.remove()
+        m(x).sum().backward()
+    assert calls == [((None,), (4, 2)), ((None,), (4, 2))]
+
+
+def test_apply_and_register_buffer_as_pytorch():
+    """Module.apply visits each child's sub-modules, then the child, then the module (post-order), as torch's;
+    buffers: persistent ones in the state dict, a re-registration's `persistent` the one that holds, None
+    buffers left out, all of them in `buffers()` and moved by `.to`."""
+    def build(lib):
+        inner = lib.Sequential(lib.Linear(2, 2), lib.ReLU())
+        return lib.Sequential(lib.Sequential(inner, lib.Tanh()), lib.Linear(2, 3), inner)
+
+    orders = []
+    for lib in (nn, torch.nn):
+        model, order = build(lib), []
+        assert model.apply(lambda m, order=order: order.append(type(m).__name__)) is model
+        orders.append(order)
+    assert orders[0] == orders[1]
+    states = []
+    for lib, mk in ((nn, lambda v: lt.asarray(np.array(v, np.float32))), (torch.nn, lambda v: torch.tensor(v))):
+        m = lib.Linear(2, 2)
+        m.register_buffer("running", mk([1.0, 2.0]))
+        m.register_buffer("scratch", mk([3.0]), persistent=False)
+        m.register_buffer("nothing", None)
+        m.register_buffer("flip", mk([4.0]), persistent=False)
+        m.register_buffer("flip", mk([5.0]))  # persistent now
+        states.append((sorted(m.state_dict()), sorted(n for n, _ in m.named_buffers()),
+                       m.flip.numpy().tolist(), m.to(lt.float64 if lib is nn else torch.float64).running.dtype))
+    (keys, bufs, flip, dtype), (tkeys, tbufs, tflip, tdtype) = states
+    assert (keys, bufs, flip) == (tkeys, tbufs, tflip) and dtype == lt.float64 and tdtype == torch.float64
 
 
 def test_module_half_and_bfloat16():

@@ -228,6 +228,54 @@ def test_topk_gradient_and_nan():
     check(x.grad, t.grad)
 
 
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.float16, lt.int32, lt.int64, lt.uint8, lt.int8])
+@pytest.mark.parametrize("shape", [(), (1,), (6,), (4, 7), (2, 3, 4)])
+def test_median_and_nanmedian(dtype, shape):
+    """PyTorch's median: the lower middle value (lt.median, NumPy's, is the mean of the two), and along `dim`
+    the values and the index of one element that has the value (ties: any)."""
+    for _, x, t in inputs(shape, dtype, seed=5):
+        check(x.median(), t.median())
+        if dtype.is_float:
+            check(x.nanmedian(), t.nanmedian())
+        for dim in range(-len(shape), len(shape)) if shape else (0, -1):
+            for keepdim in (False, True):
+                for name in ("median", "nanmedian") if dtype.is_float else ("median",):
+                    got, want = getattr(x, name)(dim, keepdim), getattr(t, name)(dim, keepdim)
+                    check(got.values, want.values)
+                    at = x.unsqueeze(0) if x.ndim == 0 else x
+                    idx = got.indices if keepdim or x.ndim == 0 else got.indices.unsqueeze(dim)
+                    picked = at.gather(dim % max(x.ndim, 1), idx.reshape(idx.shape or (1,)))
+                    check(picked.reshape(got.values.shape), want.values)
+
+
+def test_median_nan_empty_and_gradient():
+    a = np.array([[3.0, np.nan, 1.0, np.nan], [2.0, 1.0, 4.0, 3.0], [np.nan] * 4, [5.0, np.nan, 2.0, 8.0]],
+                 np.float32)
+    x, t = lt.asarray(a), torch.tensor(a)
+    for name in ("median", "nanmedian"):
+        check(getattr(x, name)(), getattr(t, name)())
+        got, want = getattr(x, name)(1), getattr(t, name)(1)
+        check(got.values, want.values)
+        if name == "median":  # the first NaN's (nanmedian's index of an all-NaN row is PyTorch's own)
+            check(got.indices, want.indices)
+        check(getattr(x.T, name)(0).values, getattr(t.T, name)(0).values)
+    check(lt.median(lt.asarray(np.array([1.0, 2.0, 3.0, 4.0]))), np.median([1.0, 2.0, 3.0, 4.0]))  # NumPy's mean
+    check(lt.zeros(0).median(), torch.zeros(0).median())
+    check(lt.zeros((0, 3)).median(1).values, torch.zeros(0, 3).median(1).values)
+    with pytest.raises(ShapeError, match="no elements"):
+        lt.zeros((2, 0)).median(1)
+    b = random_array((4, 5), lt.float32, 9)
+    b[1, 2] = np.nan
+    for name, args in (("median", ()), ("median", (1,)), ("nanmedian", (1,)), ("nanmedian", ()), ("median", (0,))):
+        x, t = lt.asarray(b).requires_grad_(), torch.tensor(b, requires_grad=True)
+        got, want = getattr(x, name)(*args), getattr(t, name)(*args)
+        got, want = (got, want) if not args else (got.values, want.values)
+        w = random_array(got.shape, lt.float32, 11)
+        (got * lt.asarray(w)).sum().backward()
+        (want * torch.tensor(w)).sum().backward()
+        check(x.grad, t.grad)
+
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 def test_repeat_interleave_and_masked_select(dtype):
     for _, x, t in inputs((3, 4), dtype, seed=3):
@@ -241,30 +289,59 @@ def test_repeat_interleave_and_masked_select(dtype):
         check(lt.masked_select(x, lt.asarray(mask[1])), torch.masked_select(t, torch.tensor(mask[1])))
 
 
-@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32, lt.int64])
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32, lt.int64, lt.int8, lt.int16, lt.uint8, lt.float16,
+                                   lt.bfloat16], ids=str)
 @pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
 @pytest.mark.parametrize("include_self", [True, False])
 def test_scatter_reduce(dtype, reduce, include_self):
+    """Every fold on every backend, duplicate indices: Triton's atomics, or its compare-and-swap loops (a
+    product, a float's extrema, which propagate NaN)."""
     rng = np.random.default_rng(5)
     index = rng.integers(0, 4, (5, 3))
-    src = random_array((5, 3), dtype, 6, low=-2, high=2)
-    for _, x, t in inputs((4, 3), dtype, seed=7, low=-2, high=2):
-        got = x.scatter_reduce(0, lt.asarray(index), lt.asarray(src), reduce, include_self=include_self)
-        want = t.scatter_reduce(0, torch.tensor(index), torch.tensor(src), reduce, include_self=include_self)
-        if not triton_folds(x.device, reduce, dtype):  # Triton has no atomic product, nor float extrema (README)
-            with pytest.raises(lt.KernelError, match="cannot fold a scatter"):
-                got.realize()
-            continue
+    data = lt.float32 if dtype == lt.bfloat16 else dtype  # NumPy has no bfloat16: made of float32 values
+    src = random_array((5, 3), data, 6, low=-2, high=2)
+    tdt = TORCH_DTYPES[dtype]
+    for _, x, t in inputs((4, 3), data, seed=7, low=-2, high=2):
+        got = x.cast(dtype).scatter_reduce(0, lt.asarray(index), lt.asarray(src).cast(dtype), reduce,
+                                           include_self=include_self)
+        want = t.to(tdt).scatter_reduce(0, torch.tensor(index), torch.tensor(src).to(tdt), reduce,
+                                        include_self=include_self)
+        check(got, want)
+    if dtype.is_float:  # a NaN update wins an extremum, as a NaN already there does
+        base, up = np.array([1.0, np.nan, 3.0], np.float32), np.array([np.nan, 5.0, -2.0, 7.0], np.float32)
+        at = np.array([0, 1, 2, 2])
+        got = lt.asarray(base).cast(dtype).scatter_reduce(0, lt.asarray(at), lt.asarray(up).cast(dtype), reduce,
+                                                           include_self=include_self)
+        want = torch.tensor(base).to(tdt).scatter_reduce(0, torch.tensor(at), torch.tensor(up).to(tdt), reduce,
+                                                          include_self=include_self)
         check(got, want)
 
 
-def triton_folds(device: str, reduce: str, dtype: lt.DType) -> bool:
-    """Whether `device` folds a scatter by `reduce` into `dtype`: the CPU every one; Triton sums, and the extrema
-    of 32- and 64-bit integers (its atomics)."""
-    return device == "cpu" or reduce in ("sum", "mean") or reduce in ("amax", "amin") and not dtype.is_float
+@pytest.mark.parametrize("reduce", ["sum", "prod", "amax", "amin"])  # PyTorch has no mean of bools
+def test_scatter_reduce_of_bools(reduce):
+    base, at, up = random_array((4, 3), lt.bool_, 1), np.random.default_rng(2).integers(0, 4, (6, 3)), \
+        random_array((6, 3), lt.bool_, 3)
+    for include_self in (True, False):
+        got = lt.asarray(base).scatter_reduce(0, lt.asarray(at), lt.asarray(up), reduce, include_self=include_self)
+        check(got, torch.tensor(base).scatter_reduce(0, torch.tensor(at), torch.tensor(up), reduce,
+                                                     include_self=include_self))
 
 
-@pytest.mark.parametrize("reduce", ["sum", "mean", "amax", "amin"])
+def test_scatter_reduce_of_many_updates_into_few_elements():
+    """Thousands of updates into 3 elements, so that many lanes of a block fold into one element at once."""
+    rng = np.random.default_rng(3)
+    index = rng.integers(0, 3, 5000)
+    src = rng.uniform(0.999, 1.001, 5000)
+    for reduce in ("prod", "amax", "amin"):
+        got = lt.ones(3, dtype=lt.float64).scatter_reduce(0, lt.asarray(index), lt.asarray(src), reduce)
+        want = torch.ones(3, dtype=torch.float64).scatter_reduce(0, torch.tensor(index), torch.tensor(src), reduce)
+        check(got, want)
+    ints = rng.integers(-3, 4, 5000).astype(np.int32)
+    got = lt.ones(3, dtype=lt.int32).scatter_reduce(0, lt.asarray(index), lt.asarray(ints), "prod")
+    check(got, torch.ones(3, dtype=torch.int32).scatter_reduce(0, torch.tensor(index), torch.tensor(ints), "prod"))
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
 def test_scatter_reduce_gradient(reduce):
     index = np.array([[0, 1], [0, 1], [2, 0]])
     a, s = random_array((3, 2), lt.float64, 8), random_array((3, 2), lt.float64, 9)
@@ -272,12 +349,22 @@ def test_scatter_reduce_gradient(reduce):
     t, ts = torch.tensor(a, requires_grad=True), torch.tensor(s, requires_grad=True)
     (x.scatter_reduce(0, lt.asarray(index), xs, reduce) ** 2).sum().backward()
     (t.scatter_reduce(0, torch.tensor(index), ts, reduce) ** 2).sum().backward()
-    if not triton_folds(x.device, reduce, lt.float64):  # refused, not computed otherwise (see test_scatter_reduce)
-        with pytest.raises(lt.KernelError, match="cannot fold a scatter"):
-            x.grad.realize()
-        return
     check(x.grad, t.grad)
     check(xs.grad, ts.grad)
+
+
+def test_scatter_prod_gradient_with_zeros():
+    """A product's gradient where factors are 0: one zero update (the others' product), two (0), a zero base."""
+    base, src = np.array([2.0, 0.0, 3.0, 1.5]), np.array([0.0, 4.0, 0.0, 0.0, 5.0, -1.0, 2.0])
+    at = np.array([0, 0, 2, 2, 1, 3, 1])
+    for include_self in (True, False):
+        x, xs = lt.asarray(base).requires_grad_(), lt.asarray(src).requires_grad_()
+        t, ts = torch.tensor(base, requires_grad=True), torch.tensor(src, requires_grad=True)
+        w = np.arange(1.0, 5.0)
+        (x.scatter_reduce(0, lt.asarray(at), xs, "prod", include_self=include_self) * lt.asarray(w)).sum().backward()
+        (t.scatter_reduce(0, torch.tensor(at), ts, "prod", include_self=include_self) * torch.tensor(w)).sum().backward()
+        check(x.grad, t.grad)
+        check(xs.grad, ts.grad)
 
 
 @pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32, lt.int64, lt.bool_])
@@ -326,3 +413,50 @@ def test_logcumsumexp_gradient():
     (x.logcumsumexp(1) * lt.asarray(np.linspace(0, 1, 300))).sum().backward()
     (t.logcumsumexp(1) * torch.linspace(0, 1, 300, dtype=torch.float64)).sum().backward()
     check(x.grad, t.grad)
+
+
+def _inplace(method: str, *args):
+    """A PyTorch in-place method on a non-leaf (a copy of the input), whose gradient flows through it."""
+    def run(x):
+        y = x * 1
+        getattr(y, method)(*(a(x) if callable(a) else a for a in args))
+        return y
+    return run
+
+
+_IDX = np.array([2, 0, 2, 3])
+_MASK = random_array((4, 5), lt.bool_, 22)
+# Issue 19's PyTorch ops with no gradient test elsewhere: (lazytensor, torch) on a (4, 5) float64 input
+ISSUE19_GRADS = {
+    "index_select": (lambda x: x.index_select(0, lt.asarray(_IDX)), lambda t: t.index_select(0, torch.tensor(_IDX))),
+    "masked_select": (lambda x: x.masked_select(lt.asarray(_MASK)), lambda t: t.masked_select(torch.tensor(_MASK))),
+    "cummin": (lambda x: x.cummin(1).values, lambda t: t.cummin(1).values),
+    "kthvalue": (lambda x: x.kthvalue(2, 0).values, lambda t: t.kthvalue(2, 0).values),
+    "tril": (lambda x: x.tril(-1), lambda t: t.tril(-1)),
+    "triu": (lambda x: x.triu(1), lambda t: t.triu(1)),
+    "roll": (lambda x: x.roll((1, -2), (0, 1)), lambda t: t.roll((1, -2), (0, 1))),
+    "repeat_interleave": (lambda x: x.repeat_interleave(2, dim=1), lambda t: t.repeat_interleave(2, dim=1)),
+    "repeat_interleave_counts": (lambda x: x.repeat_interleave(lt.asarray(np.array([1, 0, 3, 2])), dim=0),
+                                 lambda t: t.repeat_interleave(torch.tensor([1, 0, 3, 2]), dim=0)),
+    "cat_dim": (lambda x: lt.cat([x, x * 2], dim=1), lambda t: torch.cat([t, t * 2], dim=1)),
+    "stack_dim": (lambda x: lt.stack([x, x.exp()], dim=1), lambda t: torch.stack([t, t.exp()], dim=1)),
+    "unsqueeze_dim": (lambda x: x.unsqueeze(dim=1) * 2, lambda t: t.unsqueeze(dim=1) * 2),
+    "var_unbiased": (lambda x: x.var(1, unbiased=True), lambda t: t.var(1, unbiased=True)),
+    "std_unbiased": (lambda x: x.std(dim=0, unbiased=True), lambda t: t.std(dim=0, unbiased=True)),
+    "t": (lambda x: x.t() * 3, lambda t: t.t() * 3),
+    "movedim": (lambda x: x.reshape(2, 2, 5).movedim(0, 2), lambda t: t.reshape(2, 2, 5).movedim(0, 2)),
+    "add_": (_inplace("add_", lambda x: x.exp()), _inplace("add_", lambda t: t.exp())),
+    "mul_": (_inplace("mul_", lambda x: x.sin()), _inplace("mul_", lambda t: t.sin())),
+    "clamp_": (_inplace("clamp_", -1.0, 1.0), _inplace("clamp_", -1.0, 1.0)),
+    "copy_": (_inplace("copy_", lambda x: x * x), _inplace("copy_", lambda t: t * t)),
+    "zero_": (lambda x: _inplace("zero_")(x) + x, lambda t: _inplace("zero_")(t) + t),
+    "type": (lambda x: x.type(lt.float32) * 2, lambda t: t.type(torch.float32) * 2),
+}
+
+
+@pytest.mark.parametrize("name", list(ISSUE19_GRADS))
+def test_gradients_of_pytorch_ops(name):
+    """Values and gradients against torch's, on a contiguous input and a non-contiguous one."""
+    from test_autograd import check_grads, two_layouts
+    f, g = ISSUE19_GRADS[name]
+    check_grads(f, g, [random_array((4, 5), lt.float64, seed=21)], kinds=two_layouts(list(ISSUE19_GRADS).index(name)))

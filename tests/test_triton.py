@@ -28,7 +28,7 @@ from test_contraction import data
 import lazytensor as lt
 import lazytensor.device
 import triton_interpreter  # noqa: F401  (registers torch storage for the interpreter)
-from conftest import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, WIDE_UNSIGNED_DTYPES, padded_load_kernel, random_array
+from conftest import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, WIDE_UNSIGNED_DTYPES, check, padded_load_kernel, random_array
 from lazytensor.kernels import ir
 from lazytensor.kernels.dtype import int64, uint8
 from lazytensor.kernels.expr import Expr, Var
@@ -367,6 +367,27 @@ def test_a_scatter_that_may_write_an_element_twice_claims_it_for_its_last_write(
         kernel, program = scatter_program(t)
         assert [step.kernel for step in program.steps] == [kernel.base, kernel.updates] and not program.scratch
         assert fold in program.steps[1].source.source and "atomic_max" not in program.steps[1].source.source
+
+
+@pytest.mark.parametrize("reduce", ["prod", "amax", "amin"])
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32, lt.int16], ids=str)
+def test_a_fold_with_no_atomic_is_a_compare_and_swap_loop(reduce, dtype, tiling):
+    """A product, or a float's extremum (NaN-propagating: Triton's atomic max is not), folds by compare-and-swap
+    on the element's bits; an integer's extremum is Triton's atomic. Many updates on few elements, in one
+    program and across many (the tiny tiling), with lanes past the end of the updates (300 of them) masked off."""
+    rng = np.random.default_rng(4)
+    index, src = rng.integers(0, 3, 300), rng.uniform(-1.5, 1.5, 300)
+    src[17] = np.nan if dtype.is_float else 0
+    values = src.astype(dtype.name)
+    got = lt.ones(3, device="cuda").cast(dtype).scatter_reduce(0, lt.asarray(index, device="cuda"),
+                                                              lt.asarray(values, device="cuda"), reduce)
+    want = np.ones(3, dtype.name)
+    with np.errstate(invalid="ignore"):  # NumPy's note of the NaN
+        {"prod": np.multiply, "amax": np.maximum, "amin": np.minimum}[reduce].at(want, index, values)
+    source = scatter_program(got)[1].steps[-1].source.source
+    check(got, want)
+    swaps = reduce == "prod" or dtype.is_float
+    assert ("tl.atomic_cas(" in source) == swaps and ("tl.atomic_m" in source) != swaps
 
 
 @pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.float16, lt.int8, lt.int64, lt.uint16, lt.bool_], ids=str)

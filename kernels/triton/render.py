@@ -357,8 +357,33 @@ class ValueRenderer:
         elif dtype in ATOMICS.get(store.combine, ((), ""))[0]:
             self.emit(f"{ATOMICS[store.combine][1]}({ptr}, {value}, mask={where})")
         else:
-            raise NotImplementedError(f"the Triton backend cannot fold a scatter by {store.combine.value} into "
-                                      f"{dtype.name}")
+            self.fold_by_swaps(dtype, store, ptr, value, where, shape)
+
+    def fold_by_swaps(self, dtype: DType, store: Store, ptr: str, value: str, where: str, shape: Shape) -> None:
+        """A scatter's fold that no atomic op does, as a loop of compare-and-swaps on the elements' bits: each
+        lane reads its element, folds its update in with the IR's combine (a float max or min propagates NaN)
+        and swaps the result in where the element still holds what it read, else retries on what it found.
+        Each round some lane of each element wins, so the loop ends. `tl.atomic_cas` takes no mask: the
+        lanes off write the buffer's first element with itself (compare and swap 0 for 0), in its bounds."""
+        if store.combine is None or dtype.itemsize not in (4, 8):  # narrower folds come widened (`_scatter`)
+            raise NotImplementedError(f"the Triton backend cannot fold a scatter by "
+                                      f"{store.combine.value if store.combine else None} into {dtype.name}")
+        word = "tl.int32" if dtype.itemsize == 4 else "tl.int64"
+        p, cur, pending, cmp, prev = (self.fresh(prefix) for prefix in ("ptr", "cur", "pending", "cmp", "prev"))
+        self.emit(f"{p} = tl.where({where}, {ptr}, b{store.buf}).to(tl.pointer_type({word}), bitcast=True)")
+        self.emit(f"{pending} = tl.broadcast_to({where}, {list(shape)})")
+        self.emit(f"{cur} = tl.load({p}, mask={pending}, other=0)")
+        self.emit(f"while {f'tl.max({pending}.to(tl.int32), axis=None) > 0' if shape else pending}:")
+        self.indent += 1
+        held = stand_in(f"{cur}.to({TL_TYPES[dtype]}, bitcast=True)", dtype)
+        update = stand_in(value, dtype)
+        folded = self.computed(alu(store.combine.combine(dtype), dtype, held, update),
+                               {held: (held.arg, shape), update: (value, self.shapes[id(store.value)])})
+        self.emit(f"{cmp} = tl.where({pending}, {cur}, 0)")
+        self.emit(f"{prev} = tl.atomic_cas({p}, {cmp}, tl.where({pending}, {folded}.to({word}, bitcast=True), 0))")
+        self.emit(f"{pending} = {pending} & ({prev} != {cmp})")
+        self.emit(f"{cur} = {prev}")
+        self.indent -= 1
 
     def pointer(self, buf: int, index: Expr, shape: Shape) -> str:
         """`b{buf} + index`, broadcast to `shape` where the index alone does not span it."""
@@ -506,7 +531,7 @@ class ValueRenderer:
 
 
 # The folds of a scatter's store that Triton does atomically, and on which dtypes (whole words; a float max
-# or min is not the IR's, which propagates NaN).
+# or min is not the IR's, which propagates NaN); the others are compare-and-swap loops (`fold_by_swaps`).
 WORDS = (int32, int64, uint32, uint64)
 ATOMICS = {ReduceOp.SUM: ((*WORDS, float32, float64), "tl.atomic_add"),
            ReduceOp.MAX: (WORDS, "tl.atomic_max"), ReduceOp.MIN: (WORDS, "tl.atomic_min")}

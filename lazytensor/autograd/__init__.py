@@ -21,6 +21,12 @@ update that reads it.
   primitives lowers badly (conv2d's input gradient is a contraction over the output channels
   in the layout that its placement reads, not the derivative of the sliding-window view).
 
+Hooks, as PyTorch's: `t.register_hook(fn)` runs `fn(gradient)` when the walk has t's whole gradient (what
+it returns, if not None, replaces the gradient); `t.retain_grad()` keeps a non-leaf's gradient in `.grad`.
+They are kept by the handle the records hold of t (`Tensor._as_source`), for as long as a record holds it.
+A module's backward hooks see the gradients of all its inputs (outputs) at once: its inputs pass through
+a joint (`joint`), a record of each that the walk holds back until every one of them has its gradient.
+
 Only floating-point tensors have gradients. Comparisons, bitwise and integer
 ops, `argmax`, casts to integers and `floor`/`ceil`/`round`/`trunc`/`//`
 pass no gradient (zero, as PyTorch); calling `backward` on a non-float result
@@ -31,8 +37,11 @@ from __future__ import annotations
 import contextlib
 import enum
 import functools
+import itertools
 import math
 import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -71,8 +80,10 @@ def enable_grad() -> contextlib.AbstractContextManager:
 
 
 class Custom(enum.Enum):
-    """The op of an autograd record made by `custom_vjp`: its argument is the backward function."""
+    """The ops of autograd records of no graph op: `VJP` (made by `custom_vjp`: its argument is the backward
+    function) and `JOINT` (made by `joint`: its argument is the joint and the member's position)."""
     VJP = "custom_vjp"
+    JOINT = "joint"
 
 
 def custom_vjp(srcs: Sequence[Tensor], forward: Callable[[], Tensor],
@@ -95,6 +106,110 @@ def custom_vjp(srcs: Sequence[Tensor], forward: Callable[[], Tensor],
     return out
 
 
+# ---- hooks -----------------------------------------------------------------------------------
+
+
+class RemovableHandle:
+    """What registering a hook returns: `remove()` (or leaving a `with` block) unregisters it."""
+
+    _ids = itertools.count()
+
+    def __init__(self, table: OrderedDict):
+        self.table, self.id = table, next(RemovableHandle._ids)
+
+    def remove(self) -> None:
+        self.table.pop(self.id, None)
+
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
+class _TensorHooks:
+    """The hooks of one source handle, and the tensors that retain its gradient (weakly: a hook keeps no
+    tensor of the user's alive)."""
+
+    __slots__ = ("fns", "retained")
+
+    def __init__(self) -> None:
+        self.fns: OrderedDict[int, Callable[[Tensor], Tensor | None]] = OrderedDict()
+        self.retained: weakref.ref | None = None
+
+
+# {id(handle): hooks}, an entry dropped with its handle (a tensor's hash is not its identity)
+_hooks: dict[int, _TensorHooks] = {}
+_hooks_lock = threading.Lock()
+
+
+def _hooks_of(t: Tensor) -> _TensorHooks:
+    """The hooks of the tensor `t` is now (its node and record), made on first use."""
+    if not t.requires_grad:
+        raise RuntimeError("register_hook: the tensor does not require grad, so no gradient is computed for it")
+    handle = t._as_source()
+    with _hooks_lock:
+        hooks = _hooks.get(id(handle))
+        if hooks is None:
+            key = id(handle)
+            hooks = _hooks[key] = _TensorHooks()
+            weakref.finalize(handle, _hooks.pop, key, None)
+    return hooks
+
+
+def register_hook(t: Tensor, fn: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
+    """Run `fn(gradient)` each time the gradient with respect to `t` is computed (`t.register_hook`)."""
+    table = _hooks_of(t).fns
+    handle = RemovableHandle(table)
+    table[handle.id] = fn
+    return handle
+
+
+def retain_grad(t: Tensor) -> None:
+    """Keep the gradient with respect to the non-leaf `t` in `t.grad` when `backward` computes it."""
+    if t.requires_grad and t._ctx is None:  # a leaf's gradient is kept anyway
+        return
+    _hooks_of(t).retained = weakref.ref(t)
+
+
+def _hooked(t: Tensor, g: Tensor, retain: bool, create_graph: bool) -> Tensor:
+    """The gradient `g` of `t` through t's hooks, in their order; kept in the retaining tensor's `.grad`."""
+    hooks = _hooks.get(id(t))
+    if hooks is None:
+        return g
+    for fn in list(hooks.fns.values()):
+        new = fn(g)
+        if new is not None:
+            if new.shape != g.shape:
+                raise RuntimeError(f"hook: a tensor hook returned a gradient of shape {new.shape} for a tensor of "
+                                   f"shape {g.shape}")
+            g = new.cast(g.dtype)
+    owner = hooks.retained() if hooks.retained is not None and retain else None
+    if owner is not None:
+        from ..tensor import Tensor
+        kept = g if create_graph else Tensor(g.node)
+        owner.grad = kept if owner.grad is None else owner.grad + kept
+    return g
+
+
+JointFire = Callable[[list["Tensor | None"]], Sequence["Tensor | None"]]
+
+
+def joint(tensors: Sequence[Tensor], fire: JointFire) -> list[Tensor]:
+    """Each of `tensors` as a tensor of its value whose gradient the backward walk holds back until all of
+    theirs are in (PyTorch's multi-output autograd nodes): then `fire(gradients)` (None for one that got no
+    gradient) returns the gradients to pass on to `tensors` (None: none). A module's backward hooks use it
+    to see the gradients of all its inputs or outputs at once. `tensors` must all require grad."""
+    from ..tensor import Tensor
+    srcs = tuple(t._as_source() for t in tensors)
+    out = []
+    for i, t in enumerate(tensors):
+        member = Tensor(t.node, requires_grad=True)
+        member._ctx = (Custom.JOINT, (fire, i), srcs)
+        out.append(member)
+    return out
+
+
 # ---- the walk ------------------------------------------------------------------------------
 
 
@@ -103,29 +218,49 @@ def _graph(roots: Sequence[Tensor]) -> list[Tensor]:
     return toposort(list(roots), lambda t: [s for s in t._ctx[2] if s.requires_grad] if t._ctx else [])
 
 
-def _propagate(roots: Sequence[Tensor], seeds: Sequence[Tensor],
-               stop: set[int] | None = None) -> dict[int, tuple[Tensor, Tensor]]:
+def _propagate(roots: Sequence[Tensor], seeds: Sequence[Tensor], stop: set[int] | None = None,
+               retain: bool = False) -> dict[int, tuple[Tensor, Tensor]]:
     """Gradients of `roots` (seeded with `seeds`): {id(t): (t, gradient)} for every tensor `t` of the
     graph that has no `_ctx` (the leaves), or, when `stop` is given, for the tensors in it (by id).
     Reverse topological order: a tensor's gradient is complete when its turn comes, and is dropped as
-    soon as its rule has run."""
+    soon as its rule has run. Each gradient passes through its tensor's hooks first; `retain` (backward's)
+    keeps it where `retain_grad` asked."""
     order = _graph(roots)
     pending: dict[int, Tensor] = {}
     for r, s in zip(roots, seeds):
         pending[id(r)] = pending[id(r)] + s if id(r) in pending else s
+    # a joint fires when the last of its members in this graph has its turn: members wait, in arrival order
+    waiting: dict[int, int] = {}
+    for t in order:
+        if t._ctx is not None and t._ctx[0] is Custom.JOINT:
+            waiting[id(t._ctx[2])] = waiting.get(id(t._ctx[2]), 0) + 1
+    arrived: dict[int, list[Tensor | None]] = {}
     out: dict[int, tuple[Tensor, Tensor]] = {}
+    create_graph = is_grad_enabled()
     for t in reversed(order):
         g = pending.pop(id(t), None)
-        if g is None:
-            continue
-        if stop is None or id(t) in stop:
-            if stop is not None or t._ctx is None:
-                out[id(t)] = (t, g)
-            if stop is not None and len(out) == len(stop):
-                break
+        if g is not None:
+            g = _hooked(t, g, retain, create_graph)
+            if stop is None or id(t) in stop:
+                if stop is not None or t._ctx is None:
+                    out[id(t)] = (t, g)
+                if stop is not None and len(out) == len(stop):
+                    break
         if t._ctx is None:
             continue
         op, arg, srcs = t._ctx
+        if op is Custom.JOINT:
+            fire, i = arg
+            grads = arrived.setdefault(id(srcs), [None] * len(srcs))
+            grads[i] = g
+            waiting[id(srcs)] -= 1
+            if waiting[id(srcs)] == 0 and any(x is not None for x in grads):
+                for s, gs in zip(srcs, fire(grads)):
+                    if gs is not None and s.dtype.is_float:
+                        pending[id(s)] = pending[id(s)] + gs if id(s) in pending else gs
+            continue
+        if g is None:
+            continue
         needs = [s.requires_grad and s.dtype.is_float for s in srcs]
         if not any(needs):
             continue
@@ -170,7 +305,7 @@ def backward(tensor: Tensor, gradient: Any = None, *, create_graph: bool = False
     from ..tensor import Tensor
     with set_grad_enabled(create_graph):
         seed = _seed(tensor, gradient, "backward")
-        reached = _propagate([tensor], [seed])
+        reached = _propagate([tensor._as_source()], [seed], retain=True)
         if not reached:
             raise RuntimeError("backward: no gradient reaches a tensor that requires grad: the output depends on "
                                "them only through ops that are not differentiable (comparisons, casts from bool "
@@ -439,6 +574,23 @@ REDUCE_VJP: dict[ReduceOp, Callable[[Tensor, tuple[int, ...], Tensor, Tensor], T
 }
 
 
+def _scatter_prod_vjp(x: Tensor, axis: int, index: Tensor, updates: Tensor, out: Tensor,
+                      g: Tensor) -> list[Tensor | None]:
+    """A scatter folded by a product: each factor's gradient is the product of the other factors of its
+    element (PyTorch's). The base's is the product of the element's updates; an update's is the element's
+    product over it, or, for the one zero update of its element, the product folded again with a 1 for it (a
+    division by 0 would not say); with two zeros among the others, it is 0 (the product over it, 0 too)."""
+    from ..tensor import where
+    ones = x._const(1, x.dtype, x.device).broadcast_to(x.shape)
+    zero = updates == 0
+    zeros_there = _zeros_like(x)._scatter(axis, index, zero.cast(x.dtype), ReduceOp.SUM)._gather(axis, index)
+    single = zero & (zeros_there == 1)
+    without = x._scatter(axis, index, where(single, 1, updates).cast(updates.dtype), ReduceOp.PROD)
+    over = (g * out)._gather(axis, index) / where(zero, 1, updates).cast(updates.dtype)
+    return [g * ones._scatter(axis, index, updates, ReduceOp.PROD), None,
+            where(single, (g * without)._gather(axis, index), over).cast(updates.dtype)]
+
+
 def unshrink(g: Tensor, shape: tuple[int, ...], ranges: Sequence[tuple[int, int, int]]) -> Tensor:
     """The gradient of a strided slice: g scattered back to positions start + i*step, zeros elsewhere.
     A step is undone by interleaving zeros (pad a new axis of size 1 to `step`, then merge it)."""
@@ -518,8 +670,8 @@ def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> li
             count = x_won.cast(g.dtype) + _zeros_like(g)._scatter(axis, index, u_won.cast(g.dtype), ReduceOp.SUM)
             share = g / count.clip(1, None)
             grads = [where(x_won, share, 0.0), None, where(u_won, share._gather(axis, index), 0.0)]
-        elif combine not in (None, ReduceOp.SUM):
-            raise NotImplementedError(f"autograd: no gradient for a scatter that folds by {combine.value}")
+        elif combine is ReduceOp.PROD:
+            grads = _scatter_prod_vjp(x, axis, index, updates, out, g)
         else:
             # a replaced element's gradient goes to its update (to each, where several write it, as PyTorch's)
             base = g if combine is ReduceOp.SUM else g._scatter(axis, index, _zeros_like(updates), None, distinct)
@@ -534,13 +686,17 @@ __all__ = [
     "NOT_DIFFERENTIABLE",
     "REDUCE_VJP",
     "Custom",
+    "RemovableHandle",
     "backward",
     "custom_vjp",
     "enable_grad",
     "grad",
     "gradients",
     "is_grad_enabled",
+    "joint",
     "no_grad",
+    "register_hook",
+    "retain_grad",
     "set_grad_enabled",
     "value_and_grad",
     "vjp",

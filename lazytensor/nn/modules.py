@@ -1,14 +1,13 @@
 """Modules: parameters and sub-modules with PyTorch's interface (`torch.nn.Module` and friends)."""
 from __future__ import annotations
 
-import itertools
 import math
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from .. import dtypes
-from ..autograd import no_grad
+from ..autograd import RemovableHandle, is_grad_enabled, joint, no_grad
 from ..creation import arange, asarray, full, zeros
 from ..errors import ShapeError
 from ..tensor import Tensor, where
@@ -40,22 +39,64 @@ class _IncompatibleKeys(NamedTuple):
     unexpected_keys: list[str]
 
 
-class RemovableHandle:
-    """What registering a hook returns: `remove()` (or leaving a `with` block) unregisters it."""
+def _differentiable(x: Any) -> bool:
+    return isinstance(x, Tensor) and x.requires_grad and x.dtype.is_float
 
-    _ids = itertools.count()
 
-    def __init__(self, table: OrderedDict):
-        self.table, self.id = table, next(RemovableHandle._ids)
+class _BackwardCall:
+    """One call of a module with backward hooks: its inputs and outputs pass through joints (`autograd.joint`),
+    so the hooks see all their gradients at once, as PyTorch's `register_full_backward_hook`: one per
+    positional argument (output), None for one that is no tensor or requires no grad."""
 
-    def remove(self) -> None:
-        self.table.pop(self.id, None)
+    def __init__(self, module: Module, hooks: dict[str, OrderedDict]):
+        self.module, self.hooks = module, hooks
+        self.grad_output: tuple[Tensor | None, ...] = ()
+        self.inputs: list[bool] = []  # for each positional argument: whether it passes through the joint
+        self.outputs: list[bool] = []  # likewise for each output
 
-    def __enter__(self) -> RemovableHandle:
-        return self
+    def wrap_inputs(self, args: tuple) -> tuple:
+        self.inputs = [_differentiable(a) for a in args]
+        wrapped = [a for a, w in zip(args, self.inputs) if w]
+        if not wrapped:
+            return args
+        members = iter(joint(wrapped, self._fire_inputs))
+        return tuple(next(members) if w else a for a, w in zip(args, self.inputs))
 
-    def __exit__(self, *exc: object) -> None:
-        self.remove()
+    def wrap_outputs(self, out: Any) -> Any:
+        outs = [out] if isinstance(out, Tensor) else list(out) if isinstance(out, (tuple, list)) else []
+        self.outputs = [_differentiable(o) for o in outs]
+        if not any(self.outputs):
+            return out
+        members = iter(joint([o for o, w in zip(outs, self.outputs) if w], self._fire_outputs))
+        outs = [next(members) if w else o for o, w in zip(outs, self.outputs)]
+        return outs[0] if isinstance(out, Tensor) else type(out)(outs)
+
+    def _fire_outputs(self, grads: list[Tensor | None]) -> list[Tensor | None]:
+        it = iter(grads)
+        grad_output = tuple(next(it) if o else None for o in self.outputs)
+        for hook, _ in list(self.hooks["backward_pre"].values()):
+            result = hook(self.module, grad_output)
+            if result is not None:
+                grad_output = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+        self.grad_output = grad_output
+        if not any(self.inputs):  # no input joint to wait for: PyTorch calls the hooks with no input gradients
+            self._call_hooks(tuple(None for _ in self.inputs))
+        return [g for g, o in zip(grad_output, self.outputs) if o]
+
+    def _fire_inputs(self, grads: list[Tensor | None]) -> list[Tensor | None]:
+        it = iter(grads)
+        grad_input = self._call_hooks(tuple(next(it) if w else None for w in self.inputs))
+        return [g for g, w in zip(grad_input, self.inputs) if w]
+
+    def _call_hooks(self, grad_input: tuple[Tensor | None, ...]) -> tuple[Tensor | None, ...]:
+        for hook, _ in list(self.hooks["backward"].values()):
+            result = hook(self.module, grad_input, self.grad_output)
+            if result is not None:
+                grad_input = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+                if len(grad_input) != len(self.inputs):
+                    raise RuntimeError(f"backward hook: returned {len(grad_input)} gradients for "
+                                       f"{len(self.inputs)} arguments")
+        return grad_input
 
 
 class Module:
@@ -120,7 +161,9 @@ class Module:
         """A tensor that is part of the module's state (saved by state_dict) but not a parameter."""
         self.__dict__.pop(name, None)
         self._buffers[name] = tensor
-        if not persistent:
+        if persistent:
+            self._non_persistent.discard(name)
+        else:
             self._non_persistent.add(name)
 
     def register_module(self, name: str, module: Module | None) -> None:
@@ -180,8 +223,11 @@ class Module:
             yield b
 
     def apply(self, fn: Callable[[Module], None]) -> Module:
-        for m in reversed(list(self.modules())):
-            fn(m)
+        """`fn` applied to every sub-module, then to this one (each child's sub-modules before it, as
+        PyTorch's: a module that two parents hold is visited under each)."""
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
         return self
 
     # ---- state ---------------------------------------------------------------------------------
@@ -302,12 +348,16 @@ class Module:
                     args, kwargs = result
                 else:
                     args = result if isinstance(result, tuple) else (result,)
+        backward = _BackwardCall(self, hooks) if (hooks["backward"] or hooks["backward_pre"]) and \
+            is_grad_enabled() else None
+        if backward is not None:
+            args = backward.wrap_inputs(args)
         out = self.forward(*args, **kwargs)
         for hook, with_kwargs in list(hooks["post"].values()):
             result = hook(self, args, kwargs, out) if with_kwargs else hook(self, args, out)
             if result is not None:
                 out = result
-        return out
+        return out if backward is None else backward.wrap_outputs(out)
 
     def register_forward_pre_hook(self, hook: Callable[..., Any], *, prepend: bool = False,
                                   with_kwargs: bool = False) -> RemovableHandle:
@@ -321,10 +371,22 @@ class Module:
         forward; what it returns, if not None, replaces the output. PyTorch's."""
         return self._add_hook("post", hook, prepend, with_kwargs)
 
+    def register_full_backward_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """Run `hook(module, grad_input, grad_output)` when the gradients with respect to the module's positional
+        arguments are computed (each call's): tuples with one gradient per argument (None for one that is no
+        tensor or needs none) and per output; what it returns, if not None, replaces `grad_input`. PyTorch's."""
+        return self._add_hook("backward", hook, prepend, False)
+
+    def register_full_backward_pre_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """Run `hook(module, grad_output)` when the gradients with respect to the module's outputs are computed,
+        before those of its inputs; what it returns, if not None, replaces `grad_output`. PyTorch's."""
+        return self._add_hook("backward_pre", hook, prepend, False)
+
     def _add_hook(self, kind: str, hook: Callable[..., Any], prepend: bool, with_kwargs: bool) -> RemovableHandle:
         hooks = self.__dict__.get("_hooks")
         if hooks is None:
-            hooks = {"pre": OrderedDict(), "post": OrderedDict()}
+            hooks = {"pre": OrderedDict(), "post": OrderedDict(), "backward": OrderedDict(),
+                     "backward_pre": OrderedDict()}
             object.__setattr__(self, "_hooks", hooks)
         handle = RemovableHandle(hooks[kind])
         hooks[kind][handle.id] = (hook, with_kwargs)
