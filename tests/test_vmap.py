@@ -176,3 +176,17 @@ def test_random_draws_are_shared_by_the_examples():
     x = lt.zeros((4, 3))
     out = lt.vmap(lambda a: a + lt.random.randn(3))(x).numpy()
     np.testing.assert_array_equal(out, np.broadcast_to(out[0], out.shape))
+
+
+def test_out_axes_per_output_no_grad_and_jit_of_grad_of_vmap():
+    (x, tx), (w, tw) = data(6, 4), data(4, 3, seed=1)
+    f = lambda r, w: (r @ w, (r @ w).softmax(-1).log().sum())
+    got, want = lt.vmap(f, (0, None), (1, 0))(x, w), torch.func.vmap(f, (0, None), (1, 0))(tx, tw)
+    for g, e in zip(got, want):
+        check(g, e)
+    with lt.no_grad():
+        assert not lt.vmap(lambda r: f(r, w)[1])(x.requires_grad_()).requires_grad
+    step = lt.jit(lt.grad(lambda w: lt.vmap(f, (0, None))(x, w)[1].sum()))
+    want = torch.func.grad(lambda w: torch.func.vmap(f, (0, None))(tx, w)[1].sum())(tw)
+    for _ in range(3):
+        check(step(w), want)
