@@ -70,7 +70,7 @@ from .dtypes import (
     weak_result_type,
 )
 from .dump import dump_to
-from .errors import AxisError, DeviceError, DTypeError, JitError, KernelError, LinAlgError, ShapeError
+from .errors import AxisError, DeviceError, DTypeError, JitError, KernelError, LinAlgError, ShapeError, VmapError
 from .explain import draw, explain
 from .export import export
 from .indexing import nonzero
@@ -525,6 +525,7 @@ __all__ += [  # the NumPy-style functions above
 __all__ += [
     "Jit",
     "JitError",
+    "VmapError",
     "custom_vjp",
     "enable_grad",
     "grad",

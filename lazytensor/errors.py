@@ -33,3 +33,8 @@ class LinAlgError(np.linalg.LinAlgError):
 class JitError(RuntimeError):
     """A function given to `lt.jit` does something a recorded replay cannot repeat; the message says what
     and names the line in user code."""
+
+
+class VmapError(RuntimeError):
+    """A function given to `lt.vmap` does something a batching transformation cannot (reads data, computes a value
+    of its mapped arguments); the message says what and names the line in user code."""
