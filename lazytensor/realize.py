@@ -204,6 +204,12 @@ def is_recording() -> bool:
     return _thread.recorder is not None
 
 
+def current_recorder() -> Recorder | None:
+    """The recorder this thread reports to (see `recording`), if any: one that records inside another passes
+    on what is not its own."""
+    return _thread.recorder
+
+
 def check_read() -> None:
     """Called before a tensor's data is read on the host: a recorded call cannot replay a read."""
     if (recorder := _thread.recorder) is not None:

@@ -37,7 +37,7 @@ from .graph import Node, Op
 from .helpers import prod, user_call
 from .kernels.ir import toposort
 from .pytree import flatten, unflatten
-from .realize import Recorder, _thread, recording
+from .realize import Recorder, current_recorder, recording
 from .tensor import Tensor, _wrap
 
 
@@ -109,7 +109,7 @@ class _Tracing(Recorder):
     `lt.jit` recording the call)."""
 
     def __init__(self, name: str, standins: list[tuple[Tensor, Tensor]]):
-        self.name, self.outer = name, _thread.recorder
+        self.name, self.outer = name, current_recorder()
         self.buffers = {id(s.node.buffer) for s, _ in standins}
 
     def launch(self, item: Any, program: Any, outputs: list[Any]) -> None:
