@@ -43,7 +43,8 @@ if TYPE_CHECKING:
 class Buffer:
     """`size` elements of `dtype` on `device`, contiguous, at address `ptr`."""
 
-    __slots__ = ("device", "dtype", "ptr", "size")  # one is made for every kernel output: no instance dict
+    # one is made for every kernel output: no instance dict; weakly referable (an export lives as long as its consumer)
+    __slots__ = ("__weakref__", "device", "dtype", "ptr", "size")
 
     def __init__(self, device: str, dtype: DType, size: int, ptr: int):
         # ptr is read once: NumPy's ctypes lookup costs microseconds per launch
