@@ -71,13 +71,19 @@ def test_an_interrupt_during_launches_on_the_pool(monkeypatch):
     a = np.zeros(1 << 20, np.int64)
     (item,) = lt.schedule(lt.asarray(a, device="cpu") + 1)
     program, _ = compile_kernel(item.kernel)
-    launches = 0
+    launches, deadline = 0, time.monotonic() + 30
     interrupt = threading.Timer(0.05, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
-    with pytest.raises(KeyboardInterrupt):
-        interrupt.start()
-        while True:
-            program([a.ctypes.data, a.ctypes.data], item.params)  # in place: one more in every element
-            launches += 1
+    # Python's Ctrl-C handler, whatever the process started with: a shell starts a background job with SIGINT
+    # ignored, and the loop below would never end
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            interrupt.start()
+            while time.monotonic() < deadline:
+                program([a.ctypes.data, a.ctypes.data], item.params)  # in place: one more in every element
+                launches += 1
+    finally:
+        signal.signal(signal.SIGINT, previous)
     # the interrupt went on between two launches, or as the last one returned
     assert np.unique(a).tolist() in ([launches], [launches + 1])
     last = a.copy()
