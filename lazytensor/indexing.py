@@ -446,9 +446,10 @@ def _leading_mask(x: Tensor, items: tuple[Any, ...]) -> Tensor | None:
     first = items[0]
     if not (isinstance(first, Tensor) and first.dtype == dtypes.bool_ and first.ndim > 0):
         return None
-    rest = items[1:]
     # another shape (one that does not match, or an axis of 0 that selects nothing) takes the general path
-    return first if tuple(first.shape) == x.shape[:first.ndim] and all(isinstance(it, slice) and it == slice(None) for it in rest) else None
+    if tuple(first.shape) != x.shape[:first.ndim]:
+        return None
+    return first if all(isinstance(it, slice) and it == slice(None) for it in items[1:]) else None
 
 
 def _broadcasts(shape: tuple[int, ...], to: tuple[int, ...]) -> bool:

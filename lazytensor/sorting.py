@@ -91,7 +91,6 @@ class SortingOps:
         pick = (lambda t: t.narrow(a, k - 1, 1)) if keepdim else (lambda t: t.narrow(a, k - 1, 1).squeeze(a))
         return Sorted(pick(values), pick(indices))
 
-
     def median(self: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
         """PyTorch's median: of all elements (`dim` None), the lower of the two middle values (not their mean,
         as NumPy's `lt.median`), as a 0-d tensor; along `dim`, `(values, indices)`. NaN where the slice holds
