@@ -46,7 +46,10 @@ Fusion rules (each one is a kernel-count test in tests/test_schedule.py):
    to merge them) are one kernel with several outputs, as long as no other
    kernel has to run between them: an optimizer's step writes a parameter and
    its moment estimates from one read of the gradient. A node of the group
-   that another reads is used in registers, not reloaded.
+   that another reads is used in registers, not reloaded. A group stays
+   within MAX_FUSED_OPS of the nodes its kernels read and compute, so that
+   rule 6's cap holds for it too (a long chain cut by rule 6 is not merged
+   back into one kernel, with a parameter for every scalar in it).
 8. A node that a live tensor holds (a variable of the user's program, a
    parameter, a gradient, optimizer state) and that the schedule computes
    anyway is written to memory, so that reading it later, or building on it,
@@ -901,6 +904,7 @@ def _groups(order: list[Node], regions: dict[Node, _Region], barriers: set[Node]
     groups: list[list[Node]] = []
     before: list[set[int]] = []  # per group, the groups whose outputs it reads
     alike: dict[tuple, list[int]] = {}  # (shape, device) -> the groups of plain kernels of that shape
+    sizes: list[set[int]] = []  # per group, the nodes of more than one element it reads and computes
     for p in order:
         read_groups = {point_group[r] for r in reads[p] if r in point_group}
         placed = None
@@ -912,15 +916,19 @@ def _groups(order: list[Node], regions: dict[Node, _Region], barriers: set[Node]
                     or any(id(m) in reads[p] for m in members if m in barriers) \
                     or _reaches(read_groups - {g}, g, before):  # g would run both before and after p's inputs
                 continue
+            if len(sizes[g]) + len(shared[p] - sizes[g]) > MAX_FUSED_OPS:
+                continue
             placed = g
             break
         if placed is None:
             placed = len(groups)
             groups.append([])
             before.append(set())
+            sizes.append(set())
             if plain:
                 candidates.append(placed)
         groups[placed].append(p)
+        sizes[placed] |= shared[p]
         group_of[p] = point_group[id(p)] = placed
         before[placed] |= read_groups - {placed}
     return [groups[g] for g in _group_order(order, reads, group_of, len(groups))]

@@ -15,6 +15,7 @@ from lazytensor import graph
 from lazytensor.device import get_device
 from lazytensor.graph import is_held
 from lazytensor.kernels.ir import Contraction
+from lazytensor.schedule import MAX_FUSED_OPS
 
 pytestmark = pytest.mark.fast  # the edit-test tier (pyproject.toml)
 
@@ -414,10 +415,15 @@ def test_python_scalars_are_kernel_parameters():
 
 
 def test_ten_thousand_op_chain_realizes():
+    """Rule 6 cuts the chain, and rule 7 does not merge the pieces back into one kernel with a parameter for
+    each of its 10,000 scalars (more than a GPU kernel's parameters can hold)."""
     x = lt.asarray(np.zeros(4, np.float32))
     y = x
     for _ in range(10_000):
         y = y + 1
+    sched = lt.schedule(y)
+    assert len(sched) >= 10_000 // MAX_FUSED_OPS
+    assert all(len(item.kernel.params) <= MAX_FUSED_OPS for item in sched)
     check(y, np.full(4, 10_000, np.float32))
 
 
