@@ -26,6 +26,7 @@ import numpy as np
 
 import lazytensor as lt
 from lazytensor import nn, optim
+from lazytensor.kernels.llvm import runtime
 
 f32 = np.float32
 
@@ -79,24 +80,36 @@ def count(name: str, sizes: int) -> dict:
     return {"compiled": s.kernels_compiled, "generic": s.kernels_generic}
 
 
-def speed(name: str, generic: bool, repeat: int) -> float:
-    """In this process: the best time of idiom `name` at its size, run by the generic kernels (after two smaller
-    sizes) or the specialized ones."""
+def speed(name: str, repeat: int) -> tuple[float, float]:
+    """In this process: the best times of idiom `name`'s kernels at its size, run by the programs specialized for
+    them and by the generic ones (made by compiling the idiom at two smaller sizes first), taking turns on the
+    same buffers; the times of its kernels summed."""
     make, fn, n = IDIOMS[name]
     rng = np.random.default_rng(0)
-    for rows in (n - 2, n - 1):  # both ways, so that both processes' memory has seen the same
-        fn(*map(lt.asarray, make(rng, rows))).realize()
-    inputs = [lt.asarray(a) for a in make(rng, n)]
-    before = lt.stats().kernels_compiled
-    fn(*inputs).realize()
-    if generic and lt.stats().kernels_compiled != before:
-        sys.exit(f"{name}: the generic run compiled {lt.stats().kernels_compiled - before} kernels at its size")
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn(*inputs).realize()
-        best = min(best, time.perf_counter() - t0)
-    return best
+    kernels = {rows: [item.kernel for item in lt.schedule(fn(*map(lt.asarray, make(rng, rows))))]
+               for rows in (n - 2, n - 1, n)}
+    for rows in (n - 2, n - 1):  # the first specializes, the second compiles the generic kernels
+        for k in kernels[rows]:
+            runtime.compile_kernel(k)
+    specialized, generic = 0.0, 0.0
+    for k in kernels[n]:
+        program = runtime.compile_kernel(k)[0]
+        if program.generic_over is None:
+            sys.exit(f"{name}: {k.name} does not run generic")
+        os.environ["LT_SYMBOLIC"] = "0"
+        own = runtime._built(runtime._builder(k, False))[0]
+        del os.environ["LT_SYMBOLIC"]
+        arrays = [rng.standard_normal(b.size).astype(b.dtype.name) for b in k.buffers]
+        table, params = [a.ctypes.data for a in arrays], [1.0] * len(k.params)
+        best = {id(own): float("inf"), id(program): float("inf")}
+        for i in range(repeat):
+            for p in (own, program) if i % 2 else (program, own):  # each goes first half the time
+                t0 = time.perf_counter()
+                p(table, params)
+                best[id(p)] = min(best[id(p)], time.perf_counter() - t0)
+        specialized += best[id(own)]
+        generic += best[id(program)]
+    return specialized, generic
 
 
 def child(args: list[str], env: dict[str, str]) -> object:
@@ -114,13 +127,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", choices=["counts", "speed"], default=None)
     parser.add_argument("--count", help=argparse.SUPPRESS)
-    parser.add_argument("--speed", nargs=2, metavar=("NAME", "GENERIC"), help=argparse.SUPPRESS)
+    parser.add_argument("--speed", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.count:
         print(json.dumps(count(args.count, args.sizes)))
         return
     if args.speed:
-        print(json.dumps(speed(args.speed[0], args.speed[1] == "1", args.repeat)))
+        print(json.dumps(speed(args.speed, args.repeat)))
         return
     if args.only in (None, "counts"):
         print(f"kernels compiled over batch sizes 1..{args.sizes} (of them generic), LT_SYMBOLIC=0 -> on")
@@ -128,16 +141,12 @@ def main() -> None:
             off, on = (child(["--count", name, "--sizes", str(args.sizes)], {"LT_SYMBOLIC": flag}) for flag in "01")
             print(f"  {name:<50} {off['compiled']:>6} -> {on['compiled']:>4} ({on['generic']} generic)")
     if args.only in (None, "speed"):
-        print(f"best of {args.repeat} runs, best of {args.rounds} rounds: specialized, generic (ms), generic / specialized")
+        print(f"best of {args.repeat} runs taking turns, best of {args.rounds} processes: specialized, generic (ms), "
+              "generic / specialized")
         for name in IDIOMS:
-            times: dict[str, list[float]] = {"0": [], "1": []}
-            for _ in range(args.rounds):
-                for flag in "01":
-                    times[flag].append(child(["--speed", name, flag, "--repeat", str(args.repeat)],
-                                             {"LT_SYMBOLIC": flag}))
-            special, generic = min(times["0"]), min(times["1"])
+            times = [child(["--speed", name, "--repeat", str(args.repeat)], {}) for _ in range(args.rounds)]
+            special, generic = min(t[0] for t in times), min(t[1] for t in times)
             print(f"  {name:<40} {special * 1e3:9.3f} {generic * 1e3:9.3f} {generic / special:8.3f}")
-
 
 if __name__ == "__main__":
     main()
