@@ -319,17 +319,21 @@ class Kernel:
         if not self.name:
             object.__setattr__(self, "name", self.default_name())
 
-    def default_name(self) -> str:
-        """`{kind}_{ops}_{shape}_{hash8}`: readable in a profile, unique for a body."""
+    def default_name(self, generic: bool = False) -> str:
+        """`{kind}_{ops}_{shape}_{hash8}`: readable in a profile, unique for a body. `generic` names the kernel
+        that serves every size of its outermost loop (see `erased_text`): that size reads `N`, the hash is of
+        the erased text."""
         kind = "red" if any(v.op is VOp.REDUCE for v in self.values()) else "ew"
         ops: list[str] = []
         for v in self.values():
             label = v.arg.label if v.op is VOp.ALU else v.arg[0].value if v.op is VOp.REDUCE else None
             if label and label not in ops:
                 ops.append(label)
-        dims = "x".join(str(v.size) for v in self.loops)
-        digest = hashlib.sha256(self.body_text().encode()).hexdigest()[:8]
-        return "_".join([kind, *ops[:4], dims, digest])
+        sizes = [str(v.size) for v in self.loops]
+        if generic:
+            sizes[0] = "N"
+        digest = hashlib.sha256((self.erased_text() if generic else self.body_text()).encode()).hexdigest()[:8]
+        return "_".join([kind, *ops[:4], "x".join(sizes), digest])
 
     def values(self) -> list[Value]:
         """Every value the stores need, each after its sources."""
@@ -347,11 +351,26 @@ class Kernel:
         """The kernel without its name: the structural key caches compile by."""
         return self._body_text
 
+    def erased_text(self) -> str:
+        """`body_text()` with the outermost loop's size and every buffer's size printed `?`. Two kernels whose
+        erased texts are equal differ in those sizes only: where an index, bound or constant depends on the
+        outermost size, it is written there and the texts differ. So code made for one with that loop's
+        range a runtime value, and no buffer size assumed, computes the other at its own sizes."""
+        return self._erased_text
+
     @cached_property
     def _body_text(self) -> str:
+        return self._text(erased=False)
+
+    @cached_property
+    def _erased_text(self) -> str:
+        return self._text(erased=True)
+
+    def _text(self, erased: bool) -> str:
         names: dict[int, str] = {}
-        lines = [_signature(self.buffers, self.params),
-                 "  for " + ", ".join(f"{v.name} < {v.size}" for v in self.loops),
+        sizes = ["?" if erased and k == 0 else str(v.size) for k, v in enumerate(self.loops)]
+        lines = [_signature(self.buffers, self.params, sizes=not erased),
+                 "  for " + ", ".join(f"{v.name} < {size}" for v, size in zip(self.loops, sizes)),
                  *_describe_values(self.values(), names)]
         for s in self.stores:
             if s.at is None:
@@ -586,8 +605,8 @@ class LibraryCall:
         return f"library call {self.name}{self.body_text()}"
 
 
-def _signature(buffers: tuple[BufferParam, ...], params: tuple[DType, ...]) -> str:
-    bufs = ", ".join(f"b{i}: {SHORT_NAMES[b.dtype]}[{b.size}]{' out' if b.output else ''}"
+def _signature(buffers: tuple[BufferParam, ...], params: tuple[DType, ...], sizes: bool = True) -> str:
+    bufs = ", ".join(f"b{i}: {SHORT_NAMES[b.dtype]}[{b.size if sizes else '?'}]{' out' if b.output else ''}"
                      f"{' scratch' if b.scratch else ''}" for i, b in enumerate(buffers))
     return f"({bufs}{''.join(f', p{i}: {SHORT_NAMES[d]}' for i, d in enumerate(params))})"
 

@@ -54,6 +54,9 @@ class Stats:
 
     kernels_launched: int = 0
     kernels_compiled: int = 0
+    # of those, the ones compiled generic over their outermost loop's size, each serving every size of it from
+    # then on (`kernels/symbolic.py`; `LT_SYMBOLIC=0` turns it off)
+    kernels_generic: int = 0
     realizes: int = 0
     replays: int = 0  # calls of an `lt.jit` function that ran its recorded kernels without scheduling
     schedule_seconds: float = 0.0  # deciding the kernels of each realize (a look-up once a structure was seen)
@@ -149,7 +152,8 @@ def debug_line(level: int, kernel: Any, device: str, origin: str, program: Any, 
                compiled: bool) -> None:
     """The `LT_DEBUG` report of one launch (to stderr)."""
     shapes = " ".join(f"b{i}:{b.dtype.name}[{b.size}]" for i, b in enumerate(kernel.buffers))
-    note = f" (compiled in {program.compile_seconds * 1e3:.1f} ms)" if compiled else ""
+    generic = f" generic over {over}" if (over := getattr(program, "generic_over", None)) else ""
+    note = f" (compiled{generic} in {program.compile_seconds * 1e3:.1f} ms)" if compiled else ""
     print(f"lt: {kernel.name:<48} {device:<6} {shapes}  {seconds * 1e6:9.1f} us{note}  <- {origin}",
           file=sys.stderr)
     if level >= 2:
@@ -310,9 +314,12 @@ def _compile_new(items: Schedule) -> None:
 
 
 def _report_compile(item: ScheduleItem, program: Any, start: float | None = None) -> None:
-    """Tell the recompile log, and the profile in force if any, that `item`'s kernel compiled (from `start`)."""
+    """Tell the stats, the recompile log, and the profile in force if any, that `item`'s kernel compiled (from
+    `start`)."""
+    generic_over = getattr(program, "generic_over", None)  # a CPU program's (`kernels/symbolic.py`)
+    _stats.kernels_generic += generic_over is not None
     recompiles.kernel_compiled(item.kernel.name, item.device, item.outputs, item.inputs, item.origin,
-                               program.compile_seconds)
+                               program.compile_seconds, generic_over)
     if profiling.active():
         profiling.record("compile", item.kernel, item.device, item.origin, program.compile_seconds, start)
 

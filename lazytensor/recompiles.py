@@ -52,10 +52,11 @@ def _changes(before: list[tuple[str, Any, tuple[int, ...]]], now: list[tuple[str
 
 
 def kernel_compiled(name: str, device: str, outputs: list[Node], inputs: list[Node], origin: str,
-                    seconds: float) -> None:
+                    seconds: float, generic_over: str | None = None) -> None:
     """Note the compile of kernel `name` (for the op at `origin`) in its family, and log it with its reason where
-    the log is on. Noted either way (compiles are rare), so a log turned on later compares with what came
-    before."""
+    the log is on; `generic_over` names the loop variable whose every size the code compiled serves, if any
+    (`kernels/symbolic.py`). Noted either way (compiles are rare), so a log turned on later compares with what
+    came before."""
     tensors = _tensors(outputs, inputs)
     family = _family(name, device, tensors)
     with _lock:
@@ -64,6 +65,8 @@ def kernel_compiled(name: str, device: str, outputs: list[Node], inputs: list[No
     if not enabled():
         return
     reason = "new kernel structure" if before is None else _changes(before, tensors)
+    if generic_over is not None:
+        reason += f"; compiled generic over {generic_over}, which serves every size of it from now on"
     print(f"lt: compiled {name} on {device} in {seconds * 1e3:.1f} ms: {reason}  <- {origin}", file=sys.stderr)
 
 

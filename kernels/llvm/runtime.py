@@ -48,6 +48,14 @@ and into how many chunks, is decided when the kernel is compiled, from
 `num_threads()` then (the program is cached by the kernel's body); how many
 threads take the chunks is `num_threads()` at each call.
 
+Programs are cached by kernel body. A plain kernel's outermost output loop runs over the range its caller
+passes, so one program can serve every size of it (`kernels/symbolic.py`): the first kernel of an erased
+text (`Kernel.erased_text`, its body less that size and the buffers' sizes) compiles as it is; the second,
+at another size, compiles the text's generic kernel (`_sized_program`), and from then on every kernel of the
+text runs that code as a program of its own (`Program.sized`: its extent, work and chunk tables), found
+without compiling (`_found`). `LT_SYMBOLIC=0` turns that off, and kernels whose split (`_partials`) or
+checks depend on their sizes specialize (`_erased`).
+
 Checked kernels (`bounds.CHECK` when a kernel is compiled, see `kernels/bounds.py`) are programs of
 their own, cached apart from the unchecked ones; a call of one raises `OutOfBounds` after the launch if
 any of its accesses fell outside its buffer.
@@ -73,7 +81,7 @@ import threading
 import time
 from collections.abc import Generator, Mapping, Sequence
 from contextlib import ExitStack, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import llvmlite.binding as llvm
@@ -85,6 +93,7 @@ from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, S
 from ..lapack import LibraryError, flops
 from ..legalize import legalize
 from ..split import split_reduction
+from ..symbolic import eligible, generic
 from . import compiler, disk_cache, library, mathlib
 from .compiler import Machine
 from .gemm import Layout, Pack, core_name, pack_kernels, render_gemm, render_gemm_core
@@ -319,12 +328,20 @@ class Program:
     extent: int
     work: int
     checked: bool = False
+    # a generic program's (`symbolic`): the name of the outermost loop variable whose size is the launch's
+    generic_over: str | None = None
     _asm: str | None = field(default=None, repr=False)
     plans: dict[tuple[int, ...], _Plan] = field(default_factory=dict, repr=False, compare=False)  # see `_run`
 
     @property
     def name(self) -> str:
         return self.kernel.name
+
+    def sized(self, kernel: Kernel) -> Program:
+        """This generic program as `kernel`'s, a kernel of the erased text it was compiled for
+        (`kernels/symbolic.py`): the code shared, the extent, work and chunk tables `kernel`'s."""
+        return replace(self, kernel=kernel, extent=kernel.loops[0].size, work=work(kernel),
+                       generic_over=kernel.loops[0].name, plans={})
 
     @property
     def assembly(self) -> str:
@@ -635,6 +652,35 @@ class Batch:
 
 _programs: dict[tuple[str, bool], Program | StagedProgram] = {}  # by body and whether checked
 _gemm_cores: dict[str, tuple[str, str]] = {}  # the GEMM cores in the engine, by symbol: IR, optimized IR
+_generic: dict[str, Program] = {}  # generic programs (`symbolic`), by the erased text of the kernels they serve
+_first_sizes: dict[str, int] = {}  # the outermost loop's size each erased text was first compiled at
+
+
+def symbolic() -> bool:
+    """`LT_SYMBOLIC`, read at each compile: unless it is 0, a kernel that may run generic over its outermost
+    loop's size (`kernels/symbolic.py`) and is compiled at a second size of that loop compiles generic, and
+    every later size of it runs that program."""
+    return os.environ.get("LT_SYMBOLIC", "").strip() != "0"
+
+
+def _erased(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall, checked: bool) -> str | None:
+    """The erased text (`Kernel.erased_text`) of a kernel that may run generic, or None where it specializes:
+    `LT_SYMBOLIC=0`, checked kernels (their tests read buffer sizes), kernels not `symbolic.eligible` and those
+    that split (`_partials`: the split, decided at the compile, depends on the sizes)."""
+    if checked or not isinstance(kernel, Kernel) or not symbolic() or not eligible(kernel) \
+            or _partials(kernel) is not None:
+        return None
+    return kernel.erased_text()
+
+
+def _found(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall, key: tuple[str, bool]) \
+        -> Program | StagedProgram | None:
+    """The program compiled for `key` (the kernel's body, whether checked), or the generic program of the
+    kernel's erased text as its own (kept under `key` from now on); None where there is neither."""
+    if (hit := _programs.get(key)) is None and (erased := _erased(kernel, key[1])) is not None \
+            and (template := _generic.get(erased)) is not None:
+        hit = _programs.setdefault(key, template.sized(kernel))
+    return hit
 
 
 # A program's builder: a generator that yields the jobs to compile, one at a time, is sent what each gave,
@@ -740,7 +786,9 @@ def _library_program(call: LibraryCall) -> Generator[Job, Compiled, LibraryProgr
 
 
 def _builder(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall, checked: bool) -> Builder:
-    """How `kernel` becomes a program: legalized for the renderer (`render.NATIVE`), then split or packed."""
+    """How `kernel` becomes a program: legalized for the renderer (`render.NATIVE`), then split or packed, or
+    generic over its outermost loop's size (`_sized_program`)."""
+    erased = _erased(kernel, checked)
     kernel = legalize(kernel, NATIVE)
     if isinstance(kernel, Contraction):
         return _contraction_program(kernel, checked)
@@ -752,8 +800,22 @@ def _builder(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall,
         return _scan_program(kernel, checked)
     if isinstance(kernel, LibraryCall):
         return _library_program(kernel)
-    split = _partials(kernel)
-    return _program(kernel, checked=checked) if split is None else _split_reduction_program(kernel, split, checked)
+    if (split := _partials(kernel)) is not None:
+        return _split_reduction_program(kernel, split, checked)
+    return _program(kernel, checked=checked) if erased is None else _sized_program(kernel, erased)
+
+
+def _sized_program(kernel: Kernel, erased: str) -> Generator[Job, Compiled, Program]:
+    """`kernel` compiled as it is the first time its erased text compiles; at a second size of its outermost
+    loop, the generic kernel of that text (`symbolic.generic`) compiled, which this kernel and every later one
+    of the text run (`_found`)."""
+    size = kernel.loops[0].size
+    if (template := _generic.get(erased)) is None:
+        if _first_sizes.setdefault(erased, size) == size:
+            return (yield from _program(kernel))
+        template = yield from _program(generic(kernel))
+        template = _generic.setdefault(erased, replace(template, generic_over=kernel.loops[0].name))
+    return template.sized(kernel)
 
 
 # Below this much IR in new modules (about half a second of compiling), a batch compiles here, one module
@@ -872,10 +934,10 @@ def compile_kernel(kernel: Kernel | Contraction | Scatter | Sort | Scan | Librar
     Returns the program and whether this call compiled it (not found here, nor its code in the persistent
     cache)."""
     key = (kernel.body_text(), bounds.CHECK)
-    if (hit := _programs.get(key)) is not None:
+    if (hit := _found(kernel, key)) is not None:
         return hit, False
     with _compiling:
-        if (hit := _programs.get(key)) is not None:  # another thread compiled it meanwhile
+        if (hit := _found(kernel, key)) is not None:  # another thread compiled it meanwhile
             return hit, False
         program, compiled = _built(_builder(kernel, key[1]))
         _programs[key] = program
@@ -899,13 +961,13 @@ def compile_kernels(kernels: Sequence[Kernel | Contraction | Scatter | Sort | Sc
     """Compile the kernels not compiled yet, side by side: their jobs go to compile workers (processes,
     `compiler.py`), one fewer than `num_threads()`, while this thread compiles its share; the programs are
     then found by `compile_kernel`. Returns the kernels it compiled (the first of each body)."""
-    if all((kernel.body_text(), bounds.CHECK) in _programs for kernel in kernels):  # every realize after the first
-        return []
+    if all(_found(kernel, (kernel.body_text(), bounds.CHECK)) is not None for kernel in kernels):
+        return []  # every realize after the first
     with _compiling:
         builders: dict[tuple[str, bool], Builder] = {}
         first: dict[tuple[str, bool], Kernel | Contraction | Scatter | Sort | Scan | LibraryCall] = {}
         for kernel in kernels:
-            if (key := (kernel.body_text(), bounds.CHECK)) not in _programs and key not in builders:
+            if _found(kernel, key := (kernel.body_text(), bounds.CHECK)) is None and key not in builders:
                 builders[key], first[key] = _builder(kernel, key[1]), kernel
         jobs, done, fresh = {}, [], set()
         for key, builder in builders.items():

@@ -1,0 +1,152 @@
+"""Kernels generic over their outermost loop's size (`kernels/symbolic.py`, `LT_SYMBOLIC`): how many kernels a
+program compiles over a range of batch sizes with and without them, and how fast a generic kernel runs beside
+the one specialized for its size.
+
+    python benchmarks/bench_symbolic.py [--sizes 256] [--repeat 10] [--rounds 3] [--only counts|speed]
+
+`counts`: each program of `PROGRAMS` runs at batch sizes 1..`--sizes` in a process of its own, with
+`LT_SYMBOLIC` on and off and the persistent cache off (`LT_CACHE_DIR=`), and prints `lt.stats()`'s
+kernels compiled and, of them, generic. `speed`: each idiom of `IDIOMS` is timed at its size in processes that
+take turns for `--rounds` rounds, each first running the idiom at two smaller sizes: one specialized
+(`LT_SYMBOLIC=0`), one whose size then runs the generic kernels (checked: it compiles nothing there); prints each one's
+best time and their ratio (generic / specialized, below 1 is faster).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+import lazytensor as lt
+from lazytensor import nn, optim
+from lazytensor.kernels.llvm import runtime
+
+f32 = np.float32
+
+
+def mlp_step(batch: int, rng: np.random.Generator) -> None:
+    """Two training steps of bench_train.py's MLP (784-512-512-10, cross-entropy, Adam) on a batch of `batch`."""
+    lt.manual_seed(0)
+    model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+    opt = optim.Adam(model.parameters(), lr=1e-3)
+    xb, yb = lt.asarray(rng.random((batch, 784), dtype=f32)), lt.asarray(rng.integers(0, 10, batch))
+    for _ in range(2):  # Adam's second step has its own graph
+        loss = nn.functional.cross_entropy(model(xb), yb)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        lt.realize(loss, *model.parameters())
+
+
+def layernorm(x: lt.Tensor) -> lt.Tensor:
+    mean = x.mean(-1, keepdims=True)
+    return (x - mean) / ((x - mean) ** 2).mean(-1, keepdims=True).add(1e-5).sqrt()
+
+
+PROGRAMS: dict[str, Callable[[int, np.random.Generator], None]] = {
+    "(x*2+1).sum(-1), x of batch x 1000": lambda b, rng: (lt.asarray(rng.random((b, 1000), dtype=f32)) * 2 + 1)
+    .sum(-1).realize(),
+    "layernorm by hand, batch x 768": lambda b, rng: layernorm(lt.asarray(rng.random((b, 768), dtype=f32))).realize(),
+    "MLP training step (bench_train.py), batch x 784": mlp_step,
+}
+
+# name -> (the inputs at `rows` rows, the idiom); each idiom's outermost output loop runs over the rows
+IDIOMS: dict[str, tuple[Callable[[np.random.Generator, int], list[np.ndarray]], Callable[..., lt.Tensor], int]] = {
+    "(x*y+z).sum(-1) 4096x4096": (lambda rng, n: [rng.standard_normal((n, 4096), dtype=f32) for _ in range(3)],
+                                  lambda x, y, z: (x * y + z).sum(-1), 4096),
+    "x.softmax(-1) 4096x1024": (lambda rng, n: [rng.standard_normal((n, 1024), dtype=f32)],
+                                lambda x: x.softmax(-1), 4096),
+    "layernorm by hand 4096x1024": (lambda rng, n: [rng.standard_normal((n, 1024), dtype=f32)], layernorm, 4096),
+    "sigmoid 1/(1 + exp(-x)) 2**22": (lambda rng, n: [rng.standard_normal(n, dtype=f32)],
+                                      lambda x: 1 / (1 + (-x).exp()), 1 << 22),
+    "x*2+1 2**22": (lambda rng, n: [rng.standard_normal(n, dtype=f32)], lambda x: x * 2 + 1, 1 << 22),
+}
+
+
+def count(name: str, sizes: int) -> dict:
+    """In this process: the program `name` at batch sizes 1..`sizes`; the kernels compiled and, of them, generic."""
+    rng = np.random.default_rng(0)
+    lt.reset_stats()
+    for b in range(1, sizes + 1):
+        PROGRAMS[name](b, rng)
+    s = lt.stats()
+    return {"compiled": s.kernels_compiled, "generic": s.kernels_generic}
+
+
+def speed(name: str, repeat: int) -> tuple[float, float]:
+    """In this process: the best times of idiom `name`'s kernels at its size, run by the programs specialized for
+    them and by the generic ones (made by compiling the idiom at two smaller sizes first), taking turns on the
+    same buffers; the times of its kernels summed."""
+    make, fn, n = IDIOMS[name]
+    rng = np.random.default_rng(0)
+    kernels = {rows: [item.kernel for item in lt.schedule(fn(*map(lt.asarray, make(rng, rows))))]
+               for rows in (n - 2, n - 1, n)}
+    for rows in (n - 2, n - 1):  # the first specializes, the second compiles the generic kernels
+        for k in kernels[rows]:
+            runtime.compile_kernel(k)
+    specialized, generic = 0.0, 0.0
+    for k in kernels[n]:
+        program = runtime.compile_kernel(k)[0]
+        if program.generic_over is None:
+            sys.exit(f"{name}: {k.name} does not run generic")
+        os.environ["LT_SYMBOLIC"] = "0"
+        own = runtime._built(runtime._builder(k, False))[0]
+        del os.environ["LT_SYMBOLIC"]
+        arrays = [rng.standard_normal(b.size).astype(b.dtype.name) for b in k.buffers]
+        table, params = [a.ctypes.data for a in arrays], [1.0] * len(k.params)
+        best = {id(own): float("inf"), id(program): float("inf")}
+        for i in range(repeat):
+            for p in (own, program) if i % 2 else (program, own):  # each goes first half the time
+                t0 = time.perf_counter()
+                p(table, params)
+                best[id(p)] = min(best[id(p)], time.perf_counter() - t0)
+        specialized += best[id(own)]
+        generic += best[id(program)]
+    return specialized, generic
+
+
+def child(args: list[str], env: dict[str, str]) -> object:
+    done = subprocess.run([sys.executable, str(Path(__file__)), *args], capture_output=True, text=True,
+                          env={**os.environ, "LT_CACHE_DIR": "", **env}, check=False)
+    if done.returncode != 0:
+        sys.exit(done.stderr.strip())
+    return json.loads(done.stdout)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, default=256, help="batch sizes 1..SIZES for the counts")
+    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", choices=["counts", "speed"], default=None)
+    parser.add_argument("--count", help=argparse.SUPPRESS)
+    parser.add_argument("--speed", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.count:
+        print(json.dumps(count(args.count, args.sizes)))
+        return
+    if args.speed:
+        print(json.dumps(speed(args.speed, args.repeat)))
+        return
+    if args.only in (None, "counts"):
+        print(f"kernels compiled over batch sizes 1..{args.sizes} (of them generic), LT_SYMBOLIC=0 -> on")
+        for name in PROGRAMS:
+            off, on = (child(["--count", name, "--sizes", str(args.sizes)], {"LT_SYMBOLIC": flag}) for flag in "01")
+            print(f"  {name:<50} {off['compiled']:>6} -> {on['compiled']:>4} ({on['generic']} generic)")
+    if args.only in (None, "speed"):
+        print(f"best of {args.repeat} runs taking turns, best of {args.rounds} processes: specialized, generic (ms), "
+              "generic / specialized")
+        for name in IDIOMS:
+            times = [child(["--speed", name, "--repeat", str(args.repeat)], {}) for _ in range(args.rounds)]
+            special, generic = min(t[0] for t in times), min(t[1] for t in times)
+            print(f"  {name:<40} {special * 1e3:9.3f} {generic * 1e3:9.3f} {generic / special:8.3f}")
+
+if __name__ == "__main__":
+    main()

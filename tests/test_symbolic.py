@@ -1,0 +1,287 @@
+"""Kernels generic over their outermost loop's size (`kernels/symbolic.py`): the second size of a kernel's
+erased structure compiles a program that every later size runs, with the results of the specialized code;
+what specializes still (checked kernels, bounds on the outermost variable, sizes in the body, split reductions,
+`LT_SYMBOLIC=0`). The CPU backend's: its tensors are made on the CPU whatever `LT_DEVICE` says."""
+from __future__ import annotations
+
+import importlib
+import threading
+
+import numpy as np
+import pytest
+
+import lazytensor as lt
+from conftest import random_array
+from lazytensor.kernels import bounds
+from lazytensor.kernels.expr import Var
+from lazytensor.kernels.ir import Kernel
+from lazytensor.kernels.legalize import legalize
+from lazytensor.kernels.llvm import runtime
+from lazytensor.kernels.llvm.render import NATIVE, render
+from lazytensor.kernels.symbolic import UNBOUNDED, eligible, generic
+
+schedule = importlib.import_module("lazytensor.schedule")  # the module, which `lt.schedule` the function hides
+
+# 0, 1, and sizes on either side of the vector widths (4, 8, 16 lanes)
+SIZES = [2, 3, 0, 1, 5, 7, 8, 9, 15, 16, 17, 33, 100, 257]
+
+
+def forget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No program compiled before, here or in the persistent cache; the stats zeroed."""
+    monkeypatch.setattr(runtime, "_programs", {})
+    monkeypatch.setattr(runtime, "_generic", {})
+    monkeypatch.setattr(runtime, "_first_sizes", {})
+    monkeypatch.setattr(schedule, "_cache", {})  # whose schedules keep their programs
+    monkeypatch.setenv("LT_CACHE_DIR", "")
+    lt.reset_stats()
+
+
+@pytest.fixture
+def fresh(monkeypatch):
+    """`forget`, symbolic sizes on, kernels unchecked whatever `LT_CHECK_BOUNDS` says (checked ones specialize:
+    `test_checked_kernels_specialize_and_stay_right`; `test_generic_code_stays_inside_each_sizes_buffers` checks
+    generic code)."""
+    forget(monkeypatch)
+    monkeypatch.delenv("LT_SYMBOLIC", raising=False)
+    monkeypatch.setattr(bounds, "CHECK", False)
+
+
+def as_specialized(monkeypatch: pytest.MonkeyPatch, program, sizes: list[int], generic: list[np.ndarray]) -> None:
+    """Assert that `program(n)` (a tensor) compiled for each size on its own (`LT_SYMBOLIC=0`) gives `generic`'s
+    results, bit for bit. Called last: it forgets the programs compiled before."""
+    forget(monkeypatch)
+    monkeypatch.setenv("LT_SYMBOLIC", "0")
+    for n, expected in zip(sizes, generic):
+        np.testing.assert_array_equal(program(n).numpy(), expected)
+    assert lt.stats().kernels_generic == 0
+
+
+def cpu(a: np.ndarray) -> lt.Tensor:
+    return lt.asarray(a, device="cpu")
+
+
+def kernel_of(t: lt.Tensor):
+    (item,) = lt.schedule(t)
+    return item.kernel
+
+
+def rows(n: int, cols: int, dtype: lt.DType = lt.float32, seed: int = 0) -> np.ndarray:
+    return random_array((n, cols), dtype, seed)
+
+
+def test_erased_text_leaves_out_the_outer_size_and_buffer_sizes_only():
+    a, b = (kernel_of(cpu(rows(n, 13)).exp().sum(-1)) for n in (6, 9))
+    assert a.body_text() != b.body_text() and a.erased_text() == b.erased_text()
+    assert "for o0 < ?\n" in a.erased_text() and "[?]" in a.erased_text() and "< 13" in a.erased_text()
+    # the outermost size read by an index (a flip along it) is in the text: the kernels specialize
+    c, d = (kernel_of(cpu(rows(n, 13)).flip(0) * 2) for n in (6, 9))
+    assert c.erased_text() != d.erased_text()
+    # another loop's size is not erased
+    e, f = (kernel_of((cpu(rows(6, n)) * 1.5).sum(-1)) for n in (13, 14))
+    assert e.erased_text() != f.erased_text()
+
+
+def test_the_generic_kernel_renders_as_the_specialized_one():
+    """Where nothing depends on the outer size, generic code is the specialized code: its speed too."""
+    for t in (cpu(rows(64, 32)).softmax(-1), (cpu(rows(64, 32)) * 2 + 1).sum(-1), cpu(rows(32, 64)).T + 1):
+        for item in lt.schedule(t):
+            k = legalize(item.kernel, NATIVE)
+            g = generic(k)
+            assert eligible(k) and g.loops[0] == Var(k.loops[0].name, UNBOUNDED) and g.name.split("_")[-2][0] == "N"
+            assert render(k).replace(k.name, "K") == render(g).replace(g.name, "K")
+
+
+@pytest.mark.parametrize("op", ["softmax", "centered max"])
+def test_generic_code_stays_inside_each_sizes_buffers(monkeypatch, op):
+    """The generic kernel compiled checked against one size's buffers and run at that size (`Program.sized`):
+    no access outside them, and the values of the specialized kernel."""
+    monkeypatch.setattr(bounds, "CHECK", True)
+
+    def program(x: lt.Tensor) -> lt.Tensor:
+        return x.softmax(-1) if op == "softmax" else (x - x.mean(-1, keepdims=True)).abs().max(-1)
+
+    for n in (1, 2, 3, 7, 8, 9, 17, 100):
+        x = rows(n, 14, seed=n)
+        k = legalize(kernel_of(program(cpu(x))), NATIVE)
+        g = generic(k)
+        checked, _ = runtime._built(runtime._program(Kernel(g.name, k.buffers, g.params, g.loops, g.stores),
+                                                     checked=True))
+        out = np.full(k.buffers[0].size, np.nan, np.float32)
+        checked.sized(k)([out.ctypes.data, x.ctypes.data], [])  # raises OutOfBounds at a fault
+        np.testing.assert_array_equal(out, program(cpu(x)).numpy().reshape(-1))
+
+
+def test_bounds_on_the_outer_variable_are_not_eligible():
+    x = cpu(rows(5, 7))
+    padded = kernel_of(lt.concatenate([x, x * 2], axis=0) + 1)
+    assert not eligible(legalize(padded, NATIVE))
+
+
+def close(got: lt.Tensor, expected: np.ndarray) -> np.ndarray:
+    """`got`'s values, asserted near `expected` (computed in float64: a float32 sum's order differs)."""
+    values = got.numpy()
+    np.testing.assert_allclose(values, expected, rtol=1e-5, atol=1e-5 if values.dtype == np.float32 else 1e-12)
+    return values
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32])
+def test_second_size_compiles_generic_and_later_sizes_compile_nothing(fresh, monkeypatch, dtype):
+    def data(n: int) -> tuple[np.ndarray, ...]:
+        # b broadcasts along the rows
+        return rows(n, 11, dtype, seed=n), rows(n, 11, dtype, seed=n + 1), random_array((11,), dtype, seed=3)
+
+    def program(n: int) -> lt.Tensor:
+        x, y, b = map(cpu, data(n))
+        return (x * y + b).sum(-1)
+
+    compiled, results = [], []
+    for n in SIZES:
+        before = lt.stats().kernels_compiled
+        x, y, b = (a.astype(np.float64) if dtype.is_float else a for a in data(n))
+        results.append(close(program(n), ((x * y + b).sum(-1)).astype(dtype.name)))
+        compiled.append(lt.stats().kernels_compiled - before)
+    # 2 specializes, 3 compiles the generic kernel; 0 and 1 have bodies of their own (a size-1 loop reads as
+    # none); the rest compile nothing
+    assert compiled[:2] == [1, 1] and sum(compiled[4:]) == 0, compiled
+    assert lt.stats().kernels_generic == 1
+    as_specialized(monkeypatch, program, SIZES, results)
+
+
+def test_opt_out_specializes_every_size(fresh, monkeypatch):
+    monkeypatch.setenv("LT_SYMBOLIC", "0")
+    for n in (2, 3, 4, 5):
+        x = rows(n, 19)
+        close((cpu(x) * 2 + 1).sum(-1), (x.astype(np.float64) * 2 + 1).sum(-1))
+    assert (lt.stats().kernels_compiled, lt.stats().kernels_generic) == (4, 0)
+
+
+def softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+@pytest.mark.parametrize("threads", ["1", "2", "3"])
+def test_generic_kernels_share_their_rows_between_threads(fresh, monkeypatch, threads):
+    monkeypatch.setenv("LT_NUM_THREADS", threads)
+    monkeypatch.setattr(runtime, "PARALLEL_MIN_WORK", 64)  # every size below goes to the pool
+
+    def program(n: int) -> lt.Tensor:
+        t = cpu(rows(n, 23, seed=n))
+        return lt.stack([(t - t.mean(-1, keepdims=True)) / t.std(-1, keepdims=True), t.softmax(-1)])
+
+    sizes, results = [40, 41, 7, 1000, 257], []
+    for n in sizes:
+        x = rows(n, 23, seed=n).astype(np.float64)
+        normal = (x - x.mean(-1, keepdims=True)) / x.std(-1, keepdims=True)
+        results.append(close(program(n), np.stack([normal, softmax(x)])))
+    assert lt.stats().kernels_generic >= 1
+    as_specialized(monkeypatch, program, sizes, results)
+
+
+def test_non_contiguous_inputs_and_scalars(fresh, monkeypatch):
+    def data(n: int) -> tuple[np.ndarray, np.ndarray]:
+        return random_array((n, 5, 7), lt.float32, seed=n), rows(n, 14, seed=n + 1)
+
+    def program(n: int) -> lt.Tensor:
+        cube, flat = map(cpu, data(n))
+        # the inner axes read transposed, every other column: strides that do not depend on the outer size
+        return (cube.swapaxes(1, 2) * 0.5 - 3).exp().sum(-1) + flat[:, ::2] * 3
+
+    sizes, results = [4, 6, 9, 31], []
+    for n in sizes:
+        cube, flat = (a.astype(np.float64) for a in data(n))
+        results.append(close(program(n), np.exp(cube.swapaxes(1, 2) * 0.5 - 3).sum(-1) + flat[:, ::2] * 3))
+    assert lt.stats().kernels_generic >= 1
+    as_specialized(monkeypatch, program, sizes, results)
+
+
+def test_checked_kernels_specialize_and_stay_right(fresh, monkeypatch):
+    monkeypatch.setattr(bounds, "CHECK", True)
+    for n in (2, 3, 4, 5, 0, 1):
+        x = rows(n, 29)
+        close((cpu(x) * 2 + 1).sum(-1), (x.astype(np.float64) * 2 + 1).sum(-1))
+    assert lt.stats().kernels_generic == 0 and lt.stats().kernels_compiled == 5  # a size-0 output launches nothing
+    monkeypatch.setattr(bounds, "CHECK", False)
+    for n in (2, 3, 4):
+        x = rows(n, 29)
+        close((cpu(x) * 2 + 1).sum(-1), (x.astype(np.float64) * 2 + 1).sum(-1))
+    assert lt.stats().kernels_generic == 1
+
+
+def test_sizes_in_the_body_and_bounds_on_the_outer_loop_specialize(fresh):
+    """A flip along the outer axis, a transposed read (the outer size is a stride) and a concatenation along
+    it (a bound on the outer variable)."""
+    for n in (3, 4, 5):
+        x = rows(n, 31)
+        close(cpu(x).flip(0) * 2, x[::-1] * 2)
+        close(cpu(x.T.copy()).T.exp(), np.exp(x))
+        close(lt.concatenate([cpu(x), cpu(x) * 2]) + 1, np.concatenate([x, x * 2]) + 1)
+    assert lt.stats().kernels_generic == 0 and lt.stats().kernels_compiled == 9
+
+
+def test_a_kernel_that_splits_at_its_size_specializes(fresh, monkeypatch):
+    """Rows fewer than the threads and long: split into partial reductions, decided from the sizes."""
+    monkeypatch.setenv("LT_NUM_THREADS", "4")
+    monkeypatch.setattr(runtime, "SPLIT_MIN_WORK", 1 << 12)
+    programs = []
+    for n in (2, 3, 8, 9, 10):
+        x = rows(n, 1 << 11, seed=n)
+        t = (cpu(x) * 2).sum(-1)
+        close(t, (x.astype(np.float64) * 2).sum(-1))
+        programs.append(runtime.compile_kernel(kernel_of((cpu(x) * 2).sum(-1)))[0])
+    assert [isinstance(p, runtime.SplitReductionProgram) for p in programs] == [True, True, False, False, False]
+    assert [p.generic_over for p in programs[2:]] == [None, "o0", "o0"]
+    assert lt.stats().kernels_generic == 1
+
+
+def test_jit_replays_generic_kernels_at_each_size(fresh):
+    @lt.jit
+    def f(x, y):
+        return (x * y).sum(-1) + x.max(-1)
+
+    for n in (5, 6, 7, 6, 8, 5):
+        for seed in (0, 1):  # recorded, then replayed
+            x, y = rows(n, 37, seed=seed), rows(n, 37, seed=seed + 9)
+            x64 = x.astype(np.float64)
+            close(f(cpu(x), cpu(y)), (x64 * y).sum(-1) + x64.max(-1))
+    assert lt.stats().kernels_generic == 1
+
+
+def test_the_recompile_log_says_generic(fresh, monkeypatch, capsys):
+    monkeypatch.setenv("LT_LOG", "recompiles")
+    for n in (3, 4, 5):
+        (cpu(rows(n, 41)).sin() * 2).realize()
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("lt: compiled")]
+    assert len(lines) == 2 and "generic" not in lines[0]
+    assert "new shape: " in lines[1] and "compiled generic over o0, which serves every size of it" in lines[1]
+
+
+def test_threads_compiling_and_running_one_structure_at_once(fresh):
+    failures: list[BaseException] = []
+
+    def work(k: int) -> None:
+        try:
+            for n in range(2 + k, 40, 3):
+                x = rows(n, 43, seed=n)
+                np.testing.assert_allclose((cpu(x) + 1).max(-1).numpy(), (x + 1).max(-1), rtol=1e-6)
+        except BaseException as e:  # noqa: BLE001 (re-raised below, in the test's thread)
+            failures.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures
+    assert lt.stats().kernels_generic == 1
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.int64])
+def test_results_on_the_default_device_for_every_size(dtype):
+    """Whatever the backend (`LT_DEVICE`): the same values at every size."""
+    for n in SIZES:
+        x = random_array((n, 9), dtype, seed=n)
+        wide = x.astype(np.float64) if dtype.is_float else x
+        close((lt.asarray(x) * 3 + 1).sum(-1), (wide * 3 + 1).sum(-1))
+    x = random_array((), dtype, seed=1)  # 0-d
+    close(lt.asarray(x) * 3 + 1, x * 3 + 1)
