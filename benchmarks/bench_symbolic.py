@@ -148,5 +148,6 @@ def main() -> None:
             special, generic = min(t[0] for t in times), min(t[1] for t in times)
             print(f"  {name:<40} {special * 1e3:9.3f} {generic * 1e3:9.3f} {generic / special:8.3f}")
 
+
 if __name__ == "__main__":
     main()

@@ -904,7 +904,7 @@ def _groups(order: list[Node], regions: dict[Node, _Region], barriers: set[Node]
     groups: list[list[Node]] = []
     before: list[set[int]] = []  # per group, the groups whose outputs it reads
     alike: dict[tuple, list[int]] = {}  # (shape, device) -> the groups of plain kernels of that shape
-    sizes: list[set[int]] = []  # per group, the nodes of more than one element it reads and computes
+    footprints: list[set[int]] = []  # per group, the nodes of more than one element it reads and computes
     for p in order:
         read_groups = {point_group[r] for r in reads[p] if r in point_group}
         placed = None
@@ -916,7 +916,7 @@ def _groups(order: list[Node], regions: dict[Node, _Region], barriers: set[Node]
                     or any(id(m) in reads[p] for m in members if m in barriers) \
                     or _reaches(read_groups - {g}, g, before):  # g would run both before and after p's inputs
                 continue
-            if len(sizes[g]) + len(shared[p] - sizes[g]) > MAX_FUSED_OPS:
+            if len(footprints[g] | shared[p]) > MAX_FUSED_OPS:
                 continue
             placed = g
             break
@@ -924,11 +924,11 @@ def _groups(order: list[Node], regions: dict[Node, _Region], barriers: set[Node]
             placed = len(groups)
             groups.append([])
             before.append(set())
-            sizes.append(set())
+            footprints.append(set())
             if plain:
                 candidates.append(placed)
         groups[placed].append(p)
-        sizes[placed] |= shared[p]
+        footprints[placed] |= shared[p]
         group_of[p] = point_group[id(p)] = placed
         before[placed] |= read_groups - {placed}
     return [groups[g] for g in _group_order(order, reads, group_of, len(groups))]

@@ -813,8 +813,8 @@ def _sized_program(kernel: Kernel, erased: str) -> Generator[Job, Compiled, Prog
     if (template := _generic.get(erased)) is None:
         if _first_sizes.setdefault(erased, size) == size:
             return (yield from _program(kernel))
-        template = yield from _program(generic(kernel))
-        template = _generic.setdefault(erased, replace(template, generic_over=kernel.loops[0].name))
+        compiled = yield from _program(generic(kernel))
+        template = _generic.setdefault(erased, compiled)
     return template.sized(kernel)
 
 
