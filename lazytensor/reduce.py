@@ -255,7 +255,7 @@ class ReduceOps:
             shift = where(m.isinf(), 0.0, m)  # all -inf stays -inf, and an inf gives inf, not inf - inf
             return (wide - shift).exp().sum(axis, keepdims=True).log() + shift
 
-        lse = custom_vjp((wide,), forward, lambda g: (g * (wide - lse).exp(),))
+        lse = custom_vjp((wide,), forward, lambda g, lse: (g * (wide - lse).exp(),), takes_result=True)
         lse = lse.cast(out)
         return lse if keepdims or keepdim else lse.squeeze(normalize_axes(axis, self.ndim, "logsumexp"))
 
@@ -271,7 +271,8 @@ class ReduceOps:
             e = (wide - wide._shift(axis, "softmax")).exp()
             return e / e.sum(axis, keepdims=True)
 
-        y = custom_vjp((wide,), forward, lambda g: (y * (g - (g * y).sum(axis, keepdims=True)),))
+        y = custom_vjp((wide,), forward, lambda g, y: (y * (g - (g * y).sum(axis, keepdims=True)),),
+                       takes_result=True)
         return y.cast(out)
 
     def log_softmax(self: Tensor, axis: int = -1, *, dim: int | None = None) -> Tensor:
@@ -286,7 +287,7 @@ class ReduceOps:
             shifted = wide - wide._shift(axis, "log_softmax")
             return shifted - shifted.exp().sum(axis, keepdims=True).log()
 
-        y = custom_vjp((wide,), forward, lambda g: (g - y.exp() * g.sum(axis, keepdims=True),))
+        y = custom_vjp((wide,), forward, lambda g, y: (g - y.exp() * g.sum(axis, keepdims=True),), takes_result=True)
         return y.cast(out)
 
     def cumsum(self: Tensor, axis: int | None = None, dtype: Any = None, *, dim: int | None = None) -> Tensor:

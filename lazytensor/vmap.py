@@ -244,7 +244,7 @@ class _Batcher:
     def _custom(self, t: Tensor) -> Tensor:
         """A `custom_vjp` op of fn: its forward rebuilt from its nodes, its backward traced on a stand-in of the
         gradient when autograd asks for it, and batched like fn."""
-        _, backward, srcs = t._ctx
+        _, (backward, takes_result), srcs = t._ctx
         forward = self._node(t.node)
         batched = [self.dependent(s.node) for s in srcs]
         size, standins = self.size, self.standins
@@ -253,7 +253,7 @@ class _Batcher:
             one = _standin(t.shape, g)
             inner = _Batcher(size, [*standins, (one, g)])
             grads = []
-            for gs, b in zip(backward(one), batched):
+            for gs, b in zip(backward(one, t) if takes_result else backward(one), batched):
                 if gs is not None:
                     r, rb = inner.batched(gs), inner.dependent(gs.node)
                     # a source that is the same for every example gets the sum of their gradients

@@ -8,6 +8,7 @@ import torch
 
 import lazytensor as lt
 from conftest import LAYOUTS, check, random_array
+from lazytensor.graph import Node
 
 F64 = lt.float64
 
@@ -586,6 +587,56 @@ def test_custom_vjp_uses_its_backward_and_skips_sources():
     assert lt.autograd.custom_vjp((plain,), lambda: plain * 2, lambda g: (g,))._ctx is None
     with lt.no_grad():
         assert not lt.autograd.custom_vjp((x,), lambda: x * 2, lambda g: (g,)).requires_grad
+
+
+def test_custom_vjp_takes_the_result_and_differentiates_through_it():
+    """`takes_result=True` hands the backward the result (a softmax's gradient is written with it), recorded
+    so that a second-order gradient goes through the result's own record, as torch.autograd.Function's saved
+    output."""
+    arr = random_array((3, 4), F64, seed=4)
+    x, tx = lt.asarray(arr).requires_grad_(), torch.tensor(arr, requires_grad=True)
+    y = lt.autograd.custom_vjp((x,), lambda: x.exp(), lambda g, y: (g * y,), takes_result=True)
+    ty = tx.exp()
+    check(y, ty)
+    gx, = lt.autograd.gradients((y * y.sin()).sum(), x, create_graph=True)
+    tgx, = torch.autograd.grad((ty * ty.sin()).sum(), tx, create_graph=True)
+    check(gx, tgx)
+    (gx ** 2).sum().backward()
+    (tgx ** 2).sum().backward()
+    check(x.grad, tx.grad)
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax", "logsumexp", "attention", "cross_entropy"])
+def test_graphs_are_freed_without_the_cycle_collector(op):
+    """The ops whose gradient uses their result hold no reference cycle: once the program drops the result and
+    what it fed, reference counting frees the graph (and any memory realized in it) at once, not Python's cyclic
+    collector some steps later (a training step's graph was all cyclic garbage through one softmax)."""
+    import gc
+    fns = {"softmax": lambda x: x.softmax(-1), "log_softmax": lambda x: x.log_softmax(-1),
+           "logsumexp": lambda x: x.logsumexp(-1),
+           "attention": lambda x: lt.nn.functional.scaled_dot_product_attention(x, x, x, is_causal=True),
+           "cross_entropy": lambda x: lt.nn.functional.cross_entropy(x.reshape(6, 4), lt.asarray([0, 1, 2, 3, 0, 1]))}
+
+    def step():
+        x = lt.asarray(random_array((2, 3, 4), lt.float32, seed=5)).requires_grad_()
+        loss = (fns[op](x) ** 2).sum()
+        loss.backward()
+        lt.realize(loss, x.grad)
+
+    step()  # compiles the kernels, and fills the caches
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)  # the collector keeps what it finds in gc.garbage, for us to look at
+    try:
+        step()
+        gc.collect()
+        assert [o for o in gc.garbage if isinstance(o, (lt.Tensor, Node))] == []
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        if enabled:
+            gc.enable()
 
 
 def test_custom_vjp_backward_must_give_one_gradient_per_source():

@@ -81,13 +81,13 @@ def enable_grad() -> contextlib.AbstractContextManager:
 
 class Custom(enum.Enum):
     """The ops of autograd records of no graph op: `VJP` (made by `custom_vjp`: its argument is the backward
-    function) and `JOINT` (made by `joint`: its argument is the joint and the member's position)."""
+    function and whether it takes the result) and `JOINT` (made by `joint`: its argument is the joint and the member's position)."""
     VJP = "custom_vjp"
     JOINT = "joint"
 
 
 def custom_vjp(srcs: Sequence[Tensor], forward: Callable[[], Tensor],
-               backward: Callable[[Tensor], Sequence[Tensor | None]]) -> Tensor:
+               backward: Callable[..., Sequence[Tensor | None]], *, takes_result: bool = False) -> Tensor:
     """`forward()` (a tensor computed from `srcs`), differentiated by `backward` instead of through the
     ops inside `forward`.
 
@@ -95,14 +95,19 @@ def custom_vjp(srcs: Sequence[Tensor], forward: Callable[[], Tensor],
     `backward`. `backward(g)` gets the gradient of the result and returns one gradient per source, of
     its shape and dtype (None for a source that needs none). It must build them with ordinary tensor
     ops on `g` and `srcs`, which are recorded under `create_graph`, so higher-order gradients go
-    through them (and through a custom op they call)."""
+    through them (and through a custom op they call).
+
+    With `takes_result`, it is called `backward(g, y)` with the result `y` too (softmax's gradient is
+    written with it). A backward that closed over the result instead would make the result and its
+    record a reference cycle, which keeps the graph behind them, and the memory of whatever of it was
+    realized, until Python's cyclic garbage collector runs."""
     from ..tensor import Tensor
     srcs = tuple(srcs)
     with no_grad():
         out = forward()
     if is_grad_enabled() and any(s.requires_grad for s in srcs):
         out = Tensor(out.node, requires_grad=True)
-        out._ctx = (Custom.VJP, backward, tuple(s._as_source() for s in srcs))
+        out._ctx = (Custom.VJP, (backward, takes_result), tuple(s._as_source() for s in srcs))
     return out
 
 
@@ -610,14 +615,16 @@ def unshrink(g: Tensor, shape: tuple[int, ...], ranges: Sequence[tuple[int, int,
 
 def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> list[Tensor | None]:
     """The gradients for `srcs` of the op `(op, arg)` that made `out`, given the gradient `g` of `out`
-    (None where a source gets no gradient); for `Custom.VJP`, `arg` is the op's backward."""
+    (None where a source gets no gradient); for `Custom.VJP`, `arg` is the op's backward and whether it takes the
+    result (see `custom_vjp`)."""
     if not out.dtype.is_float:
         return [None] * len(srcs)
     if out.numel() == 0:
         return [_zeros_like(s) for s in srcs]
     x = srcs[0]
     if op is Custom.VJP:
-        grads = list(arg(g))
+        backward, takes_result = arg
+        grads = list(backward(g, out) if takes_result else backward(g))
         if len(grads) != len(srcs):
             raise ValueError(f"autograd: a custom backward gave {len(grads)} gradients for {len(srcs)} "
                                  "sources")

@@ -28,7 +28,7 @@ def _safe_softmax(s: Tensor) -> Tensor:
         total = e.sum(-1, keepdims=True)
         return e / where(total == 0, 1.0, total)
 
-    y = custom_vjp((wide,), forward, lambda g: (y * (g - (g * y).sum(-1, keepdims=True)),))
+    y = custom_vjp((wide,), forward, lambda g, y: (y * (g - (g * y).sum(-1, keepdims=True)),), takes_result=True)
     return y.cast(out)
 
 
