@@ -112,6 +112,22 @@ def test_cpu_schedule_uses_the_template():
     assert kinds_of(x @ y @ y.T, x) == ["Contraction", "Contraction"]
 
 
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64], ids=str)
+def test_a_batch_of_small_products_is_one_contraction(dtype):
+    """Attention's per-head products (here 16 x 4 heads of 32x32 scores over a head width of 16, causal, and
+    the weights times the values) are each too small for the template alone, but their batch is not: each
+    is one template kernel, with the heads as its batch, whose results match torch."""
+    q, k, v = (lt.asarray(data((16, 4, 32, 16), dtype, seed=i), device="cpu") for i in range(3))
+    scores = q @ k.mT
+    items = lt.schedule(scores)
+    assert [type(item.kernel) for item in items] == [Contraction] and items[0].kernel.sizes[0] == 64
+    tq, tk, tv = (torch.tensor(t.numpy()) for t in (q, k, v))
+    check(scores, tq @ tk.mT)
+    out = lt.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert sum(isinstance(item.kernel, Contraction) for item in lt.schedule(out)) == 2
+    check(out, torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=True))
+
+
 def test_weight_gradient_is_a_contraction():
     x = lt.asarray(data((256, 96)), device="cpu")
     w = lt.asarray(data((80, 96)), device="cpu")
