@@ -16,10 +16,17 @@ loop's size is known (`llvm/render.py`'s `pieces`): those keep that code by spec
 """
 from __future__ import annotations
 
+from contextvars import ContextVar
+
 from .expr import Bound, Expr, Var
 from .ir import Kernel, Store, VOp, substitute
 
 UNBOUNDED = 1 << 62  # the outermost variable's size in a generic kernel: more than any launch's extent
+
+# When a kernel compiled in this context runs generic: None, by the rule (from the second size of its
+# structure compiled; `LT_SYMBOLIC=0` turns that off), True from the first size, False never (each size
+# compiles its own program). `lazytensor.jit(fn, dynamic=...)` sets it for fn's recorded calls.
+DYNAMIC: ContextVar[bool | None] = ContextVar("lazytensor_dynamic", default=None)
 
 
 def eligible(kernel: Kernel) -> bool:

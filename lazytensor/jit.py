@@ -66,6 +66,7 @@ from .device import Buffer, get_device
 from .errors import JitError
 from .graph import Node
 from .helpers import getenv, user_call
+from .kernels.symbolic import DYNAMIC
 from .pytree import flatten, unflatten
 from .realize import (
     Recorder,
@@ -89,9 +90,14 @@ SLOT, ARG, STATE, CONST = "slot", "arg", "state", "const"
 STALE = object()  # what a replay that cannot run returns (None is a function's result like any other)
 
 
-def jit(fn: Callable) -> Jit:
-    """`fn` recorded once per input signature and replayed afterwards (see the module docstring)."""
-    return Jit(fn)
+def jit(fn: Callable, *, dynamic: bool | None = None) -> Jit:
+    """`fn` recorded once per input signature and replayed afterwards (see the module docstring).
+
+    `dynamic` says how the kernels compiled for its calls treat sizes (README, "Shapes, caches and compile
+    time"): by default, a kernel compiled at a second size of its outermost loop (a new batch size) compiles
+    generic, a program for every size; `True` compiles such kernels generic at once, for a function known
+    to see many sizes (one compile per kernel rather than two); `False` compiles each size's own programs."""
+    return Jit(fn, dynamic)
 
 
 class _Mismatch(Exception):
@@ -422,8 +428,8 @@ class _Entry:
 class Jit:
     """A function recorded once per input signature and replayed afterwards: see `lazytensor.jit`."""
 
-    def __init__(self, fn: Callable):
-        self.fn = fn
+    def __init__(self, fn: Callable, dynamic: bool | None = None):
+        self.fn, self.dynamic = fn, dynamic
         self.entries: dict[Any, _Entry] = {}
         self.last_signature: tuple | None = None  # of the last call recorded (for the recompile log)
         self.reasons: list[str] = []  # why each call recorded was, in order
@@ -481,11 +487,15 @@ class Jit:
         name = getattr(self.fn, "__qualname__", repr(self.fn))
         record = _Record(f"the jitted function {name}", [t.node.buffer for t in inputs], random.get_rng_state())
         nodes = [t.node for t in inputs]
-        with recording(record):
-            out = self.fn(*args, **kwargs)
-            leaves: list[Any] = []
-            record.out_structure = flatten(out, leaves)
-            realize_nodes(*(x.node for x in leaves if isinstance(x, Tensor) and not x.node.realized))
+        sizes = DYNAMIC.set(self.dynamic)
+        try:
+            with recording(record):
+                out = self.fn(*args, **kwargs)
+                leaves: list[Any] = []
+                record.out_structure = flatten(out, leaves)
+                realize_nodes(*(x.node for x in leaves if isinstance(x, Tensor) and not x.node.realized))
+        finally:
+            DYNAMIC.reset(sizes)
         if any(t.node is not n for t, n in zip(inputs, nodes)):
             raise JitError(f"lt.jit: {name} rebinds an argument tensor (x += ..., x.node = ...); a replay "
                            "cannot rebind the caller's tensors: return the new value instead")

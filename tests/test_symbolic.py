@@ -247,6 +247,32 @@ def test_jit_replays_generic_kernels_at_each_size(fresh):
     assert lt.stats().kernels_generic == 1
 
 
+@pytest.mark.parametrize("dynamic", [True, False])
+def test_jit_dynamic_compiles_generic_at_once_or_never(fresh, monkeypatch, dynamic):
+    """`lt.jit(fn, dynamic=True)`: fn's kernels that may run generic compile generic at their first size, and
+    no later size compiles them again; `dynamic=False`: every size compiles its own programs, whatever
+    `LT_SYMBOLIC` says. Outside fn, the rule holds as before."""
+    monkeypatch.setenv("LT_SYMBOLIC", "0" if dynamic else "1")
+
+    def f(x):
+        return (x * 3 - 1).max(-1)
+
+    jitted = lt.jit(f, dynamic=dynamic)
+    sizes = (5, 9, 6)
+    for n in sizes:
+        for seed in (0, 1):  # recorded, then replayed
+            x = rows(n, 29, seed=seed)
+            np.testing.assert_array_equal(jitted(cpu(x)).numpy(), (x * 3 - 1).max(-1))
+    stats = lt.stats()
+    assert (stats.kernels_compiled, stats.kernels_generic) == ((1, 1) if dynamic else (len(sizes), 0))
+    forget(monkeypatch)
+    monkeypatch.delenv("LT_SYMBOLIC")
+    for n in sizes:  # a plain call follows the rule: specialized, then generic, then nothing
+        x = rows(n, 29)
+        np.testing.assert_array_equal(f(cpu(x)).numpy(), (x * 3 - 1).max(-1))
+    assert (lt.stats().kernels_compiled, lt.stats().kernels_generic) == (2, 1)
+
+
 def test_the_recompile_log_says_generic(fresh, monkeypatch, capsys):
     monkeypatch.setenv("LT_LOG", "recompiles")
     for n in (3, 4, 5):

@@ -93,7 +93,7 @@ from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, S
 from ..lapack import LibraryError, flops
 from ..legalize import legalize
 from ..split import split_reduction
-from ..symbolic import eligible, generic
+from ..symbolic import DYNAMIC, eligible, generic
 from . import compiler, disk_cache, library, mathlib
 from .compiler import Machine
 from .gemm import Layout, Pack, core_name, pack_kernels, render_gemm, render_gemm_core
@@ -657,10 +657,12 @@ _first_sizes: dict[str, int] = {}  # the outermost loop's size each erased text 
 
 
 def symbolic() -> bool:
-    """`LT_SYMBOLIC`, read at each compile: unless it is 0, a kernel that may run generic over its outermost
-    loop's size (`kernels/symbolic.py`) and is compiled at a second size of that loop compiles generic, and
-    every later size of it runs that program."""
-    return os.environ.get("LT_SYMBOLIC", "").strip() != "0"
+    """Whether kernels compiled now may run generic: as `symbolic.DYNAMIC` says where it is set (`lt.jit`'s
+    `dynamic=`), else unless `LT_SYMBOLIC`, read at each compile, is 0. Then a kernel that may run generic
+    over its outermost loop's size (`kernels/symbolic.py`) and is compiled at a second size of that loop
+    (or at its first, under `dynamic=True`) compiles generic, and every later size of it runs that program."""
+    dynamic = DYNAMIC.get()
+    return os.environ.get("LT_SYMBOLIC", "").strip() != "0" if dynamic is None else dynamic
 
 
 def _erased(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall, checked: bool) -> str | None:
@@ -806,12 +808,12 @@ def _builder(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall,
 
 
 def _sized_program(kernel: Kernel, erased: str) -> Generator[Job, Compiled, Program]:
-    """`kernel` compiled as it is the first time its erased text compiles; at a second size of its outermost
-    loop, the generic kernel of that text (`symbolic.generic`) compiled, which this kernel and every later one
-    of the text run (`_found`)."""
+    """`kernel` compiled as it is the first time its erased text compiles (unless `symbolic.DYNAMIC` is True);
+    at a second size of its outermost loop, the generic kernel of that text (`symbolic.generic`) compiled,
+    which this kernel and every later one of the text run (`_found`)."""
     size = kernel.loops[0].size
     if (template := _generic.get(erased)) is None:
-        if _first_sizes.setdefault(erased, size) == size:
+        if _first_sizes.setdefault(erased, size) == size and not DYNAMIC.get():
             return (yield from _program(kernel))
         compiled = yield from _program(generic(kernel))
         template = _generic.setdefault(erased, compiled)
