@@ -54,11 +54,19 @@ def _tensor_index(x: Tensor, index: Any, name: str) -> Tensor:
     return t
 
 
+def _position(like: Tensor, value: int) -> Tensor:
+    """`value`, a number of the shapes (a length, a stride), as an int64 constant of the kernels that compute
+    positions with `like`, not a kernel parameter as a user's scalar is: the index arithmetic folds (a stride
+    of 1, a wrap by a known length), which keeps a gather's loop short, and so keeps many of its loads in
+    flight."""
+    return like._scalar_operand(value, dtypes.int64, "index", like.shape, True)
+
+
 def _wrapped(index: Tensor, n: int) -> Tensor:
     """int64 positions of `index` along an axis of `n`, negative ones counted from the end."""
     from .tensor import where
     i = index.cast(dtypes.int64)
-    return where(i < 0, i + n, i)
+    return where(i < _position(i, 0), i + _position(i, n), i)
 
 
 def _outside(index: Tensor, n: int, negative: bool) -> Tensor:
@@ -465,7 +473,7 @@ def _flat_positions(x: Tensor, items: tuple[Any, ...], name: str) -> tuple[Tenso
     Masks become the index arrays of their true elements (`nonzero`); the index arrays (and the ints among
     them) broadcast together; their axes replace theirs in place if they stand next to each other, else
     come first (NumPy's rules)."""
-    from .creation import arange
+    from .creation import _iota
     from .tensor import Tensor, broadcast_shapes
     parts: list[tuple[str, Any, int]] = []  # (kind, item, axis of x)
     axis = 0
@@ -511,18 +519,21 @@ def _flat_positions(x: Tensor, items: tuple[Any, ...], name: str) -> tuple[Tenso
         if kind == "int":
             if not -n <= it < n:
                 raise IndexError(f"{name}: index {it} is out of bounds for axis {a} with size {n}")
-            flat = flat + (it % n) * strides[a]
+            flat = flat + _position(flat, (it % n) * strides[a])
         elif kind in ("array", "mask"):  # its axes align with the trailing ones of the broadcast index shape
             lead, tail = len(before) + len(b) - it.ndim, len(dims) - len(before) - len(b)
             offset = it if kind == "mask" else _wrapped(it, n)  # a mask's positions are inside by making
-            flat = flat + offset.reshape((1,) * lead + tuple(it.shape) + (1,) * tail) * strides[a]
+            offset = offset.reshape((1,) * lead + tuple(it.shape) + (1,) * tail)
+            flat = flat + offset * _position(offset, strides[a])
             if kind == "array":
                 bad = bad | _outside(it, n, True).any()
         else:
             start, _, step = it.indices(n)
             shape = [1] * len(dims)
             shape[place[i]] = dims[place[i]]
-            flat = flat + (arange(dims[place[i]], device=x.device) * step + start).reshape(shape) * strides[a]
+            along = _iota(dims[place[i]], x.device)
+            along = (along * _position(along, step) + _position(along, start)).reshape(shape)
+            flat = flat + along * _position(along, strides[a])
     return flat.broadcast_to(tuple(dims)), tuple(dims), bad
 
 

@@ -273,18 +273,19 @@ class _Lowerer:
 
     def plan_gather(self, node: Node, idx: tuple[Expr, ...], bounds: Bounds):
         """The source read at the index the data gives along the gathered axis: a variable standing for it
-        (its value the clamped index, see `data`) in the source's index, and 0 where the index is outside
-        the axis (where the frontend's check raises)."""
+        (its value the index, or 0 where it is outside the axis, see `data`) in the source's index, and 0
+        where the index is outside the axis (where the frontend's check raises)."""
         src, index = node.srcs
         axis, size = node.arg, node.srcs[0].shape[node.arg]
 
         def build(vals: list[ir.Value]) -> ir.Value:
             raw = vals[0]
             var = Var(f"g{len(self.data)}", size)
-            self.data[var] = ir.alu(ir.Alu.MIN, int64, ir.alu(ir.Alu.MAX, int64, raw, ir.const(0, int64)),
-                                    ir.const(size - 1, int64))
-            inside = self.value((src, (*idx[:axis], Expr.of(var), *idx[axis + 1:]), bounds))
             ok = _within(raw, 0, size)
+            # one select (0 where the index is outside) rather than a clamp to [0, size): fewer instructions per
+            # element keep more of a random gather's loads in flight
+            self.data[var] = ir.alu(ir.Alu.WHERE, int64, ok, raw, ir.const(0, int64))
+            inside = self.value((src, (*idx[:axis], Expr.of(var), *idx[axis + 1:]), bounds))
             return ir.alu(ir.Alu.WHERE, inside.dtype, ok, inside, ir.const(0, inside.dtype))
 
         return [(index, idx, bounds)], build
