@@ -43,9 +43,11 @@ Key = tuple[Node, tuple[Expr, ...], Bounds]
 
 # Below these sizes a contraction stays a plain fused reduction: packing operands for a template
 # costs more than it saves on a matrix-vector product or a tiny matmul. The work counts every product of
-# a batch: attention's heads (64 products of 32x32 over 16) are one template's batch, 5x faster than a
-# reduction that reads the keys across their rows.
+# a batch, once each product has some of its own: attention's heads (64 products of 32x32 over 16) are
+# one template's batch, 5x faster than a reduction that reads the keys across their rows, while a batch of
+# 8x16 products over 8 runs faster as a reduction.
 MIN_CONTRACTION_M, MIN_CONTRACTION_N, MIN_CONTRACTION_K = 4, 16, 8
+MIN_CONTRACTION_PRODUCT = 1 << 12
 MIN_CONTRACTION_WORK = 1 << 16
 
 
@@ -156,7 +158,7 @@ def _worth_a_template(axes: Axes | None, shape: tuple[int, ...]) -> Axes | None:
         axes = Axes(axes.batch, axes.cols, axes.rows, axes.red, axes.b, axes.a)
         m, n = n, m
     if m < MIN_CONTRACTION_M or n < MIN_CONTRACTION_N or k < MIN_CONTRACTION_K \
-            or b * m * n * k < MIN_CONTRACTION_WORK:
+            or m * n * k < MIN_CONTRACTION_PRODUCT or b * m * n * k < MIN_CONTRACTION_WORK:
         return None
     return axes
 
