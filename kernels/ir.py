@@ -305,6 +305,11 @@ def toposort(roots: list, sources: Callable[[Any], Iterable] = lambda n: n.srcs)
     return order
 
 
+# the largest count of a reduction's terms that `Kernel.counts` reads a constant as: every float dtype's rounding
+# of a count below it is one rounding from the integer, as a cast of the count computes it
+COUNT_MAX = 1 << 24
+
+
 @dataclass(frozen=True)
 class Kernel:
     """A loop nest over `loops` that writes `stores`; see the module docstring."""
@@ -367,6 +372,26 @@ class Kernel:
         every reduction's loop, in the order of `values()`."""
         return self._sized_loops
 
+    def counts(self) -> dict[int, tuple[Var, ...]]:
+        """The constants (by id) that equal the number of terms of one of the kernel's reductions, its loops' sizes
+        multiplied (a mean's divisor), each with that reduction's loops (the first such reduction's); counts
+        that are 0 or 1, or that a float may round, left out. `erased_text` prints each as the count of those
+        loops: every kernel of an erased text holds its own count there, which generic code computes from the
+        loops' sizes (`kernels/symbolic.py`). A constant that equals a count by chance is that count too, in
+        this kernel: where the sizes differ, it is not one, and the texts differ."""
+        return self._counts
+
+    @cached_property
+    def _counts(self) -> dict[int, tuple[Var, ...]]:
+        values = self.values()
+        terms: dict[int, tuple[Var, ...]] = {}
+        for red in values:
+            if red.op is VOp.REDUCE:
+                terms.setdefault(math.prod(r.size for r in red.arg[1]), red.arg[1])
+        return {id(v): terms[v.arg] for v in values
+                if v.op is VOp.CONST and v.dtype != bool_ and not isinstance(v.arg, bool) and v.arg in terms
+                and 2 <= v.arg <= COUNT_MAX}
+
     @cached_property
     def _sized_loops(self) -> tuple[Var, ...]:
         outer = self.loops[:1]
@@ -390,7 +415,7 @@ class Kernel:
         hidden = frozenset(self.sized_loops() if erased else ())
         lines = [_signature(self.buffers, self.params, sizes=not erased),
                  "  for " + ", ".join(_loop_text(v, hidden) for v in self.loops),
-                 *_describe_values(self.values(), names, hidden)]
+                 *_describe_values(self.values(), names, hidden, self.counts() if erased else {})]
         if self.extents:
             lines.insert(1, "  sizes " + ", ".join(f"{v.name} = p{len(self.params) - len(self.extents) + k}"
                                                      for k, v in enumerate(self.extents)))
@@ -638,13 +663,16 @@ def _loop_text(var: Var, hidden: frozenset[Var]) -> str:
     return f"{var.name} < {'?' if var in hidden else var.size}"
 
 
-def _describe_values(values: list[Value], names: dict[int, str], hidden: frozenset[Var] = frozenset()) -> list[str]:
+def _describe_values(values: list[Value], names: dict[int, str], hidden: frozenset[Var] = frozenset(),
+                     counts: dict[int, tuple[Var, ...]] | None = None) -> list[str]:
     """One line per value, naming each in `names` so later lines can refer to it; the sizes of the loops in
-    `hidden` printed `?`."""
+    `hidden` printed `?`, the constants of `counts` (`Kernel.counts`) as the counts they are."""
     lines = []
     for v in values:
         names[id(v)] = name = f"v{len(names)}"
-        lines.append(f"    {name}: {SHORT_NAMES[v.dtype]} = {_describe(v, names, hidden)}")
+        text = f"count of {', '.join(r.name for r in counts[id(v)])}" if counts and id(v) in counts \
+            else _describe(v, names, hidden)
+        lines.append(f"    {name}: {SHORT_NAMES[v.dtype]} = {text}")
     return lines
 
 

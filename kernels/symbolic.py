@@ -8,7 +8,8 @@ code that reads those sizes at runtime serves every kernel of the text. `generic
 loops whose sizes were seen to differ (a loop whose size stays, a softmax's row, keeps its known trip count):
 each of their variables given a range no launch reaches (`UNBOUNDED`), so every decision the renderer makes from
 a variable's range holds for every size, and no buffer size is assumed; the outermost output loop runs over the
-range a launch passes, a reduction's loop up to a size a launch passes in an int64 parameter (`Kernel.extents`).
+range a launch passes, a reduction's loop up to a size a launch passes in an int64 parameter (`Kernel.extents`);
+a constant that counts a reduction's terms (a mean's divisor, `Kernel.counts`) is computed from those sizes.
 An unchecked renderer reads buffer sizes only to skip a check it does not make (`kernels/bounds.py`), so a
 checked kernel specializes.
 
@@ -16,9 +17,11 @@ checked kernel specializes.
 """
 from __future__ import annotations
 
+import functools
+
 from .dtype import int64
 from .expr import Expr, Var
-from .ir import Kernel, Store, substitute
+from .ir import Alu, Kernel, Store, Value, alu, cast, const, param, substitute
 
 UNBOUNDED = 1 << 62  # a generic loop variable's size: more than any launch's extent
 
@@ -37,13 +40,22 @@ def sizes(kernel: Kernel) -> tuple[int, ...]:
 def generic(kernel: Kernel, over: frozenset[int]) -> Kernel:
     """The kernel that computes every kernel of `kernel`'s `erased_text()` whose `sizes` are `kernel`'s but at
     positions `over` (of `sized_loops()`), each over `[0, size)` of those loops: their variables range over
-    `UNBOUNDED` values; an output loop's size among them reads `N` in the name."""
-    loops = kernel.sized_loops()
-    wide = {v: Var(v.name, UNBOUNDED) for k, v in enumerate(loops) if k in over}
-    mapping = {v: Expr.of(w) for v, w in wide.items()}
-    values = substitute([s.value for s in kernel.stores], mapping, loops=wide)  # plain stores (`eligible`)
-    stores = tuple(Store(s.buf, s.index.substitute(mapping), v) for s, v in zip(kernel.stores, values))
+    `UNBOUNDED` values, and a count of a reduction's terms (`Kernel.counts`) over them is computed from their
+    sizes; an output loop's size among them reads `N` in the name."""
+    wide = {v: Var(v.name, UNBOUNDED) for k, v in enumerate(kernel.sized_loops()) if k in over}
     extents = tuple(w for v, w in wide.items() if v not in kernel.loops)
+    size = {w: param(len(kernel.params) + k, int64) for k, w in enumerate(extents)}
+
+    def count(ranges: tuple[Var, ...]) -> Value:
+        terms = [size[wide[r]] if r in wide else const(r.size, int64) for r in ranges]
+        return functools.reduce(lambda a, b: alu(Alu.MUL, int64, a, b), terms)
+
+    counts = kernel.counts()
+    replace = {id(v): cast(count(counts[id(v)]), v.dtype) for v in kernel.values()
+               if id(v) in counts and any(r in wide for r in counts[id(v)])}
+    mapping = {v: Expr.of(w) for v, w in wide.items()}
+    values = substitute([s.value for s in kernel.stores], mapping, replace, loops=wide)  # plain stores (`eligible`)
+    stores = tuple(Store(s.buf, s.index.substitute(mapping), v) for s, v in zip(kernel.stores, values))
     return Kernel(kernel.default_name(generic=tuple(wide)), kernel.buffers,
                   (*kernel.params, *(int64 for _ in extents)), tuple(wide.get(v, v) for v in kernel.loops), stores,
                   extents)

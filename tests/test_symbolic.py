@@ -433,3 +433,50 @@ def test_the_recompile_log_says_generic_over_a_reduction(fresh, monkeypatch, cap
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("lt: compiled")]
     assert len(lines) == 2 and "generic" not in lines[0]
     assert "compiled generic over r0, which serves every size of it" in lines[1]
+
+
+MEANS = {
+    "x.mean()": (lambda x: x.mean(), lambda x: x.mean()),
+    "x.mean(0)": (lambda x: x.mean(0), lambda x: x.mean(0)),
+    "((x - 1)**2).mean()": (lambda x: ((x - 1) ** 2).mean(), lambda x: ((x - 1) ** 2).mean()),
+    "x.mean(0) + x.max(0)": (lambda x: x.mean(0) + x.max(0), lambda x: x.mean(0) + x.max(0)),
+}
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.float16, lt.int32])
+@pytest.mark.parametrize("name", MEANS)
+def test_means_over_the_batch_count_it_at_runtime(fresh, dtype, name):
+    """A mean's divisor, the count of its reduction's terms, is a constant of each size's kernel: the erased text
+    names it a count (`Kernel.counts`), and the generic kernel computes it from the sizes it is passed."""
+    ours, theirs = MEANS[name]
+    sizes = [n for n in SIZES if n]  # (a mean over nothing is NaN, a max has no identity)
+    compiled = []
+    for n in sizes:
+        before = lt.stats().kernels_compiled
+        x = column_data(n, dtype)
+        got = ours(cpu(x))
+        expected = theirs(x.astype(np.float64))
+        tolerance = 2e-3 if got.dtype == lt.float16 else 1e-5 if got.dtype == lt.float32 else 1e-12
+        np.testing.assert_allclose(got.numpy().astype(np.float64), expected, rtol=tolerance, atol=tolerance)
+        compiled.append(lt.stats().kernels_compiled - before)
+    # 2 specializes, 3 compiles generic; 1 has bodies of its own (its sum over one row is none)
+    assert compiled[:2] == [1, 1] and sum(compiled[3:]) == 0, compiled
+    assert lt.stats().kernels_generic == 1
+
+
+def test_a_count_in_the_erased_text():
+    a, b = (kernel_of(cpu(rows(n, 13)).mean(0)) for n in (6, 9))
+    assert a.body_text() != b.body_text() and a.erased_text() == b.erased_text()
+    assert "count of r0" in a.erased_text() and "const" not in a.erased_text()
+    # a variance's divisor is the count less the correction: a constant of each size
+    c, d = (kernel_of(cpu(rows(n, 13)).var(0, correction=1)) for n in (6, 9))
+    assert c.erased_text() != d.erased_text()
+
+
+def test_a_constant_that_equals_a_count_by_chance(fresh):
+    """`x.sum() / 26` over 2 rows of 13 reads the 26 as the count of the sum's terms: that kernel computes it
+    from its sizes, which are those of its text; at other sizes the 26 is a constant of another text."""
+    for n in (2, 3, 2, 4, 5, 2, 6):
+        x = rows(n, 13, seed=n)
+        close(cpu(x).sum() / 26, x.astype(np.float64).sum() / 26)
+        close(cpu(x).mean(), x.astype(np.float64).mean())

@@ -817,9 +817,10 @@ def _library_program(call: LibraryCall) -> Generator[Job, Compiled, LibraryProgr
 
 
 def _builder(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall, checked: bool) -> Builder:
-    """How `kernel` becomes a program: legalized for the renderer (`render.NATIVE`), then split or packed, or
-    generic over sizes of its loops (`_sized_program`)."""
-    erased = _erased(kernel, checked)
+    """How `kernel` becomes a program: one that may run generic over sizes of its loops (`_sized_program`), or
+    legalized for the renderer (`render.NATIVE`), then split or packed."""
+    if (erased := _erased(kernel, checked)) is not None:
+        return _sized_program(kernel, erased)
     kernel = legalize(kernel, NATIVE)
     if isinstance(kernel, Contraction):
         return _contraction_program(kernel, checked)
@@ -833,7 +834,7 @@ def _builder(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall,
         return _library_program(kernel)
     if (split := _partials(kernel)) is not None:
         return _split_reduction_program(kernel, split, checked)
-    return _program(kernel, checked=checked) if erased is None else _sized_program(kernel, erased)
+    return _program(kernel, checked=checked)
 
 
 def _sized_program(kernel: Kernel, erased: str) -> Generator[Job, Compiled, Program]:
@@ -845,10 +846,11 @@ def _sized_program(kernel: Kernel, erased: str) -> Generator[Job, Compiled, Prog
     if (template := _generic.get(erased)) is None or not template.serves(now):
         first = _first_sizes.setdefault(erased, now)
         if template is None and first == now:
-            return (yield from _program(kernel))
+            return (yield from _program(legalize(kernel, NATIVE)))
         before, over = (first, frozenset()) if template is None else (template.sizes, template.over)
         over |= {k for k, (a, b) in enumerate(zip(before, now)) if a != b}
-        template = _Generic((yield from _program(generic(kernel, over))), over, now)
+        # made before legalizing: the counts it computes are the constants the erased text names
+        template = _Generic((yield from _program(legalize(generic(kernel, over), NATIVE))), over, now)
         if (kept := _generic.get(erased)) is None or not kept.over >= over:  # kept: a wider one of its batch
             _generic[erased] = template
     return template.program.sized(kernel, template.over)
