@@ -91,7 +91,6 @@ import numpy as np
 
 from .. import bounds
 from ..bounds import FAULT_SLOTS, check
-from ..dtype import int64
 from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, Sort, VOp, loop_scopes
 from ..lapack import LibraryError, flops
 from ..legalize import legalize
@@ -221,14 +220,18 @@ def _compile(job: Job) -> tuple[Compiled, bool]:
     return (optimized, j.load(obj, name), time.perf_counter() - t0), kept is None
 
 
-def _frame(table: Sequence[int], params: Sequence[int | float], dtypes: tuple, checked: bool = False) \
-        -> ctypes.Array:
+def _frame(table: Sequence[int], params: Sequence[int | float], dtypes: tuple, checked: bool = False,
+           sizes: Sequence[int] = ()) -> ctypes.Array:
     """What a call's functions read, in one array (one allocation per call): the buffer addresses of `table`,
-    then the parameter slots (`_scalar_slots`), those of a checked kernel ending with its fault record,
-    zeroed."""
-    frame = (ctypes.c_int64 * (len(table) + max(1, len(params) + FAULT_SLOTS * checked)))(*table)
-    if params:
-        _scalar_slots(params, dtypes, frame, len(table))
+    then the parameter slots (`_scalar_slots`), then a generic program's `sizes` (`Kernel.extents`), those of a
+    checked kernel ending with its fault record, zeroed."""
+    slots = ctypes.c_int64 * (len(table) + max(1, len(params) + len(sizes) + FAULT_SLOTS * checked))
+    if not params:
+        return slots(*table, *sizes)
+    frame = slots(*table)
+    _scalar_slots(params, dtypes, frame, len(table))
+    if sizes:
+        frame[len(table) + len(params):len(table) + len(params) + len(sizes)] = sizes
     return frame
 
 
@@ -352,10 +355,8 @@ class Program:
                        sizes=tuple(v.size for v in loops if v not in kernel.loops), plans={})
 
     def frame(self, table: Sequence[int], params: Sequence[int | float]) -> ctypes.Array:
-        """A call's frame (`_frame`): a generic program's sizes in the slots after the parameters."""
-        if not self.sizes:
-            return _frame(table, params, self.kernel.params, self.checked)
-        return _frame(table, (*params, *self.sizes), (*self.kernel.params, *(int64 for _ in self.sizes)), self.checked)
+        """A call's frame (`_frame`), a generic program's sizes after the parameters."""
+        return _frame(table, params, self.kernel.params, self.checked, self.sizes)
 
     @property
     def assembly(self) -> str:
