@@ -397,7 +397,7 @@ class Kernel:
         outer = self.loops[:1]
         for v in self.values():
             bounds: tuple[Bound, ...] = v.arg[2] if v.op is VOp.LOAD else v.arg if v.op is VOp.VALID else ()
-            if any(outer[0] in bound.expr.vars() for bound in bounds or ()):
+            if any(var in bound.expr.vars() for bound in bounds or () for var in outer):
                 outer = ()
                 break
         return tuple(dict.fromkeys([*outer, *(r for v in self.values() if v.op is VOp.REDUCE for r in v.arg[1])]))
