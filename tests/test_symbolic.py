@@ -480,3 +480,24 @@ def test_a_constant_that_equals_a_count_by_chance(fresh):
         x = rows(n, 13, seed=n)
         close(cpu(x).sum() / 26, x.astype(np.float64).sum() / 26)
         close(cpu(x).mean(), x.astype(np.float64).mean())
+
+
+NESTED = {
+    # a bound on the output loop (the concatenation's) keeps that loop's size; the reductions' loops are generic
+    "concatenated column sums": (lambda x: lt.concatenate([x.sum(0), (x * x).sum(0)]),
+                                 lambda x: np.concatenate([x.sum(0), (x * x).sum(0)])),
+    # a reduction inside another, both over the batch's loop or the row's
+    "sum of row maxima": (lambda x: x.max(-1).sum(), lambda x: x.max(-1).sum()),
+    "column sums of a softmax": (lambda x: x.softmax(-1).sum(0), lambda x: softmax(x).sum(0)),
+}
+
+
+@pytest.mark.parametrize("name", NESTED)
+def test_reductions_inside_other_loops_over_the_batch(fresh, monkeypatch, name):
+    ours, theirs = NESTED[name]
+    sizes, results = [2, 3, 1, 5, 8, 9, 17, 100], []
+    for n in sizes:
+        x = rows(n, 12, seed=n)
+        results.append(close(ours(cpu(x)), theirs(x.astype(np.float64))))
+    assert lt.stats().kernels_generic >= 1
+    as_specialized(monkeypatch, lambda n: ours(cpu(rows(n, 12, seed=n))), sizes, results, exact=False)
