@@ -2,7 +2,7 @@
 program compiles over a range of batch sizes with and without them, and how fast a generic kernel runs beside
 the one specialized for its size.
 
-    python benchmarks/bench_symbolic.py [--sizes 256] [--repeat 10] [--rounds 3] [--only counts|speed]
+    python benchmarks/bench_symbolic.py [--sizes 256] [--repeat 10] [--rounds 3] [--only counts|speed] [--match S]
 
 `counts`: each program of `PROGRAMS` runs at batch sizes 1..`--sizes` in a process of its own, with
 `LT_SYMBOLIC` on and off and the persistent cache off (`LT_CACHE_DIR=`), and prints `lt.stats()`'s
@@ -55,9 +55,14 @@ PROGRAMS: dict[str, Callable[[int, np.random.Generator], None]] = {
     .sum(-1).realize(),
     "layernorm by hand, batch x 768": lambda b, rng: layernorm(lt.asarray(rng.random((b, 768), dtype=f32))).realize(),
     "MLP training step (bench_train.py), batch x 784": mlp_step,
+    "(x*2).sum(0), x of batch x 1000": lambda b, rng: (lt.asarray(rng.random((b, 1000), dtype=f32)) * 2).sum(0)
+    .realize(),
+    "x.mean(), x of batch x 1000": lambda b, rng: lt.asarray(rng.random((b, 1000), dtype=f32)).mean().realize(),
 }
 
-# name -> (the inputs at `rows` rows, the idiom); each idiom's outermost output loop runs over the rows
+# name -> (the inputs at `rows` rows, the idiom); the rows are each idiom's outermost output loop or a reduction's
+# loop (a column reduction's batch, the elements of a full reduction). Column and full reductions whose work
+# splits into partial reductions (from `runtime.SPLIT_MIN_WORK`, 2**21 terms) specialize: these are below it.
 IDIOMS: dict[str, tuple[Callable[[np.random.Generator, int], list[np.ndarray]], Callable[..., lt.Tensor], int]] = {
     "(x*y+z).sum(-1) 4096x4096": (lambda rng, n: [rng.standard_normal((n, 4096), dtype=f32) for _ in range(3)],
                                   lambda x, y, z: (x * y + z).sum(-1), 4096),
@@ -67,6 +72,15 @@ IDIOMS: dict[str, tuple[Callable[[np.random.Generator, int], list[np.ndarray]], 
     "sigmoid 1/(1 + exp(-x)) 2**22": (lambda rng, n: [rng.standard_normal(n, dtype=f32)],
                                       lambda x: 1 / (1 + (-x).exp()), 1 << 22),
     "x*2+1 2**22": (lambda rng, n: [rng.standard_normal(n, dtype=f32)], lambda x: x * 2 + 1, 1 << 22),
+    "g.sum(0) 256x512 (bias gradient)": (lambda rng, n: [rng.standard_normal((n, 512), dtype=f32)],
+                                         lambda g: g.sum(0), 256),
+    "x.mean(axis=0) 256x4096": (lambda rng, n: [rng.standard_normal((n, 4096), dtype=f32)],
+                                lambda x: x.mean(axis=0), 256),
+    "x.argmax(axis=0) 256x4096": (lambda rng, n: [rng.standard_normal((n, 4096), dtype=f32)],
+                                  lambda x: x.argmax(axis=0), 256),
+    "(x ** 2).sum() 1000": (lambda rng, n: [rng.standard_normal(n, dtype=f32)], lambda x: (x ** 2).sum(), 1000),
+    "((p - y)**2).mean() 1024x1024": (lambda rng, n: [rng.standard_normal((n, 1024), dtype=f32) for _ in range(2)],
+                                      lambda p, y: ((p - y) ** 2).mean(), 1024),
 }
 
 
@@ -126,6 +140,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", choices=["counts", "speed"], default=None)
+    parser.add_argument("--match", default="", help="only the programs and idioms whose names hold this")
     parser.add_argument("--count", help=argparse.SUPPRESS)
     parser.add_argument("--speed", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -137,13 +152,13 @@ def main() -> None:
         return
     if args.only in (None, "counts"):
         print(f"kernels compiled over batch sizes 1..{args.sizes} (of them generic), LT_SYMBOLIC=0 -> on")
-        for name in PROGRAMS:
+        for name in (name for name in PROGRAMS if args.match in name):
             off, on = (child(["--count", name, "--sizes", str(args.sizes)], {"LT_SYMBOLIC": flag}) for flag in "01")
             print(f"  {name:<50} {off['compiled']:>6} -> {on['compiled']:>4} ({on['generic']} generic)")
     if args.only in (None, "speed"):
         print(f"best of {args.repeat} runs taking turns, best of {args.rounds} processes: specialized, generic (ms), "
               "generic / specialized")
-        for name in IDIOMS:
+        for name in (name for name in IDIOMS if args.match in name):
             times = [child(["--speed", name, "--repeat", str(args.repeat)], {}) for _ in range(args.rounds)]
             special, generic = min(t[0] for t in times), min(t[1] for t in times)
             print(f"  {name:<40} {special * 1e3:9.3f} {generic * 1e3:9.3f} {generic / special:8.3f}")

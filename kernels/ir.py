@@ -51,7 +51,7 @@ from functools import cached_property
 from typing import Any
 
 from .dtype import SHORT_NAMES, DType, bool_
-from .expr import Bounds, Expr, Var, flat_index
+from .expr import Bound, Bounds, Expr, Var, flat_index
 
 
 class Alu(Enum):
@@ -305,6 +305,11 @@ def toposort(roots: list, sources: Callable[[Any], Iterable] = lambda n: n.srcs)
     return order
 
 
+# the largest count of a reduction's terms that `Kernel.counts` reads a constant as: every float dtype's rounding
+# of a count below it is one rounding from the integer, as a cast of the count computes it
+COUNT_MAX = 1 << 24
+
+
 @dataclass(frozen=True)
 class Kernel:
     """A loop nest over `loops` that writes `stores`; see the module docstring."""
@@ -314,25 +319,28 @@ class Kernel:
     params: tuple[DType, ...]
     loops: tuple[Var, ...]
     stores: tuple[Store, ...]
+    # a generic kernel's (`kernels/symbolic.py`): reduction loops whose sizes a launch passes, in the last
+    # `len(extents)` of `params` (int64s), in this order
+    extents: tuple[Var, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name:
             object.__setattr__(self, "name", self.default_name())
 
-    def default_name(self, generic: bool = False) -> str:
+    def default_name(self, generic: tuple[Var, ...] = ()) -> str:
         """`{kind}_{ops}_{shape}_{hash8}`: readable in a profile, unique for a body. `generic` names the kernel
-        that serves every size of its outermost loop (see `erased_text`): that size reads `N`, the hash is of
-        the erased text."""
+        that serves every size of those of its `sized_loops()` (see `erased_text`): an output loop's size among
+        them reads `N`, the hash is of the erased text and of the sizes of the others."""
         kind = "red" if any(v.op is VOp.REDUCE for v in self.values()) else "ew"
         ops: list[str] = []
         for v in self.values():
             label = v.arg.label if v.op is VOp.ALU else v.arg[0].value if v.op is VOp.REDUCE else None
             if label and label not in ops:
                 ops.append(label)
-        sizes = [str(v.size) for v in self.loops]
-        if generic:
-            sizes[0] = "N"
-        digest = hashlib.sha256((self.erased_text() if generic else self.body_text()).encode()).hexdigest()[:8]
+        sizes = ["N" if v in generic else str(v.size) for v in self.loops]
+        text = self.erased_text() + "\n  sizes " + ", ".join(f"{v.name} < {'N' if v in generic else v.size}"
+                                                          for v in self.sized_loops()) if generic else self.body_text()
+        digest = hashlib.sha256(text.encode()).hexdigest()[:8]
         return "_".join([kind, *ops[:4], "x".join(sizes), digest])
 
     def values(self) -> list[Value]:
@@ -352,11 +360,47 @@ class Kernel:
         return self._body_text
 
     def erased_text(self) -> str:
-        """`body_text()` with the outermost loop's size and every buffer's size printed `?`. Two kernels whose
-        erased texts are equal differ in those sizes only: where an index, bound or constant depends on the
-        outermost size, it is written there and the texts differ. So code made for one with that loop's
-        range a runtime value, and no buffer size assumed, computes the other at its own sizes."""
+        """`body_text()` with the sizes of `sized_loops()` and of every buffer printed `?`. Two kernels whose
+        erased texts are equal differ in those sizes only: where an index, bound or constant depends on one
+        of those sizes, it is written there and the texts differ. So code made for one with those loops'
+        ranges runtime values, and no buffer size assumed, computes the other at its own sizes."""
         return self._erased_text
+
+    def sized_loops(self) -> tuple[Var, ...]:
+        """The loops whose sizes `erased_text` leaves out: the outermost output loop unless a bound (a pad's, a
+        concatenation's) reads it, as a renderer may cut a loop at such bounds where its size is known; and
+        every reduction's loop, in the order of `values()`."""
+        return self._sized_loops
+
+    def counts(self) -> dict[int, tuple[Var, ...]]:
+        """The constants (by id) that equal the number of terms of one of the kernel's reductions, its loops' sizes
+        multiplied (a mean's divisor), each with that reduction's loops (the first such reduction's); counts
+        that are 0 or 1, or that a float may round, left out. `erased_text` prints each as the count of those
+        loops: every kernel of an erased text holds its own count there, which generic code computes from the
+        loops' sizes (`kernels/symbolic.py`). A constant that equals a count by chance is that count too, in
+        this kernel: where the sizes differ, it is not one, and the texts differ."""
+        return self._counts
+
+    @cached_property
+    def _counts(self) -> dict[int, tuple[Var, ...]]:
+        values = self.values()
+        terms: dict[int, tuple[Var, ...]] = {}
+        for red in values:
+            if red.op is VOp.REDUCE:
+                terms.setdefault(math.prod(r.size for r in red.arg[1]), red.arg[1])
+        return {id(v): terms[v.arg] for v in values
+                if v.op is VOp.CONST and v.dtype != bool_ and not isinstance(v.arg, bool) and v.arg in terms
+                and 2 <= v.arg <= COUNT_MAX}
+
+    @cached_property
+    def _sized_loops(self) -> tuple[Var, ...]:
+        outer = self.loops[:1]
+        for v in self.values():
+            bounds: tuple[Bound, ...] = v.arg[2] if v.op is VOp.LOAD else v.arg if v.op is VOp.VALID else ()
+            if any(var in bound.expr.vars() for bound in bounds or () for var in outer):
+                outer = ()
+                break
+        return tuple(dict.fromkeys([*outer, *(r for v in self.values() if v.op is VOp.REDUCE for r in v.arg[1])]))
 
     @cached_property
     def _body_text(self) -> str:
@@ -368,10 +412,13 @@ class Kernel:
 
     def _text(self, erased: bool) -> str:
         names: dict[int, str] = {}
-        sizes = ["?" if erased and k == 0 else str(v.size) for k, v in enumerate(self.loops)]
+        hidden = frozenset(self.sized_loops() if erased else ())
         lines = [_signature(self.buffers, self.params, sizes=not erased),
-                 "  for " + ", ".join(f"{v.name} < {size}" for v, size in zip(self.loops, sizes)),
-                 *_describe_values(self.values(), names)]
+                 "  for " + ", ".join(_loop_text(v, hidden) for v in self.loops),
+                 *_describe_values(self.values(), names, hidden, self.counts() if erased else {})]
+        if self.extents:
+            lines.insert(1, "  sizes " + ", ".join(f"{v.name} = p{len(self.params) - len(self.extents) + k}"
+                                                     for k, v in enumerate(self.extents)))
         for s in self.stores:
             if s.at is None:
                 lines.append(f"    b{s.buf}[{s.index}] = {names[id(s.value)]}")
@@ -611,16 +658,25 @@ def _signature(buffers: tuple[BufferParam, ...], params: tuple[DType, ...], size
     return f"({bufs}{''.join(f', p{i}: {SHORT_NAMES[d]}' for i, d in enumerate(params))})"
 
 
-def _describe_values(values: list[Value], names: dict[int, str]) -> list[str]:
-    """One line per value, naming each in `names` so later lines can refer to it."""
+def _loop_text(var: Var, hidden: frozenset[Var]) -> str:
+    """`var < size`, the size `?` where it is `hidden` (`Kernel.erased_text`)."""
+    return f"{var.name} < {'?' if var in hidden else var.size}"
+
+
+def _describe_values(values: list[Value], names: dict[int, str], hidden: frozenset[Var] = frozenset(),
+                     counts: dict[int, tuple[Var, ...]] | None = None) -> list[str]:
+    """One line per value, naming each in `names` so later lines can refer to it; the sizes of the loops in
+    `hidden` printed `?`, the constants of `counts` (`Kernel.counts`) as the counts they are."""
     lines = []
     for v in values:
         names[id(v)] = name = f"v{len(names)}"
-        lines.append(f"    {name}: {SHORT_NAMES[v.dtype]} = {_describe(v, names)}")
+        text = f"count of {', '.join(r.name for r in counts[id(v)])}" if counts and id(v) in counts \
+            else _describe(v, names, hidden)
+        lines.append(f"    {name}: {SHORT_NAMES[v.dtype]} = {text}")
     return lines
 
 
-def _describe(v: Value, names: dict[int, str]) -> str:
+def _describe(v: Value, names: dict[int, str], hidden: frozenset[Var] = frozenset()) -> str:
     srcs = " ".join(names[id(s)] for s in v.srcs)
     if v.op is VOp.LOAD:
         buf, idx, bounds = v.arg
@@ -643,7 +699,7 @@ def _describe(v: Value, names: dict[int, str]) -> str:
         index, ok = (names[id(s)] for s in v.srcs)
         return f"gather b{v.arg}[{index}] if {ok}"
     op, ranges = v.arg
-    return f"{op.value} {srcs} over " + ", ".join(f"{r.name} < {r.size}" for r in ranges)
+    return f"{op.value} {srcs} over " + ", ".join(_loop_text(r, hidden) for r in ranges)
 
 
 def free_vars(values: list[Value]) -> dict[int, frozenset[Var]]:
@@ -757,14 +813,17 @@ def shared_rows(kernel: Kernel, cost: Callable[[Value], int]) -> list[SharedRow]
     return shared
 
 
-def substitute(roots: list[Value], mapping: dict[Var, Expr], replace: dict[int, Value] | None = None) -> list[Value]:
+def substitute(roots: list[Value], mapping: dict[Var, Expr], replace: dict[int, Value] | None = None,
+               loops: dict[Var, Var] | None = None) -> list[Value]:
     """`roots` rebuilt with the variables in `mapping` replaced in every index expression they read,
     and each value in `replace` (keyed by id) replaced as a whole, its sources not visited.
 
     Values that change neither way come back as themselves (values are interned). A reduction's
-    own loop variables cannot be substituted: that would change what it reduces over.
+    own loop variables cannot be substituted: that would change what it reduces over; but those in `loops`
+    are renamed, each loop then running over its new variable's range (`mapping` gives the new variable's
+    expression for them).
     """
-    replace = replace or {}
+    replace, loops = replace or {}, loops or {}
     new: dict[int, Value] = {}
     for v in toposort(roots, lambda n: () if id(n) in replace else n.srcs):
         if id(v) in replace:
@@ -779,7 +838,9 @@ def substitute(roots: list[Value], mapping: dict[Var, Expr], replace: dict[int, 
         elif v.op is VOp.VALID:
             arg = _substitute_bounds(arg, mapping)
         elif v.op is VOp.REDUCE and mapping.keys() & set(arg[1]):
-            raise ValueError("cannot substitute a reduction's own loop variables")
+            if not loops.keys() >= mapping.keys() & set(arg[1]):
+                raise ValueError("cannot substitute a reduction's own loop variables")
+            arg = (arg[0], tuple(loops.get(r, r) for r in arg[1]))
         new[id(v)] = Value(v.op, v.dtype, tuple(new[id(s)] for s in v.srcs), arg)
     return [new[id(r)] for r in roots]
 

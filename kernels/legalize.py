@@ -93,7 +93,7 @@ def legalize(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall,
                    Store(s.buf, s.index, next(values), next(values), next(values), s.combine) for s in kernel.stores)
     if stores == kernel.stores:
         return kernel
-    return Kernel(kernel.name, kernel.buffers, kernel.params, kernel.loops, stores)
+    return Kernel(kernel.name, kernel.buffers, kernel.params, kernel.loops, stores, kernel.extents)
 
 
 def legalize_values(roots: list[Value], native: frozenset[Key]) -> list[Value]:

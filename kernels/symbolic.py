@@ -1,27 +1,30 @@
-"""Kernels generic over the size of their outermost output loop (issue 18, "compile once": first slice).
+"""Kernels generic over the sizes of some of their loops (issue 18, "compile once").
 
-Every realize still lowers its kernels at concrete sizes. A backend that runs a kernel's outermost output
-loop over a range its caller passes (the LLVM backend's `[start, end)` chunks) can serve every size of that
-loop with one compiled program: the kernel's `erased_text()` is its key, and two kernels of one key differ
-in that loop's size and the buffers' sizes only (any index, bound or constant that depends on the size is
-in the text, so those keys differ and each kernel specializes). `generic` is the kernel to compile for a
-key: that loop's variable given a range no launch reaches (`UNBOUNDED`), so every decision the renderer
-makes from a variable's range holds for every size, and no buffer size is assumed. An unchecked renderer
-reads buffer sizes only to skip a check it does not make (`kernels/bounds.py`), so a checked kernel
-specializes.
+Every realize still lowers its kernels at concrete sizes. A kernel's `erased_text()` leaves out the sizes of its
+`sized_loops()`: its outermost output loop (the LLVM backend's launch passes its `[start, end)` chunks) and its
+reductions' loops. Two kernels of one erased text differ in those sizes and the buffers' sizes only (any index,
+bound or constant that depends on a size is in the text, so those keys differ and each kernel specializes), so
+code that reads those sizes at runtime serves every kernel of the text. `generic` is that kernel, over the
+loops whose sizes were seen to differ (a loop whose size stays, a softmax's row, keeps its known trip count):
+each of their variables given a range no launch reaches (`UNBOUNDED`), so every decision the renderer makes from
+a variable's range holds for every size, and no buffer size is assumed; the outermost output loop runs over the
+range a launch passes, a reduction's loop up to a size a launch passes in an int64 parameter (`Kernel.extents`);
+a constant that counts a reduction's terms (a mean's divisor, `Kernel.counts`) is computed from those sizes.
+An unchecked renderer reads buffer sizes only to skip a check it does not make (`kernels/bounds.py`), so a
+checked kernel specializes.
 
-`eligible` says which kernels take part: a plain `Kernel` whose stores are plain and whose bounds (a pad's,
-a concatenation's) never read the outermost variable, since a renderer cuts a loop at such bounds where the
-loop's size is known (`llvm/render.py`'s `pieces`): those keep that code by specializing.
+`eligible` says which kernels take part: a plain `Kernel` whose stores are plain and that has a sized loop.
 """
 from __future__ import annotations
 
+import functools
 from contextvars import ContextVar
 
-from .expr import Bound, Expr, Var
-from .ir import Kernel, Store, VOp, substitute
+from .dtype import int64
+from .expr import Expr, Var
+from .ir import Alu, Kernel, Store, Value, alu, cast, const, param, substitute
 
-UNBOUNDED = 1 << 62  # the outermost variable's size in a generic kernel: more than any launch's extent
+UNBOUNDED = 1 << 62  # a generic loop variable's size: more than any launch's extent
 
 # When a kernel compiled in this context runs generic: None, by the rule (from the second size of its
 # structure compiled; `LT_SYMBOLIC=0` turns that off), True from the first size, False never (each size
@@ -30,24 +33,35 @@ DYNAMIC: ContextVar[bool | None] = ContextVar("lazytensor_dynamic", default=None
 
 
 def eligible(kernel: Kernel) -> bool:
-    """Whether `kernel` may run as the generic kernel of its `erased_text()` (see the module docstring)."""
-    if type(kernel) is not Kernel or not kernel.loops or any(s.at is not None for s in kernel.stores):
-        return False
-    outer = kernel.loops[0]
-    for v in kernel.values():
-        bounds: tuple[Bound, ...] = v.arg[2] if v.op is VOp.LOAD else v.arg if v.op is VOp.VALID else ()
-        if any(outer in bound.expr.vars() for bound in bounds or ()):
-            return False
-    return True
+    """Whether `kernel` may run as a generic kernel of its `erased_text()` (see the module docstring)."""
+    return type(kernel) is Kernel and bool(kernel.loops) and all(s.at is None for s in kernel.stores) \
+        and bool(kernel.sized_loops())
 
 
-def generic(kernel: Kernel) -> Kernel:
-    """The kernel that computes every kernel of `kernel`'s `erased_text()`, each over `[0, size)` of its own
-    outermost loop: that loop's variable ranges over `UNBOUNDED` values; its name says so (`N`)."""
-    outer = kernel.loops[0]
-    wide = Var(outer.name, UNBOUNDED)
-    mapping = {outer: Expr.of(wide)}
-    values = substitute([s.value for s in kernel.stores], mapping)  # plain stores (`eligible`)
+def sizes(kernel: Kernel) -> tuple[int, ...]:
+    """The sizes of `kernel.sized_loops()`, in order: what tells apart the kernels of an erased text."""
+    return tuple(v.size for v in kernel.sized_loops())
+
+
+def generic(kernel: Kernel, over: frozenset[int]) -> Kernel:
+    """The kernel that computes every kernel of `kernel`'s `erased_text()` whose `sizes` are `kernel`'s but at
+    positions `over` (of `sized_loops()`), each over `[0, size)` of those loops: their variables range over
+    `UNBOUNDED` values, and a count of a reduction's terms (`Kernel.counts`) over them is computed from their
+    sizes; an output loop's size among them reads `N` in the name."""
+    wide = {v: Var(v.name, UNBOUNDED) for k, v in enumerate(kernel.sized_loops()) if k in over}
+    extents = tuple(w for v, w in wide.items() if v not in kernel.loops)
+    size = {w: param(len(kernel.params) + k, int64) for k, w in enumerate(extents)}
+
+    def count(ranges: tuple[Var, ...]) -> Value:
+        terms = [size[wide[r]] if r in wide else const(r.size, int64) for r in ranges]
+        return functools.reduce(lambda a, b: alu(Alu.MUL, int64, a, b), terms)
+
+    counts = kernel.counts()
+    replace = {id(v): cast(count(counts[id(v)]), v.dtype) for v in kernel.values()
+               if id(v) in counts and any(r in wide for r in counts[id(v)])}
+    mapping = {v: Expr.of(w) for v, w in wide.items()}
+    values = substitute([s.value for s in kernel.stores], mapping, replace, loops=wide)  # plain stores (`eligible`)
     stores = tuple(Store(s.buf, s.index.substitute(mapping), v) for s, v in zip(kernel.stores, values))
-    return Kernel(kernel.default_name(generic=True), kernel.buffers, kernel.params, (wide, *kernel.loops[1:]),
-                  stores)
+    return Kernel(kernel.default_name(generic=tuple(wide)), kernel.buffers,
+                  (*kernel.params, *(int64 for _ in extents)), tuple(wide.get(v, v) for v in kernel.loops), stores,
+                  extents)

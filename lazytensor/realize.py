@@ -54,8 +54,8 @@ class Stats:
 
     kernels_launched: int = 0
     kernels_compiled: int = 0
-    # of those, the ones compiled generic over their outermost loop's size, each serving every size of it from
-    # then on (`kernels/symbolic.py`; `LT_SYMBOLIC=0` turns it off)
+    # of those, the ones compiled generic over sizes of their loops, each serving every size of them from then on
+    # (`kernels/symbolic.py`; `LT_SYMBOLIC=0` turns it off)
     kernels_generic: int = 0
     realizes: int = 0
     replays: int = 0  # calls of an `lt.jit` function that ran its recorded kernels without scheduling

@@ -379,6 +379,13 @@ class KernelRenderer(FunctionBuilder):
 
     # ---- loops -------------------------------------------------------------------------
 
+    def extent(self, var: Var) -> ir.Value:
+        """The size of reduction loop `var`: a generic kernel's launch passes it where `Kernel.extents` says so."""
+        k = self.kernel
+        if var in k.extents:
+            return self.params[len(k.params) - len(k.extents) + k.extents.index(var)]
+        return I64(var.size)
+
     def loop(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[], None]) -> ir.Branch:
         def iteration(i: ir.Value) -> None:
             self.vars[var] = i
@@ -581,7 +588,7 @@ class KernelRenderer(FunctionBuilder):
                         b.store(self.vals[id(shared.twin)], self.gep(shared.store.buf, shared.index, True))
                     step(self.vals[id(src)])
                     return
-                self.loop(ranges[k], I64(0), I64(ranges[k].size), lambda: level(k + 1))
+                self.loop(ranges[k], I64(0), self.extent(ranges[k]), lambda: level(k + 1))
 
             level(0)
 
@@ -622,7 +629,7 @@ class KernelRenderer(FunctionBuilder):
         not at 0; a negative `other` is below every position and wins unless every element is a hit, so
         that case folds every element as before."""
         b, (var,) = self.b, red.arg[1]
-        size = var.size
+        size = self.extent(var)
         k = self.vals[id(other)]
         found, hit = self.alloca(I1), self.alloca(I1)
         b.store(I1(0), found)
@@ -638,7 +645,7 @@ class KernelRenderer(FunctionBuilder):
         def block(i: ir.Value) -> None:
             lo = b.mul(i, I64(FIRST_HIT_BLOCK))
             hi = b.add(lo, I64(FIRST_HIT_BLOCK))
-            hi = b.select(b.icmp_signed("<", hi, I64(size)), hi, I64(size))
+            hi = b.select(b.icmp_signed("<", hi, size), hi, size)
             b.store(I1(0), hit)
             elements(lo, hi, lambda: b.store(b.or_(b.load(hit, typ=I1), self.vals[id(cond)]), hit))
             with b.if_then(b.load(hit, typ=I1)):
@@ -655,18 +662,18 @@ class KernelRenderer(FunctionBuilder):
             with negative:
                 exact()
             with otherwise:
-                blocks = (size + FIRST_HIT_BLOCK - 1) // FIRST_HIT_BLOCK
+                blocks = b.udiv(b.add(size, I64(FIRST_HIT_BLOCK - 1)), I64(FIRST_HIT_BLOCK))
 
                 def maybe(i: ir.Value) -> None:
                     with b.if_then(b.not_(b.load(found, typ=I1))):
                         block(i)
 
-                self.counted_loop(f"{var.name}_block", I64(0), I64(blocks), maybe)
+                self.counted_loop(f"{var.name}_block", I64(0), blocks, maybe)
                 first = b.load(acc, typ=I64)
                 late = b.icmp_signed(">", first, I64(0))
                 limited = b.select(b.icmp_signed("<", k, first), k, first)
-                if size:
-                    b.store(b.select(b.load(found, typ=I1), b.select(late, limited, first), k), acc)
+                searched = b.select(b.load(found, typ=I1), b.select(late, limited, first), k)
+                b.store(b.select(b.icmp_signed(">", size, I64(0)), searched, first), acc)
 
     def emit_extremum(self, op: ReduceOp, acc: ir.Value, t: ir.Type,
                       reduce_with: Callable[[Callable[[ir.Value], None]], None],
@@ -785,7 +792,7 @@ class KernelRenderer(FunctionBuilder):
                     if k == len(ranges):
                         columns(accumulate)
                     else:
-                        self.loop(ranges[k], I64(0), I64(ranges[k].size), lambda: level(k + 1))
+                        self.loop(ranges[k], I64(0), self.extent(ranges[k]), lambda: level(k + 1))
 
                 identity = self.to_memory(self.constant(op.identity(dtype), dtype), dtype)
                 columns(lambda at: b.store(identity, at(red)))

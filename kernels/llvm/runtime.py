@@ -49,12 +49,14 @@ and into how many chunks, is decided when the kernel is compiled, from
 threads take the chunks is `num_threads()` at each call.
 
 Programs are cached by kernel body. A plain kernel's outermost output loop runs over the range its caller
-passes, so one program can serve every size of it (`kernels/symbolic.py`): the first kernel of an erased
-text (`Kernel.erased_text`, its body less that size and the buffers' sizes) compiles as it is; the second,
-at another size, compiles the text's generic kernel (`_sized_program`), and from then on every kernel of the
-text runs that code as a program of its own (`Program.sized`: its extent, work and chunk tables), found
-without compiling (`_found`). `LT_SYMBOLIC=0` turns that off, and kernels whose split (`_partials`) or
-checks depend on their sizes specialize (`_erased`).
+passes, and its reductions' loops may run up to sizes the caller passes after its parameters, so one program
+can serve every size of them (`kernels/symbolic.py`): the first kernel of an erased text
+(`Kernel.erased_text`, its body less those sizes and the buffers' sizes) compiles as it is; the next, at other
+sizes, compiles the text's generic kernel over the loops whose sizes differ (`_sized_program`), and from then
+on every kernel of the text that differs in those sizes only runs that code as a program of its own
+(`Program.sized`: its extent, sizes, work and chunk tables), found without compiling (`_found`).
+`LT_SYMBOLIC=0` turns that off, and kernels whose split (`_partials`) or checks depend on their sizes
+specialize (`_erased`).
 
 Checked kernels (`bounds.CHECK` when a kernel is compiled, see `kernels/bounds.py`) are programs of
 their own, cached apart from the unchecked ones; a call of one raises `OutOfBounds` after the launch if
@@ -93,7 +95,7 @@ from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, S
 from ..lapack import LibraryError, flops
 from ..legalize import legalize
 from ..split import split_reduction
-from ..symbolic import DYNAMIC, eligible, generic
+from ..symbolic import DYNAMIC, eligible, generic, sizes
 from . import compiler, disk_cache, library, mathlib
 from .compiler import Machine
 from .gemm import Layout, Pack, core_name, pack_kernels, render_gemm, render_gemm_core
@@ -218,14 +220,18 @@ def _compile(job: Job) -> tuple[Compiled, bool]:
     return (optimized, j.load(obj, name), time.perf_counter() - t0), kept is None
 
 
-def _frame(table: Sequence[int], params: Sequence[int | float], dtypes: tuple, checked: bool = False) \
-        -> ctypes.Array:
+def _frame(table: Sequence[int], params: Sequence[int | float], dtypes: tuple, checked: bool = False,
+           sizes: Sequence[int] = ()) -> ctypes.Array:
     """What a call's functions read, in one array (one allocation per call): the buffer addresses of `table`,
-    then the parameter slots (`_scalar_slots`), those of a checked kernel ending with its fault record,
-    zeroed."""
-    frame = (ctypes.c_int64 * (len(table) + max(1, len(params) + FAULT_SLOTS * checked)))(*table)
-    if params:
-        _scalar_slots(params, dtypes, frame, len(table))
+    then the parameter slots (`_scalar_slots`), then a generic program's `sizes` (`Kernel.extents`), those of a
+    checked kernel ending with its fault record, zeroed."""
+    slots = ctypes.c_int64 * (len(table) + max(1, len(params) + len(sizes) + FAULT_SLOTS * checked))
+    if not params:
+        return slots(*table, *sizes)
+    frame = slots(*table)
+    _scalar_slots(params, dtypes, frame, len(table))
+    if sizes:
+        frame[len(table) + len(params):len(table) + len(params) + len(sizes)] = sizes
     return frame
 
 
@@ -328,8 +334,10 @@ class Program:
     extent: int
     work: int
     checked: bool = False
-    # a generic program's (`symbolic`): the name of the outermost loop variable whose size is the launch's
+    # a generic program's (`symbolic`): the names of the loop variables whose sizes are the launch's, and the sizes
+    # it passes after the parameters (`Kernel.extents`)
     generic_over: str | None = None
+    sizes: tuple[int, ...] = ()
     _asm: str | None = field(default=None, repr=False)
     plans: dict[tuple[int, ...], _Plan] = field(default_factory=dict, repr=False, compare=False)  # see `_run`
 
@@ -337,11 +345,18 @@ class Program:
     def name(self) -> str:
         return self.kernel.name
 
-    def sized(self, kernel: Kernel) -> Program:
-        """This generic program as `kernel`'s, a kernel of the erased text it was compiled for
-        (`kernels/symbolic.py`): the code shared, the extent, work and chunk tables `kernel`'s."""
+    def sized(self, kernel: Kernel, over: frozenset[int]) -> Program:
+        """This program, generic over the loops at positions `over` of `sized_loops()`, as `kernel`'s, a kernel of
+        the erased text it was compiled for (`kernels/symbolic.py`): the code shared, the extent, work, sizes
+        and chunk tables `kernel`'s."""
+        loops = [v for k, v in enumerate(kernel.sized_loops()) if k in over]
         return replace(self, kernel=kernel, extent=kernel.loops[0].size, work=work(kernel),
-                       generic_over=kernel.loops[0].name, plans={})
+                       generic_over=", ".join(v.name for v in loops),
+                       sizes=tuple(v.size for v in loops if v not in kernel.loops), plans={})
+
+    def frame(self, table: Sequence[int], params: Sequence[int | float]) -> ctypes.Array:
+        """A call's frame (`_frame`), a generic program's sizes after the parameters."""
+        return _frame(table, params, self.kernel.params, self.checked, self.sizes)
 
     @property
     def assembly(self) -> str:
@@ -357,7 +372,7 @@ class Program:
         return {"llvm.ll": self.llvm_ir, "llvm-optimized.ll": self.optimized_ir, "assembly.s": self.assembly}
 
     def __call__(self, buffers: Sequence[int], params: Sequence[int | float]) -> None:
-        frame = _frame(buffers, params, self.kernel.params, self.checked)
+        frame = self.frame(buffers, params)
         if _one_thread(self.work):  # a small kernel's launch is this: no chunks, no pool
             self.fn(frame, ctypes.addressof(frame) + 8 * len(buffers), 0, self.extent)
         else:
@@ -405,7 +420,7 @@ def _check_faults(program: Program | StagedProgram, slots: ctypes.Array, at: int
                   position: int | None = None) -> None:
     """Raise `OutOfBounds` if the fault record in a checked program's parameter slots (`slots` from slot `at`
     on) holds a fault (which it clears for the next run); `position` says which program of a batch it is."""
-    n = at + len(program.kernel.params)
+    n = at + len(program.kernel.params) + (len(program.sizes) if isinstance(program, Program) else 0)
     record = slots[n:n + FAULT_SLOTS]
     if record[0]:
         slots[n:n + FAULT_SLOTS] = [0] * FAULT_SLOTS
@@ -613,7 +628,8 @@ class Batch:
             self.fixed += scratch
         self.gather = np.array(gather, dtype=np.intp)
         self.pointers = np.zeros(max(1, len(gather)), dtype=np.uint64)  # the programs' tables, end to end
-        self.slots = [_frame((), params, program.kernel.params, program.checked) for program, _, params in calls]
+        self.slots = [program.frame((), params) if isinstance(program, Program)
+                      else _frame((), params, program.kernel.params, program.checked) for program, _, params in calls]
         self.checked = [k for k, program in enumerate(self.programs) if program.checked]
         self.library = [k for k, program in enumerate(self.programs) if isinstance(program, LibraryProgram)]
         base = self.pointers.ctypes.data
@@ -652,15 +668,31 @@ class Batch:
 
 _programs: dict[tuple[str, bool], Program | StagedProgram] = {}  # by body and whether checked
 _gemm_cores: dict[str, tuple[str, str]] = {}  # the GEMM cores in the engine, by symbol: IR, optimized IR
-_generic: dict[str, Program] = {}  # generic programs (`symbolic`), by the erased text of the kernels they serve
-_first_sizes: dict[str, int] = {}  # the outermost loop's size each erased text was first compiled at
+
+
+@dataclass(frozen=True)
+class _Generic:
+    """A generic program (`symbolic`): compiled over the loops at positions `over` of its kernels'
+    `sized_loops()`, it serves the kernels of its erased text whose sizes of the others are those of `sizes`."""
+
+    program: Program
+    over: frozenset[int]
+    sizes: tuple[int, ...]
+
+    def serves(self, sizes: tuple[int, ...]) -> bool:
+        return all(k in self.over or a == b for k, (a, b) in enumerate(zip(self.sizes, sizes)))
+
+
+_generic: dict[str, _Generic] = {}  # generic programs (`symbolic`), by the erased text of the kernels they serve
+_first_sizes: dict[str, tuple[int, ...]] = {}  # the sized loops' sizes each erased text was first compiled at
 
 
 def symbolic() -> bool:
     """Whether kernels compiled now may run generic: as `symbolic.DYNAMIC` says where it is set (`lt.jit`'s
-    `dynamic=`), else unless `LT_SYMBOLIC`, read at each compile, is 0. Then a kernel that may run generic
-    over its outermost loop's size (`kernels/symbolic.py`) and is compiled at a second size of that loop
-    (or at its first, under `dynamic=True`) compiles generic, and every later size of it runs that program."""
+    `dynamic=`), else unless `LT_SYMBOLIC`, read at each compile, is 0. Then a kernel that may run generic over
+    the sizes of its outermost loop and its reductions' loops (`kernels/symbolic.py`) and is compiled at other
+    sizes of them than its first compiles generic over those that differ (under `dynamic=True`, at once, over
+    all of them), and every later kernel that differs in those only runs that program."""
     dynamic = DYNAMIC.get()
     return os.environ.get("LT_SYMBOLIC", "").strip() != "0" if dynamic is None else dynamic
 
@@ -680,8 +712,8 @@ def _found(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall, k
     """The program compiled for `key` (the kernel's body, whether checked), or the generic program of the
     kernel's erased text as its own (kept under `key` from now on); None where there is neither."""
     if (hit := _programs.get(key)) is None and (erased := _erased(kernel, key[1])) is not None \
-            and (template := _generic.get(erased)) is not None:
-        hit = _programs.setdefault(key, template.sized(kernel))
+            and (template := _generic.get(erased)) is not None and template.serves(sizes(kernel)):
+        hit = _programs.setdefault(key, template.program.sized(kernel, template.over))
     return hit
 
 
@@ -788,9 +820,10 @@ def _library_program(call: LibraryCall) -> Generator[Job, Compiled, LibraryProgr
 
 
 def _builder(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall, checked: bool) -> Builder:
-    """How `kernel` becomes a program: legalized for the renderer (`render.NATIVE`), then split or packed, or
-    generic over its outermost loop's size (`_sized_program`)."""
-    erased = _erased(kernel, checked)
+    """How `kernel` becomes a program: one that may run generic over sizes of its loops (`_sized_program`), or
+    legalized for the renderer (`render.NATIVE`), then split or packed."""
+    if (erased := _erased(kernel, checked)) is not None:
+        return _sized_program(kernel, erased)
     kernel = legalize(kernel, NATIVE)
     if isinstance(kernel, Contraction):
         return _contraction_program(kernel, checked)
@@ -804,20 +837,28 @@ def _builder(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall,
         return _library_program(kernel)
     if (split := _partials(kernel)) is not None:
         return _split_reduction_program(kernel, split, checked)
-    return _program(kernel, checked=checked) if erased is None else _sized_program(kernel, erased)
+    return _program(kernel, checked=checked)
 
 
 def _sized_program(kernel: Kernel, erased: str) -> Generator[Job, Compiled, Program]:
-    """`kernel` compiled as it is the first time its erased text compiles (unless `symbolic.DYNAMIC` is True);
-    at a second size of its outermost loop, the generic kernel of that text (`symbolic.generic`) compiled,
-    which this kernel and every later one of the text run (`_found`)."""
-    size = kernel.loops[0].size
-    if (template := _generic.get(erased)) is None:
-        if _first_sizes.setdefault(erased, size) == size and not DYNAMIC.get():
-            return (yield from _program(kernel))
-        compiled = yield from _program(generic(kernel))
-        template = _generic.setdefault(erased, compiled)
-    return template.sized(kernel)
+    """`kernel` compiled as it is the first time its erased text compiles; at other sizes of its sized loops
+    (`Kernel.sized_loops`), the generic kernel of that text over the loops whose sizes were seen to differ
+    (`symbolic.generic`) compiled, which this kernel and every later one of the text whose other sizes are the
+    same run (`_found`). A kernel that differs in one of those too compiles a generic kernel over it as well.
+    Under `symbolic.DYNAMIC` True (`lt.jit(fn, dynamic=True)`), the first compile is generic over every sized
+    loop."""
+    now, dynamic = sizes(kernel), DYNAMIC.get()
+    if (template := _generic.get(erased)) is None or not template.serves(now):
+        first = _first_sizes.setdefault(erased, now)
+        if template is None and first == now and not dynamic:
+            return (yield from _program(legalize(kernel, NATIVE)))
+        before, over = (first, frozenset()) if template is None else (template.sizes, template.over)
+        over |= {k for k, (a, b) in enumerate(zip(before, now)) if a != b or dynamic}
+        # made before legalizing: the counts it computes are the constants the erased text names
+        template = _Generic((yield from _program(legalize(generic(kernel, over), NATIVE))), over, now)
+        if (kept := _generic.get(erased)) is None or not kept.over >= over:  # kept: a wider one of its batch
+            _generic[erased] = template
+    return template.program.sized(kernel, template.over)
 
 
 # Below this much IR in new modules (about half a second of compiling), a batch compiles here, one module
