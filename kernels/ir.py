@@ -374,8 +374,9 @@ class Kernel:
 
     def counts(self) -> dict[int, tuple[Var, ...]]:
         """The constants (by id) that equal the number of terms of one of the kernel's reductions, its loops' sizes
-        multiplied (a mean's divisor), each with that reduction's loops (the first such reduction's); counts
-        that are 0 or 1, or that a float may round, left out. `erased_text` prints each as the count of those
+        multiplied (a mean's divisor), each with that reduction's loops (the first such reduction's), or else the
+        size of its outermost output loop where that is a sized loop (`x - x.mean(0)` divides in a kernel over
+        the batch, apart from its sum); counts that are 0 or 1, or that a float may round, left out. `erased_text` prints each as the count of those
         loops: every kernel of an erased text holds its own count there, which generic code computes from the
         loops' sizes (`kernels/symbolic.py`). A constant that equals a count by chance is that count too, in
         this kernel: where the sizes differ, it is not one, and the texts differ."""
@@ -388,6 +389,9 @@ class Kernel:
         for red in values:
             if red.op is VOp.REDUCE:
                 terms.setdefault(math.prod(r.size for r in red.arg[1]), red.arg[1])
+        for outer in self.loops[:1]:
+            if outer in self.sized_loops():
+                terms.setdefault(outer.size, (outer,))
         return {id(v): terms[v.arg] for v in values
                 if v.op is VOp.CONST and v.dtype != bool_ and not isinstance(v.arg, bool) and v.arg in terms
                 and 2 <= v.arg <= COUNT_MAX}

@@ -9,7 +9,8 @@ loops whose sizes were seen to differ (a loop whose size stays, a softmax's row,
 each of their variables given a range no launch reaches (`UNBOUNDED`), so every decision the renderer makes from
 a variable's range holds for every size, and no buffer size is assumed; the outermost output loop runs over the
 range a launch passes, a reduction's loop up to a size a launch passes in an int64 parameter (`Kernel.extents`);
-a constant that counts a reduction's terms (a mean's divisor, `Kernel.counts`) is computed from those sizes.
+a constant that counts a reduction's terms (a mean's divisor, `Kernel.counts`) or the outermost loop's
+iterations (whose whole size is then passed too) is computed from those sizes.
 An unchecked renderer reads buffer sizes only to skip a check it does not make (`kernels/bounds.py`), so a
 checked kernel specializes.
 
@@ -49,14 +50,16 @@ def generic(kernel: Kernel, over: frozenset[int]) -> Kernel:
     `UNBOUNDED` values, and a count of a reduction's terms (`Kernel.counts`) over them is computed from their
     sizes; an output loop's size among them reads `N` in the name."""
     wide = {v: Var(v.name, UNBOUNDED) for k, v in enumerate(kernel.sized_loops()) if k in over}
-    extents = tuple(w for v, w in wide.items() if v not in kernel.loops)
+    counts = kernel.counts()
+    counted = {r for ranges in counts.values() for r in ranges}
+    # an output loop's size is the launch's range, but a count of it needs the whole size: passed as well
+    extents = tuple(w for v, w in wide.items() if v not in kernel.loops or v in counted)
     size = {w: param(len(kernel.params) + k, int64) for k, w in enumerate(extents)}
 
     def count(ranges: tuple[Var, ...]) -> Value:
         terms = [size[wide[r]] if r in wide else const(r.size, int64) for r in ranges]
         return functools.reduce(lambda a, b: alu(Alu.MUL, int64, a, b), terms)
 
-    counts = kernel.counts()
     replace = {id(v): cast(count(counts[id(v)]), v.dtype) for v in kernel.values()
                if id(v) in counts and any(r in wide for r in counts[id(v)])}
     mapping = {v: Expr.of(w) for v, w in wide.items()}

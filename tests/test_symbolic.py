@@ -490,6 +490,39 @@ def test_means_over_the_batch_count_it_at_runtime(fresh, dtype, name):
     assert lt.stats().kernels_generic == 1
 
 
+CENTERED = {
+    "x - x.mean(0)": (lambda x: x - x.mean(0), lambda x: x - x.mean(0)),
+    "batch norm": (lambda x: (x - x.mean(0)) / (x.var(0) + 1e-5).sqrt(),
+                   lambda x: (x - x.mean(0)) / np.sqrt(x.var(0) + 1e-5)),
+    "x / len(x)": (lambda x: x / x.shape[0], lambda x: x / x.shape[0]),
+}
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64])
+@pytest.mark.parametrize("name", CENTERED)
+def test_a_count_of_the_batch_in_a_kernel_over_it(fresh, monkeypatch, dtype, name):
+    """A mean's divisor in a kernel apart from its sum (`x - x.mean(0)` subtracts in a kernel over the batch) is
+    the size of that kernel's outermost loop: the erased text names it a count of that loop, which the generic
+    kernel is passed; after the first two sizes nothing compiles. Bit for bit as each size's own kernels."""
+    ours, theirs = CENTERED[name]
+    sizes, results, compiled = [2, 3, 5, 8, 13, 64, 100], [], []
+    for n in sizes:
+        before = lt.stats().kernels_compiled
+        x = rows(n, 19, dtype, seed=n)
+        results.append(close(ours(cpu(x)), theirs(x.astype(np.float64))))
+        compiled.append(lt.stats().kernels_compiled - before)
+    assert sum(compiled[2:]) == 0, compiled
+    as_specialized(monkeypatch, lambda n: ours(cpu(rows(n, 19, dtype, seed=n))), sizes, results)
+
+
+def test_a_count_of_the_batch_by_chance_stays_that_constant(fresh):
+    """`x * 3` over a batch of 3 reads the 3 as the batch's size: that size's kernel has a text of its own, and
+    every other size multiplies by 3, whatever the generic kernel of the others is passed."""
+    for n in (4, 5, 3, 6, 3, 7):
+        x = rows(n, 9, seed=n)
+        np.testing.assert_array_equal((cpu(x) * 3).numpy(), x * np.float32(3))
+
+
 def test_a_count_in_the_erased_text():
     a, b = (kernel_of(cpu(rows(n, 13)).mean(0)) for n in (6, 9))
     assert a.body_text() != b.body_text() and a.erased_text() == b.erased_text()

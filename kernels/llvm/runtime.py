@@ -350,9 +350,10 @@ class Program:
         the erased text it was compiled for (`kernels/symbolic.py`): the code shared, the extent, work, sizes
         and chunk tables `kernel`'s."""
         loops = [v for k, v in enumerate(kernel.sized_loops()) if k in over]
+        passed = {v.name for v in self.kernel.extents}  # the generic kernel's (`Kernel.extents`)
         return replace(self, kernel=kernel, extent=kernel.loops[0].size, work=work(kernel),
                        generic_over=", ".join(v.name for v in loops),
-                       sizes=tuple(v.size for v in loops if v not in kernel.loops), plans={})
+                       sizes=tuple(v.size for v in loops if v.name in passed), plans={})
 
     def frame(self, table: Sequence[int], params: Sequence[int | float]) -> ctypes.Array:
         """A call's frame (`_frame`), a generic program's sizes after the parameters."""
