@@ -522,7 +522,7 @@ def _flat_positions(x: Tensor, items: tuple[Any, ...], name: str) -> tuple[Tenso
             flat = flat + _position(flat, (it % n) * strides[a])
         elif kind in ("array", "mask"):  # its axes align with the trailing ones of the broadcast index shape
             lead, tail = len(before) + len(b) - it.ndim, len(dims) - len(before) - len(b)
-            offset = it if kind == "mask" else _wrapped(it, n)  # a mask's positions are inside by making
+            offset = it if kind == "mask" else _wrapped(it, n)  # a mask's positions are inside by construction
             offset = offset.reshape((1,) * lead + tuple(it.shape) + (1,) * tail)
             flat = flat + offset * _position(offset, strides[a])
             if kind == "array":

@@ -94,9 +94,10 @@ def jit(fn: Callable, *, dynamic: bool | None = None) -> Jit:
     """`fn` recorded once per input signature and replayed afterwards (see the module docstring).
 
     `dynamic` says how the kernels compiled for its calls treat sizes (README, "Shapes, caches and compile
-    time"): by default, a kernel compiled at a second size of its outermost loop (a new batch size) compiles
-    generic, a program for every size; `True` compiles such kernels generic at once, for a function known
-    to see many sizes (one compile per kernel rather than two); `False` compiles each size's own programs."""
+    time"): by default, a kernel compiled at other sizes of its loops than its first (a new batch size)
+    compiles generic over those loops, a program for every size; `True` compiles such kernels generic over
+    all their loops at once, for a function known to see many sizes (one compile per kernel rather than two);
+    `False` compiles each size's own programs."""
     return Jit(fn, dynamic)
 
 
@@ -487,7 +488,7 @@ class Jit:
         name = getattr(self.fn, "__qualname__", repr(self.fn))
         record = _Record(f"the jitted function {name}", [t.node.buffer for t in inputs], random.get_rng_state())
         nodes = [t.node for t in inputs]
-        sizes = DYNAMIC.set(self.dynamic)
+        policy = DYNAMIC.set(self.dynamic)
         try:
             with recording(record):
                 out = self.fn(*args, **kwargs)
@@ -495,7 +496,7 @@ class Jit:
                 record.out_structure = flatten(out, leaves)
                 realize_nodes(*(x.node for x in leaves if isinstance(x, Tensor) and not x.node.realized))
         finally:
-            DYNAMIC.reset(sizes)
+            DYNAMIC.reset(policy)
         if any(t.node is not n for t, n in zip(inputs, nodes)):
             raise JitError(f"lt.jit: {name} rebinds an argument tensor (x += ..., x.node = ...); a replay "
                            "cannot rebind the caller's tensors: return the new value instead")
