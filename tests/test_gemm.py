@@ -171,6 +171,44 @@ def test_threaded_stages(threaded, shapes, kinds):
     check(((x @ y) * 2).relu(), torch.relu(t @ u * 2))
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64], ids=str)
+@pytest.mark.parametrize("shapes", [((40, 96), (96, 700)), ((700, 96), (96, 40)), ((176, 64), (64, 300)),
+                                    ((2, 90, 50), (2, 50, 260))], ids=str)
+def test_tasks_cut_products_to_read_the_panels_least(monkeypatch, threads, shapes, dtype):
+    """The GEMM's tasks cut a product into blocks of rows and of columns so that its panels are read the
+    fewest times: a product of few rows and many columns (a linear layer's `x @ w`) by columns, for each
+    block of rows reads all of B; one of many rows and few columns by rows; blocks of rows of equal size.
+    Values checked on one thread and shared out (the layout is chosen when the kernel compiles)."""
+    monkeypatch.setenv("LT_NUM_THREADS", str(threads))
+    monkeypatch.setattr(runtime, "PARALLEL_MIN_WORK", 1)
+    monkeypatch.setattr(runtime, "_programs", {})
+    x, y, t, u = operands(*shapes, dtype, kinds=("contiguous", "transposed"))
+    kernel = lt.schedule(x.to("cpu") @ y.to("cpu"))[0].kernel
+    layout = gemm.Layout.choose(kernel, threads)
+    (batch, m, n, _), (mp, np_) = kernel.sizes, layout.panels(kernel)
+    row_blocks, col_blocks = -(-mp // layout.row_panels), -(-np_ // layout.col_panels)
+    assert layout.row_panels == -(-mp // row_blocks)  # equal blocks, but for the last
+    # enough tasks to share out: three quarters of the aim, which blocks of equal size cannot always make
+    assert 4 * batch * row_blocks * col_blocks >= 3 * min(gemm.TASKS_PER_THREAD * threads, batch * mp * np_)
+    cut = {"rows": row_blocks > 1, "columns": col_blocks > 1}
+    if threads > 1 and batch == 1:
+        assert not cut["rows"] if n > 4 * m else not cut["columns"] if m > 4 * n else True
+    check(x @ y, t @ u)
+    check((x @ y).relu(), torch.relu(t @ u))
+
+
+@pytest.mark.parametrize("rows", [64, 36, 20, 16, 100])
+def test_tiles_pad_the_rows_least(rows):
+    """With AVX-512, tiles are 8 or 12 rows high, whichever pads the product's rows less (8 where both pad
+    alike): 64 output channels take tiles of 8, not 72 rows of 12; 36 take 12."""
+    x, y, t, u = operands((rows, 80), (80, 96))
+    layout = gemm.Layout.choose(lt.schedule(x.to("cpu") @ y.to("cpu"))[0].kernel, 2)
+    if layout.lanes * 32 == 512:
+        assert layout.mr == min((8, 12), key=lambda r: -(-rows // r) * r)
+    check(x @ y, t @ u)
+
+
 @pytest.mark.parametrize("shapes", [((3, 4), (4, 5)), ((1000,), (1000,)), ((100, 1000), (1000,))], ids=str)
 def test_small_and_vector_products_stay_loops(shapes):
     x, y = (lt.asarray(data(s), device="cpu") for s in shapes)

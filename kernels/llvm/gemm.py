@@ -123,20 +123,22 @@ class Layout:
 
 def _blocks(rows: int, cols: int, mp: int, np_: int, tasks: int, most_row_panels: int) -> tuple[int, int]:
     """The panels of A and of B per task of one product of `rows` x `cols` (padded to whole panels, `mp` and
-    `np_` of them): A's block of at most `most_row_panels` (sized for the L2 cache), and at least `tasks`
-    tasks where there are panels enough, so the threads can share them out even when one is slowed.
+    `np_` of them): A's block of at most `most_row_panels` (sized for the L2 cache), and about `tasks` tasks
+    where there are panels enough, so the threads can share them out even when one is slowed.
 
     Each block of rows reads all of the product's B panels, each block of columns all of its block of A:
-    of the ways to cut the product into that many tasks, the one that reads the least, `row_blocks * cols +
+    of the ways to cut the product into enough tasks, the one that reads the least, `row_blocks * cols +
     col_blocks * rows` elements per k. Cutting only rows, as a product of few rows and many columns would
-    (a linear layer's `x @ w`), reads B's panels, the larger operand, once for every task."""
+    (a linear layer's `x @ w`), reads B's panels, the larger operand, once for every task. Blocks of equal
+    size cannot always make `tasks` (22 panels in 12 blocks make 11): three quarters of it are enough."""
+    enough = -(-3 * min(tasks, mp * np_) // 4)
     best: tuple[tuple[int, int], int, int] | None = None
     for row_blocks in range(-(-mp // most_row_panels), mp + 1):
         row_panels = -(-mp // row_blocks)  # blocks of equal size, but for the last
         row_blocks = -(-mp // row_panels)
         col_panels = -(-np_ // min(np_, -(-tasks // row_blocks)))
         col_blocks = -(-np_ // col_panels)
-        key = (-min(tasks, row_blocks * col_blocks), row_blocks * cols + col_blocks * rows)
+        key = (-min(enough, row_blocks * col_blocks), row_blocks * cols + col_blocks * rows)
         if best is None or key < best[0]:
             best = key, row_panels, col_panels
     return best[1], best[2]
