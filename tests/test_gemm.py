@@ -48,11 +48,25 @@ def kinds_of(x: lt.Tensor, y: lt.Tensor) -> list[str]:
     return [type(item.kernel).__name__ for item in lt.schedule(x, y)]
 
 
+@pytest.fixture
+def k_blocks(monkeypatch):
+    """Pins the k per block (`gemm.KC_TARGET`) for the kernels compiled after: those of the tests' sizes then
+    run several blocks of k, each storing the product's tiles and reading them back for the next."""
+    def pin(kc: int) -> None:
+        monkeypatch.setattr(gemm, "KC_TARGET", kc)
+        monkeypatch.setattr(runtime, "_programs", {})
+        monkeypatch.setattr(sys.modules["lazytensor.schedule"], "_cache", {})
+    return pin
+
+
+@pytest.mark.parametrize("kc", [gemm.KC_TARGET, 64])
 @pytest.mark.parametrize("dtype", [lt.float32, lt.float64], ids=str)
 @pytest.mark.parametrize("shapes", SHAPES, ids=str)
-def test_matmul_odd_sizes(shapes, dtype):
+def test_matmul_odd_sizes(k_blocks, shapes, dtype, kc):
+    k_blocks(kc)
     x, y, t, u = operands(*shapes, dtype)
     check(x @ y, t @ u)
+    check((x @ y).relu(), torch.relu(t @ u))
 
 
 @pytest.mark.parametrize("lhs", LAYOUTS)
@@ -321,11 +335,12 @@ def test_packing_a_weight_gradient_copies_lanes():
 @pytest.mark.parametrize("shapes", [((37, 129), (129, 70)), ((12, 301), (301, 40)), ((100, 514), (514, 33)),
                                     ((3, 40, 9), (3, 9, 480)), ((2, 1, 20, 50), (4, 50, 33))], ids=str)
 @pytest.mark.parametrize("rhs", LAYOUTS)
-def test_packing_a_in_runs_of_its_rows(shapes, dtype, rhs):
+def test_packing_a_in_runs_of_its_rows(k_blocks, shapes, dtype, rhs):
     """A left operand that runs along k in memory is packed in runs of A_RUN k's of each row: k not a multiple
-    of the run nor of the k block (301 takes blocks of 152, rounded up to whole runs; 514 of 172), fewer k's
-    than a tile of packing (9), batched and broadcast, and a slice of wider rows; checked kernels keep every
-    access inside the panels."""
+    of the run nor of the k block (in blocks of at most 256, 301 takes blocks of 152, rounded up to whole
+    runs; 514 of 172), fewer k's than a tile of packing (9), batched and broadcast, and a slice of wider rows;
+    checked kernels keep every access inside the panels."""
+    k_blocks(256)
     x, y, t, u = operands(*shapes, dtype, kinds=("contiguous", rhs))
     wide = lt.asarray(data((*shapes[0][:-1], shapes[0][-1] + 7), dtype, 3))
     sliced = wide[..., 5:5 + shapes[0][-1]]
