@@ -134,14 +134,16 @@ def _blocks(rows: int, cols: int, mp: int, np_: int, tasks: int, most_row_panels
     size cannot always make `tasks` (22 panels in 12 blocks make 11): three quarters of it are enough."""
     enough = -(-3 * min(tasks, mp * np_) // 4)
     best: tuple[tuple[int, int], int, int] | None = None
-    for row_blocks in range(-(-mp // most_row_panels), mp + 1):
-        row_panels = -(-mp // row_blocks)  # blocks of equal size, but for the last
+    for cut in range(-(-mp // most_row_panels), mp + 1):
+        row_panels = -(-mp // cut)  # blocks of equal size, but for the last
         row_blocks = -(-mp // row_panels)
         col_panels = -(-np_ // min(np_, -(-tasks // row_blocks)))
         col_blocks = -(-np_ // col_panels)
         key = (-min(enough, row_blocks * col_blocks), row_blocks * cols + col_blocks * rows)
         if best is None or key < best[0]:
             best = key, row_panels, col_panels
+        if row_blocks >= tasks:  # rows alone make the tasks: more blocks of rows only read more
+            break
     return best[1], best[2]
 
 
