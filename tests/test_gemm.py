@@ -22,7 +22,7 @@ import lazytensor as lt
 from conftest import LAYOUTS, check, layout, to_torch_dtype
 from lazytensor.kernels import bounds
 from lazytensor.kernels.ir import Contraction, Kernel
-from lazytensor.kernels.llvm import compile_kernel, gemm, runtime
+from lazytensor.kernels.llvm import compile_kernel, compiler, gemm, runtime
 
 SHAPES = [((37, 129), (129, 70)), ((12, 256), (256, 32)), ((100, 513), (513, 33)), ((5, 300), (300, 400)),
           ((130, 40), (40, 17))]
@@ -310,6 +310,16 @@ def test_packing_kernels_stream():
     assert "llvm.masked.gather" not in pack_b
     transposing = compile_kernel(lt.schedule(x @ yt)[0].kernel)[0].stages[1].optimized_ir
     assert "llvm.masked.gather" not in transposing and "store float" in transposing
+
+
+@unchecked_only
+def test_packing_kernels_keep_their_machines_features():
+    """A packing kernel's features (gathers not preferred) are otherwise those of the machine it compiles on:
+    the wide one's where it computes math functions (A of `sin(x) @ y`), the plain one's where it copies."""
+    x, y = lt.asarray(data((64, 96)), device="cpu"), lt.asarray(data((96, 80)), device="cpu")
+    pack_a, pack_b = compile_kernel(lt.schedule(x.sin() @ y)[0].kernel)[0].stages[:2]
+    assert f'"target-features"="{compiler.features(True)},+prefer-no-gather"' in pack_a.llvm_ir
+    assert f'"target-features"="{compiler.features(False)},+prefer-no-gather"' in pack_b.llvm_ir
 
 
 @unchecked_only

@@ -47,6 +47,7 @@ from llvmlite import ir
 from ..dtype import float32
 from ..expr import Div, Expr, Mod, Var
 from ..ir import BufferParam, Contraction, Kernel, Store, Value, VOp, substitute, toposort
+from . import compiler, mathlib
 from .render import PTR, FunctionBuilder, KernelRenderer, llvm_type, symbol, unit_stride
 
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
@@ -211,8 +212,8 @@ class _PackRenderer(KernelRenderer):
         # through a gather: on Zen 4 that copy is 2.7x slower than element by element (and gathers are slow
         # on Intel under the Downfall mitigation). The function's features replace the machine's: all of them,
         # with gathers not preferred (a string attribute, which llvmlite renders as given but does not accept).
-        features = f'"target-features"="{llvm.get_host_cpu_features().flatten()},+prefer-no-gather"'
-        set.add(self.fn.attributes, features)
+        features = f"{compiler.features(mathlib.wide(self.kernel))},+prefer-no-gather"
+        set.add(self.fn.attributes, f'"target-features"="{features}"')
         return module
 
     def spanned(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[ir.Value, ir.Value], None]) -> None:
