@@ -22,7 +22,7 @@ import lazytensor as lt
 from conftest import LAYOUTS, check, layout, to_torch_dtype
 from lazytensor.kernels import bounds
 from lazytensor.kernels.ir import Contraction, Kernel
-from lazytensor.kernels.llvm import compile_kernel, gemm, runtime
+from lazytensor.kernels.llvm import compile_kernel, compiler, gemm, runtime
 
 SHAPES = [((37, 129), (129, 70)), ((12, 256), (256, 32)), ((100, 513), (513, 33)), ((5, 300), (300, 400)),
           ((130, 40), (40, 17))]
@@ -48,11 +48,25 @@ def kinds_of(x: lt.Tensor, y: lt.Tensor) -> list[str]:
     return [type(item.kernel).__name__ for item in lt.schedule(x, y)]
 
 
+@pytest.fixture
+def k_blocks(monkeypatch):
+    """Pins the k per block (`gemm.KC_TARGET`) for the kernels compiled after: those of the tests' sizes then
+    run several blocks of k, each storing the product's tiles and reading them back for the next."""
+    def pin(kc: int) -> None:
+        monkeypatch.setattr(gemm, "KC_TARGET", kc)
+        monkeypatch.setattr(runtime, "_programs", {})
+        monkeypatch.setattr(sys.modules["lazytensor.schedule"], "_cache", {})
+    return pin
+
+
+@pytest.mark.parametrize("kc", [gemm.KC_TARGET, 64])
 @pytest.mark.parametrize("dtype", [lt.float32, lt.float64], ids=str)
 @pytest.mark.parametrize("shapes", SHAPES, ids=str)
-def test_matmul_odd_sizes(shapes, dtype):
+def test_matmul_odd_sizes(k_blocks, shapes, dtype, kc):
+    k_blocks(kc)
     x, y, t, u = operands(*shapes, dtype)
     check(x @ y, t @ u)
+    check((x @ y).relu(), torch.relu(t @ u))
 
 
 @pytest.mark.parametrize("lhs", LAYOUTS)
@@ -187,6 +201,44 @@ def test_threaded_stages(threaded, shapes, kinds):
     check(((x @ y) * 2).relu(), torch.relu(t @ u * 2))
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64], ids=str)
+@pytest.mark.parametrize("shapes", [((40, 96), (96, 700)), ((700, 96), (96, 40)), ((176, 64), (64, 300)),
+                                    ((2, 90, 50), (2, 50, 260))], ids=str)
+def test_tasks_cut_products_to_read_the_panels_least(monkeypatch, threads, shapes, dtype):
+    """The GEMM's tasks cut a product into blocks of rows and of columns so that its panels are read the
+    fewest times: a product of few rows and many columns (a linear layer's `x @ w`) by columns, for each
+    block of rows reads all of B; one of many rows and few columns by rows; blocks of rows of equal size.
+    Values checked on one thread and shared out (the layout is chosen when the kernel compiles)."""
+    monkeypatch.setenv("LT_NUM_THREADS", str(threads))
+    monkeypatch.setattr(runtime, "PARALLEL_MIN_WORK", 1)
+    monkeypatch.setattr(runtime, "_programs", {})
+    x, y, t, u = operands(*shapes, dtype, kinds=("contiguous", "transposed"))
+    kernel = lt.schedule(x.to("cpu") @ y.to("cpu"))[0].kernel
+    layout = gemm.Layout.choose(kernel, threads)
+    (batch, m, n, _), (mp, np_) = kernel.sizes, layout.panels(kernel)
+    row_blocks, col_blocks = -(-mp // layout.row_panels), -(-np_ // layout.col_panels)
+    assert layout.row_panels == -(-mp // row_blocks)  # equal blocks, but for the last
+    # enough tasks to share out: three quarters of the aim, which blocks of equal size cannot always make
+    assert 4 * batch * row_blocks * col_blocks >= 3 * min(gemm.TASKS_PER_THREAD * threads, batch * mp * np_)
+    cut = {"rows": row_blocks > 1, "columns": col_blocks > 1}
+    if threads > 1 and batch == 1:
+        assert not cut["rows"] if n > 4 * m else not cut["columns"] if m > 4 * n else True
+    check(x @ y, t @ u)
+    check((x @ y).relu(), torch.relu(t @ u))
+
+
+@pytest.mark.parametrize("rows", [64, 36, 20, 16, 100])
+def test_tiles_pad_the_rows_least(rows):
+    """With AVX-512, tiles are 8 or 12 rows high, whichever pads the product's rows less (8 where both pad
+    alike): 64 output channels take tiles of 8, not 72 rows of 12; 36 take 12."""
+    x, y, t, u = operands((rows, 80), (80, 96))
+    layout = gemm.Layout.choose(lt.schedule(x.to("cpu") @ y.to("cpu"))[0].kernel, 2)
+    if layout.lanes * 32 == 512:
+        assert layout.mr == min((8, 12), key=lambda r: -(-rows // r) * r)
+    check(x @ y, t @ u)
+
+
 @pytest.mark.parametrize("shapes", [((3, 4), (4, 5)), ((1000,), (1000,)), ((100, 1000), (1000,))], ids=str)
 def test_small_and_vector_products_stay_loops(shapes):
     x, y = (lt.asarray(data(s), device="cpu") for s in shapes)
@@ -261,7 +313,8 @@ def test_packing_prologue_and_epilogue_on_any_layout(kinds):
 @unchecked_only
 def test_packing_kernels_stream():
     """Panels are written through affine addresses (no division per element) and never scattered; an operand
-    contiguous along its panels' rows is copied in whole vectors."""
+    contiguous along its panels' rows is copied in whole vectors, and one that is transposed into them (B of
+    `x @ w.T`) without gathers, slower than copying element by element."""
     x, y = lt.asarray(data((64, 96)), device="cpu"), lt.asarray(data((96, 80)), device="cpu")
     xt, yt = lt.asarray(data((96, 64)), device="cpu").T, lt.asarray(data((80, 96)), device="cpu").T
     for a, b in ((x, y), (xt, yt), (x, yt), (xt, y)):
@@ -270,7 +323,19 @@ def test_packing_kernels_stream():
             assert not re.search(r"= [us](div|rem) ", pack.optimized_ir) and "scatter" not in pack.optimized_ir
     pack_b = compile_kernel(lt.schedule(x @ y)[0].kernel)[0].stages[1].optimized_ir
     assert re.search(r"load <\d+ x float>", pack_b) and re.search(r"store <\d+ x float>", pack_b), pack_b
-    assert "gather" not in pack_b
+    assert "llvm.masked.gather" not in pack_b
+    transposing = compile_kernel(lt.schedule(x @ yt)[0].kernel)[0].stages[1].optimized_ir
+    assert "llvm.masked.gather" not in transposing and "store float" in transposing
+
+
+@unchecked_only
+def test_packing_kernels_keep_their_machines_features():
+    """A packing kernel's features (gathers not preferred) are otherwise those of the machine it compiles on:
+    the wide one's where it computes math functions (A of `sin(x) @ y`), the plain one's where it copies."""
+    x, y = lt.asarray(data((64, 96)), device="cpu"), lt.asarray(data((96, 80)), device="cpu")
+    pack_a, pack_b = compile_kernel(lt.schedule(x.sin() @ y)[0].kernel)[0].stages[:2]
+    assert f'"target-features"="{compiler.features(True)},+prefer-no-gather"' in pack_a.llvm_ir
+    assert f'"target-features"="{compiler.features(False)},+prefer-no-gather"' in pack_b.llvm_ir
 
 
 @unchecked_only
@@ -288,7 +353,7 @@ def test_packing_a_weight_gradient_copies_lanes():
     for got, want in ((masked().T @ x, tmasked.T @ tx), (x.T @ masked(), tx.T @ tmasked)):
         program, _ = compile_kernel(lt.schedule(got)[0].kernel)
         for pack in program.stages[:2]:
-            assert "gather" not in pack.optimized_ir and "scatter" not in pack.optimized_ir
+            assert "llvm.masked.gather" not in pack.optimized_ir and "scatter" not in pack.optimized_ir
         check(got, want)
 
 
@@ -296,11 +361,12 @@ def test_packing_a_weight_gradient_copies_lanes():
 @pytest.mark.parametrize("shapes", [((37, 129), (129, 70)), ((12, 301), (301, 40)), ((100, 514), (514, 33)),
                                     ((3, 40, 9), (3, 9, 480)), ((2, 1, 20, 50), (4, 50, 33))], ids=str)
 @pytest.mark.parametrize("rhs", LAYOUTS)
-def test_packing_a_in_runs_of_its_rows(shapes, dtype, rhs):
+def test_packing_a_in_runs_of_its_rows(k_blocks, shapes, dtype, rhs):
     """A left operand that runs along k in memory is packed in runs of A_RUN k's of each row: k not a multiple
-    of the run nor of the k block (301 takes blocks of 152, rounded up to whole runs; 514 of 172), fewer k's
-    than a tile of packing (9), batched and broadcast, and a slice of wider rows; checked kernels keep every
-    access inside the panels."""
+    of the run nor of the k block (in blocks of at most 256, 301 takes blocks of 152, rounded up to whole
+    runs; 514 of 172), fewer k's than a tile of packing (9), batched and broadcast, and a slice of wider rows;
+    checked kernels keep every access inside the panels."""
+    k_blocks(256)
     x, y, t, u = operands(*shapes, dtype, kinds=("contiguous", rhs))
     wide = lt.asarray(data((*shapes[0][:-1], shapes[0][-1] + 7), dtype, 3))
     sliced = wide[..., 5:5 + shapes[0][-1]]
@@ -322,7 +388,7 @@ def test_packing_a_softmax_copies_runs_of_its_rows():
     program, _ = compile_kernel(contraction)
     assert program.layout.a_rows
     pack_a = program.stages[0].optimized_ir
-    assert "gather" not in pack_a and "scatter" not in pack_a and re.search(r"store <\d+ x float>", pack_a)
+    assert "llvm.masked.gather" not in pack_a and "scatter" not in pack_a and re.search(r"store <\d+ x float>", pack_a)
     check(out, torch.softmax(torch.tensor(s.numpy()), -1) @ torch.tensor(v.numpy()))
 
 
@@ -391,7 +457,7 @@ def test_packing_windows_walks_rows(case, dtype):
         loops = [v.name for v in pack_b.kernel.loops]
         assert loops[-3:] == ["cn_row", "ck", "cn_col"] if rows else loops[-2:] == ["ck", "cn_lane"]
     if rows and not bounds.CHECK:
-        assert not re.search(r"= [us](div|rem) <", pack_b.optimized_ir) and "gather" not in pack_b.optimized_ir
+        assert not re.search(r"= [us](div|rem) <", pack_b.optimized_ir) and "llvm.masked.gather" not in pack_b.optimized_ir
         assert re.search(r"store <\d+ x (float|double)>", pack_b.optimized_ir), pack_b.optimized_ir
     want = torch.nn.functional.conv2d(torch.tensor(x.numpy()), torch.tensor(w.numpy()), stride=stride,
                                       padding=padding)

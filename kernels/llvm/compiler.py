@@ -18,6 +18,15 @@ from typing import Any, BinaryIO
 import llvmlite.binding as llvm
 
 
+def features(wide: bool) -> str:
+    """The target features kernels compile with: the host CPU's, and where `wide` and it has AVX-512, 512-bit
+    vectors preferred. LLVM's tuning for AVX-512 servers has the vectorizer prefer 256-bit vectors. Measured
+    here, 512-bit vectors make kernels heavy in transcendental math faster (`sin` 1.4x, softmax 1.1x) but
+    memory-bound ones 5-10% slower, so only those kernels are vectorized for them."""
+    host = llvm.get_host_cpu_features().flatten()
+    return host + ",-prefer-256-bit" if wide and "+avx512f" in host else host
+
+
 class Machine:
     """The host's target machines and the pass pipeline every kernel goes through."""
 
@@ -25,15 +34,12 @@ class Machine:
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         target = llvm.Target.from_triple(llvm.get_process_triple())
-        cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
-        self.target_machine = target.create_target_machine(cpu=cpu, features=features, opt=3,
+        cpu = llvm.get_host_cpu_name()
+        self.target_machine = target.create_target_machine(cpu=cpu, features=features(False), opt=3,
                                                            codemodel="jitdefault")
-        # LLVM's tuning for AVX-512 servers has the vectorizer prefer 256-bit vectors. Measured here,
-        # 512-bit vectors make kernels heavy in transcendental math faster (`sin` 1.4x, softmax 1.1x)
-        # but memory-bound ones 5-10% slower, so only those kernels are vectorized for them.
         self.wide_machine = target.create_target_machine(
-            cpu=cpu, features=features + ",-prefer-256-bit", opt=3, codemodel="jitdefault") \
-            if "+avx512f" in features else self.target_machine
+            cpu=cpu, features=features(True), opt=3, codemodel="jitdefault") \
+            if features(True) != features(False) else self.target_machine
 
     def optimize(self, module: llvm.ModuleRef, wide: bool) -> None:
         pto = llvm.create_pipeline_tuning_options(speed_level=3)

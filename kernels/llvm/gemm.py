@@ -32,8 +32,9 @@ Panels are zero-padded to whole tiles, so the micro-kernel never branches on
 edges; padding rows and columns only reach product elements outside the
 matrix, which are never stored. A task's block of A (`row_panels` panels of
 one k block) is sized to stay in the L2 cache while B's panels stream past it,
-and a B micro-panel (kc x NR) stays in the L1 cache while the task's A panels
-use it.
+and a B micro-panel (kc x NR) stays in the L2 cache while the task's A panels
+use it. Tasks cut each product into blocks of rows and of columns, whichever
+way reads the panels the fewest times (`_blocks`).
 """
 from __future__ import annotations
 
@@ -46,11 +47,18 @@ from llvmlite import ir
 from ..dtype import float32
 from ..expr import Div, Expr, Mod, Var
 from ..ir import BufferParam, Contraction, Kernel, Store, Value, VOp, substitute, toposort
+from . import compiler, mathlib
 from .render import PTR, FunctionBuilder, KernelRenderer, llvm_type, symbol, unit_stride
 
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
-L2_BLOCK_BYTES = 1 << 20  # a task's block of A: half of this machine's 2 MiB L2 per core
-KC_TARGET = 256           # k per block: a 256 x 32 float32 B micro-panel is 32 KiB of the 48 KiB L1
+L2_BLOCK_BYTES = 1 << 19  # a task's block of A: half of a 1 MiB L2 (Zen 4's per core; Intel's servers have 2 MiB)
+# The most k per block. Each block stores the product's tiles and reads them back for the next, from the L2
+# cache or beyond: blocks of up to 768 k's make products 3-5% faster than blocks of 256 (Zen 4, float32),
+# and keep a 3x3 convolution of 64 channels (k = 576) in one block. The B micro-panel (up to 768 x 32
+# float32, 96 KiB) then streams from the L2 cache rather than staying in the L1: per k, 176 bytes read in
+# 24 FMA cycles, well within the L2's bandwidth.
+KC_TARGET = 768
+TILE_ROWS_512 = (8, 12)  # the heights of AVX-512 tiles (see `Layout.choose`), in order of preference
 UNROLL_K = 4
 TASKS_PER_THREAD = 4
 TILE_K = 16  # k per block where packing transposes: a 64-byte line of float32 per lane
@@ -64,7 +72,7 @@ class Layout:
     lanes: int     # W: elements per vector register
     mr: int        # rows per tile
     nr: int        # columns per tile (a multiple of `lanes`)
-    kc: int        # k per block: a B micro-panel of kc x NR stays in the L1 cache
+    kc: int        # k per block (see KC_TARGET)
     row_panels: int     # panels of A per task
     col_panels: int     # panels of B per task
     fused: bool = False  # each task is one product of a batch, and packs its own panels
@@ -75,27 +83,23 @@ class Layout:
         batch, m, n, k = c.sizes
         vector_bits = 512 if "+avx512f" in llvm.get_host_cpu_features().flatten() else 256
         lanes = vector_bits // c.dtype.bits
-        # AVX-512 has 32 vector registers: 12 x 2 accumulators, two B vectors and a broadcast; AVX2 has 16.
-        # A product at most one vector wide (a convolution's few output channels) takes tiles one vector
+        # AVX-512 has 32 vector registers: up to 12 x 2 accumulators, two B vectors and a broadcast; AVX2 has
+        # 16 (6 x 2 accumulators). With AVX-512, tiles of 8 rows keep the FMA unit as busy (measured on Zen 4:
+        # 16 FMAs per k from 8 broadcasts and two B vectors) and divide the sizes products mostly have (64 rows
+        # pad to 72 in tiles of 12, all multiplied): the height that pads the rows least, 8 where both do. A
+        # product at most one vector wide (a convolution's few output channels) takes tiles one vector
         # wide: two would multiply zeros half the time.
-        mr, nr = (12 if vector_bits == 512 else 6), (lanes if n <= lanes else 2 * lanes)
+        mr = min(TILE_ROWS_512, key=lambda r: -(-m // r) * r) if vector_bits == 512 else 6
+        nr = lanes if n <= lanes else 2 * lanes
         mp, np_ = -(-m // mr), -(-n // nr)
         a_rows = _runs_along_k(c, c.a, c.vars[1], mr, mp)
         kc = -(-k // -(-k // KC_TARGET))
         if a_rows:  # blocks of k start at a run
             kc = -(-kc // A_RUN) * A_RUN
-        row_panels = max(1, min(mp, L2_BLOCK_BYTES // (mr * kc * c.dtype.itemsize)))
-        row_blocks = -(-mp // row_panels)
-        # enough tasks for the threads to share them out even when one is slowed: split rows further,
-        # then columns
-        tasks = TASKS_PER_THREAD * threads
-        while batch * row_blocks < tasks and row_panels > 1:
-            row_panels = -(-row_panels // 2)
-            row_blocks = -(-mp // row_panels)
-        col_blocks = min(np_, -(-tasks // (batch * row_blocks)))
-        return Layout(lanes, mr, nr, kc, row_panels, -(-np_ // col_blocks),
-                      fused=batch > 1 and row_blocks == col_blocks == 1,
-                      a_rows=a_rows)
+        row_panels, col_panels = _blocks(mp * mr, np_ * nr, mp, np_, -(-TASKS_PER_THREAD * threads // batch),
+                                         max(1, min(mp, L2_BLOCK_BYTES // (mr * kc * c.dtype.itemsize))))
+        return Layout(lanes, mr, nr, kc, row_panels, col_panels,
+                      fused=batch > 1 and row_panels == mp and col_panels == np_, a_rows=a_rows)
 
     def panels(self, c: Contraction) -> tuple[int, int]:
         """Row panels of A and column panels of B, per batch."""
@@ -117,6 +121,31 @@ class Layout:
         mp, np_ = self.panels(c)
         return (BufferParam(c.dtype, batch * mp * self.a_depth(c) * self.mr, scratch=True),
                 BufferParam(c.dtype, batch * np_ * k * self.nr, scratch=True))
+
+
+def _blocks(rows: int, cols: int, mp: int, np_: int, tasks: int, most_row_panels: int) -> tuple[int, int]:
+    """The panels of A and of B per task of one product of `rows` x `cols` (padded to whole panels, `mp` and
+    `np_` of them): A's block of at most `most_row_panels` (sized for the L2 cache), and about `tasks` tasks
+    where there are panels enough, so the threads can share them out even when one is slowed.
+
+    Each block of rows reads all of the product's B panels, each block of columns all of its block of A:
+    of the ways to cut the product into enough tasks, the one that reads the least, `row_blocks * cols +
+    col_blocks * rows` elements per k. Cutting only rows, as a product of few rows and many columns would
+    (a linear layer's `x @ w`), reads B's panels, the larger operand, once for every task. Blocks of equal
+    size cannot always make `tasks` (22 panels in 12 blocks make 11): three quarters of it are enough."""
+    enough = -(-3 * min(tasks, mp * np_) // 4)
+    best: tuple[tuple[int, int], int, int] | None = None
+    for cut in range(-(-mp // most_row_panels), mp + 1):
+        row_panels = -(-mp // cut)  # blocks of equal size, but for the last
+        row_blocks = -(-mp // row_panels)
+        col_panels = -(-np_ // min(np_, -(-tasks // row_blocks)))
+        col_blocks = -(-np_ // col_panels)
+        key = (-min(enough, row_blocks * col_blocks), row_blocks * cols + col_blocks * rows)
+        if best is None or key < best[0]:
+            best = key, row_panels, col_panels
+        if row_blocks >= tasks:  # rows alone make the tasks: more blocks of rows only read more
+            break
+    return best[1], best[2]
 
 
 @dataclass(frozen=True)
@@ -179,6 +208,12 @@ class _PackRenderer(KernelRenderer):
             loop_id.operands = (loop_id, no_vectorize, no_unroll)  # a loop ID refers to itself
             for latch in self.outer_latches:
                 latch.set_metadata("llvm.loop", loop_id)
+        # A copy that transposes (B of `x @ w.T`) is vectorized along the panel's lanes, reading each vector
+        # through a gather: on Zen 4 that copy is 2.7x slower than element by element (and gathers are slow
+        # on Intel under the Downfall mitigation). The function's features replace the machine's: all of them,
+        # with gathers not preferred (a string attribute, which llvmlite renders as given but does not accept).
+        features = f"{compiler.features(mathlib.wide(self.kernel))},+prefer-no-gather"
+        set.add(self.fn.attributes, f'"target-features"="{features}"')
         return module
 
     def spanned(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[ir.Value, ir.Value], None]) -> None:

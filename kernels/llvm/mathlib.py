@@ -61,7 +61,7 @@ from llvmlite import ir
 from llvmlite.ir.instructions import CallInstrAttributes
 
 from ..dtype import DType, float32, float64
-from ..ir import Alu
+from ..ir import Alu, Kernel, VOp
 from ..legalize import ATAN_CONSTANTS, ATAN_FAR, ATAN_MID, ATAN_P, ATAN_TINY, SCALE_ABOVE, SCALE_BELOW
 
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
@@ -1136,6 +1136,12 @@ SUPPORTED: frozenset[Alu] = frozenset(_FUNCTIONS)
 def supports(op: Alu, dtype: DType) -> bool:
     """Whether `emit` renders `op` on `dtype`."""
     return op in _FUNCTIONS and dtype in (float32, float64)
+
+
+def wide(kernel: Kernel) -> bool:
+    """Whether `kernel` computes any of the functions here: it compiles for the widest vectors (see
+    `compiler.features`)."""
+    return any(v.op is VOp.ALU and supports(v.arg, v.dtype) for v in kernel.values())
 
 
 def emit(op: Alu, builder: ir.IRBuilder, args: Sequence[ir.Value], dtype: DType) -> ir.Value:

@@ -729,7 +729,7 @@ def _program(kernel: Kernel, pack: Pack | None = None, checked: bool = False, se
     """`kernel` compiled (as a packing kernel where `pack` is given); run on one thread where `serial`."""
     t0 = time.perf_counter()
     source = render(kernel, checked) if pack is None else pack.render(checked)
-    wide = any(v.op is VOp.ALU and mathlib.supports(v.arg, v.dtype) for v in kernel.values())
+    wide = mathlib.wide(kernel)
     render_seconds = time.perf_counter() - t0
     optimized, address, seconds = yield source, symbol(kernel.name, checked), wide
     return Program(kernel, source, optimized, render_seconds + seconds, _KernelFn(address),
