@@ -558,12 +558,23 @@ def _cube(x):
     return lt.autograd.custom_vjp((x,), lambda: x ** 3, lambda g: (g * 3 * x * x,))
 
 
-def test_custom_vjp_first_and_second_order():
+def _exp_of_result(x):
+    return lt.autograd.custom_vjp((x,), lambda: x.exp(), lambda g, y: (g * y,), takes_result=True)
+
+
+CUSTOM = {"closing over its source": (_cube, _TorchCube.apply), "taking its result": (_exp_of_result, torch.exp)}
+
+
+@pytest.mark.parametrize("case", CUSTOM)
+def test_custom_vjp_first_and_second_order(case):
     """A custom op's backward replaces the derivative of its forward, and is itself differentiated
-    (create_graph), as torch.autograd.Function."""
+    (create_graph), as torch.autograd.Function; with `takes_result=True` the backward gets the result (a
+    softmax's gradient is written with it), and a second-order gradient goes through the result's own record,
+    as through torch's saved output."""
+    ours, theirs = CUSTOM[case]
     arr = random_array((3, 4), F64, seed=1)
     x, tx = lt.asarray(arr).requires_grad_(), torch.tensor(arr, requires_grad=True)
-    y, ty = _cube(x), _TorchCube.apply(tx)
+    y, ty = ours(x), theirs(tx)
     check(y, ty)
     gx, = lt.autograd.gradients((y * y.sin()).sum(), x, create_graph=True)
     tgx, = torch.autograd.grad((ty * ty.sin()).sum(), tx, create_graph=True)
@@ -587,23 +598,6 @@ def test_custom_vjp_uses_its_backward_and_skips_sources():
     assert lt.autograd.custom_vjp((plain,), lambda: plain * 2, lambda g: (g,))._ctx is None
     with lt.no_grad():
         assert not lt.autograd.custom_vjp((x,), lambda: x * 2, lambda g: (g,)).requires_grad
-
-
-def test_custom_vjp_takes_the_result_and_differentiates_through_it():
-    """`takes_result=True` hands the backward the result (a softmax's gradient is written with it), recorded
-    so that a second-order gradient goes through the result's own record, as torch.autograd.Function's saved
-    output."""
-    arr = random_array((3, 4), F64, seed=4)
-    x, tx = lt.asarray(arr).requires_grad_(), torch.tensor(arr, requires_grad=True)
-    y = lt.autograd.custom_vjp((x,), lambda: x.exp(), lambda g, y: (g * y,), takes_result=True)
-    ty = tx.exp()
-    check(y, ty)
-    gx, = lt.autograd.gradients((y * y.sin()).sum(), x, create_graph=True)
-    tgx, = torch.autograd.grad((ty * ty.sin()).sum(), tx, create_graph=True)
-    check(gx, tgx)
-    (gx ** 2).sum().backward()
-    (tgx ** 2).sum().backward()
-    check(x.grad, tx.grad)
 
 
 @pytest.mark.parametrize("op", ["softmax", "log_softmax", "logsumexp", "attention", "cross_entropy"])
