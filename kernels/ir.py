@@ -319,8 +319,9 @@ class Kernel:
     params: tuple[DType, ...]
     loops: tuple[Var, ...]
     stores: tuple[Store, ...]
-    # a generic kernel's (`kernels/symbolic.py`): reduction loops whose sizes a launch passes, in the last
-    # `len(extents)` of `params` (int64s), in this order
+    # a generic kernel's (`kernels/symbolic.py`): the loops whose sizes a launch passes, in the last
+    # `len(extents)` of `params` (int64s), in this order: its reductions' generic loops, and its outermost
+    # loop where a count of it (`counts`) needs the whole size, not only the launch's range
     extents: tuple[Var, ...] = ()
 
     def __post_init__(self) -> None:
@@ -376,8 +377,8 @@ class Kernel:
         """The constants (by id) that equal the number of terms of one of the kernel's reductions, its loops' sizes
         multiplied (a mean's divisor), each with that reduction's loops (the first such reduction's), or else the
         size of its outermost output loop where that is a sized loop (`x - x.mean(0)` divides in a kernel over
-        the batch, apart from its sum); counts that are 0 or 1, or that a float may round, left out. `erased_text` prints each as the count of those
-        loops: every kernel of an erased text holds its own count there, which generic code computes from the
+        the batch, apart from its sum); counts that are 0 or 1, or that a float may round, left out.
+        `erased_text` prints each as the count of those loops: every kernel of an erased text holds its own count there, which generic code computes from the
         loops' sizes (`kernels/symbolic.py`). A constant that equals a count by chance is that count too, in
         this kernel: where the sizes differ, it is not one, and the texts differ."""
         return self._counts

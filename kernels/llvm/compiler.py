@@ -8,6 +8,7 @@ starts in a fraction of a second, and the code a worker makes is the code the pr
 """
 from __future__ import annotations
 
+import functools
 import os
 import pickle
 import struct
@@ -18,11 +19,13 @@ from typing import Any, BinaryIO
 import llvmlite.binding as llvm
 
 
+@functools.cache
 def features(wide: bool) -> str:
-    """The target features kernels compile with: the host CPU's, and where `wide` and it has AVX-512, 512-bit
-    vectors preferred. LLVM's tuning for AVX-512 servers has the vectorizer prefer 256-bit vectors. Measured
-    here, 512-bit vectors make kernels heavy in transcendental math faster (`sin` 1.4x, softmax 1.1x) but
-    memory-bound ones 5-10% slower, so only those kernels are vectorized for them."""
+    """The target features kernels compile with (asked of LLVM once; every pack kernel's function names them):
+    the host CPU's, and where `wide` and it has AVX-512, 512-bit vectors preferred. LLVM's tuning for AVX-512
+    servers has the vectorizer prefer 256-bit vectors. Measured here, 512-bit vectors make kernels heavy in
+    transcendental math faster (`sin` 1.4x, softmax 1.1x) but memory-bound ones 5-10% slower, so only those
+    kernels are vectorized for them."""
     host = llvm.get_host_cpu_features().flatten()
     return host + ",-prefer-256-bit" if wide and "+avx512f" in host else host
 

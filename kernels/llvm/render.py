@@ -380,7 +380,7 @@ class KernelRenderer(FunctionBuilder):
     # ---- loops -------------------------------------------------------------------------
 
     def extent(self, var: Var) -> ir.Value:
-        """The size of reduction loop `var`: a generic kernel's launch passes it where `Kernel.extents` says so."""
+        """The size of loop `var`: a generic kernel's launch passes it where `Kernel.extents` says so."""
         k = self.kernel
         if var in k.extents:
             return self.params[len(k.params) - len(k.extents) + k.extents.index(var)]

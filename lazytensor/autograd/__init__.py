@@ -81,7 +81,8 @@ def enable_grad() -> contextlib.AbstractContextManager:
 
 class Custom(enum.Enum):
     """The ops of autograd records of no graph op: `VJP` (made by `custom_vjp`: its argument is the backward
-    function and whether it takes the result) and `JOINT` (made by `joint`: its argument is the joint and the member's position)."""
+    function and whether it takes the result) and `JOINT` (made by `joint`: its argument is the joint and the
+    member's position)."""
     VJP = "custom_vjp"
     JOINT = "joint"
 
