@@ -32,7 +32,7 @@ import threading
 from typing import Any
 
 from . import dtypes
-from .creation import arange
+from .creation import _iota, arange
 from .device import get_device
 from .dtypes import DType, default_float, default_int
 from .graph import Op
@@ -120,7 +120,7 @@ def _words(shape: tuple[int, ...], device: str, n_words: int) -> list[Any]:
     offset = _next_offset()
     n = prod(shape)
     dev = get_device(device).name
-    index = Tensor._make(Op.IOTA, default_int, (n,), (), device=dev).reshape(shape)
+    index = _iota(n, dev).reshape(shape)
     seed_ = Tensor._scalar(_gen.seed & ((1 << 63) - 1), dtypes.int64, dev, "random", shape)
     neg = Tensor._scalar(offset_parameter(offset), dtypes.int64, dev, "random", shape)
     off = _int_op(Alu.SUB, _int_op(Alu.MUL, neg, -1), OFFSET_BIAS)

@@ -235,10 +235,9 @@ class ReduceOps:
 
     def _iota_along(self: Tensor, axis: int) -> Tensor:
         """int64 positions 0..n-1 along `axis`, shaped to broadcast against self."""
-        from .tensor import Tensor
+        from .creation import _iota
         n = self.shape[axis]
-        iota = Tensor._make(Op.IOTA, default_int, (n,), (), device=self.device)
-        return iota.reshape(tuple(n if i == axis else 1 for i in range(self.ndim)))
+        return _iota(n, self.device).reshape(tuple(n if i == axis else 1 for i in range(self.ndim)))
 
     def logsumexp(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
                   keepdim: bool = False) -> Tensor:
