@@ -83,12 +83,12 @@ def test_each_node_is_planned_once_and_each_kernel_lowered_once(monkeypatch):
     """The scheduler decides on the graph, from the outputs down, and lowers each kernel once: it never
     lowers a candidate region to look at it, which made a two-block transformer's schedule take minutes."""
     schedule_module = importlib.import_module("lazytensor.schedule")
+    model, _ = models(2)  # which realizes its initial weights (`nn.init`): schedules of their own, not watched
     planned, lowered = [], []
     pass_down, lower = schedule_module._Planner.pass_down, schedule_module.lower
     monkeypatch.setattr(schedule_module._Planner, "pass_down",
                         lambda self, node, uses: planned.append(node) or pass_down(self, node, uses))
     monkeypatch.setattr(schedule_module, "lower", lambda *a, **k: lowered.append(a[0]) or lower(*a, **k))
-    model, _ = models(2)
     opt = lt.optim.AdamW(model.parameters())
     loss = model(lt.asarray(np.random.default_rng(0).integers(0, VOCAB, (BATCH, SEQ)))).sum()
     loss.backward()
