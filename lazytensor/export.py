@@ -38,6 +38,7 @@ from .jit import MAX_RECORDS, Jit
 from .kernels.ir import LibraryCall
 from .kernels.llvm import runtime
 from .kernels.llvm.compiler import Machine
+from .kernels.symbolic import DYNAMIC
 from .pytree import flatten
 from .tensor import Tensor
 
@@ -145,7 +146,11 @@ class _Build:
         if isinstance(kernel, LibraryCall):
             raise JitError(f"lt.export: {kernel.name} runs {kernel.routine} through NumPy's LAPACK, which a library "
                            "without Python cannot call")
-        builder, result = runtime._builder(kernel, False), None
+        token = DYNAMIC.set(False)  # each kernel specialized: the library's frames pass no sizes (`kernels/symbolic.py`)
+        try:
+            builder, result = runtime._builder(kernel, False), None
+        finally:
+            DYNAMIC.reset(token)
         cores = dict(runtime._gemm_cores)  # the stand-ins below must not enter the process's cache of them
         try:
             while True:

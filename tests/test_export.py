@@ -119,3 +119,21 @@ def test_what_cannot_be_exported_says_why(tmp_path):
         lt.export(lambda x: lt.linalg.inv(x), data(3, 3) + 4 * lt.eye(3, device="cpu"), path=tmp_path / "inv")
     with pytest.raises(ValueError, match="C identifier"):
         lt.export(lambda x: x + 1, data(3), path=tmp_path / "not-a-name")
+
+
+def test_kernels_generic_in_this_process_export_specialized(tmp_path):
+    """The library's frames pass no sizes: a linear layer and a row sum that already run generic here over the
+    batch (`kernels/symbolic.py`: compiled at two other sizes first) are exported at the example's own sizes."""
+    w = data(96, 80, seed=3)
+
+    def f(x):
+        return (x @ w).relu().sum(-1)
+
+    for n in (40, 50):
+        f(data(n, 96, seed=n)).numpy()
+    assert lt.stats().kernels_generic >= 1
+    x = data(64, 96, seed=4)
+    lt.export(f, x, path=tmp_path / "rows")
+    status, (out,) = run_from_c(tmp_path, "rows", [x.numpy()])
+    assert status == 0
+    np.testing.assert_array_equal(out, f(x).numpy())
