@@ -81,6 +81,24 @@ IDIOMS: dict[str, tuple[Callable[[np.random.Generator, int], list[np.ndarray]], 
     "(x ** 2).sum() 1000": (lambda rng, n: [rng.standard_normal(n, dtype=f32)], lambda x: (x ** 2).sum(), 1000),
     "((p - y)**2).mean() 1024x1024": (lambda rng, n: [rng.standard_normal((n, 1024), dtype=f32) for _ in range(2)],
                                       lambda p, y: ((p - y) ** 2).mean(), 1024),
+    # contractions whose m, k or n is the batch (`gemm.generic_pack_kernels`)
+    "x @ w.T 256x1024x1024 (a linear layer)": (
+        lambda rng, n: [rng.standard_normal((n, 1024), dtype=f32), rng.standard_normal((1024, 1024), dtype=f32)],
+        lambda x, w: x @ w.T, 256),
+    "relu(x @ w + b) 256x512x512": (
+        lambda rng, n: [rng.standard_normal((n, 512), dtype=f32), rng.standard_normal((512, 512), dtype=f32),
+                        rng.standard_normal(512, dtype=f32)],
+        lambda x, w, b: (x @ w + b).relu(), 256),
+    "x.T @ g 784x512 over 256 (a weight gradient)": (
+        lambda rng, n: [rng.standard_normal((n, 784), dtype=f32), rng.standard_normal((n, 512), dtype=f32)],
+        lambda x, g: x.T @ g, 256),
+    "x @ w.T + b 256x512, 10 columns (logits)": (
+        lambda rng, n: [rng.standard_normal((n, 512), dtype=f32), rng.standard_normal((10, 512), dtype=f32),
+                        rng.standard_normal(10, dtype=f32)],
+        lambda x, w, b: x @ w.T + b, 256),
+    "w @ x.T 64x512 over 256": (
+        lambda rng, n: [rng.standard_normal((64, 512), dtype=f32), rng.standard_normal((n, 512), dtype=f32)],
+        lambda w, x: w @ x.T, 256),
 }
 
 
@@ -113,7 +131,7 @@ def speed(name: str, repeat: int) -> tuple[float, float]:
         os.environ["LT_SYMBOLIC"] = "0"
         own = runtime._built(runtime._builder(k, False))[0]
         del os.environ["LT_SYMBOLIC"]
-        arrays = [rng.standard_normal(b.size).astype(b.dtype.name) for b in k.buffers]
+        arrays = [rng.standard_normal(b.size).astype(b.dtype.name) for b in k.buffers if not b.scratch]
         table, params = [a.ctypes.data for a in arrays], [1.0] * len(k.params)
         best = {id(own): float("inf"), id(program): float("inf")}
         for i in range(repeat):

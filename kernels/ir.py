@@ -45,7 +45,7 @@ import hashlib
 import math
 import weakref
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from functools import cached_property
 from typing import Any
@@ -415,12 +415,14 @@ class Kernel:
     def _erased_text(self) -> str:
         return self._text(erased=True)
 
-    def _text(self, erased: bool) -> str:
+    def _text(self, erased: bool, reads: dict[int, tuple[Expr, Expr]] | None = None) -> str:
+        """The body's text, erased where `erased`; the loads of `reads` (by id) printed as the row and column they
+        read (`Contraction.product_reads`)."""
         names: dict[int, str] = {}
         hidden = frozenset(self.sized_loops() if erased else ())
         lines = [_signature(self.buffers, self.params, sizes=not erased),
                  "  for " + ", ".join(_loop_text(v, hidden) for v in self.loops),
-                 *_describe_values(self.values(), names, hidden, self.counts() if erased else {})]
+                 *_describe_values(self.values(), names, hidden, self.counts() if erased else {}, reads)]
         if self.extents:
             lines.insert(1, "  sizes " + ", ".join(f"{v.name} = p{len(self.params) - len(self.extents) + k}"
                                                      for k, v in enumerate(self.extents)))
@@ -460,8 +462,15 @@ class Contraction:
 
     def __post_init__(self) -> None:
         if not self.name:
-            digest = hashlib.sha256(self.body_text().encode()).hexdigest()[:8]
-            object.__setattr__(self, "name", f"contract_{'x'.join(map(str, self.sizes))}_{digest}")
+            object.__setattr__(self, "name", self.default_name())
+
+    def default_name(self, generic: tuple[Var, ...] = ()) -> str:
+        """`contract_{sizes}_{hash8}`, as `Kernel.default_name`: `generic` names the contraction that serves
+        every size of those of its `sized_loops()`, which read `N`."""
+        text = self.erased_text() + "\n  sizes " + ", ".join(f"{v.name} < {'N' if v in generic else v.size}"
+                                                          for v in self.sized_loops()) if generic else self.body_text()
+        digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+        return f"contract_{'x'.join('N' if v in generic else str(v.size) for v in self.vars)}_{digest}"
 
     @property
     def sizes(self) -> tuple[int, int, int, int]:
@@ -486,17 +495,76 @@ class Contraction:
         """The contraction without its name: the structural key caches compile by."""
         return self._body_text
 
+    def erased_text(self) -> str:
+        """`body_text()` with the sizes of `sized_loops()` and of every buffer printed `?`, as `Kernel.erased_text`
+        (the epilogue's its own), the epilogue's loads of the product as the rows and columns they read
+        (`product_reads`): those are the same at every size of a structure, where the product's row length,
+        the product's n, is not."""
+        return self._erased_text
+
+    def product_reads(self) -> dict[int, tuple[Expr, Expr]]:
+        """The epilogue's loads of the product (by id), each as the row and the column of the product it reads,
+        `(index // n, index % n)` simplified over the epilogue's loops; for a single product (a batch of one)
+        with an epilogue, else none."""
+        return self._product_reads
+
+    def transposed(self) -> Contraction:
+        """The contraction with its rows and columns swapped (`a` and `bv` too), its product laid out turned and
+        its epilogue reading it so (`product_reads`): where n varies and m does not, so is the product's row
+        length (`kernels/llvm/gemm.py`, generic contractions). For one with an epilogue that reads its product
+        only where `product_reads` says."""
+        vb, vm, vn, vk = self.vars
+        turned = {k: load(self.product, v.dtype, col * vm.size + row, v.arg[2])
+                  for v in self.epilogue.values() if (k := id(v)) in self.product_reads()
+                  for row, col in [self.product_reads()[k]]}
+        values = substitute([s.value for s in self.epilogue.stores], {}, turned)
+        epilogue = replace(self.epilogue, stores=tuple(replace(s, value=v) for s, v in zip(self.epilogue.stores, values)))
+        return Contraction(self.name, self.buffers, self.params, (vb, vn, vm, vk), self.bv, self.a, epilogue)
+
+    @cached_property
+    def _product_reads(self) -> dict[int, tuple[Expr, Expr]]:
+        vb, _, vn, _ = self.vars
+        if vb.size != 1 or self.epilogue is None:
+            return {}
+        return {id(v): (v.arg[1] // vn.size, v.arg[1] % vn.size) for v in self.epilogue.values()
+                if v.op is VOp.LOAD and v.arg[0] == self.product}
+
+    def sized_loops(self) -> tuple[Var, ...]:
+        """The loops whose sizes `erased_text` leaves out: of a single product (a batch of one), each of m, n and k
+        that no bound of an operand's loads reads, then the epilogue's (`Kernel.sized_loops`)."""
+        return self._sized_loops
+
+    @cached_property
+    def _sized_loops(self) -> tuple[Var, ...]:
+        vb, *axes = self.vars
+        if vb.size != 1:
+            return ()
+        bounded = {var for v in toposort([self.a, self.bv]) if v.op in (VOp.LOAD, VOp.VALID)
+                   for bound in (v.arg[2] if v.op is VOp.LOAD else v.arg) or () for var in bound.expr.vars()}
+        return (*(var for var in axes if var not in bounded),
+                *(self.epilogue.sized_loops() if self.epilogue is not None else ()))
+
     @cached_property
     def _body_text(self) -> str:
+        return self._text(erased=False)
+
+    @cached_property
+    def _erased_text(self) -> str:
+        return self._text(erased=True)
+
+    def _text(self, erased: bool) -> str:
         names: dict[int, str] = {}
         vb, vm, vn, vk = self.vars
-        lines = [_signature(self.buffers, self.params),
-                 (f"  b{self.product}[({vb}*{vm.size} + {vm})*{vn.size} + {vn}] = sum over {vk} < {vk.size} of a*b,"
-                  f" for {vb} < {vb.size}, {vm} < {vm.size}, {vn} < {vn.size}"),
-                 *_describe_values(toposort([self.a, self.bv]), names),
+        hidden = frozenset(self.sized_loops() if erased else ())
+        m, n, k = ("?" if var in hidden else var.size for var in (vm, vn, vk))
+        lines = [_signature(self.buffers, self.params, sizes=not erased),
+                 (f"  b{self.product}[({vb}*{m} + {vm})*{n} + {vn}] = sum over {vk} < {k} of a*b,"
+                  f" for {vb} < {vb.size}, {vm} < {m}, {vn} < {n}"),
+                 *_describe_values(toposort([self.a, self.bv]), names, hidden),
                  f"    a = {names[id(self.a)]}, b = {names[id(self.bv)]}"]
         if self.epilogue is not None:
-            lines.append("  epilogue" + self.epilogue.body_text().split("\n", 1)[1])
+            text = self.epilogue._text(True, self.product_reads()) if erased else self.epilogue.body_text()
+            lines.append("  epilogue" + text.split("\n", 1)[1])
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -669,14 +737,21 @@ def _loop_text(var: Var, hidden: frozenset[Var]) -> str:
 
 
 def _describe_values(values: list[Value], names: dict[int, str], hidden: frozenset[Var] = frozenset(),
-                     counts: dict[int, tuple[Var, ...]] | None = None) -> list[str]:
+                     counts: dict[int, tuple[Var, ...]] | None = None,
+                     reads: dict[int, tuple[Expr, Expr]] | None = None) -> list[str]:
     """One line per value, naming each in `names` so later lines can refer to it; the sizes of the loops in
-    `hidden` printed `?`, the constants of `counts` (`Kernel.counts`) as the counts they are."""
+    `hidden` printed `?`, the constants of `counts` (`Kernel.counts`) as the counts they are, the loads of
+    `reads` as the row and column they read."""
     lines = []
     for v in values:
         names[id(v)] = name = f"v{len(names)}"
-        text = f"count of {', '.join(r.name for r in counts[id(v)])}" if counts and id(v) in counts \
-            else _describe(v, names, hidden)
+        if counts and id(v) in counts:
+            text = f"count of {', '.join(r.name for r in counts[id(v)])}"
+        elif reads and id(v) in reads:
+            text = f"load b{v.arg[0]}[row {reads[id(v)][0]}, column {reads[id(v)][1]}]" + \
+                (f" if {' and '.join(map(str, v.arg[2]))}" if v.arg[2] else "")
+        else:
+            text = _describe(v, names, hidden)
         lines.append(f"    {name}: {SHORT_NAMES[v.dtype]} = {text}")
     return lines
 

@@ -14,7 +14,12 @@ iterations (whose whole size is then passed too) is computed from those sizes.
 An unchecked renderer reads buffer sizes only to skip a check it does not make (`kernels/bounds.py`), so a
 checked kernel specializes.
 
-`eligible` says which kernels take part: a plain `Kernel` whose stores are plain and that has a sized loop.
+A `Contraction` of one product takes part too (`Contraction.sized_loops`: its m, n and k, and its epilogue's sized
+loops): a backend compiles its template generic over the loops whose sizes differ where it can (the CPU's:
+`kernels/llvm/gemm.py`, `generic_pack_kernels`), its epilogue made generic here.
+
+`eligible` says which kernels take part: a plain `Kernel` whose stores are plain and that has a sized loop, and a
+`Contraction` that has one.
 """
 from __future__ import annotations
 
@@ -23,7 +28,7 @@ from contextvars import ContextVar
 
 from .dtype import int64
 from .expr import Expr, Var
-from .ir import Alu, Kernel, Store, Value, alu, cast, const, param, substitute
+from .ir import Alu, Contraction, Kernel, Store, Value, alu, cast, const, param, substitute
 
 UNBOUNDED = 1 << 62  # a generic loop variable's size: more than any launch's extent
 
@@ -33,13 +38,15 @@ UNBOUNDED = 1 << 62  # a generic loop variable's size: more than any launch's ex
 DYNAMIC: ContextVar[bool | None] = ContextVar("lazytensor_dynamic", default=None)
 
 
-def eligible(kernel: Kernel) -> bool:
+def eligible(kernel: object) -> bool:
     """Whether `kernel` may run as a generic kernel of its `erased_text()` (see the module docstring)."""
+    if type(kernel) is Contraction:
+        return bool(kernel.sized_loops())
     return type(kernel) is Kernel and bool(kernel.loops) and all(s.at is None for s in kernel.stores) \
         and bool(kernel.sized_loops())
 
 
-def sizes(kernel: Kernel) -> tuple[int, ...]:
+def sizes(kernel: Kernel | Contraction) -> tuple[int, ...]:
     """The sizes of `kernel.sized_loops()`, in order: what tells apart the kernels of an erased text."""
     return tuple(v.size for v in kernel.sized_loops())
 

@@ -32,8 +32,11 @@ SHAPES = [((37, 129), (129, 70)), ((12, 256), (256, 32)), ((100, 513), (513, 33)
 def checking(request, monkeypatch):
     """Every test runs on unchecked kernels and on checked ones (LT_CHECK_BOUNDS): there a load or a store
     outside its buffer (a packing kernel past its panels, the micro-kernel past the product) fails the test
-    instead of corrupting memory. Tests of the generated code take unchecked kernels only."""
+    instead of corrupting memory. Tests of the generated code take unchecked kernels only. Each product runs
+    its own program, made for its sizes: not one that a product of its structure at other sizes, earlier in the
+    process, compiled generic over them (`kernels/symbolic.py`; those are tested in test_symbolic)."""
     monkeypatch.setattr(bounds, "CHECK", request.param == "checked")
+    monkeypatch.setenv("LT_SYMBOLIC", "0")
 
 
 unchecked_only = pytest.mark.parametrize("checking", ["unchecked"], indirect=True)
@@ -325,7 +328,9 @@ def test_packing_kernels_stream():
     assert re.search(r"load <\d+ x float>", pack_b) and re.search(r"store <\d+ x float>", pack_b), pack_b
     assert "llvm.masked.gather" not in pack_b
     transposing = compile_kernel(lt.schedule(x @ yt)[0].kernel)[0].stages[1].optimized_ir
-    assert "llvm.masked.gather" not in transposing and "store float" in transposing
+    # read element by element (how the stores are then formed, scalar or vectors built from the elements, is the
+    # host's choice: Zen 4 stores scalars, Zen 3 vectors)
+    assert "llvm.masked.gather" not in transposing and "load float" in transposing
 
 
 @unchecked_only

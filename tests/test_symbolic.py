@@ -14,7 +14,7 @@ import lazytensor as lt
 from conftest import random_array
 from lazytensor.kernels import bounds
 from lazytensor.kernels.expr import Var
-from lazytensor.kernels.ir import Kernel
+from lazytensor.kernels.ir import Contraction, Kernel
 from lazytensor.kernels.legalize import legalize
 from lazytensor.kernels.llvm import runtime
 from lazytensor.kernels.llvm.render import NATIVE, render
@@ -251,7 +251,8 @@ def test_a_kernel_that_splits_at_its_size_specializes(fresh, monkeypatch):
     monkeypatch.setattr(runtime, "SPLIT_MIN_WORK", 1 << 12)
     programs = []
     for n in (2, 3, 8, 9, 10):
-        x = rows(n, 1 << 11, seed=n)
+        # terms of one sign: a float32 sum of 2048 terms that cancel keeps no relative precision to compare
+        x = np.abs(rows(n, 1 << 11, seed=n))
         t = (cpu(x) * 2).sum(-1)
         close(t, (x.astype(np.float64) * 2).sum(-1))
         programs.append(runtime.compile_kernel(kernel_of((cpu(x) * 2).sum(-1)))[0])
@@ -560,3 +561,92 @@ def test_reductions_inside_other_loops_over_the_batch(fresh, monkeypatch, name):
         results.append(close(ours(cpu(x)), theirs(x.astype(np.float64))))
     assert lt.stats().kernels_generic >= 1
     as_specialized(monkeypatch, lambda n: ours(cpu(rows(n, 12, seed=n))), sizes, results, exact=False)
+
+
+# Contractions of one product whose batch is m (a linear layer, its bias and activation in the epilogue), k (its
+# weight's gradient) or n (the product the scheduler turns so it vectorizes along the batch): each with the
+# loop it is generic over. Sizes from 24 up keep each one a contraction (`lowering.MIN_CONTRACTION_WORK`).
+CONTRACTIONS = {
+    "x @ w.T": (lambda n: [(n, 70), (40, 70)], lambda x, w: x @ w.T, "cm"),
+    "relu(x @ w + b)": (lambda n: [(n, 70), (70, 40), (40,)],
+                        lambda x, w, b: x @ w + b, "cm"),
+    "x.T @ g": (lambda n: [(n, 60), (n, 80)], lambda x, g: x.T @ g, "ck"),
+    "w @ x.T": (lambda n: [(12, 300), (n, 300)], lambda w, x: w @ x.T, "cn"),
+    # logits of 10 classes: the product turned so it vectorizes along the batch, its epilogue turning it back
+    # (adding the bias); generic, it is turned once more (`Contraction.transposed`)
+    "x @ w.T + b, 10 columns": (lambda n: [(n, 300), (10, 300), (10,)], lambda x, w, b: x @ w.T + b, "cn"),
+}
+CONTRACTION_SIZES = [24, 40, 33, 64, 25, 100, 57]
+
+
+def small_integers(shape: tuple[int, ...], dtype: lt.DType = lt.float32, seed: int = 0) -> np.ndarray:
+    """Integers from -4 to 4: every sum of products of them is exact, in any order."""
+    return np.random.default_rng(seed).integers(-4, 5, shape).astype(dtype.name)
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64])
+@pytest.mark.parametrize("name", CONTRACTIONS)
+def test_contractions_compile_generic_over_the_batch(fresh, monkeypatch, dtype, name):
+    """The second size of a contraction whose m, n or k is the batch compiles the template generic over it (its
+    packing kernels, the geometry its core reads and its epilogue): later sizes compile nothing, and give the
+    values of each size's own kernels, bit for bit (one tile and one block of k either way)."""
+    shapes, product, over = CONTRACTIONS[name]
+
+    def data(n: int) -> list[np.ndarray]:
+        return [small_integers(s, dtype, seed=k) for k, s in enumerate(shapes(n))]
+
+    def program(n: int) -> lt.Tensor:
+        return product(*map(cpu, data(n)))
+
+    compiled, results = [], []
+    for n in CONTRACTION_SIZES:
+        before = lt.stats().kernels_compiled
+        assert isinstance(kernel_of(program(n)), Contraction)
+        results.append(close(program(n), product(*(a.astype(np.float64) for a in data(n)))))
+        compiled.append(lt.stats().kernels_compiled - before)
+    assert compiled[:2] == [1, 1] and sum(compiled[2:]) == 0, compiled
+    program_of_last, _ = runtime.compile_kernel(kernel_of(program(CONTRACTION_SIZES[-1])))
+    assert isinstance(program_of_last, runtime.ContractionProgram) and program_of_last.generic_over == over
+    assert lt.stats().kernels_generic == 1
+    as_specialized(monkeypatch, program, CONTRACTION_SIZES, results)
+
+
+@pytest.mark.parametrize("threads", ["1", "3"])
+def test_generic_contractions_share_their_tasks_between_threads(fresh, monkeypatch, threads):
+    """The tasks of each size (`Layout.choose` at that size, with the generic code's tile) on any number of
+    threads, and the panels of every size in scratch buffers the sizes share, grown where a size needs more."""
+    monkeypatch.setenv("LT_NUM_THREADS", threads)
+    for n in (30, 200, 31, 500, 64):
+        x, w = small_integers((n, 96), seed=n), small_integers((80, 96), seed=1)
+        close(cpu(x) @ cpu(w).T, x.astype(np.float64) @ w.astype(np.float64).T)
+    assert lt.stats().kernels_generic == 1 and lt.stats().kernels_compiled == 2
+
+
+@pytest.mark.parametrize("case", ["m and k", "m and n, read by an epilogue"])
+def test_contractions_whose_sizes_vary_without_fixed_strides_specialize(fresh, case):
+    """Panels whose rows and depth both vary, or a product whose rows and row length both vary read by an
+    epilogue, have no layout with constant strides: each size compiles its own, right."""
+    for n in (48, 64, 56):
+        a = small_integers((n, n) if case == "m and k" else (n, 50), seed=n)
+        b = small_integers((n, 50), seed=n + 1)
+        got = cpu(a) @ cpu(b) if case == "m and k" else (cpu(a) @ cpu(b).T).relu() + 1
+        assert isinstance(kernel_of(got), Contraction)
+        close(got, a.astype(np.float64) @ b if case == "m and k" else np.maximum(a @ b.T, 0) + 1.0)
+    assert lt.stats().kernels_compiled == 3 and lt.stats().kernels_generic == 0
+
+
+def test_jit_replays_generic_contractions_at_each_size(fresh):
+    @lt.jit
+    def f(x, w, b):
+        return (x @ w + b).relu().sum(-1)
+
+    w, b = rows(70, 40, seed=1), random_array((40,), lt.float32, seed=2)
+    for n in (24, 40, 64):
+        for seed in (0, 1):  # recorded, then replayed
+            x = rows(n, 70, seed=seed + n)
+            expected = np.maximum(x.astype(np.float64) @ w + b, 0).sum(-1)
+            close(f(cpu(x), cpu(w), cpu(b)), expected)
+    assert lt.stats().kernels_generic >= 1
+    compiled = lt.stats().kernels_compiled
+    f(cpu(rows(90, 70)), cpu(w), cpu(b)).numpy()
+    assert lt.stats().kernels_compiled == compiled

@@ -35,11 +35,19 @@ one k block) is sized to stay in the L2 cache while B's panels stream past it,
 and a B micro-panel (kc x NR) stays in the L2 cache while the task's A panels
 use it. Tasks cut each product into blocks of rows and of columns, whichever
 way reads the panels the fewest times (`_blocks`).
+
+A contraction generic over sizes (`kernels/symbolic.py`: a linear layer's batch,
+as m, or as k in its weight's gradient) packs the operand whose rows vary, or
+both where k does, by a kernel whose outermost loop runs over them
+(`generic_pack_kernels`); where k varies, the panels are cut into blocks of
+KC_TARGET k's, block after block (`Layout.blocked`). The core finds each panel
+from strides in its geometry (`Layout.strides`), which the GEMM step of a
+generic contraction reads from the call's frame.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import llvmlite.binding as llvm
 from llvmlite import ir
@@ -77,29 +85,36 @@ class Layout:
     col_panels: int     # panels of B per task
     fused: bool = False  # each task is one product of a batch, and packs its own panels
     a_rows: bool = False  # A's panels hold runs of A_RUN k's of each row (kc is then a multiple of A_RUN)
+    # The panels are cut into blocks of kc k's, block after block (`Ap[kb][b][ip][k % kc][r]`), rather than each
+    # panel holding all of k: where a generic contraction's k is a run-time size (`generic_pack_kernels`), the
+    # packing's addresses are then affine in k with constant strides.
+    blocked: bool = False
 
     @staticmethod
-    def choose(c: Contraction, threads: int) -> Layout:
+    def choose(c: Contraction, threads: int, code: Layout | None = None) -> Layout:
+        """The layout of `c`; where `code` is given (a generic contraction's, compiled at another size), its
+        tile, runs and blocking, which the code compiled for it holds, kept, and its k per block where blocked."""
         batch, m, n, k = c.sizes
-        vector_bits = 512 if "+avx512f" in llvm.get_host_cpu_features().flatten() else 256
-        lanes = vector_bits // c.dtype.bits
-        # AVX-512 has 32 vector registers: up to 12 x 2 accumulators, two B vectors and a broadcast; AVX2 has
-        # 16 (6 x 2 accumulators). With AVX-512, tiles of 8 rows keep the FMA unit as busy (measured on Zen 4:
-        # 16 FMAs per k from 8 broadcasts and two B vectors) and divide the sizes products mostly have (64 rows
-        # pad to 72 in tiles of 12, all multiplied): the height that pads the rows least, 8 where both do. A
-        # product at most one vector wide (a convolution's few output channels) takes tiles one vector
-        # wide: two would multiply zeros half the time.
-        mr = min(TILE_ROWS_512, key=lambda r: -(-m // r) * r) if vector_bits == 512 else 6
-        nr = lanes if n <= lanes else 2 * lanes
-        mp, np_ = -(-m // mr), -(-n // nr)
-        a_rows = _runs_along_k(c, c.a, c.vars[1], mr, mp)
-        kc = -(-k // -(-k // KC_TARGET))
-        if a_rows:  # blocks of k start at a run
+        if code is None:
+            vector_bits = 512 if "+avx512f" in llvm.get_host_cpu_features().flatten() else 256
+            lanes = vector_bits // c.dtype.bits
+            # AVX-512 has 32 vector registers: up to 12 x 2 accumulators, two B vectors and a broadcast; AVX2
+            # has 16 (6 x 2 accumulators). With AVX-512, tiles of 8 rows keep the FMA unit as busy (measured on
+            # Zen 4: 16 FMAs per k from 8 broadcasts and two B vectors) and divide the sizes products mostly
+            # have (64 rows pad to 72 in tiles of 12, all multiplied): the height that pads the rows least, 8
+            # where both do. A product at most one vector wide (a convolution's few output channels) takes
+            # tiles one vector wide: two would multiply zeros half the time.
+            mr = min(TILE_ROWS_512, key=lambda r: -(-m // r) * r) if vector_bits == 512 else 6
+            nr = lanes if n <= lanes else 2 * lanes
+            code = Layout(lanes, mr, nr, 0, 0, 0, a_rows=_runs_along_k(c, c.a, c.vars[1], mr, -(-m // mr)))
+        mp, np_ = -(-m // code.mr), -(-n // code.nr)
+        kc = code.kc if code.blocked else -(-k // -(-k // KC_TARGET))
+        if code.a_rows:  # blocks of k start at a run
             kc = -(-kc // A_RUN) * A_RUN
-        row_panels, col_panels = _blocks(mp * mr, np_ * nr, mp, np_, -(-TASKS_PER_THREAD * threads // batch),
-                                         max(1, min(mp, L2_BLOCK_BYTES // (mr * kc * c.dtype.itemsize))))
-        return Layout(lanes, mr, nr, kc, row_panels, col_panels,
-                      fused=batch > 1 and row_panels == mp and col_panels == np_, a_rows=a_rows)
+        row_panels, col_panels = _blocks(mp * code.mr, np_ * code.nr, mp, np_, -(-TASKS_PER_THREAD * threads // batch),
+                                         max(1, min(mp, L2_BLOCK_BYTES // (code.mr * min(kc, k) * c.dtype.itemsize))))
+        return replace(code, kc=kc, row_panels=row_panels, col_panels=col_panels,
+                       fused=batch > 1 and row_panels == mp and col_panels == np_)
 
     def panels(self, c: Contraction) -> tuple[int, int]:
         """Row panels of A and column panels of B, per batch."""
@@ -111,16 +126,28 @@ class Layout:
         return c.sizes[0] * -(-mp // self.row_panels) * -(-np_ // self.col_panels)
 
     def a_depth(self, c: Contraction) -> int:
-        """The k's of A's panels: k, rounded up to whole runs where they hold runs of rows (`a_rows`)."""
-        k = c.sizes[3]
+        """The k's of A's panels (of a block of them where `blocked`): k, rounded up to whole runs where they
+        hold runs of rows (`a_rows`)."""
+        k = self.kc if self.blocked else c.sizes[3]
         return -(-k // A_RUN) * A_RUN if self.a_rows else k
+
+    def strides(self, c: Contraction) -> tuple[int, int, int, int, int, int]:
+        """Where a panel's block of k starts in A's and in B's panel buffer: the elements from one product of
+        the batch to the next, from one panel to the next, and from one block of k to the next, for A, then B."""
+        batch, _, _, k = c.sizes
+        mp, np_ = self.panels(c)
+        a_panel, b_panel = self.a_depth(c) * self.mr, (self.kc if self.blocked else k) * self.nr
+        if self.blocked:
+            return mp * a_panel, a_panel, batch * mp * a_panel, np_ * b_panel, b_panel, batch * np_ * b_panel
+        return mp * a_panel, a_panel, self.kc * self.mr, np_ * b_panel, b_panel, self.kc * self.nr
 
     def packed_buffers(self, c: Contraction) -> tuple[BufferParam, BufferParam]:
         """The panel buffers, which the runtime appends after the contraction's own buffers."""
         batch, _, _, k = c.sizes
-        mp, np_ = self.panels(c)
-        return (BufferParam(c.dtype, batch * mp * self.a_depth(c) * self.mr, scratch=True),
-                BufferParam(c.dtype, batch * np_ * k * self.nr, scratch=True))
+        blocks = -(-k // self.kc) if self.blocked else 1
+        a_batch, _, _, b_batch, _, _ = self.strides(c)
+        return (BufferParam(c.dtype, blocks * batch * a_batch, scratch=True),
+                BufferParam(c.dtype, blocks * batch * b_batch, scratch=True))
 
 
 def _blocks(rows: int, cols: int, mp: int, np_: int, tasks: int, most_row_panels: int) -> tuple[int, int]:
@@ -284,6 +311,51 @@ def pack_kernels(c: Contraction, layout: Layout) -> tuple[Pack, Pack]:
             _pack(c, buffers, f"{c.name}_pack_b", len(c.buffers) + 1, c.bv, vn, layout.nr, np_, layout.fused))
 
 
+def generic_pack_kernels(c: Contraction, layout: Layout, over: frozenset[Var]) -> tuple[Pack, Pack]:
+    """The packing kernels of a contraction of one product whose sizes of the loops `over` (of m, n and k: m
+    and n, or k alone) are run-time values: an operand whose lane axis is among them, or both where k is, packed
+    by a kernel whose outermost loop runs over that axis (`_outer_pack`), which `kernels/symbolic.py` makes
+    generic over it, the other as `pack_kernels` packs it."""
+    _, vm, vn, vk = c.vars
+    mp, np_ = layout.panels(c)
+    buffers = c.buffers + layout.packed_buffers(c)
+    packs = pack_kernels(c, layout)
+    sides = ((c.a, vm, layout.mr, mp, layout.a_rows), (c.bv, vn, layout.nr, np_, False))
+    return tuple(_outer_pack(c, layout, buffers, pack.kernel.name, len(c.buffers) + side, operand, lane, width,
+                             panels, runs)
+                 if vk in over or lane in over else pack
+                 for side, (pack, (operand, lane, width, panels, runs)) in enumerate(zip(packs, sides)))
+
+
+def _outer_pack(c: Contraction, layout: Layout, buffers: tuple[BufferParam, ...], name: str, slot: int,
+                operand: Value, lane: Var, width: int, panels: int, runs: bool) -> Pack:
+    """The operand packed as `_pack` packs it, by a kernel whose outermost loop runs over the operand's lane axis,
+    k outside the lanes, or, where the layout is `blocked`, over k, each panel's lanes inside: the stores'
+    addresses then take the outer variable with constant strides (`Layout.strides`), whatever its size. The
+    contraction is one product (`Contraction.sized_loops`): its batch variable reads 0."""
+    vb, _, _, vk = c.vars
+    (operand,) = substitute([operand], {vb: Expr.of(0)})
+    depth = layout.a_depth(c) if runs else layout.kc if layout.blocked else vk.size
+    if layout.blocked:
+        p, lane_var = Var(f"{lane.name}_panel", panels), Var(f"{lane.name}_lane", width)
+        at = Expr.of(vk) % layout.kc
+        start = (Expr.of(vk) // layout.kc * panels + p) * (depth * width)
+        index = start + (at // A_RUN * (width * A_RUN) + Expr.of(lane_var) * A_RUN + at % A_RUN if runs
+                         else at * width + lane_var)
+        (value,) = substitute([operand], {lane: Expr.of(p) * width + lane_var})
+        return Pack(Kernel(name, buffers, c.params, (vk, p, lane_var), (Store(slot, index, value),)),
+                    (Span(lane_var, (), (lane.size - Expr.of(p) * width,)),), lane_var)
+    start = Expr.of(lane) // width * (depth * width)
+    if runs:
+        run, kr = Var(f"{vk.name}_run", -(-vk.size // A_RUN)), Var(f"{vk.name}_in_run", A_RUN)
+        (value,) = substitute([operand], {vk: Expr.of(run) * A_RUN + kr})
+        index = start + (Expr.of(run) * width + Expr.of(lane) % width) * A_RUN + kr
+        return Pack(Kernel(name, buffers, c.params, (lane, run, kr), (Store(slot, index, value),)),
+                    (Span(kr, (), (vk.size - Expr.of(run) * A_RUN,)),), kr)
+    index = start + Expr.of(vk) * width + Expr.of(lane) % width
+    return Pack(Kernel(name, buffers, c.params, (lane, vk), (Store(slot, index, operand),)), (), vk)
+
+
 def _k_tiles(c: Contraction, operand: Value, lane: Var, width: int, panels: int, tile: int = TILE_K) \
         -> tuple[Var, Var, Var, Var, dict[Var, Expr], Value]:
     """The panel and lane variables of an operand's packing, the block and tile of k (`tile` k's), the
@@ -387,10 +459,12 @@ def _rows(operand: Value, lane: Var, width: int) -> tuple[Var, Var, Value] | Non
 
 # The geometry a GEMM core reads at run time, in this order (one i64 each): the product's rows m and
 # columns n, k, the panels of A and of B per batch, the blocks of rows and of columns a task takes, the
-# panels per block of rows and of columns, k per block, `Layout.a_depth`; and, for a checked core's messages and tests, the
-# product's buffer slot and size, A's panels' slot (B's is the next) and size, and B's panels' size.
+# panels per block of rows and of columns, k per block, the strides of A's and B's panels (`Layout.strides`);
+# and, for a checked core's messages and tests, the product's buffer slot and size, A's panels' slot (B's is
+# the next) and size, and B's panels' size.
 GEOMETRY = ("m", "n", "k", "row_panels_total", "col_panels_total", "row_blocks", "col_blocks", "row_panels",
-            "col_panels", "kc", "a_depth", "product_slot", "product_size", "a_slot", "a_size", "b_size")
+            "col_panels", "kc", "a_batch", "a_panel", "a_block", "b_batch", "b_panel", "b_block",
+            "product_slot", "product_size", "a_slot", "a_size", "b_size")
 
 
 def core_name(c: Contraction, layout: Layout) -> str:
@@ -404,7 +478,8 @@ def geometry(c: Contraction, layout: Layout) -> tuple[int, ...]:
     mp, np_ = layout.panels(c)
     a_size, b_size = (p.size for p in layout.packed_buffers(c))
     return (m, n, k, mp, np_, -(-mp // layout.row_panels), -(-np_ // layout.col_panels), layout.row_panels,
-            layout.col_panels, layout.kc, layout.a_depth(c), c.product, c.buffers[c.product].size, len(c.buffers), a_size, b_size)
+            layout.col_panels, layout.kc, *layout.strides(c), c.product, c.buffers[c.product].size, len(c.buffers),
+            a_size, b_size)
 
 
 class _GemmRenderer(FunctionBuilder):
@@ -445,12 +520,11 @@ class _GemmRenderer(FunctionBuilder):
                 depth = self.min(kc, b.sub(k, k0))
 
                 def column_panel(jp: ir.Value) -> None:
-                    b_start = b.add(b.mul(b.add(b.mul(bi, np_), jp), b.mul(k, I64(lay.nr))), b.mul(k0, I64(lay.nr)))
+                    b_start = self.start("b", bi, jp, kb)
                     bp = b.gep(bpack, [b_start], source_etype=self.t)
 
                     def row_panel(ip: ir.Value) -> None:
-                        a_start = b.add(b.mul(b.add(b.mul(bi, mp), ip), b.mul(g["a_depth"], I64(lay.mr))),
-                                        b.mul(k0, I64(lay.mr)))
+                        a_start = self.start("a", bi, ip, kb)
                         full = b.and_(b.icmp_signed("<", ip, m_tiles), b.icmp_signed("<", jp, n_tiles))
                         self.tile(bi, ip, jp, (b.gep(apack, [a_start], source_etype=self.t), a_start), (bp, b_start),
                                   out, depth, b.icmp_signed("==", kb, I64(0)), full)
@@ -464,6 +538,12 @@ class _GemmRenderer(FunctionBuilder):
         self.counted_loop("task", start, end, task)
         b.ret_void()
         return str(self.module)
+
+    def start(self, operand: str, bi: ir.Value, panel: ir.Value, kb: ir.Value) -> ir.Value:
+        """Where block `kb` of k of the panel `panel` of product `bi` starts in the operand's ("a" or "b") panels."""
+        b, g = self.b, self.geometry
+        return b.add(b.add(b.mul(bi, g[f"{operand}_batch"]), b.mul(panel, g[f"{operand}_panel"])),
+                     b.mul(kb, g[f"{operand}_block"]))
 
     def min(self, x: ir.Value, y: ir.Value) -> ir.Value:
         return self.b.select(self.b.icmp_signed("<", x, y), x, y)
@@ -608,25 +688,30 @@ def render_gemm_core(c: Contraction, layout: Layout, checked: bool = False) -> s
 _core_sources: dict[tuple[str, bool], str] = {}
 
 
-def render_gemm(c: Contraction, layout: Layout, checked: bool = False) -> str:
+def render_gemm(c: Contraction, layout: Layout, checked: bool = False, generic: bool = False) -> str:
     """LLVM IR of the contraction's GEMM step, `void name(ptr buffers, ptr params, i64 first_task, i64
     end_task)`: a call of its core (`core_name`, compiled in a module of its own) with the product's and
     the panels' buffers, the contraction's geometry and, checked, where its core records a fault. A fused
     layout's step calls, for each task, the packing kernels (compiled before it) for the task's product
-    and then the core for the task alone."""
+    and then the core for the task alone. The geometry is a constant of the module, or where `generic` (a
+    contraction generic over sizes, `generic_pack_kernels`), read from the slots after the parameters, where
+    each call passes its own."""
     builder = FunctionBuilder(c.name, len(c.params) if checked else None)
     module, b = builder.module, builder.b
     bufs, params, start, end = builder.fn.args
     signature = ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64])
     core = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR, PTR, I64, I64, PTR]),
                        symbol(core_name(c, layout), checked))
-    table = ir.GlobalVariable(module, ir.ArrayType(I64, len(GEOMETRY)), f"{c.name}_geometry")
-    table.global_constant, table.linkage = True, "private"
-    table.initializer = ir.Constant(ir.ArrayType(I64, len(GEOMETRY)), list(geometry(c, layout)))
+    if generic:
+        geometry_table = b.gep(params, [I64(len(c.params))], source_etype=I64)
+    else:
+        table = ir.GlobalVariable(module, ir.ArrayType(I64, len(GEOMETRY)), f"{c.name}_geometry")
+        table.global_constant, table.linkage = True, "private"
+        table.initializer = ir.Constant(ir.ArrayType(I64, len(GEOMETRY)), list(geometry(c, layout)))
+        geometry_table = b.gep(table, [I64(0), I64(0)])
     out, apack, bpack = (b.load(b.gep(bufs, [I64(slot)], source_etype=PTR), typ=PTR)
                          for slot in (c.product, len(c.buffers), len(c.buffers) + 1))
     record = builder.fault_record() if checked else ir.Constant(PTR, None)
-    geometry_table = b.gep(table, [I64(0), I64(0)])
     if layout.fused:
         packs = [ir.Function(module, signature, symbol(pack.kernel.name, checked)) for pack in pack_kernels(c, layout)]
 

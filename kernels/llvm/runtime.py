@@ -55,6 +55,10 @@ can serve every size of them (`kernels/symbolic.py`): the first kernel of an era
 sizes, compiles the text's generic kernel over the loops whose sizes differ (`_sized_program`), and from then
 on every kernel of the text that differs in those sizes only runs that code as a program of its own
 (`Program.sized`: its extent, sizes, work and chunk tables), found without compiling (`_found`).
+A contraction of one product whose m and n, or k, differ between two sizes of its erased text likewise compiles
+its template generic over them (`_generic_contraction`): its packing kernels loop over the rows or the k's that
+vary (`gemm.generic_pack_kernels`), its GEMM step reads the size's geometry from the call's frame, its epilogue is
+generic over its loops that vary, and its panels are in scratch buffers its sizes share (`SharedScratch`).
 `LT_SYMBOLIC=0` turns that off, and kernels whose split (`_partials`) or checks depend on their sizes
 specialize (`_erased`).
 
@@ -91,6 +95,7 @@ import numpy as np
 
 from .. import bounds
 from ..bounds import FAULT_SLOTS, check
+from ..expr import Var
 from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, Sort, VOp, loop_scopes
 from ..lapack import LibraryError, flops
 from ..legalize import legalize
@@ -98,7 +103,17 @@ from ..split import split_reduction
 from ..symbolic import DYNAMIC, eligible, generic, sizes
 from . import compiler, disk_cache, library, mathlib
 from .compiler import Machine
-from .gemm import Layout, Pack, core_name, pack_kernels, render_gemm, render_gemm_core
+from .gemm import (
+    KC_TARGET,
+    Layout,
+    Pack,
+    core_name,
+    generic_pack_kernels,
+    geometry,
+    pack_kernels,
+    render_gemm,
+    render_gemm_core,
+)
 from .pool import CHUNK_FIELDS, FUNCTIONS, POOL_IR, Pool
 from .render import NATIVE, column_reductions, render, symbol
 from .scan import render_scan
@@ -421,7 +436,7 @@ def _check_faults(program: Program | StagedProgram, slots: ctypes.Array, at: int
                   position: int | None = None) -> None:
     """Raise `OutOfBounds` if the fault record in a checked program's parameter slots (`slots` from slot `at`
     on) holds a fault (which it clears for the next run); `position` says which program of a batch it is."""
-    n = at + len(program.kernel.params) + (len(program.sizes) if isinstance(program, Program) else 0)
+    n = at + len(program.kernel.params) + len(program.sizes)
     record = slots[n:n + FAULT_SLOTS]
     if record[0]:
         slots[n:n + FAULT_SLOTS] = [0] * FAULT_SLOTS
@@ -440,6 +455,27 @@ def _aligned_zeros(param: BufferParam) -> np.ndarray:
     return raw[offset:offset + param.size * itemsize]
 
 
+class SharedScratch:
+    """The scratch buffers of the programs one generic contraction runs as, one per size (`symbolic`): each
+    program takes buffers at least as large as it needs, grown (to twice the size at least, so the buffers a
+    run of growing sizes leaves behind add up to the largest's) where they are not. A buffer a program took
+    stays its own (a `Batch` keeps its address); their calls take one lock, so one call at a time uses them."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.buffers: list[np.ndarray] = []
+
+    def fitting(self, params: list[BufferParam]) -> list[np.ndarray]:
+        with self.lock:
+            for k, p in enumerate(params):
+                if k == len(self.buffers):
+                    self.buffers.append(_aligned_zeros(p))
+                elif self.buffers[k].nbytes < p.size * p.dtype.itemsize:
+                    grown = max(p.size, 2 * self.buffers[k].nbytes // p.dtype.itemsize)
+                    self.buffers[k] = _aligned_zeros(replace(p, size=grown))
+            return self.buffers[:len(params)]
+
+
 @dataclass
 class StagedProgram:
     """A kernel compiled to several functions that run one after another over one table of buffers:
@@ -449,8 +485,13 @@ class StagedProgram:
     stages: list[Program]
     compile_seconds: float
     checked: bool = False
+    # a generic program's (`symbolic`), as `Program`'s: the loops whose sizes are the call's, and the sizes it
+    # passes after the parameters
+    generic_over: str | None = None
+    sizes: tuple[int, ...] = ()
     # held by a call while it uses the scratch buffers; re-entrant, as a call allocates them on first use
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    _shared: SharedScratch | None = field(default=None, repr=False)  # where the scratch comes from, if shared
     _scratch: list[np.ndarray] | None = field(default=None, repr=False)
     _scratch_pointers: list[int] | None = field(default=None, repr=False)  # read once: NumPy's take microseconds
     plans: dict[tuple[int, ...], _Plan] = field(default_factory=dict, repr=False, compare=False)  # see `_run`
@@ -491,7 +532,8 @@ class StagedProgram:
         if self._scratch_pointers is None:
             with self._lock:  # two threads' first calls (or batches) must get the same buffers
                 if self._scratch is None:
-                    self._scratch = [_aligned_zeros(p) for p in self.scratch()]
+                    self._scratch = [_aligned_zeros(p) for p in self.scratch()] if self._shared is None \
+                        else self._shared.fitting(self.scratch())
                     self._scratch_pointers = [m.ctypes.data for m in self._scratch]
         return self._scratch_pointers
 
@@ -499,10 +541,14 @@ class StagedProgram:
         """Held while a call uses the program's scratch buffers: one call at a time."""
         return self._lock
 
+    def frame(self, table: Sequence[int], params: Sequence[int | float]) -> ctypes.Array:
+        """A call's frame (`_frame`), a generic program's sizes after the parameters."""
+        return _frame(table, params, self.kernel.params, self.checked, self.sizes)
+
     def __call__(self, buffers: Sequence[int], params: Sequence[int | float]) -> None:
         with self._lock:
             table = self.table(buffers, self.scratch_pointers())
-            frame = _frame(table, params, self.kernel.params, self.checked)
+            frame = self.frame(table, params)
             _run(self, frame, len(table))
         if self.checked:
             _check_faults(self, frame, len(table))
@@ -514,6 +560,7 @@ class ContractionProgram(StagedProgram):
     fused layout the GEMM step's tasks pack their own panels (`gemm.render_gemm`): no packing phase."""
 
     layout: Layout | None = None
+    turned: bool = False  # a generic program's: compiled for its contractions `transposed()`
 
     @property
     def gemm(self) -> Program:
@@ -528,6 +575,26 @@ class ContractionProgram(StagedProgram):
 
     def buffers(self) -> tuple[BufferParam, ...]:
         return (*self.kernel.buffers, *self.layout.packed_buffers(self.kernel))
+
+    def sized(self, c: Contraction, over: frozenset[int]) -> ContractionProgram:
+        """This program, generic over the loops at positions `over` of `c.sized_loops()` (`_generic_contraction`),
+        as `c`'s, a contraction of the erased text it was compiled for: the code and the scratch buffers shared,
+        the layout, extents, work and geometry `c`'s."""
+        wide = frozenset(v for k, v in enumerate(c.sized_loops()) if k in over)
+        if self.turned:
+            c = c.transposed()
+        layout = Layout.choose(c, num_threads(), self.layout)
+        packs = generic_pack_kernels(c, layout, wide)
+        stages = [stage.sized(pack.kernel, frozenset({0})) if pack.kernel.loops[0] in wide else stage
+                  for stage, pack in zip(self.stages, packs)]
+        stages.append(replace(self.gemm, kernel=c, extent=layout.tasks(c), work=c.numel // layout.nr, plans={}))
+        if c.epilogue is not None:  # generic over its loops among `over` (`_generic_contraction`), if any
+            core = len(c.sized_loops()) - len(c.epilogue.sized_loops())
+            ends = frozenset(k - core for k in over if k >= core)
+            stages.append(self.stages[3].sized(c.epilogue, ends) if ends else self.stages[3])
+        return replace(self, kernel=c, stages=stages, layout=layout, sizes=geometry(c, layout),
+                       generic_over=", ".join(v.name for v in c.vars if v in wide), plans={}, _scratch=None,
+                       _scratch_pointers=None)
 
     def phases(self) -> list[Phase]:
         pack_a, pack_b, gemm, *rest = self.stages
@@ -629,8 +696,7 @@ class Batch:
             self.fixed += scratch
         self.gather = np.array(gather, dtype=np.intp)
         self.pointers = np.zeros(max(1, len(gather)), dtype=np.uint64)  # the programs' tables, end to end
-        self.slots = [program.frame((), params) if isinstance(program, Program)
-                      else _frame((), params, program.kernel.params, program.checked) for program, _, params in calls]
+        self.slots = [program.frame((), params) for program, _, params in calls]
         self.checked = [k for k, program in enumerate(self.programs) if program.checked]
         self.library = [k for k, program in enumerate(self.programs) if isinstance(program, LibraryProgram)]
         base = self.pointers.ctypes.data
@@ -676,7 +742,7 @@ class _Generic:
     """A generic program (`symbolic`): compiled over the loops at positions `over` of its kernels'
     `sized_loops()`, it serves the kernels of its erased text whose sizes of the others are those of `sizes`."""
 
-    program: Program
+    program: Program | ContractionProgram
     over: frozenset[int]
     sizes: tuple[int, ...]
 
@@ -702,8 +768,8 @@ def _erased(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall, 
     """The erased text (`Kernel.erased_text`) of a kernel that may run generic, or None where it specializes:
     `LT_SYMBOLIC=0`, checked kernels (their tests read buffer sizes), kernels not `symbolic.eligible` and those
     that split (`_partials`: the split, decided at the compile, depends on the sizes)."""
-    if checked or not isinstance(kernel, Kernel) or not symbolic() or not eligible(kernel) \
-            or _partials(kernel) is not None:
+    if checked or not isinstance(kernel, (Kernel, Contraction)) or not symbolic() or not eligible(kernel) \
+            or isinstance(kernel, Kernel) and _partials(kernel) is not None:
         return None
     return kernel.erased_text()
 
@@ -769,10 +835,15 @@ def _partials(kernel: Kernel) -> list[Kernel] | None:
     return None if split is None or (feeds_pool and len(split) > 2) else split
 
 
-def _contraction_program(c: Contraction, checked: bool) -> Generator[Job, Compiled, ContractionProgram]:
-    layout = Layout.choose(c, num_threads())
+def _contraction_program(c: Contraction, checked: bool, code: Layout | None = None, over: frozenset[Var] = frozenset(),
+                         epilogue: Kernel | None = None) -> Generator[Job, Compiled, ContractionProgram]:
+    """`c` compiled at its sizes; or, where `over` names some of its loops, generic over their sizes
+    (`_generic_contraction`) with the tile and blocking of `code` and `epilogue` as its (generic) epilogue."""
+    layout = Layout.choose(c, num_threads(), code)
     stages = []
-    for pack in pack_kernels(c, layout):
+    for pack in generic_pack_kernels(c, layout, over) if over else pack_kernels(c, layout):
+        if pack.kernel.loops[0] in over:  # an operand packed over a generic loop: its kernel generic over it
+            pack = Pack(generic(pack.kernel, frozenset({0})), pack.spans, pack.lane)
         stages.append((yield from _program(pack.kernel, pack, checked)))
     seconds = 0.0
     name = symbol(core_name(c, layout), checked)
@@ -780,14 +851,53 @@ def _contraction_program(c: Contraction, checked: bool) -> Generator[Job, Compil
         source = render_gemm_core(c, layout, checked)
         optimized, _, seconds = yield source, name, False
         core = _gemm_cores.setdefault(name, (source, optimized))
-    _, address, call_seconds = yield render_gemm(c, layout, checked), symbol(c.name, checked), False
+    _, address, call_seconds = yield render_gemm(c, layout, checked, bool(over)), symbol(c.name, checked), False
     # The stage shows its core's IR (LT_DEBUG): the function of its own only passes the geometry on. A loop
     # iteration of a plain kernel costs about a cycle; the micro-kernel does NR multiply-adds in one.
     stages.append(Program(c, *core, seconds + call_seconds, _KernelFn(address), layout.tasks(c),
                           c.numel // layout.nr, checked))
     if c.epilogue is not None:
-        stages.append((yield from _program(c.epilogue, checked=checked)))
+        stages.append((yield from _program(epilogue or c.epilogue, checked=checked)))
     return ContractionProgram(c, stages, sum(p.compile_seconds for p in stages), checked, layout=layout)
+
+
+def _generic_contraction(c: Contraction, over: frozenset[int]) -> Generator[Job, Compiled, ContractionProgram | None]:
+    """`c` compiled generic over the loops at positions `over` of its `sized_loops()` (`kernels/symbolic.py`), or
+    None where the template cannot be: over m and n, or k alone (`gemm.generic_pack_kernels`), the packing
+    kernels generic over their outermost loop only, and the epilogue over its loops that differ, with no size
+    passed (the frame's slots after the parameters hold the geometry). The tile is `Layout.choose`'s at this size
+    but two vectors wide where n varies; where k varies, the panels are in blocks of KC_TARGET k's
+    (`Layout.blocked`)."""
+    loops = c.sized_loops()
+    wide = frozenset(loops[k] for k in over)
+    core = wide & set(c.vars[1:])
+    if not core or c.vars[3] in core and len(core) > 1:
+        return None
+    # A product whose row length varies, read by an epilogue: turned, its rows have the length of its columns,
+    # which does not vary (`Contraction.transposed`). Where both vary, the epilogue's reads have no fixed stride.
+    turned = c.vars[2] in core and c.epilogue is not None
+    if turned:
+        if c.vars[1] in core or any(v.op is VOp.GATHER and v.arg == c.product for v in c.epilogue.values()):
+            return None
+        c = c.transposed()
+    _, _, vn, vk = c.vars
+    legal = legalize(c, NATIVE)
+    epilogue = legal.epilogue
+    if c.epilogue is not None and (ends := wide - core):
+        epilogue = generic(c.epilogue, frozenset(k for k, v in enumerate(c.epilogue.sized_loops()) if v in ends))
+        if epilogue.extents:
+            return None
+        epilogue = legalize(epilogue, NATIVE)
+    code = Layout.choose(legal, num_threads())
+    code = replace(code, blocked=True, kc=KC_TARGET) if vk in core else \
+        replace(code, nr=2 * code.lanes) if vn in core else code
+    named = replace(legal, name=c.default_name(generic=tuple(wide)))
+    for pack in generic_pack_kernels(named, Layout.choose(named, num_threads(), code), core):
+        if pack.kernel.loops[0] in core and generic(pack.kernel, frozenset({0})).extents:
+            return None  # a count of the packing's outer loop would need its size passed
+    program = yield from _contraction_program(named, False, code, core, epilogue)
+    shared = SharedScratch()
+    return replace(program, turned=turned, _lock=shared.lock, _shared=shared)
 
 
 def _sort_program(kernel: Sort, checked: bool) -> Generator[Job, Compiled, SortProgram]:
@@ -841,7 +951,7 @@ def _builder(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall,
     return _program(kernel, checked=checked)
 
 
-def _sized_program(kernel: Kernel, erased: str) -> Generator[Job, Compiled, Program]:
+def _sized_program(kernel: Kernel | Contraction, erased: str) -> Generator[Job, Compiled, Program | ContractionProgram]:
     """`kernel` compiled as it is the first time its erased text compiles; at other sizes of its sized loops
     (`Kernel.sized_loops`), the generic kernel of that text over the loops whose sizes were seen to differ
     (`symbolic.generic`) compiled, which this kernel and every later one of the text whose other sizes are the
@@ -852,14 +962,24 @@ def _sized_program(kernel: Kernel, erased: str) -> Generator[Job, Compiled, Prog
     if (template := _generic.get(erased)) is None or not template.serves(now):
         first = _first_sizes.setdefault(erased, now)
         if template is None and first == now and not dynamic:
-            return (yield from _program(legalize(kernel, NATIVE)))
+            return (yield from _specialized(kernel))
         before, over = (first, frozenset()) if template is None else (template.sizes, template.over)
         over |= {k for k, (a, b) in enumerate(zip(before, now)) if a != b or dynamic}
-        # made before legalizing: the counts it computes are the constants the erased text names
-        template = _Generic((yield from _program(legalize(generic(kernel, over), NATIVE))), over, now)
+        if isinstance(kernel, Contraction):
+            if (made := (yield from _generic_contraction(kernel, over))) is None:
+                return (yield from _specialized(kernel))
+        else:  # made before legalizing: the counts it computes are the constants the erased text names
+            made = yield from _program(legalize(generic(kernel, over), NATIVE))
+        template = _Generic(made, over, now)
         if (kept := _generic.get(erased)) is None or not kept.over >= over:  # kept: a wider one of its batch
             _generic[erased] = template
     return template.program.sized(kernel, template.over)
+
+
+def _specialized(kernel: Kernel | Contraction) -> Generator[Job, Compiled, Program | ContractionProgram]:
+    """`kernel` compiled at its own sizes, unchecked."""
+    kernel = legalize(kernel, NATIVE)
+    return (yield from _contraction_program(kernel, False) if isinstance(kernel, Contraction) else _program(kernel))
 
 
 # Below this much IR in new modules (about half a second of compiling), a batch compiles here, one module
