@@ -48,7 +48,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from enum import Enum
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 from .dtype import SHORT_NAMES, DType, bool_
 from .expr import Bound, Bounds, Expr, Var, flat_index
@@ -310,6 +310,16 @@ def toposort(roots: list, sources: Callable[[Any], Iterable] = lambda n: n.srcs)
 COUNT_MAX = 1 << 24
 
 
+class Count(NamedTuple):
+    """A constant that `Kernel.counts` reads as a count: the product of the sizes of `loops`, less `less`."""
+
+    loops: tuple[Var, ...]
+    less: int
+
+    def __str__(self) -> str:
+        return f"count of {', '.join(r.name for r in self.loops)}" + (f" less {self.less}" if self.less else "")
+
+
 @dataclass(frozen=True)
 class Kernel:
     """A loop nest over `loops` that writes `stores`; see the module docstring."""
@@ -373,26 +383,27 @@ class Kernel:
         every reduction's loop, in the order of `values()`."""
         return self._sized_loops
 
-    def counts(self) -> dict[int, tuple[Var, ...]]:
+    def counts(self) -> dict[int, Count]:
         """The constants (by id) that equal the number of terms of one of the kernel's reductions, its loops' sizes
-        multiplied (a mean's divisor), each with that reduction's loops (the first such reduction's), or else the
+        multiplied (a mean's divisor), with that reduction's loops (the first such reduction's), or else the
         size of its outermost output loop where that is a sized loop (`x - x.mean(0)` divides in a kernel over
-        the batch, apart from its sum); counts that are 0 or 1, or that a float may round, left out.
-        `erased_text` prints each as the count of those loops: every kernel of an erased text holds its own count there, which generic code computes from the
-        loops' sizes (`kernels/symbolic.py`). A constant that equals a count by chance is that count too, in
-        this kernel: where the sizes differ, it is not one, and the texts differ."""
+        the batch, apart from its sum); and those that equal one less than such a count (a variance's divisor
+        with Bessel's correction, `x.var(0, correction=1)`), where no count is that constant; counts that are 0
+        or 1, or that a float may round, left out.
+        `erased_text` prints each as the count it is: every kernel of an erased text holds its own count there,
+        which generic code computes from the loops' sizes (`kernels/symbolic.py`). A constant that equals a count
+        by chance is that count too, in this kernel: where the sizes differ, it is not one, and the texts differ."""
         return self._counts
 
     @cached_property
-    def _counts(self) -> dict[int, tuple[Var, ...]]:
+    def _counts(self) -> dict[int, Count]:
         values = self.values()
-        terms: dict[int, tuple[Var, ...]] = {}
-        for red in values:
-            if red.op is VOp.REDUCE:
-                terms.setdefault(math.prod(r.size for r in red.arg[1]), red.arg[1])
-        for outer in self.loops[:1]:
-            if outer in self.sized_loops():
-                terms.setdefault(outer.size, (outer,))
+        loops = [red.arg[1] for red in values if red.op is VOp.REDUCE]
+        loops += [(outer,) for outer in self.loops[:1] if outer in self.sized_loops()]
+        terms: dict[int, Count] = {}
+        for less in (0, 1):
+            for ranges in loops:
+                terms.setdefault(math.prod(r.size for r in ranges) - less, Count(ranges, less))
         return {id(v): terms[v.arg] for v in values
                 if v.op is VOp.CONST and v.dtype != bool_ and not isinstance(v.arg, bool) and v.arg in terms
                 and 2 <= v.arg <= COUNT_MAX}
@@ -737,7 +748,7 @@ def _loop_text(var: Var, hidden: frozenset[Var]) -> str:
 
 
 def _describe_values(values: list[Value], names: dict[int, str], hidden: frozenset[Var] = frozenset(),
-                     counts: dict[int, tuple[Var, ...]] | None = None,
+                     counts: dict[int, Count] | None = None,
                      reads: dict[int, tuple[Expr, Expr]] | None = None) -> list[str]:
     """One line per value, naming each in `names` so later lines can refer to it; the sizes of the loops in
     `hidden` printed `?`, the constants of `counts` (`Kernel.counts`) as the counts they are, the loads of
@@ -746,7 +757,7 @@ def _describe_values(values: list[Value], names: dict[int, str], hidden: frozens
     for v in values:
         names[id(v)] = name = f"v{len(names)}"
         if counts and id(v) in counts:
-            text = f"count of {', '.join(r.name for r in counts[id(v)])}"
+            text = str(counts[id(v)])
         elif reads and id(v) in reads:
             text = f"load b{v.arg[0]}[row {reads[id(v)][0]}, column {reads[id(v)][1]}]" + \
                 (f" if {' and '.join(map(str, v.arg[2]))}" if v.arg[2] else "")

@@ -10,7 +10,7 @@ each of their variables given a range no launch reaches (`UNBOUNDED`), so every 
 a variable's range holds for every size, and no buffer size is assumed; the outermost output loop runs over the
 range a launch passes, a reduction's loop up to a size a launch passes in an int64 parameter (`Kernel.extents`);
 a constant that counts a reduction's terms (a mean's divisor, `Kernel.counts`) or the outermost loop's
-iterations (whose whole size is then passed too) is computed from those sizes.
+iterations (whose whole size is then passed too), or one less (a variance's divisor), is computed from those sizes.
 An unchecked renderer reads buffer sizes only to skip a check it does not make (`kernels/bounds.py`), so a
 checked kernel specializes.
 
@@ -28,7 +28,7 @@ from contextvars import ContextVar
 
 from .dtype import int64
 from .expr import Expr, Var
-from .ir import Alu, Contraction, Kernel, Store, Value, alu, cast, const, param, substitute
+from .ir import Alu, Contraction, Count, Kernel, Store, Value, alu, cast, const, param, substitute
 
 UNBOUNDED = 1 << 62  # a generic loop variable's size: more than any launch's extent
 
@@ -58,17 +58,18 @@ def generic(kernel: Kernel, over: frozenset[int]) -> Kernel:
     sizes; an output loop's size among them reads `N` in the name."""
     wide = {v: Var(v.name, UNBOUNDED) for k, v in enumerate(kernel.sized_loops()) if k in over}
     counts = kernel.counts()
-    counted = {r for ranges in counts.values() for r in ranges}
+    counted = {r for c in counts.values() for r in c.loops}
     # an output loop's size is the launch's range, but a count of it needs the whole size: passed as well
     extents = tuple(w for v, w in wide.items() if v not in kernel.loops or v in counted)
     size = {w: param(len(kernel.params) + k, int64) for k, w in enumerate(extents)}
 
-    def count(ranges: tuple[Var, ...]) -> Value:
-        terms = [size[wide[r]] if r in wide else const(r.size, int64) for r in ranges]
-        return functools.reduce(lambda a, b: alu(Alu.MUL, int64, a, b), terms)
+    def count(c: Count) -> Value:
+        terms = [size[wide[r]] if r in wide else const(r.size, int64) for r in c.loops]
+        total = functools.reduce(lambda a, b: alu(Alu.MUL, int64, a, b), terms)
+        return alu(Alu.SUB, int64, total, const(c.less, int64)) if c.less else total
 
     replace = {id(v): cast(count(counts[id(v)]), v.dtype) for v in kernel.values()
-               if id(v) in counts and any(r in wide for r in counts[id(v)])}
+               if id(v) in counts and any(r in wide for r in counts[id(v)].loops)}
     mapping = {v: Expr.of(w) for v, w in wide.items()}
     values = substitute([s.value for s in kernel.stores], mapping, replace, loops=wide)  # plain stores (`eligible`)
     stores = tuple(Store(s.buf, s.index.substitute(mapping), v) for s, v in zip(kernel.stores, values))

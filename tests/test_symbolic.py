@@ -5,6 +5,7 @@ what specializes still (checked kernels, bounds on the outermost variable, sizes
 from __future__ import annotations
 
 import importlib
+import re
 import threading
 
 import numpy as np
@@ -528,9 +529,42 @@ def test_a_count_in_the_erased_text():
     a, b = (kernel_of(cpu(rows(n, 13)).mean(0)) for n in (6, 9))
     assert a.body_text() != b.body_text() and a.erased_text() == b.erased_text()
     assert "count of r0" in a.erased_text() and "const" not in a.erased_text()
-    # a variance's divisor is the count less the correction: a constant of each size
+    # a variance's divisor with Bessel's correction is the count less one; with another correction, a constant of
+    # each size
     c, d = (kernel_of(cpu(rows(n, 13)).var(0, correction=1)) for n in (6, 9))
-    assert c.erased_text() != d.erased_text()
+    assert c.erased_text() == d.erased_text() and re.search(r"count of r\d less 1", c.erased_text())
+    e, f = (kernel_of(cpu(rows(n, 13)).var(0, correction=2)) for n in (6, 9))
+    assert e.erased_text() != f.erased_text()
+
+
+VARIANCES = {
+    "x.var(0, correction=1)": (lambda x: x.var(0, correction=1), lambda x: x.var(0, ddof=1)),
+    "x.std(correction=1)": (lambda x: x.std(correction=1), lambda x: x.std(ddof=1)),
+    "x.var(1, correction=1), over the batch": (lambda x: x.T.var(1, correction=1), lambda x: x.T.var(1, ddof=1)),
+}
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64])
+@pytest.mark.parametrize("name", VARIANCES)
+def test_a_variance_over_the_batch_divides_by_the_count_less_one(fresh, monkeypatch, dtype, name):
+    """Bessel's correction: the divisor, one less than the count of the sum's terms, is computed from the sizes
+    (`Kernel.counts`): from 3 rows (2 has a divisor of 1, a constant like any other) the second size compiles
+    generic, later ones nothing, with each size's own values bit for bit."""
+    ours, theirs = VARIANCES[name]
+    sizes = [n for n in SIZES if n >= 3]
+
+    def program(n: int) -> lt.Tensor:
+        return ours(cpu(column_data(n, dtype)))
+
+    compiled, results = [], []
+    for n in sizes:
+        before = lt.stats().kernels_compiled
+        results.append(close(program(n), theirs(column_data(n, dtype).astype(np.float64))))
+        compiled.append(lt.stats().kernels_compiled - before)
+    assert compiled[:2] == [1, 1] and sum(compiled[2:]) == 0, compiled
+    assert lt.stats().kernels_generic == 1
+    # a full reduction's sum vectorized over a loop of unknown length adds in another order; a column one in order
+    as_specialized(monkeypatch, program, sizes, results, exact="std" not in name)
 
 
 def test_a_constant_that_equals_a_count_by_chance(fresh):
