@@ -50,7 +50,7 @@ from enum import Enum
 from functools import cached_property
 from typing import Any, NamedTuple
 
-from .dtype import SHORT_NAMES, DType, bool_
+from .dtype import SHORT_NAMES, DType, bool_, int64
 from .expr import Bound, Bounds, Expr, Var, flat_index
 
 
@@ -220,7 +220,6 @@ def param(slot: int, dtype: DType) -> Value:
 
 
 def index(expr: Expr) -> Value:
-    from .dtype import int64
     return Value(VOp.INDEX, int64, (), expr)
 
 
@@ -510,7 +509,7 @@ class Contraction:
         """`body_text()` with the sizes of `sized_loops()` and of every buffer printed `?`, as `Kernel.erased_text`
         (the epilogue's its own), the epilogue's loads of the product as the rows and columns they read
         (`product_reads`): those are the same at every size of a structure, where the product's row length,
-        the product's n, is not."""
+        its n, is not (`reading_rows_of`)."""
         return self._erased_text
 
     def product_reads(self) -> dict[int, tuple[Expr, Expr]]:
@@ -519,18 +518,16 @@ class Contraction:
         with an epilogue, else none."""
         return self._product_reads
 
-    def transposed(self) -> Contraction:
-        """The contraction with its rows and columns swapped (`a` and `bv` too), its product laid out turned and
-        its epilogue reading it so (`product_reads`): where n varies and m does not, so is the product's row
-        length (`kernels/llvm/gemm.py`, generic contractions). For one with an epilogue that reads its product
-        only where `product_reads` says."""
-        vb, vm, vn, vk = self.vars
-        turned = {k: load(self.product, v.dtype, col * vm.size + row, v.arg[2])
-                  for v in self.epilogue.values() if (k := id(v)) in self.product_reads()
-                  for row, col in [self.product_reads()[k]]}
-        values = substitute([s.value for s in self.epilogue.stores], {}, turned)
-        epilogue = replace(self.epilogue, stores=tuple(replace(s, value=v) for s, v in zip(self.epilogue.stores, values)))
-        return Contraction(self.name, self.buffers, self.params, (vb, vn, vm, vk), self.bv, self.a, epilogue)
+    def reading_rows_of(self, n: Value) -> Kernel:
+        """The epilogue, its loads of the product (`product_reads`) made gathers at `row * n + column`: for a
+        product whose row length is `n`, a value the epilogue computes (a size it is passed, where a generic
+        contraction's n varies)."""
+        reads = self.product_reads()
+        gathers = {k: gather(self.product, v.dtype, alu(Alu.ADD, int64, alu(Alu.MUL, int64, index(row), n),
+                                                         index(col)), const(True, bool_))
+                   for v in self.epilogue.values() if (k := id(v)) in reads for row, col in [reads[k]]}
+        values = substitute([s.value for s in self.epilogue.stores], {}, gathers)
+        return replace(self.epilogue, stores=tuple(replace(s, value=v) for s, v in zip(self.epilogue.stores, values)))
 
     @cached_property
     def _product_reads(self) -> dict[int, tuple[Expr, Expr]]:

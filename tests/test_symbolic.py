@@ -607,7 +607,7 @@ CONTRACTIONS = {
     "x.T @ g": (lambda n: [(n, 60), (n, 80)], lambda x, g: x.T @ g, "ck"),
     "w @ x.T": (lambda n: [(12, 300), (n, 300)], lambda w, x: w @ x.T, "cn"),
     # logits of 10 classes: the product turned so it vectorizes along the batch, its epilogue turning it back
-    # (adding the bias); generic, it is turned once more (`Contraction.transposed`)
+    # (adding the bias), which reads rows whose length varies (`Contraction.reading_rows_of`)
     "x @ w.T + b, 10 columns": (lambda n: [(n, 300), (10, 300), (10,)], lambda x, w, b: x @ w.T + b, "cn"),
 }
 CONTRACTION_SIZES = [24, 40, 33, 64, 25, 100, 57]
@@ -657,9 +657,9 @@ def test_generic_contractions_share_their_tasks_between_threads(fresh, monkeypat
 
 
 @pytest.mark.parametrize("case", ["m and k", "m and n, read by an epilogue"])
-def test_contractions_whose_sizes_vary_without_fixed_strides_specialize(fresh, case):
-    """Panels whose rows and depth both vary, or a product whose rows and row length both vary read by an
-    epilogue, have no layout with constant strides: each size compiles its own, right."""
+def test_contractions_whose_sizes_vary_inside_specialize(fresh, case):
+    """Panels whose rows and depth both vary have no layout with constant strides, and an epilogue over a
+    product whose rows and columns both vary has an inner loop that varies: each size compiles its own, right."""
     for n in (48, 64, 56):
         a = small_integers((n, n) if case == "m and k" else (n, 50), seed=n)
         b = small_integers((n, 50), seed=n + 1)

@@ -95,8 +95,9 @@ import numpy as np
 
 from .. import bounds
 from ..bounds import FAULT_SLOTS, check
+from ..dtype import int64
 from ..expr import Var
-from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, Sort, VOp, loop_scopes
+from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, Sort, VOp, loop_scopes, param
 from ..lapack import LibraryError, flops
 from ..legalize import legalize
 from ..split import split_reduction
@@ -104,6 +105,7 @@ from ..symbolic import DYNAMIC, eligible, generic, sizes
 from . import compiler, disk_cache, library, mathlib
 from .compiler import Machine
 from .gemm import (
+    GEOMETRY,
     KC_TARGET,
     Layout,
     Pack,
@@ -560,7 +562,6 @@ class ContractionProgram(StagedProgram):
     fused layout the GEMM step's tasks pack their own panels (`gemm.render_gemm`): no packing phase."""
 
     layout: Layout | None = None
-    turned: bool = False  # a generic program's: compiled for its contractions `transposed()`
 
     @property
     def gemm(self) -> Program:
@@ -581,8 +582,6 @@ class ContractionProgram(StagedProgram):
         as `c`'s, a contraction of the erased text it was compiled for: the code and the scratch buffers shared,
         the layout, extents, work and geometry `c`'s."""
         wide = frozenset(v for k, v in enumerate(c.sized_loops()) if k in over)
-        if self.turned:
-            c = c.transposed()
         layout = Layout.choose(c, num_threads(), self.layout)
         packs = generic_pack_kernels(c, layout, wide)
         stages = [stage.sized(pack.kernel, frozenset({0})) if pack.kernel.loops[0] in wide else stage
@@ -870,24 +869,24 @@ def _generic_contraction(c: Contraction, over: frozenset[int]) -> Generator[Job,
     (`Layout.blocked`)."""
     loops = c.sized_loops()
     wide = frozenset(loops[k] for k in over)
-    core = wide & set(c.vars[1:])
-    if not core or c.vars[3] in core and len(core) > 1:
-        return None
-    # A product whose row length varies, read by an epilogue: turned, its rows have the length of its columns,
-    # which does not vary (`Contraction.transposed`). Where both vary, the epilogue's reads have no fixed stride.
-    turned = c.vars[2] in core and c.epilogue is not None
-    if turned:
-        if c.vars[1] in core or any(v.op is VOp.GATHER and v.arg == c.product for v in c.epilogue.values()):
-            return None
-        c = c.transposed()
     _, _, vn, vk = c.vars
+    core = wide & set(c.vars[1:])
+    if not core or vk in core and len(core) > 1:
+        return None
     legal = legalize(c, NATIVE)
-    epilogue = legal.epilogue
-    if c.epilogue is not None and (ends := wide - core):
-        epilogue = generic(c.epilogue, frozenset(k for k, v in enumerate(c.epilogue.sized_loops()) if v in ends))
+    epilogue = c.epilogue
+    if epilogue is not None and vn in core:
+        if any(v.op is VOp.GATHER and v.arg == c.product for v in epilogue.values()):
+            return None
+        # the product's row length varies: the epilogue reads it at the n of the geometry the call passes
+        n = GEOMETRY.index("n")
+        epilogue = replace(c.reading_rows_of(param(len(c.params) + n, int64)),
+                           params=(*c.params, *(int64 for _ in range(n + 1))))
+    if epilogue is not None and (ends := wide - core):
+        epilogue = generic(epilogue, frozenset(k for k, v in enumerate(epilogue.sized_loops()) if v in ends))
         if epilogue.extents:
             return None
-        epilogue = legalize(epilogue, NATIVE)
+    epilogue = legalize(epilogue, NATIVE) if epilogue is not None else None
     code = Layout.choose(legal, num_threads())
     code = replace(code, blocked=True, kc=KC_TARGET) if vk in core else \
         replace(code, nr=2 * code.lanes) if vn in core else code
@@ -897,7 +896,7 @@ def _generic_contraction(c: Contraction, over: frozenset[int]) -> Generator[Job,
             return None  # a count of the packing's outer loop would need its size passed
     program = yield from _contraction_program(named, False, code, core, epilogue)
     shared = SharedScratch()
-    return replace(program, turned=turned, _lock=shared.lock, _shared=shared)
+    return replace(program, _lock=shared.lock, _shared=shared)
 
 
 def _sort_program(kernel: Sort, checked: bool) -> Generator[Job, Compiled, SortProgram]:
