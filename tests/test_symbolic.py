@@ -684,3 +684,22 @@ def test_jit_replays_generic_contractions_at_each_size(fresh):
     compiled = lt.stats().kernels_compiled
     f(cpu(rows(90, 70)), cpu(w), cpu(b)).numpy()
     assert lt.stats().kernels_compiled == compiled
+
+
+def test_a_kernel_new_at_a_varying_size_compiles_generic_at_once(fresh):
+    """From 22 rows on `x @ w` is a contraction, below a reduction: at its first size the step's other kernel
+    already runs generic over the batch (`runtime._varying`), so the contraction compiles generic over its rows
+    at once, and no later size compiles anything."""
+    w = small_integers((64, 48), seed=1)
+    compiled, generic = [], []
+    for n in (5, 6, 30, 31, 45):
+        x = small_integers((n, 64), seed=n)
+        before = (lt.stats().kernels_compiled, lt.stats().kernels_generic)
+        rows_sum, product = (cpu(x) * 2).sum(-1), cpu(x) @ cpu(w)
+        lt.realize(rows_sum, product)
+        close(rows_sum, (x * 2.0).sum(-1))
+        close(product, x.astype(np.float64) @ w)
+        compiled.append(lt.stats().kernels_compiled - before[0])
+        generic.append(lt.stats().kernels_generic - before[1])
+    assert isinstance(kernel_of(cpu(x) @ cpu(w)), Contraction)
+    assert compiled == [2, 2, 1, 0, 0] and generic == [0, 2, 1, 0, 0]

@@ -929,11 +929,12 @@ def _library_program(call: LibraryCall) -> Generator[Job, Compiled, LibraryProgr
                           call.batch * flops(call.routine, call.shapes))
 
 
-def _builder(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall, checked: bool) -> Builder:
-    """How `kernel` becomes a program: one that may run generic over sizes of its loops (`_sized_program`), or
-    legalized for the renderer (`render.NATIVE`), then split or packed."""
+def _builder(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall, checked: bool,
+             varying: frozenset[int] = frozenset()) -> Builder:
+    """How `kernel` becomes a program: one that may run generic over sizes of its loops (`_sized_program`; those
+    of `varying` from the first), or legalized for the renderer (`render.NATIVE`), then split or packed."""
     if (erased := _erased(kernel, checked)) is not None:
-        return _sized_program(kernel, erased)
+        return _sized_program(kernel, erased, varying)
     kernel = legalize(kernel, NATIVE)
     if isinstance(kernel, Contraction):
         return _contraction_program(kernel, checked)
@@ -950,25 +951,32 @@ def _builder(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall,
     return _program(kernel, checked=checked)
 
 
-def _sized_program(kernel: Kernel | Contraction, erased: str) -> Generator[Job, Compiled, Program | ContractionProgram]:
+def _sized_program(kernel: Kernel | Contraction, erased: str, varying: frozenset[int] = frozenset()) \
+        -> Generator[Job, Compiled, Program | ContractionProgram]:
     """`kernel` compiled as it is the first time its erased text compiles; at other sizes of its sized loops
     (`Kernel.sized_loops`), the generic kernel of that text over the loops whose sizes were seen to differ
     (`symbolic.generic`) compiled, which this kernel and every later one of the text whose other sizes are the
     same run (`_found`). A kernel that differs in one of those too compiles a generic kernel over it as well.
     Under `symbolic.DYNAMIC` True (`lt.jit(fn, dynamic=True)`), the first compile is generic over every sized
-    loop."""
+    loop; otherwise over those whose sizes are among `varying` (`_varying`), if any."""
     now, dynamic = sizes(kernel), DYNAMIC.get()
     if (template := _generic.get(erased)) is None or not template.serves(now):
         first = _first_sizes.setdefault(erased, now)
-        if template is None and first == now and not dynamic:
-            return (yield from _specialized(kernel))
         before, over = (first, frozenset()) if template is None else (template.sizes, template.over)
         over |= {k for k, (a, b) in enumerate(zip(before, now)) if a != b or dynamic}
-        if isinstance(kernel, Contraction):
-            if (made := (yield from _generic_contraction(kernel, over))) is None:
-                return (yield from _specialized(kernel))
-        else:  # made before legalizing: the counts it computes are the constants the erased text names
-            made = yield from _program(legalize(generic(kernel, over), NATIVE))
+        seen = frozenset(k for k, n in enumerate(now) if n in varying) \
+            if template is None and first == now and dynamic is None else frozenset()
+        # generic over the loops whose sizes vary elsewhere in the batch too where it can be, else over its own
+        for attempt in dict.fromkeys(loops for loops in (over | seen, over) if loops):
+            if isinstance(kernel, Contraction):
+                made = yield from _generic_contraction(kernel, attempt)
+            else:  # made before legalizing: the counts it computes are the constants the erased text names
+                made = yield from _program(legalize(generic(kernel, attempt), NATIVE))
+            if made is not None:
+                break
+        else:
+            return (yield from _specialized(kernel))
+        over = attempt
         template = _Generic(made, over, now)
         if (kept := _generic.get(erased)) is None or not kept.over >= over:  # kept: a wider one of its batch
             _generic[erased] = template
@@ -1119,6 +1127,18 @@ def _built(builder: Builder) -> tuple[Program | StagedProgram, bool]:
         return done.value, compiled
 
 
+def _varying(kernels: Sequence[Kernel | Contraction | Scatter | Sort | Scan | LibraryCall]) -> frozenset[int]:
+    """The sizes seen to vary among a batch of kernels (one realize's, `compile_kernels`): those of the sized
+    loops (`symbolic`) of a kernel whose sizes differ there from its erased text's first. A kernel new to the process whose sized loops have one of those sizes (a product the
+    scheduler takes to the template from a larger batch on, in a step whose other kernels already run
+    generic over the batch) compiles generic over those loops at once, not first at its own sizes."""
+    varying: set[int] = set()
+    for kernel in kernels:
+        if (erased := _erased(kernel, bounds.CHECK)) is not None and (first := _first_sizes.get(erased)) is not None:
+            varying.update(n for n, was in zip(sizes(kernel), first) if n != was)
+    return frozenset(varying)
+
+
 def compile_kernels(kernels: Sequence[Kernel | Contraction | Scatter | Sort | Scan | LibraryCall]) \
         -> list[Kernel | Contraction | Scatter | Sort | Scan | LibraryCall]:
     """Compile the kernels not compiled yet, side by side: their jobs go to compile workers (processes,
@@ -1129,9 +1149,10 @@ def compile_kernels(kernels: Sequence[Kernel | Contraction | Scatter | Sort | Sc
     with _compiling:
         builders: dict[tuple[str, bool], Builder] = {}
         first: dict[tuple[str, bool], Kernel | Contraction | Scatter | Sort | Scan | LibraryCall] = {}
+        varying = _varying(kernels)
         for kernel in kernels:
             if _found(kernel, key := (kernel.body_text(), bounds.CHECK)) is None and key not in builders:
-                builders[key], first[key] = _builder(kernel, key[1]), kernel
+                builders[key], first[key] = _builder(kernel, key[1], varying), kernel
         jobs, done, fresh = {}, [], set()
         for key, builder in builders.items():
             try:
