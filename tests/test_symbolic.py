@@ -703,3 +703,20 @@ def test_a_kernel_new_at_a_varying_size_compiles_generic_at_once(fresh):
         generic.append(lt.stats().kernels_generic - before[1])
     assert isinstance(kernel_of(cpu(x) @ cpu(w)), Contraction)
     assert compiled == [2, 2, 1, 0, 0] and generic == [0, 2, 1, 0, 0]
+
+
+def test_jit_dynamic_compiles_a_linear_layer_generic_at_once(fresh):
+    """`dynamic=True` makes every sized loop generic from the first compile; a contraction cannot be generic over
+    its rows and its k at once, so it is generic over its rows and columns, its k the one it has."""
+    w, b = small_integers((70, 40), seed=1), small_integers((40,), seed=2)
+
+    def layer(x, w, b):
+        return (x @ w + b).relu()
+
+    f = lt.jit(layer, dynamic=True)
+
+    for n in (24, 40, 33):
+        for seed in (0, 1):
+            x = small_integers((n, 70), seed=seed + n)
+            close(f(cpu(x), cpu(w), cpu(b)), np.maximum(x.astype(np.float64) @ w + b, 0))
+    assert lt.stats().kernels_compiled == 1 and lt.stats().kernels_generic == 1

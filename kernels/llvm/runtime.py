@@ -966,8 +966,13 @@ def _sized_program(kernel: Kernel | Contraction, erased: str, varying: frozenset
         over |= {k for k, (a, b) in enumerate(zip(before, now)) if a != b or dynamic}
         seen = frozenset(k for k, n in enumerate(now) if n in varying) \
             if template is None and first == now and dynamic is None else frozenset()
+        attempts = [over | seen, over]
+        loops = kernel.sized_loops()
+        if dynamic and isinstance(kernel, Contraction) and kernel.vars[3] in loops \
+                and before[(k := loops.index(kernel.vars[3]))] == now[k]:
+            attempts.append(over - {k})  # a template generic over m and n, its k a constant (`_generic_contraction`)
         # generic over the loops whose sizes vary elsewhere in the batch too where it can be, else over its own
-        for attempt in dict.fromkeys(loops for loops in (over | seen, over) if loops):
+        for attempt in dict.fromkeys(loops for loops in attempts if loops):
             if isinstance(kernel, Contraction):
                 made = yield from _generic_contraction(kernel, attempt)
             else:  # made before legalizing: the counts it computes are the constants the erased text names
