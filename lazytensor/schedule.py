@@ -390,7 +390,7 @@ def plan(*roots: Node, trace: Trace | None = None) -> Planned:
     looked up nor kept) and traced there."""
     t0 = time.perf_counter()
     if trace is None and len(roots) == 1 and not _pending.tensors \
-            and (templates := _templates.get(((root := roots[0]).op, root.shape))) is not None:
+            and (templates := _templates.get(_root_key(root := roots[0]))) is not None:
         for template in templates:
             if (nodes := template.match(root)) is not None:
                 planned = Planned(template.plan, nodes, [root], [nodes[template.target]], [], None)
@@ -423,7 +423,7 @@ def plan(*roots: Node, trace: Trace | None = None) -> Planned:
             if len(_cache) > SCHEDULE_CACHE_SIZE:  # the oldest goes: a loop's schedules are re-made once if at all
                 del _cache[next(iter(_cache))]
         if len(roots) == len(requested) == 1 and not checks:  # one root, no checks: its template
-            _remember(_Template(structure, key[1][0], key[2], cached))
+            _remember(_Template(structure, key[1][0], key[2], cached), roots[0])
     planned = Planned(cached, nodes, requested, stores, checks, made)
     planned.plan_seconds = time.perf_counter() - t0 - planned.lower_seconds
     return planned
@@ -440,57 +440,60 @@ class _Template:
     __slots__ = ("entries", "live", "plan", "target")
 
     def __init__(self, structure: list[tuple], target: int, live: tuple[int, ...], plan: _CachedSchedule):
-        # (op, dtype, shape, device, sources' positions, arg, whether the arg is compared), the root first
-        self.entries = [(s[0], s[1], s[2], s[3], s[4], s[5], s[0] is not _SCALAR) if len(s) == 6
-                        else (*s, (), None, False) for s in reversed(structure)]
+        # (position, op, dtype, shape, device, sources' positions, arg, whether the arg is compared), the root first
+        self.entries = [(k, s[0], s[1], s[2], s[3], s[4], s[5], s[0] is not _SCALAR) if len(s) == 6
+                        else (k, *s, (), None, False) for k, s in reversed(list(enumerate(structure)))]
         self.target, self.live, self.plan = target, list(reversed(live)), plan
 
-    @property
-    def key(self) -> tuple:
-        """What `_templates` files it under: its root's op and shape."""
-        return self.entries[0][0], self.entries[0][2]
 
     def match(self, root: Node) -> list[Node] | None:
         """`root`'s graph in `_walk`'s order where it has this structure (the same nodes but data and scalar values,
         connected alike, none shared that is not here, the same nodes held by live tensors), else None."""
-        entries = self.entries
-        found: list[Any] = [None] * len(entries)
-        last = len(entries) - 1
-        found[last] = root
+        found: list[Any] = [None] * len(self.entries)
+        found[-1] = root
         live = []
-        weak = weakref.ReferenceType
-        for k, (op, dtype, shape, device, srcs_at, arg, has_arg) in enumerate(entries):
-            node = found[last - k]
-            srcs = node.srcs
-            if node.op is not op or node.dtype is not dtype or node.shape != shape or node.device != device \
-                    or len(srcs) != len(srcs_at) or has_arg and node.arg != arg:
+        buffer, weak = _BUFFER, weakref.ReferenceType
+        for at, op, dtype, shape, device, srcs_at, arg, has_arg in self.entries:
+            node = found[at]  # placed by a reader before (the root: above)
+            if node.op is not op or node.dtype is not dtype or node.shape != shape or node.device != device:
                 return None
-            for src, at in zip(srcs, srcs_at):
-                if (seen := found[at]) is None:
-                    found[at] = src
+            if op is buffer:
+                continue
+            srcs = node.srcs
+            if len(srcs) != len(srcs_at) or has_arg and node.arg != arg:
+                return None
+            for src, src_at in zip(srcs, srcs_at):
+                if (seen := found[src_at]) is None:
+                    found[src_at] = src
                 elif seen is not src:
                     return None
-            if (held := node.holders) is not None and op is not _BUFFER:  # `is_held`, its common case inline
+            if (held := node.holders) is not None:  # `is_held`, its common case inline
                 if type(held) is not weak:
                     if is_held(node):
-                        live.append(last - k)
+                        live.append(at)
                 elif (t := held()) is not None and t._node is node:
-                    live.append(last - k)
+                    live.append(at)
         if live != self.live or len(set(found)) != len(found):
             return None
         return found
 
 
-# (a root's op, its shape) -> the templates of the plans of such roots (`_Template`), the latest first
+# a root's op, shape and arg (`_root_key`) -> the templates of the plans of such roots (`_Template`), the latest first
 _templates: dict[tuple, list[_Template]] = {}
 TEMPLATES_PER_ROOT = 4
 
 
-def _remember(template: _Template) -> None:
-    """File `template` first under its root, the oldest of its root's going past TEMPLATES_PER_ROOT, and the
-    oldest root's going where they would keep more plans than the schedule cache does. The list is replaced, never
-    changed in place."""
-    key = template.key
+def _root_key(root: Node) -> tuple:
+    """What the templates of `root`'s graph are filed under: its op, shape and arg (not a scalar's value)."""
+    op = root.op
+    return op, root.shape, None if op is _SCALAR else root.arg
+
+
+def _remember(template: _Template, root: Node) -> None:
+    """File `template` first under `root`, the oldest of its root's going past TEMPLATES_PER_ROOT, and the oldest
+    root's going where they would keep more plans than the schedule cache does. The list is replaced, never changed
+    in place."""
+    key = _root_key(root)
     _templates[key] = [template, *_templates.pop(key, ())[:TEMPLATES_PER_ROOT - 1]]
     if len(_templates) > SCHEDULE_CACHE_SIZE // TEMPLATES_PER_ROOT:
         del _templates[next(iter(_templates))]

@@ -598,7 +598,7 @@ def test_a_graph_of_one_root_seen_before_is_found_without_a_walk(monkeypatch):
 
 def test_a_template_reuses_no_plan_of_another_structure():
     """A graph checked against the template of another structure of the same root (sharing, dtype, a baked
-    constant, a transposed view, a live intermediate) gets its own plan and the right values."""
+    constant, a transposed view, slices, a live intermediate) gets its own plan and the right values."""
     a, b = random_array((6, 6), lt.float32, 0), random_array((6, 6), lt.float32, 1)
     x, y = lt.asarray(a), lt.asarray(b)
     for _ in range(2):  # each structure twice: the second realize meets the templates of all the others
@@ -606,6 +606,10 @@ def test_a_template_reuses_no_plan_of_another_structure():
         check((x * x + 1).realize(), a * a + 1)  # one buffer read twice: the same op on the same kinds of data
         check((y * y + 1).realize(), b * b + 1)
         check((x * y.T + 1).realize(), a * b.T + 1)
+        top, bottom = lt.asarray(a[:3].copy()), lt.asarray(b[3:].copy())
+        check((top * bottom + 1).realize(), a[:3] * b[3:] + 1)
+        check((x[:3] * y[3:] + 1).realize(), a[:3] * b[3:] + 1)  # the same root, of slices
+        check((x[3:] * y[:3] + 1).realize(), a[3:] * b[:3] + 1)  # other slices: the same structure, other args
         wide = lt.asarray(a.astype(np.float64))
         check((wide * wide + 1).realize(), a.astype(np.float64) ** 2 + 1)
         i = lt.asarray(np.arange(36, dtype=np.int32).reshape(6, 6))
