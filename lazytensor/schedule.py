@@ -445,7 +445,6 @@ class _Template:
                         else (k, *s, (), None, False) for k, s in reversed(list(enumerate(structure)))]
         self.target, self.live, self.plan = target, list(reversed(live)), plan
 
-
     def match(self, root: Node) -> list[Node] | None:
         """`root`'s graph in `_walk`'s order where it has this structure (the same nodes but data and scalar values,
         connected alike, none shared that is not here, the same nodes held by live tensors), else None."""
@@ -460,7 +459,8 @@ class _Template:
             if op is buffer:
                 continue
             srcs = node.srcs
-            if len(srcs) != len(srcs_at) or has_arg and node.arg != arg:
+            # an arg compared as the structure key compares it: the same object, or equal (a NaN is itself)
+            if len(srcs) != len(srcs_at) or has_arg and (same := node.arg) is not arg and same != arg:
                 return None
             for src, src_at in zip(srcs, srcs_at):
                 if (seen := found[src_at]) is None:
