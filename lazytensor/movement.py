@@ -43,6 +43,8 @@ def normalize_axes(axis: Any, ndim: int, op: str) -> tuple[int, ...]:
     """Axes as sorted non-negative ints; None means all of them."""
     if axis is None:
         return tuple(range(ndim))
+    if type(axis) is int and -ndim <= axis < ndim:  # the common case, one axis, without the general checks
+        return (axis % ndim,)
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     out = tuple(normalize_axis(a, ndim, op) for a in axes)
     if len(set(out)) != len(out):
@@ -152,8 +154,18 @@ class MovementOps:
         for have, want in zip(padded, target):
             if have != want and have != 1:
                 raise ShapeError(f"broadcast_to: cannot broadcast shape {self.shape} to {target}")
-        x = self if padded == self.shape else self._derive(Op.RESHAPE, padded, padded)  # (size-1 axes in front)
-        return x if padded == target else x._derive(Op.EXPAND, target, target)
+        return self._expand_to(target)
+
+    def _expand_to(self: Tensor, shape: Shape) -> Tensor:
+        """`broadcast_to(shape)` of a `shape` known to be one this tensor broadcasts to (a tuple of ints, from
+        `broadcast_shapes` of its own): the nodes without the checks, which every op on operands of two shapes
+        would otherwise repeat."""
+        own = self._node.shape
+        if own == shape:
+            return self
+        padded = (1,) * (len(shape) - len(own)) + own
+        x = self if padded == own else self._derive(Op.RESHAPE, padded, padded)  # (size-1 axes in front)
+        return x if padded == shape else x._derive(Op.EXPAND, shape, shape)
 
     def expand(self: Tensor, *sizes: Any) -> Tensor:
         """PyTorch's expand: like broadcast_to, where -1 keeps an axis's size."""

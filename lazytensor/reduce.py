@@ -58,7 +58,10 @@ class ReduceOps:
             return self
         kept = tuple(1 if i in axes else n for i, n in enumerate(self.shape))
         out = self._derive(Op.REDUCE, kept, (op, axes))
-        return out if keepdims else out.reshape(tuple(n for i, n in enumerate(self.shape) if i not in axes))
+        if keepdims:
+            return out
+        dropped = tuple(n for i, n in enumerate(self.shape) if i not in axes)
+        return out._derive(Op.RESHAPE, dropped, dropped)  # a shape of the same elements: reshape's checks hold
 
     def _extremum(self: Tensor, op: ReduceOp, axis: Any, keepdims: bool, name: str) -> Tensor:
         """max or min over `axis`, which must not be empty: -inf or the dtype's lowest value is no answer

@@ -56,8 +56,12 @@ class _Size(int):
 
 def broadcast_shapes(*shapes: Shape, op: str = "broadcast") -> Shape:
     """NumPy broadcasting of shapes; a ShapeError names the op and every shape."""
-    if len(shapes) == 2 and shapes[0] == shapes[1]:
-        return tuple(shapes[0])
+    if len(shapes) == 2:
+        a, b = shapes
+        if a == b:
+            return tuple(a)
+        if len(a) == len(b) and all(m == n or m == 1 or n == 1 for m, n in zip(a, b)):  # no axes to prepend
+            return tuple(n if m == 1 else m for m, n in zip(a, b))
     ndim = max((len(s) for s in shapes), default=0)
     out = []
     for axis in range(-ndim, 0):
@@ -233,7 +237,7 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
                 if other.shape == node.shape:
                     return [self, o], node.dtype
                 shape = broadcast_shapes(node.shape, other.shape, op=op)
-                return [self.broadcast_to(shape), o.broadcast_to(shape)], node.dtype
+                return [self._expand_to(shape), o._expand_to(shape)], node.dtype
         strong = [self, *(o if isinstance(o, Tensor) else None if _is_scalar(o) else self._like(o) for o in others)]
         for t in strong:
             if t is not None and t.device != self.device:

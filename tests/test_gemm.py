@@ -59,6 +59,7 @@ def k_blocks(monkeypatch):
         monkeypatch.setattr(gemm, "KC_TARGET", kc)
         monkeypatch.setattr(runtime, "_programs", {})
         monkeypatch.setattr(sys.modules["lazytensor.schedule"], "_cache", {})
+        monkeypatch.setattr(sys.modules["lazytensor.schedule"], "_templates", {})
     return pin
 
 

@@ -566,6 +566,87 @@ def test_a_launch_from_a_plan_checks_indexes_and_writes_what_live_tensors_hold(m
         check(y, random_array((4, 3), lt.float32, launch) * 2)
 
 
+def _refuse_walks(monkeypatch) -> None:
+    """From now on, walking a graph to key the schedule cache fails: a realize that succeeds was looked up by its
+    root's template (`schedule._Template`)."""
+    def refuse(roots):
+        raise AssertionError("a graph of a structure realized before was walked")
+    monkeypatch.setattr(importlib.import_module("lazytensor.schedule"), "_walk", refuse)
+
+
+def test_a_graph_of_one_root_seen_before_is_found_without_a_walk(monkeypatch):
+    """The realize of a structure seen before, from one root, finds its plan by checking the graph against the
+    plan's template: no walk, no schedule, nothing compiled; on new data, new scalars, through a reshape (a sum's
+    dropped axis) and a softmax."""
+    def step(seed: int, scale: float) -> None:
+        a = random_array((40,), lt.float32, seed)
+        x = lt.asarray(a)
+        check((x * scale + 1).realize(), a * np.float32(scale) + 1)
+        check((x ** 2).sum().realize(), (a * a).sum())
+        e = np.exp(a - a.max())
+        check(x.softmax(-1).realize(), e / e.sum())
+
+    step(0, 0.5)
+    step(1, 2.0)  # a tensor's holders settle: the realize of a temporary's root
+    lt.reset_stats()
+    _refuse_walks(monkeypatch)
+    _refuse_schedules(monkeypatch)
+    for seed, scale in ((2, -1.5), (3, 0.0), (4, 7.25)):
+        step(seed, scale)
+    assert lt.stats().kernels_compiled == 0 and lt.stats().realizes == 9
+
+
+def test_a_template_reuses_no_plan_of_another_structure():
+    """A graph checked against the template of another structure of the same root (sharing, dtype, a baked
+    constant, a transposed view, slices, a live intermediate) gets its own plan and the right values."""
+    a, b = random_array((6, 6), lt.float32, 0), random_array((6, 6), lt.float32, 1)
+    x, y = lt.asarray(a), lt.asarray(b)
+    for _ in range(2):  # each structure twice: the second realize meets the templates of all the others
+        check((x * y + 1).realize(), a * b + 1)
+        check((x * x + 1).realize(), a * a + 1)  # one buffer read twice: the same op on the same kinds of data
+        check((y * y + 1).realize(), b * b + 1)
+        check((x * y.T + 1).realize(), a * b.T + 1)
+        top, bottom = lt.asarray(a[:3].copy()), lt.asarray(b[3:].copy())
+        check((top * bottom + 1).realize(), a[:3] * b[3:] + 1)
+        check((x[:3] * y[3:] + 1).realize(), a[:3] * b[3:] + 1)  # the same root, of slices
+        check((x[3:] * y[:3] + 1).realize(), a[3:] * b[:3] + 1)  # other slices: the same structure, other args
+        wide = lt.asarray(a.astype(np.float64))
+        check((wide * wide + 1).realize(), a.astype(np.float64) ** 2 + 1)
+        i = lt.asarray(np.arange(36, dtype=np.int32).reshape(6, 6))
+        check((i // 3 + 1).realize(), np.arange(36, dtype=np.int32).reshape(6, 6) // 3 + 1)
+        check((i // 4 + 1).realize(), np.arange(36, dtype=np.int32).reshape(6, 6) // 4 + 1)
+        kept = x * y
+        out = kept + 1
+        out.realize()
+        assert kept.is_realized  # held by a live tensor: written too (rule 8)
+        check(out, a * b + 1)
+        check(kept, a * b)
+        temporary = (x * y + 1).realize()
+        check(temporary, a * b + 1)
+
+
+def test_threads_realize_one_structure_each_with_its_own_data():
+    """Threads that realize the same structure at once, each on its data and with its scalars, each get their
+    own values (the template look-up runs under the realize lock, as the schedule cache does)."""
+    failures: list[BaseException] = []
+
+    def work(t: int) -> None:
+        try:
+            a = random_array((100,), lt.float32, t)
+            x = lt.asarray(a)
+            for k in range(50):
+                check((x * float(k) - t).realize(), a * np.float32(k) - np.float32(t))
+        except BaseException as e:  # noqa: BLE001 (reported by the main thread)
+            failures.append(e)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures, failures
+
+
 def test_debug_prints_one_line_per_launch(capsys, monkeypatch):
     monkeypatch.setenv("LT_DEBUG", "2")
     x = lt.asarray(random_array((9,), lt.float32), device="cpu")  # LT_DEBUG=3 shows the CPU's LLVM IR

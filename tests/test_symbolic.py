@@ -33,6 +33,7 @@ def forget(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runtime, "_generic", {})
     monkeypatch.setattr(runtime, "_first_sizes", {})
     monkeypatch.setattr(schedule, "_cache", {})  # whose schedules keep their programs
+    monkeypatch.setattr(schedule, "_templates", {})  # and the templates that find them
     monkeypatch.setenv("LT_CACHE_DIR", "")
     lt.reset_stats()
 
