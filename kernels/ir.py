@@ -51,7 +51,7 @@ from functools import cached_property
 from typing import Any, NamedTuple
 
 from .dtype import SHORT_NAMES, DType, bool_, int64
-from .expr import Bound, Bounds, Expr, Var, flat_index
+from .expr import Bounds, Expr, Var, flat_index
 
 
 class Alu(Enum):
@@ -197,6 +197,16 @@ class Value:
 
     def __repr__(self) -> str:
         return f"Value({self.op.value}, {self.dtype})"
+
+
+def bounds_of(v: Value) -> Bounds:
+    """The bounds a value tests: a load's (where it reads), a validity mask's; none for the others."""
+    return (v.arg[2] if v.op is VOp.LOAD else v.arg if v.op is VOp.VALID else ()) or ()
+
+
+def _bounded(values: Iterable[Value]) -> set[Var]:
+    """The loop variables a bound of one of `values` reads."""
+    return {var for v in values for bound in bounds_of(v) for var in bound.expr.vars()}
 
 
 def load(buf: int, dtype: DType, index: Expr, valid: Bounds) -> Value:
@@ -348,10 +358,7 @@ class Kernel:
             if label and label not in ops:
                 ops.append(label)
         sizes = ["N" if v in generic else str(v.size) for v in self.loops]
-        text = self.erased_text() + "\n  sizes " + ", ".join(f"{v.name} < {'N' if v in generic else v.size}"
-                                                          for v in self.sized_loops()) if generic else self.body_text()
-        digest = hashlib.sha256(text.encode()).hexdigest()[:8]
-        return "_".join([kind, *ops[:4], "x".join(sizes), digest])
+        return "_".join([kind, *ops[:4], "x".join(sizes), _digest(self, generic)])
 
     def values(self) -> list[Value]:
         """Every value the stores need, each after its sources."""
@@ -409,12 +416,7 @@ class Kernel:
 
     @cached_property
     def _sized_loops(self) -> tuple[Var, ...]:
-        outer = self.loops[:1]
-        for v in self.values():
-            bounds: tuple[Bound, ...] = v.arg[2] if v.op is VOp.LOAD else v.arg if v.op is VOp.VALID else ()
-            if any(var in bound.expr.vars() for bound in bounds or () for var in outer):
-                outer = ()
-                break
+        outer = [v for v in self.loops[:1] if v not in _bounded(self.values())]
         return tuple(dict.fromkeys([*outer, *(r for v in self.values() if v.op is VOp.REDUCE for r in v.arg[1])]))
 
     @cached_property
@@ -477,10 +479,7 @@ class Contraction:
     def default_name(self, generic: tuple[Var, ...] = ()) -> str:
         """`contract_{sizes}_{hash8}`, as `Kernel.default_name`: `generic` names the contraction that serves
         every size of those of its `sized_loops()`, which read `N`."""
-        text = self.erased_text() + "\n  sizes " + ", ".join(f"{v.name} < {'N' if v in generic else v.size}"
-                                                          for v in self.sized_loops()) if generic else self.body_text()
-        digest = hashlib.sha256(text.encode()).hexdigest()[:8]
-        return f"contract_{'x'.join('N' if v in generic else str(v.size) for v in self.vars)}_{digest}"
+        return f"contract_{'x'.join('N' if v in generic else str(v.size) for v in self.vars)}_{_digest(self, generic)}"
 
     @property
     def sizes(self) -> tuple[int, int, int, int]:
@@ -547,8 +546,7 @@ class Contraction:
         vb, *axes = self.vars
         if vb.size != 1:
             return ()
-        bounded = {var for v in toposort([self.a, self.bv]) if v.op in (VOp.LOAD, VOp.VALID)
-                   for bound in (v.arg[2] if v.op is VOp.LOAD else v.arg) or () for var in bound.expr.vars()}
+        bounded = _bounded(toposort([self.a, self.bv]))
         return (*(var for var in axes if var not in bounded),
                 *(self.epilogue.sized_loops() if self.epilogue is not None else ()))
 
@@ -733,6 +731,14 @@ class LibraryCall:
         return f"library call {self.name}{self.body_text()}"
 
 
+def _digest(kernel: Kernel | Contraction, generic: tuple[Var, ...]) -> str:
+    """The hash in a kernel's name (`Kernel.default_name`): of its body, or where it is generic over the loops
+    `generic`, of its erased text and the sizes of its other sized loops."""
+    text = kernel.erased_text() + "\n  sizes " + ", ".join(f"{v.name} < {'N' if v in generic else v.size}"
+                                                        for v in kernel.sized_loops()) if generic else kernel.body_text()
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
 def _signature(buffers: tuple[BufferParam, ...], params: tuple[DType, ...], sizes: bool = True) -> str:
     bufs = ", ".join(f"b{i}: {SHORT_NAMES[b.dtype]}[{b.size if sizes else '?'}]{' out' if b.output else ''}"
                      f"{' scratch' if b.scratch else ''}" for i, b in enumerate(buffers))
@@ -756,19 +762,23 @@ def _describe_values(values: list[Value], names: dict[int, str], hidden: frozens
         if counts and id(v) in counts:
             text = str(counts[id(v)])
         elif reads and id(v) in reads:
-            text = f"load b{v.arg[0]}[row {reads[id(v)][0]}, column {reads[id(v)][1]}]" + \
-                (f" if {' and '.join(map(str, v.arg[2]))}" if v.arg[2] else "")
+            text = f"load b{v.arg[0]}[row {reads[id(v)][0]}, column {reads[id(v)][1]}]{_if(v.arg[2])}"
         else:
             text = _describe(v, names, hidden)
         lines.append(f"    {name}: {SHORT_NAMES[v.dtype]} = {text}")
     return lines
 
 
+def _if(bounds: Bounds) -> str:
+    """A load's bounds, as its line prints them."""
+    return f" if {' and '.join(map(str, bounds))}" if bounds else ""
+
+
 def _describe(v: Value, names: dict[int, str], hidden: frozenset[Var] = frozenset()) -> str:
     srcs = " ".join(names[id(s)] for s in v.srcs)
     if v.op is VOp.LOAD:
         buf, idx, bounds = v.arg
-        return f"load b{buf}[{idx}]" + (f" if {' and '.join(map(str, bounds))}" if bounds else "")
+        return f"load b{buf}[{idx}]{_if(bounds)}"
     if v.op is VOp.CONST:
         return f"const {v.arg!r}"
     if v.op is VOp.PARAM:

@@ -36,7 +36,19 @@ from llvmlite import ir
 from ..bounds import fault_code
 from ..dtype import DType, bfloat16, bool_, float16, float32, float64, half_bits, int64, uint8
 from ..expr import Bound, Bounds, Div, Expr, Mod, Var
-from ..ir import COMPARISONS, Alu, Kernel, ReduceOp, SharedRow, Value, VOp, loop_scopes, shared_rows, toposort
+from ..ir import (
+    COMPARISONS,
+    Alu,
+    Kernel,
+    ReduceOp,
+    SharedRow,
+    Value,
+    VOp,
+    bounds_of,
+    loop_scopes,
+    shared_rows,
+    toposort,
+)
 from ..legalize import Key, keys
 from . import mathlib
 
@@ -470,8 +482,7 @@ class KernelRenderer(FunctionBuilder):
         vector loads take twice as long, one per operand of a concatenation."""
         ranges: dict[Bound, tuple[int, int]] = {}
         for v in self.kernel.values():
-            bounds = v.arg[2] if v.op is VOp.LOAD else v.arg if v.op is VOp.VALID else ()
-            for bound in bounds or ():
+            for bound in bounds_of(v):
                 e = bound.expr
                 if bound in ranges or len(e.terms) != 1 or e.terms[0][0] != var or e.terms[0][1] not in (1, -1):
                     continue
