@@ -324,34 +324,35 @@ def generic_pack_kernels(c: Contraction, layout: Layout, over: frozenset[Var]) -
     generic over it, the other as `pack_kernels` packs it."""
     _, vm, vn, vk = c.vars
     mp, np_ = layout.panels(c)
+    _, a_panel, a_block, _, b_panel, b_block = layout.strides(c)
     buffers = c.buffers + layout.packed_buffers(c)
     packs = pack_kernels(c, layout)
-    sides = ((c.a, vm, layout.mr, mp, layout.a_rows), (c.bv, vn, layout.nr, np_, False))
-    return tuple(_outer_pack(c, layout, buffers, pack.kernel.name, len(c.buffers) + side, operand, lane, width,
-                             panels, runs)
-                 if vk in over or lane in over else pack
-                 for side, (pack, (operand, lane, width, panels, runs)) in enumerate(zip(packs, sides)))
+    sides = ((c.a, vm, layout.mr, mp, a_panel, a_block, layout.a_rows),
+             (c.bv, vn, layout.nr, np_, b_panel, b_block, False))
+    return tuple(_outer_pack(c, layout, buffers, pack.kernel.name, len(c.buffers) + side, *operand)
+                 if vk in over or operand[1] in over else pack
+                 for side, (pack, operand) in enumerate(zip(packs, sides)))
 
 
 def _outer_pack(c: Contraction, layout: Layout, buffers: tuple[BufferParam, ...], name: str, slot: int,
-                operand: Value, lane: Var, width: int, panels: int, runs: bool) -> Pack:
+                operand: Value, lane: Var, width: int, panels: int, panel: int, block: int, runs: bool) -> Pack:
     """The operand packed as `_pack` packs it, by a kernel whose outermost loop runs over the operand's lane axis,
     k outside the lanes, or, where the layout is `blocked`, over k, each panel's lanes inside: the stores'
-    addresses then take the outer variable with constant strides (`Layout.strides`), whatever its size. The
-    contraction is one product (`Contraction.sized_loops`): its batch variable reads 0."""
+    addresses then take the outer variable with the constant strides of a `panel` and a `block` of k
+    (`Layout.strides`), whatever its size. The contraction is one product (`Contraction.sized_loops`): its batch
+    variable reads 0."""
     vb, _, _, vk = c.vars
     (operand,) = substitute([operand], {vb: Expr.of(0)})
-    depth = layout.a_depth(c) if runs else layout.kc if layout.blocked else vk.size
     if layout.blocked:
         p, lane_var = Var(f"{lane.name}_panel", panels), Var(f"{lane.name}_lane", width)
         at = Expr.of(vk) % layout.kc
-        start = (Expr.of(vk) // layout.kc * panels + p) * (depth * width + BLOCKED_PANEL_PAD)
+        start = Expr.of(vk) // layout.kc * block + Expr.of(p) * panel
         index = start + (at // A_RUN * (width * A_RUN) + Expr.of(lane_var) * A_RUN + at % A_RUN if runs
                          else at * width + lane_var)
         (value,) = substitute([operand], {lane: Expr.of(p) * width + lane_var})
         return Pack(Kernel(name, buffers, c.params, (vk, p, lane_var), (Store(slot, index, value),)),
                     (Span(lane_var, (), (lane.size - Expr.of(p) * width,)),), lane_var)
-    start = Expr.of(lane) // width * (depth * width)
+    start = Expr.of(lane) // width * panel
     if runs:
         run, kr = Var(f"{vk.name}_run", -(-vk.size // A_RUN)), Var(f"{vk.name}_in_run", A_RUN)
         (value,) = substitute([operand], {vk: Expr.of(run) * A_RUN + kr})

@@ -96,7 +96,6 @@ import numpy as np
 from .. import bounds
 from ..bounds import FAULT_SLOTS, check
 from ..dtype import int64
-from ..expr import Var
 from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, Sort, VOp, loop_scopes, param
 from ..lapack import LibraryError, flops
 from ..legalize import legalize
@@ -834,15 +833,14 @@ def _partials(kernel: Kernel) -> list[Kernel] | None:
     return None if split is None or (feeds_pool and len(split) > 2) else split
 
 
-def _contraction_program(c: Contraction, checked: bool, code: Layout | None = None, over: frozenset[Var] = frozenset(),
-                         epilogue: Kernel | None = None) -> Generator[Job, Compiled, ContractionProgram]:
-    """`c` compiled at its sizes; or, where `over` names some of its loops, generic over their sizes
-    (`_generic_contraction`) with the tile and blocking of `code` and `epilogue` as its (generic) epilogue."""
-    layout = Layout.choose(c, num_threads(), code)
+def _contraction_program(c: Contraction, checked: bool, layout: Layout | None = None,
+                         packs: tuple[Pack, Pack] | None = None, epilogue: Kernel | None = None) \
+        -> Generator[Job, Compiled, ContractionProgram]:
+    """`c` compiled at its sizes; or, given its `layout`, its packing kernels and its epilogue generic over sizes
+    (`_generic_contraction`), its GEMM step reading the geometry from the call's frame."""
+    layout = layout or Layout.choose(c, num_threads())
     stages = []
-    for pack in generic_pack_kernels(c, layout, over) if over else pack_kernels(c, layout):
-        if pack.kernel.loops[0] in over:  # an operand packed over a generic loop: its kernel generic over it
-            pack = Pack(generic(pack.kernel, frozenset({0})), pack.spans, pack.lane)
+    for pack in packs or pack_kernels(c, layout):
         stages.append((yield from _program(pack.kernel, pack, checked)))
     seconds = 0.0
     name = symbol(core_name(c, layout), checked)
@@ -850,7 +848,7 @@ def _contraction_program(c: Contraction, checked: bool, code: Layout | None = No
         source = render_gemm_core(c, layout, checked)
         optimized, _, seconds = yield source, name, False
         core = _gemm_cores.setdefault(name, (source, optimized))
-    _, address, call_seconds = yield render_gemm(c, layout, checked, bool(over)), symbol(c.name, checked), False
+    _, address, call_seconds = yield render_gemm(c, layout, checked, packs is not None), symbol(c.name, checked), False
     # The stage shows its core's IR (LT_DEBUG): the function of its own only passes the geometry on. A loop
     # iteration of a plain kernel costs about a cycle; the micro-kernel does NR multiply-adds in one.
     stages.append(Program(c, *core, seconds + call_seconds, _KernelFn(address), layout.tasks(c),
@@ -891,10 +889,13 @@ def _generic_contraction(c: Contraction, over: frozenset[int]) -> Generator[Job,
     code = replace(code, blocked=True, kc=KC_TARGET) if vk in core else \
         replace(code, nr=2 * code.lanes) if vn in core else code
     named = replace(legal, name=c.default_name(generic=tuple(wide)))
-    for pack in generic_pack_kernels(named, Layout.choose(named, num_threads(), code), core):
-        if pack.kernel.loops[0] in core and generic(pack.kernel, frozenset({0})).extents:
-            return None  # a count of the packing's outer loop would need its size passed
-    program = yield from _contraction_program(named, False, code, core, epilogue)
+    layout = Layout.choose(named, num_threads(), code)
+    # an operand packed over a generic loop: its kernel generic over it
+    packs = tuple(Pack(generic(pack.kernel, frozenset({0})), pack.spans, pack.lane) if pack.kernel.loops[0] in core
+                  else pack for pack in generic_pack_kernels(named, layout, core))
+    if any(pack.kernel.extents for pack in packs):
+        return None  # a count of the packing's outer loop would need its size passed
+    program = yield from _contraction_program(named, False, layout, packs, epilogue)
     shared = SharedScratch()
     return replace(program, _lock=shared.lock, _shared=shared)
 
@@ -967,9 +968,9 @@ def _sized_program(kernel: Kernel | Contraction, erased: str, varying: frozenset
         seen = frozenset(k for k, n in enumerate(now) if n in varying) \
             if template is None and first == now and dynamic is None else frozenset()
         attempts = [over | seen, over]
-        loops = kernel.sized_loops()
-        if dynamic and isinstance(kernel, Contraction) and kernel.vars[3] in loops \
-                and before[(k := loops.index(kernel.vars[3]))] == now[k]:
+        sized = kernel.sized_loops()
+        if dynamic and isinstance(kernel, Contraction) and kernel.vars[3] in sized \
+                and before[(k := sized.index(kernel.vars[3]))] == now[k]:
             attempts.append(over - {k})  # a template generic over m and n, its k a constant (`_generic_contraction`)
         # generic over the loops whose sizes vary elsewhere in the batch too where it can be, else over its own
         for attempt in dict.fromkeys(loops for loops in attempts if loops):
