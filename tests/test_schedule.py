@@ -8,6 +8,7 @@ import weakref
 
 import numpy as np
 import pytest
+from test_threads import in_threads
 
 import lazytensor as lt
 from conftest import check, random_array
@@ -628,23 +629,14 @@ def test_a_template_reuses_no_plan_of_another_structure():
 def test_threads_realize_one_structure_each_with_its_own_data():
     """Threads that realize the same structure at once, each on its data and with its scalars, each get their
     own values (the template look-up runs under the realize lock, as the schedule cache does)."""
-    failures: list[BaseException] = []
+    def work(t: int) -> list[np.ndarray]:
+        a = random_array((100,), lt.float32, t)
+        x = lt.asarray(a)
+        for k in range(50):
+            check((x * float(k) - t).realize(), a * np.float32(k) - np.float32(t))
+        return []
 
-    def work(t: int) -> None:
-        try:
-            a = random_array((100,), lt.float32, t)
-            x = lt.asarray(a)
-            for k in range(50):
-                check((x * float(k) - t).realize(), a * np.float32(k) - np.float32(t))
-        except BaseException as e:  # noqa: BLE001 (reported by the main thread)
-            failures.append(e)
-
-    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not failures, failures
+    in_threads(work)  # an assertion failing in a thread is raised here
 
 
 def test_debug_prints_one_line_per_launch(capsys, monkeypatch):
