@@ -178,6 +178,7 @@ class Schedule(list):
     aliases: list[tuple[Node, Node]]
     checks: list[tuple[Node, str]]
     programs: dict  # what `realize.run` compiled for the schedule, kept with it across realizes of its structure
+    varying: frozenset[int] = frozenset()  # `_changed_sizes` where this planning made it
     plan_seconds: float = 0.0
     lower_seconds: float = 0.0
 
@@ -302,6 +303,33 @@ class _CachedSchedule:
 
 # structure key -> its plan
 _cache: dict[tuple, _CachedSchedule] = {}
+# the ranks and dtypes of a graph's buffers and targets and its arithmetic (`_changed_sizes`) -> its buffers' shapes
+# when last scheduled
+_shapes_seen: dict[tuple, tuple] = {}
+
+
+def _changed_sizes(structure: list[tuple], key: tuple) -> frozenset[int]:
+    """The sizes of this graph's buffers (its inputs) where they differ from those of the last graph scheduled from
+    buffers and into targets of the same ranks and dtypes through the same arithmetic: a training step's batch when
+    it changes. A kernel new to the process with a loop of such a size compiles generic over it at once
+    (`compile_all`'s `varying`): it is new only because the sizes changed (a batch of one leaves out ops and loops
+    that a batch of two has; from some size on a product runs the template), and the next size would compile it
+    again. Not the whole structure: the graph of a batch of one has fewer reductions and broadcasts. Not the sizes
+    0 and 1, whose kernels no other size shares (a loop of one is none)."""
+    buffers = [s for s in structure if len(s) == 4]
+    shapeless = (tuple((s[1], len(s[2]), s[3]) for s in buffers),
+                 tuple((structure[t][0], structure[t][1], len(structure[t][2])) for t in key[1]),
+                 tuple(s[5] for s in structure if s[0] is Op.ALU))
+    shapes = tuple(s[2] for s in buffers)
+    if any(0 in shape for shape in shapes):  # an empty array's graph keeps fewer views: not compared, nor kept
+        return frozenset()
+    before = _shapes_seen.pop(shapeless, None)
+    _shapes_seen[shapeless] = shapes  # the latest last: the oldest goes first
+    if len(_shapes_seen) > SCHEDULE_CACHE_SIZE:
+        del _shapes_seen[next(iter(_shapes_seen))]
+    if before is None:
+        return frozenset()
+    return frozenset(n for now, was in zip(shapes, before) for n, m in zip(now, was) if n != m and n > 1)
 
 
 def _walk(roots: list[Node]) -> tuple[list[Node], dict[Node, int], list[tuple], list[tuple[Node, str]], list[Node]]:
@@ -417,6 +445,7 @@ def plan(*roots: Node, trace: Trace | None = None) -> Planned:
     else:
         if (cached := _cache.get(key)) is None:
             made = _schedule(nodes, targets, live)
+            made.varying = _changed_sizes(structure, key)
             cached = _cache[key] = _CachedSchedule(
                 [(it.kernel, [pos[n] for n in it.outputs], [pos[n] for n in it.inputs], [pos[n] for n in it.scalars])
                  for it in made], [(pos[a], pos[b]) for a, b in made.aliases])

@@ -34,6 +34,7 @@ def forget(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runtime, "_first_sizes", {})
     monkeypatch.setattr(schedule, "_cache", {})  # whose schedules keep their programs
     monkeypatch.setattr(schedule, "_templates", {})  # and the templates that find them
+    monkeypatch.setattr(schedule, "_shapes_seen", {})  # and the shapes each program was last scheduled at
     monkeypatch.setenv("LT_CACHE_DIR", "")
     lt.reset_stats()
 
@@ -238,17 +239,22 @@ def test_checked_kernels_specialize_and_stay_right(fresh, monkeypatch):
 
 def test_sizes_in_the_body_and_bounds_on_the_outer_loop_specialize(fresh):
     """A flip along the outer axis, a transposed read (the outer size is a stride) and a concatenation along
-    it (a bound on the outer variable)."""
+    it (a bound on the outer variable): each size compiles kernels of its own. From the second size on, the
+    batch changed since each program was last scheduled, so the flip's and the transposed read's kernels compile
+    generic over it at first sight (`schedule._changed_sizes`), each serving its own size; the concatenation's
+    is not eligible."""
     for n in (3, 4, 5):
         x = rows(n, 31)
         close(cpu(x).flip(0) * 2, x[::-1] * 2)
         close(cpu(x.T.copy()).T.exp(), np.exp(x))
         close(lt.concatenate([cpu(x), cpu(x) * 2]) + 1, np.concatenate([x, x * 2]) + 1)
-    assert lt.stats().kernels_generic == 0 and lt.stats().kernels_compiled == 9
+    assert lt.stats().kernels_generic == 4 and lt.stats().kernels_compiled == 9
 
 
 def test_a_kernel_that_splits_at_its_size_specializes(fresh, monkeypatch):
-    """Rows fewer than the threads and long: split into partial reductions, decided from the sizes."""
+    """Rows fewer than the threads and long: split into partial reductions, decided from the sizes. The kernel
+    that is not split is new at 8 rows, where the batch changed since the program was last scheduled: it compiles
+    generic over the rows at once, and 9 and 10 run it."""
     monkeypatch.setenv("LT_NUM_THREADS", "4")
     monkeypatch.setattr(runtime, "SPLIT_MIN_WORK", 1 << 12)
     programs = []
@@ -259,7 +265,7 @@ def test_a_kernel_that_splits_at_its_size_specializes(fresh, monkeypatch):
         close(t, (x.astype(np.float64) * 2).sum(-1))
         programs.append(runtime.compile_kernel(kernel_of((cpu(x) * 2).sum(-1)))[0])
     assert [isinstance(p, runtime.SplitReductionProgram) for p in programs] == [True, True, False, False, False]
-    assert [p.generic_over for p in programs[2:]] == [None, "o0", "o0"]
+    assert [p.generic_over for p in programs[2:]] == ["o0", "o0", "o0"]
     assert lt.stats().kernels_generic == 1
 
 
@@ -704,6 +710,25 @@ def test_a_kernel_new_at_a_varying_size_compiles_generic_at_once(fresh):
         generic.append(lt.stats().kernels_generic - before[1])
     assert isinstance(kernel_of(cpu(x) @ cpu(w)), Contraction)
     assert compiled == [2, 2, 1, 0, 0] and generic == [0, 2, 1, 0, 0]
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32])
+def test_a_batch_of_one_then_two_compiles_generic_at_two(fresh, dtype):
+    """A batch of one has kernels of its own (their loops over the batch left out), so at two the kernels are
+    new to the process; the batch changed since the program was last scheduled (`schedule._changed_sizes`), so
+    they compile generic over it at once, and no later size compiles anything (before: specialized at two,
+    generic at three)."""
+    compiled, generic = [], []
+    for n in (1, 2, 3, 7):
+        x = random_array((n, 64), dtype, seed=n)
+        before = (lt.stats().kernels_compiled, lt.stats().kernels_generic)
+        sums, tops = (cpu(x) * 2).sum(0), (cpu(x) + 1).max(-1)
+        lt.realize(sums, tops)
+        np.testing.assert_allclose(sums.numpy(), (x * 2).sum(0), rtol=1e-6)
+        np.testing.assert_array_equal(tops.numpy(), (x + 1).max(-1))
+        compiled.append(lt.stats().kernels_compiled - before[0])
+        generic.append(lt.stats().kernels_generic - before[1])
+    assert compiled == [2, 2, 0, 0] and generic == [0, 2, 0, 0]
 
 
 def test_jit_dynamic_compiles_a_linear_layer_generic_at_once(fresh):

@@ -931,11 +931,12 @@ def _library_program(call: LibraryCall) -> Generator[Job, Compiled, LibraryProgr
 
 
 def _builder(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall, checked: bool,
-             varying: frozenset[int] = frozenset()) -> Builder:
+             varying: frozenset[int] = frozenset(), changed: frozenset[int] = frozenset()) -> Builder:
     """How `kernel` becomes a program: one that may run generic over sizes of its loops (`_sized_program`; those
-    of `varying` from the first), or legalized for the renderer (`render.NATIVE`), then split or packed."""
+    of `varying` or `changed` from the first), or legalized for the renderer (`render.NATIVE`), then split or
+    packed."""
     if (erased := _erased(kernel, checked)) is not None:
-        return _sized_program(kernel, erased, varying)
+        return _sized_program(kernel, erased, varying, changed)
     kernel = legalize(kernel, NATIVE)
     if isinstance(kernel, Contraction):
         return _contraction_program(kernel, checked)
@@ -952,20 +953,21 @@ def _builder(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall,
     return _program(kernel, checked=checked)
 
 
-def _sized_program(kernel: Kernel | Contraction, erased: str, varying: frozenset[int] = frozenset()) \
-        -> Generator[Job, Compiled, Program | ContractionProgram]:
+def _sized_program(kernel: Kernel | Contraction, erased: str, varying: frozenset[int] = frozenset(),
+                   changed: frozenset[int] = frozenset()) -> Generator[Job, Compiled, Program | ContractionProgram]:
     """`kernel` compiled as it is the first time its erased text compiles; at other sizes of its sized loops
     (`Kernel.sized_loops`), the generic kernel of that text over the loops whose sizes were seen to differ
     (`symbolic.generic`) compiled, which this kernel and every later one of the text whose other sizes are the
     same run (`_found`). A kernel that differs in one of those too compiles a generic kernel over it as well.
     Under `symbolic.DYNAMIC` True (`lt.jit(fn, dynamic=True)`), the first compile is generic over every sized
-    loop; otherwise over those whose sizes are among `varying` (`_varying`), if any."""
+    loop; otherwise over those whose sizes are among `changed` (the sizes that changed since the program was last
+    scheduled, `Schedule.varying`), or where none did, among `varying` (`_varying`), if any."""
     now, dynamic = sizes(kernel), DYNAMIC.get()
     if (template := _generic.get(erased)) is None or not template.serves(now):
         first = _first_sizes.setdefault(erased, now)
         before, over = (first, frozenset()) if template is None else (template.sizes, template.over)
         over |= {k for k, (a, b) in enumerate(zip(before, now)) if a != b or dynamic}
-        seen = frozenset(k for k, n in enumerate(now) if n in varying) \
+        seen = frozenset(k for k, n in enumerate(now) if n in (changed or varying)) \
             if template is None and first == now and dynamic is None else frozenset()
         attempts = [over | seen, over]
         sized = kernel.sized_loops()
@@ -1145,11 +1147,13 @@ def _varying(kernels: Sequence[Kernel | Contraction | Scatter | Sort | Scan | Li
     return frozenset(varying)
 
 
-def compile_kernels(kernels: Sequence[Kernel | Contraction | Scatter | Sort | Scan | LibraryCall]) \
-        -> list[Kernel | Contraction | Scatter | Sort | Scan | LibraryCall]:
+def compile_kernels(kernels: Sequence[Kernel | Contraction | Scatter | Sort | Scan | LibraryCall],
+                    changed: frozenset[int] = frozenset()) -> list[Kernel | Contraction | Scatter | Sort | Scan | LibraryCall]:
     """Compile the kernels not compiled yet, side by side: their jobs go to compile workers (processes,
     `compiler.py`), one fewer than `num_threads()`, while this thread compiles its share; the programs are
-    then found by `compile_kernel`. Returns the kernels it compiled (the first of each body)."""
+    then found by `compile_kernel`. Returns the kernels it compiled (the first of each body). A kernel new to
+    the process with loops of the sizes `changed` (that changed since its program was last scheduled) compiles
+    generic over them at once (`_sized_program`)."""
     if all(_found(kernel, (kernel.body_text(), bounds.CHECK)) is not None for kernel in kernels):
         return []  # every realize after the first
     with _compiling:
@@ -1158,7 +1162,7 @@ def compile_kernels(kernels: Sequence[Kernel | Contraction | Scatter | Sort | Sc
         varying = _varying(kernels)
         for kernel in kernels:
             if _found(kernel, key := (kernel.body_text(), bounds.CHECK)) is None and key not in builders:
-                builders[key], first[key] = _builder(kernel, key[1], varying), kernel
+                builders[key], first[key] = _builder(kernel, key[1], varying, changed), kernel
         jobs, done, fresh = {}, [], set()
         for key, builder in builders.items():
             try:
