@@ -374,9 +374,9 @@ class _Lowerer:
             return self.lower_library_call()
         shape = self.root.shape
         # An axis of size 1 opens no loop: the outermost loop, which threads share, is then one that has work
-        # to share (a column statistic kept as a row, `x.max(0, keepdims=True)`). A contraction's epilogue keeps
-        # one loop per axis, as its template maps them.
-        axes = {d: Var(f"o{d}", n) for d, n in enumerate(shape) if n != 1 or self.contraction is not None}
+        # to share (a column statistic kept as a row, `x.max(0, keepdims=True)`), and the one a generic kernel
+        # takes the size of (a linear layer's epilogue over a sequence of one batch, `(1, t, d)`).
+        axes = {d: Var(f"o{d}", n) for d, n in enumerate(shape) if n != 1}
         loops = tuple(axes.values()) or (Var("o0", 1),)
         idx = tuple(Expr.of(axes[d]) if d in axes else Expr.of(0) for d in range(len(shape)))
         stores = ()  # the output's: of the whole kernel, or of the contraction's epilogue

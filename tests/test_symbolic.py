@@ -731,6 +731,24 @@ def test_a_batch_of_one_then_two_compiles_generic_at_two(fresh, dtype):
     assert compiled == [2, 2, 0, 0] and generic == [0, 2, 0, 0]
 
 
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64])
+def test_a_linear_layer_over_a_sequence_compiles_generic_over_its_length(fresh, dtype):
+    """`relu(x @ w + b)` over `x` of (1, t, 70), a batch of one sequence: the epilogue's loops are (t, 40), its size-1
+    axis opening no loop, so its outer loop is the sequence's length, which the generic contraction passes; before,
+    the epilogue kept a loop of one outside it and the length in its text, and every length compiled."""
+    w, b = small_integers((70, 40), dtype, seed=1), small_integers((40,), dtype, seed=2)
+    compiled, generic = [], []
+    for t in (30, 31, 57, 64):
+        x = small_integers((1, t, 70), dtype, seed=t)
+        before = (lt.stats().kernels_compiled, lt.stats().kernels_generic)
+        y = (cpu(x) @ cpu(w) + cpu(b)).relu()
+        np.testing.assert_array_equal(y.numpy(), np.maximum(x @ w + b, 0))
+        compiled.append(lt.stats().kernels_compiled - before[0])
+        generic.append(lt.stats().kernels_generic - before[1])
+    assert [type(item.kernel) for item in lt.schedule((cpu(x) @ cpu(w) + cpu(b)).relu())] == [Contraction]
+    assert compiled == [1, 1, 0, 0] and generic == [0, 1, 0, 0]
+
+
 def test_jit_dynamic_compiles_a_linear_layer_generic_at_once(fresh):
     """`dynamic=True` makes every sized loop generic from the first compile; a contraction cannot be generic over
     its rows and its k at once, so it is generic over its rows and columns, its k the one it has."""
