@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import lazytensor as lt
-from conftest import LAYOUTS, check, random_array
+from conftest import LAYOUTS, check, random_array, to_torch_dtype
 from lazytensor.graph import Node
 
 F64 = lt.float64
@@ -267,7 +267,8 @@ def test_prod_gradient_of_one_element_and_of_infinities():
     """Found by the fuzzer (grad seed 500090): the gradient of each element is the product of the others, also
     where the product is inf: a group of one element gives 1 (not inf / inf), an infinite element the product
     of the rest; two zeros or two infinities among the others give 0 or inf, a zero and an inf NaN. Where the
-    finite elements' product overflows, the others' is that over the element, inf, as torch's. A NaN among the
+    finite elements' product overflows, the others' is still their own: 4e30 (torch's on this tensor, whose
+    zeros send it to its rule without division; grad seed 669), inf for the 4's (1e60). A NaN among the
     others makes the product NaN, an infinity among them too (grad seed 954005; the sixth row: NaN everywhere, as
     torch's, whose NaN element has the NaN product over itself); a NaN among the others with a zero too
     (grad seed 960757, the last row; it gave 0)."""
@@ -277,9 +278,38 @@ def test_prod_gradient_of_one_element_and_of_infinities():
     check_grads(lambda x: x.prod(1), lambda t: t.prod(1), [a[:, :1]])
     x = lt.asarray(a).requires_grad_()
     x.prod(1).sum().backward()
-    expected = [[6.0, inf, inf], [-inf, inf, -inf], [inf, 0.0, nan], [nan, nan, 0.0], [inf, inf, inf], [nan, nan, nan],
+    expected = [[6.0, inf, inf], [-inf, inf, -inf], [inf, 0.0, nan], [nan, nan, 0.0], [4e30, 4e30, inf], [nan, nan, nan],
                 [nan, 0.0, nan]]
     check(x.grad, torch.tensor(expected, dtype=torch.float32))
+
+
+PRODUCT_OUT_OF_RANGE = {  # big, small, c: [big, big, c] overflows, [small, small, c] underflows; the others' do not
+    lt.float32: (1.5e19, 1e-23, 2.0), lt.bfloat16: (1.5e19, 1e-23, 2.0), lt.float16: (250.0, 1e-4, 1.2)}
+
+
+@pytest.mark.parametrize("dtype", list(PRODUCT_OUT_OF_RANGE))
+@pytest.mark.parametrize("group", ["rows", "columns", "all"])
+def test_prod_gradients_where_the_product_leaves_the_range(dtype, group):
+    """Found by the fuzzer (grad seed 669): where a group's product overflows (underflows) its dtype while the
+    products of the others do not, the gradient is those products, as torch's, and so is the second derivative;
+    the product over each element, `out / x`, gave inf (0). Against torch in float64 from the same values (torch's
+    rule in the dtype itself divides too where no zero is in the tensor)."""
+    big, small, c = PRODUCT_OUT_OF_RANGE[dtype]
+    rows = np.array([[big, big, c], [c, -big, big], [small, c, small], [0.5, -1.5, 2.0]])
+    a, prod = {"rows": (rows, lambda v: v.prod(1)), "columns": (rows.T, lambda v: v.prod(0)),
+               "all": (rows[:1], lambda v: v.prod())}[group]
+    x = lt.asarray(a.astype(np.float32)).cast(dtype).requires_grad_()
+    t = torch.tensor(x.float().numpy(), dtype=torch.float64, requires_grad=True)
+    y, ty = prod(x), prod(t)
+    w = random_array(tuple(ty.shape), lt.float32, seed=11, low=-1, high=1)
+    w2 = random_array(a.shape, lt.float32, seed=12, low=-1, high=1)
+    (g,) = lt.autograd.gradients((y * lt.asarray(w).cast(dtype)).sum(), x, create_graph=True)
+    (tg,) = torch.autograd.grad((ty * torch.tensor(w)).sum(), t, create_graph=True)
+    (gg,) = lt.autograd.gradients((g * lt.asarray(w2).cast(dtype)).sum(), x)
+    (tgg,) = torch.autograd.grad((tg * torch.tensor(w2)).sum(), t)
+    assert np.isfinite(tg.detach().numpy()).sum() >= a.size - 1  # the case: one product of the others is 1e38
+    check(g, tg.detach().to(to_torch_dtype(dtype)))
+    check(gg, tgg.to(to_torch_dtype(dtype)))
 
 
 def test_relu_passes_the_gradient_of_nan():

@@ -45,6 +45,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..dtypes import float64
 from ..graph import MOVEMENT, Op
 from ..kernels.ir import Alu, ReduceOp, toposort
 
@@ -540,7 +541,15 @@ def _prod_vjp(x: Tensor, axes: tuple[int, ...], out: Tensor, g: Tensor) -> Tenso
     over x_i (`out / x`, as PyTorch), without dividing by a zero or an infinity: R alone where x_i is one,
     times the zeros and infinities among the others (0 where one is a zero, a signed inf where one is an
     infinity, NaN where both are or where a NaN is; as PyTorch's, NaN where x_i is NaN and no zero is among
-    the others), so a group of one element gives 1 and an infinite x_i the product of the rest."""
+    the others), so a group of one element gives 1 and an infinite x_i the product of the rest.
+
+    For a narrower float, R and the quotients are taken in float64, whose range holds every R whose
+    quotients are finite in x's dtype: |R| = |R / x_i| |x_i| is within 2**+-300 for float32 and bfloat16
+    (the running product leaves it only in a group of extremes that cancel). The product of the others is
+    then finite and nonzero where R overflows or underflows x's dtype, as PyTorch's without division (its
+    rule where a zero is anywhere in the tensor), not `out / x`'s inf or 0 (grad seed 669). A float64's R
+    overflows past 1e308 as PyTorch's `out / x` does: no wider dtype holds it, and the exact ways round
+    (running products from both ends, mantissas and exponents kept apart) cost the rule several times over."""
     def total(t: Tensor, op: ReduceOp) -> Tensor:
         return t._reduce(op, axes, True, "prod").broadcast_to(x.shape)
 
@@ -550,10 +559,10 @@ def _prod_vjp(x: Tensor, axes: tuple[int, ...], out: Tensor, g: Tensor) -> Tenso
         return total(count, ReduceOp.SUM) - count
 
     zero, inf = x == 0, x.isinf()
-    rest = total(_where(zero | inf, 1.0, x), ReduceOp.PROD)  # R
+    finite_nonzero = _where(zero | inf, 1.0, x.cast(float64))  # 1 for the others, so as not to divide by them
+    others = (total(finite_nonzero, ReduceOp.PROD) / finite_nonzero).cast(x.dtype)
     zeros, infs, nans = among_others(zero), among_others(inf), among_others(x.isnan())
     inf_signs = _where(inf, _slope_sign(x), 1.0)
-    others = _where(zero | inf, rest, rest / x)
     # NaN where a NaN is in the group (x_i too, as PyTorch's out / x): the product stays NaN (grad seed 954005)
     signed = others * total(inf_signs, ReduceOp.PROD) * inf_signs
     others = _where(infs > 0, _where(signed < 0, -math.inf, _where(signed.isnan(), signed, math.inf)), others)
