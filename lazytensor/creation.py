@@ -179,7 +179,12 @@ def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any 
     if all_int and not dt.is_float:
         # in int64, or in uint64 itself, which holds what int64 does not; a step down is subtracted, as
         # uint64 has no negative step
-        offsets = _iota(n, dev).cast(dtypes.wide_int(dt)) * abs(int(step))
+        # no multiply by a step of 1 nor add of a start of 0: `arange(n)` is the iota itself, which an index by
+        # it (`x[arange(n), y]`) knows to be inside the axis, with no node to build nor a parameter to pass
+        offsets = _iota(n, dev).cast(dtypes.wide_int(dt))
+        offsets = offsets if abs(int(step)) == 1 else offsets * abs(int(step))
+        if int(start) == 0 and step > 0:
+            return offsets.cast(dt)
         return (int(start) + offsets if step > 0 else int(start) - offsets).cast(dt)
     return (_iota(n, dev).cast(float64) * float(step) + float(start)).cast(dt)
 

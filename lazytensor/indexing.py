@@ -62,11 +62,24 @@ def _position(like: Tensor, value: int) -> Tensor:
     return like._scalar_operand(value, dtypes.int64, "index", like.shape, True)
 
 
+def _scaled(positions: Tensor, stride: int) -> Tensor:
+    """`positions` times `stride` (a constant, see `_position`); the positions themselves for a stride of 1 (the
+    last axis's), which is no node to build."""
+    return positions if stride == 1 else positions * _position(positions, stride)
+
+
 def _wrapped(index: Tensor, n: int) -> Tensor:
     """int64 positions of `index` along an axis of `n`, negative ones counted from the end."""
     from .tensor import where
     i = index.cast(dtypes.int64)
     return where(i < _position(i, 0), i + _position(i, n), i)
+
+
+def _inside(index: Tensor, n: int) -> bool:
+    """Whether `index` holds positions along an axis of `n` by how it is made, not by its data: `arange(k)` for
+    k <= n (the iota, `creation.arange`), as in `x[arange(n), y]`, needs neither a wrap of negative positions nor a
+    range check."""
+    return index.node.op is Op.IOTA and index.numel() <= n
 
 
 def _outside(index: Tensor, n: int, negative: bool) -> Tensor:
@@ -251,8 +264,8 @@ class IndexingOps:
         if all(it.ndim == 0 and it.dtype == dtypes.bool_ for it in items if _is_array(it)):
             return _scalar_masked(self, items)
         flat, shape, bad = _flat_positions(self, items, "index")
-        return self.reshape(-1)._gather(0, flat.reshape(-1)).reshape(shape)._checked(bad, "index: an index is "
-                                                                                          "out of bounds")
+        out = self.reshape(-1)._gather(0, flat.reshape(-1)).reshape(shape)
+        return out if bad is None else out._checked(bad, "index: an index is out of bounds")
 
     def __setitem__(self: Tensor, index: Any, value: Any) -> None:
         """`x[index] = value`: x becomes a new tensor equal to the old but where `index` points, which holds
@@ -293,7 +306,7 @@ class IndexingOps:
             broadcast_shapes(v.shape, shape, op="index assignment")
             updates = v.cast(self.dtype).broadcast_to(shape).reshape(-1)
             out = self.reshape(-1)._scatter(0, flat.reshape(-1), updates, None).reshape(self.shape)
-            out = out._checked(bad, "index assignment: an index is out of bounds")
+            out = out if bad is None else out._checked(bad, "index assignment: an index is out of bounds")
         self.node, self.requires_grad, self._ctx = out.node, out.requires_grad, out._ctx
 
     # ---- data-dependent shapes --------------------------------------------------------------------------
@@ -466,9 +479,11 @@ def _broadcasts(shape: tuple[int, ...], to: tuple[int, ...]) -> bool:
     return _fits(shape[1:] if len(shape) == len(to) + 1 and shape[0] == 1 else shape, to)
 
 
-def _flat_positions(x: Tensor, items: tuple[Any, ...], name: str) -> tuple[Tensor, tuple[int, ...], Tensor]:
+def _flat_positions(x: Tensor, items: tuple[Any, ...], name: str) \
+        -> tuple[Tensor, tuple[int, ...], Tensor | None]:
     """For an index with arrays: the row-major position in x of each element of `x[index]` (int64, of that
-    shape, computed from the indexes), the shape, and where an index is out of bounds.
+    shape, computed from the indexes), the shape, and where an index is out of bounds (None where every index
+    is inside by how it is made: masks, `arange`, ints checked now).
 
     Masks become the index arrays of their true elements (`nonzero`); the index arrays (and the ints among
     them) broadcast together; their axes replace theirs in place if they stand next to each other, else
@@ -510,8 +525,10 @@ def _flat_positions(x: Tensor, items: tuple[Any, ...], name: str) -> tuple[Tenso
     dims = [_length(x, parts[i]) for i in before] + list(b) + [_length(x, parts[i]) for i in after]
     place = {i: r for r, i in enumerate(before)} | {i: len(before) + len(b) + r for r, i in enumerate(after)}
     strides = [prod(x.shape[a + 1:]) for a in range(x.ndim)]
-    flat = Tensor._const(0, dtypes.int64, x.device)
-    bad = Tensor._const(False, dtypes.bool_, x.device)
+    # the sum of the parts' offsets and the or of their range checks, each None until a part has one: no node
+    # for a 0 added or a False or'ed
+    flat: Tensor | None = None
+    bad: Tensor | None = None
     for i, (kind, it, a) in enumerate(parts):
         if kind == "new":
             continue
@@ -519,21 +536,27 @@ def _flat_positions(x: Tensor, items: tuple[Any, ...], name: str) -> tuple[Tenso
         if kind == "int":
             if not -n <= it < n:
                 raise IndexError(f"{name}: index {it} is out of bounds for axis {a} with size {n}")
-            flat = flat + _position(flat, (it % n) * strides[a])
+            offset = Tensor._const((it % n) * strides[a], dtypes.int64, x.device)
+            flat = offset if flat is None else flat + offset
         elif kind in ("array", "mask"):  # its axes align with the trailing ones of the broadcast index shape
             lead, tail = len(before) + len(b) - it.ndim, len(dims) - len(before) - len(b)
-            offset = it if kind == "mask" else _wrapped(it, n)  # a mask's positions are inside by construction
+            known = kind == "mask" or _inside(it, n)  # a mask's positions are inside by construction
+            offset = it if known else _wrapped(it, n)
             offset = offset.reshape((1,) * lead + tuple(it.shape) + (1,) * tail)
-            flat = flat + offset * _position(offset, strides[a])
-            if kind == "array":
-                bad = bad | _outside(it, n, True).any()
+            offset = _scaled(offset, strides[a])
+            flat = offset if flat is None else flat + offset
+            if not known:
+                outside = _outside(it, n, True).any()
+                bad = outside if bad is None else bad | outside
         else:
             start, _, step = it.indices(n)
             shape = [1] * len(dims)
             shape[place[i]] = dims[place[i]]
             along = _iota(dims[place[i]], x.device)
             along = (along * _position(along, step) + _position(along, start)).reshape(shape)
-            flat = flat + along * _position(along, strides[a])
+            offset = _scaled(along, strides[a])
+            flat = offset if flat is None else flat + offset
+    assert flat is not None  # an index with arrays has a part that is not a new axis
     return flat.broadcast_to(tuple(dims)), tuple(dims), bad
 
 

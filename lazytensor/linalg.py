@@ -91,6 +91,8 @@ def vector_norm(x: Tensor, /, *, axis: int | tuple[int, ...] | None = None, keep
     default float for integer input); 16-bit floats are computed in float32 and rounded once."""
     wide, out = x._widened()
     axes = normalize_axes(axis, x.ndim, "vector_norm")
+    if ord == 2:  # |x|**2 is x**2 for real x: the graph, kernel and time of `(x ** 2).sum(axis) ** 0.5`
+        return (wide * wide).sum(axes, keepdims).sqrt().cast(out)
     size = wide.abs()
     if ord == math.inf:
         norm = size.max(axes, keepdims)
@@ -100,8 +102,6 @@ def vector_norm(x: Tensor, /, *, axis: int | tuple[int, ...] | None = None, keep
         norm = (size != 0).sum(axes, keepdims, dtype=wide.dtype)
     elif ord == 1:
         norm = size.sum(axes, keepdims)
-    elif ord == 2:
-        norm = (size * size).sum(axes, keepdims).sqrt()
     else:
         norm = (size ** ord).sum(axes, keepdims) ** (1 / ord)
     return norm.cast(out)

@@ -14,6 +14,7 @@ import torch
 
 import lazytensor as lt
 from conftest import ALL_DTYPES, check, layout, random_array, to_torch_dtype
+from lazytensor.graph import Op
 
 DEFAULT_DEVICE = lt.zeros(1).device  # LT_DEVICE, else cpu
 
@@ -285,6 +286,15 @@ def test_arange_dtype(dtype):
 def test_arange_float_dtype_from_float_args():
     check(lt.arange(0.5, 2.0, 0.5, dtype=lt.float64), torch.arange(0.5, 2.0, 0.5, dtype=torch.float64))
     check(lt.arange(np.int64(4)), torch.arange(4))
+
+
+def test_arange_from_0_by_1_is_the_iota():
+    """`arange(n)` (and of another integer dtype, a cast of it) is one node, no multiply by 1 nor add of 0: nothing to
+    build, and no kernel parameter to pass; an index by it knows its range (test_indexing)."""
+    assert lt.arange(7).node.op is Op.IOTA and lt.arange(0, 7, 1).node.op is Op.IOTA
+    assert lt.arange(7, dtype=lt.int32).node.srcs[0].op is Op.IOTA
+    check(lt.arange(9, 3, -1), torch.arange(9, 3, -1))
+    check(lt.arange(0, 9, 1, dtype=lt.uint8), torch.arange(0, 9, 1, dtype=torch.uint8))
 
 
 def test_arange_large_and_fused():

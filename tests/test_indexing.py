@@ -399,6 +399,22 @@ def test_a_gathers_positions_are_computed_with_constants(index):
     check(out, want)
 
 
+def test_rows_picked_by_arange_need_no_range_check_of_it():
+    """`x[arange(n), y]` (a cross-entropy's picked logits): `arange(n)` is the iota, inside the axis by how it is
+    made, so only y's range is checked (one flag reduction over y, none over the iota) and its positions are
+    not wrapped; an arange longer than the axis is still checked. Values as NumPy's."""
+    data, ids = random_array((5, 7), lt.float32, seed=25), np.array([6, 0, -1, 3, -7])
+    x, y = lt.asarray(data), lt.asarray(ids)
+    out = x[lt.arange(5), y]
+    checks = [v for item in lt.schedule(out) for v in item.kernel.values()
+              if v.op is ir.VOp.REDUCE and v.dtype == lt.bool_]
+    assert len(checks) == 1 and all(v.op is not ir.VOp.INDEX for v in ir.toposort([checks[0]]))
+    check(out, data[np.arange(5), ids])
+    check(x[lt.arange(3), 1:3], data[np.arange(3), 1:3])
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[:, lt.arange(8)].numpy()
+
+
 def test_a_scatter_is_one_kernel_that_computes_its_updates():
     x = lt.asarray(random_array((6, 4), lt.float32, seed=22))
     u = lt.asarray(random_array((3, 4), lt.float32, seed=23))

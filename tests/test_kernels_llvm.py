@@ -10,7 +10,7 @@ import pytest
 
 from conftest import padded_load_kernel
 from lazytensor.kernels import bounds, ir
-from lazytensor.kernels.dtype import bool_, float32, int64
+from lazytensor.kernels.dtype import DType, bool_, float32, float64, int64
 from lazytensor.kernels.expr import Bound, Expr, Var
 from lazytensor.kernels.llvm import compile_kernel, mathlib, render, runtime
 from lazytensor.kernels.llvm.render import FIRST_HIT_BLOCK, KernelRenderer, column_reductions
@@ -251,6 +251,35 @@ def test_a_sum_of_products_is_not_factored_into_a_product_of_the_sum():
                 program([out.ctypes.data, x.ctypes.data], [scale])
                 np.testing.assert_array_equal(out, [expected], err_msg=f"n={n}, at {at}")
     assert re.search(r"= fadd reassoc <\d+ x float>", program.optimized_ir)  # still vectorized
+
+
+def math_kernel(op: ir.Alu, dtype: DType, n: int) -> ir.Kernel:
+    """`out = op(x) + x` (atan2 of x and x + x) over n elements: float work around the function."""
+    o0 = Var("o0", n)
+    x = ir.load(1, dtype, Expr.of(o0), ())
+    args = (x,) if op.arity == 1 else (x, ir.alu(ir.Alu.ADD, dtype, x, x))
+    out = ir.alu(ir.Alu.ADD, dtype, ir.alu(op, dtype, *args), x)
+    return ir.Kernel(f"math_{op.label}", (ir.BufferParam(dtype, n, True), ir.BufferParam(dtype, n)), (), (o0,),
+                     (ir.Store(0, Expr.of(o0), out),))
+
+
+@pytest.mark.parametrize("op", [ir.Alu.TANH, ir.Alu.SIN, ir.Alu.ATAN2, ir.Alu.EXP], ids=str)
+def test_a_float32_loop_around_a_function_evaluated_in_double_is_vectorized_8_wide(op):
+    """LLVM sizes a loop's vectors by its widest type: the doubles inside float32 tanh (or sin, atan2) made the
+    loop 4 floats wide on AVX2. It is 8 (`render.FLOAT32_LANES`): the floats fill a 256-bit vector; exp, all
+    in float32, is 8 wide as it was, unhinted; a float64 loop keeps LLVM's choice. Values as NumPy's."""
+    n = 1000
+    kernel = math_kernel(op, float32, n)
+    assert ('!"llvm.loop.vectorize.width", i32 8' in render(kernel)) == (op is not ir.Alu.EXP)
+    program, _ = compile_kernel(kernel)
+    loop = program.optimized_ir.split("define void")[1].split("\n}\n")[0]  # the kernel's function, not sin's variants
+    assert "<8 x float>" in loop and "<4 x float>" not in loop
+    x = np.random.default_rng(26).standard_normal(n).astype(np.float32) * 4
+    out = np.empty(n, np.float32)
+    program([out.ctypes.data, x.ctypes.data], [])
+    function = {ir.Alu.TANH: np.tanh, ir.Alu.SIN: np.sin, ir.Alu.EXP: np.exp}.get(op, lambda v: np.arctan2(v, v + v))
+    np.testing.assert_allclose(out, function(x.astype(np.float64)) + x, rtol=2e-6, atol=1e-6)
+    assert '"llvm.loop.vectorize.width"' not in render(math_kernel(ir.Alu.TANH, float64, n))
 
 
 def update_kernel(name: str, slot: int, size: int, op: ir.Alu, operand: int) -> ir.Kernel:

@@ -121,6 +121,15 @@ def test_vector_norm_0d_size_0_and_special_values():
               torch.linalg.vector_norm(torch.tensor(special), ord=ord, dim=1))
 
 
+def test_the_2_norm_is_the_kernel_of_the_square_root_of_the_sum_of_squares():
+    """`norm(x, axis=-1)` and `(x ** 2).sum(-1) ** 0.5` are one kernel, the same: no |x| before the square."""
+    x = lt.asarray(random_array((6, 5), lt.float32, seed=110))
+    spelled = [linalg.norm(x, axis=-1), linalg.vector_norm(x, axis=-1), (x ** 2).sum(-1) ** 0.5]
+    assert {tuple(item.kernel.name for item in lt.schedule(t)) for t in spelled} == \
+        {tuple(item.kernel.name for item in lt.schedule(spelled[-1]))}
+    assert len(lt.schedule(spelled[0])) == 1
+
+
 def test_vector_norm_gradient():
     arr = random_array((3, 4), lt.float64, seed=109)
     for ord in (2, 3, math.inf):

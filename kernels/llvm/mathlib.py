@@ -1138,6 +1138,16 @@ def supports(op: Alu, dtype: DType) -> bool:
     return op in _FUNCTIONS and dtype in (float32, float64)
 
 
+# the float32 functions evaluated in double and rounded once (tanh; sin, cos and tan's reduction and
+# polynomial; atan2): a loop of them holds doubles
+IN_DOUBLE: frozenset[Alu] = frozenset({Alu.TANH, Alu.SIN, Alu.COS, Alu.TAN, Alu.ATAN2})
+
+
+def in_double(kernel: Kernel) -> bool:
+    """Whether `kernel` computes a float32 function in double (`IN_DOUBLE`)."""
+    return any(v.op is VOp.ALU and v.arg in IN_DOUBLE and v.dtype == float32 for v in kernel.values())
+
+
 def wide(kernel: Kernel) -> bool:
     """Whether `kernel` computes any of the functions here: it compiles for the widest vectors (see
     `compiler.features`)."""
