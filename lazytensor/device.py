@@ -311,11 +311,11 @@ class Device:
         """The compiled program for `kernel`, and whether this call compiled it (not a cache hit)."""
         raise NotImplementedError
 
-    def compile_all(self, kernels: Sequence[Kernel], varying: frozenset[int] = frozenset()) -> list[Kernel]:
+    def compile_all(self, kernels: Sequence[Kernel], changed: frozenset[int] = frozenset()) -> list[Kernel]:
         """Compile the kernels not compiled yet (a schedule's, before it runs), side by side where the
         backend can; `compile` then finds them. Returns those it compiled (one of each body). A kernel that
-        fails is left to `compile` where it runs, whose error names the op it is for. `varying`: sizes seen
-        to change since the program was last scheduled (`Schedule.varying`), which a backend that compiles
+        fails is left to `compile` where it runs, whose error names the op it is for. `changed`: sizes seen
+        to change since the program was last scheduled (`Schedule.changed`), which a backend that compiles
         kernels generic over sizes (the CPU's) compiles generic at once."""
         compiled = []
         for kernel in kernels:
@@ -375,9 +375,9 @@ class CPUDevice(Device):
         from .kernels.llvm import compile_kernel
         return compile_kernel(kernel)
 
-    def compile_all(self, kernels: Sequence[Kernel], varying: frozenset[int] = frozenset()) -> list[Kernel]:
+    def compile_all(self, kernels: Sequence[Kernel], changed: frozenset[int] = frozenset()) -> list[Kernel]:
         from .kernels.llvm import compile_kernels
-        return compile_kernels(kernels, varying)
+        return compile_kernels(kernels, changed)
 
     def batch(self, calls: Sequence[tuple[Any, Sequence[int], Sequence]], table_size: int) -> Any:
         from .kernels.llvm import Batch

@@ -303,7 +303,7 @@ def _compile_new(items: Schedule) -> None:
     for name, kernels in by_device.items():
         t0 = time.perf_counter()
         device = get_device(name)
-        if compiled := device.compile_all(kernels, items.varying):
+        if compiled := device.compile_all(kernels, items.changed):
             _stats.kernels_compiled += len(compiled)
             _stats.compile_seconds += time.perf_counter() - t0
             new = {id(k) for k in compiled}

@@ -178,7 +178,7 @@ class Schedule(list):
     aliases: list[tuple[Node, Node]]
     checks: list[tuple[Node, str]]
     programs: dict  # what `realize.run` compiled for the schedule, kept with it across realizes of its structure
-    varying: frozenset[int] = frozenset()  # `_changed_sizes` where this planning made it
+    changed: frozenset[int] = frozenset()  # `_changed_sizes` where this planning made it
     plan_seconds: float = 0.0
     lower_seconds: float = 0.0
 
@@ -312,7 +312,7 @@ def _changed_sizes(structure: list[tuple], key: tuple) -> frozenset[int]:
     """The sizes of this graph's buffers (its inputs) where they differ from those of the last graph scheduled from
     buffers and into targets of the same ranks and dtypes through the same arithmetic: a training step's batch when
     it changes. A kernel new to the process with a loop of such a size compiles generic over it at once
-    (`compile_all`'s `varying`): it is new only because the sizes changed (a batch of one leaves out ops and loops
+    (`compile_all`'s `changed`): it is new only because the sizes changed (a batch of one leaves out ops and loops
     that a batch of two has; from some size on a product runs the template), and the next size would compile it
     again. Not the whole structure: the graph of a batch of one has fewer reductions and broadcasts. Not the sizes
     0 and 1, whose kernels no other size shares (a loop of one is none)."""
@@ -445,7 +445,7 @@ def plan(*roots: Node, trace: Trace | None = None) -> Planned:
     else:
         if (cached := _cache.get(key)) is None:
             made = _schedule(nodes, targets, live)
-            made.varying = _changed_sizes(structure, key)
+            made.changed = _changed_sizes(structure, key)
             cached = _cache[key] = _CachedSchedule(
                 [(it.kernel, [pos[n] for n in it.outputs], [pos[n] for n in it.inputs], [pos[n] for n in it.scalars])
                  for it in made], [(pos[a], pos[b]) for a, b in made.aliases])

@@ -154,7 +154,7 @@ def corrupting(device, monkeypatch):
         return Wrong(compile_(self, kernel)[0]), False  # (counted as found: compiled or not, the test's aside)
 
     monkeypatch.setattr(type(device), "compile", compile)
-    monkeypatch.setattr(type(device), "compile_all", lambda self, kernels, varying=frozenset(): [])
+    monkeypatch.setattr(type(device), "compile_all", lambda self, kernels, changed=frozenset(): [])
 
 
 def test_validate_catches_a_kernel_that_disagrees_with_the_reference(tmp_path, monkeypatch):
@@ -178,7 +178,7 @@ def test_a_kernel_that_fails_to_compile_leaves_its_dump(tmp_path, monkeypatch):
         raise RuntimeError("the backend broke")
 
     monkeypatch.setattr(type(device), "compile", broken)
-    monkeypatch.setattr(type(device), "compile_all", lambda self, kernels, varying=frozenset(): [])
+    monkeypatch.setattr(type(device), "compile_all", lambda self, kernels, changed=frozenset(): [])
     x = data(3, 3, seed=10)
     with lt.dump_to(tmp_path), pytest.raises(KernelError, match="the backend broke") as info:
         (x.cos() * 11).realize()
@@ -194,7 +194,7 @@ def test_a_kernel_that_fails_to_compile_is_dumped_for_a_bug_report_anyway(monkey
         raise RuntimeError("the backend broke")
 
     monkeypatch.setattr(type(device), "compile", broken)
-    monkeypatch.setattr(type(device), "compile_all", lambda self, kernels, varying=frozenset(): [])
+    monkeypatch.setattr(type(device), "compile_all", lambda self, kernels, changed=frozenset(): [])
     x = data(3, 3, seed=11)
     y = x.cosh() * 3
     z = y + x

@@ -961,7 +961,7 @@ def _sized_program(kernel: Kernel | Contraction, erased: str, varying: frozenset
     same run (`_found`). A kernel that differs in one of those too compiles a generic kernel over it as well.
     Under `symbolic.DYNAMIC` True (`lt.jit(fn, dynamic=True)`), the first compile is generic over every sized
     loop; otherwise over those whose sizes are among `changed` (the sizes that changed since the program was last
-    scheduled, `Schedule.varying`), or where none did, among `varying` (`_varying`), if any."""
+    scheduled, `Schedule.changed`), or where none did, among `varying` (`_varying`), if any."""
     now, dynamic = sizes(kernel), DYNAMIC.get()
     if (template := _generic.get(erased)) is None or not template.serves(now):
         first = _first_sizes.setdefault(erased, now)
