@@ -251,7 +251,8 @@ class _PackRenderer(KernelRenderer):
 
     def spanned(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[ir.Value, ir.Value], None]) -> None:
         """`body(start, end)`, the range of the loop over `var`: [lo, hi), or where `var` has a span, the
-        span's range (see `Span`)."""
+        part of it in the span's range (see `Span`): [lo, hi) is a piece of the loop where the renderer cuts it
+        (`emit_pieces`), whose bounds it takes as known there."""
         span = self.spans.get(var)
         # the bounds that can cut into the range: the others hold for every value of the outer loops
         lows = [e for e in span.lo if e.vmax > 0] if span else []
@@ -260,7 +261,7 @@ class _PackRenderer(KernelRenderer):
             body(lo, hi)
             return
         b = self.b
-        start, end = I64(0), I64(var.size)
+        start, end = lo, hi
         for e in lows:
             x = self.expr(e)
             start = b.select(b.icmp_signed(">", x, start), x, start)
@@ -270,7 +271,7 @@ class _PackRenderer(KernelRenderer):
         if lows:
             body(start, end)
         else:
-            self.when(f"{var.name}_whole", b.icmp_signed("==", end, I64(var.size)),
+            self.when(f"{var.name}_whole", b.icmp_signed("==", end, hi),
                       lambda: body(lo, hi), lambda: body(start, end))
 
     def loop(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[], None]) -> Latches:
