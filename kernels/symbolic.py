@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 from contextvars import ContextVar
+from dataclasses import replace
 
 from .dtype import int64
 from .expr import Expr, Var
@@ -36,6 +37,15 @@ UNBOUNDED = 1 << 62  # a generic loop variable's size: more than any launch's ex
 # structure compiled; `LT_SYMBOLIC=0` turns that off), True from the first size, False never (each size
 # compiles its own program). `lazytensor.jit(fn, dynamic=...)` sets it for fn's recorded calls.
 DYNAMIC: ContextVar[bool | None] = ContextVar("lazytensor_dynamic", default=None)
+
+
+def unbounded(c: Contraction, over: frozenset[Var]) -> Contraction:
+    """`c` with its variables `over` ranging over `UNBOUNDED` values: what a backend builds a generic template's own
+    kernels from (its packing), whose indexes the erased text does not hold, so that none is simplified by the sizes
+    `c` was lowered at (a lane's panel, `lane // width`, is 0 wherever the lane axis is narrower than a panel)."""
+    wide = {v: Var(v.name, UNBOUNDED) for v in c.vars if v in over}
+    a, bv = substitute([c.a, c.bv], {v: Expr.of(w) for v, w in wide.items()}, loops=wide)
+    return replace(c, vars=tuple(wide.get(v, v) for v in c.vars), a=a, bv=bv)
 
 
 def eligible(kernel: object) -> bool:

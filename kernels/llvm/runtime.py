@@ -100,7 +100,7 @@ from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, S
 from ..lapack import LibraryError, flops
 from ..legalize import legalize
 from ..split import split_reduction
-from ..symbolic import DYNAMIC, eligible, generic, sizes
+from ..symbolic import DYNAMIC, eligible, generic, sizes, unbounded
 from . import compiler, disk_cache, library, mathlib
 from .compiler import Machine
 from .gemm import (
@@ -890,9 +890,12 @@ def _generic_contraction(c: Contraction, over: frozenset[int]) -> Generator[Job,
         replace(code, nr=2 * code.lanes) if vn in core else code
     named = replace(legal, name=c.default_name(generic=tuple(wide)))
     layout = Layout.choose(named, num_threads(), code)
-    # an operand packed over a generic loop: its kernel generic over it
-    packs = tuple(Pack(generic(pack.kernel, frozenset({0})), pack.spans, pack.lane) if pack.kernel.loops[0] in core
-                  else pack for pack in generic_pack_kernels(named, layout, core))
+    # an operand packed over a generic loop: its kernel generic over it, made from the operands over unbounded
+    # variables, as the sizes it will run at (`unbounded`)
+    far = unbounded(named, core)
+    far_core = frozenset(w for v, w in zip(named.vars, far.vars) if v in core)
+    packs = tuple(Pack(generic(pack.kernel, frozenset({0})), pack.spans, pack.lane)
+                  if pack.kernel.loops[0] in far_core else pack for pack in generic_pack_kernels(far, layout, far_core))
     if any(pack.kernel.extents for pack in packs):
         return None  # a count of the packing's outer loop would need its size passed
     program = yield from _contraction_program(named, False, layout, packs, epilogue)
