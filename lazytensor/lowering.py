@@ -130,10 +130,14 @@ def _in_output_order(axes: Axes, shape: tuple[int, ...]) -> Axes | None:
     return None
 
 
-def contraction_axes(red: Node, operand_deps: Sequence[Collection[int]]) -> Axes | None:
+def contraction_axes(red: Node, operand_deps: Sequence[Collection[int]], changed: Collection[int] = ()) \
+        -> Axes | None:
     """The (batch, m, n, k) view of `red`, a sum over a product (`red.srcs[0]`, a multiply fused into the
     sum's kernel), whose two operands depend on the product's axes `operand_deps`, if it is a contraction
-    worth a template."""
+    worth a template. An axis of a size in `changed` (sizes that changed since the graph was last scheduled,
+    a training step's batch) counts as large where one of m, n and k has none: the next size may make the
+    product worth the template, and a choice that flips with the size is a new kernel on each side of the
+    threshold; a product whose every side changed is judged by its sizes."""
     reduced = red.arg[1]
     product = red.srcs[0]
     shape = product.shape
@@ -145,15 +149,18 @@ def contraction_axes(red: Node, operand_deps: Sequence[Collection[int]]) -> Axes
         (rows if in_a and not in_b and n > 1 else cols if in_b and not in_a and n > 1 else batch).append(i)
     axes = Axes(tuple(batch), tuple(rows), tuple(cols), tuple(reduced), *product.srcs)
     # in the result's order where that still makes products worth the template (each one smaller)
-    return _worth_a_template(_in_output_order(axes, shape), shape) or _worth_a_template(axes, shape)
+    sized = tuple(MIN_CONTRACTION_WORK if n in changed else n for n in shape)
+    if all(a != b for a, b in zip(axes.sizes(sized)[1:], axes.sizes(shape)[1:])):
+        sized = shape
+    return _worth_a_template(_in_output_order(axes, shape), sized) or _worth_a_template(axes, sized)
 
 
-def _worth_a_template(axes: Axes | None, shape: tuple[int, ...]) -> Axes | None:
+def _worth_a_template(axes: Axes | None, sizes: tuple[int, ...]) -> Axes | None:
     """`axes`, its rows and columns swapped where the template would vectorize along the shorter side, if
-    its products are large enough for the template."""
+    its products are large enough for the template (the product's `sizes`)."""
     if axes is None:
         return None
-    b, m, n, k = axes.sizes(shape)
+    b, m, n, k = axes.sizes(sizes)
     if n < MIN_CONTRACTION_N <= m:  # the template vectorizes along n: give it the longer side
         axes = Axes(axes.batch, axes.cols, axes.rows, axes.red, axes.b, axes.a)
         m, n = n, m

@@ -444,8 +444,9 @@ def plan(*roots: Node, trace: Trace | None = None) -> Planned:
         made, cached = _schedule(nodes, targets, live, trace), None
     else:
         if (cached := _cache.get(key)) is None:
-            made = _schedule(nodes, targets, live)
-            made.changed = _changed_sizes(structure, key)
+            changed = _changed_sizes(structure, key)
+            made = _schedule(nodes, targets, live, changed=changed)
+            made.changed = changed
             cached = _cache[key] = _CachedSchedule(
                 [(it.kernel, [pos[n] for n in it.outputs], [pos[n] for n in it.inputs], [pos[n] for n in it.scalars])
                  for it in made], [(pos[a], pos[b]) for a, b in made.aliases])
@@ -547,7 +548,8 @@ class Trace:
     split: list[list[Node]] = field(default_factory=list)
 
 
-def _schedule(nodes: list[Node], targets: list[Node], live: list[Node], trace: Trace | None = None) -> Schedule:
+def _schedule(nodes: list[Node], targets: list[Node], live: list[Node], trace: Trace | None = None,
+              changed: frozenset[int] = frozenset()) -> Schedule:
     reasons = trace.reasons if trace is not None else {}
     readers: dict[int, list[Node]] = {}
     for n in nodes:
@@ -571,7 +573,7 @@ def _schedule(nodes: list[Node], targets: list[Node], live: list[Node], trace: T
         for n in chosen:
             reasons.setdefault(n, reason)
     points, costs = _realize_points(nodes, targets, barriers | kept | own, reasons)
-    plan = _Planner(nodes, points, readers, costs, reasons).plan()
+    plan = _Planner(nodes, points, readers, costs, reasons, changed).plan()
     groups = _groups(plan.order, plan.regions, barriers)
     t0 = time.perf_counter()
     items = Schedule()
@@ -731,8 +733,9 @@ class _Planner:
     a point of its own."""
 
     def __init__(self, nodes: list[Node], points: set[Node], readers: dict[int, list[Node]], costs: _Costs,
-                 reasons: dict[Node, Reason]):
+                 reasons: dict[Node, Reason], changed: frozenset[int]):
         self.nodes = nodes
+        self.changed = changed  # the sizes that changed since the graph was last scheduled (`_changed_sizes`)
         self.points = points
         self.reasons = reasons  # why each point the plan adds is one
         self.readers = readers
@@ -852,7 +855,7 @@ class _Planner:
         if product.op is not Op.ALU or product.arg is not Alu.MUL or product.realized or product in self.points:
             return None
         return contraction_axes(node, [self.deps[id(s)] if s not in self.points else _all_axes(s)
-                                       for s in product.srcs])
+                                       for s in product.srcs], self.changed)
 
     def contraction(self, node: Node) -> tuple[Node, Axes] | None:
         axes = self.contraction_axes(node)

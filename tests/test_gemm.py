@@ -501,6 +501,21 @@ def test_packing_flattened_pairs_of_either_operand(dtype):
     check(w @ z[..., :20].sum(0).reshape(9, 220), tw @ tz[..., :20].sum(0).reshape(9, 220))
 
 
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64], ids=str)
+@pytest.mark.parametrize("width", [5, 9, 13, 20])
+def test_packing_rows_cut_where_a_shift_pads_them(dtype, width):
+    """Pixels of channels-first images, each plus its left neighbour (a shift padded with a zero), as A's rows:
+    packed row by row of the images' width, and each row's run cut where the padding starts (`pieces`) keeps to
+    its part of the panel there (it ran over the whole panel's part in each piece)."""
+    img = lt.asarray(data((2, 24, 7, width), dtype, seed=1), device="cpu")
+    w = lt.asarray(data((24, 40), dtype, seed=2), device="cpu")
+    timg, tw = torch.tensor(img.numpy()), torch.tensor(w.numpy())
+    got = (img + img.pad(((0, 0), (0, 0), (0, 0), (1, 0)))[..., :width]).permute(0, 2, 3, 1).reshape(-1, 24) @ w
+    shifted = torch.nn.functional.pad(timg, (1, 0))[..., :width]
+    assert isinstance(lt.schedule(got)[0].kernel, Contraction)
+    check(got, (timg + shifted).permute(0, 2, 3, 1).reshape(-1, 24) @ tw)
+
+
 @pytest.mark.parametrize("kinds", [("contiguous", "contiguous"), ("transposed", "transposed")])
 def test_product_one_vector_wide_takes_tiles_one_vector_wide(kinds):
     x, y, t, u = operands((100, 70), (70, 16), kinds=kinds)
