@@ -20,6 +20,7 @@ from test_contraction import data
 
 import lazytensor as lt
 from conftest import LAYOUTS, check, layout, to_torch_dtype
+from lazytensor import lowering
 from lazytensor.kernels import bounds
 from lazytensor.kernels.ir import Contraction, Kernel
 from lazytensor.kernels.llvm import compile_kernel, compiler, gemm, runtime
@@ -514,6 +515,31 @@ def test_packing_rows_cut_where_a_shift_pads_them(dtype, width):
     shifted = torch.nn.functional.pad(timg, (1, 0))[..., :width]
     assert isinstance(lt.schedule(got)[0].kernel, Contraction)
     check(got, (timg + shifted).permute(0, 2, 3, 1).reshape(-1, 24) @ tw)
+
+
+@pytest.mark.parametrize("cfg", [(1, 1, 1, 1), (2, 1, 1, 2), (3, 2, 2, 1)], ids=str)
+def test_every_product_on_the_template(monkeypatch, cfg):
+    """With the template's thresholds at 1, every product of a convolution's second-order gradients runs on it
+    (tiny ones, one row or one column wide, sums of padded and dilated windows as operands), and gives torch's
+    values: what a scheduler choice reaches there (a size that changed counts as large; here products of fewer
+    than 2**16 terms, below the default threshold) is right too."""
+    for name in ("MIN_CONTRACTION_M", "MIN_CONTRACTION_N", "MIN_CONTRACTION_K", "MIN_CONTRACTION_PRODUCT",
+                 "MIN_CONTRACTION_WORK"):
+        monkeypatch.setattr(lowering, name, 1)
+    stride, padding, dilation, groups = cfg
+    x, w = data((2, 4, 9, 8), lt.float64, seed=3), data((6, 4 // groups, 3, 2), lt.float64, seed=4)
+
+    def second_order(conv, grad, a, b):
+        gx, gw = grad((conv(a, b, None, stride, padding, dilation, groups) ** 2).sum(), (a, b))
+        return grad((gx ** 3).sum() + (gw * gw).sum(), (a, b))
+
+    got = second_order(lt.nn.functional.conv2d, lambda f, v: lt.autograd.gradients(f, v, create_graph=True),
+                       *(lt.asarray(a, device="cpu").requires_grad_() for a in (x, w)))
+    want = second_order(torch.nn.functional.conv2d, lambda f, v: torch.autograd.grad(f, v, create_graph=True),
+                        *(torch.tensor(a, requires_grad=True) for a in (x, w)))
+    assert any(isinstance(item.kernel, Contraction) and np.prod(item.kernel.sizes) < 1 << 16 for item in lt.schedule(*got))
+    for g, t in zip(got, want):
+        check(g, t.detach(), rtol=1e-10)
 
 
 @pytest.mark.parametrize("kinds", [("contiguous", "contiguous"), ("transposed", "transposed")])
