@@ -12,8 +12,9 @@ to the record of draws that rebuilds it (`--replay`). Counts per check are print
 the end.
 
 Environment is set before lazytensor is imported: `--threads` sets LT_NUM_THREADS (and, with 2 or more,
-lowers the runtime's thresholds for splitting work across threads, so that the fuzzer's small kernels are
-split too), `--device triton` sets LT_DEVICE=cuda and TRITON_INTERPRET=1.
+lowers the runtime's thresholds for splitting work across threads and the scheduler's for the contraction
+template, so that the fuzzer's small kernels are split and its products run on the template too), `--device
+triton` sets LT_DEVICE=cuda and TRITON_INTERPRET=1.
 """
 from __future__ import annotations
 
@@ -64,8 +65,9 @@ def setup(args: argparse.Namespace) -> None:
     sys.path.insert(0, str(TESTS))
     import triton_interpreter  # noqa: F401  (torch storage for Triton's interpreter)
     if args.threads >= 2:
-        from .modes import split_small_work
+        from .modes import small_products_on_the_template, split_small_work
         split_small_work()
+        small_products_on_the_template()
     if args.tiling == "tiny":
         from .modes import tiny_tiling
         tiny_tiling()

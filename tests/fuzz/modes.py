@@ -1,5 +1,5 @@
-"""Settings of a fuzzing mode that are not environment variables: smaller thresholds for threads, and
-Triton's tiny tiles. Each takes the setter to use (pytest's monkeypatch.setattr, to undo it after a test)."""
+"""Settings of a fuzzing mode that are not environment variables: smaller thresholds for threads and for the
+contraction template, and Triton's tiny tiles. Each takes the setter to use (pytest's monkeypatch.setattr, to undo it after a test)."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -21,6 +21,18 @@ def split_small_work(set_attr: Setter = setattr) -> None:
         if not hasattr(runtime, name):  # renamed: fail rather than fuzz the single-thread paths unknowingly
             raise RuntimeError(f"kernels/llvm/runtime.py has no {name} any more: update tests/fuzz/modes.py")
         set_attr(runtime, name, value)
+
+
+def small_products_on_the_template(set_attr: Setter = setattr) -> None:
+    """Run every product the scheduler finds on the backend's contraction template, however small (the
+    scheduler takes products below its thresholds there too, where a size changed between calls: see
+    `lowering.contraction_axes`); the fuzzer's products never reach the thresholds otherwise."""
+    from lazytensor import lowering
+    for name in ("MIN_CONTRACTION_M", "MIN_CONTRACTION_N", "MIN_CONTRACTION_K", "MIN_CONTRACTION_PRODUCT",
+                 "MIN_CONTRACTION_WORK"):
+        if not hasattr(lowering, name):
+            raise RuntimeError(f"lazytensor/lowering.py has no {name} any more: update tests/fuzz/modes.py")
+        set_attr(lowering, name, 1)
 
 
 def tiny_tiling(set_attr: Setter = setattr) -> None:

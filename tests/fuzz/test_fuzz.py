@@ -27,11 +27,12 @@ MODES = ["triton", "triton-tiny"] if TRITON else ["cpu-1-thread", "cpu-2-threads
 
 @pytest.fixture(params=MODES)
 def mode(request, monkeypatch) -> str:
-    """The backend's settings: threads (and thresholds low enough to split the fuzzer's small kernels),
-    or Triton's tiny tiles."""
+    """The backend's settings: threads (and thresholds low enough to split the fuzzer's small kernels and to
+    run its products on the contraction template), or Triton's tiny tiles."""
     if request.param == "cpu-2-threads":
         monkeypatch.setenv("LT_NUM_THREADS", "2")
         modes.split_small_work(monkeypatch.setattr)
+        modes.small_products_on_the_template(monkeypatch.setattr)
     elif request.param == "cpu-1-thread":
         monkeypatch.setenv("LT_NUM_THREADS", "1")
     elif request.param == "triton-tiny":
