@@ -124,6 +124,8 @@ def column_reductions(kernel: Kernel) -> list[Value] | None:
     each output element still folds its terms in order. That takes every reduction of the innermost
     scope reading its operand so (a variance's mean and its sum of squares, an argmax's max and its
     first index of it: one after the other, each a pass over the rows), and no reduction inside one.
+    A load that runs along the reduction but is the same for every output element (the vector of a
+    vector-matrix product, `v @ w`) is one element per row there, and does not count against it.
     """
     values, scopes = loop_scopes(kernel)
     loops = kernel.loops
@@ -132,7 +134,9 @@ def column_reductions(kernel: Kernel) -> list[Value] | None:
     reductions = [v for v in values if v.op is VOp.REDUCE and scopes[id(v)] == loops]
     for red in reductions:
         src = red.srcs[0]
-        if not unit_stride(src, loops[-1]) or any(unit_stride(src, r) for r in red.arg[1]):
+        if not unit_stride(src, loops[-1]) or any(
+                v.op is VOp.LOAD and loops[-1] in v.arg[1].vars() and any((r, 1) in v.arg[1].terms for r in red.arg[1])
+                for v in toposort([src])):
             return None
     return reductions or None
 
