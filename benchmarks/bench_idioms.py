@@ -307,6 +307,10 @@ def idioms(scale: int = 1) -> list[Idiom]:
         Idiom("relu(x @ w + b) 256x1024x1024", normal((d(256), d(1024)), (d(1024), d(1024)), (d(1024),)),
               written(lambda xp, x, w, b: xp.maximum(x @ w + b, 0), torch=lambda xp, x, w, b: xp.relu(x @ w + b))),
         Idiom("batched a @ b 64x128x128", normal(*[(d(64), d(128), d(128))] * 2), written(lambda xp, a, b: a @ b)),
+        Idiom("v @ w (one sample through a layer) 4096x4096", normal((d(4096),), (d(4096), d(4096))),
+              written(lambda xp, v, w: v @ w)),
+        Idiom("w @ v 4096x4096", normal((d(4096), d(4096)), (d(4096),)), written(lambda xp, w, v: w @ v)),
+        Idiom("x @ w, 3 rows 3x1024x1024", normal((d(3), d(1024)), (d(1024), d(1024))), written(lambda xp, x, w: x @ w)),
         Idiom("conv2d 16x64x56x56, 64 3x3 filters", lambda rng: normal((d(16), d(64), d(56), d(56)))(rng) + [
                   (rng.standard_normal((d(64), d(64), d(3), d(3))) / 24).astype(f32)],
               written(lambda xp, x, w: nn.functional.conv2d(x, w, padding=1), numpy=None,
