@@ -496,3 +496,18 @@ def test_a_min_of_positions_where_a_condition_holds_stops_at_the_first_hit(monke
         program([out.ctypes.data, x.ctypes.data, others.ctypes.data], [0])
         expected = np.where(x > 0, positions, others).min(1, initial=np.iinfo(np.int64).max)
         np.testing.assert_array_equal(out, expected, err_msg=f"cols={cols}, varying")
+
+
+def test_a_call_frame_holds_the_addresses_then_the_parameters_then_the_sizes():
+    """`_frame`'s layout, slot by slot: the table's addresses, a float parameter as a double's bits, an integer as
+    int64 (uint64's top half wrapped as C converts it, the path past `struct`'s range), the sizes, then a checked
+    kernel's fault record zeroed; the same layout with and without that conversion, and with no parameters."""
+    from lazytensor.kernels.dtype import uint64
+    double_bits = lambda v: int.from_bytes(np.float64(v).tobytes(), "little", signed=True)
+    frame = runtime._frame([10, 20], [1.5, -3, 2**64 - 1], (float32, int64, uint64), True, (7, 8))
+    expect = [10, 20, double_bits(1.5), -3, -1, 7, 8] + [0] * runtime.FAULT_SLOTS
+    assert list(frame) == expect
+    frame = runtime._frame([10, 20], [1.5, -3, 5], (float32, int64, uint64), True, (7, 8))
+    assert list(frame) == expect[:4] + [5] + expect[5:]
+    assert list(runtime._frame([10, 20], [], (), False, (7,))) == [10, 20, 7]
+    assert list(runtime._frame([10], [], ())) == [10, 0]

@@ -241,14 +241,27 @@ def _frame(table: Sequence[int], params: Sequence[int | float], dtypes: tuple, c
     """What a call's functions read, in one array (one allocation per call): the buffer addresses of `table`,
     then the parameter slots (`_scalar_slots`), then a generic program's `sizes` (`Kernel.extents`), those of a
     checked kernel ending with its fault record, zeroed."""
-    slots = ctypes.c_int64 * (len(table) + max(1, len(params) + len(sizes) + FAULT_SLOTS * checked))
-    if not params:
-        return slots(*table, *sizes)
-    frame = slots(*table)
-    _scalar_slots(params, dtypes, frame, len(table))
-    if sizes:
-        frame[len(table) + len(params):len(table) + len(params) + len(sizes)] = sizes
+    slots, fmt = _frame_layout(len(table), dtypes, len(sizes), checked)
+    frame = slots()
+    try:
+        fmt.pack_into(frame, 0, *table, *params, *sizes)
+    except struct.error:  # a parameter out of its slot's range or type: written as `_scalar_slots` converts it
+        fmt.pack_into(frame, 0, *table, *_as_slots(params, dtypes), *sizes)
     return frame
+
+
+@functools.cache
+def _frame_layout(buffers: int, dtypes: tuple, sizes: int, checked: bool) -> tuple[type, struct.Struct]:
+    """A call frame's array type and how its addresses, parameters and sizes fill it, in one `pack_into`: made
+    once per layout, not per launch (building the array from the addresses, then packing the parameters, was a
+    tenth of a small cached kernel's realize)."""
+    slots = ctypes.c_int64 * (buffers + max(1, len(dtypes) + sizes + FAULT_SLOTS * checked))
+    return slots, struct.Struct("=" + "q" * buffers + _slot_format(dtypes).format[1:] + "q" * sizes)
+
+
+def _as_slots(params: Sequence[int | float], dtypes: tuple) -> list[int | float]:
+    """The parameters as C converts them to their slots: an integer wraps to int64 (uint64's top half)."""
+    return [p if dt.is_float else (int(p) + 2**63) % 2**64 - 2**63 for p, dt in zip(params, dtypes)]
 
 
 def _scalar_slots(params: Sequence[int | float], dtypes: tuple, slots: ctypes.Array, at: int = 0) -> None:
@@ -257,8 +270,7 @@ def _scalar_slots(params: Sequence[int | float], dtypes: tuple, slots: ctypes.Ar
     try:
         fmt.pack_into(slots, 8 * at, *params)
     except struct.error:  # an integer past int64's range (uint64's top half), or not an int: as C converts
-        fmt.pack_into(slots, 8 * at, *(p if dt.is_float else (int(p) + 2**63) % 2**64 - 2**63
-                                       for p, dt in zip(params, dtypes)))
+        fmt.pack_into(slots, 8 * at, *_as_slots(params, dtypes))
 
 
 @functools.cache
