@@ -784,9 +784,9 @@ def test_vector_matrix_products_stream_the_matrix(monkeypatch, dtype, v_shape):
     from lazytensor.kernels.llvm.render import column_reductions
     for name in ("_cache", "_templates", "_shapes_seen"):  # no history: a batch that grew would take the template
         monkeypatch.setattr(importlib.import_module("lazytensor.schedule"), name, {})
-    v = lt.asarray(column_data("sum", dtype, v_shape), device="cpu")
-    tv = torch.tensor(v.numpy())
-    (item,) = lt.schedule(v @ lt.asarray(column_data("sum", dtype, (300, 1100)), device="cpu"))
+    v, tv = layout(column_data("sum", dtype, v_shape), "contiguous")
+    cpu = lt.asarray(column_data("sum", dtype, v_shape), device="cpu")
+    (item,) = lt.schedule(cpu @ lt.asarray(column_data("sum", dtype, (300, 1100)), device="cpu"))
     assert column_reductions(item.kernel) is not None
     for kind in LAYOUTS:
         w, tw = layout(column_data("sum", dtype, (300, 1100)), kind)
