@@ -178,7 +178,7 @@ class Schedule(list):
     aliases: list[tuple[Node, Node]]
     checks: list[tuple[Node, str]]
     programs: dict  # what `realize.run` compiled for the schedule, kept with it across realizes of its structure
-    changed: frozenset[int] = frozenset()  # `_changed_sizes` where this planning made it
+    changed: frozenset[int] = frozenset()  # the sizes it was planned as large for (`_changed_sizes`)
     plan_seconds: float = 0.0
     lower_seconds: float = 0.0
 
@@ -444,9 +444,7 @@ def plan(*roots: Node, trace: Trace | None = None) -> Planned:
         made, cached = _schedule(nodes, targets, live, trace), None
     else:
         if (cached := _cache.get(key)) is None:
-            changed = _changed_sizes(structure, key)
-            made = _schedule(nodes, targets, live, changed=changed)
-            made.changed = changed
+            made = _schedule(nodes, targets, live, changed=_changed_sizes(structure, key))
             cached = _cache[key] = _CachedSchedule(
                 [(it.kernel, [pos[n] for n in it.outputs], [pos[n] for n in it.inputs], [pos[n] for n in it.scalars])
                  for it in made], [(pos[a], pos[b]) for a, b in made.aliases])
@@ -590,7 +588,7 @@ def _schedule(nodes: list[Node], targets: list[Node], live: list[Node], trace: T
         else:
             items.append(ScheduleItem(merged.kernel, group, merged.inputs, merged.scalars))
     items.lower_seconds = time.perf_counter() - t0
-    items.aliases = aliases
+    items.aliases, items.changed = aliases, changed
     if trace is not None:
         trace.points, trace.regions = points, plan.regions
     return items

@@ -16,11 +16,11 @@ import sys
 import numpy as np
 import pytest
 import torch
+from fuzz import modes
 from test_contraction import data
 
 import lazytensor as lt
 from conftest import LAYOUTS, check, layout, to_torch_dtype
-from lazytensor import lowering
 from lazytensor.kernels import bounds
 from lazytensor.kernels.ir import Contraction, Kernel
 from lazytensor.kernels.llvm import compile_kernel, compiler, gemm, runtime
@@ -523,9 +523,7 @@ def test_every_product_on_the_template(monkeypatch, cfg):
     (tiny ones, one row or one column wide, sums of padded and dilated windows as operands), and gives torch's
     values: what a scheduler choice reaches there (a size that changed counts as large; here products of fewer
     than 2**16 terms, below the default threshold) is right too."""
-    for name in ("MIN_CONTRACTION_M", "MIN_CONTRACTION_N", "MIN_CONTRACTION_K", "MIN_CONTRACTION_PRODUCT",
-                 "MIN_CONTRACTION_WORK"):
-        monkeypatch.setattr(lowering, name, 1)
+    modes.small_products_on_the_template(monkeypatch.setattr)
     stride, padding, dilation, groups = cfg
     x, w = data((2, 4, 9, 8), lt.float64, seed=3), data((6, 4 // groups, 3, 2), lt.float64, seed=4)
 

@@ -1,5 +1,6 @@
 """Settings of a fuzzing mode that are not environment variables: smaller thresholds for threads and for the
-contraction template, and Triton's tiny tiles. Each takes the setter to use (pytest's monkeypatch.setattr, to undo it after a test)."""
+contraction template, and Triton's tiny tiles. Each takes the setter to use (pytest's monkeypatch.setattr, to
+undo it after a test)."""
 from __future__ import annotations
 
 from collections.abc import Callable
