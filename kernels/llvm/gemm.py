@@ -52,9 +52,10 @@ from dataclasses import dataclass, replace
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from ..dtype import float32
+from ..dtype import float32, int64
 from ..expr import Div, Expr, Mod, Var
 from ..ir import BufferParam, Contraction, Kernel, Store, Value, VOp, substitute, toposort
+from ..symbolic import UNBOUNDED, generic
 from . import compiler, mathlib
 from .render import PTR, FunctionBuilder, KernelRenderer, llvm_type, symbol, unit_stride
 
@@ -201,6 +202,19 @@ class Pack:
     kernel: Kernel
     spans: tuple[Span, ...]
     lane: Var  # the copy's innermost loop (a panel's lanes, or k in A's rows): the loops outside stay rolled
+    # A generic contraction's (`generic_pack_kernels`): the contraction's loop whose run-time size the outermost
+    # loop covers, and the variables in `spans` that stand for run-time sizes, each with the parameter it reads
+    covers: Var | None = None
+    sizes: tuple[tuple[Var, int], ...] = ()
+
+    def generic(self) -> Pack:
+        """This pack generic over its outermost loop (`kernels/symbolic.py`), its spans read over the same
+        unbounded variable."""
+        kernel = generic(self.kernel, frozenset({0}))
+        mapping = {self.kernel.loops[0]: Expr.of(kernel.loops[0])}
+        spans = tuple(Span(s.var, tuple(e.substitute(mapping) for e in s.lo), tuple(e.substitute(mapping) for e in s.hi))
+                      for s in self.spans)
+        return replace(self, kernel=kernel, spans=spans)
 
     def render(self, checked: bool = False) -> str:
         """LLVM IR of the kernel, of the common kernel signature (checked: see `FunctionBuilder.guard`)."""
@@ -213,6 +227,7 @@ class _PackRenderer(KernelRenderer):
     def __init__(self, pack: Pack, checked: bool):
         super().__init__(pack.kernel, checked)
         self.spans = {span.var: span for span in pack.spans}
+        self.sizes = pack.sizes
         loops = pack.kernel.loops
         self.outer = set(loops[:loops.index(pack.lane)])
         self.outer_latches: list[ir.Instruction] = []  # back edges of the loops in `outer`
@@ -261,6 +276,8 @@ class _PackRenderer(KernelRenderer):
             body(lo, hi)
             return
         b = self.b
+        for size, at in self.sizes:  # read from the parameters, which the function's entry loads
+            self.vars.setdefault(size, self.params[at])
         start, end = lo, hi
         for e in lows:
             x = self.expr(e)
@@ -320,48 +337,50 @@ def pack_kernels(c: Contraction, layout: Layout) -> tuple[Pack, Pack]:
 
 def generic_pack_kernels(c: Contraction, layout: Layout, over: frozenset[Var]) -> tuple[Pack, Pack]:
     """The packing kernels of a contraction of one product whose sizes of the loops `over` (of m, n and k: m
-    and n, or k alone) are run-time values: an operand whose lane axis is among them, or both where k is, packed
-    by a kernel whose outermost loop runs over that axis (`_outer_pack`), which `kernels/symbolic.py` makes
-    generic over it, the other as `pack_kernels` packs it."""
+    and n, or k alone) are run-time values: an operand whose lane axis is among them packed as `_pack` packs it,
+    its panels the outermost loop and the last panel's lanes up to the size the call's geometry passes
+    (`GEOMETRY`, after the contraction's parameters); where k is among them, both by a kernel whose outermost
+    loop runs over k (`_blocked_pack`). `Pack.generic` makes those generic over their outermost loop; the other
+    operand is packed as `pack_kernels` packs it."""
     _, vm, vn, vk = c.vars
     mp, np_ = layout.panels(c)
     _, a_panel, a_block, _, b_panel, b_block = layout.strides(c)
     buffers = c.buffers + layout.packed_buffers(c)
-    packs = pack_kernels(c, layout)
+    packs = list(pack_kernels(c, layout))
     sides = ((c.a, vm, layout.mr, mp, a_panel, a_block, layout.a_rows),
              (c.bv, vn, layout.nr, np_, b_panel, b_block, False))
-    return tuple(_outer_pack(c, layout, buffers, pack.kernel.name, len(c.buffers) + side, *operand)
-                 if vk in over or operand[1] in over else pack
-                 for side, (pack, operand) in enumerate(zip(packs, sides)))
+    for side, (operand, lane, width, panels, panel, block, runs) in enumerate(sides):
+        slot, name = len(c.buffers) + side, packs[side].kernel.name
+        if vk in over:
+            packs[side] = _blocked_pack(c, layout, buffers, name, slot, operand, lane, width, panels, panel, block,
+                                        runs)
+        elif lane in over:
+            at = GEOMETRY.index("m" if lane is vm else "n")
+            size = Var(f"{lane.name}_size", UNBOUNDED)
+            pack = _pack(c, buffers, name, slot, operand, lane, width, panels, False,
+                         layout.a_depth(c) if runs else None, Expr.of(size))
+            params = (*c.params, *(int64 for _ in range(at + 1)))
+            packs[side] = replace(pack, kernel=replace(pack.kernel, params=params), covers=lane,
+                                  sizes=((size, len(c.params) + at),))
+    return packs[0], packs[1]
 
 
-def _outer_pack(c: Contraction, layout: Layout, buffers: tuple[BufferParam, ...], name: str, slot: int,
-                operand: Value, lane: Var, width: int, panels: int, panel: int, block: int, runs: bool) -> Pack:
-    """The operand packed as `_pack` packs it, by a kernel whose outermost loop runs over the operand's lane axis,
-    k outside the lanes, or, where the layout is `blocked`, over k, each panel's lanes inside: the stores'
-    addresses then take the outer variable with the constant strides of a `panel` and a `block` of k
-    (`Layout.strides`), whatever its size. The contraction is one product (`Contraction.sized_loops`): its batch
-    variable reads 0."""
+def _blocked_pack(c: Contraction, layout: Layout, buffers: tuple[BufferParam, ...], name: str, slot: int,
+                  operand: Value, lane: Var, width: int, panels: int, panel: int, block: int, runs: bool) -> Pack:
+    """The operand packed as `_pack` packs it into blocked panels (`Layout.blocked`), by a kernel whose outermost
+    loop runs over k, each panel's lanes inside: the stores' addresses then take k with the constant strides of a
+    `panel` and a `block` of k (`Layout.strides`), whatever its size. The contraction is one product
+    (`Contraction.sized_loops`): its batch variable reads 0."""
     vb, _, _, vk = c.vars
     (operand,) = substitute([operand], {vb: Expr.of(0)})
-    if layout.blocked:
-        p, lane_var = Var(f"{lane.name}_panel", panels), Var(f"{lane.name}_lane", width)
-        at = Expr.of(vk) % layout.kc
-        start = Expr.of(vk) // layout.kc * block + Expr.of(p) * panel
-        index = start + (at // A_RUN * (width * A_RUN) + Expr.of(lane_var) * A_RUN + at % A_RUN if runs
-                         else at * width + lane_var)
-        (value,) = substitute([operand], {lane: Expr.of(p) * width + lane_var})
-        return Pack(Kernel(name, buffers, c.params, (vk, p, lane_var), (Store(slot, index, value),)),
-                    (Span(lane_var, (), (lane.size - Expr.of(p) * width,)),), lane_var)
-    start = Expr.of(lane) // width * panel
-    if runs:
-        run, kr = Var(f"{vk.name}_run", -(-vk.size // A_RUN)), Var(f"{vk.name}_in_run", A_RUN)
-        (value,) = substitute([operand], {vk: Expr.of(run) * A_RUN + kr})
-        index = start + (Expr.of(run) * width + Expr.of(lane) % width) * A_RUN + kr
-        return Pack(Kernel(name, buffers, c.params, (lane, run, kr), (Store(slot, index, value),)),
-                    (Span(kr, (), (vk.size - Expr.of(run) * A_RUN,)),), kr)
-    index = start + Expr.of(vk) * width + Expr.of(lane) % width
-    return Pack(Kernel(name, buffers, c.params, (lane, vk), (Store(slot, index, operand),)), (), vk)
+    p, lane_var = Var(f"{lane.name}_panel", panels), Var(f"{lane.name}_lane", width)
+    at = Expr.of(vk) % layout.kc
+    start = Expr.of(vk) // layout.kc * block + Expr.of(p) * panel
+    index = start + (at // A_RUN * (width * A_RUN) + Expr.of(lane_var) * A_RUN + at % A_RUN if runs
+                     else at * width + lane_var)
+    (value,) = substitute([operand], {lane: Expr.of(p) * width + lane_var})
+    return Pack(Kernel(name, buffers, c.params, (vk, p, lane_var), (Store(slot, index, value),)),
+                (Span(lane_var, (), (lane.size - Expr.of(p) * width,)),), lane_var, covers=vk)
 
 
 def _k_tiles(c: Contraction, operand: Value, lane: Var, width: int, panels: int, tile: int = TILE_K) \
@@ -389,7 +408,7 @@ def _runs_along_k(c: Contraction, operand: Value, lane: Var, width: int, panels:
 
 
 def _pack(c: Contraction, buffers: tuple[BufferParam, ...], name: str, slot: int, operand: Value, lane: Var,
-          width: int, panels: int, by_batch: bool, a_depth: int | None = None) -> Pack:
+          width: int, panels: int, by_batch: bool, a_depth: int | None = None, lanes: Expr | None = None) -> Pack:
     """`panel[b][p][k][l] = operand(b, lane=p*width + l, k)`, with explicit loops over panel p, k and lane l,
     so that store addresses are affine and the innermost loop steps through both memories in order.
 
@@ -405,12 +424,15 @@ def _pack(c: Contraction, buffers: tuple[BufferParam, ...], name: str, slot: int
 
     The outer loop is the batch where `by_batch` (a fused layout's task packs one product: iterations
     [b, b + 1)) or where there are more products than panels, else the panels, to share out among threads.
+    `lanes` is the operand's size along the lane axis where that is not `lane.size` (a run-time size, see
+    `generic_pack_kernels`).
     """
     vb, _, _, vk = c.vars
     batch, k = vb.size, vk.size
+    lanes = Expr.of(lane.size) if lanes is None else lanes
     p, lane_var, kb, kt, mapping, value = _k_tiles(c, operand, lane, width, panels)
     first = Expr.of(p) * width  # the panel's first element along the lane axis
-    spans = [Span(lane_var, (), (lane.size - first,))]
+    spans = [Span(lane_var, (), (lanes - first,))]
     outer = (vb, p) if by_batch or panels < batch else (p, vb)
     panel = Expr.of(vb) * panels + p
     if a_depth is not None:
@@ -427,7 +449,7 @@ def _pack(c: Contraction, buffers: tuple[BufferParam, ...], name: str, slot: int
         row, col, value = rows
         start = Expr.of(row) * col.size - first  # the row's first element, from the panel's
         spans = [Span(row, (first // col.size,), ((first + width - 1) // col.size + 1,)),
-                 Span(col, (-start,), (width - start, lane.size - Expr.of(row) * col.size))]
+                 Span(col, (-start,), (width - start, lanes - Expr.of(row) * col.size))]
         index = (panel * k + vk) * width + start + col
         return Pack(Kernel(name, buffers, c.params, (*outer, row, vk, col), (Store(slot, index, value),)),
                     tuple(spans), col)

@@ -595,7 +595,7 @@ class ContractionProgram(StagedProgram):
         wide = frozenset(v for k, v in enumerate(c.sized_loops()) if k in over)
         layout = Layout.choose(c, num_threads(), self.layout)
         packs = generic_pack_kernels(c, layout, wide)
-        stages = [stage.sized(pack.kernel, frozenset({0})) if pack.kernel.loops[0] in wide else stage
+        stages = [stage.sized(pack.kernel, frozenset({0})) if pack.covers in wide else stage
                   for stage, pack in zip(self.stages, packs)]
         stages.append(replace(self.gemm, kernel=c, extent=layout.tasks(c), work=c.numel // layout.nr, plans={}))
         if c.epilogue is not None:  # generic over its loops among `over` (`_generic_contraction`), if any
@@ -906,8 +906,8 @@ def _generic_contraction(c: Contraction, over: frozenset[int]) -> Generator[Job,
     # variables, as the sizes it will run at (`unbounded`)
     far = unbounded(named, core)
     far_core = frozenset(w for v, w in zip(named.vars, far.vars) if v in core)
-    packs = tuple(Pack(generic(pack.kernel, frozenset({0})), pack.spans, pack.lane)
-                  if pack.kernel.loops[0] in far_core else pack for pack in generic_pack_kernels(far, layout, far_core))
+    packs = tuple(pack.generic() if pack.covers in far_core else pack
+                  for pack in generic_pack_kernels(far, layout, far_core))
     if any(pack.kernel.extents for pack in packs):
         return None  # a count of the packing's outer loop would need its size passed
     program = yield from _contraction_program(named, False, layout, packs, epilogue)
