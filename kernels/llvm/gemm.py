@@ -231,6 +231,9 @@ class _PackRenderer(KernelRenderer):
         loops = pack.kernel.loops
         self.outer = set(loops[:loops.index(pack.lane)])
         self.outer_latches: list[ir.Instruction] = []  # back edges of the loops in `outer`
+        self.lane = pack.lane
+        self.lane_latches: list[ir.Instruction] = []  # back edges of the lane loop
+        self.part_latches: list[ir.Instruction] = []  # of them, its versions over part of a panel (`over_part`)
 
     def render(self) -> ir.Module:
         module = super().render()
@@ -249,12 +252,15 @@ class _PackRenderer(KernelRenderer):
         # (A's 12 lanes), it would vectorize the loop over k instead, with gathers and scatters across
         # rows, 1.3-4x slower than the unrolled lanes' copy. Nor unrolled: copies of the unrolled lanes'
         # copy cost compile time for no speed (see `keep_nests_rolled`).
-        if self.outer_latches:
+        # Nor is the lane loop's version over part of a panel (the operand's last): its lanes would be vectorized
+        # through loads put together element by element, a body LLVM takes most of a second to compile (the
+        # transposed keys of attention's scores, rows 192 floats apart), for one panel of the operand.
+        if self.outer_latches or self.part_latches:
             no_vectorize = module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.enable"), I1(0)])
             no_unroll = module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.disable")])
             loop_id = module.add_metadata([no_vectorize, no_unroll])
             loop_id.operands = (loop_id, no_vectorize, no_unroll)  # a loop ID refers to itself
-            for latch in self.outer_latches:
+            for latch in self.outer_latches + self.part_latches:
                 latch.set_metadata("llvm.loop", loop_id)
         # A copy that transposes (B of `x @ w.T`) is vectorized along the panel's lanes, reading each vector
         # through a gather: on Zen 4 that copy is 2.7x slower than element by element (and gathers are slow
@@ -289,7 +295,17 @@ class _PackRenderer(KernelRenderer):
             body(start, end)
         else:
             self.when(f"{var.name}_whole", b.icmp_signed("==", end, hi),
-                      lambda: body(lo, hi), lambda: body(start, end))
+                      lambda: body(lo, hi), lambda: self.over_part(var, lambda: body(start, end)))
+
+    def over_part(self, var: Var, emit: Callable[[], None]) -> None:
+        """`emit()`, the version of the loop over `var` for part of its range; where `var` is the lane loop, its
+        back edges noted in `part_latches`."""
+        if var != self.lane:
+            emit()
+            return
+        before = len(self.lane_latches)
+        emit()
+        self.part_latches += self.lane_latches[before:]
 
     def loop(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[], None]) -> Latches:
         """The loop kept to `var`'s span: one loop, or two where the span's range is chosen at run time; the
@@ -305,10 +321,13 @@ class _PackRenderer(KernelRenderer):
         self.spanned(self.kernel.loops[-1], lo, hi, lambda start, end: columns(red, start, end))
 
     def marked_loop(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[], None]) -> ir.Branch:
-        """The loop, its back edge noted in `outer_latches` if it is outside the lane loop."""
+        """The loop, its back edge noted in `outer_latches` if it is outside the lane loop, in `lane_latches` if it
+        is the lane loop."""
         latch = super().loop(var, lo, hi, body)
         if var in self.outer:
             self.outer_latches.append(latch)
+        elif var == self.lane:
+            self.lane_latches.append(latch)
         return latch
 
 
