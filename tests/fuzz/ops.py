@@ -195,7 +195,7 @@ _OPS = [
            "ceil_mode={ceil}, count_include_pad={include})", "torch.nn.functional.avg_pool2d({a}, {kernel}, "
            "stride={stride}, padding={padding}, ceil_mode={ceil}, count_include_pad={include})", "pool_avg"),
     OpSpec("layer_norm", "lt.nn.functional.layer_norm({a}, {shape}, {b}, {c})",
-           "torch.nn.functional.layer_norm({a}, {shape}, {b}, {c})", "layer_norm"),
+           "sem.layer_norm({a}, {shape}, {b}, {c})", "layer_norm"),
     OpSpec("mse_loss", "lt.nn.functional.mse_loss({a}, {b}, reduction={reduction})",
            "torch.nn.functional.mse_loss({a}, {b}, reduction={reduction})", "mse_loss"),
     OpSpec("cross_entropy", "lt.nn.functional.cross_entropy({a}, {b}, reduction={reduction})",
