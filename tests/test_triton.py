@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fuzz import modes
 from test_contraction import data
 
 import lazytensor as lt
@@ -482,6 +483,22 @@ def test_matmul_odd_sizes(shapes, dtype):
     assert_same(lambda x, y: x @ y, a, b, rtol=0.0 if dtype == lt.float32 else 1e-12)
     x, y = cuda_tensors(a, b)
     contraction_program(x @ y)  # one kernel, the template's
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64], ids=str)
+@pytest.mark.parametrize("shapes", [((1, 20), (20, 30)), ((20, 30), (30, 1)), ((1, 5), (5, 1)), ((7,), (7, 5)),
+                                    ((3, 1, 7), (3, 7, 4))], ids=str)
+def test_products_one_row_or_one_column_wide(monkeypatch, shapes, dtype):
+    """A product of one row or one column (or both), which the scheduler takes to the template where a size
+    changed (`lowering.contraction_axes`), here forced there: the product's index then leaves out m's or n's
+    variable, and its store is broadcast to the tile (it was a pointer of one row stored from a whole tile, which
+    Triton refuses). Plain and with an epilogue, against the LLVM backend's."""
+    modes.small_products_on_the_template(monkeypatch.setattr)
+    a, b = data(shapes[0], dtype, 1), data(shapes[1], dtype, 2)
+    bias = data(shapes[1][-1:], dtype, 3)
+    for fn in (lambda x, y: x @ y, lambda x, y: (x @ y + lt.asarray(bias, device=x.device)).relu()):
+        assert_same(fn, a, b, rtol=0.0 if dtype == lt.float32 else 1e-12)
+        contraction_program(fn(*cuda_tensors(a, b)))
 
 
 @pytest.mark.parametrize("fn", [lambda x, y: x.T @ y, lambda x, y: x[::2, 3:].T @ y[::2, :40],
