@@ -38,7 +38,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--device", default="cpu", choices=["cpu", "triton"])
     p.add_argument("--threads", type=int, default=1, help="LT_NUM_THREADS (CPU)")
     p.add_argument("--tiling", default="default", choices=["default", "tiny"],
-                   help="Triton block sizes: 'tiny' makes every reduction loop and every axis masked")
+                   help="Triton block sizes: 'tiny' makes every reduction loop and every axis masked, and runs "
+                        "every product on the contraction template")
     p.add_argument("--minutes", type=float, default=10.0)
     p.add_argument("--cases", type=int, default=0, help="stop after this many cases (0: the time decides)")
     p.add_argument("--seed", type=int, default=int(time.time()) % 100000, help="the first case's seed")
@@ -69,8 +70,9 @@ def setup(args: argparse.Namespace) -> None:
         split_small_work()
         small_products_on_the_template()
     if args.tiling == "tiny":
-        from .modes import tiny_tiling
+        from .modes import small_products_on_the_template, tiny_tiling
         tiny_tiling()
+        small_products_on_the_template()
 
 
 def checks(args: argparse.Namespace) -> list[str]:

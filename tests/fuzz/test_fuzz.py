@@ -28,7 +28,7 @@ MODES = ["triton", "triton-tiny"] if TRITON else ["cpu-1-thread", "cpu-2-threads
 @pytest.fixture(params=MODES)
 def mode(request, monkeypatch) -> str:
     """The backend's settings: threads (and thresholds low enough to split the fuzzer's small kernels and to
-    run its products on the contraction template), or Triton's tiny tiles."""
+    run its products on the contraction template), or Triton's tiny tiles (with its products on the template)."""
     if request.param == "cpu-2-threads":
         monkeypatch.setenv("LT_NUM_THREADS", "2")
         modes.split_small_work(monkeypatch.setattr)
@@ -37,6 +37,7 @@ def mode(request, monkeypatch) -> str:
         monkeypatch.setenv("LT_NUM_THREADS", "1")
     elif request.param == "triton-tiny":
         modes.tiny_tiling(monkeypatch.setattr)
+        modes.small_products_on_the_template(monkeypatch.setattr)
     return request.param
 
 
