@@ -19,6 +19,7 @@ import pytest
 import torch
 
 import lazytensor as lt
+from conftest import LAYOUTS, layout
 from lazytensor.kernels.llvm import compile_kernel
 
 FUNCTIONS = ["exp", "exp2", "expm1", "log", "log2", "log1p", "sin", "cos", "tan", "tanh", "erf"]
@@ -274,6 +275,21 @@ def test_float32_tanh_over_a_dense_sweep_and_in_mixed_vectors():
     want = np.array([1, -1, 0.0, -0.0, fi.smallest_subnormal, -fi.tiny, 1, -1, below_one, 1], np.float32)
     np.testing.assert_array_equal(got[-len(edges) - 1:-1], want)
     assert np.isnan(got[-1])
+
+
+@pytest.mark.parametrize("kind", LAYOUTS)
+def test_float32_tanh_of_every_layout_and_odd_sizes(kind):
+    """float32 tanh read through each layout, at sizes that leave vector remainders (and none), within its bound
+    of the float64 reference, with the special values in the data; and of no elements."""
+    for shape in ((37, 19), (1, 7), (0, 5)):
+        arr = np.random.default_rng(27).standard_normal(shape).astype(np.float32) * 3
+        arr.flat[:7] = [NAN, INF, -INF, 0.0, -0.0, 1.0, -1.0][:arr.size]
+        x, t = layout(arr, kind)
+        got = x.tanh().numpy()
+        want = np.tanh(t.numpy().astype(np.float64))
+        assert got.shape == want.shape and got.dtype == np.float32
+        assert ulp_error(got, want, np.float32).max(initial=0) <= ULP_BOUND[np.float32]["tanh"]
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
