@@ -398,12 +398,12 @@ class KernelRenderer(FunctionBuilder):
 
     def vectorize_float32_wide(self) -> None:
         """Have LLVM vectorize the innermost loops FLOAT32_LANES wide. Its vectorizer sizes vectors by a loop's
-        widest type: the doubles of a float32 function that mathlib evaluates in double (tanh, sin) made a
-        float32 loop 4 lanes wide on AVX2, so each float32 op around the function (GELU's polynomial, the
-        loads, the stores) ran at half the width, and the doubles' latency chains were one vector deep.
-        8 lanes: the doubles take two registers, the floats one (GELU of 2**22 floats: 6.0 -> 4.6 cycles per
-        element in llvm-mca's model of Zen 3). Where 512-bit vectors are preferred, LLVM's choice for
-        such a loop is already 8."""
+        widest type: the doubles of a float32 function that mathlib evaluates in double (sin, atan2) made a
+        float32 loop 4 lanes wide on AVX2, so each float32 op around the function (the loads, the stores, the
+        arithmetic around it) ran at half the width, and the doubles' latency chains were one vector deep.
+        8 lanes: the doubles take two registers, the floats one (GELU of 2**22 floats, when its tanh was
+        evaluated in double: 6.0 -> 4.6 cycles per element in llvm-mca's model of Zen 3). Where 512-bit
+        vectors are preferred, LLVM's choice for such a loop is already 8."""
         width = self.loop_id(["llvm.loop.vectorize.width", I32(FLOAT32_LANES)])
         for latch in self.inner_latches:
             if "llvm.loop" not in latch.metadata:  # a loop given hints of its own keeps them
