@@ -827,6 +827,24 @@ def test_matrix_vector_products_fold_rows_side_by_side(monkeypatch, threads, dty
         check(got, torch.from_numpy(w) @ torch.from_numpy(v))
 
 
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32, lt.uint8], ids=str)
+@pytest.mark.parametrize("name", ["sum", "prod", "max", "min", "mean"])
+def test_column_reductions_fold_rows_four_at_a_time(name, dtype):
+    """A column reduction over at least ROW_BLOCK_MIN_TERMS rows folds ROW_BLOCK rows at a time into its block of
+    accumulators, in order (as many streams from memory: `v @ w` of a 4096 x 4096 float32 matrix, 3.6 -> 2.2 ms on
+    one core), then the rows after the last four one at a time: 259 rows leave 3. The rendered kernel holds the
+    loop over blocks of rows; values against torch in every layout."""
+    from lazytensor.kernels.llvm import runtime
+    if name == "mean" and not dtype.is_float:
+        return
+    arr = column_data(name, dtype, (259, 70))
+    (item,) = lt.schedule(REDUCERS[name][0](lt.asarray(arr, device="cpu"), 0, False))
+    assert "r0_rows_head" in runtime.compile_kernel(item.kernel)[0].llvm_ir
+    for kind in LAYOUTS:
+        x, t = layout(arr, kind)
+        check(REDUCERS[name][0](x, 0, False), expected_reduce(name, t, 0, False))
+
+
 @pytest.mark.parametrize("shape", [(5, 4), (1, 5, 4), (9, 3), (17, 5), (100, 3)], ids=str)
 def test_column_all_and_any_of_transcendental_comparisons(shape):
     """Found by the fuzzer (forward seed 921912): `x.exp().all(0)` over 5 rows of 4 columns was false where

@@ -509,14 +509,25 @@ class KernelRenderer(FunctionBuilder):
         var = scope[-1]
         if var.size < ROW_BLOCK:
             return []
-        def streamed(red: Value) -> bool:
-            (loop,) = red.arg[1]
-            terms = toposort([red.srcs[0]])
-            return any(x.op is VOp.LOAD and (loop, 1) in x.arg[1].terms and var in x.arg[1].vars() for x in terms) \
-                and not any(x.op is VOp.ALU and mathlib.supports(x.arg, x.srcs[-1].dtype) for x in terms)
-
         return [v for v in self.by_scope.get(scope, ()) if v.op is VOp.REDUCE and len(ranges := v.arg[1]) == 1
-                and ranges[0].size >= ROW_BLOCK_MIN_TERMS and self.plain_fold(v, scope) and streamed(v)]
+                and ranges[0].size >= ROW_BLOCK_MIN_TERMS and self.plain_fold(v, scope)
+                and self.streamed(v, ranges[0], var)]
+
+    @staticmethod
+    def streamed(red: Value, along: Var, across: Var) -> bool:
+        """Whether reduction `red` reads memory at unit stride along loop `along` in rows that change with loop
+        `across`, and calls no mathlib function: a fold bound by memory, whose rows `emit_row_blocks` (or the
+        columns' `rows_streamed`) stream side by side."""
+        terms = toposort([red.srcs[0]])
+        return any(x.op is VOp.LOAD and (along, 1) in x.arg[1].terms and across in x.arg[1].vars() for x in terms) \
+            and not any(x.op is VOp.ALU and mathlib.supports(x.arg, x.srcs[-1].dtype) for x in terms)
+
+    def rows_streamed(self, red: Value, var: Var) -> bool:
+        """Whether a column reduction `red` of the output loop `var` folds ROW_BLOCK of its innermost loop's terms
+        at a time, in order (`emit_columns`): not of bools (which fold as bytes), of at least ROW_BLOCK_MIN_TERMS
+        rows, each read at unit stride across the columns (`v @ w`, `x.sum(0)`)."""
+        loop = red.arg[1][-1]
+        return red.dtype != bool_ and loop.size >= ROW_BLOCK_MIN_TERMS and self.streamed(red, var, loop)
 
     def plain_fold(self, red: Value, scope: tuple[Var, ...]) -> bool:
         """Whether `emit_reduce` folds `red` into one accumulator, element by element (not a float extremum's
@@ -911,11 +922,32 @@ class KernelRenderer(FunctionBuilder):
                     else:
                         b.store(self.combine(op, dtype, b.load(acc, typ=llvm_type(dtype)), x), acc)
 
+                def accumulate_rows(first: ir.Value, at: Callable[[Value], ir.Value]) -> None:
+                    """ROW_BLOCK terms of the innermost reduction loop, from `first` on, folded in order."""
+                    read(at, reads[id(red)])
+                    acc = b.load(at(red), typ=llvm_type(dtype))
+                    for r in range(ROW_BLOCK):
+                        self.vars[ranges[-1]] = b.add(first, I64(r))
+                        for k in range(1, len(ranges) + 1):
+                            self.emit_scope(path + ranges[:k])
+                        for shared in self.handovers.get(id(red), ()):
+                            b.store(self.vals[id(shared.twin)], self.gep(shared.store.buf, shared.index, True))
+                        acc = self.combine(op, dtype, acc, self.vals[id(red.srcs[0])])
+                    b.store(acc, at(red))
+
                 def level(k: int) -> None:
                     if k == len(ranges):
                         columns(accumulate)
-                    else:
-                        self.loop(ranges[k], I64(0), self.extent(ranges[k]), lambda: level(k + 1))
+                        return
+                    lo = I64(0)
+                    if k == len(ranges) - 1 and self.rows_streamed(red, var):
+                        # ROW_BLOCK rows at a time: as many streams from memory (see `emit_row_blocks`), and one
+                        # load and store of each accumulator per block of rows
+                        groups = b.sdiv(self.extent(ranges[k]), I64(ROW_BLOCK))
+                        self.counted_loop(f"{ranges[k].name}_rows", I64(0), groups, lambda g: columns(
+                            lambda at: accumulate_rows(b.mul(g, I64(ROW_BLOCK)), at)))
+                        lo = b.mul(groups, I64(ROW_BLOCK))
+                    self.loop(ranges[k], lo, self.extent(ranges[k]), lambda: level(k + 1))
 
                 identity = self.to_memory(self.constant(op.identity(dtype), dtype), dtype)
                 columns(lambda at: b.store(identity, at(red)))
