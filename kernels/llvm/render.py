@@ -85,6 +85,7 @@ REASSOCIATIVE = {ReduceOp.SUM: ir.IRBuilder.fadd, ReduceOp.PROD: ir.IRBuilder.fm
 COLUMN_BLOCK_BYTES = 16384
 FIRST_HIT_BLOCK = 128  # elements a first-index search tests at once, vectorized, before it may stop
 TILE_BYTES = 64  # a side of a transposing kernel's tile: a cache line of its widest access
+STAGED_ROW = 16  # elements at least in a row of a tile that computes from arrays (`KernelRenderer.emit_tiles`)
 FLOAT32_LANES = 8  # float32s in a 256-bit vector (see `KernelRenderer.vectorize_float32_wide`)
 SINK_BYTES = 64  # where a checked function's faulting accesses go: its widest access, an AVX-512 vector
 MAX_PIECES = 16  # copies of a loop nest's body at most that cutting loops into pieces makes (`KernelRenderer.pieces`)
@@ -358,6 +359,7 @@ class KernelRenderer(FunctionBuilder):
         self.vals: dict[int, ir.Value] = {}
         self.known: dict[Bound, bool] = {}  # bounds that hold, or fail, everywhere in the pieces of loops being emitted
         self.copies = 1  # of the innermost loop's body that the pieces of the loops being emitted make
+        self.staged: dict[int, Callable[[], ir.Value]] = {}  # a tile's loads from its arrays (`emit_tiles`)
 
     def render(self) -> ir.Module:
         k, b = self.kernel, self.b
@@ -392,9 +394,14 @@ class KernelRenderer(FunctionBuilder):
         b.ret_void()
         if self.rolled_nests:
             self.keep_nests_rolled()
-        if mathlib.in_double(k):
+        if self.vector_width():
             self.vectorize_float32_wide()
         return self.module
+
+    def vector_width(self) -> list[list[str | ir.Value]]:
+        """The hint on the width of the kernel's vector loops: FLOAT32_LANES where it computes a float32
+        function in double (see `vectorize_float32_wide`), else none."""
+        return [["llvm.loop.vectorize.width", I32(FLOAT32_LANES)]] if mathlib.in_double(self.kernel) else []
 
     def vectorize_float32_wide(self) -> None:
         """Have LLVM vectorize the innermost loops FLOAT32_LANES wide. Its vectorizer sizes vectors by a loop's
@@ -404,7 +411,7 @@ class KernelRenderer(FunctionBuilder):
         8 lanes: the doubles take two registers, the floats one (GELU of 2**22 floats: 6.0 -> 4.6 cycles per
         element in llvm-mca's model of Zen 3). Where 512-bit vectors are preferred, LLVM's choice for
         such a loop is already 8."""
-        width = self.loop_id(["llvm.loop.vectorize.width", I32(FLOAT32_LANES)])
+        width = self.loop_id(*self.vector_width())
         for latch in self.inner_latches:
             if "llvm.loop" not in latch.metadata:  # a loop given hints of its own keeps them
                 latch.set_metadata("llvm.loop", width)
@@ -432,6 +439,8 @@ class KernelRenderer(FunctionBuilder):
                 continue
             if v.op is VOp.REDUCE:
                 self.emit_reduce(v, path)
+            elif (staged := self.staged.get(id(v))) is not None:
+                self.vals[id(v)] = staged()
             elif (store := self.reloads.get(id(v))) is not None:
                 raw = self.b.load(self.gep(store.buf, store.index, False), typ=memory_type(v.dtype))
                 self.vals[id(v)] = self.from_memory(raw, v.dtype)
@@ -556,14 +565,23 @@ class KernelRenderer(FunctionBuilder):
             return 0
         widest = max(v.dtype.itemsize for v in loads)
         side = max(1, TILE_BYTES // widest)
+        if self.staged_loads():  # rows long enough to vectorize (float64 a + b.T: 8-element rows, 1.45x the time)
+            side = max(side, STAGED_ROW)
         return side if min(across.size, along.size) > side else 0
 
     def emit_tiles(self, path: tuple[Var, ...], side: int, lo: ir.Value, hi: ir.Value,
                    body: Callable[[], None]) -> None:
         """The two innermost output loops, the outer over [lo, hi), in tiles of `side` x `side` (see
-        `tile_side`), `body` at each point."""
+        `tile_side`), `body` at each point.
+
+        Where the tile computes anything from what it loads (`staged_loads`), its loads that walk across the rows
+        are first copied into arrays of a tile each, in the order of the output, and the rows then compute
+        from those: a vectorized loop that reads them, like any other operand, one element after the next.
+        A plain (transposing) copy walks the tile once."""
         b = self.b
         across, along = self.kernel.loops[-2:]
+        staged = self.staged_loads()
+        arrays = {id(v): self.alloca(memory_type(v.dtype), side * side) for v in staged}
 
         def tiles(var: Var, lo: ir.Value, hi: ir.Value, tile: Callable[[ir.Value, ir.Value], None]) -> None:
             def whole(i: ir.Value) -> None:
@@ -576,20 +594,59 @@ class KernelRenderer(FunctionBuilder):
             with b.if_then(b.icmp_signed("<", rest, hi)):
                 tile(rest, hi)
 
-        def tile(across_lo: ir.Value, across_hi: ir.Value, along_lo: ir.Value, along_hi: ir.Value) -> None:
+        def rows(across_lo: ir.Value, across_hi: ir.Value, along_lo: ir.Value, along_hi: ir.Value,
+                 point: Callable[[], None], row_hint: ir.MDValue, scope: bool = True) -> None:
+            """The tile's rows, `point` at each point; the values of the rows' loop first if `scope`."""
             def row() -> None:
-                self.emit_scope(path + (across,))
-                self.loop(along, along_lo, along_hi, body).set_metadata("llvm.loop", scalar)
+                if scope:
+                    self.emit_scope(path + (across,))
+                self.loop(along, along_lo, along_hi, point).set_metadata("llvm.loop", row_hint)
 
-            self.loop(across, across_lo, across_hi, row).set_metadata(
-                "llvm.loop", self.loop_id(["llvm.loop.vectorize.enable", I1(0)], ["llvm.loop.unroll.disable"]))
+            self.loop(across, across_lo, across_hi, row).set_metadata("llvm.loop", rolled)
+
+        def tile(across_lo: ir.Value, across_hi: ir.Value, along_lo: ir.Value, along_hi: ir.Value) -> None:
+            if not staged:
+                rows(across_lo, across_hi, along_lo, along_hi, body, scalar)
+                return
+
+            def at(v: Value) -> ir.Value:
+                """The address of the point's element in `v`'s array."""
+                i = b.sub(self.vars[across], across_lo)
+                j = b.sub(self.vars[along], along_lo)
+                return b.gep(arrays[id(v)], [b.add(b.mul(i, I64(side)), j)], source_etype=memory_type(v.dtype),
+                             inbounds=True)
+
+            def copy() -> None:
+                for v in staged:
+                    b.store(self.to_memory(self.value(v), v.dtype), at(v))
+
+            rows(across_lo, across_hi, along_lo, along_hi, copy, scalar, scope=False)
+            self.staged = {id(v): (lambda v=v: self.from_memory(b.load(at(v), typ=memory_type(v.dtype)), v.dtype))
+                           for v in staged}
+            rows(across_lo, across_hi, along_lo, along_hi, body, vectorized)
+            self.staged = {}
 
         # Vectorized along either axis of a tile, the loads walking the other way become gathers, slower on
         # x86 than the scalar loads of an unrolled row.
         scalar = self.loop_id(["llvm.loop.vectorize.enable", I1(0)])
+        rolled = self.loop_id(["llvm.loop.vectorize.enable", I1(0)], ["llvm.loop.unroll.disable"])
+        # a row of a whole tile has a constant trip count, which LLVM's unroller would unroll whole before its
+        # vectorizer sees the loop
+        vectorized = self.loop_id(["llvm.loop.unroll.disable"], *self.vector_width())
 
         tiles(across, lo, hi, lambda a_lo, a_hi: tiles(along, I64(0), I64(along.size),
                                                        lambda l_lo, l_hi: tile(a_lo, a_hi, l_lo, l_hi)))
+
+    def staged_loads(self) -> list[Value]:
+        """The loads a tile (see `emit_tiles`) copies into arrays before computing its rows: those of the
+        innermost loop that walk across the rows, where the tile computes more than a copy of what it loads."""
+        values, scopes = loop_scopes(self.kernel)
+        inner = [v for v in values if scopes[id(v)] == self.kernel.loops]
+        across, along = self.kernel.loops[-2:]
+        if all(v.op is VOp.LOAD for v in inner):
+            return []
+        return [v for v in inner if v.op is VOp.LOAD and (across, 1) in v.arg[1].terms
+                and (along, 1) not in v.arg[1].terms]
 
     def combine(self, op: ReduceOp, dtype: DType, acc: ir.Value, x: ir.Value) -> ir.Value:
         """One step of a reduction."""
