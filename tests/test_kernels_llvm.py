@@ -192,6 +192,33 @@ def test_transposing_kernels_walk_tiles_over_any_range_of_rows(monkeypatch, chec
         assert "gather" not in program.optimized_ir
 
 
+@pytest.mark.parametrize("op", [ir.Alu.EXP, ir.Alu.SIN], ids=str)
+@pytest.mark.parametrize("dtype", [float32, float64], ids=str)
+def test_math_on_a_transposed_read_is_vectorized(op, dtype):
+    """`out[i, j] = f(x[j, i])` walks tiles whose transposed load is copied into an array first
+    (`KernelRenderer.staged_loads`), so the rows compute f on vectors: exp inline, sin through its vector variant
+    (mathlib's `vector-function-abi-variant`), over whole and partial tiles."""
+    rows, cols = 37, 50
+    i, j = Var("i", rows), Var("j", cols)
+    x = ir.load(1, dtype, Expr.of(j) * rows + Expr.of(i), ())
+    kernel = ir.Kernel("", (ir.BufferParam(dtype, rows * cols, True), ir.BufferParam(dtype, rows * cols)), (),
+                       (i, j), (ir.Store(0, Expr.of(i) * cols + Expr.of(j), ir.alu(op, dtype, x)),))
+    assert KernelRenderer(kernel).staged_loads() == [x]
+    program, _ = compile_kernel(kernel)
+    body = re.search(rf"define void @{program.kernel.name}\(.*?\n}}\n", program.optimized_ir, re.S).group(0)
+    t = "float" if dtype == float32 else "double"
+    if op is ir.Alu.SIN:  # the vector variant inlined, its rare path called
+        assert re.search(rf"call fastcc <\d+ x {t}> @__lazytensor_sin_f{dtype.bits}_x\d+_large", body)
+    else:
+        assert re.search(rf"fmul <\d+ x {t}>", body)
+    np_dtype = np.dtype(dtype.name)
+    arr = np.random.default_rng(0).uniform(-4, 4, (cols, rows)).astype(np_dtype)
+    out = np.zeros((rows, cols), np_dtype)
+    ptrs = (ctypes.c_void_p * 2)(out.ctypes.data, arr.ctypes.data)
+    program.fn(ptrs, (ctypes.c_int64 * 2)(), 0, rows)
+    np.testing.assert_allclose(out, (np.exp if op is ir.Alu.EXP else np.sin)(arr.T), rtol=4 * np.finfo(np_dtype).eps)
+
+
 def padded_concatenation_kernel(rows: int, left: int, right: int) -> ir.Kernel:
     """`out[i, j]`: `a[i - 1, j]` for j < left (zero in the first and last rows: a padded operand), then
     `b[i, j - left]`: a concatenation along j of a padded operand and another."""
