@@ -205,7 +205,7 @@ def test_math_on_a_transposed_read_is_vectorized(op, dtype):
                        (i, j), (ir.Store(0, Expr.of(i) * cols + Expr.of(j), ir.alu(op, dtype, x)),))
     assert KernelRenderer(kernel).staged_loads() == [x]
     program, _ = compile_kernel(kernel)
-    body = re.search(rf"define void @{program.kernel.name}\(.*?\n}}\n", program.optimized_ir, re.S).group(0)
+    body = re.search(rf"define void @{program.kernel.name}\(.*?\n}}\n", program.optimized_ir, re.DOTALL).group(0)
     t = "float" if dtype == float32 else "double"
     if op is ir.Alu.SIN:  # the vector variant inlined, its rare path called
         assert re.search(rf"call fastcc <\d+ x {t}> @__lazytensor_sin_f{dtype.bits}_x\d+_large", body)
