@@ -680,7 +680,7 @@ class KernelRenderer(FunctionBuilder):
                     step(self.vals[id(src)])
                     return
                 if ahead and k == len(ranges) - 1:
-                    self.prefetching_loop(ranges[k], src, lambda: level(k + 1))
+                    self.prefetching_loop(ranges[k], self.by_scope.get(path + ranges, []), lambda: level(k + 1))
                 else:
                     self.loop(ranges[k], I64(0), self.extent(ranges[k]), lambda: level(k + 1))
 
@@ -697,10 +697,10 @@ class KernelRenderer(FunctionBuilder):
             reduce_with(exact)
         self.vals[id(red)] = b.load(acc, typ=t)
 
-    def prefetching_loop(self, var: Var, src: Value, body: Callable[[], None]) -> None:
-        """The loop over `var` from 0, `body` at each step, in chunks of PREFETCH_CHUNK_BYTES of the loads of `src`
-        that step through memory along it; before each chunk, a prefetch of each cache line PREFETCH_AHEAD_BYTES
-        ahead of it in each of those loads.
+    def prefetching_loop(self, var: Var, values: list[Value], body: Callable[[], None]) -> None:
+        """The loop over `var` from 0, `body` at each step (which computes `values`), in chunks of
+        PREFETCH_CHUNK_BYTES of the loads among `values` that step through memory along `var`; before each chunk,
+        a prefetch of each cache line PREFETCH_AHEAD_BYTES ahead of it in each of those loads.
 
         The out-of-order core keeps as many loads in flight as its reorder buffer holds instructions between
         them: a loop doing a few operations per vector (a max with its NaN and signed-zero checks: 4096² float32
@@ -708,7 +708,7 @@ class KernelRenderer(FunctionBuilder):
         bandwidth. Prefetches leave it as soon as they issue. A prefetch reads nothing and cannot fault, so it
         may point past a buffer's end."""
         b = self.b
-        loads = {(v.arg[0], v.arg[1]): v for v in toposort([src]) if v.op is VOp.LOAD and (var, 1) in v.arg[1].terms}
+        loads = {(v.arg[0], v.arg[1]): v for v in values if v.op is VOp.LOAD and (var, 1) in v.arg[1].terms}
         if not loads:
             self.loop(var, I64(0), self.extent(var), body)
             return
