@@ -452,6 +452,39 @@ def test_float_unary(name, dtype):
         check(x.reciprocal(), t.reciprocal())
 
 
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("name", list(FLOAT_UNARY))
+def test_float_unary_of_a_transposed_read(name, dtype):
+    """f(x.T) and f(x).T + 1 walk tiles (CPU) that copy the transposed read and compute rows of vectors: whole and
+    partial tiles, special values among the data, a batch of matrices, no elements."""
+    tfn, (low, high) = FLOAT_UNARY[name]
+    arr = random_array((37, 50), dtype, 13, low=low, high=high)
+    arr.flat[::7] = np.resize(np.array(SPECIALS, dtype.name), arr.flat[::7].shape)
+    x, t = lt.asarray(arr), torch.tensor(arr)
+    check_signs(getattr(x.T, name)(), tfn(t.T))
+    check_signs(getattr(x, name)().T + 1, tfn(t).T + 1)
+    x, t = layout(random_array((3, 20, 33), dtype, 14, low=low, high=high), "contiguous")
+    check(getattr(x.permute(0, 2, 1), name)(), tfn(t.permute(0, 2, 1)))
+    x, t = layout(random_array((0, 40), dtype, 15), "contiguous")
+    check(getattr(x.T, name)(), tfn(t.T))
+
+
+@pytest.mark.parametrize("dtype", [lt.int8, lt.int32, lt.int64, lt.uint8, lt.bool_, lt.float64], ids=str)
+@pytest.mark.parametrize("shape", [(37, 50), (16, 16), (2, 70, 17)], ids=str)
+def test_elementwise_on_transposed_reads(shape, dtype):
+    """Integer, bool and float arithmetic reading one operand transposed (copied into a tile array first) beside
+    another read as stored, and a cast of a transposed read."""
+    a, b = random_array(shape, dtype, 16), random_array(shape[:-2] + shape[:-3:-1], dtype, 17)
+    x, tx, y, ty = lt.asarray(a), torch.tensor(a), lt.asarray(b), torch.tensor(b)
+    if dtype == lt.bool_:
+        check(x ^ y.mT, tx ^ ty.mT)
+        check(x.mT & ~y, tx.mT & ~ty)
+    else:
+        check(x * 3 + y.mT, tx * 3 + ty.mT)
+        check((x.mT - y) // 7 if dtype.is_int else x.mT * y, (tx.mT - ty) // 7 if dtype.is_int else tx.mT * ty)
+    check(x.mT.cast(lt.float32), tx.mT.to(torch.float32))
+
+
 @pytest.mark.parametrize("dtype", [lt.int32, lt.bool_], ids=str)
 @pytest.mark.parametrize("name", list(FLOAT_UNARY))
 def test_float_unary_of_ints_gives_float32(name, dtype):

@@ -90,13 +90,15 @@ def row_extremum_kernel(op: ir.ReduceOp, rows: int, cols: int) -> ir.Kernel:
     return ir.Kernel("", bufs, (), (o0,), (ir.Store(0, Expr.of(o0), red),))
 
 
-def test_row_max_and_min_are_plain_vector_compares_and_keep_nan_and_the_order_of_zeros():
-    # llvm.maximum's answers: NaN wins, -0.0 < +0.0, wherever the vector loop's lanes put them
-    cols = 203
+@pytest.mark.parametrize("cols", [203, 1100])
+def test_row_max_and_min_are_plain_vector_compares_and_keep_nan_and_the_order_of_zeros(cols):
+    # llvm.maximum's answers: NaN wins, -0.0 < +0.0, wherever the vector loop's lanes put them; the fast pass
+    # prefetches ahead (`KernelRenderer.prefetching_loop`), over one chunk of the row or several and a partial one
     for op, lose, win, far, fast in ((ir.ReduceOp.MAX, -0.0, 0.0, -1.0, "maxnum"),
                                      (ir.ReduceOp.MIN, 0.0, -0.0, 1.0, "minnum")):
         program, _ = compile_kernel(row_extremum_kernel(op, cols + 4, cols))
         assert re.search(rf"nnan nsz <\d+ x float> @llvm\.{fast}", program.optimized_ir)
+        assert "call void @llvm.prefetch" in program.optimized_ir
         x = np.full((cols + 4, cols), lose, np.float32)
         x[np.arange(cols), np.arange(cols)] = win  # one winning zero, at every position
         x[cols, ::2] = far  # no winning zero: the losing one
@@ -179,7 +181,8 @@ def test_transposing_kernels_walk_tiles_over_any_range_of_rows(monkeypatch, chec
     rows, cols = 37, 50
     for dtype, np_dtype in ((float32, np.float32), (int64, np.int64)):
         program, _ = compile_kernel(transpose_kernel(rows, cols, dtype))
-        assert KernelRenderer(transpose_kernel(rows, cols, dtype)).tile_side() == 64 // dtype.itemsize
+        # tiles whose rows compute (an add) hold rows of 16 elements at least, which vectorize
+        assert KernelRenderer(transpose_kernel(rows, cols, dtype)).tile_side() == max(64 // dtype.itemsize, 16)
         x = np.random.default_rng(0).integers(-100, 100, (cols, rows)).astype(np_dtype)
         y = np.random.default_rng(1).integers(-100, 100, (rows, cols)).astype(np_dtype)
         out = np.zeros((rows, cols), np_dtype)
@@ -189,6 +192,33 @@ def test_transposing_kernels_walk_tiles_over_any_range_of_rows(monkeypatch, chec
             program.fn(ptrs, slots, lo, hi)
         np.testing.assert_array_equal(out, x.T + y)
         assert "gather" not in program.optimized_ir
+
+
+@pytest.mark.parametrize("op", [ir.Alu.EXP, ir.Alu.SIN], ids=str)
+@pytest.mark.parametrize("dtype", [float32, float64], ids=str)
+def test_math_on_a_transposed_read_is_vectorized(op, dtype):
+    """`out[i, j] = f(x[j, i])` walks tiles whose transposed load is copied into an array first
+    (`KernelRenderer.staged_loads`), so the rows compute f on vectors: exp inline, sin through its vector variant
+    (mathlib's `vector-function-abi-variant`), over whole and partial tiles."""
+    rows, cols = 37, 50
+    i, j = Var("i", rows), Var("j", cols)
+    x = ir.load(1, dtype, Expr.of(j) * rows + Expr.of(i), ())
+    kernel = ir.Kernel("", (ir.BufferParam(dtype, rows * cols, True), ir.BufferParam(dtype, rows * cols)), (),
+                       (i, j), (ir.Store(0, Expr.of(i) * cols + Expr.of(j), ir.alu(op, dtype, x)),))
+    assert KernelRenderer(kernel).staged_loads() == [x]
+    program, _ = compile_kernel(kernel)
+    body = re.search(rf"define void @{program.kernel.name}\(.*?\n}}\n", program.optimized_ir, re.DOTALL).group(0)
+    t = "float" if dtype == float32 else "double"
+    if op is ir.Alu.SIN:  # the vector variant inlined, its rare path called
+        assert re.search(rf"call fastcc <\d+ x {t}> @__lazytensor_sin_f{dtype.bits}_x\d+_large", body)
+    else:
+        assert re.search(rf"fmul <\d+ x {t}>", body)
+    np_dtype = np.dtype(dtype.name)
+    arr = np.random.default_rng(0).uniform(-4, 4, (cols, rows)).astype(np_dtype)
+    out = np.zeros((rows, cols), np_dtype)
+    ptrs = (ctypes.c_void_p * 2)(out.ctypes.data, arr.ctypes.data)
+    program.fn(ptrs, (ctypes.c_int64 * 2)(), 0, rows)
+    np.testing.assert_allclose(out, (np.exp if op is ir.Alu.EXP else np.sin)(arr.T), rtol=4 * np.finfo(np_dtype).eps)
 
 
 def padded_concatenation_kernel(rows: int, left: int, right: int) -> ir.Kernel:
