@@ -28,6 +28,7 @@ from conftest import (
     random_array,
     to_torch_dtype,
 )
+from lazytensor.graph import Op
 
 NAN, INF = math.nan, math.inf
 SPECIALS = [NAN, INF, -INF, -0.0, 0.0, 1.0, -1.0, 0.5, -0.5, 1.5, -2.5, 2.5, 3.0, 1e-8, 100.0, -100.0]
@@ -1277,3 +1278,48 @@ def test_shifts_need_integers(a, b):
     with pytest.raises(lt.DTypeError):
         lt.bitwise_right_shift(x, y)
     check(lt.asarray([True, False]) << 1, np.array([True, False]) << 1)
+
+
+SCALAR_FORMS = {
+    "add": lambda x, s: x + s, "radd": lambda x, s: s + x, "sub": lambda x, s: x - s, "rsub": lambda x, s: s - x,
+    "mul": lambda x, s: x * s, "rmul": lambda x, s: s * x, "div": lambda x, s: x / s, "rdiv": lambda x, s: s / x,
+    "pow": lambda x, s: x ** s, "rpow": lambda x, s: s ** x, "floordiv": lambda x, s: x // s,
+    "mod": lambda x, s: x % s, "lt": lambda x, s: x < s, "gt": lambda x, s: x > s, "ge": lambda x, s: x >= s,
+    "eq": lambda x, s: x == s, "maximum": lambda x, s: x.maximum(s) if isinstance(x, lt.Tensor) else torch.maximum(
+        x, torch.tensor(s, dtype=x.dtype)),
+}
+
+
+@pytest.mark.parametrize("form", sorted(SCALAR_FORMS))
+@pytest.mark.parametrize("scalar", [2, -1.5, 0.75])
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.float16])
+def test_a_float_tensor_and_a_python_number_match_torch_with_gradients(form, scalar, dtype):
+    """The commonest op of a training step (`_binary`'s own path for it): each operator, either side, an int or
+    a float, values and dtype as torch's, and the gradient through it."""
+    f = SCALAR_FORMS[form]
+    arr = random_array((3, 5), dtype, low=0.5, high=3)
+    x = lt.asarray(arr).requires_grad_()
+    t = torch.tensor(arr, requires_grad=True)
+    check(f(x, scalar), f(t, scalar))
+    if form not in ("lt", "gt", "ge", "eq", "floordiv", "mod"):
+        f(x, scalar).sum().backward()
+        f(t, scalar).sum().backward()
+        check(x.grad, t.grad)
+
+
+def test_a_python_number_on_an_empty_or_zero_dim_float_tensor():
+    for shape in [(0, 3), ()]:
+        x = lt.asarray(np.ones(shape, np.float32))
+        check(x * 2 + 1.5, np.ones(shape, np.float32) * 2 + 1.5)
+
+
+def test_a_python_number_operand_has_its_ops_user_line():
+    """The scalar's node and its op's are made in one user call: both name that line (`lt.explain` shows each
+    node's), which is found once for both."""
+    import inspect
+    x = lt.asarray(np.ones(4, np.float32))
+    y = x * 3.0
+    line = inspect.currentframe().f_lineno - 1
+    scalar = y.node.srcs[1]
+    assert scalar.op is Op.SCALAR and scalar.arg == 3.0
+    assert y.node.origin == scalar.origin == f"{__file__}:{line}"
