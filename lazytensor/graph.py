@@ -76,7 +76,7 @@ class Op(Enum):
                                # another along the last axis
 
 
-_SCALAR_OP, _ALU_OP = Op.SCALAR, Op.ALU
+_SCALAR_OP, _ALU_OP, _BUFFER_OP = Op.SCALAR, Op.ALU, Op.BUFFER
 MOVEMENT = frozenset({Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.PAD, Op.SHRINK, Op.FLIP})
 
 # key -> a weak reference to the node. Plain references, without a callback each: a dead node's entry stays until
@@ -174,7 +174,7 @@ class Node:
         """Mark this node computed: it now holds `buffer` and forgets how it was made."""
         if self._key is not None and (ref := _interned.get(self._key)) is not None and ref() is self:
             _interned.pop(self._key, None)
-        self.op, self.srcs, self.arg, self.buffer, self._key = Op.BUFFER, (), None, buffer, None
+        self.op, self.srcs, self.arg, self.buffer, self._key = _BUFFER_OP, (), None, buffer, None
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         """Pickled and deep-copied as a copy of its data, never as a graph: the node that comes back is a
