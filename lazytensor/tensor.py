@@ -267,18 +267,26 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
 
     def _binary(self, other: Any, op: Alu, name: str, reverse: bool = False) -> Tensor:
         node = self._node
-        if (type(other) is float or type(other) is int) and node.dtype.kind == "f" and op not in _INT_ONLY \
-                and 0 not in (shape := node.shape):
-            # A float tensor and a Python number, the commonest op of a step (every optimizer term): its scalar's
-            # node made here, with no tensor of its own unless autograd records it, and the op's node given the
-            # scalar's line (the same user's line, found once)
+        if node.dtype.kind == "f" and op not in _INT_ONLY and 0 not in (shape := node.shape):
+            # The commonest ops of a step, built here rather than through `_operands` and `_make`: a float tensor
+            # and a Python number (weak: of the tensor's dtype), whose scalar's node has no tensor of its own
+            # unless autograd records it and gives the op its user's line (found once for both); or two float
+            # tensors of one dtype, shape and device
             dtype, device = node.dtype, node.device
-            scalar = Node(_SCALAR, dtype, shape, device, (), float(other))
-            out = _wrap(Node(_ALU, bool_ if op in _COMPARISONS else dtype, shape, device,
-                             (scalar, node) if reverse else (node, scalar), op, scalar.line))
-            if self.requires_grad:
-                _record(out, _ALU, op, (_wrap(scalar), self) if reverse else (self, _wrap(scalar)))
-            return out
+            if type(other) is float or type(other) is int:
+                scalar = Node(_SCALAR, dtype, shape, device, (), float(other))
+                out = _wrap(Node(_ALU, bool_ if op in _COMPARISONS else dtype, shape, device,
+                                 (scalar, node) if reverse else (node, scalar), op, scalar.line))
+                if self.requires_grad:
+                    _record(out, _ALU, op, (_wrap(scalar), self) if reverse else (self, _wrap(scalar)))
+                return out
+            if isinstance(other, Tensor) and (o := other._node).dtype is dtype and o.shape == shape \
+                    and o.device == device:
+                out = _wrap(Node(_ALU, bool_ if op in _COMPARISONS else dtype, shape, device,
+                                 (o, node) if reverse else (node, o), op))
+                if self.requires_grad or other.requires_grad:
+                    _record(out, _ALU, op, (other, self) if reverse else (self, other))
+                return out
         (a, b), dtype = self._operands([other], name, baked=op in _CONSTANT_DIVISORS and not reverse)
         if reverse:
             a, b = b, a

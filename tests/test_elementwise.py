@@ -1323,3 +1323,25 @@ def test_a_python_number_operand_has_its_ops_user_line():
     scalar = y.node.srcs[1]
     assert scalar.op is Op.SCALAR and scalar.arg == 3.0
     assert y.node.origin == scalar.origin == f"{__file__}:{line}"
+
+
+@pytest.mark.parametrize("form", ["add", "sub", "mul", "div", "pow", "maximum", "lt", "gt"])
+def test_two_float_tensors_of_one_shape_match_torch_with_gradients(form):
+    """`_binary`'s own path for two float tensors of one dtype and shape: values and dtype as torch's, either side
+    requiring grad, and `greater` (a less-than with its operands swapped) in the order written."""
+    ops = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
+           "pow": operator.pow, "maximum": lambda a, b: a.maximum(b) if isinstance(a, lt.Tensor) else torch.maximum(a, b),
+           "lt": operator.lt, "gt": operator.gt}
+    f = ops[form]
+    a, b = random_array((4, 3), lt.float32, seed=1, low=0.5, high=2), random_array((4, 3), lt.float32, seed=2)
+    for needs in [(True, False), (False, True), (True, True)]:
+        x, y = lt.asarray(a).requires_grad_(needs[0]), lt.asarray(b).requires_grad_(needs[1])
+        s, t = torch.tensor(a, requires_grad=needs[0]), torch.tensor(b, requires_grad=needs[1])
+        check(f(x, y), f(s, t))
+        if form not in ("lt", "gt"):
+            f(x, y).sum().backward()
+            f(s, t).sum().backward()
+            for got, want in ((x, s), (y, t)):
+                assert (got.grad is None) == (want.grad is None)
+                if want.grad is not None:
+                    check(got.grad, want.grad)
