@@ -479,11 +479,14 @@ class _Template:
         """The plan on `requested`'s graph where it has this structure (the same nodes but data and scalar values,
         connected alike, none shared that is not here, the same nodes held by live tensors), else None."""
         found: list[Any] = [None] * len(self.entries)
-        for node, at in zip(requested, self.requested):
-            if (seen := found[at]) is None:
-                found[at] = node
-            elif seen is not node:
-                return None
+        if len(requested) == 1:  # an eager loop's realize
+            found[self.requested[0]] = requested[0]
+        else:
+            for node, at in zip(requested, self.requested):
+                if (seen := found[at]) is None:
+                    found[at] = node
+                elif seen is not node:
+                    return None
         live = []
         buffer, weak = _BUFFER, weakref.ReferenceType
         for at, op, dtype, shape, device, srcs_at, arg, has_arg in self.entries:
@@ -510,8 +513,8 @@ class _Template:
         if live != self.live or len(set(found)) != len(found):
             return None
         # the storage of a node and a check's flag are the structure's: where it matches, they are at its places
-        return Planned(self.plan, found, requested, [found[at] for at in self.stores],
-                       [(found[at], message) for at, message in self.checks], None)
+        return Planned(self.plan, found, requested, list(map(found.__getitem__, self.stores)),
+                       [(found[at], message) for at, message in self.checks] if self.checks else [], None)
 
 
 # the first node a realize asks for (`_root_key`) -> the templates of the plans of such realizes (`_Template`),
