@@ -418,7 +418,7 @@ def plan(*roots: Node, trace: Trace | None = None) -> Planned:
     made, or where the graph's structure was scheduled before, looked up. With a `trace`, made afresh (not
     looked up nor kept) and traced there."""
     t0 = time.perf_counter()
-    requested = _with_pending(roots)
+    requested = _with_pending(roots) if _pending.tensors else list(roots)
     if not requested:
         return Planned(None, [], requested, [], [], None)
     if trace is None and (templates := _templates.get(_root_key(requested))) is not None:
@@ -479,7 +479,7 @@ class _Template:
         """The plan on `requested`'s graph where it has this structure (the same nodes but data and scalar values,
         connected alike, none shared that is not here, the same nodes held by live tensors), else None."""
         found: list[Any] = [None] * len(self.entries)
-        if len(requested) == 1:  # an eager loop's realize
+        if one := len(requested) == 1:  # an eager loop's realize
             found[self.requested[0]] = requested[0]
         else:
             for node, at in zip(requested, self.requested):
@@ -513,7 +513,7 @@ class _Template:
         if live != self.live or len(set(found)) != len(found):
             return None
         # the storage of a node and a check's flag are the structure's: where it matches, they are at its places
-        return Planned(self.plan, found, requested, list(map(found.__getitem__, self.stores)),
+        return Planned(self.plan, found, requested, [found[self.stores[0]]] if one else [found[at] for at in self.stores],
                        [(found[at], message) for at, message in self.checks] if self.checks else [], None)
 
 
