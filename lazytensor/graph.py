@@ -76,7 +76,7 @@ class Op(Enum):
                                # another along the last axis
 
 
-_SCALAR_OP = Op.SCALAR
+_SCALAR_OP, _ALU_OP, _BUFFER_OP = Op.SCALAR, Op.ALU, Op.BUFFER
 MOVEMENT = frozenset({Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.PAD, Op.SHRINK, Op.FLIP})
 
 # key -> a weak reference to the node. Plain references, without a callback each: a dead node's entry stays until
@@ -111,7 +111,7 @@ def _sweep() -> None:
 class Node:
     """One op in the lazy graph, with its output dtype, shape and device known at once."""
 
-    __slots__ = ("__weakref__", "_key", "_line", "arg", "buffer", "device", "dtype", "holders", "op", "shape",
+    __slots__ = ("__weakref__", "_key", "arg", "buffer", "device", "dtype", "holders", "line", "op", "shape",
                  "srcs")
 
     op: Op
@@ -121,23 +121,27 @@ class Node:
     srcs: tuple[Node, ...]
     arg: Any
     buffer: Any
+    line: tuple[str, int | None]  # the user's file and line (`helpers.user_line`); `origin` gives its text
 
     def __new__(cls, op: Op, dtype: DType, shape: tuple[int, ...], device: str,
-                srcs: tuple[Node, ...] = (), arg: Any = None) -> Node:
+                srcs: tuple[Node, ...] = (), arg: Any = None, line: tuple[str, int | None] | None = None) -> Node:
+        """The node of `op` on `srcs` (the one built before where there is one), made at `line`: the user's line,
+        found from the caller's frame unless the caller knows it (another node it just made for the same call)."""
         if op is _SCALAR_OP:  # never shared (see the module's docstring)
             key = None
         else:
-            # 0.0 == -0.0 and True == 1: constants are keyed by type and spelling. The sources' ids of the common
-            # arities spelled out: a tuple made through `map` costs more than the rest of the key
+            # 0.0 == -0.0 and True == 1: constants are keyed by type and spelling (an elementwise op's arg is an
+            # `Alu`: no isinstance, which looks up `__class__` in Python). The sources' ids of the common arities
+            # spelled out: a tuple made through `map` costs more than the rest of the key
             n = len(srcs)
             ids = (id(srcs[0]),) if n == 1 else (id(srcs[0]), id(srcs[1])) if n == 2 else tuple(map(id, srcs))
-            key = (op, dtype, shape, device, ids, (type(arg), repr(arg)) if isinstance(arg, _SCALARS) else arg,
-                   get_ident())
+            key = (op, dtype, shape, device, ids,
+                   arg if op is _ALU_OP or not isinstance(arg, _SCALARS) else (type(arg), repr(arg)), get_ident())
             if (ref := _interned.get(key)) is not None and (hit := ref()) is not None:
                 return hit
         self = _new_object(cls)
         self.op, self.dtype, self.shape, self.device, self.srcs, self.arg = op, dtype, shape, device, srcs, arg
-        self._line, self.buffer, self.holders, self._key = user_line(2), None, None, key
+        self.line, self.buffer, self.holders, self._key = line or user_line(2), None, None, key
         if key is not None:
             _interned[key] = _ref(self)
             if len(_interned) > _sweep_at:
@@ -149,13 +153,13 @@ class Node:
         """A fresh node for data that already exists (never shared with another buffer)."""
         self = _new_object(Node)
         self.op, self.dtype, self.shape, self.device, self.srcs, self.arg = Op.BUFFER, dtype, shape, device, (), None
-        self._line, self.buffer, self.holders, self._key = user_line(2), buffer, None, None
+        self.line, self.buffer, self.holders, self._key = user_line(2), buffer, None, None
         return self
 
     @property
     def origin(self) -> str:
         """`file:line` of the user's code that made this node (errors and `LT_DEBUG` name it)."""
-        filename, line = self._line
+        filename, line = self.line
         return filename if line is None else f"{filename}:{line}"
 
     @property
@@ -170,7 +174,7 @@ class Node:
         """Mark this node computed: it now holds `buffer` and forgets how it was made."""
         if self._key is not None and (ref := _interned.get(self._key)) is not None and ref() is self:
             _interned.pop(self._key, None)
-        self.op, self.srcs, self.arg, self.buffer, self._key = Op.BUFFER, (), None, buffer, None
+        self.op, self.srcs, self.arg, self.buffer, self._key = _BUFFER_OP, (), None, buffer, None
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         """Pickled and deep-copied as a copy of its data, never as a graph: the node that comes back is a

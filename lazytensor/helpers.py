@@ -41,6 +41,22 @@ def env_value(name: str, parse: Callable[[str], T]) -> T:
     return value
 
 
+# names -> their keys in `_environ`
+_keys: dict[tuple[str, ...], tuple[Any, ...]] = {}
+
+
+def any_set(names: tuple[str, ...]) -> bool:
+    """Whether any of the environment variables `names` is set, to anything: a look-up each, nothing parsed. A
+    path every realize takes asks this of the flags that change what it does, and reads them only where one is."""
+    keys = _keys.get(names)
+    if keys is None:
+        keys = _keys[names] = tuple(map(_encode_name, names))
+    for key in keys:
+        if key in _environ:
+            return True
+    return False
+
+
 def _int_or_none(text: str) -> int | None:
     return int(text) if text.strip() else None
 

@@ -32,7 +32,7 @@ from . import dump, profiling, recompiles
 from .device import Buffer, Device, get_device
 from .errors import KernelError, LinAlgError
 from .graph import Node, Op, region
-from .helpers import getenv
+from .helpers import any_set, getenv
 from .kernels import bounds, reference
 from .kernels.bounds import OutOfBounds
 from .kernels.lapack import LibraryError
@@ -469,10 +469,16 @@ def _launcher(planned: Planned) -> _Launcher | None:
     return launcher if launcher.held_bytes <= BATCH_MAX_BYTES else None
 
 
+_WATCHING = ("LT_DEBUG", "LT_VALIDATE", "LT_DUMP_DIR")
+
+
 def _watched() -> bool:
-    """Whether launches are watched one by one (`LT_DEBUG`, `LT_VALIDATE`, a profile) or dumped (`LT_DUMP_DIR`):
-    then a realize runs through `run`, which does that."""
-    return bool(getenv("LT_DEBUG") or getenv("LT_VALIDATE") or profiling.active() or dump.directory() is not None)
+    """Whether launches are watched one by one (`LT_DEBUG`, `LT_VALIDATE`, a profile) or dumped (`LT_DUMP_DIR`, a
+    `dump_to` block): then a realize runs through `run`, which does that. The flags are parsed only where one is
+    set."""
+    if any_set(_WATCHING) and (getenv("LT_DEBUG") or getenv("LT_VALIDATE")):
+        return True
+    return profiling.active() or dump.directory() is not None
 
 
 def realize_nodes(*nodes: Node) -> None:

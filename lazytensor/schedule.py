@@ -79,9 +79,10 @@ schedule, so `lt.schedule` shows it.
 Schedules are cached by the structure of the graph (ops, dtypes, shapes,
 sharing and which nodes live tensors hold; not the data, nor the values of
 Python scalars), so a training loop that builds the same graph each step
-schedules it once. The realize of one tensor (an eager loop's) finds its plan
-by checking its graph against the template of a plan made for a root like it
-(`_Template`), without walking it into a key of the whole structure.
+schedules it once. A realize (an eager loop's, a training step's) finds its
+plan by checking its graph against the template of a plan made for nodes like
+the ones it asks for (`_Template`), without walking it into a key of the whole
+structure.
 """
 from __future__ import annotations
 
@@ -417,16 +418,14 @@ def plan(*roots: Node, trace: Trace | None = None) -> Planned:
     made, or where the graph's structure was scheduled before, looked up. With a `trace`, made afresh (not
     looked up nor kept) and traced there."""
     t0 = time.perf_counter()
-    if trace is None and len(roots) == 1 and not _pending.tensors \
-            and (templates := _templates.get(_root_key(root := roots[0]))) is not None:
-        for template in templates:
-            if (nodes := template.match(root)) is not None:
-                planned = Planned(template.plan, nodes, [root], [nodes[template.target]], [], None)
-                planned.plan_seconds = time.perf_counter() - t0
-                return planned
-    requested = _with_pending(roots)
+    requested = _with_pending(roots) if _pending.tensors else list(roots)
     if not requested:
         return Planned(None, [], requested, [], [], None)
+    if trace is None and (templates := _templates.get(_root_key(requested))) is not None:
+        for template in templates:
+            if (planned := template.match(requested)) is not None:
+                planned.plan_seconds = time.perf_counter() - t0
+                return planned
     targets = [storage(r) for r in requested]
     # the requested too: a check whose value is its storage
     nodes, pos, structure, checks, live = _walk([*targets, *requested])
@@ -450,38 +449,48 @@ def plan(*roots: Node, trace: Trace | None = None) -> Planned:
                  for it in made], [(pos[a], pos[b]) for a, b in made.aliases])
             if len(_cache) > SCHEDULE_CACHE_SIZE:  # the oldest goes: a loop's schedules are re-made once if at all
                 del _cache[next(iter(_cache))]
-        if len(roots) == len(requested) == 1 and not checks:  # one root, no checks: its template
-            _remember(_Template(structure, key[1][0], key[2], cached), roots[0])
+        _remember(_Template(structure, tuple(map(pos.__getitem__, requested)), key[1][:len(requested)], key[2],
+                            [(pos[flag], message) for flag, message in checks], cached), requested)
     planned = Planned(cached, nodes, requested, stores, checks, made)
     planned.plan_seconds = time.perf_counter() - t0 - planned.lower_seconds
     return planned
 
 
 class _Template:
-    """A graph a cached plan computes, from one root, with no checks to compute and no pending state: each node
-    in `_walk`'s order (the root last) with what its structure holds of it (op, dtype, shape, device, its sources'
-    positions, and its arg unless it is a scalar's value), the position of the root's storage, and the positions
-    of the nodes live tensors held, last first. Another graph of one root is checked against it node by node, from
-    the root down along the sources, which finds that graph's nodes in the plan's order without a walk, nor a key
-    of the whole structure to hash and compare: the look-up of the realizes of a loop."""
+    """A graph a cached plan computes, from the nodes a realize asked for (with the pending state): each node in
+    `_walk`'s order with what its structure holds of it (op, dtype, shape, device, its sources' positions, and its
+    arg unless it is a scalar's value), the positions of the nodes asked for, of their storage, and of the nodes
+    live tensors held (last first), and the flags of its checks with their messages. Another graph is checked
+    against it node by node, from the nodes asked for down along the sources (each node is a source of one checked
+    before it, or asked for), which finds that graph's nodes in the plan's order without a walk, nor a key of the
+    whole structure to hash and compare: the look-up of the realizes of a loop, and of a training step's."""
 
-    __slots__ = ("entries", "live", "plan", "target")
+    __slots__ = ("checks", "entries", "live", "plan", "requested", "stores")
 
-    def __init__(self, structure: list[tuple], target: int, live: tuple[int, ...], plan: _CachedSchedule):
-        # (position, op, dtype, shape, device, sources' positions, arg, whether the arg is compared), the root first
+    def __init__(self, structure: list[tuple], requested: tuple[int, ...], stores: tuple[int, ...],
+                 live: tuple[int, ...], checks: list[tuple[int, str]], plan: _CachedSchedule):
+        # (position, op, dtype, shape, device, sources' positions, arg, whether the arg is compared), the last first
         self.entries = [(k, s[0], s[1], s[2], s[3], s[4], s[5], s[0] is not _SCALAR) if len(s) == 6
                         else (k, *s, (), None, False) for k, s in reversed(list(enumerate(structure)))]
-        self.target, self.live, self.plan = target, list(reversed(live)), plan
+        self.requested, self.stores, self.live, self.checks, self.plan = \
+            requested, stores, list(reversed(live)), checks, plan
 
-    def match(self, root: Node) -> list[Node] | None:
-        """`root`'s graph in `_walk`'s order where it has this structure (the same nodes but data and scalar values,
+    def match(self, requested: list[Node]) -> Planned | None:
+        """The plan on `requested`'s graph where it has this structure (the same nodes but data and scalar values,
         connected alike, none shared that is not here, the same nodes held by live tensors), else None."""
         found: list[Any] = [None] * len(self.entries)
-        found[-1] = root
+        if one := len(requested) == 1:  # an eager loop's realize
+            found[self.requested[0]] = requested[0]
+        else:
+            for node, at in zip(requested, self.requested):
+                if (seen := found[at]) is None:
+                    found[at] = node
+                elif seen is not node:
+                    return None
         live = []
         buffer, weak = _BUFFER, weakref.ReferenceType
         for at, op, dtype, shape, device, srcs_at, arg, has_arg in self.entries:
-            node = found[at]  # placed by a reader before (the root: above)
+            node = found[at]  # placed by a reader before, or asked for
             if node.op is not op or node.dtype is not dtype or node.shape != shape or node.device != device:
                 return None
             if op is buffer:
@@ -503,25 +512,30 @@ class _Template:
                     live.append(at)
         if live != self.live or len(set(found)) != len(found):
             return None
-        return found
+        # the storage of a node and a check's flag are the structure's: where it matches, they are at its places
+        return Planned(self.plan, found, requested, [found[self.stores[0]]] if one else [found[at] for at in self.stores],
+                       [(found[at], message) for at, message in self.checks] if self.checks else [], None)
 
 
-# a root's op, shape and arg (`_root_key`) -> the templates of the plans of such roots (`_Template`), the latest first
+# the first node a realize asks for (`_root_key`) -> the templates of the plans of such realizes (`_Template`),
+# the latest first
 _templates: dict[tuple, list[_Template]] = {}
 TEMPLATES_PER_ROOT = 4
 
 
-def _root_key(root: Node) -> tuple:
-    """What the templates of `root`'s graph are filed under: its op, shape and arg (not a scalar's value)."""
+def _root_key(requested: list[Node]) -> tuple:
+    """What the templates of a realize of `requested` are filed under: how many nodes it asks for, and the first
+    one's op, shape and arg (not a scalar's value)."""
+    root = requested[0]
     op = root.op
-    return op, root.shape, None if op is _SCALAR else root.arg
+    return len(requested), op, root.shape, None if op is _SCALAR else root.arg
 
 
-def _remember(template: _Template, root: Node) -> None:
-    """File `template` first under `root`, the oldest of its root's going past TEMPLATES_PER_ROOT, and the oldest
-    root's going where they would keep more plans than the schedule cache does. The list is replaced, never changed
-    in place."""
-    key = _root_key(root)
+def _remember(template: _Template, requested: list[Node]) -> None:
+    """File `template` first under `requested`'s key, the oldest of that key's going past TEMPLATES_PER_ROOT, and
+    the oldest key's going where they would keep more plans than the schedule cache does. The list is replaced,
+    never changed in place."""
+    key = _root_key(requested)
     _templates[key] = [template, *_templates.pop(key, ())[:TEMPLATES_PER_ROOT - 1]]
     if len(_templates) > SCHEDULE_CACHE_SIZE // TEMPLATES_PER_ROOT:
         del _templates[next(iter(_templates))]

@@ -97,6 +97,7 @@ _BITWISE = frozenset({Alu.AND, Alu.OR, Alu.XOR})
 _SHIFTS = frozenset({Alu.LSHIFT, Alu.RSHIFT})
 _FLOAT_RESULTS = frozenset({Alu.DIV, Alu.ATAN2})
 _COMPARISONS = frozenset({Alu.CMPLT, Alu.CMPLE, Alu.CMPEQ, Alu.CMPNE})
+_INT_ONLY = _BITWISE | _SHIFTS  # refused for float tensors (`_binary` says why)
 
 
 class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, PyTorchOps):
@@ -170,8 +171,7 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
             out = _wrap(Node(op, dtype, shape, device, tuple(map(_node_of, srcs)), arg))
         for s in srcs:
             if s.requires_grad:
-                if is_grad_enabled():
-                    out.requires_grad, out._ctx = True, (op, arg, tuple(s._as_source() for s in srcs))
+                _record(out, op, arg, srcs)
                 break
         return out
 
@@ -266,6 +266,27 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
         return asarray(data, device=self.device)
 
     def _binary(self, other: Any, op: Alu, name: str, reverse: bool = False) -> Tensor:
+        node = self._node
+        if node.dtype.kind == "f" and op not in _INT_ONLY and 0 not in (shape := node.shape):
+            # The commonest ops of a step, built here rather than through `_operands` and `_make`: a float tensor
+            # and a Python number (weak: of the tensor's dtype), whose scalar's node has no tensor of its own
+            # unless autograd records it and gives the op its user's line (found once for both); or two float
+            # tensors of one dtype, shape and device
+            dtype, device = node.dtype, node.device
+            if type(other) is float or type(other) is int:
+                scalar = Node(_SCALAR, dtype, shape, device, (), float(other))
+                out = _wrap(Node(_ALU, bool_ if op in _COMPARISONS else dtype, shape, device,
+                                 (scalar, node) if reverse else (node, scalar), op, scalar.line))
+                if self.requires_grad:
+                    _record(out, _ALU, op, (_wrap(scalar), self) if reverse else (self, _wrap(scalar)))
+                return out
+            if isinstance(other, Tensor) and (o := other._node).dtype is dtype and o.shape == shape \
+                    and o.device == device:
+                out = _wrap(Node(_ALU, bool_ if op in _COMPARISONS else dtype, shape, device,
+                                 (o, node) if reverse else (node, o), op))
+                if self.requires_grad or other.requires_grad:
+                    _record(out, _ALU, op, (other, self) if reverse else (self, other))
+                return out
         (a, b), dtype = self._operands([other], name, baked=op in _CONSTANT_DIVISORS and not reverse)
         if reverse:
             a, b = b, a
@@ -1302,6 +1323,12 @@ def _hypot(w: _Working, x: Tensor, y: Tensor) -> Tensor:
 
 
 __all__ = ["Tensor", "broadcast_shapes", "realize", "where"]
+
+
+def _record(out: Tensor, op: Op, arg: Any, srcs: tuple[Tensor, ...]) -> None:
+    """Record for autograd (where it records) that `out` is `op` of `srcs`, one of which requires grad."""
+    if is_grad_enabled():
+        out.requires_grad, out._ctx = True, (op, arg, tuple(s._as_source() for s in srcs))
 
 
 def _wrap(node: Node) -> Tensor:

@@ -28,6 +28,7 @@ from conftest import (
     random_array,
     to_torch_dtype,
 )
+from lazytensor.graph import Op
 
 NAN, INF = math.nan, math.inf
 SPECIALS = [NAN, INF, -INF, -0.0, 0.0, 1.0, -1.0, 0.5, -0.5, 1.5, -2.5, 2.5, 3.0, 1e-8, 100.0, -100.0]
@@ -1310,3 +1311,70 @@ def test_shifts_need_integers(a, b):
     with pytest.raises(lt.DTypeError):
         lt.bitwise_right_shift(x, y)
     check(lt.asarray([True, False]) << 1, np.array([True, False]) << 1)
+
+
+SCALAR_FORMS = {
+    "add": lambda x, s: x + s, "radd": lambda x, s: s + x, "sub": lambda x, s: x - s, "rsub": lambda x, s: s - x,
+    "mul": lambda x, s: x * s, "rmul": lambda x, s: s * x, "div": lambda x, s: x / s, "rdiv": lambda x, s: s / x,
+    "pow": lambda x, s: x ** s, "rpow": lambda x, s: s ** x, "floordiv": lambda x, s: x // s,
+    "mod": lambda x, s: x % s, "lt": lambda x, s: x < s, "gt": lambda x, s: x > s, "ge": lambda x, s: x >= s,
+    "eq": lambda x, s: x == s, "maximum": lambda x, s: x.maximum(s) if isinstance(x, lt.Tensor) else torch.maximum(
+        x, torch.tensor(s, dtype=x.dtype)),
+}
+
+
+@pytest.mark.parametrize("form", sorted(SCALAR_FORMS))
+@pytest.mark.parametrize("scalar", [2, -1.5, 0.75])
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.float16])
+def test_a_float_tensor_and_a_python_number_match_torch_with_gradients(form, scalar, dtype):
+    """The commonest op of a training step (`_binary`'s own path for it): each operator, either side, an int or
+    a float, values and dtype as torch's, and the gradient through it."""
+    f = SCALAR_FORMS[form]
+    arr = random_array((3, 5), dtype, low=0.5, high=3)
+    x = lt.asarray(arr).requires_grad_()
+    t = torch.tensor(arr, requires_grad=True)
+    check(f(x, scalar), f(t, scalar))
+    if form not in ("lt", "gt", "ge", "eq", "floordiv", "mod"):
+        f(x, scalar).sum().backward()
+        f(t, scalar).sum().backward()
+        check(x.grad, t.grad)
+
+
+def test_a_python_number_on_an_empty_or_zero_dim_float_tensor():
+    for shape in [(0, 3), ()]:
+        x = lt.asarray(np.ones(shape, np.float32))
+        check(x * 2 + 1.5, np.ones(shape, np.float32) * 2 + 1.5)
+
+
+def test_a_python_number_operand_has_its_ops_user_line():
+    """The scalar's node and its op's are made in one user call: both name that line (`lt.explain` shows each
+    node's), which is found once for both."""
+    import inspect
+    x = lt.asarray(np.ones(4, np.float32))
+    y = x * 3.0
+    line = inspect.currentframe().f_lineno - 1
+    scalar = y.node.srcs[1]
+    assert scalar.op is Op.SCALAR and scalar.arg == 3.0
+    assert y.node.origin == scalar.origin == f"{__file__}:{line}"
+
+
+@pytest.mark.parametrize("form", ["add", "sub", "mul", "div", "pow", "maximum", "lt", "gt"])
+def test_two_float_tensors_of_one_shape_match_torch_with_gradients(form):
+    """`_binary`'s own path for two float tensors of one dtype and shape: values and dtype as torch's, either side
+    requiring grad, and `greater` (a less-than with its operands swapped) in the order written."""
+    ops = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
+           "pow": operator.pow, "maximum": lambda a, b: a.maximum(b) if isinstance(a, lt.Tensor) else torch.maximum(a, b),
+           "lt": operator.lt, "gt": operator.gt}
+    f = ops[form]
+    a, b = random_array((4, 3), lt.float32, seed=1, low=0.5, high=2), random_array((4, 3), lt.float32, seed=2)
+    for needs in [(True, False), (False, True), (True, True)]:
+        x, y = lt.asarray(a).requires_grad_(needs[0]), lt.asarray(b).requires_grad_(needs[1])
+        s, t = torch.tensor(a, requires_grad=needs[0]), torch.tensor(b, requires_grad=needs[1])
+        check(f(x, y), f(s, t))
+        if form not in ("lt", "gt"):
+            f(x, y).sum().backward()
+            f(s, t).sum().backward()
+            for got, want in ((x, s), (y, t)):
+                assert (got.grad is None) == (want.grad is None)
+                if want.grad is not None:
+                    check(got.grad, want.grad)

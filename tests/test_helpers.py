@@ -1,10 +1,13 @@
-"""Environment flags (`helpers.getenv`, `helpers.env_value`): read at each call, parsed once per value."""
+"""Environment flags (`helpers.getenv`, `helpers.env_value`, `helpers.any_set`): read at each call, parsed once per
+value."""
 from __future__ import annotations
 
 import os
 
+import numpy as np
 import pytest
 
+import lazytensor as lt
 from lazytensor import helpers
 
 pytestmark = pytest.mark.fast
@@ -42,3 +45,31 @@ def test_a_value_is_parsed_once_until_it_changes(monkeypatch):
     assert helpers.env_value("LT_TEST_TEXT", parse) == "" and calls[-1] == ""
     assert helpers.env_value("LT_TEST_TEXT", str.strip) == ""  # another parse of the same variable: its own result
     assert helpers.env_value("LT_TEST_TEXT", parse) == ""
+
+
+def test_any_set_follows_every_change_of_the_environment(monkeypatch):
+    names = ("LT_TEST_A", "LT_TEST_B")
+    for name in names:
+        monkeypatch.delenv(name, raising=False)
+    assert not helpers.any_set(names)
+    monkeypatch.setenv("LT_TEST_B", "")  # set to nothing is set
+    assert helpers.any_set(names) and not helpers.any_set(names[:1])
+    os.environ["LT_TEST_A"] = "0"  # directly, not through monkeypatch
+    monkeypatch.delenv("LT_TEST_B")
+    assert helpers.any_set(names) and helpers.any_set(names[:1])
+    del os.environ["LT_TEST_A"]
+    assert not helpers.any_set(names)
+
+
+def test_a_realize_watches_its_launches_exactly_where_a_flag_says_so(monkeypatch, capfd):
+    """The cached launch path skips the flags' parsing where none is set, but `LT_DEBUG=0` still watches
+    nothing and `LT_DEBUG=1` every launch, cached or not."""
+    x = lt.asarray(np.ones(8, np.float32))
+    for _ in range(2):  # the second realize launches the cached plan
+        (x * 2).realize()
+    monkeypatch.setenv("LT_DEBUG", "0")
+    (x * 2).realize()
+    assert "lt: " not in capfd.readouterr().err
+    monkeypatch.setenv("LT_DEBUG", "1")
+    (x * 2).realize()
+    assert "lt: " in capfd.readouterr().err

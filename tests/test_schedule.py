@@ -597,6 +597,71 @@ def test_a_graph_of_one_root_seen_before_is_found_without_a_walk(monkeypatch):
     assert lt.stats().kernels_compiled == 0 and lt.stats().realizes == 9
 
 
+def test_a_training_step_seen_before_is_found_without_a_walk(monkeypatch):
+    """A training step's realize (the loss and every parameter, with the optimizer's pending state) of a structure
+    seen before finds its plan by its template: no walk, no schedule, nothing compiled; and the steps give torch's
+    losses and weights, on a new batch each step."""
+    import torch
+    torch.manual_seed(0)
+    tm = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.Tanh(), torch.nn.Linear(4, 3)).double()
+    m = lt.nn.Sequential(lt.nn.Linear(5, 4), lt.nn.Tanh(), lt.nn.Linear(4, 3)).to(lt.float64)
+    m.load_state_dict({k: v.detach().numpy() for k, v in tm.state_dict().items()})
+    opt, topt = lt.optim.Adam(m.parameters(), lr=0.01), torch.optim.Adam(tm.parameters(), lr=0.01)
+    for step in range(6):
+        if step == 3:  # the first step has no moments yet, the second's graph is the steady one's
+            lt.reset_stats()
+            _refuse_walks(monkeypatch)
+        a, b = random_array((8, 5), lt.float64, step), random_array((8, 3), lt.float64, step + 10)
+        loss = lt.nn.functional.mse_loss(m(lt.asarray(a)), lt.asarray(b))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        lt.realize(loss, *m.parameters())
+        tloss = torch.nn.functional.mse_loss(tm(torch.tensor(a)), torch.tensor(b))
+        topt.zero_grad()
+        tloss.backward()
+        topt.step()
+        check(loss, tloss)
+        for p, tp in zip(m.parameters(), tm.parameters()):
+            check(p, tp)
+    assert lt.stats().kernels_compiled == 0 and lt.stats().realizes == 3
+
+
+def test_a_template_of_several_roots_reuses_no_plan_of_another_structure(monkeypatch):
+    """Realizes of several nodes: the same node asked for twice, two nodes sharing a source or not, in either
+    order, an index checked from data (raising on a repeat with an index out of range) each get their own plan,
+    found by their template on a repeat, with the right values."""
+    a, b = random_array((5, 4), lt.float32, 0), random_array((5, 4), lt.float32, 1)
+    x, y = lt.asarray(a), lt.asarray(b)
+    for repeat in range(3):
+        if repeat == 2:
+            _refuse_walks(monkeypatch)
+        u, v = x * 2, y * 2
+        lt.realize(u, u)
+        check(u, a * 2)
+        u, v = x * 2, x + 1
+        lt.realize(u, v)
+        check(u, a * 2)
+        check(v, a + 1)
+        u, v = x * 2, y + 1
+        lt.realize(v, u)
+        check(u, a * 2)
+        check(v, b + 1)
+        u, v = x * 2, y + 1
+        lt.realize(u, v)
+        check(u, a * 2)
+        check(v, b + 1)
+        for index, ok in (([4, -5], True), ([1, 25], False)):
+            taken, total = x.take(lt.asarray(np.array(index))), x.sum()
+            if ok:
+                lt.realize(taken, total)
+                check(taken, a.reshape(-1)[index])
+                check(total, a.sum())
+            else:
+                with pytest.raises(IndexError, match="take: an index is outside"):
+                    lt.realize(taken, total)
+
+
 def test_a_template_reuses_no_plan_of_another_structure():
     """A graph checked against the template of another structure of the same root (sharing, dtype, a baked
     constant, a transposed view, slices, a live intermediate) gets its own plan and the right values."""
