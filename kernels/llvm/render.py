@@ -506,8 +506,8 @@ class KernelRenderer(FunctionBuilder):
         if (pieces := self.pieces(var)) is not None:
             self.emit_pieces(var, *pieces, lo, hi, lambda: self.emit_output_level(path + (var,), start, end))
             return
-        if depth == len(loops) - 1 and self.row_blocked(path + (var,)):
-            lo = self.emit_row_blocks(path + (var,), lo, hi)
+        if depth == len(loops) - 1 and (blocked := self.row_blocked(path + (var,))):
+            lo = self.emit_row_blocks(path + (var,), blocked, lo, hi)
         self.loop(var, lo, hi, lambda: self.emit_output_level(path + (var,), start, end))
 
     def row_blocked(self, scope: tuple[Var, ...]) -> list[Value]:
@@ -547,14 +547,16 @@ class KernelRenderer(FunctionBuilder):
         return not (red.dtype in (float32, float64) and op in (ReduceOp.MAX, ReduceOp.MIN)) \
             and self.first_hit(red, scope) is None
 
-    def emit_row_blocks(self, scope: tuple[Var, ...], lo: ir.Value, hi: ir.Value) -> ir.Value:
+    def emit_row_blocks(self, scope: tuple[Var, ...], reductions: list[Value], lo: ir.Value, hi: ir.Value) \
+            -> ir.Value:
         """The innermost output loop over [lo, hi) from `lo` on in blocks of ROW_BLOCK rows, each block's values
-        computed row by row but its reductions of `row_blocked` in one loop that folds every row's element in turn:
+        computed row by row but its `reductions` (`row_blocked`) in one loop that folds every row's term in turn:
         a core then streams several rows of a matrix from memory at once, which one row's stream alone does not
         saturate (`w @ v` of a 64 MiB matrix, 1.5x). Returns where the blocks end: the caller's loop does the rest,
         one row at a time (the last few, or a thread's share smaller than a block)."""
-        b, var, blocked = self.b, scope[-1], {id(v) for v in self.row_blocked(scope)}
-        blocks = b.sdiv(b.sub(hi, lo), I64(ROW_BLOCK))
+        b, var, blocked = self.b, scope[-1], {id(v) for v in reductions}
+        rows_left = b.sub(hi, lo)
+        blocks = b.sdiv(b.select(b.icmp_signed("<", rows_left, I64(0)), I64(0), rows_left), I64(ROW_BLOCK))
 
         def block(i: ir.Value) -> None:
             first = b.add(lo, b.mul(i, I64(ROW_BLOCK)))
