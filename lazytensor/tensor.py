@@ -273,17 +273,17 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
             # unless autograd records it and gives the op its user's line (found once for both); or two float
             # tensors of one dtype, shape and device
             dtype, device = node.dtype, node.device
+            result = bool_ if op in _COMPARISONS else dtype
             if type(other) is float or type(other) is int:
                 scalar = Node(_SCALAR, dtype, shape, device, (), float(other))
-                out = _wrap(Node(_ALU, bool_ if op in _COMPARISONS else dtype, shape, device,
-                                 (scalar, node) if reverse else (node, scalar), op, scalar.line))
+                out = _wrap(Node(_ALU, result, shape, device, (scalar, node) if reverse else (node, scalar), op,
+                                 scalar.line))
                 if self.requires_grad:
                     _record(out, _ALU, op, (_wrap(scalar), self) if reverse else (self, _wrap(scalar)))
                 return out
             if isinstance(other, Tensor) and (o := other._node).dtype is dtype and o.shape == shape \
                     and o.device == device:
-                out = _wrap(Node(_ALU, bool_ if op in _COMPARISONS else dtype, shape, device,
-                                 (o, node) if reverse else (node, o), op))
+                out = _wrap(Node(_ALU, result, shape, device, (o, node) if reverse else (node, o), op))
                 if self.requires_grad or other.requires_grad:
                     _record(out, _ALU, op, (other, self) if reverse else (self, other))
                 return out

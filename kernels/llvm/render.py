@@ -598,8 +598,7 @@ class KernelRenderer(FunctionBuilder):
             for row, acc in zip(rows, accs):
                 at(row)
                 self.emit_scope(scope + (loop,))
-                for shared in self.handovers.get(id(red), ()):
-                    b.store(self.vals[id(shared.twin)], self.gep(shared.store.buf, shared.index, True))
+                self.emit_handovers(red)
                 b.store(self.combine(op, dtype, b.load(acc, typ=t), self.vals[id(src)]), acc)
 
         self.loop(loop, I64(0), self.extent(loop), terms)
@@ -765,6 +764,11 @@ class KernelRenderer(FunctionBuilder):
             return REASSOCIATIVE[op](self.b, acc, x, flags=("reassoc",))
         return self.alu(op.combine(dtype), dtype, [acc, x])
 
+    def emit_handovers(self, red: Value) -> None:
+        """The values that reduction `red`'s loop hands over to its output loop (`shared_rows`), at this term."""
+        for shared in self.handovers.get(id(red), ()):
+            self.b.store(self.vals[id(shared.twin)], self.gep(shared.store.buf, shared.index, True))
+
     def emit_reduce(self, red: Value, path: tuple[Var, ...]) -> None:
         op, ranges = red.arg
         src, dtype = red.srcs[0], red.dtype
@@ -780,8 +784,7 @@ class KernelRenderer(FunctionBuilder):
                 if k:
                     self.emit_scope(path + ranges[:k])
                 if k == len(ranges):
-                    for shared in self.handovers.get(id(red), ()):
-                        b.store(self.vals[id(shared.twin)], self.gep(shared.store.buf, shared.index, True))
+                    self.emit_handovers(red)
                     step(self.vals[id(src)])
                     return
                 if ahead and k == len(ranges) - 1:
@@ -1007,31 +1010,22 @@ class KernelRenderer(FunctionBuilder):
                 """The block's columns of reduction `red` into its array: its loops outside the block's."""
                 (op, ranges), dtype = red.arg, red.dtype
 
-                def accumulate(at: Callable[[Value], ir.Value]) -> None:
+                def accumulate(at: Callable[[Value], ir.Value], first: ir.Value | None = None) -> None:
+                    """The term of the innermost reduction loop's index into the array, or where `first` is given,
+                    its ROW_BLOCK terms from `first` on, in order (one load and store of the accumulator)."""
                     read(at, reads[id(red)])
-                    for k in range(1, len(ranges) + 1):
-                        self.emit_scope(path + ranges[:k])
-                    for shared in self.handovers.get(id(red), ()):
-                        b.store(self.vals[id(shared.twin)], self.gep(shared.store.buf, shared.index, True))
-                    x, acc = self.vals[id(red.srcs[0])], at(red)
-                    if dtype == bool_:  # the logic on the bytes: LLVM 22 miscompiles it on i1s here (loop +
-                        # SLP vectorizers: `exp(x) > c` all-reduced over 5 rows gave false)
-                        b.store(self.alu(op.combine(dtype), uint8, [b.load(acc, typ=I8), self.to_memory(x, dtype)]),
-                                acc)
-                    else:
-                        b.store(self.combine(op, dtype, b.load(acc, typ=llvm_type(dtype)), x), acc)
-
-                def accumulate_rows(first: ir.Value, at: Callable[[Value], ir.Value]) -> None:
-                    """ROW_BLOCK terms of the innermost reduction loop, from `first` on, folded in order."""
-                    read(at, reads[id(red)])
-                    acc = b.load(at(red), typ=llvm_type(dtype))
-                    for r in range(ROW_BLOCK):
-                        self.vars[ranges[-1]] = b.add(first, I64(r))
+                    acc = b.load(at(red), typ=memory_type(dtype))
+                    for r in range(1 if first is None else ROW_BLOCK):
+                        if first is not None:
+                            self.vars[ranges[-1]] = b.add(first, I64(r))
                         for k in range(1, len(ranges) + 1):
                             self.emit_scope(path + ranges[:k])
-                        for shared in self.handovers.get(id(red), ()):
-                            b.store(self.vals[id(shared.twin)], self.gep(shared.store.buf, shared.index, True))
-                        acc = self.combine(op, dtype, acc, self.vals[id(red.srcs[0])])
+                        self.emit_handovers(red)
+                        x = self.vals[id(red.srcs[0])]
+                        # bools: the logic on the bytes: LLVM 22 miscompiles it on i1s here (loop + SLP vectorizers:
+                        # `exp(x) > c` all-reduced over 5 rows gave false)
+                        acc = self.alu(op.combine(dtype), uint8, [acc, self.to_memory(x, dtype)]) if dtype == bool_ \
+                            else self.combine(op, dtype, acc, x)
                     b.store(acc, at(red))
 
                 def level(k: int) -> None:
@@ -1044,7 +1038,7 @@ class KernelRenderer(FunctionBuilder):
                         # load and store of each accumulator per block of rows
                         groups = b.sdiv(self.extent(ranges[k]), I64(ROW_BLOCK))
                         self.counted_loop(f"{ranges[k].name}_rows", I64(0), groups, lambda g: columns(
-                            lambda at: accumulate_rows(b.mul(g, I64(ROW_BLOCK)), at)))
+                            lambda at: accumulate(at, b.mul(g, I64(ROW_BLOCK)))))
                         lo = b.mul(groups, I64(ROW_BLOCK))
                     self.loop(ranges[k], lo, self.extent(ranges[k]), lambda: level(k + 1))
 
