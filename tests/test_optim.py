@@ -35,19 +35,24 @@ def train_both(make_opt, make_topt, steps: int = 5):
     tx, ty = torch.tensor(X), torch.tensor(Y)
     for step in range(steps):
         scale = 1.0 + step  # vary the gradients' size from step to step
-        loss = nn.functional.mse_loss(m(x) * scale, y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        lt.realize(loss, *m.parameters())
-        tloss = torch.nn.functional.mse_loss(tm(tx) * scale, ty)
-        topt.zero_grad()
-        tloss.backward()
-        topt.step()
-        check(loss, tloss)
-        for p, tp in zip(m.parameters(), tm.parameters()):
-            check(p, tp)
+        step_both(m, nn.functional.mse_loss(m(x) * scale, y), opt,
+                  tm, torch.nn.functional.mse_loss(tm(tx) * scale, ty), topt)
     return m, opt
+
+
+def step_both(m: nn.Module, loss: lt.Tensor, opt: optim.Optimizer,
+              tm: torch.nn.Module, tloss: torch.Tensor, topt: torch.optim.Optimizer) -> None:
+    """One optimizer step of each model from its loss, then the losses and the parameters compared."""
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    lt.realize(loss, *m.parameters())
+    topt.zero_grad()
+    tloss.backward()
+    topt.step()
+    check(loss, tloss)
+    for p, tp in zip(m.parameters(), tm.parameters()):
+        check(p, tp)
 
 
 OPTIMIZERS = {

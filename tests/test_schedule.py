@@ -602,28 +602,16 @@ def test_a_training_step_seen_before_is_found_without_a_walk(monkeypatch):
     seen before finds its plan by its template: no walk, no schedule, nothing compiled; and the steps give torch's
     losses and weights, on a new batch each step."""
     import torch
-    torch.manual_seed(0)
-    tm = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.Tanh(), torch.nn.Linear(4, 3)).double()
-    m = lt.nn.Sequential(lt.nn.Linear(5, 4), lt.nn.Tanh(), lt.nn.Linear(4, 3)).to(lt.float64)
-    m.load_state_dict({k: v.detach().numpy() for k, v in tm.state_dict().items()})
+    from test_optim import models, step_both
+    m, tm = models()
     opt, topt = lt.optim.Adam(m.parameters(), lr=0.01), torch.optim.Adam(tm.parameters(), lr=0.01)
     for step in range(6):
         if step == 3:  # the first step has no moments yet, the second's graph is the steady one's
             lt.reset_stats()
             _refuse_walks(monkeypatch)
         a, b = random_array((8, 5), lt.float64, step), random_array((8, 3), lt.float64, step + 10)
-        loss = lt.nn.functional.mse_loss(m(lt.asarray(a)), lt.asarray(b))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        lt.realize(loss, *m.parameters())
-        tloss = torch.nn.functional.mse_loss(tm(torch.tensor(a)), torch.tensor(b))
-        topt.zero_grad()
-        tloss.backward()
-        topt.step()
-        check(loss, tloss)
-        for p, tp in zip(m.parameters(), tm.parameters()):
-            check(p, tp)
+        step_both(m, lt.nn.functional.mse_loss(m(lt.asarray(a)), lt.asarray(b)), opt,
+                  tm, torch.nn.functional.mse_loss(tm(torch.tensor(a)), torch.tensor(b)), topt)
     assert lt.stats().kernels_compiled == 0 and lt.stats().realizes == 3
 
 
