@@ -914,12 +914,19 @@ def shared_rows(kernel: Kernel, cost: Callable[[Value], int]) -> list[SharedRow]
 def substitute(roots: list[Value], mapping: dict[Var, Expr], replace: dict[int, Value] | None = None,
                loops: dict[Var, Var] | None = None) -> list[Value]:
     """`roots` rebuilt with the variables in `mapping` replaced in every index expression they read,
-    and each value in `replace` (keyed by id) replaced as a whole, its sources not visited.
+    and each value in `replace` (keyed by id) replaced as a whole, its sources not visited (`rebuilt`)."""
+    new = rebuilt(roots, mapping, replace, loops)
+    return [new[id(r)] for r in roots]
+
+
+def rebuilt(roots: list[Value], mapping: dict[Var, Expr], replace: dict[int, Value] | None = None,
+            loops: dict[Var, Var] | None = None) -> dict[int, Value]:
+    """Every value of `roots` (by id) rebuilt as `substitute` says.
 
     Values that change neither way come back as themselves (values are interned). A reduction's
     own loop variables cannot be substituted: that would change what it reduces over; but those in `loops`
     are renamed, each loop then running over its new variable's range (`mapping` gives the new variable's
-    expression for them).
+    expression for them); loops renamed to one variable become that one loop (`kernels/loop_merge.py`).
     """
     replace, loops = replace or {}, loops or {}
     new: dict[int, Value] = {}
@@ -938,9 +945,9 @@ def substitute(roots: list[Value], mapping: dict[Var, Expr], replace: dict[int, 
         elif v.op is VOp.REDUCE and mapping.keys() & set(arg[1]):
             if not loops.keys() >= mapping.keys() & set(arg[1]):
                 raise ValueError("cannot substitute a reduction's own loop variables")
-            arg = (arg[0], tuple(loops.get(r, r) for r in arg[1]))
+            arg = (arg[0], tuple(dict.fromkeys(loops.get(r, r) for r in arg[1])))
         new[id(v)] = Value(v.op, v.dtype, tuple(new[id(s)] for s in v.srcs), arg)
-    return [new[id(r)] for r in roots]
+    return new
 
 
 def _substitute_bounds(bounds: Bounds, mapping: dict[Var, Expr]) -> Bounds:

@@ -36,6 +36,7 @@ from .graph import MOVEMENT, Node, Op
 from .kernels import ir
 from .kernels.dtype import bool_, compute_dtype, int64
 from .kernels.expr import Atom, Bounds, Div, Expr, Var, flat_index, simplify_bounds, unflatten_index
+from .kernels.loop_merge import merge_loops
 from .kernels.philox import philox_rounds
 from .views import source_index
 
@@ -394,8 +395,10 @@ class _Lowerer:
         buffers = (*(ir.BufferParam(r.dtype, r.numel, output=True) for r in self.roots),
                    *(ir.BufferParam(n.dtype, n.numel) for n in self.inputs))
         params = tuple(compute_dtype(n.dtype) for n in self.scalars)
+        reductions = self.reductions
         if operands is None:
-            kernel: ir.Kernel | ir.Contraction = ir.Kernel("", buffers, params, loops, stores)
+            kernel, rebuilt = merge_loops(ir.Kernel("", buffers, params, loops, stores))
+            reductions = {id(rebuilt[k]): node for k, node in reductions.items() if k in rebuilt}
         else:
             node, axes = self.contraction
             if self.epilogue:
@@ -405,7 +408,7 @@ class _Lowerer:
             vars, a, bv = operands
             kernel = ir.Contraction("", buffers, params, vars, a, bv,
                                     ir.Kernel("", buffers, params, loops, stores) if self.epilogue else None)
-        return LoweredKernel(kernel, list(self.inputs), list(self.scalars), self.reductions)
+        return LoweredKernel(kernel, list(self.inputs), list(self.scalars), reductions)
 
     def lower_scatter(self) -> LoweredKernel:
         """A SCATTER's `ir.Scatter`: its base written over the output's loops, then a loop nest over the
