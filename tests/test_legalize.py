@@ -3,7 +3,7 @@
 1. Every rule, on every dtype it takes: the legalized kernel, evaluated by the reference, gives what the
    unlegalized one gives, on every pair of edge values (NaN for NaN, the sign of zero and every bit of
    every integer included; the math functions, rewritten into others, within ULPS), and holds no op that
-   a rule rewrites but the guarded float-to-int64 cast.
+   a rule rewrites but the guarded float-to-int64 and float-to-int32 casts.
    The same with constant divisors and exponents, which take their own rewritings.
 2. Each backend's native set: what it declares stays, everything else is rewritten, the values unchanged.
 3. Whole kernels as lowering makes them (reductions, contractions and their epilogues, 16-bit floats,
@@ -81,9 +81,9 @@ def rewritten_math(kernel: ir.Kernel | ir.Contraction | ir.Scatter | ir.Sort) ->
 
 
 def guarded_casts(kernel: ir.Kernel) -> set[legalize.Key]:
-    """The float-to-int64 casts in a kernel: the one op legalization keeps, guarded."""
+    """The float-to-int64 and float-to-int32 casts in a kernel: the one op legalization keeps, guarded."""
     return {(v.srcs[0].dtype, v.dtype) for v in kernel.values()
-            if v.op is ir.VOp.CAST and v.srcs[0].dtype.is_float and v.dtype == int64}
+            if v.op is ir.VOp.CAST and v.srcs[0].dtype.is_float and v.dtype in (int32, int64)}
 
 
 def assert_same_results(kernel: ir.Kernel, legal: ir.Kernel, inputs: list[np.ndarray], what: str,

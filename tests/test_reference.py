@@ -518,7 +518,12 @@ def cast_kernel(src: DType, dst: DType) -> tuple[ir.Kernel, np.ndarray]:
     """`out[i] = cast(b1[i])` on the source dtype's edge values (floats: out of every integer range too)."""
     wide = np.concatenate([suite_values(float64), [255.5, 300.0, -1.7, 3e9, -3e9, 1e19, -1e19, 65519.0, 65520.0,
                                                    3.5e38, 1 + 2.0**-11 + 2.0**-30, 2.0**-24, 2.0**-25, 6e-8, 2.0**63,
-                                                   -2.0**63, 2.0**64, 2e19, 2.0**64 - 2048, 2.0**63 - 1024]])
+                                                   -2.0**63, 2.0**64, 2e19, 2.0**64 - 2048, 2.0**63 - 1024,
+                                                   # around int32's range and 2**32, where a cast to 32 bits or less
+                                                   # takes another path (`legalize._float_to_int32`)
+                                                   2.0**31, -2.0**31, 2.0**31 - 0.5, -2.0**31 - 0.5, 2.0**31 + 0.5,
+                                                   2.0**31 - 128, 2.0**32 + 7, -2.0**32 - 7, 2.0**32 - 1, 2.0**53 + 2,
+                                                   -2.0**62 * 1.5, 2.0**62 * 1.5]])
     with np.errstate(over="ignore"):
         data = bfloat16_bits(wide.astype(np.float32)) if src == bfloat16 else \
             suite_values(src) if src.is_int or src == bool_ else wide.astype(src.name)

@@ -34,7 +34,7 @@ from itertools import pairwise
 from llvmlite import ir
 
 from ..bounds import fault_code
-from ..dtype import DType, bfloat16, bool_, float16, float32, float64, half_bits, int64, uint8
+from ..dtype import DType, bfloat16, bool_, float16, float32, float64, half_bits, int32, int64, uint8
 from ..expr import Bound, Bounds, Div, Expr, Mod, Var
 from ..ir import (
     COMPARISONS,
@@ -272,7 +272,8 @@ class FunctionBuilder:
         raise NotImplementedError(f"the LLVM backend cannot render {op.label} on {dt} (not legalized?)")
 
     def cast(self, x: ir.Value, src: DType, dst: DType) -> ir.Value:
-        """A core cast (see `kernels/legalize.py`): integers wrap; a float becomes an int64 saturated."""
+        """A core cast (see `kernels/legalize.py`): integers wrap; a float becomes an int64 saturated, or an int32
+        (where it is in range)."""
         b = self.b
         if src == dst:
             return x
@@ -282,6 +283,8 @@ class FunctionBuilder:
         if dst.is_float:
             return b.sitofp(x, t) if src.is_signed else b.uitofp(x, t)
         if src.is_float:
+            if dst == int32:
+                return b.fptosi(x, t)
             if dst != int64:
                 raise NotImplementedError(f"a cast of {src} to {dst} (not legalized?)")
             name = f"llvm.fptosi.sat.i64.{'f32' if src == float32 else 'f64'}"
