@@ -316,12 +316,12 @@ class ReduceOps:
 
     def _scan_last(self: Tensor, op: ReduceOp) -> Tensor:
         """The running fold by `op` along the last axis: a short row as a reduction under a triangular mask,
-        which fuses with what computes the row; a long one's sum, max or min as a scan (a kernel of its own
-        kind), its product in blocks."""
+        which fuses with what computes the row; a long one as a scan (a kernel of its own kind), but a product
+        a gradient may flow through in blocks, of ops autograd knows (a scan's gradient is a running sum's)."""
         n, identity = self.shape[-1], op.identity(self.dtype)
         if self.dtype == bool_:  # folded as bytes (a running any or all): the scans take numbers
             return self.cast(uint8)._scan_last(op).cast(bool_)
-        if n > CUMSUM_BLOCK and op is not ReduceOp.PROD:
+        if n > CUMSUM_BLOCK and (op is not ReduceOp.PROD or not self.requires_grad):
             from .tensor import Tensor
             return Tensor._make(Op.SCAN, self.dtype, self.shape, (self,), op)
         if n <= CUMSUM_BLOCK:

@@ -12,6 +12,7 @@ import torch
 
 import lazytensor as lt
 from conftest import ALL_DTYPES, LAYOUTS, check, inputs, layout, random_array, to_torch_dtype
+from lazytensor.kernels import ir
 
 SHAPE = (3, 4, 5)
 # (axis, keepdims): None, ints (negative too), tuples (unsorted, negative, all axes) and the empty tuple,
@@ -952,16 +953,29 @@ def test_cumprod_axis_none_0d_size_0_and_dtype():
 
 
 @pytest.mark.parametrize("n", [257, 1000])
-def test_cumprod_long_axes_blocked_path(n):
+def test_cumprod_long_axes(n):
     # factors of +-1 and +-2 with at most a few dozen 2s in a row: every product is exact in float64, so a
-    # different order of multiplication cannot change the answer; any difference is an indexing bug
+    # different order of multiplication cannot change the answer; any difference is an indexing bug. A scan,
+    # or in blocks where a gradient may flow through it.
     rng = np.random.default_rng(33)
     arr = rng.choice([1.0, -1.0, 1.0, -1.0, 2.0, 0.5], (2, n))
     for kind in ("contiguous", "flipped"):
         x, t = layout(arr, kind)
         check(x.cumprod(1), torch.cumprod(t, 1), rtol=0, atol=0)
+        check(x.requires_grad_().cumprod(1), torch.cumprod(t, 1), rtol=0, atol=0)
     ints = rng.choice([1, -1], (2, n))
     check(lt.asarray(ints).cumprod(-1), torch.cumprod(torch.tensor(ints), -1))
+    kinds = [type(item.kernel) for item in lt.schedule(lt.asarray(arr).cumprod(1))]
+    assert kinds == [ir.Scan]
+
+
+def test_cumprod_gradient_along_a_long_axis():
+    arr = random_array((2, 600), lt.float64, seed=36, low=0.9, high=1.1)
+    x, t = lt.asarray(arr).requires_grad_(), torch.tensor(arr, requires_grad=True)
+    up = random_array((2, 600), lt.float64, seed=37)
+    x.cumprod(1).backward(lt.asarray(up))
+    t.cumprod(1).backward(torch.tensor(up))
+    check(x.grad, t.grad)
 
 
 def test_cumprod_gradient():
