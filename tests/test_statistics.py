@@ -130,6 +130,16 @@ def test_einsum_of_two_operands_is_one_contraction_and_errors_name_the_subscript
         lt.einsum("ij,jk->ik", lt.zeros((2, 3)), lt.zeros((4, 2)))
 
 
+def test_einsum_of_small_matrices_runs_matmuls_kernel():
+    """A batch of products too small for the template is a plain reduction, whose innermost loop is the product's
+    last axis: as matmul's, the output's last letter where an operand holds it last, else the summed letter."""
+    x, y = (lt.asarray(random_array((64, 8, 8), lt.float32, seed=s)) for s in (3, 4))
+    (ours,), (matmul,) = lt.schedule(lt.einsum("bij,bjk->bik", x, y)), lt.schedule(x @ y)
+    assert ours.kernel.body_text() == matmul.kernel.body_text()
+    (ours,), (vecdot,) = lt.schedule(lt.einsum("bij,bij->bi", x, y)), lt.schedule(lt.vecdot(x, y))
+    assert ours.kernel.body_text() == vecdot.kernel.body_text()
+
+
 @pytest.mark.parametrize("ord", [None, 1, -1, 2, -2, np.inf, -np.inf, "fro", "nuc", 0, 3])
 def test_linalg_norm_matches_numpy(ord):
     a = random_array((3, 4, 5), lt.float64, seed=6)
