@@ -98,6 +98,7 @@ int = int32
 cat = concat
 concatenate = concat
 matrix_transpose = linalg.matrix_transpose
+cross = linalg.cross  # NumPy's np.cross of 3-vectors, PyTorch's torch.cross along `axis`
 
 
 def set_cache(enabled: bool) -> None:
@@ -249,6 +250,7 @@ real = _function(Tensor.real)
 imag = _function(Tensor.imag)
 conj = _function(Tensor.conj)
 isclose = _function(Tensor.isclose)
+nan_to_num = _function(Tensor.nan_to_num)
 allclose = _function(Tensor.allclose)
 moveaxis = _function(Tensor.moveaxis)
 roll = _function(Tensor.roll)
@@ -473,6 +475,7 @@ __all__ += [  # the NumPy-style functions above
     "moveaxis",
     "movedim",
     "multiply",
+    "nan_to_num",
     "narrow",
     "negative",
     "nextafter",
@@ -558,6 +561,7 @@ __all__ += [
     "broadcast_arrays",
     "can_cast",
     "concatenate",
+    "cross",
     "e",
     "einsum",
     "from_dlpack",

@@ -139,6 +139,8 @@ ROWS: dict[str, Row] = {
     "real": row(lt.real, "val"),
     "imag": row(lt.imag, "val"),
     "isclose": row(lt.isclose, "a b rtol= atol= equal_nan="),
+    "nan_to_num": row(lt.nan_to_num, "x copy= nan= posinf= neginf="),
+    "cross": row(lt.cross, "a b axis="),
     "allclose": row(lt.allclose, "a b rtol= atol= equal_nan="),
     "where": row(lt.where, "condition x y"),
     # indexing, sorting, sets

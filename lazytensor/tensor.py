@@ -1084,6 +1084,17 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
         """The complex conjugate: the values themselves, as lazytensor has no complex dtypes."""
         return self.copy()
 
+    def nan_to_num(self, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None, *,
+                   copy: bool = True) -> Tensor:
+        """NaN replaced by `nan`, inf by `posinf` and -inf by `neginf` (by default the dtype's greatest and least
+        finite values), as NumPy's and PyTorch's (NumPy's `copy` is accepted: the result is a new tensor either
+        way); an integer or bool tensor's values as they are."""
+        if not self.dtype.is_float:
+            return self.copy()
+        finite = dtypes.finfo(self.dtype).max
+        big, small = finite if posinf is None else posinf, -finite if neginf is None else neginf
+        return where(self.isnan(), nan, where(self == math.inf, big, where(self == -math.inf, small, self)))
+
     def isclose(self, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
         """Where `|self - other| <= atol + rtol * |other|` (NumPy's and PyTorch's test, not symmetric), or
         the two are equal (infinities of one sign); NaNs are close to each other only with `equal_nan`."""

@@ -1091,6 +1091,36 @@ def test_isclose_of_ints_does_not_wrap_and_takes_scalars():
     check(lt.isclose(lt.zeros(0), lt.zeros(0)), np.zeros(0, bool))
 
 
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_nan_to_num(dtype):
+    base = random_array((4, 6), dtype, seed=97)
+    if dtype.is_float:
+        base.reshape(-1)[:6] = [np.nan, np.inf, -np.inf, -0.0, np.nan, np.inf]
+    for kind in LAYOUTS:
+        x, t = layout(base, kind)
+        check(lt.nan_to_num(x), np.nan_to_num(base))
+        check(x.nan_to_num(), torch.nan_to_num(t))
+        if dtype.is_float:
+            check(x.nan_to_num(1.5, posinf=7.0, neginf=-2.0), torch.nan_to_num(t, 1.5, posinf=7.0, neginf=-2.0))
+            check(lt.nan_to_num(x, copy=False, nan=-1.0), np.nan_to_num(base, copy=True, nan=-1.0))
+    check(lt.nan_to_num(lt.asarray(np.float32(np.nan))), np.nan_to_num(np.float32(np.nan)))
+    check(lt.nan_to_num(lt.zeros(0, 3)), np.zeros((0, 3), np.float32))
+
+
+def test_nan_to_num_passes_the_gradient_where_it_keeps_the_value():
+    arr = np.array([1.0, np.nan, np.inf, -2.0, -np.inf])
+    x, t = lt.asarray(arr).requires_grad_(), torch.tensor(arr, requires_grad=True)
+    (x.nan_to_num() * lt.arange(5.0)).sum().backward()
+    (t.nan_to_num() * torch.arange(5.0)).sum().backward()
+    check(x.grad, t.grad)
+
+
+def test_cross_at_the_top_level_as_numpys():
+    a, b = random_array((5, 3), lt.float32, seed=98), random_array((5, 3), lt.float32, seed=99)
+    check(lt.cross(lt.asarray(a), lt.asarray(b)), np.cross(a, b))
+    check(lt.cross(lt.asarray(a.T.copy()), lt.asarray(b.T.copy()), axis=0), np.cross(a.T, b.T, axis=0))
+
+
 # ---- inverse trigonometric and hyperbolic functions, hypot, the sign bit, shifts ----------------------
 
 COMPOSITES = ["asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh"]  # unary, composed of IR ops

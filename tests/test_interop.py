@@ -492,6 +492,8 @@ CASES = {
                           np.clip(f, min=-1, max=g)),
     "real": lambda f: np.real(f),
     "imag": lambda f: np.imag(f),
+    "nan_to_num": lambda f: (np.nan_to_num(f / f), np.nan_to_num(np.log(f), nan=1.0, posinf=2.0, neginf=-3.0)),
+    "cross": lambda x3, y3: (np.cross(x3, y3), np.cross(x3.T, y3.T, axis=0)),
     "isclose": lambda f, g: (np.isclose(f, f + 1e-9), np.isclose(f, g, atol=2), np.isclose(f, np.nan, equal_nan=True)),
     "allclose": lambda f, g: (np.allclose(f, f * (1 + 1e-7)), np.allclose(f, g), np.allclose(f, g, rtol=10, atol=5)),
     "where": lambda f, g: (np.where(f > 0, f, g), np.where(f > 0, f, 0.0), np.where(f > 1), np.where(f < g, 1.5, g)),
