@@ -136,13 +136,17 @@ class IndexingOps:
         """Elements at `indices` along `axis` (of the flattened tensor where axis is None): the axis is
         replaced by the indices' shape. Negative indices count from the end (NumPy, the array API)."""
         x = self.reshape(-1) if axis is None else self
-        a = 0 if axis is None else normalize_axis(axis, self.ndim, "take")
-        pos, bad = x._positions(indices, a, "take", True)
+        return x._take(indices, 0 if axis is None else normalize_axis(axis, self.ndim, "take"), "take")
+
+    def _take(self: Tensor, indices: Any, a: int, name: str) -> Tensor:
+        """`take` along axis `a`, its range errors named `name`: a gather of whole slices along the other axes,
+        each index read once per slice (`x[i]` of rows reads each row as one run of memory)."""
+        pos, bad = self._positions(indices, a, name, True)
         k = pos.numel()
-        spread = (*x.shape[:a], k, *x.shape[a + 1:])
-        index = pos.reshape(-1).reshape(tuple(k if d == a else 1 for d in range(x.ndim))).broadcast_to(spread)
-        out = x._gather(a, index).reshape((*x.shape[:a], *pos.shape, *x.shape[a + 1:]))
-        return out._checked(bad, _range_message("take", x.shape[a], a, True))
+        spread = (*self.shape[:a], k, *self.shape[a + 1:])
+        index = pos.reshape(-1).reshape(tuple(k if d == a else 1 for d in range(self.ndim))).broadcast_to(spread)
+        out = self._gather(a, index).reshape((*self.shape[:a], *pos.shape, *self.shape[a + 1:]))
+        return out._checked(bad, _range_message(name, self.shape[a], a, True))
 
     def take_along_axis(self: Tensor, indices: Any, /, axis: int = -1) -> Tensor:
         """`out[..., j, ...] = x[..., indices[..., j, ...], ...]` along `axis`: indices of x's rank,
@@ -263,6 +267,10 @@ class IndexingOps:
             return _basic_view(self, items)
         if all(it.ndim == 0 and it.dtype == dtypes.bool_ for it in items if _is_array(it)):
             return _scalar_masked(self, items)
+        arrays = [a for a, it in enumerate(items) if _is_array(it)]
+        if len(arrays) == 1 and items[arrays[0]].dtype != dtypes.bool_ and \
+                all(it == slice(None) for it in items if not _is_array(it)):  # one integer array: `x[i]`, `x[:, i]`
+            return self._take(items[arrays[0]], arrays[0], "index")
         flat, shape, bad = _flat_positions(self, items, "index")
         out = self.reshape(-1)._gather(0, flat.reshape(-1)).reshape(shape)
         return out if bad is None else out._checked(bad, "index: an index is out of bounds")

@@ -76,12 +76,29 @@ def test_advanced_indexing_of_0d_and_empty_tensors():
     check(lt.zeros((3, 0))[[1, 2]], np.zeros((2, 0), np.float32))
 
 
+def test_one_integer_array_index_is_a_take_along_its_axis():
+    """`x[i]`, `x[:, i]`, `x[..., i]` with every other axis whole gather whole slices along the others, as
+    `take` does (an embedding's rows, each read as one run of memory), with NumPy's values."""
+    data = random_array((6, 5, 4), lt.float32, seed=40)
+    x = lt.asarray(data)
+    for index in (np.array([[3, -1], [0, 2]]), np.array(-2), np.zeros(0, np.int64), np.array([3, 3, 0])):
+        i = lt.asarray(index)
+        for axis, got, want in ((0, x[i], data[index]), (1, x[:, i], data[:, index]), (2, x[..., i], data[..., index]),
+                                (1, x.transpose(2, 0, 1)[:, i], data.transpose(2, 0, 1)[:, index])):
+            check(got, want)
+        ours = [item.kernel.body_text() for item in lt.schedule(x[:, i])]
+        assert ours == [item.kernel.body_text() for item in lt.schedule(x.take(i, axis=1))]
+
+
 def test_index_out_of_bounds_raises_at_the_realize_that_computes_it():
     x = lt.asarray(np.arange(6.0).reshape(2, 3))
     bad = x[[0, 5]]  # a list is data too: checked where it is computed
-    with pytest.raises(IndexError, match="out of bounds"):
+    with pytest.raises(IndexError, match=r"index: an index is outside \[-2, 2\) \(axis 0 of size 2\)"):
         bad.numpy()
     bad = x[lt.asarray(np.array([1, -3, 0]))]
+    with pytest.raises(IndexError, match=r"index: an index is outside \[-2, 2\)"):
+        bad.numpy()
+    bad = x[lt.asarray(np.array([1, 0])), lt.asarray(np.array([0, 3]))]  # several arrays: one flat position
     with pytest.raises(IndexError, match="index: an index is out of bounds"):
         bad.numpy()
     with pytest.raises(IndexError, match="out of bounds"):
@@ -411,7 +428,7 @@ def test_rows_picked_by_arange_need_no_range_check_of_it():
     assert len(checks) == 1 and all(v.op is not ir.VOp.INDEX for v in ir.toposort([checks[0]]))
     check(out, data[np.arange(5), ids])
     check(x[lt.arange(3), 1:3], data[np.arange(3), 1:3])
-    with pytest.raises(IndexError, match="out of bounds"):
+    with pytest.raises(IndexError, match=r"index: an index is outside \[-7, 7\) \(axis 1 of size 7\)"):
         x[:, lt.arange(8)].numpy()
 
 
