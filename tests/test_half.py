@@ -329,6 +329,7 @@ def test_llvm_half_loops_vectorize_without_library_calls(dtype):
     (item,) = lt.schedule(x * 3 + x.sqrt())
     program, _ = compile_kernel(item.kernel)
     text = program.optimized_ir
-    assert re.search(r"load <\d+ x i16>", text) and re.search(r"store <\d+ x i16>", text)
+    # vector loads and stores of the bits; on F16C hosts float16's read as `half`, which the host converts itself
+    assert re.search(r"load <\d+ x (i16|half)>", text) and re.search(r"store <\d+ x (i16|half)>", text)
     assert set(re.findall(r"call \S+ @([\w.]+)", text)) <= {"llvm.fabs.f32", "llvm.umax.i32", "llvm.sqrt.f32"} | \
         {f"llvm.{f}.v{n}{t}" for f in ("fabs", "umax", "sqrt") for n in (4, 8, 16) for t in ("f32", "i32")}
