@@ -597,6 +597,30 @@ def test_a_graph_of_one_root_seen_before_is_found_without_a_walk(monkeypatch):
     assert lt.stats().kernels_compiled == 0 and lt.stats().realizes == 9
 
 
+def test_an_eager_loop_feeding_each_output_to_the_next_realize_binds_each_its_own_buffer(monkeypatch):
+    """A loop whose realize reads the previous one's output (the same structure on another buffer, with another
+    scalar each time) is found by its template and launched from its plan, writing a new buffer each time: every
+    result stays its own value, and a graph reading one buffer twice, or the loop's start again, is told apart."""
+    a = random_array((33,), lt.float32, 0)
+    x = lt.asarray(a)
+    results, want = [], []
+    y, expected = x, a
+    for k in range(8):
+        if k == 3:  # the first realizes compile and settle the holders
+            lt.reset_stats()
+            _refuse_walks(monkeypatch)
+            _refuse_schedules(monkeypatch)
+        scale = np.float32(0.5 + k / 4)
+        y, expected = (y * float(scale) + 1).realize(), expected * scale + np.float32(1)
+        results.append(y)
+        want.append(expected)
+        check((y * y + 1).realize(), expected * expected + 1)
+    for got, expected in zip(results, want):
+        check(got, expected)
+    assert len({r.node.buffer.ptr for r in results}) == len(results)
+    assert lt.stats().kernels_compiled == 0 and lt.stats().realizes == 10
+
+
 def test_a_training_step_seen_before_is_found_without_a_walk(monkeypatch):
     """A training step's realize (the loss and every parameter, with the optimizer's pending state) of a structure
     seen before finds its plan by its template: no walk, no schedule, nothing compiled; and the steps give torch's
