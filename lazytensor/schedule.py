@@ -461,28 +461,84 @@ class _Template:
     """A graph a cached plan computes, from the nodes a realize asked for (with the pending state): each node in
     `_walk`'s order with what its structure holds of it (op, dtype, shape, device, its sources' positions, and its
     arg unless it is a scalar's value), the positions of the nodes asked for, of their storage, and of the nodes
-    live tensors held, and the flags of its checks with their messages. Another graph is checked against it node
-    by node, from the nodes asked for down along the sources (each node is a source of one checked before it, or
-    asked for), which finds that graph's nodes in the plan's order without a walk, nor a key of the whole structure
-    to hash and compare: the look-up of the realizes of a loop, and of a training step's. `match` is that check
-    written out for this graph (`_matcher`), made once per template."""
+    live tensors held (last first), and the flags of its checks with their messages. Another graph is checked
+    against it node by node, from the nodes asked for down along the sources (each node is a source of one checked
+    before it, or asked for), which finds that graph's nodes in the plan's order without a walk, nor a key of the
+    whole structure to hash and compare: the look-up of the realizes of a loop, and of a training step's.
 
-    __slots__ = ("match",)
+    `match` is that check; a template that matched COMPILE_AFTER_MATCHES times, of a graph of at most
+    COMPILED_MAX_NODES nodes, then checks through Python written out for its structure (`_matcher`), which does
+    the walk's bookkeeping once: it runs in half the time, but compiling it costs as many of the walk's checks as
+    COMPILE_AFTER_MATCHES (a millisecond for a graph of five nodes), so only a structure realized that often (an
+    eager loop's) pays for it, and pays at most twice what it saves."""
+
+    __slots__ = ("checks", "entries", "live", "match", "matches", "plan", "requested", "stores")
 
     def __init__(self, structure: list[tuple], requested: tuple[int, ...], stores: tuple[int, ...],
                  live: tuple[int, ...], checks: list[tuple[int, str]], plan: _CachedSchedule):
-        self.match = _matcher(structure, requested, stores, frozenset(live), checks, plan)
+        # (position, op, dtype, shape, device, sources' positions, arg, whether the arg is compared), the last first
+        self.entries = [(k, s[0], s[1], s[2], s[3], s[4], s[5], s[0] is not _SCALAR) if len(s) == 6
+                        else (k, *s, (), None, False) for k, s in reversed(list(enumerate(structure)))]
+        self.requested, self.stores, self.live, self.checks, self.plan = \
+            requested, stores, list(reversed(live)), checks, plan
+        self.match: Callable[[list[Node]], Planned | None] = self.walk
+        self.matches = 0
+
+    def walk(self, requested: list[Node]) -> Planned | None:
+        """The plan on `requested`'s graph where it has this structure (the same nodes but data and scalar values,
+        connected alike, none shared that is not here, the same nodes held by live tensors), else None."""
+        found: list[Any] = [None] * len(self.entries)
+        if one := len(requested) == 1:  # an eager loop's realize
+            found[self.requested[0]] = requested[0]
+        else:
+            for node, at in zip(requested, self.requested):
+                if (seen := found[at]) is None:
+                    found[at] = node
+                elif seen is not node:
+                    return None
+        live = []
+        buffer, weak = _BUFFER, weakref.ReferenceType
+        for at, op, dtype, shape, device, srcs_at, arg, has_arg in self.entries:
+            node = found[at]  # placed by a reader before, or asked for
+            if node.op is not op or node.dtype is not dtype or node.shape != shape or node.device != device:
+                return None
+            if op is buffer:
+                continue
+            srcs = node.srcs
+            # an arg compared as the structure key compares it: the same object, or equal (a NaN is itself)
+            if len(srcs) != len(srcs_at) or has_arg and (same := node.arg) is not arg and same != arg:
+                return None
+            for src, src_at in zip(srcs, srcs_at):
+                if (seen := found[src_at]) is None:
+                    found[src_at] = src
+                elif seen is not src:
+                    return None
+            if (held := node.holders) is not None:  # `is_held`, its common case inline
+                if type(held) is not weak:
+                    if is_held(node):
+                        live.append(at)
+                elif (t := held()) is not None and t._node is node:
+                    live.append(at)
+        if live != self.live or len(set(found)) != len(found):
+            return None
+        self.matches += 1
+        if self.matches >= COMPILE_AFTER_MATCHES and len(found) <= COMPILED_MAX_NODES:
+            self.match = _matcher(self)
+        # the storage of a node and a check's flag are the structure's: where it matches, they are at its places
+        return Planned(self.plan, found, requested, [found[self.stores[0]]] if one else [found[at] for at in self.stores],
+                       [(found[at], message) for at, message in self.checks] if self.checks else [], None)
 
 
-def _matcher(structure: list[tuple], requested: tuple[int, ...], stores: tuple[int, ...], live: frozenset[int],
-             checks: list[tuple[int, str]], plan: _CachedSchedule) -> Callable[[list[Node]], Planned | None]:
-    """A function of the nodes a realize asks for that returns `plan` on their graph where it has this structure
-    (the same nodes but data and scalar values, connected alike, none shared that is not here, held by live tensors
-    where these are and only there), else None. Python source generated for the structure, one statement per
-    check, with the graph's nodes in locals (`n<position>`): which position a node is found at first, and so which
-    sources are new and which must be nodes found before, depends on the structure only, so the generic walk's
-    bookkeeping (a list of nodes found, a test per source, a list of the held) is done here once."""
-    consts: dict[str, Any] = {"Planned": Planned, "PLAN": plan, "is_held": is_held, "weak": weakref.ReferenceType}
+COMPILE_AFTER_MATCHES = 256
+COMPILED_MAX_NODES = 64
+
+
+def _matcher(template: _Template) -> Callable[[list[Node]], Planned | None]:
+    """`template.walk` written out for its structure, as Python source with one statement per check and the graph's
+    nodes in locals (`n<position>`): which position a node is found at first, and so which sources are new and
+    which must be nodes found before, and which nodes live tensors hold, depend on the structure only."""
+    consts: dict[str, Any] = {"Planned": Planned, "PLAN": template.plan, "is_held": is_held,
+                              "weak": weakref.ReferenceType}
     code = ["def match(requested):"]
     found: set[int] = set()
 
@@ -493,21 +549,20 @@ def _matcher(structure: list[tuple], requested: tuple[int, ...], stores: tuple[i
             found.add(at)
             code.append(f"    n{at} = {node}")
 
-    for k, at in enumerate(requested):
+    for k, at in enumerate(template.requested):
         place(f"requested[{k}]", at)
-    for at in reversed(range(len(structure))):  # each node after those it is a source of
-        op, dtype, shape, device, *rest = structure[at]
+    live = set(template.live)
+    for at, op, dtype, shape, device, srcs_at, arg, has_arg in template.entries:
         n = f"n{at}"
         consts.update({f"O{at}": op, f"D{at}": dtype, f"S{at}": shape, f"V{at}": device})
         code.append(f"    if {n}.op is not O{at} or {n}.dtype is not D{at} or {n}.shape != S{at} "
                     f"or {n}.device != V{at}: return None")
         if op is _BUFFER:
             continue
-        srcs_at, arg = rest
         code.append(f"    s = {n}.srcs")
         code.append(f"    if len(s) != {len(srcs_at)}: return None")
-        if op is not _SCALAR:  # an arg compared as the structure key compares it: the same object, or equal (a NaN
-            consts[f"A{at}"] = arg  # is itself)
+        if has_arg:
+            consts[f"A{at}"] = arg
             code.append(f"    if (a := {n}.arg) is not A{at} and a != A{at}: return None")
         for k, src_at in enumerate(srcs_at):
             place(f"s[{k}]", src_at)
@@ -515,13 +570,13 @@ def _matcher(structure: list[tuple], requested: tuple[int, ...], stores: tuple[i
         code.append(f"    h = {n}.holders")
         code.append(f"    if h is None or not {held}: return None" if at in live else
                     f"    if h is not None and {held}: return None")
-    nodes = ", ".join(f"n{at}" for at in range(len(structure)))
-    code.append(f"    if len({{{nodes}}}) != {len(structure)}: return None")
-    for k, (_, message) in enumerate(checks):
+    nodes = ", ".join(f"n{at}" for at in range(len(template.entries)))
+    code.append(f"    if len({{{nodes}}}) != {len(template.entries)}: return None")
+    for k, (_, message) in enumerate(template.checks):
         consts[f"M{k}"] = message
-    flags = ", ".join(f"(n{at}, M{k})" for k, (at, _) in enumerate(checks))
-    # the storage of a node and a check's flag are the structure's: where it matches, they are at its places
-    code.append(f"    return Planned(PLAN, [{nodes}], requested, [{', '.join(f'n{at}' for at in stores)}], [{flags}], None)")
+    flags = ", ".join(f"(n{at}, M{k})" for k, (at, _) in enumerate(template.checks))
+    stores = ", ".join(f"n{at}" for at in template.stores)
+    code.append(f"    return Planned(PLAN, [{nodes}], requested, [{stores}], [{flags}], None)")
     # the source holds positions and names only: every value it compares with is a constant passed in `consts`
     exec("\n".join(code), consts)  # noqa: S102
     return consts["match"]
