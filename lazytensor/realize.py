@@ -489,9 +489,10 @@ def realize_nodes(*nodes: Node) -> None:
             return
         _stats.realizes += 1
         _stats.schedule_seconds += planned.plan_seconds
-        _stats.lower_seconds += planned.lower_seconds
+        if made := planned.made is not None:  # else nothing was lowered
+            _stats.lower_seconds += planned.lower_seconds
         recorder = _thread.recorder
-        if recorder is not None or planned.made is not None or _watched() or (launcher := _launcher(planned)) is None:
+        if made or recorder is not None or _watched() or (launcher := _launcher(planned)) is None:
             items = planned.schedule()
             if dump.directory() is not None:
                 dump.schedule_run(items, nodes)
