@@ -47,6 +47,11 @@ def directory() -> Path | None:
     return env_value("LT_DUMP_DIR", _folder_of)
 
 
+def blocks_open() -> bool:
+    """Whether a `dump_to` block is in force (`directory()` without reading the environment)."""
+    return bool(_chosen)
+
+
 def _folder_of(text: str) -> Path | None:
     return Path(text) if text else None
 

@@ -413,8 +413,10 @@ class _Launcher:
         # what its outputs hold till the last kernel ran, where there are several (BATCH_MAX_BYTES bounds it)
         self.held_bytes = sum(nodes[p].numel * nodes[p].dtype.itemsize for p, written in table if written) \
             if len(entries) > 1 else 0
-        # each program with its buffers' places in the table and its scalars' positions among the nodes
-        self.calls = [(program, pos, ps) for program, pos, (_, _, _, ps) in zip(programs, positions, entries)]
+        # each program with its buffers' places in the table (None where they are the table, in order) and its
+        # scalars' positions among the nodes
+        self.calls = [(program, None if pos == tuple(range(len(table))) else pos, ps)
+                      for program, pos, (_, _, _, ps) in zip(programs, positions, entries)]
         self.batch = _batch(device, programs, positions, len(table), [[nodes[p].arg for p in ps] for *_, ps in entries]) \
             if len(entries) > 1 and device.batches else None
 
@@ -431,15 +433,11 @@ class _Launcher:
         if self.batch is not None:
             launch_batch(self.batch, ptrs, {k: [nodes[p].arg for p in ps] for k, ps in self.scalars},
                          len(self.calls), lambda k: _origin(planned, k))
-        elif len(self.calls) == 1:
-            program, pos, ps = self.calls[0]
-            # the table is the program's, unless it reads one buffer twice (`solve(a, a)`): the table holds it once
-            args = ptrs if len(pos) == len(ptrs) else [ptrs[i] for i in pos]
-            launch(program, args, [nodes[p].arg for p in ps], 0, self.device, lambda: _origin(planned, 0))
         else:
             for k, (program, pos, ps) in enumerate(self.calls):
-                launch(program, [ptrs[i] for i in pos], [nodes[p].arg for p in ps], 0, self.device,
-                       lambda k=k: _origin(planned, k))
+                # the table is the program's, unless it reads one buffer twice (`solve(a, a)`): the table holds it once
+                launch(program, ptrs if pos is None else [ptrs[i] for i in pos], [nodes[p].arg for p in ps], 0,
+                       self.device, lambda k=k: _origin(planned, k))
         for (p, written), buffer in zip(self.slots, buffers):
             if written is not None:
                 nodes[p].become_buffer(buffer)
@@ -476,9 +474,9 @@ def _watched() -> bool:
     """Whether launches are watched one by one (`LT_DEBUG`, `LT_VALIDATE`, a profile) or dumped (`LT_DUMP_DIR`, a
     `dump_to` block): then a realize runs through `run`, which does that. The flags are parsed only where one is
     set."""
-    if any_set(_WATCHING) and (getenv("LT_DEBUG") or getenv("LT_VALIDATE")):
-        return True
-    return profiling.active() or dump.directory() is not None
+    if any_set(_WATCHING):
+        return bool(getenv("LT_DEBUG") or getenv("LT_VALIDATE")) or dump.directory() is not None
+    return profiling.active() or dump.blocks_open()
 
 
 def realize_nodes(*nodes: Node) -> None:
@@ -491,9 +489,10 @@ def realize_nodes(*nodes: Node) -> None:
             return
         _stats.realizes += 1
         _stats.schedule_seconds += planned.plan_seconds
-        _stats.lower_seconds += planned.lower_seconds
+        if made := planned.made is not None:  # else nothing was lowered
+            _stats.lower_seconds += planned.lower_seconds
         recorder = _thread.recorder
-        if recorder is not None or planned.made is not None or _watched() or (launcher := _launcher(planned)) is None:
+        if made or recorder is not None or _watched() or (launcher := _launcher(planned)) is None:
             items = planned.schedule()
             if dump.directory() is not None:
                 dump.schedule_run(items, nodes)

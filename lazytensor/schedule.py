@@ -89,6 +89,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -463,9 +464,15 @@ class _Template:
     live tensors held (last first), and the flags of its checks with their messages. Another graph is checked
     against it node by node, from the nodes asked for down along the sources (each node is a source of one checked
     before it, or asked for), which finds that graph's nodes in the plan's order without a walk, nor a key of the
-    whole structure to hash and compare: the look-up of the realizes of a loop, and of a training step's."""
+    whole structure to hash and compare: the look-up of the realizes of a loop, and of a training step's.
 
-    __slots__ = ("checks", "entries", "live", "plan", "requested", "stores")
+    `match` is that check; a template that matched COMPILE_AFTER_MATCHES times, of a graph of at most
+    COMPILED_MAX_NODES nodes, then checks through Python written out for its structure (`_matcher`), which does
+    the walk's bookkeeping once: it runs in half the time, but compiling it costs as many of the walk's checks as
+    COMPILE_AFTER_MATCHES (a millisecond for a graph of five nodes), so only a structure realized that often (an
+    eager loop's) pays for it, and pays at most twice what it saves."""
+
+    __slots__ = ("checks", "entries", "live", "match", "matches", "plan", "requested", "stores")
 
     def __init__(self, structure: list[tuple], requested: tuple[int, ...], stores: tuple[int, ...],
                  live: tuple[int, ...], checks: list[tuple[int, str]], plan: _CachedSchedule):
@@ -474,8 +481,10 @@ class _Template:
                         else (k, *s, (), None, False) for k, s in reversed(list(enumerate(structure)))]
         self.requested, self.stores, self.live, self.checks, self.plan = \
             requested, stores, list(reversed(live)), checks, plan
+        self.match: Callable[[list[Node]], Planned | None] = self.walk
+        self.matches = 0
 
-    def match(self, requested: list[Node]) -> Planned | None:
+    def walk(self, requested: list[Node]) -> Planned | None:
         """The plan on `requested`'s graph where it has this structure (the same nodes but data and scalar values,
         connected alike, none shared that is not here, the same nodes held by live tensors), else None."""
         found: list[Any] = [None] * len(self.entries)
@@ -512,9 +521,65 @@ class _Template:
                     live.append(at)
         if live != self.live or len(set(found)) != len(found):
             return None
+        self.matches += 1
+        if self.matches >= COMPILE_AFTER_MATCHES and len(found) <= COMPILED_MAX_NODES:
+            self.match = _matcher(self)
         # the storage of a node and a check's flag are the structure's: where it matches, they are at its places
         return Planned(self.plan, found, requested, [found[self.stores[0]]] if one else [found[at] for at in self.stores],
                        [(found[at], message) for at, message in self.checks] if self.checks else [], None)
+
+
+COMPILE_AFTER_MATCHES = 256
+COMPILED_MAX_NODES = 64
+
+
+def _matcher(template: _Template) -> Callable[[list[Node]], Planned | None]:
+    """`template.walk` written out for its structure, as Python source with one statement per check and the graph's
+    nodes in locals (`n<position>`): which position a node is found at first, and so which sources are new and
+    which must be nodes found before, and which nodes live tensors hold, depend on the structure only."""
+    consts: dict[str, Any] = {"Planned": Planned, "PLAN": template.plan, "is_held": is_held,
+                              "weak": weakref.ReferenceType}
+    code = ["def match(requested):"]
+    found: set[int] = set()
+
+    def place(node: str, at: int) -> None:
+        if at in found:  # a second way to it: the same node, else the graph shares what this one does not
+            code.append(f"    if {node} is not n{at}: return None")
+        else:
+            found.add(at)
+            code.append(f"    n{at} = {node}")
+
+    for k, at in enumerate(template.requested):
+        place(f"requested[{k}]", at)
+    live = set(template.live)
+    for at, op, dtype, shape, device, srcs_at, arg, has_arg in template.entries:
+        n = f"n{at}"
+        consts.update({f"O{at}": op, f"D{at}": dtype, f"S{at}": shape, f"V{at}": device})
+        code.append(f"    if {n}.op is not O{at} or {n}.dtype is not D{at} or {n}.shape != S{at} "
+                    f"or {n}.device != V{at}: return None")
+        if op is _BUFFER:
+            continue
+        code.append(f"    s = {n}.srcs")
+        code.append(f"    if len(s) != {len(srcs_at)}: return None")
+        if has_arg:
+            consts[f"A{at}"] = arg
+            code.append(f"    if (a := {n}.arg) is not A{at} and a != A{at}: return None")
+        for k, src_at in enumerate(srcs_at):
+            place(f"s[{k}]", src_at)
+        held = f"((t := h()) is not None and t._node is {n} if type(h) is weak else is_held({n}))"  # `is_held` inline
+        code.append(f"    h = {n}.holders")
+        code.append(f"    if h is None or not {held}: return None" if at in live else
+                    f"    if h is not None and {held}: return None")
+    nodes = ", ".join(f"n{at}" for at in range(len(template.entries)))
+    code.append(f"    if len({{{nodes}}}) != {len(template.entries)}: return None")
+    for k, (_, message) in enumerate(template.checks):
+        consts[f"M{k}"] = message
+    flags = ", ".join(f"(n{at}, M{k})" for k, (at, _) in enumerate(template.checks))
+    stores = ", ".join(f"n{at}" for at in template.stores)
+    code.append(f"    return Planned(PLAN, [{nodes}], requested, [{stores}], [{flags}], None)")
+    # the source holds positions and names only: every value it compares with is a constant passed in `consts`
+    exec("\n".join(code), consts)  # noqa: S102
+    return consts["match"]
 
 
 # the first node a realize asks for (`_root_key`) -> the templates of the plans of such realizes (`_Template`),

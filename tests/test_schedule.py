@@ -575,7 +575,23 @@ def _refuse_walks(monkeypatch) -> None:
     monkeypatch.setattr(importlib.import_module("lazytensor.schedule"), "_walk", refuse)
 
 
-def test_a_graph_of_one_root_seen_before_is_found_without_a_walk(monkeypatch):
+@pytest.fixture(params=["walked", "compiled"])
+def matching(request, monkeypatch) -> bool:
+    """Templates of their own for the test (`schedule._Template`), checked by walking them, or through the code
+    written out for them (`schedule._matcher`) from their first match on; whether compiled."""
+    schedule = importlib.import_module("lazytensor.schedule")
+    monkeypatch.setattr(schedule, "_templates", {})
+    if compiled := request.param == "compiled":
+        monkeypatch.setattr(schedule, "COMPILE_AFTER_MATCHES", 1)
+    return compiled
+
+
+def _compiled_templates() -> int:
+    """How many of the templates check a graph through code written out for them."""
+    return sum(t.match != t.walk for ts in importlib.import_module("lazytensor.schedule")._templates.values() for t in ts)
+
+
+def test_a_graph_of_one_root_seen_before_is_found_without_a_walk(monkeypatch, matching):
     """The realize of a structure seen before, from one root, finds its plan by checking the graph against the
     plan's template: no walk, no schedule, nothing compiled; on new data, new scalars, through a reshape (a sum's
     dropped axis) and a softmax."""
@@ -595,9 +611,35 @@ def test_a_graph_of_one_root_seen_before_is_found_without_a_walk(monkeypatch):
     for seed, scale in ((2, -1.5), (3, 0.0), (4, 7.25)):
         step(seed, scale)
     assert lt.stats().kernels_compiled == 0 and lt.stats().realizes == 9
+    assert (_compiled_templates() == 3) == matching
 
 
-def test_a_training_step_seen_before_is_found_without_a_walk(monkeypatch):
+def test_an_eager_loop_feeding_each_output_to_the_next_realize_binds_each_its_own_buffer(monkeypatch, matching):
+    """A loop whose realize reads the previous one's output (the same structure on another buffer, with another
+    scalar each time) is found by its template and launched from its plan, writing a new buffer each time: every
+    result stays its own value, and a graph reading one buffer twice, or the loop's start again, is told apart."""
+    a = random_array((33,), lt.float32, 0)
+    x = lt.asarray(a)
+    results, want = [], []
+    y, expected = x, a
+    for k in range(8):
+        if k == 3:  # the first realizes compile and settle the holders
+            lt.reset_stats()
+            _refuse_walks(monkeypatch)
+            _refuse_schedules(monkeypatch)
+        scale = np.float32(0.5 + k / 4)
+        y, expected = (y * float(scale) + 1).realize(), expected * scale + np.float32(1)
+        results.append(y)
+        want.append(expected)
+        check((y * y + 1).realize(), expected * expected + 1)
+    for got, expected in zip(results, want):
+        check(got, expected)
+    assert len({r.node.buffer.ptr for r in results}) == len(results)
+    assert lt.stats().kernels_compiled == 0 and lt.stats().realizes == 10
+    assert (_compiled_templates() == 2) == matching  # the loop's and the square's
+
+
+def test_a_training_step_seen_before_is_found_without_a_walk(monkeypatch, matching):
     """A training step's realize (the loss and every parameter, with the optimizer's pending state) of a structure
     seen before finds its plan by its template: no walk, no schedule, nothing compiled; and the steps give torch's
     losses and weights, on a new batch each step."""
@@ -615,7 +657,7 @@ def test_a_training_step_seen_before_is_found_without_a_walk(monkeypatch):
     assert lt.stats().kernels_compiled == 0 and lt.stats().realizes == 3
 
 
-def test_a_template_of_several_roots_reuses_no_plan_of_another_structure(monkeypatch):
+def test_a_template_of_several_roots_reuses_no_plan_of_another_structure(monkeypatch, matching):
     """Realizes of several nodes: the same node asked for twice, two nodes sharing a source or not, in either
     order, an index checked from data (raising on a repeat with an index out of range) each get their own plan,
     found by their template on a repeat, with the right values."""
@@ -650,12 +692,13 @@ def test_a_template_of_several_roots_reuses_no_plan_of_another_structure(monkeyp
                     lt.realize(taken, total)
 
 
-def test_a_template_reuses_no_plan_of_another_structure():
+def test_a_template_reuses_no_plan_of_another_structure(matching):
     """A graph checked against the template of another structure of the same root (sharing, dtype, a baked
     constant, a transposed view, slices, a live intermediate) gets its own plan and the right values."""
     a, b = random_array((6, 6), lt.float32, 0), random_array((6, 6), lt.float32, 1)
     x, y = lt.asarray(a), lt.asarray(b)
-    for _ in range(2):  # each structure twice: the second realize meets the templates of all the others
+    # each structure three times: the second realize meets the templates of all the others, the third their code
+    for _ in range(3):
         check((x * y + 1).realize(), a * b + 1)
         check((x * x + 1).realize(), a * a + 1)  # one buffer read twice: the same op on the same kinds of data
         check((y * y + 1).realize(), b * b + 1)
@@ -664,6 +707,8 @@ def test_a_template_reuses_no_plan_of_another_structure():
         check((top * bottom + 1).realize(), a[:3] * b[3:] + 1)
         check((x[:3] * y[3:] + 1).realize(), a[:3] * b[3:] + 1)  # the same root, of slices
         check((x[3:] * y[:3] + 1).realize(), a[3:] * b[:3] + 1)  # other slices: the same structure, other args
+        check((x.sum(0) + 1).realize(), a.sum(0) + 1)
+        check((top.sum(0) + 1).realize(), a[:3].sum(0) + 1)  # the same root, on a buffer of another shape
         wide = lt.asarray(a.astype(np.float64))
         check((wide * wide + 1).realize(), a.astype(np.float64) ** 2 + 1)
         i = lt.asarray(np.arange(36, dtype=np.int32).reshape(6, 6))
@@ -679,7 +724,7 @@ def test_a_template_reuses_no_plan_of_another_structure():
         check(temporary, a * b + 1)
 
 
-def test_threads_realize_one_structure_each_with_its_own_data():
+def test_threads_realize_one_structure_each_with_its_own_data(matching):
     """Threads that realize the same structure at once, each on its data and with its scalars, each get their
     own values (the template look-up runs under the realize lock, as the schedule cache does)."""
     def work(t: int) -> list[np.ndarray]:
