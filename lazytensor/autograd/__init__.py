@@ -89,6 +89,14 @@ class Custom(enum.Enum):
     JOINT = "joint"
 
 
+# The members the backward walk reads for every op it passes: read on their class, each costs a call into Python on
+# 3.11 (an Enum class's attributes are all read through EnumType.__getattr__'s hook)
+_CUSTOM_VJP, _JOINT = Custom.VJP, Custom.JOINT
+(_ALU, _BITCAST, _CAST, _CHECK, _CONTIGUOUS, _EXPAND, _FLIP, _GATHER, _LINALG, _PAD, _PERMUTE, _REDUCE, _RESHAPE, _SCAN,
+ _SCATTER, _SHRINK) = (Op.ALU, Op.BITCAST, Op.CAST, Op.CHECK, Op.CONTIGUOUS, Op.EXPAND, Op.FLIP, Op.GATHER, Op.LINALG,
+                       Op.PAD, Op.PERMUTE, Op.REDUCE, Op.RESHAPE, Op.SCAN, Op.SCATTER, Op.SHRINK)
+
+
 def custom_vjp(srcs: Sequence[Tensor], forward: Callable[[], Tensor],
                backward: Callable[..., Sequence[Tensor | None]], *, takes_result: bool = False) -> Tensor:
     """`forward()` (a tensor computed from `srcs`), differentiated by `backward` instead of through the
@@ -247,7 +255,7 @@ def _walk(order: list[Tensor], roots: Sequence[Tensor], seeds: Sequence[Tensor],
     # a joint fires when the last of its members in this graph has its turn: members wait, in arrival order
     waiting: dict[int, int] = {}
     for t in order:
-        if t._ctx is not None and t._ctx[0] is Custom.JOINT:
+        if t._ctx is not None and t._ctx[0] is _JOINT:
             waiting[id(t._ctx[2])] = waiting.get(id(t._ctx[2]), 0) + 1
     arrived: dict[int, list[Tensor | None]] = {}
     out: dict[int, tuple[Tensor, Tensor]] = {}
@@ -264,7 +272,7 @@ def _walk(order: list[Tensor], roots: Sequence[Tensor], seeds: Sequence[Tensor],
         if t._ctx is None:
             continue
         op, arg, srcs = t._ctx
-        if op is Custom.JOINT:
+        if op is _JOINT:
             fire, i = arg
             grads = arrived.setdefault(id(srcs), [None] * len(srcs))
             grads[i] = g
@@ -649,7 +657,7 @@ def unshrink(g: Tensor, shape: tuple[int, ...], ranges: Sequence[tuple[int, int,
 def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor,
         needs: Sequence[bool] | None = None) -> list[Tensor | None]:
     """The gradients for `srcs` of the op `(op, arg)` that made `out`, given the gradient `g` of `out`
-    (None where a source gets no gradient); for `Custom.VJP`, `arg` is the op's backward and whether it takes the
+    (None where a source gets no gradient); for `_CUSTOM_VJP`, `arg` is the op's backward and whether it takes the
     result (see `custom_vjp`). With `needs` (a flag per source), a rule may leave out (None) the gradient of a
     source whose flag is false."""
     if (node := out._node).dtype.kind != "f":
@@ -657,7 +665,7 @@ def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor,
     if 0 in node.shape:
         return [_zeros_like(s) for s in srcs]
     x = srcs[0]
-    if op is Custom.VJP:
+    if op is _CUSTOM_VJP:
         backward, takes_result = arg
         if is_ours(backward):  # one of lazytensor's own ops (a wrapper of the user's says so itself: vmap's)
             grads = list(backward(g, out) if takes_result else backward(g))
@@ -667,45 +675,45 @@ def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor,
         if len(grads) != len(srcs):
             raise ValueError(f"autograd: a custom backward gave {len(grads)} gradients for {len(srcs)} "
                                  "sources")
-    elif op is Op.ALU:
+    elif op is _ALU:
         grads = _alu_vjp(arg, srcs, out, g, needs)
-    elif op is Op.CAST:
+    elif op is _CAST:
         grads = [g.cast(x.dtype) if x.dtype.is_float else None]
-    elif op is Op.BITCAST:  # bits are not a differentiable function of a value: what uses them says how
+    elif op is _BITCAST:  # bits are not a differentiable function of a value: what uses them says how
         grads = [None]
-    elif op is Op.CONTIGUOUS:  # a fusion barrier forward is one backward too
+    elif op is _CONTIGUOUS:  # a fusion barrier forward is one backward too
         grads = [g.contiguous()]
-    elif op is Op.CHECK:
+    elif op is _CHECK:
         grads = [g, None]
-    elif op is Op.REDUCE:
+    elif op is _REDUCE:
         grads = [REDUCE_VJP[arg[0]](x, arg[1], out, g)]
-    elif op is Op.RESHAPE:
+    elif op is _RESHAPE:
         grads = [g.reshape(x.shape)]
-    elif op is Op.PERMUTE:
+    elif op is _PERMUTE:
         inverse = [0] * len(arg)
         for i, a in enumerate(arg):
             inverse[a] = i
         grads = [g.permute(inverse)]
-    elif op is Op.EXPAND:
+    elif op is _EXPAND:
         axes = tuple(i for i, (n, m) in enumerate(zip(x.shape, arg)) if n == 1 and m != 1)
         grads = [g.sum(axes, keepdims=True) if axes else g]
-    elif op is Op.PAD:
+    elif op is _PAD:
         grads = [g._shrink([(before, before + n, 1) for (before, _), n in zip(arg, x.shape)])]
-    elif op is Op.SHRINK:
+    elif op is _SHRINK:
         grads = [unshrink(g, x.shape, arg)]
-    elif op is Op.FLIP:
+    elif op is _FLIP:
         grads = [g.flip(arg)]
-    elif op is Op.SCAN:  # a running sum's gradient: the running sum of g from the end
+    elif op is _SCAN:  # a running sum's gradient: the running sum of g from the end
         if arg is not ReduceOp.SUM:
             raise NotImplementedError(f"autograd: no gradient for a running {arg.value}")
         grads = [g.flip(-1)._scan_last(ReduceOp.SUM).flip(-1)]
-    elif op is Op.LINALG:  # a factorization's rule, beside its routine
+    elif op is _LINALG:  # a factorization's rule, beside its routine
         from ..linalg import vjp as linalg_vjp
         grads = linalg_vjp(arg, srcs, out, g)
-    elif op is Op.GATHER:  # what each element read, added back where it read it
+    elif op is _GATHER:  # what each element read, added back where it read it
         index = srcs[1]
         grads = [_zeros_like(x)._scatter(arg, index, g, ReduceOp.SUM), None]
-    elif op is Op.SCATTER:
+    elif op is _SCATTER:
         axis, combine, distinct = arg
         index, updates = srcs[1], srcs[2]
         if combine in (ReduceOp.MAX, ReduceOp.MIN):
