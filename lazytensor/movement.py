@@ -15,6 +15,9 @@ from .errors import AxisError, DeviceError, ShapeError
 from .graph import Op
 from .helpers import prod
 
+# Read by every reshape, permute and broadcast: an enum's member, read on its class, costs a call into Python on 3.11
+_RESHAPE, _PERMUTE, _EXPAND = Op.RESHAPE, Op.PERMUTE, Op.EXPAND
+
 if TYPE_CHECKING:
     from .tensor import Tensor
 
@@ -66,7 +69,7 @@ class MovementOps:
         if target == (node := self._node).shape:  # ops reshape to the shape a tensor has often
             return self
         if min(target, default=0) >= 0 and prod(target) == node.numel:
-            return self._derive(Op.RESHAPE, target, target)
+            return self._derive(_RESHAPE, target, target)
         new = list(target)
         if new.count(-1) > 1:
             raise ShapeError(f"reshape: only one axis may be -1, got {tuple(new)}")
@@ -82,7 +85,7 @@ class MovementOps:
         if prod(target) != self.numel():
             raise ShapeError(f"reshape: cannot reshape a tensor of shape {self.shape} ({self.numel()} elements) "
                              f"into {target} ({prod(target)} elements)")
-        return self if target == self.shape else self._derive(Op.RESHAPE, target, target)
+        return self if target == self.shape else self._derive(_RESHAPE, target, target)
 
     def view(self: Tensor, *shape: Any) -> Tensor:
         """`reshape` (PyTorch's `view(*shape)`), or with a dtype, PyTorch's `view(dtype)`: the same bits read as
@@ -107,7 +110,7 @@ class MovementOps:
             raise AxisError(f"permute: {order} is not a permutation of the axes of a {self.ndim}-d tensor")
         if order == tuple(range(self.ndim)):
             return self
-        return self._derive(Op.PERMUTE, tuple(self.shape[a] for a in order), order)
+        return self._derive(_PERMUTE, tuple(self.shape[a] for a in order), order)
 
     def permute_dims(self: Tensor, axes: Sequence[int]) -> Tensor:
         return self.permute(axes)
@@ -164,8 +167,8 @@ class MovementOps:
         if own == shape:
             return self
         padded = (1,) * (len(shape) - len(own)) + own
-        x = self if padded == own else self._derive(Op.RESHAPE, padded, padded)  # (size-1 axes in front)
-        return x if padded == shape else x._derive(Op.EXPAND, shape, shape)
+        x = self if padded == own else self._derive(_RESHAPE, padded, padded)  # (size-1 axes in front)
+        return x if padded == shape else x._derive(_EXPAND, shape, shape)
 
     def expand(self: Tensor, *sizes: Any) -> Tensor:
         """PyTorch's expand: like broadcast_to, where -1 keeps an axis's size."""

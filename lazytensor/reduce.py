@@ -19,6 +19,9 @@ from .kernels.dtype import compute_dtype
 from .kernels.ir import ReduceOp
 from .movement import _pieces, concat, normalize_axes, normalize_axis
 
+# Read by every reduction: an enum's member, read on its class, costs a call into Python on 3.11
+_REDUCE, _RESHAPE = Op.REDUCE, Op.RESHAPE
+
 if TYPE_CHECKING:
     from .tensor import Tensor
 
@@ -58,11 +61,11 @@ class ReduceOps:
         if not axes:
             return self
         kept = tuple(1 if i in axes else n for i, n in enumerate(self.shape))
-        out = self._derive(Op.REDUCE, kept, (op, axes))
+        out = self._derive(_REDUCE, kept, (op, axes))
         if keepdims:
             return out
         dropped = tuple(n for i, n in enumerate(self.shape) if i not in axes)
-        return out._derive(Op.RESHAPE, dropped, dropped)  # a shape of the same elements: reshape's checks hold
+        return out._derive(_RESHAPE, dropped, dropped)  # a shape of the same elements: reshape's checks hold
 
     def _extremum(self: Tensor, op: ReduceOp, axis: Any, keepdims: bool, name: str) -> Tensor:
         """max or min over `axis`, which must not be empty: -inf or the dtype's lowest value is no answer

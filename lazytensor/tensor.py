@@ -1339,7 +1339,7 @@ __all__ = ["Tensor", "broadcast_shapes", "realize", "where"]
 def _record(out: Tensor, op: Op, arg: Any, srcs: tuple[Tensor, ...]) -> None:
     """Record for autograd (where it records) that `out` is `op` of `srcs`, one of which requires grad."""
     if is_grad_enabled():
-        out.requires_grad, out._ctx = True, (op, arg, tuple(s._as_source() for s in srcs))
+        out.requires_grad, out._ctx = True, (op, arg, tuple([s._as_source() for s in srcs]))
 
 
 def _wrap(node: Node) -> Tensor:

@@ -34,7 +34,7 @@ from .autograd import Custom, custom_vjp, no_grad
 from .device import get_device
 from .errors import VmapError
 from .graph import Node, Op
-from .helpers import prod, user_call
+from .helpers import KnownUserLine, prod, user_call
 from .kernels.ir import toposort
 from .pytree import flatten, unflatten
 from .realize import Recorder, current_recorder, recording
@@ -253,7 +253,9 @@ class _Batcher:
             one = _standin(t.shape, g)
             inner = _Batcher(size, [*standins, (one, g)])
             grads = []
-            for gs, b in zip(backward(one, t) if takes_result else backward(one), batched):
+            with KnownUserLine(None):  # fn's custom backward may be the user's code (see autograd.vjp)
+                inner_grads = backward(one, t) if takes_result else backward(one)
+            for gs, b in zip(inner_grads, batched):
                 if gs is not None:
                     r, rb = inner.batched(gs), inner.dependent(gs.node)
                     # a source that is the same for every example gets the sum of their gradients

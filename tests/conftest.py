@@ -14,6 +14,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -93,6 +94,25 @@ def classifier_step(model: lt.nn.Module, opt: lt.optim.Optimizer):
         lt.realize(loss, *model.parameters())
         return loss
     return step
+
+
+def graph_lines(t: lt.Tensor) -> set[int]:
+    """The user's lines that made the nodes of t's graph (up to its realized nodes), as errors name them."""
+    seen, stack, lines = set(), [t.node], set()
+    while stack:
+        n = stack.pop()
+        if id(n) in seen or n.realized:
+            continue
+        seen.add(id(n))
+        lines.add(n.line[1])
+        stack.extend(n.srcs)
+    return lines
+
+
+def marked_line(path: str, marker: str) -> int:
+    """The number of the one line of the file at `path` that ends with `marker`."""
+    (number,) = [i + 1 for i, text in enumerate(Path(path).read_text().splitlines()) if text.endswith(marker)]
+    return number
 
 
 def random_array(shape: tuple[int, ...], dtype: lt.DType, seed: int = 0, low: float = -3, high: float = 3) -> np.ndarray:

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import lazytensor as lt
-from conftest import LAYOUTS, check, random_array, to_torch_dtype
+from conftest import LAYOUTS, check, graph_lines, marked_line, random_array, to_torch_dtype
 from lazytensor.graph import Node
 
 F64 = lt.float64
@@ -158,6 +158,45 @@ def test_binary_rules_non_contiguous(name):
     f, g, rng = BINARY[name]
     arrays = [random_array((4, 3), F64, seed=20 + i, **rng) for i in range(2)]
     check_grads(f, g, arrays, kinds=LAYOUTS)
+
+
+@pytest.mark.parametrize("name", ["sub", "mul", "div", "remainder", "maximum"])
+@pytest.mark.parametrize("side", [0, 1])
+def test_binary_rules_with_one_source_requiring_grad(name, side):
+    f, g, rng = BINARY[name]
+    arrays = [random_array((3, 4), F64, seed=30 + i, **rng) for i in range(2)]
+    ours = [lt.asarray(a).requires_grad_(i == side) for i, a in enumerate(arrays)]
+    theirs = [torch.tensor(a, requires_grad=i == side) for i, a in enumerate(arrays)]
+    up = random_array((3, 4), F64, seed=9)
+    f(*ours).backward(lt.asarray(up))
+    g(*theirs).backward(torch.tensor(up))
+    check(ours[side].grad, theirs[side].grad)
+    assert ours[1 - side].grad is None
+
+
+def test_where_with_one_branch_requiring_grad():
+    a, b = random_array((3, 4), F64, seed=1), random_array((3, 4), F64, seed=2)
+    mask = a > b
+    x, t = lt.asarray(a).requires_grad_(), torch.tensor(a, requires_grad=True)
+    (lt.where(lt.asarray(mask), lt.asarray(b), x) * lt.asarray(a)).sum().backward()
+    (torch.where(torch.tensor(mask), torch.tensor(b), t) * torch.tensor(a)).sum().backward()
+    check(x.grad, t.grad)
+
+
+def test_rules_build_only_the_gradients_their_sources_need():
+    """A source that needs no gradient (the 8 of `x / 8`, a mask's fill) gets none built: its rule is not run."""
+    from lazytensor.autograd import vjp
+    from lazytensor.graph import Op
+    from lazytensor.kernels.ir import Alu
+    x, c = lt.asarray(np.ones((2, 3))).requires_grad_(), lt.asarray(np.full((2, 3), 8.0))
+    out, g = x / c, lt.asarray(np.ones((2, 3)))
+    for op in (Alu.SUB, Alu.MUL, Alu.DIV, Alu.MOD):
+        first, second = vjp(Op.ALU, op, (x, c), out, g, needs=[True, False])
+        assert first is not None and second is None, op
+        first, second = vjp(Op.ALU, op, (c, x), out, g, needs=[False, True])
+        assert first is None and second is not None, op
+    cond = lt.asarray(np.ones((2, 3), dtype=bool))
+    assert vjp(Op.ALU, Alu.WHERE, (cond, x, c), out, g, needs=[False, True, False])[2] is None
 
 
 def test_maximum_minimum_ties_split_the_gradient_as_torch():
@@ -774,3 +813,43 @@ def test_retain_grad_accumulates_and_a_wrong_hook_shape_raises():
     y.register_hook(lambda g: g.sum())
     with pytest.raises(RuntimeError, match="shape"):
         y.sum().backward()
+
+
+
+def test_backward_ops_name_the_line_of_backward_and_of_the_users_hooks():
+    """The gradient's nodes name the user's call of backward, and those a hook or a custom backward makes name
+    that code's own line, as errors and lt.explain show them."""
+    def hook(g):
+        return g * 3.0  # marker: hook
+
+    def custom_backward(g):
+        return [g.exp()]  # marker: custom backward
+
+    data = np.linspace(0.1, 1.0, 6).reshape(2, 3)
+    x = lt.asarray(data).requires_grad_()
+    y = x.sin() * 2.0
+    y.register_hook(hook)
+    z = lt.autograd.custom_vjp([y], lambda: y * 1.0, custom_backward)
+    loss = (z.exp() / 4.0).sum()
+    forward = graph_lines(loss)
+    loss.backward()  # marker: backward
+    markers = ("# marker: backward", "# marker: hook", "# marker: custom backward")
+    assert graph_lines(x.grad) - forward == {marked_line(__file__, m) for m in markers}
+    t = torch.tensor(data)
+    y = t.sin() * 2.0  # d/dy of sum(exp(y) / 4) is exp(y) / 4; then the custom backward's exp, the hook's * 3
+    check(x.grad, torch.exp(torch.exp(y) / 4.0) * 3.0 * 2.0 * t.cos())
+
+
+def test_an_optimizers_update_names_the_line_of_step_or_of_the_users_update():
+    class Halving(lt.optim.SGD):
+        def _update(self, p, grad, state, group):
+            return p - grad * 0.5  # marker: user update
+
+    for opt_class, marker in ((lt.optim.Adam, "# marker: step"), (Halving, "# marker: user update")):
+        w = lt.nn.Parameter(lt.asarray(np.ones((2, 2), dtype=np.float32)))
+        opt = opt_class([w])
+        before = graph_lines(w)
+        (w * w).sum().backward()
+        grad_lines = graph_lines(w.grad)
+        opt.step()  # marker: step
+        assert graph_lines(w) - before - grad_lines == {marked_line(__file__, marker)}

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import lazytensor as lt
-from conftest import LAYOUTS, check, inputs, random_array
+from conftest import LAYOUTS, check, graph_lines, inputs, marked_line, random_array
 from lazytensor import nn
 from lazytensor.kernels.ir import Contraction, Kernel
 
@@ -917,3 +917,28 @@ def test_module_half_and_bfloat16():
     model = nn.Linear(3, 2)
     assert model.half() is model and model.weight.dtype == lt.float16 and model.bias.dtype == lt.float16
     assert model.bfloat16().weight.dtype == lt.bfloat16
+
+
+def test_module_ops_name_the_users_line():
+    """A built-in module's ops name the user's call of it; a user's module (or subclass of a built-in one), the
+    user's lines inside it, as errors and lt.explain show them."""
+    class Doubled(lt.nn.Linear):
+        def forward(self, x):
+            return super().forward(x) * 2.0  # marker: subclass
+
+    class Block(lt.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = lt.nn.Linear(3, 3)
+
+        def forward(self, x):
+            return self.inner(x).relu()  # marker: block
+
+    linear, doubled, block = lt.nn.Linear(3, 3), Doubled(3, 3), Block()
+    for m in (linear, doubled, block):
+        lt.realize(*m.parameters())
+    x = [lt.asarray(np.ones((2, 3), dtype=np.float32)).realize() for _ in range(3)]  # one each: no shared views
+    y = linear(x[0])  # marker: call
+    assert graph_lines(y) == {marked_line(__file__, "# marker: call")}
+    assert graph_lines(doubled(x[1])) == {marked_line(__file__, "# marker: subclass")}
+    assert graph_lines(block(x[2])) == {marked_line(__file__, "# marker: block")}

@@ -8,8 +8,9 @@ from collections.abc import Callable
 import numpy as np
 
 import lazytensor as lt
-from conftest import classifier_step
+from conftest import classifier_step, graph_lines, marked_line
 from lazytensor import nn, optim
+from lazytensor.helpers import KnownUserLine
 
 THREADS = 8
 # Four shape variants, two threads each: the same new kernels compile in two threads at once, and different
@@ -85,3 +86,26 @@ def test_threads_realize_compile_and_replay_the_same_bits_as_one_thread():
             assert got.dtype == expected.dtype and got.shape == expected.shape, (t, k)
             np.testing.assert_array_equal(got, expected, err_msg=f"thread {t}, result {k}")
     assert lt.stats().replays > 0
+
+
+def test_a_known_user_line_is_its_own_threads():
+    """While one thread builds a backward pass (its rules' ops name the line of its backward call, known without
+    walking the stack), another thread's ops name that thread's own lines."""
+
+    inside, done = threading.Event(), threading.Event()
+
+    def hold_a_known_line():
+        with KnownUserLine(("elsewhere.py", 1)):
+            inside.set()
+            done.wait(10)
+
+    other = threading.Thread(target=hold_a_known_line)
+    other.start()
+    try:
+        inside.wait(10)
+        x = lt.asarray(np.ones(3, dtype=np.float32)).realize()
+        y = x * 2.0  # marker: this thread
+        assert graph_lines(y) == {marked_line(__file__, "# marker: this thread")}
+    finally:
+        done.set()
+        other.join()

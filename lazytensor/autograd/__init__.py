@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..dtypes import float64
 from ..graph import MOVEMENT, Op
+from ..helpers import KnownUserLine, is_ours, user_line
 from ..kernels.ir import Alu, ReduceOp, toposort
 
 if TYPE_CHECKING:
@@ -86,6 +87,14 @@ class Custom(enum.Enum):
     member's position)."""
     VJP = "custom_vjp"
     JOINT = "joint"
+
+
+# The members the backward walk reads for every op it passes: read on their class, each costs a call into Python on
+# 3.11 (an Enum class's attributes are all read through EnumType.__getattr__'s hook)
+_CUSTOM_VJP, _JOINT = Custom.VJP, Custom.JOINT
+(_ALU, _BITCAST, _CAST, _CHECK, _CONTIGUOUS, _EXPAND, _FLIP, _GATHER, _LINALG, _PAD, _PERMUTE, _REDUCE, _RESHAPE, _SCAN,
+ _SCATTER, _SHRINK) = (Op.ALU, Op.BITCAST, Op.CAST, Op.CHECK, Op.CONTIGUOUS, Op.EXPAND, Op.FLIP, Op.GATHER, Op.LINALG,
+                       Op.PAD, Op.PERMUTE, Op.REDUCE, Op.RESHAPE, Op.SCAN, Op.SCATTER, Op.SHRINK)
 
 
 def custom_vjp(srcs: Sequence[Tensor], forward: Callable[[], Tensor],
@@ -185,7 +194,8 @@ def _hooked(t: Tensor, g: Tensor, retain: bool, create_graph: bool) -> Tensor:
     if hooks is None:
         return g
     for fn in list(hooks.fns.values()):
-        new = fn(g)
+        with KnownUserLine(None):  # the hook is the user's code: its ops are made at its lines
+            new = fn(g)
         if new is not None:
             if new.shape != g.shape:
                 raise RuntimeError(f"hook: a tensor hook returned a gradient of shape {new.shape} for a tensor of "
@@ -232,14 +242,20 @@ def _propagate(roots: Sequence[Tensor], seeds: Sequence[Tensor], stop: set[int] 
     Reverse topological order: a tensor's gradient is complete when its turn comes, and is dropped as
     soon as its rule has run. Each gradient passes through its tensor's hooks first; `retain` (backward's)
     keeps it where `retain_grad` asked."""
-    order = _graph(roots)
+    with KnownUserLine(user_line()):  # every op the rules make serves the user's call of backward (or grad)
+        return _walk(_graph(roots), roots, seeds, stop, retain)
+
+
+def _walk(order: list[Tensor], roots: Sequence[Tensor], seeds: Sequence[Tensor], stop: set[int] | None,
+          retain: bool) -> dict[int, tuple[Tensor, Tensor]]:
+    """`_propagate`'s walk over `order` (the graph, each tensor after its sources)."""
     pending: dict[int, Tensor] = {}
     for r, s in zip(roots, seeds):
         pending[id(r)] = pending[id(r)] + s if id(r) in pending else s
     # a joint fires when the last of its members in this graph has its turn: members wait, in arrival order
     waiting: dict[int, int] = {}
     for t in order:
-        if t._ctx is not None and t._ctx[0] is Custom.JOINT:
+        if t._ctx is not None and t._ctx[0] is _JOINT:
             waiting[id(t._ctx[2])] = waiting.get(id(t._ctx[2]), 0) + 1
     arrived: dict[int, list[Tensor | None]] = {}
     out: dict[int, tuple[Tensor, Tensor]] = {}
@@ -256,28 +272,32 @@ def _propagate(roots: Sequence[Tensor], seeds: Sequence[Tensor], stop: set[int] 
         if t._ctx is None:
             continue
         op, arg, srcs = t._ctx
-        if op is Custom.JOINT:
+        if op is _JOINT:
             fire, i = arg
             grads = arrived.setdefault(id(srcs), [None] * len(srcs))
             grads[i] = g
             waiting[id(srcs)] -= 1
             if waiting[id(srcs)] == 0 and any(x is not None for x in grads):
-                for s, gs in zip(srcs, fire(grads)):
+                with KnownUserLine(None):  # a module's hooks: the user's code
+                    fired = fire(grads)
+                for s, gs in zip(srcs, fired):
                     if gs is not None and s.dtype.is_float:
                         pending[id(s)] = pending[id(s)] + gs if id(s) in pending else gs
             continue
         if g is None:
             continue
-        needs = [s.requires_grad and s.dtype.is_float for s in srcs]
-        if not any(needs):
+        needs = [s.requires_grad and s._node.dtype.kind == "f" for s in srcs]
+        if True not in needs:
             continue
-        for s, gs, need in zip(srcs, vjp(op, arg, srcs, t, g), needs):
+        for s, gs, need in zip(srcs, vjp(op, arg, srcs, t, g, needs), needs):
             if gs is None or not need:
                 continue
-            if gs.shape != s.shape or gs.dtype != s.dtype:  # a rule's contract: the source's shape and dtype
+            # a rule's contract: the source's shape and dtype
+            if (a := gs._node).shape != (b := s._node).shape or a.dtype is not b.dtype:
                 raise AssertionError(f"autograd: the {op.value} rule gave a gradient of shape {gs.shape} "
                                      f"{gs.dtype.name} for a source of shape {s.shape} {s.dtype.name}")
-            pending[id(s)] = pending[id(s)] + gs if id(s) in pending else gs
+            key = id(s)
+            pending[key] = gs if (held := pending.get(key)) is None else held + gs
     return out
 
 
@@ -471,8 +491,14 @@ def _slope_sign(x: Tensor) -> Tensor:
     return (x > 0).cast(x.dtype) - (x < 0).cast(x.dtype)
 
 
-# One rule per elementwise op that can give a float: `rule(srcs, out, g)` -> the sources' gradients.
-ALU_VJP: dict[Alu, Callable[[Sequence[Tensor], Tensor, Tensor], list[Tensor | None]]] = {
+AluRule = Callable[[Sequence["Tensor"], "Tensor", "Tensor"], "list[Tensor | None]"]
+SourceRule = Callable[[Sequence["Tensor"], "Tensor", "Tensor"], "Tensor"]
+
+# One rule per elementwise op that can give a float: `rule(srcs, out, g)` -> the sources' gradients; or, where
+# each source's gradient is computed apart from the others', a tuple of one rule per source (`rule(srcs, out, g)`
+# -> that source's gradient; None: it has none), so that only the gradients a source needs are built (a
+# backward pass through `x / 8` or `x * mask` builds nothing for the 8 or the mask).
+ALU_VJP: dict[Alu, AluRule | tuple[SourceRule | None, ...]] = {
     Alu.NEG: lambda s, out, g: [-g],
     Alu.ABS: lambda s, out, g: [g * _slope_sign(s[0])],
     Alu.RECIP: lambda s, out, g: [-g * (out * out)],
@@ -493,16 +519,16 @@ ALU_VJP: dict[Alu, Callable[[Sequence[Tensor], Tensor, Tensor], list[Tensor | No
     Alu.ROUND: _piecewise_constant,
     Alu.TRUNC: _piecewise_constant,
     Alu.ADD: lambda s, out, g: [g, g],
-    Alu.SUB: lambda s, out, g: [g, -g],
-    Alu.MUL: lambda s, out, g: [g * s[1], g * s[0]],
-    Alu.DIV: lambda s, out, g: [g / s[1], -g * ((s[0] / s[1]) / s[1])],
+    Alu.SUB: (lambda s, out, g: g, lambda s, out, g: -g),
+    Alu.MUL: (lambda s, out, g: g * s[1], lambda s, out, g: g * s[0]),
+    Alu.DIV: (lambda s, out, g: g / s[1], lambda s, out, g: -g * ((s[0] / s[1]) / s[1])),
     Alu.FLOORDIV: _piecewise_constant,
-    Alu.MOD: lambda s, out, g: [g, -g * (s[0] / s[1]).floor()],  # a - b * floor(a / b)
+    Alu.MOD: (lambda s, out, g: g, lambda s, out, g: -g * (s[0] / s[1]).floor()),  # a - b * floor(a / b)
     Alu.POW: _pow_vjp,
     Alu.ATAN2: _atan2_vjp,
     Alu.MAX: lambda s, out, g: _extremum_vjp(True, s[0], s[1], g),
     Alu.MIN: lambda s, out, g: _extremum_vjp(False, s[0], s[1], g),
-    Alu.WHERE: lambda s, out, g: [None, _where(s[0], g, 0.0), _where(s[0], 0.0, g)],
+    Alu.WHERE: (None, lambda s, out, g: _where(s[0], g, 0.0), lambda s, out, g: _where(s[0], 0.0, g)),
 }
 
 # Elementwise ops whose result is never a float (comparisons give bools; the bitwise and logical ops and the
@@ -511,10 +537,15 @@ NOT_DIFFERENTIABLE = frozenset({Alu.CMPLT, Alu.CMPLE, Alu.CMPEQ, Alu.CMPNE, Alu.
                                 Alu.LSHIFT, Alu.RSHIFT})
 
 
-def _alu_vjp(op: Alu, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> list[Tensor | None]:
+def _alu_vjp(op: Alu, srcs: Sequence[Tensor], out: Tensor, g: Tensor,
+             needs: Sequence[bool] | None) -> list[Tensor | None]:
     if (rule := ALU_VJP.get(op)) is None:  # a float result without a rule must not lose its gradient
         raise NotImplementedError(f"autograd: no gradient rule for the elementwise op {op.label}")
-    return rule(srcs, out, g)
+    if type(rule) is not tuple:
+        return rule(srcs, out, g)
+    if needs is None:
+        return [None if r is None else r(srcs, out, g) for r in rule]
+    return [None if r is None or not need else r(srcs, out, g) for r, need in zip(rule, needs)]
 
 
 def _extremum_vjp(is_max: bool, a: Tensor, b: Tensor, g: Tensor) -> list[Tensor | None]:
@@ -623,60 +654,66 @@ def unshrink(g: Tensor, shape: tuple[int, ...], ranges: Sequence[tuple[int, int,
     return g.pad([(start, n - start - m) for (start, _, _), n, m in zip(ranges, shape, g.shape)])
 
 
-def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> list[Tensor | None]:
+def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor,
+        needs: Sequence[bool] | None = None) -> list[Tensor | None]:
     """The gradients for `srcs` of the op `(op, arg)` that made `out`, given the gradient `g` of `out`
-    (None where a source gets no gradient); for `Custom.VJP`, `arg` is the op's backward and whether it takes the
-    result (see `custom_vjp`)."""
-    if not out.dtype.is_float:
+    (None where a source gets no gradient); for `_CUSTOM_VJP`, `arg` is the op's backward and whether it takes the
+    result (see `custom_vjp`). With `needs` (a flag per source), a rule may leave out (None) the gradient of a
+    source whose flag is false."""
+    if (node := out._node).dtype.kind != "f":
         return [None] * len(srcs)
-    if out.numel() == 0:
+    if 0 in node.shape:
         return [_zeros_like(s) for s in srcs]
     x = srcs[0]
-    if op is Custom.VJP:
+    if op is _CUSTOM_VJP:
         backward, takes_result = arg
-        grads = list(backward(g, out) if takes_result else backward(g))
+        if is_ours(backward):  # one of lazytensor's own ops (a wrapper of the user's says so itself: vmap's)
+            grads = list(backward(g, out) if takes_result else backward(g))
+        else:
+            with KnownUserLine(None):  # the user's custom backward: its ops are made at its lines
+                grads = list(backward(g, out) if takes_result else backward(g))
         if len(grads) != len(srcs):
             raise ValueError(f"autograd: a custom backward gave {len(grads)} gradients for {len(srcs)} "
                                  "sources")
-    elif op is Op.ALU:
-        grads = _alu_vjp(arg, srcs, out, g)
-    elif op is Op.CAST:
+    elif op is _ALU:
+        grads = _alu_vjp(arg, srcs, out, g, needs)
+    elif op is _CAST:
         grads = [g.cast(x.dtype) if x.dtype.is_float else None]
-    elif op is Op.BITCAST:  # bits are not a differentiable function of a value: what uses them says how
+    elif op is _BITCAST:  # bits are not a differentiable function of a value: what uses them says how
         grads = [None]
-    elif op is Op.CONTIGUOUS:  # a fusion barrier forward is one backward too
+    elif op is _CONTIGUOUS:  # a fusion barrier forward is one backward too
         grads = [g.contiguous()]
-    elif op is Op.CHECK:
+    elif op is _CHECK:
         grads = [g, None]
-    elif op is Op.REDUCE:
+    elif op is _REDUCE:
         grads = [REDUCE_VJP[arg[0]](x, arg[1], out, g)]
-    elif op is Op.RESHAPE:
+    elif op is _RESHAPE:
         grads = [g.reshape(x.shape)]
-    elif op is Op.PERMUTE:
+    elif op is _PERMUTE:
         inverse = [0] * len(arg)
         for i, a in enumerate(arg):
             inverse[a] = i
         grads = [g.permute(inverse)]
-    elif op is Op.EXPAND:
+    elif op is _EXPAND:
         axes = tuple(i for i, (n, m) in enumerate(zip(x.shape, arg)) if n == 1 and m != 1)
         grads = [g.sum(axes, keepdims=True) if axes else g]
-    elif op is Op.PAD:
+    elif op is _PAD:
         grads = [g._shrink([(before, before + n, 1) for (before, _), n in zip(arg, x.shape)])]
-    elif op is Op.SHRINK:
+    elif op is _SHRINK:
         grads = [unshrink(g, x.shape, arg)]
-    elif op is Op.FLIP:
+    elif op is _FLIP:
         grads = [g.flip(arg)]
-    elif op is Op.SCAN:  # a running sum's gradient: the running sum of g from the end
+    elif op is _SCAN:  # a running sum's gradient: the running sum of g from the end
         if arg is not ReduceOp.SUM:
             raise NotImplementedError(f"autograd: no gradient for a running {arg.value}")
         grads = [g.flip(-1)._scan_last(ReduceOp.SUM).flip(-1)]
-    elif op is Op.LINALG:  # a factorization's rule, beside its routine
+    elif op is _LINALG:  # a factorization's rule, beside its routine
         from ..linalg import vjp as linalg_vjp
         grads = linalg_vjp(arg, srcs, out, g)
-    elif op is Op.GATHER:  # what each element read, added back where it read it
+    elif op is _GATHER:  # what each element read, added back where it read it
         index = srcs[1]
         grads = [_zeros_like(x)._scatter(arg, index, g, ReduceOp.SUM), None]
-    elif op is Op.SCATTER:
+    elif op is _SCATTER:
         axis, combine, distinct = arg
         index, updates = srcs[1], srcs[2]
         if combine in (ReduceOp.MAX, ReduceOp.MIN):
@@ -695,7 +732,8 @@ def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor) -> li
             grads = [base, None, g._gather(axis, index)]
     else:
         raise AssertionError(f"no gradient rule for {op}")
-    return [None if gs is None else gs.cast(s.dtype) for gs, s in zip(grads, srcs)]
+    return [gs if gs is None or gs._node.dtype is s._node.dtype else gs.cast(s._node.dtype)
+            for gs, s in zip(grads, srcs)]
 
 
 __all__ = [

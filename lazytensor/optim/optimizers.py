@@ -28,6 +28,7 @@ from typing import Any
 from ..autograd import no_grad
 from ..creation import asarray, full
 from ..dtypes import float64
+from ..helpers import KnownUserLine, is_ours, user_line
 from ..schedule import realize_with_next
 from ..tensor import Tensor
 
@@ -73,7 +74,9 @@ class Optimizer:
 
     def step(self) -> None:
         """Update every parameter that has a gradient (lazily: see the module docstring)."""
-        with no_grad():
+        # a built-in update runs none of the user's code: its ops are all made at the user's call of step
+        line = user_line() if is_ours(type(self)._update) else None
+        with no_grad(), KnownUserLine(line):
             pending: list[Tensor] = []
             for group in self.param_groups:
                 for p in group["params"]:
