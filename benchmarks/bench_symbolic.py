@@ -45,6 +45,17 @@ def mlp_step(batch: int, rng: np.random.Generator) -> None:
         lt.realize(loss, *model.parameters())
 
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+import gpt
+
+BLOCK = gpt.gpt(lt, blocks=1, vocab=64, width=64, heads=4, seq=1).blocks[0]
+
+
+def gpt_block(length: int, rng: np.random.Generator) -> None:
+    """examples/gpt.py's block (width 64, 4 heads of causal attention, a GELU MLP) over 2 sequences of `length`."""
+    BLOCK(lt.asarray(rng.standard_normal((2, length, 64), dtype=f32))).realize()
+
+
 def layernorm(x: lt.Tensor) -> lt.Tensor:
     mean = x.mean(-1, keepdims=True)
     return (x - mean) / ((x - mean) ** 2).mean(-1, keepdims=True).add(1e-5).sqrt()
@@ -58,6 +69,9 @@ PROGRAMS: dict[str, Callable[[int, np.random.Generator], None]] = {
     "(x*2).sum(0), x of batch x 1000": lambda b, rng: (lt.asarray(rng.random((b, 1000), dtype=f32)) * 2).sum(0)
     .realize(),
     "x.mean(), x of batch x 1000": lambda b, rng: lt.asarray(rng.random((b, 1000), dtype=f32)).mean().realize(),
+    # the batch is the sequences' length: the attention's batched products and its softmax, whose indexes hold
+    # the length, still compile at each length
+    "GPT block forward (examples/gpt.py), 2 x batch x 64": gpt_block,
 }
 
 # name -> (the inputs at `rows` rows, the idiom); the rows are each idiom's outermost output loop or a reduction's
@@ -96,6 +110,10 @@ IDIOMS: dict[str, tuple[Callable[[np.random.Generator, int], list[np.ndarray]], 
         lambda rng, n: [rng.standard_normal((n, 512), dtype=f32), rng.standard_normal((10, 512), dtype=f32),
                         rng.standard_normal(10, dtype=f32)],
         lambda x, w, b: x @ w.T + b, 256),
+    "relu(x @ w + b) + r 4x256x256 -> 1024 (an MLP over sequences)": (
+        lambda rng, n: [rng.standard_normal((4, n, 256), dtype=f32), rng.standard_normal((256, 1024), dtype=f32),
+                        rng.standard_normal(1024, dtype=f32), rng.standard_normal((4, n, 1024), dtype=f32)],
+        lambda x, w, b, r: (x @ w + b).relu() + r, 256),
     "w @ x.T 64x512 over 256": (
         lambda rng, n: [rng.standard_normal((64, 512), dtype=f32), rng.standard_normal((n, 512), dtype=f32)],
         lambda w, x: w @ x.T, 256),

@@ -396,18 +396,21 @@ class _Lowerer:
                    *(ir.BufferParam(n.dtype, n.numel) for n in self.inputs))
         params = tuple(compute_dtype(n.dtype) for n in self.scalars)
         reductions = self.reductions
-        if operands is None:
-            kernel, rebuilt = merge_loops(ir.Kernel("", buffers, params, loops, stores))
-            reductions = {id(rebuilt[k]): node for k, node in reductions.items() if k in rebuilt}
-        else:
+        if self.contraction is not None and self.epilogue:
             node, axes = self.contraction
-            if self.epilogue:
-                product = ir.BufferParam(compute_dtype(node.dtype), math.prod(axes.sizes(node.srcs[0].shape)[:3]),
-                                         scratch=True)
-                buffers = (buffers[0], product, *buffers[1:])
+            product = ir.BufferParam(compute_dtype(node.dtype), math.prod(axes.sizes(node.srcs[0].shape)[:3]),
+                                     scratch=True)
+            buffers = (buffers[0], product, *buffers[1:])
+        if operands is None or self.epilogue:
+            # an epilogue's loops merged too: a linear layer's over `(b, t, d)` then runs over the product's rows,
+            # `b*t`, the size a generic contraction passes (`kernels/symbolic.py`), not a `t` its indexes hold
+            nest, rebuilt = merge_loops(ir.Kernel("", buffers, params, loops, stores))
+            reductions = {id(rebuilt[k]): node for k, node in reductions.items() if k in rebuilt}
+        if operands is None:
+            kernel = nest
+        else:
             vars, a, bv = operands
-            kernel = ir.Contraction("", buffers, params, vars, a, bv,
-                                    ir.Kernel("", buffers, params, loops, stores) if self.epilogue else None)
+            kernel = ir.Contraction("", buffers, params, vars, a, bv, nest if self.epilogue else None)
         return LoweredKernel(kernel, list(self.inputs), list(self.scalars), reductions)
 
     def lower_scatter(self) -> LoweredKernel:

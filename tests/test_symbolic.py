@@ -792,6 +792,34 @@ def test_a_linear_layer_over_a_sequence_compiles_generic_over_its_length(fresh, 
     assert compiled == [1, 1, 0, 0] and generic == [0, 1, 0, 0]
 
 
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64])
+def test_a_linear_layer_over_a_batch_of_sequences_compiles_generic_over_their_length(fresh, monkeypatch, dtype):
+    """`relu(x @ w + b) + r` over `x` of (3, t, 70), every other column of a wider array (non-contiguous), as a
+    transformer's MLP runs over a batch of sequences of varying length: the epilogue's loops (3, t, 40) are merged
+    into the product's rows and columns (3*t, 40), so its text holds no `t` and the generic contraction passes its
+    rows; before, its indexes held `t` (`o0*t + o1`) and every length compiled."""
+    w, b = small_integers((70, 40), dtype, seed=1), small_integers((40,), dtype, seed=2)
+
+    def data(t: int) -> tuple[np.ndarray, np.ndarray]:
+        return small_integers((3, t, 140), dtype, seed=t)[..., ::2], small_integers((3, t, 40), dtype, seed=t + 1)
+
+    def program(t: int) -> lt.Tensor:
+        x, r = data(t)
+        return (cpu(x) @ cpu(w) + cpu(b)).relu() + cpu(r)
+
+    compiled, generic, results, lengths = [], [], [], [30, 31, 57, 64, 33]
+    for t in lengths:
+        x, r = data(t)
+        before = (lt.stats().kernels_compiled, lt.stats().kernels_generic)
+        results.append(program(t).numpy())
+        np.testing.assert_array_equal(results[-1], np.maximum(x @ w + b, 0) + r)
+        compiled.append(lt.stats().kernels_compiled - before[0])
+        generic.append(lt.stats().kernels_generic - before[1])
+    assert [type(item.kernel) for item in lt.schedule(program(33))] == [Contraction]
+    assert compiled == [1, 1, 0, 0, 0] and generic == [0, 1, 0, 0, 0]
+    as_specialized(monkeypatch, program, lengths, results)
+
+
 def test_jit_dynamic_compiles_a_linear_layer_generic_at_once(fresh):
     """`dynamic=True` makes every sized loop generic from the first compile; a contraction cannot be generic over
     its rows and its k at once, so it is generic over its rows and columns, its k the one it has."""

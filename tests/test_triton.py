@@ -515,6 +515,14 @@ def test_batched_and_broadcast_matmul(a_shape, b_shape):
     assert_same(lambda x, y: x @ y, data(a_shape, seed=1), data(b_shape, seed=2))
 
 
+@pytest.mark.parametrize("t", [1, 7, 30, 31])
+def test_a_linear_layer_over_a_batch_of_sequences(t):
+    """`relu(x @ w + b) + r` over `x` of (3, t, 70), every other column of a wider array: its epilogue's loops
+    merged into the product's rows, 3*t (`lowering`), as on the CPU, where that makes it generic over `t`."""
+    assert_same(lambda x, w, b, r: (x[..., ::2] @ w + b).relu() + r, data((3, t, 140), seed=1),
+                data((70, 40), seed=2), data((40,), seed=3), data((3, t, 40), seed=4))
+
+
 def test_bias_and_relu_are_fused_into_the_tile_store(monkeypatch):
     runtime = runtime_module()
     monkeypatch.setattr(runtime, "_programs", {})  # compiled by this test, into this test's cache directory
