@@ -429,6 +429,39 @@ def test_batched_tasks_pack_their_own_products(monkeypatch, threads, shapes, dty
     check((x @ y).exp(), (t @ u).exp())
 
 
+@pytest.mark.parametrize("threads", ["1", "2"])
+@pytest.mark.parametrize("kc", [gemm.KC_TARGET, 64])
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64], ids=str)
+@pytest.mark.parametrize("rows", range(1, 10))
+def test_products_of_few_rows_read_b_in_place(monkeypatch, k_blocks, threads, kc, rows, dtype):
+    """A product of B_IN_PLACE_ROW_PANELS panels of rows or fewer (`x @ w` of a few rows) reads B where it lies
+    where B is a plain load whose rows run along n in whole panels: its B packing stage stores nothing, and the
+    core steps from one k to the next by the row length of w's buffer (a view's, rows further apart and not
+    from the buffer's start, too). B transposed, n not a whole number of panels, or more rows: B packed. Values
+    against torch on one thread and shared out, over one block of k and several, with an epilogue, batched."""
+    monkeypatch.setenv("LT_NUM_THREADS", threads)
+    monkeypatch.setattr(runtime, "PARALLEL_MIN_WORK", 1)
+    k_blocks(kc)
+    x, t = layout(data((rows, 300), dtype, 1), "contiguous")
+    base = data((301, 150), dtype, 2)
+    for columns, whole in ((slice(8, 72), True), (slice(0, 70), False)):  # views of rows 150 elements apart
+        w, u = lt.asarray(base)[1:, columns], torch.from_numpy(np.ascontiguousarray(base[1:, columns]))
+        wt, ut = layout(np.ascontiguousarray(base[1:, columns]), "transposed")
+        bias, bias_t = layout(data((u.shape[1],), dtype, 3), "contiguous")
+        for got, expected, b_row in ((x @ w, t @ u, 150), (x @ wt, t @ ut, 0)):
+            items = lt.schedule(got.to("cpu"))
+            if isinstance(items[0].kernel, Contraction):
+                program, _ = compile_kernel(items[0].kernel)
+                lay = program.layout
+                in_place = whole and -(-rows // lay.mr) <= gemm.B_IN_PLACE_ROW_PANELS and b_row
+                assert lay.b_row == (b_row if in_place else 0)
+                assert (program.stages[1].kernel.stores == ()) == bool(in_place)
+            check(got, expected)
+        check((x @ w + bias).relu(), torch.relu(t @ u + bias_t))
+        xb, tb = layout(data((3, rows, 300), dtype, 4), "contiguous")
+        check(xb @ w, tb @ u)
+
+
 def test_packing_finds_unit_stride_in_tiles_of_k():
     """k running over (N, H, W) of 4 x 4 planes laid out (N, C, H, W), as in a convolution's weight
     gradient: the index along k is `(k // 16)*plane + k % 16`, unit stride within a tile of k, so both

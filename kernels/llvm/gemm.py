@@ -72,6 +72,10 @@ KC_TARGET = 768
 # of 2 KiB) would fall in the same few sets of the L1 cache, evicting each other (3x slower, measured on Zen 3).
 # A line of 64 bytes more spreads them; a multiple of the lanes, so B's panels stay aligned.
 BLOCKED_PANEL_PAD = 16
+# The most row panels of a product whose B is read where it lies (`_b_in_place`) rather than packed: a product of
+# so few rows reads each element of B about once, and packing it is a copy of B that costs more than the product
+# (3 x 1024 @ 1024 x 1024, one core of Zen 3: packing B 350 us, the micro-kernel 245 us).
+B_IN_PLACE_ROW_PANELS = 1
 TILE_ROWS_512 = (8, 12)  # the heights of AVX-512 tiles (see `Layout.choose`), in order of preference
 UNROLL_K = 4
 TASKS_PER_THREAD = 4
@@ -95,12 +99,17 @@ class Layout:
     # panel holding all of k: where a generic contraction's k is a run-time size (`generic_pack_kernels`), the
     # packing's addresses are then affine in k with constant strides.
     blocked: bool = False
+    # B read where it lies, not packed (`_b_in_place`): the elements from one k of it to the next, 0 where packed
+    b_row: int = 0
 
     @staticmethod
     def choose(c: Contraction, threads: int, code: Layout | None = None) -> Layout:
         """The layout of `c`; where `code` is given (a generic contraction's, compiled at another size), its
-        tile, runs and blocking, which the code compiled for it holds, kept, and its k per block where blocked."""
+        tile, runs and blocking, which the code compiled for it holds, kept, and its k per block where blocked.
+        B is read in place (`_b_in_place`) only by a contraction of its own sizes: a generic one's packing kernels
+        are made for packed panels."""
         batch, m, n, k = c.sizes
+        b_row = 0
         if code is None:
             vector_bits = 512 if "+avx512f" in llvm.get_host_cpu_features().flatten() else 256
             lanes = vector_bits // c.dtype.bits
@@ -113,13 +122,14 @@ class Layout:
             mr = min(TILE_ROWS_512, key=lambda r: -(-m // r) * r) if vector_bits == 512 else 6
             nr = lanes if n <= lanes else 2 * lanes
             code = Layout(lanes, mr, nr, 0, 0, 0, a_rows=_runs_along_k(c, c.a, c.vars[1], mr, -(-m // mr)))
+            b_row = _b_in_place(c, mr, nr)
         mp, np_ = -(-m // code.mr), -(-n // code.nr)
         kc = code.kc if code.blocked else -(-k // -(-k // KC_TARGET))
         if code.a_rows:  # blocks of k start at a run
             kc = -(-kc // A_RUN) * A_RUN
         row_panels, col_panels = _blocks(mp * code.mr, np_ * code.nr, mp, np_, -(-TASKS_PER_THREAD * threads // batch),
                                          max(1, min(mp, L2_BLOCK_BYTES // (code.mr * min(kc, k) * c.dtype.itemsize))))
-        return replace(code, kc=kc, row_panels=row_panels, col_panels=col_panels,
+        return replace(code, kc=kc, row_panels=row_panels, col_panels=col_panels, b_row=b_row,
                        fused=batch > 1 and row_panels == mp and col_panels == np_)
 
     def panels(self, c: Contraction) -> tuple[int, int]:
@@ -143,6 +153,8 @@ class Layout:
         batch, _, _, k = c.sizes
         mp, np_ = self.panels(c)
         a_panel, b_panel = self.a_depth(c) * self.mr, (self.kc if self.blocked else k) * self.nr
+        if self.b_row:
+            return mp * a_panel, a_panel, self.kc * self.mr, _b_index(c)[c.vars[0]], self.nr, self.kc * self.b_row
         if self.blocked:
             a_panel, b_panel = a_panel + BLOCKED_PANEL_PAD, b_panel + BLOCKED_PANEL_PAD
             return mp * a_panel, a_panel, batch * mp * a_panel, np_ * b_panel, b_panel, batch * np_ * b_panel
@@ -154,7 +166,7 @@ class Layout:
         blocks = -(-k // self.kc) if self.blocked else 1
         a_batch, _, _, b_batch, _, _ = self.strides(c)
         return (BufferParam(c.dtype, blocks * batch * a_batch, scratch=True),
-                BufferParam(c.dtype, blocks * batch * b_batch, scratch=True))
+                BufferParam(c.dtype, 0 if self.b_row else blocks * batch * b_batch, scratch=True))
 
 
 def _blocks(rows: int, cols: int, mp: int, np_: int, tasks: int, most_row_panels: int) -> tuple[int, int]:
@@ -349,9 +361,12 @@ def pack_kernels(c: Contraction, layout: Layout) -> tuple[Pack, Pack]:
     _, vm, vn, _ = c.vars
     mp, np_ = layout.panels(c)
     buffers = c.buffers + layout.packed_buffers(c)
-    return (_pack(c, buffers, f"{c.name}_pack_a", len(c.buffers), c.a, vm, layout.mr, mp, layout.fused,
-                  layout.a_depth(c) if layout.a_rows else None),
-            _pack(c, buffers, f"{c.name}_pack_b", len(c.buffers) + 1, c.bv, vn, layout.nr, np_, layout.fused))
+    a = _pack(c, buffers, f"{c.name}_pack_a", len(c.buffers), c.a, vm, layout.mr, mp, layout.fused,
+              layout.a_depth(c) if layout.a_rows else None)
+    if layout.b_row:  # B read in place: its packing stage copies nothing, one iteration that stores nothing
+        unit = Var(f"{vn.name}_in_place", 1)
+        return a, Pack(Kernel(f"{c.name}_pack_b", buffers, c.params, (unit,), ()), (), unit)
+    return a, _pack(c, buffers, f"{c.name}_pack_b", len(c.buffers) + 1, c.bv, vn, layout.nr, np_, layout.fused)
 
 
 def generic_pack_kernels(c: Contraction, layout: Layout, over: frozenset[Var]) -> tuple[Pack, Pack]:
@@ -412,6 +427,34 @@ def _k_tiles(c: Contraction, operand: Value, lane: Var, width: int, panels: int,
     mapping = {lane: Expr.of(p) * width + lane_var}
     (value,) = substitute([operand], {**mapping, vk: Expr.of(kb) * kt.size + kt})
     return p, lane_var, kb, kt, mapping, value
+
+
+def _b_index(c: Contraction) -> dict[Var | None, int] | None:
+    """Where B is a plain load of a buffer of the contraction's dtype, rows of n along k (`x @ w` of a row-major
+    `w`, a view of it with rows further apart, broadcast or strided over the batch): the coefficients of its
+    index in (batch, k, n) and its constant, keyed None; else None."""
+    vb, _, vn, vk = c.vars
+    load = c.bv
+    if load.op is not VOp.LOAD or load.dtype != c.dtype or load.arg[2]:
+        return None
+    index: Expr = load.arg[1]
+    coefs: dict[Var | None, int] = {vb: 0, vk: 0, **dict(index.terms), None: index.const}
+    if set(coefs) != {vb, vk, vn, None} or coefs[vn] != 1 or coefs[vk] <= 0 or coefs[vb] < 0:
+        return None
+    return coefs
+
+
+def _b_in_place(c: Contraction, mr: int, nr: int) -> int:
+    """The elements between one k of B and the next where the micro-kernel is to read B where it lies (see
+    `Layout.b_row`), else 0: B a plain load whose rows run along n (`_b_index`), whole panels of n (the last
+    reads no column past the matrix) and at most B_IN_PLACE_ROW_PANELS panels of rows, which read it once or
+    little more. Packed panels are better where they are read many times: they are contiguous, where rows of
+    B 4 KiB apart (a row of 1024 float32) share a few sets of the caches and evict each other."""
+    _, m, n, _ = c.sizes
+    index = _b_index(c)
+    if index is None or n % nr or -(-m // mr) > B_IN_PLACE_ROW_PANELS:
+        return 0
+    return index[c.vars[3]]
 
 
 def _runs_along_k(c: Contraction, operand: Value, lane: Var, width: int, panels: int) -> bool:
@@ -509,16 +552,18 @@ def _rows(operand: Value, lane: Var, width: int) -> tuple[Var, Var, Value] | Non
 # The geometry a GEMM core reads at run time, in this order (one i64 each): the product's rows m and
 # columns n, k, the panels of A and of B per batch, the blocks of rows and of columns a task takes, the
 # panels per block of rows and of columns, k per block, the strides of A's and B's panels (`Layout.strides`);
-# and, for a checked core's messages and tests, the product's buffer slot and size, A's panels' slot (B's is
-# the next) and size, and B's panels' size.
+# for a checked core's messages and tests, the product's buffer slot and size, A's panels' slot and size, and
+# B's size; the elements from one k of B to the next (`Layout.b_row`, NR where packed) and B's slot (its panels',
+# after A's, or where read in place, its operand's buffer).
 GEOMETRY = ("m", "n", "k", "row_panels_total", "col_panels_total", "row_blocks", "col_blocks", "row_panels",
             "col_panels", "kc", "a_batch", "a_panel", "a_block", "b_batch", "b_panel", "b_block",
-            "product_slot", "product_size", "a_slot", "a_size", "b_size")
+            "product_slot", "product_size", "a_slot", "a_size", "b_size", "b_row", "b_slot")
 
 
 def core_name(c: Contraction, layout: Layout) -> str:
     """The GEMM core a contraction runs: one per dtype and tile, shared by every contraction of them."""
-    return f"lt_gemm_{c.dtype.name}_{layout.lanes}x{layout.mr}x{layout.nr}{'_a_rows' if layout.a_rows else ''}"
+    return (f"lt_gemm_{c.dtype.name}_{layout.lanes}x{layout.mr}x{layout.nr}{'_a_rows' if layout.a_rows else ''}"
+            f"{'_b_in_place' if layout.b_row else ''}")
 
 
 def geometry(c: Contraction, layout: Layout) -> tuple[int, ...]:
@@ -526,9 +571,13 @@ def geometry(c: Contraction, layout: Layout) -> tuple[int, ...]:
     _, m, n, k = c.sizes
     mp, np_ = layout.panels(c)
     a_size, b_size = (p.size for p in layout.packed_buffers(c))
+    b_slot = len(c.buffers) + 1
+    if layout.b_row:  # B's buffer from where the core's pointer to it starts (`render_gemm`)
+        b_slot = c.bv.arg[0]
+        b_size = c.buffers[b_slot].size - _b_index(c)[None]
     return (m, n, k, mp, np_, -(-mp // layout.row_panels), -(-np_ // layout.col_panels), layout.row_panels,
             layout.col_panels, layout.kc, *layout.strides(c), c.product, c.buffers[c.product].size, len(c.buffers),
-            a_size, b_size)
+            a_size, b_size, layout.b_row or layout.nr, b_slot)
 
 
 class _GemmRenderer(FunctionBuilder):
@@ -619,8 +668,10 @@ class _GemmRenderer(FunctionBuilder):
         first = b.add(b.mul(row0, n), col0)
         end = b.add(b.add(b.mul(b.add(row0, b.sub(rows, I64(1))), n), col0), cols)
         product = self.inside(first, g["product_slot"], g["product_size"], True, b.sub(end, first))
+        b_extent = b.select(b.icmp_signed(">", depth, I64(0)),
+                            b.add(b.mul(b.sub(depth, I64(1)), g["b_row"]), I64(lay.nr)), I64(0))
         panels = b.and_(self.inside(a_start, g["a_slot"], g["a_size"], False, b.mul(depth, I64(lay.mr))),
-                        self.inside(b_start, b.add(g["a_slot"], I64(1)), g["b_size"], False, b.mul(depth, I64(lay.nr))))
+                        self.inside(b_start, g["b_slot"], g["b_size"], False, b_extent))
         return product, b.and_(product, panels)
 
     def fault_record(self) -> ir.Value:
@@ -684,9 +735,12 @@ class _GemmRenderer(FunctionBuilder):
         self.when("resume", first, lambda: None, lambda: self.when("resume_tile", full, load_full, load_edge))
         fma = ir.Function(self.module, ir.FunctionType(self.vt, [self.vt] * 3), f"llvm.fma.{self.suffix}")
 
+        # B's rows: a panel's, NR apart and aligned, or B's own where read in place (`Layout.b_row`)
+        b_row, b_align = (self.geometry["b_row"], c.dtype.itemsize) if lay.b_row else (I64(lay.nr), align)
+
         def step(kk: ir.Value) -> None:
-            bvec = [b.load(b.gep(bp, [b.add(b.mul(kk, I64(lay.nr)), I64(v * lay.lanes))], source_etype=self.t),
-                           typ=self.vt, align=align) for v in range(nv)]
+            bvec = [b.load(b.gep(bp, [b.add(b.mul(kk, b_row), I64(v * lay.lanes))], source_etype=self.t),
+                           typ=self.vt, align=b_align) for v in range(nv)]
             for r in range(lay.mr):
                 at = b.add(b.mul(kk, I64(lay.mr)), I64(r))
                 if lay.a_rows:  # in its run of A_RUN k's
@@ -758,8 +812,11 @@ def render_gemm(c: Contraction, layout: Layout, checked: bool = False, generic: 
         table.global_constant, table.linkage = True, "private"
         table.initializer = ir.Constant(ir.ArrayType(I64, len(GEOMETRY)), list(geometry(c, layout)))
         geometry_table = b.gep(table, [I64(0), I64(0)])
+    b_slot = c.bv.arg[0] if layout.b_row else len(c.buffers) + 1
     out, apack, bpack = (b.load(b.gep(bufs, [I64(slot)], source_etype=PTR), typ=PTR)
-                         for slot in (c.product, len(c.buffers), len(c.buffers) + 1))
+                         for slot in (c.product, len(c.buffers), b_slot))
+    if layout.b_row:  # B read in place, from its first element
+        bpack = b.gep(bpack, [I64(_b_index(c)[None])], source_etype=llvm_type(c.dtype))
     record = builder.fault_record() if checked else ir.Constant(PTR, None)
     if layout.fused:
         packs = [ir.Function(module, signature, symbol(pack.kernel.name, checked)) for pack in pack_kernels(c, layout)]
