@@ -65,10 +65,10 @@ def library_ops(kernel: ir.Kernel) -> set[legalize.Key]:
     return found
 
 
-def rewritten_math(kernel: ir.Kernel | ir.Contraction | ir.Scatter | ir.Sort) -> set[legalize.Key]:
+def rewritten_math(kernel: ir.Kernel | ir.Contraction | ir.Scatter | ir.Sort | ir.Scan) -> set[legalize.Key]:
     """The keys of APPROXIMATE among the ALU ops of a kernel, a contraction (its operands and epilogue) or a
-    scatter (its base and updates); a sort has none."""
-    if isinstance(kernel, ir.Sort):
+    scatter (its base and updates); a sort or a scan has none."""
+    if isinstance(kernel, (ir.Sort, ir.Scan)):
         return set()
     if isinstance(kernel, ir.Scatter):
         return rewritten_math(kernel.base) | rewritten_math(kernel.updates)
