@@ -442,14 +442,17 @@ def test_products_of_few_rows_read_b_in_place(monkeypatch, k_blocks, threads, kc
     monkeypatch.setenv("LT_NUM_THREADS", threads)
     monkeypatch.setattr(runtime, "PARALLEL_MIN_WORK", 1)
     k_blocks(kc)
-    x, t = layout(data((rows, 300), dtype, 1), "contiguous")
+    def cpu(arr: np.ndarray) -> tuple[lt.Tensor, torch.Tensor]:  # what the CPU scheduler builds is asserted
+        return lt.asarray(arr, device="cpu"), torch.from_numpy(np.ascontiguousarray(arr))
+
+    x, t = cpu(data((rows, 300), dtype, 1))
     base = data((301, 150), dtype, 2)
     for columns, whole in ((slice(8, 72), True), (slice(0, 70), False)):  # views of rows 150 elements apart
-        w, u = lt.asarray(base)[1:, columns], torch.from_numpy(np.ascontiguousarray(base[1:, columns]))
-        wt, ut = layout(np.ascontiguousarray(base[1:, columns]), "transposed")
-        bias, bias_t = layout(data((u.shape[1],), dtype, 3), "contiguous")
+        w, u = lt.asarray(base, device="cpu")[1:, columns], torch.from_numpy(np.ascontiguousarray(base[1:, columns]))
+        wt, ut = lt.asarray(np.ascontiguousarray(base[1:, columns].T), device="cpu").T, u  # B transposed in memory
+        bias, bias_t = cpu(data((u.shape[1],), dtype, 3))
         for got, expected, b_row in ((x @ w, t @ u, 150), (x @ wt, t @ ut, 0)):
-            items = lt.schedule(got.to("cpu"))
+            items = lt.schedule(got)
             if isinstance(items[0].kernel, Contraction):
                 program, _ = compile_kernel(items[0].kernel)
                 lay = program.layout
@@ -458,7 +461,7 @@ def test_products_of_few_rows_read_b_in_place(monkeypatch, k_blocks, threads, kc
                 assert (program.stages[1].kernel.stores == ()) == bool(in_place)
             check(got, expected)
         check((x @ w + bias).relu(), torch.relu(t @ u + bias_t))
-        xb, tb = layout(data((3, rows, 300), dtype, 4), "contiguous")
+        xb, tb = cpu(data((3, rows, 300), dtype, 4))
         check(xb @ w, tb @ u)
 
 
