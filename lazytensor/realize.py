@@ -474,9 +474,11 @@ def _watched() -> bool:
     """Whether launches are watched one by one (`LT_DEBUG`, `LT_VALIDATE`, a profile) or dumped (`LT_DUMP_DIR`, a
     `dump_to` block): then a realize runs through `run`, which does that. The flags are parsed only where one is
     set."""
+    if profiling.active():
+        return True
     if any_set(_WATCHING):
         return bool(getenv("LT_DEBUG") or getenv("LT_VALIDATE")) or dump.directory() is not None
-    return profiling.active() or dump.blocks_open()
+    return dump.blocks_open()
 
 
 def realize_nodes(*nodes: Node) -> None:

@@ -46,6 +46,16 @@ def test_every_launch_and_compile_is_an_event(tmp_path):
     assert z.is_realized
 
 
+def test_a_profile_sees_launches_where_a_watch_variable_is_set_off(monkeypatch):
+    """`LT_DEBUG=0` (set, but off) leaves a realize on its fast path only where nothing else watches it."""
+    monkeypatch.setenv("LT_DEBUG", "0")
+    x = data(8, 8, seed=3)
+    (x * 2).realize()
+    with lt.profile() as p:
+        (x * 2).realize()
+    assert [e.kernel for e in p.events if e.kind == "launch"] == [item.kernel.name for item in lt.schedule(x * 2)]
+
+
 def test_nothing_is_recorded_outside_a_block():
     with lt.profile() as p:
         pass
