@@ -336,7 +336,7 @@ class ReduceOps:
             i = positions.reshape(*positions.shape, 1)
             j = positions.reshape(*positions.shape[:-1], 1, n)
             below = where(j <= i, self.reshape(*self.shape[:-1], 1, n), identity)
-            # _reduce, not sum: sum would widen an int32 (cumsum(dtype=int32)) to int64
+            # _reduce, not prod: prod would widen an int32 (cumprod(dtype=int32)) to int64
             return below._reduce(op, -1, False, f"running {op.value}")
         block = math.isqrt(n - 1) + 1
         blocks = -(-n // block)
