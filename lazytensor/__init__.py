@@ -14,7 +14,13 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from . import linalg, nn, optim, random
+from . import (
+    einops_backend,  # noqa: F401  (defines einops' backend where einops is installed)
+    linalg,
+    nn,
+    optim,
+    random,
+)
 from .array_api import __array_api_version__, __array_namespace_info__, e, inf, nan, newaxis, pi
 from .autograd import custom_vjp, enable_grad, grad, gradients, no_grad, set_grad_enabled, value_and_grad
 from .autograd import functional as _functional  # noqa: F401 (lt.autograd.functional, as torch.autograd's)
