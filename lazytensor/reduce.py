@@ -437,10 +437,13 @@ class ReduceOps:
         """The number of elements that are not zero (nor False) over `axis`, as int64 (NaN counts)."""
         return (self != 0).sum(axis, keepdims, dtype=default_int)
 
-    def diff(self: Tensor, axis: int = -1, n: int = 1, *, prepend: Tensor | None = None,
-             append: Tensor | None = None) -> Tensor:
-        """The `n`-th forward difference along `axis`, `out[i] = x[i + 1] - x[i]` repeated n times, after
-        joining `prepend` and `append` to x along that axis; bool tensors give `x[i + 1] != x[i]`, as NumPy."""
+    def diff(self: Tensor, n: int = 1, axis: int = -1, prepend: Tensor | None = None, append: Tensor | None = None,
+             *, dim: int | None = None) -> Tensor:
+        """The `n`-th forward difference along `axis` (PyTorch's `dim=` too), `out[i] = x[i + 1] - x[i]` repeated
+        n times, after joining `prepend` and `append` to x along that axis; bool tensors give `x[i + 1] != x[i]`,
+        as NumPy. Positional arguments in NumPy's and PyTorch's order: `diff(x, 2)` is the second difference."""
+        if dim is not None:
+            axis = dim
         if self.ndim == 0:
             raise ShapeError("diff: needs at least one dimension, got a 0-d tensor")
         if n < 0:

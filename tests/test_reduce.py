@@ -1044,7 +1044,8 @@ def test_count_nonzero_counts_nan_and_negative_zero_as_they_are():
 def test_diff(dtype, axis, n):
     for kind, x, t in inputs((4, 5), dtype, seed=39):
         check(lt.diff(x, axis=axis, n=n), torch.diff(t, n=n, dim=axis))
-        check(x.diff(axis, n), np.diff(t.numpy(), n=n, axis=axis))
+        check(x.diff(n, axis), np.diff(t.numpy(), n, axis))
+        check(x.diff(n, dim=axis), torch.diff(t, n, axis))
 
 
 def test_diff_prepend_append_and_sizes():
