@@ -132,7 +132,7 @@ class IndexingOps:
 
     # ---- NumPy and the array API ------------------------------------------------------------------
 
-    def take(self: Tensor, indices: Any, /, *, axis: int | None = None) -> Tensor:
+    def take(self: Tensor, indices: Any, /, axis: int | None = None) -> Tensor:
         """Elements at `indices` along `axis` (of the flattened tensor where axis is None): the axis is
         replaced by the indices' shape. Negative indices count from the end (NumPy, the array API)."""
         x = self.reshape(-1) if axis is None else self

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+import numpy as np
+
 from .dtypes import DType, bool_, default_float, default_int, float32, float64, to_dtype, uint8, uint64
 from .errors import AxisError, ShapeError
 from .graph import Op
@@ -32,6 +34,16 @@ CUMSUM_BLOCK = 256
 
 def _pick(axis: Any, dim: Any) -> Any:
     return dim if axis is None else axis
+
+
+def _keepdims_or_dtype(keepdims: Any, dtype: Any, name: str) -> tuple[bool, Any]:
+    """(keepdims, dtype) of a reduction whose third positional argument is PyTorch's `keepdim` (a bool) or
+    NumPy's `dtype` (`x.sum(0, np.float64)`): a dtype there is NumPy's."""
+    if not isinstance(keepdims, (DType, np.dtype, type, str)):
+        return bool(keepdims), dtype
+    if dtype is not None:
+        raise TypeError(f"{name}: got a dtype both as the third argument ({keepdims}) and as dtype= ({dtype})")
+    return False, keepdims
 
 
 def _unbiased(correction: float | None, unbiased: bool | None, name: str) -> float | None:
@@ -106,11 +118,13 @@ class ReduceOps:
     def sum(self: Tensor, axis: Any = None, keepdims: bool = False, dtype: Any = None, *, dim: Any = None,
             keepdim: bool = False) -> Tensor:
         """Sum over `axis` (all axes by default)."""
+        keepdims, dtype = _keepdims_or_dtype(keepdims, dtype, "sum")
         x = self._accumulate_dtype(dtype)
         return x._reduce(ReduceOp.SUM, _pick(axis, dim), keepdims or keepdim, "sum")
 
     def prod(self: Tensor, axis: Any = None, keepdims: bool = False, dtype: Any = None, *, dim: Any = None,
              keepdim: bool = False) -> Tensor:
+        keepdims, dtype = _keepdims_or_dtype(keepdims, dtype, "prod")
         x = self._accumulate_dtype(dtype)
         return x._reduce(ReduceOp.PROD, _pick(axis, dim), keepdims or keepdim, "prod")
 
@@ -159,6 +173,7 @@ class ReduceOps:
     def mean(self: Tensor, axis: Any = None, keepdims: bool = False, dtype: Any = None, *, dim: Any = None,
              keepdim: bool = False) -> Tensor:
         """Arithmetic mean; integer input gives float32 (the default float)."""
+        keepdims, dtype = _keepdims_or_dtype(keepdims, dtype, "mean")
         axis = _pick(axis, dim)
         x = self.cast(to_dtype(dtype)) if dtype is not None else self
         wide, result_dtype = x._widened()

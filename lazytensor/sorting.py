@@ -150,7 +150,7 @@ def _nan_last_less(a: Tensor, b: Tensor) -> Tensor:
     return (a < b) | (b.isnan() & ~a.isnan())
 
 
-def searchsorted(x1: Any, x2: Any, /, *, side: str = "left", sorter: Any = None) -> Tensor:
+def searchsorted(x1: Any, x2: Any, /, side: str = "left", sorter: Any = None) -> Tensor:
     """The array API's searchsorted: for each element of `x2`, the position in the 1-d ascending `x1` (or
     `x1` taken in the order `sorter` gives) where it would go: before equal elements (`side='left'`) or
     after them ('right'). int64, of x2's shape; NaN counts as larger than every number. A binary search:

@@ -174,8 +174,8 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0) -> Any:
     return base._scatter(0, index, updates, ReduceOp.SUM)
 
 
-def histogram(x: Any, bins: Any = 10, range: tuple[float, float] | None = None, weights: Any = None,
-              density: bool = False) -> tuple[Any, Any]:
+def histogram(x: Any, bins: Any = 10, range: tuple[float, float] | None = None, density: bool = False,
+              weights: Any = None) -> tuple[Any, Any]:
     """NumPy's histogram: the counts (or summed weights, or densities) of x's values in `bins` equal bins
     over `range` (x's extremes, read first, when None), or in the bins between the given edges; every bin
     is closed on the left and open on the right but the last, closed on both sides. Returns (counts,

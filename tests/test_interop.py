@@ -773,3 +773,56 @@ def test_memory_questions_are_numpys_about_the_host_arrays():
     view = np.asarray(t)
     assert np.may_share_memory(view, t) == np.shares_memory(t, view[1]) == (DEFAULT_DEVICE == "cpu")
     assert not np.may_share_memory(t, DATA["f"]) and not np.shares_memory(np.zeros(3), t)
+
+
+# NumPy's positional parameters that lazytensor's namesake names otherwise
+SAME_PARAMETER = {"x2": "other", "b": "other", "k": "diagonal", "a_min": "min", "a_max": "max", "N": "n", "M": "m",
+                  "test_elements": "x2", "v": "x2", "axis1": "dim1", "axis2": "dim2", "tup": "tensors",
+                  "arrays": "tensors"}
+# where NumPy's order is not lazytensor's, and why
+OTHER_ORDER = {
+    "linspace": "lazytensor's has no retstep (its dtype follows endpoint)",
+    "nan_to_num": "PyTorch's order (nan first); NumPy's copy= is accepted as a keyword",
+    "sum": "the third argument is PyTorch's keepdim, or NumPy's dtype where it is one (tested below)",
+    "prod": "as sum", "mean": "as sum",
+}
+
+
+def _positional(f):
+    try:
+        parameters = inspect.signature(f).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    return [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def test_positional_arguments_are_in_numpys_order():
+    """A call written for NumPy with positional arguments (`diff(x, 2)`, `take(x, i, 1)`, `histogram(x, 5, None,
+    True)`) means the same here: of each function NumPy also has, every positional parameter of NumPy's that
+    lazytensor's takes is at the same position, where lazytensor's has that many (NumPy's `out`, which
+    lazytensor refuses, may shift later ones: a call passing it fails loudly)."""
+    wrong = []
+    for name in sorted(n for n in dir(lt) if not n.startswith("_") and hasattr(np, n) and n not in OTHER_ORDER):
+        ours, theirs = _positional(getattr(lt, name)), _positional(getattr(np, name))
+        if not ours or not theirs or isinstance(getattr(np, name), type):
+            continue
+        for i, p in enumerate(theirs[1:], 1):
+            p = SAME_PARAMETER.get(p, p)
+            if i < len(ours) and p in ours and ours[i] != p:
+                wrong.append(f"{name}: {p} is argument {ours.index(p)}, NumPy's {i}")
+    assert wrong == []
+
+
+def test_a_reductions_third_argument_is_keepdim_or_numpys_dtype():
+    x = lt.asarray(np.arange(6, dtype=np.int32).reshape(2, 3))
+    a = np.arange(6, dtype=np.int32).reshape(2, 3)
+    for name in ("sum", "prod", "mean"):
+        check(getattr(x, name)(0, np.float64), getattr(a, name)(0, np.float64))
+        check(getattr(x, name)(1, lt.int64 if name != "mean" else lt.float64), getattr(a, name)(1, np.int64 if name != "mean" else np.float64))
+        check(getattr(x, name)(1, True), getattr(a, name)(1, keepdims=True) if name != "mean" else a.mean(1, keepdims=True, dtype=np.float32))
+        with pytest.raises(TypeError, match="both"):
+            getattr(x, name)(0, np.float64, lt.float32)
+    check(lt.diff(x, 2, 1), np.diff(a, 2, 1))
+    check(lt.take(x, lt.asarray([2, 0]), 1), np.take(a, [2, 0], 1))
+    check(lt.searchsorted(lt.asarray([1, 2, 2, 3]), lt.asarray([2]), "right"), np.searchsorted([1, 2, 2, 3], [2], "right"))
+    check(lt.histogram(lt.asarray([0.0, 1.0, 1.5]), 2, None, True)[0], np.histogram([0.0, 1.0, 1.5], 2, None, True)[0])
