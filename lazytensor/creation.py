@@ -2,7 +2,9 @@
 (`arange`, `linspace`, `eye`). Formulas are lazy too: `arange(n) * 2` is one kernel."""
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -15,6 +17,21 @@ from .graph import Node, Op
 from .kernels.dtype import bfloat16_to_float32
 from .movement import shape_arg
 from .tensor import Tensor, _is_scalar, where
+
+
+def factory(make: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """`make`, a function that makes a tensor, taking PyTorch's factory keyword `requires_grad=` too:
+    `lt.zeros(3, requires_grad=True)`, `lt.tensor(data, requires_grad=True)` are leaves that require grad. A
+    tensor passed in and handed back (`asarray(t)`) is detached first: the caller's tensor keeps its flag."""
+    @functools.wraps(make)
+    def made(*args: Any, requires_grad: bool = False, **kwargs: Any) -> Tensor:
+        t = make(*args, **kwargs)
+        if not requires_grad:
+            return t
+        if any(t is a for a in args):
+            t = t.detach()
+        return t.requires_grad_()
+    return made
 
 
 def _check_int_range(arr: np.ndarray, dtype: DType) -> None:
@@ -58,6 +75,7 @@ def _numpy_of(obj: Any, dtype: DType | None) -> tuple[np.ndarray, DType]:
     return dtypes.storage_array(arr, dtype), dtype
 
 
+@factory
 def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None = None) -> Tensor:
     """A tensor from a tensor, NumPy array, nested list or Python scalar.
 
@@ -104,6 +122,7 @@ def _shape(args: Any, op: str) -> tuple[int, ...]:
     return shape
 
 
+@factory
 def full(shape: Any, fill_value: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """A tensor of `shape` filled with `fill_value` (its dtype follows the value unless given)."""
     shape = _shape((shape,) if isinstance(shape, int) else shape, "full")
@@ -123,16 +142,19 @@ def _constant(shape: Any, value: int, dtype: Any, device: Any, op: str) -> Tenso
     return Tensor._const(value, dt, get_device(device).name).broadcast_to(shape)
 
 
+@factory
 def zeros(shape: Any = (), *more: int, dtype: Any = None, device: Any = None) -> Tensor:
     """A tensor of `shape` (a tuple, or the sizes as arguments: `zeros(2, 3)`) filled with 0s."""
     return _constant((shape, *more), 0, dtype, device, "zeros")
 
 
+@factory
 def ones(shape: Any = (), *more: int, dtype: Any = None, device: Any = None) -> Tensor:
     """A tensor of `shape` (a tuple, or the sizes as arguments: `ones(2, 3)`) filled with 1s."""
     return _constant((shape, *more), 1, dtype, device, "ones")
 
 
+@factory
 def empty(shape: Any = (), *more: int, dtype: Any = None, device: Any = None) -> Tensor:
     """Like zeros: lazytensor never hands out uninitialized memory."""
     return _constant((shape, *more), 0, dtype, device, "empty")
@@ -142,20 +164,24 @@ def _like(x: Tensor, dtype: Any, device: Any) -> tuple[DType, str]:
     return (dtypes.to_dtype(dtype) if dtype is not None else x.dtype), (device or x.device)
 
 
+@factory
 def zeros_like(x: Tensor, dtype: Any = None, device: Any = None) -> Tensor:
     dt, dev = _like(x, dtype, device)
     return zeros(x.shape, dtype=dt, device=dev)
 
 
+@factory
 def ones_like(x: Tensor, dtype: Any = None, device: Any = None) -> Tensor:
     dt, dev = _like(x, dtype, device)
     return ones(x.shape, dtype=dt, device=dev)
 
 
+@factory
 def empty_like(x: Tensor, dtype: Any = None, device: Any = None) -> Tensor:
     return zeros_like(x, dtype, device)
 
 
+@factory
 def full_like(x: Tensor, fill_value: Any, dtype: Any = None, device: Any = None) -> Tensor:
     dt, dev = _like(x, dtype, device)
     return full(x.shape, fill_value, dtype=dt, device=dev)
@@ -165,6 +191,7 @@ def _iota(n: int, device: str) -> Tensor:
     return Tensor._make(Op.IOTA, default_int, (n,), (), device=device)
 
 
+@factory
 def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any = None,
            device: Any = None) -> Tensor:
     """`start, start+step, ...` below `stop`; int64 when every argument is an int, else float32."""
@@ -189,6 +216,7 @@ def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any 
     return (_iota(n, dev).cast(float64) * float(step) + float(start)).cast(dt)
 
 
+@factory
 def linspace(start: float, stop: float, num: int = 50, endpoint: bool = True, dtype: Any = None,
              device: Any = None) -> Tensor:
     """`num` evenly spaced values from start to stop; computed from both ends so the last is exact."""
@@ -207,6 +235,7 @@ def linspace(start: float, stop: float, num: int = 50, endpoint: bool = True, dt
     return where(i < max(points // 2, 1), from_start, from_end).cast(dt)
 
 
+@factory
 def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = None, device: Any = None) -> Tensor:
     """Ones on the k-th diagonal of an n x m matrix, zeros elsewhere."""
     m = n if m is None else m

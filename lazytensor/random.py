@@ -32,7 +32,7 @@ import threading
 from typing import Any
 
 from . import dtypes
-from .creation import _iota, arange
+from .creation import _iota, arange, factory
 from .device import get_device
 from .dtypes import DType, default_float, default_int
 from .graph import Op
@@ -162,6 +162,7 @@ def _shape(args: tuple[Any, ...], size: Any, name: str) -> tuple[int, ...]:
     return shape_arg(args, name)
 
 
+@factory
 def rand(*shape: Any, size: Any = None, dtype: Any = None, device: Any = None) -> Any:
     """Uniform floats in [0, 1): `rand(2, 3)` or `rand((2, 3))`."""
     shape = _shape(shape, size, "rand")
@@ -169,12 +170,14 @@ def rand(*shape: Any, size: Any = None, dtype: Any = None, device: Any = None) -
     return _uniform01(_words(shape, device, 2 if dt == dtypes.float64 else 1), dt)
 
 
+@factory
 def uniform(low: float = 0.0, high: float = 1.0, size: Any = (), dtype: Any = None, device: Any = None) -> Any:
     """Uniform floats in [low, high)."""
     shape = _shape((), size, "uniform")
     return rand(shape, dtype=dtype, device=device) * (high - low) + low
 
 
+@factory
 def randn(*shape: Any, size: Any = None, dtype: Any = None, device: Any = None) -> Any:
     """Standard normal floats (Box-Muller: sqrt(-2 ln(1 - u1)) * cos(2 pi u2))."""
     shape = _shape(shape, size, "randn")
@@ -187,6 +190,7 @@ def randn(*shape: Any, size: Any = None, dtype: Any = None, device: Any = None) 
     return (radius * (u2 * (2 * math.pi)).cos()).cast(dt)
 
 
+@factory
 def normal(mean: float = 0.0, std: float = 1.0, size: Any = (), dtype: Any = None, device: Any = None) -> Any:
     shape = _shape((), size, "normal")
     return randn(shape, dtype=dtype, device=device) * std + mean
@@ -220,10 +224,12 @@ def bernoulli(p: Any, shape: Any = None, device: Any = None) -> Any:
     return rand(shape if shape is not None else (), device=device) < float(p)
 
 
+@factory
 def rand_like(x: Any, dtype: Any = None) -> Any:
     return rand(x.shape, dtype=dtype or (x.dtype if x.dtype.is_float else None), device=x.device)
 
 
+@factory
 def randn_like(x: Any, dtype: Any = None) -> Any:
     return randn(x.shape, dtype=dtype or (x.dtype if x.dtype.is_float else None), device=x.device)
 

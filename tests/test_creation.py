@@ -788,3 +788,34 @@ def test_meshgrid_errors_and_strided_inputs():
         lt.meshgrid(lt.zeros(2), indexing="yx")
     with pytest.raises(lt.ShapeError, match="1-d"):
         lt.meshgrid(lt.zeros(2, 2))
+
+
+FACTORIES = [
+    ("tensor", lambda m: m.tensor([[1.0, 2.0], [3.0, -4.0]], requires_grad=True)),
+    ("zeros", lambda m: m.zeros(2, 3, requires_grad=True)),
+    ("ones", lambda m: m.ones((3,), requires_grad=True)),
+    ("empty", lambda m: m.empty(2, requires_grad=True)),
+    ("full", lambda m: m.full((2, 2), 1.5, requires_grad=True)),
+    ("arange", lambda m: m.arange(0.0, 3.0, requires_grad=True)),
+    ("linspace", lambda m: m.linspace(0, 1, 5, requires_grad=True)),
+    ("eye", lambda m: m.eye(3, requires_grad=True)),
+    ("ones_like", lambda m: m.ones_like(m.zeros(2, 2), requires_grad=True)),
+    ("full_like", lambda m: m.full_like(m.zeros(3), 2.0, requires_grad=True)),
+]
+
+
+@pytest.mark.parametrize("name, make", FACTORIES, ids=[n for n, _ in FACTORIES])
+def test_factories_take_pytorchs_requires_grad(name, make):
+    ours, theirs = make(lt), make(torch)
+    assert ours.requires_grad and theirs.requires_grad
+    (ours * ours * 3).sum().backward()
+    (theirs * theirs * 3).sum().backward()
+    check(ours.grad, theirs.grad.detach().numpy())
+    assert not make(lt).detach().requires_grad
+
+
+def test_requires_grad_of_a_tensor_handed_back_leaves_the_callers_flag():
+    t = lt.ones(2)
+    u = lt.asarray(t, requires_grad=True)
+    assert u.requires_grad and not t.requires_grad
+    assert not lt.zeros(2).requires_grad and not lt.zeros(2, requires_grad=False).requires_grad

@@ -157,3 +157,13 @@ def test_rand_arguments():
         lt.rand(3, dtype=lt.int32)
     with pytest.raises(ValueError):
         lt.randint(5, 5, (2,))
+
+
+@pytest.mark.parametrize("make", [lambda: lt.randn(3, 2, requires_grad=True), lambda: lt.rand(4, requires_grad=True),
+                                  lambda: lt.randn_like(lt.zeros(2, 2), requires_grad=True),
+                                  lambda: lt.random.normal(0.0, 2.0, (3,), requires_grad=True)])
+def test_random_factories_take_pytorchs_requires_grad(make):
+    x = make()
+    assert x.requires_grad
+    (x * 2).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(x.shape, 2.0, np.float32))
