@@ -942,3 +942,62 @@ def test_module_ops_name_the_users_line():
     assert graph_lines(y) == {marked_line(__file__, "# marker: call")}
     assert graph_lines(doubled(x[1])) == {marked_line(__file__, "# marker: subclass")}
     assert graph_lines(block(x[2])) == {marked_line(__file__, "# marker: block")}
+
+
+def _containers(lib):
+    """The same containers built and edited in PyTorch's nn and ours."""
+    seq = lib.Sequential(lib.Linear(2, 3), lib.ReLU(), lib.Linear(3, 2))
+    seq.insert(1, lib.Tanh())
+    seq.extend([lib.Identity()])
+    popped = seq.pop(0)
+    del seq[-1]
+    layers = lib.ModuleList([lib.Linear(2, 2) for _ in range(3)])
+    layers.insert(0, lib.ReLU())
+    layers += [lib.Tanh()]
+    del layers[1]
+    heads = lib.ModuleDict({"a": lib.Linear(2, 4)})
+    heads["b"] = lib.Linear(2, 1)
+    heads.update([("c", lib.ReLU())])
+    scales = lib.ParameterList([lib.Parameter(lib_tensor(lib, [1.0, 2.0]))])
+    scales.append(lib.Parameter(lib_tensor(lib, [3.0])))
+    table = lib.ParameterDict({"w": lib.Parameter(lib_tensor(lib, [[1.0]]))})
+    model = lib.Module()
+    for name, m in [("seq", seq), ("layers", layers), ("heads", heads), ("scales", scales), ("table", table),
+                    ("unflat", lib.Unflatten(1, (2, -1)))]:
+        model.add_module(name, m)
+    return model, popped
+
+
+def lib_tensor(lib, values):
+    return torch.tensor(values) if lib is torch.nn else lt.asarray(np.array(values, np.float32))
+
+
+def test_containers_hold_and_edit_modules_as_pytorchs():
+    ours, popped = _containers(nn)
+    theirs, their_popped = _containers(torch.nn)
+    assert type(popped).__name__ == type(their_popped).__name__
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert [type(m).__name__ for m in ours.modules()] == [type(m).__name__ for m in theirs.modules()]
+    assert [type(m).__name__ for m in ours.layers[1:]] == [type(m).__name__ for m in theirs.layers[1:]]
+    assert list(ours.heads.keys()) == list(theirs.heads.keys()) and "b" in ours.heads and len(ours.heads) == 3
+    assert [tuple(p.shape) for p in ours.scales] == [tuple(p.shape) for p in theirs.scales]
+    assert ours.get_submodule("layers.1") is ours.layers[1]
+    assert ours.get_parameter("table.w") is ours.table["w"]
+    check(ours.unflat(lt.zeros(3, 6)), theirs.unflat(torch.zeros(3, 6)).numpy())
+    with pytest.raises(AttributeError, match="nope"):
+        ours.get_submodule("layers.nope")
+    with pytest.raises(IndexError):
+        ours.layers[7]
+
+
+def test_parameters_in_containers_train():
+    model = nn.Module()
+    model.add_module("layers", nn.ModuleList([nn.Linear(2, 2), nn.Linear(2, 1)]))
+    model.add_module("scale", nn.ParameterList([lt.ones(1)]))
+    opt = lt.optim.SGD(model.parameters(), lr=0.1)
+    x = lt.ones(4, 2)
+    loss = (model.layers[1](model.layers[0](x)) * model.scale[0]).sum()
+    loss.backward()
+    opt.step()
+    assert len(list(model.parameters())) == 5
+    check(model.scale[0], 1 - 0.1 * loss.detach().numpy().reshape(1))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from .. import dtypes
@@ -11,6 +11,7 @@ from ..autograd import RemovableHandle, is_grad_enabled, joint, no_grad
 from ..creation import arange, asarray, full, zeros
 from ..errors import ShapeError
 from ..helpers import KnownUserLine, user_line
+from ..movement import normalize_axis
 from ..tensor import Tensor, where
 from . import functional as F
 from . import init
@@ -335,6 +336,39 @@ class Module:
     def double(self) -> Module:
         return self.to(dtypes.float64)
 
+    def cpu(self) -> Module:
+        """The parameters and buffers moved to the CPU (in place, as `to`)."""
+        return self.to(device="cpu")
+
+    def cuda(self, device: int | str | None = None) -> Module:
+        """The parameters and buffers moved to a GPU (`cuda`, or `cuda:N` for `device` N), in place."""
+        return self.to(device="cuda" if device is None else device if isinstance(device, str) else f"cuda:{device}")
+
+    def get_submodule(self, target: str) -> Module:
+        """The module at a dotted path (`"encoder.layers.0"`); "" is this one."""
+        module = self
+        for name in target.split(".") if target else []:
+            if module._modules.get(name) is None:
+                raise AttributeError(f"{type(module).__name__} has no submodule {name!r} (in {target!r})")
+            module = module._modules[name]
+        return module
+
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at a dotted path (`"encoder.layers.0.linear1.weight"`)."""
+        owner, _, name = target.rpartition(".")
+        module = self.get_submodule(owner)
+        if name not in module._parameters:
+            raise AttributeError(f"{type(module).__name__} has no parameter {name!r} (in {target!r})")
+        return module._parameters[name]
+
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at a dotted path (`"bn1.running_mean"`)."""
+        owner, _, name = target.rpartition(".")
+        module = self.get_submodule(owner)
+        if name not in module._buffers:
+            raise AttributeError(f"{type(module).__name__} has no buffer {name!r} (in {target!r})")
+        return module._buffers[name]
+
     # ---- calling ------------------------------------------------------------------------------------
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
@@ -420,8 +454,58 @@ class Module:
 # ---- containers ----------------------------------------------------------------------------------
 
 
-class Sequential(Module):
-    """Modules applied in order: `Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))`."""
+class _ModuleSequence(Module):
+    """What `Sequential` and `ModuleList` share: their modules indexed as a list, PyTorch's way (keys "0", "1", ...
+    renumbered after an insertion or a deletion)."""
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+    def _index(self, i: int) -> int:
+        n = len(self._modules)
+        if not -n <= i < n:
+            raise IndexError(f"{type(self).__name__}: index {i} is out of range for {n} modules")
+        return i % n
+
+    def _renumber(self, modules: list[Module]) -> None:
+        self._modules.clear()
+        for i, m in enumerate(modules):
+            self._modules[str(i)] = m
+
+    def __setitem__(self, i: int, module: Module) -> None:
+        self._modules[list(self._modules)[self._index(i)]] = module
+
+    def __delitem__(self, i: int | slice) -> None:
+        modules = list(self._modules.values())
+        del modules[i if isinstance(i, slice) else self._index(i)]
+        self._renumber(modules)
+
+    def append(self, module: Module) -> Any:
+        self.register_module(str(len(self._modules)), module)
+        return self
+
+    def extend(self, modules: Iterable[Module]) -> Any:
+        for m in modules:
+            self.append(m)
+        return self
+
+    def insert(self, index: int, module: Module) -> None:
+        modules = list(self._modules.values())
+        modules.insert(index, module)
+        self._renumber(modules)
+
+    def pop(self, index: int = -1) -> Module:
+        module = self[index]
+        del self[index]
+        return module
+
+
+class Sequential(_ModuleSequence):
+    """Modules applied in order: `Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))`, or named:
+    `Sequential(OrderedDict(fc=nn.Linear(4, 8), act=nn.ReLU()))`."""
 
     def __init__(self, *modules: Any):
         super().__init__()
@@ -433,20 +517,9 @@ class Sequential(Module):
                 self.register_module(str(i), m)
 
     def __getitem__(self, i: int | slice) -> Any:
-        items = list(self._modules.values())
         if isinstance(i, slice):
-            return Sequential(*items[i])
-        return items[i]
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
-
-    def append(self, module: Module) -> Sequential:
-        self.register_module(str(len(self)), module)
-        return self
+            return Sequential(OrderedDict(list(self._modules.items())[i]))
+        return list(self._modules.values())[self._index(i)]
 
     def forward(self, x: Any) -> Any:
         for m in self._modules.values():
@@ -454,29 +527,143 @@ class Sequential(Module):
         return x
 
 
-class ModuleList(Module):
+class ModuleList(_ModuleSequence):
+    """Modules in a list, registered (their parameters are the owner's): `ModuleList([nn.Linear(4, 4)] * 3)`."""
+
     def __init__(self, modules: Iterable[Module] = ()):
         super().__init__()
-        for m in modules:
-            self.append(m)
+        self.extend(modules)
 
-    def append(self, module: Module) -> ModuleList:
-        self.register_module(str(len(self._modules)), module)
-        return self
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return ModuleList(list(self._modules.values())[i])
+        return list(self._modules.values())[self._index(i)]
 
-    def extend(self, modules: Iterable[Module]) -> ModuleList:
-        for m in modules:
-            self.append(m)
-        return self
+    def __add__(self, other: Iterable[Module]) -> ModuleList:
+        return ModuleList([*self, *other])
 
-    def __getitem__(self, i: int) -> Module:
-        return list(self._modules.values())[i]
+    def __iadd__(self, other: Iterable[Module]) -> ModuleList:
+        return self.extend(other)
+
+
+class ModuleDict(Module):
+    """Modules by name, registered (PyTorch's `nn.ModuleDict`): `ModuleDict({"act": nn.ReLU()})`, in insertion
+    order."""
+
+    def __init__(self, modules: Mapping[str, Module] | Iterable[tuple[str, Module]] | None = None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key: str) -> Module:
+        return self._modules[key]
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        self.register_module(key, module)
+
+    def __delitem__(self, key: str) -> None:
+        del self._modules[key]
 
     def __len__(self) -> int:
         return len(self._modules)
 
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._modules)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._modules
+
+    def keys(self) -> Any:
+        return self._modules.keys()
+
+    def items(self) -> Any:
+        return self._modules.items()
+
+    def values(self) -> Any:
+        return self._modules.values()
+
+    def update(self, modules: Mapping[str, Module] | Iterable[tuple[str, Module]]) -> None:
+        for key, module in (modules.items() if isinstance(modules, Mapping) else modules):
+            self.register_module(key, module)
+
+    def pop(self, key: str) -> Module:
+        return self._modules.pop(key)
+
+    def clear(self) -> None:
+        self._modules.clear()
+
+
+class ParameterList(Module):
+    """Parameters in a list, registered as "0", "1", ... (PyTorch's `nn.ParameterList`); tensors become
+    Parameters."""
+
+    def __init__(self, values: Iterable[Any] = ()):
+        super().__init__()
+        self.extend(values)
+
+    def __getitem__(self, i: int) -> Parameter:
+        return list(self._parameters.values())[i]
+
+    def __setitem__(self, i: int, value: Any) -> None:
+        self.register_parameter(list(self._parameters)[i], value)
+
+    def __len__(self) -> int:
+        return len(self._parameters)
+
+    def __iter__(self) -> Iterator[Parameter]:
+        return iter(self._parameters.values())
+
+    def append(self, value: Any) -> ParameterList:
+        self.register_parameter(str(len(self._parameters)), value)
+        return self
+
+    def extend(self, values: Iterable[Any]) -> ParameterList:
+        for v in values:
+            self.append(v)
+        return self
+
+
+class ParameterDict(Module):
+    """Parameters by name, registered (PyTorch's `nn.ParameterDict`); tensors become Parameters."""
+
+    def __init__(self, parameters: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None):
+        super().__init__()
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key: str) -> Parameter:
+        return self._parameters[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.register_parameter(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        del self._parameters[key]
+
+    def __len__(self) -> int:
+        return len(self._parameters)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._parameters)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._parameters
+
+    def keys(self) -> Any:
+        return self._parameters.keys()
+
+    def items(self) -> Any:
+        return self._parameters.items()
+
+    def values(self) -> Any:
+        return self._parameters.values()
+
+    def update(self, parameters: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> None:
+        for key, value in (parameters.items() if isinstance(parameters, Mapping) else parameters):
+            self.register_parameter(key, value)
+
+    def pop(self, key: str) -> Parameter:
+        return self._parameters.pop(key)
 
 
 # ---- layers ----------------------------------------------------------------------------------------
@@ -934,6 +1121,18 @@ class Flatten(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return x.flatten(self.start_dim, self.end_dim)
+
+
+class Unflatten(Module):
+    """Axis `dim` split into `unflattened_size` (one size may be -1), PyTorch's `nn.Unflatten`."""
+
+    def __init__(self, dim: int, unflattened_size: Sequence[int]):
+        super().__init__()
+        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+
+    def forward(self, x: Tensor) -> Tensor:
+        d = normalize_axis(self.dim, x.ndim, "Unflatten")
+        return x.reshape(*x.shape[:d], *self.unflattened_size, *x.shape[d + 1:])
 
 
 class MultiheadAttention(Module):
