@@ -525,8 +525,28 @@ def test_cross_entropy_float32_training_shape():
     out.backward()
     tout.backward()
     check(x.grad, t.grad)
-    with pytest.raises(lt.DTypeError):
+    with pytest.raises(lt.ShapeError, match="probability targets must have the input's shape"):
         F.cross_entropy(x, lt.asarray(labels.astype(np.float32)))
+    with pytest.raises(lt.DTypeError):
+        F.nll_loss(x, lt.asarray(labels.astype(np.float32)))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("smoothing, weighted, shape", [(0.0, False, (6, 5)), (0.1, True, (6, 5)),
+                                                        (0.2, False, (2, 5, 3)), (0.0, True, (5,))])
+def test_cross_entropy_of_probability_targets(reduction, smoothing, weighted, shape):
+    logits = random_array(shape, F64, seed=35)
+    probs = torch.tensor(random_array(shape, F64, seed=36)).softmax(0 if len(shape) == 1 else 1).numpy()
+    weight = random_array((5,), F64, seed=37, low=0.5, high=2) if weighted else None
+    x, t = lt.asarray(logits).requires_grad_(), torch.tensor(logits, requires_grad=True)
+    out = F.cross_entropy(x, lt.asarray(probs), None if weight is None else lt.asarray(weight), reduction=reduction,
+                          label_smoothing=smoothing)
+    tout = torch.nn.functional.cross_entropy(t, torch.tensor(probs), None if weight is None else torch.tensor(weight),
+                                             reduction=reduction, label_smoothing=smoothing)
+    check(out, tout)
+    out.sum().backward()
+    tout.sum().backward()
+    check(x.grad, t.grad)
 
 
 def test_nll_mse_l1_bce():

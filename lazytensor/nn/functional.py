@@ -624,12 +624,23 @@ def _nll(logp: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int,
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                   ignore_index: int = -100, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
     """log_softmax over axis 1, then the negative log-likelihood of integer class targets; with
-    `label_smoothing` e, (1 - e) * nll + e * (the mean over classes of -log p), as PyTorch."""
+    `label_smoothing` e, (1 - e) * nll + e * (the mean over classes of -log p), as PyTorch. A float `target` of
+    the input's shape holds class probabilities (PyTorch's soft targets): -sum_c weight_c * target_c * log p_c per
+    sample, smoothed to (1 - e) * target + e / C; its mean divides by the number of samples, as PyTorch's."""
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
     x = _float(input)
     class_dim = 1 if x.ndim >= 2 else 0
     logp = x.log_softmax(class_dim)
+    if isinstance(target, Tensor) and target.dtype.is_float:
+        if target.shape != x.shape:
+            raise ShapeError(f"cross_entropy: probability targets must have the input's shape {x.shape}, got "
+                             f"{target.shape}")
+        c = x.shape[class_dim]
+        probs = target * (1 - label_smoothing) + label_smoothing / c if label_smoothing else target
+        if weight is not None:
+            probs = probs * weight.reshape((c,) + (1,) * (x.ndim - class_dim - 1))
+        return _reduce_loss(-(logp * probs).sum(class_dim), reduction, "cross_entropy")
     nll, valid, denom = _nll(logp, target, weight, ignore_index, reduction, "cross_entropy")
     if label_smoothing == 0.0:
         return nll
