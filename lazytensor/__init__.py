@@ -85,6 +85,7 @@ from .kernels.llvm import disk_cache
 from .kernels.triton import set_allow_tf32, tf32_allowed
 from .movement import broadcast_arrays, concat, hstack, repeat, split, stack, unstack, vstack
 from .profiling import Profile, profile
+from .pytorch_methods import add_in_place_methods
 from .random import manual_seed, rand, rand_like, randint, randn, randn_like, randperm
 from .realize import Stats, reset_stats, stats
 from .realize import realizing as _realizing
@@ -94,6 +95,8 @@ from .sorting import isin, searchsorted, unique, unique_all, unique_counts, uniq
 from .statistics import average, bincount, histogram, median, percentile, quantile
 from .tensor import Tensor, _is_scalar, broadcast_shapes, realize, where
 from .vmap import vmap
+
+add_in_place_methods(Tensor)  # after every module has added its methods
 
 bool = bool_
 float = float32

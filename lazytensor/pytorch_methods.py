@@ -158,6 +158,24 @@ class PyTorchOps:
     def zero_(self: Tensor) -> Tensor:
         return self.fill_(0)
 
+    def fill_diagonal_(self: Tensor, fill_value: Any, wrap: bool = False) -> Tensor:
+        """`fill_value` on the main diagonal (the elements whose indices are all equal) of a 2-d tensor or
+        one whose sides are all equal; with `wrap`, a tall matrix's diagonal restarts every `columns + 1` rows, as
+        PyTorch's and NumPy's."""
+        from .creation import arange
+        from .tensor import where
+        if self.ndim < 2 or self.ndim > 2 and len(set(self.shape)) != 1:
+            raise ShapeError(f"fill_diagonal_: needs a 2-d tensor or one whose sides are all equal, got shape "
+                             f"{self.shape}")
+        rows, cols = self.shape[0], self.shape[1]
+        i = arange(rows, device=self.device).reshape(rows, *([1] * (self.ndim - 1)))
+        if wrap and self.ndim == 2:
+            i = i % (cols + 1)
+        on = i == arange(cols, device=self.device).reshape(cols, *([1] * (self.ndim - 2)))
+        for axis in range(2, self.ndim):
+            on = on & (i == arange(self.shape[axis], device=self.device).reshape(-1, *([1] * (self.ndim - 1 - axis))))
+        return self._inplace(lambda a, _: where(on, fill_value, a).cast(a.dtype), None, "fill_diagonal_")
+
     def copy_(self: Tensor, src: Any) -> Tensor:
         """Take `src`'s values (broadcast to this tensor's shape, cast to its dtype, moved to its device)."""
         def copied(a: Tensor, s: Any) -> Tensor:
@@ -197,3 +215,27 @@ class PyTorchOps:
         if value.shape != self.shape:
             raise ShapeError(f"data: cannot set a tensor of shape {self.shape} to one of shape {value.shape}")
         self.node = value.node
+
+
+# PyTorch's in-place twins of out-of-place methods: `x.exp_()` rebinds x to `x.exp()` (see the module's doc)
+IN_PLACE_OF = ("abs", "exp", "expm1", "log", "log1p", "log2", "sqrt", "rsqrt", "square", "sin", "cos", "tan", "tanh",
+               "sigmoid", "relu", "floor", "ceil", "round", "trunc", "frac", "sign", "reciprocal", "clamp_min",
+               "clamp_max", "masked_fill", "masked_scatter", "scatter", "scatter_add", "scatter_reduce", "index_add",
+               "index_fill", "index_copy", "index_put", "lerp", "fmod", "remainder", "nan_to_num", "tril", "triu",
+               "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "hypot",
+               "atan2", "copysign", "erf", "exp2", "logit", "xlogy", "cumsum", "cumprod")
+
+
+def _in_place(name: str) -> Callable[..., Tensor]:
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        return self._inplace(lambda a, _: getattr(a, name)(*args, **kwargs), None, f"{name}_")
+    method.__name__ = method.__qualname__ = f"{name}_"
+    method.__doc__ = f"`{name}` in place: this tensor rebound to `self.{name}(...)` (PyTorch's `{name}_`)."
+    return method
+
+
+def add_in_place_methods(cls: type) -> None:
+    """Give `cls` (Tensor) the in-place twin of each method of `IN_PLACE_OF` it has and that has none yet."""
+    for name in IN_PLACE_OF:
+        if hasattr(cls, name) and not hasattr(cls, f"{name}_"):
+            setattr(cls, f"{name}_", _in_place(name))

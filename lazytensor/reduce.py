@@ -131,7 +131,8 @@ class ReduceOps:
     def max(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
             keepdim: bool = False) -> Tensor | MinMax:
         """The largest element over `axis` (values only, as NumPy; NaN wins). With PyTorch's `dim=` instead (one
-        axis), PyTorch's result: `(values, indices)`, the indices those of the first largest (`argmax`)."""
+        axis), PyTorch's result: `(values, indices)`, the indices those of the first largest (`argmax`). A tensor
+        in place of the axis is PyTorch's `max(input, other)`: the elementwise `maximum`."""
         return self._min_max(ReduceOp.MAX, axis, keepdims, dim, keepdim, "max")
 
     def min(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
@@ -141,6 +142,8 @@ class ReduceOps:
 
     def _min_max(self: Tensor, op: ReduceOp, axis: Any, keepdims: bool, dim: Any, keepdim: bool,
                  name: str) -> Tensor | MinMax:
+        if isinstance(axis, type(self)):  # PyTorch's max(input, other): the elementwise extremum
+            return self.maximum(axis) if op is ReduceOp.MAX else self.minimum(axis)
         values = self._extremum(op, _pick(axis, dim), keepdims or keepdim, name)
         if axis is not None or dim is None:
             return values

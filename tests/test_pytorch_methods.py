@@ -8,6 +8,7 @@ import torch
 
 import lazytensor as lt
 from conftest import ALL_DTYPES, FLOAT_DTYPES, TORCH_DTYPES, check, inputs, random_array
+from lazytensor import pytorch_methods
 from lazytensor.errors import ShapeError
 
 pytestmark = pytest.mark.fast
@@ -460,3 +461,52 @@ def test_gradients_of_pytorch_ops(name):
     from test_autograd import check_grads, two_layouts
     f, g = ISSUE19_GRADS[name]
     check_grads(f, g, [random_array((4, 5), lt.float64, seed=21)], kinds=two_layouts(list(ISSUE19_GRADS).index(name)))
+
+
+def _in_place_arguments(lib):
+    """Arguments of each in-place twin (`IN_PLACE_OF`) in PyTorch's or our library, and the input's kind."""
+    tensor = (lambda v: torch.tensor(v)) if lib is torch else (lambda v: lt.asarray(np.array(v)))
+    index = tensor(np.array([[0, 1, 2], [2, 1, 0]]))
+    other = tensor(np.full((2, 3), 0.5, np.float32))
+    return {
+        "masked_fill": (tensor(np.array([[True, False, True], [False, False, True]])), -1.0),
+        "scatter": (1, index, other), "scatter_add": (1, index, other),
+        "scatter_reduce": (1, index, other, "amax"), "index_add": (0, tensor(np.array([1, 0])), other),
+        "lerp": (other, 0.25), "fmod": (0.3,), "remainder": (0.3,), "hypot": (other,), "atan2": (other,),
+        "copysign": (-other,), "xlogy": (other,), "cumsum": (1,), "cumprod": (0,), "clamp_min": (0.2,),
+        "clamp_max": (0.2,), "index_fill": (1, tensor(np.array([0, 2])), 7.0),
+        "bitwise_and": (3,), "bitwise_or": (3,), "bitwise_xor": (3,),
+    }
+
+
+def test_in_place_twins_are_pytorchs_names():
+    assert [n for n in pytorch_methods.IN_PLACE_OF if not hasattr(torch.Tensor, f"{n}_")] == []
+
+
+@pytest.mark.parametrize("name", [n for n in pytorch_methods.IN_PLACE_OF if hasattr(lt.Tensor, n)])
+def test_in_place_twins_rebind_as_pytorchs(name):
+    integer = name.startswith("bitwise") or name == "logical_not"
+    values = np.array([[1, 2, 3], [4, 5, 6]]) if integer else np.array([[0.1, 0.7, 0.2], [0.9, 0.4, 0.5]],
+                                                                        np.float32)
+    ours, theirs = lt.asarray(values), torch.tensor(values)
+    if name == "logical_not":
+        ours, theirs = ours > 2, theirs > 2
+    before = ours.detach()
+    got = getattr(ours, f"{name}_")(*_in_place_arguments(lt).get(name, ()))
+    want = getattr(theirs, f"{name}_")(*_in_place_arguments(torch).get(name, ()))
+    assert got is ours
+    check(ours, want.numpy())
+    check(before, values if name != "logical_not" else values > 2)  # another handle on the old value keeps it
+
+
+def test_fill_diagonal_and_max_of_two_tensors_as_pytorchs():
+    for shape, wrap in [((4, 3), False), ((7, 3), True), ((3, 5), True), ((3, 3, 3), False)]:
+        ours, theirs = lt.zeros(*shape), torch.zeros(*shape)
+        ours.fill_diagonal_(2.5, wrap=wrap)
+        theirs.fill_diagonal_(2.5, wrap=wrap)
+        check(ours, theirs.numpy())
+    with pytest.raises(lt.ShapeError, match="sides"):
+        lt.zeros(2, 3, 3).fill_diagonal_(1.0)
+    a = np.array([[1.0, -2.0], [np.nan, 4.0]], np.float32)
+    check(lt.max(lt.asarray(a), lt.asarray(-a)), torch.max(torch.tensor(a), torch.tensor(-a)).numpy())
+    check(lt.asarray(a).min(lt.asarray(-a)), torch.tensor(a).min(torch.tensor(-a)).numpy())
