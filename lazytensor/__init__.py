@@ -24,6 +24,8 @@ from .creation import (
     arange,
     array,
     asarray,
+    diag_indices,
+    diagflat,
     empty,
     empty_like,
     eye,
@@ -31,13 +33,21 @@ from .creation import (
     from_numpy,
     full,
     full_like,
+    geomspace,
+    identity,
+    indices,
     linspace,
+    logspace,
     meshgrid,
     ones,
     ones_like,
     tensor,
+    tri,
     tril,
+    tril_indices,
     triu,
+    triu_indices,
+    vander,
     zeros,
     zeros_like,
 )
@@ -77,7 +87,43 @@ from .indexing import nonzero
 from .jit import Jit, jit
 from .kernels.llvm import disk_cache
 from .kernels.triton import set_allow_tf32, tf32_allowed
-from .movement import broadcast_arrays, concat, hstack, repeat, split, stack, unstack, vstack
+from .movement import (
+    append,
+    array_split,
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    broadcast_arrays,
+    column_stack,
+    concat,
+    dsplit,
+    dstack,
+    fliplr,
+    flipud,
+    hsplit,
+    hstack,
+    repeat,
+    rot90,
+    split,
+    stack,
+    unstack,
+    vsplit,
+    vstack,
+)
+from .nanfunctions import (
+    nanargmax,
+    nanargmin,
+    nancumprod,
+    nancumsum,
+    nanmax,
+    nanmean,
+    nanmin,
+    nanprod,
+    nanstd,
+    nansum,
+    nanvar,
+)
+from .products import inner, kron, trace, vdot
 from .profiling import Profile, profile
 from .random import manual_seed, rand, rand_like, randint, randn, randn_like, randperm
 from .realize import Stats, reset_stats, stats
@@ -85,8 +131,42 @@ from .realize import realizing as _realizing
 from .schedule import Schedule
 from .schedule import schedule as _schedule_nodes
 from .sorting import isin, searchsorted, unique, unique_all, unique_counts, unique_inverse, unique_values
-from .statistics import average, bincount, histogram, median, percentile, quantile
+from .statistics import (
+    average,
+    bincount,
+    corrcoef,
+    cov,
+    digitize,
+    histogram,
+    interp,
+    median,
+    nanmedian,
+    nanpercentile,
+    nanquantile,
+    percentile,
+    ptp,
+    quantile,
+)
 from .tensor import Tensor, _is_scalar, broadcast_shapes, realize, where
+from .ufuncs import (
+    cbrt,
+    deg2rad,
+    degrees,
+    fabs,
+    float_power,
+    fmax,
+    fmin,
+    fmod,
+    heaviside,
+    isneginf,
+    isposinf,
+    ldexp,
+    logaddexp2,
+    modf,
+    rad2deg,
+    radians,
+    sinc,
+)
 from .vmap import vmap
 
 bool = bool_
@@ -139,10 +219,10 @@ absolute = _function(Tensor.absolute)
 add = _function(Tensor.add)
 sub = _function(Tensor.sub)
 multiply = _function(Tensor.mul)
-divide = _function(Tensor.div)
+divide = true_divide = _function(Tensor.div)
 floor_divide = _function(Tensor.floor_divide)
-remainder = _function(Tensor.remainder)
-pow = _function(Tensor.pow)
+remainder = mod = _function(Tensor.remainder)
+pow = power = _function(Tensor.pow)
 exp = _function(Tensor.exp)
 exp2 = _function(Tensor.exp2)
 expm1 = _function(Tensor.expm1)
@@ -176,6 +256,7 @@ sign = _function(Tensor.sign)
 floor = _function(Tensor.floor)
 ceil = _function(Tensor.ceil)
 round = _function(Tensor.round)
+rint = _function(Tensor.round)  # NumPy's: half to even, as round
 trunc = _function(Tensor.trunc)
 reciprocal = _function(Tensor.reciprocal)
 square = _function(Tensor.square)
@@ -243,6 +324,7 @@ vecdot = _function(Tensor.vecdot)
 outer = _function(Tensor.outer)
 astype = _function(Tensor.astype)
 contiguous = _function(Tensor.contiguous)
+copy = _function(Tensor.copy)
 subtract = _function(Tensor.sub)
 positive = _function(Tensor.positive)
 logaddexp = _function(Tensor.logaddexp)
@@ -596,4 +678,74 @@ __all__ += [
     "unique_values",
     "unstack",
     "vstack",
+]
+__all__ += [  # NumPy's functions beyond the array API
+    "append",
+    "array_split",
+    "atleast_1d",
+    "atleast_2d",
+    "atleast_3d",
+    "cbrt",
+    "column_stack",
+    "copy",
+    "corrcoef",
+    "cov",
+    "deg2rad",
+    "degrees",
+    "diag_indices",
+    "diagflat",
+    "digitize",
+    "dsplit",
+    "dstack",
+    "fabs",
+    "fliplr",
+    "flipud",
+    "float_power",
+    "fmax",
+    "fmin",
+    "fmod",
+    "geomspace",
+    "heaviside",
+    "hsplit",
+    "identity",
+    "indices",
+    "inner",
+    "interp",
+    "isneginf",
+    "isposinf",
+    "kron",
+    "ldexp",
+    "logaddexp2",
+    "logspace",
+    "mod",
+    "modf",
+    "nanargmax",
+    "nanargmin",
+    "nancumprod",
+    "nancumsum",
+    "nanmax",
+    "nanmean",
+    "nanmedian",
+    "nanmin",
+    "nanpercentile",
+    "nanprod",
+    "nanquantile",
+    "nanstd",
+    "nansum",
+    "nanvar",
+    "power",
+    "ptp",
+    "rad2deg",
+    "radians",
+    "rint",
+    "rot90",
+    "sinc",
+    "trace",
+    "tri",
+    "tril_indices",
+    "triu_indices",
+    "true_divide",
+    "vander",
+    "vdot",
+    "vsplit",
 ]
