@@ -23,7 +23,9 @@ from .contraction import einsum
 from .creation import (
     arange,
     array,
+    asanyarray,
     asarray,
+    ascontiguousarray,
     diag_indices,
     diagflat,
     empty,
@@ -123,6 +125,7 @@ from .nanfunctions import (
     nansum,
     nanvar,
 )
+from .numeric import convolve, correlate, ediff1d, gradient, polyval, ravel_multi_index, trapezoid, unravel_index
 from .products import inner, kron, trace, vdot
 from .profiling import Profile, profile
 from .random import manual_seed, rand, rand_like, randint, randn, randn_like, randperm
@@ -130,7 +133,21 @@ from .realize import Stats, reset_stats, stats
 from .realize import realizing as _realizing
 from .schedule import Schedule
 from .schedule import schedule as _schedule_nodes
-from .sorting import isin, searchsorted, unique, unique_all, unique_counts, unique_inverse, unique_values
+from .sorting import (
+    argpartition,
+    intersect1d,
+    isin,
+    lexsort,
+    partition,
+    searchsorted,
+    setdiff1d,
+    union1d,
+    unique,
+    unique_all,
+    unique_counts,
+    unique_inverse,
+    unique_values,
+)
 from .statistics import (
     average,
     bincount,
@@ -165,6 +182,7 @@ from .ufuncs import (
     modf,
     rad2deg,
     radians,
+    select,
     sinc,
 )
 from .vmap import vmap
@@ -681,14 +699,19 @@ __all__ += [
 ]
 __all__ += [  # NumPy's functions beyond the array API
     "append",
+    "argpartition",
     "array_split",
+    "asanyarray",
+    "ascontiguousarray",
     "atleast_1d",
     "atleast_2d",
     "atleast_3d",
     "cbrt",
     "column_stack",
+    "convolve",
     "copy",
     "corrcoef",
+    "correlate",
     "cov",
     "deg2rad",
     "degrees",
@@ -697,6 +720,7 @@ __all__ += [  # NumPy's functions beyond the array API
     "digitize",
     "dsplit",
     "dstack",
+    "ediff1d",
     "fabs",
     "fliplr",
     "flipud",
@@ -705,16 +729,19 @@ __all__ += [  # NumPy's functions beyond the array API
     "fmin",
     "fmod",
     "geomspace",
+    "gradient",
     "heaviside",
     "hsplit",
     "identity",
     "indices",
     "inner",
     "interp",
+    "intersect1d",
     "isneginf",
     "isposinf",
     "kron",
     "ldexp",
+    "lexsort",
     "logaddexp2",
     "logspace",
     "mod",
@@ -733,18 +760,26 @@ __all__ += [  # NumPy's functions beyond the array API
     "nanstd",
     "nansum",
     "nanvar",
+    "partition",
+    "polyval",
     "power",
     "ptp",
     "rad2deg",
     "radians",
+    "ravel_multi_index",
     "rint",
     "rot90",
+    "select",
+    "setdiff1d",
     "sinc",
     "trace",
+    "trapezoid",
     "tri",
     "tril_indices",
     "triu_indices",
     "true_divide",
+    "union1d",
+    "unravel_index",
     "vander",
     "vdot",
     "vsplit",

@@ -400,3 +400,14 @@ def diagflat(v: Any, k: int = 0) -> Tensor:
     """NumPy's diagflat: the flattened input as the k-th diagonal of a square matrix, zeros elsewhere."""
     t = v if isinstance(v, Tensor) else asarray(v)
     return t.reshape(-1).diag(k)
+
+
+def ascontiguousarray(a: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """NumPy's ascontiguousarray: `asarray`, at least 1-d (a tensor's layout is lazytensor's to choose)."""
+    out = asarray(a, dtype=dtype, device=device)
+    return out.reshape(1) if out.ndim == 0 else out
+
+
+def asanyarray(a: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """NumPy's asanyarray: `asarray` (a tensor has no subclasses to keep)."""
+    return asarray(a, dtype=dtype, device=device)

@@ -159,6 +159,13 @@ ROWS: dict[str, Row] = {
     "allclose": row(lt.allclose, "a b rtol= atol= equal_nan="),
     "where": row(lt.where, "condition x y"),
     "sinc": row(lt.sinc, "x"),
+    "select": row(lt.select, "condlist choicelist default="),
+    "ediff1d": row(lt.ediff1d, "ary to_end= to_begin="),
+    "gradient": row(lt.gradient, "f *varargs axis= edge_order="),
+    "trapezoid": row(lt.trapezoid, "y x= dx= axis="),
+    "convolve": row(lt.convolve, "a v mode="),
+    "correlate": row(lt.correlate, "a v mode="),
+    "polyval": row(lt.polyval, "p x"),
     "isposinf": row(lt.isposinf, "x"),
     "isneginf": row(lt.isneginf, "x"),
     # indexing, sorting, sets
@@ -175,6 +182,14 @@ ROWS: dict[str, Row] = {
     "unique_inverse": row(lt.unique_inverse, "x"),
     "unique_all": row(lt.unique_all, "x"),
     "isin": row(lt.isin, "element test_elements invert="),
+    "union1d": row(lt.union1d, "ar1 ar2"),
+    "intersect1d": row(lt.intersect1d, "ar1 ar2 assume_unique="),
+    "setdiff1d": row(lt.setdiff1d, "ar1 ar2 assume_unique="),
+    "lexsort": row(lt.lexsort, "keys axis="),
+    "partition": row(lt.partition, "a kth axis="),  # a sort: one of the arrangements NumPy's allows
+    "argpartition": row(lt.argpartition, "a kth axis="),
+    "unravel_index": row(lt.unravel_index, "indices shape"),
+    "ravel_multi_index": row(lt.ravel_multi_index, "multi_index dims mode="),
     # shapes and views
     "shape": row(operator.attrgetter("shape"), "a"),
     "ndim": row(operator.attrgetter("ndim"), "a"),

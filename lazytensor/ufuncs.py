@@ -1,6 +1,6 @@
 """NumPy's elementwise functions that are compositions of lazytensor's ops: `fmax`, `fmin`, `fmod`, `fabs`,
 `deg2rad`/`radians`, `rad2deg`/`degrees`, `cbrt`, `sinc`, `heaviside`, `ldexp`, `modf`, `logaddexp2`,
-`float_power`, `isposinf`, `isneginf` (and NumPy's other names for lazytensor's: `mod`, `power`, `true_divide`).
+`float_power`, `isposinf`, `isneginf`, `select` (and NumPy's other names for lazytensor's: `mod`, `power`, `true_divide`).
 
 Their dtypes are lazytensor's promotion of the operands (a Python scalar is weak); the functions of floats give
 integers and bools the default float, as `exp` does (NumPy's float64). Each is exact where NumPy's is: the
@@ -170,5 +170,20 @@ def isneginf(x: Any, /) -> Tensor:
     return t.isinf() & t.signbit()
 
 
+def select(condlist: Any, choicelist: Any, default: Any = 0) -> Tensor:
+    """NumPy's select: from the first choice whose condition holds at each element (conditions bool, all
+    broadcast together), else `default`; the choices' and the default's dtypes promoted."""
+    conditions, choices = list(condlist), list(choicelist)
+    if len(conditions) != len(choices):
+        raise ValueError(f"select: {len(conditions)} conditions for {len(choices)} choices")
+    conditions = [_tensor(c) for c in conditions]
+    if any(c.dtype != dtypes.bool_ for c in conditions):
+        raise TypeError("select: the conditions must be bool tensors")
+    out = default
+    for condition, choice in reversed(list(zip(conditions, choices))):
+        out = where(condition, choice, out)
+    return out if isinstance(out, Tensor) else _tensor(out)
+
+
 __all__ = ["cbrt", "deg2rad", "degrees", "fabs", "float_power", "fmax", "fmin", "fmod", "heaviside", "isneginf",
-           "isposinf", "ldexp", "logaddexp2", "modf", "rad2deg", "radians", "sinc"]
+           "isposinf", "ldexp", "logaddexp2", "modf", "rad2deg", "radians", "select", "sinc"]
