@@ -381,13 +381,15 @@ def geomspace(start: float, stop: float, num: int = 50, endpoint: bool = True, d
 
 def vander(x: Any, N: int | None = None, increasing: bool = False) -> Tensor:
     """NumPy's Vandermonde matrix of a 1-d x: column j holds x ** (N - 1 - j) (x ** j with `increasing`), N
-    columns (len(x) by default), the powers as NumPy's, a running product of x; x's dtype."""
+    columns (len(x) by default), the powers as NumPy's, a running product of x; x's dtype promoted with int64,
+    as NumPy's (by lazytensor's promotion: a float keeps its dtype, where NumPy's float32 gives float64)."""
     t = x if isinstance(x, Tensor) else asarray(x)
     if t.ndim != 1:
         raise ShapeError(f"vander: x must be 1-d, got shape {t.shape}")
     n = t.shape[0] if N is None else N
     if n < 0:
         raise ValueError(f"vander: N must be non-negative, got {n}")
+    t = t.cast(dtypes.promote(t.dtype, dtypes.int64))  # NumPy's promotes x's dtype with int's
     ones_column = ones((t.shape[0], 1), dtype=t.dtype, device=t.device)
     if n <= 1:
         return ones_column[:, :n]
