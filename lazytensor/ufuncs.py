@@ -3,8 +3,9 @@
 `float_power`, `isposinf`, `isneginf`, `select` (and NumPy's other names for lazytensor's: `mod`, `power`, `true_divide`).
 
 Their dtypes are lazytensor's promotion of the operands (a Python scalar is weak); the functions of floats give
-integers and bools the default float, as `exp` does (NumPy's float64). Each is exact where NumPy's is: the
-compositions below are chosen so that no step rounds where NumPy's C function does not.
+integers and bools the default float, as `exp` does (NumPy's float64). The compositions are chosen so that no
+step rounds where NumPy's C function does not: each result is NumPy's, but `cbrt`'s and `sinc`'s, within an ulp
+of it (their library functions differ).
 """
 from __future__ import annotations
 
@@ -40,15 +41,17 @@ def _float(x: Any) -> Tensor:
 
 def fmax(x1: Any, x2: Any, /) -> Tensor:
     """NumPy's fmax: the elementwise maximum, ignoring NaN (NaN only where both are); `maximum` propagates it."""
-    a, b = _pair(x1, x2, "fmax")
-    m = a.maximum(b)
-    return where(b.isnan(), a, where(a.isnan(), b, m)) if m.dtype.is_float else m
+    return _ignoring_nan(x1, x2, largest=True)
 
 
 def fmin(x1: Any, x2: Any, /) -> Tensor:
     """NumPy's fmin: the elementwise minimum, ignoring NaN (NaN only where both are); `minimum` propagates it."""
-    a, b = _pair(x1, x2, "fmin")
-    m = a.minimum(b)
+    return _ignoring_nan(x1, x2, largest=False)
+
+
+def _ignoring_nan(x1: Any, x2: Any, largest: bool) -> Tensor:
+    a, b = _pair(x1, x2, "fmax" if largest else "fmin")
+    m = a.maximum(b) if largest else a.minimum(b)
     return where(b.isnan(), a, where(a.isnan(), b, m)) if m.dtype.is_float else m
 
 

@@ -8,29 +8,29 @@ import pytest
 import torch
 
 import lazytensor as lt
-from conftest import check, inputs, random_array
+from conftest import check, layout, random_array
 
 
 @pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32], ids=str)
 def test_differences_and_integrals_match_numpy(dtype):
     as_float = (lambda r: r) if dtype.is_float else (lambda r: np.asarray(r).astype(np.float32))
     coords = np.cumsum(random_array((6,), lt.float64, seed=71, low=0.1, high=1.0))
-    for kind, x, a in inputs((4, 6), dtype, seed=72, oracle="numpy"):
-        check(lt.ediff1d(x), np.ediff1d(a))
-        check(lt.ediff1d(x, to_end=x[0, :2], to_begin=7), np.ediff1d(a, to_end=a[0, :2], to_begin=7))
-        for edge_order in (1, 2):
-            for got, want in zip(lt.gradient(x, edge_order=edge_order), np.gradient(a, edge_order=edge_order)):
-                check(got, as_float(want))
-            check(lt.gradient(x, 0.5, axis=-1, edge_order=edge_order),
-                  as_float(np.gradient(a, 0.5, axis=-1, edge_order=edge_order)))
-            for got, want in zip(lt.gradient(x, 2.0, lt.asarray(coords), edge_order=edge_order),
-                                 np.gradient(a, 2.0, coords, edge_order=edge_order)):
-                check(got, as_float(want).astype(got.dtype.name), rtol=2e-6 if dtype != lt.float64 else None)
-        check(lt.trapezoid(x), as_float(np.trapezoid(a)))
-        check(lt.trapezoid(x, dx=0.25, axis=0), as_float(np.trapezoid(a, dx=0.25, axis=0)))
-        check(lt.trapezoid(x, lt.asarray(coords)), np.trapezoid(a, coords))  # float64: x's coordinates promote
-        check(lt.polyval(lt.asarray([2, -1, 3]), x), np.polyval(np.array([2, -1, 3]), a).astype(x.dtype.name)
-              if dtype.is_float else np.polyval(np.array([2, -1, 3]), a))
+    x, a = layout(random_array((4, 6), dtype, seed=72), "transposed", oracle="numpy")  # contiguous: test_interop.py
+    check(lt.ediff1d(x), np.ediff1d(a))
+    check(lt.ediff1d(x, to_end=x[0, :2], to_begin=7), np.ediff1d(a, to_end=a[0, :2], to_begin=7))
+    for edge_order in (1, 2):
+        for got, want in zip(lt.gradient(x, edge_order=edge_order), np.gradient(a, edge_order=edge_order)):
+            check(got, as_float(want))
+        check(lt.gradient(x, 0.5, axis=-1, edge_order=edge_order),
+              as_float(np.gradient(a, 0.5, axis=-1, edge_order=edge_order)))
+        for got, want in zip(lt.gradient(x, 2.0, lt.asarray(coords), edge_order=edge_order),
+                             np.gradient(a, 2.0, coords, edge_order=edge_order)):
+            check(got, as_float(want).astype(got.dtype.name), rtol=2e-6 if dtype != lt.float64 else None)
+    check(lt.trapezoid(x), as_float(np.trapezoid(a)))
+    check(lt.trapezoid(x, dx=0.25, axis=0), as_float(np.trapezoid(a, dx=0.25, axis=0)))
+    check(lt.trapezoid(x, lt.asarray(coords)), np.trapezoid(a, coords))  # float64: x's coordinates promote
+    check(lt.polyval(lt.asarray([2, -1, 3]), x), np.polyval(np.array([2, -1, 3]), a).astype(x.dtype.name)
+          if dtype.is_float else np.polyval(np.array([2, -1, 3]), a))
     with pytest.raises(ValueError, match="too short"):
         lt.gradient(lt.zeros(2), edge_order=2)
     check(lt.ediff1d(lt.asarray(np.float32(3))), np.ediff1d(np.float32(3)))
@@ -39,7 +39,7 @@ def test_differences_and_integrals_match_numpy(dtype):
 @pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int64], ids=str)
 @pytest.mark.parametrize("mode", ["full", "same", "valid"])
 def test_convolve_and_correlate_match_numpy(dtype, mode):
-    for n, m in ((7, 3), (3, 7), (5, 5), (1, 4)):
+    for n, m in ((7, 3), (3, 7), (1, 4)):
         a, v = random_array((n,), dtype, seed=73), random_array((m,), dtype, seed=74)
         check(lt.convolve(lt.asarray(a), lt.asarray(v), mode), np.convolve(a, v, mode))
         check(lt.correlate(lt.asarray(a), lt.asarray(v), mode), np.correlate(a, v, mode))

