@@ -427,6 +427,8 @@ def cond(x: Tensor, p: Any = None) -> Tensor:
 
 
 class LstsqResult(NamedTuple):
+    """`lstsq`'s results, in NumPy's order."""
+
     x: Tensor
     residuals: Tensor
     rank: Tensor
