@@ -29,7 +29,11 @@ from .contraction import einsum
 from .creation import (
     arange,
     array,
+    asanyarray,
     asarray,
+    ascontiguousarray,
+    diag_indices,
+    diagflat,
     empty,
     empty_like,
     eye,
@@ -37,13 +41,21 @@ from .creation import (
     from_numpy,
     full,
     full_like,
+    geomspace,
+    identity,
+    indices,
     linspace,
+    logspace,
     meshgrid,
     ones,
     ones_like,
     tensor,
+    tri,
     tril,
+    tril_indices,
     triu,
+    triu_indices,
+    vander,
     zeros,
     zeros_like,
 )
@@ -83,7 +95,44 @@ from .indexing import nonzero
 from .jit import Jit, jit
 from .kernels.llvm import disk_cache
 from .kernels.triton import set_allow_tf32, tf32_allowed
-from .movement import broadcast_arrays, concat, hstack, repeat, split, stack, unstack, vstack
+from .movement import (
+    append,
+    array_split,
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    broadcast_arrays,
+    column_stack,
+    concat,
+    dsplit,
+    dstack,
+    fliplr,
+    flipud,
+    hsplit,
+    hstack,
+    repeat,
+    rot90,
+    split,
+    stack,
+    unstack,
+    vsplit,
+    vstack,
+)
+from .nanfunctions import (
+    nanargmax,
+    nanargmin,
+    nancumprod,
+    nancumsum,
+    nanmax,
+    nanmean,
+    nanmin,
+    nanprod,
+    nanstd,
+    nansum,
+    nanvar,
+)
+from .numeric import convolve, correlate, ediff1d, gradient, polyval, ravel_multi_index, trapezoid, unravel_index
+from .products import inner, kron, trace, vdot
 from .profiling import Profile, profile
 from .pytorch_methods import add_in_place_methods
 from .random import manual_seed, rand, rand_like, randint, randn, randn_like, randperm
@@ -91,9 +140,58 @@ from .realize import Stats, reset_stats, stats
 from .realize import realizing as _realizing
 from .schedule import Schedule
 from .schedule import schedule as _schedule_nodes
-from .sorting import isin, searchsorted, unique, unique_all, unique_counts, unique_inverse, unique_values
-from .statistics import average, bincount, histogram, median, percentile, quantile
+from .sorting import (
+    argpartition,
+    intersect1d,
+    isin,
+    lexsort,
+    partition,
+    searchsorted,
+    setdiff1d,
+    union1d,
+    unique,
+    unique_all,
+    unique_counts,
+    unique_inverse,
+    unique_values,
+)
+from .statistics import (
+    average,
+    bincount,
+    corrcoef,
+    cov,
+    digitize,
+    histogram,
+    interp,
+    median,
+    nanmedian,
+    nanpercentile,
+    nanquantile,
+    percentile,
+    ptp,
+    quantile,
+)
 from .tensor import Tensor, _is_scalar, broadcast_shapes, realize, where
+from .ufuncs import (
+    cbrt,
+    deg2rad,
+    degrees,
+    fabs,
+    float_power,
+    fmax,
+    fmin,
+    fmod,
+    heaviside,
+    isneginf,
+    isposinf,
+    ldexp,
+    logaddexp2,
+    modf,
+    rad2deg,
+    radians,
+    select,
+    sinc,
+)
 from .vmap import vmap
 
 add_in_place_methods(Tensor)  # after every module has added its methods
@@ -148,10 +246,10 @@ absolute = _function(Tensor.absolute)
 add = _function(Tensor.add)
 sub = _function(Tensor.sub)
 multiply = _function(Tensor.mul)
-divide = _function(Tensor.div)
+divide = true_divide = _function(Tensor.div)
 floor_divide = _function(Tensor.floor_divide)
-remainder = _function(Tensor.remainder)
-pow = _function(Tensor.pow)
+remainder = mod = _function(Tensor.remainder)
+pow = power = _function(Tensor.pow)
 exp = _function(Tensor.exp)
 exp2 = _function(Tensor.exp2)
 expm1 = _function(Tensor.expm1)
@@ -185,6 +283,7 @@ sign = _function(Tensor.sign)
 floor = _function(Tensor.floor)
 ceil = _function(Tensor.ceil)
 round = _function(Tensor.round)
+rint = _function(Tensor.round)  # NumPy's: half to even, as round
 trunc = _function(Tensor.trunc)
 reciprocal = _function(Tensor.reciprocal)
 square = _function(Tensor.square)
@@ -252,6 +351,7 @@ vecdot = _function(Tensor.vecdot)
 outer = _function(Tensor.outer)
 astype = _function(Tensor.astype)
 contiguous = _function(Tensor.contiguous)
+copy = _function(Tensor.copy)
 subtract = _function(Tensor.sub)
 positive = _function(Tensor.positive)
 logaddexp = _function(Tensor.logaddexp)
@@ -605,4 +705,91 @@ __all__ += [
     "unique_values",
     "unstack",
     "vstack",
+]
+__all__ += [  # NumPy's functions beyond the array API
+    "append",
+    "argpartition",
+    "array_split",
+    "asanyarray",
+    "ascontiguousarray",
+    "atleast_1d",
+    "atleast_2d",
+    "atleast_3d",
+    "cbrt",
+    "column_stack",
+    "convolve",
+    "copy",
+    "corrcoef",
+    "correlate",
+    "cov",
+    "deg2rad",
+    "degrees",
+    "diag_indices",
+    "diagflat",
+    "digitize",
+    "dsplit",
+    "dstack",
+    "ediff1d",
+    "fabs",
+    "fliplr",
+    "flipud",
+    "float_power",
+    "fmax",
+    "fmin",
+    "fmod",
+    "geomspace",
+    "gradient",
+    "heaviside",
+    "hsplit",
+    "identity",
+    "indices",
+    "inner",
+    "interp",
+    "intersect1d",
+    "isneginf",
+    "isposinf",
+    "kron",
+    "ldexp",
+    "lexsort",
+    "logaddexp2",
+    "logspace",
+    "mod",
+    "modf",
+    "nanargmax",
+    "nanargmin",
+    "nancumprod",
+    "nancumsum",
+    "nanmax",
+    "nanmean",
+    "nanmedian",
+    "nanmin",
+    "nanpercentile",
+    "nanprod",
+    "nanquantile",
+    "nanstd",
+    "nansum",
+    "nanvar",
+    "partition",
+    "polyval",
+    "power",
+    "ptp",
+    "rad2deg",
+    "radians",
+    "ravel_multi_index",
+    "rint",
+    "rot90",
+    "select",
+    "setdiff1d",
+    "sinc",
+    "trace",
+    "trapezoid",
+    "tri",
+    "tril_indices",
+    "triu_indices",
+    "true_divide",
+    "union1d",
+    "unravel_index",
+    "vander",
+    "vdot",
+    "vsplit",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -317,3 +317,127 @@ def meshgrid(*arrays: Tensor, indexing: str = "xy") -> list[Tensor]:
         shape[axis] = t.shape[0]
         out.append(t.reshape(shape).broadcast_to(sizes))
     return out
+
+
+def identity(n: int, dtype: Any = None, device: Any = None) -> Tensor:
+    """NumPy's identity: the n x n identity matrix (`eye(n)`)."""
+    return eye(n, dtype=dtype, device=device)
+
+
+def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None, device: Any = None) -> Tensor:
+    """NumPy's tri: an N x M matrix of ones on and below the k-th diagonal, zeros above (the default float)."""
+    M = N if M is None else M
+    dev = get_device(device).name
+    dt = dtypes.to_dtype(dtype) if dtype is not None else default_float
+    return (_iota(M, dev).reshape(1, M) - _iota(N, dev).reshape(N, 1) <= k).cast(dt)
+
+
+def _triangle_indices(n: int, k: int, m: int | None, lower: bool, device: Any) -> tuple[Tensor, Tensor]:
+    """The row and column indices of a triangle, in row-major order. They depend on the sizes alone: NumPy's,
+    computed on the host."""
+    rows, cols = (np.tril_indices if lower else np.triu_indices)(n, k, m)
+    dev = get_device(device)
+    return asarray(rows.astype(np.int64), device=dev.name), asarray(cols.astype(np.int64), device=dev.name)
+
+
+def tril_indices(n: int, k: int = 0, m: int | None = None, device: Any = None) -> tuple[Tensor, Tensor]:
+    """NumPy's tril_indices: the int64 row and column indices of the elements on and below the k-th diagonal of
+    an n x m matrix, in row-major order."""
+    return _triangle_indices(n, k, m, True, device)
+
+
+def triu_indices(n: int, k: int = 0, m: int | None = None, device: Any = None) -> tuple[Tensor, Tensor]:
+    """NumPy's triu_indices: the int64 row and column indices of the elements on and above the k-th diagonal of
+    an n x m matrix, in row-major order."""
+    return _triangle_indices(n, k, m, False, device)
+
+
+def diag_indices(n: int, ndim: int = 2, device: Any = None) -> tuple[Tensor, ...]:
+    """NumPy's diag_indices: `ndim` copies of arange(n), which index the main diagonal of an n x ... x n tensor."""
+    index = arange(n, device=device)
+    return (index,) * ndim
+
+
+def indices(dimensions: Sequence[int], dtype: Any = None, sparse: bool = False,
+            device: Any = None) -> Any:
+    """NumPy's indices: a grid of the index along each axis of a tensor of shape `dimensions`, stacked (shape
+    (len(dimensions), *dimensions)); with `sparse`, a tuple of one index per axis shaped to broadcast. int64 by
+    default."""
+    dims = tuple(int(n) for n in dimensions)
+    dt = dtypes.to_dtype(dtype) if dtype is not None else default_int
+    dev = get_device(device).name
+    grids = [_iota(n, dev).cast(dt).reshape(tuple(n if a == i else 1 for a in range(len(dims))))
+             for i, n in enumerate(dims)]
+    if sparse:
+        return tuple(grids)
+    from .movement import stack
+    return stack([g.broadcast_to(dims) for g in grids]) if dims else zeros(0, dtype=dt, device=dev)
+
+
+def logspace(start: float, stop: float, num: int = 50, endpoint: bool = True, base: float = 10.0,
+             dtype: Any = None, axis: int = 0, device: Any = None) -> Tensor:
+    """`base ** linspace(start, stop, num, endpoint)`, computed in float64 (the default float, as `linspace`,
+    unless `dtype`). NumPy's takes arrays for start and stop; lazytensor's numbers."""
+    if axis != 0:
+        raise ValueError(f"logspace: numbers give one axis: axis must be 0, got {axis}")
+    dt = dtypes.to_dtype(dtype) if dtype is not None else default_float
+    exponents = linspace(start, stop, num, endpoint, dtype=float64, device=device)
+    return Tensor._scalar(float(base), float64, exponents.device, "logspace").pow(exponents).cast(dt)
+
+
+def geomspace(start: float, stop: float, num: int = 50, endpoint: bool = True, dtype: Any = None,
+              axis: int = 0, device: Any = None) -> Tensor:
+    """`num` numbers from `start` to `stop` spaced evenly on a log scale (a geometric progression), the ends
+    exact; both ends negative give the negated progression of their magnitudes, as NumPy's. The default float
+    unless `dtype`."""
+    if axis != 0:
+        raise ValueError(f"geomspace: numbers give one axis: axis must be 0, got {axis}")
+    if start == 0 or stop == 0:
+        raise ValueError("geomspace: Geometric sequence cannot include zero")
+    if (start < 0) != (stop < 0):
+        raise ValueError("geomspace: start and stop must have the same sign (no real logarithm between them)")
+    sign = -1.0 if start < 0 else 1.0
+    dt = dtypes.to_dtype(dtype) if dtype is not None else default_float
+    lo, hi = math.log10(abs(start)), math.log10(abs(stop))
+    values = logspace(lo, hi, num, endpoint, dtype=float64, device=device)
+    i = _iota(num, values.device)
+    values = where(i == 0, abs(start), values)
+    if endpoint and num > 1:
+        values = where(i == num - 1, abs(stop), values)
+    return (values * sign).cast(dt)
+
+
+def vander(x: Any, N: int | None = None, increasing: bool = False) -> Tensor:
+    """NumPy's Vandermonde matrix of a 1-d x: column j holds x ** (N - 1 - j) (x ** j with `increasing`), N
+    columns (len(x) by default), the powers as NumPy's, a running product of x; x's dtype promoted with int64,
+    as NumPy's (by lazytensor's promotion: a float keeps its dtype, where NumPy's float32 gives float64)."""
+    t = x if isinstance(x, Tensor) else asarray(x)
+    if t.ndim != 1:
+        raise ShapeError(f"vander: x must be 1-d, got shape {t.shape}")
+    n = t.shape[0] if N is None else N
+    if n < 0:
+        raise ValueError(f"vander: N must be non-negative, got {n}")
+    t = t.cast(dtypes.promote(t.dtype, dtypes.int64))  # NumPy's promotes x's dtype with int's
+    ones_column = ones((t.shape[0], 1), dtype=t.dtype, device=t.device)
+    if n <= 1:
+        return ones_column[:, :n]
+    from .movement import concat
+    powers = concat([ones_column, t.reshape(-1, 1).broadcast_to((t.shape[0], n - 1)).cumprod(1)], 1)
+    return powers if increasing else powers.flip(1)
+
+
+def diagflat(v: Any, k: int = 0) -> Tensor:
+    """NumPy's diagflat: the flattened input as the k-th diagonal of a square matrix, zeros elsewhere."""
+    t = v if isinstance(v, Tensor) else asarray(v)
+    return t.reshape(-1).diag(k)
+
+
+def ascontiguousarray(a: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """NumPy's ascontiguousarray: `asarray`, at least 1-d (a tensor's layout is lazytensor's to choose)."""
+    out = asarray(a, dtype=dtype, device=device)
+    return out.reshape(1) if out.ndim == 0 else out
+
+
+def asanyarray(a: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """NumPy's asanyarray: `asarray` (a tensor has no subclasses to keep)."""
+    return asarray(a, dtype=dtype, device=device)

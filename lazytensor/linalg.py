@@ -34,6 +34,7 @@ from .dtypes import DType, finfo, promote
 from .errors import DeviceError, LinAlgError, ShapeError
 from .graph import Op
 from .kernels import lapack
+from .kernels.dtype import int32 as lapack_int
 from .kernels.dtype import int64
 from .movement import concat, normalize_axes, normalize_axis, stack
 from .tensor import Tensor, broadcast_shapes, where
@@ -379,6 +380,104 @@ def matrix_power(x: Tensor, n: int, /) -> Tensor:
         base = base @ base
 
 
+def multi_dot(arrays: Sequence[Tensor], /) -> Tensor:
+    """NumPy's multi_dot: the product of the matrices in order, multiplied in the order that costs the fewest
+    multiplications (NumPy's choice, by the same dynamic programme); a first 1-d tensor is a row, a last one a
+    column, and their axes are left out of the result."""
+    ts = list(arrays)
+    if len(ts) < 2:
+        raise ValueError(f"multi_dot: needs at least 2 tensors, got {len(ts)}")
+    first_vector, last_vector = ts[0].ndim == 1, ts[-1].ndim == 1
+    ts[0] = ts[0].reshape(1, -1) if first_vector else ts[0]
+    ts[-1] = ts[-1].reshape(-1, 1) if last_vector else ts[-1]
+    if any(t.ndim != 2 for t in ts):
+        raise ShapeError(f"multi_dot: needs matrices (1-d first and last), got shapes {[t.shape for t in ts]}")
+    sizes = [ts[0].shape[0]] + [t.shape[1] for t in ts]
+    n = len(ts)
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j], split[i][j] = min((cost[i][k] + cost[k + 1][j] + sizes[i] * sizes[k + 1] * sizes[j + 1], k)
+                                          for k in range(i, j))
+
+    def product(i: int, j: int) -> Tensor:
+        return ts[i] if i == j else product(i, split[i][j]) @ product(split[i][j] + 1, j)
+
+    out = product(0, n - 1)
+    if first_vector and last_vector:
+        return out.reshape(())
+    return out.reshape(-1) if first_vector or last_vector else out
+
+
+def cond(x: Tensor, p: Any = None) -> Tensor:
+    """NumPy's condition number of each matrix: the ratio of its largest to its smallest singular value (p None or
+    2; -2 the inverse), or `matrix_norm(x, p) * matrix_norm(inv(x), p)` for the other norms ('fro', 'nuc', 1, -1,
+    inf, -inf), of square matrices. A singular matrix's is inf, as NumPy's (its inverse would raise)."""
+    if p is None or p in (2, -2):
+        s = svdvals(x)
+        large, small = s[..., 0], s[..., -1]
+        return large / small if p != -2 else small / large
+    wide, dtype = _matrices(x, "cond", square=True)
+    singular = det(wide) == 0
+    safe = where(singular[..., None, None], _eye_like(wide), wide)
+    ratio = matrix_norm(safe, ord=p) * matrix_norm(inv(safe), ord=p)
+    return where(singular, math.inf, ratio).cast(dtype)
+
+
+class LstsqResult(NamedTuple):
+    """`lstsq`'s results, in NumPy's order."""
+
+    x: Tensor
+    residuals: Tensor
+    rank: Tensor
+    s: Tensor
+
+
+def lstsq(a: Tensor, b: Tensor, rcond: float | None = None) -> LstsqResult:
+    """NumPy's least-squares solution of `a @ x = b` for an M x N matrix a: x = pinv(a) @ b, the singular values at
+    or below `rcond` times the largest counting as zero (by default max(M, N) * eps, NumPy's); the sums of the
+    squared residuals per column of b (shape (K,), (1,) for a vector b), empty unless the rank is N < M (where
+    M > N, the rank is read to know: a realize, a JitError inside `lt.jit`); the rank (int32, NumPy's); a's
+    singular values."""
+    if a.ndim != 2 or b.ndim not in (1, 2) or b.shape[0] != a.shape[0]:
+        raise ShapeError(f"lstsq: needs an M x N matrix and M or M x K right-hand sides, got shapes {a.shape} and "
+                         f"{b.shape}")
+    m, n = a.shape
+    x = pinv(a, rtol=rcond) @ b
+    rank = matrix_rank(a, rtol=rcond).cast(lapack_int)
+    residuals = zeros((0,), dtype=x.dtype, device=x.device)
+    if m > n > 0 and int(rank.item()) == n:
+        difference = b - a @ x
+        residuals = (difference * difference).sum(0).reshape(-1)
+    return LstsqResult(x, residuals, rank, svdvals(a))
+
+
+def tensorinv(a: Tensor, ind: int = 2) -> Tensor:
+    """NumPy's tensorinv: the inverse of `a` as a linear map from its last axes to its first `ind` ones, of
+    shape a.shape[ind:] + a.shape[:ind] (their sizes' products must agree)."""
+    if ind <= 0:
+        raise ValueError(f"tensorinv: ind must be positive, got {ind}")
+    rows, cols = a.shape[:ind], a.shape[ind:]
+    if math.prod(rows) != math.prod(cols):
+        raise ShapeError(f"tensorinv: the first {ind} axes {rows} and the others {cols} hold different sizes")
+    return inv(a.reshape(math.prod(rows), -1)).reshape(*cols, *rows)
+
+
+def tensorsolve(a: Tensor, b: Tensor, axes: Sequence[int] | None = None) -> Tensor:
+    """NumPy's tensorsolve: x with `tensordot(a, x, x.ndim) == b`, x of shape a.shape[b.ndim:]; `axes` first moves
+    those axes of a to the end."""
+    if axes is not None:
+        order = [k for k in range(a.ndim) if k not in {normalize_axis(i, a.ndim, "tensorsolve") for i in axes}]
+        a = a.permute(order + [normalize_axis(i, a.ndim, "tensorsolve") for i in axes])
+    x_shape = a.shape[b.ndim:]
+    rows, cols = math.prod(a.shape[:b.ndim]), math.prod(x_shape)
+    if rows != cols:
+        raise ShapeError(f"tensorsolve: a of shape {a.shape} is not square as a map onto b of shape {b.shape}")
+    return solve(a.reshape(rows, cols), b.reshape(rows)).reshape(x_shape)
+
+
 # ---- the gradients of the library calls ----------------------------------------------------------------
 
 
@@ -499,6 +598,7 @@ _VJP: dict[str, Callable[[Sequence[Tensor], list[Tensor], list[Tensor]], list[Te
 }
 
 
-__all__ = ["LinAlgError", "cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm",
-           "matrix_power", "matrix_rank", "matrix_transpose", "norm", "outer", "pinv", "qr", "slogdet", "solve", "svd",
-           "svdvals", "tensordot", "trace", "vecdot", "vector_norm"]
+__all__ = ["LinAlgError", "LstsqResult", "cholesky", "cond", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv",
+           "lstsq", "matmul", "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "multi_dot", "norm", "outer",
+           "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "tensordot", "tensorinv", "tensorsolve", "trace", "vecdot",
+           "vector_norm"]

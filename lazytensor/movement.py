@@ -498,3 +498,135 @@ def split(x: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) ->
         return _pieces(x, [(i * (n // k), (i + 1) * (n // k)) for i in range(k)], a)
     cuts = [0] + [min(max(int(i) + n if int(i) < 0 else int(i), 0), n) for i in indices_or_sections] + [n]
     return _pieces(x, list(itertools.pairwise(cuts)), a)
+
+
+def _as_tensor(x: Any) -> Tensor:
+    from .creation import asarray
+    from .tensor import Tensor
+    return x if isinstance(x, Tensor) else asarray(x)
+
+
+def _at_least(arrays: Sequence[Any], ndim: int) -> Any:
+    """NumPy's atleast_<ndim>d: one tensor for one argument, else a tuple of them."""
+    out = tuple(_padded_view(_as_tensor(a), ndim) for a in arrays)
+    return out[0] if len(out) == 1 else out
+
+
+def _padded_view(t: Tensor, ndim: int) -> Tensor:
+    """t with size-1 axes added to reach `ndim` as NumPy's atleast_*d places them: before a 1-d tensor's axis
+    (and, for 3 dimensions, after it too); after a matrix's axes."""
+    if t.ndim >= ndim:
+        return t
+    if ndim == 3 and t.ndim == 2:
+        return t.reshape(*t.shape, 1)
+    if ndim == 3 and t.ndim == 1:
+        return t.reshape(1, t.shape[0], 1)
+    return t.reshape((1,) * (ndim - t.ndim) + t.shape)
+
+
+def atleast_1d(*arrays: Any) -> Any:
+    """NumPy's atleast_1d: each argument as a tensor of at least 1 dimension (a 0-d one as shape (1,))."""
+    return _at_least(arrays, 1)
+
+
+def atleast_2d(*arrays: Any) -> Any:
+    """NumPy's atleast_2d: each argument as a tensor of at least 2 dimensions (shape (n,) as (1, n))."""
+    return _at_least(arrays, 2)
+
+
+def atleast_3d(*arrays: Any) -> Any:
+    """NumPy's atleast_3d: each argument as a tensor of at least 3 dimensions ((n,) as (1, n, 1), (m, n) as
+    (m, n, 1))."""
+    return _at_least(arrays, 3)
+
+
+def column_stack(tup: Sequence[Any]) -> Tensor:
+    """NumPy's column_stack: 1-d tensors (and 0-d) as the columns of a matrix, others joined along axis 1."""
+    ts = [_as_tensor(t) for t in tup]
+    return concat([t.reshape(-1, 1) if t.ndim < 2 else t for t in ts], 1)
+
+
+def dstack(tup: Sequence[Any]) -> Tensor:
+    """NumPy's dstack: the tensors as 3-d (`atleast_3d`) joined along axis 2."""
+    return concat([_padded_view(_as_tensor(t), 3) for t in tup], 2)
+
+
+def array_split(ary: Any, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Tensor]:
+    """NumPy's array_split: `split`, where N sections need not divide the axis: the first n % N sections hold
+    one element more than the others."""
+    x = _as_tensor(ary)
+    if not isinstance(indices_or_sections, int):
+        return list(split(x, indices_or_sections, axis))
+    a = normalize_axis(axis, x.ndim, "array_split")
+    n, k = x.shape[a], indices_or_sections
+    if k <= 0:
+        raise ValueError(f"array_split: the number of sections must be larger than 0, got {k}")
+    size, extra = divmod(n, k)
+    cuts = list(itertools.accumulate([0] + [size + 1] * extra + [size] * (k - extra)))
+    return list(_pieces(x, list(itertools.pairwise(cuts)), a))
+
+
+def _split_along(ary: Any, indices_or_sections: int | Sequence[int], axis: int, least: int, name: str) -> list[Tensor]:
+    x = _as_tensor(ary)
+    if x.ndim < least:
+        raise ShapeError(f"{name}: needs at least {least} dimensions, got a tensor of shape {x.shape}")
+    return list(split(x, indices_or_sections, axis))
+
+
+def hsplit(ary: Any, indices_or_sections: int | Sequence[int]) -> list[Tensor]:
+    """NumPy's hsplit: `split` along axis 1 (axis 0 of a 1-d tensor)."""
+    x = _as_tensor(ary)
+    return _split_along(x, indices_or_sections, 1 if x.ndim > 1 else 0, 1, "hsplit")
+
+
+def vsplit(ary: Any, indices_or_sections: int | Sequence[int]) -> list[Tensor]:
+    """NumPy's vsplit: `split` along axis 0 of a tensor of at least 2 dimensions."""
+    return _split_along(ary, indices_or_sections, 0, 2, "vsplit")
+
+
+def dsplit(ary: Any, indices_or_sections: int | Sequence[int]) -> list[Tensor]:
+    """NumPy's dsplit: `split` along axis 2 of a tensor of at least 3 dimensions."""
+    return _split_along(ary, indices_or_sections, 2, 3, "dsplit")
+
+
+def append(arr: Any, values: Any, axis: int | None = None) -> Tensor:
+    """NumPy's append: `values` joined after `arr` along `axis`; both flattened first where it is None."""
+    a, v = _as_tensor(arr), _as_tensor(values)
+    if axis is None:
+        return concat([a.reshape(-1), v.reshape(-1)], 0)
+    return concat([a, v], axis)
+
+
+def rot90(m: Any, k: int = 1, axes: Sequence[int] = (0, 1)) -> Tensor:
+    """NumPy's rot90: the tensor rotated by 90 degrees `k` times in the plane of `axes`, from the first axis
+    toward the second (a view)."""
+    x = _as_tensor(m)
+    if len(axes) != 2:
+        raise ValueError(f"rot90: axes must hold 2 axes, got {tuple(axes)}")
+    a0, a1 = (normalize_axis(a, x.ndim, "rot90") for a in axes)
+    if a0 == a1:
+        raise ValueError(f"rot90: the axes must differ, got {tuple(axes)}")
+    k %= 4
+    if k == 0:
+        return x.copy()
+    if k == 2:
+        return x.flip((a0, a1))
+    order = list(range(x.ndim))
+    order[a0], order[a1] = order[a1], order[a0]
+    return x.flip(a1).permute(order) if k == 1 else x.permute(order).flip(a1)
+
+
+def fliplr(m: Any) -> Tensor:
+    """NumPy's fliplr: the order of axis 1 reversed (a view)."""
+    x = _as_tensor(m)
+    if x.ndim < 2:
+        raise ValueError(f"fliplr: needs at least 2 dimensions, got a tensor of shape {x.shape}")
+    return x.flip(1)
+
+
+def flipud(m: Any) -> Tensor:
+    """NumPy's flipud: the order of axis 0 reversed (a view)."""
+    x = _as_tensor(m)
+    if x.ndim < 1:
+        raise ValueError("flipud: needs at least 1 dimension, got a 0-d tensor")
+    return x.flip(0)

@@ -1,4 +1,5 @@
-"""Sorting, searching sorted data, and sets: `sort`, `argsort`, `searchsorted`, `unique`, `unique_*`, `isin`.
+"""Sorting, searching sorted data, and sets: `sort`, `argsort`, `lexsort`, `partition`, `searchsorted`, `unique`,
+`unique_*`, `isin`, `union1d`, `intersect1d`, `setdiff1d`.
 
 One graph op does the sorting (`Op.SORT`): the stable order of each row of keys along the last axis, as
 int64 positions, a kernel of its own kind (`kernels.ir.Sort`: a radix sort on the CPU, a sorting network on
@@ -313,14 +314,95 @@ def isin(x1: Any, x2: Any, /, *, invert: bool = False) -> Tensor:
     return ~found if invert else found
 
 
+def _flat(x: Any) -> Tensor:
+    from .creation import asarray
+    from .tensor import Tensor
+    return (x if isinstance(x, Tensor) else asarray(x)).reshape(-1)
+
+
+def union1d(ar1: Any, ar2: Any, /) -> Tensor:
+    """NumPy's union1d: the sorted unique values in either tensor (flattened; the dtypes promoted)."""
+    from .movement import concat
+    return unique(concat([_flat(ar1), _flat(ar2)], 0))
+
+
+def intersect1d(ar1: Any, ar2: Any, /, assume_unique: bool = False) -> Tensor:
+    """NumPy's intersect1d: the sorted unique values in both tensors (flattened; the dtypes promoted). Its
+    length is the data's: it is read (a JitError inside `lt.jit`)."""
+    a, b = _flat(ar1), _flat(ar2)
+    values = unique(a).cast(dtypes.promote(a.dtype, b.dtype))
+    return values[isin(values, b)]
+
+
+def setdiff1d(ar1: Any, ar2: Any, /, assume_unique: bool = False) -> Tensor:
+    """NumPy's setdiff1d: the sorted unique values of ar1 that are not in ar2 (flattened; ar1's dtype). Its
+    length is the data's: it is read (a JitError inside `lt.jit`)."""
+    values = unique(_flat(ar1))
+    return values[isin(values, _flat(ar2), invert=True)]
+
+
+def lexsort(keys: Any, axis: int = -1) -> Tensor:
+    """NumPy's lexsort: the int64 order that sorts by the last key, then ties by the one before, ... (stable
+    sorts from the first key to the last). `keys` a sequence of tensors of one shape, or a tensor whose first
+    axis runs over them."""
+    from .creation import asarray
+    from .tensor import Tensor
+    ks = [k if isinstance(k, Tensor) else asarray(k) for k in (list(keys) if not isinstance(keys, Tensor) else
+                                                              [keys[i] for i in range(keys.shape[0])])]
+    if not ks:
+        raise TypeError("lexsort: needs at least one key")
+    if any(k.shape != ks[0].shape for k in ks):
+        raise ShapeError(f"lexsort: the keys must have one shape, got {[k.shape for k in ks]}")
+    if ks[0].ndim == 0:
+        raise ShapeError("lexsort: cannot sort 0-d keys")
+    order = ks[0].argsort(axis)
+    for k in ks[1:]:
+        order = order.take_along_axis(k.take_along_axis(order, axis=axis).argsort(axis), axis=axis)
+    return order
+
+
+def _kth_checked(x: Tensor, kth: Any, axis: int | None, name: str) -> None:
+    n = x.numel() if axis is None else x.shape[normalize_axis(axis, x.ndim, name)]
+    for k in (kth if isinstance(kth, (list, tuple)) else [kth]):
+        if not -n <= int(k) < n:
+            raise ValueError(f"{name}: kth {k} is out of bounds for an axis of {n}")
+
+
+def partition(a: Any, kth: Any, axis: int | None = -1) -> Tensor:
+    """NumPy's partition: the values along `axis` (the flattened tensor where None) rearranged so that the
+    `kth` ones are where a sort puts them, smaller ones before and larger after. A sort is such an arrangement,
+    and it is the one given (NumPy's order within the two sides is unspecified, and differs)."""
+    from .creation import asarray
+    from .tensor import Tensor
+    x = a if isinstance(a, Tensor) else asarray(a)
+    _kth_checked(x, kth, axis, "partition")
+    return x.sort(axis)
+
+
+def argpartition(a: Any, kth: Any, axis: int | None = -1) -> Tensor:
+    """NumPy's argpartition: the int64 indices that `partition` the tensor (its stable sorting order; see
+    `partition`)."""
+    from .creation import asarray
+    from .tensor import Tensor
+    x = a if isinstance(a, Tensor) else asarray(a)
+    _kth_checked(x, kth, axis, "argpartition")
+    return x.argsort(axis)
+
+
 __all__ = [
     "Sorted",
     "SortingOps",
     "UniqueAll",
     "UniqueCounts",
     "UniqueInverse",
+    "argpartition",
+    "intersect1d",
     "isin",
+    "lexsort",
+    "partition",
     "searchsorted",
+    "setdiff1d",
+    "union1d",
     "unique_all",
     "unique_counts",
     "unique_inverse",

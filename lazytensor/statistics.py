@@ -1,5 +1,6 @@
-"""NumPy's order statistics, weighted means and counting: `median`, `quantile`, `percentile`, `average`,
-`bincount`, `histogram`.
+"""NumPy's order statistics, weighted means, correlations, counting and binning: `median`, `quantile`,
+`percentile` (and their `nan` forms), `ptp`, `average`, `cov`, `corrcoef`, `bincount`, `histogram`, `digitize`,
+`interp`.
 
 Order statistics sort along their axis (`sorting.py`) and read the sorted values at computed positions; a
 NaN in a slice makes its result NaN, as NumPy's (NaN sorts last, so the slice's last value says). Counting
@@ -9,12 +10,14 @@ realize; a JitError inside `lt.jit`).
 """
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
 from . import dtypes
 from .errors import DTypeError, ShapeError
+from .kernels.dtype import compute_dtype
 from .movement import normalize_axes
 
 
@@ -50,15 +53,30 @@ def quantile(x: Any, q: Any, axis: Any = None, *, method: str = "linear", keepdi
     value at position q * (n - 1) of the sorted slice, between its neighbours. `q` a number or a tensor of
     them in [0, 1]; the result has q's shape, then x's without `axis`, and NumPy's dtype: a float (float64
     for integers) where the method interpolates, x's own where it picks. NaN in a slice gives NaN."""
+    return _quantile(x, q, axis, method, keepdims, skip_nan=False)
+
+
+def nanquantile(x: Any, q: Any, axis: Any = None, *, method: str = "linear", keepdims: bool = False) -> Any:
+    """NumPy's nanquantile: `quantile` of each slice's values that are not NaN (NaN where all are)."""
+    return _quantile(x, q, axis, method, keepdims, skip_nan=True)
+
+
+def _quantile(x: Any, q: Any, axis: Any, method: str, keepdims: bool, skip_nan: bool) -> Any:
+    """`quantile`, or with `skip_nan` `nanquantile`: NaN sorts last, so a slice's count of other values says
+    where its NaNs start, and positions count within them."""
     from .creation import asarray
     from .tensor import Tensor, where
-    s, rest = _sorted_along(x, axis, "quantile")
+    name = "nanquantile" if skip_nan else "quantile"
+    s, rest = _sorted_along(x, axis, name)
     n = s.shape[-1]
     qs = q if isinstance(q, Tensor) else asarray(np.asarray(q, dtype=np.float64), device=s.device)
     qt = qs.cast(dtypes.float64)
-    position = qt.reshape(*qt.shape, *([1] * len(rest))) * (n - 1)  # of q's shape, then 1s for x's axes
+    q_axes = qt.reshape(*qt.shape, *([1] * len(rest)))  # of q's shape, then 1s for x's axes
+    count = (~s.isnan()).sum(-1) if skip_nan and s.dtype.is_float else None
+    last = n - 1 if count is None else count - 1
+    position = q_axes * last
     lo = position.floor()
-    hi = (lo + 1).minimum(n - 1)  # NumPy's neighbour: the next element, even at a whole position
+    hi = (lo + 1).minimum(last)  # NumPy's neighbour: the next element, even at a whole position
     if method == "lower":
         picks, frac = (lo, lo), None
     elif method == "higher":
@@ -70,11 +88,13 @@ def quantile(x: Any, q: Any, axis: Any = None, *, method: str = "linear", keepdi
     elif method == "linear":
         picks, frac = (lo, hi), position - lo
     else:
-        raise ValueError(f"quantile: method must be 'linear', 'lower', 'higher', 'nearest' or 'midpoint', "
+        raise ValueError(f"{name}: method must be 'linear', 'lower', 'higher', 'nearest' or 'midpoint', "
                          f"got {method!r}")
     shape = (*qt.shape, *rest, 1)
+    # a slice of NaNs alone has no position: any index reads, and the result is NaN
     below, above = (s.broadcast_to((*qt.shape, *rest, n))._gather(
-        len(shape) - 1, p.cast(dtypes.int64).unsqueeze(-1).broadcast_to(shape)).squeeze(-1) for p in picks)
+        len(shape) - 1, p.broadcast_to(shape[:-1]).maximum(0).cast(dtypes.int64).unsqueeze(-1)).squeeze(-1)
+        for p in picks)
     if frac is None:
         out = below
     else:
@@ -88,24 +108,64 @@ def quantile(x: Any, q: Any, axis: Any = None, *, method: str = "linear", keepdi
         f = frac.broadcast_to(below.shape).cast(below.dtype)
         out = where(f >= 0.5, above - gap * (1 - f), below + gap * f)
     if s.dtype.is_float:
-        out = where(s[..., -1].isnan(), np.nan, out).cast(out.dtype)
+        out = where(s[..., -1].isnan() if count is None else count == 0, np.nan, out).cast(out.dtype)
     if keepdims:
-        out = _keep_dims(out, _tensor(x), axis, qt.ndim, "quantile")
+        out = _keep_dims(out, _tensor(x), axis, qt.ndim, name)
     bad = (qt < 0) | (qt > 1) | qt.isnan()
-    return out._checked(bad, "quantile: q must be in [0, 1]")
+    return out._checked(bad, f"{name}: q must be in [0, 1]")
 
 
 def percentile(x: Any, q: Any, axis: Any = None, *, method: str = "linear", keepdims: bool = False) -> Any:
     """NumPy's percentile: `quantile` of q / 100 (q in [0, 100])."""
+    return quantile(x, _fraction(q), axis, method=method, keepdims=keepdims)
+
+
+def nanpercentile(x: Any, q: Any, axis: Any = None, *, method: str = "linear", keepdims: bool = False) -> Any:
+    """NumPy's nanpercentile: `nanquantile` of q / 100 (q in [0, 100])."""
+    return nanquantile(x, _fraction(q), axis, method=method, keepdims=keepdims)
+
+
+def _fraction(q: Any) -> Any:
+    """A percentage as a fraction (a Python number stays one, so it keeps the result's dtype)."""
     from .tensor import Tensor
-    qs = q / 100 if isinstance(q, (Tensor, int, float)) else np.asarray(q, dtype=np.float64) / 100
-    return quantile(x, qs, axis, method=method, keepdims=keepdims)
+    return q / 100 if isinstance(q, (Tensor, int, float)) else np.asarray(q, dtype=np.float64) / 100
 
 
 def median(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
     """NumPy's median: the middle of each sorted slice (the mean of the two middle values for an even
-    count); NaN where the slice holds one."""
-    return quantile(x, 0.5, axis, keepdims=keepdims)
+    count, so infinities give what a mean of them does); NaN where the slice holds one."""
+    return _median(x, axis, keepdims, skip_nan=False)
+
+
+def nanmedian(x: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
+    """NumPy's nanmedian: `median` of each slice's values that are not NaN (NaN where all are; PyTorch's
+    `Tensor.nanmedian` picks the lower middle value instead)."""
+    return _median(x, axis, keepdims, skip_nan=True)
+
+
+def _median(x: Any, axis: Any, keepdims: bool, skip_nan: bool) -> Any:
+    """NumPy's median: the middle element, or the mean of the two middle ones, of each sorted slice (of its
+    values that are not NaN, with `skip_nan`), as NumPy's `mean` of them: the sum over the count, not quantile's
+    interpolation (which is NaN between an infinity and a number). A float (float64 for integers)."""
+    from .tensor import where
+    name = "nanmedian" if skip_nan else "median"
+    s, _ = _sorted_along(x, axis, name)
+    n = s.shape[-1]
+    count = (~s.isnan()).sum(-1, keepdims=True) if skip_nan and s.dtype.is_float else None
+    if count is None:
+        lo, hi = s[..., (n - 1) // 2], s[..., n // 2]
+        odd = n % 2 == 1
+    else:
+        lo, hi = (s._gather(s.ndim - 1, i.maximum(0)).squeeze(-1) for i in ((count - 1) // 2, count // 2))
+        odd = (count % 2 == 1).squeeze(-1)
+    wide = s.dtype if s.dtype.is_float else dtypes.float64
+    work = compute_dtype(wide)  # NumPy's mean of 16-bit floats adds in float32
+    middle = (lo.cast(work) + hi.cast(work)) / 2
+    out = where(odd, lo.cast(work), middle).cast(wide)
+    if s.dtype.is_float:
+        empty = s[..., -1].isnan() if count is None else count.squeeze(-1) == 0
+        out = where(empty, np.nan, out).cast(wide)
+    return _keep_dims(out, _tensor(x), axis, 0, name) if keepdims else out
 
 
 def average(x: Any, axis: Any = None, weights: Any = None, returned: bool = False, *,
@@ -237,4 +297,116 @@ def histogram(x: Any, bins: Any = 10, range: tuple[float, float] | None = None, 
     return counts, edges
 
 
-__all__ = ["average", "bincount", "histogram", "median", "percentile", "quantile"]
+def ptp(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """NumPy's ptp ("peak to peak"): the maximum less the minimum over `axis`, in a's dtype (integers wrap,
+    as NumPy's; NaN where a slice holds one)."""
+    t = _tensor(a)
+    if t.dtype == dtypes.bool_:
+        raise DTypeError("ptp: the difference of bools is undefined (NumPy's subtract refuses them)")
+    return t.max(axis, keepdims) - t.min(axis, keepdims)
+
+
+def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: int | None = None,
+        fweights: Any = None, aweights: Any = None, *, dtype: Any = None) -> Any:
+    """NumPy's covariance matrix of the variables in the rows of m (columns where not `rowvar`), y's rows added
+    as more variables: the sums of the products of the deviations from each variable's mean, over the count less
+    `ddof` (1, or 0 with `bias`). `fweights` (integer repeat counts) and `aweights` (relative weights) weight the
+    observations as NumPy's. One variable gives a 0-d result. Integers and bools give the default float, as
+    `mean` (NumPy's float64); a count of observations at or below ddof gives inf or NaN, as NumPy's."""
+    from .movement import concat
+    x = _tensor(m)
+    if x.ndim > 2:
+        raise ShapeError(f"cov: m has more than 2 dimensions, shape {x.shape}")
+    dt = dtypes.to_dtype(dtype) if dtype is not None else x.dtype if x.dtype.is_float else dtypes.default_float
+    x = x.reshape(1, -1) if x.ndim < 2 else x if rowvar else x.T
+    if y is not None:
+        other = _tensor(y)
+        if other.ndim > 2:
+            raise ShapeError(f"cov: y has more than 2 dimensions, shape {other.shape}")
+        other = other.reshape(1, -1) if other.ndim < 2 else other if rowvar else other.T
+        dt = dtypes.promote(dt, other.dtype) if other.dtype.is_float else dt
+        x = concat([x.cast(dt), other.cast(dt)], 0)
+    x = x.cast(dt)
+    ddof = (0 if bias else 1) if ddof is None else ddof
+    n = x.shape[1]
+    weights = None
+    for w, name in ((fweights, "fweights"), (aweights, "aweights")):
+        if w is not None:
+            w = _tensor(w)
+            if w.ndim != 1 or w.shape[0] != n:
+                raise ShapeError(f"cov: {name} must be 1-d of the {n} observations, got shape {w.shape}")
+            weights = w.cast(dt) if weights is None else weights * w.cast(dt)
+    if weights is None:
+        mean = x.mean(1, keepdims=True)
+        factor = n - ddof
+    else:
+        total = weights.sum()
+        mean = (x * weights).sum(1, keepdims=True) / total
+        factor = total - ddof if aweights is None else \
+            total - ddof * (weights * _tensor(aweights).cast(dt)).sum() / total
+    deviation = x - mean
+    weighted = deviation if weights is None else deviation * weights
+    c = (weighted @ deviation.T) / factor
+    return (c.reshape(()) if c.shape == (1, 1) else c).cast(dt)
+
+
+def corrcoef(x: Any, y: Any = None, rowvar: bool = True, *, dtype: Any = None) -> Any:
+    """NumPy's Pearson correlation coefficients: `cov` over the square roots of the products of the variances,
+    clipped to [-1, 1]."""
+    c = cov(x, y, rowvar, dtype=dtype)
+    if c.ndim == 0:
+        return c / c
+    d = c.diagonal().sqrt()
+    return (c / d.reshape(-1, 1) / d.reshape(1, -1)).clip(-1, 1)
+
+
+def digitize(x: Any, bins: Any, right: bool = False) -> Any:
+    """NumPy's digitize: the index of the bin of each value of x in the 1-d monotonic `bins`: i with
+    bins[i-1] <= x < bins[i] for increasing bins (bins[i-1] < x <= bins[i] with `right`), the mirror for
+    decreasing ones; 0 and len(bins) beyond either end. int64. Which way the bins run is not read: both
+    searches are made, and bins[0] <= bins[-1] picks one (bins that are not monotonic, which NumPy refuses,
+    are not detected)."""
+    from .sorting import searchsorted
+    from .tensor import where
+    t, edges = _tensor(x), _tensor(bins)
+    if edges.ndim != 1:
+        raise ShapeError(f"digitize: bins must be 1-d, got shape {edges.shape}")
+    side = "left" if right else "right"
+    increasing = searchsorted(edges, t, side=side)
+    if edges.shape[0] < 2:
+        return increasing
+    decreasing = edges.shape[0] - searchsorted(edges.flip(0), t, side=side)
+    return where(edges[0] <= edges[-1], increasing, decreasing)
+
+
+def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None) -> Any:
+    """NumPy's one-dimensional linear interpolation: at each x, the line between the points (xp[j], fp[j]) and
+    (xp[j+1], fp[j+1]) around it, `xp` increasing; fp[0] (or `left`) before xp[0], fp[-1] (or `right`) after
+    xp[-1], and fp[j] at a point of xp itself, with NumPy's formula and its fallbacks at infinite slopes. The
+    dtype: of x, xp and fp, floats promoted together (integers and bools the default float)."""
+    from .sorting import searchsorted
+    from .tensor import where
+    t, xs, ys = _tensor(x), _tensor(xp), _tensor(fp)
+    if xs.ndim != 1 or ys.ndim != 1 or xs.shape != ys.shape:
+        raise ShapeError(f"interp: xp and fp must be 1-d of one length, got shapes {xs.shape} and {ys.shape}")
+    if xs.shape[0] == 0:
+        raise ValueError("interp: xp and fp are empty")
+    floats = [u.dtype for u in (t, xs, ys) if u.dtype.is_float]
+    dt = functools.reduce(dtypes.promote, floats) if floats else dtypes.default_float
+    t, xs, ys = t.cast(dt), xs.cast(dt), ys.cast(dt)
+    n = xs.shape[0]
+    j = (searchsorted(xs, t, side="right") - 1).clip(0, max(n - 2, 0))
+    x0, y0 = xs[j], ys[j]
+    x1, y1 = xs[(j + 1).clip(0, n - 1)], ys[(j + 1).clip(0, n - 1)]
+    slope = (y1 - y0) / (x1 - x0)
+    out = slope * (t - x0) + y0
+    out = where(out.isnan(), slope * (t - x1) + y1, out)  # NumPy's fallbacks where the slope is infinite
+    out = where(out.isnan() & (y0 == y1), y0, out)
+    out = where(t == x0, y0, out)
+    out = where(t == xs[-1], ys[-1], where(t > xs[-1], ys[-1] if right is None else right, out))
+    out = where(t < xs[0], ys[0] if left is None else left, out)
+    return where(t.isnan(), t, out).cast(dt)
+
+
+__all__ = ["average", "bincount", "corrcoef", "cov", "digitize", "histogram", "interp", "median", "nanmedian",
+           "nanpercentile", "nanquantile", "percentile", "ptp", "quantile"]

@@ -819,3 +819,41 @@ def test_requires_grad_of_a_tensor_handed_back_leaves_the_callers_flag():
     u = lt.asarray(t, requires_grad=True)
     assert u.requires_grad and not t.requires_grad
     assert not lt.zeros(2).requires_grad and not lt.zeros(2, requires_grad=False).requires_grad
+
+
+# ---- NumPy's formulas: identity, tri, the index grids, logspace, geomspace, vander, diagflat ---------------------
+
+
+def test_numpys_creation_functions_match_numpy():
+    check(lt.identity(3), np.identity(3).astype(np.float32))  # the default float, as eye
+    check(lt.identity(2, dtype=lt.int16), np.identity(2, np.int16))
+    for n, m, k in ((3, None, 0), (3, 5, 1), (4, 2, -1), (0, 3, 0), (2, 3, 9)):
+        check(lt.tri(n, m, k, dtype=lt.float64), np.tri(n, m, k))
+        for got, want in zip(lt.tril_indices(n, k, m), np.tril_indices(n, k, m)):
+            check(got, want)
+        for got, want in zip(lt.triu_indices(n, k, m), np.triu_indices(n, k, m)):
+            check(got, want)
+    for got, want in zip(lt.diag_indices(4, 3), np.diag_indices(4, 3)):
+        check(got, want)
+    check(lt.indices((2, 3, 4)), np.indices((2, 3, 4)))
+    check(lt.indices((2, 0)), np.indices((2, 0)))
+    check(lt.indices((3,), dtype=lt.int32), np.indices((3,), dtype=np.int32))
+    for got, want in zip(lt.indices((2, 3), sparse=True), np.indices((2, 3), sparse=True)):
+        check(got, want)
+    check(lt.logspace(0, 3, 7, dtype=lt.float64), np.logspace(0, 3, 7))
+    check(lt.logspace(-1, 2, 5, endpoint=False, base=2.0, dtype=lt.float64), np.logspace(-1, 2, 5, endpoint=False, base=2.0))
+    check(lt.logspace(0, 1, 4), np.logspace(0, 1, 4).astype(np.float32))
+    for start, stop, num, endpoint in ((1, 1000, 4, True), (-2, -1e4, 6, True), (0.5, 8, 5, False), (3, 3, 1, True)):
+        check(lt.geomspace(start, stop, num, endpoint, dtype=lt.float64), np.geomspace(start, stop, num, endpoint))
+    with pytest.raises(ValueError):
+        lt.geomspace(0, 1)
+    for dtype in (lt.int32, lt.float32, lt.float64):
+        v = random_array((4,), dtype, seed=41)
+        dt = v.dtype if dtype.is_float else np.int64  # NumPy's vander of float32 is float64
+        check(lt.vander(lt.asarray(v)), np.vander(v).astype(dt))
+        check(lt.vander(lt.asarray(v), 3, increasing=True), np.vander(v, 3, increasing=True).astype(dt))
+        check(lt.vander(lt.asarray(v), 0), np.vander(v, 0).astype(dt))
+        check(lt.diagflat(lt.asarray(v), -1), np.diagflat(v, -1))
+        check(lt.diagflat(lt.asarray(v.reshape(2, 2)), 2), np.diagflat(v.reshape(2, 2), 2))
+    check(lt.ascontiguousarray(3.5, dtype=lt.float64), np.ascontiguousarray(3.5))
+    check(lt.asanyarray([[1, 2]]), np.asanyarray([[1, 2]]))

@@ -1408,3 +1408,84 @@ def test_two_float_tensors_of_one_shape_match_torch_with_gradients(form):
                 assert (got.grad is None) == (want.grad is None)
                 if want.grad is not None:
                     check(got.grad, want.grad)
+
+
+# ---- NumPy's elementwise functions of lazytensor's ops (lazytensor/ufuncs.py) ----------------------------------
+
+SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -2.5, 7.0, 1e-30, -1e30])
+UNARY_UFUNCS = ["fabs", "deg2rad", "rad2deg", "degrees", "radians", "cbrt", "sinc", "isposinf", "isneginf"]
+BINARY_UFUNCS = ["fmax", "fmin", "fmod", "heaviside", "logaddexp2", "float_power", "mod", "true_divide", "power"]
+FLOAT_RESULTS = {"fabs", "deg2rad", "rad2deg", "degrees", "radians", "cbrt", "sinc", "heaviside", "logaddexp2",
+                 "true_divide"}
+
+
+def as_lazytensors(name: str, expected, dtype: lt.DType):
+    """NumPy's result in lazytensor's dtype: a float function of integers gives the default float (NumPy's
+    float64); 16-bit floats compare as NumPy's float32 results rounded."""
+    if name in FLOAT_RESULTS and not dtype.is_float:
+        return np.asarray(expected).astype(np.float32)
+    return expected
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32], ids=str)
+def test_numpys_elementwise_functions_match_numpy(dtype):
+    arr = random_array((3, 4), dtype, seed=21)
+    other = random_array((4,), dtype, seed=22)  # broadcast against arr
+    if dtype.is_float:
+        arr[0] = SPECIALS[:4].astype(dtype.name)
+        arr[1] = SPECIALS[4:8].astype(dtype.name)
+        other[:] = SPECIALS[[1, 0, 4, 9]].astype(dtype.name)
+    elif dtype.is_int:
+        other[other == 0] = 3  # NumPy's integer fmod, mod by 0 warns; lazytensor's is 0, as NumPy's result
+    x, a = layout(arr, "flipped", oracle="numpy")  # contiguous tensors: tests/test_interop.py's cases
+    for name in UNARY_UFUNCS:
+        got = getattr(lt, name)(x)
+        want = as_lazytensors(name, getattr(np, name)(a), dtype)
+        check(got, want, rtol=2e-7 if got.dtype == lt.float32 else 4e-16)  # cbrt and sinc: an ulp or so
+    for name in BINARY_UFUNCS:
+        if name == "power" and dtype.is_int:
+            continue
+        want = as_lazytensors(name, getattr(np, name)(a, other), dtype)
+        check(getattr(np, name)(x, other), want, rtol=2e-7 if dtype == lt.float32 else None)
+    frac, whole = lt.modf(x)
+    want_frac, want_whole = np.modf(a)
+    check(frac, as_lazytensors("fabs", want_frac, dtype))
+    check(whole, as_lazytensors("fabs", want_whole, dtype))
+    assert np.array_equal(np.signbit(frac.numpy()), np.signbit(want_frac))
+    exponents = np.array([3, -1, 0, 200], np.int32)
+    check(lt.ldexp(x, lt.asarray(exponents)), as_lazytensors("fabs", np.ldexp(a, exponents), dtype))
+    check(lt.fmax(2.5, lt.asarray(np.float32(np.nan))), np.fmax(np.float32(2.5), np.float32(np.nan)))
+    empty = lt.zeros((0, 4), dtype=dtype)
+    assert lt.fmin(empty, lt.asarray(other)).shape == (0, 4) and lt.cbrt(lt.asarray(arr[0, 0])).shape == ()
+
+
+def test_fmod_of_integers_keeps_the_dividends_sign_and_extremes():
+    a = np.array([-7, 7, -7, 7, -128, 127, 0], np.int8)
+    b = np.array([2, -2, -2, 2, -1, 5, 3], np.int8)
+    check(lt.fmod(lt.asarray(a), lt.asarray(b)), np.fmod(a, b))
+    u = np.array([7, 200, 0], np.uint8)
+    check(lt.fmod(lt.asarray(u), lt.asarray(np.array([2, 7, 5], np.uint8))), np.fmod(u, np.array([2, 7, 5], np.uint8)))
+    big = np.array([1e300, 3.0, -5.5e-310], np.float64)
+    check(lt.fmod(lt.asarray(big), lt.asarray(np.array([7.0, np.inf, 2e-310]))), np.fmod(big, [7.0, np.inf, 2e-310]))
+    with pytest.raises(lt.DTypeError):
+        lt.ldexp(lt.asarray([1.0]), lt.asarray([1.5]))
+    flags = np.array([True, False])
+    check(lt.isposinf(lt.asarray(flags)), np.isposinf(flags))
+    check(lt.isneginf(lt.asarray(flags)), np.isneginf(flags))
+
+
+@pytest.mark.parametrize("name", ["fmax", "fmod", "logaddexp2", "float_power", "deg2rad", "sinc"])
+def test_numpys_elementwise_functions_gradients_match_torch(name):
+    arr, other = random_array((3, 4), lt.float64, seed=23, low=0.2), random_array((4,), lt.float64, seed=24, low=0.2)
+    unary = name in ("deg2rad", "sinc")
+    x, y = lt.asarray(arr).requires_grad_(), lt.asarray(other).requires_grad_()
+    t, u = torch.tensor(arr, requires_grad=True), torch.tensor(other, requires_grad=True)
+    if unary:
+        getattr(lt, name)(x).sum().backward()
+        getattr(torch, name)(t).sum().backward()
+    else:
+        (getattr(lt, name)(x, y) * 3).sum().backward()
+        (getattr(torch, name)(t, u) * 3).sum().backward()
+        check(y.grad, u.grad)
+    check(x.grad, t.grad)

@@ -31,7 +31,8 @@ def test_the_namespace():
     assert set(linalg.__all__) == {
         "LinAlgError", "cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm",
         "matrix_power", "matrix_rank", "matrix_transpose", "norm", "outer", "pinv", "qr", "slogdet", "solve", "svd",
-        "svdvals", "tensordot", "trace", "vecdot", "vector_norm"}
+        "svdvals", "tensordot", "trace", "vecdot", "vector_norm",
+        "LstsqResult", "cond", "lstsq", "multi_dot", "tensorinv", "tensorsolve"}  # NumPy's beyond the standard
     assert all(callable(getattr(linalg, name)) and getattr(linalg, name).__doc__ for name in linalg.__all__)
 
 
@@ -750,3 +751,69 @@ def test_a_routine_that_reads_one_tensor_twice_launches_from_its_plan():
     for _ in range(3):  # on the CPU: LAPACK's
         x = lt.asarray(a, device="cpu")
         np.testing.assert_allclose(linalg.solve(x, x).numpy(), np.broadcast_to(np.eye(3), (2, 3, 3)), atol=1e-5)
+
+
+# ---- NumPy's products and traces (lazytensor/products.py) and linalg's cond, lstsq, multi_dot, tensorinv, ... -----
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32], ids=str)
+def test_numpys_products_and_trace_match_numpy(dtype):
+    x, a = layout(random_array((3, 4, 5), dtype, seed=51), "flipped", oracle="numpy")  # contiguous: test_interop.py
+    m, b = x[:, :, 0], a[:, :, 0]
+    check(lt.trace(x), np.trace(a))
+    check(lt.trace(x, 1, 2, 0), np.trace(a, 1, 2, 0))
+    check(lt.trace(m, -2, dtype=lt.float64), np.trace(b, -2, dtype=np.float64))
+    check(lt.inner(x, x[0]), np.inner(a, a[0]))
+    check(lt.inner(m[0], m[1]), np.inner(b[0], b[1]))
+    check(lt.inner(m, lt.asarray(a[0, 0, 0])), np.inner(b, a[0, 0, 0]))
+    check(lt.vdot(m, m.T.T), np.vdot(b, b))
+    check(lt.kron(m, x[0]), np.kron(b, a[0]))
+    check(lt.kron(m[0], m), np.kron(b[0], b))
+    with pytest.raises(ValueError):
+        lt.trace(lt.zeros((2, 2)), axis1=1, axis2=-1)
+    with pytest.raises(lt.ShapeError):
+        lt.vdot(lt.zeros(3), lt.zeros(4))
+
+
+def test_numpys_products_gradients_match_torch():
+    arr, other = random_array((3, 4), lt.float64, seed=52), random_array((2, 4), lt.float64, seed=53)
+    for name in ("inner", "kron", "vdot", "trace"):
+        x, y = lt.asarray(arr).requires_grad_(), lt.asarray(arr if name == "vdot" else other).requires_grad_()
+        t, u = torch.tensor(arr, requires_grad=True), torch.tensor(arr if name == "vdot" else other,
+                                                                   requires_grad=True)
+        if name == "trace":
+            lt.trace(x).backward()
+            torch.trace(t).backward()
+        elif name == "vdot":
+            lt.vdot(x, y).backward()
+            torch.vdot(t.reshape(-1), u.reshape(-1)).backward()
+        else:
+            (getattr(lt, name)(x, y) ** 2).sum().backward()
+            (getattr(torch, name)(t, u) ** 2).sum().backward()
+        check(x.grad, t.grad)
+        if name != "trace":
+            check(y.grad, u.grad)
+
+
+@pytest.mark.skipif(lt.zeros(1).device != "cpu", reason="LAPACK: the CPU's")
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64], ids=str)
+def test_numpys_linalg_cond_lstsq_multi_dot_tensorinv_tensorsolve(dtype):
+    rtol = 2e-4 if dtype == lt.float32 else 1e-10
+    a = random_array((4, 4), dtype, seed=54) + 4 * np.eye(4, dtype=dtype.name)
+    for p in (None, 2, -2, 1, -1, np.inf, -np.inf, "fro", "nuc"):
+        check(linalg.cond(lt.asarray(a), p), np.linalg.cond(a, p).astype(dtype.name), rtol=rtol)
+    check(linalg.cond(lt.asarray(np.ones((2, 2), dtype.name)), 1), np.array(np.inf, dtype.name))
+    tall, rhs = random_array((6, 3), dtype, seed=55), random_array((6, 2), dtype, seed=56)
+    for m, b in ((tall, rhs), (tall, rhs[:, 0]), (tall.T.copy(), rhs[:3]), (np.zeros((4, 3), dtype.name), rhs[:4])):
+        got, want = linalg.lstsq(lt.asarray(m), lt.asarray(b)), np.linalg.lstsq(m, b)
+        for g, w in zip(got, want):
+            check(g, np.asarray(w), rtol=rtol, atol=rtol)
+    chain = [random_array(s, dtype, seed=57 + i) for i, s in enumerate(((5,), (5, 2), (2, 7), (7, 3), (3,)))]
+    check(linalg.multi_dot([lt.asarray(c) for c in chain]), np.linalg.multi_dot(chain), rtol=rtol)
+    check(linalg.multi_dot([lt.asarray(c) for c in chain[1:4]]), np.linalg.multi_dot(chain[1:4]), rtol=rtol)
+    t = random_array((4, 6, 8, 3), dtype, seed=62)
+    check(linalg.tensorinv(lt.asarray(t), 2), np.linalg.tensorinv(t, 2), rtol=rtol * 100, atol=rtol * 100)
+    s, rhs3 = random_array((6, 2, 3), dtype, seed=63), random_array((6,), dtype, seed=64)
+    check(linalg.tensorsolve(lt.asarray(s), lt.asarray(rhs3)), np.linalg.tensorsolve(s, rhs3), rtol=rtol * 10)
+    check(linalg.tensorsolve(lt.asarray(s.transpose(1, 0, 2).copy()), lt.asarray(rhs3), axes=(0,)),
+          np.linalg.tensorsolve(s.transpose(1, 0, 2), rhs3, axes=(0,)), rtol=rtol * 10)

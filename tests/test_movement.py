@@ -862,3 +862,61 @@ def test_vstack_hstack_promote_and_raise():
         lt.hstack([lt.zeros(2, 3), lt.zeros(3, 3)])
     with pytest.raises(ValueError, match="at least one"):
         lt.vstack([])
+
+
+# ---- NumPy's joins, splits and rotations (atleast_*d, column_stack, dstack, array_split, ..., rot90) ------------
+
+
+def same_views(got, expected) -> None:
+    """Tensors, or tuples and lists of them, equal to NumPy's arrays item by item (shape, dtype, values)."""
+    if isinstance(expected, (list, tuple)):
+        assert isinstance(got, (list, tuple)) and len(got) == len(expected)
+        for g, e in zip(got, expected):
+            same_views(g, e)
+    else:
+        check(got, expected)
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.int64, lt.bool_], ids=str)
+def test_numpys_joins_splits_and_rotations_match_numpy(dtype):
+    scalar, vector = random_array((), dtype, seed=31), random_array((5,), dtype, seed=32)
+    x, a = layout(random_array((4, 5, 6), dtype, seed=33), "strided", oracle="numpy")  # contiguous: test_interop.py
+    m, b = x[:, :, 0], a[:, :, 0]
+    for name in ("atleast_1d", "atleast_2d", "atleast_3d"):
+        fn, ref = getattr(lt, name), getattr(np, name)
+        same_views(fn(x), ref(a))
+        same_views(fn(lt.asarray(scalar), lt.asarray(vector), m), ref(scalar, vector, b))
+    same_views(lt.column_stack([lt.asarray(vector), m.T]), np.column_stack([vector, b.T]))
+    same_views(lt.dstack([m, m]), np.dstack([b, b]))
+    same_views(lt.dstack([lt.asarray(vector), lt.asarray(vector)]), np.dstack([vector, vector]))
+    for sections in (3, 4, 7, [1, 4], [-2, 9]):
+        same_views(lt.array_split(x, sections, axis=2), np.array_split(a, sections, axis=2))
+    same_views(lt.array_split(x, 3, axis=0), np.array_split(a, 3, axis=0))
+    same_views(lt.hsplit(x, 5), np.hsplit(a, 5))
+    same_views(lt.hsplit(lt.asarray(vector), [2]), np.hsplit(vector, [2]))
+    same_views(lt.vsplit(m, 2), np.vsplit(b, 2))
+    same_views(lt.dsplit(x, [1, 3]), np.dsplit(a, [1, 3]))
+    same_views(lt.append(x, m), np.append(a, b))
+    same_views(lt.append(m, m[:1], axis=0), np.append(b, b[:1], axis=0))
+    for k in (-1, 0, 1, 2):
+        for axes in ((0, 1), (2, 0), (-1, 1)):
+            same_views(lt.rot90(x, k, axes), np.rot90(a, k, axes))
+    same_views(lt.fliplr(x), np.fliplr(a))
+    same_views(lt.flipud(x), np.flipud(a))
+    same_views(lt.array_split(lt.zeros((0, 3), dtype=dtype), 2), np.array_split(np.zeros((0, 3), dtype.name), 2))
+    for bad in (lambda: lt.vsplit(lt.asarray(vector), 1), lambda: lt.dsplit(lt.zeros((2, 2)), 2),
+                lambda: lt.fliplr(lt.asarray(vector)), lambda: lt.rot90(lt.zeros((2, 2)), axes=(1, 1))):
+        with pytest.raises((lt.ShapeError, ValueError)):
+            bad()
+
+
+def test_numpys_rotations_and_joins_carry_gradients():
+    arr = random_array((3, 4), lt.float64, seed=34)
+    x, t = lt.asarray(arr).requires_grad_(), torch.tensor(arr, requires_grad=True)
+    weights = random_array((4, 3), lt.float64, seed=35)
+    (lt.rot90(x) * lt.asarray(weights)).sum().backward()
+    (torch.rot90(t) * torch.tensor(weights)).sum().backward()
+    check(x.grad, t.grad)
+    y = lt.asarray(arr).requires_grad_()
+    lt.column_stack([y, y[:, 0]]).sum().backward()
+    check(y.grad, np.where(np.arange(4) == 0, 2.0, 1.0) * np.ones((3, 4)))

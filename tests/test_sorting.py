@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import lazytensor as lt
-from conftest import ALL_DTYPES, HALF_DTYPES, check, inputs, random_array
+from conftest import ALL_DTYPES, HALF_DTYPES, check, inputs, layout, random_array
 from lazytensor.kernels import bounds
 from lazytensor.kernels.ir import Sort
 from lazytensor.kernels.llvm import runtime
@@ -238,3 +238,33 @@ def test_sorting_inside_jit():
 
     with pytest.raises(lt.JitError):
         g(lt.asarray(np.array([1.0, 1.0])))
+
+
+# ---- NumPy's set operations, lexsort and partition --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [lt.int32, lt.float32, lt.uint8], ids=str)
+def test_set_operations_lexsort_and_partition_match_numpy(dtype):
+    a = random_array((4, 6), dtype, seed=81) // (1 if dtype.is_float else 7)
+    b = np.concatenate([a[0, :3], random_array((5,), dtype, seed=82)])
+    if dtype.is_float:
+        b = np.append(b, np.nan).astype(dtype.name)
+    x, arr = layout(a, "transposed", oracle="numpy")  # contiguous tensors: tests/test_interop.py's cases
+    check(lt.union1d(x, lt.asarray(b)), np.union1d(arr, b))
+    check(lt.intersect1d(x, lt.asarray(b)), np.intersect1d(arr, b))
+    check(lt.setdiff1d(x, lt.asarray(b)), np.setdiff1d(arr, b))
+    check(lt.setdiff1d(x, lt.asarray(b[:0])), np.setdiff1d(arr, b[:0]))
+    check(lt.lexsort([x[0], x[1], x[2]]), np.lexsort([arr[0], arr[1], arr[2]]))
+    check(lt.lexsort(x, axis=0), np.lexsort(arr, axis=0))
+    for kth, axis in ((2, -1), ([0, 3], 0), (-1, None)):
+        want = np.partition(arr, kth, axis=axis)
+        got = lt.partition(x, kth, axis=axis)
+        # NumPy leaves the order on either side of the kth values unspecified: the kth values are what a
+        # partition promises
+        picked, along = np.atleast_1d(kth), -1 if axis is None else axis
+        np.testing.assert_array_equal(np.take(got.numpy(), picked, along), np.take(want, picked, along))
+        order = lt.argpartition(x, kth, axis=axis).numpy()
+        arranged = np.take_along_axis(arr.reshape(-1) if axis is None else arr, order, along)
+        np.testing.assert_array_equal(np.take(arranged, picked, along), np.take(want, picked, along))
+    with pytest.raises(ValueError, match="kth"):
+        lt.partition(lt.asarray(a), 6)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import lazytensor as lt
-from conftest import check, inputs, random_array
+from conftest import check, inputs, layout, random_array
 from lazytensor.kernels.ir import Contraction
 
 METHODS = ["linear", "lower", "higher", "nearest", "midpoint"]
@@ -160,3 +160,144 @@ def test_linalg_norm_matches_numpy(ord):
         check(lt.linalg.norm(lt.asarray(a[0]), ord=ord), np.linalg.norm(a[0], ord=ord))
     vector_ord = None if ord in ("fro", "nuc") else ord  # matrix norms only
     check(lt.linalg.norm(lt.asarray(a[0, 0]), ord=vector_ord), np.linalg.norm(a[0, 0], ord=vector_ord))
+
+
+# ---- NumPy's nan-functions, ptp, cov, corrcoef, digitize, interp ---------------------------------------------
+
+
+def with_nans(shape: tuple[int, ...], dtype: lt.DType, seed: int) -> np.ndarray:
+    """random_array's data in [-1.5, 1.5) (products stay in range), floats with NaNs, infinities and, along the
+    last axis, a slice of NaNs alone."""
+    arr = random_array(shape, dtype, seed, low=-1.5, high=1.5)
+    if dtype.is_float:
+        arr[np.random.default_rng(seed).random(shape) < 0.3] = np.nan
+        arr[(0,) * arr.ndim] = np.inf
+        arr[(1,) * arr.ndim] = -np.inf
+        arr[(1,) * (arr.ndim - 1)] = np.nan
+    return arr
+
+
+def numpys_dtype(name: str, expected: np.ndarray, dtype: lt.DType) -> np.ndarray:
+    """NumPy's result as lazytensor's dtypes give it: the mean, variance and deviation of integers and bools
+    are the default float (NumPy's float64)."""
+    if name in ("nanmean", "nanvar", "nanstd") and not dtype.is_float:
+        return np.asarray(expected).astype(np.float32)
+    return expected
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("dtype", [lt.float32, lt.int32, lt.bool_], ids=str)
+def test_nan_reductions_match_numpy(dtype):
+    """On a non-contiguous view (float64 and contiguous tensors: tests/test_interop.py's cases)."""
+    arr = with_nans((3, 4, 5), dtype, seed=11)
+    names = ["nansum", "nanprod", "nanmax", "nanmin"]
+    if dtype != lt.bool_:
+        names += ["nanmean", "nanvar", "nanstd", "nanmedian"]
+    x, _ = layout(arr, "transposed", oracle="numpy")
+    for axis in [None, 0, (0, 2)]:
+        for name in names:
+            want = getattr(np, name)(arr, axis=axis, keepdims=axis == 0)
+            check(getattr(lt, name)(x, axis=axis, keepdims=axis == 0), numpys_dtype(name, want, dtype))
+    check(lt.nanvar(x, axis=1, ddof=1), numpys_dtype("nanvar", np.nanvar(arr, axis=1, ddof=1), dtype))
+    check(np.nanstd(x, axis=2, ddof=4), numpys_dtype("nanstd", np.nanstd(arr, axis=2, ddof=4), dtype))
+    check(lt.nancumsum(x), np.nancumsum(arr))
+    check(np.nancumprod(x, 1), np.nancumprod(arr, 1))
+    clear = arr[[0, 2]]  # no slice of NaNs alone along the last axis
+    check(lt.nanargmax(lt.asarray(clear)), np.nanargmax(clear))
+    check(np.nanargmin(lt.asarray(clear), -1, keepdims=True), np.nanargmin(clear, -1, keepdims=True))
+    if dtype.is_float:
+        for method in ("linear", "nearest", "midpoint"):
+            check(lt.nanquantile(x, [0.2, 0.75], axis=-1, method=method),
+                  np.nanquantile(arr, [0.2, 0.75], axis=-1, method=method))
+        check(np.nanpercentile(x, 40, axis=(0, 1), keepdims=True),
+              np.nanpercentile(arr, 40, axis=(0, 1), keepdims=True))
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_nan_reductions_of_nans_alone_and_of_nothing():
+    nans = lt.asarray(np.full((2, 3), np.nan, np.float32))
+    check(lt.nansum(nans, axis=1), np.zeros(2, np.float32))
+    check(lt.nanprod(nans), np.float32(1))
+    for name in ("nanmean", "nanvar", "nanstd", "nanmax", "nanmin", "nanmedian"):
+        check(getattr(lt, name)(nans, axis=0), np.full(3, np.nan, np.float32))
+    with pytest.raises(IndexError, match="All-NaN slice"):
+        lt.nanargmax(nans, axis=1).numpy()
+    empty = np.zeros((0, 3), np.float32)
+    check(lt.nansum(lt.asarray(empty), axis=0), np.nansum(empty, axis=0))
+    check(lt.nanmean(lt.asarray(empty), axis=0), np.nanmean(empty, axis=0))
+    check(lt.nanmax(lt.asarray(np.float64(np.nan))), np.nanmax(np.float64(np.nan)))
+    check(lt.nansum(lt.asarray(np.float32(2.5))), np.nansum(np.float32(2.5)))
+
+
+def test_nan_reductions_gradients_match_torch():
+    arr = random_array((4, 5), lt.float64, seed=12)
+    arr[[0, 1, 1, 3], [2, 2, 4, 0]] = np.nan  # no slice of NaNs alone: there torch's gradient is NaN, lazytensor's 0
+    for name, axis in (("nansum", 1), ("nanmean", 0), ("nanmean", None)):
+        x = lt.asarray(arr).requires_grad_()
+        t = torch.tensor(arr, requires_grad=True)
+        dims = () if axis is None else (axis,)
+        (getattr(lt, name)(x, axis=axis) * 2).sum().backward()
+        (getattr(torch, name)(t, dim=dims) * 2).sum().backward()
+        check(x.grad, t.grad)
+
+
+def test_median_of_infinities_is_numpys_mean_of_the_middle():
+    for values in ([-np.inf, -1.0, np.inf], [1.0, np.inf], [-np.inf, np.inf, 2.0, 3.0], [np.inf, np.nan, 1.0]):
+        arr = np.array(values)
+        check(lt.median(lt.asarray(arr)), np.median(arr))
+        check(lt.nanmedian(lt.asarray(arr)), np.nanmedian(arr))
+    ints = np.array([[3, 1, 4, 1], [5, 9, 2, 6]], np.int16)
+    check(lt.median(lt.asarray(ints), axis=1), np.median(ints, axis=1))
+    check(lt.nanmedian(lt.asarray(ints), axis=0, keepdims=True), np.nanmedian(ints, axis=0, keepdims=True))
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32], ids=str)
+def test_cov_corrcoef_ptp_match_numpy(dtype):
+    """float32 and integers give float32, lazytensor's (NumPy's cov is float64 at least)."""
+    as_float = (lambda r: r) if dtype == lt.float64 else (lambda r: np.asarray(r).astype(np.float32))
+    fw, aw = np.array([1, 2, 0, 3, 1, 1]), np.linspace(0.5, 2.0, 6)
+    for kind in ("contiguous", "strided"):
+        x, a = layout(random_array((3, 6), dtype, seed=13), kind, oracle="numpy")
+        y = lt.asarray(a[::-1].copy())
+        check(lt.cov(x), as_float(np.cov(a)))
+        check(lt.cov(x, y, bias=True), as_float(np.cov(a, a[::-1], bias=True)))
+        check(lt.cov(x.T, rowvar=False, ddof=2), as_float(np.cov(a.T, rowvar=False, ddof=2)))
+        check(lt.cov(x, fweights=fw, aweights=aw), as_float(np.cov(a, fweights=fw, aweights=aw)))
+        check(lt.cov(x[0]), as_float(np.cov(a[0])))
+        check(lt.corrcoef(x), as_float(np.corrcoef(a)))
+        check(lt.corrcoef(x[0], x[1]), as_float(np.corrcoef(a[0], a[1])))
+        check(lt.ptp(x), np.ptp(a))
+        check(lt.ptp(x, axis=1, keepdims=True), np.ptp(a, axis=1, keepdims=True))
+    wraps = np.array([-100, 100, 3], np.int8)
+    check(lt.ptp(lt.asarray(wraps)), np.ptp(wraps))  # NumPy's wraps in int8
+    with pytest.raises(lt.DTypeError):
+        lt.ptp(lt.asarray([True, False]))
+
+
+def test_cov_gradient_matches_torch():
+    arr = random_array((3, 7), lt.float64, seed=14)
+    aw = np.linspace(0.5, 2.0, 7)
+    x, t = lt.asarray(arr).requires_grad_(), torch.tensor(arr, requires_grad=True)
+    (lt.cov(x, aweights=aw) ** 2).sum().backward()
+    (torch.cov(t, aweights=torch.tensor(aw)) ** 2).sum().backward()
+    check(x.grad, t.grad)
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int64], ids=str)
+def test_digitize_and_interp_match_numpy(dtype):
+    x = np.array([-4, -1, 0, 0.5, 1, 2.5, 3, 9], np.float64).astype(dtype.name)
+    if dtype.is_float:
+        x = np.append(x, [np.nan, np.inf, -np.inf]).astype(dtype.name)
+    bins = np.array([-1.0, 0.0, 0.0, 1.0, 3.0])
+    for right in (False, True):
+        check(lt.digitize(lt.asarray(x), lt.asarray(bins), right=right), np.digitize(x, bins, right=right))
+        check(lt.digitize(lt.asarray(x), lt.asarray(bins[::-1].copy()), right=right),
+              np.digitize(x, bins[::-1], right=right))
+    check(lt.digitize(lt.asarray(x[:0]), lt.asarray(bins)), np.digitize(x[:0], bins))
+    xp, fp = np.array([-1.0, 0.0, 0.5, 3.0]), np.array([2.0, -1.0, np.inf, 4.0])
+    want = np.interp(x, xp, fp)
+    want_ends = np.interp(x, xp, fp, left=-7.0, right=7.0)
+    check(lt.interp(lt.asarray(x), lt.asarray(xp), lt.asarray(fp)), want)  # float64: the floats promoted
+    check(lt.interp(lt.asarray(x), lt.asarray(xp), lt.asarray(fp), left=-7.0, right=7.0), want_ends)
+    check(lt.interp(lt.asarray(np.float64(0.25)), lt.asarray(xp[:1]), lt.asarray(fp[:1])),
+          np.interp(np.float64(0.25), xp[:1], fp[:1]))

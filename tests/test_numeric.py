@@ -1,0 +1,77 @@
+"""NumPy's numerical routines (lazytensor/numeric.py): ediff1d, gradient, trapezoid, convolve, correlate, polyval,
+unravel_index, ravel_multi_index, against NumPy (and torch's gradients), over dtypes, layouts, 0-d and size-0
+inputs; on the CPU and (LT_DEVICE=cuda TRITON_INTERPRET=1) on Triton."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import lazytensor as lt
+from conftest import check, layout, random_array
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32], ids=str)
+def test_differences_and_integrals_match_numpy(dtype):
+    as_float = (lambda r: r) if dtype.is_float else (lambda r: np.asarray(r).astype(np.float32))
+    coords = np.cumsum(random_array((6,), lt.float64, seed=71, low=0.1, high=1.0))
+    x, a = layout(random_array((4, 6), dtype, seed=72), "transposed", oracle="numpy")  # contiguous: test_interop.py
+    check(lt.ediff1d(x), np.ediff1d(a))
+    check(lt.ediff1d(x, to_end=x[0, :2], to_begin=7), np.ediff1d(a, to_end=a[0, :2], to_begin=7))
+    for edge_order in (1, 2):
+        for got, want in zip(lt.gradient(x, edge_order=edge_order), np.gradient(a, edge_order=edge_order)):
+            check(got, as_float(want))
+        check(lt.gradient(x, 0.5, axis=-1, edge_order=edge_order),
+              as_float(np.gradient(a, 0.5, axis=-1, edge_order=edge_order)))
+        for got, want in zip(lt.gradient(x, 2.0, lt.asarray(coords), edge_order=edge_order),
+                             np.gradient(a, 2.0, coords, edge_order=edge_order)):
+            check(got, as_float(want).astype(got.dtype.name), rtol=2e-6 if dtype != lt.float64 else None)
+    check(lt.trapezoid(x), as_float(np.trapezoid(a)))
+    check(lt.trapezoid(x, dx=0.25, axis=0), as_float(np.trapezoid(a, dx=0.25, axis=0)))
+    check(lt.trapezoid(x, lt.asarray(coords)), np.trapezoid(a, coords))  # float64: x's coordinates promote
+    check(lt.polyval(lt.asarray([2, -1, 3]), x), np.polyval(np.array([2, -1, 3]), a).astype(x.dtype.name)
+          if dtype.is_float else np.polyval(np.array([2, -1, 3]), a))
+    with pytest.raises(ValueError, match="too short"):
+        lt.gradient(lt.zeros(2), edge_order=2)
+    check(lt.ediff1d(lt.asarray(np.float32(3))), np.ediff1d(np.float32(3)))
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int64], ids=str)
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+def test_convolve_and_correlate_match_numpy(dtype, mode):
+    for n, m in ((7, 3), (3, 7), (1, 4)):
+        a, v = random_array((n,), dtype, seed=73), random_array((m,), dtype, seed=74)
+        check(lt.convolve(lt.asarray(a), lt.asarray(v), mode), np.convolve(a, v, mode))
+        check(lt.correlate(lt.asarray(a), lt.asarray(v), mode), np.correlate(a, v, mode))
+        check(np.convolve(lt.asarray(a)[::-1], v, mode), np.convolve(a[::-1], v, mode))
+    with pytest.raises(ValueError):
+        lt.convolve(lt.zeros(0), lt.zeros(3))
+
+
+def test_convolve_gradient_matches_torch():
+    a, v = random_array((8,), lt.float64, seed=75), random_array((3,), lt.float64, seed=76)
+    x, w = lt.asarray(a).requires_grad_(), lt.asarray(v).requires_grad_()
+    t, u = torch.tensor(a, requires_grad=True), torch.tensor(v, requires_grad=True)
+    (lt.convolve(x, w, "valid") ** 2).sum().backward()
+    (torch.nn.functional.conv1d(t.reshape(1, 1, -1), u.flip(0).reshape(1, 1, -1)) ** 2).sum().backward()
+    check(x.grad, t.grad)
+    check(w.grad, u.grad)
+
+
+def test_flat_and_multi_indices_match_numpy():
+    flat = np.array([[0, 17, 29], [5, 6, 11]])
+    for got, want in zip(lt.unravel_index(lt.asarray(flat), (5, 6)), np.unravel_index(flat, (5, 6))):
+        check(got, want)
+    for got, want in zip(lt.unravel_index(lt.asarray(7), (2, 1, 4)), np.unravel_index(7, (2, 1, 4))):
+        check(got, want)
+    coords = (np.array([0, 4, 7, -1]), np.array([5, 1, 2, 9]))
+    valid = (coords[0][:2], coords[1][:2])
+    check(lt.ravel_multi_index(tuple(lt.asarray(c) for c in valid), (5, 6)), np.ravel_multi_index(valid, (5, 6)))
+    for mode in ("wrap", "clip"):
+        check(lt.ravel_multi_index(tuple(lt.asarray(c) for c in coords), (5, 6), mode=mode),
+              np.ravel_multi_index(coords, (5, 6), mode=mode))
+    with pytest.raises(IndexError, match="out of bounds"):
+        lt.unravel_index(lt.asarray([30]), (5, 6))[0].numpy()
+    with pytest.raises(IndexError, match="invalid entry"):
+        lt.ravel_multi_index(tuple(lt.asarray(c) for c in coords), (5, 6)).numpy()
+    check(lt.unravel_index(lt.zeros(0, dtype=lt.int64), (3,))[0], np.unravel_index(np.zeros(0, np.int64), (3,))[0])
