@@ -67,7 +67,7 @@ def nanmean(a: Any, axis: Any = None, dtype: Any = None, keepdims: bool = False)
     return _drop_kept(mean, t, axis, keepdims).cast(t.dtype)
 
 
-def nanvar(a: Any, axis: Any = None, dtype: Any = None, ddof: float = 0, keepdims: bool = False) -> Tensor:
+def nanvar(a: Any, axis: Any = None, dtype: Any = None, *, ddof: float = 0, keepdims: bool = False) -> Tensor:
     """NumPy's nanvar: the variance over `axis` of the values that are not NaN, their count less `ddof` the
     divisor (NaN where that is not positive, as for a slice of NaNs); integers as `var`."""
     t = _tensor(a)
@@ -81,9 +81,9 @@ def nanvar(a: Any, axis: Any = None, dtype: Any = None, ddof: float = 0, keepdim
     return _drop_kept(var, t, axis, keepdims).cast(t.dtype)
 
 
-def nanstd(a: Any, axis: Any = None, dtype: Any = None, ddof: float = 0, keepdims: bool = False) -> Tensor:
+def nanstd(a: Any, axis: Any = None, dtype: Any = None, *, ddof: float = 0, keepdims: bool = False) -> Tensor:
     """NumPy's nanstd: the square root of `nanvar` with the same arguments."""
-    return nanvar(a, axis, dtype, ddof, keepdims).sqrt()
+    return nanvar(a, axis, dtype, ddof=ddof, keepdims=keepdims).sqrt()
 
 
 def _drop_kept(out: Tensor, t: Tensor, axis: Any, keepdims: bool) -> Tensor:

@@ -794,7 +794,6 @@ FACTORIES = [
     ("tensor", lambda m: m.tensor([[1.0, 2.0], [3.0, -4.0]], requires_grad=True)),
     ("zeros", lambda m: m.zeros(2, 3, requires_grad=True)),
     ("ones", lambda m: m.ones((3,), requires_grad=True)),
-    ("empty", lambda m: m.empty(2, requires_grad=True)),
     ("full", lambda m: m.full((2, 2), 1.5, requires_grad=True)),
     ("arange", lambda m: m.arange(0.0, 3.0, requires_grad=True)),
     ("linspace", lambda m: m.linspace(0, 1, 5, requires_grad=True)),
