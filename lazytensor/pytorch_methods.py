@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import dtypes
-from .errors import ShapeError
+from .errors import DTypeError, ShapeError
 from .movement import normalize_axis
 
 if TYPE_CHECKING:
@@ -270,7 +270,9 @@ class PyTorchOps:
         return where((x == 0) & ~y.isnan(), 0, x * y.log()).cast(dtypes.promote(x.dtype, y.dtype))
 
     def frac(self: Tensor) -> Tensor:
-        """The fractional part, `x - trunc(x)`, with the sign of x."""
+        """The fractional part, `x - trunc(x)`, with the sign of x (of a float tensor, as PyTorch's)."""
+        if not self.dtype.is_float:
+            raise DTypeError(f"frac: expects a float tensor, got {self.dtype.name}")
         return self - self.trunc()
 
     def sgn(self: Tensor) -> Tensor:
