@@ -143,13 +143,15 @@ def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
 
 
 def softmax(x: Tensor, dim: int = -1, dtype: Any = None) -> Tensor:
+    """exp(x) / sum(exp(x)) along `dim` (a 0-d x is its own axis, as PyTorch's)."""
     x = x.cast(dtype) if dtype is not None else x
-    return x.softmax(dim)
+    return x.reshape(1).softmax(dim).reshape(()) if x.ndim == 0 else x.softmax(dim)
 
 
 def log_softmax(x: Tensor, dim: int = -1, dtype: Any = None) -> Tensor:
+    """log(softmax(x)) along `dim`, computed stably (a 0-d x is its own axis, as PyTorch's)."""
     x = x.cast(dtype) if dtype is not None else x
-    return x.log_softmax(dim)
+    return x.reshape(1).log_softmax(dim).reshape(()) if x.ndim == 0 else x.log_softmax(dim)
 
 
 def softmin(x: Tensor, dim: int = -1, dtype: Any = None) -> Tensor:
@@ -164,13 +166,9 @@ def hardsigmoid(x: Tensor, inplace: bool = False) -> Tensor:
 
 
 def hardswish(x: Tensor, inplace: bool = False) -> Tensor:
-    """x relu6(x + 3) / 6, with PyTorch's gradient: 0 below -3, (2x + 3) / 6 from -3 to 3, 1 above."""
+    """x relu6(x + 3) / 6; the gradient is 0 up to -3 and 1 from 3 on, as PyTorch's."""
     x = _float(x)
-
-    def backward(g: Tensor) -> tuple[Tensor]:
-        return (g * where(x < -3, 0.0, where(x <= 3, x / 3 + 0.5, 1.0)),)
-
-    return custom_vjp((x,), lambda: where(x <= -3, 0.0, where(x >= 3, x, x * (x + 3) / 6)), backward)
+    return where(x <= -3, 0.0, where(x >= 3, x, x * (x + 3) / 6))
 
 
 def hardshrink(x: Tensor, lambd: float = 0.5) -> Tensor:
@@ -1060,7 +1058,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     if weight is not None:
         terms = terms * where(hit, weight.reshape(1, c), 0.0).sum(1, keepdims=True)
     loss = terms.sum(1) / c
-    return _reduce_loss(loss if input.ndim == 2 else loss.reshape(()), reduction, "multi_margin_loss")
+    return _reduce_loss(loss if input.ndim == 2 else loss.reshape(target.shape), reduction, "multi_margin_loss")
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
