@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from test_linalg import factorization
 
 import lazytensor as lt
 from conftest import ALL_DTYPES, FLOAT_DTYPES, TORCH_DTYPES, check, inputs, layout, random_array
@@ -527,7 +528,6 @@ ELEMENTWISE = {
     "norm": (lambda x: x.norm(), lambda t: t.norm(), [(3, 4)], {}),
     "norm_dim": (lambda x: x.norm(1, dim=1, keepdim=True), lambda t: t.norm(1, dim=1, keepdim=True), [(3, 4)], {}),
     "norm_inf": (lambda x: x.norm(float("inf"), (0, 1)), lambda t: t.norm(float("inf"), (0, 1)), [(3, 4)], {}),
-    "norm_nuc": (lambda x: x.norm("nuc"), lambda t: t.norm("nuc"), [(3, 4)], {}),
     "dist": (lambda x, y: x.dist(y, 3), lambda t, u: t.dist(u, 3), [(3, 4), (4,)], {}),
     "renorm": (lambda x: x.renorm(2, 0, 3.0), lambda t: t.renorm(2, 0, 3.0), [(3, 4)], {}),
     "diag_embed": (lambda x: x.diag_embed(), lambda t: t.diag_embed(), [(2, 3)], {}),
@@ -543,22 +543,28 @@ ELEMENTWISE = {
                    lambda t: t.index_fill(1, torch.tensor([0, 3]), -2.0), [(3, 4)], {}),
     "index_copy": (lambda x, s: x.index_copy(0, lt.asarray([2, 0]), s),
                    lambda t, s: t.index_copy(0, torch.tensor([2, 0]), s), [(3, 4), (2, 4)], {}),
-    "inverse": (lambda x: x.inverse(), lambda t: t.inverse(), [(2, 3, 3)], {}),
-    "det": (lambda x: x.det(), lambda t: t.det(), [(3, 3)], {}),
-    "logdet": (lambda x: (x @ x.mT).logdet(), lambda t: (t @ t.mT).logdet(), [(3, 3)], {}),
-    "pinverse": (lambda x: x.pinverse(), lambda t: t.pinverse(), [(3, 2)], {}),
     "matrix_power": (lambda x: x.matrix_power(3), lambda t: t.matrix_power(3), [(3, 3)], {}),
-    "cholesky": (lambda x: (x @ x.mT + lt.eye(3)).cholesky(upper=True),
-                 lambda t: (t @ t.mT + torch.eye(3)).cholesky(upper=True), [(3, 3)], {}),
     "cross": (lambda x, y: x.cross(y), lambda t, u: torch.cross(t, u, dim=0), [(3, 4), (3, 4)], {}),
     "aminmax": (lambda x: lt.stack(x.aminmax(dim=1)), lambda t: torch.stack(t.aminmax(dim=1)), [(3, 4)], {}),
 }
 
 
-@pytest.mark.parametrize("name", ELEMENTWISE)
+# the methods that run a LAPACK factorization (on the CPU only)
+FACTORIZATIONS = {
+    "inverse": (lambda x: x.inverse(), lambda t: t.inverse(), [(2, 3, 3)], {}),
+    "norm_nuc": (lambda x: x.norm("nuc"), lambda t: t.norm("nuc"), [(3, 4)], {}),
+    "det": (lambda x: x.det(), lambda t: t.det(), [(3, 3)], {}),
+    "logdet": (lambda x: (x @ x.mT).logdet(), lambda t: (t @ t.mT).logdet(), [(3, 3)], {}),
+    "pinverse": (lambda x: x.pinverse(), lambda t: t.pinverse(), [(3, 2)], {}),
+    "cholesky": (lambda x: (x @ x.mT + lt.eye(3)).cholesky(upper=True),
+                 lambda t: (t @ t.mT + torch.eye(3)).cholesky(upper=True), [(3, 3)], {}),
+}
+
+
+@pytest.mark.parametrize("name", [*ELEMENTWISE, *(pytest.param(n, marks=factorization) for n in FACTORIZATIONS)])
 def test_methods_against_torch_with_gradients(name):
     from test_autograd import check_grads
-    f, g, shapes, rng = ELEMENTWISE[name]
+    f, g, shapes, rng = ELEMENTWISE.get(name) or FACTORIZATIONS[name]
     arrays = [random_array(s, lt.float64, seed, **rng) for seed, s in enumerate(shapes)]
     kinds = ("contiguous", "transposed") if len(shapes[0]) > 1 else ("contiguous",)
     check_grads(f, g, arrays, kinds=kinds)
@@ -587,6 +593,16 @@ def test_integer_methods_keep_torch_dtypes(dtype):
             check(x.true_divide(2), t.true_divide(2))
 
 
+@factorization
+def test_factorization_methods_edge_cases():
+    check(lt.asarray([[1.0, 2.0], [2.0, 4.0]]).logdet(), torch.tensor([[1.0, 2.0], [2.0, 4.0]]).logdet())
+    check(lt.asarray([[0.0, 1.0], [1.0, 0.0]]).logdet(), torch.tensor([[0.0, 1.0], [1.0, 0.0]]).logdet())
+    u, s, v = lt.asarray(random_array((4, 3), lt.float64)).svd()
+    check(u @ lt.diag(s) @ v.mT, torch.tensor(random_array((4, 3), lt.float64)))
+    q, r = lt.asarray(random_array((4, 3), lt.float64)).qr(some=False)
+    assert q.shape == (4, 4) and r.shape == (4, 3)
+
+
 def test_method_edge_cases():
     nan = lt.asarray([[float("nan"), 1.0]])
     check(lt.zeros((2, 2)).addmm(nan.mT, lt.ones((1, 2)), beta=0), torch.ones(2, 1) @ torch.ones(1, 2) * 0 + 1 *
@@ -594,16 +610,10 @@ def test_method_edge_cases():
     check(nan.addmm(lt.ones((1, 3)), lt.ones((3, 2)), beta=0), torch.full((1, 2), 3.0))
     check(lt.xlogy(lt.asarray([0.0, 0.0, 1.0]), lt.asarray([0.0, float("nan"), 0.0])),
           torch.xlogy(torch.tensor([0.0, 0.0, 1.0]), torch.tensor([0.0, float("nan"), 0.0])))
-    check(lt.asarray([[1.0, 2.0], [2.0, 4.0]]).logdet(), torch.tensor([[1.0, 2.0], [2.0, 4.0]]).logdet())
-    check(lt.asarray([[0.0, 1.0], [1.0, 0.0]]).logdet(), torch.tensor([[0.0, 1.0], [1.0, 0.0]]).logdet())
     check(lt.zeros((0, 3)).unfold(1, 2, 1), torch.zeros(0, 3).unfold(1, 2, 1))
     check(lt.asarray(5.0).unfold(0, 1, 1), torch.tensor(5.0).unfold(0, 1, 1))
     check(lt.zeros((0, 2)).norm(), torch.zeros(0, 2).norm())
     check(lt.zeros((2, 0)).diag_embed(), torch.zeros(2, 0).diag_embed())
-    u, s, v = lt.asarray(random_array((4, 3), lt.float64)).svd()
-    check(u @ lt.diag(s) @ v.mT, torch.tensor(random_array((4, 3), lt.float64)))
-    q, r = lt.asarray(random_array((4, 3), lt.float64)).qr(some=False)
-    assert q.shape == (4, 4) and r.shape == (4, 3)
     for bad in (lambda: lt.zeros((2, 3)).mm(lt.zeros(3)), lambda: lt.zeros((2, 3)).mv(lt.zeros((3, 1))),
                 lambda: lt.zeros(3).unfold(0, 4, 1), lambda: lt.zeros(2).addmm(lt.zeros((3, 2)), lt.zeros((2, 3)))):
         with pytest.raises(ShapeError):
