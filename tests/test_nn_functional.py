@@ -13,8 +13,6 @@ from conftest import TORCH_DTYPES, check, random_array
 from lazytensor.errors import ShapeError
 from lazytensor.nn import functional as F
 
-pytestmark = pytest.mark.fast
-
 UNIT = {"low": 0.05, "high": 0.95}
 POSITIVE = {"low": 0.2, "high": 3}
 
