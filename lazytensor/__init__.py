@@ -389,10 +389,36 @@ cummin = _function(Tensor.cummin)
 logcumsumexp = _function(Tensor.logcumsumexp)
 
 
-def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
-    """`beta * input + alpha * (batch1 @ batch2)` for (b, n, m) and (b, m, p) batches (PyTorch's)."""
-    product = batch1.bmm(batch2)
-    return (product if alpha == 1 else product * alpha) + (input if beta == 1 else input * beta)
+baddbmm = _function(Tensor.baddbmm)
+addbmm = _function(Tensor.addbmm)
+addmm = _function(Tensor.addmm)
+addmv = _function(Tensor.addmv)
+addr = _function(Tensor.addr)
+mm = _function(Tensor.mm)
+mv = _function(Tensor.mv)
+ger = _function(Tensor.ger)
+lerp = _function(Tensor.lerp)
+logit = _function(Tensor.logit)
+xlogy = _function(Tensor.xlogy)
+frac = _function(Tensor.frac)
+sgn = _function(Tensor.sgn)
+fix = _function(Tensor.fix)
+clamp_min = _function(Tensor.clamp_min)
+clamp_max = _function(Tensor.clamp_max)
+unbind = _function(Tensor.unbind)
+unflatten = _function(Tensor.unflatten)
+narrow_copy = _function(Tensor.narrow_copy)
+diag_embed = _function(Tensor.diag_embed)
+aminmax = _function(Tensor.aminmax)
+take_along_dim = _function(Tensor.take_along_dim)
+msort = _function(Tensor.msort)
+index_fill = _function(Tensor.index_fill)
+index_copy = _function(Tensor.index_copy)
+dist = _function(Tensor.dist)
+renorm = _function(Tensor.renorm)
+inverse = _function(Tensor.inverse)
+logdet = _function(Tensor.logdet)
+pinverse = _function(Tensor.pinverse)
 
 
 def inference_mode(mode: bool = True) -> Any:
@@ -484,10 +510,15 @@ __all__ += [  # the NumPy-style functions above
     "acos",
     "acosh",
     "add",
+    "addbmm",
+    "addmm",
+    "addmv",
+    "addr",
     "all",
     "allclose",
     "amax",
     "amin",
+    "aminmax",
     "any",
     "arccos",
     "arccosh",
@@ -518,6 +549,8 @@ __all__ += [  # the NumPy-style functions above
     "broadcast_to",
     "ceil",
     "clamp",
+    "clamp_max",
+    "clamp_min",
     "clip",
     "conj",
     "contiguous",
@@ -532,8 +565,10 @@ __all__ += [  # the NumPy-style functions above
     "cumulative_prod",
     "cumulative_sum",
     "diag",
+    "diag_embed",
     "diagonal",
     "diff",
+    "dist",
     "divide",
     "dot",
     "equal",
@@ -542,23 +577,30 @@ __all__ += [  # the NumPy-style functions above
     "exp2",
     "expand_dims",
     "expm1",
+    "fix",
     "flatten",
     "flip",
     "floor",
     "floor_divide",
+    "frac",
     "gather",
+    "ger",
     "greater",
     "greater_equal",
     "hypot",
     "imag",
     "index_add",
+    "index_copy",
+    "index_fill",
     "index_select",
     "inference_mode",
+    "inverse",
     "isclose",
     "isfinite",
     "isinf",
     "isnan",
     "kthvalue",
+    "lerp",
     "less",
     "less_equal",
     "log",
@@ -568,10 +610,12 @@ __all__ += [  # the NumPy-style functions above
     "log_softmax",
     "logaddexp",
     "logcumsumexp",
+    "logdet",
     "logical_and",
     "logical_not",
     "logical_or",
     "logical_xor",
+    "logit",
     "logsumexp",
     "masked_fill",
     "masked_select",
@@ -581,11 +625,15 @@ __all__ += [  # the NumPy-style functions above
     "mean",
     "min",
     "minimum",
+    "mm",
     "moveaxis",
     "movedim",
+    "msort",
     "multiply",
+    "mv",
     "nan_to_num",
     "narrow",
+    "narrow_copy",
     "negative",
     "nextafter",
     "not_equal",
@@ -593,6 +641,7 @@ __all__ += [  # the NumPy-style functions above
     "pad",
     "permute",
     "permute_dims",
+    "pinverse",
     "positive",
     "pow",
     "prod",
@@ -601,6 +650,7 @@ __all__ += [  # the NumPy-style functions above
     "reciprocal",
     "relu",
     "remainder",
+    "renorm",
     "repeat_interleave",
     "reshape",
     "roll",
@@ -609,6 +659,8 @@ __all__ += [  # the NumPy-style functions above
     "scatter",
     "scatter_add",
     "scatter_reduce",
+    "select",
+    "sgn",
     "sigmoid",
     "sign",
     "signbit",
@@ -623,16 +675,21 @@ __all__ += [  # the NumPy-style functions above
     "subtract",
     "sum",
     "swapaxes",
+    "take_along_dim",
     "tan",
     "tanh",
     "tensordot",
     "tile",
     "topk",
     "transpose",
+    "true_divide",
     "trunc",
+    "unbind",
+    "unflatten",
     "unsqueeze",
     "var",
     "vecdot",
+    "xlogy",
 ]
 __all__ += [
     "Jit",
@@ -778,7 +835,6 @@ __all__ += [  # NumPy's functions beyond the array API
     "ravel_multi_index",
     "rint",
     "rot90",
-    "select",
     "setdiff1d",
     "sinc",
     "trace",
@@ -786,7 +842,6 @@ __all__ += [  # NumPy's functions beyond the array API
     "tri",
     "tril_indices",
     "triu_indices",
-    "true_divide",
     "union1d",
     "unravel_index",
     "vander",

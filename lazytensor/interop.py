@@ -97,6 +97,7 @@ ROWS: dict[str, Row] = {
     **{f"arc{name[1:]}": row(getattr(lt, name), "x") for name in ("asin", "acos", "atan", "asinh", "acosh", "atanh")},
     "absolute": row(lt.abs, "x"),
     "rint": row(lt.round, "x"),  # half to even, as NumPy
+    "fix": row(lt.fix, "x"),  # toward zero, as trunc
     "invert": row(lt.bitwise_invert, "x"),
     "conjugate": row(lt.conj, "x"),
     # ufunc methods

@@ -9,16 +9,22 @@ in PyTorch), as does assigning to it (`p.data = new`).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import dtypes
-from .errors import ShapeError
+from .errors import DTypeError, ShapeError
 from .movement import normalize_axis
 
 if TYPE_CHECKING:
     from .autograd import RemovableHandle
     from .tensor import Tensor
+
+
+class Extrema(NamedTuple):
+    """`aminmax`'s result."""
+    min: Tensor
+    max: Tensor
 
 
 class PyTorchOps:
@@ -118,6 +124,393 @@ class PyTorchOps:
     def cuda(self: Tensor, device: Any = None) -> Tensor:
         """This tensor on a GPU (`cuda`, or `cuda:N` for an int `device`)."""
         return self.to(f"cuda:{device}" if isinstance(device, int) else device or "cuda")
+
+    # ---- shapes, dtypes and new tensors like this one ----------------------------------------------------
+
+    def expand_as(self: Tensor, other: Tensor) -> Tensor:
+        """This tensor broadcast to `other`'s shape (a view)."""
+        return self.expand(*other.shape)
+
+    def view_as(self: Tensor, other: Tensor) -> Tensor:
+        """This tensor reshaped to `other`'s shape."""
+        return self.view(*other.shape)
+
+    def reshape_as(self: Tensor, other: Tensor) -> Tensor:
+        """This tensor reshaped to `other`'s shape."""
+        return self.reshape(other.shape)
+
+    def type_as(self: Tensor, other: Tensor) -> Tensor:
+        """This tensor cast to `other`'s dtype."""
+        return self.cast(other.dtype)
+
+    def unflatten(self: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
+        """Axis `dim` split into axes of `sizes` (one of them may be -1)."""
+        a = normalize_axis(dim, self.ndim, "unflatten")
+        return self.reshape(*self.shape[:a], *sizes, *self.shape[a + 1:])
+
+    def unbind(self: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+        """The slices along `dim`, that axis removed (the array API's `unstack`)."""
+        from .movement import unstack
+        return unstack(self, dim)
+
+    def select(self: Tensor, dim: int, index: int) -> Tensor:
+        """The slice at `index` along `dim`, that axis removed (`x.select(1, i)` is `x[:, i]`)."""
+        a = normalize_axis(dim, self.ndim, "select")
+        if not -self.shape[a] <= index < self.shape[a]:
+            raise IndexError(f"select: index {index} is out of range for axis {dim} of size {self.shape[a]}")
+        return self[(slice(None),) * a + (index,)]
+
+    def narrow_copy(self: Tensor, dim: int, start: int, length: int) -> Tensor:
+        """`narrow`'s slice as a tensor of its own."""
+        return self.narrow(dim, start, length).clone()
+
+    def sum_to_size(self: Tensor, *size: Any) -> Tensor:
+        """The sum of this tensor down to `size`, a shape it broadcasts from (the reverse of `expand`)."""
+        shape = tuple(size[0]) if len(size) == 1 and not isinstance(size[0], int) else tuple(size)
+        lead = self.ndim - len(shape)
+        if lead < 0 or any(s not in (1, n) for s, n in zip(shape, self.shape[lead:])):
+            raise ShapeError(f"sum_to_size: size {shape} is not expandable to the tensor's shape {self.shape}")
+        axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and self.shape[lead + i] != 1)
+        return self.sum(axes, keepdims=True).reshape(shape) if axes else self
+
+    def is_floating_point(self: Tensor) -> bool:
+        """Whether the dtype is a float."""
+        return self.dtype.is_float
+
+    def is_complex(self: Tensor) -> bool:
+        """Always False: lazytensor has no complex dtypes."""
+        return False
+
+    def is_signed(self: Tensor) -> bool:
+        """Whether the dtype holds negative numbers (the floats and the signed integers)."""
+        return self.dtype.is_float or self.dtype.is_signed
+
+    def element_size(self: Tensor) -> int:
+        """Bytes per element."""
+        return self.dtype.itemsize
+
+    def nelement(self: Tensor) -> int:
+        """The number of elements (`numel`)."""
+        return self.numel()
+
+    def ndimension(self: Tensor) -> int:
+        """The number of axes (`ndim`)."""
+        return self.ndim
+
+    def _new(self: Tensor, make: Callable[..., Tensor], size: tuple[Any, ...], dtype: Any, device: Any,
+             requires_grad: bool, *args: Any) -> Tensor:
+        shape = tuple(size[0]) if len(size) == 1 and not isinstance(size[0], int) else tuple(size)
+        out = make(shape, *args, dtype=self.dtype if dtype is None else dtype,
+                   device=self.device if device is None else device)
+        return out.requires_grad_() if requires_grad else out
+
+    def new_zeros(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
+                  requires_grad: bool = False) -> Tensor:
+        """Zeros of `size`, of this tensor's dtype and device unless given."""
+        from .creation import zeros
+        return self._new(zeros, size, dtype, device, requires_grad)
+
+    def new_ones(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
+                 requires_grad: bool = False) -> Tensor:
+        """Ones of `size`, of this tensor's dtype and device unless given."""
+        from .creation import ones
+        return self._new(ones, size, dtype, device, requires_grad)
+
+    def new_empty(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
+                  requires_grad: bool = False) -> Tensor:
+        """An uninitialized tensor of `size`, of this tensor's dtype and device unless given."""
+        from .creation import empty
+        return self._new(empty, size, dtype, device, requires_grad)
+
+    def new_full(self: Tensor, size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
+                 requires_grad: bool = False) -> Tensor:
+        """`fill_value` in a tensor of `size`, of this tensor's dtype and device unless given."""
+        from .creation import full
+        return self._new(full, (size,), dtype, device, requires_grad, fill_value)
+
+    def new_tensor(self: Tensor, data: Any, *, dtype: Any = None, device: Any = None,
+                   requires_grad: bool = False) -> Tensor:
+        """A copy of `data`, of this tensor's dtype and device unless given (PyTorch's `new_tensor`)."""
+        from .creation import asarray
+        source = data.detach() if isinstance(data, type(self)) else data
+        out = asarray(source, dtype=self.dtype if dtype is None else dtype,
+                      device=self.device if device is None else device, copy=True)
+        return out.requires_grad_() if requires_grad else out
+
+    # ---- elementwise ------------------------------------------------------------------------------------
+
+    def clamp_min(self: Tensor, min: Any) -> Tensor:
+        """`clamp(min=min)`."""
+        return self.clip(min, None)
+
+    def clamp_max(self: Tensor, max: Any) -> Tensor:
+        """`clamp(max=max)`."""
+        return self.clip(None, max)
+
+    def lerp(self: Tensor, end: Any, weight: Any) -> Tensor:
+        """`self + weight * (end - self)`, computed from `end` where |weight| >= 0.5 as PyTorch does (exact at
+        weight 1)."""
+        from .tensor import where
+        diff = end - self
+        if not isinstance(weight, type(self)):
+            return self + diff * weight if abs(weight) < 0.5 else end - diff * (1 - weight)
+        return where(weight.abs() < 0.5, self + diff * weight, end - diff * (1 - weight))
+
+    def logit(self: Tensor, eps: float | None = None) -> Tensor:
+        """log(p / (1 - p)), with p clamped to [eps, 1 - eps] when `eps` is given."""
+        p = self if self.dtype.is_float else self.cast(dtypes.default_float)
+        p = p if eps is None else p.clip(eps, 1 - eps)
+        return (p / (1 - p)).log()
+
+    def xlogy(self: Tensor, other: Any) -> Tensor:
+        """self * log(other), 0 where self is 0 (and other is not NaN)."""
+        from .tensor import where
+        other = other if isinstance(other, type(self)) else self._like(other)
+        x, y = (t if t.dtype.is_float else t.cast(dtypes.default_float) for t in (self, other))
+        return where((x == 0) & ~y.isnan(), 0, x * y.log()).cast(dtypes.promote(x.dtype, y.dtype))
+
+    def frac(self: Tensor) -> Tensor:
+        """The fractional part, `x - trunc(x)`, with the sign of x (of a float tensor, as PyTorch's)."""
+        if not self.dtype.is_float:
+            raise DTypeError(f"frac: expects a float tensor, got {self.dtype.name}")
+        return self - self.trunc()
+
+    def sgn(self: Tensor) -> Tensor:
+        """`sign` (PyTorch's name that extends to complex numbers, which lazytensor has not)."""
+        return self.sign()
+
+    def fix(self: Tensor) -> Tensor:
+        """`trunc`."""
+        return self.trunc()
+
+    def multiply(self: Tensor, other: Any) -> Tensor:
+        """`self * other`."""
+        return self * other
+
+    def subtract(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+        """`self - alpha * other`."""
+        return self - (other if alpha == 1 else other * alpha)
+
+    def divide(self: Tensor, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+        """`self / other`; rounded toward zero with `rounding_mode="trunc"`, down with `"floor"` (integers stay
+        integers then), as PyTorch's `div`."""
+        if rounding_mode is None:
+            return self / other
+        if rounding_mode == "floor":
+            return self // other
+        if rounding_mode == "trunc":
+            out = (self / other).trunc()
+            kind = dtypes.promote(self.dtype, other.dtype) if isinstance(other, type(self)) else self.dtype
+            return out if out.dtype.is_float and kind.is_float else out.cast(kind)
+        raise ValueError(f"divide: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+
+    def true_divide(self: Tensor, other: Any) -> Tensor:
+        """`self / other` (a float result)."""
+        return self / other
+
+    # ---- products -------------------------------------------------------------------------------------
+
+    def mm(self: Tensor, mat2: Tensor) -> Tensor:
+        """The product of two matrices, (n, m) @ (m, p), without broadcasting."""
+        if self.ndim != 2 or mat2.ndim != 2 or self.shape[1] != mat2.shape[0]:
+            raise ShapeError(f"mm: expects (n, m) and (m, p) matrices, got shapes {self.shape} and {mat2.shape}")
+        return self @ mat2
+
+    def mv(self: Tensor, vec: Tensor) -> Tensor:
+        """The product of a matrix and a vector, (n, m) @ (m,)."""
+        if self.ndim != 2 or vec.ndim != 1 or self.shape[1] != vec.shape[0]:
+            raise ShapeError(f"mv: expects an (n, m) matrix and an (m,) vector, got shapes {self.shape} and "
+                             f"{vec.shape}")
+        return self @ vec
+
+    def ger(self: Tensor, vec2: Tensor) -> Tensor:
+        """`outer`."""
+        return self.outer(vec2)
+
+    def addmm(self: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """`beta * self + alpha * (mat1 @ mat2)` (self broadcast to the product's shape; ignored at beta 0)."""
+        return _scaled_sum(self, mat1.mm(mat2), beta, alpha)
+
+    def addmv(self: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """`beta * self + alpha * (mat @ vec)`."""
+        return _scaled_sum(self, mat.mv(vec), beta, alpha)
+
+    def addr(self: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """`beta * self + alpha * outer(vec1, vec2)`."""
+        if vec1.ndim != 1 or vec2.ndim != 1:
+            raise ShapeError(f"addr: expects two vectors, got shapes {vec1.shape} and {vec2.shape}")
+        return _scaled_sum(self, vec1.outer(vec2), beta, alpha)
+
+    def baddbmm(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """`beta * self + alpha * (batch1 @ batch2)` for (b, n, m) and (b, m, p) batches."""
+        return _scaled_sum(self, batch1.bmm(batch2), beta, alpha)
+
+    def addbmm(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """`beta * self + alpha * sum_b(batch1[b] @ batch2[b])`."""
+        return _scaled_sum(self, batch1.bmm(batch2).sum(0), beta, alpha)
+
+    def norm(self: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+        """The `p`-norm over `dim` (all axes where None): "fro" is the 2-norm of the entries, "nuc" the
+        nuclear norm of the matrices in two axes `dim`."""
+        from .linalg import matrix_norm, vector_norm
+        x = self if dtype is None else self.cast(dtype)
+        x = x if x.dtype.is_float else x.cast(dtypes.default_float)
+        if p == "nuc":
+            axes = (-2, -1) if dim is None else tuple(dim)
+            out = matrix_norm(x.moveaxis(axes, (-2, -1)), ord="nuc", keepdims=keepdim)
+            return out.moveaxis((-2, -1), axes) if keepdim else out
+        axis = tuple(dim) if isinstance(dim, (list, tuple)) else dim
+        return vector_norm(x, axis=axis, keepdims=keepdim, ord=2 if p in ("fro", None) else p)
+
+    def dist(self: Tensor, other: Tensor, p: float = 2) -> Tensor:
+        """The `p`-norm of `self - other`."""
+        return (self - other).norm(p)
+
+    def renorm(self: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
+        """Each slice along `dim` whose `p`-norm exceeds `maxnorm` scaled down to norm `maxnorm` (PyTorch's,
+        with its 1e-7 guard in the divisor)."""
+        from .tensor import where
+        a = normalize_axis(dim, self.ndim, "renorm")
+        norms = self.norm(p, tuple(i for i in range(self.ndim) if i != a), keepdim=True)
+        return self * where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0).cast(self.dtype)
+
+    def diag_embed(self: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+        """Matrices with the last axis's vectors on their `offset`-th diagonal, in the new axes `dim1`, `dim2`."""
+        from .creation import arange
+        from .tensor import where
+        ndim = self.ndim + 1
+        a, b = normalize_axis(dim1, ndim, "diag_embed"), normalize_axis(dim2, ndim, "diag_embed")
+        if a == b:
+            raise ShapeError(f"diag_embed: dim1 and dim2 are the same axis ({dim1}, {dim2})")
+        n = self.shape[-1] + abs(offset)
+        index = arange(n, device=self.device)
+        on = (index.reshape(1, n) - index.reshape(n, 1)) == offset
+        if offset >= 0:  # row i holds v[i]
+            values = self.pad([(0, 0)] * (self.ndim - 1) + [(0, offset)]).unsqueeze(-1)
+        else:  # column j holds v[j]
+            values = self.pad([(0, 0)] * (self.ndim - 1) + [(0, -offset)]).unsqueeze(-2)
+        out = where(on, values, 0).cast(self.dtype)
+        return out.moveaxis((-2, -1), (a, b))
+
+    # ---- reductions, windows, indexing ------------------------------------------------------------------
+
+    def aminmax(self: Tensor, *, dim: int | None = None, keepdim: bool = False) -> Extrema:
+        """The minimum and the maximum (over `dim`, or all), as a (min, max) pair."""
+        return Extrema(self.amin(dim, keepdim), self.amax(dim, keepdim))
+
+    def take_along_dim(self: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
+        """`take_along_axis` along `dim`, the indices broadcast against this tensor (both flattened where
+        `dim` is None)."""
+        from .tensor import broadcast_shapes
+        if dim is None:
+            return self.reshape(-1).take_along_axis(indices.reshape(-1), axis=0)
+        a = normalize_axis(dim, self.ndim, "take_along_dim")
+        if indices.ndim != self.ndim:
+            raise ShapeError(f"take_along_dim: indices of shape {indices.shape} for a tensor of shape {self.shape}")
+        shape = broadcast_shapes(self.shape[:a] + (1,) + self.shape[a + 1:],
+                                 indices.shape[:a] + (1,) + indices.shape[a + 1:], op="take_along_dim")
+        source = self.broadcast_to(shape[:a] + (self.shape[a],) + shape[a + 1:])
+        return source.take_along_axis(indices.broadcast_to(shape[:a] + (indices.shape[a],) + shape[a + 1:]), axis=a)
+
+    def msort(self: Tensor) -> Tensor:
+        """The values sorted along the first axis."""
+        return self.sort(0).values
+
+    def unfold(self: Tensor, dimension: int, size: int, step: int) -> Tensor:
+        """The windows of `size` along `dimension`, `step` apart, as a new last axis (that axis holds the
+        windows' count)."""
+        from .creation import arange
+        a = normalize_axis(dimension, self.ndim, "unfold") if self.ndim else 0
+        length = self.shape[a] if self.ndim else 1
+        if size > length or step <= 0 or size < 0:
+            raise ShapeError(f"unfold: size {size} and step {step} do not fit axis {dimension} of size {length}")
+        count = (length - size) // step + 1
+        index = (arange(count, device=self.device).reshape(count, 1) * step
+                 + arange(size, device=self.device).reshape(1, size)).reshape(-1)
+        x = self if self.ndim else self.reshape(1)
+        windows = x.index_select(a, index).unflatten(a, (count, size))
+        return windows.moveaxis(a + 1, -1) if self.ndim else windows.reshape(size)
+
+    def index_fill(self: Tensor, dim: int, index: Any, value: Any) -> Tensor:
+        """`value` in the slices along `dim` that `index` (a 0-d or 1-d integer tensor) names."""
+        from .creation import arange
+        from .tensor import where
+        index = index if isinstance(index, type(self)) else self._like(index)
+        a = normalize_axis(dim, self.ndim, "index_fill") if self.ndim else 0
+        n = self.shape[a] if self.ndim else 1
+        hit = (arange(n, device=self.device).reshape(n, 1) == index.reshape(1, -1) % max(n, 1)).any(1)
+        mask = hit.reshape((n,) + (1,) * (self.ndim - a - 1)) if self.ndim else hit.reshape(())
+        fill = value.cast(self.dtype) if isinstance(value, type(self)) else value
+        return where(mask, fill, self).cast(self.dtype)
+
+    def index_copy(self: Tensor, dim: int, index: Any, source: Tensor) -> Tensor:
+        """This tensor with the slices along `dim` that `index` names replaced by `source`'s slices."""
+        index = index if isinstance(index, type(self)) else self._like(index)
+        a = normalize_axis(dim, self.ndim, "index_copy")
+        shape = (1,) * a + (index.numel(),) + (1,) * (self.ndim - a - 1)
+        return self.scatter(a, index.reshape(shape).broadcast_to(source.shape), source.cast(self.dtype))
+
+    # ---- linear algebra (PyTorch's method names for `lt.linalg`) ------------------------------------------
+
+    def inverse(self: Tensor) -> Tensor:
+        """`linalg.inv`."""
+        from .linalg import inv
+        return inv(self)
+
+    def det(self: Tensor) -> Tensor:
+        """`linalg.det`."""
+        from .linalg import det
+        return det(self)
+
+    def logdet(self: Tensor) -> Tensor:
+        """log(det) of the matrices in the last two axes: NaN for a negative determinant, -inf for a zero one."""
+        from .linalg import slogdet
+        from .tensor import where
+        sign, logabs = slogdet(self)
+        return where(sign < 0, float("nan"), logabs)
+
+    def slogdet(self: Tensor) -> Any:
+        """`linalg.slogdet`: the sign and the log of the absolute value of the determinant."""
+        from .linalg import slogdet
+        return slogdet(self)
+
+    def pinverse(self: Tensor, rcond: float = 1e-15) -> Tensor:
+        """`linalg.pinv` with singular values up to `rcond` times the largest dropped."""
+        from .linalg import pinv
+        return pinv(self, rtol=rcond)
+
+    def matrix_power(self: Tensor, n: int) -> Tensor:
+        """`linalg.matrix_power`."""
+        from .linalg import matrix_power
+        return matrix_power(self, n)
+
+    def cholesky(self: Tensor, upper: bool = False) -> Tensor:
+        """`linalg.cholesky`."""
+        from .linalg import cholesky
+        return cholesky(self, upper=upper)
+
+    def qr(self: Tensor, some: bool = True) -> Any:
+        """`linalg.qr`, reduced (or complete where `some` is False)."""
+        from .linalg import qr
+        return qr(self, mode="reduced" if some else "complete")
+
+    def svd(self: Tensor, some: bool = True, compute_uv: bool = True) -> Any:
+        """(U, S, V) with `self = U diag(S) V^T` (V, not `linalg.svd`'s Vh); reduced where `some`. Without
+        `compute_uv`, U and V are zeros, as PyTorch's."""
+        from .creation import zeros_like
+        from .linalg import SVDResult, svd
+        u, s, vh = svd(self, full_matrices=not some)
+        v = vh.mT
+        return SVDResult(u, s, v) if compute_uv else SVDResult(zeros_like(u), s, zeros_like(v))
+
+    def cross(self: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
+        """The cross product along `dim` (where None, the first axis of size 3, as PyTorch's `torch.cross`)."""
+        from .linalg import cross
+        from .tensor import broadcast_shapes
+        if dim is None:
+            shape = broadcast_shapes(self.shape, other.shape, op="cross")
+            dim = next((i for i, n in enumerate(shape) if n == 3), -1)
+        return cross(self, other, axis=dim)
 
     # ---- in place -----------------------------------------------------------------------------------------
 
@@ -239,3 +632,15 @@ def add_in_place_methods(cls: type) -> None:
     for name in IN_PLACE_OF:
         if hasattr(cls, name) and not hasattr(cls, f"{name}_"):
             setattr(cls, f"{name}_", _in_place(name))
+
+
+def _scaled_sum(input: Tensor, product: Tensor, beta: Any, alpha: Any) -> Tensor:
+    """`beta * input + alpha * product`, input broadcast to the product's shape; at beta 0 input is not read
+    (its NaNs do not propagate), as PyTorch's addmm family."""
+    from .tensor import broadcast_shapes
+    if broadcast_shapes(input.shape, product.shape, op="addmm") != product.shape:
+        raise ShapeError(f"an input of shape {input.shape} does not broadcast to the product's {product.shape}")
+    scaled = product if alpha == 1 else product * alpha
+    if beta == 0:
+        return scaled
+    return scaled + (input if beta == 1 else input * beta)

@@ -494,6 +494,7 @@ CASES = {
     "cumprod": lambda f: (np.cumprod(f), np.cumprod(f, axis=0)),
     "cumulative_sum": lambda f: (np.cumulative_sum(f, axis=1), np.cumulative_sum(f, axis=0, include_initial=True)),
     "cumulative_prod": lambda v: (np.cumulative_prod(v), np.cumulative_prod(v, include_initial=True)),
+    "fix": lambda f: np.fix(f),
     "diff": lambda f: (np.diff(f), np.diff(f, n=2, axis=0), np.diff(f, axis=0, prepend=f[:1], append=f[-1:])),
     **{name: nan_reduction(name) for name in ("nansum", "nanprod", "nanmean", "nanmax", "nanmin", "nanargmax", "nanargmin", "nanmedian")},
     "nanvar": lambda n, d: (np.nanvar(n), np.nanvar(d, axis=1, ddof=1), np.nanvar(n, axis=0, keepdims=True)),

@@ -1021,3 +1021,107 @@ def test_parameters_in_containers_train():
     opt.step()
     assert len(list(model.parameters())) == 5
     check(model.scale[0], 1 - 0.1 * loss.detach().numpy().reshape(1))
+
+
+# name: (module, torch's, the input shapes); each module gets float64 inputs, its parameters torch's values.
+# Built without drawing from torch's random numbers, which unseeded tests elsewhere in the file read.
+with torch.random.fork_rng():
+    APPLIED_MODULES = {
+        "ReLU6": (nn.ReLU6(), torch.nn.ReLU6(), [(2, 5)]),
+        "ELU": (nn.ELU(0.5), torch.nn.ELU(0.5), [(2, 5)]),
+        "CELU": (nn.CELU(2.0), torch.nn.CELU(2.0), [(2, 5)]),
+        "SELU": (nn.SELU(), torch.nn.SELU(), [(2, 5)]),
+        "Hardswish": (nn.Hardswish(), torch.nn.Hardswish(), [(2, 5)]),
+        "Mish": (nn.Mish(), torch.nn.Mish(), [(2, 5)]),
+        "Softsign": (nn.Softsign(), torch.nn.Softsign(), [(2, 5)]),
+        "LogSigmoid": (nn.LogSigmoid(), torch.nn.LogSigmoid(), [(2, 5)]),
+        "Hardtanh": (nn.Hardtanh(-0.5, 2.0), torch.nn.Hardtanh(-0.5, 2.0), [(2, 5)]),
+        "Softshrink": (nn.Softshrink(0.3), torch.nn.Softshrink(0.3), [(2, 5)]),
+        "Softplus": (nn.Softplus(2.0, 3.0), torch.nn.Softplus(2.0, 3.0), [(2, 5)]),
+        "Threshold": (nn.Threshold(0.1, 20.0), torch.nn.Threshold(0.1, 20.0), [(2, 5)]),
+        "GLU": (nn.GLU(), torch.nn.GLU(), [(3, 4)]),
+        "Softmin": (nn.Softmin(1), torch.nn.Softmin(1), [(3, 4)]),
+        "PReLU": (nn.PReLU(3, dtype=F64), torch.nn.PReLU(3, 0.1, dtype=torch.float64), [(2, 3, 4)]),
+        "CosineSimilarity": (nn.CosineSimilarity(), torch.nn.CosineSimilarity(), [(3, 4), (3, 4)]),
+        "PairwiseDistance": (nn.PairwiseDistance(1.0), torch.nn.PairwiseDistance(1.0), [(3, 4), (3, 4)]),
+        "ChannelShuffle": (nn.ChannelShuffle(3), torch.nn.ChannelShuffle(3), [(1, 6, 2)]),
+        "Unflatten": (nn.Unflatten(1, (2, 3)), torch.nn.Unflatten(1, (2, 3)), [(2, 6)]),
+        "AdaptiveMaxPool2d": (nn.AdaptiveMaxPool2d(2), torch.nn.AdaptiveMaxPool2d(2), [(1, 2, 5, 3)]),
+        "LPPool1d": (nn.LPPool1d(2, 2), torch.nn.LPPool1d(2, 2), [(1, 2, 6)]),
+        "LocalResponseNorm": (nn.LocalResponseNorm(2), torch.nn.LocalResponseNorm(2), [(1, 3, 4)]),
+        "InstanceNorm1d": (nn.InstanceNorm1d(3), torch.nn.InstanceNorm1d(3), [(3, 5)]),
+        "InstanceNorm2d": (nn.InstanceNorm2d(3, affine=True, dtype=F64),
+                           torch.nn.InstanceNorm2d(3, affine=True, dtype=torch.float64), [(2, 3, 2, 3)]),
+        "Bilinear": (nn.Bilinear(3, 2, 4, dtype=F64), torch.nn.Bilinear(3, 2, 4, dtype=torch.float64), [(5, 3), (5, 2)]),
+        "HuberLoss": (nn.HuberLoss("sum", 0.5), torch.nn.HuberLoss("sum", 0.5), [(3, 4), (3, 4)]),
+        "SmoothL1Loss": (nn.SmoothL1Loss(beta=0.5), torch.nn.SmoothL1Loss(beta=0.5), [(3, 4), (3, 4)]),
+        "KLDivLoss": (nn.KLDivLoss("batchmean", log_target=True), torch.nn.KLDivLoss("batchmean", log_target=True),
+                      [(3, 4), (3, 4)]),
+        "PoissonNLLLoss": (nn.PoissonNLLLoss(), torch.nn.PoissonNLLLoss(), [(3, 4), (3, 4)]),
+        "GaussianNLLLoss": (nn.GaussianNLLLoss(eps=0.5), torch.nn.GaussianNLLLoss(eps=0.5), [(3, 4), (3, 4), (3, 1)]),
+        "TripletMarginLoss": (nn.TripletMarginLoss(swap=True), torch.nn.TripletMarginLoss(swap=True),
+                              [(3, 4), (3, 4), (3, 4)]),
+    }
+
+
+@pytest.mark.parametrize("name", APPLIED_MODULES)
+def test_modules_that_apply_a_function(name):
+    m, tm, shapes = APPLIED_MODULES[name]
+    copy_weights(m, tm)
+    arrays = [random_array(s, F64, seed, low=0.1 if "Loss" in name else -3) for seed, s in enumerate(shapes)]
+    xs = [lt.asarray(a).requires_grad_() for a in arrays]
+    ts = [torch.tensor(a, requires_grad=True) for a in arrays]
+    out, tout = m(*xs), tm(*ts)
+    check(out, tout)
+    out.sum().backward()
+    tout.sum().backward()
+    for x, t in zip(xs, ts):
+        check(x.grad, t.grad)
+    tparams = dict(tm.named_parameters())
+    for pname, p in m.named_parameters():
+        check(p.grad, tparams[pname].grad)
+    assert repr(m).startswith(name)
+
+
+def test_modules_with_class_targets_random_draws_and_defaults():
+    x, t = random_array((3, 4), lt.float32), np.array([1, 0, 3])
+    signs = np.array([1.0, -1.0, 1.0], np.float32)
+    pairs = [(nn.MultiMarginLoss(margin=0.5), torch.nn.MultiMarginLoss(margin=0.5), lt.asarray(t), torch.tensor(t)),
+             (nn.MultiLabelSoftMarginLoss(), torch.nn.MultiLabelSoftMarginLoss(), lt.asarray(x > 0).cast(lt.float32),
+              torch.tensor(x > 0).float()),
+             (nn.SoftMarginLoss(), torch.nn.SoftMarginLoss(), lt.asarray(np.sign(x)), torch.tensor(np.sign(x))),
+             (nn.HingeEmbeddingLoss(), torch.nn.HingeEmbeddingLoss(), lt.asarray(np.sign(x)), torch.tensor(np.sign(x))),
+             (nn.BCELoss(), torch.nn.BCELoss(), lt.asarray(x > 0).cast(lt.float32), torch.tensor(x > 0).float())]
+    for m, tm, target, ttarget in pairs:
+        inp = lt.asarray(x).sigmoid() if isinstance(m, nn.BCELoss) else lt.asarray(x)
+        tinp = torch.tensor(x).sigmoid() if isinstance(m, nn.BCELoss) else torch.tensor(x)
+        check(m(inp, target), tm(tinp, ttarget))
+    check(nn.CosineEmbeddingLoss(0.1)(lt.asarray(x), lt.asarray(x[::-1].copy()), lt.asarray(signs)),
+          torch.nn.CosineEmbeddingLoss(0.1)(torch.tensor(x), torch.tensor(x[::-1].copy()), torch.tensor(signs)))
+    check(nn.MarginRankingLoss(0.2)(lt.asarray(x[0]), lt.asarray(x[1]), lt.asarray(np.sign(x[2]))),
+          torch.nn.MarginRankingLoss(0.2)(torch.tensor(x[0]), torch.tensor(x[1]), torch.tensor(np.sign(x[2]))))
+    bag, tbag = nn.EmbeddingBag(5, 3, mode="sum"), torch.nn.EmbeddingBag(5, 3, mode="sum")
+    copy_weights(bag, tbag)
+    check(bag(lt.asarray([1, 2, 4, 4]), lt.asarray([0, 1])), tbag(torch.tensor([1, 2, 4, 4]), torch.tensor([0, 1])))
+    prelu = nn.PReLU()
+    assert prelu.weight.shape == (1,) and float(prelu.weight.numpy()[0]) == 0.25
+    for module, shape in ((nn.Dropout1d(0.3), (2, 3, 2)), (nn.Dropout2d(), (3, 2, 2)), (nn.Dropout3d(), (2, 3, 2, 2, 2)),
+                          (nn.AlphaDropout(0.2), (5,)), (nn.RReLU(), (3, 4))):
+        module.eval()
+        y = lt.asarray(random_array(shape, lt.float32))
+        expected = y.numpy() if not isinstance(module, nn.RReLU) else np.where(y.numpy() >= 0, y.numpy(),
+                                                                             y.numpy() * (1 / 8 + 1 / 3) / 2)
+        np.testing.assert_allclose(module(y).numpy(), expected, rtol=1e-6)
+    drop = nn.Dropout2d(0.5)
+    kept = drop(lt.ones((4, 16, 3, 3))).numpy()
+    assert set(np.unique(kept)) <= {0.0, 2.0} and (kept == kept[:, :, :1, :1]).all()
+    with pytest.raises(ValueError):
+        nn.Dropout2d(1.5)
+    inorm = nn.InstanceNorm1d(3, track_running_stats=True)
+    tinorm = torch.nn.InstanceNorm1d(3, track_running_stats=True)
+    a = random_array((2, 3, 5), lt.float32)
+    check(inorm(lt.asarray(a)), tinorm(torch.tensor(a)))
+    check(inorm.running_var, tinorm.running_var)
+    inorm.eval()
+    tinorm.eval()
+    check(inorm(lt.asarray(a)), tinorm(torch.tensor(a)))

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from test_linalg import factorization
 
 import lazytensor as lt
-from conftest import ALL_DTYPES, FLOAT_DTYPES, TORCH_DTYPES, check, inputs, random_array
+from conftest import ALL_DTYPES, FLOAT_DTYPES, TORCH_DTYPES, check, inputs, layout, random_array
 from lazytensor import pytorch_methods
 from lazytensor.errors import ShapeError
 
@@ -472,6 +473,7 @@ def _in_place_arguments(lib):
         "masked_fill": (tensor(np.array([[True, False, True], [False, False, True]])), -1.0),
         "scatter": (1, index, other), "scatter_add": (1, index, other),
         "scatter_reduce": (1, index, other, "amax"), "index_add": (0, tensor(np.array([1, 0])), other),
+        "index_copy": (0, tensor(np.array([1, 0])), other),
         "lerp": (other, 0.25), "fmod": (0.3,), "remainder": (0.3,), "hypot": (other,), "atan2": (other,),
         "copysign": (-other,), "xlogy": (other,), "cumsum": (1,), "cumprod": (0,), "clamp_min": (0.2,),
         "clamp_max": (0.2,), "index_fill": (1, tensor(np.array([0, 2])), 7.0),
@@ -510,3 +512,163 @@ def test_fill_diagonal_and_max_of_two_tensors_as_pytorchs():
     a = np.array([[1.0, -2.0], [np.nan, 4.0]], np.float32)
     check(lt.max(lt.asarray(a), lt.asarray(-a)), torch.max(torch.tensor(a), torch.tensor(-a)).numpy())
     check(lt.asarray(a).min(lt.asarray(-a)), torch.tensor(a).min(torch.tensor(-a)).numpy())
+
+
+def test_shape_dtype_queries_and_new_tensors():
+    for dtype in (lt.float32, lt.int8, lt.uint8, lt.bool_):
+        x, t = lt.zeros((2, 3), dtype=dtype), torch.zeros((2, 3), dtype=TORCH_DTYPES[dtype])
+        assert (x.is_floating_point(), x.is_complex(), x.is_signed(), x.element_size(), x.nelement(),
+                x.ndimension()) == (t.is_floating_point(), t.is_complex(), t.is_signed(), t.element_size(),
+                                    t.nelement(), t.ndimension())
+        for got, want in ((x.new_zeros(4, 2), t.new_zeros(4, 2)), (x.new_ones((3,)), t.new_ones((3,))),
+                          (x.new_full((2, 2), 1), t.new_full((2, 2), 1)), (x.new_tensor([1, 0]), t.new_tensor([1, 0])),
+                          (x.new_zeros((), dtype=lt.int64), t.new_zeros((), dtype=torch.int64))):
+            check(got, want)
+        assert x.new_empty(0, 3).shape == (0, 3) and x.new_empty([2]).dtype == dtype
+    assert x.new_ones(2, dtype=lt.float64, requires_grad=True).requires_grad
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.int64, lt.bool_])
+def test_as_methods_unbind_unflatten_select_sum_to_size(dtype):
+    other_lt, other_t = lt.zeros((2, 3, 4), dtype=lt.float64), torch.zeros((2, 3, 4), dtype=torch.float64)
+    for _, x, t in inputs((3, 4), dtype):
+        check(x.expand_as(other_lt), t.expand_as(other_t))
+        check(x.reshape_as(other_lt[0].mT), t.reshape_as(other_t[0].mT))
+        check(x.view_as(other_lt[0]), t.contiguous().view_as(other_t[0]))
+        check(x.type_as(other_lt), t.type_as(other_t))
+        for got, want in zip(x.unbind(1), t.unbind(1)):
+            check(got, want)
+        check(x.unflatten(1, (2, -1)), t.unflatten(1, (2, -1)))
+        check(x.select(0, -1), t.select(0, -1))
+        check(lt.narrow_copy(x, 1, 1, 2), torch.narrow_copy(t, 1, 1, 2))
+        if dtype != lt.bool_:
+            check(x.sum_to_size(1, 4), t.sum_to_size(1, 4))
+            check(x.sum_to_size((3, 1)), t.sum_to_size((3, 1)))
+            check(x.sum_to_size(4), t.sum_to_size(4))
+    assert lt.unbind(lt.zeros((0, 2))) == ()
+    with pytest.raises(ShapeError, match="sum_to_size"):
+        lt.zeros((3, 4)).sum_to_size(2, 4)
+    with pytest.raises(IndexError):
+        lt.zeros((3, 4)).select(1, 4)
+
+
+# name: (lazytensor, torch, the shapes of the random arguments, their range)
+ELEMENTWISE = {
+    "clamp_min": (lambda x: x.clamp_min(-1.0), lambda t: t.clamp_min(-1.0), [(3, 4)], {}),
+    "clamp_max": (lambda x, y: lt.clamp_max(x, y), lambda t, u: torch.clamp_max(t, u), [(3, 4), (4,)], {}),
+    "lerp": (lambda x, y: x.lerp(y, 0.7), lambda t, u: t.lerp(u, 0.7), [(3, 4), (4,)], {}),
+    "lerp_tensor": (lambda x, y, w: lt.lerp(x, y, w), lambda t, u, v: torch.lerp(t, u, v), [(3, 1), (4,), (3, 4)],
+                    {}),
+    "logit": (lambda x: x.logit(), lambda t: t.logit(), [(3, 4)], {"low": 0.05, "high": 0.95}),
+    "logit_eps": (lambda x: lt.logit(x, 0.2), lambda t: torch.logit(t, 0.2), [(5,)], {"low": 0.05, "high": 0.95}),
+    "xlogy": (lambda x, y: x.xlogy(y), lambda t, u: t.xlogy(u), [(3, 4), (4,)], {"low": 0.1, "high": 3}),
+    "frac": (lambda x: x.frac(), lambda t: t.frac(), [(3, 4)], {}),
+    "divide": (lambda x, y: x.divide(y), lambda t, u: t.divide(u), [(3, 4), ()], {"low": 0.5, "high": 3}),
+    "subtract": (lambda x, y: x.subtract(y, alpha=2), lambda t, u: t.subtract(u, alpha=2), [(3, 4), (3, 1)], {}),
+    "multiply": (lambda x, y: x.multiply(y), lambda t, u: t.multiply(u), [(), (2, 3)], {}),
+    "mm": (lambda a, b: a.mm(b), lambda a, b: a.mm(b), [(3, 4), (4, 2)], {}),
+    "mv": (lambda a, b: lt.mv(a, b), lambda a, b: torch.mv(a, b), [(3, 4), (4,)], {}),
+    "addmm": (lambda c, a, b: c.addmm(a, b, beta=0.5, alpha=2), lambda c, a, b: c.addmm(a, b, beta=0.5, alpha=2),
+              [(2,), (3, 4), (4, 2)], {}),
+    "addmv": (lambda c, a, b: lt.addmv(c, a, b), lambda c, a, b: torch.addmv(c, a, b), [(3,), (3, 4), (4,)], {}),
+    "addr": (lambda c, a, b: c.addr(a, b, alpha=3), lambda c, a, b: c.addr(a, b, alpha=3), [(3, 1), (3,), (2,)],
+             {}),
+    "addbmm": (lambda c, a, b: c.addbmm(a, b, beta=2), lambda c, a, b: c.addbmm(a, b, beta=2),
+               [(3, 2), (5, 3, 4), (5, 4, 2)], {}),
+    "ger": (lambda a, b: a.ger(b), lambda a, b: a.ger(b), [(3,), (4,)], {}),
+    "norm": (lambda x: x.norm(), lambda t: t.norm(), [(3, 4)], {}),
+    "norm_dim": (lambda x: x.norm(1, dim=1, keepdim=True), lambda t: t.norm(1, dim=1, keepdim=True), [(3, 4)], {}),
+    "norm_inf": (lambda x: x.norm(float("inf"), (0, 1)), lambda t: t.norm(float("inf"), (0, 1)), [(3, 4)], {}),
+    "dist": (lambda x, y: x.dist(y, 3), lambda t, u: t.dist(u, 3), [(3, 4), (4,)], {}),
+    "renorm": (lambda x: x.renorm(2, 0, 3.0), lambda t: t.renorm(2, 0, 3.0), [(3, 4)], {}),
+    "diag_embed": (lambda x: x.diag_embed(), lambda t: t.diag_embed(), [(2, 3)], {}),
+    "diag_embed_offset": (lambda x: lt.diag_embed(x, -1, 0, 2), lambda t: torch.diag_embed(t, -1, 0, 2), [(2, 3)],
+                          {}),
+    "unfold": (lambda x: x.unfold(1, 2, 1), lambda t: t.unfold(1, 2, 1), [(3, 5)], {}),
+    "unfold_step": (lambda x: x.unfold(0, 2, 2), lambda t: t.unfold(0, 2, 2), [(5, 2)], {}),
+    "take_along_dim": (lambda x: x.take_along_dim(lt.asarray([[0], [2], [1]]), 1),
+                       lambda t: t.take_along_dim(torch.tensor([[0], [2], [1]]), 1), [(3, 4)], {}),
+    "take_along_dim_flat": (lambda x: lt.take_along_dim(x, lt.asarray([5, 0])),
+                            lambda t: torch.take_along_dim(t.contiguous(), torch.tensor([5, 0])), [(3, 4)], {}),
+    "index_fill": (lambda x: x.index_fill(1, lt.asarray([0, 3]), -2.0),
+                   lambda t: t.index_fill(1, torch.tensor([0, 3]), -2.0), [(3, 4)], {}),
+    "index_copy": (lambda x, s: x.index_copy(0, lt.asarray([2, 0]), s),
+                   lambda t, s: t.index_copy(0, torch.tensor([2, 0]), s), [(3, 4), (2, 4)], {}),
+    "matrix_power": (lambda x: x.matrix_power(3), lambda t: t.matrix_power(3), [(3, 3)], {}),
+    "cross": (lambda x, y: x.cross(y), lambda t, u: torch.cross(t, u, dim=0), [(3, 4), (3, 4)], {}),
+    "aminmax": (lambda x: lt.stack(x.aminmax(dim=1)), lambda t: torch.stack(t.aminmax(dim=1)), [(3, 4)], {}),
+}
+
+
+# the methods that run a LAPACK factorization (on the CPU only)
+FACTORIZATIONS = {
+    "inverse": (lambda x: x.inverse(), lambda t: t.inverse(), [(2, 3, 3)], {}),
+    "norm_nuc": (lambda x: x.norm("nuc"), lambda t: t.norm("nuc"), [(3, 4)], {}),
+    "det": (lambda x: x.det(), lambda t: t.det(), [(3, 3)], {}),
+    "logdet": (lambda x: (x @ x.mT).logdet(), lambda t: (t @ t.mT).logdet(), [(3, 3)], {}),
+    "pinverse": (lambda x: x.pinverse(), lambda t: t.pinverse(), [(3, 2)], {}),
+    "cholesky": (lambda x: (x @ x.mT + lt.eye(3)).cholesky(upper=True),
+                 lambda t: (t @ t.mT + torch.eye(3)).cholesky(upper=True), [(3, 3)], {}),
+}
+
+
+@pytest.mark.parametrize("name", [*ELEMENTWISE, *(pytest.param(n, marks=factorization) for n in FACTORIZATIONS)])
+def test_methods_against_torch_with_gradients(name):
+    from test_autograd import check_grads
+    f, g, shapes, rng = ELEMENTWISE.get(name) or FACTORIZATIONS[name]
+    arrays = [random_array(s, lt.float64, seed, **rng) for seed, s in enumerate(shapes)]
+    check_grads(f, g, arrays, kinds=("transposed",) if len(shapes[0]) > 1 else ("contiguous",))
+    check(f(*(lt.asarray(a.astype(np.float32)) for a in arrays)),
+          g(*(torch.tensor(a.astype(np.float32)) for a in arrays)), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [lt.int64, lt.uint8, lt.bool_])
+def test_integer_methods_keep_torch_dtypes(dtype):
+    for kind in ("transposed",):
+        x, t = layout(random_array((3, 4), dtype), kind)
+        check(x.clamp_min(2), t.clamp_min(2))
+        check(x.index_fill(0, lt.asarray(1), 1), t.index_fill(0, torch.tensor(1), 1))
+        check(lt.stack(lt.aminmax(x)), torch.stack(torch.aminmax(t)))
+        check(x.unfold(1, 3, 1), t.unfold(1, 3, 1))
+        check(x.diag_embed(1), t.diag_embed(1))
+        check(x.take_along_dim(lt.asarray([[1, 0]]), 1), t.take_along_dim(torch.tensor([[1, 0]]), 1))
+        if dtype != lt.bool_:
+            check(x.xlogy(3), t.xlogy(3))
+            check(x.logit(), t.logit())
+            check(x.mm(x.mT), t.mm(t.mT))
+            check(x.norm(), t.float().norm())
+            nonzero = x + (x == 0).cast(dtype)
+            for mode in ("trunc", "floor"):
+                check(x.divide(nonzero, rounding_mode=mode), t.divide(t + (t == 0).to(t.dtype), rounding_mode=mode))
+            check(x.true_divide(2), t.true_divide(2))
+
+
+@factorization
+def test_factorization_methods_edge_cases():
+    check(lt.asarray([[1.0, 2.0], [2.0, 4.0]]).logdet(), torch.tensor([[1.0, 2.0], [2.0, 4.0]]).logdet())
+    check(lt.asarray([[0.0, 1.0], [1.0, 0.0]]).logdet(), torch.tensor([[0.0, 1.0], [1.0, 0.0]]).logdet())
+    u, s, v = lt.asarray(random_array((4, 3), lt.float64)).svd()
+    check(u @ lt.diag(s) @ v.mT, torch.tensor(random_array((4, 3), lt.float64)))
+    q, r = lt.asarray(random_array((4, 3), lt.float64)).qr(some=False)
+    assert q.shape == (4, 4) and r.shape == (4, 3)
+
+
+def test_method_edge_cases():
+    nan = lt.asarray([[float("nan"), 1.0]])
+    check(lt.zeros((2, 2)).addmm(nan.mT, lt.ones((1, 2)), beta=0), torch.ones(2, 1) @ torch.ones(1, 2) * 0 + 1 *
+          torch.tensor([[float("nan")], [1.0]]) @ torch.ones(1, 2))
+    check(nan.addmm(lt.ones((1, 3)), lt.ones((3, 2)), beta=0), torch.full((1, 2), 3.0))
+    check(lt.xlogy(lt.asarray([0.0, 0.0, 1.0]), lt.asarray([0.0, float("nan"), 0.0])),
+          torch.xlogy(torch.tensor([0.0, 0.0, 1.0]), torch.tensor([0.0, float("nan"), 0.0])))
+    check(lt.zeros((0, 3)).unfold(1, 2, 1), torch.zeros(0, 3).unfold(1, 2, 1))
+    check(lt.asarray(5.0).unfold(0, 1, 1), torch.tensor(5.0).unfold(0, 1, 1))
+    check(lt.zeros((0, 2)).norm(), torch.zeros(0, 2).norm())
+    check(lt.zeros((2, 0)).diag_embed(), torch.zeros(2, 0).diag_embed())
+    for bad in (lambda: lt.zeros((2, 3)).mm(lt.zeros(3)), lambda: lt.zeros((2, 3)).mv(lt.zeros((3, 1))),
+                lambda: lt.zeros(3).unfold(0, 4, 1), lambda: lt.zeros(2).addmm(lt.zeros((3, 2)), lt.zeros((2, 3)))):
+        with pytest.raises(ShapeError):
+            bad()
+    with pytest.raises(ValueError, match="rounding_mode"):
+        lt.ones(2).divide(2, rounding_mode="round")
+    with pytest.raises(lt.DTypeError, match="frac"):
+        lt.ones(2, dtype=lt.int32).frac()

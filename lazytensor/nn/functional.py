@@ -52,8 +52,15 @@ def relu(x: Tensor, inplace: bool = False) -> Tensor:
 
 
 def relu6(x: Tensor, inplace: bool = False) -> Tensor:
-    """min(max(x, 0), 6); the gradient passes inside (0, 6) and at NaN, as PyTorch's (hardtanh's)."""
-    return where(x <= 0, 0, where(x >= 6, 6, x))
+    """min(max(x, 0), 6) (`hardtanh(x, 0, 6)`)."""
+    return hardtanh(x, 0.0, 6.0)
+
+
+def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
+    """x clamped to [min_val, max_val]; the gradient passes strictly inside and at NaN, as PyTorch's."""
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: min_val {min_val} cannot be greater than max_val {max_val}")
+    return where(x <= min_val, min_val, where(x >= max_val, max_val, x)).cast(x.dtype)
 
 
 def leaky_relu(x: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
@@ -136,13 +143,115 @@ def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
 
 
 def softmax(x: Tensor, dim: int = -1, dtype: Any = None) -> Tensor:
+    """exp(x) / sum(exp(x)) along `dim` (a 0-d x is its own axis, as PyTorch's)."""
     x = x.cast(dtype) if dtype is not None else x
-    return x.softmax(dim)
+    return x.reshape(1).softmax(dim).reshape(()) if x.ndim == 0 else x.softmax(dim)
 
 
 def log_softmax(x: Tensor, dim: int = -1, dtype: Any = None) -> Tensor:
+    """log(softmax(x)) along `dim`, computed stably (a 0-d x is its own axis, as PyTorch's)."""
     x = x.cast(dtype) if dtype is not None else x
-    return x.log_softmax(dim)
+    return x.reshape(1).log_softmax(dim).reshape(()) if x.ndim == 0 else x.log_softmax(dim)
+
+
+def softmin(x: Tensor, dim: int = -1, dtype: Any = None) -> Tensor:
+    """softmax(-x)."""
+    return softmax(-x, dim, dtype)
+
+
+def hardsigmoid(x: Tensor, inplace: bool = False) -> Tensor:
+    """relu6(x + 3) / 6; the gradient is 1/6 strictly inside (-3, 3)."""
+    x = _float(x)
+    return where(x <= -3, 0.0, where(x >= 3, 1.0, x / 6 + 0.5))
+
+
+def hardswish(x: Tensor, inplace: bool = False) -> Tensor:
+    """x relu6(x + 3) / 6; the gradient is 0 up to -3 and 1 from 3 on, as PyTorch's."""
+    x = _float(x)
+    return where(x <= -3, 0.0, where(x >= 3, x, x * (x + 3) / 6))
+
+
+def hardshrink(x: Tensor, lambd: float = 0.5) -> Tensor:
+    """x where |x| > lambd, 0 elsewhere."""
+    return where((x >= -lambd) & (x <= lambd), 0, x).cast(x.dtype)
+
+
+def softshrink(x: Tensor, lambd: float = 0.5) -> Tensor:
+    """x - lambd above lambd, x + lambd below -lambd, 0 between."""
+    if lambd < 0:
+        raise ValueError(f"softshrink: lambd must be at least 0, got {lambd}")
+    return where(x > lambd, x - lambd, where(x < -lambd, x + lambd, 0)).cast(x.dtype)
+
+
+def tanhshrink(x: Tensor) -> Tensor:
+    """x - tanh(x)."""
+    return x - x.tanh()
+
+
+def softsign(x: Tensor) -> Tensor:
+    """x / (1 + |x|)."""
+    return x / (x.abs() + 1)
+
+
+def threshold(x: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """x where x > threshold, `value` elsewhere."""
+    return where(x > threshold, x, value).cast(x.dtype)
+
+
+def logsigmoid(x: Tensor) -> Tensor:
+    """log(sigmoid(x)), computed as -softplus(-x): no overflow, no log(0)."""
+    return -softplus(-_float(x))
+
+
+def mish(x: Tensor, inplace: bool = False) -> Tensor:
+    """x tanh(softplus(x))."""
+    x = _float(x)
+    return x * softplus(x).tanh()
+
+
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+
+def selu(x: Tensor, inplace: bool = False) -> Tensor:
+    """scale * elu(x, alpha) with the self-normalizing constants."""
+    return elu(_float(x), _SELU_ALPHA) * _SELU_SCALE
+
+
+def celu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """x above 0, alpha (exp(x / alpha) - 1) at or below."""
+    if alpha == 0:
+        raise ValueError("celu: alpha must not be 0")
+    x = _float(x)
+    return where(x <= 0, (x.minimum(0.0) / alpha).expm1() * alpha, x)
+
+
+def glu(x: Tensor, dim: int = -1) -> Tensor:
+    """a * sigmoid(b) for the halves a, b of x along `dim`."""
+    if x.ndim == 0 or x.shape[dim] % 2:
+        raise ShapeError(f"glu: axis {dim} of shape {x.shape} must have an even size")
+    a, b = x.chunk(2, dim)
+    return a * sigmoid(b)
+
+
+def prelu(x: Tensor, weight: Tensor) -> Tensor:
+    """x above 0, weight * x elsewhere; `weight` has one slope, or one per channel (axis 1; axis 0 of a
+    1-d input)."""
+    if weight.ndim > 1 or weight.numel() not in (1, x.shape[1] if x.ndim >= 2 else x.numel() if x.ndim else 1):
+        raise ShapeError(f"prelu: {weight.numel()} slopes for an input of shape {x.shape}: expected 1 or one "
+                         "per channel (axis 1)")
+    w = weight.reshape(()) if weight.numel() == 1 else weight.reshape((-1,) + (1,) * (x.ndim - 2))
+    return where(x > 0, x, w * x)
+
+
+def rrelu(x: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          inplace: bool = False) -> Tensor:
+    """leaky_relu with a slope drawn uniformly from [lower, upper] per element when training, their mean
+    otherwise."""
+    if not training:
+        return leaky_relu(x, (lower + upper) / 2)
+    x = _float(x)
+    slope = rand(x.shape, dtype=x.dtype, device=x.device) * (upper - lower) + lower
+    return where(x >= 0, x, x * slope)
 
 
 # ---- linear layers ------------------------------------------------------------------------------
@@ -152,6 +261,60 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight.T + bias (weight is (out_features, in_features), as PyTorch)."""
     out = x.matmul(weight.T)
     return out if bias is None else out + bias
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """x1^T W[o] x2 + b[o] for each output o (weight is (out, in1, in2), as PyTorch)."""
+    from ..contraction import einsum
+    if weight.ndim != 3 or input1.shape[-1] != weight.shape[1] or input2.shape[-1] != weight.shape[2]:
+        raise ShapeError(f"bilinear: a weight of shape {weight.shape} for inputs of shapes {input1.shape} and "
+                         f"{input2.shape}")
+    out = einsum("...i,oij,...j->...o", input1, weight, input2)
+    return out if bias is None else out + bias
+
+
+# ---- distances -----------------------------------------------------------------------------------
+
+
+def _norm(x: Tensor, p: float, dim: int, keepdim: bool) -> Tensor:
+    from ..linalg import vector_norm
+    return vector_norm(_float(x), axis=dim, keepdims=keepdim, ord=p)
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: None = None) -> Tensor:
+    """x divided by its p-norm along `dim` (at least eps)."""
+    return input / _norm(input, p, dim, True).maximum(eps)
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """The cosine of the angle between x1 and x2 along `dim` (broadcast), each norm at least eps, as
+    PyTorch's (which divides each vector by its norm before the dot product)."""
+    n1, n2 = _norm(x1, 2, dim, True).maximum(eps), _norm(x2, 2, dim, True).maximum(eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
+    """The p-norm of x1 - x2 + eps along the last axis."""
+    diff = x1 - x2 + eps
+    return _norm(diff, p, -1, keepdim) if diff.ndim else diff.abs()
+
+
+def pdist(input: Tensor, p: float = 2.0) -> Tensor:
+    """The p-norm distances between the rows of an (n, m) input, for each pair i < j in row order."""
+    if input.ndim != 2:
+        raise ShapeError(f"pdist: expects a 2-d input, got shape {input.shape}")
+    i, j = np.triu_indices(input.shape[0], 1)
+    rows = asarray(i, device=input.device), asarray(j, device=input.device)
+    return _norm(input.index_select(0, rows[0]) - input.index_select(0, rows[1]), p, -1, False)
+
+
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """The channels (axis 1) of (N, C, ...) regrouped: channel g * (C / groups) + k moves to k * groups + g."""
+    if input.ndim < 3 or input.shape[1] % groups:
+        raise ShapeError(f"channel_shuffle: {groups} groups for an input of shape {input.shape} (expected at "
+                         "least 3 axes and channels divisible into the groups)")
+    n, c = input.shape[:2]
+    return input.reshape(n, groups, c // groups, *input.shape[2:]).swapaxes(1, 2).reshape(input.shape)
 
 
 def _pool_geometry(x: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool,
@@ -370,6 +533,60 @@ def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
     return _adaptive_avg_pool(input, output_size, 3, "adaptive_avg_pool3d")
 
 
+def _adaptive_max_pool(x: Tensor, output_size: Any, return_indices: bool, nd: int, name: str) -> Tensor:
+    """The maximum of PyTorch's adaptive windows (see `_adaptive_avg_pool`), axis by axis: each axis's windows
+    gathered into a new axis, the shorter ones repeating their last input (which leaves the maximum as it is),
+    then reduced."""
+    if return_indices:
+        raise NotImplementedError(f"{name}: return_indices=True is not supported")
+    if x.ndim not in (nd + 1, nd + 2):
+        raise ShapeError(f"{name}: expected a {nd + 1}-d or {nd + 2}-d input, got shape {x.shape}")
+    sizes = (output_size,) * nd if isinstance(output_size, int) or output_size is None else tuple(output_size)
+    if len(sizes) != nd:
+        raise ValueError(f"{name}: expected an int or {nd} sizes, got {output_size!r}")
+    for i, o in enumerate(sizes):
+        axis, n = x.ndim - nd + i, x.shape[x.ndim - nd + i]
+        o = n if o is None else int(o)
+        if o <= 0 or n == 0:
+            raise ShapeError(f"{name}: output size {o} and input size {n} must be positive")
+        start, stop = (np.arange(o) * n) // o, -((-(np.arange(o) + 1) * n) // o)
+        width = int((stop - start).max())
+        taps = np.minimum(start[:, None] + np.arange(width), stop[:, None] - 1).reshape(-1)
+        x = x.index_select(axis, asarray(taps, device=x.device)).unflatten(axis, (o, width)).max(axis + 1)
+    return x
+
+
+def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = False) -> Tensor:
+    """Max pooling of (N, C, L) or (C, L) to `output_size` (PyTorch's adaptive windows)."""
+    return _adaptive_max_pool(input, output_size, return_indices, 1, "adaptive_max_pool1d")
+
+
+def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = False) -> Tensor:
+    """Max pooling of (N, C, H, W) or (C, H, W) to `output_size` (an int, a pair, None keeps a size)."""
+    return _adaptive_max_pool(input, output_size, return_indices, 2, "adaptive_max_pool2d")
+
+
+def _lp_pool(x: Tensor, norm_type: float, kernel_size: Any, stride: Any, ceil_mode: bool, nd: int,
+             name: str) -> Tensor:
+    """(sum of x^p over each window)^(1/p), as PyTorch computes it: an average pool of x^p times the window's
+    size, its sign kept."""
+    k = _pair(kernel_size, nd, name)
+    mean = _avg_pool(_float(x) ** norm_type, k, stride, 0, ceil_mode, True, None, nd, name)
+    return (mean.sign() * mean.abs().relu() * math.prod(k)) ** (1.0 / norm_type)
+
+
+def lp_pool1d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None,
+              ceil_mode: bool = False) -> Tensor:
+    """The p-norm of each window over the last axis of (N, C, L) or (C, L)."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1, "lp_pool1d")
+
+
+def lp_pool2d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None,
+              ceil_mode: bool = False) -> Tensor:
+    """The p-norm of each window over the last two axes of (N, C, H, W) or (C, H, W)."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2, "lp_pool2d")
+
+
 # ---- normalization ------------------------------------------------------------------------------
 
 
@@ -480,6 +697,49 @@ def rms_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None,
     return out if weight is None else out * weight
 
 
+def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,
+                  weight: Tensor | None = None, bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalize each channel of each sample (N, C, ...) over its spatial axes, then scale and shift per
+    channel. With running statistics, their update (lazy, as batch_norm's) takes the batch's mean of the
+    instances' statistics; `use_input_stats=False` normalizes with the running ones."""
+    if input.ndim < 3:
+        raise ShapeError(f"instance_norm: expected at least 3 dimensions (N, C, ...), got shape {input.shape}")
+    c = input.shape[1]
+    bshape = (1, c) + (1,) * (input.ndim - 2)
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise ValueError("instance_norm: use_input_stats=False needs running_mean and running_var")
+        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    axes = tuple(range(2, input.ndim))
+    count = math.prod(input.shape[2:])
+    centered, mean, var = _statistics(input, axes)
+    if running_mean is not None and running_var is not None:
+        with no_grad():
+            m = Tensor(mean.node).reshape(input.shape[:2]).mean(0)
+            unbiased = Tensor(var.node).reshape(input.shape[:2]).mean(0) * (count / max(count - 1, 1))
+            running_mean.node = (running_mean * (1 - momentum) + m * momentum).cast(running_mean.dtype).node
+            running_var.node = (running_var * (1 - momentum) + unbiased * momentum).cast(running_var.dtype).node
+            realize_with_next(running_mean, running_var)
+    out = centered * (var + eps).rsqrt()
+    if weight is not None:
+        out = out * weight.reshape(bshape)
+    return (out if bias is None else out + bias.reshape(bshape)).cast(_norm_dtype(input, weight, bias))
+
+
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                        k: float = 1.0) -> Tensor:
+    """x / (k + alpha * mean(x^2 over `size` neighbouring channels, zeros past the ends))^beta, the
+    channels being axis 1 of (N, C, ...)."""
+    if input.ndim < 3:
+        raise ShapeError(f"local_response_norm: expected at least 3 dimensions (N, C, ...), got shape "
+                         f"{input.shape}")
+    x = _float(input)
+    square = (x * x).pad([(0, 0), (size // 2, (size - 1) // 2)] + [(0, 0)] * (x.ndim - 2))
+    div = square.unfold(1, size, 1).mean(-1)
+    return x / (div * alpha + k) ** beta
+
+
 # ---- embedding, dropout -------------------------------------------------------------------------
 
 
@@ -515,6 +775,51 @@ def embedding(indices: Tensor, weight: Tensor, padding_idx: int | None = None) -
     return rows._checked(bad, f"embedding: an index is outside [0, {vocab}) (a table of {vocab} rows)")
 
 
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, max_norm: float | None = None,
+                  norm_type: float = 2, scale_grad_by_freq: bool = False, mode: str = "mean",
+                  sparse: bool = False, per_sample_weights: Tensor | None = None,
+                  include_last_offset: bool = False, padding_idx: int | None = None) -> Tensor:
+    """The sum, mean or max of the rows of `weight` in each bag: the rows of a 2-d `input`, or the runs of a
+    1-d `input` that `offsets` start (an empty bag gives zeros). Rows at `padding_idx` are left out;
+    `per_sample_weights` scale the rows (mode 'sum')."""
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"embedding_bag: mode must be 'sum', 'mean' or 'max', got {mode!r}")
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding_bag: max_norm, scale_grad_by_freq and sparse are not supported")
+    if per_sample_weights is not None and mode != "sum":
+        raise ValueError("embedding_bag: per_sample_weights needs mode='sum'")
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError("embedding_bag: offsets must be None for a 2-d input")
+        bags = input.shape[0]
+        bag_of = arange(bags, device=input.device).reshape(bags, 1).broadcast_to(input.shape).reshape(-1)
+        input = input.reshape(-1)
+        per_sample_weights = None if per_sample_weights is None else per_sample_weights.reshape(-1)
+    elif input.ndim == 1 and offsets is not None and offsets.ndim == 1:
+        starts = offsets[:-1] if include_last_offset else offsets
+        bags = starts.shape[0]
+        # the bag of each position: how many bags start at or before it, less one
+        bag_of = (arange(input.shape[0], device=input.device).reshape(-1, 1) >= starts.reshape(1, -1)).cast(
+            dtypes.int64).sum(1) - 1
+    else:
+        raise ShapeError(f"embedding_bag: expects a 2-d input, or a 1-d input with 1-d offsets; got shapes "
+                         f"{input.shape} and {None if offsets is None else offsets.shape}")
+    rows = embedding(input, weight)
+    used = (input != padding_idx) if padding_idx is not None else None
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.reshape(-1, 1)
+    member = bag_of.reshape(1, -1) == arange(bags, device=input.device).reshape(-1, 1)   # (bags, positions)
+    if used is not None:
+        member = member & used.reshape(1, -1)
+    if mode == "max":
+        low = where(member.unsqueeze(-1), rows.unsqueeze(0), -math.inf).max(1)
+        return where(member.any(1, keepdims=True), low, 0.0).cast(weight.dtype)
+    total = member.cast(weight.dtype) @ rows
+    if mode == "sum":
+        return total
+    return total / member.cast(weight.dtype).sum(1, keepdims=True).maximum(1)
+
+
 def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zero each element with probability p and scale the rest by 1 / (1 - p). The mask is drawn inside
     the kernel that applies it (counter-based random numbers), so a forward pass spends no memory on it.
@@ -536,7 +841,80 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = Fa
     return custom_vjp((x,), lambda: where(keep, x * scale, 0.0), backward)
 
 
+def _feature_dropout(x: Tensor, p: float, training: bool, nd: int, name: str) -> Tensor:
+    """Whole channels zeroed with probability p, the rest scaled by 1 / (1 - p): one draw per (sample,
+    channel) of (N, C, *nd axes), or per channel of an unbatched (C, *nd axes)."""
+    if not 0 <= p <= 1:
+        raise ValueError(f"{name}: p must be in [0, 1], got {p}")
+    if x.ndim not in (nd + 1, nd + 2):
+        raise ShapeError(f"{name}: expected a {nd + 1}-d or {nd + 2}-d input, got shape {x.shape}")
+    if not training or p == 0:
+        return x
+    if p == 1:
+        return x * 0.0
+    lead = x.ndim - nd
+    keep = rand(x.shape[:lead] + (1,) * nd, dtype=x.dtype if x.dtype.is_float else None, device=x.device) >= p
+    return where(keep, x * (1.0 / (1.0 - p)), 0.0)
+
+
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Channel dropout of (N, C, L) or (C, L)."""
+    return _feature_dropout(input, p, training, 1, "dropout1d")
+
+
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Channel dropout of (N, C, H, W) or (C, H, W)."""
+    return _feature_dropout(input, p, training, 2, "dropout2d")
+
+
+def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Channel dropout of (N, C, D, H, W) or (C, D, H, W)."""
+    return _feature_dropout(input, p, training, 3, "dropout3d")
+
+
+def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
+    """SELU's dropout: each element set with probability p to SELU's negative saturation, then an affine map
+    that keeps a zero mean and unit variance (PyTorch's constants)."""
+    if not 0 <= p <= 1:
+        raise ValueError(f"alpha_dropout: p must be in [0, 1], got {p}")
+    if not training or p == 0:
+        return input
+    if p == 1:
+        return input * 0.0
+    alpha = _SELU_ALPHA * _SELU_SCALE
+    a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
+    keep = rand(input.shape, dtype=input.dtype if input.dtype.is_float else None, device=input.device) >= p
+    return where(keep, input * a, 0.0) + where(keep, alpha * a * p, alpha * a * p - alpha * a)
+
+
+def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1) -> Tensor:
+    """softmax((logits + g) / tau) for Gumbel noise g; with `hard`, the one-hot of its maximum, whose gradient
+    is the soft sample's (the straight-through estimator)."""
+    x = _float(logits)
+    uniform = rand(x.shape, dtype=x.dtype, device=x.device)
+    gumbels = -(-(1 - uniform).log()).log()  # -log of an exponential sample: 1 - u is in (0, 1]
+    soft = ((x + gumbels) / tau).softmax(dim)
+    if not hard:
+        return soft
+    axis = dim % x.ndim if x.ndim else 0
+    positions = arange(x.shape[axis] if x.ndim else 1, device=x.device).reshape((-1,) + (1,) * (x.ndim - axis - 1))
+    one_hot_max = (soft.argmax(axis, keepdims=True) == positions).cast(x.dtype) if x.ndim else soft * 0 + 1
+    return one_hot_max - soft.detach() + soft
+
+
 # ---- losses ------------------------------------------------------------------------------------
+
+
+def _legacy_reduction(size_average: bool | None, reduce: bool | None, reduction: str) -> str:
+    """PyTorch's deprecated `size_average` and `reduce` as the `reduction` they stand for (either given
+    overrides `reduction`, as PyTorch's): not reduced where reduce is False, else summed where size_average is
+    False, else the mean."""
+    if size_average is None and reduce is None:
+        return reduction
+    if reduce is False:
+        return "none"
+    return "sum" if size_average is False else "mean"
 
 
 def _reduce_loss(loss: Tensor, reduction: str, name: str) -> Tensor:
@@ -556,6 +934,152 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
 
 def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     return _reduce_loss((input - target).abs(), reduction, "l1_loss")
+
+
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0) -> Tensor:
+    """0.5 d^2 where d = |input - target| < delta, delta (d - 0.5 delta) elsewhere."""
+    d = (input - target).abs()
+    return _reduce_loss(where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta), reduction, "huber_loss")
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
+                   reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    """0.5 d^2 / beta where d = |input - target| < beta, d - 0.5 beta elsewhere (l1_loss at beta 0)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if beta < 0:
+        raise ValueError(f"smooth_l1_loss: beta must be at least 0, got {beta}")
+    d = (input - target).abs()
+    loss = d if beta == 0 else where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta)
+    return _reduce_loss(loss, reduction, "smooth_l1_loss")
+
+
+def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None, reduction: str = "mean",
+           log_target: bool = False) -> Tensor:
+    """target (log target - input) for log-probabilities `input` (0 where target is 0); 'batchmean' divides
+    the sum by the batch size (axis 0), the mathematically right mean."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        loss = target.xlogy(target) - target * input
+    if reduction == "batchmean":
+        return loss.sum() / (input.shape[0] if input.ndim else 1)
+    return _reduce_loss(loss, reduction, "kl_div")
+
+
+def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
+                     size_average: bool | None = None, eps: float = 1e-8, reduce: bool | None = None,
+                     reduction: str = "mean") -> Tensor:
+    """exp(input) - target input (or input - target log(input + eps) for rates), with Stirling's term of
+    log(target!) for targets above 1 when `full`."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
+    if full:
+        t = _float(target)
+        safe = where(t > 1, t, 1.0)
+        loss = loss + where(t > 1, safe * safe.log() - safe + (safe * (2 * math.pi)).log() * 0.5, 0.0)
+    return _reduce_loss(loss, reduction, "poisson_nll_loss")
+
+
+def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: bool = False, eps: float = 1e-6,
+                      reduction: str = "mean") -> Tensor:
+    """0.5 (log var + (input - target)^2 / var) (+ 0.5 log 2 pi when `full`); var is clamped to eps, the
+    clamp passing the gradient through as PyTorch's (which clamps outside autograd). var has input's shape, or
+    one axis fewer (the last), or a last axis of 1."""
+    if not isinstance(var, Tensor):
+        if var < 0:
+            raise ValueError("gaussian_nll_loss: var has a negative entry")
+        var = input._const(var, input.dtype, input.device)
+    elif var.shape != input.shape and var.ndim == input.ndim - 1 and var.shape == input.shape[:-1]:
+        var = var.unsqueeze(-1)
+    elif var.shape != input.shape and not (var.ndim == input.ndim and var.shape[:-1] == input.shape[:-1]
+                                           and var.shape[-1] == 1):
+        raise ShapeError(f"gaussian_nll_loss: var of shape {var.shape} for an input of shape {input.shape}")
+    clamped = var + (var.maximum(eps) - var).detach()
+    diff = input - target
+    loss = (clamped.log() + diff * diff / clamped) * 0.5
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce_loss(loss, reduction, "gaussian_nll_loss")
+
+
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, size_average: bool | None = None,
+                         reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    """input where target is 1, max(0, margin - input) where it is -1 (both terms for other targets, as
+    PyTorch's)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    loss = where(target != 1, (margin - input).relu(), 0.0) + where(target != -1, input, 0.0)
+    return _reduce_loss(loss, reduction, "hinge_embedding_loss")
+
+
+def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
+                        size_average: bool | None = None, reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    """max(0, -target (input1 - input2) + margin)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _reduce_loss((-target * (input1 - input2) + margin).relu(), reduction, "margin_ranking_loss")
+
+
+def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
+                     reduction: str = "mean") -> Tensor:
+    """log(1 + exp(-target input))."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _reduce_loss((-target * input).exp().log1p(), reduction, "soft_margin_loss")
+
+
+def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                size_average: bool | None = None, reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    """The binary cross-entropy of each class's logit, averaged over the classes (axis 1) of (N, C)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    loss = loss.mean(-1) if input.ndim else loss
+    return _reduce_loss(loss, reduction, "multilabel_soft_margin_loss")
+
+
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
+                          size_average: bool | None = None, reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    """1 - cos(x1, x2) where target is 1, max(0, cos(x1, x2) - margin) where it is -1 (PyTorch's cosine, with
+    1e-12 added to each squared norm)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    dim = 1 if input1.ndim == 2 else 0
+    dot = (input1 * input2).sum(dim)
+    cos = dot / (((input1 * input1).sum(dim) + 1e-12) * ((input2 * input2).sum(dim) + 1e-12)).sqrt()
+    loss = where(target == 1, 1 - cos, 0.0) + where(target == -1, (cos - margin).relu(), 0.0)
+    return _reduce_loss(loss, reduction, "cosine_embedding_loss")
+
+
+def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2,
+                        eps: float = 1e-6, swap: bool = False, size_average: bool | None = None, reduce: bool | None = None,
+                        reduction: str = "mean") -> Tensor:
+    """max(0, margin + d(anchor, positive) - d(anchor, negative)) with `pairwise_distance` d; with `swap`,
+    the negative's distance is the smaller of d(anchor, negative) and d(positive, negative)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = d_neg.minimum(pairwise_distance(positive, negative, p, eps))
+    return _reduce_loss((d_pos - d_neg + margin).relu(), reduction, "triplet_margin_loss")
+
+
+def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0, weight: Tensor | None = None,
+                      size_average: bool | None = None, reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    """The mean over classes i != y of max(0, margin - x[y] + x[i])^p (times weight[y]), for (N, C) or (C,)
+    scores and class targets y."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if p not in (1, 2):
+        raise ValueError(f"multi_margin_loss: only p = 1 and p = 2 are supported, got {p}")
+    x = input if input.ndim == 2 else input.reshape(1, -1)
+    y = target.reshape(-1)
+    c = x.shape[1]
+    hit = _class_mask(y, c, (1, c))
+    picked = where(hit, x, 0.0).sum(1, keepdims=True)
+    terms = where(hit, 0.0, (x - picked + margin).relu())
+    terms = terms * terms if p == 2 else terms
+    if weight is not None:
+        terms = terms * where(hit, weight.reshape(1, c), 0.0).sum(1, keepdims=True)
+    loss = terms.sum(1) / c
+    return _reduce_loss(loss if input.ndim == 2 else loss.reshape(target.shape), reduction, "multi_margin_loss")
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -661,51 +1185,97 @@ __all__ = [
     "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
     "adaptive_avg_pool3d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool2d",
+    "alpha_dropout",
     "avg_pool1d",
     "avg_pool2d",
     "avg_pool3d",
     "batch_norm",
+    "bilinear",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
+    "celu",
+    "channel_shuffle",
     "conv1d",
     "conv2d",
     "conv3d",
     "conv_transpose1d",
     "conv_transpose2d",
     "conv_transpose3d",
+    "cosine_embedding_loss",
+    "cosine_similarity",
     "cross_entropy",
     "dropout",
+    "dropout1d",
+    "dropout2d",
+    "dropout3d",
     "elu",
     "embedding",
+    "embedding_bag",
     "fold",
+    "gaussian_nll_loss",
     "gelu",
+    "glu",
     "group_norm",
+    "gumbel_softmax",
+    "hardshrink",
+    "hardsigmoid",
+    "hardswish",
+    "hardtanh",
+    "hinge_embedding_loss",
+    "huber_loss",
+    "instance_norm",
     "interpolate",
+    "kl_div",
     "l1_loss",
     "layer_norm",
     "leaky_relu",
     "linear",
+    "local_response_norm",
     "log_softmax",
+    "logsigmoid",
+    "lp_pool1d",
+    "lp_pool2d",
+    "margin_ranking_loss",
     "max_pool1d",
     "max_pool2d",
     "max_pool3d",
     "max_unpool1d",
     "max_unpool2d",
     "max_unpool3d",
+    "mish",
     "mse_loss",
+    "multi_margin_loss",
+    "multilabel_soft_margin_loss",
     "nll_loss",
+    "normalize",
     "one_hot",
     "pad",
+    "pairwise_distance",
+    "pdist",
     "pixel_shuffle",
     "pixel_unshuffle",
+    "poisson_nll_loss",
+    "prelu",
     "relu",
     "relu6",
     "rms_norm",
+    "rrelu",
     "scaled_dot_product_attention",
+    "selu",
     "sigmoid",
     "silu",
+    "smooth_l1_loss",
+    "soft_margin_loss",
     "softmax",
+    "softmin",
     "softplus",
+    "softshrink",
+    "softsign",
     "tanh",
+    "tanhshrink",
+    "threshold",
+    "triplet_margin_loss",
     "unfold",
 ]

@@ -11,7 +11,6 @@ from ..autograd import RemovableHandle, is_grad_enabled, joint, no_grad
 from ..creation import arange, asarray, full, zeros
 from ..errors import ShapeError
 from ..helpers import KnownUserLine, user_line
-from ..movement import normalize_axis
 from ..tensor import Tensor, where
 from . import functional as F
 from . import init
@@ -1123,18 +1122,6 @@ class Flatten(Module):
         return x.flatten(self.start_dim, self.end_dim)
 
 
-class Unflatten(Module):
-    """Axis `dim` split into `unflattened_size` (one size may be -1), PyTorch's `nn.Unflatten`."""
-
-    def __init__(self, dim: int, unflattened_size: Sequence[int]):
-        super().__init__()
-        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
-
-    def forward(self, x: Tensor) -> Tensor:
-        d = normalize_axis(self.dim, x.ndim, "Unflatten")
-        return x.reshape(*x.shape[:d], *self.unflattened_size, *x.shape[d + 1:])
-
-
 class MultiheadAttention(Module):
     """PyTorch's `nn.MultiheadAttention`: the parameters of the same names and initialization
     (`in_proj_weight` (3E, E) when kdim == vdim == E, else `q_proj_weight`, `k_proj_weight`, `v_proj_weight`;
@@ -1393,3 +1380,430 @@ class PixelUnshuffle(Module):
 
     def extra_repr(self) -> str:
         return f"downscale_factor={self.downscale_factor}"
+
+
+# ---- modules that apply one function of `nn.functional` with the options they were made with --------------
+
+
+class _Applies(Module):
+    """Applies `F.<_function>` to its inputs with the attributes named in `_options` as keywords."""
+    _function: str = ""
+    _options: tuple[str, ...] = ()
+
+    def forward(self, *inputs: Tensor) -> Tensor:
+        return getattr(F, self._function)(*inputs, **{k: getattr(self, k) for k in self._options})
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{k}={getattr(self, k)}" for k in self._options)
+
+
+class ReLU6(_Applies):
+    _function = "relu6"
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+
+
+class ELU(_Applies):
+    _function, _options = "elu", ("alpha",)
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__()
+        self.alpha = alpha
+
+
+class CELU(ELU):
+    _function = "celu"
+
+
+class SELU(ReLU6):
+    _function = "selu"
+
+
+class Hardswish(ReLU6):
+    _function = "hardswish"
+
+
+class Hardsigmoid(ReLU6):
+    _function = "hardsigmoid"
+
+
+class Mish(ReLU6):
+    _function = "mish"
+
+
+class Tanhshrink(_Applies):
+    _function = "tanhshrink"
+
+
+class Softsign(_Applies):
+    _function = "softsign"
+
+
+class LogSigmoid(_Applies):
+    _function = "logsigmoid"
+
+
+class Hardtanh(_Applies):
+    _function, _options = "hardtanh", ("min_val", "max_val")
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+        super().__init__()
+        self.min_val, self.max_val = min_val, max_val
+
+
+class Hardshrink(_Applies):
+    _function, _options = "hardshrink", ("lambd",)
+
+    def __init__(self, lambd: float = 0.5):
+        super().__init__()
+        self.lambd = lambd
+
+
+class Softshrink(Hardshrink):
+    _function = "softshrink"
+
+
+class Softplus(_Applies):
+    _function, _options = "softplus", ("beta", "threshold")
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0):
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+
+class Threshold(_Applies):
+    _function, _options = "threshold", ("threshold", "value")
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False):
+        super().__init__()
+        self.threshold, self.value = threshold, value
+
+
+class GLU(_Applies):
+    _function, _options = "glu", ("dim",)
+
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        self.dim = dim
+
+
+class Softmin(GLU):
+    _function = "softmin"
+
+    def __init__(self, dim: int = -1):
+        super().__init__(dim)
+
+
+class RReLU(_Applies):
+    """leaky_relu with random slopes in [lower, upper] when training, their mean in evaluation."""
+    _function, _options = "rrelu", ("lower", "upper", "training")
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False):
+        super().__init__()
+        self.lower, self.upper = lower, upper
+
+
+class PReLU(Module):
+    """leaky_relu with learnt slopes: one, or one per channel (`num_parameters`), starting at `init`."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, dtype: Any = None):
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.weight = _filled((num_parameters,), init, dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.prelu(x, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
+
+
+class CosineSimilarity(_Applies):
+    _function, _options = "cosine_similarity", ("dim", "eps")
+
+    def __init__(self, dim: int = 1, eps: float = 1e-8):
+        super().__init__()
+        self.dim, self.eps = dim, eps
+
+
+class PairwiseDistance(_Applies):
+    _function, _options = "pairwise_distance", ("p", "eps", "keepdim")
+
+    def __init__(self, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
+        super().__init__()
+        self.p, self.eps, self.keepdim = p, eps, keepdim
+
+
+class ChannelShuffle(_Applies):
+    _function, _options = "channel_shuffle", ("groups",)
+
+    def __init__(self, groups: int):
+        super().__init__()
+        self.groups = groups
+
+
+class Unflatten(Module):
+    """Axis `dim` unflattened into `unflattened_size`."""
+
+    def __init__(self, dim: int, unflattened_size: Sequence[int]):
+        super().__init__()
+        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x.unflatten(self.dim, self.unflattened_size)
+
+
+class _DropoutNd(_Applies):
+    _options = ("p", "training")
+
+    def __init__(self, p: float = 0.5, inplace: bool = False):
+        super().__init__()
+        if not 0 <= p <= 1:
+            raise ValueError(f"{type(self).__name__}: p must be in [0, 1], got {p}")
+        self.p = p
+
+
+class Dropout1d(_DropoutNd):
+    _function = "dropout1d"
+
+
+class Dropout2d(_DropoutNd):
+    _function = "dropout2d"
+
+
+class Dropout3d(_DropoutNd):
+    _function = "dropout3d"
+
+
+class AlphaDropout(_DropoutNd):
+    _function = "alpha_dropout"
+
+
+class _AdaptiveMaxPoolNd(_Applies):
+    _options = ("output_size", "return_indices")
+
+    def __init__(self, output_size: Any, return_indices: bool = False):
+        super().__init__()
+        self.output_size, self.return_indices = output_size, return_indices
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    _function = "adaptive_max_pool1d"
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    _function = "adaptive_max_pool2d"
+
+
+class _LPPoolNd(_Applies):
+    _options = ("norm_type", "kernel_size", "stride", "ceil_mode")
+
+    def __init__(self, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False):
+        super().__init__()
+        self.norm_type, self.kernel_size, self.stride, self.ceil_mode = norm_type, kernel_size, stride, ceil_mode
+
+
+class LPPool1d(_LPPoolNd):
+    _function = "lp_pool1d"
+
+
+class LPPool2d(_LPPoolNd):
+    _function = "lp_pool2d"
+
+
+class LocalResponseNorm(_Applies):
+    _function, _options = "local_response_norm", ("size", "alpha", "beta", "k")
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+
+class _InstanceNorm(_BatchNorm):
+    """Instance normalization (`F.instance_norm`): PyTorch's defaults differ from batch norm's, no affine
+    parameters and no running statistics."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = False,
+                 track_running_stats: bool = False, dtype: Any = None):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype)
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.ndim not in self._expected_ndim:
+            raise ShapeError(f"{type(self).__name__}: expected a {' or '.join(map(str, self._expected_ndim))}-d "
+                             f"input, got shape {x.shape}")
+        batched = x if x.ndim == self._expected_ndim[-1] else x.unsqueeze(0)
+        out = F.instance_norm(batched, self.running_mean, self.running_var, self.weight, self.bias,
+                              use_input_stats=self.training or self.running_mean is None,
+                              momentum=self.momentum, eps=self.eps)
+        return out if x.ndim == self._expected_ndim[-1] else out.squeeze(0)
+
+
+class InstanceNorm1d(_InstanceNorm):
+    _expected_ndim = (2, 3)
+
+
+class InstanceNorm2d(_InstanceNorm):
+    _expected_ndim = (3, 4)
+
+
+class InstanceNorm3d(_InstanceNorm):
+    _expected_ndim = (4, 5)
+
+
+class Bilinear(Module):
+    """y = x1^T W x2 + b, W of shape (out_features, in1_features, in2_features), initialized as PyTorch's:
+    U(-1/sqrt(in1_features), 1/sqrt(in1_features)) for W and b."""
+
+    def __init__(self, in1_features: int, in2_features: int, out_features: int, bias: bool = True,
+                 dtype: Any = None):
+        super().__init__()
+        self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
+        dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+        bound = 1 / math.sqrt(in1_features)
+        self.weight = _parameter((out_features, in1_features, in2_features), dt)
+        init.uniform_(self.weight, -bound, bound)
+        if bias:
+            self.bias = _parameter((out_features,), dt)
+            init.uniform_(self.bias, -bound, bound)
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, input1: Tensor, input2: Tensor) -> Tensor:
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+class EmbeddingBag(Embedding):
+    """A lookup table whose bags of rows are summed, averaged or maxed (`F.embedding_bag`)."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, mode: str = "mean", include_last_offset: bool = False,
+                 padding_idx: int | None = None, dtype: Any = None):
+        super().__init__(num_embeddings, embedding_dim, padding_idx, dtype)
+        self.mode, self.include_last_offset = mode, include_last_offset
+
+    def forward(self, input: Tensor, offsets: Tensor | None = None,
+                per_sample_weights: Tensor | None = None) -> Tensor:
+        return F.embedding_bag(input, self.weight, offsets, mode=self.mode, per_sample_weights=per_sample_weights,
+                               include_last_offset=self.include_last_offset, padding_idx=self.padding_idx)
+
+
+# ---- losses that apply one function of `nn.functional` ---------------------------------------------------
+
+
+class _Loss(_Applies):
+    """A loss module; `size_average` and `reduce`, where PyTorch's signature keeps them, are its deprecated
+    spellings of `reduction`, read as PyTorch reads them."""
+    _options = ("reduction",)
+
+    def __init__(self, reduction: str = "mean"):
+        super().__init__()
+        self.reduction = reduction
+
+
+class BCELoss(_Loss):
+    _function, _options = "binary_cross_entropy", ("weight", "reduction")
+
+    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None, reduce: bool | None = None,
+                 reduction: str = "mean"):
+        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+        self.weight = weight
+
+
+class HuberLoss(_Loss):
+    _function, _options = "huber_loss", ("reduction", "delta")
+
+    def __init__(self, reduction: str = "mean", delta: float = 1.0):
+        super().__init__(reduction)
+        self.delta = delta
+
+
+class SmoothL1Loss(_Loss):
+    _function, _options = "smooth_l1_loss", ("reduction", "beta")
+
+    def __init__(self, size_average: bool | None = None, reduce: bool | None = None, reduction: str = "mean", beta: float = 1.0):
+        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+        self.beta = beta
+
+
+class KLDivLoss(_Loss):
+    _function, _options = "kl_div", ("reduction", "log_target")
+
+    def __init__(self, size_average: bool | None = None, reduce: bool | None = None, reduction: str = "mean",
+                 log_target: bool = False):
+        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+        self.log_target = log_target
+
+
+class PoissonNLLLoss(_Loss):
+    _function, _options = "poisson_nll_loss", ("log_input", "full", "eps", "reduction")
+
+    def __init__(self, log_input: bool = True, full: bool = False, size_average: bool | None = None, eps: float = 1e-8,
+                 reduce: bool | None = None, reduction: str = "mean"):
+        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+        self.log_input, self.full, self.eps = log_input, full, eps
+
+
+class GaussianNLLLoss(_Loss):
+    _function, _options = "gaussian_nll_loss", ("full", "eps", "reduction")
+
+    def __init__(self, *, full: bool = False, eps: float = 1e-6, reduction: str = "mean"):
+        super().__init__(reduction)
+        self.full, self.eps = full, eps
+
+
+class SoftMarginLoss(_Loss):
+    _function = "soft_margin_loss"
+
+    def __init__(self, size_average: bool | None = None, reduce: bool | None = None, reduction: str = "mean"):
+        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+
+
+class _MarginLoss(_Loss):
+    _options = ("margin", "reduction")
+
+    def __init__(self, margin: float = 0.0, size_average: bool | None = None, reduce: bool | None = None,
+                 reduction: str = "mean"):
+        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+        self.margin = margin
+
+
+class HingeEmbeddingLoss(_MarginLoss):
+    _function = "hinge_embedding_loss"
+
+    def __init__(self, margin: float = 1.0, size_average: bool | None = None, reduce: bool | None = None,
+                 reduction: str = "mean"):
+        super().__init__(margin, reduction=F._legacy_reduction(size_average, reduce, reduction))
+
+
+class MarginRankingLoss(_MarginLoss):
+    _function = "margin_ranking_loss"
+
+
+class CosineEmbeddingLoss(_MarginLoss):
+    _function = "cosine_embedding_loss"
+
+
+class MultiLabelSoftMarginLoss(BCELoss):
+    _function = "multilabel_soft_margin_loss"
+
+
+class TripletMarginLoss(_Loss):
+    _function, _options = "triplet_margin_loss", ("margin", "p", "eps", "swap", "reduction")
+
+    def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6, swap: bool = False,
+                 size_average: bool | None = None, reduce: bool | None = None, reduction: str = "mean"):
+        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+        self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
+
+
+class MultiMarginLoss(_Loss):
+    _function, _options = "multi_margin_loss", ("p", "margin", "weight", "reduction")
+
+    def __init__(self, p: int = 1, margin: float = 1.0, weight: Tensor | None = None, size_average: bool | None = None,
+                 reduce: bool | None = None, reduction: str = "mean"):
+        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+        self.p, self.margin, self.weight = p, margin, weight
