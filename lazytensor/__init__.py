@@ -134,8 +134,8 @@ from .nanfunctions import (
 from .numeric import convolve, correlate, ediff1d, gradient, polyval, ravel_multi_index, trapezoid, unravel_index
 from .products import inner, kron, trace, vdot
 from .profiling import Profile, profile
-from .pytorch_methods import add_in_place_methods
-from .random import manual_seed, rand, rand_like, randint, randn, randn_like, randperm
+from .pytorch_methods import add_pytorch_methods
+from .random import manual_seed, normal, rand, rand_like, randint, randint_like, randn, randn_like, randperm
 from .realize import Stats, reset_stats, stats
 from .realize import realizing as _realizing
 from .schedule import Schedule
@@ -194,7 +194,7 @@ from .ufuncs import (
 )
 from .vmap import vmap
 
-add_in_place_methods(Tensor)  # after every module has added its methods
+add_pytorch_methods(Tensor)  # after every module has added its methods
 
 bool = bool_
 float = float32
@@ -421,6 +421,31 @@ logdet = _function(Tensor.logdet)
 pinverse = _function(Tensor.pinverse)
 
 
+# PyTorch's names of functions lazytensor has under NumPy's or the array API's
+mul = multiply
+div = divide
+neg = negative
+eq, ne, gt, ge, lt, le = equal, not_equal, greater, greater_equal, less, less_equal
+as_tensor = asarray
+broadcast_tensors = broadcast_arrays
+tensor_split = _function(Tensor.tensor_split)
+t = _function(Tensor.t)
+clone = _function(Tensor.clone)
+chunk = _function(Tensor.chunk)
+numel = _function(Tensor.numel)
+norm = _function(Tensor.norm)
+
+
+def is_tensor(obj: Any) -> bool:
+    """Whether `obj` is a Tensor (PyTorch's `is_tensor`)."""
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(x: Tensor) -> bool:
+    """Whether x's dtype is a floating-point one (PyTorch's)."""
+    return x.dtype.is_float
+
+
 def inference_mode(mode: bool = True) -> Any:
     """PyTorch's name for `no_grad` (a context manager and a decorator): no autograd records while it holds."""
     return set_grad_enabled(not mode)
@@ -449,21 +474,27 @@ __all__ = [
     "Stats",
     "Tensor",
     "arange",
+    "as_tensor",
     "asarray",
     "bfloat16",
     "bool_",
     "broadcast_shapes",
+    "broadcast_tensors",
     "cat",
+    "chunk",
     "clear_cache",
+    "clone",
     "concat",
     "default_float",
     "default_int",
     "devices",
+    "div",
     "draw",
     "dump_to",
     "empty",
     "empty_cache",
     "empty_like",
+    "eq",
     "explain",
     "export",
     "eye",
@@ -474,17 +505,30 @@ __all__ = [
     "from_numpy",
     "full",
     "full_like",
+    "ge",
+    "gt",
     "half",
     "int8",
     "int16",
     "int32",
     "int64",
+    "is_floating_point",
+    "is_tensor",
+    "le",
     "linspace",
     "load",
+    "lt",
+    "mul",
+    "ne",
+    "neg",
+    "norm",
+    "normal",
+    "numel",
     "ones",
     "ones_like",
     "profile",
     "promote",
+    "randint_like",
     "realize",
     "reset_stats",
     "save",
@@ -494,7 +538,9 @@ __all__ = [
     "stack",
     "stats",
     "synchronize",
+    "t",
     "tensor",
+    "tensor_split",
     "uint8",
     "uint16",
     "uint32",

@@ -627,8 +627,31 @@ def _in_place(name: str) -> Callable[..., Tensor]:
     return method
 
 
-def add_in_place_methods(cls: type) -> None:
-    """Give `cls` (Tensor) the in-place twin of each method of `IN_PLACE_OF` it has and that has none yet."""
+# PyTorch's methods that are a lazytensor function of the same semantics with the tensor first (NumPy's
+# functions); PyTorch's keyword spellings are read as NumPy's (`KEYWORDS`)
+METHOD_OF = {name: name for name in ("fmod", "fmax", "fmin", "ldexp", "heaviside", "deg2rad", "rad2deg", "sinc",
+                                     "logaddexp2", "float_power", "isneginf", "isposinf", "nansum", "nanmean",
+                                     "nanquantile", "quantile", "rot90", "fliplr", "flipud", "hsplit", "vsplit",
+                                     "dsplit", "trace", "kron", "inner", "corrcoef", "bincount")}
+METHOD_OF["tensor_split"] = "array_split"
+KEYWORDS = {"dim": "axis", "keepdim": "keepdims", "dims": "axes", "interpolation": "method"}
+
+
+def _method_of(function: str, name: str) -> Callable[..., Any]:
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Any:
+        import lazytensor
+        return getattr(lazytensor, function)(self, *args, **{KEYWORDS.get(k, k): v for k, v in kwargs.items()})
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"PyTorch's `{name}`: `lt.{function}(self, ...)`, with `dim=`/`keepdim=` read as `axis=`/`keepdims=`."
+    return method
+
+
+def add_pytorch_methods(cls: type) -> None:
+    """Give `cls` (Tensor) the methods of `METHOD_OF` and the in-place twin of each method of `IN_PLACE_OF` it
+    has, where it has none of that name yet."""
+    for name, function in METHOD_OF.items():
+        if not hasattr(cls, name):
+            setattr(cls, name, _method_of(function, name))
     for name in IN_PLACE_OF:
         if hasattr(cls, name) and not hasattr(cls, f"{name}_"):
             setattr(cls, f"{name}_", _in_place(name))

@@ -672,3 +672,26 @@ def test_method_edge_cases():
         lt.ones(2).divide(2, rounding_mode="round")
     with pytest.raises(lt.DTypeError, match="frac"):
         lt.ones(2, dtype=lt.int32).frac()
+
+
+def test_pytorchs_names_of_functions_and_methods_that_call_numpys():
+    a = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, -6.0]], np.float32)
+    x, t = lt.asarray(a), torch.tensor(a)
+    for name in ("mul", "div", "eq", "ne", "gt", "ge", "lt", "le"):
+        check(getattr(lt, name)(x, 2.0), getattr(torch, name)(t, 2.0).numpy())
+    check(lt.neg(x), torch.neg(t).numpy())
+    check(lt.t(x), torch.t(t).numpy())
+    check(lt.norm(lt.nan_to_num(x)), torch.norm(torch.nan_to_num(t)).numpy())
+    assert lt.numel(x) == torch.numel(t) and lt.is_tensor(x) and not lt.is_tensor(a) and lt.is_floating_point(x)
+    check(lt.tensor_split(x, 2, dim=1)[1], torch.tensor_split(t, 2, dim=1)[1].numpy())
+    check(lt.chunk(x, 2, dim=0)[1], torch.chunk(t, 2, dim=0)[1].numpy())
+    check(lt.broadcast_tensors(x, x[:1])[1], torch.broadcast_tensors(t, t[:1])[1].numpy())
+    check(x.nansum(dim=1), t.nansum(dim=1).numpy())
+    check(x.nanmean(dim=0, keepdim=True), t.nanmean(dim=0, keepdim=True).numpy())
+    f = lt.nan_to_num(x)
+    check(f.quantile(0.25, dim=1, interpolation="lower"), torch.nan_to_num(t).quantile(0.25, dim=1, interpolation="lower").numpy())
+    check(f.fmod(2.5), torch.nan_to_num(t).fmod(2.5).numpy())
+    check(f.rot90(1, dims=(0, 1)), torch.nan_to_num(t).rot90(1, dims=(0, 1)).numpy())
+    check(f.kron(f), torch.nan_to_num(t).kron(torch.nan_to_num(t)).numpy())
+    check(f[:, :2].trace(), torch.nan_to_num(t)[:, :2].trace().numpy())
+    check(f.tensor_split([1], dim=1)[1], torch.nan_to_num(t).tensor_split([1], dim=1)[1].numpy())
