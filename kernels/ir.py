@@ -45,6 +45,7 @@ import hashlib
 import math
 import weakref
 from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from enum import Enum
 from functools import cached_property
@@ -385,8 +386,10 @@ class Kernel:
 
     def sized_loops(self) -> tuple[Var, ...]:
         """The loops whose sizes `erased_text` leaves out: the outermost output loop unless a bound (a pad's, a
-        concatenation's) reads it, as a renderer may cut a loop at such bounds where its size is known; and
-        every reduction's loop, in the order of `values()`."""
+        concatenation's) reads it, as a renderer may cut a loop at such bounds where its size is known; every
+        reduction's loop, in the order of `values()`; and then each output loop that no bound reads of a size an
+        index reads (a `Stride`'s loop's, `kernels/symbolic.py`'s `symbolized`): the loops of a length t that is a
+        stride too."""
         return self._sized_loops
 
     def counts(self) -> dict[int, Count]:
@@ -416,8 +419,14 @@ class Kernel:
 
     @cached_property
     def _sized_loops(self) -> tuple[Var, ...]:
-        outer = [v for v in self.loops[:1] if v not in _bounded(self.values())]
-        return tuple(dict.fromkeys([*outer, *(r for v in self.values() if v.op is VOp.REDUCE for r in v.arg[1])]))
+        values = self.values()
+        bounded = _bounded(values)
+        named = set().union(*(e.strides() for v in values for e in v.exprs()), *(s.index.strides() for s in self.stores))
+        outer = [v for v in self.loops[:1] if v not in bounded]
+        reduced = [r for v in values if v.op is VOp.REDUCE for r in v.arg[1]]
+        strides = {v.size for v in (*self.loops, *reduced) if v.name in named}
+        strided = [v for v in self.loops if v.size in strides and v not in bounded]
+        return tuple(dict.fromkeys([*outer, *reduced, *strided]))
 
     @cached_property
     def _body_text(self) -> str:
@@ -919,6 +928,13 @@ def substitute(roots: list[Value], mapping: dict[Var, Expr], replace: dict[int, 
     return [new[id(r)] for r in roots]
 
 
+def rewritten(roots: list[Value], rewrite: Callable[[Expr], Expr]) -> list[Value]:
+    """`roots` rebuilt with every index expression they read (a load's, its bounds', an index's, a mask's) made
+    `rewrite(expression)`."""
+    new = _rebuilt(roots, rewrite, frozenset(), {}, {})
+    return [new[id(r)] for r in roots]
+
+
 def rebuilt(roots: list[Value], mapping: dict[Var, Expr], replace: dict[int, Value] | None = None,
             loops: dict[Var, Var] | None = None) -> dict[int, Value]:
     """Every value of `roots` (by id) rebuilt as `substitute` says.
@@ -928,7 +944,12 @@ def rebuilt(roots: list[Value], mapping: dict[Var, Expr], replace: dict[int, Val
     are renamed, each loop then running over its new variable's range (`mapping` gives the new variable's
     expression for them); loops renamed to one variable become that one loop (`kernels/loop_merge.py`).
     """
-    replace, loops = replace or {}, loops or {}
+    return _rebuilt(roots, lambda e: e.substitute(mapping), mapping.keys(), replace or {}, loops or {})
+
+
+def _rebuilt(roots: list[Value], rewrite: Callable[[Expr], Expr], mapped: AbstractSet[Var], replace: dict[int, Value],
+             loops: dict[Var, Var]) -> dict[int, Value]:
+    """`rebuilt`, each index expression made `rewrite(expression)`, the variables `mapped` being replaced."""
     new: dict[int, Value] = {}
     for v in toposort(roots, lambda n: () if id(n) in replace else n.srcs):
         if id(v) in replace:
@@ -937,20 +958,20 @@ def rebuilt(roots: list[Value], mapping: dict[Var, Expr], replace: dict[int, Val
         arg = v.arg
         if v.op is VOp.LOAD:
             buf, idx, bounds = arg
-            arg = (buf, idx.substitute(mapping), _substitute_bounds(bounds, mapping))
+            arg = (buf, rewrite(idx), _rewrite_bounds(bounds, rewrite))
         elif v.op is VOp.INDEX:
-            arg = arg.substitute(mapping)
+            arg = rewrite(arg)
         elif v.op is VOp.VALID:
-            arg = _substitute_bounds(arg, mapping)
-        elif v.op is VOp.REDUCE and mapping.keys() & set(arg[1]):
-            if not loops.keys() >= mapping.keys() & set(arg[1]):
+            arg = _rewrite_bounds(arg, rewrite)
+        elif v.op is VOp.REDUCE and (own := mapped & set(arg[1])):
+            if not loops.keys() >= own:
                 raise ValueError("cannot substitute a reduction's own loop variables")
             arg = (arg[0], tuple(dict.fromkeys(loops.get(r, r) for r in arg[1])))
         new[id(v)] = Value(v.op, v.dtype, tuple(new[id(s)] for s in v.srcs), arg)
     return new
 
 
-def _substitute_bounds(bounds: Bounds, mapping: dict[Var, Expr]) -> Bounds:
+def _rewrite_bounds(bounds: Bounds, rewrite: Callable[[Expr], Expr]) -> Bounds:
     # Not simplified: a backend tests only the sides an expression's range can cross, so a bound
     # that now always holds costs nothing, and one that never holds still reads as invalid.
-    return tuple(b._replace(expr=b.expr.substitute(mapping)) for b in bounds)
+    return tuple(b._replace(expr=rewrite(b.expr)) for b in bounds)
