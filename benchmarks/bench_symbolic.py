@@ -77,8 +77,8 @@ PROGRAMS: dict[str, Callable[[int, np.random.Generator], None]] = {
     "(x*2).sum(0), x of batch x 1000": lambda b, rng: (lt.asarray(rng.random((b, 1000), dtype=f32)) * 2).sum(0)
     .realize(),
     "x.mean(), x of batch x 1000": lambda b, rng: lt.asarray(rng.random((b, 1000), dtype=f32)).mean().realize(),
-    # the batch is the sequences' length: the attention's batched products and its softmax, whose indexes hold
-    # the length, still compile at each length
+    # the batch is the sequences' length: the attention's softmax, whose indexes hold it as strides, compiles once
+    # (`symbolic.symbolized`); its two batched products still compile at each length
     "GPT block forward (examples/gpt.py), 2 x batch x 64": gpt_block,
 }
 

@@ -39,7 +39,7 @@ from dataclasses import replace
 
 from .dtype import int64
 from .expr import UNBOUNDED, Div, Expr, Mod, Var
-from .ir import Alu, Contraction, Count, Kernel, Store, Value, VOp, alu, cast, const, param, rewritten, substitute
+from .ir import Alu, Contraction, Count, Kernel, Store, Value, alu, cast, const, param, rewritten, substitute
 
 # When a kernel compiled in this context runs generic: None, by the rule (from the second size of its
 # structure compiled; `LT_SYMBOLIC=0` turns that off), True from the first size, False never (each size
