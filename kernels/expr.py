@@ -218,7 +218,7 @@ class Expr:
         """This expression times the sizes of the loops named `by` (see `Stride`)."""
         if not by or self.is_const and self.const == 0:
             return self
-        return Expr.make(0, {Stride(self, by): 1})
+        return Expr.make(0, {Stride(self, tuple(sorted(by))): 1})
 
     def strides(self) -> set[str]:
         """The names of the loops whose sizes this expression reads (its `Stride`s')."""

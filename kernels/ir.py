@@ -52,7 +52,7 @@ from functools import cached_property
 from typing import Any, NamedTuple
 
 from .dtype import SHORT_NAMES, DType, bool_, int64
-from .expr import Bounds, Expr, Var, flat_index
+from .expr import Bounds, Expr, Var
 
 
 class Alu(Enum):
@@ -392,6 +392,17 @@ class Kernel:
         stride too."""
         return self._sized_loops
 
+    def strides(self) -> frozenset[str]:
+        """The names of the loops whose sizes the kernel's indexes read (their `Stride`s'; `kernels/symbolic.py`)."""
+        return self._strides
+
+    def equal_sizes(self) -> tuple[tuple[Var, ...], ...]:
+        """The sized loops (`sized_loops`) grouped by size, where the kernel's indexes read a loop's size (a
+        `Stride`'s): the erased text prints the groups, so the kernels of one erased text have the same loops of
+        one size (a row's loops and the reductions' over it), which code generic over them may rely on (a
+        softmax's exps handed from its sum to its output loop, `shared_rows`); none elsewhere."""
+        return self._equal_sizes
+
     def counts(self) -> dict[int, Count]:
         """The constants (by id) that equal the number of terms of one of the kernel's reductions, its loops' sizes
         multiplied (a mean's divisor), with that reduction's loops (the first such reduction's), or else the
@@ -418,10 +429,24 @@ class Kernel:
                 and 2 <= v.arg <= COUNT_MAX}
 
     @cached_property
+    def _strides(self) -> frozenset[str]:
+        return frozenset().union(*(e.strides() for v in self.values() for e in v.exprs()),
+                                 *(s.index.strides() for s in self.stores))
+
+    @cached_property
+    def _equal_sizes(self) -> tuple[tuple[Var, ...], ...]:
+        if not self.strides():
+            return ()
+        groups: dict[int, list[Var]] = {}
+        for v in self.sized_loops():
+            groups.setdefault(v.size, []).append(v)
+        return tuple(tuple(loops) for loops in groups.values())
+
+    @cached_property
     def _sized_loops(self) -> tuple[Var, ...]:
         values = self.values()
         bounded = _bounded(values)
-        named = set().union(*(e.strides() for v in values for e in v.exprs()), *(s.index.strides() for s in self.stores))
+        named = self.strides()
         outer = [v for v in self.loops[:1] if v not in bounded]
         reduced = [r for v in values if v.op is VOp.REDUCE for r in v.arg[1]]
         strides = {v.size for v in (*self.loops, *reduced) if v.name in named}
@@ -447,6 +472,8 @@ class Kernel:
         if self.extents:
             lines.insert(1, "  sizes " + ", ".join(f"{v.name} = p{len(self.params) - len(self.extents) + k}"
                                                      for k, v in enumerate(self.extents)))
+        if erased and (same := [loops for loops in self.equal_sizes() if len(loops) > 1]):
+            lines.insert(1, "  equal sizes " + "; ".join(" ".join(v.name for v in loops) for loops in same))
         for s in self.stores:
             if s.at is None:
                 lines.append(f"    b{s.buf}[{s.index}] = {names[id(s.value)]}")
@@ -905,7 +932,7 @@ def shared_rows(kernel: Kernel, cost: Callable[[Value], int]) -> list[SharedRow]
     def total_cost(v: Value) -> int:
         return sum(cost(u) for u in toposort([v], lambda n: [s for s in n.srcs if scopes[id(s)] == loops]))
 
-    row_major = flat_index(tuple(Expr.of(v) for v in loops), tuple(v.size for v in loops))
+    row_major = _row_major(kernel)
     shared: list[SharedRow] = []
     for store in kernel.stores:
         buf = kernel.buffers[store.buf]
@@ -918,6 +945,23 @@ def shared_rows(kernel: Kernel, cost: Callable[[Value], int]) -> list[SharedRow]
             twin, red, mapping = twins[id(best)]
             shared.append(SharedRow(best, twin, red, store, store.index.substitute(mapping)))
     return shared
+
+
+def _row_major(kernel: Kernel) -> Expr:
+    """The row-major index of the kernel's output loops, each loop's size that its indexes read (`Kernel.strides`)
+    written as they write it: a `Stride` over the first such loop of its size (`symbolic.symbolized`)."""
+    named: dict[int, str] = {}
+    for v in kernel.loops:
+        if v.name in kernel.strides():
+            named.setdefault(v.size, v.name)
+    index, by, k = Expr.of(0), (), 1
+    for v in reversed(kernel.loops):
+        index = index + Expr.of(v).times(by) * k
+        if v.size in named:
+            by = (*by, named[v.size])
+        else:
+            k *= v.size
+    return index
 
 
 def substitute(roots: list[Value], mapping: dict[Var, Expr], replace: dict[int, Value] | None = None,

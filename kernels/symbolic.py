@@ -110,12 +110,14 @@ def generic(kernel: Kernel, over: frozenset[int]) -> Kernel:
     positions `over` (of `sized_loops()`), each over `[0, size)` of those loops: their variables range over
     `UNBOUNDED` values, and a count of a reduction's terms (`Kernel.counts`) over them is computed from their
     sizes; an output loop's size among them reads `N` in the name. A `Stride` reads the sizes of the loops it
-    names, passed where they are among `over`."""
-    wide = {v: Var(v.name, UNBOUNDED) for k, v in enumerate(kernel.sized_loops()) if k in over}
+    names, passed where they are among `over`; loops of one size (`Kernel.equal_sizes`, which the erased text
+    pins) range over one number, those of different sizes over different ones."""
+    # loops of one size (`Kernel.equal_sizes`) one size, those of others another: `UNBOUNDED` less its group's rank
+    group = {v: g for g, loops in enumerate(kernel.equal_sizes()) for v in loops}
+    wide = {v: Var(v.name, UNBOUNDED - group.get(v, 0)) for k, v in enumerate(kernel.sized_loops()) if k in over}
     counts = kernel.counts()
     counted = {r for c in counts.values() for r in c.loops}
-    strided = set().union(*(e.strides() for v in kernel.values() for e in v.exprs()),
-                          *(s.index.strides() for s in kernel.stores))
+    strided = kernel.strides()
     # the outermost loop's size is the launch's range, but a count or a stride of it needs the whole size: passed
     extents = tuple(w for v, w in wide.items() if v not in kernel.loops[:1] or v in counted or v.name in strided)
     size = {w: param(len(kernel.params) + k, int64) for k, w in enumerate(extents)}

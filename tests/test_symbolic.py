@@ -868,10 +868,10 @@ STRIDED = {  # name -> (data at length t, program, expected)
 def test_strides_that_are_a_changed_size_compile_generic_over_it(fresh, monkeypatch, name):
     """Kernels whose indexes hold a length t as a stride (t, t*t) and as an inner loop's size: from the second
     length on (the size seen to change), one generic kernel per structure reads t at runtime; later lengths,
-    larger, smaller, odd, compile nothing, with each length's own results (a length of 1 or 2 is another
-    structure: its loops of one vanish)."""
+    larger, smaller, odd, compile nothing, with each length's own results (a length of 1 is another structure:
+    its loops of one vanish; so is a length equal to another loop's size, 3 heads at t = 3: `Kernel.equal_sizes`)."""
     make, program, expected = STRIDED[name]
-    lengths = [16, 17, 18, 23, 5, 40, 3, 17]
+    lengths = [16, 17, 18, 23, 5, 40, 7, 17]
     compiled, results = [], []
     for t in lengths:
         before = lt.stats().kernels_compiled
@@ -885,12 +885,13 @@ def test_strides_that_are_a_changed_size_compile_generic_over_it(fresh, monkeypa
 def test_a_stride_is_read_as_the_loops_size():
     """`symbolized` writes each coefficient that is a product of the changed sizes as a `Stride` over the first loop
     of that size: the kernel's erased text is then the same at every such size, its loops of that size sized, and
-    the kernel computes what it did (the reference interpreter's results)."""
+    the kernel computes what it did (the reference interpreter's results). Its erased text pins which of its sized
+    loops have one size (the row's and the reductions' over it: at t = 6 the 2*3 rows too, another text)."""
     from lazytensor.kernels.reference import run
     from lazytensor.kernels.symbolic import symbolized
 
     texts = set()
-    for t in (6, 7, 9):
+    for t in (5, 7, 9, 6):
         x = rows(6 * t, t, seed=t).reshape(2, 3, t, t)
         kernels = [item.kernel for item in lt.schedule(masked_softmax(x))]
         k = kernels[-1]
@@ -898,12 +899,15 @@ def test_a_stride_is_read_as_the_loops_size():
         assert s.body_text() != k.body_text() and "|o2|" in s.body_text() and "|o2 o2|" in s.body_text()
         assert {v.name for v in s.sized_loops()} == {"o0", "o2", "o3", "r0", "r1"}
         assert symbolized(k, frozenset({t + 1})) is k
+        (same,) = [line for line in s.erased_text().split("\n") if line.startswith("  equal sizes ")]
+        assert sorted(same.split()[2:]) == (["o0", "o2", "o3", "r0", "r1"] if t == 6 else ["o2", "o3", "r0", "r1"])
+        assert "equal sizes" not in k.erased_text()
         texts.add(s.erased_text())
         for kernel in (k, s):
             out = np.zeros(k.buffers[0].size, np.float32)
             run(kernel, [out, x.reshape(-1)], [float("-inf")])
             np.testing.assert_allclose(out.reshape(x.shape), masked_softmax_expected(x), rtol=1e-5, atol=1e-6)
-    assert len(texts) == 1
+    assert len(texts) == 2
 
 
 @pytest.mark.parametrize("over", ["strided loops", "all"])
@@ -914,7 +918,7 @@ def test_generic_strided_code_stays_inside_each_sizes_buffers(monkeypatch, over)
     from lazytensor.kernels.symbolic import symbolized
 
     monkeypatch.setattr(bounds, "CHECK", True)
-    for t in (3, 5, 8, 17):
+    for t in (3, 4, 8, 17):  # not 5: the 2*3 rows would be of the length t + 1, another text
         x = rows(6 * t, t, seed=t).reshape(2, 3, t, t)
         *_, item = lt.schedule(masked_softmax(x))
         k = legalize(symbolized(item.kernel, frozenset({t})), NATIVE)
@@ -932,3 +936,20 @@ def test_generic_strided_code_stays_inside_each_sizes_buffers(monkeypatch, over)
         assert big.erased_text() == k.erased_text()
         with pytest.raises(bounds.OutOfBounds):
             checked.sized(big, positions)([out.ctypes.data, x.ctypes.data], item.params)
+
+
+def test_a_generic_softmax_hands_its_exps_over_as_the_specialized_one():
+    """The exps a causal softmax's sum computes go to its output loop through the output buffer (`shared_rows`) in
+    its kernel generic over the length as in the specialized one: that takes the row's loops and the reduction's
+    of one size, which the erased text pins (`Kernel.equal_sizes`) and the generic kernel's loops say (one range
+    per size); generic over the row's loop alone, its size and the reduction's may differ, and nothing is handed."""
+    from lazytensor.kernels.ir import shared_rows
+    from lazytensor.kernels.symbolic import symbolized
+
+    t = 12
+    *_, item = lt.schedule(masked_softmax(rows(6 * t, t).reshape(2, 3, t, t)))
+    k = symbolized(item.kernel, frozenset({t}))
+    loops = k.sized_loops()
+    every = generic(k, frozenset(i for i, v in enumerate(loops) if v.size == t))
+    row = generic(k, frozenset(i for i, v in enumerate(loops) if v.name == "o3"))
+    assert [len(shared_rows(x, lambda v: 1)) for x in (item.kernel, k, every, row)] == [1, 1, 1, 0]

@@ -1087,7 +1087,9 @@ class KernelRenderer(FunctionBuilder):
     def expr(self, e: Expr) -> ir.Value:
         b = self.b
         out: ir.Value = I64(e.const)
-        for atom, k in e.terms:
+        # a stride's term first, as a row's start is outside the loop along the row: the adds inside it then add
+        # the variable to what the loops outside computed (the order a size's constant strides sort in)
+        for atom, k in sorted(e.terms, key=lambda term: not isinstance(term[0], Stride)):
             if isinstance(atom, Var):
                 term = self.vars[atom]
             elif isinstance(atom, Stride):
