@@ -8,7 +8,9 @@ the one specialized for its size.
 `LT_SYMBOLIC` on and off and the persistent cache off (`LT_CACHE_DIR=`), and prints `lt.stats()`'s
 kernels compiled and, of them, generic. `speed`: each idiom of `IDIOMS` is timed at its size in processes that
 take turns for `--rounds` rounds, each first running the idiom at two smaller sizes: one specialized
-(`LT_SYMBOLIC=0`), one whose size then runs the generic kernels (checked: it compiles nothing there); prints each one's
+(`LT_SYMBOLIC=0`), one whose size then runs the generic kernels (checked: it compiles nothing there), each size
+after the first compiled as one that changed (a sequence's length: strides that are sizes read at runtime,
+`symbolic.symbolized`); prints each one's
 best time and their ratio (generic / specialized, below 1 is faster).
 """
 from __future__ import annotations
@@ -61,6 +63,12 @@ def layernorm(x: lt.Tensor) -> lt.Tensor:
     return (x - mean) / ((x - mean) ** 2).mean(-1, keepdims=True).add(1e-5).sqrt()
 
 
+def causal_softmax(x: lt.Tensor) -> lt.Tensor:
+    t = x.shape[-1]
+    keep = lt.arange(t, device=x.device)[:, None] >= lt.arange(t, device=x.device)[None, :]
+    return lt.where(keep, x, float("-inf")).softmax(-1)
+
+
 PROGRAMS: dict[str, Callable[[int, np.random.Generator], None]] = {
     "(x*2+1).sum(-1), x of batch x 1000": lambda b, rng: (lt.asarray(rng.random((b, 1000), dtype=f32)) * 2 + 1)
     .sum(-1).realize(),
@@ -69,8 +77,8 @@ PROGRAMS: dict[str, Callable[[int, np.random.Generator], None]] = {
     "(x*2).sum(0), x of batch x 1000": lambda b, rng: (lt.asarray(rng.random((b, 1000), dtype=f32)) * 2).sum(0)
     .realize(),
     "x.mean(), x of batch x 1000": lambda b, rng: lt.asarray(rng.random((b, 1000), dtype=f32)).mean().realize(),
-    # the batch is the sequences' length: the attention's batched products and its softmax, whose indexes hold
-    # the length, still compile at each length
+    # the batch is the sequences' length: the attention's softmax, whose indexes hold it as strides, compiles once
+    # (`symbolic.symbolized`); its two batched products still compile at each length
     "GPT block forward (examples/gpt.py), 2 x batch x 64": gpt_block,
 }
 
@@ -114,6 +122,11 @@ IDIOMS: dict[str, tuple[Callable[[np.random.Generator, int], list[np.ndarray]], 
         lambda rng, n: [rng.standard_normal((4, n, 256), dtype=f32), rng.standard_normal((256, 1024), dtype=f32),
                         rng.standard_normal(1024, dtype=f32), rng.standard_normal((4, n, 1024), dtype=f32)],
         lambda x, w, b, r: (x @ w + b).relu() + r, 256),
+    # kernels whose strides and inner loops are the length t (`symbolic.symbolized`): attention's softmax statistics
+    "causal softmax 2x4xtxt, t = 256": (lambda rng, n: [rng.standard_normal((2, 4, n, n), dtype=f32)],
+                                        lambda x: causal_softmax(x), 256),
+    "(h, t, t) transposed * 2 + 1, 8x512x512": (lambda rng, n: [rng.standard_normal((8, n, n), dtype=f32)],
+                                                lambda x: x.transpose(1, 2) * 2 + 1, 512),
     "w @ x.T 64x512 over 256": (
         lambda rng, n: [rng.standard_normal((64, 512), dtype=f32), rng.standard_normal((n, 512), dtype=f32)],
         lambda w, x: w @ x.T, 256),
@@ -138,9 +151,10 @@ def speed(name: str, repeat: int) -> tuple[float, float]:
     rng = np.random.default_rng(0)
     kernels = {rows: [item.kernel for item in lt.schedule(fn(*map(lt.asarray, make(rng, rows))))]
                for rows in (n - 2, n - 1, n)}
-    for rows in (n - 2, n - 1):  # the first specializes, the second compiles the generic kernels
-        for k in kernels[rows]:
-            runtime.compile_kernel(k)
+    for k in kernels[n - 2]:  # the first specializes
+        runtime.compile_kernel(k)
+    for rows in (n - 1, n):  # the second compiles the generic kernels, the size seen to change (`_changed_sizes`)
+        runtime.compile_kernels(kernels[rows], changed=frozenset({rows}))
     specialized, generic = 0.0, 0.0
     for k in kernels[n]:
         program = runtime.compile_kernel(k)[0]

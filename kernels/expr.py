@@ -1,8 +1,10 @@
 """Symbolic integer index expressions.
 
 Every address a kernel touches is an `Expr`: an affine combination
-`const + sum(coef * atom)` whose atoms are loop variables (`Var`) and floor
-division / modulo of a smaller expression by a positive constant (`Div`, `Mod`).
+`const + sum(coef * atom)` whose atoms are loop variables (`Var`), floor
+division / modulo of a smaller expression by a positive constant (`Div`, `Mod`),
+and a smaller expression times the sizes of some of the kernel's loops (`Stride`:
+a stride that a kernel generic over those sizes computes, `kernels/symbolic.py`).
 Movement ops (reshape, permute, pad, ...) build these expressions; the
 constructors simplify as they go, using each variable's range, so that a
 reshape followed by its inverse collapses back to the plain index.
@@ -96,7 +98,42 @@ class Mod:
         return f"({self.x} % {self.c})"
 
 
-Atom = Var | Div | Mod
+# A loop size no launch reaches: the largest a generic kernel's loop may have (`kernels/symbolic.py`), and so the
+# largest factor a `Stride` multiplies by per size it reads.
+UNBOUNDED = 1 << 62
+
+
+@dataclass(frozen=True, slots=True)
+class Stride:
+    """`x` times the sizes of the kernel's loops named `by` (one factor per name, a name repeated for a square):
+    an index's stride that is a product of sizes (`i*t*t + j*t + k` over a `(h, t, t)` array), which a kernel
+    generic over those sizes reads at runtime. It reads the loops' sizes, not their variables: `vars()` leaves the
+    names out, and substituting a variable leaves them as they are. Its range holds for every size from 0 to
+    `UNBOUNDED`, so a simplification that its range allows holds at every size."""
+
+    x: Expr
+    by: tuple[str, ...]
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((Stride, self.x, self.by)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    @property
+    def vmin(self) -> int:
+        return min(0, self.x.vmin * UNBOUNDED ** len(self.by))
+
+    @property
+    def vmax(self) -> int:
+        return max(0, self.x.vmax * UNBOUNDED ** len(self.by))
+
+    def __str__(self) -> str:
+        return f"({self.x} * |{' '.join(self.by)}|)"
+
+
+Atom = Var | Div | Mod | Stride
 IntLike = Union["Expr", int]
 
 
@@ -170,9 +207,29 @@ class Expr:
                 term = mapping.get(atom, Expr.of(atom))
             elif isinstance(atom, Div):
                 term = atom.x.substitute(mapping) // atom.c
-            else:
+            elif isinstance(atom, Mod):
                 term = atom.x.substitute(mapping) % atom.c
+            else:
+                term = atom.x.substitute(mapping).times(atom.by)
             out = out + term * k
+        return out
+
+    def times(self, by: tuple[str, ...]) -> Expr:
+        """This expression times the sizes of the loops named `by` (see `Stride`)."""
+        if not by or self.is_const and self.const == 0:
+            return self
+        return Expr.make(0, {Stride(self, tuple(sorted(by))): 1})
+
+    def strides(self) -> set[str]:
+        """The names of the loops whose sizes this expression reads (its `Stride`s')."""
+        out: set[str] = set()
+        stack: list[Expr] = [self]
+        while stack:
+            for atom, _ in stack.pop().terms:
+                if isinstance(atom, Stride):
+                    out.update(atom.by)
+                if not isinstance(atom, Var):
+                    stack.append(atom.x)
         return out
 
     def __add__(self, other: IntLike) -> Expr:

@@ -45,13 +45,14 @@ import hashlib
 import math
 import weakref
 from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from enum import Enum
 from functools import cached_property
 from typing import Any, NamedTuple
 
 from .dtype import SHORT_NAMES, DType, bool_, int64
-from .expr import Bounds, Expr, Var, flat_index
+from .expr import Bounds, Expr, Var
 
 
 class Alu(Enum):
@@ -385,9 +386,22 @@ class Kernel:
 
     def sized_loops(self) -> tuple[Var, ...]:
         """The loops whose sizes `erased_text` leaves out: the outermost output loop unless a bound (a pad's, a
-        concatenation's) reads it, as a renderer may cut a loop at such bounds where its size is known; and
-        every reduction's loop, in the order of `values()`."""
+        concatenation's) reads it, as a renderer may cut a loop at such bounds where its size is known; every
+        reduction's loop, in the order of `values()`; and then each output loop that no bound reads of a size an
+        index reads (a `Stride`'s loop's, `kernels/symbolic.py`'s `symbolized`): the loops of a length t that is a
+        stride too."""
         return self._sized_loops
+
+    def strides(self) -> frozenset[str]:
+        """The names of the loops whose sizes the kernel's indexes read (their `Stride`s'; `kernels/symbolic.py`)."""
+        return self._strides
+
+    def equal_sizes(self) -> tuple[tuple[Var, ...], ...]:
+        """The sized loops (`sized_loops`) grouped by size, where the kernel's indexes read a loop's size (a
+        `Stride`'s): the erased text prints the groups, so the kernels of one erased text have the same loops of
+        one size (a row's loops and the reductions' over it), which code generic over them may rely on (a
+        softmax's exps handed from its sum to its output loop, `shared_rows`); none elsewhere."""
+        return self._equal_sizes
 
     def counts(self) -> dict[int, Count]:
         """The constants (by id) that equal the number of terms of one of the kernel's reductions, its loops' sizes
@@ -415,9 +429,29 @@ class Kernel:
                 and 2 <= v.arg <= COUNT_MAX}
 
     @cached_property
+    def _strides(self) -> frozenset[str]:
+        return frozenset().union(*(e.strides() for v in self.values() for e in v.exprs()),
+                                 *(s.index.strides() for s in self.stores))
+
+    @cached_property
+    def _equal_sizes(self) -> tuple[tuple[Var, ...], ...]:
+        if not self.strides():
+            return ()
+        groups: dict[int, list[Var]] = {}
+        for v in self.sized_loops():
+            groups.setdefault(v.size, []).append(v)
+        return tuple(tuple(loops) for loops in groups.values())
+
+    @cached_property
     def _sized_loops(self) -> tuple[Var, ...]:
-        outer = [v for v in self.loops[:1] if v not in _bounded(self.values())]
-        return tuple(dict.fromkeys([*outer, *(r for v in self.values() if v.op is VOp.REDUCE for r in v.arg[1])]))
+        values = self.values()
+        bounded = _bounded(values)
+        named = self.strides()
+        outer = [v for v in self.loops[:1] if v not in bounded]
+        reduced = [r for v in values if v.op is VOp.REDUCE for r in v.arg[1]]
+        strides = {v.size for v in (*self.loops, *reduced) if v.name in named}
+        strided = [v for v in self.loops if v.size in strides and v not in bounded]
+        return tuple(dict.fromkeys([*outer, *reduced, *strided]))
 
     @cached_property
     def _body_text(self) -> str:
@@ -438,6 +472,8 @@ class Kernel:
         if self.extents:
             lines.insert(1, "  sizes " + ", ".join(f"{v.name} = p{len(self.params) - len(self.extents) + k}"
                                                      for k, v in enumerate(self.extents)))
+        if erased and (same := [loops for loops in self.equal_sizes() if len(loops) > 1]):
+            lines.insert(1, "  equal sizes " + "; ".join(" ".join(v.name for v in loops) for loops in same))
         for s in self.stores:
             if s.at is None:
                 lines.append(f"    b{s.buf}[{s.index}] = {names[id(s.value)]}")
@@ -896,7 +932,7 @@ def shared_rows(kernel: Kernel, cost: Callable[[Value], int]) -> list[SharedRow]
     def total_cost(v: Value) -> int:
         return sum(cost(u) for u in toposort([v], lambda n: [s for s in n.srcs if scopes[id(s)] == loops]))
 
-    row_major = flat_index(tuple(Expr.of(v) for v in loops), tuple(v.size for v in loops))
+    row_major = _row_major(kernel)
     shared: list[SharedRow] = []
     for store in kernel.stores:
         buf = kernel.buffers[store.buf]
@@ -911,11 +947,35 @@ def shared_rows(kernel: Kernel, cost: Callable[[Value], int]) -> list[SharedRow]
     return shared
 
 
+def _row_major(kernel: Kernel) -> Expr:
+    """The row-major index of the kernel's output loops, each loop's size that its indexes read (`Kernel.strides`)
+    written as they write it: a `Stride` over the first such loop of its size (`symbolic.symbolized`)."""
+    named: dict[int, str] = {}
+    for v in kernel.loops:
+        if v.name in kernel.strides():
+            named.setdefault(v.size, v.name)
+    index, by, k = Expr.of(0), (), 1
+    for v in reversed(kernel.loops):
+        index = index + Expr.of(v).times(by) * k
+        if v.size in named:
+            by = (*by, named[v.size])
+        else:
+            k *= v.size
+    return index
+
+
 def substitute(roots: list[Value], mapping: dict[Var, Expr], replace: dict[int, Value] | None = None,
                loops: dict[Var, Var] | None = None) -> list[Value]:
     """`roots` rebuilt with the variables in `mapping` replaced in every index expression they read,
     and each value in `replace` (keyed by id) replaced as a whole, its sources not visited (`rebuilt`)."""
     new = rebuilt(roots, mapping, replace, loops)
+    return [new[id(r)] for r in roots]
+
+
+def rewritten(roots: list[Value], rewrite: Callable[[Expr], Expr]) -> list[Value]:
+    """`roots` rebuilt with every index expression they read (a load's, its bounds', an index's, a mask's) made
+    `rewrite(expression)`."""
+    new = _rebuilt(roots, rewrite, frozenset(), {}, {})
     return [new[id(r)] for r in roots]
 
 
@@ -928,7 +988,12 @@ def rebuilt(roots: list[Value], mapping: dict[Var, Expr], replace: dict[int, Val
     are renamed, each loop then running over its new variable's range (`mapping` gives the new variable's
     expression for them); loops renamed to one variable become that one loop (`kernels/loop_merge.py`).
     """
-    replace, loops = replace or {}, loops or {}
+    return _rebuilt(roots, lambda e: e.substitute(mapping), mapping.keys(), replace or {}, loops or {})
+
+
+def _rebuilt(roots: list[Value], rewrite: Callable[[Expr], Expr], mapped: AbstractSet[Var], replace: dict[int, Value],
+             loops: dict[Var, Var]) -> dict[int, Value]:
+    """`rebuilt`, each index expression made `rewrite(expression)`, the variables `mapped` being replaced."""
     new: dict[int, Value] = {}
     for v in toposort(roots, lambda n: () if id(n) in replace else n.srcs):
         if id(v) in replace:
@@ -937,20 +1002,20 @@ def rebuilt(roots: list[Value], mapping: dict[Var, Expr], replace: dict[int, Val
         arg = v.arg
         if v.op is VOp.LOAD:
             buf, idx, bounds = arg
-            arg = (buf, idx.substitute(mapping), _substitute_bounds(bounds, mapping))
+            arg = (buf, rewrite(idx), _rewrite_bounds(bounds, rewrite))
         elif v.op is VOp.INDEX:
-            arg = arg.substitute(mapping)
+            arg = rewrite(arg)
         elif v.op is VOp.VALID:
-            arg = _substitute_bounds(arg, mapping)
-        elif v.op is VOp.REDUCE and mapping.keys() & set(arg[1]):
-            if not loops.keys() >= mapping.keys() & set(arg[1]):
+            arg = _rewrite_bounds(arg, rewrite)
+        elif v.op is VOp.REDUCE and (own := mapped & set(arg[1])):
+            if not loops.keys() >= own:
                 raise ValueError("cannot substitute a reduction's own loop variables")
             arg = (arg[0], tuple(dict.fromkeys(loops.get(r, r) for r in arg[1])))
         new[id(v)] = Value(v.op, v.dtype, tuple(new[id(s)] for s in v.srcs), arg)
     return new
 
 
-def _substitute_bounds(bounds: Bounds, mapping: dict[Var, Expr]) -> Bounds:
+def _rewrite_bounds(bounds: Bounds, rewrite: Callable[[Expr], Expr]) -> Bounds:
     # Not simplified: a backend tests only the sides an expression's range can cross, so a bound
     # that now always holds costs nothing, and one that never holds still reads as invalid.
-    return tuple(b._replace(expr=b.expr.substitute(mapping)) for b in bounds)
+    return tuple(b._replace(expr=rewrite(b.expr)) for b in bounds)

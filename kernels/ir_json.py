@@ -15,7 +15,7 @@ from enum import Enum
 from typing import Any
 
 from . import dtype as dtypes
-from .expr import Bound, Div, Expr, Mod, Var
+from .expr import Bound, Div, Expr, Mod, Stride, Var
 from .ir import (
     Alu,
     BufferParam,
@@ -34,7 +34,7 @@ from .ir import (
 FORMAT = 1  # the layout's version, written into every file
 
 KINDS = {cls.__name__: cls for cls in (Kernel, Contraction, Scatter, Sort, Scan, LibraryCall, Store, BufferParam,
-                                       Var, Div, Mod, Expr)}
+                                       Var, Div, Mod, Stride, Expr)}
 ENUMS = {cls.__name__: cls for cls in (Alu, ReduceOp, VOp)}
 DTYPES = {d.name: d for d in vars(dtypes).values() if isinstance(d, dtypes.DType)}
 

@@ -101,7 +101,7 @@ from .dtype import (
     uint64,
     wrap,
 )
-from .expr import Bounds, Div, Expr, Mod, Var
+from .expr import Bounds, Div, Expr, Mod, Stride, Var
 from .ir import (
     Alu,
     BufferParam,
@@ -233,6 +233,7 @@ class _Grid:
             if v.op is VOp.REDUCE:
                 for var in v.arg[1]:
                     self.axes.setdefault(var, len(self.axes))
+        self.named = {var.name: var for var in self.axes}  # a `Stride`'s loops
         self.sizes = [1] * len(self.axes)
         for var, axis in self.axes.items():
             self.sizes[axis] = var.size
@@ -256,6 +257,8 @@ class _Grid:
         for atom, k in e.terms:
             if isinstance(atom, Var):
                 term = self.index(atom)
+            elif isinstance(atom, Stride):
+                term = self.expr(atom.x) * math.prod(self.named[name].size for name in atom.by)
             elif isinstance(atom, Div):
                 term = np.floor_divide(self.expr(atom.x), atom.c)
             else:

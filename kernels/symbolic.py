@@ -14,6 +14,16 @@ iterations (whose whole size is then passed too), or one less (a variance's divi
 An unchecked renderer reads buffer sizes only to skip a check it does not make (`kernels/bounds.py`), so a
 checked kernel specializes.
 
+Strides that are sizes (issue 18's "sizes as symbols"): where a size changed between two calls of a program
+(`lazytensor/schedule.py`'s `_changed_sizes`: a sequence's length t), a kernel's indexes hold it as a coefficient
+(the strides t and t*t of attention's `(h, t, t)` scores) and as the size of an inner loop. `symbolized` writes
+each coefficient that is a product of such sizes as a `Stride` over loops of those sizes (`kernels/expr.py`), the
+first output loop of each size inside the outermost (see `symbolized`) standing for it: the kernel computes what it did, and those loops
+are sized loops too (their sizes erased, `Kernel.sized_loops`), so the kernels of every t share one erased text
+and its generic kernel reads t where a stride or an inner loop needs it. A size in no coefficient, a divisor and a
+bound stay constants (a kernel whose divisor is t specializes). A coefficient equal to such a product by chance
+(a head's width 16 at t = 16) is one there too: at another t it is not, and the texts differ.
+
 A `Contraction` of one product takes part too (`Contraction.sized_loops`: its m, n and k, and its epilogue's sized
 loops): a backend compiles its template generic over the loops whose sizes differ where it can (the CPU's:
 `kernels/llvm/gemm.py`, `generic_pack_kernels`), its epilogue made generic here.
@@ -28,10 +38,8 @@ from contextvars import ContextVar
 from dataclasses import replace
 
 from .dtype import int64
-from .expr import Expr, Var
-from .ir import Alu, Contraction, Count, Kernel, Store, Value, alu, cast, const, param, substitute
-
-UNBOUNDED = 1 << 62  # a generic loop variable's size: more than any launch's extent
+from .expr import UNBOUNDED, Div, Expr, Mod, Var
+from .ir import Alu, Contraction, Count, Kernel, Store, Value, alu, cast, const, param, rewritten, substitute
 
 # When a kernel compiled in this context runs generic: None, by the rule (from the second size of its
 # structure compiled; `LT_SYMBOLIC=0` turns that off), True from the first size, False never (each size
@@ -56,6 +64,42 @@ def eligible(kernel: object) -> bool:
         and bool(kernel.sized_loops())
 
 
+def symbolized(kernel: Kernel, changed: frozenset[int]) -> Kernel:
+    """`kernel` with every coefficient of its indexes that is a product of sizes in `changed` times a constant
+    written as that constant times a `Stride` over loops of those sizes (see the module docstring): the same kernel
+    where none is, or no output loop inside the outermost has such a size: the outermost's is a launch's range
+    already, a reduction's loop is sized already, and a coefficient that is a multiple of a batch alone (a row's
+    width of 21 at a batch of 7, of a column reduction's batch loop) is a coincidence more often than not."""
+    names: dict[int, str] = {}
+    for v in kernel.loops[1:]:
+        if v.size in changed:
+            names.setdefault(v.size, v.name)
+    if not names:
+        return kernel
+
+    def factored(k: int) -> tuple[int, tuple[str, ...]]:
+        by: list[str] = []
+        for n, name in names.items():
+            while k and k % n == 0:
+                k //= n
+                by.append(name)
+        return k, tuple(by)
+
+    @functools.cache
+    def rewrite(e: Expr) -> Expr:
+        k, by = factored(e.const)
+        out = Expr.of(1).times(by) * k if by else Expr.of(e.const)
+        for atom, coef in e.terms:
+            if isinstance(atom, (Div, Mod)):  # the divisor stays: made directly, not simplified again
+                atom = type(atom)(rewrite(atom.x), atom.c)
+            k, by = factored(coef)
+            out = out + Expr.of(atom).times(by) * k
+        return out
+
+    values = rewritten([s.value for s in kernel.stores], rewrite)
+    return replace(kernel, stores=tuple(Store(s.buf, rewrite(s.index), v) for s, v in zip(kernel.stores, values)))
+
+
 def sizes(kernel: Kernel | Contraction) -> tuple[int, ...]:
     """The sizes of `kernel.sized_loops()`, in order: what tells apart the kernels of an erased text."""
     return tuple(v.size for v in kernel.sized_loops())
@@ -65,12 +109,17 @@ def generic(kernel: Kernel, over: frozenset[int]) -> Kernel:
     """The kernel that computes every kernel of `kernel`'s `erased_text()` whose `sizes` are `kernel`'s but at
     positions `over` (of `sized_loops()`), each over `[0, size)` of those loops: their variables range over
     `UNBOUNDED` values, and a count of a reduction's terms (`Kernel.counts`) over them is computed from their
-    sizes; an output loop's size among them reads `N` in the name."""
-    wide = {v: Var(v.name, UNBOUNDED) for k, v in enumerate(kernel.sized_loops()) if k in over}
+    sizes; an output loop's size among them reads `N` in the name. A `Stride` reads the sizes of the loops it
+    names, passed where they are among `over`; loops of one size (`Kernel.equal_sizes`, which the erased text
+    pins) range over one number, those of different sizes over different ones."""
+    # loops of one size (`Kernel.equal_sizes`) one size, those of others another: `UNBOUNDED` less its group's rank
+    group = {v: g for g, loops in enumerate(kernel.equal_sizes()) for v in loops}
+    wide = {v: Var(v.name, UNBOUNDED - group.get(v, 0)) for k, v in enumerate(kernel.sized_loops()) if k in over}
     counts = kernel.counts()
     counted = {r for c in counts.values() for r in c.loops}
-    # an output loop's size is the launch's range, but a count of it needs the whole size: passed as well
-    extents = tuple(w for v, w in wide.items() if v not in kernel.loops or v in counted)
+    strided = kernel.strides()
+    # the outermost loop's size is the launch's range, but a count or a stride of it needs the whole size: passed
+    extents = tuple(w for v, w in wide.items() if v not in kernel.loops[:1] or v in counted or v.name in strided)
     size = {w: param(len(kernel.params) + k, int64) for k, w in enumerate(extents)}
 
     def count(c: Count) -> Value:

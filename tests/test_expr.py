@@ -2,12 +2,24 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lazytensor.kernels.expr import Bound, Div, Expr, Mod, Var, flat_index, simplify_bounds, unflatten_index
+from lazytensor.kernels.expr import (
+    UNBOUNDED,
+    Bound,
+    Div,
+    Expr,
+    Mod,
+    Stride,
+    Var,
+    flat_index,
+    simplify_bounds,
+    unflatten_index,
+)
 
 pytestmark = pytest.mark.fast  # the edit-test tier (pyproject.toml)
 
@@ -98,3 +110,42 @@ def test_coefficients_wrap_modulo_the_divisor():
     o, r = Expr.of(Var("o", 4)), Expr.of(Var("r", 3))
     assert (o + r * 9) % 8 == o + r
     assert (o + r * 9) // 8 == r
+
+
+def evaluate_strided(e: Expr, env: dict[Var, int], sizes: dict[str, int]) -> int:
+    """`e`'s value where its `Stride`s read the loop sizes `sizes` (by name)."""
+    total = e.const
+    for atom, k in e.terms:
+        if isinstance(atom, Var):
+            v = env[atom]
+        elif isinstance(atom, Stride):
+            v = evaluate_strided(atom.x, env, sizes) * math.prod(sizes[name] for name in atom.by)
+        elif isinstance(atom, Div):
+            v = evaluate_strided(atom.x, env, sizes) // atom.c
+        else:
+            v = evaluate_strided(atom.x, env, sizes) % atom.c
+        total += k * v
+    return total
+
+
+def test_a_stride_reads_loop_sizes_by_name_and_its_range_holds_at_every_size():
+    """`Expr.times` makes a `Stride`: it keeps the names of the loops whose sizes it multiplies by, which a
+    substitution leaves alone (it reads sizes, not variables); its range covers every size from 0 to `UNBOUNDED`,
+    so simplifying with it (a division, a bound) holds whatever sizes a generic kernel runs at."""
+    T, K = Var("t", 5), Var("k", 5)
+    e = Expr.of(I).times(("t", "t")) + Expr.of(J).times(("t",)) * 3 + K + Expr.of(1).times(("t",)) * 2
+    assert e.vars() == {I, J, K} and e.strides() == {"t"} and "|t t|" in str(e)
+    assert e.vmin == 0 and e.vmax >= 3 * UNBOUNDED ** 2
+    assert Expr.of(0).times(("t",)) == Expr.of(0) and Expr.of(I).times(()) == Expr.of(I)
+    moved = e.substitute({J: Expr.of(I) + 1, T: Expr.of(0)})
+    assert moved.strides() == {"t"} and J not in moved.vars()
+    for t in (1, 2, 7, 64):
+        for env in assignments([I, J, K]):
+            expected = env[I] * t * t + 3 * env[J] * t + env[K] + 2 * t
+            assert evaluate_strided(e, env, {"t": t}) == expected
+            assert evaluate_strided(e // 4, env, {"t": t}) == expected // 4
+            assert evaluate_strided(e % 3, env, {"t": t}) == expected % 3
+            assert evaluate_strided(moved, {**env, J: env[I] + 1}, {"t": t}) == \
+                env[I] * t * t + 3 * (env[I] + 1) * t + env[K] + 2 * t
+    # a bound that holds at the sizes a kernel was made at does not hold at every size: it is kept
+    assert simplify_bounds([Bound(Expr.of(J).times(("t",)), 0, 30)]) == (Bound(Expr.of(J).times(("t",)), 0, 30),)

@@ -835,3 +835,121 @@ def test_jit_dynamic_compiles_a_linear_layer_generic_at_once(fresh):
             x = small_integers((n, 70), seed=seed + n)
             close(f(cpu(x), cpu(w), cpu(b)), np.maximum(x.astype(np.float64) @ w + b, 0))
     assert lt.stats().kernels_compiled == 1 and lt.stats().kernels_generic == 1
+
+
+def masked_softmax(x: np.ndarray) -> lt.Tensor:
+    """A causal softmax over scores `x` of (b, h, t, t): its indexes hold t as strides (t and t*t) and as the size
+    of inner loops."""
+    t = x.shape[-1]
+    keep = lt.arange(t, device="cpu")[:, None] >= lt.arange(t, device="cpu")[None, :]
+    return lt.where(keep, cpu(x), float("-inf")).softmax(-1)
+
+
+def masked_softmax_expected(x: np.ndarray) -> np.ndarray:
+    t = x.shape[-1]
+    s = np.where(np.tril(np.ones((t, t), bool)), x.astype(np.float64), -np.inf)
+    e = np.exp(s - s.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+STRIDED = {  # name -> (data at length t, program, expected)
+    "causal softmax over (2, 3, t, t)": (lambda t: rows(6 * t, t, seed=t).reshape(2, 3, t, t), masked_softmax,
+                                         masked_softmax_expected),
+    "(h, t, t) transposed, every other row": (lambda t: rows(3 * 2 * t, t, seed=t).reshape(3, 2 * t, t)[:, ::2],
+                                              lambda x: cpu(x).transpose(1, 2) * 2 + 1,
+                                              lambda x: x.transpose(0, 2, 1) * 2 + 1),
+    "rows of (4, t, t) summed": (lambda t: rows(4 * t, t, seed=t).reshape(4, t, t),
+                                 lambda x: cpu(x).transpose(0, 2, 1).exp().sum(-1),
+                                 lambda x: np.exp(x.astype(np.float64)).sum(1)),
+}
+
+
+@pytest.mark.parametrize("name", STRIDED)
+def test_strides_that_are_a_changed_size_compile_generic_over_it(fresh, monkeypatch, name):
+    """Kernels whose indexes hold a length t as a stride (t, t*t) and as an inner loop's size: from the second
+    length on (the size seen to change), one generic kernel per structure reads t at runtime; later lengths,
+    larger, smaller, odd, compile nothing, with each length's own results (a length of 1 is another structure:
+    its loops of one vanish; so is a length equal to another loop's size, 3 heads at t = 3: `Kernel.equal_sizes`)."""
+    make, program, expected = STRIDED[name]
+    lengths = [16, 17, 18, 23, 5, 40, 7, 17]
+    compiled, results = [], []
+    for t in lengths:
+        before = lt.stats().kernels_compiled
+        results.append(close(program(make(t)), expected(make(t))))
+        compiled.append(lt.stats().kernels_compiled - before)
+    assert compiled[2:] == [0] * (len(lengths) - 2), compiled
+    assert lt.stats().kernels_generic == compiled[1] >= 1
+    as_specialized(monkeypatch, lambda t: program(make(t)), lengths, results, exact=False)
+
+
+def test_a_stride_is_read_as_the_loops_size():
+    """`symbolized` writes each coefficient that is a product of the changed sizes as a `Stride` over the first loop
+    of that size: the kernel's erased text is then the same at every such size, its loops of that size sized, and
+    the kernel computes what it did (the reference interpreter's results). Its erased text pins which of its sized
+    loops have one size (the row's and the reductions' over it: at t = 6 the 2*3 rows too, another text)."""
+    from lazytensor.kernels.reference import run
+    from lazytensor.kernels.symbolic import symbolized
+
+    texts = set()
+    for t in (5, 7, 9, 6):
+        x = rows(6 * t, t, seed=t).reshape(2, 3, t, t)
+        kernels = [item.kernel for item in lt.schedule(masked_softmax(x))]
+        k = kernels[-1]
+        s = symbolized(k, frozenset({t}))
+        assert s.body_text() != k.body_text() and "|o2|" in s.body_text() and "|o2 o2|" in s.body_text()
+        assert {v.name for v in s.sized_loops()} == {"o0", "o2", "o3", "r0", "r1"}
+        assert symbolized(k, frozenset({t + 1})) is k
+        (same,) = [line for line in s.erased_text().split("\n") if line.startswith("  equal sizes ")]
+        assert sorted(same.split()[2:]) == (["o0", "o2", "o3", "r0", "r1"] if t == 6 else ["o2", "o3", "r0", "r1"])
+        assert "equal sizes" not in k.erased_text()
+        texts.add(s.erased_text())
+        for kernel in (k, s):
+            out = np.zeros(k.buffers[0].size, np.float32)
+            run(kernel, [out, x.reshape(-1)], [float("-inf")])
+            np.testing.assert_allclose(out.reshape(x.shape), masked_softmax_expected(x), rtol=1e-5, atol=1e-6)
+    assert len(texts) == 2
+
+
+@pytest.mark.parametrize("over", ["strided loops", "all"])
+def test_generic_strided_code_stays_inside_each_sizes_buffers(monkeypatch, over):
+    """A kernel generic over its strided loops, compiled checked against one length's buffers and run at that
+    length: no access outside them and the length's own values; run at a length whose buffers are smaller than the
+    kernel reads (a length too large for them), the checked kernel catches it."""
+    from lazytensor.kernels.symbolic import symbolized
+
+    monkeypatch.setattr(bounds, "CHECK", True)
+    for t in (3, 4, 8, 17):  # not 5: the 2*3 rows would be of the length t + 1, another text
+        x = rows(6 * t, t, seed=t).reshape(2, 3, t, t)
+        *_, item = lt.schedule(masked_softmax(x))
+        k = legalize(symbolized(item.kernel, frozenset({t})), NATIVE)
+        loops = k.sized_loops()
+        positions = frozenset(i for i, v in enumerate(loops) if over == "all" or v.size == t)
+        g = generic(k, positions)
+        checked, _ = runtime._built(runtime._program(Kernel(g.name, k.buffers, g.params, g.loops, g.stores,
+                                                            g.extents), checked=True))
+        out = np.full(k.buffers[0].size, -1, np.float32)
+        checked.sized(k, positions)([out.ctypes.data, x.ctypes.data], item.params)
+        np.testing.assert_allclose(out.reshape(x.shape), masked_softmax_expected(x), rtol=1e-5, atol=1e-6)
+        # launched as the kernel of length t + 1 over this length's buffers: reads past them, caught
+        *_, wider = lt.schedule(masked_softmax(rows(6 * t + 6, t + 1).reshape(2, 3, t + 1, t + 1)))
+        big = legalize(symbolized(wider.kernel, frozenset({t + 1})), NATIVE)
+        assert big.erased_text() == k.erased_text()
+        with pytest.raises(bounds.OutOfBounds):
+            checked.sized(big, positions)([out.ctypes.data, x.ctypes.data], item.params)
+
+
+def test_a_generic_softmax_hands_its_exps_over_as_the_specialized_one():
+    """The exps a causal softmax's sum computes go to its output loop through the output buffer (`shared_rows`) in
+    its kernel generic over the length as in the specialized one: that takes the row's loops and the reduction's
+    of one size, which the erased text pins (`Kernel.equal_sizes`) and the generic kernel's loops say (one range
+    per size); generic over the row's loop alone, its size and the reduction's may differ, and nothing is handed."""
+    from lazytensor.kernels.ir import shared_rows
+    from lazytensor.kernels.symbolic import symbolized
+
+    t = 12
+    *_, item = lt.schedule(masked_softmax(rows(6 * t, t).reshape(2, 3, t, t)))
+    k = symbolized(item.kernel, frozenset({t}))
+    loops = k.sized_loops()
+    every = generic(k, frozenset(i for i, v in enumerate(loops) if v.size == t))
+    row = generic(k, frozenset(i for i, v in enumerate(loops) if v.name == "o3"))
+    assert [len(shared_rows(x, lambda v: 1)) for x in (item.kernel, k, every, row)] == [1, 1, 1, 0]

@@ -36,7 +36,7 @@ from llvmlite import ir
 
 from ..bounds import fault_code
 from ..dtype import DType, bfloat16, bool_, float16, float32, float64, half_bits, int32, int64, uint8
-from ..expr import Bound, Bounds, Div, Expr, Mod, Var
+from ..expr import Bound, Bounds, Div, Expr, Mod, Stride, Var
 from ..ir import (
     COMPARISONS,
     Alu,
@@ -382,6 +382,8 @@ class KernelRenderer(FunctionBuilder):
         self.known: dict[Bound, bool] = {}  # bounds that hold, or fail, everywhere in the pieces of loops being emitted
         self.copies = 1  # of the innermost loop's body that the pieces of the loops being emitted make
         self.staged: dict[int, Callable[[], ir.Value]] = {}  # a tile's loads from its arrays (`emit_tiles`)
+        self.loops = {v.name: v for v in kernel.loops} | \
+            {r.name: r for v in kernel.values() if v.op is VOp.REDUCE for r in v.arg[1]}  # a `Stride`'s, by name
 
     def render(self) -> ir.Module:
         k, b = self.kernel, self.b
@@ -512,7 +514,7 @@ class KernelRenderer(FunctionBuilder):
             self.emit_stores()
             return
         var = loops[depth]
-        lo, hi = (start, end) if depth == 0 else (I64(0), I64(var.size))
+        lo, hi = (start, end) if depth == 0 else (I64(0), self.extent(var))
         if depth == len(loops) - 1 and (reductions := column_reductions(self.kernel)) is not None:
             self.emit_columns(reductions, lo, hi)
             return
@@ -757,7 +759,7 @@ class KernelRenderer(FunctionBuilder):
         # vectorizer sees the loop
         vectorized = self.loop_id(["llvm.loop.unroll.disable"], *self.vector_width())
 
-        tiles(across, lo, hi, lambda a_lo, a_hi: tiles(along, I64(0), I64(along.size),
+        tiles(across, lo, hi, lambda a_lo, a_hi: tiles(along, I64(0), self.extent(along),
                                                        lambda l_lo, l_hi: tile(a_lo, a_hi, l_lo, l_hi)))
 
     def staged_loads(self) -> list[Value]:
@@ -1085,9 +1087,15 @@ class KernelRenderer(FunctionBuilder):
     def expr(self, e: Expr) -> ir.Value:
         b = self.b
         out: ir.Value = I64(e.const)
-        for atom, k in e.terms:
+        # a stride's term first, as a row's start is outside the loop along the row: the adds inside it then add
+        # the variable to what the loops outside computed (the order a size's constant strides sort in)
+        for atom, k in sorted(e.terms, key=lambda term: not isinstance(term[0], Stride)):
             if isinstance(atom, Var):
                 term = self.vars[atom]
+            elif isinstance(atom, Stride):
+                term = self.expr(atom.x)
+                for name in atom.by:
+                    term = b.mul(term, self.extent(self.loops[name]))
             else:
                 term = self.index_division(atom)
             out = b.add(out, term if k == 1 else b.mul(term, I64(k)))

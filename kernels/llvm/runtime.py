@@ -100,7 +100,7 @@ from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, S
 from ..lapack import LibraryError, flops
 from ..legalize import legalize
 from ..split import split_reduction
-from ..symbolic import DYNAMIC, eligible, generic, sizes, unbounded
+from ..symbolic import DYNAMIC, eligible, generic, sizes, symbolized, unbounded
 from . import compiler, disk_cache, library, mathlib
 from .compiler import Machine
 from .gemm import (
@@ -784,6 +784,20 @@ def _erased(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall, 
     return kernel.erased_text()
 
 
+def _strided(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall, changed: frozenset[int]) \
+        -> Kernel | Contraction | Scatter | Sort | Scan | LibraryCall:
+    """`kernel`, where it may run generic and its erased text is new, with its strides that are products of the
+    sizes `changed` written as such (`symbolic.symbolized`): the form whose erased text the kernels of every such
+    size share. Only where its own text is new (it would compile), which is then taken as seen at its sizes: a
+    coefficient that is such a product by chance (a row of 21 at a batch of 7) costs no compile that its own
+    text would not."""
+    if changed and type(kernel) is Kernel and (erased := _erased(kernel, bounds.CHECK)) is not None \
+            and erased not in _first_sizes and (form := symbolized(kernel, changed)) is not kernel:
+        _first_sizes[erased] = sizes(kernel)
+        return form
+    return kernel
+
+
 def _found(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall, key: tuple[str, bool]) \
         -> Program | StagedProgram | None:
     """The program compiled for `key` (the kernel's body, whether checked), or the generic program of the
@@ -1168,16 +1182,18 @@ def compile_kernels(kernels: Sequence[Kernel | Contraction | Scatter | Sort | Sc
     `compiler.py`), one fewer than `num_threads()`, while this thread compiles its share; the programs are
     then found by `compile_kernel`. Returns the kernels it compiled (the first of each body). A kernel new to
     the process with loops of the sizes `changed` (that changed since its program was last scheduled) compiles
-    generic over them at once (`_sized_program`)."""
+    generic over them at once (`_sized_program`), its strides that are those sizes read at runtime (`_strided`)."""
     if all(_found(kernel, (kernel.body_text(), bounds.CHECK)) is not None for kernel in kernels):
         return []  # every realize after the first
     with _compiling:
         builders: dict[tuple[str, bool], Builder] = {}
         first: dict[tuple[str, bool], Kernel | Contraction | Scatter | Sort | Scan | LibraryCall] = {}
-        varying = _varying(kernels)
+        forms = {kernel.body_text(): _strided(kernel, changed) for kernel in kernels}
+        varying = _varying(list(forms.values()))
         for kernel in kernels:
-            if _found(kernel, key := (kernel.body_text(), bounds.CHECK)) is None and key not in builders:
-                builders[key], first[key] = _builder(kernel, key[1], varying, changed), kernel
+            form = forms[kernel.body_text()]
+            if _found(form, key := (kernel.body_text(), bounds.CHECK)) is None and key not in builders:
+                builders[key], first[key] = _builder(form, key[1], varying, changed), kernel
         jobs, done, fresh = {}, [], set()
         for key, builder in builders.items():
             try:

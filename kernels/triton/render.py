@@ -69,7 +69,7 @@ from ..dtype import (
     uint32,
     uint64,
 )
-from ..expr import Bounds, Div, Expr, Mod, Var
+from ..expr import Bounds, Div, Expr, Mod, Stride, Var
 from ..ir import Alu, Kernel, ReduceOp, Store, Value, VOp, alu, free_vars, loop_scopes, toposort
 from ..legalize import Key, legalize_values
 
@@ -150,7 +150,7 @@ def needs_int64(exprs: Iterable[Expr], extents: Iterable[int]) -> bool:
     def magnitude(e: Expr) -> int:
         total = abs(e.const)
         for atom, k in e.terms:
-            inner = magnitude(atom.x) if isinstance(atom, (Div, Mod)) else 0
+            inner = magnitude(atom.x) if isinstance(atom, (Div, Mod, Stride)) else 0
             total += abs(k) * max(abs(atom.vmin), abs(atom.vmax), inner)
         return total
 
@@ -279,6 +279,7 @@ class ValueRenderer:
         self.shapes: dict[int, Shape] = {}  # id(value) -> its tensor shape
         self.helpers: list[str] = []
         self.counter = 0
+        self.loop_sizes: dict[str, int] = {}  # by name: what a `Stride` multiplies by (a subclass's loops)
         self.wide = False  # index arithmetic in int64 rather than int32
         self.interpreted = interpreted  # for Triton's interpreter rather than a GPU (see the module docstring)
 
@@ -425,6 +426,8 @@ class ValueRenderer:
         for atom, k in e.terms:
             if isinstance(atom, Var):
                 term = self.var_name(atom)
+            elif isinstance(atom, Stride):  # its loops' sizes are the kernel's own: no kernel here is generic
+                term = f"({self.expr(atom.x)} * {math.prod(self.loop_sizes[name] for name in atom.by)})"
             else:
                 # Triton's // and % truncate: floor semantics need a fix-up only if x can be negative
                 symbol, fix = ("//", "_idx_floordiv") if isinstance(atom, Div) else ("%", "_idx_mod")
@@ -561,6 +564,8 @@ class _Renderer(ValueRenderer):
     def __init__(self, kernel: Kernel, tiling: Tiling, interpreted: bool):
         super().__init__(interpreted)
         self.kernel, self.tiling = kernel, tiling
+        self.loop_sizes = {v.name: v.size for v in kernel.loops} | \
+            {r.name: r.size for v in kernel.values() if v.op is VOp.REDUCE for r in v.arg[1]}
         self.values, paths = loop_scopes(kernel)
         self._build_scopes(paths)
         self.rank = 1 + max(s.level for s in self.scopes)
