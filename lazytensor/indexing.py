@@ -84,7 +84,12 @@ def _inside(index: Tensor, n: int) -> bool:
 
 def _outside(index: Tensor, n: int, negative: bool) -> Tensor:
     """Where `index` is not a position along an axis of `n` (from -n with `negative`)."""
-    return (index < (-n if negative else 0)) | (index >= n)
+    # compared as int64, which holds -n, n and every index but a uint64's (never negative, and n fits it): in the
+    # index's own dtype the bounds may not fit (a uint8 index against -n, an int8 one along an axis of 300)
+    if index.dtype == dtypes.uint64:
+        return index >= n
+    i = index.cast(dtypes.int64)
+    return (i < (-n if negative else 0)) | (i >= n)
 
 
 def _range_message(name: str, n: int, axis: int, negative: bool) -> str:

@@ -109,6 +109,25 @@ def test_index_out_of_bounds_raises_at_the_realize_that_computes_it():
         x[lt.asarray(np.array([0.0]))]
 
 
+@pytest.mark.parametrize("index_dtype", ["uint8", "int8", "uint16", "int16", "uint32", "uint64"])
+def test_narrow_and_unsigned_index_arrays_index_as_numpy(index_dtype):
+    """An index of any integer dtype is range-checked against bounds that its dtype may not hold (-n for an
+    unsigned index, n = 300 for an 8-bit one): x[i], x[:, i], x[i, j], take and gather as NumPy and torch."""
+    data = random_array((2, 300), lt.float32, seed=41)
+    x = lt.asarray(data)
+    index = np.array([0, 5, 100, 1, 2], index_dtype)
+    i = lt.asarray(index)
+    rows = lt.asarray(index % 2)
+    check(x[:, i], data[:, index])
+    check(x[..., i], data[..., index])
+    check(x[rows], data[index % 2])
+    check(x[rows, i], data[index % 2, index])
+    check(x.take(i, axis=1), data.take(index, axis=1))
+    check(x.gather(1, i.reshape(1, 5)), data[:1, index[None]][0])
+    with pytest.raises(IndexError, match=r"index: an index is outside \[-2, 2\)"):
+        x[lt.asarray(np.array([0, 2], index_dtype))].numpy()
+
+
 # ---- take, take_along_axis ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
