@@ -545,51 +545,75 @@ class ModuleList(_ModuleSequence):
         return self.extend(other)
 
 
-class ModuleDict(Module):
-    """Modules by name, registered (PyTorch's `nn.ModuleDict`): `ModuleDict({"act": nn.ReLU()})`, in insertion
-    order."""
+class _NamedMembers(Module):
+    """What `ModuleDict` and `ParameterDict` share: their members by name, in insertion order, as a dict's
+    methods over one of the module's tables (`_table`), each added through `_add` (which registers it)."""
+    _table: str
 
-    def __init__(self, modules: Mapping[str, Module] | Iterable[tuple[str, Module]] | None = None):
+    def __init__(self, members: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None):
         super().__init__()
-        if modules is not None:
-            self.update(modules)
+        if members is not None:
+            self.update(members)
 
-    def __getitem__(self, key: str) -> Module:
-        return self._modules[key]
+    def _members(self) -> OrderedDict[str, Any]:
+        return getattr(self, self._table)
 
-    def __setitem__(self, key: str, module: Module) -> None:
-        self.register_module(key, module)
+    def _add(self, key: str, value: Any) -> None:
+        raise NotImplementedError
+
+    def __getitem__(self, key: str) -> Any:
+        return self._members()[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._add(key, value)
 
     def __delitem__(self, key: str) -> None:
-        del self._modules[key]
+        del self._members()[key]
 
     def __len__(self) -> int:
-        return len(self._modules)
+        return len(self._members())
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._modules)
+        return iter(self._members())
 
     def __contains__(self, key: object) -> bool:
-        return key in self._modules
+        return key in self._members()
 
     def keys(self) -> Any:
-        return self._modules.keys()
+        return self._members().keys()
 
     def items(self) -> Any:
-        return self._modules.items()
+        return self._members().items()
 
     def values(self) -> Any:
-        return self._modules.values()
+        return self._members().values()
 
-    def update(self, modules: Mapping[str, Module] | Iterable[tuple[str, Module]]) -> None:
-        for key, module in (modules.items() if isinstance(modules, Mapping) else modules):
-            self.register_module(key, module)
+    def update(self, members: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> None:
+        for key, value in (members.items() if isinstance(members, Mapping) else members):
+            self._add(key, value)
 
-    def pop(self, key: str) -> Module:
-        return self._modules.pop(key)
+    def pop(self, key: str) -> Any:
+        return self._members().pop(key)
 
     def clear(self) -> None:
-        self._modules.clear()
+        self._members().clear()
+
+
+class ModuleDict(_NamedMembers):
+    """Modules by name, registered (PyTorch's `nn.ModuleDict`): `ModuleDict({"act": nn.ReLU()})`, in insertion
+    order."""
+    _table = "_modules"
+
+    def _add(self, key: str, value: Any) -> None:
+        self.register_module(key, value)
+
+
+class ParameterDict(_NamedMembers):
+    """Parameters by name, registered (PyTorch's `nn.ParameterDict`); tensors become Parameters."""
+    _table = "_parameters"
+
+    def _add(self, key: str, value: Any) -> None:
+        self.register_parameter(key, value)
 
 
 class ParameterList(Module):
@@ -620,49 +644,6 @@ class ParameterList(Module):
         for v in values:
             self.append(v)
         return self
-
-
-class ParameterDict(Module):
-    """Parameters by name, registered (PyTorch's `nn.ParameterDict`); tensors become Parameters."""
-
-    def __init__(self, parameters: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None):
-        super().__init__()
-        if parameters is not None:
-            self.update(parameters)
-
-    def __getitem__(self, key: str) -> Parameter:
-        return self._parameters[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.register_parameter(key, value)
-
-    def __delitem__(self, key: str) -> None:
-        del self._parameters[key]
-
-    def __len__(self) -> int:
-        return len(self._parameters)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._parameters)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._parameters
-
-    def keys(self) -> Any:
-        return self._parameters.keys()
-
-    def items(self) -> Any:
-        return self._parameters.items()
-
-    def values(self) -> Any:
-        return self._parameters.values()
-
-    def update(self, parameters: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> None:
-        for key, value in (parameters.items() if isinstance(parameters, Mapping) else parameters):
-            self.register_parameter(key, value)
-
-    def pop(self, key: str) -> Parameter:
-        return self._parameters.pop(key)
 
 
 # ---- layers ----------------------------------------------------------------------------------------

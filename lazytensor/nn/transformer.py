@@ -34,24 +34,29 @@ def _clones(module: Module, n: int) -> ModuleList:
     return ModuleList([copy.deepcopy(module) for _ in range(n)])
 
 
-class TransformerEncoderLayer(Module):
-    """Self-attention then a feed-forward block, each with a residual connection, a LayerNorm (after it, or
-    before it with `norm_first`) and dropout: PyTorch's `nn.TransformerEncoderLayer`."""
+class _TransformerLayer(Module):
+    """What both layers share, under PyTorch's names and in its registration order: self-attention (then, in a
+    decoder layer, attention over the encoder's output), the feed-forward block, one LayerNorm and one dropout
+    per block."""
 
-    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
-                 activation: str | Callable[[Tensor], Tensor] = "relu", layer_norm_eps: float = 1e-5,
-                 batch_first: bool = False, norm_first: bool = False, bias: bool = True, dtype: Any = None):
+    def __init__(self, blocks: int, d_model: int, nhead: int, dim_feedforward: int, dropout: float,
+                 activation: str | Callable[[Tensor], Tensor], layer_norm_eps: float, batch_first: bool,
+                 norm_first: bool, bias: bool, dtype: Any):
         super().__init__()
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
-                                            dtype=dtype)
+        attention = {"dropout": dropout, "bias": bias, "batch_first": batch_first, "dtype": dtype}
+        self.self_attn = MultiheadAttention(d_model, nhead, **attention)
+        if blocks == 3:
+            self.multihead_attn = MultiheadAttention(d_model, nhead, **attention)
         self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
         self.dropout = Dropout(dropout)
         self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.dropout1, self.dropout2 = Dropout(dropout), Dropout(dropout)
+        for k in range(1, blocks + 1):
+            setattr(self, f"norm{k}", LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype))
+        for k in range(1, blocks + 1):
+            setattr(self, f"dropout{k}", Dropout(dropout))
         self.activation = _activation(activation)
+        self._last_dropout = f"dropout{blocks}"
 
     def _self_attention(self, x: Tensor, mask: Tensor | None, padding: Tensor | None, is_causal: bool) -> Tensor:
         out = self.self_attn(x, x, x, attn_mask=mask, key_padding_mask=padding, need_weights=False,
@@ -59,7 +64,19 @@ class TransformerEncoderLayer(Module):
         return self.dropout1(out)
 
     def _feed_forward(self, x: Tensor) -> Tensor:
-        return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+        out = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        return getattr(self, self._last_dropout)(out)
+
+
+class TransformerEncoderLayer(_TransformerLayer):
+    """Self-attention then a feed-forward block, each with a residual connection, a LayerNorm (after it, or
+    before it with `norm_first`) and dropout: PyTorch's `nn.TransformerEncoderLayer`."""
+
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
+                 activation: str | Callable[[Tensor], Tensor] = "relu", layer_norm_eps: float = 1e-5,
+                 batch_first: bool = False, norm_first: bool = False, bias: bool = True, dtype: Any = None):
+        super().__init__(2, d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+                         norm_first, bias, dtype)
 
     def forward(self, src: Tensor, src_mask: Tensor | None = None, src_key_padding_mask: Tensor | None = None,
                 is_causal: bool = False) -> Tensor:
@@ -71,41 +88,21 @@ class TransformerEncoderLayer(Module):
         return self.norm2(x + self._feed_forward(x))
 
 
-class TransformerDecoderLayer(Module):
+class TransformerDecoderLayer(_TransformerLayer):
     """Self-attention, attention over the encoder's output (`memory`), then a feed-forward block, each with a
     residual connection, a LayerNorm and dropout: PyTorch's `nn.TransformerDecoderLayer`."""
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
                  activation: str | Callable[[Tensor], Tensor] = "relu", layer_norm_eps: float = 1e-5,
                  batch_first: bool = False, norm_first: bool = False, bias: bool = True, dtype: Any = None):
-        super().__init__()
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
-                                            dtype=dtype)
-        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
-                                                 batch_first=batch_first, dtype=dtype)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.dropout1, self.dropout2, self.dropout3 = Dropout(dropout), Dropout(dropout), Dropout(dropout)
-        self.activation = _activation(activation)
-
-    def _self_attention(self, x: Tensor, mask: Tensor | None, padding: Tensor | None, is_causal: bool) -> Tensor:
-        out = self.self_attn(x, x, x, attn_mask=mask, key_padding_mask=padding, need_weights=False,
-                             is_causal=is_causal)[0]
-        return self.dropout1(out)
+        super().__init__(3, d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+                         norm_first, bias, dtype)
 
     def _memory_attention(self, x: Tensor, memory: Tensor, mask: Tensor | None, padding: Tensor | None,
                           is_causal: bool) -> Tensor:
         out = self.multihead_attn(x, memory, memory, attn_mask=mask, key_padding_mask=padding, need_weights=False,
                                   is_causal=is_causal)[0]
         return self.dropout2(out)
-
-    def _feed_forward(self, x: Tensor) -> Tensor:
-        return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
     def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None, memory_mask: Tensor | None = None,
                 tgt_key_padding_mask: Tensor | None = None, memory_key_padding_mask: Tensor | None = None,
