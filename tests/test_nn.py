@@ -1125,3 +1125,14 @@ def test_modules_with_class_targets_random_draws_and_defaults():
     inorm.eval()
     tinorm.eval()
     check(inorm(lt.asarray(a)), tinorm(torch.tensor(a)))
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int16, np.uint16])
+def test_narrow_integer_labels_against_many_classes(dtype):
+    logits = random_array((3, 300), F64, seed=38)
+    labels = np.array([0, 120, 7], dtype)
+    want = torch.nn.functional.cross_entropy(torch.tensor(logits), torch.tensor(labels.astype(np.int64)))
+    check(F.cross_entropy(lt.asarray(logits), lt.asarray(labels)), want)
+    check(F.nll_loss(lt.asarray(logits), lt.asarray(labels)),
+          torch.nn.functional.nll_loss(torch.tensor(logits), torch.tensor(labels.astype(np.int64))))
+    check(F.one_hot(lt.asarray(labels), 300), torch.nn.functional.one_hot(torch.tensor(labels.astype(np.int64)), 300))

@@ -747,6 +747,7 @@ def one_hot(labels: Tensor, num_classes: int = -1) -> Tensor:
     """int64 one-hot encoding along a new last axis."""
     if labels.dtype.is_float or labels.dtype == dtypes.bool_:
         raise DTypeError(f"one_hot: labels must be integers, got {labels.dtype.name}")
+    labels = labels.cast(dtypes.int64)  # the range checks' bounds may not fit a narrow dtype
     if num_classes < 0:
         num_classes = int(labels.max().item()) + 1
     classes = _iota(num_classes, labels.device)
@@ -1121,6 +1122,7 @@ def _nll(logp: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int,
     if target.dtype.is_float or target.dtype == dtypes.bool_:
         raise DTypeError(f"{name}: targets must be class indices (integers), got {target.dtype.name}; "
                          "probability targets are not supported")
+    target = target.cast(dtypes.int64)  # ignore_index and the class count may not fit a narrow dtype
     if logp.ndim == 1:
         logp, target = logp.unsqueeze(0), target.reshape(1)
     if logp.ndim < 2 or target.shape != (logp.shape[0],) + logp.shape[2:]:
