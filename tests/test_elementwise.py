@@ -1412,7 +1412,7 @@ def test_two_float_tensors_of_one_shape_match_torch_with_gradients(form):
 
 # ---- NumPy's elementwise functions of lazytensor's ops (lazytensor/ufuncs.py) ----------------------------------
 
-SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -2.5, 7.0, 1e-30, -1e30])
+UFUNC_SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -2.5, 7.0, 1e-30, -1e30])
 UNARY_UFUNCS = ["fabs", "deg2rad", "rad2deg", "degrees", "radians", "cbrt", "sinc", "isposinf", "isneginf"]
 BINARY_UFUNCS = ["fmax", "fmin", "fmod", "heaviside", "logaddexp2", "float_power", "mod", "true_divide", "power"]
 FLOAT_RESULTS = {"fabs", "deg2rad", "rad2deg", "degrees", "radians", "cbrt", "sinc", "heaviside", "logaddexp2",
@@ -1433,9 +1433,9 @@ def test_numpys_elementwise_functions_match_numpy(dtype):
     arr = random_array((3, 4), dtype, seed=21)
     other = random_array((4,), dtype, seed=22)  # broadcast against arr
     if dtype.is_float:
-        arr[0] = SPECIALS[:4].astype(dtype.name)
-        arr[1] = SPECIALS[4:8].astype(dtype.name)
-        other[:] = SPECIALS[[1, 0, 4, 9]].astype(dtype.name)
+        arr[0] = UFUNC_SPECIALS[:4].astype(dtype.name)
+        arr[1] = UFUNC_SPECIALS[4:8].astype(dtype.name)
+        other[:] = UFUNC_SPECIALS[[1, 0, 4, 9]].astype(dtype.name)
     elif dtype.is_int:
         other[other == 0] = 3  # NumPy's integer fmod, mod by 0 warns; lazytensor's is 0, as NumPy's result
     x, a = layout(arr, "flipped", oracle="numpy")  # contiguous tensors: tests/test_interop.py's cases
