@@ -411,7 +411,7 @@ def vander(x: Any, N: int | None = None, increasing: bool = False) -> Tensor:
     """NumPy's Vandermonde matrix of a 1-d x: column j holds x ** (N - 1 - j) (x ** j with `increasing`), N
     columns (len(x) by default), the powers as NumPy's, a running product of x; x's dtype promoted with int64,
     as NumPy's (by lazytensor's promotion: a float keeps its dtype, where NumPy's float32 gives float64)."""
-    t = x if isinstance(x, Tensor) else asarray(x)
+    t = asarray(x)
     if t.ndim != 1:
         raise ShapeError(f"vander: x must be 1-d, got shape {t.shape}")
     n = t.shape[0] if N is None else N
@@ -428,7 +428,7 @@ def vander(x: Any, N: int | None = None, increasing: bool = False) -> Tensor:
 
 def diagflat(v: Any, k: int = 0) -> Tensor:
     """NumPy's diagflat: the flattened input as the k-th diagonal of a square matrix, zeros elsewhere."""
-    t = v if isinstance(v, Tensor) else asarray(v)
+    t = asarray(v)
     return t.reshape(-1).diag(k)
 
 

@@ -15,13 +15,9 @@ from .creation import asarray
 from .tensor import Tensor, where
 
 
-def _tensor(x: Any) -> Tensor:
-    return x if isinstance(x, Tensor) else asarray(x)
-
-
 def _filled(x: Any, value: float) -> Tensor:
     """x with its NaNs replaced by `value`."""
-    t = _tensor(x)
+    t = asarray(x)
     return where(t.isnan(), value, t) if t.dtype.is_float else t
 
 
@@ -59,7 +55,7 @@ def _nan_moments(t: Tensor, axis: Any) -> tuple[Tensor, Tensor, Tensor, Tensor]:
 def nanmean(a: Any, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Tensor:
     """NumPy's nanmean: the mean over `axis` of the values that are not NaN (NaN for a slice of NaNs); integers
     give the default float, as `mean`."""
-    t = _tensor(a)
+    t = asarray(a)
     t = t.cast(dtype) if dtype is not None else t
     if not t.dtype.is_float:
         return t.mean(axis, keepdims)
@@ -70,7 +66,7 @@ def nanmean(a: Any, axis: Any = None, dtype: Any = None, keepdims: bool = False)
 def nanvar(a: Any, axis: Any = None, dtype: Any = None, *, ddof: float = 0, keepdims: bool = False) -> Tensor:
     """NumPy's nanvar: the variance over `axis` of the values that are not NaN, their count less `ddof` the
     divisor (NaN where that is not positive, as for a slice of NaNs); integers as `var`."""
-    t = _tensor(a)
+    t = asarray(a)
     t = t.cast(dtype) if dtype is not None else t
     if not t.dtype.is_float:
         return t.var(axis, keepdims, correction=ddof)
@@ -96,7 +92,7 @@ def _drop_kept(out: Tensor, t: Tensor, axis: Any, keepdims: bool) -> Tensor:
 
 
 def _nan_extremum(a: Any, axis: Any, keepdims: bool, largest: bool) -> Tensor:
-    t = _tensor(a)
+    t = asarray(a)
     if not t.dtype.is_float:
         return t.max(axis, keepdims) if largest else t.min(axis, keepdims)
     filled = _filled(t, float("-inf") if largest else float("inf"))
@@ -115,7 +111,7 @@ def nanmin(a: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
 
 
 def _nan_arg(a: Any, axis: int | None, keepdims: bool, largest: bool) -> Tensor:
-    t = _tensor(a)
+    t = asarray(a)
     name = "nanargmax" if largest else "nanargmin"
     if not t.dtype.is_float:
         return t.argmax(axis, keepdims) if largest else t.argmin(axis, keepdims)

@@ -13,10 +13,6 @@ from .movement import concat, normalize_axis
 from .tensor import Tensor
 
 
-def _tensor(x: Any) -> Tensor:
-    return x if isinstance(x, Tensor) else asarray(x)
-
-
 def _along(x: Tensor, axis: int, start: int | None, stop: int | None) -> Tensor:
     """x[..., start:stop, ...] along `axis`."""
     index: list[Any] = [slice(None)] * x.ndim
@@ -27,24 +23,24 @@ def _along(x: Tensor, axis: int, start: int | None, stop: int | None) -> Tensor:
 def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Tensor:
     """NumPy's ediff1d: the differences of consecutive elements of the flattened tensor, `to_begin` before them
     and `to_end` after (flattened, in the tensor's dtype)."""
-    flat = _tensor(ary).reshape(-1)
+    flat = asarray(ary).reshape(-1)
     parts = [flat[1:] - flat[:-1]]
     if to_begin is not None:
-        parts.insert(0, _tensor(to_begin).reshape(-1).cast(flat.dtype))
+        parts.insert(0, asarray(to_begin).reshape(-1).cast(flat.dtype))
     if to_end is not None:
-        parts.append(_tensor(to_end).reshape(-1).cast(flat.dtype))
+        parts.append(asarray(to_end).reshape(-1).cast(flat.dtype))
     return concat(parts, 0) if len(parts) > 1 else parts[0]
 
 
 def trapezoid(y: Any, x: Any = None, dx: float = 1.0, axis: int = -1) -> Tensor:
     """NumPy's trapezoid rule: the integral of y along `axis`, sampled at `x` (1-d along the axis, or of y's
     shape) or `dx` apart."""
-    t = _tensor(y)
+    t = asarray(y)
     a = normalize_axis(axis, t.ndim, "trapezoid")
     if x is None:
         d: Any = dx
     else:
-        xs = _tensor(x)
+        xs = asarray(x)
         if xs.ndim == 1:
             d = (xs[1:] - xs[:-1]).reshape(tuple(-1 if k == a else 1 for k in range(t.ndim)))
         else:
@@ -57,14 +53,14 @@ def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> An
     along each axis of `axis` (all by default), the samples `varargs` apart: one spacing for all axes, one per
     axis, each a number or the 1-d coordinates along it. A tensor for one axis, else a tuple; integers give the
     default float (NumPy's float64)."""
-    t = _tensor(f)
+    t = asarray(f)
     if not t.dtype.is_float:
         t = t.cast(dtypes.default_float)
     axes = tuple(range(t.ndim)) if axis is None else \
         tuple(normalize_axis(a, t.ndim, "gradient") for a in ((axis,) if isinstance(axis, int) else axis))
     if len(varargs) == 0:
         spacings: Sequence[Any] = [1.0] * len(axes)
-    elif len(varargs) == 1 and (not isinstance(varargs[0], (Tensor, list, tuple)) or _tensor(varargs[0]).ndim == 0):
+    elif len(varargs) == 1 and (not isinstance(varargs[0], (Tensor, list, tuple)) or asarray(varargs[0]).ndim == 0):
         spacings = [varargs[0]] * len(axes)
     elif len(varargs) == len(axes):
         spacings = varargs
@@ -88,8 +84,8 @@ def _gradient_along(t: Tensor, a: int, h: Any, edge_order: int) -> Tensor:
     def shaped(d: Tensor) -> Tensor:
         return d.reshape(tuple(-1 if k == a else 1 for k in range(t.ndim)))
 
-    if isinstance(h, (Tensor, list, tuple)) and _tensor(h).ndim == 1:
-        x = _tensor(h)
+    if isinstance(h, (Tensor, list, tuple)) and asarray(h).ndim == 1:
+        x = asarray(h)
         if x.shape[0] != n:
             raise ShapeError(f"gradient: the coordinates hold {x.shape[0]} values along an axis of {n}")
         x = x if x.dtype.is_float else x.cast(dtypes.default_float)
@@ -108,7 +104,7 @@ def _gradient_along(t: Tensor, a: int, h: Any, edge_order: int) -> Tensor:
             end = (d2 / (d1 * (d1 + d2)) * part(-3, -2) - (d2 + d1) / (d1 * d2) * part(-2, -1)
                    + (2 * d2 + d1) / (d2 * (d1 + d2)) * part(-1, None))
     else:
-        h = _tensor(h).reshape(()) if isinstance(h, (Tensor, list, tuple)) else h
+        h = asarray(h).reshape(()) if isinstance(h, (Tensor, list, tuple)) else h
         inner = (part(2, None) - part(None, -2)) / (2.0 * h)
         if edge_order == 1:
             begin = (part(1, 2) - part(0, 1)) / h
@@ -122,7 +118,7 @@ def _gradient_along(t: Tensor, a: int, h: Any, edge_order: int) -> Tensor:
 def convolve(a: Any, v: Any, mode: str = "full") -> Tensor:
     """NumPy's discrete linear convolution of two 1-d tensors: 'full' (every overlap, len(a) + len(v) - 1),
     'same' (the length of the longer, centred) or 'valid' (full overlaps only)."""
-    x, w = _tensor(a), _tensor(v)
+    x, w = asarray(a), asarray(v)
     if x.ndim != 1 or w.ndim != 1:
         raise ShapeError(f"convolve: needs two 1-d tensors, got shapes {x.shape} and {w.shape}")
     if x.shape[0] == 0 or w.shape[0] == 0:
@@ -144,7 +140,7 @@ def convolve(a: Any, v: Any, mode: str = "full") -> Tensor:
 def correlate(a: Any, v: Any, mode: str = "valid") -> Tensor:
     """NumPy's cross-correlation of two 1-d real tensors: `convolve(a, v[::-1], mode)`, reversed from the
     correlation of v with a where v is the longer, as NumPy's."""
-    x, w = _tensor(a), _tensor(v)
+    x, w = asarray(a), asarray(v)
     if x.ndim != 1 or w.ndim != 1:
         raise ShapeError(f"correlate: needs two 1-d tensors, got shapes {x.shape} and {w.shape}")
     if w.shape[0] > x.shape[0]:
@@ -154,7 +150,7 @@ def correlate(a: Any, v: Any, mode: str = "valid") -> Tensor:
 
 def polyval(p: Any, x: Any) -> Tensor:
     """NumPy's polyval: the polynomial of coefficients `p` (highest power first) at x, by Horner's rule."""
-    coefficients, t = _tensor(p), _tensor(x)
+    coefficients, t = asarray(p), asarray(x)
     if coefficients.ndim != 1:
         raise ShapeError(f"polyval: the coefficients must be 1-d, got shape {coefficients.shape}")
     y = zeros_like(t)
@@ -166,7 +162,7 @@ def polyval(p: Any, x: Any) -> Tensor:
 def unravel_index(indices: Any, shape: Sequence[int]) -> tuple[Tensor, ...]:
     """NumPy's unravel_index: the int64 coordinates, one tensor per axis of `shape`, of flat row-major indices
     into a tensor of that shape. An index outside [0, size) raises IndexError when the result is computed."""
-    index = _tensor(indices)
+    index = asarray(indices)
     if not index.dtype.is_int:
         raise TypeError(f"unravel_index: the indices must be integers, got {index.dtype.name}")
     index = index.cast(dtypes.int64)
@@ -187,7 +183,7 @@ def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str
     """NumPy's ravel_multi_index: the flat row-major int64 indices of coordinates (one integer tensor per axis of
     `dims`, broadcast together). A coordinate outside its axis raises IndexError when the result is computed
     (mode 'raise'), wraps ('wrap') or is clipped ('clip')."""
-    coords = [_tensor(c) for c in multi_index]
+    coords = [asarray(c) for c in multi_index]
     shape = tuple(int(n) for n in dims)
     if len(coords) != len(shape):
         raise ValueError(f"ravel_multi_index: {len(coords)} coordinates for {len(shape)} dimensions")
@@ -207,7 +203,7 @@ def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str
             outside = (c < 0) | (c >= n)
             bad = outside if bad is None else bad | outside
         flat = flat * n + c
-    out = flat if isinstance(flat, Tensor) else asarray(flat)
+    out = asarray(flat)
     return out._checked(bad, "ravel_multi_index: invalid entry in coordinates array") if bad is not None else out
 
 

@@ -12,14 +12,10 @@ from .movement import normalize_axis
 from .tensor import Tensor
 
 
-def _tensor(x: Any) -> Tensor:
-    return x if isinstance(x, Tensor) else asarray(x)
-
-
 def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None) -> Tensor:
     """NumPy's trace: the sum of the `offset`-th diagonal of the matrices in `axis1` and `axis2` (the first two
     by default; `lt.linalg.trace` takes the last two), over the other axes in order. Dtypes as `sum`."""
-    t = _tensor(a)
+    t = asarray(a)
     if t.ndim < 2:
         raise ShapeError(f"trace: needs at least 2 dimensions, got a tensor of shape {t.shape}")
     i, j = normalize_axis(axis1, t.ndim, "trace"), normalize_axis(axis2, t.ndim, "trace")
@@ -32,7 +28,7 @@ def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = 
 def inner(a: Any, b: Any, /) -> Tensor:
     """NumPy's inner: the sums of products over the last axes of a and b, of shape a.shape[:-1] + b.shape[:-1]
     (a product, where either is 0-d)."""
-    x, y = _tensor(a), _tensor(b)
+    x, y = asarray(a), asarray(b)
     if x.ndim == 0 or y.ndim == 0:
         return x * y
     if x.shape[-1] != y.shape[-1]:
@@ -42,7 +38,7 @@ def inner(a: Any, b: Any, /) -> Tensor:
 
 def vdot(a: Any, b: Any, /) -> Tensor:
     """NumPy's vdot (of real tensors): the dot product of the flattened tensors, which hold as many elements."""
-    x, y = _tensor(a).reshape(-1), _tensor(b).reshape(-1)
+    x, y = asarray(a).reshape(-1), asarray(b).reshape(-1)
     if x.shape != y.shape:
         raise ShapeError(f"vdot: the tensors hold {x.shape[0]} and {y.shape[0]} elements")
     return x.dot(y)
@@ -51,7 +47,7 @@ def vdot(a: Any, b: Any, /) -> Tensor:
 def kron(a: Any, b: Any, /) -> Tensor:
     """NumPy's Kronecker product: blocks of b scaled by each element of a, of shape a.shape * b.shape (the
     shorter shape padded with leading 1s)."""
-    x, y = _tensor(a), _tensor(b)
+    x, y = asarray(a), asarray(b)
     ndim = max(x.ndim, y.ndim)
     xs, ys = (1,) * (ndim - x.ndim) + x.shape, (1,) * (ndim - y.ndim) + y.shape
     interleaved_x = tuple(d for n in xs for d in (n, 1))

@@ -200,9 +200,8 @@ class PyTorchOps:
     def _new(self: Tensor, make: Callable[..., Tensor], size: tuple[Any, ...], dtype: Any, device: Any,
              requires_grad: bool, *args: Any) -> Tensor:
         shape = tuple(size[0]) if len(size) == 1 and not isinstance(size[0], int) else tuple(size)
-        out = make(shape, *args, dtype=self.dtype if dtype is None else dtype,
-                   device=self.device if device is None else device)
-        return out.requires_grad_() if requires_grad else out
+        return make(shape, *args, dtype=self.dtype if dtype is None else dtype,
+                    device=self.device if device is None else device, requires_grad=requires_grad)
 
     def new_zeros(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
                   requires_grad: bool = False) -> Tensor:
@@ -233,9 +232,8 @@ class PyTorchOps:
         """A copy of `data`, of this tensor's dtype and device unless given (PyTorch's `new_tensor`)."""
         from .creation import asarray
         source = data.detach() if isinstance(data, type(self)) else data
-        out = asarray(source, dtype=self.dtype if dtype is None else dtype,
-                      device=self.device if device is None else device, copy=True)
-        return out.requires_grad_() if requires_grad else out
+        return asarray(source, dtype=self.dtype if dtype is None else dtype,
+                       device=self.device if device is None else device, copy=True, requires_grad=requires_grad)
 
     # ---- elementwise ------------------------------------------------------------------------------------
 
@@ -258,16 +256,15 @@ class PyTorchOps:
 
     def logit(self: Tensor, eps: float | None = None) -> Tensor:
         """log(p / (1 - p)), with p clamped to [eps, 1 - eps] when `eps` is given."""
-        p = self if self.dtype.is_float else self.cast(dtypes.default_float)
+        p = self._float_operands([], "logit")[0][0]
         p = p if eps is None else p.clip(eps, 1 - eps)
         return (p / (1 - p)).log()
 
     def xlogy(self: Tensor, other: Any) -> Tensor:
         """self * log(other), 0 where self is 0 (and other is not NaN)."""
         from .tensor import where
-        other = other if isinstance(other, type(self)) else self._like(other)
-        x, y = (t if t.dtype.is_float else t.cast(dtypes.default_float) for t in (self, other))
-        return where((x == 0) & ~y.isnan(), 0, x * y.log()).cast(dtypes.promote(x.dtype, y.dtype))
+        (x, y), dtype = self._float_operands([other], "xlogy")  # a Python number weak, as PyTorch's
+        return where((x == 0) & ~y.isnan(), 0, x * y.log()).cast(dtype)
 
     def frac(self: Tensor) -> Tensor:
         """The fractional part, `x - trunc(x)`, with the sign of x (of a float tensor, as PyTorch's)."""

@@ -316,8 +316,7 @@ def isin(x1: Any, x2: Any, /, *, invert: bool = False) -> Tensor:
 
 def _flat(x: Any) -> Tensor:
     from .creation import asarray
-    from .tensor import Tensor
-    return (x if isinstance(x, Tensor) else asarray(x)).reshape(-1)
+    return asarray(x).reshape(-1)
 
 
 def union1d(ar1: Any, ar2: Any, /) -> Tensor:
@@ -347,8 +346,7 @@ def lexsort(keys: Any, axis: int = -1) -> Tensor:
     axis runs over them."""
     from .creation import asarray
     from .tensor import Tensor
-    ks = [k if isinstance(k, Tensor) else asarray(k) for k in (list(keys) if not isinstance(keys, Tensor) else
-                                                              [keys[i] for i in range(keys.shape[0])])]
+    ks = [asarray(k) for k in (keys.unbind(0) if isinstance(keys, Tensor) else keys)]
     if not ks:
         raise TypeError("lexsort: needs at least one key")
     if any(k.shape != ks[0].shape for k in ks):
@@ -373,8 +371,7 @@ def partition(a: Any, kth: Any, axis: int | None = -1) -> Tensor:
     `kth` ones are where a sort puts them, smaller ones before and larger after. A sort is such an arrangement,
     and it is the one given (NumPy's order within the two sides is unspecified, and differs)."""
     from .creation import asarray
-    from .tensor import Tensor
-    x = a if isinstance(a, Tensor) else asarray(a)
+    x = asarray(a)
     _kth_checked(x, kth, axis, "partition")
     return x.sort(axis)
 
@@ -383,8 +380,7 @@ def argpartition(a: Any, kth: Any, axis: int | None = -1) -> Tensor:
     """NumPy's argpartition: the int64 indices that `partition` the tensor (its stable sorting order; see
     `partition`)."""
     from .creation import asarray
-    from .tensor import Tensor
-    x = a if isinstance(a, Tensor) else asarray(a)
+    x = asarray(a)
     _kth_checked(x, kth, axis, "argpartition")
     return x.argsort(axis)
 

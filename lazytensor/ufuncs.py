@@ -20,10 +20,6 @@ from .errors import DTypeError
 from .tensor import Tensor, _is_scalar, where
 
 
-def _tensor(x: Any) -> Tensor:
-    return x if isinstance(x, Tensor) else asarray(x)
-
-
 def _pair(x1: Any, x2: Any, name: str, floats: bool = False) -> tuple[Tensor, Tensor]:
     """Two operands promoted together and broadcast (a Python scalar weak, on either side); with `floats`,
     integers and bools as the default float."""
@@ -35,7 +31,7 @@ def _pair(x1: Any, x2: Any, name: str, floats: bool = False) -> tuple[Tensor, Te
 
 
 def _float(x: Any) -> Tensor:
-    t = _tensor(x)
+    t = asarray(x)
     return t if t.dtype.is_float else t.cast(dtypes.default_float)
 
 
@@ -126,7 +122,7 @@ def ldexp(x1: Any, x2: Any, /) -> Tensor:
     """x1 * 2**x2 for an integer x2 (x1 a float, integers the default float): by two powers of 2, each of
     which a float holds exactly, so that neither overflows where the result does not."""
     a = _float(x1)
-    e = x2 if _is_scalar(x2) else _tensor(x2)
+    e = x2 if _is_scalar(x2) else asarray(x2)
     if isinstance(e, (float, bool)) or isinstance(e, Tensor) and not e.dtype.is_int:
         raise DTypeError(f"ldexp: the exponents must be integers, got {getattr(e, 'dtype', type(e).__name__)}")
     half = e // 2
@@ -163,13 +159,13 @@ def float_power(x1: Any, x2: Any, /) -> Tensor:
 
 def isposinf(x: Any, /) -> Tensor:
     """Whether each element is +inf (false for integers and bools)."""
-    t = _tensor(x)
+    t = asarray(x)
     return t.isinf() & ~t.signbit()
 
 
 def isneginf(x: Any, /) -> Tensor:
     """Whether each element is -inf (false for integers and bools)."""
-    t = _tensor(x)
+    t = asarray(x)
     return t.isinf() & t.signbit()
 
 
@@ -179,13 +175,13 @@ def select(condlist: Any, choicelist: Any, default: Any = 0) -> Tensor:
     conditions, choices = list(condlist), list(choicelist)
     if len(conditions) != len(choices):
         raise ValueError(f"select: {len(conditions)} conditions for {len(choices)} choices")
-    conditions = [_tensor(c) for c in conditions]
+    conditions = [asarray(c) for c in conditions]
     if any(c.dtype != dtypes.bool_ for c in conditions):
         raise TypeError("select: the conditions must be bool tensors")
     out = default
     for condition, choice in reversed(list(zip(conditions, choices))):
         out = where(condition, choice, out)
-    return out if isinstance(out, Tensor) else _tensor(out)
+    return out if isinstance(out, Tensor) else asarray(out)
 
 
 __all__ = ["cbrt", "deg2rad", "degrees", "fabs", "float_power", "fmax", "fmin", "fmod", "heaviside", "isneginf",

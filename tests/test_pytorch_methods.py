@@ -695,3 +695,11 @@ def test_pytorchs_names_of_functions_and_methods_that_call_numpys():
     check(f.kron(f), torch.nan_to_num(t).kron(torch.nan_to_num(t)).numpy())
     check(f[:, :2].trace(), torch.nan_to_num(t)[:, :2].trace().numpy())
     check(f.tensor_split([1], dim=1)[1], torch.nan_to_num(t).tensor_split([1], dim=1)[1].numpy())
+
+
+def test_xlogy_and_logit_keep_a_half_tensors_dtype_beside_a_python_number():
+    a = np.array([0.0, 0.5, 2.0], np.float16)
+    got, want = lt.asarray(a).xlogy(2.5), torch.tensor(a).xlogy(2.5)
+    assert got.dtype == lt.float16 and want.dtype == torch.float16
+    check(got, want.numpy())
+    check(lt.asarray(a[:2]).logit(eps=0.1), torch.tensor(a[:2]).logit(eps=0.1).numpy())
