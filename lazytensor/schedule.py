@@ -294,13 +294,13 @@ class _CachedSchedule:
     """A cached schedule, by position in the graph's nodes (`_walk`): per kernel (kernel, output positions,
     input positions, scalar positions), and the aliases; `programs` holds what `realize.run` compiled for it
     (see `Schedule.programs`), `launchers` how `realize` launches it once it was compiled (by whether kernels
-    are checked and the device they run on)."""
+    are checked and the device they run on) and `launcher` the one made or used last."""
 
-    __slots__ = ("aliases", "entries", "launchers", "programs")
+    __slots__ = ("aliases", "entries", "launcher", "launchers", "programs")
 
     def __init__(self, entries: list[tuple[Kernel | Contraction, list[int], list[int], list[int]]],
                  aliases: list[tuple[int, int]]):
-        self.entries, self.aliases, self.programs, self.launchers = entries, aliases, {}, {}
+        self.entries, self.aliases, self.programs, self.launchers, self.launcher = entries, aliases, {}, {}, None
 
 
 # structure key -> its plan
