@@ -18,7 +18,9 @@ a hand-off to the pool costs microseconds, and tens where its threads sleep.
 A call fills one array, its frame: the addresses of its buffers, then its
 scalar parameters (`_frame`). What does not change between calls is made once
 per program: the chunk tables of its phases, for each thread count (`_Plan`),
-whose fields are offsets into a frame.
+whose fields are offsets into a frame. A caller that launches one program again and again, one launch at a
+time (a realize of a cached plan), reuses a frame of its own (`DirectCall`), through a compiled call of one
+argument (`CALL_IR`).
 
 Compiling goes through LLVM's object code (`compiler.py`), which the engine loads. A schedule's new
 kernels compile together, before any runs (`compile_kernels`): each program's modules are compile jobs,
