@@ -27,7 +27,7 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from functools import cache
+from functools import cache, partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -61,21 +61,18 @@ class HostBuffer(Buffer):
     __slots__ = ("data",)
 
     def __init__(self, device: str, dtype: DType, data: np.ndarray):
-        self.device, self.dtype, self.size, self.ptr, self.data = device, dtype, data.size, _address(data), data
+        # the address of its memory: `ndarray.ctypes.data` costs a microsecond, a tenth of the realize of a small
+        # cached kernel; a ctypes view of the first byte a quarter of that, where there is one (a writable array
+        # with elements)
+        try:
+            ptr = _addressof(_first_byte(data))
+        except (TypeError, ValueError, BufferError):  # read-only, or empty
+            ptr = data.ctypes.data
+        self.device, self.dtype, self.size, self.ptr, self.data = device, dtype, data.size, ptr, data
 
     def numpy(self) -> np.ndarray:
         """The array itself: no copy."""
         return self.data
-
-
-def _address(data: np.ndarray) -> int:
-    """The address of a contiguous array's memory. `ndarray.ctypes.data` costs a microsecond, a tenth of the
-    realize of a small cached kernel; a ctypes view of the first byte costs a quarter of that, where there is one
-    (a writable array with elements)."""
-    try:
-        return _addressof(_first_byte(data))
-    except (TypeError, ValueError, BufferError):  # read-only, or empty
-        return data.ctypes.data
 
 
 _addressof, _first_byte = ctypes.addressof, ctypes.c_char.from_buffer
@@ -294,6 +291,11 @@ class Device:
     def alloc(self, dtype: DType, size: int) -> Buffer:
         raise NotImplementedError
 
+    def allocator(self, dtype: DType, size: int) -> Callable[[], Buffer]:
+        """`alloc` of `dtype` and `size` made ready once, for a caller that allocates the same again and again (a
+        cached schedule's launcher, its outputs at each realize): cheaper where the device can make it so."""
+        return partial(self.alloc, dtype, size)
+
     def from_numpy(self, array: np.ndarray, dtype: DType | None = None) -> Buffer:
         """A buffer holding `array`; `dtype` says what it holds where its NumPy dtype does not (bfloat16 bits)."""
         raise NotImplementedError
@@ -330,6 +332,13 @@ class Device:
         runs them all on such a table (where `batches`: a backend that can run kernels as one call)."""
         raise NotImplementedError
 
+    def direct(self, program: Any, buffers: int) -> Callable[..., None] | None:
+        """A compiled program's launches on tables of `buffers` buffer addresses, cheaper than its own call, for a
+        caller that makes one launch at a time (a cached schedule's launcher, under the realize's lock):
+        `call(*addresses, *parameters)`, made once; None where the backend has none for it (then the program's
+        own call it is)."""
+        return None
+
     def synchronize(self) -> None:
         """Wait until all work queued on this device has run."""
 
@@ -359,6 +368,16 @@ class CPUDevice(Device):
     def alloc(self, dtype: DType, size: int) -> Buffer:
         return HostBuffer(self.name, dtype, self.pool.array(to_numpy_dtype(dtype), size))
 
+    def allocator(self, dtype: DType, size: int) -> Callable[[], Buffer]:
+        npd = to_numpy_dtype(dtype)
+        if size * npd.itemsize >= self.pool.min_bytes:
+            return partial(self.alloc, dtype, size)
+        name, empty = self.name, np.empty
+
+        def small() -> Buffer:  # below the pool's smallest: no pool, nor its checks
+            return HostBuffer(name, dtype, empty(size, npd))
+        return small
+
     def from_numpy(self, array: np.ndarray, dtype: DType | None = None) -> Buffer:
         data = np.ascontiguousarray(array).reshape(-1)
         return HostBuffer(self.name, dtype or to_dtype(data.dtype), data)
@@ -382,6 +401,9 @@ class CPUDevice(Device):
     def batch(self, calls: Sequence[tuple[Any, Sequence[int], Sequence]], table_size: int) -> Any:
         from .kernels.llvm import Batch
         return Batch(calls, table_size)
+
+    def direct(self, program: Any, buffers: int) -> Callable[..., None] | None:
+        return program.direct(buffers)
 
     def empty_cache(self) -> None:
         self.pool.clear()

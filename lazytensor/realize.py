@@ -85,8 +85,9 @@ def count_replay() -> None:
 
 
 def reset_stats() -> None:
-    global _stats
-    _stats = Stats()
+    """Set the counters to zero (in place: a launcher written out for its plan holds them, `_written`)."""
+    for f in fields(_stats):
+        setattr(_stats, f.name, f.default)
 
 
 def launch(program: Any, ptrs: list[int], params: list, timed: int | bool, device: Any,
@@ -397,35 +398,46 @@ def _run_batched(items: Schedule, programs: list[Any]) -> bool:
 
 class _Launcher:
     """How a cached schedule's kernels, once compiled, launch on a graph of its structure (`Planned.nodes`),
-    without a `Schedule`: its programs, and where each one's buffers and scalars are among the nodes; each
-    realize then costs a few list look-ups per buffer. Several kernels are one batch on a device that batches
-    them, else launched one after another; either way their outputs fit in BATCH_MAX_BYTES, as they all live
-    until the last kernel ran."""
+    without a `Schedule`: its programs (each through its device's direct call of it where there is one,
+    `Device.direct`), and where each one's buffers and scalars are among the nodes. Several kernels are one batch
+    on a device that batches them, else launched one after another; either way their outputs fit in
+    BATCH_MAX_BYTES, as they all live until the last kernel ran. Made for a checking mode (`bounds.CHECK`) and a
+    device.
 
-    __slots__ = ("batch", "calls", "device", "held_bytes", "scalars", "slots")
+    `run(planned)` launches: `walk`, a few list look-ups per buffer; a launcher of one kernel its device calls
+    directly that ran WRITE_OUT_AFTER times then runs through Python written out for its plan (`_written`), the
+    look-ups done once: a third of the walk's time, but writing it costs as many walks as WRITE_OUT_AFTER, so only
+    a plan launched that often (an eager loop's) pays for it."""
+
+    __slots__ = ("batch", "calls", "checked", "device", "held_bytes", "left", "run", "scalars", "slots")
 
     def __init__(self, device: Device, programs: list[Any], entries: list[tuple[Any, list[int], list[int], list[int]]],
                  nodes: list[Node]):
-        self.device, self.scalars = device, [(k, ps) for k, (_, _, _, ps) in enumerate(entries) if ps]
+        self.device, self.checked = device, bounds.CHECK
+        self.scalars = [(k, ps) for k, (_, _, _, ps) in enumerate(entries) if ps]
         table, positions = _table([(outs, ins) for _, outs, ins, _ in entries])
-        # each buffer of the table: its node's position, and where the kernels write it, what to allocate
-        self.slots = [(p, (nodes[p].dtype, nodes[p].numel) if written else None) for p, written in table]
+        # each buffer of the table: its node's position, and where the kernels write it, how to allocate it
+        self.slots = [(p, device.allocator(nodes[p].dtype, nodes[p].numel) if written else None) for p, written in table]
         # what its outputs hold till the last kernel ran, where there are several (BATCH_MAX_BYTES bounds it)
         self.held_bytes = sum(nodes[p].numel * nodes[p].dtype.itemsize for p, written in table if written) \
             if len(entries) > 1 else 0
-        # each program with its buffers' places in the table (None where they are the table, in order) and its
-        # scalars' positions among the nodes
-        self.calls = [(program, None if pos == tuple(range(len(table))) else pos, ps)
-                      for program, pos, (_, _, _, ps) in zip(programs, positions, entries)]
         self.batch = _batch(device, programs, positions, len(table), [[nodes[p].arg for p in ps] for *_, ps in entries]) \
             if len(entries) > 1 and device.batches else None
+        # each program's call (direct where the device has one, unless they run as a batch) with its buffers' places
+        # in the table (None where they are the table, in order: a kernel that reads one buffer twice, `solve(a, a)`,
+        # has it once there) and its scalars' positions among the nodes
+        direct = [device.direct(program, len(pos)) if self.batch is None else None
+                  for program, pos in zip(programs, positions)]
+        self.calls = [(call or program, None if pos == tuple(range(len(table))) else pos, ps)
+                      for program, call, pos, (_, _, _, ps) in zip(programs, direct, positions, entries)]
+        # the walks left before it is written out, where it is (a direct call of one kernel)
+        self.left, self.run = WRITE_OUT_AFTER if direct == [self.calls[0][0]] else None, self.walk
 
-    def __call__(self, planned: Planned) -> None:
-        nodes, alloc = planned.nodes, self.device.alloc
-        buffers, ptrs = [], []
+    def walk(self, planned: Planned) -> None:
+        nodes, buffers, ptrs = planned.nodes, [], []
         try:
-            for p, written in self.slots:
-                buffer = nodes[p].buffer if written is None else alloc(*written)
+            for p, allocate in self.slots:
+                buffer = nodes[p].buffer if allocate is None else allocate()
                 buffers.append(buffer)
                 ptrs.append(buffer.ptr)
         except MemoryError as e:
@@ -434,13 +446,43 @@ class _Launcher:
             launch_batch(self.batch, ptrs, {k: [nodes[p].arg for p in ps] for k, ps in self.scalars},
                          len(self.calls), lambda k: _origin(planned, k))
         else:
-            for k, (program, pos, ps) in enumerate(self.calls):
-                # the table is the program's, unless it reads one buffer twice (`solve(a, a)`): the table holds it once
-                launch(program, ptrs if pos is None else [ptrs[i] for i in pos], [nodes[p].arg for p in ps], 0,
+            for k, (call, pos, ps) in enumerate(self.calls):
+                launch(call, ptrs if pos is None else [ptrs[i] for i in pos], [nodes[p].arg for p in ps], 0,
                        self.device, lambda k=k: _origin(planned, k))
-        for (p, written), buffer in zip(self.slots, buffers):
-            if written is not None:
+        for (p, allocate), buffer in zip(self.slots, buffers):
+            if allocate is not None:
                 nodes[p].become_buffer(buffer)
+        if self.left is not None:
+            self.left -= 1
+            if not self.left:
+                self.run = _written(self, planned.plan.entries[0])
+
+
+WRITE_OUT_AFTER = 256
+
+
+def _written(launcher: _Launcher, entry: tuple[Any, list[int], list[int], list[int]]) -> Callable[[Planned], None]:
+    """`launcher.walk` written out for its plan of one kernel (`entry`: the kernel, its outputs', inputs' and
+    scalars' positions among the nodes) as Python source, one statement per buffer: what it allocates, where
+    each address and scalar comes from, depend on the plan only."""
+    (call, _, _), = launcher.calls
+    _, outs, ins, ps = entry
+    consts: dict[str, Any] = {"call": call, "stats": _stats, "perf_counter": time.perf_counter, "no_memory": _no_memory}
+    code = ["def launch(planned):", "    nodes = planned.nodes"]
+    allocators = dict(launcher.slots)
+    for k, p in enumerate(outs):
+        consts[f"A{k}"] = allocators[p]
+        code += ["    try:", f"        b{k} = A{k}()", "    except MemoryError as e:",
+                 f"        raise no_memory(e, nodes[{p}]) from None"]
+    addresses = [*(f"b{k}.ptr" for k in range(len(outs))), *(f"nodes[{p}].buffer.ptr" for p in ins)]
+    code += ["    t0 = perf_counter()",
+             f"    call(({', '.join(addresses)},), ({''.join(f'nodes[{p}].arg, ' for p in ps)}))",
+             "    stats.run_seconds += perf_counter() - t0",
+             "    stats.kernels_launched += 1"]
+    code += [f"    nodes[{p}].become_buffer(b{k})" for k, p in enumerate(outs)]
+    # the source holds positions and names only: every value it uses is a constant passed in `consts`
+    exec("\n".join(code), consts)  # noqa: S102
+    return consts["launch"]
 
 
 def _origin(planned: Planned, k: int) -> str:
@@ -449,21 +491,23 @@ def _origin(planned: Planned, k: int) -> str:
 
 
 def _launcher(planned: Planned) -> _Launcher | None:
-    """How the plan launches without a `Schedule` (made once per plan, checking mode and device), or None where it
-    cannot: kernels not compiled yet (the first realize of a structure compiles them, through `run`), on
-    several devices, or several whose outputs pass BATCH_MAX_BYTES (launched through `run`, which gives each
-    intermediate's memory back once its last reader ran)."""
+    """How the plan launches without a `Schedule` (made once per plan, checking mode and device; the last one made
+    or used found first), or None where it cannot: kernels not compiled yet (the first realize of a structure
+    compiles them, through `run`), on several devices, or several whose outputs pass BATCH_MAX_BYTES (launched
+    through `run`, which gives each intermediate's memory back once its last reader ran)."""
     cached, nodes = planned.plan, planned.nodes
     if not cached.entries:
         return None
     device = get_device(nodes[cached.entries[0][1][0]].device)
-    if (launcher := cached.launchers.get(key := (bounds.CHECK, device))) is None:
-        if any(nodes[outs[0]].device != device.name for _, outs, _, _ in cached.entries):
-            return None
-        known = cached.programs.get((bounds.CHECK, *(device for _ in cached.entries)))
-        if known is None or any(k is not entry[0] for k, entry in zip(known[0], cached.entries)):
-            return None  # not compiled, or compiled for other kernels than the plan's
-        launcher = cached.launchers[key] = _Launcher(device, known[1], cached.entries, nodes)
+    if (launcher := cached.launcher) is None or launcher.device is not device or launcher.checked != bounds.CHECK:
+        if (launcher := cached.launchers.get(key := (bounds.CHECK, device))) is None:
+            if any(nodes[outs[0]].device != device.name for _, outs, _, _ in cached.entries):
+                return None
+            known = cached.programs.get((bounds.CHECK, *(device for _ in cached.entries)))
+            if known is None or any(k is not entry[0] for k, entry in zip(known[0], cached.entries)):
+                return None  # not compiled, or compiled for other kernels than the plan's
+            launcher = cached.launchers[key] = _Launcher(device, known[1], cached.entries, nodes)
+        cached.launcher = launcher
     return launcher if launcher.held_bytes <= BATCH_MAX_BYTES else None
 
 
@@ -502,7 +546,7 @@ def realize_nodes(*nodes: Node) -> None:
             run(items)
             aliases = items.aliases
         else:
-            launcher(planned)
+            launcher.run(planned)
             aliases = [(planned.nodes[a], planned.nodes[b]) for a, b in planned.plan.aliases] \
                 if planned.plan.aliases else ()
         # Only once it ran: a realize that failed or was interrupted (Ctrl-C) leaves the state pending.

@@ -294,13 +294,13 @@ class _CachedSchedule:
     """A cached schedule, by position in the graph's nodes (`_walk`): per kernel (kernel, output positions,
     input positions, scalar positions), and the aliases; `programs` holds what `realize.run` compiled for it
     (see `Schedule.programs`), `launchers` how `realize` launches it once it was compiled (by whether kernels
-    are checked and the device they run on)."""
+    are checked and the device they run on) and `launcher` the one made or used last."""
 
-    __slots__ = ("aliases", "entries", "launchers", "programs")
+    __slots__ = ("aliases", "entries", "launcher", "launchers", "programs")
 
     def __init__(self, entries: list[tuple[Kernel | Contraction, list[int], list[int], list[int]]],
                  aliases: list[tuple[int, int]]):
-        self.entries, self.aliases, self.programs, self.launchers = entries, aliases, {}, {}
+        self.entries, self.aliases, self.programs, self.launchers, self.launcher = entries, aliases, {}, {}, None
 
 
 # structure key -> its plan
@@ -570,8 +570,19 @@ def _matcher(template: _Template) -> Callable[[list[Node]], Planned | None]:
         code.append(f"    h = {n}.holders")
         code.append(f"    if h is None or not {held}: return None" if at in live else
                     f"    if h is not None and {held}: return None")
+    # The graph's nodes are distinct where the template's are: two places hold different nodes where their ops,
+    # dtypes, shapes, devices or numbers of sources differ, or where a source of one is at another place than
+    # the same source of the other (places of sources come first: by induction, different nodes). Only the
+    # places alike in all of that (leaves alike: buffers, scalars) are compared.
+    alike: dict[tuple, list[int]] = {}
+    for at, op, dtype, shape, device, srcs_at, _, _ in template.entries:
+        alike.setdefault((op, dtype, shape, device, srcs_at), []).append(at)
+    for places in alike.values():
+        if len(places) == 2:
+            code.append(f"    if n{places[0]} is n{places[1]}: return None")
+        elif len(places) > 2:
+            code.append(f"    if len({{{', '.join(f'n{at}' for at in places)}}}) != {len(places)}: return None")
     nodes = ", ".join(f"n{at}" for at in range(len(template.entries)))
-    code.append(f"    if len({{{nodes}}}) != {len(template.entries)}: return None")
     for k, (_, message) in enumerate(template.checks):
         consts[f"M{k}"] = message
     flags = ", ".join(f"(n{at}, M{k})" for k, (at, _) in enumerate(template.checks))

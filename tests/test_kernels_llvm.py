@@ -561,3 +561,30 @@ def test_a_call_frame_holds_the_addresses_then_the_parameters_then_the_sizes():
     assert list(frame) == expect[:4] + [5] + expect[5:]
     assert list(runtime._frame([10, 20], [], (), False, (7,))) == [10, 20, 7]
     assert list(runtime._frame([10], [], ())) == [10, 0]
+
+
+def test_a_direct_call_runs_its_program_on_each_launchs_buffers_and_parameters(monkeypatch):
+    """A `DirectCall` reuses one frame: each launch computes on its own buffers with its own parameters (an
+    integer past int64's range wrapped as C converts it, the path past `struct`'s), as the program's own call does;
+    one whose work the pool shares by `PARALLEL_MIN_WORK` at the launch goes through the program, on the pool."""
+    program, _ = compile_kernel(scale_kernel(1000))
+    call = program.direct(3)
+    unused = np.zeros(1, np.int64)
+    arrays = [np.arange(1000, dtype=np.int64) * k for k in (1, 2, 3)]
+    for k, (a, params) in enumerate(zip(arrays, ([2, 1], [-3, 5], [1, 2**64 - 1]))):
+        call([unused.ctypes.data, unused.ctypes.data, a.ctypes.data], params)
+        want = np.arange(1000, dtype=np.int64) * (k + 1) * params[0] + np.uint64(params[1]).astype(np.int64)
+        np.testing.assert_array_equal(a, want)
+    monkeypatch.setattr(runtime, "PARALLEL_MIN_WORK", 1)
+    monkeypatch.setenv("LT_NUM_THREADS", "2")
+    a = np.arange(1000, dtype=np.int64)
+    call([unused.ctypes.data, unused.ctypes.data, a.ctypes.data], [3, 4])
+    np.testing.assert_array_equal(a, np.arange(1000) * 3 + 4)
+    assert program.plans  # its chunk table: it ran on the pool
+
+
+def test_a_checked_program_has_no_direct_call(monkeypatch):
+    """A checked program's launch reads its fault record after the call: it has no `DirectCall`."""
+    monkeypatch.setattr(bounds, "CHECK", True)
+    program, _ = compile_kernel(scale_kernel(1000))
+    assert program.checked and program.direct(3) is None

@@ -751,3 +751,109 @@ def test_debug_prints_one_line_per_launch(capsys, monkeypatch):
     (x.sin() * 7).realize()
     err = capsys.readouterr().err
     assert err.count("define void") >= 2 and "alloca" in err  # and the IR as rendered, before optimization
+
+
+@pytest.fixture(params=["walked", "written"])
+def launching(request, monkeypatch) -> bool:
+    """Plans of their own for the test, whose launchers walk their buffers, or run through the code written out
+    for their plan (`realize._written`) from their first launch on; whether written."""
+    schedule, realize = (importlib.import_module(f"lazytensor.{name}") for name in ("schedule", "realize"))
+    monkeypatch.setattr(schedule, "_templates", {})
+    monkeypatch.setattr(schedule, "_cache", {})
+    if written := request.param == "written":
+        monkeypatch.setattr(realize, "WRITE_OUT_AFTER", 1)
+    return written
+
+
+def _written_launchers() -> int:
+    """How many of the cached plans launch through code written out for them."""
+    return sum(launcher.run != launcher.walk for plan in importlib.import_module("lazytensor.schedule")._cache.values()
+               for launcher in plan.launchers.values())
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32], ids=str)
+def test_a_launch_from_a_plan_binds_each_realize_its_own_values(monkeypatch, launching, dtype):
+    """Realizes of cached one-kernel plans, launched from their plans (walked or written out): on new data, with
+    new scalars, through a transposed view and slices at other offsets, of two outputs in one kernel, of a reshape
+    of the kernel's output, each feeding the next; every result its own buffer and value; nothing compiled or
+    scheduled again, one launch per realize."""
+    def step(seed: int, scale: int, shift: int, y: lt.Tensor, want: np.ndarray) -> tuple[lt.Tensor, np.ndarray]:
+        a = random_array((5, 3), dtype, seed)
+        x = lt.asarray(a, device="cpu")
+        y, want = (y * scale + x - shift).realize(), (want * scale + a - shift).astype(a.dtype)
+        check(y, want)
+        check((x.T * scale + 1).realize(), (a.T * scale + 1).astype(a.dtype))
+        for k in (0, 1):
+            check((x[k:k + 3] - x[2 - k:5 - k] * shift).realize(), (a[k:k + 3] - a[2 - k:5 - k] * shift).astype(a.dtype))
+        u, v = x * scale, x + shift
+        lt.realize(u, v)  # one kernel, two outputs
+        check(u, (a * scale).astype(a.dtype))
+        check(v, (a + shift).astype(a.dtype))
+        check((x * scale + 1).reshape(15).realize(), (a * scale + 1).astype(a.dtype).reshape(15))
+        return y, want
+
+    zeros = np.zeros((5, 3), dtype.name)
+    y, want = step(0, 2, 1, lt.asarray(zeros, device="cpu"), zeros)
+    y, want = step(1, 3, -2, y, want)  # compiles nothing new; the launchers are made
+    lt.reset_stats()
+    _refuse_schedules(monkeypatch)
+    results = []
+    for seed, scale, shift in ((2, -1, 5), (3, 0, 0), (4, 7, -3)):
+        y, want = step(seed, scale, shift, y, want)
+        results.append((y, want))
+    for got, expected in results:
+        check(got, expected)
+    assert len({got.node.buffer.ptr for got, _ in results}) == len(results)
+    s = lt.stats()
+    assert s.kernels_compiled == 0 and s.realizes == 3 * 6 and s.kernels_launched == 3 * 6
+    assert (_written_launchers() == 6) == launching
+
+
+def test_a_written_launch_of_a_small_kernel_goes_to_the_pool_where_its_work_is_shared(monkeypatch, launching):
+    """A plan launched directly (`DirectCall`) and then `PARALLEL_MIN_WORK` lowered (as tests do): its launches
+    are shared out to the pool, with the right values."""
+    from lazytensor.kernels.llvm import runtime
+    a = random_array((4096,), lt.float32, 0)
+    x = lt.asarray(a, device="cpu")
+    for k in range(3):
+        check((x * float(k) + 1).realize(), a * np.float32(k) + 1)
+    monkeypatch.setattr(runtime, "PARALLEL_MIN_WORK", 64)
+    monkeypatch.setenv("LT_NUM_THREADS", "2")
+    for k in range(3, 6):
+        check((x * float(k) + 1).realize(), a * np.float32(k) + 1)
+    assert (_written_launchers() == 1) == launching
+
+
+def test_written_launches_of_kernels_generic_over_sizes_pass_each_size(launching):
+    """An eager loop over growing sizes: the kernel compiles generic over its size, and each size's plan launches
+    it with its own sizes in the frame (written once per plan), twice over."""
+    for _ in range(2):
+        for n in range(5, 12):
+            a = random_array((n, 6), lt.float32, n)
+            x = lt.asarray(a, device="cpu")
+            check((x.sum(1) * 0.5 + 1).realize(), a.sum(1) * np.float32(0.5) + 1)
+
+
+def test_threads_launch_one_written_plan_each_with_its_own_data(launching):
+    """Threads realizing the same structure at once, launched from one plan's launcher (its frame shared, under
+    the realize lock), each get their own values."""
+    def work(t: int) -> list[np.ndarray]:
+        a = random_array((100,), lt.float32, t)
+        x = lt.asarray(a, device="cpu")
+        for k in range(50):
+            check((x * float(k) - t).realize(), a * np.float32(k) - np.float32(t))
+        return []
+
+    in_threads(work)
+
+
+def test_reset_stats_keeps_counting_a_written_launch(launching):
+    """`reset_stats` sets the counters to zero in place: a launch written out before it counts after it."""
+    x = lt.asarray(random_array((10,), lt.float32, 0), device="cpu")
+    for k in range(3):
+        (x * float(k) + 2).realize()
+    lt.reset_stats()
+    for k in range(4):
+        (x * float(k) + 2).realize()
+    s = lt.stats()
+    assert s.kernels_launched == 4 and s.realizes == 4 and s.run_seconds > 0

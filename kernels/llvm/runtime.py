@@ -18,7 +18,9 @@ a hand-off to the pool costs microseconds, and tens where its threads sleep.
 A call fills one array, its frame: the addresses of its buffers, then its
 scalar parameters (`_frame`). What does not change between calls is made once
 per program: the chunk tables of its phases, for each thread count (`_Plan`),
-whose fields are offsets into a frame.
+whose fields are offsets into a frame. A caller that launches one program again and again, one launch at a
+time (a realize of a cached plan), reuses a frame of its own (`DirectCall`), through a compiled call of one
+argument (`CALL_IR`).
 
 Compiling goes through LLVM's object code (`compiler.py`), which the engine loads. A schedule's new
 kernels compile together, before any runs (`compile_kernels`): each program's modules are compile jobs,
@@ -187,6 +189,44 @@ def pool() -> Pool:
                 _pool = Pool(address, *map(j.address, rest))
                 atexit.register(_pool.close)
     return _pool
+
+
+# `call(block)`: `block[0](block[1], block[2], block[3], block[4])`, a kernel's function on its frame's buffer table
+# and parameters over a range of its outermost loop (`DirectCall`). Called through ctypes with the block itself, an
+# array ctypes passes as its address: ctypes converts each argument a prototype declares through a Python call, and
+# a kernel's four cost three times this call.
+CALL_IR = """
+define void @call(ptr %block) {
+entry:
+  %fn = load ptr, ptr %block, align 8
+  %at1 = getelementptr i64, ptr %block, i64 1
+  %buffers = load ptr, ptr %at1, align 8
+  %at2 = getelementptr i64, ptr %block, i64 2
+  %params = load ptr, ptr %at2, align 8
+  %at3 = getelementptr i64, ptr %block, i64 3
+  %lo = load i64, ptr %at3, align 8
+  %at4 = getelementptr i64, ptr %block, i64 4
+  %hi = load i64, ptr %at4, align 8
+  call void %fn(ptr %buffers, ptr %params, i64 %lo, i64 %hi)
+  ret void
+}
+"""
+CALL_HEAD = 5  # the words of a block before its frame
+# No argument declared: a C function called with more arguments than its prototype declares gets them as ctypes
+# passes them unconverted (a ctypes array: its address)
+_Call = ctypes.CFUNCTYPE(None)
+_call: ctypes._CFuncPtr | None = None
+
+
+def _direct_call() -> ctypes._CFuncPtr:
+    """`CALL_IR`'s `call`, compiled on first use."""
+    global _call
+    if _call is None:
+        jit()  # made before `_setup` is held, which making it takes
+        with _setup:
+            if _call is None:
+                _call = _Call(_compile((CALL_IR, "call", False))[0][1])
+    return _call
 
 
 def _forget_pool() -> None:
@@ -409,6 +449,11 @@ class Program:
         if self.checked:
             _check_faults(self, frame, len(buffers))
 
+    def direct(self, buffers: int) -> DirectCall | None:
+        """Its launches on tables of `buffers` addresses through a frame of their own (`DirectCall`), or None where
+        a launch does more than run the function: a checked program's reads its fault record."""
+        return None if self.checked else DirectCall(self, buffers)
+
     def buffers(self) -> tuple[BufferParam, ...]:
         """The buffers of the table the functions read, by slot."""
         return self.kernel.buffers
@@ -426,10 +471,48 @@ class Program:
         return list(buffers)
 
 
+class DirectCall:
+    """A program's launches through a frame of their own, made once, for a caller that makes one at a time (a
+    realize of a cached schedule, under the realize's lock): a launch writes the buffer addresses and parameters
+    into the frame (one `pack_into`) and runs the function through `CALL_IR`'s `call`, one argument that ctypes
+    passes as it is, where `Program.__call__` makes a frame and passes the function four arguments, each converted:
+    half the time of a small kernel's launch. A launch whose work the pool shares (by `PARALLEL_MIN_WORK` at the
+    launch) goes through the program."""
+
+    __slots__ = ("block", "pack", "program", "run")
+
+    def __init__(self, program: Program, buffers: int):
+        params = program.kernel.params
+        self.program, self.run = program, _direct_call()
+        self.block = block = (ctypes.c_int64 * (CALL_HEAD + _frame_layout(buffers, params, len(program.sizes),
+                                                                          False)[0]._length_))()
+        frame = ctypes.addressof(block) + 8 * CALL_HEAD
+        block[:CALL_HEAD] = [ctypes.cast(program.fn, ctypes.c_void_p).value, frame, frame + 8 * buffers, 0,
+                             program.extent]
+        struct.pack_into("=" + "q" * len(program.sizes), block, 8 * (CALL_HEAD + buffers + len(params)), *program.sizes)
+        self.pack = struct.Struct("=" + "q" * buffers + _slot_format(params).format[1:]).pack_into
+
+    def __call__(self, buffers: Sequence[int], params: Sequence[int | float]) -> None:
+        """Run the program on the buffers at the addresses `buffers` (outputs, inputs) with `params`, as
+        `Program.__call__`."""
+        program = self.program
+        if not _one_thread(program.work):
+            program(buffers, params)
+            return
+        try:
+            self.pack(self.block, 8 * CALL_HEAD, *buffers, *params)
+        except struct.error:  # a parameter out of its slot's range or type: written as `_scalar_slots` converts it
+            self.pack(self.block, 8 * CALL_HEAD, *buffers, *_as_slots(params, program.kernel.params))
+        self.run(self.block)
+
+
 @dataclass
 class LibraryProgram(Program):
     """A `LibraryCall`: its one function is `library.py`'s callback, over the batch of matrices. It has no LLVM
     IR: `llvm_ir` says what runs instead."""
+
+    def direct(self, buffers: int) -> None:
+        """None: a launch collects the routine's failure after its chunks ran."""
 
     def __call__(self, buffers: Sequence[int], params: Sequence[int | float]) -> None:
         frame = _frame(buffers, params, self.kernel.params)
@@ -557,6 +640,9 @@ class StagedProgram:
     def frame(self, table: Sequence[int], params: Sequence[int | float]) -> ctypes.Array:
         """A call's frame (`_frame`), a generic program's sizes after the parameters."""
         return _frame(table, params, self.kernel.params, self.checked, self.sizes)
+
+    def direct(self, buffers: int) -> None:
+        """None: its stages run over its scratch too, under its lock, as chunks for the pool."""
 
     def __call__(self, buffers: Sequence[int], params: Sequence[int | float]) -> None:
         with self._lock:
