@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import lazytensor as lt
-from conftest import check, random_array
+from conftest import check, graph_structure, random_array
 from lazytensor import nn, optim
 
 F64 = lt.float64
@@ -139,34 +139,14 @@ ADAMS = {
 }
 
 
-def _structure(roots: list[lt.Tensor]) -> list[tuple]:
-    """The graph under `roots` as a list: each node once, sources first, with its op, dtype, shape, arg, user's
-    line and its sources' places (a realized node by its place among the roots' sources only)."""
-    place: dict[int, int] = {}
-    out: list[tuple] = []
-    stack = [(t.node, False) for t in reversed(roots)]
-    while stack:
-        node, expanded = stack.pop()
-        if id(node) in place:
-            continue
-        if not expanded:
-            stack.append((node, True))
-            stack.extend((s, False) for s in reversed(node.srcs))
-            continue
-        place[id(node)] = len(out)
-        arg = None if node.realized else node.arg
-        out.append((node.op, node.dtype, node.shape, arg, None if node.realized else node.line,
-                    tuple(place[id(s)] for s in node.srcs)))
-    return out
-
-
 def _adam_run(make, recorded: bool, monkeypatch) -> list:
     """Four Adam steps of the test model; each step's update graph (parameters and state, before the realize)
     and values. With `recorded`, every update is recorded through the tensor ops, never rebuilt."""
-    from lazytensor.optim import recipe
+    from lazytensor import recipe
     with monkeypatch.context() as patch:
         if recorded:
-            patch.setattr(recipe, "apply", lambda update, flags, scalars, tensors: update(flags, scalars, *tensors))
+            patch.setattr(recipe, "_recipes", {})
+            patch.setattr(recipe, "_record", lambda tensors, scalars, outputs: None)
         m, _ = models()
         opt = make(m.parameters())
         runs = []
@@ -176,7 +156,7 @@ def _adam_run(make, recorded: bool, monkeypatch) -> list:
             loss.backward()
             opt.step()
             state = [v for s in opt.state.values() for v in s.values() if isinstance(v, lt.Tensor)]
-            graph = _structure([*m.parameters(), *state])
+            graph = graph_structure([*m.parameters(), *state])
             lt.realize(loss, *m.parameters())
             runs.append((graph, [p.numpy() for p in m.parameters()]))
         return runs
@@ -185,7 +165,7 @@ def _adam_run(make, recorded: bool, monkeypatch) -> list:
 @pytest.mark.parametrize("name", list(ADAMS))
 def test_an_update_rebuilt_is_the_graph_its_ops_record(name, monkeypatch):
     """Adam's update of a parameter is recorded once per structure and rebuilt on later steps
-    (`optim.recipe`): the same nodes (ops, dtypes, shapes, scalars, user's lines, sources) as recording it through
+    (`lazytensor.recipe`): the same nodes (ops, dtypes, shapes, scalars, user's lines, sources) as recording it through
     the tensor ops, and the same values, bit for bit."""
     rebuilt, recorded = _adam_run(ADAMS[name], False, monkeypatch), _adam_run(ADAMS[name], True, monkeypatch)
     for (graph, values), (expected_graph, expected) in zip(rebuilt, recorded):

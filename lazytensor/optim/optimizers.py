@@ -18,7 +18,7 @@ a kernel. Adam's step count is state too, a 0-d float64 tensor (torch's
 step that `lt.jit` replays advances them without running Python; parameters
 that step together share one step count, which one kernel updates. Adam's
 (and AdamW's) update of a parameter is recorded through the tensor ops once per
-structure and rebuilt from that recording on later steps (`recipe.py`).
+structure and rebuilt from that recording on later steps (`lazytensor/recipe.py`).
 """
 from __future__ import annotations
 
@@ -27,13 +27,13 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from .. import recipe
 from ..autograd import no_grad
 from ..creation import asarray, full
 from ..dtypes import float64
 from ..helpers import KnownUserLine, is_ours, user_line
 from ..schedule import realize_with_next
 from ..tensor import Tensor
-from . import recipe
 
 
 class Optimizer:
