@@ -31,7 +31,7 @@ import math
 import threading
 from typing import Any
 
-from . import dtypes
+from . import dtypes, recipe
 from .creation import _iota, arange, factory
 from .device import get_device
 from .dtypes import DType, default_float, default_int
@@ -118,18 +118,26 @@ def _words(shape: tuple[int, ...], device: str, n_words: int) -> list[Any]:
     (and so compiles it again): the offset, which changes at every call, is kept far from the seed
     and from the scalars programs use, so every draw runs the same kernel."""
     offset = _next_offset()
+    scalars = (_gen.seed & ((1 << 63) - 1), offset_parameter(offset))
+    return list(recipe.apply(_philox_words, (shape, get_device(device).name, n_words), scalars, ()))
+
+
+def _philox_words(flags: tuple[tuple[int, ...], str, int], scalars: tuple[int, int]) -> tuple[Any, ...]:
+    """`_words`'s graph (`recipe.apply` records it once per shape): `flags` the shape, the device and the number
+    of words, `scalars` the seed and the offset's parameter."""
+    shape, dev, n_words = flags
+    seed, offset = scalars
     n = prod(shape)
-    dev = get_device(device).name
     index = _iota(n, dev).reshape(shape)
-    seed_ = Tensor._scalar(_gen.seed & ((1 << 63) - 1), dtypes.int64, dev, "random", shape)
-    neg = Tensor._scalar(offset_parameter(offset), dtypes.int64, dev, "random", shape)
+    seed_ = Tensor._scalar(seed, dtypes.int64, dev, "random", shape)
+    neg = Tensor._scalar(offset, dtypes.int64, dev, "random", shape)
     off = _int_op(Alu.SUB, _int_op(Alu.MUL, neg, -1), OFFSET_BIAS)
     lo, hi = (index, index._const(0, dtypes.int64, dev).broadcast_to(shape)) if n <= M32 else \
         (_int_op(Alu.AND, index, M32), _int_op(Alu.FLOORDIV, index, 1 << 32))
     words = philox((lo, hi,
                     _int_op(Alu.AND, off, M32), _int_op(Alu.FLOORDIV, off, 1 << 32)),
                    (_int_op(Alu.AND, seed_, M32), _int_op(Alu.FLOORDIV, seed_, 1 << 32)))
-    return list(words[:n_words])
+    return words[:n_words]
 
 
 def _int_op(op: Alu, t: Any, value: int) -> Any:

@@ -109,6 +109,27 @@ def graph_lines(t: lt.Tensor) -> set[int]:
     return lines
 
 
+def graph_structure(roots: list[lt.Tensor]) -> list[tuple]:
+    """The graph under `roots` as a list to compare: each node once, sources first, with its op, dtype, shape, arg,
+    user's line and its sources' places (a realized node by its place, dtype and shape only)."""
+    place: dict[int, int] = {}
+    out: list[tuple] = []
+    stack = [(t.node, False) for t in reversed(roots)]
+    while stack:
+        node, expanded = stack.pop()
+        if id(node) in place:
+            continue
+        if not expanded:
+            stack.append((node, True))
+            stack.extend((s, False) for s in reversed(node.srcs))
+            continue
+        place[id(node)] = len(out)
+        arg = None if node.realized else node.arg
+        out.append((node.op, node.dtype, node.shape, arg, None if node.realized else node.line,
+                    tuple(place[id(s)] for s in node.srcs)))
+    return out
+
+
 def marked_line(path: str, marker: str) -> int:
     """The number of the one line of the file at `path` that ends with `marker`."""
     (number,) = [i + 1 for i, text in enumerate(Path(path).read_text().splitlines()) if text.endswith(marker)]

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import lazytensor as lt
-from conftest import check, random_array
+from conftest import check, graph_structure, random_array
 from lazytensor import nn, optim
 
 F64 = lt.float64
@@ -129,6 +129,106 @@ def test_state_does_not_grow_a_graph_across_steps():
         counts.append(lt.stats().kernels_launched)
     assert counts[1] == counts[2] == counts[3]
     assert lt.stats().kernels_compiled == 0  # same structure every step: nothing recompiles
+
+
+ADAMS = {
+    "adam": lambda p: optim.Adam(p, lr=0.01),
+    "adam_wd_amsgrad_maximize": lambda p: optim.Adam(p, lr=0.02, betas=(0.8, 0.99), weight_decay=0.1, amsgrad=True,
+                                                     maximize=True),
+    "adamw_amsgrad": lambda p: optim.AdamW(p, lr=0.01, weight_decay=0.3, amsgrad=True),
+}
+
+
+def _adam_run(make, recorded: bool, monkeypatch) -> list:
+    """Four Adam steps of the test model; each step's update graph (parameters and state, before the realize)
+    and values. With `recorded`, every update is recorded through the tensor ops, never rebuilt."""
+    from lazytensor import recipe
+    with monkeypatch.context() as patch:
+        if recorded:
+            patch.setattr(recipe, "_recipes", {})
+            patch.setattr(recipe, "_record", lambda tensors, scalars, outputs: None)
+        m, _ = models()
+        opt = make(m.parameters())
+        runs = []
+        for _ in range(4):
+            loss = nn.functional.mse_loss(m(lt.asarray(X)), lt.asarray(Y))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            state = [v for s in opt.state.values() for v in s.values() if isinstance(v, lt.Tensor)]
+            graph = graph_structure([*m.parameters(), *state])
+            lt.realize(loss, *m.parameters())
+            runs.append((graph, [p.numpy() for p in m.parameters()]))
+        return runs
+
+
+@pytest.mark.parametrize("name", list(ADAMS))
+def test_an_update_rebuilt_is_the_graph_its_ops_record(name, monkeypatch):
+    """Adam's update of a parameter is recorded once per structure and rebuilt on later steps
+    (`lazytensor.recipe`): the same nodes (ops, dtypes, shapes, scalars, user's lines, sources) as recording it through
+    the tensor ops, and the same values, bit for bit."""
+    rebuilt, recorded = _adam_run(ADAMS[name], False, monkeypatch), _adam_run(ADAMS[name], True, monkeypatch)
+    for (graph, values), (expected_graph, expected) in zip(rebuilt, recorded):
+        assert graph == expected_graph
+        for got, want in zip(values, expected):
+            np.testing.assert_array_equal(got, want)
+
+
+def test_updates_are_rebuilt_after_two_steps(monkeypatch):
+    """A step records each parameter's update through the tensor ops only where its structure is new (the first
+    step's, without state, and the second's); later steps rebuild it. A counter of the recorded updates."""
+    from lazytensor.optim import optimizers
+    calls = []
+    adam = optimizers._adam
+    monkeypatch.setattr(optimizers, "_adam", lambda *a: calls.append(1) or adam(*a))
+    m, _ = models()
+    opt = optim.Adam(m.parameters(), lr=0.01, betas=(0.85, 0.95))  # hyperparameters of this test's own
+    counts = []
+    for _ in range(4):
+        loss = nn.functional.mse_loss(m(lt.asarray(X)), lt.asarray(Y))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        lt.realize(loss, *m.parameters())
+        counts.append(len(calls))
+        calls.clear()
+    assert counts == [4, 4, 0, 0]  # four parameters of four shapes
+
+
+def test_rebuilt_updates_follow_hyperparameters_and_parameters_against_torch():
+    """Updates rebuilt from recipes take each step's hyperparameters (a scheduled learning rate, weight decay,
+    betas, eps and maximize changed between steps, two groups) and each parameter's own tensors (one given new
+    data, a float32 one beside the float64 model's): against torch."""
+    m, tm = models()
+    w, tw = nn.Parameter(lt.asarray(X[0, :3], dtype=lt.float32)), torch.nn.Parameter(torch.tensor(X[0, :3]).float())
+    p, tp = [*m.parameters(), w], [*tm.parameters(), tw]
+    opt = optim.AdamW([{"params": p[:2]}, {"params": p[2:], "lr": 0.02, "amsgrad": True}], lr=0.01)
+    topt = torch.optim.AdamW([{"params": tp[:2]}, {"params": tp[2:], "lr": 0.02, "amsgrad": True}], lr=0.01)
+    sched = optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.7)
+    tsched = torch.optim.lr_scheduler.StepLR(topt, step_size=1, gamma=0.7)
+    changes = {3: ("weight_decay", 0.2), 4: ("betas", (0.7, 0.9)), 5: ("eps", 1e-3), 6: ("maximize", True),
+               7: ("weight_decay", 0.0)}
+    x, y, tx, ty = lt.asarray(X), lt.asarray(Y), torch.tensor(X), torch.tensor(Y)
+    for step in range(9):
+        if step in changes:
+            for g in (*opt.param_groups, *topt.param_groups):
+                g[changes[step][0]] = changes[step][1]
+        if step == 5:  # the last bias given new data, in both
+            p[3].node = lt.asarray(Y[0]).node
+            with torch.no_grad():
+                tp[3].copy_(torch.tensor(Y[0]))
+        # the float32 parameter's own term: its float32 rounding stays out of the float64 model's gradients
+        loss = nn.functional.mse_loss(m(x), y) + (w.cast(F64) ** 2).sum()
+        tloss = torch.nn.functional.mse_loss(tm(tx), ty) + (tw.double() ** 2).sum()
+        for o, lo in ((opt, loss), (topt, tloss)):
+            o.zero_grad()
+            lo.backward()
+            o.step()
+        lt.realize(*p)
+        for q, tq in zip(p, tp):
+            check(q, tq)
+        sched.step()
+        tsched.step()
 
 
 def test_zero_grad_and_skipping_parameters_without_grad():

@@ -687,8 +687,8 @@ def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor,
         grads = [g, None]
     elif op is _REDUCE:
         grads = [REDUCE_VJP[arg[0]](x, arg[1], out, g)]
-    elif op is _RESHAPE:
-        grads = [g.reshape(x.shape)]
+    elif op is _RESHAPE:  # `g.reshape(x.shape)` without its argument's parsing and checks: the shape is x's
+        grads = [g if g._node.shape == (shape := x._node.shape) else g._derive(_RESHAPE, shape, shape)]
     elif op is _PERMUTE:
         inverse = [0] * len(arg)
         for i, a in enumerate(arg):

@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .. import recipe
 from ..autograd import custom_vjp
 from ..errors import ShapeError
 from ..kernels.ir import ReduceOp
@@ -172,12 +173,25 @@ def _conv(x: Tensor, weight: Tensor, stride: Sequence[int], pads: Sequence[tuple
             # g in a buffer of its own: the input and the weight gradient's contractions both read it, and
             # their packing would each recompute what made g (a max-pool's backward, a dropout mask)
             g = g.contiguous()
-            gx = _conv_input_grad(g, weight, x.shape[2:], stride, pads, dilation, groups)
+            gx, = recipe.apply(_input_grad, (tuple(x.shape[2:]), *options), (), (g, weight))
         if weight.requires_grad:
-            gw = _conv_weight_grad(x, g, kernel, stride, pads, dilation, groups)
+            gw, = recipe.apply(_weight_grad, (tuple(kernel), *options), (), (x, g))
         return gx, gw
 
+    options = (tuple(stride), tuple(map(tuple, pads)), tuple(dilation), groups)
+
     return custom_vjp((x, weight), lambda: _conv_forward(x, weight, stride, pads, dilation, groups), backward)
+
+
+def _input_grad(flags: tuple, scalars: tuple, g: Tensor, weight: Tensor) -> tuple[Tensor]:
+    """`_conv_input_grad` of (size, stride, pads, dilation, groups) `flags`, as `recipe.apply` takes it: a
+    convolution's backward records it once per structure (a 3x3 kernel's placement is some ninety ops)."""
+    return (_conv_input_grad(g, weight, *flags),)
+
+
+def _weight_grad(flags: tuple, scalars: tuple, x: Tensor, g: Tensor) -> tuple[Tensor]:
+    """`_conv_weight_grad` of (kernel, stride, pads, dilation, groups) `flags`, as `recipe.apply` takes it."""
+    return (_conv_weight_grad(x, g, *flags),)
 
 
 def _conv_input_grad(g: Tensor, weight: Tensor, size: Sequence[int], stride: Sequence[int],

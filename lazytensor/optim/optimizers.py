@@ -16,7 +16,9 @@ Python scalars, so kernel parameters: a learning-rate schedule never recompiles
 a kernel. Adam's step count is state too, a 0-d float64 tensor (torch's
 `capturable` Adam), and its bias corrections are computed in the kernels, so a
 step that `lt.jit` replays advances them without running Python; parameters
-that step together share one step count, which one kernel updates.
+that step together share one step count, which one kernel updates. Adam's
+(and AdamW's) update of a parameter is recorded through the tensor ops once per
+structure and rebuilt from that recording on later steps (`lazytensor/recipe.py`).
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from .. import recipe
 from ..autograd import no_grad
 from ..creation import asarray, full
 from ..dtypes import float64
@@ -218,26 +221,39 @@ class Adam(Optimizer):
     def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> Tensor:
         beta1, beta2 = group["betas"]
         lr, wd = group["lr"], group["weight_decay"]
-        g = -grad if group["maximize"] else grad
-        if wd:
-            if self.decoupled:
-                p = p * (1 - lr * wd)
-            else:
-                g = g + p * wd
         step, bias2_sqrt, step_size = self._step_terms(state.get("step"), p.device, grad.dtype, group)
         state["step"] = Tensor(step.node)
-        m = state.get("exp_avg")
-        v = state.get("exp_avg_sq")
-        m = g * (1 - beta1) if m is None else m + (g - m) * (1 - beta1)
-        v = g * g * (1 - beta2) if v is None else v * beta2 + g * g * (1 - beta2)
-        state["exp_avg"], state["exp_avg_sq"] = m, v
-        if group["amsgrad"]:
-            vmax = state.get("max_exp_avg_sq")
-            vmax = v if vmax is None else vmax.maximum(v)
+        flags = (group["maximize"], bool(wd), self.decoupled, group["amsgrad"])
+        scalars = tuple(map(float, (1 - lr * wd if self.decoupled else wd, 1 - beta1, beta2, 1 - beta2, group["eps"])))
+        new, state["exp_avg"], state["exp_avg_sq"], vmax = recipe.apply(
+            _adam, flags, scalars, (p, grad, state.get("exp_avg"), state.get("exp_avg_sq"),
+                                    state.get("max_exp_avg_sq"), bias2_sqrt, step_size))
+        if vmax is not None:
             state["max_exp_avg_sq"] = vmax
-            v = vmax
-        denom = v.sqrt() / bias2_sqrt + group["eps"]
-        return p - (m / denom) * step_size
+        return new
+
+
+def _adam(flags: tuple[bool, bool, bool, bool], scalars: tuple[float, ...], p: Tensor, grad: Tensor,
+          m: Tensor | None, v: Tensor | None, vmax: Tensor | None, bias2_sqrt: Tensor, step_size: Tensor) \
+        -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
+    """Adam's update of one parameter (`Adam`'s formulas; `recipe.apply` records it once per structure): the new
+    parameter, m, v and, with amsgrad, v's running maximum. `flags`: maximize, weight decay, decoupled, amsgrad;
+    `scalars`: the weight decay's factor (1 - lr * weight_decay where decoupled, else weight_decay), 1 - beta1,
+    beta2, 1 - beta2, eps."""
+    maximize, decay, decoupled, amsgrad = flags
+    decay_by, keep1, beta2, keep2, eps = scalars
+    g = -grad if maximize else grad
+    if decay:
+        if decoupled:
+            p = p * decay_by
+        else:
+            g = g + p * decay_by
+    m = g * keep1 if m is None else m + (g - m) * keep1
+    v = g * g * keep2 if v is None else v * beta2 + g * g * keep2
+    if amsgrad:
+        vmax = v if vmax is None else vmax.maximum(v)
+    denom = (vmax if amsgrad else v).sqrt() / bias2_sqrt + eps
+    return p - (m / denom) * step_size, m, v, vmax if amsgrad else None
 
 
 class AdamW(Adam):

@@ -1,0 +1,96 @@
+"""Graphs of lazytensor's own code recorded once per structure and rebuilt after (`lazytensor.recipe`): what is
+rebuilt is the graph the ops record, node for node, computing the same values. (Adam's updates: test_optim.)"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import lazytensor as lt
+from conftest import check, graph_structure, random_array
+from lazytensor import recipe
+from lazytensor.nn import functional as F
+
+
+def recorded(monkeypatch) -> None:
+    """From here on, every graph is recorded through the ops, none rebuilt (no recipe kept)."""
+    monkeypatch.setattr(recipe, "_recipes", {})
+    monkeypatch.setattr(recipe, "_record", lambda tensors, scalars, outputs: None)
+
+
+def draws() -> list[tuple[list, np.ndarray]]:
+    """Three draws of each kind and shape from seed 0 (the second and third of a structure are rebuilt): each
+    one's graph and values."""
+    lt.manual_seed(0)
+    out = []
+    for shape in ((1000,), (7, 13)):
+        for _ in range(3):
+            for t in (lt.rand(shape), lt.randn(shape, dtype=lt.float64), lt.randint(0, 100, shape),
+                      F.dropout(lt.ones(shape), 0.3)):
+                out.append((graph_structure([t]), t.numpy()))
+    return out
+
+
+def test_random_draws_rebuilt_are_the_draws_recorded(monkeypatch):
+    rebuilt = draws()
+    with monkeypatch.context() as patch:
+        recorded(patch)
+        expected = draws()
+    for (graph, values), (expected_graph, expected_values) in zip(rebuilt, expected):
+        assert graph == expected_graph
+        np.testing.assert_array_equal(values, expected_values)
+    # each draw of a structure its own numbers: the offset is the recipe's scalar, not the first draw's
+    assert not np.array_equal(rebuilt[0][1], rebuilt[4][1])
+
+
+def conv_steps(cfg: tuple) -> list:
+    """Three backward passes of one convolution's structure on new data: the gradients' graphs, and the
+    gradients checked against torch."""
+    stride, padding, dilation, groups = cfg
+    graphs = []
+    for seed in range(3):
+        x, w = random_array((2, 4, 9, 8), lt.float64, seed=seed), random_array((6, 4 // groups, 3, 3), lt.float64, seed)
+        lx, lw = lt.asarray(x).requires_grad_(), lt.asarray(w).requires_grad_()
+        tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+        out = F.conv2d(lx, lw, None, stride, padding, dilation, groups)
+        (out * out).sum().backward()
+        tout = torch.nn.functional.conv2d(tx, tw, None, stride, padding, dilation, groups)
+        (tout * tout).sum().backward()
+        graphs.append(graph_structure([lx.grad, lw.grad]))
+        check(lx.grad, tx.grad)
+        check(lw.grad, tw.grad)
+    return graphs
+
+
+@pytest.mark.parametrize("cfg", [(1, 1, 1, 1), (2, 0, 1, 2), (1, 2, 2, 1)], ids=str)
+def test_convolution_gradients_rebuilt_are_the_gradients_recorded(cfg, monkeypatch):
+    rebuilt = conv_steps(cfg)
+    with monkeypatch.context() as patch:
+        recorded(patch)
+        expected = conv_steps(cfg)
+    assert rebuilt == expected
+
+
+def test_a_structure_is_recorded_once(monkeypatch):
+    """A counter: the draws of one shape record their graph through the ops once, then rebuild it."""
+    from lazytensor import random
+    calls = []
+    words = random._philox_words
+    monkeypatch.setattr(random, "_philox_words", lambda *a: calls.append(1) or words(*a))
+    for _ in range(4):
+        lt.rand(3, 5, 7).realize()
+    assert len(calls) == 1
+
+
+def test_second_order_gradients_are_recorded_through_the_ops():
+    """A backward that builds a graph autograd records (create_graph) takes the ops: a rebuilt graph would
+    have no gradient of its own."""
+    x = lt.asarray(random_array((1, 2, 6, 6), lt.float64)).requires_grad_()
+    w = lt.asarray(random_array((3, 2, 3, 3), lt.float64, seed=1)).requires_grad_()
+    tx, tw = torch.tensor(x.numpy(), requires_grad=True), torch.tensor(w.numpy(), requires_grad=True)
+    for _ in range(2):
+        gx, = lt.autograd.gradients((F.conv2d(x, w) ** 2).sum(), [x], create_graph=True)
+        tgx, = torch.autograd.grad((torch.nn.functional.conv2d(tx, tw) ** 2).sum(), [tx], create_graph=True)
+        gw, = lt.autograd.gradients((gx * gx).sum(), [w])
+        tgw, = torch.autograd.grad((tgx * tgx).sum(), [tw])
+        check(gw, tgw)
