@@ -515,6 +515,28 @@ def test_cross_entropy_spatial_and_module():
     check(x.grad, t.grad)
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_nll_of_weighted_spatial_targets_with_an_ignored_class_inside_the_range(reduction):
+    """logp[y] and weight[y] are read at the targets; a target equal to ignore_index counts for nothing, in the
+    loss and in the mean's summed weights, also where that index is a class (2 of 4)."""
+    logits = random_array((3, 4, 2, 5), F64, seed=38)
+    labels = np.random.default_rng(2).integers(0, 4, (3, 2, 5))
+    weight = random_array((4,), F64, seed=39, low=0.5, high=2)
+    x, t = lt.asarray(logits).requires_grad_(), torch.tensor(logits, requires_grad=True)
+    out = F.cross_entropy(x, lt.asarray(labels), lt.asarray(weight), ignore_index=2, reduction=reduction)
+    tout = torch.nn.functional.cross_entropy(t, torch.tensor(labels), torch.tensor(weight), ignore_index=2,
+                                             reduction=reduction)
+    check(out, tout)
+    out.sum().backward()
+    tout.sum().backward()
+    check(x.grad, t.grad)
+    lp = random_array((6, 4), F64, seed=40)
+    y = np.array([0, 2, 3, 2, 1, 3])
+    check(F.nll_loss(lt.asarray(lp), lt.asarray(y), lt.asarray(weight), ignore_index=2, reduction=reduction),
+          torch.nn.functional.nll_loss(torch.tensor(lp), torch.tensor(y), torch.tensor(weight), ignore_index=2,
+                                       reduction=reduction))
+
+
 def test_cross_entropy_float32_training_shape():
     logits = random_array((32, 10), lt.float32, seed=34)
     labels = np.random.default_rng(1).integers(0, 10, 32)

@@ -1129,19 +1129,21 @@ def _nll(logp: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int,
         raise ShapeError(f"{name}: input of shape {logp.shape} needs targets of shape "
                          f"{(logp.shape[0],) + logp.shape[2:]}, got {target.shape}")
     c = logp.shape[1]
-    cshape = (1, c) + (1,) * (logp.ndim - 2)
-    hit = _class_mask(target, c, cshape)                       # (N, C, ...)
     valid = target != ignore_index                             # (N, ...)
-    w_full = weight.reshape(cshape) if weight is not None else None
-    picked = where(hit, logp if w_full is None else logp * w_full, 0.0).sum(1)  # w[y] * logp[y]
+    # logp[y] read where it lies (0 outside [0, c), as for an ignore_index there): a class mask summed over the
+    # classes read each row of logp once more
+    picked = logp._gather(1, target.unsqueeze(1)).squeeze(1)
+    w_picked = None if weight is None else weight._gather(0, target.reshape(-1)).reshape(target.shape)  # w[y]
+    if w_picked is not None:
+        picked = picked * w_picked
     loss = where(valid, -picked, 0.0)._checked(valid & ((target < 0) | (target >= c)),
                                                f"{name}: a target is outside [0, {c}) ({c} classes)"
                                                + (f" and is not ignore_index={ignore_index}" if ignore_index < 0
                                                   or ignore_index >= c else ""))
-    if w_full is None:
+    if w_picked is None:
         denom = valid.cast(logp.dtype).sum()
     else:
-        denom = where(hit, w_full, 0.0).sum(1).sum()  # the weights of the targets (0 for ignored)
+        denom = where(valid, w_picked, 0.0).sum()  # the weights of the targets (0 for ignored)
     if reduction == "mean":
         return loss.sum() / denom, valid, denom
     return _reduce_loss(loss, reduction, name), valid, denom
