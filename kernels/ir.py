@@ -692,23 +692,27 @@ class Sort:
 
 @dataclass(frozen=True)
 class Scan:
-    """A running fold of each row: `rows` rows of `n` values (buffer slot 1, row-major), and into slot 0 (of
-    the same dtype) `out[r, i] = op(src[r, 0], ..., src[r, i])`, the cumulative sum (or product, max, min)
-    in the dtype: integers wrap, floats round at each fold, which a backend may associate in any order (a
-    long row is scanned in chunks, then each chunk offset by the fold of the chunks before it)."""
+    """A running fold of each row: `rows` rows of `n` values, each value `inner` lanes wide (buffer slot 1,
+    row-major: a (rows, n, inner) array, the fold along its middle axis), and into slot 0 (of the same dtype)
+    `out[r, i, j] = op(src[r, 0, j], ..., src[r, i, j])`, the cumulative sum (or product, max, min) in the
+    dtype: integers wrap, floats round at each fold, which a backend may associate in any order (a long row
+    is scanned in chunks, then each chunk offset by the fold of the chunks before it). Lanes let a fold
+    along an axis that is not the last read and write the array where it lies, not moved to the end and back."""
 
     name: str  # "" names it from its op, dtype and sizes
     buffers: tuple[BufferParam, ...]
     rows: int
     n: int
     op: ReduceOp
+    inner: int = 1
 
     params: tuple[DType, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name:
             dt = SHORT_NAMES[self.buffers[0].dtype]
-            object.__setattr__(self, "name", f"scan_{self.op.value}_{dt}_{self.rows}x{self.n}")
+            lanes = f"x{self.inner}" if self.inner != 1 else ""
+            object.__setattr__(self, "name", f"scan_{self.op.value}_{dt}_{self.rows}x{self.n}{lanes}")
 
     @property
     def dtype(self) -> DType:
@@ -716,12 +720,12 @@ class Scan:
 
     @property
     def numel(self) -> int:
-        return self.rows * self.n
+        return self.rows * self.n * self.inner
 
     def body_text(self) -> str:
         """The scan without its name: the structural key caches compile by."""
-        return f"{_signature(self.buffers, self.params)}\n  b0[r, i] = {self.op.value} of b1[r, :i + 1], " \
-               f"for r < {self.rows}, i < {self.n}"
+        return f"{_signature(self.buffers, self.params)}\n  b0[r, i, j] = {self.op.value} of b1[r, :i + 1, j], " \
+               f"for r < {self.rows}, i < {self.n}, j < {self.inner}"
 
     def __str__(self) -> str:
         return f"scan {self.name}{self.body_text()}"

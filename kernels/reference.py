@@ -415,9 +415,9 @@ def argsort(sort: Sort, slots: Sequence[np.ndarray]) -> None:
 
 
 def scan(s: Scan, slots: Sequence[np.ndarray]) -> None:
-    """A scan: each row's running fold, element after element, rounded in the dtype at each step."""
+    """A scan: each row's running fold in each lane, element after element, rounded in the dtype at each step."""
     dtype = s.dtype
-    src = _decode(_storage(slots[1], s.buffers[1], 1), dtype).reshape(s.rows, s.n)
+    src = _decode(_storage(slots[1], s.buffers[1], 1), dtype).reshape(s.rows, s.n, s.inner)
     out = np.empty_like(src)
     combine = s.op.combine(dtype)
     with np.errstate(all="ignore"):

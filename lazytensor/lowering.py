@@ -447,7 +447,7 @@ class _Lowerer:
         return src
 
     def source_buffer(self) -> tuple[Node, int, int]:
-        """The buffer a SORT or SCAN reads, and the root's rows and row length (its last axis)."""
+        """The buffer a SORT reads, and the root's rows and row length (its last axis)."""
         root = self.root
         n = root.shape[-1] if root.shape else 1
         return self.buffer_of(root.srcs[0]), root.numel // n, n
@@ -459,10 +459,13 @@ class _Lowerer:
         return LoweredKernel(ir.Sort("", buffers, rows, n, self.root.arg), list(self.inputs), [])
 
     def lower_scan(self) -> LoweredKernel:
-        """A SCAN's `ir.Scan`."""
-        src, rows, n = self.source_buffer()
-        buffers = (ir.BufferParam(self.root.dtype, self.root.numel, output=True), ir.BufferParam(src.dtype, src.numel))
-        return LoweredKernel(ir.Scan("", buffers, rows, n, self.root.arg), list(self.inputs), [])
+        """A SCAN's `ir.Scan`: the axes before its axis are the rows, those after it each element's lanes."""
+        root = self.root
+        op, back = root.arg
+        src, axis = self.buffer_of(root.srcs[0]), len(root.shape) + back
+        rows, n, inner = math.prod(root.shape[:axis]), root.shape[axis], math.prod(root.shape[axis + 1:])
+        buffers = (ir.BufferParam(root.dtype, root.numel, output=True), ir.BufferParam(src.dtype, src.numel))
+        return LoweredKernel(ir.Scan("", buffers, rows, n, op, inner), list(self.inputs), [])
 
     def lower_library_call(self) -> LoweredKernel:
         """A LINALG's `ir.LibraryCall`: its routine on each matrix of its sources' last two axes."""

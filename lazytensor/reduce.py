@@ -333,20 +333,23 @@ class ReduceOps:
                 raise AxisError(f"{name}: axis {axis!r} is out of bounds for a 0-d tensor (0 or -1)")
             return x
         a = normalize_axis(axis, x.ndim, name)
-        wide = x.cast(compute_dtype(x.dtype))
-        return wide.swapaxes(a, -1)._scan_last(op).swapaxes(a, -1).cast(x.dtype)
+        return x.cast(compute_dtype(x.dtype))._scan(op, a).cast(x.dtype)
 
-    def _scan_last(self: Tensor, op: ReduceOp) -> Tensor:
-        """The running fold by `op` along the last axis: a scan (a kernel of its own kind), but a product a
-        gradient may flow through in ops autograd knows (a scan's gradient is a running sum's): a short row as a
-        reduction under a triangular mask, a long one in blocks. The masked reduction fuses with what computes
+    def _scan(self: Tensor, op: ReduceOp, axis: int = -1) -> Tensor:
+        """The running fold by `op` along `axis`: a scan (a kernel of its own kind) where the tensor lies,
+        its axis counted from the end (a batch put in front keeps it), but a product a gradient may flow
+        through in ops autograd knows (a scan's gradient is a running sum's): along the last axis, a short row as
+        a reduction under a triangular mask, a long one in blocks. The masked reduction fuses with what computes
         the row, but folds n/2 terms per element: rows of 8 ran 16x, of 256 44x the scan's time (4M float32)."""
-        n, identity = self.shape[-1], op.identity(self.dtype)
+        a = normalize_axis(axis, self.ndim, "scan") - self.ndim
+        n, identity = self.shape[a], op.identity(self.dtype)
         if self.dtype == bool_:  # folded as bytes (a running any or all): the scans take numbers
-            return self.cast(uint8)._scan_last(op).cast(bool_)
+            return self.cast(uint8)._scan(op, a).cast(bool_)
         if op is not ReduceOp.PROD or not self.requires_grad:
             from .tensor import Tensor
-            return Tensor._make(Op.SCAN, self.dtype, self.shape, (self,), op)
+            return Tensor._make(Op.SCAN, self.dtype, self.shape, (self,), (op, a))
+        if a != -1:
+            return self.swapaxes(a, -1)._scan(op).swapaxes(a, -1)
         if n <= CUMSUM_BLOCK:
             # out[..., i] = op over j <= i of x[..., j]: one reduction under a triangular mask
             from .tensor import where
@@ -360,11 +363,11 @@ class ReduceOps:
         blocks = -(-n // block)
         pad = [(0, 0)] * (self.ndim - 1) + [(0, blocks * block - n)]
         tiles = self.pad(pad, identity).reshape(*self.shape[:-1], blocks, block)
-        inner = tiles._scan_last(op)
+        inner = tiles._scan(op)
         totals = inner[..., -1]
         # Each block starts from the product of the blocks before it, computed as such: not as the running total
         # divided by the block's own, which a zero in the block makes NaN.
-        before = totals[..., :-1]._scan_last(op).pad([(0, 0)] * (self.ndim - 1) + [(1, 0)], identity)
+        before = totals[..., :-1]._scan(op).pad([(0, 0)] * (self.ndim - 1) + [(1, 0)], identity)
         return (inner * before.unsqueeze(-1)).reshape(*self.shape[:-1], blocks * block)[..., :n]
 
     def logcumsumexp(self: Tensor, dim: int | None = None, *, axis: int | None = None) -> Tensor:
@@ -414,14 +417,13 @@ class ReduceOps:
             normalize_axis(axis, 1, name)
             return MinMax(self, self._const(0, default_int, self.device))
         a = normalize_axis(axis, self.ndim, name)
-        x = self.moveaxis(a, -1)
-        running = x._scan_last(op)
-        positions = x._iota_along(x.ndim - 1)
+        running = self._scan(op, a)
+        positions = self._iota_along(a)
         # a position holds the running extremum where it equals it (or is NaN): the last such one so far is the index
-        reached = x == running if not x.dtype.is_float else (x == running) | x.isnan()
-        index = where(reached, positions, 0)._scan_last(ReduceOp.MAX)
-        values = x._gather(x.ndim - 1, index)  # the element itself: its gradient goes where it came from
-        return MinMax(values.moveaxis(-1, a), index.moveaxis(-1, a))
+        reached = self == running if not self.dtype.is_float else (self == running) | self.isnan()
+        index = where(reached, positions, 0)._scan(ReduceOp.MAX, a)
+        values = self._gather(a, index)  # the element itself: its gradient goes where it came from
+        return MinMax(values, index)
 
     def cumulative_sum(self: Tensor, axis: int | None = None, *, dtype: Any = None,
                        include_initial: bool = False) -> Tensor:

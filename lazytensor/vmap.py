@@ -145,7 +145,7 @@ def _shifted(axes: Sequence[int], ndim: int) -> tuple[int, ...]:
 
 # The batching rules: the argument of an op on values with a batch axis in front, given the op's argument on one
 # example and the example's number of axes. Ops missing here take their argument unchanged: elementwise ops,
-# casts, CONTIGUOUS, and the ops on the last axis or two (SORT, SCAN, LINALG), whose other axes are a batch.
+# casts, CONTIGUOUS, and the ops on axes counted from the end (SORT, SCAN, LINALG), whose axes in front are a batch.
 _batched_arg: dict[Op, Callable[[Any, int, int], Any]] = {
     Op.REDUCE: lambda arg, ndim, size: (arg[0], _shifted(arg[1], ndim)),
     Op.RESHAPE: lambda arg, ndim, size: (size, *arg),

@@ -602,6 +602,53 @@ def test_a_short_running_fold_is_a_scan_too(n):
     assert all(type(i.kernel) is not ir.Scan for i in lt.schedule(w.cumprod(1)))
 
 
+def test_a_fold_along_an_inner_axis_is_one_scan_where_the_tensor_lies():
+    """cumsum, cumprod, cummax and cummin along an axis before the last fold each lane of the axes after it where
+    the tensor lies: one Scan kernel over the (rows, n, lanes) array, not the axis moved last by a copy, scanned,
+    and moved back by another copy (2 of the 3 passes over the data)."""
+    x = lt.asarray(random_array((6, 50, 70), lt.float32, seed=42), device="cpu")
+    for ours, rows, n, lanes in ((x.cumsum(1), 6, 50, 70), (x.cumprod(0), 1, 6, 3500), (x.cumsum(-1), 300, 70, 1)):
+        (scan,) = [item.kernel for item in lt.schedule(ours)]
+        assert type(scan) is ir.Scan and (scan.rows, scan.n, scan.inner) == (rows, n, lanes)
+    # the running extremum, then the last position that reached it: two scans, both where the tensor lies
+    scans = [item.kernel for item in lt.schedule(x.cummax(1)[1]) if type(item.kernel) is ir.Scan]
+    assert [(scan.rows, scan.n, scan.inner) for scan in scans] == [(6, 50, 70)] * 2
+
+
+def eighths(arr: np.ndarray) -> np.ndarray:
+    """`arr`, floats rounded to multiples of 1/8."""
+    return np.round(arr * 8) / 8 if arr.dtype.kind == "f" else arr
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32, lt.int64])
+@pytest.mark.parametrize("shape, axis", [((4, 33, 70), 1), ((300, 129), 0), ((2, 3, 5, 7), -3), ((3, 0, 4), 1),
+                                         ((1, 700, 3), 1), ((5, 1, 9), 1), ((2, 3, 1), 1)])
+def test_folds_along_inner_axes_match_numpy_and_torch(shape, axis, dtype):
+    # floats in eighths: every running sum is exact in the dtype, whatever order a backend adds in (the CPU folds
+    # one element after another, a GPU block by a tree)
+    arr = eighths(random_array(shape, dtype, seed=43))
+    for kind in ("contiguous", "transposed", "flipped"):
+        x, t = layout(arr, kind)
+        check(x.cumsum(axis), np.cumsum(arr, axis))
+        for ours, theirs in zip(x.cummax(axis), torch.cummax(t, axis)):
+            check(ours, theirs)
+        for ours, theirs in zip(x.cummin(axis), torch.cummin(t, axis)):
+            check(ours, theirs)
+    if dtype.is_float:
+        check(lt.asarray(arr).cumprod(axis), np.cumprod(arr, axis))
+        x = lt.asarray(arr).requires_grad_()
+        up = eighths(random_array(shape, dtype, seed=44))
+        (x.cumsum(axis) * lt.asarray(up)).sum().backward()
+        check(x.grad, np.flip(np.cumsum(np.flip(up, axis), axis), axis))  # the running sum of up from the end
+
+
+def test_a_fold_along_a_broadcast_axis_matches_numpy():
+    """The scan reads its source from a buffer: a broadcast (stride 0) source is realized first, lanes and all."""
+    arr = random_array((5, 1, 8), lt.float64, seed=45)
+    x = lt.asarray(arr).broadcast_to((5, 6, 8))
+    check(x.cumsum(1), np.cumsum(np.broadcast_to(arr, (5, 6, 8)), 1))
+
+
 def test_long_cumsum_is_one_scan_and_differentiates_as_torch():
     arr = random_array((4, 3000), lt.float64, seed=25)
     x, t = lt.asarray(arr).requires_grad_(), torch.tensor(arr, requires_grad=True)

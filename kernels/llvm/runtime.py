@@ -119,7 +119,7 @@ from .gemm import (
 )
 from .pool import CHUNK_FIELDS, FUNCTIONS, POOL_IR, Pool
 from .render import NATIVE, column_reductions, render, symbol
-from .scan import render_scan
+from .scan import render_scan, stages
 from .sort import render_sort
 from .sort import scratch as sort_scratch
 from .sort import work as sort_work
@@ -129,6 +129,7 @@ SPLIT_MIN_WORK = 1 << 21  # measured on 2 cores: below it, splitting `x.sum()` i
 # a column reduction splits along its rows where its input is at least this many times the partial results
 COLUMN_SPLIT_INPUT_PER_PARTIAL = 4
 SCAN_SPLIT_MIN = 1 << 16  # a scan cuts rows shorter than this into no chunks
+SCAN_BLOCK_MIN = 64  # a scan of rows of lanes cuts them into blocks of no fewer lanes
 # More chunks than threads, taken one at a time: on a shared machine a thread that another process
 # slows down takes fewer chunks instead of holding up the others.
 CHUNKS_PER_THREAD = 4
@@ -751,8 +752,9 @@ class SortProgram(StagedProgram):
 
 @dataclass
 class ScanProgram(StagedProgram):
-    """A compiled `Scan`: its chunks folded across threads, their totals made offsets on one thread, the
-    offsets folded in across threads (see `scan.py`); the totals in a scratch array the program owns."""
+    """A compiled `Scan`: blocks of lanes folded across threads, or chunks of rows folded across threads, their
+    totals made offsets on one thread, the offsets folded in across threads (see `scan.py`); the totals in a
+    scratch array the program owns."""
 
     chunks: int = 1
 
@@ -1023,19 +1025,24 @@ def _sort_program(kernel: Sort, checked: bool) -> Generator[Job, Compiled, SortP
 
 
 def _scan_program(kernel: Scan, checked: bool) -> Generator[Job, Compiled, ScanProgram]:
-    # Cut each row into chunks where the rows cannot keep the threads busy and the row is long enough to pay
-    # for the two more passes (decided at compile time, as a split reduction is).
+    # Where the rows cannot keep the threads busy, cut each row: across its lanes into blocks, which are
+    # independent, or, a row of single values long enough to pay for the two more passes, into chunks
+    # (decided at compile time, as a split reduction is).
     threads = num_threads()
-    chunks = 1
-    if kernel.rows < threads and kernel.n >= SCAN_SPLIT_MIN:
-        chunks = min(-(-threads * CHUNKS_PER_THREAD // kernel.rows), kernel.n // (SCAN_SPLIT_MIN // 16))
-    stages = []
-    for stage, extent, work in (("fold", kernel.rows * chunks, kernel.numel), ("offsets", kernel.rows, 0),
-                                ("add", kernel.rows * chunks, kernel.numel))[:3 if chunks > 1 else 1]:
-        source = render_scan(kernel, chunks, stage, checked)
-        optimized, address, seconds = yield source, symbol(f"{kernel.name}_{stage}{chunks}", checked), False
-        stages.append(Program(kernel, source, optimized, seconds, _KernelFn(address), extent, work, checked))
-    return ScanProgram(kernel, stages, sum(p.compile_seconds for p in stages), checked, chunks=chunks)
+    pieces = 1
+    if kernel.rows < threads and kernel.inner >= 2 * SCAN_BLOCK_MIN:
+        pieces = min(-(-threads * CHUNKS_PER_THREAD // kernel.rows), kernel.inner // SCAN_BLOCK_MIN)
+    elif kernel.rows < threads and kernel.inner == 1 and kernel.n >= SCAN_SPLIT_MIN:
+        pieces = min(-(-threads * CHUNKS_PER_THREAD // kernel.rows), kernel.n // (SCAN_SPLIT_MIN // 16))
+    extents = {"fold": (kernel.rows * pieces, kernel.numel), "offsets": (kernel.rows, 0),
+               "add": (kernel.rows * pieces, kernel.numel)}
+    programs = []
+    for stage in stages(kernel, pieces):
+        extent, work = extents[stage]
+        source = render_scan(kernel, pieces, stage, checked)
+        optimized, address, seconds = yield source, symbol(f"{kernel.name}_{stage}{pieces}", checked), False
+        programs.append(Program(kernel, source, optimized, seconds, _KernelFn(address), extent, work, checked))
+    return ScanProgram(kernel, programs, sum(p.compile_seconds for p in programs), checked, chunks=pieces)
 
 
 def _library_program(call: LibraryCall) -> Generator[Job, Compiled, LibraryProgram]:

@@ -1,8 +1,12 @@
 """The CPU's `ir.Scan`: running folds of rows, in LLVM IR.
 
-A row is cut into `chunks` pieces (1 where the rows alone keep the threads busy) and scanned in three
-functions of the common signature, which the runtime runs one after another, the first and last split
-across threads:
+A row of lanes (`Scan.inner` > 1) is cut across its lanes into `pieces` blocks (1 where the rows alone keep
+the threads busy), each block scanned alone by one function, `fold`: each element folded into the one
+before it in its lane, a vector of lanes at a time, the array read and written once.
+
+A row of single values is cut along itself into `pieces` chunks (1 where the rows alone keep the threads
+busy) and scanned in three functions of the common signature, which the runtime runs one after another,
+the first and last split across threads:
 
 - `fold`: over [start, end) of rows * chunks, the running fold of each chunk into the output, and each
   chunk's total into a scratch array;
@@ -24,16 +28,22 @@ def chunk_length(scan: Scan, chunks: int) -> int:
     return -(-scan.n // chunks)
 
 
-def render_scan(scan: Scan, chunks: int, stage: str, checked: bool = False) -> str:
-    """LLVM IR of one stage ('fold', 'offsets' or 'add') of the scan cut into `chunks` per row (buffer slots:
-    0 the output, 1 the source, 2 the chunks' totals, rows * chunks of them)."""
-    return _ScanRenderer(scan, chunks, stage, checked).render()
+def stages(scan: Scan, pieces: int) -> tuple[str, ...]:
+    """The functions that scan `scan` cut into `pieces` per row, in the order they run (see the module
+    docstring)."""
+    return ("fold", "offsets", "add") if pieces > 1 and scan.inner == 1 else ("fold",)
+
+
+def render_scan(scan: Scan, pieces: int, stage: str, checked: bool = False) -> str:
+    """LLVM IR of one stage ('fold', 'offsets' or 'add') of the scan cut into `pieces` per row (buffer slots:
+    0 the output, 1 the source, 2 the chunks' totals, rows * pieces of them, for rows of single values)."""
+    return _ScanRenderer(scan, pieces, stage, checked).render()
 
 
 class _ScanRenderer(FunctionBuilder):
-    def __init__(self, scan: Scan, chunks: int, stage: str, checked: bool):
-        super().__init__(f"{scan.name}_{stage}{chunks}", len(scan.params) if checked else None)
-        self.scan, self.chunks, self.stage = scan, chunks, stage
+    def __init__(self, scan: Scan, pieces: int, stage: str, checked: bool):
+        super().__init__(f"{scan.name}_{stage}{pieces}", len(scan.params) if checked else None)
+        self.scan, self.pieces, self.stage = scan, pieces, stage
         self.t = memory_type(scan.dtype)
 
     def fold(self, acc: ir.Value, x: ir.Value) -> ir.Value:
@@ -41,10 +51,12 @@ class _ScanRenderer(FunctionBuilder):
         return self.alu(self.scan.op.combine(dt), dt, [acc, x])
 
     def render(self) -> str:
+        if self.scan.inner > 1:
+            return self.render_lanes()
         b, s = self.b, self.scan
         bufs, _, start, end = self.fn.args
         out, src, totals = (b.load(b.gep(bufs, [I64(i)], source_etype=PTR), typ=PTR) for i in range(3))
-        length = chunk_length(s, self.chunks)
+        length = chunk_length(s, self.pieces)
         acc_t = llvm_type(s.dtype)
         acc = self.alloca(acc_t)
 
@@ -53,7 +65,7 @@ class _ScanRenderer(FunctionBuilder):
 
         def span(piece: ir.Value) -> tuple[ir.Value, ir.Value]:
             """A chunk's first element and end, in the flat arrays."""
-            row, k = b.sdiv(piece, I64(self.chunks)), b.srem(piece, I64(self.chunks))
+            row, k = b.sdiv(piece, I64(self.pieces)), b.srem(piece, I64(self.pieces))
             first = b.add(b.mul(row, I64(s.n)), b.mul(k, I64(length)))
             last = b.add(b.mul(row, I64(s.n)), b.select(b.icmp_signed("<", b.mul(b.add(k, I64(1)), I64(length)),
                                                                       I64(s.n)),
@@ -71,13 +83,13 @@ class _ScanRenderer(FunctionBuilder):
                     b.store(value, at(out, i))
 
                 self.counted_loop("element", first, last, element)
-                if self.chunks > 1:
+                if self.pieces > 1:
                     b.store(b.load(at(out, b.sub(last, I64(1))), typ=self.t), at(totals, piece))
 
             self.counted_loop("chunk", start, end, chunk)
         elif self.stage == "offsets":  # totals[r, k] becomes the fold of totals[r, 0..k-1] (k > 0)
             def row(r: ir.Value) -> None:
-                base = b.mul(r, I64(self.chunks))
+                base = b.mul(r, I64(self.pieces))
                 b.store(b.load(at(totals, base), typ=self.t), acc)
 
                 def piece(k: ir.Value) -> None:
@@ -85,7 +97,7 @@ class _ScanRenderer(FunctionBuilder):
                     b.store(b.load(acc, typ=acc_t), at(totals, b.add(base, k)))
                     b.store(self.fold(b.load(acc, typ=acc_t), x), acc)
 
-                self.counted_loop("piece", I64(1), I64(self.chunks), piece)
+                self.counted_loop("piece", I64(1), I64(self.pieces), piece)
 
             self.counted_loop("row", start, end, row)
         else:  # add: the chunks after each row's first
@@ -96,12 +108,50 @@ class _ScanRenderer(FunctionBuilder):
                 def element(i: ir.Value) -> None:
                     b.store(self.fold(offset, b.load(at(out, i), typ=self.t)), at(out, i))
 
-                with b.if_then(b.icmp_signed("!=", b.srem(piece, I64(self.chunks)), I64(0))):
+                with b.if_then(b.icmp_signed("!=", b.srem(piece, I64(self.pieces)), I64(0))):
                     self.counted_loop("element", first, last, element)
 
             self.counted_loop("chunk", start, end, chunk)
         b.ret_void()
         return str(self.module)
 
+    def render_lanes(self) -> str:
+        """The fold of rows of lanes: over [start, end) of rows * pieces, a block of each row's lanes, its first
+        element copied, each later one folded into the element before it (`inner` back, in the output)."""
+        b, s = self.b, self.scan
+        bufs, _, start, end = self.fn.args
+        out, src = (b.load(b.gep(bufs, [I64(i)], source_etype=PTR), typ=PTR) for i in range(2))
+        width = -(-s.inner // self.pieces)
 
-__all__ = ["chunk_length", "render_scan"]
+        def at(array: ir.Value, i: ir.Value) -> ir.Value:
+            return b.gep(array, [i], source_etype=self.t)
+
+        def block(piece: ir.Value) -> None:
+            row, k = b.sdiv(piece, I64(self.pieces)), b.srem(piece, I64(self.pieces))
+            base = b.add(b.mul(row, I64(s.n * s.inner)), b.mul(k, I64(width)))
+            lanes = b.sub(b.select(b.icmp_signed("<", b.mul(b.add(k, I64(1)), I64(width)), I64(s.inner)),
+                                   b.mul(b.add(k, I64(1)), I64(width)), I64(s.inner)), b.mul(k, I64(width)))
+
+            def first(j: ir.Value) -> None:
+                b.store(b.load(at(src, b.add(base, j)), typ=self.t), at(out, b.add(base, j)))
+
+            def element(i: ir.Value) -> None:
+                here = b.add(base, b.mul(i, I64(s.inner)))
+                before = b.sub(here, I64(s.inner))
+
+                def lane(j: ir.Value) -> None:
+                    x = b.load(at(src, b.add(here, j)), typ=self.t)
+                    b.store(self.fold(b.load(at(out, b.add(before, j)), typ=self.t), x), at(out, b.add(here, j)))
+
+                self.counted_loop("lane", I64(0), lanes, lane)
+
+            self.counted_loop("first", I64(0), lanes, first)
+            self.counted_loop("element", I64(1), I64(s.n), element)
+
+        if s.n:
+            self.counted_loop("block", start, end, block)
+        b.ret_void()
+        return str(self.module)
+
+
+__all__ = ["chunk_length", "render_scan", "stages"]

@@ -1,5 +1,6 @@
-"""A GPU's `ir.Scan`: one program per row, over the row's blocks in order, each block scanned with
-`tl.associative_scan` and offset by the fold of the blocks before it (a carry from block to block).
+"""A GPU's `ir.Scan`: one program per row and block of its lanes, over the row's blocks in order, each block
+(elements by lanes) scanned along its elements with `tl.associative_scan` and offset by the fold of the
+blocks before it (a carry from block to block, one per lane).
 
 The fold is the IR's op: a sum or product, or a max or min that propagates NaN and orders -0.0 below +0.0,
 as the IR's MAX and MIN do.
@@ -9,7 +10,8 @@ from __future__ import annotations
 from ..ir import ReduceOp, Scan
 from .render import TL_TYPES, TritonSource, literal, pow2
 
-BLOCK = 1024  # elements of a row per step
+BLOCK = 1024  # elements of a row, times lanes, per step
+LANES = 32  # lanes per program at most
 
 
 def _combine(scan: Scan) -> str:
@@ -33,7 +35,9 @@ def _combine(scan: Scan) -> str:
 
 def render_scan(scan: Scan, name: str) -> TritonSource:
     dt = TL_TYPES[scan.dtype]
-    block = min(BLOCK, pow2(scan.n))
+    lanes = min(LANES, pow2(scan.inner))
+    block = min(BLOCK // lanes, pow2(scan.n))
+    blocks = -(-scan.inner // lanes)  # of lanes, per row
     identity = literal(scan.op.identity(scan.dtype), scan.dtype)
     source = f'''import triton
 import triton.language as tl
@@ -43,17 +47,20 @@ import triton.language as tl
 
 @triton.jit
 def {name}(out, src):
-    row = tl.program_id(0).to(tl.int64) * {scan.n}
-    carry = tl.full([], {identity}, {dt})
+    program = tl.program_id(0).to(tl.int64)
+    j = (program % {blocks}) * {lanes} + tl.arange(0, {lanes})
+    row = (program // {blocks}) * {scan.n * scan.inner} + j[None, :]
+    carry = tl.full([1, {lanes}], {identity}, {dt})
     for start in range(0, {scan.n}, {block}):
         i = start + tl.arange(0, {block})
-        inside = i < {scan.n}
-        x = tl.load(src + row + i, mask=inside, other={identity}).to({dt})
+        inside = (i[:, None] < {scan.n}) & (j[None, :] < {scan.inner})
+        at = row + i[:, None] * {scan.inner}
+        x = tl.load(src + at, mask=inside, other={identity}).to({dt})
         running = _fold(carry, tl.associative_scan(x, 0, _fold))
-        tl.store(out + row + i, running, mask=inside)
-        carry = _fold(carry, tl.reduce(x, 0, _fold))
+        tl.store(out + at, running, mask=inside)
+        carry = _fold(carry, tl.reduce(x, 0, _fold, keep_dims=True))
 '''
-    return TritonSource(name, source, max(1, scan.rows), 4)
+    return TritonSource(name, source, max(1, scan.rows * blocks), 4)
 
 
 __all__ = ["render_scan"]

@@ -704,9 +704,10 @@ def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor,
     elif op is _FLIP:
         grads = [g.flip(arg)]
     elif op is _SCAN:  # a running sum's gradient: the running sum of g from the end
-        if arg is not ReduceOp.SUM:
-            raise NotImplementedError(f"autograd: no gradient for a running {arg.value}")
-        grads = [g.flip(-1)._scan_last(ReduceOp.SUM).flip(-1)]
+        fold, axis = arg
+        if fold is not ReduceOp.SUM:
+            raise NotImplementedError(f"autograd: no gradient for a running {fold.value}")
+        grads = [g.flip(axis)._scan(ReduceOp.SUM, axis).flip(axis)]
     elif op is _LINALG:  # a factorization's rule, beside its routine
         from ..linalg import vjp as linalg_vjp
         grads = linalg_vjp(arg, srcs, out, g)
