@@ -271,17 +271,14 @@ class ReduceOps:
         large finite elements would give inf / inf = NaN, not 0."""
         axis = _pick(axis, dim)
         wide, out = self._widened()
+        from . import recipe
         from .autograd import custom_vjp
-        from .tensor import where
 
-        def forward() -> Tensor:
-            m = wide._shift(axis, "logsumexp")
-            shift = where(m.isinf(), 0.0, m)  # all -inf stays -inf, and an inf gives inf, not inf - inf
-            return (wide - shift).exp().sum(axis, keepdims=True).log() + shift
-
-        lse = custom_vjp((wide,), forward, lambda g, lse: (g * (wide - lse).exp(),), takes_result=True)
+        axes = normalize_axes(axis, wide.ndim, "logsumexp")
+        lse = custom_vjp((wide,), lambda: recipe.apply(_logsumexp, axes, _LOGSUMEXP_SCALARS, (wide,))[0],
+                         lambda g, lse: (g * (wide - lse).exp(),), takes_result=True)
         lse = lse.cast(out)
-        return lse if keepdims or keepdim else lse.squeeze(normalize_axes(axis, self.ndim, "logsumexp"))
+        return lse if keepdims or keepdim else lse.squeeze(axes)
 
     def softmax(self: Tensor, axis: int = -1, *, dim: int | None = None) -> Tensor:
         """`exp(x) / sum(exp(x))` along `axis` (the last by default), computed stably. Its gradient is PyTorch's
@@ -289,14 +286,11 @@ class ReduceOps:
         maximal elements (the grad fuzzer's seed 950589, through log_softmax)."""
         axis = _pick(dim, axis) if dim is not None else axis
         wide, out = self._widened()
+        from . import recipe
         from .autograd import custom_vjp
 
-        def forward() -> Tensor:
-            e = (wide - wide._shift(axis, "softmax")).exp()
-            return e / e.sum(axis, keepdims=True)
-
-        y = custom_vjp((wide,), forward, lambda g, y: (y * (g - (g * y).sum(axis, keepdims=True)),),
-                       takes_result=True)
+        y = custom_vjp((wide,), lambda: recipe.apply(_softmax, (axis,), (), (wide,))[0],
+                       lambda g, y: (y * (g - (g * y).sum(axis, keepdims=True)),), takes_result=True)
         return y.cast(out)
 
     def log_softmax(self: Tensor, axis: int = -1, *, dim: int | None = None) -> Tensor:
@@ -305,13 +299,11 @@ class ReduceOps:
         `g - exp(y) sum(g)` (see softmax)."""
         axis = _pick(dim, axis) if dim is not None else axis
         wide, out = self._widened()
+        from . import recipe
         from .autograd import custom_vjp
 
-        def forward() -> Tensor:
-            shifted = wide - wide._shift(axis, "log_softmax")
-            return shifted - shifted.exp().sum(axis, keepdims=True).log()
-
-        y = custom_vjp((wide,), forward, lambda g, y: (g - y.exp() * g.sum(axis, keepdims=True),), takes_result=True)
+        y = custom_vjp((wide,), lambda: recipe.apply(_log_softmax, (axis,), (), (wide,))[0],
+                       lambda g, y: (g - y.exp() * g.sum(axis, keepdims=True),), takes_result=True)
         return y.cast(out)
 
     def cumsum(self: Tensor, axis: int | None = None, dtype: Any = None, *, dim: int | None = None) -> Tensor:
@@ -475,3 +467,31 @@ class ReduceOps:
             later, earlier = _pieces(x, [(min(1, size), size), (0, max(size - 1, 0))], a)
             x = later != earlier if x.dtype == bool_ else later - earlier
         return x
+
+
+# The forward graphs of softmax and its kin, as `recipe.apply` takes them: recorded once per structure (axis,
+# dtype, shape) and rebuilt after, a few microseconds instead of some seventy of recording through the ops.
+
+def _softmax(flags: tuple[int], scalars: tuple, x: Tensor) -> tuple[Tensor]:
+    (axis,) = flags
+    e = (x - x._shift(axis, "softmax")).exp()
+    return (e / e.sum(axis, keepdims=True),)
+
+
+def _log_softmax(flags: tuple[int], scalars: tuple, x: Tensor) -> tuple[Tensor]:
+    (axis,) = flags
+    shifted = x - x._shift(axis, "log_softmax")
+    return (shifted - shifted.exp().sum(axis, keepdims=True).log(),)
+
+
+# `_logsumexp`'s scalars: distinct objects, each the recipe's scalar of its place
+_LOGSUMEXP_SCALARS = (math.inf, 0.0)
+
+
+def _logsumexp(axes: tuple[int, ...], scalars: tuple[float, float], x: Tensor) -> tuple[Tensor]:
+    """An infinite shift is 0: all -inf stays -inf, and an inf gives inf, not inf - inf."""
+    from .tensor import where
+    inf, zero = scalars
+    m = x._shift(axes, "logsumexp")
+    shift = where(m.abs() == inf, zero, m)
+    return ((x - shift).exp().sum(axes, keepdims=True).log() + shift,)

@@ -94,3 +94,48 @@ def test_second_order_gradients_are_recorded_through_the_ops():
         gw, = lt.autograd.gradients((gx * gx).sum(), [w])
         tgw, = torch.autograd.grad((tgx * tgx).sum(), [tw])
         check(gw, tgw)
+
+
+# each op, torch's, and the function its forward's recipe is kept for
+FORWARDS = {
+    "softmax": (lambda x: x.softmax(1), lambda t: t.softmax(1), "_softmax"),
+    "log_softmax": (lambda x: x.log_softmax(-1), lambda t: t.log_softmax(-1), "_log_softmax"),
+    "logsumexp": (lambda x: x.logsumexp((0, 2)), lambda t: t.logsumexp((0, 2)), "_logsumexp"),
+    "attention": (lambda x: F.scaled_dot_product_attention(x, x, x, is_causal=True),
+                  lambda t: torch.nn.functional.scaled_dot_product_attention(t, t, t, is_causal=True),
+                  "_safe_softmax_forward"),
+    "conv2d": (lambda x: F.conv2d(x, x[:2, :, :3, :3], stride=2, padding=1),
+               lambda t: torch.nn.functional.conv2d(t, t[:2, :, :3, :3], stride=2, padding=1), "_forward"),
+}
+
+
+def forward_calls(name: str) -> list:
+    """Three calls of one op's structure on new data, with an input that requires grad (the forward of an op
+    with its own backward is rebuilt all the same): the results' graphs, each result and its gradient checked
+    against torch. The data holds -inf and inf, which the shifts and replacements handle."""
+    ours, theirs, _ = FORWARDS[name]
+    graphs = []
+    for seed in range(3):
+        arr = random_array((3, 4, 5, 6), lt.float64, seed=seed)
+        if name != "attention":
+            arr[0, 1, 2, :] = -np.inf
+            arr[1, 2, 3, 4] = np.inf
+        x, t = lt.asarray(arr).requires_grad_(), torch.tensor(arr, requires_grad=True)
+        out, tout = ours(x), theirs(t)
+        graphs.append(graph_structure([out]))
+        check(out, tout)
+        out.sum().backward()
+        tout.sum().backward()
+        check(x.grad, t.grad)
+    return graphs
+
+
+@pytest.mark.parametrize("name", sorted(FORWARDS))
+def test_forwards_of_ops_with_their_own_backward_rebuilt_are_the_forwards_recorded(name, monkeypatch):
+    monkeypatch.setattr(recipe, "_recipes", {})
+    rebuilt = forward_calls(name)
+    assert FORWARDS[name][2] in [key[0].__name__ for key, kept in recipe._recipes.items() if kept]
+    with monkeypatch.context() as patch:
+        recorded(patch)
+        expected = forward_calls(name)
+    assert rebuilt == expected

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from .. import dtypes
+from .. import dtypes, recipe
 from ..autograd import custom_vjp
 from ..creation import arange
 from ..errors import DTypeError, ShapeError
@@ -20,16 +20,23 @@ def _safe_softmax(s: Tensor) -> Tensor:
     """softmax over the last axis, with rows that are all -inf (every key masked) giving zeros, as PyTorch's
     attention does (its `_safe_softmax`), and their gradient zero; the gradient is softmax's `y (g - sum(g y))`."""
     wide, out = s._widened()
-
-    def forward() -> Tensor:
-        m = wide.max(-1, keepdims=True) if wide.shape[-1] else wide.sum(-1, keepdims=True)
-        # an all -inf row shifts by 0, so its exponentials are 0 (not NaN), and its sum 0 divides as 1
-        e = (wide - where(m == -math.inf, 0.0, m)).exp()
-        total = e.sum(-1, keepdims=True)
-        return e / where(total == 0, 1.0, total)
-
-    y = custom_vjp((wide,), forward, lambda g, y: (y * (g - (g * y).sum(-1, keepdims=True)),), takes_result=True)
+    y = custom_vjp((wide,), lambda: recipe.apply(_safe_softmax_forward, (), _SAFE_SOFTMAX_SCALARS, (wide,))[0],
+                   lambda g, y: (y * (g - (g * y).sum(-1, keepdims=True)),), takes_result=True)
     return y.cast(out)
+
+
+# what `_safe_softmax_forward` compares and replaces with: distinct objects, each the recipe's scalar of its place
+_SAFE_SOFTMAX_SCALARS = (-math.inf, 0.0, 1.0)
+
+
+def _safe_softmax_forward(flags: tuple, scalars: tuple[float, float, float], x: Tensor) -> tuple[Tensor]:
+    """`_safe_softmax`'s forward graph, as `recipe.apply` takes it (recorded once per dtype and shape)."""
+    minus_inf, zero, one = scalars
+    m = x.max(-1, keepdims=True) if x.shape[-1] else x.sum(-1, keepdims=True)
+    # an all -inf row shifts by 0, so its exponentials are 0 (not NaN), and its sum 0 divides as 1
+    e = (x - where(m == minus_inf, zero, m)).exp()
+    total = e.sum(-1, keepdims=True)
+    return (e / where(total == zero, one, total),)
 
 
 def _apply_masks(scores: Tensor, masks: Sequence[Tensor | None]) -> Tensor:

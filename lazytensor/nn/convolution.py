@@ -180,7 +180,13 @@ def _conv(x: Tensor, weight: Tensor, stride: Sequence[int], pads: Sequence[tuple
 
     options = (tuple(stride), tuple(map(tuple, pads)), tuple(dilation), groups)
 
-    return custom_vjp((x, weight), lambda: _conv_forward(x, weight, stride, pads, dilation, groups), backward)
+    return custom_vjp((x, weight), lambda: recipe.apply(_forward, options, (), (x, weight))[0], backward)
+
+
+def _forward(flags: tuple, scalars: tuple, x: Tensor, weight: Tensor) -> tuple[Tensor]:
+    """`_conv_forward` of (stride, pads, dilation, groups) `flags`, as `recipe.apply` takes it: a 3x3 kernel's
+    windows are some forty ops, recorded once per structure."""
+    return (_conv_forward(x, weight, *flags),)
 
 
 def _input_grad(flags: tuple, scalars: tuple, g: Tensor, weight: Tensor) -> tuple[Tensor]:
