@@ -32,7 +32,7 @@ import threading
 from typing import Any
 
 from . import dtypes, recipe
-from .creation import _iota, arange, factory
+from .creation import _iota, factory
 from .device import get_device
 from .dtypes import DType, default_float, default_int
 from .graph import Op
@@ -247,16 +247,9 @@ def randint_like(x: Any, low: int, high: int | None = None, dtype: Any = None) -
 
 
 def randperm(n: int, dtype: Any = None, device: Any = None) -> Any:
-    """A random permutation of 0..n-1: the ranks of n random keys (ties broken by position)."""
-    keys = randint(0, 1 << 62, (n,), device=device)
-    a = keys.reshape(n, 1)
-    b = keys.reshape(1, n)
-    pos = arange(n, device=device)
-    before = (b < a) | ((b == a) & (pos.reshape(1, n) < pos.reshape(n, 1)))
-    rank = before.cast(default_int).sum(1)  # element i goes to position rank[i]
-    # the permutation lists, for each position j, the element i with rank[i] == j
-    hit = rank.reshape(1, n) == pos.reshape(n, 1)
-    out = (hit.cast(default_int) * pos.reshape(1, n)).sum(1)
+    """A random permutation of 0..n-1: the positions of n random keys in sorted order (ties broken by
+    position)."""
+    out = randint(0, 1 << 62, (n,), device=device).argsort(stable=True)
     return out.cast(dtypes.to_dtype(dtype) if dtype is not None else default_int)
 
 

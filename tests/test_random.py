@@ -121,6 +121,17 @@ def test_randperm_is_a_permutation():
     assert p.tolist() != list(range(50))
 
 
+def test_randperm_of_a_dataset_is_the_sorted_order_of_its_keys():
+    """A dataset's shuffle (200000 rows): the positions of as many random keys in stable sorted order, the keys
+    drawn as randint draws them (an all-pairs ranking took seconds at 60000)."""
+    lt.manual_seed(5)
+    keys = lt.randint(0, 1 << 62, (200_000,)).numpy()
+    lt.manual_seed(5)
+    p = lt.randperm(200_000, dtype=lt.int32)
+    assert p.dtype == lt.int32
+    np.testing.assert_array_equal(p.numpy(), np.argsort(keys, kind="stable"))
+
+
 def test_random_numbers_are_made_inside_the_kernel_that_uses_them():
     lt.manual_seed(0)
     x = lt.asarray(np.ones(1000, np.float32))
