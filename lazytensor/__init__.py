@@ -20,6 +20,7 @@ from . import (
     nn,
     optim,
     random,
+    utils,
 )
 from .array_api import __array_api_version__, __array_namespace_info__, e, inf, nan, newaxis, pi
 from .autograd import custom_vjp, enable_grad, grad, gradients, no_grad, set_grad_enabled, value_and_grad
@@ -760,6 +761,7 @@ __all__ += [
     "set_allow_tf32",
     "set_grad_enabled",
     "tf32_allowed",
+    "utils",
     "value_and_grad",
 ]
 # the array API standard's namespace and NumPy's everyday names

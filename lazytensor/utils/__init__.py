@@ -1,0 +1,4 @@
+"""Tools around the arrays, as PyTorch's `torch.utils`: `data` (datasets, samplers, `DataLoader`)."""
+from . import data
+
+__all__ = ["data"]
