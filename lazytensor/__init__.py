@@ -20,6 +20,7 @@ from . import (
     nn,
     optim,
     random,
+    special,
     utils,
 )
 from .array_api import __array_api_version__, __array_namespace_info__, e, inf, nan, newaxis, pi
@@ -156,6 +157,7 @@ from .sorting import (
     unique_inverse,
     unique_values,
 )
+from .special import digamma, erfinv, frexp, gcd, lcm, lgamma, polygamma
 from .statistics import (
     average,
     bincount,
@@ -760,6 +762,7 @@ __all__ += [
     "randperm",
     "set_allow_tf32",
     "set_grad_enabled",
+    "special",
     "tf32_allowed",
     "utils",
     "value_and_grad",
@@ -811,7 +814,7 @@ __all__ += [
     "unstack",
     "vstack",
 ]
-__all__ += [  # NumPy's functions beyond the array API
+__all__ += [  # NumPy's functions beyond the array API, and PyTorch's special functions
     "append",
     "argpartition",
     "array_split",
@@ -831,10 +834,12 @@ __all__ += [  # NumPy's functions beyond the array API
     "degrees",
     "diag_indices",
     "diagflat",
+    "digamma",
     "digitize",
     "dsplit",
     "dstack",
     "ediff1d",
+    "erfinv",
     "fabs",
     "fliplr",
     "flipud",
@@ -842,6 +847,8 @@ __all__ += [  # NumPy's functions beyond the array API
     "fmax",
     "fmin",
     "fmod",
+    "frexp",
+    "gcd",
     "geomspace",
     "gradient",
     "heaviside",
@@ -854,8 +861,10 @@ __all__ += [  # NumPy's functions beyond the array API
     "isneginf",
     "isposinf",
     "kron",
+    "lcm",
     "ldexp",
     "lexsort",
+    "lgamma",
     "logaddexp2",
     "logspace",
     "mod",
@@ -875,6 +884,7 @@ __all__ += [  # NumPy's functions beyond the array API
     "nansum",
     "nanvar",
     "partition",
+    "polygamma",
     "polyval",
     "power",
     "ptp",

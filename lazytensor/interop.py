@@ -82,7 +82,7 @@ ROWS: dict[str, Row] = {
         "add", "subtract", "multiply", "divide", "floor_divide", "remainder", "maximum", "minimum", "logaddexp",
         "less", "less_equal", "greater", "greater_equal", "equal", "not_equal", "logical_and", "logical_or",
         "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "matmul", "hypot", "copysign", "nextafter", "fmax",
-        "fmin", "fmod", "heaviside", "ldexp", "logaddexp2", "float_power")},
+        "fmin", "fmod", "heaviside", "ldexp", "logaddexp2", "float_power", "gcd", "lcm")},
     "mod": row(lt.remainder, "x1 x2"),
     "true_divide": row(lt.divide, "x1 x2"),
     "power": row(lt.pow, "x1 x2"),
@@ -93,7 +93,7 @@ ROWS: dict[str, Row] = {
     **{name: row(getattr(lt, name), "x") for name in (
         "negative", "positive", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "square", "sin",
         "cos", "tan", "tanh", "sinh", "cosh", "floor", "ceil", "trunc", "isnan", "isinf", "isfinite", "logical_not",
-        "sign", "signbit", "fabs", "deg2rad", "rad2deg", "degrees", "radians", "cbrt", "modf")},
+        "sign", "signbit", "fabs", "deg2rad", "rad2deg", "degrees", "radians", "cbrt", "modf", "frexp")},
     **{f"arc{name[1:]}": row(getattr(lt, name), "x") for name in ("asin", "acos", "atan", "asinh", "acosh", "atanh")},
     "absolute": row(lt.abs, "x"),
     "rint": row(lt.round, "x"),  # half to even, as NumPy

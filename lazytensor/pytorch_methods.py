@@ -260,6 +260,11 @@ class PyTorchOps:
         p = p if eps is None else p.clip(eps, 1 - eps)
         return (p / (1 - p)).log()
 
+    def polygamma(self: Tensor, n: int) -> Tensor:
+        """`lt.polygamma(n, self)`: the n-th derivative of digamma (PyTorch's argument order)."""
+        from .special import polygamma
+        return polygamma(n, self)
+
     def xlogy(self: Tensor, other: Any) -> Tensor:
         """self * log(other), 0 where self is 0 (and other is not NaN)."""
         from .tensor import where
@@ -613,7 +618,8 @@ IN_PLACE_OF = ("abs", "exp", "expm1", "log", "log1p", "log2", "sqrt", "rsqrt", "
                "clamp_max", "masked_fill", "masked_scatter", "scatter", "scatter_add", "scatter_reduce", "index_add",
                "index_fill", "index_copy", "index_put", "lerp", "fmod", "remainder", "nan_to_num", "tril", "triu",
                "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "hypot",
-               "atan2", "copysign", "erf", "exp2", "logit", "xlogy", "cumsum", "cumprod")
+               "atan2", "copysign", "erf", "exp2", "logit", "xlogy", "cumsum", "cumprod", "lgamma", "digamma",
+               "polygamma", "erfinv", "gcd", "lcm")
 
 
 def _in_place(name: str) -> Callable[..., Tensor]:
@@ -629,7 +635,8 @@ def _in_place(name: str) -> Callable[..., Tensor]:
 METHOD_OF = {name: name for name in ("fmod", "fmax", "fmin", "ldexp", "heaviside", "deg2rad", "rad2deg", "sinc",
                                      "logaddexp2", "float_power", "isneginf", "isposinf", "nansum", "nanmean",
                                      "nanquantile", "quantile", "rot90", "fliplr", "flipud", "hsplit", "vsplit",
-                                     "dsplit", "trace", "kron", "inner", "corrcoef", "bincount")}
+                                     "dsplit", "trace", "kron", "inner", "corrcoef", "bincount", "lgamma",
+                                     "digamma", "erfinv", "gcd", "lcm", "frexp")}
 METHOD_OF["tensor_split"] = "array_split"
 KEYWORDS = {"dim": "axis", "keepdim": "keepdims", "dims": "axes", "interpolation": "method"}
 

@@ -477,7 +477,8 @@ def _in_place_arguments(lib):
         "lerp": (other, 0.25), "fmod": (0.3,), "remainder": (0.3,), "hypot": (other,), "atan2": (other,),
         "copysign": (-other,), "xlogy": (other,), "cumsum": (1,), "cumprod": (0,), "clamp_min": (0.2,),
         "clamp_max": (0.2,), "index_fill": (1, tensor(np.array([0, 2])), 7.0),
-        "bitwise_and": (3,), "bitwise_or": (3,), "bitwise_xor": (3,),
+        "bitwise_and": (3,), "bitwise_or": (3,), "bitwise_xor": (3,), "polygamma": (1,),
+        "gcd": (tensor(np.array([[4, 6, 9], [2, 3, 5]])),), "lcm": (tensor(np.array([[4, 6, 9], [2, 3, 5]])),),
     }
 
 
@@ -487,7 +488,7 @@ def test_in_place_twins_are_pytorchs_names():
 
 @pytest.mark.parametrize("name", [n for n in pytorch_methods.IN_PLACE_OF if hasattr(lt.Tensor, n)])
 def test_in_place_twins_rebind_as_pytorchs(name):
-    integer = name.startswith("bitwise") or name == "logical_not"
+    integer = name.startswith("bitwise") or name in ("logical_not", "gcd", "lcm")
     values = np.array([[1, 2, 3], [4, 5, 6]]) if integer else np.array([[0.1, 0.7, 0.2], [0.9, 0.4, 0.5]],
                                                                         np.float32)
     ours, theirs = lt.asarray(values), torch.tensor(values)
