@@ -103,6 +103,7 @@ from .movement import (
     atleast_1d,
     atleast_2d,
     atleast_3d,
+    block,
     broadcast_arrays,
     column_stack,
     concat,
@@ -137,7 +138,18 @@ from .numeric import convolve, correlate, ediff1d, gradient, polyval, ravel_mult
 from .products import inner, kron, trace, vdot
 from .profiling import Profile, profile
 from .pytorch_methods import add_pytorch_methods
-from .random import manual_seed, normal, rand, rand_like, randint, randint_like, randn, randn_like, randperm
+from .random import (
+    manual_seed,
+    multinomial,
+    normal,
+    rand,
+    rand_like,
+    randint,
+    randint_like,
+    randn,
+    randn_like,
+    randperm,
+)
 from .realize import Stats, reset_stats, stats
 from .realize import realizing as _realizing
 from .schedule import Schedule
@@ -164,6 +176,7 @@ from .statistics import (
     corrcoef,
     cov,
     digitize,
+    histc,
     histogram,
     interp,
     median,
@@ -437,6 +450,7 @@ clone = _function(Tensor.clone)
 chunk = _function(Tensor.chunk)
 numel = _function(Tensor.numel)
 norm = _function(Tensor.norm)
+bernoulli = _function(Tensor.bernoulli)
 
 
 def is_tensor(obj: Any) -> bool:
@@ -823,6 +837,8 @@ __all__ += [  # NumPy's functions beyond the array API, and PyTorch's special fu
     "atleast_1d",
     "atleast_2d",
     "atleast_3d",
+    "bernoulli",
+    "block",
     "cbrt",
     "column_stack",
     "convolve",
@@ -852,6 +868,7 @@ __all__ += [  # NumPy's functions beyond the array API, and PyTorch's special fu
     "geomspace",
     "gradient",
     "heaviside",
+    "histc",
     "hsplit",
     "identity",
     "indices",
@@ -869,6 +886,7 @@ __all__ += [  # NumPy's functions beyond the array API, and PyTorch's special fu
     "logspace",
     "mod",
     "modf",
+    "multinomial",
     "nanargmax",
     "nanargmin",
     "nancumprod",

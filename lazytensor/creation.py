@@ -218,8 +218,11 @@ def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any 
 
 @factory
 def linspace(start: float, stop: float, num: int = 50, endpoint: bool = True, dtype: Any = None,
-             device: Any = None) -> Tensor:
-    """`num` evenly spaced values from start to stop; computed from both ends so the last is exact."""
+             device: Any = None, *, steps: int | None = None) -> Tensor:
+    """`num` evenly spaced values from start to stop (PyTorch's `steps=` too); computed from both ends so the
+    last is exact."""
+    if steps is not None:
+        num = steps
     if num < 0:
         raise ValueError(f"linspace: num must be non-negative, got {num}")
     dt = dtypes.to_dtype(dtype) if dtype is not None else default_float

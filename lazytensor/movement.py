@@ -376,6 +376,43 @@ def _one_of(axis: Any, dim: Any, op: str, default: Any = None) -> Any:
     return default if chosen is None else chosen
 
 
+def block(arrays: Any) -> Tensor:
+    """NumPy's block: nested lists of arrays joined, the innermost lists along the last axis, each list outside
+    them along the axis before; arrays of fewer dimensions than the result gain leading axes of 1."""
+    from .creation import asarray
+
+    def depth(x: Any, where: str) -> int:
+        if isinstance(x, tuple):
+            raise TypeError(f"block: {where} is a tuple; only lists nest (as NumPy)")
+        if not isinstance(x, list):
+            return 0
+        if not x:
+            raise ValueError(f"block: {where} is an empty list")
+        depths = {depth(e, f"{where}[{i}]") for i, e in enumerate(x)}
+        if len(depths) != 1:
+            raise ValueError(f"block: the lists' depths are mismatched inside {where}")
+        return 1 + depths.pop()
+
+    levels = depth(arrays, "arrays")
+    leaves: list[Tensor] = []
+
+    def leaf(x: Any) -> Any:
+        if isinstance(x, list):
+            return [leaf(e) for e in x]
+        leaves.append(asarray(x))
+        return leaves[-1]
+
+    tree = leaf(arrays)
+    ndim = max(levels, *(t.ndim for t in leaves))
+
+    def join(x: Any, level: int) -> Tensor:
+        if isinstance(x, list):
+            return concat([join(e, level + 1) for e in x], axis=level - levels)
+        return x.reshape((1,) * (ndim - x.ndim) + x.shape)
+
+    return join(tree, 0)
+
+
 def concat(tensors: Sequence[Tensor], axis: int | None = 0, *, dim: int | None = None) -> Tensor:
     """Join tensors along an existing axis (PyTorch's `dim=` too; `axis=None` flattens them first)."""
     from .tensor import Tensor

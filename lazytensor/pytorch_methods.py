@@ -260,6 +260,19 @@ class PyTorchOps:
         p = p if eps is None else p.clip(eps, 1 - eps)
         return (p / (1 - p)).log()
 
+    def bernoulli(self: Tensor, p: float | None = None) -> Tensor:
+        """PyTorch's bernoulli: 1 with probability `p` (each element's own value where p is None), else 0, in
+        this tensor's dtype."""
+        from .random import rand
+        probability = self if p is None else float(p)
+        dtype = self.dtype if self.dtype.is_float else None
+        return (rand(self.shape, dtype=dtype, device=self.device) < probability).cast(self.dtype)
+
+    def multinomial(self: Tensor, num_samples: int, replacement: bool = False) -> Tensor:
+        """`lt.multinomial(self, num_samples, replacement)`."""
+        from .random import multinomial
+        return multinomial(self, num_samples, replacement)
+
     def polygamma(self: Tensor, n: int) -> Tensor:
         """`lt.polygamma(n, self)`: the n-th derivative of digamma (PyTorch's argument order)."""
         from .special import polygamma
@@ -636,7 +649,7 @@ METHOD_OF = {name: name for name in ("fmod", "fmax", "fmin", "ldexp", "heaviside
                                      "logaddexp2", "float_power", "isneginf", "isposinf", "nansum", "nanmean",
                                      "nanquantile", "quantile", "rot90", "fliplr", "flipud", "hsplit", "vsplit",
                                      "dsplit", "trace", "kron", "inner", "corrcoef", "bincount", "lgamma",
-                                     "digamma", "erfinv", "gcd", "lcm", "frexp")}
+                                     "digamma", "erfinv", "gcd", "lcm", "frexp", "histc")}
 METHOD_OF["tensor_split"] = "array_split"
 KEYWORDS = {"dim": "axis", "keepdim": "keepdims", "dims": "axes", "interpolation": "method"}
 

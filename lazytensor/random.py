@@ -35,6 +35,7 @@ from . import dtypes, recipe
 from .creation import _iota, factory
 from .device import get_device
 from .dtypes import DType, default_float, default_int
+from .errors import DTypeError, ShapeError
 from .graph import Op
 from .helpers import prod
 from .kernels.ir import Alu
@@ -232,6 +233,39 @@ def bernoulli(p: Any, shape: Any = None, device: Any = None) -> Any:
     return rand(shape if shape is not None else (), device=device) < float(p)
 
 
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False) -> Tensor:
+    """PyTorch's multinomial: `num_samples` indices of categories drawn from each row of weights `input` (1-d or
+    2-d, non-negative, not necessarily summing to 1), int64. With replacement by the inverse of the running sum
+    (a category of weight 0 is never drawn); without, the `num_samples` largest of log(w) plus Gumbel noise,
+    which is drawing one after another without replacement. Weights that are negative, infinite or NaN, a row
+    of no weight, or fewer positive weights than samples without replacement, are an error of the realize."""
+    if input.ndim not in (1, 2):
+        raise ShapeError(f"multinomial: weights must be 1-d or 2-d, got shape {input.shape}")
+    if not input.dtype.is_float:
+        raise DTypeError(f"multinomial: weights must be floats, got {input.dtype.name}")
+    k = input.shape[-1]
+    if num_samples <= 0 or (not replacement and num_samples > k):
+        raise ShapeError(f"multinomial: cannot draw {num_samples} samples from {k} categories"
+                         + ("" if replacement else " without replacement"))
+    w = (input if input.ndim == 2 else input.reshape(1, k)).cast(dtypes.float64)
+    rows = w.shape[0]
+    bad = ~(w >= 0).all(-1) | w.isinf().any(-1) | ~(w > 0).any(-1)
+    if replacement:
+        running = w.cumsum(-1)
+        cdf = running / running[:, -1:]  # the last exactly 1: a draw below it never passes the last category
+        u = rand((rows, num_samples, 1), dtype=dtypes.float64, device=input.device)
+        out = (cdf.reshape(rows, 1, k) <= u).cast(default_int).sum(-1)
+        message = "multinomial: the weights of a row must be finite, non-negative and not all zero"
+    else:
+        gumbel = -(-rand((rows, k), dtype=dtypes.float64, device=input.device).log()).log()
+        out = (w.log() + gumbel).topk(num_samples, -1).indices
+        bad = bad | ((w > 0).cast(default_int).sum(-1) < num_samples)
+        message = (f"multinomial: the weights of a row must be finite, non-negative, and {num_samples} of them "
+                   "positive to draw without replacement")
+    out = out._checked(bad, message)
+    return out if input.ndim == 2 else out.reshape(num_samples)
+
+
 @factory
 def rand_like(x: Any, dtype: Any = None) -> Any:
     return rand(x.shape, dtype=dtype or (x.dtype if x.dtype.is_float else None), device=x.device)
@@ -258,6 +292,7 @@ __all__ = [
     "get_rng_state",
     "initial_seed",
     "manual_seed",
+    "multinomial",
     "normal",
     "philox",
     "rand",

@@ -18,6 +18,7 @@ import numpy as np
 from . import dtypes
 from .errors import DTypeError, ShapeError
 from .kernels.dtype import compute_dtype
+from .kernels.ir import ReduceOp
 from .movement import normalize_axes
 
 
@@ -232,6 +233,36 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0) -> Any:
         base = zeros(length, dtype=dtypes.float64, device=t.device)
     from .kernels.ir import ReduceOp
     return base._scatter(0, index, updates, ReduceOp.SUM)
+
+
+def histc(input: Any, bins: int = 100, min: float = 0, max: float = 0) -> Any:
+    """PyTorch's histc: the counts of input's values in `bins` equal bins over [min, max] (over the data's
+    extremes where min == max, widened by 1 each way where those are equal too), in input's float dtype;
+    values outside are left out, the last bin closed on both sides. Lazy: the extremes are read in the kernel."""
+    from .tensor import where
+    t = _tensor(input).reshape(-1)
+    if not t.dtype.is_float:
+        raise DTypeError(f"histc: input must be floats, got {t.dtype.name}")
+    if bins <= 0:
+        raise ValueError(f"histc: bins must be positive, got {bins}")
+    if min > max:
+        raise ValueError(f"histc: min {min} is above max {max}")
+    wide = t.cast(dtypes.float64)
+    if min == max and t.numel():
+        lo, hi = wide.min(), wide.max()
+        lo, hi = where(lo == hi, lo - 1, lo), where(lo == hi, hi + 1, hi)
+    else:
+        lo = wide._const(float(min), dtypes.float64, t.device)
+        hi = wide._const(float(max) + (min == max), dtypes.float64, t.device)
+    position = ((wide - lo) / (hi - lo) * bins).floor().cast(dtypes.int64)
+    position = where(wide == hi, bins - 1, position)  # the last bin holds its right edge
+    inside = (wide >= lo) & (wide <= hi)
+    from .creation import zeros
+    counts = zeros(bins, dtype=dtypes.int64, device=t.device)
+    if t.numel():
+        one = t._const(1, dtypes.int64, t.device).broadcast_to(t.shape)
+        counts = counts._scatter(0, where(inside, position, bins), one, ReduceOp.SUM)
+    return counts.cast(t.dtype)
 
 
 def histogram(x: Any, bins: Any = 10, range: tuple[float, float] | None = None, density: bool = False,

@@ -321,6 +321,7 @@ def test_arange_zero_step_raises():
                                             (10, -10, 7), (2.5, -1.5, 9), (0, 1, 3), (-5, 5, 11)], ids=str)
 def test_linspace(start, stop, num):
     check(lt.linspace(start, stop, num), torch.linspace(start, stop, num))
+    check(lt.linspace(start, stop, steps=num), torch.linspace(start, stop, steps=num))
     check(lt.linspace(start, stop, num, dtype=lt.float64), torch.linspace(start, stop, num, dtype=torch.float64))
     expected = np.linspace(start, stop, num, endpoint=False).astype(np.float32)
     check(lt.linspace(start, stop, num, endpoint=False), expected)

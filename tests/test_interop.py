@@ -459,6 +459,7 @@ CASES = {
         "trunc", "absolute", "rint", "conjugate", "sinh", "cosh", "arctan", "arcsinh", "fabs", "deg2rad", "rad2deg",
         "degrees", "radians", "cbrt", "modf", "sinc", "frexp")},
     "isposinf": lambda n: np.isposinf(n),
+    "block": lambda f, g: (np.block([[f, g], [g, f]]), np.block([f[0], 1.5, g[1]])),
     "isneginf": lambda n: np.isneginf(n),
     **{name: numpy_call(name, "u") for name in ("arcsin", "arccos", "arctanh")},
     "arccosh": lambda q: np.arccosh(q),

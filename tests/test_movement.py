@@ -920,3 +920,20 @@ def test_numpys_rotations_and_joins_carry_gradients():
     y = lt.asarray(arr).requires_grad_()
     lt.column_stack([y, y[:, 0]]).sum().backward()
     check(y.grad, np.where(np.arange(4) == 0, 2.0, 1.0) * np.ones((3, 4)))
+
+
+def test_block_matches_numpy():
+    """Nested lists joined innermost along the last axis; scalars and lower-rank arrays gain leading axes."""
+    a, b = random_array((2, 2), lt.float32, seed=1), random_array((2, 3), lt.float32, seed=2)
+    c, d = random_array((1, 5), lt.float32, seed=3), random_array((3,), lt.float32, seed=4)
+    cases = [[[a, b], [c]], [d, d], [[d], [d]], [np.float32(1.5), d], [[[a]], [[a]]], [[a.T, b.T.reshape(2, 3)[:, :2]]]]
+    for case in cases:
+        ours = lt.block([[lt.asarray(x) if isinstance(x, np.ndarray) else x for x in row] if isinstance(row, list)
+                         else lt.asarray(row) if isinstance(row, np.ndarray) else row for row in case])
+        check(ours, np.block(case))
+    with pytest.raises(ValueError, match="depths are mismatched"):
+        lt.block([[lt.asarray(a)], lt.asarray(b)])
+    with pytest.raises(TypeError, match="tuple"):
+        lt.block((lt.asarray(a), lt.asarray(b)))
+    with pytest.raises(ValueError, match="empty list"):
+        lt.block([])

@@ -178,3 +178,51 @@ def test_random_factories_take_pytorchs_requires_grad(make):
     assert x.requires_grad
     (x * 2).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), np.full(x.shape, 2.0, np.float32))
+
+
+def test_multinomial_draws_in_proportion_and_never_a_weight_of_zero():
+    """With replacement: frequencies within 4 standard errors of the weights' proportions (fixed seed); without:
+    distinct indices, never one of weight 0, and the first draw in proportion too; 1-d and 2-d as PyTorch's."""
+    lt.manual_seed(11)
+    weights = np.array([[0.1, 0.0, 0.6, 0.3], [1.0, 1.0, 0.0, 2.0]])
+    n = 4000
+    drawn = lt.multinomial(lt.asarray(weights), n, replacement=True)
+    assert drawn.dtype == lt.int64 and drawn.shape == (2, n)
+    p = weights / weights.sum(1, keepdims=True)
+    for row, probs in zip(drawn.numpy(), p):
+        freq = np.bincount(row, minlength=4) / n
+        assert np.all(np.abs(freq - probs) <= 4 * np.sqrt(probs * (1 - probs) / n))
+    firsts = []
+    for _ in range(300):
+        rows = lt.asarray(weights).multinomial(3).numpy()
+        assert all(len(set(r)) == 3 for r in rows)
+        assert 1 not in rows[0] and 2 not in rows[1]
+        firsts.append(rows[0, 0])
+    freq = np.bincount(firsts, minlength=4) / 300
+    assert np.all(np.abs(freq - p[0]) <= 4 * np.sqrt(p[0] * (1 - p[0]) / 300))
+    one = lt.multinomial(lt.asarray(np.array([0.0, 0.0, 5.0])), 1)
+    assert one.shape == (1,) and one.numpy().tolist() == [2]
+
+
+def test_multinomial_errors_are_pytorchs():
+    with pytest.raises(lt.ShapeError, match="cannot draw 4 samples from 3 categories without replacement"):
+        lt.multinomial(lt.asarray(np.ones(3)), 4)
+    for bad in ([0.0, 1.0, 0.0], [1.0, -1.0, 2.0], [0.0, 0.0, 0.0], [1.0, np.inf, 1.0]):
+        with pytest.raises(IndexError, match="multinomial: the weights of a row must be finite"):
+            lt.multinomial(lt.asarray(np.array(bad)), 2).numpy()
+    with pytest.raises(lt.DTypeError):
+        lt.multinomial(lt.asarray(np.array([1, 2])), 1)
+
+
+def test_bernoulli_as_pytorchs_draws_zeros_and_ones_in_the_inputs_dtype():
+    lt.manual_seed(12)
+    p = lt.asarray(np.linspace(0, 1, 5).astype(np.float32)).broadcast_to((2000, 5))
+    draws = lt.bernoulli(p)
+    assert draws.dtype == lt.float32
+    values = draws.numpy()
+    assert set(np.unique(values)) <= {0.0, 1.0}
+    np.testing.assert_array_equal(values[:, 0], 0)
+    np.testing.assert_array_equal(values[:, -1], 1)
+    assert np.all(np.abs(values.mean(0) - np.linspace(0, 1, 5)) < 0.04)
+    half = lt.zeros(1000, dtype=lt.float64).bernoulli(0.25).numpy()
+    assert abs(half.mean() - 0.25) < 0.06

@@ -301,3 +301,19 @@ def test_digitize_and_interp_match_numpy(dtype):
     check(lt.interp(lt.asarray(x), lt.asarray(xp), lt.asarray(fp), left=-7.0, right=7.0), want_ends)
     check(lt.interp(lt.asarray(np.float64(0.25)), lt.asarray(xp[:1]), lt.asarray(fp[:1])),
           np.interp(np.float64(0.25), xp[:1], fp[:1]))
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.float16])
+@pytest.mark.parametrize("bins, lo, hi", [(100, 0, 0), (7, -1.0, 2.5), (3, 0, 0), (5, 1.0, 1.0)], ids=str)
+def test_histc_matches_torch(dtype, bins, lo, hi):
+    """Over the data's extremes (min == max), over a range that leaves values out, over a range of one point
+    (widened by 1 each way); a transposed input, and one of equal values."""
+    arr = random_array((6, 9), dtype, seed=41)
+    same = np.full(4, 2.0, dtype.name)
+    for x, t in (layout(arr, "transposed"), (lt.asarray(same), torch.tensor(same))):
+        t = t.to(torch.float32 if dtype == lt.float16 else t.dtype)  # torch's CPU histc has no float16
+        expected = torch.histc(t, bins=bins, min=lo, max=hi)
+        check(lt.histc(x, bins=bins, min=lo, max=hi), expected.to(torch.float16) if dtype == lt.float16 else expected)
+    check(lt.histc(lt.asarray(np.zeros(0, np.float32)), bins=4), torch.histc(torch.zeros(0), bins=4))
+    with pytest.raises(lt.DTypeError):
+        lt.histc(lt.asarray(np.arange(3)))
