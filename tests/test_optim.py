@@ -142,11 +142,10 @@ ADAMS = {
 def _adam_run(make, recorded: bool, monkeypatch) -> list:
     """Four Adam steps of the test model; each step's update graph (parameters and state, before the realize)
     and values. With `recorded`, every update is recorded through the tensor ops, never rebuilt."""
-    from lazytensor import recipe
+    from test_recipe import recorded as record_every_graph
     with monkeypatch.context() as patch:
         if recorded:
-            patch.setattr(recipe, "_recipes", {})
-            patch.setattr(recipe, "_record", lambda tensors, scalars, outputs: None)
+            record_every_graph(patch)
         m, _ = models()
         opt = make(m.parameters())
         runs = []
