@@ -900,6 +900,8 @@ class _Planner:
         if (axes := self.contraction_axes(node)) is not None:
             if region.contraction is not None:  # one template per kernel (rule 5)
                 return Reason.CONTRACTION
+            if region.root.op in _OWN_KERNEL:  # a scatter's loop nests have no template: its product comes written
+                return Reason.OWN_KERNEL
             region.contraction = (node, axes)
             return None
         free, scope = self.scope(node, idx, bounds, nest)

@@ -8,6 +8,7 @@ import weakref
 
 import numpy as np
 import pytest
+import torch
 from test_threads import in_threads
 
 import lazytensor as lt
@@ -857,3 +858,24 @@ def test_reset_stats_keeps_counting_a_written_launch(launching):
         (x * float(k) + 2).realize()
     s = lt.stats()
     assert s.kernels_launched == 4 and s.realizes == 4 and s.run_seconds > 0
+
+
+def test_a_scatter_of_a_product_writes_the_product_first():
+    """`zeros.scatter_add(0, idx, a @ b)`: the scatter's loop nests have no contraction template, so the
+    product (which claimed one inside the scatter's kernel, and crashed its rendering) is a kernel of its own;
+    likewise the gradient of a gather of a product (a cross-entropy's pick of logits)."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((256, 256), dtype=np.float32), rng.standard_normal((256, 256), dtype=np.float32)
+    idx = rng.integers(0, 256, (256, 256))
+    out = lt.zeros((256, 256), device="cpu").scatter_add(0, lt.asarray(idx, device="cpu"),
+                                                          lt.asarray(a, device="cpu") @ lt.asarray(b, device="cpu"))
+    kinds = [type(item.kernel).__name__ for item in lt.schedule(out)]
+    assert sorted(kinds) == ["Contraction", "Kernel", "Scatter"]  # the Kernel: the indexes' range check
+    expected = torch.zeros(256, 256).scatter_add(0, torch.tensor(idx), torch.tensor(a) @ torch.tensor(b))
+    np.testing.assert_allclose(out.numpy(), expected.numpy(), rtol=1e-4, atol=1e-3)
+    x = lt.asarray(a, device="cpu").requires_grad_()
+    t = torch.tensor(a, requires_grad=True)
+    pick = idx[:, :1]
+    (x @ lt.asarray(b, device="cpu")).take_along_axis(lt.asarray(pick, device="cpu"), 1).sum().backward()
+    (t @ torch.tensor(b)).gather(1, torch.tensor(pick)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-5)
