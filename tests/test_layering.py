@@ -72,3 +72,16 @@ def test_the_lower_stages_import_nothing_from_the_frontend():
                 parts = module.split(".")
                 assert not (parts[0] == "lazytensor" and len(parts) > 1 and parts[1] in FRONTEND), \
                     f"lazytensor/{stage}.py imports {module}"
+
+
+def test_every_package_is_installed():
+    """pyproject's package list names every folder of the library with an `__init__.py` (a regular install
+    leaves out one it does not name, and `import lazytensor` then fails)."""
+    import tomllib
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+
+    def packages(folder: Path, name: str) -> set[str]:
+        return {".".join((name, *p.parent.relative_to(folder).parts)) for p in folder.rglob("__init__.py")
+                if "kernels" not in p.relative_to(folder).parts[:-1] or folder.name == "kernels"}
+
+    assert packages(ROOT / "lazytensor", "lazytensor") | packages(ROOT / "kernels", "lazytensor.kernels") == listed
