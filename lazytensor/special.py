@@ -26,7 +26,7 @@ from . import dtypes
 from .creation import asarray
 from .errors import DTypeError
 from .tensor import Tensor, _Working, where
-from .ufuncs import _pair
+from .ufuncs import _float, _pair
 
 # Lanczos' coefficients for g = 7, n = 9 (Numerical Recipes' and Boost's choice: about 1e-15 relative in Gamma)
 _LANCZOS_G = 7
@@ -36,11 +36,6 @@ _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 # the Bernoulli numbers B_2j, j = 1..8: digamma's asymptotic series is log x - 1/(2x) - sum B_2j / (2j x**2j)
 _BERNOULLI = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510)
 _SHIFT = 10  # digamma's recurrence: x + 10 is past 10.5, where eight terms of the series reach 1e-17
-
-
-def _float(x: Any) -> Tensor:
-    t = asarray(x)
-    return t if t.dtype.is_float else t.cast(dtypes.default_float)
 
 
 def _near_integer(x: Tensor) -> Tensor:
@@ -70,11 +65,11 @@ def lgamma(x: Any, /) -> Tensor:
 
 
 def _cot_derivative(n: int) -> tuple[float, ...]:
-    """The coefficients, lowest first, of the polynomial P with d^n/du^n cot(u) = P(cot u): cot' = -(1 + cot**2)."""
+    """The coefficients, highest first, of the polynomial P with d^n/du^n cot(u) = P(cot u): cot' = -(1 + cot**2)."""
     p = np.polynomial.Polynomial([0.0, 1.0])
     for _ in range(n):
         p = p.deriv() * np.polynomial.Polynomial([-1.0, 0.0, -1.0])
-    return tuple(float(c) for c in p.coef)
+    return tuple(float(c) for c in reversed(p.coef))
 
 
 @cache
@@ -113,10 +108,7 @@ def _polygamma(n: int, x: Tensor) -> Tensor:
     up = _polygamma_from_half(n, where(below, 1 - x, x))
     # psi^(n)(x) = (-1)**n psi^(n)(1 - x) - pi**(n + 1) cot^(n)(pi x)
     cot = 1 / (_near_integer(x) * math.pi).tan()
-    coefficients = _cot_derivative(n)
-    poly = coefficients[-1]
-    for c in reversed(coefficients[:-1]):
-        poly = poly * cot + c
+    poly = _horner(_cot_derivative(n), cot)
     reflected = (up if n % 2 == 0 else -up) - poly * math.pi ** (n + 1)
     out = where(below, reflected, up)
     if n == 0:  # the negative integers are poles of no sign: NaN, as PyTorch (0's sign picks its infinity)
@@ -148,6 +140,7 @@ _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 
 
 def _horner(coefficients: tuple[float, ...], t: Tensor) -> Tensor:
+    """The polynomial of `coefficients` (highest first) at t."""
     out: Any = coefficients[0]
     for c in coefficients[1:]:
         out = out * t + c
