@@ -28,6 +28,15 @@ def models():
     return m, tm
 
 
+def mse_step(m, opt) -> lt.Tensor:
+    """One lazy step of the test model on (X, Y): the MSE loss, its gradients and the optimizer's update."""
+    loss = nn.functional.mse_loss(m(lt.asarray(X)), lt.asarray(Y))
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    return loss
+
+
 def train_both(make_opt, make_topt, steps: int = 5):
     m, tm = models()
     opt, topt = make_opt(m.parameters()), make_topt(tm.parameters())
@@ -120,10 +129,7 @@ def test_state_does_not_grow_a_graph_across_steps():
     opt = optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
     counts = []
     for _ in range(4):
-        loss = nn.functional.mse_loss(m(lt.asarray(X)), lt.asarray(Y))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+        loss = mse_step(m, opt)
         lt.reset_stats()
         lt.realize(loss, *m.parameters())
         counts.append(lt.stats().kernels_launched)
@@ -150,10 +156,7 @@ def _adam_run(make, recorded: bool, monkeypatch) -> list:
         opt = make(m.parameters())
         runs = []
         for _ in range(4):
-            loss = nn.functional.mse_loss(m(lt.asarray(X)), lt.asarray(Y))
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            loss = mse_step(m, opt)
             state = [v for s in opt.state.values() for v in s.values() if isinstance(v, lt.Tensor)]
             graph = graph_structure([*m.parameters(), *state])
             lt.realize(loss, *m.parameters())
@@ -184,10 +187,7 @@ def test_updates_are_rebuilt_after_two_steps(monkeypatch):
     opt = optim.Adam(m.parameters(), lr=0.01, betas=(0.85, 0.95))  # hyperparameters of this test's own
     counts = []
     for _ in range(4):
-        loss = nn.functional.mse_loss(m(lt.asarray(X)), lt.asarray(Y))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+        loss = mse_step(m, opt)
         lt.realize(loss, *m.parameters())
         counts.append(len(calls))
         calls.clear()
