@@ -25,6 +25,7 @@ import triton_interpreter  # noqa: F401  (the Triton interpreter's storage, and 
 from lazytensor.kernels import ir
 from lazytensor.kernels.dtype import int32
 from lazytensor.kernels.expr import Bound, Expr, Var
+from lazytensor.kernels.triton.targets import interpreting
 
 # A persistent compile cache (and Triton module folder) of this session's own: a test that compiles a kernel
 # compiles it, whatever ran before; removed when the session ends.
@@ -33,6 +34,17 @@ CACHE_DIR = os.environ["LT_CACHE_DIR"] = tempfile.mkdtemp(prefix="lazytensor-tes
 
 def pytest_sessionfinish() -> None:
     shutil.rmtree(CACHE_DIR, ignore_errors=True)
+
+
+# Triton's interpreter runs each GPU program op by op in Python: a case sized for the CPU (a row cut across its
+# threads, a lane block per vector) takes minutes there, and reaches no Triton code that a smaller case does not.
+INTERPRETED = lt.zeros(1).device != "cpu" and interpreting()
+
+
+def sized(cpu: list, interpreted: list) -> list:
+    """A test's cases: `cpu`, or under Triton's interpreter `interpreted`, smaller ones that take the same paths
+    through the Triton kernels (several blocks along a row, a part block of lanes)."""
+    return interpreted if INTERPRETED else cpu
 
 
 TORCH_DTYPES = {

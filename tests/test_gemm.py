@@ -582,7 +582,8 @@ def test_the_last_panels_copy_is_not_vectorized(monkeypatch):
     (rows 192 apart): the copy of B's last panel, 3 of its 16 lanes, is a loop of its own (`_PackRenderer.loop`),
     which LLVM vectorized through loads put together element by element, a body its code generator took most of a
     second over (the whole panels' copy, vectorized too, half that), for one panel per head. It stays a plain
-    loop: the packing's optimized IR holds one vectorized loop, the whole panels'. Values against NumPy."""
+    loop: the packing's optimized IR holds at most one vectorized loop, the whole panels' (on AVX2; where AVX-512's
+    wider panels leave no whole one, none). Values against NumPy."""
     modes.small_products_on_the_template(monkeypatch.setattr)
     qkv = data((19, 192), lt.float32, seed=5)
     q = lt.asarray(qkv, device="cpu")[:, :64].reshape(19, 4, 16).permute(1, 0, 2)
@@ -591,7 +592,7 @@ def test_the_last_panels_copy_is_not_vectorized(monkeypatch):
     (item,) = lt.schedule(got)
     assert isinstance(item.kernel, Contraction)
     program, _ = compile_kernel(item.kernel)
-    assert program.stages[1].optimized_ir.count("\nvector.body") == 1
+    assert program.stages[1].optimized_ir.count("\nvector.body") <= 1
     want = qkv[:, :64].reshape(19, 4, 16).transpose(1, 0, 2) @ qkv[:, 64:128].reshape(19, 4, 16).transpose(1, 2, 0)
     check(got, torch.from_numpy(want))
 

@@ -322,7 +322,11 @@ def test_a_float32_loop_around_a_math_function_is_vectorized_8_wide(op):
     assert ('!"llvm.loop.vectorize.width", i32 8' in render(kernel)) == in_double
     program, _ = compile_kernel(kernel)
     loop = program.optimized_ir.split("define void")[1].split("\n}\n")[0]  # the kernel's function, not sin's variants
-    assert "<8 x float>" in loop and "<4 x float>" not in loop
+    # the main vector loop's widths: 8 on AVX2, 16 where AVX-512 is preferred (whose remainder LLVM may run in a
+    # narrower vector loop after it)
+    body = loop.split("\nvector.body:")[1].split("\n\n")[0]
+    widths = {int(w) for w in re.findall(r"<(\d+) x float>", body)}
+    assert widths and min(widths) >= 8
     assert ("double" in loop) == in_double
     x = np.random.default_rng(26).standard_normal(n).astype(np.float32) * 4
     out = np.empty(n, np.float32)

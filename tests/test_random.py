@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import lazytensor as lt
+from conftest import sized
 from lazytensor.kernels.philox import philox_reference
 from lazytensor.random import philox
 
@@ -121,13 +122,15 @@ def test_randperm_is_a_permutation():
     assert p.tolist() != list(range(50))
 
 
-def test_randperm_of_a_dataset_is_the_sorted_order_of_its_keys():
-    """A dataset's shuffle (200000 rows): the positions of as many random keys in stable sorted order, the keys
-    drawn as randint draws them (an all-pairs ranking took seconds at 60000)."""
+@pytest.mark.parametrize("n", sized([200_000], [5000]))
+def test_randperm_of_a_dataset_is_the_sorted_order_of_its_keys(n):
+    """A dataset's shuffle (200000 rows; 5000, several blocks of the GPU's sort, under Triton's interpreter): the
+    positions of as many random keys in stable sorted order, the keys drawn as randint draws them (an all-pairs
+    ranking took seconds at 60000)."""
     lt.manual_seed(5)
-    keys = lt.randint(0, 1 << 62, (200_000,)).numpy()
+    keys = lt.randint(0, 1 << 62, (n,)).numpy()
     lt.manual_seed(5)
-    p = lt.randperm(200_000, dtype=lt.int32)
+    p = lt.randperm(n, dtype=lt.int32)
     assert p.dtype == lt.int32
     np.testing.assert_array_equal(p.numpy(), np.argsort(keys, kind="stable"))
 
