@@ -339,6 +339,8 @@ argmax = _function(Tensor.argmax)
 argmin = _function(Tensor.argmin)
 var = _function(Tensor.var)
 std = _function(Tensor.std)
+var_mean = _function(Tensor.var_mean)
+std_mean = _function(Tensor.std_mean)
 any = _function(Tensor.any)
 all = _function(Tensor.all)
 logsumexp = _function(Tensor.logsumexp)
@@ -734,6 +736,7 @@ __all__ += [  # the NumPy-style functions above
     "square",
     "squeeze",
     "std",
+    "std_mean",
     "sub",
     "subtract",
     "sum",
@@ -751,6 +754,7 @@ __all__ += [  # the NumPy-style functions above
     "unflatten",
     "unsqueeze",
     "var",
+    "var_mean",
     "vecdot",
     "xlogy",
 ]
