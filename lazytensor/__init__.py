@@ -169,7 +169,7 @@ from .sorting import (
     unique_inverse,
     unique_values,
 )
-from .special import digamma, erfinv, frexp, gcd, lcm, lgamma, polygamma
+from .special import digamma, erfc, erfinv, frexp, gcd, i0, lcm, lgamma, polygamma
 from .statistics import (
     average,
     bincount,
@@ -859,6 +859,7 @@ __all__ += [  # NumPy's functions beyond the array API, and PyTorch's special fu
     "dsplit",
     "dstack",
     "ediff1d",
+    "erfc",
     "erfinv",
     "fabs",
     "fliplr",
@@ -874,6 +875,7 @@ __all__ += [  # NumPy's functions beyond the array API, and PyTorch's special fu
     "heaviside",
     "histc",
     "hsplit",
+    "i0",
     "identity",
     "indices",
     "inner",
