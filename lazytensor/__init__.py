@@ -34,6 +34,8 @@ from .creation import (
     asanyarray,
     asarray,
     ascontiguousarray,
+    cartesian_prod,
+    combinations,
     diag_indices,
     diagflat,
     empty,
@@ -156,6 +158,7 @@ from .schedule import Schedule
 from .schedule import schedule as _schedule_nodes
 from .sorting import (
     argpartition,
+    bucketize,
     intersect1d,
     isin,
     lexsort,
@@ -222,6 +225,7 @@ cat = concat
 concatenate = concat
 matrix_transpose = linalg.matrix_transpose
 cross = linalg.cross  # NumPy's np.cross of 3-vectors, PyTorch's torch.cross along `axis`
+cdist = nn.functional.cdist
 
 
 def set_cache(enabled: bool) -> None:
@@ -843,8 +847,12 @@ __all__ += [  # NumPy's functions beyond the array API, and PyTorch's special fu
     "atleast_3d",
     "bernoulli",
     "block",
+    "bucketize",
+    "cartesian_prod",
     "cbrt",
+    "cdist",
     "column_stack",
+    "combinations",
     "convolve",
     "copy",
     "corrcoef",

@@ -181,6 +181,14 @@ def searchsorted(x1: Any, x2: Any, /, side: str = "left", sorter: Any = None) ->
     return lo
 
 
+def bucketize(input: Any, boundaries: Any, *, out_int32: bool = False, right: bool = False) -> Tensor:
+    """For each element of `input`, the index of its bucket among the 1-d ascending `boundaries` (PyTorch's
+    `bucketize`): the first boundary at or above it, or with `right=True` the first above it. int64, or int32
+    with `out_int32=True`; `searchsorted(boundaries, input)` with the sides named the other way round."""
+    positions = searchsorted(boundaries, input, side="right" if right else "left")
+    return positions.cast(dtypes.int32) if out_int32 else positions
+
+
 class UniqueAll(NamedTuple):
     values: Tensor
     indices: Tensor

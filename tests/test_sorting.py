@@ -268,3 +268,22 @@ def test_set_operations_lexsort_and_partition_match_numpy(dtype):
         np.testing.assert_array_equal(np.take(arranged, picked, along), np.take(want, picked, along))
     with pytest.raises(ValueError, match="kth"):
         lt.partition(lt.asarray(a), 6)
+
+
+@pytest.mark.parametrize("right", [False, True])
+def test_bucketize_is_torchs(right):
+    boundaries = np.array([-1.0, 0.0, 0.0, 1.5, 2.0], np.float32)
+    for kind, x, t in inputs((3, 4), lt.float32, seed=30):
+        rounded, t_rounded = x.round(), t.round().contiguous()  # values on the boundaries too (torch warns of views)
+        check(lt.bucketize(rounded, boundaries, right=right), torch.bucketize(t_rounded, torch.tensor(boundaries),
+                                                                             right=right))
+        check(lt.bucketize(x, lt.asarray(boundaries), right=right, out_int32=True),
+              torch.bucketize(t.contiguous(), torch.tensor(boundaries), right=right, out_int32=True))
+    ints = np.array([[0, 5, 2], [-3, 1, 9]])
+    check(lt.bucketize(ints, [0, 2, 4], right=right), torch.bucketize(torch.tensor(ints), torch.tensor([0, 2, 4]),
+                                                                      right=right))
+    check(lt.bucketize(lt.asarray(1.5), boundaries, right=right),
+          torch.bucketize(torch.tensor(1.5), torch.tensor(boundaries), right=right))
+    check(lt.bucketize(lt.zeros((0, 2)), boundaries), torch.bucketize(torch.zeros((0, 2)), torch.tensor(boundaries)))
+    check(lt.bucketize(lt.asarray([1.0, float("nan")]), lt.zeros(0)),
+          torch.bucketize(torch.tensor([1.0, float("nan")]), torch.zeros(0)))
