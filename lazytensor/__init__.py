@@ -409,6 +409,8 @@ scatter_reduce = _function(Tensor.scatter_reduce)
 cummax = _function(Tensor.cummax)
 cummin = _function(Tensor.cummin)
 logcumsumexp = _function(Tensor.logcumsumexp)
+mode = _function(Tensor.mode)
+unique_consecutive = _function(Tensor.unique_consecutive)
 
 
 baddbmm = _function(Tensor.baddbmm)
@@ -695,6 +697,7 @@ __all__ += [  # the NumPy-style functions above
     "min",
     "minimum",
     "mm",
+    "mode",
     "moveaxis",
     "movedim",
     "msort",
@@ -830,6 +833,7 @@ __all__ += [
     "triu",
     "unique",
     "unique_all",
+    "unique_consecutive",
     "unique_counts",
     "unique_inverse",
     "unique_values",
