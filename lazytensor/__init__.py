@@ -438,6 +438,7 @@ take_along_dim = _function(Tensor.take_along_dim)
 msort = _function(Tensor.msort)
 index_fill = _function(Tensor.index_fill)
 index_copy = _function(Tensor.index_copy)
+index_put = _function(Tensor.index_put)
 dist = _function(Tensor.dist)
 renorm = _function(Tensor.renorm)
 inverse = _function(Tensor.inverse)
@@ -663,6 +664,7 @@ __all__ += [  # the NumPy-style functions above
     "index_add",
     "index_copy",
     "index_fill",
+    "index_put",
     "index_select",
     "inference_mode",
     "inverse",
