@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 
 from ..autograd import no_grad
+from ..creation import arange, eye
+from ..linalg import diagonal, qr
 from ..random import rand, randn
 from ..tensor import Tensor, where
 
@@ -104,6 +106,48 @@ def trunc_normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.
     return _set(t, (x * std + mean).clip(a, b))
 
 
+def eye_(t: Tensor) -> Tensor:
+    """The identity matrix in a 2-d tensor (ones on the main diagonal of a rectangular one), as PyTorch's."""
+    if t.ndim != 2:
+        raise ValueError(f"eye_: only 2-d tensors are supported, got shape {t.shape}")
+    return _set(t, eye(t.shape[0], t.shape[1], dtype=t.dtype, device=t.device))
+
+
+def dirac_(t: Tensor, groups: int = 1) -> Tensor:
+    """The Dirac delta in a 3-, 4- or 5-d convolution weight (out, in, *kernel), as PyTorch's: a 1 at the kernel's
+    centre where output channel o of each of the `groups` blocks equals input channel i, so the convolution keeps
+    as many of its input channels as it has outputs per group."""
+    if t.ndim not in (3, 4, 5):
+        raise ValueError(f"dirac_: only 3-, 4- or 5-d tensors are supported, got shape {t.shape}")
+    if t.shape[0] % groups:
+        raise ValueError(f"dirac_: dim 0 ({t.shape[0]}) must be divisible by groups ({groups})")
+
+    def along(axis: int) -> Tensor:
+        return arange(t.shape[axis], device=t.device).reshape([-1 if d == axis else 1 for d in range(t.ndim)])
+
+    delta = along(0) % (t.shape[0] // groups) == along(1)
+    for axis in range(2, t.ndim):
+        delta = delta & (along(axis) == t.shape[axis] // 2)
+    return _set(t, delta)
+
+
+def orthogonal_(t: Tensor, gain: float = 1.0) -> Tensor:
+    """A (semi-)orthogonal matrix times `gain`, as PyTorch's: the Q of the QR of a normal draw, its columns' signs
+    those of R's diagonal (uniform over the orthogonal matrices); a tensor of more than 2 dimensions is its
+    (shape[0], rest) flattening. Its rows are orthonormal where they are fewer, else its columns. The QR is
+    LAPACK's, on the CPU: the result moves to the tensor's device."""
+    if t.ndim < 2:
+        raise ValueError(f"orthogonal_: only tensors of 2 or more dimensions are supported, got shape {t.shape}")
+    if t.numel() == 0:
+        return t
+    rows = t.shape[0]
+    cols = t.numel() // rows
+    draw = randn((rows, cols), dtype=t.dtype, device="cpu")
+    q, r = qr(draw.T if rows < cols else draw)
+    q = q * diagonal(r).sign()
+    return _set(t, ((q.T if rows < cols else q).reshape(t.shape) * gain).to(t.device))
+
+
 def _normal_quantile(p: Tensor) -> Tensor:
     """The standard normal quantile by Acklam's rational approximation (relative error < 1.2e-9)."""
     a = (-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02, 1.383577518672690e+02,
@@ -129,10 +173,13 @@ def _normal_quantile(p: Tensor) -> Tensor:
 __all__ = [
     "calculate_gain",
     "constant_",
+    "dirac_",
+    "eye_",
     "kaiming_normal_",
     "kaiming_uniform_",
     "normal_",
     "ones_",
+    "orthogonal_",
     "trunc_normal_",
     "uniform_",
     "xavier_normal_",
