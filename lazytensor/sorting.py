@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from . import dtypes
 from .errors import ShapeError
 from .graph import Op
+from .kernels.ir import ReduceOp
 from .movement import normalize_axis
 
 if TYPE_CHECKING:
@@ -131,13 +132,11 @@ class SortingOps:
         out = Sorted(pick(values), pick(indices))
         return out if keepdim else Sorted(out.values.squeeze(a), out.indices.squeeze(a))
 
-
     def mode(self: Tensor, dim: int = -1, keepdim: bool = False) -> Sorted:
         """PyTorch's mode: the most frequent value along `dim` (the smallest of those equally frequent; each NaN
         counts once, as NaN != NaN) and the index of its last occurrence, as PyTorch's CPU gives it; the gradient
         goes to that element. A stable sort, then the longest run of equal values: its end is the first maximum
         of the distance from each sorted element back to the start of its run."""
-        from .kernels.ir import ReduceOp
         if self.ndim == 0:
             normalize_axis(dim, 1, "mode")
             return Sorted(self, self._like(0).cast(dtypes.int64))
