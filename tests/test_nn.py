@@ -746,6 +746,7 @@ def test_init_functions():
     assert u.min() >= -bound and u.max() <= bound
     v = nn.init.trunc_normal_(t, std=0.5, a=-1, b=1).numpy()
     assert v.min() >= -1 and v.max() <= 1 and abs(v.mean()) < 0.01
+    assert abs(v.std() - 0.5 * 0.8796256610) < 0.003  # a standard normal truncated at +-2 has std 0.8796
     check(nn.init.constant_(t, 0.25)[0, :3], np.full(3, 0.25, np.float32))
     assert t.is_realized
     assert nn.init.calculate_gain("tanh") == 5 / 3
