@@ -34,6 +34,8 @@ from .creation import (
     asanyarray,
     asarray,
     ascontiguousarray,
+    cartesian_prod,
+    combinations,
     diag_indices,
     diagflat,
     empty,
@@ -156,6 +158,7 @@ from .schedule import Schedule
 from .schedule import schedule as _schedule_nodes
 from .sorting import (
     argpartition,
+    bucketize,
     intersect1d,
     isin,
     lexsort,
@@ -169,7 +172,7 @@ from .sorting import (
     unique_inverse,
     unique_values,
 )
-from .special import digamma, erfinv, frexp, gcd, lcm, lgamma, polygamma
+from .special import digamma, erfc, erfinv, frexp, gcd, i0, lcm, lgamma, polygamma
 from .statistics import (
     average,
     bincount,
@@ -222,6 +225,7 @@ cat = concat
 concatenate = concat
 matrix_transpose = linalg.matrix_transpose
 cross = linalg.cross  # NumPy's np.cross of 3-vectors, PyTorch's torch.cross along `axis`
+cdist = nn.functional.cdist
 
 
 def set_cache(enabled: bool) -> None:
@@ -339,6 +343,8 @@ argmax = _function(Tensor.argmax)
 argmin = _function(Tensor.argmin)
 var = _function(Tensor.var)
 std = _function(Tensor.std)
+var_mean = _function(Tensor.var_mean)
+std_mean = _function(Tensor.std_mean)
 any = _function(Tensor.any)
 all = _function(Tensor.all)
 logsumexp = _function(Tensor.logsumexp)
@@ -403,6 +409,8 @@ scatter_reduce = _function(Tensor.scatter_reduce)
 cummax = _function(Tensor.cummax)
 cummin = _function(Tensor.cummin)
 logcumsumexp = _function(Tensor.logcumsumexp)
+mode = _function(Tensor.mode)
+unique_consecutive = _function(Tensor.unique_consecutive)
 
 
 baddbmm = _function(Tensor.baddbmm)
@@ -430,6 +438,7 @@ take_along_dim = _function(Tensor.take_along_dim)
 msort = _function(Tensor.msort)
 index_fill = _function(Tensor.index_fill)
 index_copy = _function(Tensor.index_copy)
+index_put = _function(Tensor.index_put)
 dist = _function(Tensor.dist)
 renorm = _function(Tensor.renorm)
 inverse = _function(Tensor.inverse)
@@ -655,6 +664,7 @@ __all__ += [  # the NumPy-style functions above
     "index_add",
     "index_copy",
     "index_fill",
+    "index_put",
     "index_select",
     "inference_mode",
     "inverse",
@@ -689,6 +699,7 @@ __all__ += [  # the NumPy-style functions above
     "min",
     "minimum",
     "mm",
+    "mode",
     "moveaxis",
     "movedim",
     "msort",
@@ -734,6 +745,7 @@ __all__ += [  # the NumPy-style functions above
     "square",
     "squeeze",
     "std",
+    "std_mean",
     "sub",
     "subtract",
     "sum",
@@ -751,6 +763,7 @@ __all__ += [  # the NumPy-style functions above
     "unflatten",
     "unsqueeze",
     "var",
+    "var_mean",
     "vecdot",
     "xlogy",
 ]
@@ -822,6 +835,7 @@ __all__ += [
     "triu",
     "unique",
     "unique_all",
+    "unique_consecutive",
     "unique_counts",
     "unique_inverse",
     "unique_values",
@@ -839,8 +853,12 @@ __all__ += [  # NumPy's functions beyond the array API, and PyTorch's special fu
     "atleast_3d",
     "bernoulli",
     "block",
+    "bucketize",
+    "cartesian_prod",
     "cbrt",
+    "cdist",
     "column_stack",
+    "combinations",
     "convolve",
     "copy",
     "corrcoef",
@@ -855,6 +873,7 @@ __all__ += [  # NumPy's functions beyond the array API, and PyTorch's special fu
     "dsplit",
     "dstack",
     "ediff1d",
+    "erfc",
     "erfinv",
     "fabs",
     "fliplr",
@@ -870,6 +889,7 @@ __all__ += [  # NumPy's functions beyond the array API, and PyTorch's special fu
     "heaviside",
     "histc",
     "hsplit",
+    "i0",
     "identity",
     "indices",
     "inner",

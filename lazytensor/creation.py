@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -15,7 +16,7 @@ from .dtypes import DType, default_float, default_int, float64
 from .errors import DTypeError, ShapeError
 from .graph import Node, Op
 from .kernels.dtype import bfloat16_to_float32
-from .movement import shape_arg
+from .movement import shape_arg, stack
 from .tensor import Tensor, _is_scalar, where
 
 
@@ -322,6 +323,32 @@ def meshgrid(*arrays: Tensor, indexing: str = "xy") -> list[Tensor]:
     return out
 
 
+def cartesian_prod(*tensors: Any) -> Tensor:
+    """Every tuple of one element from each 1-d tensor, the last varying fastest, as the rows of a
+    (product of the lengths, len(tensors)) tensor (PyTorch's `cartesian_prod`; the dtypes promote, where
+    PyTorch asks for one); a single tensor is returned as it is."""
+    ts = [t if isinstance(t, Tensor) else asarray(t) for t in tensors]
+    if len(ts) == 1:
+        return ts[0]
+    dtype = dtypes.result_type(*ts)
+    return stack([grid.reshape(-1) for grid in meshgrid(*(t.cast(dtype) for t in ts), indexing="ij")], axis=1)
+
+
+def combinations(input: Any, r: int = 2, with_replacement: bool = False) -> Tensor:
+    """The r-element combinations of a 1-d tensor's elements, in the order of their positions, as the rows of an
+    (m, r) tensor (PyTorch's `combinations`, itertools' order); r = 0 gives an empty 1-d tensor, as PyTorch."""
+    x = input if isinstance(input, Tensor) else asarray(input)
+    if x.ndim != 1:
+        raise ShapeError(f"combinations: expects a 1-d tensor, got shape {x.shape}")
+    if r < 0:
+        raise ValueError(f"combinations: r must be >= 0, got {r}")
+    if r == 0:
+        return x[:0]
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    positions = np.fromiter(itertools.chain.from_iterable(pick(range(x.shape[0]), r)), np.int64)
+    return x.take(asarray(positions.reshape(-1, r), device=x.device))
+
+
 def identity(n: int, dtype: Any = None, device: Any = None) -> Tensor:
     """NumPy's identity: the n x n identity matrix (`eye(n)`)."""
     return eye(n, dtype=dtype, device=device)
@@ -373,7 +400,6 @@ def indices(dimensions: Sequence[int], dtype: Any = None, sparse: bool = False,
              for i, n in enumerate(dims)]
     if sparse:
         return tuple(grids)
-    from .movement import stack
     return stack([g.broadcast_to(dims) for g in grids]) if dims else zeros(0, dtype=dt, device=dev)
 
 

@@ -259,6 +259,26 @@ class IndexingOps:
         return self._scatter(a, spread, values, ReduceOp.SUM)._checked(
             bad, _range_message("index_add", self.shape[a], a, False))
 
+    def index_put(self: Tensor, indices: tuple[Any, ...], values: Any, accumulate: bool = False) -> Tensor:
+        """PyTorch's index_put (out of place): self with `values` (broadcast, cast to self's dtype) written where
+        `x[indices]` points, `indices` a tuple of integer or boolean index tensors; of repeated positions the last
+        write stays, or with `accumulate` the values add up there."""
+        items = tuple(indices)
+        if not items:
+            raise IndexError("index_put: indices must hold at least one index tensor")
+        out = self.copy()
+        if not accumulate:
+            out[items] = values
+            return out
+        expanded = _expanded(self, items)
+        from .tensor import Tensor, broadcast_shapes
+        flat, shape, bad = _flat_positions(self, expanded, "index_put")
+        v = values if isinstance(values, Tensor) else self._like(values)
+        broadcast_shapes(v.shape, shape, op="index_put")
+        updates = v.cast(self.dtype).broadcast_to(shape).reshape(-1)
+        summed = self.reshape(-1)._scatter(0, flat.reshape(-1), updates, ReduceOp.SUM).reshape(self.shape)
+        return summed if bad is None else summed._checked(bad, "index_put: an index is out of bounds")
+
     # ---- x[index] and x[index] = value ------------------------------------------------------------------
 
     def __getitem__(self: Tensor, index: Any) -> Tensor:

@@ -160,6 +160,7 @@ ROWS: dict[str, Row] = {
     "allclose": row(lt.allclose, "a b rtol= atol= equal_nan="),
     "where": row(lt.where, "condition x y"),
     "sinc": row(lt.sinc, "x"),
+    "i0": row(lt.i0, "x"),
     "block": row(lt.block, "arrays"),
     "select": row(lt.select, "condlist choicelist default="),
     "ediff1d": row(lt.ediff1d, "ary to_end= to_begin="),

@@ -632,7 +632,7 @@ IN_PLACE_OF = ("abs", "exp", "expm1", "log", "log1p", "log2", "sqrt", "rsqrt", "
                "index_fill", "index_copy", "index_put", "lerp", "fmod", "remainder", "nan_to_num", "tril", "triu",
                "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "hypot",
                "atan2", "copysign", "erf", "exp2", "logit", "xlogy", "cumsum", "cumprod", "lgamma", "digamma",
-               "polygamma", "erfinv", "gcd", "lcm")
+               "polygamma", "erfinv", "erfc", "i0", "gcd", "lcm")
 
 
 def _in_place(name: str) -> Callable[..., Tensor]:
@@ -649,7 +649,7 @@ METHOD_OF = {name: name for name in ("fmod", "fmax", "fmin", "ldexp", "heaviside
                                      "logaddexp2", "float_power", "isneginf", "isposinf", "nansum", "nanmean",
                                      "nanquantile", "quantile", "rot90", "fliplr", "flipud", "hsplit", "vsplit",
                                      "dsplit", "trace", "kron", "inner", "corrcoef", "bincount", "lgamma",
-                                     "digamma", "erfinv", "gcd", "lcm", "frexp", "histc")}
+                                     "digamma", "erfinv", "erfc", "i0", "gcd", "lcm", "frexp", "histc")}
 METHOD_OF["tensor_split"] = "array_split"
 KEYWORDS = {"dim": "axis", "keepdim": "keepdims", "dims": "axes", "interpolation": "method"}
 

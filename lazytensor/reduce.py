@@ -207,6 +207,23 @@ class ReduceOps:
         zero = variance == 0
         return where(zero, 0.0, where(zero, 1.0, variance).sqrt()).cast(result_dtype)
 
+    def var_mean(self: Tensor, axis: Any = None, keepdims: bool = False, *, correction: float | None = None,
+                 ddof: float | None = None, dim: Any = None, keepdim: bool = False, dtype: Any = None,
+                 unbiased: bool | None = None) -> tuple[Tensor, Tensor]:
+        """`(var, mean)` over the same axes (PyTorch's `var_mean`). The correction defaults to 0, as `var`'s;
+        pass correction=1 (or `unbiased=True`) for PyTorch's default."""
+        return (self.var(axis, keepdims, correction=correction, ddof=ddof, dim=dim, keepdim=keepdim, dtype=dtype,
+                         unbiased=unbiased),
+                self.mean(axis, keepdims, dtype, dim=dim, keepdim=keepdim))
+
+    def std_mean(self: Tensor, axis: Any = None, keepdims: bool = False, *, correction: float | None = None,
+                 ddof: float | None = None, dim: Any = None, keepdim: bool = False, dtype: Any = None,
+                 unbiased: bool | None = None) -> tuple[Tensor, Tensor]:
+        """`(std, mean)` over the same axes (PyTorch's `std_mean`), the correction 0 by default as `var_mean`'s."""
+        return (self.std(axis, keepdims, correction=correction, ddof=ddof, dim=dim, keepdim=keepdim, dtype=dtype,
+                         unbiased=unbiased),
+                self.mean(axis, keepdims, dtype, dim=dim, keepdim=keepdim))
+
     def _wide_var(self: Tensor, axis: Any, keepdims: bool, correction: float | None, ddof: float | None,
                   name: str) -> tuple[Tensor, DType]:
         """The variance in the widened dtype (see `_widened`), and the dtype it rounds to."""

@@ -1,5 +1,5 @@
-"""Sorting, searching sorted data, and sets: `sort`, `argsort`, `lexsort`, `partition`, `searchsorted`, `unique`,
-`unique_*`, `isin`, `union1d`, `intersect1d`, `setdiff1d`.
+"""Sorting, searching sorted data, and sets: `sort`, `argsort`, `lexsort`, `partition`, `searchsorted`, `bucketize`,
+`unique`, `unique_*`, `unique_consecutive`, `mode`, `isin`, `union1d`, `intersect1d`, `setdiff1d`.
 
 One graph op does the sorting (`Op.SORT`): the stable order of each row of keys along the last axis, as
 int64 positions, a kernel of its own kind (`kernels.ir.Sort`: a radix sort on the CPU, a sorting network on
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from . import dtypes
 from .errors import ShapeError
 from .graph import Op
+from .kernels.ir import ReduceOp
 from .movement import normalize_axis
 
 if TYPE_CHECKING:
@@ -131,6 +132,46 @@ class SortingOps:
         out = Sorted(pick(values), pick(indices))
         return out if keepdim else Sorted(out.values.squeeze(a), out.indices.squeeze(a))
 
+    def mode(self: Tensor, dim: int = -1, keepdim: bool = False) -> Sorted:
+        """PyTorch's mode: the most frequent value along `dim` (the smallest of those equally frequent; each NaN
+        counts once, as NaN != NaN) and the index of its last occurrence, as PyTorch's CPU gives it; the gradient
+        goes to that element. A stable sort, then the longest run of equal values: its end is the first maximum
+        of the distance from each sorted element back to the start of its run."""
+        if self.ndim == 0:
+            normalize_axis(dim, 1, "mode")
+            return Sorted(self, self._like(0).cast(dtypes.int64))
+        a = normalize_axis(dim, self.ndim, "mode")
+        if self.shape[a] == 0:
+            raise ShapeError(f"mode: dim {dim} has no elements (shape {self.shape})")
+        values, order = self.sort(dim=a)
+        positions = values._iota_along(a)
+        starts = (positions == 0) | (values != values.roll(1, a))
+        run_start = _where(starts, positions, 0)._scan(ReduceOp.MAX, a)
+        end = (positions - run_start).argmax(a, keepdims=True)
+        out = Sorted(values._gather(a, end), order._gather(a, end))
+        return out if keepdim else Sorted(out.values.squeeze(a), out.indices.squeeze(a))
+
+    def unique_consecutive(self: Tensor, return_inverse: bool = False, return_counts: bool = False,
+                           dim: int | None = None) -> Any:
+        """PyTorch's unique_consecutive: the first element of each run of equal consecutive elements of the
+        flattened tensor (or, along `dim`, of equal slices), and, as asked, in this order, for each element (slice)
+        the number of its run (the input's shape; along `dim`, 1-d) and the runs' lengths. Each NaN is its own
+        run, as PyTorch's. Its size is the data's: the count of runs is read first, as `unique`'s."""
+        if dim is None:
+            rows = self.reshape(-1)
+        else:
+            a = normalize_axis(dim, self.ndim, "unique_consecutive")
+            rows = self.moveaxis(a, 0)
+        starts, run = _run_starts(rows, "unique_consecutive")
+        values = rows.index_select(0, starts)
+        extra = []
+        if return_inverse:
+            extra.append(run.reshape(self.shape) if dim is None else run)
+        if return_counts:
+            extra.append(_run_lengths(starts, rows.shape[0]))
+        values = values if dim is None else values.moveaxis(0, a)
+        return (values, *extra) if extra else values
+
 
 class Sorted(NamedTuple):
     """PyTorch's `sort(dim=...)` result: the sorted values and their positions."""
@@ -181,6 +222,14 @@ def searchsorted(x1: Any, x2: Any, /, side: str = "left", sorter: Any = None) ->
     return lo
 
 
+def bucketize(input: Any, boundaries: Any, *, out_int32: bool = False, right: bool = False) -> Tensor:
+    """For each element of `input`, the index of its bucket among the 1-d ascending `boundaries` (PyTorch's
+    `bucketize`): the first boundary at or above it, or with `right=True` the first above it. int64, or int32
+    with `out_int32=True`; `searchsorted(boundaries, input)` with the sides named the other way round."""
+    positions = searchsorted(boundaries, input, side="right" if right else "left")
+    return positions.cast(dtypes.int32) if out_int32 else positions
+
+
 class UniqueAll(NamedTuple):
     values: Tensor
     indices: Tensor
@@ -211,26 +260,35 @@ def _runs(x: Any, name: str, equal_nan: bool = False) -> _Runs:
     """x (flattened) sorted, and where its runs of equal values start: the count of runs is read (a realize),
     then the starts are found (a scatter of each start to its run's number). NaNs make one run with
     `equal_nan` (they sort last, together), else one each."""
-    from .creation import arange, asarray, zeros
-    from .indexing import _flat_nonzero
+    from .creation import asarray
     from .tensor import Tensor
     t = x if isinstance(x, Tensor) else asarray(x)
     flat = t.reshape(-1)
-    n = flat.numel()
     order = flat.argsort()
     s = flat._gather(0, order).contiguous()  # read at several places below: gathered once
+    starts, run = _run_starts(s, name, equal_nan)
+    return _Runs(order, s._gather(0, starts), starts, run)
+
+
+def _run_starts(s: Tensor, name: str, equal_nan: bool = False) -> tuple[Tensor, Tensor]:
+    """Where the runs of equal rows (along axis 0; elements of a 1-d `s`) start, the count of runs read (a
+    realize), and for each row the number of its run (int64)."""
+    from .creation import arange, zeros
+    from .indexing import _flat_nonzero
+    n = s.shape[0]
     if n == 0:
-        empty = zeros(0, dtype=dtypes.int64, device=t.device)
-        return _Runs(order, s, empty, empty)
-    first = arange(n, device=t.device) == 0
+        empty = zeros(0, dtype=dtypes.int64, device=s.device)
+        return empty, empty
+    first = arange(n, device=s.device) == 0
     starts_mask = first
     if n > 1:
-        before = s.roll(1)
+        before = s.roll(1, 0)
         new_value = s != before  # NaN != NaN: each NaN its own run, unless equal_nan
-        starts_mask = first | (new_value & ~(s.isnan() & before.isnan()) if equal_nan else new_value)
+        if equal_nan:
+            new_value = new_value & ~(s.isnan() & before.isnan())
+        starts_mask = first | new_value.reshape(n, new_value.numel() // n).any(1)
     run = starts_mask.cast(dtypes.int64).cumsum(0) - 1
-    starts = _flat_nonzero(starts_mask, name)
-    return _Runs(order, s._gather(0, starts), starts, run)
+    return _flat_nonzero(starts_mask, name), run
 
 
 def unique(x: Any, /, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False, *,
@@ -276,14 +334,18 @@ def unique_all(x: Any, /) -> UniqueAll:
 
 
 def _counts(r: _Runs) -> Tensor:
-    n = r.order.numel()
-    ends = r.starts.roll(-1) if r.starts.numel() else r.starts
-    if r.starts.numel():
+    return _run_lengths(r.starts, r.order.numel())
+
+
+def _run_lengths(starts: Tensor, n: int) -> Tensor:
+    """The length of each run of n elements, from where the runs start."""
+    ends = starts.roll(-1) if starts.numel() else starts
+    if starts.numel():
         from .creation import arange
         from .tensor import where
-        last = arange(r.starts.numel(), device=r.starts.device) == r.starts.numel() - 1
+        last = arange(starts.numel(), device=starts.device) == starts.numel() - 1
         ends = where(last, n, ends)
-    return ends - r.starts
+    return ends - starts
 
 
 def _inverse(r: _Runs, x: Any) -> Tensor:

@@ -1,5 +1,6 @@
 """Special functions, as PyTorch's `torch.special` and SciPy's `scipy.special` name them: `lgamma` (`gammaln`),
-`digamma` (`psi`), `polygamma`, `erfinv`, `xlog1py`, and NumPy's integer `gcd`/`lcm` and float `frexp`; the
+`digamma` (`psi`), `polygamma`, `erfinv`, `erfc`, `ndtr`, `log_ndtr`, `ndtri`, the modified Bessel functions `i0`,
+`i0e`, `i1`, `i1e`, `xlog1py`, and NumPy's integer `gcd`/`lcm` and float `frexp`; the
 namespace `lt.special` also holds lazytensor's functions under `torch.special`'s names (`expit`, `ndtr`, ...).
 
 Each is composed of lazytensor's elementwise ops (so both backends run it, fused with what surrounds it), in the
@@ -13,6 +14,10 @@ rounded once:
   integers, as PyTorch.
 - erfinv: Giles' single-precision approximation, then two Newton steps on erf(y) = x in the working precision:
   float64 results are accurate to about 1e-16 / (1 - |x|) relative (erf's rounding near 1 limits them).
+- erfc, ndtr, log_ndtr: 1 - erf near 0; in the tails exp(-x**2) (the square an exact pair) times erfcx, a
+  Chebyshev series over all x >= 0, so no tail loses digits to cancellation or to the rounded square.
+- ndtri: sqrt 2 erfinv(2p - 1) in the central half (2p - 1 exact there); the tails Newton on log ndtr.
+- i0, i1 and their scaled e**-|x| forms: the power series up to 18, the asymptotic series past it.
 """
 from __future__ import annotations
 
@@ -25,7 +30,7 @@ import numpy as np
 from . import dtypes
 from .creation import asarray
 from .errors import DTypeError
-from .tensor import Tensor, _Working, where
+from .tensor import Tensor, _two_product, _Working, where
 from .ufuncs import _float, _pair
 
 # Lanczos' coefficients for g = 7, n = 9 (Numerical Recipes' and Boost's choice: about 1e-15 relative in Gamma)
@@ -168,6 +173,201 @@ def erfinv(x: Any, /) -> Tensor:
     return _float(x)._composite(_erfinv, backward, name="erfinv")
 
 
+# Chebyshev coefficients of (1 + 2x) erfcx(x) in t = (x - 3.75) / (x + 3.75), which maps [0, inf] onto [-1, 1]
+# (Shepherd and Laframboise's form of erfc): interpolated at 90 Chebyshev points from mpmath's erfc at 40 digits;
+# the next term is below 1e-19.
+_ERFCX_SCALE = 3.75
+_ERFCX = (1.1775789345674017, -0.004590054580646478, -0.08424913336651792, 0.05920993999819189,
+          -0.026658668435305753, 0.009074997670705265, -0.002413163540417608, 0.0004907758365258086,
+          -6.916973302501207e-05, 4.13902798607301e-06, 7.74038306619849e-07, -2.1886401049234397e-07,
+          1.076499946567091e-08, 4.521959811218287e-09, -7.754400208831351e-10, -6.318088340886684e-11,
+          2.86879501093067e-11, 1.9455868545777347e-13, -9.65469674843344e-13, 3.25254814814874e-14,
+          3.3478119482868056e-14, -1.864562880419313e-15, -1.2507950530688648e-15, 7.418235256624043e-17,
+          5.068148904796111e-17, -2.237056659436e-18, -2.187342944303018e-18)
+_SQRT_HALF = math.sqrt(0.5)
+_SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
+
+
+def _chebyshev(coefficients: tuple[float, ...], t: Tensor) -> Tensor:
+    """The Chebyshev series sum c_k T_k(t) (Clenshaw's recurrence), t in [-1, 1]."""
+    b1: Any = 0.0
+    b2: Any = 0.0
+    for c in reversed(coefficients[1:]):
+        b1, b2 = t * 2 * b1 - b2 + c, b1
+    return t * b1 - b2 + coefficients[0]
+
+
+def _erfcx(a: Tensor) -> Tensor:
+    """exp(a**2) erfc(a) for a >= 0 (+inf included), to a few ulps: no cancellation anywhere."""
+    finite = where(a.isinf(), _ERFCX_SCALE, a)
+    scaled = _chebyshev(_ERFCX, (finite - _ERFCX_SCALE) / (finite + _ERFCX_SCALE)) / (finite * 2 + 1)
+    return where(a.isinf(), 0.0, scaled)
+
+
+def _square(w: _Working, x: Tensor) -> tuple[Tensor, Tensor]:
+    """x**2 as hi + lo exactly (lo 0 where hi overflows): exp(-x**2) of the rounded square would be off by
+    x**2 ulps."""
+    hi, lo = _two_product(w, x, x)
+    return hi, where(hi.isfinite(), lo, 0.0)
+
+
+def _exp_neg_square(w: _Working, x: Tensor, scale: float) -> Tensor:
+    """exp(-scale x**2) (scale 1 or 1/2, exact on the two parts) to an ulp for any x."""
+    hi, lo = _square(w, x)
+    return (-hi * scale).exp() * (1 - lo * scale)
+
+
+def _erfc(w: _Working, x: Tensor) -> Tensor:
+    a = x.abs()
+    tail = _exp_neg_square(w, a, 1.0) * _erfcx(a)
+    return where(a < 0.5, 1 - x.erf(), where(x > 0, tail, 2 - tail))
+
+
+def erfc(x: Any, /) -> Tensor:
+    """The complementary error function 1 - erf(x), with no cancellation: its relative error stays a few ulps
+    far into the tail (erfc(26) is 5.7e-296), as PyTorch's and SciPy's."""
+    return _float(x)._composite(_erfc, lambda g, x: [g * (-x * x).exp() * -_TWO_OVER_SQRT_PI], name="erfc")
+
+
+def _lower_tail(w: _Working, x: Tensor) -> Tensor:
+    """ndtr(-|x|), the smaller tail: exp(-x**2 / 2) erfcx(|x| / sqrt 2) / 2."""
+    a = x.abs()
+    return _exp_neg_square(w, a, 0.5) * _erfcx(a * _SQRT_HALF) * 0.5
+
+
+def _ndtr(w: _Working, x: Tensor) -> Tensor:
+    tail = _lower_tail(w, x)
+    return where(x.abs() < _SQRT_HALF, (x * _SQRT_HALF).erf() * 0.5 + 0.5, where(x < 0, tail, 1 - tail))
+
+
+def ndtr(x: Any, /) -> Tensor:
+    """The standard normal distribution function, the area under the Gaussian left of x (PyTorch's and SciPy's
+    `ndtr`); each tail to a few ulps relative (ndtr(-37) is 5.7e-300)."""
+    return _float(x)._composite(_ndtr, lambda g, x: [g * (x * x * -0.5).exp() * (0.5 * _SQRT_2_OVER_PI)],
+                                name="ndtr")
+
+
+def _log_ndtr_left(w: _Working, x: Tensor) -> Tensor:
+    """log ndtr(x) for x <= 0, as log(erfcx(-x / sqrt 2) / 2) - x**2 / 2: finite down to where x**2 overflows."""
+    hi, lo = _square(w, x)
+    return (_erfcx(-x * _SQRT_HALF) * 0.5).log() - hi * 0.5 - lo * 0.5
+
+
+def _log_ndtr(w: _Working, x: Tensor) -> Tensor:
+    # right of -1 ndtr is at least 0.16: its log, or log1p of the upper tail where that is small
+    right = where(x > 0, (-_lower_tail(w, x)).log1p(), _ndtr(w, x).log())
+    return where(x < -1, _log_ndtr_left(w, x.minimum(0)), right)
+
+
+def log_ndtr(x: Any, /) -> Tensor:
+    """log ndtr(x), accurate in both tails: -x**2 / 2 - log(-x sqrt(2 pi)) + ... far left, where ndtr underflows
+    (PyTorch's and SciPy's `log_ndtr`)."""
+    def backward(g: Tensor, x: Tensor) -> list[Tensor]:
+        # the Gaussian over ndtr, in logs: both underflow far left
+        return [g * (x * x * -0.5 - log_ndtr(x)).exp() * (0.5 * _SQRT_2_OVER_PI)]
+
+    return _float(x)._composite(_log_ndtr, backward, name="log_ndtr")
+
+
+# Abramowitz and Stegun 26.2.23: the normal quantile's tail to 4.5e-4, in t = sqrt(-2 log q)
+_NDTRI_NUMERATOR = (0.010328, 0.802853, 2.515517)
+_NDTRI_DENOMINATOR = (0.001308, 0.189269, 1.432788, 1.0)
+
+
+def _ndtri(w: _Working, p: Tensor) -> Tensor:
+    # the central half: sqrt 2 erfinv(2p - 1), where 2p - 1 is exact
+    central = _erfinv(w, p * 2 - 1) * math.sqrt(2)
+    # the tails, q the smaller of p and 1 - p (exact): A&S's estimate, then Newton on log ndtr(x) = log q, which
+    # is nearly linear there; each step squares the error (4.5e-4, 3e-7, 2e-13, below an ulp)
+    q = p.minimum(1 - p)
+    log_q = where(q > 0, q, 1.0).log()
+    t = (log_q * -2).sqrt()
+    x = _horner(_NDTRI_NUMERATOR, t) / _horner(_NDTRI_DENOMINATOR, t) - t
+    for _ in range(3):
+        # d log ndtr / dx = pdf / ndtr = sqrt(2 / pi) / erfcx(-x / sqrt 2)
+        x = x - (_log_ndtr_left(w, x) - log_q) * _erfcx(-x * _SQRT_HALF) / _SQRT_2_OVER_PI
+    tail = where(p > 0.5, -x, x)
+    out = where((p >= 0.25) & (p <= 0.75), central, tail)
+    out = where(q == 0, where(p > 0.5, math.inf, -math.inf), out)
+    return where((p >= 0) & (p <= 1), out, math.nan)
+
+
+def ndtri(p: Any, /) -> Tensor:
+    """The inverse of `ndtr` (the standard normal quantile, PyTorch's and SciPy's `ndtri`): -inf at 0, inf at 1,
+    NaN outside [0, 1]; a few ulps relative in float64 down to the smallest subnormal p."""
+    def backward(g: Tensor, p: Tensor) -> list[Tensor]:
+        x = ndtri(p)
+        return [g * (x * x * 0.5).exp() * math.sqrt(2 * math.pi)]
+
+    return _float(p)._composite(_ndtri, backward, name="ndtri")
+
+
+# The modified Bessel functions I0 and I1: their power series up to _BESSEL_SPLIT (45 terms reach an ulp there),
+# the asymptotic series e**x / sqrt(2 pi x) sum (-1)**k a_k(nu) / x**k past it (30 terms: 3e-16 at the split)
+_BESSEL_SPLIT = 18.0
+
+
+@cache
+def _bessel_terms(nu: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """I_nu's coefficients, highest first: of its power series in (x/2)**2 (over (x/2)**nu), and of its
+    asymptotic series in 1/x (over e**x / sqrt(2 pi x))."""
+    power = tuple(1 / (math.factorial(k) * math.factorial(k + nu)) for k in range(45))
+    asymptotic = [1.0]
+    for j in range(1, 30):
+        asymptotic.append(asymptotic[-1] * ((2 * j - 1) ** 2 - 4 * nu * nu) / (8 * j))
+    return power[::-1], tuple(asymptotic[::-1])
+
+
+def _scaled_bessel(nu: int, x: Tensor) -> Tensor:
+    """e**-|x| I_nu(x) (SciPy's `i0e`, `i1e`)."""
+    power, asymptotic = _bessel_terms(nu)
+    a = x.abs()
+    near = where(a > _BESSEL_SPLIT, 0.0, a)
+    series = _horner(power, near * near * 0.25) * (-near).exp()
+    if nu == 1:
+        series = series * near * 0.5
+    far = where(a > _BESSEL_SPLIT, a, _BESSEL_SPLIT)
+    expansion = _horner(asymptotic, 1 / far) / (far * (2 * math.pi)).sqrt()
+    out = where(a > _BESSEL_SPLIT, expansion, series)
+    return out.copysign(x) if nu == 1 else out
+
+
+def _bessel(nu: int, x: Tensor) -> Tensor:
+    """I_nu(x) = e**|x| i_nu e(x): inf past the exponent's range, as PyTorch's (-inf for I1 left of it)."""
+    return where(x.isinf(), x if nu == 1 else x.abs(), _scaled_bessel(nu, x) * x.abs().exp())
+
+
+def i0(x: Any, /) -> Tensor:
+    """The modified Bessel function of the first kind of order 0 (PyTorch's `i0`, NumPy's `np.i0`)."""
+    return _float(x)._composite(lambda w, x: _bessel(0, x), lambda g, x: [g * i1(x)], name="i0")
+
+
+def i0e(x: Any, /) -> Tensor:
+    """e**-|x| i0(x), which neither overflows nor loses accuracy for large |x| (PyTorch's and SciPy's)."""
+    return _float(x)._composite(lambda w, x: _scaled_bessel(0, x), lambda g, x: [g * (i1e(x) - x.sign() * i0e(x))],
+                                name="i0e")
+
+
+def i1(x: Any, /) -> Tensor:
+    """The modified Bessel function of the first kind of order 1 (PyTorch's and SciPy's), odd in x."""
+    def backward(g: Tensor, x: Tensor) -> list[Tensor]:
+        # i0(x) - i1(x) / x, 1/2 at 0
+        at_zero = x == 0
+        return [g * where(at_zero, 0.5, i0(x) - i1(x) / where(at_zero, 1.0, x))]
+
+    return _float(x)._composite(lambda w, x: _bessel(1, x), backward, name="i1")
+
+
+def i1e(x: Any, /) -> Tensor:
+    """e**-|x| i1(x) (PyTorch's and SciPy's)."""
+    def backward(g: Tensor, x: Tensor) -> list[Tensor]:
+        # i0e(x) - i1e(x) (sign(x) + 1 / x), 1/2 at 0
+        at_zero = x == 0
+        return [g * where(at_zero, 0.5, i0e(x) - i1e(x) * (x.sign() + 1 / where(at_zero, 1.0, x)))]
+
+    return _float(x)._composite(lambda w, x: _scaled_bessel(1, x), backward, name="i1e")
+
+
 def xlog1py(x: Any, y: Any, /) -> Tensor:
     """x * log1p(y), 0 where x is 0 (unless y is NaN), as PyTorch's and SciPy's."""
     a, b = _pair(x, y, "xlog1py", floats=True)
@@ -255,6 +455,6 @@ erf, exp2, expm1, log1p, logit, xlogy, sinc, round, logsumexp, softmax, log_soft
     _of_method, ("erf", "exp2", "expm1", "log1p", "logit", "xlogy", "sinc", "round", "logsumexp", "softmax",
                  "log_softmax"))
 
-__all__ = ["digamma", "entr", "erf", "erfinv", "exp2", "expit", "expm1", "frexp", "gammaln", "gcd", "lcm", "lgamma",
-           "log1p", "log_softmax", "logit", "logsumexp", "polygamma", "psi", "round", "sinc", "softmax", "xlog1py",
-           "xlogy"]
+__all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "frexp", "gammaln", "gcd", "i0", "i0e",
+           "i1", "i1e", "lcm", "lgamma", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp", "ndtr", "ndtri",
+           "polygamma", "psi", "round", "sinc", "softmax", "xlog1py", "xlogy"]

@@ -857,3 +857,37 @@ def test_numpys_creation_functions_match_numpy():
         check(lt.diagflat(lt.asarray(v.reshape(2, 2)), 2), np.diagflat(v.reshape(2, 2), 2))
     check(lt.ascontiguousarray(3.5, dtype=lt.float64), np.ascontiguousarray(3.5))
     check(lt.asanyarray([[1, 2]]), np.asanyarray([[1, 2]]))
+
+
+def test_cartesian_prod_is_torchs():
+    a, b, c = np.array([1, 2, 3]), np.array([-1, 4]), np.array([7, 8])
+    check(lt.cartesian_prod(a, b, c), torch.cartesian_prod(torch.tensor(a), torch.tensor(b), torch.tensor(c)))
+    check(lt.cartesian_prod(lt.asarray(a)), torch.cartesian_prod(torch.tensor(a)))
+    floats = random_array((4,), lt.float32, seed=3)
+    x, t = layout(np.stack([floats, floats]), "transposed")  # rows of a transposed view: strided
+    check(lt.cartesian_prod(x[0], x[1]), torch.cartesian_prod(t[0], t[1]))
+    check(lt.cartesian_prod(lt.asarray(a), lt.zeros(0, dtype=lt.int64)),
+          torch.cartesian_prod(torch.tensor(a), torch.zeros(0, dtype=torch.int64)))
+    check(lt.cartesian_prod(lt.asarray(a, dtype=lt.int32), lt.asarray(floats)),  # promoted (torch asks for one)
+          torch.cartesian_prod(torch.tensor(a, dtype=torch.float32), torch.tensor(floats)))
+
+
+@pytest.mark.parametrize("with_replacement", [False, True])
+@pytest.mark.parametrize("r", [0, 1, 2, 3, 5])
+def test_combinations_are_torchs(r, with_replacement):
+    arr = random_array((4,), lt.float32, seed=4)
+    x, t = layout(arr, "flipped")
+    check(lt.combinations(x, r, with_replacement), torch.combinations(t, r, with_replacement))
+    check(lt.combinations(lt.zeros(0), r, with_replacement), torch.combinations(torch.zeros(0), r, with_replacement))
+
+
+def test_combinations_gradient_and_errors():
+    arr = random_array((5,), lt.float64, seed=5)
+    x, t = lt.asarray(arr).requires_grad_(), torch.tensor(arr, requires_grad=True)
+    (lt.combinations(x, 3).prod(1)).sum().backward()
+    torch.combinations(t, 3).prod(1).sum().backward()
+    check(x.grad, t.grad)
+    with pytest.raises(lt.ShapeError):
+        lt.combinations(lt.zeros((2, 2)))
+    with pytest.raises(ValueError):
+        lt.combinations(lt.zeros(3), -1)

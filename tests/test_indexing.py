@@ -473,3 +473,47 @@ def test_embedding_sized_gather_and_its_gradient():
     (out * 3).sum().backward()
     (tout * 3).sum().backward()
     check(w.grad, tw.grad)
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+@pytest.mark.parametrize("dtype", [lt.float32, lt.int64, lt.float16])
+def test_index_put_is_torchs(dtype, accumulate):
+    """Integer index tensors (repeated positions: the last write stays, or the sum), broadcast values, masks,
+    0-d indexes, views; index_put_ rebinds."""
+    rows, cols = np.array([0, 2, 0, 1]), np.array([[1], [3]])  # broadcast to (2, 4), (0, 1) twice
+    mask = random_array((3, 4), lt.bool_, seed=40)
+    for kind, x, t in inputs((3, 4), dtype, seed=41):
+        values = random_array((2, 4), dtype, seed=42)
+        cases = [((rows, cols), values), ((rows,), random_array((4,), dtype, seed=43)), ((mask,), values[0, 0]),
+                 ((np.array(1), cols[0]), values[0, :1]), ((rows, cols), values[0, 0])]
+        for index, v in cases:
+            ours = x.index_put(tuple(lt.asarray(i) for i in index), lt.asarray(v), accumulate)
+            check(ours, t.index_put(tuple(torch.tensor(i) for i in index), torch.tensor(v), accumulate))
+        y, u = x.copy(), t.clone()
+        y.index_put_((lt.asarray(rows), lt.asarray(cols)), lt.asarray(values), accumulate=accumulate)
+        u.index_put_((torch.tensor(rows), torch.tensor(cols)), torch.tensor(values), accumulate=accumulate)
+        check(y, u)
+
+
+def test_index_put_gradients_size_0_and_errors():
+    arr, values = random_array((3, 4), lt.float64, seed=44), random_array((2, 2), lt.float64, seed=45)
+    rows, cols = np.array([0, 2, 0, 1]), np.array([[1], [3]])  # [0, 2] with cols: (2, 2) positions
+    for accumulate in (False, True):
+        x, v = lt.asarray(arr).requires_grad_(), lt.asarray(values).requires_grad_()
+        t, u = torch.tensor(arr, requires_grad=True), torch.tensor(values, requires_grad=True)
+        out = x.index_put((lt.asarray(np.array([0, 2])), lt.asarray(cols)), v, accumulate)
+        expected = t.index_put((torch.tensor([0, 2]), torch.tensor(cols)), u, accumulate)
+        check(out, expected)
+        (out * out).sum().backward()
+        (expected * expected).sum().backward()
+        check(x.grad, t.grad)
+        check(v.grad, u.grad)
+    empty = np.zeros(0, np.int64)
+    check(lt.index_put(lt.asarray(arr), (lt.asarray(empty),), lt.asarray(1.0), True),
+          torch.tensor(arr).index_put((torch.tensor(empty),), torch.tensor(1.0, dtype=torch.float64), True))
+    with pytest.raises(lt.ShapeError):
+        lt.asarray(arr).index_put((lt.asarray(rows),), lt.asarray(values), True)  # (2, 2) into (4, 4)
+    with pytest.raises(IndexError):
+        lt.asarray(arr).index_put((lt.asarray(np.array([5])),), lt.asarray(1.0), True).numpy()
+    with pytest.raises(IndexError):
+        lt.asarray(arr).index_put((), lt.asarray(1.0))

@@ -457,7 +457,7 @@ CASES = {
     **{name: numpy_call(name, "f") for name in (
         "negative", "positive", "exp", "exp2", "expm1", "square", "sin", "cos", "tan", "tanh", "floor", "ceil",
         "trunc", "absolute", "rint", "conjugate", "sinh", "cosh", "arctan", "arcsinh", "fabs", "deg2rad", "rad2deg",
-        "degrees", "radians", "cbrt", "modf", "sinc", "frexp")},
+        "degrees", "radians", "cbrt", "modf", "sinc", "frexp", "i0")},
     "isposinf": lambda n: np.isposinf(n),
     "block": lambda f, g: (np.block([[f, g], [g, f]]), np.block([f[0], 1.5, g[1]])),
     "isneginf": lambda n: np.isneginf(n),

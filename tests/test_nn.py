@@ -746,9 +746,43 @@ def test_init_functions():
     assert u.min() >= -bound and u.max() <= bound
     v = nn.init.trunc_normal_(t, std=0.5, a=-1, b=1).numpy()
     assert v.min() >= -1 and v.max() <= 1 and abs(v.mean()) < 0.01
+    assert abs(v.std() - 0.5 * 0.8796256610) < 0.003  # a standard normal truncated at +-2 has std 0.8796
     check(nn.init.constant_(t, 0.25)[0, :3], np.full(3, 0.25, np.float32))
     assert t.is_realized
     assert nn.init.calculate_gain("tanh") == 5 / 3
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (5, 3), (4, 4), (6, 2, 2, 2), (2, 3, 4)], ids=str)
+def test_orthogonal_init_is_orthonormal(shape):
+    """Rows orthonormal where fewer than the (flattened, as torch's) columns, else columns; times the gain."""
+    lt.manual_seed(3)
+    t = nn.Parameter(lt.zeros(shape))
+    assert nn.init.orthogonal_(t, gain=1.5) is t and t.is_realized and t.requires_grad
+    w = t.numpy().reshape(shape[0], -1).astype(np.float64)
+    gram = w @ w.T if w.shape[0] < w.shape[1] else w.T @ w
+    np.testing.assert_allclose(gram, 2.25 * np.eye(len(gram)), atol=2e-6)
+    first = w.copy()
+    assert not np.allclose(nn.init.orthogonal_(t).numpy().reshape(w.shape), first / 1.5)  # a new draw
+    assert nn.init.orthogonal_(lt.zeros((0, 3))).shape == (0, 3)
+    with pytest.raises(ValueError):
+        nn.init.orthogonal_(lt.zeros(4))
+
+
+@pytest.mark.parametrize("shape, groups", [((4, 4), 1), ((3, 5), 1), ((5, 3), 1), ((6, 3, 3), 1), ((4, 2, 3, 3), 2),
+                                           ((6, 4, 2, 3, 5), 3), ((2, 5, 4, 4), 1)], ids=str)
+def test_eye_and_dirac_init_are_torchs(shape, groups):
+    if len(shape) == 2:
+        check(nn.init.eye_(lt.zeros(shape)), torch.nn.init.eye_(torch.zeros(shape)))
+        with pytest.raises(ValueError):
+            nn.init.dirac_(lt.zeros(shape))
+        return
+    t = nn.Parameter(lt.ones(shape, dtype=lt.float64))
+    assert nn.init.dirac_(t, groups) is t and t.is_realized
+    check(t, torch.nn.init.dirac_(torch.ones(shape, dtype=torch.float64), groups))
+    with pytest.raises(ValueError):
+        nn.init.eye_(lt.zeros(shape))
+    with pytest.raises(ValueError):
+        nn.init.dirac_(lt.zeros(shape), shape[0] + 1)
 
 
 # ---- the training example ----------------------------------------------------------------------------

@@ -50,6 +50,11 @@ FUNCTIONS = {
                              lambda a, b: TF.pairwise_distance(a, b, 1.0, keepdim=True), [(3, 4), (4,)], {}),
     "pdist": (F.pdist, TF.pdist, [(4, 3)], {}),
     "pdist_p3": (lambda x: F.pdist(x, 3), lambda x: TF.pdist(x, 3), [(3, 2)], {}),
+    "cdist": (F.cdist, torch.cdist, [(2, 4, 3), (5, 3)], {}),
+    "cdist_p1": (lambda a, b: lt.cdist(a, b, 1.0), lambda a, b: torch.cdist(a, b, 1.0), [(4, 3), (2, 1, 5, 3)], {}),
+    "cdist_p3": (lambda a, b: lt.cdist(a, b, 3.5), lambda a, b: torch.cdist(a, b, 3.5), [(3, 2), (4, 2)], {}),
+    "cdist_inf": (lambda a, b: lt.cdist(a, b, float("inf")), lambda a, b: torch.cdist(a, b, float("inf")),
+                  [(3, 2), (4, 2)], {}),
     "bilinear": (F.bilinear, TF.bilinear, [(3, 4), (3, 2), (5, 4, 2), (5,)], {}),
     "channel_shuffle": (lambda x: F.channel_shuffle(x, 2), lambda x: TF.channel_shuffle(x, 2), [(2, 6, 3)], {}),
     "adaptive_max_pool1d": (lambda x: F.adaptive_max_pool1d(x, 3), lambda x: TF.adaptive_max_pool1d(x, 3),
@@ -133,6 +138,35 @@ def test_functions_against_torch_with_gradients(name):
     check_grads(f, g, arrays, kinds=("transposed",) if len(shapes[0]) > 1 else ("contiguous",))
     check(f(*(lt.asarray(a.astype(np.float32)) for a in arrays)),
           g(*(torch.tensor(a.astype(np.float32)) for a in arrays)), rtol=1e-4, atol=1e-5)
+
+
+def test_cdist_p0_equal_rows_empty_and_more_rows_than_torchs_matmul_threshold():
+    """p = 0 counts differing coordinates; equal rows are 0 apart with a 0 gradient at p = 2 (torch's); past 25
+    rows torch switches to |a|**2 + |b|**2 - 2 a.b, which cancels, and lazytensor does not."""
+    a = np.round(random_array((2, 3, 4), lt.float64, seed=20))
+    b = np.round(random_array((2, 5, 4), lt.float64, seed=21))
+    check(lt.cdist(lt.asarray(a), lt.asarray(b), 0.0), torch.cdist(torch.tensor(a), torch.tensor(b), 0.0))
+    b[:, 1] = a[:, 0]
+    x, y = lt.asarray(a).requires_grad_(), lt.asarray(b).requires_grad_()
+    t, u = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    out, expected = lt.cdist(x, y), torch.cdist(t, u)
+    check(out, expected)
+    out.sum().backward()
+    expected.sum().backward()
+    check(x.grad, t.grad)
+    check(y.grad, u.grad)
+    big = random_array((30, 3), lt.float32, seed=22)
+    got = lt.cdist(lt.asarray(big), lt.asarray(big).flip(0))
+    check(got, torch.cdist(torch.tensor(big), torch.tensor(big).flip(0), compute_mode="donot_use_mm_for_euclid_dist"))
+    assert (np.diagonal(got.numpy()[::-1]) == 0).all()  # torch's matmul form gives up to 1e-3 there
+    for p in (0.0, 2.0, float("inf")):
+        check(lt.cdist(lt.zeros((3, 0)), lt.zeros((2, 0)), p), torch.cdist(torch.zeros((3, 0)), torch.zeros((2, 0)), p))
+        check(lt.cdist(lt.zeros((0, 2)), lt.ones((4, 2)), p), torch.cdist(torch.zeros((0, 2)), torch.ones((4, 2)), p))
+    check(lt.cdist(lt.asarray([[1, 2]]), lt.asarray([[4, 6]])), np.array([[5.0]], np.float32))  # ints as floats
+    with pytest.raises(ShapeError):
+        lt.cdist(lt.zeros((3, 2)), lt.zeros((3, 4)))
+    with pytest.raises(ValueError):
+        lt.cdist(lt.zeros((3, 2)), lt.zeros((3, 2)), -1.0)
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])

@@ -323,6 +323,50 @@ def test_std_gradient_where_std_is_zero():
     check(x.grad, t.grad)
 
 
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32])
+@pytest.mark.parametrize("axis", [None, 1, (0, -1)], ids=str)
+def test_var_mean_and_std_mean(axis, dtype):
+    for kind, x, t in inputs((3, 4, 5), dtype, seed=12):
+        tf = _as_float(t)
+        dims = torch_dims(axis, 3)
+        for ours, theirs in ((lt.var_mean, torch.var_mean), (lt.std_mean, torch.std_mean)):
+            for correction in (0, 1):
+                for got, expected in zip(ours(x, dim=axis, correction=correction, keepdim=True),
+                                         theirs(tf, dim=dims, correction=correction, keepdim=True), strict=True):
+                    check(got, expected)
+        spread, mean = x.var_mean(axis, unbiased=True)
+        expected_spread, expected_mean = torch.var_mean(tf, dim=dims, unbiased=True)
+        check(spread, expected_spread)
+        check(mean, expected_mean)
+    spread, mean = lt.std_mean(random_array((4, 6), dtype, seed=13), 0)  # correction 0 by default, as lt.std
+    arr = random_array((4, 6), dtype, seed=13).astype(np.float64 if dtype == lt.float64 else np.float32)
+    check(spread, np.std(arr, axis=0))
+    check(mean, np.mean(arr, axis=0))
+
+
+def test_var_mean_of_zero_d_and_empty():
+    zero_d = torch.tensor(2.5)
+    for got, expected in zip(lt.var_mean(lt.asarray(2.5)), torch.var_mean(zero_d, correction=0), strict=True):
+        check(got, expected)
+    empty = torch.zeros((0, 3))
+    for got, expected in zip(lt.std_mean(lt.zeros((0, 3)), dim=1, correction=1),
+                             quiet(torch.std_mean, empty, dim=1, correction=1), strict=True):
+        check(got, expected)
+    for got, expected in zip(lt.var_mean(lt.zeros((0, 3)), dim=0), quiet(torch.var_mean, empty, dim=0, correction=0),
+                             strict=True):
+        check(got, expected)
+
+
+def test_var_mean_gradient():
+    arr = random_array((3, 5), lt.float64, seed=14)
+    x, t = lt.asarray(arr).requires_grad_(), torch.tensor(arr, requires_grad=True)
+    spread, mean = x.std_mean(1, correction=1)
+    (spread * mean).sum().backward()
+    expected_spread, expected_mean = torch.std_mean(t, dim=1, correction=1)
+    (expected_spread * expected_mean).sum().backward()
+    check(x.grad, t.grad)
+
+
 def test_var_correction_at_least_count():
     # torch clamps the divisor at 0: 0/0 gives nan (one element), positive/0 gives inf.
     x = lt.asarray(np.array([[1.0, 2.0], [3.0, 3.0]], dtype=np.float32))

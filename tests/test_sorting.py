@@ -268,3 +268,85 @@ def test_set_operations_lexsort_and_partition_match_numpy(dtype):
         np.testing.assert_array_equal(np.take(arranged, picked, along), np.take(want, picked, along))
     with pytest.raises(ValueError, match="kth"):
         lt.partition(lt.asarray(a), 6)
+
+
+@pytest.mark.parametrize("right", [False, True])
+def test_bucketize_is_torchs(right):
+    boundaries = np.array([-1.0, 0.0, 0.0, 1.5, 2.0], np.float32)
+    for kind, x, t in inputs((3, 4), lt.float32, seed=30):
+        rounded, t_rounded = x.round(), t.round().contiguous()  # values on the boundaries too (torch warns of views)
+        check(lt.bucketize(rounded, boundaries, right=right), torch.bucketize(t_rounded, torch.tensor(boundaries),
+                                                                             right=right))
+        check(lt.bucketize(x, lt.asarray(boundaries), right=right, out_int32=True),
+              torch.bucketize(t.contiguous(), torch.tensor(boundaries), right=right, out_int32=True))
+    ints = np.array([[0, 5, 2], [-3, 1, 9]])
+    check(lt.bucketize(ints, [0, 2, 4], right=right), torch.bucketize(torch.tensor(ints), torch.tensor([0, 2, 4]),
+                                                                      right=right))
+    check(lt.bucketize(lt.asarray(1.5), boundaries, right=right),
+          torch.bucketize(torch.tensor(1.5), torch.tensor(boundaries), right=right))
+    check(lt.bucketize(lt.zeros((0, 2)), boundaries), torch.bucketize(torch.zeros((0, 2)), torch.tensor(boundaries)))
+    check(lt.bucketize(lt.asarray([1.0, float("nan")]), lt.zeros(0)),
+          torch.bucketize(torch.tensor([1.0, float("nan")]), torch.zeros(0)))
+
+
+def check_all(got, expected):
+    assert len(got) == len(expected)
+    for ours, theirs in zip(got, expected, strict=True):
+        check(ours, theirs)
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.int64, lt.bool_, lt.float16])
+def test_unique_consecutive_is_torchs(dtype):
+    arr = np.round(random_array((4, 6), lt.float32, seed=31, low=-1, high=1)).astype(dtype.name)
+    arr[1] = arr[0]  # equal consecutive rows too
+    for kind in ("contiguous", "transposed", "flipped"):
+        x, t = layout(arr, kind)
+        check(lt.unique_consecutive(x), torch.unique_consecutive(t))
+        check_all(x.unique_consecutive(return_inverse=True, return_counts=True),
+                  torch.unique_consecutive(t, return_inverse=True, return_counts=True))
+        for dim in (0, 1, -1):
+            check_all(lt.unique_consecutive(x, return_counts=True, dim=dim),
+                      torch.unique_consecutive(t, return_counts=True, dim=dim))
+            # torch's positional return_inverse returns the counts: by keyword
+            check_all(x.unique_consecutive(True, dim=dim), torch.unique_consecutive(t, return_inverse=True, dim=dim))
+
+
+def test_unique_consecutive_of_nans_0d_and_empty():
+    x = np.array([1.0, 1.0, np.nan, np.nan, 2.0, 2.0, 1.0])
+    check_all(lt.unique_consecutive(x, return_inverse=True, return_counts=True),
+              torch.unique_consecutive(torch.tensor(x), return_inverse=True, return_counts=True))
+    check_all(lt.unique_consecutive(lt.asarray(3.0), return_inverse=True, return_counts=True),
+              torch.unique_consecutive(torch.tensor(3.0), return_inverse=True, return_counts=True))
+    for dim in (None, 0):
+        check_all(lt.unique_consecutive(lt.zeros((0, 3)), return_inverse=True, return_counts=True, dim=dim),
+                  torch.unique_consecutive(torch.zeros((0, 3)), return_inverse=True, return_counts=True, dim=dim))
+    # torch raises for these: three empty slices are equal, one run
+    check_all(lt.unique_consecutive(lt.zeros((0, 3)), return_inverse=True, return_counts=True, dim=1),
+              (np.zeros((0, 1), np.float32), np.zeros(3, np.int64), np.array([3])))
+
+
+@pytest.mark.parametrize("dtype", [lt.int32, lt.float32, lt.float64, lt.bool_])
+def test_mode_is_torchs(dtype):
+    """Values and indices: the smallest of the most frequent values, at its last occurrence (PyTorch's CPU)."""
+    arr = random_array((5, 7, 3), lt.int32, seed=32).__mod__(4).astype(dtype.name)
+    for kind in ("contiguous", "transposed", "strided"):
+        x, t = layout(arr, kind)
+        for dim in (0, 1, -1):
+            check_all(x.mode(dim), t.mode(dim))
+            check_all(lt.mode(x, dim=dim, keepdim=True), torch.mode(t, dim=dim, keepdim=True))
+    check_all(lt.mode(lt.asarray([[3, 1, 1, 3, 2, 1, 3]])), torch.mode(torch.tensor([[3, 1, 1, 3, 2, 1, 3]])))
+    check_all(lt.asarray(np.float32(2.5)).mode(), torch.tensor(2.5).mode())
+    # each NaN counts once (torch's mode of this is 1: its NaNs disturb its count)
+    check_all(lt.mode(np.array([2.0, np.nan, np.nan, 1.0, 2.0])), (np.float64(2.0), np.int64(4)))
+    check_all(lt.mode(np.array([np.nan, np.nan, 1.0])), (np.float64(1.0), np.int64(2)))
+    check_all(lt.mode(lt.zeros((0, 3)), 1), torch.mode(torch.zeros((0, 3)), 1))
+    with pytest.raises(lt.ShapeError):
+        lt.mode(lt.zeros((2, 0)), 1)
+
+
+def test_mode_gradient_goes_to_the_index():
+    arr = np.array([[1.0, 2.0, 1.0, 3.0], [4.0, 4.0, 5.0, 5.0]])
+    x, t = lt.asarray(arr).requires_grad_(), torch.tensor(arr, requires_grad=True)
+    (lt.mode(x).values * lt.asarray([2.0, 3.0])).sum().backward()
+    (torch.mode(t).values * torch.tensor([2.0, 3.0])).sum().backward()
+    check(x.grad, t.grad)

@@ -99,6 +99,107 @@ def test_erfinv_of_a_transposed_view_and_in_place():
     check(x, torch.tensor(arr).erfinv())
 
 
+# the tails where 1 - erf(x) or 1 - ndtr(x) would be all rounding error: within 3e-13 of SciPy's (its own error),
+# down to the smallest normal result (SciPy flushes the subnormal ones to 0)
+ERFC_POINTS = np.array([0.0, -0.0, 1e-300, 0.49, 0.5, 0.51, 0.7071, 0.7072, 1.0, -1.0, 3.75, 5.0, 9.8, 15.0, 26.5,
+                        28.0, -5.0, 1e10, 1e300, math.inf, -math.inf, math.nan])
+NORMAL_POINTS = np.array([0.0, -0.0, 0.7, -0.7, 0.71, -0.71, 1.0, -1.0, -1.01, 2.0, -5.0, -20.0, -37.0, 8.0, 30.0,
+                          -1e3, -1e10, -1e160, math.inf, -math.inf, math.nan])
+TAILS = {"erfc": (lt.erfc, torch.erfc, scipy.special.erfc, ERFC_POINTS, (-6.0, 26.5)),
+         "ndtr": (special.ndtr, torch.special.ndtr, scipy.special.ndtr, NORMAL_POINTS, (-37.0, 9.0)),
+         "log_ndtr": (special.log_ndtr, torch.special.log_ndtr, scipy.special.log_ndtr, NORMAL_POINTS,
+                      (-200.0, 37.0))}
+
+
+@pytest.mark.parametrize("name", list(TAILS))
+def test_erfc_ndtr_and_log_ndtr_keep_their_tails(name):
+    ours, theirs, scipys, points, (low, high) = TAILS[name]
+    arr = np.concatenate([points, random_array((400,), lt.float64, seed=9, low=low, high=high)])
+    with np.errstate(over="ignore"):
+        check(ours(lt.asarray(arr)), scipys(arr), rtol=3e-13, atol=0)
+    assert 0 < abs(ours(lt.asarray(np.array([10.0 if name == "erfc" else -14.0]))).item()) < math.inf  # not 1 - erf
+    with np.errstate(over="ignore"):
+        narrow = arr.astype(np.float32)
+    for dtype in (lt.float32, lt.float16, lt.bfloat16):
+        x, t = lt.asarray(narrow).astype(dtype), torch.tensor(narrow).to(TORCH_OF[dtype])
+        # the 16-bit floats as torch's float32 rounded once (torch has no half log_ndtr), as lazytensor computes them
+        check(ours(x), theirs(t.float()).to(t.dtype))
+
+
+def test_ndtri_inverts_ndtr_down_to_the_smallest_subnormal():
+    arr = np.concatenate([[0.0, 1.0, 0.5, 0.25, 0.75, 0.2499, 0.7501, 5e-324, 1e-300, 1e-20, 1 - 2 ** -53, 2 ** -54,
+                           -0.1, 1.1, math.inf, math.nan], random_array((300,), lt.float64, seed=10, low=0, high=1),
+                          10 ** random_array((200,), lt.float64, seed=11, low=-300, high=0)])
+    check(special.ndtri(lt.asarray(arr)), scipy.special.ndtri(arr), rtol=1e-14, atol=0)
+    narrow = arr.astype(np.float32)
+    check(special.ndtri(lt.asarray(narrow)), torch.special.ndtri(torch.tensor(narrow)))
+
+
+TORCH_OF = {lt.float32: torch.float32, lt.float16: torch.float16, lt.bfloat16: torch.bfloat16}
+BESSEL = {"i0": (lt.i0, torch.special.i0, scipy.special.i0), "i0e": (special.i0e, torch.special.i0e, scipy.special.i0e),
+          "i1": (special.i1, torch.special.i1, scipy.special.i1), "i1e": (special.i1e, torch.special.i1e, scipy.special.i1e)}
+
+
+@pytest.mark.parametrize("name", list(BESSEL))
+def test_bessel_functions_match_scipy_and_torch(name):
+    """Both sides of the split between the power and the asymptotic series (18) and the exponent's range. At
+    +-inf the limits: SciPy's and torch's i0 and i1 give NaN there."""
+    ours, theirs, scipys = BESSEL[name]
+    finite = np.concatenate([[0.0, -0.0, 1e-300, 17.99, 18.0, 18.01, -18.01, 700.0, 713.0, -713.0, 1e10, 1e300,
+                              math.nan], random_array((300,), lt.float64, seed=12, low=-40, high=40),
+                             random_array((50,), lt.float64, seed=13, low=-800, high=800)])
+    with np.errstate(over="ignore"):
+        check(ours(lt.asarray(finite)), scipys(finite), rtol=3e-15, atol=0)
+        narrow = finite.astype(np.float32)
+    for dtype in (lt.float32, lt.float16):
+        with np.errstate(over="ignore"):
+            held = narrow[~np.isinf(narrow.astype(dtype.name))]
+        x, t = lt.asarray(held).astype(dtype), torch.tensor(held).to(TORCH_OF[dtype])
+        check(ours(x), theirs(t))
+    limits = {"i0": [math.inf, math.inf], "i0e": [0.0, 0.0], "i1": [math.inf, -math.inf], "i1e": [0.0, -0.0]}
+    check(ours(lt.asarray([math.inf, -math.inf])), np.array(limits[name], np.float32))
+
+
+def test_erfc_and_i0_methods_in_place_views_ints_0d_and_empty():
+    arr = random_array((3, 4), lt.float32, seed=14, low=-4, high=4)
+    x, t = lt.asarray(arr), torch.tensor(arr)
+    check(x.T.erfc(), t.T.erfc())
+    check(x[:, ::2].i0(), t[:, ::2].i0())
+    check(special.erfc(x.T), torch.special.erfc(t.T))
+    y = lt.asarray(arr)
+    y.erfc_()
+    check(y, t.erfc())
+    y = lt.asarray(arr)
+    y.i0_()
+    check(y, t.i0())
+    ints = np.array([-2, 0, 3])
+    for ours, theirs in ((lt.erfc, torch.erfc), (lt.i0, torch.i0), (special.ndtr, torch.special.ndtr),
+                         (special.i1e, torch.special.i1e)):
+        check(ours(ints), theirs(torch.tensor(ints)))  # the default float, as torch
+        check(ours(lt.asarray(np.float64(0.75))), theirs(torch.tensor(0.75, dtype=torch.float64)))
+        check(ours(lt.zeros((0, 2))), theirs(torch.zeros((0, 2))))
+    check(lt.i0(lt.asarray(arr)), np.i0(arr.astype(np.float64)).astype(np.float32))
+
+
+GRADIENTS = {"erfc": (lt.erfc, torch.erfc, (-3, 3)), "ndtr": (special.ndtr, torch.special.ndtr, (-5, 5)),
+             "log_ndtr": (special.log_ndtr, torch.special.log_ndtr, (-30, 5)),
+             "ndtri": (special.ndtri, torch.special.ndtri, (0.001, 0.999)),
+             "i0": (lt.i0, torch.special.i0, (-30, 30)), "i0e": (special.i0e, torch.special.i0e, (-30, 30)),
+             "i1": (special.i1, torch.special.i1, (-30, 30)), "i1e": (special.i1e, torch.special.i1e, (-30, 30))}
+
+
+@pytest.mark.parametrize("name", list(GRADIENTS))
+def test_gradients_of_erfc_normal_and_bessel_functions_are_torchs(name):
+    ours, theirs, (low, high) = GRADIENTS[name]
+    arr = random_array((4, 5), lt.float64, seed=15, low=low, high=high)
+    if name.startswith("i1"):
+        arr[0, 0] = 0.0  # the limit 1/2 there
+    x, t = lt.asarray(arr).requires_grad_(), torch.tensor(arr, requires_grad=True)
+    ours(x).sum().backward()
+    theirs(t).sum().backward()
+    check(x.grad, t.grad)
+
+
 def test_xlog1py_entr_and_expit_match_torch():
     x = np.array([0.0, 0.0, 1.0, 2.5, -1.0])
     y = np.array([-1.0, math.nan, 2.0, 0.5, -0.5])

@@ -308,6 +308,28 @@ def pdist(input: Tensor, p: float = 2.0) -> Tensor:
     return _norm(input.index_select(0, rows[0]) - input.index_select(0, rows[1]), p, -1, False)
 
 
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = None) -> Tensor:
+    """The p-norm distance between each row of x1 (..., P, M) and each row of x2 (..., R, M): (..., P, R), the
+    batch axes broadcast (PyTorch's `cdist`; p = 0 counts the coordinates that differ, inf takes the largest
+    difference). Always from the differences, one reduction over P R M terms that fuses into a kernel, never
+    PyTorch's |a|**2 + |b|**2 - 2 a.b for large P or R, which cancels (so `compute_mode` changes nothing); at
+    p = 2 the gradient where two rows are equal is 0, as PyTorch's."""
+    if p < 0:
+        raise ValueError(f"cdist: p must be >= 0, got {p}")
+    if x1.ndim < 2 or x2.ndim < 2 or x1.shape[-1] != x2.shape[-1]:
+        raise ShapeError(f"cdist: expects (..., P, M) and (..., R, M) tensors, got shapes {x1.shape} and {x2.shape}")
+    diff = _float(x1).unsqueeze(-2) - _float(x2).unsqueeze(-3)
+    if diff.shape[-1] == 0:  # no coordinates: every distance 0 (inf's max would have nothing to reduce)
+        return diff.sum(-1)
+    if p != 2:
+        return _norm(diff, p, -1, False)
+    wide, out = diff._widened()
+    squares = (wide * wide).sum(-1)
+    # the square root's slope at 0 is infinite and the squares' 0: their product NaN, where PyTorch gives 0
+    zero = squares == 0
+    return where(zero, 0.0, where(zero, 1.0, squares).sqrt()).cast(out)
+
+
 def channel_shuffle(input: Tensor, groups: int) -> Tensor:
     """The channels (axis 1) of (N, C, ...) regrouped: channel g * (C / groups) + k moves to k * groups + g."""
     if input.ndim < 3 or input.shape[1] % groups:
@@ -1199,6 +1221,7 @@ __all__ = [
     "bilinear",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
+    "cdist",
     "celu",
     "channel_shuffle",
     "conv1d",

@@ -1,17 +1,20 @@
 """Parameter initialization, as `torch.nn.init`: the same distributions (not the same bits).
 
 Each function replaces the tensor's value (rebinding its node, under no_grad) with
-numbers drawn inside a kernel by `lazytensor.random`, realizes it at once (a
-parameter read by a matmul must not redraw its random numbers per use), and
-returns the tensor.
+numbers drawn inside a kernel by `lazytensor.random` (or fixed ones: `eye_`, `dirac_`),
+realizes it at once (a parameter read by a matmul must not redraw its random numbers
+per use), and returns the tensor.
 """
 from __future__ import annotations
 
 import math
 
 from ..autograd import no_grad
+from ..creation import arange, eye
+from ..linalg import diagonal, qr
 from ..random import rand, randn
-from ..tensor import Tensor, where
+from ..special import erfinv
+from ..tensor import Tensor
 
 
 def _set(t: Tensor, value: Tensor) -> Tensor:
@@ -100,39 +103,62 @@ def trunc_normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.
 
     lo, hi = cdf((a - mean) / std), cdf((b - mean) / std)
     u = rand(t.shape, dtype=t.dtype, device=t.device) * (2 * hi - 2 * lo) + (2 * lo - 1)
-    x = _normal_quantile((u + 1) * 0.5)  # sqrt(2) erfinv(u), as the normal quantile of (u + 1) / 2
+    x = erfinv(u) * math.sqrt(2)  # the normal quantile of (u + 1) / 2
     return _set(t, (x * std + mean).clip(a, b))
 
 
-def _normal_quantile(p: Tensor) -> Tensor:
-    """The standard normal quantile by Acklam's rational approximation (relative error < 1.2e-9)."""
-    a = (-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02, 1.383577518672690e+02,
-         -3.066479806614716e+01, 2.506628277459239e+00)
-    b = (-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02, 6.680131188771972e+01,
-         -1.328068155288572e+01)
-    c = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00, -2.549732539343734e+00,
-         4.374664141464968e+00, 2.938163982698783e+00)
-    d = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00, 3.754408661907416e+00)
-    q = p - 0.5
-    r = q * q
-    num = ((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]
-    den = ((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1
-    central = num * q / den
-    tail_p = where(q < 0, p, 1 - p).clip(1e-30, 1.0)
-    s = (tail_p.log() * -2).sqrt()
-    tail = (((((c[0] * s + c[1]) * s + c[2]) * s + c[3]) * s + c[4]) * s + c[5]) / \
-        ((((d[0] * s + d[1]) * s + d[2]) * s + d[3]) * s + 1)
-    tail = where(q < 0, tail, -tail)
-    return where(q.abs() <= 0.47575, central, tail)
+def eye_(t: Tensor) -> Tensor:
+    """The identity matrix in a 2-d tensor (ones on the main diagonal of a rectangular one), as PyTorch's."""
+    if t.ndim != 2:
+        raise ValueError(f"eye_: only 2-d tensors are supported, got shape {t.shape}")
+    return _set(t, eye(t.shape[0], t.shape[1], dtype=t.dtype, device=t.device))
+
+
+def dirac_(t: Tensor, groups: int = 1) -> Tensor:
+    """The Dirac delta in a 3-, 4- or 5-d convolution weight (out, in, *kernel), as PyTorch's: a 1 at the kernel's
+    centre where output channel o of each of the `groups` blocks equals input channel i, so the convolution keeps
+    as many of its input channels as it has outputs per group."""
+    if t.ndim not in (3, 4, 5):
+        raise ValueError(f"dirac_: only 3-, 4- or 5-d tensors are supported, got shape {t.shape}")
+    if t.shape[0] % groups:
+        raise ValueError(f"dirac_: dim 0 ({t.shape[0]}) must be divisible by groups ({groups})")
+
+    def along(axis: int) -> Tensor:
+        return arange(t.shape[axis], device=t.device).reshape([-1 if d == axis else 1 for d in range(t.ndim)])
+
+    delta = along(0) % (t.shape[0] // groups) == along(1)
+    for axis in range(2, t.ndim):
+        delta = delta & (along(axis) == t.shape[axis] // 2)
+    return _set(t, delta)
+
+
+def orthogonal_(t: Tensor, gain: float = 1.0) -> Tensor:
+    """A (semi-)orthogonal matrix times `gain`, as PyTorch's: the Q of the QR of a normal draw, its columns' signs
+    those of R's diagonal (uniform over the orthogonal matrices); a tensor of more than 2 dimensions is its
+    (shape[0], rest) flattening. Its rows are orthonormal where they are fewer, else its columns. The QR is
+    LAPACK's, on the CPU: the result moves to the tensor's device."""
+    if t.ndim < 2:
+        raise ValueError(f"orthogonal_: only tensors of 2 or more dimensions are supported, got shape {t.shape}")
+    if t.numel() == 0:
+        return t
+    rows = t.shape[0]
+    cols = t.numel() // rows
+    draw = randn((rows, cols), dtype=t.dtype, device="cpu")
+    q, r = qr(draw.T if rows < cols else draw)
+    q = q * diagonal(r).sign()
+    return _set(t, ((q.T if rows < cols else q).reshape(t.shape) * gain).to(t.device))
 
 
 __all__ = [
     "calculate_gain",
     "constant_",
+    "dirac_",
+    "eye_",
     "kaiming_normal_",
     "kaiming_uniform_",
     "normal_",
     "ones_",
+    "orthogonal_",
     "trunc_normal_",
     "uniform_",
     "xavier_normal_",
