@@ -654,10 +654,11 @@ class Scatter:
 @dataclass(frozen=True)
 class Sort:
     """A stable argsort of each row: `rows` rows of `n` keys (buffer slot 1, row-major), and into slot 0 the
-    int64 positions of each row's keys in order, ascending (or `descending`). Keys that compare equal keep
-    their order (a stable sort); NaN comes after every number (before, descending), and -0.0 equals 0.0.
-    The keys are integers or float32 or float64 (the frontend widens the others, exactly); the backends
-    bring whatever scratch memory their sort needs."""
+    int64 positions of each row's keys in order, ascending (or `descending`); or, `values`, the keys themselves
+    in that order (of the keys' dtype, each with its own bits: -0.0 and 0.0, and NaNs' payloads, where the
+    stable order puts them). Keys that compare equal keep their order (a stable sort); NaN comes after every
+    number (before, descending), and -0.0 equals 0.0. The keys are integers or float32 or float64 (the
+    frontend widens the others, exactly); the backends bring whatever scratch memory their sort needs."""
 
     name: str  # "" names it from its sizes, key dtype and direction
     buffers: tuple[BufferParam, ...]
@@ -666,11 +667,13 @@ class Sort:
     descending: bool
 
     params: tuple[DType, ...] = ()
+    values: bool = False  # the sorted keys into slot 0, not their positions
 
     def __post_init__(self) -> None:
         if not self.name:
             order = "desc" if self.descending else "asc"
-            object.__setattr__(self, "name", f"argsort_{SHORT_NAMES[self.key_dtype]}_{order}_{self.rows}x{self.n}")
+            kind = "sort" if self.values else "argsort"
+            object.__setattr__(self, "name", f"{kind}_{SHORT_NAMES[self.key_dtype]}_{order}_{self.rows}x{self.n}")
 
     @property
     def key_dtype(self) -> DType:
@@ -683,7 +686,8 @@ class Sort:
     def body_text(self) -> str:
         """The sort without its name: the structural key caches compile by."""
         order = "descending" if self.descending else "ascending"
-        return f"{_signature(self.buffers, self.params)}\n  b0[r, :] = stable argsort {order} of b1[r, :], " \
+        kind = "stable sort" if self.values else "stable argsort"
+        return f"{_signature(self.buffers, self.params)}\n  b0[r, :] = {kind} {order} of b1[r, :], " \
                f"for r < {self.rows}, each of {self.n}"
 
     def __str__(self) -> str:

@@ -453,10 +453,12 @@ class _Lowerer:
         return self.buffer_of(root.srcs[0]), root.numel // n, n
 
     def lower_sort(self) -> LoweredKernel:
-        """A SORT's `ir.Sort`."""
+        """A SORT's `ir.Sort`: of the positions, or of the keys themselves (`values`)."""
         keys, rows, n = self.source_buffer()
-        buffers = (ir.BufferParam(int64, self.root.numel, output=True), ir.BufferParam(keys.dtype, keys.numel))
-        return LoweredKernel(ir.Sort("", buffers, rows, n, self.root.arg), list(self.inputs), [])
+        descending, values = self.root.arg
+        buffers = (ir.BufferParam(self.root.dtype, self.root.numel, output=True),
+                   ir.BufferParam(keys.dtype, keys.numel))
+        return LoweredKernel(ir.Sort("", buffers, rows, n, descending, values=values), list(self.inputs), [])
 
     def lower_scan(self) -> LoweredKernel:
         """A SCAN's `ir.Scan`: the axes before its axis are the rows, those after it each element's lanes."""

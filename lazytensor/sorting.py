@@ -2,9 +2,10 @@
 `unique_*`, `isin`, `union1d`, `intersect1d`, `setdiff1d`.
 
 One graph op does the sorting (`Op.SORT`): the stable order of each row of keys along the last axis, as
-int64 positions, a kernel of its own kind (`kernels.ir.Sort`: a radix sort on the CPU, a sorting network on
-a GPU) on the tensor's device. Everything else is gathers, scans and scatters around it (`indexing.py`):
-`sort` gathers the keys in their order, `searchsorted` is a binary search of gathers fused into one
+int64 positions, or the keys themselves in that order, a kernel of its own kind (`kernels.ir.Sort`: a radix
+sort on the CPU, a sorting network on a GPU) on the tensor's device. Everything else is gathers, scans and
+scatters around it (`indexing.py`): `sort` sorts the values themselves where it is asked for them alone (and
+gathers the keys in their order where PyTorch's `dim=` asks for the positions too), `searchsorted` is a binary search of gathers fused into one
 kernel, `unique` and `unique_*` mark where a sorted run starts and count, `isin` searches a sorted copy.
 
 Order: stable (equal keys keep their order); NaN after every number (first, descending), as NumPy and
@@ -50,15 +51,21 @@ class SortingOps:
             return zeros((), dtype=dtypes.int64, device=self.device)
         a = normalize_axis(axis if dim is None else dim, self.ndim, "argsort")
         keys = _keys(self).moveaxis(a, -1)
-        order = Tensor._make(Op.SORT, dtypes.int64, keys.shape, (keys,), bool(descending))
+        order = Tensor._make(Op.SORT, dtypes.int64, keys.shape, (keys,), (bool(descending), False))
         return order.moveaxis(-1, a)
 
     def sort(self: Tensor, axis: int | None = -1, descending: bool = False, stable: bool = True, *,
              dim: int | None = None) -> Any:
         """The values sorted along `axis` (see `argsort` for the order; None: the flattened tensor, as NumPy): the
         array API's and NumPy's result. Spelled PyTorch's way, with `dim=`, it is PyTorch's `(values, indices)`."""
+        from .tensor import Tensor
         if axis is None and dim is None:
             return self.reshape(-1).sort(0, descending, stable)
+        if dim is None and self.ndim and _keys(self) is self:
+            # the values alone: the kernel sorts the keys themselves, with no positions to carry nor gather by
+            a = normalize_axis(axis, self.ndim, "sort")
+            keys = self.moveaxis(a, -1)
+            return Tensor._make(Op.SORT, self.dtype, keys.shape, (keys,), (bool(descending), True)).moveaxis(-1, a)
         order = self.argsort(axis, descending, stable, dim=dim)
         values = self if self.ndim == 0 else self._gather(normalize_axis(axis if dim is None else dim, self.ndim,
                                                                          "sort"), order)

@@ -1,5 +1,5 @@
-"""The CPU's `ir.Sort`: a stable argsort of each row of keys, in LLVM IR: an LSD radix sort of the rows long
-enough to pay for its buckets, a merge sort of shorter ones.
+"""The CPU's `ir.Sort`: a stable argsort of each row of keys, or a stable sort of the keys themselves (`values`),
+in LLVM IR: an LSD radix sort of the rows long enough to pay for its buckets, a merge sort of shorter ones.
 
 `void name(ptr buffers, ptr params, i64 start, i64 end)` sorts rows [start, end), so the runtime splits the
 rows across threads like a kernel's outer loop; a row is one thread's work (splitting one would take a
@@ -24,10 +24,18 @@ in either direction, and neither compares anything but integers.
   of 1, 2, 4, ... elements merged back and forth between the work arrays, ceil(log2 n) passes, each a
   stable merge (of two equal keys, the one of the left run goes first). It is branch-free: both runs' next
   keys are loaded and a select takes one, so the loop has no unpredictable branch.
+
+A sort of the values moves the mapped keys alone (no positions: half the bytes of a float32 pass, and no gather
+after), then maps them back into the output. The map is one-to-one but for the keys the sort holds equal
+and that differ in bits: -0.0 and 0.0, and NaNs. Those come back from the row itself: the map pass counts the
+keys before the zeros' run and before the NaNs' run (and whether there are any), and a last pass, where there
+are, copies each zero and each NaN of the row, in order, to the next place of its run: what a stable sort puts
+there.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 from llvmlite import ir
 
@@ -48,17 +56,19 @@ UNSIGNED = {1: uint8, 2: uint16, 4: uint32, 8: uint64}
 
 
 def render_sort(sort: Sort, checked: bool = False) -> str:
-    """LLVM IR of the sort's function (buffer slots: 0 the positions, 1 the keys, then the scratch: mapped
-    keys, mapped keys, positions; see `scratch`), checked if `checked`: the radix sort's moves, whose
-    addresses its counts make, are tested; the rest are in their rows by construction."""
+    """LLVM IR of the sort's function (buffer slots: 0 the positions or the sorted values, 1 the keys, then the
+    scratch: mapped keys, mapped keys, and positions unless `values`; see `scratch`), checked if `checked`: the
+    moves whose addresses counts make (the radix sort's, the values' zeros and NaNs) are tested; the rest are in
+    their rows by construction."""
     return _SortRenderer(sort, checked).render()
 
 
 def scratch(sort: Sort) -> list[tuple[DType, int]]:
     """The scratch arrays the sort's function works in, after the sort's own buffers: two of mapped keys
-    (unsigned integers of the keys' width), one of positions, each as large as the keys."""
+    (unsigned integers of the keys' width) and, unless the sort is of the values, one of positions, each as
+    large as the keys."""
     mapped = UNSIGNED[sort.key_dtype.itemsize]
-    return [(mapped, sort.numel), (mapped, sort.numel), (int64, sort.numel)]
+    return [(mapped, sort.numel), (mapped, sort.numel), *([] if sort.values else [(int64, sort.numel)])]
 
 
 def digits(sort: Sort) -> int:
@@ -77,6 +87,15 @@ def work(sort: Sort) -> int:
     return sort.numel * passes
 
 
+class _Specials(NamedTuple):
+    """A float sort of values' counters of a row's mapped keys (stack slots): those before the zeros' run
+    (where the next zero goes), those before the NaNs' run (where the next NaN goes), and the zeros and NaNs."""
+
+    before_zero: ir.Value
+    before_nan: ir.Value
+    special: ir.Value
+
+
 class _SortRenderer(FunctionBuilder):
     def __init__(self, sort: Sort, checked: bool):
         super().__init__(sort.name, len(sort.params) if checked else None)
@@ -86,7 +105,7 @@ class _SortRenderer(FunctionBuilder):
     def render(self) -> str:
         s, b = self.sort, self.b
         bufs, _, start, end = self.fn.args
-        buffers = [b.load(b.gep(bufs, [I64(i)], source_etype=PTR), typ=PTR) for i in range(5)]
+        buffers = [b.load(b.gep(bufs, [I64(i)], source_etype=PTR), typ=PTR) for i in range(2 + len(scratch(s)))]
         sort_row = self.radix_row if radix(s) else self.merge_row
         self.counted_loop("row", start, end, lambda r: sort_row(b.mul(r, I64(s.n)), *buffers))
         b.ret_void()
@@ -115,6 +134,66 @@ class _SortRenderer(FunctionBuilder):
             mapped = b.xor(x, sign) if dt.is_signed else x
         return b.not_(mapped) if self.sort.descending else mapped
 
+    def unordered(self, key: ir.Value) -> ir.Value:
+        """The key, as stored, that `ordered` maps to `key` (one of them: 0.0 for -0.0's, a NaN for the NaNs')."""
+        b, dt = self.b, self.sort.key_dtype
+        sign = ir.Constant(self.key, 1 << (dt.bits - 1))
+        k = b.not_(key) if self.sort.descending else key
+        if dt.is_float:
+            # a sign bit set was a number's that is not negative (its sign bit flipped), else all bits flipped
+            bits = b.xor(k, b.or_(b.not_(b.ashr(k, ir.Constant(self.key, dt.bits - 1))), sign))
+            return b.bitcast(bits, memory_type(dt))
+        return b.xor(k, sign) if dt.is_signed else k
+
+    def specials(self) -> _Specials | None:
+        """The counters of a float sort of values (see `_Specials`), zeroed; None where keys map one-to-one."""
+        if not (self.sort.values and self.sort.key_dtype.is_float):
+            return None
+        counters = _Specials(self.alloca(I64), self.alloca(I64), self.alloca(I64))
+        for slot in counters:
+            self.b.store(I64(0), slot)
+        return counters
+
+    def count_special(self, counters: _Specials | None, key: ir.Value) -> None:
+        """Count mapped `key` into `counters` (if any)."""
+        if counters is None:
+            return
+        b = self.b
+        zero, nan = self.ordered(ir.Constant(memory_type(self.sort.key_dtype), 0.0)), self.ordered(
+            ir.Constant(memory_type(self.sort.key_dtype), float("nan")))
+        for slot, up in ((counters.before_zero, b.icmp_unsigned("<", key, zero)),
+                         (counters.before_nan, b.icmp_unsigned("<", key, nan)),
+                         (counters.special, b.or_(b.icmp_unsigned("==", key, zero), b.icmp_unsigned("==", key, nan)))):
+            b.store(b.add(b.load(slot, typ=I64), b.zext(up, I64)), slot)
+
+    def write_values(self, base: ir.Value, out: ir.Value, keys: ir.Value, sorted_keys: ir.Value,
+                     counters: _Specials | None) -> None:
+        """The row's sorted mapped keys, mapped back, into the output; then its zeros and NaNs over their runs,
+        where it has any (see the module's doc)."""
+        b, dt = self.b, self.sort.key_dtype
+        key_type = memory_type(dt)
+
+        def at_out(i: ir.Value) -> ir.Value:
+            return b.gep(out, [b.add(base, i)], source_etype=key_type)
+
+        self.counted_loop("unmap", I64(0), I64(self.sort.n), lambda i: b.store(
+            self.unordered(b.load(self.at(sorted_keys, b.add(base, i)), typ=self.key)), at_out(i)))
+        if counters is None:
+            return
+        with b.if_then(b.icmp_signed("!=", b.load(counters.special, typ=I64), I64(0))):
+            def element(i: ir.Value) -> None:
+                x = b.load(b.gep(keys, [b.add(base, i)], source_etype=key_type), typ=key_type)
+                for cursor, here in ((counters.before_zero, b.fcmp_ordered("==", x, ir.Constant(key_type, 0.0))),
+                                     (counters.before_nan, b.fcmp_unordered("uno", x, x))):
+                    with b.if_then(here):
+                        place = b.load(cursor, typ=I64)
+                        to = b.add(base, place)
+                        b.store(x, self.guard(b.gep(out, [to], source_etype=key_type), to, 0, self.sort.numel,
+                                              store=True))
+                        b.store(b.add(place, I64(1)), cursor)
+
+            self.counted_loop("specials", I64(0), I64(self.sort.n), element)
+
     def map_keys(self, base: ir.Value, keys: ir.Value, work: ir.Value,
                  also: Callable[[ir.Value, ir.Value], None]) -> None:
         """Write the row's mapped keys into `work`, calling `also(i, key)` on each."""
@@ -131,15 +210,17 @@ class _SortRenderer(FunctionBuilder):
     # ---- the radix sort ----
 
     def radix_row(self, base: ir.Value, out: ir.Value, keys: ir.Value, work_a: ir.Value, work_b: ir.Value,
-                  positions_b: ir.Value) -> None:
+                  positions_b: ir.Value | None = None) -> None:
         b, n = self.b, self.sort.n
         some, every = self.alloca(self.key), self.alloca(self.key)  # the bits set in some key, in every key
         b.store(ir.Constant(self.key, 0), some)
         b.store(ir.Constant(self.key, -1), every)
+        counters = self.specials()
 
         def fold(_: ir.Value, key: ir.Value) -> None:
             b.store(b.or_(b.load(some, typ=self.key), key), some)
             b.store(b.and_(b.load(every, typ=self.key), key), every)
+            self.count_special(counters, key)
 
         self.map_keys(base, keys, work_a, fold)
         varying = b.xor(b.load(some, typ=self.key), b.load(every, typ=self.key))
@@ -155,8 +236,9 @@ class _SortRenderer(FunctionBuilder):
             b.add(b.load(passes, typ=I64), b.zext(spread(d), I64)), passes))
         # the positions start in the output, or in its scratch where an odd number of passes brings them back
         odd = b.trunc(b.load(passes, typ=I64), I1)
-        self.counted_loop("iota", I64(0), I64(n), lambda i: b.store(
-            i, self.at_i64(b.select(odd, positions_b, out), b.add(base, i))))
+        if positions_b is not None:
+            self.counted_loop("iota", I64(0), I64(n), lambda i: b.store(
+                i, self.at_i64(b.select(odd, positions_b, out), b.add(base, i))))
         b.store(I64(0), done)
         starts = self.alloca(I64, 1 << DIGIT_BITS)
 
@@ -165,10 +247,14 @@ class _SortRenderer(FunctionBuilder):
                 flip = b.trunc(b.load(done, typ=I64), I1)  # whether the keys are in work_b
                 key_arrays = self.alternate(flip, (work_a, 2), (work_b, 3))
                 self.bucket_starts(base, d, key_arrays[0], starts)
-                self.move(base, d, starts, key_arrays, self.alternate(b.xor(flip, odd), (out, 0), (positions_b, 4)))
+                positions = None if positions_b is None else \
+                    self.alternate(b.xor(flip, odd), (out, 0), (positions_b, 4))
+                self.move(base, d, starts, key_arrays, positions)
                 b.store(b.add(b.load(done, typ=I64), I64(1)), done)
 
         self.counted_loop("pass", I64(0), I64(count), digit_pass)
+        if self.sort.values:
+            self.write_values(base, out, keys, b.select(odd, work_b, work_a), counters)
 
     def digit(self, key: ir.Value, d: ir.Value) -> ir.Value:
         """Digit `d` of a mapped key, as an i64."""
@@ -206,10 +292,11 @@ class _SortRenderer(FunctionBuilder):
         self.counted_loop("starts", I64(0), I64(buckets), bucket)
 
     def move(self, base: ir.Value, d: ir.Value, starts: ir.Value, keys: tuple[ir.Value, ir.Value, ir.Value],
-             positions: tuple[ir.Value, ir.Value, ir.Value]) -> None:
-        """Digit `d`'s pass: each (key, position) of the row, in order, to the next place of its digit's bucket
-        (`starts`, which it advances). `keys` and `positions`: (from, to, to's slot) (see `alternate`). A
-        place comes from the counts: in a checked function, the moves are tested."""
+             positions: tuple[ir.Value, ir.Value, ir.Value] | None) -> None:
+        """Digit `d`'s pass: each (key, position) of the row, in order (each key, where `positions` is None: a
+        sort of values), to the next place of its digit's bucket (`starts`, which it advances). `keys` and
+        `positions`: (from, to, to's slot) (see `alternate`). A place comes from the counts: in a checked
+        function, the moves are tested."""
         b, numel = self.b, self.sort.numel
 
         def element(i: ir.Value) -> None:
@@ -219,29 +306,38 @@ class _SortRenderer(FunctionBuilder):
             b.store(b.add(place, I64(1)), at)
             to = b.add(base, place)
             b.store(key, self.guard(self.at(keys[1], to), to, keys[2], numel, store=True))
-            b.store(b.load(self.at_i64(positions[0], b.add(base, i)), typ=I64),
-                    self.guard(self.at_i64(positions[1], to), to, positions[2], numel, store=True))
+            if positions is not None:
+                b.store(b.load(self.at_i64(positions[0], b.add(base, i)), typ=I64),
+                        self.guard(self.at_i64(positions[1], to), to, positions[2], numel, store=True))
 
         self.counted_loop("move", I64(0), I64(self.sort.n), element)
 
     # ---- the merge sort ----
 
     def merge_row(self, base: ir.Value, out: ir.Value, keys: ir.Value, work_a: ir.Value, work_b: ir.Value,
-                  positions_b: ir.Value) -> None:
+                  positions_b: ir.Value | None = None) -> None:
         b, n = self.b, self.sort.n
-        self.map_keys(base, keys, work_a, lambda i, _: b.store(i, self.at_i64(out, b.add(base, i))))
-        src, dst = (work_a, out), (work_b, positions_b)
+        if positions_b is None:  # a sort of values: the keys alone
+            counters = self.specials()
+            self.map_keys(base, keys, work_a, lambda _, key: self.count_special(counters, key))
+            src, dst = (work_a, None), (work_b, None)
+        else:
+            self.map_keys(base, keys, work_a, lambda i, _: b.store(i, self.at_i64(out, b.add(base, i))))
+            src, dst = (work_a, out), (work_b, positions_b)
         width = 1
         while width < n:
             self.merge_pass(base, width, src, dst)
             src, dst, width = dst, src, width * 2
-        if src[1] is positions_b:  # an odd number of passes: the positions are in the scratch
+        if positions_b is None:
+            self.write_values(base, out, keys, src[0], counters)
+        elif src[1] is positions_b:  # an odd number of passes: the positions are in the scratch
             self.counted_loop("copy", I64(0), I64(n), lambda i: b.store(
                 b.load(self.at_i64(positions_b, b.add(base, i)), typ=I64), self.at_i64(out, b.add(base, i))))
 
-    def merge_pass(self, base: ir.Value, width: int, src: tuple[ir.Value, ir.Value],
-                   dst: tuple[ir.Value, ir.Value]) -> None:
-        """Merge each pair of neighbouring runs of `width` elements from `src` (keys, positions) into `dst`."""
+    def merge_pass(self, base: ir.Value, width: int, src: tuple[ir.Value, ir.Value | None],
+                   dst: tuple[ir.Value, ir.Value | None]) -> None:
+        """Merge each pair of neighbouring runs of `width` elements from `src` (keys, positions: None in a sort
+        of values) into `dst`."""
         b, n = self.b, self.sort.n
         pairs = -(-n // (2 * width))
         i_slot, j_slot = self.alloca(I64), self.alloca(I64)
@@ -261,11 +357,12 @@ class _SortRenderer(FunctionBuilder):
                 left, right = b.load(self.at(src[0], li), typ=self.key), b.load(self.at(src[0], rj), typ=self.key)
                 take_right = b.and_(right_ok, b.or_(b.not_(left_ok), b.icmp_unsigned("<", right, left)))
                 key = b.select(take_right, right, left)
-                pos = b.select(take_right, b.load(self.at_i64(src[1], rj), typ=I64),
-                               b.load(self.at_i64(src[1], li), typ=I64))
                 at = b.add(base, k)
                 b.store(key, self.at(dst[0], at))
-                b.store(pos, self.at_i64(dst[1], at))
+                if src[1] is not None and dst[1] is not None:
+                    pos = b.select(take_right, b.load(self.at_i64(src[1], rj), typ=I64),
+                                   b.load(self.at_i64(src[1], li), typ=I64))
+                    b.store(pos, self.at_i64(dst[1], at))
                 moved = b.zext(take_right, I64)
                 b.store(b.add(j, moved), j_slot)
                 b.store(b.add(i, b.sub(I64(1), moved)), i_slot)
