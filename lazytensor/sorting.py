@@ -51,7 +51,7 @@ class SortingOps:
             return zeros((), dtype=dtypes.int64, device=self.device)
         a = normalize_axis(axis if dim is None else dim, self.ndim, "argsort")
         keys = _keys(self).moveaxis(a, -1)
-        order = Tensor._make(Op.SORT, dtypes.int64, keys.shape, (keys,), (bool(descending), False))
+        order = Tensor._make(Op.SORT, dtypes.int64, keys.shape, (keys,), (bool(descending), False, ()))
         return order.moveaxis(-1, a)
 
     def sort(self: Tensor, axis: int | None = -1, descending: bool = False, stable: bool = True, *,
@@ -65,12 +65,21 @@ class SortingOps:
             # the values alone: the kernel sorts the keys themselves, with no positions to carry nor gather by
             a = normalize_axis(axis, self.ndim, "sort")
             keys = self.moveaxis(a, -1)
-            return Tensor._make(Op.SORT, self.dtype, keys.shape, (keys,), (bool(descending), True)).moveaxis(-1, a)
+            return Tensor._make(Op.SORT, self.dtype, keys.shape, (keys,), (bool(descending), True, ())).moveaxis(-1, a)
         order = self.argsort(axis, descending, stable, dim=dim)
         values = self if self.ndim == 0 else self._gather(normalize_axis(axis if dim is None else dim, self.ndim,
                                                                          "sort"), order)
         return values if dim is None else Sorted(values, order)
 
+
+    def _sorted_at(self: Tensor, positions: tuple[int, ...]) -> Tensor:
+        """The values an ascending sort of the last axis puts at `positions` (each in [0, n)), in a last axis of
+        their own: a selection, with no sort of the whole row where the kernel can select its keys."""
+        from .tensor import Tensor
+        if _keys(self) is not self:
+            return self.sort(-1)[..., list(positions)]
+        shape = (*self.shape[:-1], len(positions))
+        return Tensor._make(Op.SORT, self.dtype, shape, (self,), (False, True, tuple(positions)))
 
     def topk(self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Sorted:
         """PyTorch's topk: the `k` largest (`largest=False`: smallest) entries along `dim` and their indices, in

@@ -31,6 +31,13 @@ and that differ in bits: -0.0 and 0.0, and NaNs. Those come back from the row it
 keys before the zeros' run and before the NaNs' run (and whether there are any), and a last pass, where there
 are, copies each zero and each NaN of the row, in order, to the next place of its run: what a stable sort puts
 there.
+
+A selection (`take`: the values at a few positions of each sorted row) sorts nothing: for each position k, an MSD
+radix select. The candidates start as the whole row; for each digit, most significant first, their digit's values
+are counted, the bucket that holds rank k found (k becomes its rank inside it), and the bucket's keys kept, in
+their order, packed at the front of a work array (a pass that writes no further than it has read: in place). After
+the last digit the candidates map to one integer, in the row's order, and the k-th is the stable sort's: its own
+bits. Each digit reads only the candidates left, so the passes after the first two are short on most data.
 """
 from __future__ import annotations
 
@@ -68,6 +75,8 @@ def scratch(sort: Sort) -> list[tuple[DType, int]]:
     (unsigned integers of the keys' width) and, unless the sort is of the values, one of positions, each as
     large as the keys."""
     mapped = UNSIGNED[sort.key_dtype.itemsize]
+    if sort.take:  # a selection's candidates
+        return [(mapped, sort.numel)]
     return [(mapped, sort.numel), (mapped, sort.numel), *([] if sort.values else [(int64, sort.numel)])]
 
 
@@ -106,8 +115,11 @@ class _SortRenderer(FunctionBuilder):
         s, b = self.sort, self.b
         bufs, _, start, end = self.fn.args
         buffers = [b.load(b.gep(bufs, [I64(i)], source_etype=PTR), typ=PTR) for i in range(2 + len(scratch(s)))]
-        sort_row = self.radix_row if radix(s) else self.merge_row
-        self.counted_loop("row", start, end, lambda r: sort_row(b.mul(r, I64(s.n)), *buffers))
+        if s.take:
+            self.counted_loop("row", start, end, lambda r: self.select_row(r, *buffers))
+        else:
+            sort_row = self.radix_row if radix(s) else self.merge_row
+            self.counted_loop("row", start, end, lambda r: sort_row(b.mul(r, I64(s.n)), *buffers))
         b.ret_void()
         self.keep_nests_rolled()
         return str(self.module)
@@ -311,6 +323,76 @@ class _SortRenderer(FunctionBuilder):
                         self.guard(self.at_i64(positions[1], to), to, positions[2], numel, store=True))
 
         self.counted_loop("move", I64(0), I64(self.sort.n), element)
+
+    # ---- the selection ----
+
+    def select_row(self, r: ir.Value, out: ir.Value, keys: ir.Value, work: ir.Value) -> None:
+        """Row `r`'s keys at the positions `take` of its stable sort, by radix select (see the module's doc)."""
+        b, s = self.b, self.sort
+        key_type = memory_type(s.key_dtype)
+        base = b.mul(r, I64(s.n))
+        row, candidates = b.gep(keys, [base], source_etype=key_type), b.gep(work, [base], source_etype=key_type)
+        counts = self.alloca(I64, 1 << DIGIT_BITS)
+        src, size, rank = self.alloca(PTR), self.alloca(I64), self.alloca(I64)
+        top = digits(s) - 1
+        for c, k in enumerate(s.take):
+            b.store(row, src)
+            b.store(I64(s.n), size)
+            b.store(I64(k), rank)
+            self.counted_loop("digit", I64(0), I64(top + 1), lambda i: self.select_digit(
+                b.sub(I64(top), i), src, size, rank, counts, candidates))
+            at = b.gep(b.load(src, typ=PTR), [b.load(rank, typ=I64)], source_etype=key_type)
+            b.store(b.load(at, typ=key_type),
+                    b.gep(out, [b.add(b.mul(r, I64(len(s.take))), I64(c))], source_etype=key_type))
+
+    def select_digit(self, d: ir.Value, src: ir.Value, size: ir.Value, rank: ir.Value, counts: ir.Value,
+                     candidates: ir.Value) -> None:
+        """One digit of a radix select: of the `size` candidates at `src`, keep (at `candidates`) those in the
+        bucket of digit `d` that holds `rank`, and make `rank` theirs."""
+        b, key_type = self.b, memory_type(self.sort.key_dtype)
+        here, m = b.load(src, typ=PTR), b.load(size, typ=I64)
+
+        def digit_of(j: ir.Value) -> ir.Value:
+            return self.digit(self.ordered(b.load(b.gep(here, [j], source_etype=key_type), typ=key_type)), d)
+
+        self.counted_loop("clear", I64(0), I64(1 << DIGIT_BITS), lambda j: b.store(I64(0), self.at_i64(counts, j)))
+
+        def tally(j: ir.Value) -> None:
+            at = self.at_i64(counts, digit_of(j))
+            b.store(b.add(b.load(at, typ=I64), I64(1)), at)
+
+        self.counted_loop("count", I64(0), m, tally)
+        below, bucket, inside = self.alloca(I64), self.alloca(I64), self.alloca(I64)
+        b.store(I64(0), below)
+        b.store(I64(-1), bucket)
+        b.store(I64(0), inside)
+        wanted = b.load(rank, typ=I64)
+
+        def find(j: ir.Value) -> None:  # the first bucket whose end passes the rank
+            start = b.load(below, typ=I64)
+            end = b.add(start, b.load(self.at_i64(counts, j), typ=I64))
+            first = b.and_(b.icmp_signed("<", b.load(bucket, typ=I64), I64(0)), b.icmp_signed(">", end, wanted))
+            b.store(b.select(first, j, b.load(bucket, typ=I64)), bucket)
+            b.store(b.select(first, b.sub(wanted, start), b.load(inside, typ=I64)), inside)
+            b.store(end, below)
+
+        self.counted_loop("find", I64(0), I64(1 << DIGIT_BITS), find)
+        chosen = b.load(bucket, typ=I64)
+        kept = b.load(self.at_i64(counts, chosen), typ=I64)
+        with b.if_then(b.icmp_signed("!=", kept, m)):  # some candidate is in another bucket: pack the bucket's
+            packed = self.alloca(I64)
+            b.store(I64(0), packed)
+
+            def pack(j: ir.Value) -> None:
+                x = b.load(b.gep(here, [j], source_etype=key_type), typ=key_type)
+                to = b.load(packed, typ=I64)
+                b.store(x, b.gep(candidates, [to], source_etype=key_type))
+                b.store(b.add(to, b.zext(b.icmp_signed("==", self.digit(self.ordered(x), d), chosen), I64)), packed)
+
+            self.counted_loop("pack", I64(0), m, pack)
+            b.store(candidates, src)
+        b.store(kept, size)
+        b.store(b.load(inside, typ=I64), rank)
 
     # ---- the merge sort ----
 

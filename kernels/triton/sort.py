@@ -80,8 +80,13 @@ def {name}(keys_in, positions_in, keys_out, positions_out, j: tl.int64, k: tl.in
 
 
 def render_final(sort: Sort, name: str) -> TritonSource:
-    """Each row's first n positions (or keys, `values`) of the work buffer into the output."""
+    """Each row's first n positions (or keys, `values`) of the work buffer into the output, or its keys at the
+    positions `take`."""
     p = padded(sort)
+    width = len(sort.take) or sort.n
+    col = "col"
+    for c, k in enumerate(sort.take):  # the sorted row's position of the output's column
+        col = f"tl.where(col == {c}, {k}, {col})"
     source = f'''import triton
 import triton.language as tl
 
@@ -89,11 +94,11 @@ import triton.language as tl
 @triton.jit
 def {name}(work, out):
     i = tl.program_id(0).to(tl.int64) * {BLOCK} + tl.arange(0, {BLOCK})
-    inside = i < {sort.numel}
-    row, col = i // {sort.n}, i % {sort.n}
-    tl.store(out + i, tl.load(work + row * {p} + col, mask=inside, other=0), mask=inside)
+    inside = i < {sort.rows * width}
+    row, col = i // {width}, i % {width}
+    tl.store(out + i, tl.load(work + row * {p} + {col}, mask=inside, other=0), mask=inside)
 '''
-    return TritonSource(name, source, -(-sort.numel // BLOCK), 4)
+    return TritonSource(name, source, -(-sort.rows * width // BLOCK), 4)
 
 
 def steps(sort: Sort) -> list[tuple[int, int]]:

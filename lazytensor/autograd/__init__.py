@@ -713,8 +713,10 @@ def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor,
         from ..linalg import vjp as linalg_vjp
         grads = linalg_vjp(arg, srcs, out, g)
     elif op is _SORT:  # sorted values (positions are not differentiable): each one's gradient back where it was
-        last = x.ndim - 1
-        grads = [_zeros_like(x)._scatter(last, x.argsort(last, arg[0]), g, None, distinct=True)]
+        last, (descending, _, take) = x.ndim - 1, arg
+        order = x.argsort(last, descending)
+        grads = [_zeros_like(x)._scatter(last, order[..., list(take)], g, ReduceOp.SUM) if take else
+                 _zeros_like(x)._scatter(last, order, g, None, distinct=True)]
     elif op is _GATHER:  # what each element read, added back where it read it
         index = srcs[1]
         grads = [_zeros_like(x)._scatter(arg, index, g, ReduceOp.SUM), None]
