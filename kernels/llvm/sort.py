@@ -13,10 +13,10 @@ sort holds equal map to one integer, and both algorithms keep equal integers in 
 in either direction, and neither compares anything but integers.
 
 - Radix sort (rows of at least `RADIX_MIN_PER_DIGIT` keys per digit): linear in the row, where merging
-  takes log2(n) passes. A digit is a byte. One pass maps the keys and finds the bits in which they differ
-  (the OR of all against the AND of all); then for each digit in which they differ, least significant first,
-  a pass counts the digit's values and another moves each (key, position) pair, in order, to the next place
-  of its digit's bucket, between the work arrays. Keeping the order of equal digits is what leaves the row
+  takes log2(n) passes. A digit is a byte. One pass maps the keys, finds the bits in which they differ (the
+  OR of all against the AND of all) and counts every digit's values (counts no order of the keys changes);
+  then for each digit in which they differ, least significant first, a pass moves each (key, position) pair,
+  in order, to the next place of its digit's bucket, between the work arrays. Keeping the order of equal digits is what leaves the row
   sorted by the digits so far. A digit all the keys share (the high bytes of small integers, of floats of
   one sign and size) would move nothing: it has no pass. The positions start, 0..n-1, in the output or its
   scratch, whichever the number of passes ends in the output.
@@ -92,7 +92,9 @@ def radix(sort: Sort) -> bool:
 
 def work(sort: Sort) -> int:
     """About the element steps of the sort's function (what the runtime splits threads by)."""
-    passes = 2 * digits(sort) + 2 if radix(sort) else max(1, (sort.n - 1).bit_length())
+    if sort.take:  # a select's first two passes read the whole row; the rest, most often, a few candidates
+        return sort.numel * 2 * len(sort.take)
+    passes = digits(sort) + 2 if radix(sort) else max(1, (sort.n - 1).bit_length())
     return sort.numel * passes
 
 
@@ -228,11 +230,18 @@ class _SortRenderer(FunctionBuilder):
         b.store(ir.Constant(self.key, 0), some)
         b.store(ir.Constant(self.key, -1), every)
         counters = self.specials()
+        count = digits(self.sort)
+        buckets = 1 << DIGIT_BITS
+        counts = self.alloca(I64, count * buckets)  # every digit's counts, digit after digit
+        self.counted_loop("clear", I64(0), I64(count * buckets), lambda j: b.store(I64(0), self.at_i64(counts, j)))
 
         def fold(_: ir.Value, key: ir.Value) -> None:
             b.store(b.or_(b.load(some, typ=self.key), key), some)
             b.store(b.and_(b.load(every, typ=self.key), key), every)
             self.count_special(counters, key)
+            for d in range(count):  # a digit's counts are the same in any order of the keys: all counted here
+                at = self.at_i64(counts, b.add(I64(d * buckets), self.digit(key, I64(d))))
+                b.store(b.add(b.load(at, typ=I64), I64(1)), at)
 
         self.map_keys(base, keys, work_a, fold)
         varying = b.xor(b.load(some, typ=self.key), b.load(every, typ=self.key))
@@ -241,7 +250,6 @@ class _SortRenderer(FunctionBuilder):
             """Whether the keys differ in digit `d` (else its pass would move nothing)."""
             return b.icmp_signed("!=", self.digit(varying, d), I64(0))
 
-        count = digits(self.sort)
         passes, done = self.alloca(I64), self.alloca(I64)
         b.store(I64(0), passes)
         self.counted_loop("digits", I64(0), I64(count), lambda d: b.store(
@@ -258,7 +266,7 @@ class _SortRenderer(FunctionBuilder):
             with b.if_then(spread(d)):
                 flip = b.trunc(b.load(done, typ=I64), I1)  # whether the keys are in work_b
                 key_arrays = self.alternate(flip, (work_a, 2), (work_b, 3))
-                self.bucket_starts(base, d, key_arrays[0], starts)
+                self.bucket_starts(b.gep(counts, [b.mul(d, I64(buckets))], source_etype=I64), starts)
                 positions = None if positions_b is None else \
                     self.alternate(b.xor(flip, odd), (out, 0), (positions_b, 4))
                 self.move(base, d, starts, key_arrays, positions)
@@ -281,27 +289,18 @@ class _SortRenderer(FunctionBuilder):
         b = self.b
         return b.select(flip, other[0], a[0]), b.select(flip, a[0], other[0]), b.select(flip, I64(a[1]), I64(other[1]))
 
-    def bucket_starts(self, base: ir.Value, d: ir.Value, keys: ir.Value, starts: ir.Value) -> None:
-        """Where each bucket of digit `d` starts in the row of `keys`, into `starts`: the digit's values
-        counted, then each count replaced by the sum of those before it."""
-        b, buckets = self.b, 1 << DIGIT_BITS
-        self.counted_loop("clear", I64(0), I64(buckets), lambda j: b.store(I64(0), self.at_i64(starts, j)))
-
-        def tally(i: ir.Value) -> None:
-            at = self.at_i64(starts, self.digit(b.load(self.at(keys, b.add(base, i)), typ=self.key), d))
-            b.store(b.add(b.load(at, typ=I64), I64(1)), at)
-
-        self.counted_loop("count", I64(0), I64(self.sort.n), tally)
+    def bucket_starts(self, counts: ir.Value, starts: ir.Value) -> None:
+        """Where each bucket of a digit starts in the row, into `starts`: the sum of the `counts` of the digit's
+        values before it."""
+        b = self.b
         total = self.alloca(I64)
         b.store(I64(0), total)
 
         def bucket(j: ir.Value) -> None:
-            at = self.at_i64(starts, j)
-            here = b.load(at, typ=I64)
-            b.store(b.load(total, typ=I64), at)
-            b.store(b.add(b.load(total, typ=I64), here), total)
+            b.store(b.load(total, typ=I64), self.at_i64(starts, j))
+            b.store(b.add(b.load(total, typ=I64), b.load(self.at_i64(counts, j), typ=I64)), total)
 
-        self.counted_loop("starts", I64(0), I64(buckets), bucket)
+        self.counted_loop("starts", I64(0), I64(1 << DIGIT_BITS), bucket)
 
     def move(self, base: ir.Value, d: ir.Value, starts: ir.Value, keys: tuple[ir.Value, ir.Value, ir.Value],
              positions: tuple[ir.Value, ir.Value, ir.Value] | None) -> None:
@@ -349,6 +348,12 @@ class _SortRenderer(FunctionBuilder):
                      candidates: ir.Value) -> None:
         """One digit of a radix select: of the `size` candidates at `src`, keep (at `candidates`) those in the
         bucket of digit `d` that holds `rank`, and make `rank` theirs."""
+        b = self.b
+        with b.if_then(b.icmp_signed(">", b.load(size, typ=I64), I64(1))):  # one candidate left is the one
+            self.select_among(d, src, size, rank, counts, candidates)
+
+    def select_among(self, d: ir.Value, src: ir.Value, size: ir.Value, rank: ir.Value, counts: ir.Value,
+                     candidates: ir.Value) -> None:
         b, key_type = self.b, memory_type(self.sort.key_dtype)
         here, m = b.load(src, typ=PTR), b.load(size, typ=I64)
 
