@@ -27,10 +27,10 @@ in either direction, and neither compares anything but integers.
 
 A sort of the values moves the mapped keys alone (no positions: half the bytes of a float32 pass, and no gather
 after), then maps them back into the output. The map is one-to-one but for the keys the sort holds equal
-and that differ in bits: -0.0 and 0.0, and NaNs. Those come back from the row itself: the map pass counts the
-keys before the zeros' run and before the NaNs' run (and whether there are any), and a last pass, where there
-are, copies each zero and each NaN of the row, in order, to the next place of its run: what a stable sort puts
-there.
+and that differ in bits: -0.0 and 0.0, and NaNs. Those come back from the row itself, where it may hold any (the
+radix sort's counts of the top digit say; a short row always may): a pass over the sorted keys counts those
+before the zeros' run and before the NaNs' run, and, where there are zeros or NaNs, a last pass copies each of
+the row's, in order, to the next place of its run: what a stable sort puts there.
 
 A selection (`take`: the values at a few positions of each sorted row) sorts nothing: for each position k, an MSD
 radix select. The candidates start as the whole row; for each digit, most significant first, their digit's values
@@ -42,7 +42,6 @@ bits. Each digit reads only the candidates left, so the passes after the first t
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
 
 from llvmlite import ir
 
@@ -98,15 +97,6 @@ def work(sort: Sort) -> int:
     return sort.numel * passes
 
 
-class _Specials(NamedTuple):
-    """A float sort of values' counters of a row's mapped keys (stack slots): those before the zeros' run
-    (where the next zero goes), those before the NaNs' run (where the next NaN goes), and the zeros and NaNs."""
-
-    before_zero: ir.Value
-    before_nan: ir.Value
-    special: ir.Value
-
-
 class _SortRenderer(FunctionBuilder):
     def __init__(self, sort: Sort, checked: bool):
         super().__init__(sort.name, len(sort.params) if checked else None)
@@ -159,54 +149,64 @@ class _SortRenderer(FunctionBuilder):
             return b.bitcast(bits, memory_type(dt))
         return b.xor(k, sign) if dt.is_signed else k
 
-    def specials(self) -> _Specials | None:
-        """The counters of a float sort of values (see `_Specials`), zeroed; None where keys map one-to-one."""
-        if not (self.sort.values and self.sort.key_dtype.is_float):
-            return None
-        counters = _Specials(self.alloca(I64), self.alloca(I64), self.alloca(I64))
-        for slot in counters:
-            self.b.store(I64(0), slot)
-        return counters
+    def special_keys(self) -> tuple[ir.Value, ir.Value]:
+        """The mapped keys of 0.0 (and -0.0) and of NaN."""
+        key_type = memory_type(self.sort.key_dtype)
+        return self.ordered(ir.Constant(key_type, 0.0)), self.ordered(ir.Constant(key_type, float("nan")))
 
-    def count_special(self, counters: _Specials | None, key: ir.Value) -> None:
-        """Count mapped `key` into `counters` (if any)."""
-        if counters is None:
-            return
-        b = self.b
-        zero, nan = self.ordered(ir.Constant(memory_type(self.sort.key_dtype), 0.0)), self.ordered(
-            ir.Constant(memory_type(self.sort.key_dtype), float("nan")))
-        for slot, up in ((counters.before_zero, b.icmp_unsigned("<", key, zero)),
-                         (counters.before_nan, b.icmp_unsigned("<", key, nan)),
-                         (counters.special, b.or_(b.icmp_unsigned("==", key, zero), b.icmp_unsigned("==", key, nan)))):
-            b.store(b.add(b.load(slot, typ=I64), b.zext(up, I64)), slot)
+    def maybe_special(self, counts: ir.Value) -> ir.Value:
+        """Whether a radix-sorted row of floats may hold a zero or a NaN: its `counts` of their top digit are not
+        0 (that digit's buckets also hold the numbers nearest 0, and the largest); True for integers, which
+        `write_values` does not ask."""
+        b, top = self.b, digits(self.sort) - 1
+        if not self.sort.key_dtype.is_float:
+            return I1(1)
+        zero, nan = (self.at_i64(counts, b.add(I64(top << DIGIT_BITS), self.digit(key, I64(top))))
+                     for key in self.special_keys())
+        return b.or_(b.icmp_signed("!=", b.load(zero, typ=I64), I64(0)), b.icmp_signed("!=", b.load(nan, typ=I64), I64(0)))
 
     def write_values(self, base: ir.Value, out: ir.Value, keys: ir.Value, sorted_keys: ir.Value,
-                     counters: _Specials | None) -> None:
-        """The row's sorted mapped keys, mapped back, into the output; then its zeros and NaNs over their runs,
-        where it has any (see the module's doc)."""
+                     maybe: ir.Value) -> None:
+        """The row's sorted mapped keys, mapped back, into the output; then, for floats, where `maybe` the row
+        holds a zero or a NaN, its zeros and NaNs over their runs (see the module's doc)."""
         b, dt = self.b, self.sort.key_dtype
         key_type = memory_type(dt)
 
-        def at_out(i: ir.Value) -> ir.Value:
-            return b.gep(out, [b.add(base, i)], source_etype=key_type)
+        def sorted_key(i: ir.Value) -> ir.Value:
+            return b.load(self.at(sorted_keys, b.add(base, i)), typ=self.key)
 
         self.counted_loop("unmap", I64(0), I64(self.sort.n), lambda i: b.store(
-            self.unordered(b.load(self.at(sorted_keys, b.add(base, i)), typ=self.key)), at_out(i)))
-        if counters is None:
+            self.unordered(sorted_key(i)), b.gep(out, [b.add(base, i)], source_etype=key_type)))
+        if not dt.is_float:
             return
-        with b.if_then(b.icmp_signed("!=", b.load(counters.special, typ=I64), I64(0))):
-            def element(i: ir.Value) -> None:
-                x = b.load(b.gep(keys, [b.add(base, i)], source_etype=key_type), typ=key_type)
-                for cursor, here in ((counters.before_zero, b.fcmp_ordered("==", x, ir.Constant(key_type, 0.0))),
-                                     (counters.before_nan, b.fcmp_unordered("uno", x, x))):
-                    with b.if_then(here):
-                        place = b.load(cursor, typ=I64)
-                        to = b.add(base, place)
-                        b.store(x, self.guard(b.gep(out, [to], source_etype=key_type), to, 0, self.sort.numel,
-                                              store=True))
-                        b.store(b.add(place, I64(1)), cursor)
+        with b.if_then(maybe):
+            zero, nan = self.special_keys()
+            # where the zeros' run starts, where the NaNs' run starts, and how many keys are either
+            before_zero, before_nan, special = self.alloca(I64), self.alloca(I64), self.alloca(I64)
+            for slot in (before_zero, before_nan, special):
+                b.store(I64(0), slot)
 
-            self.counted_loop("specials", I64(0), I64(self.sort.n), element)
+            def count(i: ir.Value) -> None:
+                key = sorted_key(i)
+                for slot, up in ((before_zero, b.icmp_unsigned("<", key, zero)),
+                                 (before_nan, b.icmp_unsigned("<", key, nan)),
+                                 (special, b.or_(b.icmp_unsigned("==", key, zero), b.icmp_unsigned("==", key, nan)))):
+                    b.store(b.add(b.load(slot, typ=I64), b.zext(up, I64)), slot)
+
+            self.counted_loop("runs", I64(0), I64(self.sort.n), count)
+            with b.if_then(b.icmp_signed("!=", b.load(special, typ=I64), I64(0))):
+                def element(i: ir.Value) -> None:
+                    x = b.load(b.gep(keys, [b.add(base, i)], source_etype=key_type), typ=key_type)
+                    for cursor, here in ((before_zero, b.fcmp_ordered("==", x, ir.Constant(key_type, 0.0))),
+                                         (before_nan, b.fcmp_unordered("uno", x, x))):
+                        with b.if_then(here):
+                            place = b.load(cursor, typ=I64)
+                            to = b.add(base, place)
+                            b.store(x, self.guard(b.gep(out, [to], source_etype=key_type), to, 0, self.sort.numel,
+                                                  store=True))
+                            b.store(b.add(place, I64(1)), cursor)
+
+                self.counted_loop("specials", I64(0), I64(self.sort.n), element)
 
     def map_keys(self, base: ir.Value, keys: ir.Value, work: ir.Value,
                  also: Callable[[ir.Value, ir.Value], None]) -> None:
@@ -229,7 +229,6 @@ class _SortRenderer(FunctionBuilder):
         some, every = self.alloca(self.key), self.alloca(self.key)  # the bits set in some key, in every key
         b.store(ir.Constant(self.key, 0), some)
         b.store(ir.Constant(self.key, -1), every)
-        counters = self.specials()
         count = digits(self.sort)
         buckets = 1 << DIGIT_BITS
         counts = self.alloca(I64, count * buckets)  # every digit's counts, digit after digit
@@ -238,7 +237,6 @@ class _SortRenderer(FunctionBuilder):
         def fold(_: ir.Value, key: ir.Value) -> None:
             b.store(b.or_(b.load(some, typ=self.key), key), some)
             b.store(b.and_(b.load(every, typ=self.key), key), every)
-            self.count_special(counters, key)
             for d in range(count):  # a digit's counts are the same in any order of the keys: all counted here
                 at = self.at_i64(counts, b.add(I64(d * buckets), self.digit(key, I64(d))))
                 b.store(b.add(b.load(at, typ=I64), I64(1)), at)
@@ -274,7 +272,7 @@ class _SortRenderer(FunctionBuilder):
 
         self.counted_loop("pass", I64(0), I64(count), digit_pass)
         if self.sort.values:
-            self.write_values(base, out, keys, b.select(odd, work_b, work_a), counters)
+            self.write_values(base, out, keys, b.select(odd, work_b, work_a), self.maybe_special(counts))
 
     def digit(self, key: ir.Value, d: ir.Value) -> ir.Value:
         """Digit `d` of a mapped key, as an i64."""
@@ -405,8 +403,7 @@ class _SortRenderer(FunctionBuilder):
                   positions_b: ir.Value | None = None) -> None:
         b, n = self.b, self.sort.n
         if positions_b is None:  # a sort of values: the keys alone
-            counters = self.specials()
-            self.map_keys(base, keys, work_a, lambda _, key: self.count_special(counters, key))
+            self.map_keys(base, keys, work_a, lambda i, key: None)
             src, dst = (work_a, None), (work_b, None)
         else:
             self.map_keys(base, keys, work_a, lambda i, _: b.store(i, self.at_i64(out, b.add(base, i))))
@@ -416,7 +413,7 @@ class _SortRenderer(FunctionBuilder):
             self.merge_pass(base, width, src, dst)
             src, dst, width = dst, src, width * 2
         if positions_b is None:
-            self.write_values(base, out, keys, src[0], counters)
+            self.write_values(base, out, keys, src[0], I1(1))
         elif src[1] is positions_b:  # an odd number of passes: the positions are in the scratch
             self.counted_loop("copy", I64(0), I64(n), lambda i: b.store(
                 b.load(self.at_i64(positions_b, b.add(base, i)), typ=I64), self.at_i64(out, b.add(base, i))))
