@@ -1,6 +1,6 @@
 """Indexing by data, sorting and sets, against NumPy and torch eager in one run: gathers (rows of a table,
 `take_along_axis`), a scatter-add (an embedding's gradient), boolean masking, `x[i] = v`, sort and argsort
-(one long row; many short rows), unique, searchsorted.
+(one long row; many short rows), quantile and median, unique, searchsorted.
 
     python benchmarks/bench_indexing.py [--repeat 10] [--threads N]
 
@@ -67,8 +67,14 @@ def cases(rng: np.random.Generator) -> list[tuple[str, Callable[[], lt.Tensor], 
         ("x[i] = 0 at 2**16 of 2**22", lt_put_values, np_put_values, t_put_values),
         ("sort 2**22 float32", lambda: lt.sort(lt_x), lambda: np.sort(x, kind="stable"),
          lambda: torch.sort(t_x, stable=True)[0]),
+        ("sort 4096 rows of 1024", lambda: lt_rows.sort(axis=1), lambda: np.sort(rows, 1, kind="stable"),
+         lambda: torch.sort(t_rows, dim=1, stable=True)[0]),
         ("argsort 4096 rows of 1024", lambda: lt_rows.argsort(axis=1), lambda: np.argsort(rows, 1, kind="stable"),
          lambda: torch.argsort(t_rows, dim=1, stable=True)),
+        ("quantile 0.3 of 2**22", lambda: lt.quantile(lt_x, 0.3), lambda: np.quantile(x, 0.3),
+         lambda: torch.quantile(t_x, 0.3)),
+        ("median of 4096 rows of 1024", lambda: lt.median(lt_rows, axis=1), lambda: np.median(rows, 1),
+         lambda: torch.quantile(t_rows, 0.5, dim=1)),  # torch's median is the lower middle value, not NumPy's
         ("unique of 2**22 ints < 1000", lambda: lt.unique_values(lt_ints), lambda: np.unique(small_ints),
          lambda: torch.unique(t_ints)),
         ("searchsorted 2**20 in 2**22", lambda: lt.searchsorted(lt_sorted, lt_queries),

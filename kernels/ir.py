@@ -654,10 +654,12 @@ class Scatter:
 @dataclass(frozen=True)
 class Sort:
     """A stable argsort of each row: `rows` rows of `n` keys (buffer slot 1, row-major), and into slot 0 the
-    int64 positions of each row's keys in order, ascending (or `descending`). Keys that compare equal keep
-    their order (a stable sort); NaN comes after every number (before, descending), and -0.0 equals 0.0.
-    The keys are integers or float32 or float64 (the frontend widens the others, exactly); the backends
-    bring whatever scratch memory their sort needs."""
+    int64 positions of each row's keys in order, ascending (or `descending`); or, `values`, the keys themselves
+    in that order (of the keys' dtype, each with its own bits: -0.0 and 0.0, and NaNs' payloads, where the
+    stable order puts them), and with `take` only those at these positions of each row (rows of `len(take)`:
+    a selection, which needs no sort of the whole row). Keys that compare equal keep their order (a stable sort); NaN comes after every
+    number (before, descending), and -0.0 equals 0.0. The keys are integers or float32 or float64 (the
+    frontend widens the others, exactly); the backends bring whatever scratch memory their sort needs."""
 
     name: str  # "" names it from its sizes, key dtype and direction
     buffers: tuple[BufferParam, ...]
@@ -666,11 +668,14 @@ class Sort:
     descending: bool
 
     params: tuple[DType, ...] = ()
+    values: bool = False  # the sorted keys into slot 0, not their positions
+    take: tuple[int, ...] = ()  # with `values`, only the sorted keys at these positions of each row
 
     def __post_init__(self) -> None:
         if not self.name:
             order = "desc" if self.descending else "asc"
-            object.__setattr__(self, "name", f"argsort_{SHORT_NAMES[self.key_dtype]}_{order}_{self.rows}x{self.n}")
+            kind = ("select" if self.take else "sort") if self.values else "argsort"
+            object.__setattr__(self, "name", f"{kind}_{SHORT_NAMES[self.key_dtype]}_{order}_{self.rows}x{self.n}")
 
     @property
     def key_dtype(self) -> DType:
@@ -683,7 +688,9 @@ class Sort:
     def body_text(self) -> str:
         """The sort without its name: the structural key caches compile by."""
         order = "descending" if self.descending else "ascending"
-        return f"{_signature(self.buffers, self.params)}\n  b0[r, :] = stable argsort {order} of b1[r, :], " \
+        kind = "stable sort" if self.values else "stable argsort"
+        at = f"[{', '.join(map(str, self.take))}]" if self.take else ""
+        return f"{_signature(self.buffers, self.params)}\n  b0[r, :] = ({kind} {order} of b1[r, :]){at}, " \
                f"for r < {self.rows}, each of {self.n}"
 
     def __str__(self) -> str:

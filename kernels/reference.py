@@ -405,13 +405,17 @@ def _scatter(buffer: np.ndarray, store: Store, at: np.ndarray, mask: np.ndarray,
 def argsort(sort: Sort, slots: Sequence[np.ndarray]) -> None:
     """A sort: each row's positions in NumPy's stable order (NaN after every number, -0.0 equal to 0.0);
     descending, the stable ascending order of the reversed row, reversed and mapped back, which keeps equal
-    keys in their order and puts NaN first."""
+    keys in their order and puts NaN first. With `values`, the keys read in that order (at the positions `take` only, where it names
+    any)."""
     keys = _storage(slots[1], sort.buffers[1], 1).reshape(sort.rows, sort.n)
     if sort.descending:
         order = sort.n - 1 - np.argsort(keys[:, ::-1], axis=-1, kind="stable")[:, ::-1]
     else:
         order = np.argsort(keys, axis=-1, kind="stable")
-    _storage(slots[0], sort.buffers[0], 0)[:] = order.reshape(-1)
+    out = np.take_along_axis(keys, order, axis=-1) if sort.values else order
+    if sort.take:
+        out = out[:, list(sort.take)]
+    _storage(slots[0], sort.buffers[0], 0)[:] = out.reshape(-1)
 
 
 def scan(s: Scan, slots: Sequence[np.ndarray]) -> None:

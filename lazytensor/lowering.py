@@ -447,16 +447,19 @@ class _Lowerer:
         return src
 
     def source_buffer(self) -> tuple[Node, int, int]:
-        """The buffer a SORT reads, and the root's rows and row length (its last axis)."""
-        root = self.root
-        n = root.shape[-1] if root.shape else 1
-        return self.buffer_of(root.srcs[0]), root.numel // n, n
+        """The buffer a SORT reads, and its source's rows and row length (its last axis)."""
+        src = self.root.srcs[0]
+        n = src.shape[-1] if src.shape else 1
+        return self.buffer_of(src), src.numel // n, n
 
     def lower_sort(self) -> LoweredKernel:
-        """A SORT's `ir.Sort`."""
+        """A SORT's `ir.Sort`: of the positions, or of the keys themselves (`values`), all or those at `take`."""
         keys, rows, n = self.source_buffer()
-        buffers = (ir.BufferParam(int64, self.root.numel, output=True), ir.BufferParam(keys.dtype, keys.numel))
-        return LoweredKernel(ir.Sort("", buffers, rows, n, self.root.arg), list(self.inputs), [])
+        descending, values, take = self.root.arg
+        buffers = (ir.BufferParam(self.root.dtype, self.root.numel, output=True),
+                   ir.BufferParam(keys.dtype, keys.numel))
+        return LoweredKernel(ir.Sort("", buffers, rows, n, descending, values=values, take=take), list(self.inputs),
+                             [])
 
     def lower_scan(self) -> LoweredKernel:
         """A SCAN's `ir.Scan`: the axes before its axis are the rows, those after it each element's lanes."""

@@ -2,9 +2,10 @@
 `unique`, `unique_*`, `unique_consecutive`, `mode`, `isin`, `union1d`, `intersect1d`, `setdiff1d`.
 
 One graph op does the sorting (`Op.SORT`): the stable order of each row of keys along the last axis, as
-int64 positions, a kernel of its own kind (`kernels.ir.Sort`: a radix sort on the CPU, a sorting network on
-a GPU) on the tensor's device. Everything else is gathers, scans and scatters around it (`indexing.py`):
-`sort` gathers the keys in their order, `searchsorted` is a binary search of gathers fused into one
+int64 positions, or the keys themselves in that order, a kernel of its own kind (`kernels.ir.Sort`: a radix
+sort on the CPU, a sorting network on a GPU) on the tensor's device. Everything else is gathers, scans and
+scatters around it (`indexing.py`): `sort` sorts the values themselves where it is asked for them alone (and
+gathers the keys in their order where PyTorch's `dim=` asks for the positions too), `searchsorted` is a binary search of gathers fused into one
 kernel, `unique` and `unique_*` mark where a sorted run starts and count, `isin` searches a sorted copy.
 
 Order: stable (equal keys keep their order); NaN after every number (first, descending), as NumPy and
@@ -51,20 +52,35 @@ class SortingOps:
             return zeros((), dtype=dtypes.int64, device=self.device)
         a = normalize_axis(axis if dim is None else dim, self.ndim, "argsort")
         keys = _keys(self).moveaxis(a, -1)
-        order = Tensor._make(Op.SORT, dtypes.int64, keys.shape, (keys,), bool(descending))
+        order = Tensor._make(Op.SORT, dtypes.int64, keys.shape, (keys,), (bool(descending), False, ()))
         return order.moveaxis(-1, a)
 
     def sort(self: Tensor, axis: int | None = -1, descending: bool = False, stable: bool = True, *,
              dim: int | None = None) -> Any:
         """The values sorted along `axis` (see `argsort` for the order; None: the flattened tensor, as NumPy): the
         array API's and NumPy's result. Spelled PyTorch's way, with `dim=`, it is PyTorch's `(values, indices)`."""
+        from .tensor import Tensor
         if axis is None and dim is None:
             return self.reshape(-1).sort(0, descending, stable)
+        if dim is None and self.ndim and _keys(self) is self:
+            # the values alone: the kernel sorts the keys themselves, with no positions to carry nor gather by
+            a = normalize_axis(axis, self.ndim, "sort")
+            keys = self.moveaxis(a, -1)
+            return Tensor._make(Op.SORT, self.dtype, keys.shape, (keys,), (bool(descending), True, ())).moveaxis(-1, a)
         order = self.argsort(axis, descending, stable, dim=dim)
         values = self if self.ndim == 0 else self._gather(normalize_axis(axis if dim is None else dim, self.ndim,
                                                                          "sort"), order)
         return values if dim is None else Sorted(values, order)
 
+
+    def _sorted_at(self: Tensor, positions: tuple[int, ...]) -> Tensor:
+        """The values an ascending sort of the last axis puts at `positions` (each in [0, n)), in a last axis of
+        their own: a selection, with no sort of the whole row where the kernel can select its keys."""
+        from .tensor import Tensor
+        if _keys(self) is not self:
+            return self.sort(-1)[..., list(positions)]
+        shape = (*self.shape[:-1], len(positions))
+        return Tensor._make(Op.SORT, self.dtype, shape, (self,), (False, True, tuple(positions)))
 
     def topk(self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Sorted:
         """PyTorch's topk: the `k` largest (`largest=False`: smallest) entries along `dim` and their indices, in

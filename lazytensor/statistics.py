@@ -2,8 +2,10 @@
 `percentile` (and their `nan` forms), `ptp`, `average`, `cov`, `corrcoef`, `bincount`, `histogram`, `digitize`,
 `interp`.
 
-Order statistics sort along their axis (`sorting.py`) and read the sorted values at computed positions; a
-NaN in a slice makes its result NaN, as NumPy's (NaN sorts last, so the slice's last value says). Counting
+Order statistics sort along their axis (`sorting.py`) and read the sorted values at computed positions, or,
+where the positions are known before the data (`median`, a `quantile` of one number), select the values at them
+with no sort of the whole slice; a NaN in a slice makes its result NaN, as NumPy's (NaN sorts last, so the
+slice's last value says, or a test for one where there was no sort). Counting
 adds ones (or weights) into bins with a scatter (`indexing.py`). Where NumPy's result has a size the data
 decides (`bincount`'s length, `histogram`'s range from the data's extremes), the data is read first (a
 realize; a JitError inside `lt.jit`).
@@ -11,6 +13,7 @@ realize; a JitError inside `lt.jit`).
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 import numpy as np
@@ -28,9 +31,9 @@ def _tensor(x: Any) -> Any:
     return x if isinstance(x, Tensor) else asarray(x)
 
 
-def _sorted_along(x: Any, axis: Any, name: str) -> tuple[Any, tuple[int, ...]]:
-    """x's values sorted along one axis that stands for `axis` (the flattened axes it names, moved last), and
-    the shape of the result without that axis."""
+def _along(x: Any, axis: Any, name: str) -> tuple[Any, tuple[int, ...]]:
+    """x's values along one axis that stands for `axis` (the flattened axes it names, moved last), and the
+    shape of the result without that axis."""
     t = _tensor(x)
     if t.dtype == dtypes.bool_ or not (t.dtype.is_float or t.dtype.is_int):
         raise DTypeError(f"{name}: needs real numbers, got {t.dtype.name}")
@@ -39,7 +42,7 @@ def _sorted_along(x: Any, axis: Any, name: str) -> tuple[Any, tuple[int, ...]]:
     rest = tuple(t.shape[a] for a in kept)
     if t.numel() == 0 and not rest:
         raise ValueError(f"{name}: of an empty tensor")
-    return t.permute(kept + list(axes)).reshape(*rest, -1).sort(-1), rest
+    return t.permute(kept + list(axes)).reshape(*rest, -1), rest
 
 
 def _keep_dims(out: Any, t: Any, axis: Any, leading: int, name: str) -> Any:
@@ -68,8 +71,12 @@ def _quantile(x: Any, q: Any, axis: Any, method: str, keepdims: bool, skip_nan: 
     from .creation import asarray
     from .tensor import Tensor, where
     name = "nanquantile" if skip_nan else "quantile"
-    s, rest = _sorted_along(x, axis, name)
-    n = s.shape[-1]
+    t, rest = _along(x, axis, name)
+    n = t.shape[-1]
+    # one q in range, NaN counted in: the positions are known (every method picks the floor or the one after)
+    select = not skip_nan and isinstance(q, (int, float)) and 0 <= q <= 1 and n > 0
+    first = math.floor(q * (n - 1)) if select else 0
+    s = t._sorted_at((first, min(first + 1, n - 1))) if select else t.sort(-1)
     qs = q if isinstance(q, Tensor) else asarray(np.asarray(q, dtype=np.float64), device=s.device)
     qt = qs.cast(dtypes.float64)
     q_axes = qt.reshape(*qt.shape, *([1] * len(rest)))  # of q's shape, then 1s for x's axes
@@ -93,8 +100,8 @@ def _quantile(x: Any, q: Any, axis: Any, method: str, keepdims: bool, skip_nan: 
                          f"got {method!r}")
     shape = (*qt.shape, *rest, 1)
     # a slice of NaNs alone has no position: any index reads, and the result is NaN
-    below, above = (s.broadcast_to((*qt.shape, *rest, n))._gather(
-        len(shape) - 1, p.broadcast_to(shape[:-1]).maximum(0).cast(dtypes.int64).unsqueeze(-1)).squeeze(-1)
+    below, above = (s.broadcast_to((*qt.shape, *rest, s.shape[-1]))._gather(
+        len(shape) - 1, (p - first).broadcast_to(shape[:-1]).maximum(0).cast(dtypes.int64).unsqueeze(-1)).squeeze(-1)
         for p in picks)
     if frac is None:
         out = below
@@ -109,7 +116,8 @@ def _quantile(x: Any, q: Any, axis: Any, method: str, keepdims: bool, skip_nan: 
         f = frac.broadcast_to(below.shape).cast(below.dtype)
         out = where(f >= 0.5, above - gap * (1 - f), below + gap * f)
     if s.dtype.is_float:
-        out = where(s[..., -1].isnan() if count is None else count == 0, np.nan, out).cast(out.dtype)
+        nan = count == 0 if count is not None else t.isnan().any(-1) if select else s[..., -1].isnan()
+        out = where(nan, np.nan, out).cast(out.dtype)
     if keepdims:
         out = _keep_dims(out, _tensor(x), axis, qt.ndim, name)
     bad = (qt < 0) | (qt > 1) | qt.isnan()
@@ -150,10 +158,15 @@ def _median(x: Any, axis: Any, keepdims: bool, skip_nan: bool) -> Any:
     interpolation (which is NaN between an infinity and a number). A float (float64 for integers)."""
     from .tensor import where
     name = "nanmedian" if skip_nan else "median"
-    s, _ = _sorted_along(x, axis, name)
-    n = s.shape[-1]
+    t, _ = _along(x, axis, name)
+    n = t.shape[-1]
+    select = not (skip_nan and t.dtype.is_float) and n > 0  # the middle positions are known: select them
+    s = t._sorted_at(((n - 1) // 2, n // 2)) if select else t.sort(-1)
     count = (~s.isnan()).sum(-1, keepdims=True) if skip_nan and s.dtype.is_float else None
-    if count is None:
+    if select:
+        lo, hi = s[..., 0], s[..., 1]
+        odd = n % 2 == 1
+    elif count is None:
         lo, hi = s[..., (n - 1) // 2], s[..., n // 2]
         odd = n % 2 == 1
     else:
@@ -164,7 +177,7 @@ def _median(x: Any, axis: Any, keepdims: bool, skip_nan: bool) -> Any:
     middle = (lo.cast(work) + hi.cast(work)) / 2
     out = where(odd, lo.cast(work), middle).cast(wide)
     if s.dtype.is_float:
-        empty = s[..., -1].isnan() if count is None else count.squeeze(-1) == 0
+        empty = count.squeeze(-1) == 0 if count is not None else t.isnan().any(-1) if select else s[..., -1].isnan()
         out = where(empty, np.nan, out).cast(wide)
     return _keep_dims(out, _tensor(x), axis, 0, name) if keepdims else out
 

@@ -37,6 +37,14 @@ def as_numpy(x: lt.Tensor) -> np.ndarray:
     return np.asarray(x.float().numpy() if x.dtype in HALF_DTYPES else x.numpy())
 
 
+def same_bits(got: lt.Tensor, want: np.ndarray) -> None:
+    """`got` is `want` bit for bit: its dtype, and each -0.0, 0.0 and NaN payload where `want` has it."""
+    g = got.numpy()
+    assert g.dtype == want.dtype and g.shape == want.shape, (g.dtype, g.shape, want.dtype, want.shape)
+    bits = np.dtype(f"u{max(1, want.dtype.itemsize)}")
+    np.testing.assert_array_equal(g.view(bits), np.ascontiguousarray(want).view(bits))
+
+
 def descending_order(a: np.ndarray, axis: int) -> np.ndarray:
     """NumPy's stable order, descending (NaN first, equal keys in their order)."""
     rev = np.flip(a, axis)
@@ -58,6 +66,9 @@ def test_argsort_and_sort_match_numpy(shape, axis, dtype):
         got = lt.sort(x, axis=axis)
         assert got.dtype == x.dtype
         np.testing.assert_array_equal(as_numpy(got), np.take_along_axis(a, want, axis))
+        if dtype not in HALF_DTYPES:
+            same_bits(got, np.take_along_axis(a, want, axis))
+            same_bits(lt.sort(x, axis=axis, descending=True), np.take_along_axis(a, descending_order(a, axis), axis))
 
 
 def test_sort_0d_and_pytorch_spelling():
@@ -69,13 +80,30 @@ def test_sort_0d_and_pytorch_spelling():
     check(indices, ti)
 
 
-def test_a_sort_is_a_kernel_on_the_device_and_its_values_a_gather():
+def test_a_sort_is_a_kernel_on_the_device_that_sorts_the_values_themselves():
+    """The values alone (NumPy's sort) are the kernel's output; PyTorch's (values, indices) are the positions
+    and a gather of the keys by them."""
     x = lt.asarray(np.random.default_rng(2).random((4, 50), dtype=np.float32))
     items = lt.schedule((x * 2).sort(axis=1))
     kinds = [type(item.kernel).__name__ for item in items]
+    assert kinds == ["Kernel", "Sort"], kinds  # the keys computed, sorted
+    sort = items[1].kernel
+    assert (sort.rows, sort.n, sort.descending, sort.values, sort.buffers[0].dtype) == (4, 50, False, True, lt.float32)
+    items = lt.schedule(*(x * 2).sort(dim=1))
+    kinds = [type(item.kernel).__name__ for item in items]
     assert kinds.count("Sort") == 1 and len(items) == 3, kinds  # the keys computed, sorted, gathered
     (sort,) = [item.kernel for item in items if isinstance(item.kernel, Sort)]
-    assert (sort.rows, sort.n, sort.descending) == (4, 50, False)
+    assert (sort.values, sort.buffers[0].dtype) == (False, lt.int64)
+
+
+def test_the_gradient_of_sorted_values_goes_back_where_each_was():
+    from test_autograd import check_grads
+    arr = keys((3, 40), lt.float32, seed=4)
+    arr[np.isnan(arr)] = 2.0
+    check_grads(lambda x: lt.sort(x, axis=1), lambda t: t.sort(dim=1, stable=True)[0], [arr],
+                kinds=("contiguous", "transposed"))
+    check_grads(lambda x: lt.sort(x, axis=0, descending=True),
+                lambda t: t.sort(dim=0, descending=True, stable=True)[0], [arr])
 
 
 def test_large_rows_sort():
@@ -122,6 +150,9 @@ def test_radix_sort_of_long_rows_matches_numpy(dtype):
     check(x.argsort(), want.astype(np.int64))
     check(lt.argsort(x, descending=True), descending_order(a, 1).astype(np.int64))
     np.testing.assert_array_equal(as_numpy(lt.sort(x)), np.take_along_axis(a, want, 1))
+    if dtype not in HALF_DTYPES:
+        same_bits(lt.sort(x), np.take_along_axis(a, want, 1))
+        same_bits(lt.sort(x, descending=True), np.take_along_axis(a, descending_order(a, 1), 1))
 
 
 @pytest.mark.parametrize("dtype", [lt.int8, lt.uint16, lt.float32, lt.int64], ids=str)
@@ -138,6 +169,8 @@ def test_rows_either_side_of_the_radix_threshold_shared_among_threads(dtype, mon
         (sort,) = [item.kernel for item in lt.schedule(x.argsort()) if isinstance(item.kernel, Sort)]
         assert radix(sort) == (n >= least)
         check(x.argsort(), np.argsort(arr, axis=1, kind="stable").astype(np.int64))
+        same_bits(x.sort(), np.take_along_axis(arr, np.argsort(arr, axis=1, kind="stable"), 1))
+        same_bits(x.sort(descending=True), np.take_along_axis(arr, descending_order(arr, 1), 1))
         check(lt.argsort(x, descending=True), descending_order(arr, 1).astype(np.int64))
 
 

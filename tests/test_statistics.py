@@ -9,7 +9,7 @@ import torch
 
 import lazytensor as lt
 from conftest import check, inputs, layout, random_array
-from lazytensor.kernels.ir import Contraction
+from lazytensor.kernels.ir import Contraction, Sort
 
 METHODS = ["linear", "lower", "higher", "nearest", "midpoint"]
 DEFAULT_DEVICE = lt.zeros(1).device  # LT_DEVICE, else cpu
@@ -29,6 +29,47 @@ def test_quantile_percentile_median_match_numpy(axis, dtype):
         check(lt.percentile(x, 35, axis=axis), np.percentile(a, 35, axis=axis), rtol=1e-6)
         check(lt.median(x, axis=axis), np.median(a, axis=axis), rtol=1e-6)
         check(lt.median(x, axis=axis, keepdims=True), np.median(a, axis=axis, keepdims=True), rtol=1e-6)
+
+
+def order_keys(shape: tuple[int, ...], dtype: lt.DType, seed: int) -> np.ndarray:
+    """Few distinct values (ties), and for floats NaN in some slices, infinities and zeros of both signs."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-40, 41, shape).astype(np.float64)
+    if dtype.is_float:
+        a[rng.random(shape) < 0.1] = -0.0
+        a[rng.random(shape) < 0.05] = np.inf
+        a[rng.random(shape) < 0.05] = -np.inf
+        a[..., 0][rng.random(a[..., 0].shape) < 0.3] = np.nan
+    return (a if dtype.is_signed or dtype.is_float else np.abs(a)).astype(
+        np.float32 if dtype == lt.float16 else dtype.name)
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32, lt.uint8, lt.float16], ids=str)
+@pytest.mark.parametrize("shape,axis", [((4, 301), -1), ((300, 3), 0), ((1,), 0), ((5, 2), -1)], ids=str)
+def test_median_and_one_quantile_select_with_no_sort(shape, axis, dtype):
+    """The median and a quantile of one q select the values at their positions (an `ir.Sort` with `take`, no
+    sort of the whole slice): rows the radix select takes several passes over, NaN, signed zeros, infinities,
+    ties, contiguous or not; 16-bit floats sort (as float32 keys) and pick."""
+    arr = order_keys(shape, dtype, seed=sum(shape))
+    for x in (lt.asarray(arr).cast(dtype), lt.asarray(np.flip(arr, 0).copy()).cast(dtype).flip(0)):
+        a = np.asarray(x.float().numpy() if dtype == lt.float16 else x.numpy())
+        kernels = [item.kernel for item in lt.schedule(lt.median(x, axis=axis), lt.quantile(x, 0.3, axis=axis))]
+        if dtype != lt.float16:
+            assert all(k.take for k in kernels if isinstance(k, Sort)), [k.name for k in kernels]
+        as_x = (lambda w: np.asarray(w).astype(np.float16)) if dtype == lt.float16 else np.asarray
+        check(lt.median(x, axis=axis), as_x(np.median(a, axis=axis)))
+        for q in (0.0, 0.3, 0.5, 1.0):
+            for method in METHODS:
+                check(lt.quantile(x, q, axis=axis, method=method),
+                      as_x(np.quantile(a, q, axis=axis, method=method)))
+
+
+def test_the_gradient_of_a_selected_quantile_goes_to_the_elements_it_picked():
+    from test_autograd import check_grads
+    arr = np.random.default_rng(6).standard_normal((3, 41)).astype(np.float32)
+    check_grads(lambda x: lt.median(x, axis=1), lambda t: t.quantile(0.5, dim=1), [arr], kinds=("contiguous",
+                                                                                                 "transposed"))
+    check_grads(lambda x: lt.quantile(x, 0.3, axis=0), lambda t: t.quantile(0.3, dim=0), [arr[:, :40]])
 
 
 def test_quantiles_with_nan_and_infinities_and_bad_q():

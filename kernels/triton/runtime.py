@@ -323,7 +323,8 @@ class SortProgram(_Composite):
         name = identifier(kernel.name)
         self.init = _program(kernel, render_init(kernel, f"{name}_init"), target, (kernel.buffers[1], *work))
         self.step = _program(kernel, render_step(kernel, f"{name}_step"), target, (*work, *work), (int64, int64))
-        self.final = _program(kernel, render_final(kernel, f"{name}_final"), target, (work[1], kernel.buffers[0]))
+        final_from = work[0] if kernel.values else work[1]
+        self.final = _program(kernel, render_final(kernel, f"{name}_final"), target, (final_from, kernel.buffers[0]))
         self.compile_seconds = 0.0
 
     def parts(self) -> list[Program]:
@@ -337,7 +338,7 @@ class SortProgram(_Composite):
         for j, k in steps(self.kernel):
             self.step([a_keys, a_positions, b_keys, b_positions], [j, k])
             a_keys, a_positions, b_keys, b_positions = b_keys, b_positions, a_keys, a_positions
-        self.final([a_positions, out], [])
+        self.final([a_keys if self.kernel.values else a_positions, out], [])
 
 
 def _seconds_per_launch(program: Program, table: Sequence[int | None], params: Sequence[bool | int | float]) -> float:

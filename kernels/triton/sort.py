@@ -7,7 +7,8 @@ of work buffers. Comparing (key, position) pairs makes the order total, hence st
 one from the lower position goes first. Padding (a position past n) sorts after every key.
 
 Three kernels: `init` (keys into the work buffer, positions 0..P-1), `step` (one compare-exchange layer, j
-and k its parameters) and `final` (each row's first n positions into the output). Work buffers belong to
+and k its parameters) and `final` (each row's first n positions into the output, or its first n keys in a sort
+of the values: the positions make the order of keys that compare equal, -0.0 and 0.0 and NaNs, the stable one). Work buffers belong to
 the call (the device's caching allocator makes that cheap), as the contraction's scratch does.
 """
 from __future__ import annotations
@@ -79,19 +80,25 @@ def {name}(keys_in, positions_in, keys_out, positions_out, j: tl.int64, k: tl.in
 
 
 def render_final(sort: Sort, name: str) -> TritonSource:
+    """Each row's first n positions (or keys, `values`) of the work buffer into the output, or its keys at the
+    positions `take`."""
     p = padded(sort)
+    width = len(sort.take) or sort.n
+    col = "col"
+    for c, k in enumerate(sort.take):  # the sorted row's position of the output's column
+        col = f"tl.where(col == {c}, {k}, {col})"
     source = f'''import triton
 import triton.language as tl
 
 
 @triton.jit
-def {name}(work_positions, out):
+def {name}(work, out):
     i = tl.program_id(0).to(tl.int64) * {BLOCK} + tl.arange(0, {BLOCK})
-    inside = i < {sort.numel}
-    row, col = i // {sort.n}, i % {sort.n}
-    tl.store(out + i, tl.load(work_positions + row * {p} + col, mask=inside, other=0), mask=inside)
+    inside = i < {sort.rows * width}
+    row, col = i // {width}, i % {width}
+    tl.store(out + i, tl.load(work + row * {p} + {col}, mask=inside, other=0), mask=inside)
 '''
-    return TritonSource(name, source, -(-sort.numel // BLOCK), 4)
+    return TritonSource(name, source, -(-sort.rows * width // BLOCK), 4)
 
 
 def steps(sort: Sort) -> list[tuple[int, int]]:

@@ -93,8 +93,9 @@ class Custom(enum.Enum):
 # 3.11 (an Enum class's attributes are all read through EnumType.__getattr__'s hook)
 _CUSTOM_VJP, _JOINT = Custom.VJP, Custom.JOINT
 (_ALU, _BITCAST, _CAST, _CHECK, _CONTIGUOUS, _EXPAND, _FLIP, _GATHER, _LINALG, _PAD, _PERMUTE, _REDUCE, _RESHAPE, _SCAN,
- _SCATTER, _SHRINK) = (Op.ALU, Op.BITCAST, Op.CAST, Op.CHECK, Op.CONTIGUOUS, Op.EXPAND, Op.FLIP, Op.GATHER, Op.LINALG,
-                       Op.PAD, Op.PERMUTE, Op.REDUCE, Op.RESHAPE, Op.SCAN, Op.SCATTER, Op.SHRINK)
+ _SCATTER, _SHRINK, _SORT) = (Op.ALU, Op.BITCAST, Op.CAST, Op.CHECK, Op.CONTIGUOUS, Op.EXPAND, Op.FLIP, Op.GATHER,
+                              Op.LINALG, Op.PAD, Op.PERMUTE, Op.REDUCE, Op.RESHAPE, Op.SCAN, Op.SCATTER, Op.SHRINK,
+                              Op.SORT)
 
 
 def custom_vjp(srcs: Sequence[Tensor], forward: Callable[[], Tensor],
@@ -711,6 +712,11 @@ def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor,
     elif op is _LINALG:  # a factorization's rule, beside its routine
         from ..linalg import vjp as linalg_vjp
         grads = linalg_vjp(arg, srcs, out, g)
+    elif op is _SORT:  # sorted values (positions are not differentiable): each one's gradient back where it was
+        last, (descending, _, take) = x.ndim - 1, arg
+        order = x.argsort(last, descending)
+        grads = [_zeros_like(x)._scatter(last, order[..., list(take)], g, ReduceOp.SUM) if take else
+                 _zeros_like(x)._scatter(last, order, g, None, distinct=True)]
     elif op is _GATHER:  # what each element read, added back where it read it
         index = srcs[1]
         grads = [_zeros_like(x)._scatter(arg, index, g, ReduceOp.SUM), None]
