@@ -682,7 +682,7 @@ class ContractionProgram(StagedProgram):
         wide = frozenset(v for k, v in enumerate(c.sized_loops()) if k in over)
         layout = Layout.choose(c, num_threads(), self.layout)
         packs = generic_pack_kernels(c, layout, wide)
-        stages = [stage.sized(pack.kernel, frozenset({0})) if pack.covers in wide else stage
+        stages = [stage.sized(pack.kernel, frozenset({0})) if pack.covers in wide or pack.strides else stage
                   for stage, pack in zip(self.stages, packs)]
         stages.append(replace(self.gemm, kernel=c, extent=layout.tasks(c), work=c.numel // layout.nr, plans={}))
         if c.epilogue is not None:  # generic over its loops among `over` (`_generic_contraction`), if any
@@ -878,10 +878,14 @@ def _strided(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall,
     sizes `changed` written as such (`symbolic.symbolized`): the form whose erased text the kernels of every such
     size share. Only where its own text is new (it would compile), which is then taken as seen at its sizes: a
     coefficient that is such a product by chance (a row of 21 at a batch of 7) costs no compile that its own
-    text would not."""
+    text would not. A batched contraction has no sized loop before (`Contraction.sized_loops`): its form where
+    that may run generic."""
     if changed and type(kernel) is Kernel and (erased := _erased(kernel, bounds.CHECK)) is not None \
             and erased not in _first_sizes and (form := symbolized(kernel, changed)) is not kernel:
         _first_sizes[erased] = sizes(kernel)
+        return form
+    if changed and type(kernel) is Contraction and not kernel.sized_loops() \
+            and _erased(form := symbolized(kernel, changed), bounds.CHECK) is not None:
         return form
     return kernel
 
@@ -981,9 +985,9 @@ def _generic_contraction(c: Contraction, over: frozenset[int]) -> Generator[Job,
     (`Layout.blocked`)."""
     loops = c.sized_loops()
     wide = frozenset(loops[k] for k in over)
-    _, _, vn, vk = c.vars
+    vb, _, vn, vk = c.vars
     core = wide & set(c.vars[1:])
-    if not core or vk in core and len(core) > 1:
+    if not core or vk in core and len(core) > 1 and vb.size == 1:
         return None
     legal = legalize(c, NATIVE)
     epilogue = c.epilogue
@@ -1000,15 +1004,15 @@ def _generic_contraction(c: Contraction, over: frozenset[int]) -> Generator[Job,
             return None
     epilogue = legalize(epilogue, NATIVE) if epilogue is not None else None
     code = Layout.choose(legal, num_threads())
-    code = replace(code, blocked=True, kc=KC_TARGET) if vk in core else \
-        replace(code, nr=2 * code.lanes) if vn in core else code
+    code = replace(code, nr=2 * code.lanes) if vn in core and (vb.size > 1 or vk not in core) else code
+    code = replace(code, blocked=True, kc=KC_TARGET) if vk in core and vb.size == 1 else code
     named = replace(legal, name=c.default_name(generic=tuple(wide)))
     layout = Layout.choose(named, num_threads(), code)
     # an operand packed over a generic loop: its kernel generic over it, made from the operands over unbounded
     # variables, as the sizes it will run at (`unbounded`)
     far = unbounded(named, core)
     far_core = frozenset(w for v, w in zip(named.vars, far.vars) if v in core)
-    packs = tuple(pack.generic() if pack.covers in far_core else pack
+    packs = tuple(pack.generic() if pack.covers in far_core and not pack.strides else pack
                   for pack in generic_pack_kernels(far, layout, far_core))
     if any(pack.kernel.extents for pack in packs):
         return None  # a count of the packing's outer loop would need its size passed
