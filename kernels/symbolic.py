@@ -26,7 +26,10 @@ bound stay constants (a kernel whose divisor is t specializes). A coefficient eq
 
 A `Contraction` of one product takes part too (`Contraction.sized_loops`: its m, n and k, and its epilogue's sized
 loops): a backend compiles its template generic over the loops whose sizes differ where it can (the CPU's:
-`kernels/llvm/gemm.py`, `generic_pack_kernels`), its epilogue made generic here.
+`kernels/llvm/gemm.py`, `generic_pack_kernels`), its epilogue made generic here. So does a batch's product without an
+epilogue (attention's `q @ k.T` and `p @ v` over a batch of heads) whose m, n or k is a changed size: `symbolized`
+writes its operands' strides over those loops, which are then its sized loops, and the CPU's template packs each
+product's panels where the strides the call passes put them (`gemm._batched_pack`).
 
 `eligible` says which kernels take part: a plain `Kernel` whose stores are plain and that has a sized loop, and a
 `Contraction` that has one.

@@ -1037,3 +1037,31 @@ def test_attention_on_the_default_device_at_each_length(length):
     for size in (length, length + 5):
         q, k, v = (random_array((2, 3, size, 16), lt.float32, seed=size + s) for s in range(3))
         close(attention(lt.asarray(q), lt.asarray(k), lt.asarray(v)), attention_expected(q, k, v))
+
+
+@pytest.mark.parametrize("name", BATCHED)
+def test_generic_batched_products_stay_inside_each_sizes_buffers(monkeypatch, name):
+    """The generic template of a batched product (`runtime._generic_contraction`) compiled checked (`kernels/bounds.py`:
+    its packing's loads of the operands, its core's tiles and panels) against one size's buffers and run at that size:
+    no access outside them, and that size's values; sizes inside one panel, not whole tiles or runs of k, and of many
+    panels."""
+    from lazytensor.kernels.symbolic import symbolized
+
+    lowering = importlib.import_module("lazytensor.lowering")
+    for threshold in ("M", "N", "K", "PRODUCT", "WORK"):  # every product a contraction
+        monkeypatch.setattr(lowering, f"MIN_CONTRACTION_{threshold}", 0)
+    build = runtime._contraction_program
+    monkeypatch.setattr(runtime, "_contraction_program", lambda c, checked, *rest: build(c, True, *rest))
+    shapes, _ = BATCHED[name]
+    for n in (7, 9, 33, 64):
+        a, b = (small_integers(s, seed=k + n) for k, s in enumerate(shapes(n)))
+        (item,) = lt.schedule(cpu(a) @ cpu(b))
+        form = symbolized(item.kernel, frozenset({n}))
+        over = frozenset(range(len(form.sized_loops())))
+        template, _ = runtime._built(runtime._generic_contraction(form, over))
+        program = template.sized(form, over)
+        assert program.checked and program.generic_over
+        out = np.full(form.buffers[0].size, -1, np.float32)
+        inputs = {x.size: x for x in (a, b)}
+        program([out.ctypes.data, *(inputs[buf.size].ctypes.data for buf in form.buffers[1:])], [])
+        np.testing.assert_array_equal(out.reshape(a.shape[0], a.shape[1], b.shape[2]), a @ b)

@@ -42,7 +42,9 @@ both where k does, by a kernel whose outermost loop runs over them
 (`generic_pack_kernels`); where k varies, the panels are cut into blocks of
 KC_TARGET k's, block after block (`Layout.blocked`). The core finds each panel
 from strides in its geometry (`Layout.strides`), which the GEMM step of a
-generic contraction reads from the call's frame.
+generic contraction reads from the call's frame. A batch's product generic over
+its m, n or k (attention's over a sequence's length) packs each product's
+panels where the geometry's strides put them (`_batched_pack`).
 """
 from __future__ import annotations
 
@@ -256,6 +258,7 @@ class _PackRenderer(KernelRenderer):
         self.lane = pack.lane
         self.lane_latches: list[ir.Instruction] = []  # back edges of the lane loop
         self.part_latches: list[ir.Instruction] = []  # of them, its versions over part of a panel (`over_part`)
+        self.whole: set[Var] = set()  # loops whose span is known to cover them where they are emitted (`loop`)
 
     def render(self) -> ir.Module:
         module = super().render()
@@ -300,7 +303,7 @@ class _PackRenderer(KernelRenderer):
         """`body(start, end)`, the range of the loop over `var`: [lo, hi), or where `var` has a span, the
         part of it in the span's range (see `Span`): [lo, hi) is a piece of the loop where the renderer cuts it
         (`emit_pieces`), whose bounds it takes as known there."""
-        span = self.spans.get(var)
+        span = self.spans.get(var) if var not in self.whole else None
         # the bounds that can cut into the range: the others hold for every value of the outer loops
         lows = [e for e in span.lo if e.vmax > 0] if span else []
         highs = [e for e in span.hi if e.vmin < var.size] if span else []
@@ -335,10 +338,43 @@ class _PackRenderer(KernelRenderer):
 
     def loop(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[], None]) -> Latches:
         """The loop kept to `var`'s span: one loop, or two where the span's range is chosen at run time; the
-        back edges of both (loop metadata goes on each)."""
+        back edges of both (loop metadata goes on each). Where a loop inside is cut at a run-time size less
+        `var` times its size (`_inner_cut`: the k's of a run of A's rows, of a generic contraction's k), the
+        iterations of `var` that leave it whole come first, a loop of their own, with no test of it."""
         latches = Latches()
-        self.spanned(var, lo, hi, lambda start, end: latches.append(self.marked_loop(var, start, end, body)))
+        cut = self._inner_cut(var)
+
+        def emit(start: ir.Value, end: ir.Value) -> None:
+            if cut is None:
+                latches.append(self.marked_loop(var, start, end, body))
+                return
+            inner, whole = cut
+            b = self.b
+            split = self.expr(whole)
+            split = b.select(b.icmp_signed("<", split, start), start, b.select(b.icmp_signed("<", split, end), split, end))
+            self.whole.add(inner)
+            latches.append(self.marked_loop(var, start, split, body))
+            self.whole.discard(inner)
+            latches.append(self.marked_loop(var, split, end, body))
+
+        self.spanned(var, lo, hi, emit)
         return latches
+
+    def _inner_cut(self, var: Var) -> tuple[Var, Expr] | None:
+        """Where the span of a loop inside `var`'s ends at a run-time size less `var` times that loop's size (`size
+        - var * c`, the loop of c iterations), that loop and the end of the iterations of `var` that leave it whole
+        (`size // c`); else None."""
+        passed = {v for v, _ in self.sizes}
+        for span in self.spans.values():
+            c = span.var.size
+            for e in span.hi:
+                rest = e + Expr.of(var) * c
+                if not span.lo and len(span.hi) == 1 and (var, -c) in e.terms and var not in rest.vars() \
+                        and rest.vars() <= passed and rest.vars() and e.vmin < c:
+                    for size, at in self.sizes:  # read from the parameters, which the function's entry loads
+                        self.vars.setdefault(size, self.params[at])
+                    return span.var, rest // c
+        return None
 
     def emit_columns(self, red: Value, lo: ir.Value, hi: ir.Value) -> None:
         # An operand that is a reduction over outer axes (`x.sum(1)` of a row-major x) is packed by the

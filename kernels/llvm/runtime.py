@@ -60,7 +60,8 @@ on every kernel of the text that differs in those sizes only runs that code as a
 A contraction of one product whose m and n, or k, differ between two sizes of its erased text likewise compiles
 its template generic over them (`_generic_contraction`): its packing kernels loop over the rows or the k's that
 vary (`gemm.generic_pack_kernels`), its GEMM step reads the size's geometry from the call's frame, its epilogue is
-generic over its loops that vary, and its panels are in scratch buffers its sizes share (`SharedScratch`).
+generic over its loops that vary, and its panels are in scratch buffers its sizes share (`SharedScratch`); so does
+a batch's product, over any of its m, n and k whose strides are the size that changed (`symbolic.symbolized`).
 `LT_SYMBOLIC=0` turns that off, and kernels whose split (`_partials`) or checks depend on their sizes
 specialize (`_erased`).
 
@@ -978,10 +979,11 @@ def _contraction_program(c: Contraction, checked: bool, layout: Layout | None = 
 
 def _generic_contraction(c: Contraction, over: frozenset[int]) -> Generator[Job, Compiled, ContractionProgram | None]:
     """`c` compiled generic over the loops at positions `over` of its `sized_loops()` (`kernels/symbolic.py`), or
-    None where the template cannot be: over m and n, or k alone (`gemm.generic_pack_kernels`), the packing
+    None where the template cannot be: over m and n, or k alone, of a single product (a batch's over any of them,
+    packed at the geometry's strides, `gemm.generic_pack_kernels`), the packing
     kernels generic over their outermost loop only, and the epilogue over its loops that differ, with no size
     passed (the frame's slots after the parameters hold the geometry). The tile is `Layout.choose`'s at this size
-    but two vectors wide where n varies; where k varies, the panels are in blocks of KC_TARGET k's
+    but two vectors wide where n varies; where a single product's k varies, the panels are in blocks of KC_TARGET k's
     (`Layout.blocked`)."""
     loops = c.sized_loops()
     wide = frozenset(loops[k] for k in over)
@@ -1014,6 +1016,9 @@ def _generic_contraction(c: Contraction, over: frozenset[int]) -> Generator[Job,
     far_core = frozenset(w for v, w in zip(named.vars, far.vars) if v in core)
     packs = tuple(pack.generic() if pack.covers in far_core and not pack.strides else pack
                   for pack in generic_pack_kernels(far, layout, far_core))
+    # the buffers of this size, not the unbounded ones' (past int64): what a checked compile's tests read
+    buffers = named.buffers + layout.packed_buffers(named)
+    packs = tuple(replace(pack, kernel=replace(pack.kernel, buffers=buffers)) for pack in packs)
     if any(pack.kernel.extents for pack in packs):
         return None  # a count of the packing's outer loop would need its size passed
     program = yield from _contraction_program(named, False, layout, packs, epilogue)
