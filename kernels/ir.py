@@ -435,12 +435,7 @@ class Kernel:
 
     @cached_property
     def _equal_sizes(self) -> tuple[tuple[Var, ...], ...]:
-        if not self.strides():
-            return ()
-        groups: dict[int, list[Var]] = {}
-        for v in self.sized_loops():
-            groups.setdefault(v.size, []).append(v)
-        return tuple(tuple(loops) for loops in groups.values())
+        return _grouped_by_size(self.sized_loops()) if self.strides() else ()
 
     @cached_property
     def _sized_loops(self) -> tuple[Var, ...]:
@@ -472,8 +467,8 @@ class Kernel:
         if self.extents:
             lines.insert(1, "  sizes " + ", ".join(f"{v.name} = p{len(self.params) - len(self.extents) + k}"
                                                      for k, v in enumerate(self.extents)))
-        if erased and (same := [loops for loops in self.equal_sizes() if len(loops) > 1]):
-            lines.insert(1, "  equal sizes " + "; ".join(" ".join(v.name for v in loops) for loops in same))
+        if erased:
+            lines[1:1] = _equal_sizes_line(self.equal_sizes())
         for s in self.stores:
             if s.at is None:
                 lines.append(f"    b{s.buf}[{s.index}] = {names[id(s.value)]}")
@@ -574,15 +569,33 @@ class Contraction:
 
     def sized_loops(self) -> tuple[Var, ...]:
         """The loops whose sizes `erased_text` leaves out: of a single product (a batch of one), each of m, n and k
-        that no bound of an operand's loads reads, then the epilogue's (`Kernel.sized_loops`)."""
+        that no bound of an operand's loads reads, then the epilogue's (`Kernel.sized_loops`); of a batch without
+        an epilogue, each of them that no bound reads of a size an operand's index reads (a `Stride`'s loop's,
+        `kernels/symbolic.py`'s `symbolized`: attention's sequence length, a stride of its batch of heads)."""
         return self._sized_loops
+
+    def strides(self) -> frozenset[str]:
+        """The names of the loops whose sizes the operands' indexes read (their `Stride`s'; `kernels/symbolic.py`)."""
+        return self._strides
+
+    def equal_sizes(self) -> tuple[tuple[Var, ...], ...]:
+        """The sized loops grouped by size, where the operands' indexes read a loop's size, as `Kernel.equal_sizes`:
+        generic code reads one size for the loops of one group (an L x L product's m and n)."""
+        return _grouped_by_size(self.sized_loops()) if self.strides() else ()
+
+    @cached_property
+    def _strides(self) -> frozenset[str]:
+        return frozenset().union(*(e.strides() for v in toposort([self.a, self.bv]) for e in v.exprs()))
 
     @cached_property
     def _sized_loops(self) -> tuple[Var, ...]:
         vb, *axes = self.vars
-        if vb.size != 1:
-            return ()
         bounded = _bounded(toposort([self.a, self.bv]))
+        if vb.size != 1:
+            if self.epilogue is not None:  # its own loops over the batch and the product's strides: it specializes
+                return ()
+            strides = {var.size for var in axes if var.name in self.strides()}
+            return tuple(var for var in axes if var.size in strides and var not in bounded)
         return (*(var for var in axes if var not in bounded),
                 *(self.epilogue.sized_loops() if self.epilogue is not None else ()))
 
@@ -604,6 +617,8 @@ class Contraction:
                   f" for {vb} < {vb.size}, {vm} < {m}, {vn} < {n}"),
                  *_describe_values(toposort([self.a, self.bv]), names, hidden),
                  f"    a = {names[id(self.a)]}, b = {names[id(self.bv)]}"]
+        if erased:
+            lines[1:1] = _equal_sizes_line(self.equal_sizes())
         if self.epilogue is not None:
             text = self.epilogue._text(True, self.product_reads()) if erased else self.epilogue.body_text()
             lines.append("  epilogue" + text.split("\n", 1)[1])
@@ -776,6 +791,20 @@ class LibraryCall:
 
     def __str__(self) -> str:
         return f"library call {self.name}{self.body_text()}"
+
+
+def _grouped_by_size(loops: tuple[Var, ...]) -> tuple[tuple[Var, ...], ...]:
+    """`loops` grouped by size, in order (`Kernel.equal_sizes`)."""
+    groups: dict[int, list[Var]] = {}
+    for v in loops:
+        groups.setdefault(v.size, []).append(v)
+    return tuple(tuple(group) for group in groups.values())
+
+
+def _equal_sizes_line(groups: tuple[tuple[Var, ...], ...]) -> list[str]:
+    """The erased text's line that pins which sized loops have one size (`Kernel.equal_sizes`), if any do."""
+    same = [group for group in groups if len(group) > 1]
+    return ["  equal sizes " + "; ".join(" ".join(v.name for v in group) for group in same)] if same else []
 
 
 def _digest(kernel: Kernel | Contraction, generic: tuple[Var, ...]) -> str:

@@ -26,7 +26,10 @@ bound stay constants (a kernel whose divisor is t specializes). A coefficient eq
 
 A `Contraction` of one product takes part too (`Contraction.sized_loops`: its m, n and k, and its epilogue's sized
 loops): a backend compiles its template generic over the loops whose sizes differ where it can (the CPU's:
-`kernels/llvm/gemm.py`, `generic_pack_kernels`), its epilogue made generic here.
+`kernels/llvm/gemm.py`, `generic_pack_kernels`), its epilogue made generic here. So does a batch's product without an
+epilogue (attention's `q @ k.T` and `p @ v` over a batch of heads) whose m, n or k is a changed size: `symbolized`
+writes its operands' strides over those loops, which are then its sized loops, and the CPU's template packs each
+product's panels where the strides the call passes put them (`gemm._batched_pack`).
 
 `eligible` says which kernels take part: a plain `Kernel` whose stores are plain and that has a sized loop, and a
 `Contraction` that has one.
@@ -34,6 +37,7 @@ loops): a backend compiles its template generic over the loops whose sizes diffe
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import replace
 
@@ -64,18 +68,45 @@ def eligible(kernel: object) -> bool:
         and bool(kernel.sized_loops())
 
 
-def symbolized(kernel: Kernel, changed: frozenset[int]) -> Kernel:
+def symbolized(kernel: Kernel | Contraction, changed: frozenset[int]) -> Kernel | Contraction:
     """`kernel` with every coefficient of its indexes that is a product of sizes in `changed` times a constant
     written as that constant times a `Stride` over loops of those sizes (see the module docstring): the same kernel
     where none is, or no output loop inside the outermost has such a size: the outermost's is a launch's range
     already, a reduction's loop is sized already, and a coefficient that is a multiple of a batch alone (a row's
-    width of 21 at a batch of 7, of a column reduction's batch loop) is a coincidence more often than not."""
+    width of 21 at a batch of 7, of a column reduction's batch loop) is a coincidence more often than not.
+    A contraction's loops of such sizes are its m, n and k, of a batch without an epilogue (`Contraction.sized_loops`:
+    attention's products, their batch of heads a constant); its operands' indexes are written so."""
+    if type(kernel) is Contraction:
+        vb, *axes = kernel.vars
+        if vb.size == 1 or kernel.epilogue is not None:
+            return kernel
+        rewrite = _stride_rewrite(_names(axes, changed))
+        if rewrite is None:
+            return kernel
+        a, bv = rewritten([kernel.a, kernel.bv], rewrite)
+        return replace(kernel, a=a, bv=bv)
+    rewrite = _stride_rewrite(_names(kernel.loops[1:], changed))
+    if rewrite is None:
+        return kernel
+    values = rewritten([s.value for s in kernel.stores], rewrite)
+    return replace(kernel, stores=tuple(Store(s.buf, rewrite(s.index), v) for s, v in zip(kernel.stores, values)))
+
+
+def _names(loops: list[Var] | tuple[Var, ...], changed: frozenset[int]) -> dict[int, str]:
+    """Each size in `changed` that one of `loops` has, with the name of the first such loop."""
     names: dict[int, str] = {}
-    for v in kernel.loops[1:]:
+    for v in loops:
         if v.size in changed:
             names.setdefault(v.size, v.name)
+    return names
+
+
+def _stride_rewrite(names: dict[int, str]) -> Callable[[Expr], Expr] | None:
+    """The rewrite of an index that writes each coefficient that is a product of the sizes `names` holds times a
+    constant as that constant times a `Stride` over the loops named for them (`symbolized`); None where there are
+    none."""
     if not names:
-        return kernel
+        return None
 
     def factored(k: int) -> tuple[int, tuple[str, ...]]:
         by: list[str] = []
@@ -96,8 +127,7 @@ def symbolized(kernel: Kernel, changed: frozenset[int]) -> Kernel:
             out = out + Expr.of(atom).times(by) * k
         return out
 
-    values = rewritten([s.value for s in kernel.stores], rewrite)
-    return replace(kernel, stores=tuple(Store(s.buf, rewrite(s.index), v) for s, v in zip(kernel.stores, values)))
+    return rewrite
 
 
 def sizes(kernel: Kernel | Contraction) -> tuple[int, ...]:

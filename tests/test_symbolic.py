@@ -953,3 +953,115 @@ def test_a_generic_softmax_hands_its_exps_over_as_the_specialized_one():
     every = generic(k, frozenset(i for i, v in enumerate(loops) if v.size == t))
     row = generic(k, frozenset(i for i, v in enumerate(loops) if v.name == "o3"))
     assert [len(shared_rows(x, lambda v: 1)) for x in (item.kernel, k, every, row)] == [1, 1, 1, 0]
+
+
+# Batched products (`Contraction.sized_loops` of a batch): (5, M, K) @ (5, K, N), one of M, N and K the size that
+# varies, the others 12 and 20; each with the loops its generic template is over (those of the varying size).
+BATCHED = {"M": (lambda n: ((5, n, 12), (5, 12, 20)), "cm"),
+           "N": (lambda n: ((5, 12, 20), (5, 20, n)), "cn"),
+           "K": (lambda n: ((5, 12, n), (5, n, 20)), "ck")}
+
+
+def contraction_compiles(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the contractions compiled from now on (a template each, specialized or generic)."""
+    names = []
+    build = runtime._contraction_program
+
+    def counted(c, *args, **kwargs):
+        names.append(c.name)
+        return build(c, *args, **kwargs)
+
+    monkeypatch.setattr(runtime, "_contraction_program", counted)
+    return names
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64])
+@pytest.mark.parametrize("name", BATCHED)
+def test_batched_products_compile_generic_over_a_changed_size(fresh, monkeypatch, dtype, name):
+    """A batched product whose M, N or K changed between two calls has its operands' strides that are that size read
+    at runtime (`symbolic.symbolized`): compiled generic over it at once (the first size a loop nest of its own, the
+    product small), and no later size compiles anything, inside one panel or across many, with the values of each
+    size's own program (`LT_SYMBOLIC=0`), bit for bit. Sizes that divide no other stride: one that does (a batch
+    stride of 240 at 40) is a product of it there too, another text (`symbolized`)."""
+    shapes, over = BATCHED[name]
+
+    def program(n: int) -> lt.Tensor:
+        a, b = (cpu(small_integers(s, dtype, seed=k + n)) for k, s in enumerate(shapes(n)))
+        return a @ b
+
+    compiled, results, sizes = [], [], [5, 9, 33, 64, 7, 57, 41]
+    for n in sizes:
+        before = lt.stats().kernels_compiled
+        a, b = (small_integers(s, dtype, seed=k + n) for k, s in enumerate(shapes(n)))
+        results.append(close(program(n), a.astype(np.float64) @ b))
+        compiled.append(lt.stats().kernels_compiled - before)
+    assert compiled == [1, 1, 0, 0, 0, 0, 0] and lt.stats().kernels_generic == 1
+    program_of_last, _ = runtime.compile_kernel(kernel_of(program(sizes[-1])))
+    assert isinstance(program_of_last, runtime.ContractionProgram) and program_of_last.generic_over == over
+    as_specialized(monkeypatch, program, sizes, results)
+
+
+def attention(q: lt.Tensor, k: lt.Tensor, v: lt.Tensor) -> lt.Tensor:
+    return (q @ k.transpose(-1, -2)).softmax(-1) @ v
+
+
+def attention_expected(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    import torch
+
+    return attention(*(torch.from_numpy(x.astype(np.float64)) for x in (q, k, v))).numpy()
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_attention_compiles_its_products_once_over_the_sequence(fresh, monkeypatch, threads):
+    """Attention over (2, 3, L, 16) at lengths that change: its two products (`q @ k.T`, L x L of k 16, and `p @ v`,
+    L x 16 of k L) compile their templates once, generic over L, from the first length the products run the template
+    at; later lengths, in one panel or over several, not whole tiles, compile none, with torch's values (but for those
+    that divide the head's width, 16, a stride a product of them there: `symbolized`). A length of 1
+    (its loops of one vanish) and of 0 (nothing to compute) are other structures, with the right values."""
+    monkeypatch.setenv("LT_NUM_THREADS", threads)
+    names = contraction_compiles(monkeypatch)
+    compiled = []
+    for length in (7, 9, 13, 33, 3, 20, 1, 0):
+        q, k, v = (random_array((2, 3, length, 16), lt.float32, seed=length + s) for s in range(3))
+        before = len(names)
+        close(attention(cpu(q), cpu(k), cpu(v)), attention_expected(q, k, v))
+        compiled.append(len(names) - before)
+    assert compiled[:6] == [0, 2, 0, 0, 0, 0], compiled
+    programs = [p for p in runtime._programs.values() if isinstance(p, runtime.ContractionProgram)]
+    assert {p.generic_over for p in programs} == {"cm, cn", "cm, ck"}
+
+
+@pytest.mark.parametrize("length", [1, 2, 7, 33])
+def test_attention_on_the_default_device_at_each_length(length):
+    """Whatever the backend (`LT_DEVICE`): attention's values at lengths that change, torch's."""
+    for size in (length, length + 5):
+        q, k, v = (random_array((2, 3, size, 16), lt.float32, seed=size + s) for s in range(3))
+        close(attention(lt.asarray(q), lt.asarray(k), lt.asarray(v)), attention_expected(q, k, v))
+
+
+@pytest.mark.parametrize("name", BATCHED)
+def test_generic_batched_products_stay_inside_each_sizes_buffers(monkeypatch, name):
+    """The generic template of a batched product (`runtime._generic_contraction`) compiled checked (`kernels/bounds.py`:
+    its packing's loads of the operands, its core's tiles and panels) against one size's buffers and run at that size:
+    no access outside them, and that size's values; sizes inside one panel, not whole tiles or runs of k, and of many
+    panels."""
+    from lazytensor.kernels.symbolic import symbolized
+
+    lowering = importlib.import_module("lazytensor.lowering")
+    for threshold in ("M", "N", "K", "PRODUCT", "WORK"):  # every product a contraction
+        monkeypatch.setattr(lowering, f"MIN_CONTRACTION_{threshold}", 0)
+    build = runtime._contraction_program
+    monkeypatch.setattr(runtime, "_contraction_program", lambda c, checked, *rest: build(c, True, *rest))
+    shapes, _ = BATCHED[name]
+    for n in (7, 9, 33, 64):
+        a, b = (small_integers(s, seed=k + n) for k, s in enumerate(shapes(n)))
+        (item,) = lt.schedule(cpu(a) @ cpu(b))
+        form = symbolized(item.kernel, frozenset({n}))
+        over = frozenset(range(len(form.sized_loops())))
+        template, _ = runtime._built(runtime._generic_contraction(form, over))
+        program = template.sized(form, over)
+        assert program.checked and program.generic_over
+        out = np.full(form.buffers[0].size, -1, np.float32)
+        inputs = {x.size: x for x in (a, b)}
+        program([out.ctypes.data, *(inputs[buf.size].ctypes.data for buf in form.buffers[1:])], [])
+        np.testing.assert_array_equal(out.reshape(a.shape[0], a.shape[1], b.shape[2]), a @ b)

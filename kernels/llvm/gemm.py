@@ -42,12 +42,15 @@ both where k does, by a kernel whose outermost loop runs over them
 (`generic_pack_kernels`); where k varies, the panels are cut into blocks of
 KC_TARGET k's, block after block (`Layout.blocked`). The core finds each panel
 from strides in its geometry (`Layout.strides`), which the GEMM step of a
-generic contraction reads from the call's frame.
+generic contraction reads from the call's frame. A batch's product generic over
+its m, n or k (attention's over a sequence's length) packs each product's
+panels where the geometry's strides put them (`_batched_pack`).
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import llvmlite.binding as llvm
 from llvmlite import ir
@@ -105,11 +108,12 @@ class Layout:
     @staticmethod
     def choose(c: Contraction, threads: int, code: Layout | None = None) -> Layout:
         """The layout of `c`; where `code` is given (a generic contraction's, compiled at another size), its
-        tile, runs and blocking, which the code compiled for it holds, kept, and its k per block where blocked.
+        tile, runs and blocking, which the code compiled for it holds, kept, its k per block where blocked, and of a
+        batch whether each task packs its own product (`fused`).
         B is read in place (`_b_in_place`) only by a contraction of its own sizes: a generic one's packing kernels
         are made for packed panels."""
         batch, m, n, k = c.sizes
-        b_row = 0
+        b_row, compiled = 0, code
         if code is None:
             vector_bits = 512 if "+avx512f" in llvm.get_host_cpu_features().flatten() else 256
             lanes = vector_bits // c.dtype.bits
@@ -129,8 +133,11 @@ class Layout:
             kc = -(-kc // A_RUN) * A_RUN
         row_panels, col_panels = _blocks(mp * code.mr, np_ * code.nr, mp, np_, -(-TASKS_PER_THREAD * threads // batch),
                                          max(1, min(mp, L2_BLOCK_BYTES // (code.mr * min(kc, k) * c.dtype.itemsize))))
-        return replace(code, kc=kc, row_panels=row_panels, col_panels=col_panels, b_row=b_row,
-                       fused=batch > 1 and row_panels == mp and col_panels == np_)
+        fused = batch > 1 and row_panels == mp and col_panels == np_
+        if compiled is not None and batch > 1:  # a batched generic contraction's code packs in its tasks, or not
+            fused = compiled.fused
+            row_panels, col_panels = (mp, np_) if fused else (row_panels, col_panels)
+        return replace(code, kc=kc, row_panels=row_panels, col_panels=col_panels, b_row=b_row, fused=fused)
 
     def panels(self, c: Contraction) -> tuple[int, int]:
         """Row panels of A and column panels of B, per batch."""
@@ -218,6 +225,9 @@ class Pack:
     # loop covers, and the variables in `spans` that stand for run-time sizes, each with the parameter it reads
     covers: Var | None = None
     sizes: tuple[tuple[Var, int], ...] = ()
+    # A batched generic contraction's (`_batched_pack`): the names a `Stride` of the kernel reads (the operand's m, n
+    # and k, the panels' strides) each with the parameter that holds that size
+    strides: tuple[tuple[str, int], ...] = ()
 
     def generic(self) -> Pack:
         """This pack generic over its outermost loop (`kernels/symbolic.py`), its spans read over the same
@@ -240,12 +250,15 @@ class _PackRenderer(KernelRenderer):
         super().__init__(pack.kernel, checked)
         self.spans = {span.var: span for span in pack.spans}
         self.sizes = pack.sizes
+        self.passed = {Var(name, UNBOUNDED): at for name, at in pack.strides}  # a `Stride`'s sizes the call passes
+        self.loops.update({var.name: var for var in self.passed})
         loops = pack.kernel.loops
         self.outer = set(loops[:loops.index(pack.lane)])
         self.outer_latches: list[ir.Instruction] = []  # back edges of the loops in `outer`
         self.lane = pack.lane
         self.lane_latches: list[ir.Instruction] = []  # back edges of the lane loop
         self.part_latches: list[ir.Instruction] = []  # of them, its versions over part of a panel (`over_part`)
+        self.whole: set[Var] = set()  # loops whose span is known to cover them where they are emitted (`loop`)
 
     def render(self) -> ir.Module:
         module = super().render()
@@ -282,11 +295,15 @@ class _PackRenderer(KernelRenderer):
         set.add(self.fn.attributes, f'"target-features"="{features}"')
         return module
 
+    def extent(self, var: Var) -> ir.Value:
+        at = self.passed.get(var)
+        return super().extent(var) if at is None else self.params[at]
+
     def spanned(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[ir.Value, ir.Value], None]) -> None:
         """`body(start, end)`, the range of the loop over `var`: [lo, hi), or where `var` has a span, the
         part of it in the span's range (see `Span`): [lo, hi) is a piece of the loop where the renderer cuts it
         (`emit_pieces`), whose bounds it takes as known there."""
-        span = self.spans.get(var)
+        span = self.spans.get(var) if var not in self.whole else None
         # the bounds that can cut into the range: the others hold for every value of the outer loops
         lows = [e for e in span.lo if e.vmax > 0] if span else []
         highs = [e for e in span.hi if e.vmin < var.size] if span else []
@@ -321,10 +338,43 @@ class _PackRenderer(KernelRenderer):
 
     def loop(self, var: Var, lo: ir.Value, hi: ir.Value, body: Callable[[], None]) -> Latches:
         """The loop kept to `var`'s span: one loop, or two where the span's range is chosen at run time; the
-        back edges of both (loop metadata goes on each)."""
+        back edges of both (loop metadata goes on each). Where a loop inside is cut at a run-time size less
+        `var` times its size (`_inner_cut`: the k's of a run of A's rows, of a generic contraction's k), the
+        iterations of `var` that leave it whole come first, a loop of their own, with no test of it."""
         latches = Latches()
-        self.spanned(var, lo, hi, lambda start, end: latches.append(self.marked_loop(var, start, end, body)))
+        cut = self._inner_cut(var)
+
+        def emit(start: ir.Value, end: ir.Value) -> None:
+            if cut is None:
+                latches.append(self.marked_loop(var, start, end, body))
+                return
+            inner, whole = cut
+            b = self.b
+            split = self.expr(whole)
+            split = b.select(b.icmp_signed("<", split, start), start, b.select(b.icmp_signed("<", split, end), split, end))
+            self.whole.add(inner)
+            latches.append(self.marked_loop(var, start, split, body))
+            self.whole.discard(inner)
+            latches.append(self.marked_loop(var, split, end, body))
+
+        self.spanned(var, lo, hi, emit)
         return latches
+
+    def _inner_cut(self, var: Var) -> tuple[Var, Expr] | None:
+        """Where the span of a loop inside `var`'s ends at a run-time size less `var` times that loop's size (`size
+        - var * c`, the loop of c iterations), that loop and the end of the iterations of `var` that leave it whole
+        (`size // c`); else None."""
+        passed = {v for v, _ in self.sizes}
+        for span in self.spans.values():
+            c = span.var.size
+            for e in span.hi:
+                rest = e + Expr.of(var) * c
+                if not span.lo and len(span.hi) == 1 and (var, -c) in e.terms and var not in rest.vars() \
+                        and rest.vars() <= passed and rest.vars() and e.vmin < c:
+                    for size, at in self.sizes:  # read from the parameters, which the function's entry loads
+                        self.vars.setdefault(size, self.params[at])
+                    return span.var, rest // c
+        return None
 
     def emit_columns(self, red: Value, lo: ir.Value, hi: ir.Value) -> None:
         # An operand that is a reduction over outer axes (`x.sum(1)` of a row-major x) is packed by the
@@ -375,8 +425,13 @@ def generic_pack_kernels(c: Contraction, layout: Layout, over: frozenset[Var]) -
     its panels the outermost loop and the last panel's lanes up to the size the call's geometry passes
     (`GEOMETRY`, after the contraction's parameters); where k is among them, both by a kernel whose outermost
     loop runs over k (`_blocked_pack`). `Pack.generic` makes those generic over their outermost loop; the other
-    operand is packed as `pack_kernels` packs it."""
+    operand is packed as `pack_kernels` packs it. A batch's are `_batched_pack`'s, whatever varies."""
     _, vm, vn, vk = c.vars
+    if c.sizes[0] > 1:
+        buffers = c.buffers + layout.packed_buffers(c)
+        names = [p.kernel.name for p in pack_kernels(c, layout)]
+        return (_batched_pack(c, layout, buffers, names[0], "a", c.a, vm, layout.mr, over),
+                _batched_pack(c, layout, buffers, names[1], "b", c.bv, vn, layout.nr, over))
     mp, np_ = layout.panels(c)
     _, a_panel, a_block, _, b_panel, b_block = layout.strides(c)
     buffers = c.buffers + layout.packed_buffers(c)
@@ -397,6 +452,37 @@ def generic_pack_kernels(c: Contraction, layout: Layout, over: frozenset[Var]) -
             packs[side] = replace(pack, kernel=replace(pack.kernel, params=params), covers=lane,
                                   sizes=((size, len(c.params) + at),))
     return packs[0], packs[1]
+
+
+def _batched_pack(c: Contraction, layout: Layout, buffers: tuple[BufferParam, ...], name: str, side: str,
+                  operand: Value, lane: Var, width: int, over: frozenset[Var]) -> Pack:
+    """The operand of a batched contraction whose sizes of the loops `over` (of m, n and k) are run-time values
+    packed as `_pack` packs it, by the batch then its panels: each panel where the strides of the call's geometry
+    (`Layout.strides`) put it, the panels, their lanes and the k's up to the sizes the geometry passes, and the
+    operand's own strides (`symbolic.symbolized`) read from the geometry's m, n and k. Its outermost loop is the
+    batch, whose size stays: a fused layout's task packs its own product (`render_gemm`)."""
+    vb, vm, vn, vk = c.vars
+    at = {key: len(c.params) + GEOMETRY.index(key) for key in GEOMETRY}
+    lanes, depth, panels = (Var(f"{lane.name}_{what}", UNBOUNDED) for what in ("size", "depth", "panels"))
+    sizes = ((lanes, at["m" if lane is vm else "n"]), (depth, at["k"]), (panels, at[f"{'row' if side == 'a' else 'col'}_panels_total"]))
+    p = Var(f"{lane.name}_panel", layout.panels(c)[0 if side == "a" else 1])
+    start = Expr.of(vb).times((f"{side}_batch",)) + Expr.of(p).times((f"{side}_panel",))
+    pack = _pack(c, buffers, name, len(c.buffers) + (side == "b"), operand, lane, width, p.size, True,
+                 layout.a_depth(c) if side == "a" and layout.a_rows else None,
+                 Expr.of(lanes) if lane in over else None, _Batched(start, Expr.of(depth) if vk in over else None,
+                                                                   Expr.of(panels)))
+    strides = tuple((v.name, at[key]) for v, key in zip((vm, vn, vk), "mnk")) + \
+        tuple((f"{side}_{what}", at[f"{side}_{what}"]) for what in ("batch", "panel"))
+    kernel = replace(pack.kernel, params=(*c.params, *(int64 for _ in GEOMETRY)))
+    return replace(pack, kernel=kernel, sizes=sizes, strides=strides)
+
+
+class _Batched(NamedTuple):
+    """Where a batched generic contraction's packing (`_batched_pack`) puts a panel, and its run-time sizes."""
+
+    start: Expr  # the panel's first element, from the batch and panel variables
+    depth: Expr | None  # k, where it varies
+    panels: Expr  # the panels per product
 
 
 def _blocked_pack(c: Contraction, layout: Layout, buffers: tuple[BufferParam, ...], name: str, slot: int,
@@ -470,7 +556,8 @@ def _runs_along_k(c: Contraction, operand: Value, lane: Var, width: int, panels:
 
 
 def _pack(c: Contraction, buffers: tuple[BufferParam, ...], name: str, slot: int, operand: Value, lane: Var,
-          width: int, panels: int, by_batch: bool, a_depth: int | None = None, lanes: Expr | None = None) -> Pack:
+          width: int, panels: int, by_batch: bool, a_depth: int | None = None, lanes: Expr | None = None,
+          batched: _Batched | None = None) -> Pack:
     """`panel[b][p][k][l] = operand(b, lane=p*width + l, k)`, with explicit loops over panel p, k and lane l,
     so that store addresses are affine and the innermost loop steps through both memories in order.
 
@@ -487,38 +574,51 @@ def _pack(c: Contraction, buffers: tuple[BufferParam, ...], name: str, slot: int
     The outer loop is the batch where `by_batch` (a fused layout's task packs one product: iterations
     [b, b + 1)) or where there are more products than panels, else the panels, to share out among threads.
     `lanes` is the operand's size along the lane axis where that is not `lane.size` (a run-time size, see
-    `generic_pack_kernels`).
+    `generic_pack_kernels`); `batched`, a batched generic contraction's panels and sizes (`_batched_pack`).
     """
     vb, _, _, vk = c.vars
-    batch, k = vb.size, vk.size
+    batch = vb.size
+    k = Expr.of(vk.size) if batched is None or batched.depth is None else batched.depth
     lanes = Expr.of(lane.size) if lanes is None else lanes
     p, lane_var, kb, kt, mapping, value = _k_tiles(c, operand, lane, width, panels)
     first = Expr.of(p) * width  # the panel's first element along the lane axis
     spans = [Span(lane_var, (), (lanes - first,))]
     outer = (vb, p) if by_batch or panels < batch else (p, vb)
     panel = Expr.of(vb) * panels + p
+
+    def at(depth: int) -> Expr:
+        """Where the panel starts, of `depth` k's."""
+        return panel * (depth * width) if batched is None else batched.start
+
+    def counted(loop: Var, size: Expr) -> list[Span]:
+        """`loop`'s span where its trip count, `size`, is a run-time size."""
+        return [Span(loop, (), (size,))] if batched is not None and batched.depth is not None else []
+
+    if batched is not None:
+        spans.append(Span(p, (), (batched.panels,)))
     if a_depth is not None:
         _, _, run, kr, mapping, value = _k_tiles(c, operand, lane, width, panels, A_RUN)
-        index = panel * (a_depth * width) + (Expr.of(run) * width + lane_var) * A_RUN + kr
+        index = at(a_depth) + (Expr.of(run) * width + lane_var) * A_RUN + kr
         return Pack(Kernel(name, buffers, c.params, (*outer, lane_var, run, kr), (Store(slot, index, value),)),
-                    (*spans, Span(kr, (), (k - Expr.of(run) * A_RUN,))), kr)
+                    (*spans, *counted(run, (k + A_RUN - 1) // A_RUN), Span(kr, (), (k - Expr.of(run) * A_RUN,))), kr)
     if _runs_along_k(c, operand, lane, width, panels):
         mapping = {**mapping, vk: Expr.of(kb) * kt.size + kt}
-        spans.append(Span(kt, (), (k - Expr.of(kb) * kt.size,)))
+        spans += [*counted(kb, (k + kt.size - 1) // kt.size), Span(kt, (), (k - Expr.of(kb) * kt.size,))]
         loops = (*outer, kb, lane_var, kt)
-    elif (rows := _rows(operand, lane, width)) is not None:
+    elif batched is None and (rows := _rows(operand, lane, width)) is not None:
         # a panel's rows of the lane axis's inner axis, each row's run of the panel walked in order
         row, col, value = rows
         start = Expr.of(row) * col.size - first  # the row's first element, from the panel's
         spans = [Span(row, (first // col.size,), ((first + width - 1) // col.size + 1,)),
                  Span(col, (-start,), (width - start, lanes - Expr.of(row) * col.size))]
-        index = (panel * k + vk) * width + start + col
+        index = (panel * vk.size + vk) * width + start + col
         return Pack(Kernel(name, buffers, c.params, (*outer, row, vk, col), (Store(slot, index, value),)),
                     tuple(spans), col)
     else:
         (value,) = substitute([operand], mapping)
+        spans += counted(vk, k)
         loops = (*outer, vk, lane_var)
-    index = (panel * k + mapping.get(vk, Expr.of(vk))) * width + lane_var
+    index = at(vk.size) + mapping.get(vk, Expr.of(vk)) * width + lane_var
     return Pack(Kernel(name, buffers, c.params, loops, (Store(slot, index, value),)), tuple(spans), lane_var)
 
 

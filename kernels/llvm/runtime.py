@@ -60,7 +60,8 @@ on every kernel of the text that differs in those sizes only runs that code as a
 A contraction of one product whose m and n, or k, differ between two sizes of its erased text likewise compiles
 its template generic over them (`_generic_contraction`): its packing kernels loop over the rows or the k's that
 vary (`gemm.generic_pack_kernels`), its GEMM step reads the size's geometry from the call's frame, its epilogue is
-generic over its loops that vary, and its panels are in scratch buffers its sizes share (`SharedScratch`).
+generic over its loops that vary, and its panels are in scratch buffers its sizes share (`SharedScratch`); so does
+a batch's product, over any of its m, n and k whose strides are the size that changed (`symbolic.symbolized`).
 `LT_SYMBOLIC=0` turns that off, and kernels whose split (`_partials`) or checks depend on their sizes
 specialize (`_erased`).
 
@@ -682,7 +683,7 @@ class ContractionProgram(StagedProgram):
         wide = frozenset(v for k, v in enumerate(c.sized_loops()) if k in over)
         layout = Layout.choose(c, num_threads(), self.layout)
         packs = generic_pack_kernels(c, layout, wide)
-        stages = [stage.sized(pack.kernel, frozenset({0})) if pack.covers in wide else stage
+        stages = [stage.sized(pack.kernel, frozenset({0})) if pack.covers in wide or pack.strides else stage
                   for stage, pack in zip(self.stages, packs)]
         stages.append(replace(self.gemm, kernel=c, extent=layout.tasks(c), work=c.numel // layout.nr, plans={}))
         if c.epilogue is not None:  # generic over its loops among `over` (`_generic_contraction`), if any
@@ -878,10 +879,14 @@ def _strided(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall,
     sizes `changed` written as such (`symbolic.symbolized`): the form whose erased text the kernels of every such
     size share. Only where its own text is new (it would compile), which is then taken as seen at its sizes: a
     coefficient that is such a product by chance (a row of 21 at a batch of 7) costs no compile that its own
-    text would not."""
+    text would not. A batched contraction has no sized loop before (`Contraction.sized_loops`): its form where
+    that may run generic."""
     if changed and type(kernel) is Kernel and (erased := _erased(kernel, bounds.CHECK)) is not None \
             and erased not in _first_sizes and (form := symbolized(kernel, changed)) is not kernel:
         _first_sizes[erased] = sizes(kernel)
+        return form
+    if changed and type(kernel) is Contraction and not kernel.sized_loops() \
+            and _erased(form := symbolized(kernel, changed), bounds.CHECK) is not None:
         return form
     return kernel
 
@@ -974,16 +979,17 @@ def _contraction_program(c: Contraction, checked: bool, layout: Layout | None = 
 
 def _generic_contraction(c: Contraction, over: frozenset[int]) -> Generator[Job, Compiled, ContractionProgram | None]:
     """`c` compiled generic over the loops at positions `over` of its `sized_loops()` (`kernels/symbolic.py`), or
-    None where the template cannot be: over m and n, or k alone (`gemm.generic_pack_kernels`), the packing
+    None where the template cannot be: over m and n, or k alone, of a single product (a batch's over any of them,
+    packed at the geometry's strides, `gemm.generic_pack_kernels`), the packing
     kernels generic over their outermost loop only, and the epilogue over its loops that differ, with no size
     passed (the frame's slots after the parameters hold the geometry). The tile is `Layout.choose`'s at this size
-    but two vectors wide where n varies; where k varies, the panels are in blocks of KC_TARGET k's
+    but two vectors wide where n varies; where a single product's k varies, the panels are in blocks of KC_TARGET k's
     (`Layout.blocked`)."""
     loops = c.sized_loops()
     wide = frozenset(loops[k] for k in over)
-    _, _, vn, vk = c.vars
+    vb, _, vn, vk = c.vars
     core = wide & set(c.vars[1:])
-    if not core or vk in core and len(core) > 1:
+    if not core or vk in core and len(core) > 1 and vb.size == 1:
         return None
     legal = legalize(c, NATIVE)
     epilogue = c.epilogue
@@ -1000,16 +1006,19 @@ def _generic_contraction(c: Contraction, over: frozenset[int]) -> Generator[Job,
             return None
     epilogue = legalize(epilogue, NATIVE) if epilogue is not None else None
     code = Layout.choose(legal, num_threads())
-    code = replace(code, blocked=True, kc=KC_TARGET) if vk in core else \
-        replace(code, nr=2 * code.lanes) if vn in core else code
+    code = replace(code, nr=2 * code.lanes) if vn in core and (vb.size > 1 or vk not in core) else code
+    code = replace(code, blocked=True, kc=KC_TARGET) if vk in core and vb.size == 1 else code
     named = replace(legal, name=c.default_name(generic=tuple(wide)))
     layout = Layout.choose(named, num_threads(), code)
     # an operand packed over a generic loop: its kernel generic over it, made from the operands over unbounded
     # variables, as the sizes it will run at (`unbounded`)
     far = unbounded(named, core)
     far_core = frozenset(w for v, w in zip(named.vars, far.vars) if v in core)
-    packs = tuple(pack.generic() if pack.covers in far_core else pack
+    packs = tuple(pack.generic() if pack.covers in far_core and not pack.strides else pack
                   for pack in generic_pack_kernels(far, layout, far_core))
+    # the buffers of this size, not the unbounded ones' (past int64): what a checked compile's tests read
+    buffers = named.buffers + layout.packed_buffers(named)
+    packs = tuple(replace(pack, kernel=replace(pack.kernel, buffers=buffers)) for pack in packs)
     if any(pack.kernel.extents for pack in packs):
         return None  # a count of the packing's outer loop would need its size passed
     program = yield from _contraction_program(named, False, layout, packs, epilogue)
