@@ -279,6 +279,19 @@ class IndexingOps:
         summed = self.reshape(-1)._scatter(0, flat.reshape(-1), updates, ReduceOp.SUM).reshape(self.shape)
         return summed if bad is None else summed._checked(bad, "index_put: an index is out of bounds")
 
+    def put(self: Tensor, index: Any, source: Any, accumulate: bool = False) -> Tensor:
+        """PyTorch's put (out of place): self, read as 1-d, with `source`'s elements written at the positions
+        `index` holds (negative count from the end; the two may have any shapes, of one element count); of
+        repeated positions the last write stays, or with `accumulate` the values add up there."""
+        from .tensor import Tensor
+        idx = _tensor_index(self, index, "put")
+        src = source if isinstance(source, Tensor) else self._like(source)
+        if idx.numel() != src.numel():
+            raise ShapeError(f"put: index and source must have as many elements, got shapes {idx.shape} and "
+                             f"{src.shape}")
+        flat = self.reshape(-1).index_put((idx.reshape(-1),), src.reshape(-1), accumulate)
+        return flat.reshape(self.shape)
+
     # ---- x[index] and x[index] = value ------------------------------------------------------------------
 
     def __getitem__(self: Tensor, index: Any) -> Tensor:

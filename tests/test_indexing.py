@@ -517,3 +517,34 @@ def test_index_put_gradients_size_0_and_errors():
         lt.asarray(arr).index_put((lt.asarray(np.array([5])),), lt.asarray(1.0), True).numpy()
     with pytest.raises(IndexError):
         lt.asarray(arr).index_put((), lt.asarray(1.0))
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+@pytest.mark.parametrize("dtype", [lt.float32, lt.int32, lt.float64])
+def test_put_is_torchs(dtype, accumulate):
+    """Positions in the tensor read as 1-d (negative from the end, repeated: the last write, or the sum), index and
+    source of other shapes with one element count, views; put_ rebinds; gradients; errors."""
+    index = np.array([[0, -1, 5], [7, 0, 3]])
+    for kind, x, t in inputs((3, 4), dtype, seed=46):
+        source = random_array((3, 2), dtype, seed=47)
+        check(x.put(lt.asarray(index), lt.asarray(source), accumulate),
+              t.put(torch.tensor(index), torch.tensor(source), accumulate))
+        y, u = x.copy(), t.clone()
+        y.put_(index.ravel().tolist(), lt.asarray(source), accumulate=accumulate)
+        u.put_(torch.tensor(index.ravel()), torch.tensor(source), accumulate=accumulate)
+        check(y, u)
+    zero_d, one = lt.asarray(np.float64(2.0)), torch.tensor(2.0, dtype=torch.float64)
+    check(zero_d.put(lt.asarray(np.array([0])), lt.asarray(np.array([5.0])), accumulate),
+          one.put(torch.tensor([0]), torch.tensor([5.0], dtype=torch.float64), accumulate))
+    arr, values = random_array((2, 3), lt.float64, seed=48), random_array((2,), lt.float64, seed=49)
+    x, v = lt.asarray(arr).requires_grad_(), lt.asarray(values).requires_grad_()
+    t, w = torch.tensor(arr, requires_grad=True), torch.tensor(values, requires_grad=True)
+    out, expected = x.put(lt.asarray(np.array([4, 1])), v, accumulate), t.put(torch.tensor([4, 1]), w, accumulate)
+    (out * out).sum().backward()
+    (expected * expected).sum().backward()
+    check(x.grad, t.grad)
+    check(v.grad, w.grad)
+    with pytest.raises(lt.ShapeError, match="as many elements"):
+        lt.asarray(arr).put(lt.asarray(np.array([0, 1])), lt.asarray(np.ones(3)))
+    with pytest.raises(IndexError):
+        lt.asarray(arr).put(lt.asarray(np.array([6])), lt.asarray(np.ones(1)), accumulate).numpy()
