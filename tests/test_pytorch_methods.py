@@ -474,6 +474,8 @@ def _in_place_arguments(lib):
         "scatter": (1, index, other), "scatter_add": (1, index, other),
         "scatter_reduce": (1, index, other, "amax"), "index_add": (0, tensor(np.array([1, 0])), other),
         "index_copy": (0, tensor(np.array([1, 0])), other),
+        "index_put": ((tensor(np.array([1, 0, 1])), tensor(np.array([2, 0, 2]))), tensor(np.full(3, 0.5, np.float32))),
+        "put": (tensor(np.array([5, 0, -2])), tensor(np.full(3, 0.5, np.float32))),
         "lerp": (other, 0.25), "fmod": (0.3,), "remainder": (0.3,), "hypot": (other,), "atan2": (other,),
         "copysign": (-other,), "xlogy": (other,), "cumsum": (1,), "cumprod": (0,), "clamp_min": (0.2,),
         "clamp_max": (0.2,), "index_fill": (1, tensor(np.array([0, 2])), 7.0),

@@ -623,10 +623,11 @@ def _pack(c: Contraction, buffers: tuple[BufferParam, ...], name: str, slot: int
 
 
 def _divisions(e: Expr) -> Iterator[Div | Mod]:
-    """The floor divisions and modulos in `e`, nested ones included."""
+    """The floor divisions and modulos in `e`, nested ones included (inside a generic kernel's `Stride`s too)."""
     for atom, _ in e.terms:
-        if not isinstance(atom, Var):
+        if isinstance(atom, (Div, Mod)):
             yield atom
+        if not isinstance(atom, Var):
             yield from _divisions(atom.x)
 
 
