@@ -390,7 +390,8 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
         return out
 
     def _host_bits(self) -> np.ndarray:
-        """The realized data as its buffer holds it (bfloat16 as uint16 bit patterns), shaped."""
+        """The data as its buffer holds it (bfloat16 as uint16 bit patterns), shaped: realized, but for one
+        element of realized data in host memory, which is read where it lies."""
         check_read()
         if self.numel() == 1 and (read := element_source(self._node)) is not None \
                 and get_device((source := read[0]).device).host_memory:
