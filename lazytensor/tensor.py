@@ -35,6 +35,7 @@ from .pytorch_methods import PyTorchOps
 from .realize import check_read, realize_nodes
 from .reduce import ReduceOps
 from .sorting import SortingOps
+from .views import element_source
 
 Scalar = bool | int | float
 Shape = tuple[int, ...]
@@ -389,8 +390,14 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
         return out
 
     def _host_bits(self) -> np.ndarray:
-        """The realized data as its buffer holds it (bfloat16 as uint16 bit patterns), shaped."""
+        """The data as its buffer holds it (bfloat16 as uint16 bit patterns), shaped: realized, but for one
+        element of realized data in host memory, which is read where it lies."""
         check_read()
+        if self.numel() == 1 and (read := element_source(self._node)) is not None \
+                and get_device((source := read[0]).device).host_memory:
+            # one element of data in host memory (`float(x[i])` in a loop) is read where it lies: a realize
+            # would compile a kernel for each position read
+            return source.buffer.numpy()[read[1]:read[1] + 1].reshape(self.shape)
         self.realize()
         return self.node.buffer.numpy().reshape(self.shape)
 

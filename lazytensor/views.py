@@ -12,7 +12,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from .graph import Op
+from .graph import MOVEMENT, Node, Op
 from .kernels.expr import Bound, Expr, flat_index, unflatten_index
 
 Index = tuple[Expr, ...]
@@ -40,6 +40,19 @@ def source_index(op: Op, arg: Any, src_shape: tuple[int, ...], idx: Index) -> tu
         shifted = tuple(i - before for i, (before, _) in zip(idx, arg))
         return shifted, tuple(Bound(i, 0, s) for i, s, (before, after) in zip(shifted, src_shape, arg) if before or after)
     raise ValueError(f"{op} is not a movement op")
+
+
+def element_source(node: Node) -> tuple[Node, int] | None:
+    """The realized buffer node and the flat position in it that one-element `node` reads, where `node` is
+    movement ops over that buffer; None where it is anything else, or reads a padding's zero."""
+    idx = tuple(Expr.of(0) for _ in node.shape)
+    while node.op in MOVEMENT:
+        src = node.srcs[0]
+        idx, bounds = source_index(node.op, node.arg, src.shape, idx)
+        if not all(b.lo <= b.expr.const < b.hi for b in bounds):
+            return None
+        node = src
+    return (node, flat_index(idx, node.shape).const) if node.op is Op.BUFFER else None
 
 
 def _reshape_index(idx: Index, shape: tuple[int, ...], src_shape: tuple[int, ...]) -> Index:

@@ -14,6 +14,7 @@ import torch
 
 import lazytensor as lt
 from conftest import ALL_DTYPES, check, layout, random_array, to_torch_dtype
+from lazytensor.device import get_device
 from lazytensor.graph import Op
 
 DEFAULT_DEVICE = lt.zeros(1).device  # LT_DEVICE, else cpu
@@ -438,6 +439,38 @@ def test_item(dtype):
     got, exp = (x * 1).item(), (t * 1).item()  # a computed value, not just a copied one
     assert type(got) is type(exp) and got == exp
     assert lt.asarray(arr.reshape(())).item() == exp
+
+
+# one-element views of a (3, 4, 5) tensor, each as lazytensor and NumPy spell it
+ELEMENT_VIEWS = [
+    lambda a: a[2, 1, 3],
+    lambda a: a.transpose(2, 0, 1)[4, 1, 2] if isinstance(a, np.ndarray) else a.permute(2, 0, 1)[4, 1, 2],
+    lambda a: a[:, ::-1, ::-2][1, 0, 2],
+    lambda a: a[1:, ::2, 3:][1, 1, 0],
+    lambda a: a.reshape(5, 12)[3, 7],
+    lambda a: a.reshape(60)[59:60],
+    lambda a: a[:, :1].reshape(3, 1, 1, 5)[2:, :, :, 4:],
+    lambda a: np.broadcast_to(a[:, :1], (3, 4, 5))[2, 3, 1] if isinstance(a, np.ndarray)
+    else a[:, :1].broadcast_to((3, 4, 5))[2, 3, 1],
+    lambda a: np.pad(a, 1)[3, 4, 5] if isinstance(a, np.ndarray) else a.pad(1)[3, 4, 5],
+]
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_item_of_realized_data(dtype):
+    """An element of realized data in host memory reads where it lies (`float(x[i])` in a loop, as Hypothesis's
+    array strategies check each element they draw): a realize compiled a kernel for each position read."""
+    arr = random_array((3, 4, 5), dtype, 12)
+    x = lt.asarray(arr).realize()
+    lt.reset_stats()
+    for view in ELEMENT_VIEWS:
+        got, exp = view(x), view(arr)
+        assert got.item() == exp.item() and got.tolist() == exp.tolist()
+        np.testing.assert_array_equal(got.numpy(), exp)
+    if get_device(x.device).host_memory:
+        assert lt.stats().kernels_compiled == 0
+    padding = x.pad(1)[0, 4, 5]  # reads a padding's zero, which only a kernel computes
+    assert padding.item() == 0 and padding.is_realized
 
 
 def test_item_needs_one_element():
