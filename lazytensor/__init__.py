@@ -10,6 +10,7 @@ See README.md for the guide to lazy evaluation and debugging.
 """
 from __future__ import annotations
 
+import builtins
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -34,6 +35,7 @@ from .creation import (
     asanyarray,
     asarray,
     ascontiguousarray,
+    block_diag,
     cartesian_prod,
     combinations,
     diag_indices,
@@ -95,7 +97,7 @@ from .dump import dump_to
 from .errors import AxisError, DeviceError, DTypeError, JitError, KernelError, LinAlgError, ShapeError, VmapError
 from .explain import draw, explain
 from .export import export
-from .indexing import nonzero
+from .indexing import compress, delete, extract, flatnonzero, nonzero
 from .jit import Jit, jit
 from .kernels.llvm import disk_cache
 from .kernels.triton import set_allow_tf32, tf32_allowed
@@ -116,6 +118,7 @@ from .movement import (
     hsplit,
     hstack,
     repeat,
+    rollaxis,
     rot90,
     split,
     stack,
@@ -136,7 +139,18 @@ from .nanfunctions import (
     nansum,
     nanvar,
 )
-from .numeric import convolve, correlate, ediff1d, gradient, polyval, ravel_multi_index, trapezoid, unravel_index
+from .numeric import (
+    convolve,
+    correlate,
+    cumulative_trapezoid,
+    ediff1d,
+    gradient,
+    polyval,
+    ravel_multi_index,
+    trapezoid,
+    trapz,
+    unravel_index,
+)
 from .products import inner, kron, trace, vdot
 from .profiling import Profile, profile
 from .pytorch_methods import add_pytorch_methods
@@ -159,12 +173,14 @@ from .schedule import schedule as _schedule_nodes
 from .sorting import (
     argpartition,
     bucketize,
+    in1d,
     intersect1d,
     isin,
     lexsort,
     partition,
     searchsorted,
     setdiff1d,
+    setxor1d,
     union1d,
     unique,
     unique_all,
@@ -439,6 +455,13 @@ msort = _function(Tensor.msort)
 index_fill = _function(Tensor.index_fill)
 index_copy = _function(Tensor.index_copy)
 index_put = _function(Tensor.index_put)
+put = _function(Tensor.put)
+addcmul = _function(Tensor.addcmul)
+addcdiv = _function(Tensor.addcdiv)
+masked_scatter = _function(Tensor.masked_scatter)
+select_scatter = _function(Tensor.select_scatter)
+slice_scatter = _function(Tensor.slice_scatter)
+diagonal_scatter = _function(Tensor.diagonal_scatter)
 dist = _function(Tensor.dist)
 renorm = _function(Tensor.renorm)
 inverse = _function(Tensor.inverse)
@@ -460,6 +483,70 @@ chunk = _function(Tensor.chunk)
 numel = _function(Tensor.numel)
 norm = _function(Tensor.norm)
 bernoulli = _function(Tensor.bernoulli)
+swapdims = _function(Tensor.swapdims)
+pdist = nn.functional.pdist
+
+
+# NumPy's other names of functions lazytensor has
+around = round
+invert = bitwise_invert
+left_shift = bitwise_left_shift
+right_shift = bitwise_right_shift
+
+
+def divmod(x1: Any, x2: Any, /) -> tuple[Tensor, Tensor]:
+    """NumPy's divmod: `(floor_divide(x1, x2), remainder(x1, x2))`."""
+    return floor_divide(x1, x2), remainder(x1, x2)
+
+
+def ndim(a: Any) -> int:
+    """NumPy's ndim: the number of dimensions of `a` (anything asarray takes)."""
+    return (a if isinstance(a, Tensor) else asarray(a)).ndim
+
+
+def shape(a: Any) -> tuple[int, ...]:
+    """NumPy's shape of `a` (anything asarray takes)."""
+    return tuple((a if isinstance(a, Tensor) else asarray(a)).shape)
+
+
+def size(a: Any, axis: int | None = None) -> int:
+    """NumPy's size: the number of elements of `a`, or of its `axis`."""
+    t = a if isinstance(a, Tensor) else asarray(a)
+    return t.numel() if axis is None else t.shape[axis]
+
+
+def isreal(x: Any) -> Tensor:
+    """Whether each element has no imaginary part (NumPy's and PyTorch's): true everywhere, as lazytensor's dtypes
+    are real."""
+    t = x if isinstance(x, Tensor) else asarray(x)
+    return ones(t.shape, dtype=bool_, device=t.device)
+
+
+def iscomplex(x: Any) -> Tensor:
+    """NumPy's iscomplex: whether each element has an imaginary part other than 0 (false everywhere: lazytensor's
+    dtypes are real)."""
+    return ~isreal(x)
+
+
+def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> bool:
+    """NumPy's array_equal: whether the two have one shape and equal elements (NaNs equal with `equal_nan`)."""
+    x, y = (a if isinstance(a, Tensor) else asarray(a) for a in (a1, a2))
+    if x.shape != y.shape:
+        return False
+    same = x == y
+    if equal_nan:
+        same = same | (isnan(x) & isnan(y))
+    return builtins.bool(same.all())
+
+
+def array_equiv(a1: Any, a2: Any) -> bool:
+    """NumPy's array_equiv: whether the two broadcast together and are equal elementwise."""
+    x, y = (a if isinstance(a, Tensor) else asarray(a) for a in (a1, a2))
+    try:
+        broadcast_shapes(x.shape, y.shape)
+    except ShapeError:
+        return False
+    return builtins.bool((x == y).all())
 
 
 def is_tensor(obj: Any) -> bool:
@@ -843,8 +930,13 @@ __all__ += [
     "vstack",
 ]
 __all__ += [  # NumPy's functions beyond the array API, and PyTorch's special functions
+    "addcdiv",
+    "addcmul",
     "append",
     "argpartition",
+    "around",
+    "array_equal",
+    "array_equiv",
     "array_split",
     "asanyarray",
     "ascontiguousarray",
@@ -853,29 +945,37 @@ __all__ += [  # NumPy's functions beyond the array API, and PyTorch's special fu
     "atleast_3d",
     "bernoulli",
     "block",
+    "block_diag",
     "bucketize",
     "cartesian_prod",
     "cbrt",
     "cdist",
     "column_stack",
     "combinations",
+    "compress",
     "convolve",
     "copy",
     "corrcoef",
     "correlate",
     "cov",
+    "cumulative_trapezoid",
     "deg2rad",
     "degrees",
+    "delete",
     "diag_indices",
     "diagflat",
+    "diagonal_scatter",
     "digamma",
     "digitize",
+    "divmod",
     "dsplit",
     "dstack",
     "ediff1d",
     "erfc",
     "erfinv",
+    "extract",
     "fabs",
+    "flatnonzero",
     "fliplr",
     "flipud",
     "float_power",
@@ -891,19 +991,25 @@ __all__ += [  # NumPy's functions beyond the array API, and PyTorch's special fu
     "hsplit",
     "i0",
     "identity",
+    "in1d",
     "indices",
     "inner",
     "interp",
     "intersect1d",
+    "invert",
+    "iscomplex",
     "isneginf",
     "isposinf",
+    "isreal",
     "kron",
     "lcm",
     "ldexp",
+    "left_shift",
     "lexsort",
     "lgamma",
     "logaddexp2",
     "logspace",
+    "masked_scatter",
     "mod",
     "modf",
     "multinomial",
@@ -921,20 +1027,32 @@ __all__ += [  # NumPy's functions beyond the array API, and PyTorch's special fu
     "nanstd",
     "nansum",
     "nanvar",
+    "ndim",
     "partition",
+    "pdist",
     "polygamma",
     "polyval",
     "power",
     "ptp",
+    "put",
     "rad2deg",
     "radians",
     "ravel_multi_index",
+    "right_shift",
     "rint",
+    "rollaxis",
     "rot90",
+    "select_scatter",
     "setdiff1d",
+    "setxor1d",
+    "shape",
     "sinc",
+    "size",
+    "slice_scatter",
+    "swapdims",
     "trace",
     "trapezoid",
+    "trapz",
     "tri",
     "tril_indices",
     "triu_indices",

@@ -16,7 +16,7 @@ from .dtypes import DType, default_float, default_int, float64
 from .errors import DTypeError, ShapeError
 from .graph import Node, Op
 from .kernels.dtype import bfloat16_to_float32
-from .movement import shape_arg, stack
+from .movement import concat, shape_arg, stack
 from .tensor import Tensor, _is_scalar, where
 
 
@@ -453,6 +453,25 @@ def vander(x: Any, N: int | None = None, increasing: bool = False) -> Tensor:
     from .movement import concat
     powers = concat([ones_column, t.reshape(-1, 1).broadcast_to((t.shape[0], n - 1)).cumprod(1)], 1)
     return powers if increasing else powers.flip(1)
+
+
+def block_diag(*tensors: Any) -> Tensor:
+    """PyTorch's block_diag: the tensors (0-d as 1x1, 1-d as one row, 2-d) along the diagonal of one matrix, zeros
+    elsewhere, in their promoted dtype (a 0-d tensor's dtype counts as any other's, where PyTorch's promotion
+    gives way to the others); no tensors give a (1, 0) matrix."""
+    blocks = [t if isinstance(t, Tensor) else asarray(t) for t in tensors]
+    if not blocks:
+        return zeros((1, 0))
+    if any(b.ndim > 2 for b in blocks):
+        raise ShapeError(f"block_diag: expects tensors of at most 2 dimensions, got shapes {[b.shape for b in blocks]}")
+    dtype = dtypes.result_type(*blocks)
+    blocks = [b.cast(dtype).reshape(1, -1) if b.ndim < 2 else b.cast(dtype) for b in blocks]
+    width = sum(b.shape[1] for b in blocks)
+    rows, before = [], 0
+    for b in blocks:
+        rows.append(b.pad([(0, 0), (before, width - before - b.shape[1])]))
+        before += b.shape[1]
+    return concat(rows, 0)
 
 
 def diagflat(v: Any, k: int = 0) -> Tensor:

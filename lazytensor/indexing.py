@@ -639,4 +639,43 @@ def nonzero(x: Any) -> tuple[Tensor, ...]:
     return (x if isinstance(x, Tensor) else asarray(x)).nonzero(as_tuple=True)
 
 
-__all__ = ["IndexingOps", "nonzero"]
+def flatnonzero(a: Any) -> Tensor:
+    """NumPy's flatnonzero: the int64 positions of the nonzero elements of the flattened tensor."""
+    from .creation import asarray
+    return asarray(a).reshape(-1).nonzero(as_tuple=True)[0]
+
+
+def extract(condition: Any, arr: Any) -> Tensor:
+    """NumPy's extract: the elements of the flattened `arr` where the flattened `condition` is nonzero."""
+    from .creation import asarray
+    return asarray(arr).reshape(-1).take(flatnonzero(condition))
+
+
+def compress(condition: Any, a: Any, axis: int | None = None) -> Tensor:
+    """NumPy's compress: the slices of `a` along `axis` (of the flattened `a` where None) whose entries of the
+    1-d `condition` are nonzero; a condition shorter than the axis drops the slices past it."""
+    from .creation import asarray
+    x, kept = asarray(a), asarray(condition)
+    if kept.ndim != 1:
+        raise ShapeError(f"compress: condition must be 1-d, got shape {kept.shape}")
+    x = x.reshape(-1) if axis is None else x
+    n = x.shape[normalize_axis(0 if axis is None else axis, x.ndim, "compress")]
+    if kept.shape[0] > n:
+        raise IndexError(f"compress: condition has {kept.shape[0]} entries, the axis only {n}")
+    return x.take(kept.nonzero(as_tuple=True)[0], axis=0 if axis is None else axis)
+
+
+def delete(arr: Any, obj: Any, axis: int | None = None) -> Tensor:
+    """NumPy's delete: `arr` without the slices along `axis` (of the flattened `arr` where None) that `obj` names:
+    an int, a slice, or integers or a boolean mask (read on the host)."""
+    from .creation import asarray
+    from .tensor import Tensor
+    x = asarray(arr)
+    x = x.reshape(-1) if axis is None else x
+    a = 0 if axis is None else normalize_axis(axis, x.ndim, "delete")
+    keep = np.ones(x.shape[a], bool)
+    keep[obj.numpy() if isinstance(obj, Tensor) else obj] = False
+    return x.take(asarray(np.flatnonzero(keep), device=x.device), axis=a)
+
+
+__all__ = ["IndexingOps", "compress", "delete", "extract", "flatnonzero", "nonzero"]

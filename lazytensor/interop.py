@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import operator
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -66,11 +65,6 @@ def row(target: Callable[..., Any], params: str) -> Row:
     return Row(target, tuple(positional), keywords)
 
 
-def _size(a: Tensor, axis: int | None = None) -> int:
-    """NumPy's size: the element count, or the length of `axis`."""
-    return a.numel() if axis is None else a.shape[axis]
-
-
 _REDUCTION = "a axis= dtype= keepdims="
 _EXTREMUM = "a axis= keepdims="
 _DEVIATION = "a axis= dtype= ddof= keepdims= correction="
@@ -89,6 +83,7 @@ ROWS: dict[str, Row] = {
     "arctan2": row(lt.atan2, "x1 x2"),
     "left_shift": row(lt.bitwise_left_shift, "x1 x2"),
     "right_shift": row(lt.bitwise_right_shift, "x1 x2"),
+    "divmod": row(lt.divmod, "x1 x2"),
     "vecdot": row(lt.vecdot, "x1 x2 axis="),
     **{name: row(getattr(lt, name), "x") for name in (
         "negative", "positive", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "square", "sin",
@@ -158,6 +153,10 @@ ROWS: dict[str, Row] = {
     "nan_to_num": row(lt.nan_to_num, "x copy= nan= posinf= neginf="),
     "cross": row(lt.cross, "a b axis="),
     "allclose": row(lt.allclose, "a b rtol= atol= equal_nan="),
+    "array_equal": row(lt.array_equal, "a1 a2 equal_nan="),
+    "array_equiv": row(lt.array_equiv, "a1 a2"),
+    "isreal": row(lt.isreal, "x"),
+    "iscomplex": row(lt.iscomplex, "x"),
     "where": row(lt.where, "condition x y"),
     "sinc": row(lt.sinc, "x"),
     "i0": row(lt.i0, "x"),
@@ -174,6 +173,10 @@ ROWS: dict[str, Row] = {
     # indexing, sorting, sets
     "nonzero": row(lt.nonzero, "a"),
     "argwhere": row(lt.argwhere, "a"),
+    "flatnonzero": row(lt.flatnonzero, "a"),
+    "extract": row(lt.extract, "condition arr"),
+    "compress": row(lt.compress, "condition a axis="),
+    "delete": row(lt.delete, "arr obj axis="),
     "take": row(lt.take, "a indices axis="),
     "take_along_axis": row(lt.take_along_axis, "arr indices axis="),
     "searchsorted": row(lt.searchsorted, "a v side= sorter="),
@@ -188,15 +191,17 @@ ROWS: dict[str, Row] = {
     "union1d": row(lt.union1d, "ar1 ar2"),
     "intersect1d": row(lt.intersect1d, "ar1 ar2 assume_unique="),
     "setdiff1d": row(lt.setdiff1d, "ar1 ar2 assume_unique="),
+    "setxor1d": row(lt.setxor1d, "ar1 ar2 assume_unique="),
     "lexsort": row(lt.lexsort, "keys axis="),
     "partition": row(lt.partition, "a kth axis="),  # a sort: one of the arrangements NumPy's allows
     "argpartition": row(lt.argpartition, "a kth axis="),
     "unravel_index": row(lt.unravel_index, "indices shape"),
     "ravel_multi_index": row(lt.ravel_multi_index, "multi_index dims mode="),
     # shapes and views
-    "shape": row(operator.attrgetter("shape"), "a"),
-    "ndim": row(operator.attrgetter("ndim"), "a"),
-    "size": row(_size, "a axis"),
+    "shape": row(lt.shape, "a"),
+    "ndim": row(lt.ndim, "a"),
+    "rollaxis": row(lt.rollaxis, "a axis start="),
+    "size": row(lt.size, "a axis"),
     "copy": row(Tensor.copy, "a"),
     "astype": row(lt.astype, "x dtype copy= device="),
     "reshape": row(lt.reshape, "a shape"),
@@ -305,6 +310,8 @@ DIFFERENT = {
     "geomspace": "lazytensor's takes numbers and gives float32 by default, NumPy's takes arrays and their dtype",
     "save": "NumPy's writes .npy files, lazytensor's safetensors checkpoints (lt.save)",
     "diagonal": "NumPy's takes the first two axes, lazytensor's (np.linalg.diagonal's) the last two",
+    "put": "NumPy's writes into its first argument (positions and values), lazytensor's is PyTorch's put, which "
+           "returns the new tensor",
     "linalg.pinv": "NumPy's default cut-off is 1e-15 times the largest singular value (rcond), lazytensor's the array "
                    "API's, max(M, N) * eps of the dtype (rtol)",
 }

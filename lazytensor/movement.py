@@ -667,3 +667,18 @@ def flipud(m: Any) -> Tensor:
     if x.ndim < 1:
         raise ValueError("flipud: needs at least 1 dimension, got a 0-d tensor")
     return x.flip(0)
+
+
+def rollaxis(a: Any, axis: int, start: int = 0) -> Tensor:
+    """NumPy's rollaxis: `axis` moved to stand before the axis now at `start` (a view; `moveaxis` says it
+    plainer)."""
+    x = _as_tensor(a)
+    n = x.ndim
+    ax = normalize_axis(axis, n, "rollaxis")
+    if not -n <= start <= n:
+        raise AxisError(f"rollaxis: start {start} is out of bounds for a tensor of {n} dimensions")
+    start = start + n if start < 0 else start
+    start = start - 1 if ax < start else start
+    order = [k for k in range(n) if k != ax]
+    order.insert(start, ax)
+    return x.permute(order)

@@ -35,8 +35,25 @@ def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Tensor:
 def trapezoid(y: Any, x: Any = None, dx: float = 1.0, axis: int = -1) -> Tensor:
     """NumPy's trapezoid rule: the integral of y along `axis`, sampled at `x` (1-d along the axis, or of y's
     shape) or `dx` apart."""
+    return _trapezoids(y, x, dx, axis, "trapezoid").sum(normalize_axis(axis, asarray(y).ndim, "trapezoid"))
+
+
+def cumulative_trapezoid(y: Any, x: Any = None, *, dx: float | None = None, dim: int = -1) -> Tensor:
+    """PyTorch's cumulative_trapezoid (SciPy's without `initial`): the running integral of y along `dim` by the
+    trapezoid rule, one element fewer than y there."""
+    a = normalize_axis(dim, asarray(y).ndim, "cumulative_trapezoid")
+    return _trapezoids(y, x, 1.0 if dx is None else dx, a, "cumulative_trapezoid").cumsum(a)
+
+
+def trapz(y: Any, x: Any = None, *, dx: float | None = None, dim: int = -1) -> Tensor:
+    """PyTorch's trapz: `trapezoid` along `dim`."""
+    return trapezoid(y, x, 1.0 if dx is None else dx, dim)
+
+
+def _trapezoids(y: Any, x: Any, dx: float, axis: int, name: str) -> Tensor:
+    """The trapezoids' areas between consecutive samples of y along `axis` (see `trapezoid`)."""
     t = asarray(y)
-    a = normalize_axis(axis, t.ndim, "trapezoid")
+    a = normalize_axis(axis, t.ndim, name)
     if x is None:
         d: Any = dx
     else:
@@ -45,7 +62,7 @@ def trapezoid(y: Any, x: Any = None, dx: float = 1.0, axis: int = -1) -> Tensor:
             d = (xs[1:] - xs[:-1]).reshape(tuple(-1 if k == a else 1 for k in range(t.ndim)))
         else:
             d = _along(xs, a, 1, None) - _along(xs, a, None, -1)
-    return (d * (_along(t, a, 1, None) + _along(t, a, None, -1)) / 2.0).sum(a)
+    return d * (_along(t, a, 1, None) + _along(t, a, None, -1)) / 2.0
 
 
 def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> Any:
@@ -207,5 +224,5 @@ def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str
     return out._checked(bad, "ravel_multi_index: invalid entry in coordinates array") if bad is not None else out
 
 
-__all__ = ["convolve", "correlate", "ediff1d", "gradient", "polyval", "ravel_multi_index", "trapezoid",
-           "unravel_index"]
+__all__ = ["convolve", "correlate", "cumulative_trapezoid", "ediff1d", "gradient", "polyval", "ravel_multi_index",
+           "trapezoid", "trapz", "unravel_index"]

@@ -465,6 +465,68 @@ class PyTorchOps:
         shape = (1,) * a + (index.numel(),) + (1,) * (self.ndim - a - 1)
         return self.scatter(a, index.reshape(shape).broadcast_to(source.shape), source.cast(self.dtype))
 
+    def addcmul(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
+        """`self + value * tensor1 * tensor2` (PyTorch's, broadcast and promoted; an optimizer's update)."""
+        return self + value * tensor1 * tensor2
+
+    def addcdiv(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
+        """`self + value * tensor1 / tensor2` (PyTorch's, a true division: integer tensor1 and tensor2 are an
+        error, as PyTorch's)."""
+        if all(isinstance(t, type(self)) and not t.dtype.is_float for t in (tensor1, tensor2)):
+            raise DTypeError(f"addcdiv: integer division of {tensor1.dtype.name} by {tensor2.dtype.name} is not "
+                             "supported (use true division of float tensors)")
+        return self + value * tensor1 / tensor2
+
+    def masked_scatter(self: Tensor, mask: Any, source: Any) -> Tensor:
+        """This tensor with `source`'s elements, in order, where `mask` (broadcast to this shape) is true (PyTorch's):
+        the k-th true element takes source's k-th (source read as 1-d; a realize raises IndexError where the mask
+        is true more often than source has elements)."""
+        from .tensor import where
+        mask = (mask if isinstance(mask, type(self)) else self._like(mask)).broadcast_to(self.shape).reshape(-1)
+        if mask.dtype != dtypes.bool_:
+            raise DTypeError(f"masked_scatter: the mask must be bool, got {mask.dtype.name}")
+        flat = (source if isinstance(source, type(self)) else self._like(source)).reshape(-1).cast(self.dtype)
+        n = flat.shape[0]
+        if n == 0:
+            return self._checked(mask.any(), "masked_scatter: the mask is true where source has no elements")
+        ranks = mask.cast(dtypes.int64).cumsum(0)
+        taken = flat._gather(0, (ranks - 1).clip(0, n - 1))
+        out = where(mask, taken, self.reshape(-1)).reshape(self.shape)
+        return out._checked(ranks[-1:] > n, f"masked_scatter: the mask is true more often than source's {n} "
+                                            "elements") if mask.shape[0] else out
+
+    def select_scatter(self: Tensor, src: Any, dim: int, index: int) -> Tensor:
+        """This tensor with `src` in place of `self.select(dim, index)` (PyTorch's; out of place)."""
+        a = normalize_axis(dim, self.ndim, "select_scatter")
+        return self._placed((slice(None),) * a + (index,), src)
+
+    def slice_scatter(self: Tensor, src: Any, dim: int = 0, start: int | None = None, end: int | None = None,
+                      step: int = 1) -> Tensor:
+        """This tensor with `src` in place of its slice `start:end:step` along `dim` (PyTorch's; out of place)."""
+        a = normalize_axis(dim, self.ndim, "slice_scatter")
+        return self._placed((slice(None),) * a + (slice(start, end, step),), src)
+
+    def diagonal_scatter(self: Tensor, src: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+        """This tensor with `src` in place of `self.diagonal(offset, dim1, dim2)` (PyTorch's; out of place)."""
+        from .creation import arange
+        a, b = normalize_axis(dim1, self.ndim, "diagonal_scatter"), normalize_axis(dim2, self.ndim, "diagonal_scatter")
+        if a == b:
+            raise ShapeError(f"diagonal_scatter: dim1 and dim2 are the same axis ({dim1}, {dim2})")
+        moved = self.moveaxis((a, b), (-2, -1))
+        length = self.diagonal(offset, a, b).shape[-1]
+        rows, cols = (arange(length, device=self.device) + max(k, 0) for k in (-offset, offset))
+        return moved._placed((Ellipsis, rows, cols), src).moveaxis((-2, -1), (a, b))
+
+    def _placed(self: Tensor, index: tuple[Any, ...], src: Any) -> Tensor:
+        """A copy of this tensor with `src` written at `index`, whose shape it must have (the `*_scatter` ops)."""
+        out = self.copy()
+        target = out[index].shape
+        shape = src.shape if isinstance(src, type(self)) else self._like(src).shape
+        if shape != target:
+            raise ShapeError(f"expected src of shape {target}, got {shape}")
+        out[index] = src
+        return out
+
     # ---- linear algebra (PyTorch's method names for `lt.linalg`) ------------------------------------------
 
     def inverse(self: Tensor) -> Tensor:
@@ -629,7 +691,7 @@ class PyTorchOps:
 IN_PLACE_OF = ("abs", "exp", "expm1", "log", "log1p", "log2", "sqrt", "rsqrt", "square", "sin", "cos", "tan", "tanh",
                "sigmoid", "relu", "floor", "ceil", "round", "trunc", "frac", "sign", "reciprocal", "clamp_min",
                "clamp_max", "masked_fill", "masked_scatter", "scatter", "scatter_add", "scatter_reduce", "index_add",
-               "index_fill", "index_copy", "index_put", "put", "lerp", "fmod", "remainder", "nan_to_num", "tril", "triu",
+               "index_fill", "index_copy", "index_put", "put", "addcmul", "addcdiv", "lerp", "fmod", "remainder", "nan_to_num", "tril", "triu",
                "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "hypot",
                "atan2", "copysign", "erf", "exp2", "logit", "xlogy", "cumsum", "cumprod", "lgamma", "digamma",
                "polygamma", "erfinv", "erfc", "i0", "gcd", "lcm")

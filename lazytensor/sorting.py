@@ -418,6 +418,20 @@ def setdiff1d(ar1: Any, ar2: Any, /, assume_unique: bool = False) -> Tensor:
     return values[isin(values, _flat(ar2), invert=True)]
 
 
+def setxor1d(ar1: Any, ar2: Any, /, assume_unique: bool = False) -> Tensor:
+    """NumPy's setxor1d: the sorted unique values in exactly one of the tensors (flattened; the dtypes promoted).
+    Its length is the data's: it is read (a JitError inside `lt.jit`)."""
+    a, b = _flat(ar1), _flat(ar2)
+    dtype = dtypes.promote(a.dtype, b.dtype)
+    ua, ub = unique(a).cast(dtype), unique(b).cast(dtype)
+    return union1d(ua[isin(ua, ub, invert=True)], ub[isin(ub, ua, invert=True)])
+
+
+def in1d(ar1: Any, ar2: Any, assume_unique: bool = False, invert: bool = False) -> Tensor:
+    """NumPy's in1d (`isin` of the flattened ar1)."""
+    return isin(_flat(ar1), ar2, invert=invert)
+
+
 def lexsort(keys: Any, axis: int = -1) -> Tensor:
     """NumPy's lexsort: the int64 order that sorts by the last key, then ties by the one before, ... (stable
     sorts from the first key to the last). `keys` a sequence of tensors of one shape, or a tensor whose first
@@ -470,12 +484,14 @@ __all__ = [
     "UniqueCounts",
     "UniqueInverse",
     "argpartition",
+    "in1d",
     "intersect1d",
     "isin",
     "lexsort",
     "partition",
     "searchsorted",
     "setdiff1d",
+    "setxor1d",
     "union1d",
     "unique_all",
     "unique_counts",

@@ -1489,3 +1489,28 @@ def test_numpys_elementwise_functions_gradients_match_torch(name):
         (getattr(torch, name)(t, u) * 3).sum().backward()
         check(y.grad, u.grad)
     check(x.grad, t.grad)
+
+
+@pytest.mark.parametrize("dtype", [lt.int8, lt.int32, lt.uint8, lt.float64])
+def test_numpys_other_names(dtype):
+    """divmod, around, invert, left_shift, right_shift as NumPy's; array_equal, array_equiv, ndim, shape, size."""
+    for kind, x, t in inputs((3, 4), dtype, seed=95):
+        a = t.numpy()
+        b = random_array((4,), dtype, seed=96, low=1, high=7)
+        quotient, rest = lt.divmod(x, lt.asarray(b))
+        want_q, want_r = np.divmod(a, b)
+        check(quotient, want_q)
+        check(rest, want_r)
+        if dtype.is_float:
+            check(lt.around(x * 10.0, 1), np.around(a * 10.0, 1))
+        else:
+            check(lt.invert(x), np.invert(a))
+            check(lt.left_shift(x, 2), np.left_shift(a, np.array(2, a.dtype)))
+            check(lt.right_shift(x, 1), np.right_shift(a, np.array(1, a.dtype)))
+        assert lt.array_equal(x, lt.asarray(a.copy())) and not lt.array_equal(x, x[:2])
+        assert lt.array_equiv(x[:1], lt.asarray(np.broadcast_to(a[:1], (3, 4)).copy()))
+        assert not lt.array_equiv(x, x[:, :3]) and not lt.array_equiv(x, lt.asarray(a + 1))
+        assert (lt.ndim(x), lt.shape(x), lt.size(x), lt.size(x, 1)) == (2, (3, 4), 12, 4)
+    nan = lt.asarray(np.array([1.0, np.nan]))
+    assert not lt.array_equal(nan, nan) and lt.array_equal(nan, nan, equal_nan=True)
+    assert (lt.ndim(2.5), lt.shape([[1, 2, 3]]), lt.size([])) == (0, (1, 3), 0)

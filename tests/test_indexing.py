@@ -548,3 +548,24 @@ def test_put_is_torchs(dtype, accumulate):
         lt.asarray(arr).put(lt.asarray(np.array([0, 1])), lt.asarray(np.ones(3)))
     with pytest.raises(IndexError):
         lt.asarray(arr).put(lt.asarray(np.array([6])), lt.asarray(np.ones(1)), accumulate).numpy()
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.int64, lt.bool_])
+def test_numpys_flatnonzero_extract_compress_and_delete(dtype):
+    arr = random_array((3, 4), dtype, seed=50)
+    condition = random_array((3, 4), lt.bool_, seed=51)
+    for kind, x, t in inputs((3, 4), dtype, seed=50):
+        a = t.numpy()
+        check(lt.flatnonzero(x), np.flatnonzero(a))
+        check(lt.extract(lt.asarray(condition), x), np.extract(condition, a))
+        for cond, axis in (([1, 0, 1], 0), ([0, 1, 1, 0], 1), ([1, 0, 0, 1, 1], None), ([0, 1], -1), ([], 0)):
+            check(lt.compress(np.array(cond, bool), x, axis), np.compress(np.array(cond, bool), a, axis))
+        for obj, axis in ((1, 0), ([0, -1], 1), (slice(1, None, 2), 1), ([1, 5, 11], None), (np.array([], int), 0),
+                          (np.array([True, False, True]), 0)):
+            check(lt.delete(x, obj, axis), np.delete(a, obj, axis))
+    check(lt.delete(lt.asarray(arr), lt.asarray(np.array([2])), 1), np.delete(arr, [2], 1))
+    check(lt.flatnonzero(lt.asarray(arr[:0])), np.flatnonzero(arr[:0]))
+    with pytest.raises(IndexError):
+        lt.compress(np.ones(4, bool), lt.asarray(arr), 0)
+    with pytest.raises(IndexError):
+        lt.delete(lt.asarray(arr), 3, 0)

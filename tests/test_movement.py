@@ -937,3 +937,13 @@ def test_block_matches_numpy():
         lt.block((lt.asarray(a), lt.asarray(b)))
     with pytest.raises(ValueError, match="empty list"):
         lt.block([])
+
+
+@pytest.mark.parametrize("axis, start", [(3, 1), (0, 4), (-1, 0), (1, 1), (2, -1), (0, -4), (1, 3)])
+def test_rollaxis_is_numpys(axis, start):
+    for kind, x, t in inputs((2, 3, 4, 5), lt.float32, seed=60):
+        check(lt.rollaxis(x, axis, start), np.rollaxis(t.numpy(), axis, start))
+    with pytest.raises(lt.AxisError):
+        lt.rollaxis(lt.zeros((2, 3)), 0, 3)
+    with pytest.raises(lt.AxisError):
+        lt.rollaxis(lt.zeros((2, 3)), 2)

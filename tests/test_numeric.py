@@ -75,3 +75,19 @@ def test_flat_and_multi_indices_match_numpy():
     with pytest.raises(IndexError, match="invalid entry"):
         lt.ravel_multi_index(tuple(lt.asarray(c) for c in coords), (5, 6)).numpy()
     check(lt.unravel_index(lt.zeros(0, dtype=lt.int64), (3,))[0], np.unravel_index(np.zeros(0, np.int64), (3,))[0])
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32])
+def test_trapz_and_cumulative_trapezoid_are_torchs(dtype):
+    """Along each axis, with dx, with samples 1-d or of y's shape, views, size 1 along the axis."""
+    for kind in ("contiguous", "transposed", "flipped"):
+        x, t = layout(random_array((4, 5), dtype, seed=30), kind)
+        samples = np.cumsum(random_array((5,), lt.float64, seed=31, low=0.1, high=1.0))
+        for dim in (0, -1):
+            check(lt.trapz(x, dim=dim), torch.trapz(t, dim=dim))
+            check(lt.cumulative_trapezoid(x, dx=0.5, dim=dim), torch.cumulative_trapezoid(t, dx=0.5, dim=dim))
+        check(lt.trapz(x, lt.asarray(samples)), torch.trapz(t, torch.tensor(samples)))
+        check(lt.cumulative_trapezoid(x, lt.asarray(samples)), torch.cumulative_trapezoid(t, torch.tensor(samples)))
+    one = random_array((3, 1), lt.float64, seed=32)
+    check(lt.cumulative_trapezoid(lt.asarray(one)), torch.cumulative_trapezoid(torch.tensor(one)))
+    check(lt.trapz(lt.asarray(one)), torch.trapz(torch.tensor(one)))

@@ -474,6 +474,8 @@ def _in_place_arguments(lib):
         "scatter": (1, index, other), "scatter_add": (1, index, other),
         "scatter_reduce": (1, index, other, "amax"), "index_add": (0, tensor(np.array([1, 0])), other),
         "index_copy": (0, tensor(np.array([1, 0])), other),
+        "masked_scatter": (tensor(np.array([[True, False, True], [False, False, True]])), other),
+        "addcmul": (other, other), "addcdiv": (other, other + 1),
         "index_put": ((tensor(np.array([1, 0, 1])), tensor(np.array([2, 0, 2]))), tensor(np.full(3, 0.5, np.float32))),
         "put": (tensor(np.array([5, 0, -2])), tensor(np.full(3, 0.5, np.float32))),
         "lerp": (other, 0.25), "fmod": (0.3,), "remainder": (0.3,), "hypot": (other,), "atan2": (other,),
@@ -706,3 +708,93 @@ def test_xlogy_and_logit_keep_a_half_tensors_dtype_beside_a_python_number():
     assert got.dtype == lt.float16 and want.dtype == torch.float16
     check(got, want.numpy())
     check(lt.asarray(a[:2]).logit(eps=0.1), torch.tensor(a[:2]).logit(eps=0.1).numpy())
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32])
+def test_addcmul_and_addcdiv_are_torchs(dtype):
+    """Broadcast operands, views, `value`; integer addcdiv is an error, as torch's."""
+    for kind, x, t in inputs((3, 4), dtype, seed=60):
+        a, b = random_array((4,), dtype, seed=61), random_array((3, 1), dtype, seed=62, low=1, high=5)
+        check(x.addcmul(lt.asarray(a), lt.asarray(b), value=2), t.addcmul(torch.tensor(a), torch.tensor(b), value=2))
+        check(lt.addcmul(x, lt.asarray(a), lt.asarray(b)), torch.addcmul(t, torch.tensor(a), torch.tensor(b)))
+        if dtype.is_float:
+            check(x.addcdiv(lt.asarray(a), lt.asarray(b), value=0.5),
+                  t.addcdiv(torch.tensor(a), torch.tensor(b), value=0.5))
+        else:
+            with pytest.raises(lt.DTypeError):
+                x.addcdiv(lt.asarray(a), lt.asarray(b))
+    zero_d = np.float64(1.5)
+    check(lt.addcmul(lt.asarray(zero_d), lt.asarray(zero_d), lt.asarray(zero_d)),
+          torch.addcmul(*(torch.tensor(zero_d),) * 3))
+    y, u = lt.asarray(np.ones((0, 2))), torch.ones(0, 2, dtype=torch.float64)
+    check(y.addcdiv_(y, y + 1), u.addcdiv_(u, u + 1))
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.int64, lt.bool_])
+def test_masked_scatter_is_torchs(dtype):
+    """Source's elements in order where the mask (broadcast) is true; a short source is an IndexError of the
+    realize; gradients as torch's."""
+    mask = random_array((3, 4), lt.bool_, seed=63)
+    for kind, x, t in inputs((3, 4), dtype, seed=64):
+        source = random_array((2, 7), dtype, seed=65)
+        check(x.masked_scatter(lt.asarray(mask), lt.asarray(source)),
+              t.masked_scatter(torch.tensor(mask), torch.tensor(source)))
+        row = mask[0]  # broadcast along the rows
+        check(lt.masked_scatter(x, lt.asarray(row), lt.asarray(source)),
+              t.masked_scatter(torch.tensor(row), torch.tensor(source)))
+    x = lt.asarray(random_array((3, 4), dtype, seed=66))
+    with pytest.raises(IndexError, match="more often"):
+        x.masked_scatter(lt.asarray(np.ones((3, 4), bool)), lt.asarray(random_array((5,), dtype, seed=67))).numpy()
+    with pytest.raises(IndexError):
+        x.masked_scatter(lt.asarray(np.ones((3, 4), bool)), lt.asarray(np.zeros(0, np.float32))).numpy()
+    check(x.masked_scatter(lt.asarray(np.zeros((3, 4), bool)), lt.asarray(np.zeros(0, np.float32)).cast(dtype)),
+          torch.tensor(x.numpy()))
+    if dtype == lt.float32:
+        arr, src = random_array((3, 4), lt.float64, seed=68), random_array((12,), lt.float64, seed=69)
+        a, s = lt.asarray(arr).requires_grad_(), lt.asarray(src).requires_grad_()
+        ta, ts = torch.tensor(arr, requires_grad=True), torch.tensor(src, requires_grad=True)
+        out, expected = a.masked_scatter(lt.asarray(mask), s), ta.masked_scatter(torch.tensor(mask), ts)
+        (out * out).sum().backward()
+        (expected * expected).sum().backward()
+        check(a.grad, ta.grad)
+        check(s.grad, ts.grad)
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.int16])
+def test_select_slice_and_diagonal_scatter_are_torchs(dtype):
+    for kind, x, t in inputs((4, 5, 3), dtype, seed=70):
+        row = random_array((4, 3), dtype, seed=71)
+        check(x.select_scatter(lt.asarray(row), 1, -2), t.select_scatter(torch.tensor(row), 1, -2))
+        part = random_array((4, 2, 3), dtype, seed=72)
+        check(lt.slice_scatter(x, lt.asarray(part), 1, 1, None, 3), torch.slice_scatter(t, torch.tensor(part), 1, 1, None, 3))
+        rows = random_array((3, 5, 2), dtype, seed=80).transpose(2, 1, 0)  # a non-contiguous src
+        check(x.slice_scatter(lt.asarray(rows), 0, 2), t.slice_scatter(torch.tensor(rows), 0, 2))
+        for offset, dims in ((0, (0, 1)), (2, (0, 1)), (-1, (2, 0)), (1, (-1, 1))):
+            shape = tuple(t.diagonal(offset, *dims).shape)
+            diag = random_array(shape, dtype, seed=73)
+            check(x.diagonal_scatter(lt.asarray(diag), offset, *dims), t.diagonal_scatter(torch.tensor(diag), offset, *dims))
+    with pytest.raises(ShapeError, match="expected src of shape"):
+        lt.zeros((3, 4)).select_scatter(lt.zeros(3), 0, 0)
+    arr, src = random_array((3, 4), lt.float64, seed=74), random_array((3,), lt.float64, seed=75)
+    a, s = lt.asarray(arr).requires_grad_(), lt.asarray(src).requires_grad_()
+    ta, ts = torch.tensor(arr, requires_grad=True), torch.tensor(src, requires_grad=True)
+    out, expected = a.diagonal_scatter(s, 1), ta.diagonal_scatter(ts, 1)
+    (out * out).sum().backward()
+    (expected * expected).sum().backward()
+    check(a.grad, ta.grad)
+    check(s.grad, ts.grad)
+
+
+def test_block_diag_isreal_swapdims_and_pdist_are_torchs():
+    blocks = [random_array((2, 3), lt.float32, seed=76), random_array((4,), lt.int32, seed=77), np.float32(2.5),
+              np.zeros((0, 2), np.float32), np.zeros((2, 0), np.float32)]
+    check(lt.block_diag(*map(lt.asarray, blocks)), torch.block_diag(*map(torch.tensor, blocks)))
+    check(lt.block_diag(), torch.block_diag())
+    with pytest.raises(ShapeError):
+        lt.block_diag(lt.zeros((1, 2, 3)))
+    for kind, x, t in inputs((3, 4), lt.int32, seed=78):
+        check(lt.isreal(x), torch.isreal(t))
+        check(lt.iscomplex(x), np.iscomplex(t.numpy()))
+        check(lt.swapdims(x, 0, 1), torch.swapdims(t, 0, 1))
+    for kind, x, t in inputs((5, 3), lt.float64, seed=79):
+        check(lt.pdist(x), torch.pdist(t))

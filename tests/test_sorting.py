@@ -383,3 +383,14 @@ def test_mode_gradient_goes_to_the_index():
     (lt.mode(x).values * lt.asarray([2.0, 3.0])).sum().backward()
     (torch.mode(t).values * torch.tensor([2.0, 3.0])).sum().backward()
     check(x.grad, t.grad)
+
+
+@pytest.mark.parametrize("dtype", [lt.int32, lt.float64, lt.uint8])
+def test_numpys_setxor1d_and_in1d(dtype):
+    a, b = random_array((4, 5), dtype, seed=90, low=0, high=9), random_array((7,), dtype, seed=91, low=0, high=9)
+    for kind, x, t in inputs((4, 5), dtype, seed=90):
+        check(lt.setxor1d(x, lt.asarray(b)), np.setxor1d(t.numpy(), b))
+        check(lt.in1d(x, lt.asarray(b)), np.isin(t.numpy().ravel(), b))
+        check(lt.in1d(x, lt.asarray(b), invert=True), np.isin(t.numpy().ravel(), b, invert=True))
+    check(lt.setxor1d(lt.asarray(a), lt.asarray(a[:0])), np.setxor1d(a, a[:0]))
+    check(lt.setxor1d(lt.asarray(a), lt.asarray(a)), np.setxor1d(a, a))
