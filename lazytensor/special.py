@@ -1,5 +1,5 @@
 """Special functions, as PyTorch's `torch.special` and SciPy's `scipy.special` name them: `lgamma` (`gammaln`),
-`digamma` (`psi`), `polygamma`, `erfinv`, `erfc`, `ndtr`, `log_ndtr`, `ndtri`, the modified Bessel functions `i0`,
+`digamma` (`psi`), `polygamma`, `erfinv`, `erfc`, `erfcx`, `ndtr`, `log_ndtr`, `ndtri`, the modified Bessel functions `i0`,
 `i0e`, `i1`, `i1e`, `xlog1py`, and NumPy's integer `gcd`/`lcm` and float `frexp`; the
 namespace `lt.special` also holds lazytensor's functions under `torch.special`'s names (`expit`, `ndtr`, ...).
 
@@ -229,6 +229,20 @@ def erfc(x: Any, /) -> Tensor:
     return _float(x)._composite(_erfc, lambda g, x: [g * (-x * x).exp() * -_TWO_OVER_SQRT_PI], name="erfc")
 
 
+def _erfcx_everywhere(w: _Working, x: Tensor) -> Tensor:
+    """erfcx of any x: left of 0, 2 exp(x**2) (the square an exact pair) less erfcx(|x|), which is at most 1."""
+    a = x.abs()
+    hi, lo = _square(w, a)
+    return where(x < 0, hi.exp() * (1 + lo) * 2 - _erfcx(a), _erfcx(a))
+
+
+def erfcx(x: Any, /) -> Tensor:
+    """The scaled complementary error function exp(x**2) erfc(x) (PyTorch's and SciPy's `erfcx`): about
+    1 / (x sqrt(pi)) far right, with neither overflow nor cancellation; inf far left, where exp(x**2) overflows."""
+    return _float(x)._composite(_erfcx_everywhere, lambda g, x: [g * (x * 2 * erfcx(x) - _TWO_OVER_SQRT_PI)],
+                                name="erfcx")
+
+
 def _lower_tail(w: _Working, x: Tensor) -> Tensor:
     """ndtr(-|x|), the smaller tail: exp(-x**2 / 2) erfcx(|x| / sqrt 2) / 2."""
     a = x.abs()
@@ -455,6 +469,6 @@ erf, exp2, expm1, log1p, logit, xlogy, sinc, round, logsumexp, softmax, log_soft
     _of_method, ("erf", "exp2", "expm1", "log1p", "logit", "xlogy", "sinc", "round", "logsumexp", "softmax",
                  "log_softmax"))
 
-__all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "frexp", "gammaln", "gcd", "i0", "i0e",
-           "i1", "i1e", "lcm", "lgamma", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp", "ndtr", "ndtri",
+__all__ = ["digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "frexp", "gammaln", "gcd", "i0",
+           "i0e", "i1", "i1e", "lcm", "lgamma", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp", "ndtr", "ndtri",
            "polygamma", "psi", "round", "sinc", "softmax", "xlog1py", "xlogy"]

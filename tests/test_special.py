@@ -106,6 +106,7 @@ ERFC_POINTS = np.array([0.0, -0.0, 1e-300, 0.49, 0.5, 0.51, 0.7071, 0.7072, 1.0,
 NORMAL_POINTS = np.array([0.0, -0.0, 0.7, -0.7, 0.71, -0.71, 1.0, -1.0, -1.01, 2.0, -5.0, -20.0, -37.0, 8.0, 30.0,
                           -1e3, -1e10, -1e160, math.inf, -math.inf, math.nan])
 TAILS = {"erfc": (lt.erfc, torch.erfc, scipy.special.erfc, ERFC_POINTS, (-6.0, 26.5)),
+         "erfcx": (special.erfcx, torch.special.erfcx, scipy.special.erfcx, ERFC_POINTS, (-26.0, 30.0)),
          "ndtr": (special.ndtr, torch.special.ndtr, scipy.special.ndtr, NORMAL_POINTS, (-37.0, 9.0)),
          "log_ndtr": (special.log_ndtr, torch.special.log_ndtr, scipy.special.log_ndtr, NORMAL_POINTS,
                       (-200.0, 37.0))}
@@ -181,7 +182,7 @@ def test_erfc_and_i0_methods_in_place_views_ints_0d_and_empty():
     check(lt.i0(lt.asarray(arr)), np.i0(arr.astype(np.float64)).astype(np.float32))
 
 
-GRADIENTS = {"erfc": (lt.erfc, torch.erfc, (-3, 3)), "ndtr": (special.ndtr, torch.special.ndtr, (-5, 5)),
+GRADIENTS = {"erfc": (lt.erfc, torch.erfc, (-3, 3)), "erfcx": (special.erfcx, torch.special.erfcx, (-3, 10)), "ndtr": (special.ndtr, torch.special.ndtr, (-5, 5)),
              "log_ndtr": (special.log_ndtr, torch.special.log_ndtr, (-30, 5)),
              "ndtri": (special.ndtri, torch.special.ndtri, (0.001, 0.999)),
              "i0": (lt.i0, torch.special.i0, (-30, 30)), "i0e": (special.i0e, torch.special.i0e, (-30, 30)),
