@@ -97,7 +97,7 @@ from .dump import dump_to
 from .errors import AxisError, DeviceError, DTypeError, JitError, KernelError, LinAlgError, ShapeError, VmapError
 from .explain import draw, explain
 from .export import export
-from .indexing import compress, delete, extract, flatnonzero, nonzero
+from .indexing import compress, delete, extract, flatnonzero, ix_, nonzero, put_along_axis, trim_zeros
 from .jit import Jit, jit
 from .kernels.llvm import disk_cache
 from .kernels.triton import set_allow_tf32, tf32_allowed
@@ -118,6 +118,7 @@ from .movement import (
     hsplit,
     hstack,
     repeat,
+    resize,
     rollaxis,
     rot90,
     split,
@@ -150,6 +151,7 @@ from .numeric import (
     trapezoid,
     trapz,
     unravel_index,
+    unwrap,
 )
 from .products import inner, kron, trace, vdot
 from .profiling import Profile, profile
@@ -484,6 +486,7 @@ numel = _function(Tensor.numel)
 norm = _function(Tensor.norm)
 bernoulli = _function(Tensor.bernoulli)
 swapdims = _function(Tensor.swapdims)
+adjoint = _function(Tensor.adjoint)
 pdist = nn.functional.pdist
 
 
@@ -492,6 +495,13 @@ around = round
 invert = bitwise_invert
 left_shift = bitwise_left_shift
 right_shift = bitwise_right_shift
+
+
+def chain_matmul(*matrices: Tensor) -> Tensor:
+    """PyTorch's chain_matmul: the product of the 2-d tensors, in the cheapest order (`linalg.multi_dot`)."""
+    if builtins.any(m.ndim != 2 for m in matrices):
+        raise ShapeError(f"chain_matmul: expects 2-d tensors, got shapes {[m.shape for m in matrices]}")
+    return matrices[0] if len(matrices) == 1 else linalg.multi_dot(list(matrices))
 
 
 def divmod(x1: Any, x2: Any, /) -> tuple[Tensor, Tensor]:
@@ -932,6 +942,7 @@ __all__ += [
 __all__ += [  # NumPy's functions beyond the array API, and PyTorch's special functions
     "addcdiv",
     "addcmul",
+    "adjoint",
     "append",
     "argpartition",
     "around",
@@ -950,6 +961,7 @@ __all__ += [  # NumPy's functions beyond the array API, and PyTorch's special fu
     "cartesian_prod",
     "cbrt",
     "cdist",
+    "chain_matmul",
     "column_stack",
     "combinations",
     "compress",
@@ -1001,6 +1013,7 @@ __all__ += [  # NumPy's functions beyond the array API, and PyTorch's special fu
     "isneginf",
     "isposinf",
     "isreal",
+    "ix_",
     "kron",
     "lcm",
     "ldexp",
@@ -1035,9 +1048,11 @@ __all__ += [  # NumPy's functions beyond the array API, and PyTorch's special fu
     "power",
     "ptp",
     "put",
+    "put_along_axis",
     "rad2deg",
     "radians",
     "ravel_multi_index",
+    "resize",
     "right_shift",
     "rint",
     "rollaxis",
@@ -1055,9 +1070,11 @@ __all__ += [  # NumPy's functions beyond the array API, and PyTorch's special fu
     "trapz",
     "tri",
     "tril_indices",
+    "trim_zeros",
     "triu_indices",
     "union1d",
     "unravel_index",
+    "unwrap",
     "vander",
     "vdot",
     "vsplit",

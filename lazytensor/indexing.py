@@ -678,4 +678,65 @@ def delete(arr: Any, obj: Any, axis: int | None = None) -> Tensor:
     return x.take(asarray(np.flatnonzero(keep), device=x.device), axis=a)
 
 
-__all__ = ["IndexingOps", "compress", "delete", "extract", "flatnonzero", "nonzero"]
+def trim_zeros(filt: Any, trim: str = "fb", axis: Any = None) -> Tensor:
+    """NumPy's trim_zeros: `filt` without its leading ('f') and trailing ('b') zeros along `axis` (every axis where
+    None: the smallest box holding every nonzero element); where the nonzero elements are is read on the host."""
+    from .creation import asarray
+    from .movement import normalize_axes
+    x, ends = asarray(filt), trim.lower()
+    if not set(ends) <= {"f", "b"}:
+        raise ValueError(f"trim_zeros: trim must hold only 'f' and 'b', got {trim!r}")
+    nonzero_at = (x != 0).numpy()
+    index: list[Any] = [slice(None)] * x.ndim
+    for a in range(x.ndim) if axis is None else normalize_axes(axis, x.ndim, "trim_zeros"):
+        found = np.flatnonzero(nonzero_at.any(axis=tuple(k for k in range(x.ndim) if k != a)))
+        start, stop = (int(found[0]), int(found[-1]) + 1) if found.size else (0, 0)
+        index[a] = slice(start if "f" in ends else None, stop if "b" in ends else None)
+    return x[tuple(index)]
+
+
+def ix_(*args: Any) -> tuple[Tensor, ...]:
+    """NumPy's ix_: 1-d integer (or boolean, read as their nonzero positions) sequences as index tensors shaped to
+    index the cross product: the k-th of n along axis k, size 1 along the others (`x[lt.ix_(rows, cols)]`)."""
+    from .creation import asarray
+    out = []
+    for k, arg in enumerate(args):
+        t = asarray(arg)
+        if t.ndim != 1:
+            raise ShapeError(f"ix_: each index must be 1-d, got shape {t.shape} at position {k}")
+        if t.dtype == dtypes.bool_:
+            t = t.nonzero(as_tuple=True)[0]
+        elif t.dtype.is_float and t.numel() == 0:
+            t = t.cast(dtypes.int64)
+        out.append(t.reshape((1,) * k + (t.shape[0],) + (1,) * (len(args) - k - 1)))
+    return tuple(out)
+
+
+def put_along_axis(arr: Tensor, indices: Any, values: Any, axis: int | None) -> None:
+    """NumPy's put_along_axis: `values` (broadcast) written into `arr` at `indices` along `axis`, the indices
+    broadcast against arr along the other axes (None: arr flattened, indices 1-d). arr is rebound in place, as
+    `x[i] = v` rebinds x; negative indices count from the end, one past the bounds is an IndexError."""
+    from .creation import arange
+    from .tensor import Tensor
+    if not isinstance(arr, Tensor):
+        raise TypeError(f"put_along_axis: arr must be a lazytensor Tensor (it is written in place), got "
+                        f"{type(arr).__name__}")
+
+    def written(x: Tensor, _: Any) -> Tensor:
+        flat = x.reshape(-1) if axis is None else x
+        a = 0 if axis is None else normalize_axis(axis, flat.ndim, "put_along_axis")
+        t = _tensor_index(flat, indices, "put_along_axis")
+        if t.ndim != flat.ndim:
+            raise ShapeError(f"put_along_axis: indices of {t.ndim} dimensions for a tensor of {flat.ndim}")
+        index = tuple(t if d == a else arange(n, device=flat.device).reshape(tuple(-1 if k == d else 1
+                                                                                   for k in range(flat.ndim)))
+                      for d, n in enumerate(flat.shape))
+        out = flat.copy()
+        out[index] = values
+        return out.reshape(x.shape)
+
+    arr._inplace(written, None, "put_along_axis")
+
+
+__all__ = ["IndexingOps", "compress", "delete", "extract", "flatnonzero", "ix_", "nonzero", "put_along_axis",
+           "trim_zeros"]

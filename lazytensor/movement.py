@@ -682,3 +682,17 @@ def rollaxis(a: Any, axis: int, start: int = 0) -> Tensor:
     order = [k for k in range(n) if k != ax]
     order.insert(start, ax)
     return x.permute(order)
+
+
+def resize(a: Any, new_shape: Any) -> Tensor:
+    """NumPy's resize: the flattened tensor repeated as often as it takes to fill `new_shape` (zeros where it has
+    no elements)."""
+    from .creation import zeros
+    x = _as_tensor(a)
+    shape = (new_shape,) if isinstance(new_shape, int) else tuple(new_shape)
+    if any(n < 0 for n in shape):
+        raise ValueError(f"resize: all sizes must be non-negative, got {shape}")
+    total, n = prod(shape), x.numel()
+    if n == 0 or total == 0:
+        return zeros(shape, dtype=x.dtype, device=x.device)
+    return x.reshape(-1).tile(-(-total // n))[:total].reshape(shape)

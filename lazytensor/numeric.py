@@ -3,6 +3,7 @@
 gathers and elementwise ops (differentiable where those are), with NumPy's results and lazytensor's dtypes."""
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -63,6 +64,22 @@ def _trapezoids(y: Any, x: Any, dx: float, axis: int, name: str) -> Tensor:
         else:
             d = _along(xs, a, 1, None) - _along(xs, a, None, -1)
     return d * (_along(t, a, 1, None) + _along(t, a, None, -1)) / 2.0
+
+
+def unwrap(p: Any, discont: float | None = None, axis: int = -1, *, period: float = 2 * math.pi) -> Tensor:
+    """NumPy's unwrap: each jump between neighbours along `axis` larger than `discont` (at least period / 2) taken
+    back into (-period / 2, period / 2] by adding multiples of `period` to all that follow (a phase's 2 pi jumps
+    removed). Integers give the default float."""
+    from .tensor import where
+    x = asarray(p)
+    x = x if x.dtype.is_float else x.cast(dtypes.default_float)
+    a = normalize_axis(axis, x.ndim, "unwrap")
+    step = _along(x, a, 1, None) - _along(x, a, None, -1)
+    high = period / 2
+    wrapped = (step + high) % period - high
+    wrapped = where((wrapped == -high) & (step > 0), high, wrapped)
+    correction = where(step.abs() < (high if discont is None else discont), 0.0, wrapped - step)
+    return concat([_along(x, a, None, 1), _along(x, a, 1, None) + correction.cumsum(a)], a)
 
 
 def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> Any:
@@ -225,4 +242,4 @@ def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str
 
 
 __all__ = ["convolve", "correlate", "cumulative_trapezoid", "ediff1d", "gradient", "polyval", "ravel_multi_index",
-           "trapezoid", "trapz", "unravel_index"]
+           "trapezoid", "trapz", "unravel_index", "unwrap"]

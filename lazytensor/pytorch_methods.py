@@ -465,6 +465,11 @@ class PyTorchOps:
         shape = (1,) * a + (index.numel(),) + (1,) * (self.ndim - a - 1)
         return self.scatter(a, index.reshape(shape).broadcast_to(source.shape), source.cast(self.dtype))
 
+    def adjoint(self: Tensor) -> Tensor:
+        """The conjugate transpose of the matrices in the last two axes (PyTorch's; a view): `.mT`, as
+        lazytensor's dtypes are real."""
+        return self.mT
+
     def addcmul(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
         """`self + value * tensor1 * tensor2` (PyTorch's, broadcast and promoted; an optimizer's update)."""
         return self + value * tensor1 * tensor2

@@ -569,3 +569,39 @@ def test_numpys_flatnonzero_extract_compress_and_delete(dtype):
         lt.compress(np.ones(4, bool), lt.asarray(arr), 0)
     with pytest.raises(IndexError):
         lt.delete(lt.asarray(arr), 3, 0)
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.int32, lt.bool_])
+def test_numpys_trim_zeros_ix_and_put_along_axis(dtype):
+    line = random_array((9,), dtype, seed=52)
+    line[:2], line[-3:] = 0, 0
+    box = np.zeros((5, 6), line.dtype)
+    box[1:3, 2:5] = random_array((2, 3), dtype, seed=53)
+    box[1, 2] = 1
+    for trim in ("fb", "f", "b", "BF"):
+        check(lt.trim_zeros(lt.asarray(line), trim), np.trim_zeros(line, trim))
+        check(lt.trim_zeros(lt.asarray(box), trim), np.trim_zeros(box, trim))
+        check(lt.trim_zeros(lt.asarray(box), trim, axis=1), np.trim_zeros(box, trim, axis=1))
+    check(lt.trim_zeros(lt.asarray(np.zeros(4, line.dtype))), np.trim_zeros(np.zeros(4, line.dtype)))
+    with pytest.raises(ValueError):
+        lt.trim_zeros(lt.asarray(line), "x")
+    for kind, x, t in inputs((4, 5), dtype, seed=54):
+        a = t.numpy()
+        rows, cols = np.array([3, 0, -1]), np.array([True, False, True, True, False])
+        check(x[lt.ix_(rows, cols)], a[np.ix_(rows, cols)])
+        assert [i.shape for i in lt.ix_(rows, [], cols)] == [(3, 1, 1), (1, 0, 1), (1, 1, 3)]
+        values = random_array((4, 2), dtype, seed=55)
+        for indices, axis, v in ((np.array([[0, 4], [1, -1], [2, 2], [3, 0]]), 1, values),
+                                 (np.array([[1, 0, 3, 2, 1]]), 0, values[0, 0]), (np.array([19, 0, -2]), None, values[:3, 0])):
+            y, expected = x.copy(), a.copy()
+            assert lt.put_along_axis(y, lt.asarray(indices), lt.asarray(v), axis) is None
+            np.put_along_axis(expected, indices, v, axis)
+            check(y, expected)
+    with pytest.raises(lt.ShapeError):
+        lt.ix_(np.zeros((2, 2), int))
+    with pytest.raises(TypeError, match="written in place"):
+        lt.put_along_axis(np.zeros(3), lt.asarray([0]), 1.0, 0)
+    with pytest.raises(IndexError):
+        y = lt.zeros((2, 3))
+        lt.put_along_axis(y, lt.asarray([[3], [0]]), 1.0, 1)
+        y.numpy()

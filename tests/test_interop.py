@@ -430,6 +430,13 @@ def nan_reduction(name: str):
 
 # Every row of interop.ROWS, called as NumPy is called (several calls where the parameters vary): the same
 # expression on tensors and on NumPy arrays.
+def put_along_axis_of_a_copy(f):
+    """np.put_along_axis writes into its array: into a copy of the case's data, which it returns."""
+    a = f.copy()
+    np.put_along_axis(a, np.array([[0], [3], [-1]]), 7.0, 1)
+    return a
+
+
 CASES = {
     **{name: numpy_call(name, "f g") for name in (
         "add", "subtract", "multiply", "divide", "floor_divide", "remainder", "logaddexp", "less", "less_equal",
@@ -540,6 +547,9 @@ CASES = {
     "nonzero": lambda f: np.nonzero(f > 0),
     "argwhere": lambda f: np.argwhere(f > 0),
     "flatnonzero": lambda f: np.flatnonzero(f > 0),
+    "trim_zeros": lambda f: (np.trim_zeros(np.where(f > 1, f, 0)), np.trim_zeros(np.where(f > 1, f, 0), "b", axis=1)),
+    "ix_": lambda v, w: np.ix_(v > 0, w),
+    "put_along_axis": lambda f: put_along_axis_of_a_copy(f),
     "extract": lambda f: np.extract(f > 0, f),
     "compress": lambda f: (np.compress([True, False, True], f, axis=0), np.compress([False, True], f)),
     "delete": lambda f: (np.delete(f, 1, axis=0), np.delete(f, [0, -1], axis=1), np.delete(f, slice(2, 9, 3))),
@@ -558,6 +568,7 @@ CASES = {
     "isin": lambda i, j: (np.isin(i, j[0]), np.isin(i, j, invert=True), np.isin(i, j, assume_unique=False)),
     "shape": lambda f: np.shape(f),
     "ndim": lambda f: np.ndim(f),
+    "resize": lambda f: (np.resize(f, (5, 5)), np.resize(f, 7)),
     "rollaxis": lambda f: (np.rollaxis(f, 1), np.rollaxis(f[None], 2, 1)),
     "size": lambda f: (np.size(f), np.size(f, 1)),
     "copy": lambda f: np.copy(f),
@@ -603,6 +614,7 @@ CASES = {
     "trapezoid": lambda f, s: (np.trapezoid(f), np.trapezoid(f, s[:4]), np.trapezoid(f, dx=0.5, axis=0)),
     "convolve": lambda v, w, s: (np.convolve(v, s), np.convolve(s, w[:3], mode="same"), np.convolve(v, s, mode="valid")),
     "correlate": lambda v, s: (np.correlate(s, v), np.correlate(v, s, mode="full"), np.correlate(v, s, mode="same")),
+    "unwrap": lambda f: (np.unwrap(f * 3), np.unwrap(f * 3, axis=0, period=4.0)),
     "polyval": lambda v, f: np.polyval(v, f),
     "flipud": lambda v: np.flipud(v),
     "append": lambda f, v: (np.append(f, v), np.append(f, f, axis=0)),

@@ -947,3 +947,12 @@ def test_rollaxis_is_numpys(axis, start):
         lt.rollaxis(lt.zeros((2, 3)), 0, 3)
     with pytest.raises(lt.AxisError):
         lt.rollaxis(lt.zeros((2, 3)), 2)
+
+
+@pytest.mark.parametrize("new_shape", [(2, 7), 5, (3, 2, 2), (0, 3), (1,)])
+def test_resize_is_numpys(new_shape):
+    for kind, x, t in inputs((2, 3), lt.int32, seed=61):
+        check(lt.resize(x, new_shape), np.resize(t.numpy(), new_shape))
+    check(lt.resize(lt.zeros((0, 2)), (2, 2)), np.resize(np.zeros((0, 2), np.float32), (2, 2)))
+    with pytest.raises(ValueError):
+        lt.resize(lt.zeros(3), (-1, 2))

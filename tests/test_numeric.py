@@ -91,3 +91,20 @@ def test_trapz_and_cumulative_trapezoid_are_torchs(dtype):
     one = random_array((3, 1), lt.float64, seed=32)
     check(lt.cumulative_trapezoid(lt.asarray(one)), torch.cumulative_trapezoid(torch.tensor(one)))
     check(lt.trapz(lt.asarray(one)), torch.trapz(torch.tensor(one)))
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64])
+def test_unwrap_is_numpys(dtype):
+    """Phases wrapped into [-pi, pi) along either axis, a discont, another period (degrees), a jump of exactly half
+    a period, size 1 and 0 along the axis."""
+    phase = np.cumsum(random_array((6, 40), lt.float64, seed=33, low=-1.5, high=1.5), axis=1)
+    wrapped = ((phase + np.pi) % (2 * np.pi) - np.pi).astype(dtype.name)
+    for kind in ("contiguous", "transposed", "flipped"):
+        x, t = layout(wrapped, kind)
+        for axis in (-1, 0):
+            check(lt.unwrap(x, axis=axis), np.unwrap(t.numpy(), axis=axis))
+        check(lt.unwrap(x, discont=4.0), np.unwrap(t.numpy(), discont=4.0))
+    degrees = np.array([0.0, 170.0, -170.0, 10.0, 190.0, 10.0], dtype.name)
+    check(lt.unwrap(lt.asarray(degrees), period=360.0), np.unwrap(degrees, period=360.0))
+    for edge in (wrapped[:, :1], wrapped[:, :0]):
+        check(lt.unwrap(lt.asarray(edge)), np.unwrap(edge))

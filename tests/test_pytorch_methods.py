@@ -798,3 +798,14 @@ def test_block_diag_isreal_swapdims_and_pdist_are_torchs():
         check(lt.swapdims(x, 0, 1), torch.swapdims(t, 0, 1))
     for kind, x, t in inputs((5, 3), lt.float64, seed=79):
         check(lt.pdist(x), torch.pdist(t))
+
+
+def test_adjoint_and_chain_matmul_are_torchs():
+    for kind, x, t in inputs((2, 3, 4), lt.float64, seed=81):
+        check(x.adjoint(), t.adjoint())
+        check(lt.adjoint(x), torch.adjoint(t))
+    mats = [random_array(s, lt.float64, seed=82 + k) for k, s in enumerate([(3, 5), (5, 2), (2, 4), (4, 6)])]
+    check(lt.chain_matmul(*map(lt.asarray, mats)), torch.chain_matmul(*map(torch.tensor, mats)))
+    check(lt.chain_matmul(lt.asarray(mats[0])), torch.chain_matmul(torch.tensor(mats[0])))
+    with pytest.raises(ShapeError):
+        lt.chain_matmul(lt.zeros((2, 3, 3)), lt.zeros((3, 3)))
