@@ -696,8 +696,8 @@ class PyTorchOps:
 IN_PLACE_OF = ("abs", "exp", "expm1", "log", "log1p", "log2", "sqrt", "rsqrt", "square", "sin", "cos", "tan", "tanh",
                "sigmoid", "relu", "floor", "ceil", "round", "trunc", "frac", "sign", "reciprocal", "clamp_min",
                "clamp_max", "masked_fill", "masked_scatter", "scatter", "scatter_add", "scatter_reduce", "index_add",
-               "index_fill", "index_copy", "index_put", "put", "addcmul", "addcdiv", "lerp", "fmod", "remainder", "nan_to_num", "tril", "triu",
-               "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "hypot",
+               "index_fill", "index_copy", "index_put", "put", "addcmul", "addcdiv", "lerp", "fmod", "remainder",
+               "nan_to_num", "tril", "triu", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "hypot",
                "atan2", "copysign", "erf", "exp2", "logit", "xlogy", "cumsum", "cumprod", "lgamma", "digamma",
                "polygamma", "erfinv", "erfc", "i0", "gcd", "lcm")
 
