@@ -429,9 +429,8 @@ def generic_pack_kernels(c: Contraction, layout: Layout, over: frozenset[Var]) -
     _, vm, vn, vk = c.vars
     if c.sizes[0] > 1:
         buffers = c.buffers + layout.packed_buffers(c)
-        names = [p.kernel.name for p in pack_kernels(c, layout)]
-        return (_batched_pack(c, layout, buffers, names[0], "a", c.a, vm, layout.mr, over),
-                _batched_pack(c, layout, buffers, names[1], "b", c.bv, vn, layout.nr, over))
+        return (_batched_pack(c, layout, buffers, f"{c.name}_pack_a", "a", c.a, vm, layout.mr, over),
+                _batched_pack(c, layout, buffers, f"{c.name}_pack_b", "b", c.bv, vn, layout.nr, over))
     mp, np_ = layout.panels(c)
     _, a_panel, a_block, _, b_panel, b_block = layout.strides(c)
     buffers = c.buffers + layout.packed_buffers(c)
