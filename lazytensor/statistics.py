@@ -284,45 +284,22 @@ def histogram(x: Any, bins: Any = 10, range: tuple[float, float] | None = None, 
     over `range` (x's extremes, read first, when None), or in the bins between the given edges; every bin
     is closed on the left and open on the right but the last, closed on both sides. Returns (counts,
     edges); values outside the range are left out."""
-    from .creation import arange
     from .sorting import searchsorted
-    from .tensor import realize, where
+    from .tensor import where
     t = _tensor(x).reshape(-1)
+    values = t.cast(dtypes.float64)
     if isinstance(bins, int):
         if bins < 1:
             raise ValueError(f"histogram: bins must be positive, got {bins}")
-        if range is None:
-            if t.numel():
-                low_t, high_t = t.min(), t.max()
-                realize(low_t, high_t)
-                low, high = float(low_t.item()), float(high_t.item())
-            else:
-                low, high = 0.0, 1.0
-        else:
-            low, high = (float(v) for v in range)
-        if not (np.isfinite(low) and np.isfinite(high)):
-            raise ValueError(f"histogram: the range ({low}, {high}) is not finite")
-        if low > high:
-            raise ValueError(f"histogram: max must be larger than min in range, got ({low}, {high})")
-        if low == high:
-            low, high = low - 0.5, high + 0.5
-        # NumPy's edges, rounding for rounding: `linspace` in x's float dtype from x's extremes (in float64
-        # from a given range, or for integers), then x's float dtype (float64 for integers)
-        edge_dtype = t.dtype if t.dtype.is_float else dtypes.float64
-        work = edge_dtype if range is None else dtypes.float64
-        scalar = dtypes.to_numpy_dtype(work).type
-        step = float((scalar(high) - scalar(low)) / scalar(bins))
-        within = arange(bins + 1, device=t.device).cast(work) * step + low
-        edges = where(arange(bins + 1, device=t.device) == bins, high, within).cast(edge_dtype)
+        low, high, edges = _equal_bin_edges(t, bins, range)
+        slot = _equal_bin_slots(values, edges, low, high)
     else:
         edges = _tensor(bins)
         if edges.ndim != 1 or edges.shape[0] < 2:
             raise ValueError(f"histogram: bin edges must be a 1-d sequence of at least 2, got shape {edges.shape}")
-    n_bins = edges.shape[0] - 1
-    values = t.cast(dtypes.float64)
-    slot = searchsorted(edges, values, side="right") - 1
-    last = edges[-1]
-    slot = where(values == last, n_bins - 1, slot)  # the last bin holds its right edge
+        slot = searchsorted(edges, values, side="right") - 1
+        slot = where(values == edges[-1], edges.shape[0] - 2, slot)  # the last bin holds its right edge
+    n_bins, last = edges.shape[0] - 1, edges[-1]
     inside = (values >= edges[0]) & (values <= last)
     slot = where(inside, slot, n_bins)  # outside: written nowhere
     from .creation import zeros
@@ -339,6 +316,49 @@ def histogram(x: Any, bins: Any = 10, range: tuple[float, float] | None = None, 
         widths = edges[1:] - edges[:-1]
         counts = counts.cast(dtypes.float64) / widths / counts.sum()  # NumPy's order of rounding
     return counts, edges
+
+
+def _equal_bin_edges(t: Any, bins: int, range: tuple[float, float] | None) -> tuple[float, float, Any]:
+    """The outer edges and the `bins + 1` edges of equal bins over `range` or t's extremes (read first), as
+    NumPy's histogram makes them: its `linspace` on the host, in the type NumPy picks from the extremes and
+    t's dtype (float64 for integers), so that each edge rounds as NumPy's does."""
+    from .creation import asarray
+    from .tensor import realize
+    host = np.dtype(np.float32) if t.dtype == dtypes.bfloat16 else dtypes.to_numpy_dtype(t.dtype)
+    if range is not None:
+        low, high = range
+    elif t.numel():
+        low_t, high_t = t.min(), t.max()
+        realize(low_t, high_t)
+        low, high = host.type(low_t.item()), host.type(high_t.item())
+    else:
+        low, high = 0, 1
+    if not (np.isfinite(low) and np.isfinite(high)):
+        raise ValueError(f"histogram: the range ({low}, {high}) is not finite")
+    if low > high:
+        raise ValueError(f"histogram: max must be larger than min in range, got ({low}, {high})")
+    if low == high:
+        low, high = low - 0.5, high + 0.5
+    edge_type = np.result_type(low, high, np.empty(0, host))
+    if not np.issubdtype(edge_type, np.floating):
+        edge_type = np.result_type(edge_type, float)
+    edges = np.linspace(low, high, bins + 1, dtype=edge_type)
+    if np.any(edges[:-1] >= edges[1:]):
+        raise ValueError(f"histogram: too many bins for the data range: cannot make {bins} bins of nonzero "
+                         f"width between {low} and {high} in {edge_type}")
+    edge_dtype = t.dtype if t.dtype.is_float else dtypes.float64
+    return float(low), float(high), asarray(edges, device=t.device).cast(edge_dtype)
+
+
+def _equal_bin_slots(values: Any, edges: Any, low: float, high: float) -> Any:
+    """The bin of each value among equal bins from `low` to `high` (NumPy's algorithm, no search): the bin its
+    distance from `low` says, moved by one where that lands beside the edge the value is on (the rounding of
+    the scaled distance and of the edges). The last bin holds its right edge. Values outside the edges get some bin (the caller drops
+    them)."""
+    n_bins = edges.shape[0] - 1
+    slot = ((values - low) * (n_bins / (high - low))).cast(dtypes.int64).maximum(0).minimum(n_bins - 1)
+    slot = slot - (values < edges._gather(0, slot)).cast(dtypes.int64)
+    return slot + ((values >= edges._gather(0, slot + 1)) & (slot != n_bins - 1)).cast(dtypes.int64)
 
 
 def ptp(a: Any, axis: Any = None, keepdims: bool = False) -> Any:

@@ -136,6 +136,39 @@ def test_histogram_matches_numpy(dtype):
         check(got_w, np.histogram(a, bins=bins, range=rng, weights=w, density=True)[0])
 
 
+
+@pytest.mark.parametrize("case", ["float32 normal", "float16", "float32 far from 0", "int64 large", "float32 empty",
+                                  "float64 one value", "int8 strided"])
+def test_histogram_equal_bins_match_numpy_edge_for_edge(case):
+    """Equal bins: the edges round as NumPy's linspace rounds them (float16, an empty input's float64
+    linspace), every value lands in NumPy's bin (a value on an edge, the last edge, values off the range)."""
+    rng = np.random.default_rng(7)
+    a = {"float32 normal": rng.standard_normal(5000).astype(np.float32),
+         "float16": rng.random(1000).astype(np.float16),
+         "float32 far from 0": (1e4 + rng.random(3000)).astype(np.float32),
+         "int64 large": rng.integers(-2**62, 2**62, 2000),
+         "float32 empty": np.zeros(0, np.float32),
+         "float64 one value": np.full(9, 2.5),
+         "int8 strided": rng.integers(-100, 100, 600).astype(np.int8)[::3]}[case]
+    x = lt.asarray(a)
+    for bins, rng_ in [(10, None), (100, None), (777, None), (7, (-0.5, 0.7)), (4, (0, 3))]:
+        counts, edges = lt.histogram(x, bins, rng_)
+        want_counts, want_edges = np.histogram(a, bins, rng_)
+        check(edges, want_edges)
+        check(counts, want_counts.astype(np.int64))
+    on_edges = np.histogram_bin_edges(a, 20) if a.size else np.zeros(0, a.dtype)
+    if a.dtype.kind == "f":   # every edge a value: each lands in the bin the edge opens (the last one closes)
+        b = np.concatenate([a, on_edges.astype(a.dtype)])
+        check(lt.histogram(lt.asarray(b), 20)[0], np.histogram(b, 20)[0].astype(np.int64))
+
+
+def test_histogram_refuses_bins_narrower_than_the_dtype_resolves():
+    a = (1e6 + np.arange(5)).astype(np.float32)
+    with pytest.raises(ValueError, match="Too many bins"):
+        np.histogram(a, 3, (1e6, 1e6 + 0.001))
+    with pytest.raises(ValueError, match="too many bins"):
+        lt.histogram(lt.asarray(a), 3, (1e6, 1e6 + 0.001))
+
 EINSUMS = [
     ("ij,jk->ik", [(4, 5), (5, 6)]), ("bij,bjk->bik", [(3, 4, 5), (3, 5, 6)]), ("ij,jk", [(4, 5), (5, 6)]),
     ("ii->i", [(4, 4)]), ("ii", [(4, 4)]), ("ij->ji", [(4, 5)]), ("ij->", [(4, 5)]), ("i,i", [(7,), (7,)]),
