@@ -143,6 +143,9 @@ ROWS: dict[str, Row] = {
     "quantile": row(lt.quantile, "a q axis= method= keepdims="),
     "bincount": row(lt.bincount, "x weights= minlength="),
     "histogram": row(lt.histogram, "a bins= range= weights= density="),
+    "histogram_bin_edges": row(lt.histogram_bin_edges, "a bins= range= weights="),
+    "histogram2d": row(lt.histogram2d, "x y bins= range= density= weights="),
+    "histogramdd": row(lt.histogramdd, "sample bins= range= density= weights="),
     # elementwise functions that are not ufuncs
     "round": row(lt.round, "a decimals="),
     "around": row(lt.round, "a decimals="),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from typing import Any
 
 import numpy as np
@@ -284,26 +285,11 @@ def histogram(x: Any, bins: Any = 10, range: tuple[float, float] | None = None, 
     over `range` (x's extremes, read first, when None), or in the bins between the given edges; every bin
     is closed on the left and open on the right but the last, closed on both sides. Returns (counts,
     edges); values outside the range are left out."""
-    from .sorting import searchsorted
-    from .tensor import where
     t = _tensor(x).reshape(-1)
-    values = t.cast(dtypes.float64)
-    if isinstance(bins, int):
-        if bins < 1:
-            raise ValueError(f"histogram: bins must be positive, got {bins}")
-        low, high, edges = _equal_bin_edges(t, bins, range)
-        slot = _equal_bin_slots(values, edges, low, high)
-    else:
-        edges = _tensor(bins)
-        if edges.ndim != 1 or edges.shape[0] < 2:
-            raise ValueError(f"histogram: bin edges must be a 1-d sequence of at least 2, got shape {edges.shape}")
-        slot = searchsorted(edges, values, side="right") - 1
-        slot = where(values == edges[-1], edges.shape[0] - 2, slot)  # the last bin holds its right edge
-    n_bins, last = edges.shape[0] - 1, edges[-1]
-    inside = (values >= edges[0]) & (values <= last)
-    slot = where(inside, slot, n_bins)  # outside: written nowhere
+    edges, equal = _edges(t, bins, range, "histogram")
+    slot = _slots(t.cast(dtypes.float64), edges, equal)
+    n_bins = edges.shape[0] - 1
     from .creation import zeros
-    from .kernels.ir import ReduceOp
     if weights is None:
         counts = zeros(n_bins, dtype=dtypes.int64, device=t.device)._scatter(0, slot, slot * 0 + 1, ReduceOp.SUM)
     else:
@@ -318,47 +304,165 @@ def histogram(x: Any, bins: Any = 10, range: tuple[float, float] | None = None, 
     return counts, edges
 
 
-def _equal_bin_edges(t: Any, bins: int, range: tuple[float, float] | None) -> tuple[float, float, Any]:
-    """The outer edges and the `bins + 1` edges of equal bins over `range` or t's extremes (read first), as
-    NumPy's histogram makes them: its `linspace` on the host, in the type NumPy picks from the extremes and
-    t's dtype (float64 for integers), so that each edge rounds as NumPy's does."""
+def histogram_bin_edges(a: Any, bins: Any = 10, range: tuple[float, float] | None = None,
+                        weights: Any = None) -> Any:
+    """NumPy's histogram_bin_edges: the edges `histogram(a, bins, range)` counts between (`weights` does not
+    change them)."""
+    return _edges(_tensor(a).reshape(-1), bins, range, "histogram_bin_edges")[0]
+
+
+def histogramdd(sample: Any, bins: Any = 10, range: Any = None, density: bool | None = None,
+                weights: Any = None) -> tuple[Any, list[Any]]:
+    """NumPy's histogramdd: the counts (float64; or summed weights, or densities) of the N points of `sample`
+    (an (N, D) tensor, or D sequences of N coordinates) in a D-dimensional grid of bins, and the D arrays of
+    edges. `bins` is, per dimension or for all, a count of equal bins (over `range[i]`, or the coordinates'
+    extremes, read first) or the edges; each bin is closed on the left and open on the right but the last,
+    closed on both sides; points outside are left out."""
+    from .creation import asarray, zeros
+    from .movement import stack
+    from .tensor import Tensor, where
+    if isinstance(sample, Tensor) and sample.ndim == 2:
+        points = sample
+    elif isinstance(sample, (list, tuple)):
+        points = stack([_tensor(c).reshape(-1) for c in sample], axis=-1)
+    else:
+        points = asarray(sample).reshape(-1, 1) if _tensor(sample).ndim <= 1 else _tensor(sample)
+    if points.ndim != 2:
+        raise ShapeError(f"histogramdd: sample must be (N, D) or D sequences, got shape {points.shape}")
+    n, d = points.shape
+    if d == 0:
+        raise ShapeError("histogramdd: the points have no coordinates (sample of shape (N, 0))")
+    per_dim = [bins] * d if _bin_count(bins) is not None else list(bins)
+    if len(per_dim) != d:
+        raise ValueError(f"histogramdd: {len(per_dim)} entries of bins for points of {d} dimensions")
+    if range is not None and len(range) != d:
+        raise ValueError(f"histogramdd: {len(range)} entries of range for points of {d} dimensions")
+    given = [None] * d if range is None else list(range)
+    if n and any(_bin_count(b) is not None and r is None for b, r in zip(per_dim, given)):
+        from .tensor import realize
+        wide = points.cast(dtypes.float32) if points.dtype == dtypes.bfloat16 else points
+        lows, highs = wide.min(0), wide.max(0)
+        realize(lows, highs)
+        lows, highs = lows.numpy(), highs.numpy()
+    edges, slots, sizes = [], [], []
+    for i, b in enumerate(per_dim):
+        coordinate = points[:, i]
+        if (count := _bin_count(b)) is not None:
+            if count < 1:
+                raise ValueError(f"histogramdd: bins[{i}] must be positive, got {count}")
+            extremes = (lows[i], highs[i]) if given[i] is None and n else None
+            low, high = _outer_edges(given[i], extremes, "histogramdd")
+            grid = np.linspace(low, high, count + 1)
+            edge = asarray(grid, device=points.device)
+            equal = (float(low), float(high)) if np.all(grid[:-1] < grid[1:]) else None
+        else:
+            edge, equal = _given_edges(b, f"histogramdd: bins[{i}]"), None
+        edges.append(edge)
+        slots.append(_slots(coordinate.cast(dtypes.float64), edge, equal))
+        sizes.append(edge.shape[0] - 1)
+    total = math.prod(sizes)
+    flat = slots[0] * 0
+    outside = flat != 0
+    for slot, size in zip(slots, sizes):
+        flat, outside = flat * size + slot, outside | (slot == size)
+    flat = where(outside, total, flat)
+    w = (flat * 0 + 1).cast(dtypes.float64) if weights is None else _tensor(weights).reshape(-1).cast(dtypes.float64)
+    if w.shape != (n,):
+        raise ShapeError(f"histogramdd: weights of shape {w.shape} for {n} points")
+    hist = zeros(total, dtype=dtypes.float64, device=points.device)._scatter(0, flat, w, ReduceOp.SUM).reshape(sizes)
+    if density:
+        whole = hist.sum()
+        for i, edge in enumerate(edges):
+            hist = hist / (edge[1:] - edge[:-1]).reshape((1,) * i + (-1,) + (1,) * (d - i - 1))
+        hist = hist / whole
+    return hist, edges
+
+
+def histogram2d(x: Any, y: Any, bins: Any = 10, range: Any = None, density: bool | None = None,
+                weights: Any = None) -> tuple[Any, Any, Any]:
+    """NumPy's histogram2d: `histogramdd` of the points (x[k], y[k]); `bins` is a count or edges for both, or a
+    pair of those. Returns (counts, x's edges, y's edges)."""
+    pair = _bin_count(bins) is not None or len(bins) == 2
+    hist, edges = histogramdd([x, y], bins if pair else [bins, bins], range, density, weights)
+    return hist, edges[0], edges[1]
+
+
+def _outer_edges(given: Any, extremes: tuple[Any, Any] | None, name: str) -> tuple[Any, Any]:
+    """NumPy's outer edges of equal bins: the given range, else the data's extremes (host scalars of its dtype),
+    else (0, 1) for no data; widened by a half each way where they are equal."""
+    low, high = given if given is not None else extremes if extremes is not None else (0, 1)
+    if not (np.isfinite(low) and np.isfinite(high)):
+        raise ValueError(f"{name}: the range ({low}, {high}) is not finite")
+    if low > high:
+        raise ValueError(f"{name}: max must be larger than min in range, got ({low}, {high})")
+    return (low - 0.5, high + 0.5) if low == high else (low, high)
+
+
+def _bin_count(bins: Any) -> int | None:
+    """`bins` as a count of equal bins (a Python or NumPy integer), or None (edges)."""
+    if isinstance(bins, (list, tuple)):
+        return None
+    try:
+        return operator.index(bins) if np.ndim(bins) == 0 else None
+    except TypeError:
+        return None
+
+
+def _given_edges(bins: Any, what: str) -> Any:
+    edges = _tensor(bins)
+    if edges.ndim != 1 or edges.shape[0] < 2:
+        raise ValueError(f"{what}: bin edges must be a 1-d sequence of at least 2, got shape {edges.shape}")
+    return edges
+
+
+def _edges(t: Any, bins: Any, range: tuple[float, float] | None, name: str) -> tuple[Any, tuple[float, float] | None]:
+    """histogram's edges for the flat `t`, and for `bins` equal bins their outer edges (None for given edges).
+    Equal bins are NumPy's: its `linspace` on the host, in the type NumPy picks from the outer edges and t's
+    dtype (float64 for integers), so that each edge rounds as NumPy's does; bins narrower than that type
+    resolves are an error, as NumPy's."""
+    if (count := _bin_count(bins)) is None:
+        return _given_edges(bins, name), None
+    bins = count
+    if bins < 1:
+        raise ValueError(f"{name}: bins must be positive, got {bins}")
     from .creation import asarray
     from .tensor import realize
     host = np.dtype(np.float32) if t.dtype == dtypes.bfloat16 else dtypes.to_numpy_dtype(t.dtype)
-    if range is not None:
-        low, high = range
-    elif t.numel():
+    extremes = None
+    if range is None and t.numel():
         low_t, high_t = t.min(), t.max()
         realize(low_t, high_t)
-        low, high = host.type(low_t.item()), host.type(high_t.item())
-    else:
-        low, high = 0, 1
-    if not (np.isfinite(low) and np.isfinite(high)):
-        raise ValueError(f"histogram: the range ({low}, {high}) is not finite")
-    if low > high:
-        raise ValueError(f"histogram: max must be larger than min in range, got ({low}, {high})")
-    if low == high:
-        low, high = low - 0.5, high + 0.5
+        extremes = host.type(low_t.item()), host.type(high_t.item())
+    low, high = _outer_edges(range, extremes, name)
     edge_type = np.result_type(low, high, np.empty(0, host))
     if not np.issubdtype(edge_type, np.floating):
         edge_type = np.result_type(edge_type, float)
     edges = np.linspace(low, high, bins + 1, dtype=edge_type)
     if np.any(edges[:-1] >= edges[1:]):
-        raise ValueError(f"histogram: too many bins for the data range: cannot make {bins} bins of nonzero "
+        raise ValueError(f"{name}: too many bins for the data range: cannot make {bins} bins of nonzero "
                          f"width between {low} and {high} in {edge_type}")
     edge_dtype = t.dtype if t.dtype.is_float else dtypes.float64
-    return float(low), float(high), asarray(edges, device=t.device).cast(edge_dtype)
+    return asarray(edges, device=t.device).cast(edge_dtype), (float(low), float(high))
 
 
-def _equal_bin_slots(values: Any, edges: Any, low: float, high: float) -> Any:
-    """The bin of each value among equal bins from `low` to `high` (NumPy's algorithm, no search): the bin its
-    distance from `low` says, moved by one where that lands beside the edge the value is on (the rounding of
-    the scaled distance and of the edges). The last bin holds its right edge. Values outside the edges get some bin (the caller drops
-    them)."""
-    n_bins = edges.shape[0] - 1
-    slot = ((values - low) * (n_bins / (high - low))).cast(dtypes.int64).maximum(0).minimum(n_bins - 1)
-    slot = slot - (values < edges._gather(0, slot)).cast(dtypes.int64)
-    return slot + ((values >= edges._gather(0, slot + 1)) & (slot != n_bins - 1)).cast(dtypes.int64)
+def _slots(values: Any, edges: Any, equal: tuple[float, float] | None) -> Any:
+    """The bin of each value (float64) among the ascending `edges`, each bin closed on the left and open on the
+    right but the last, closed on both sides; the number of bins for values outside the edges (and NaN).
+    For equal bins from `equal`'s low to high edge (strictly ascending edges), NumPy's algorithm, no search:
+    the bin the value's scaled distance from the low edge says, moved by one where that lands beside the edge
+    the value is on (the rounding of the distance and of the edges)."""
+    from .sorting import searchsorted
+    from .tensor import where
+    n_bins, last = edges.shape[0] - 1, edges[-1]
+    if equal is None:
+        slot = searchsorted(edges, values, side="right") - 1
+        slot = where(values == last, n_bins - 1, slot)
+    else:
+        low, high = equal
+        slot = ((values - low) * (n_bins / (high - low))).cast(dtypes.int64).maximum(0).minimum(n_bins - 1)
+        slot = slot - (values < edges._gather(0, slot)).cast(dtypes.int64)
+        slot = slot + ((values >= edges._gather(0, slot + 1)) & (slot != n_bins - 1)).cast(dtypes.int64)
+    return where((values >= edges[0]) & (values <= last), slot, n_bins)
 
 
 def ptp(a: Any, axis: Any = None, keepdims: bool = False) -> Any:

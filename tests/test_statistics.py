@@ -169,6 +169,44 @@ def test_histogram_refuses_bins_narrower_than_the_dtype_resolves():
     with pytest.raises(ValueError, match="too many bins"):
         lt.histogram(lt.asarray(a), 3, (1e6, 1e6 + 0.001))
 
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "float16"])
+def test_histogramdd_and_histogram2d_match_numpy(dtype):
+    rng = np.random.default_rng(11)
+    pts = (rng.standard_normal((500, 3)) * 3).astype(dtype)
+    pts[::7, 1] = pts[0, 1]  # ties
+    w = rng.random(500)
+    cases = [{}, {"bins": 4}, {"bins": (2, 5, 3)}, {"bins": [np.array([-2.0, 0.0, 0.5, 4.0]), 3, 2]},
+             {"bins": 3, "range": [(-1, 1), None, (0, 2)]}, {"bins": (3, 3, 1), "range": [(0, 0), (-1, 5), (2, 2)]},
+             {"bins": 5, "weights": w}, {"bins": (2, 3, 4), "density": True}, {"bins": 3, "weights": w, "density": True}]
+    for kw in cases:
+        want_hist, want_edges = np.histogramdd(pts, **kw)
+        args = {k: (lt.asarray(v) if k == "weights" else v) for k, v in kw.items()}
+        for sample in (lt.asarray(pts), [lt.asarray(pts[:, k]) for k in range(3)], lt.asarray(pts.T.copy()).T):
+            hist, edges = lt.histogramdd(sample, **args)
+            check(hist, want_hist)
+            assert len(edges) == 3
+            for e, want in zip(edges, want_edges):
+                check(e, want)
+    x, y = lt.asarray(pts[:, 0]), lt.asarray(pts[:, 2])
+    for bins in (10, (3, 7), np.array([-5.0, 0.0, 1.0, 5.0]), [np.array([-1.0, 1.0]), 4]):
+        want = np.histogram2d(pts[:, 0], pts[:, 2], bins)
+        got = lt.histogram2d(x, y, bins)
+        for g, e in zip(got, want):
+            check(g, e)
+    empty = np.zeros((0, 2), dtype)
+    check(lt.histogramdd(lt.asarray(empty), 3)[0], np.histogramdd(empty, 3)[0])
+    with pytest.raises(ValueError, match="entries of bins"):
+        lt.histogramdd(lt.asarray(pts), (2, 3))
+
+
+def test_histogramdd_leaves_out_nan_and_points_off_the_range():
+    pts = np.array([[0.5, np.nan], [0.2, 0.3], [2.0, 0.5], [1.0, 1.0], [-0.1, 0.5], [0.0, 0.0]])
+    want = np.histogramdd(pts, 2, range=[(0, 1), (0, 1)])
+    got = lt.histogramdd(lt.asarray(pts), 2, range=[(0, 1), (0, 1)])
+    check(got[0], want[0])
+    check(lt.histogram_bin_edges(lt.asarray(pts[:, 0]), 4), np.histogram_bin_edges(pts[:, 0], 4))
+
 EINSUMS = [
     ("ij,jk->ik", [(4, 5), (5, 6)]), ("bij,bjk->bik", [(3, 4, 5), (3, 5, 6)]), ("ij,jk", [(4, 5), (5, 6)]),
     ("ii->i", [(4, 4)]), ("ii", [(4, 4)]), ("ij->ji", [(4, 5)]), ("ij->", [(4, 5)]), ("i,i", [(7,), (7,)]),
