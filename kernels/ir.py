@@ -672,9 +672,11 @@ class Sort:
     int64 positions of each row's keys in order, ascending (or `descending`); or, `values`, the keys themselves
     in that order (of the keys' dtype, each with its own bits: -0.0 and 0.0, and NaNs' payloads, where the
     stable order puts them), and with `take` only those at these positions of each row (rows of `len(take)`:
-    a selection, which needs no sort of the whole row). Keys that compare equal keep their order (a stable sort); NaN comes after every
-    number (before, descending), and -0.0 equals 0.0. The keys are integers or float32 or float64 (the
-    frontend widens the others, exactly); the backends bring whatever scratch memory their sort needs."""
+    a selection, which needs no sort of the whole row). With `first`, only the first `first` positions (or keys)
+    of each row's order (rows of `first`: a partial sort, as a top-k needs). Keys that compare equal keep their
+    order (a stable sort); NaN comes after every number (before, descending), and -0.0 equals 0.0. The keys are
+    integers or float32 or float64 (the frontend widens the others, exactly); the backends bring whatever scratch
+    memory their sort needs."""
 
     name: str  # "" names it from its sizes, key dtype and direction
     buffers: tuple[BufferParam, ...]
@@ -685,12 +687,23 @@ class Sort:
     params: tuple[DType, ...] = ()
     values: bool = False  # the sorted keys into slot 0, not their positions
     take: tuple[int, ...] = ()  # with `values`, only the sorted keys at these positions of each row
+    first: int = 0  # only the first `first` of each row's sorted positions (or keys); 0: all
 
     def __post_init__(self) -> None:
+        if self.take and (self.first or not self.values):
+            raise ValueError("Sort: `take` selects values, and not with `first`")
+        if not 0 <= self.first <= self.n:
+            raise ValueError(f"Sort: first={self.first} is outside [0, {self.n}]")
         if not self.name:
             order = "desc" if self.descending else "asc"
             kind = ("select" if self.take else "sort") if self.values else "argsort"
-            object.__setattr__(self, "name", f"{kind}_{SHORT_NAMES[self.key_dtype]}_{order}_{self.rows}x{self.n}")
+            top = f"top{self.first}_" if self.first else ""
+            object.__setattr__(self, "name", f"{top}{kind}_{SHORT_NAMES[self.key_dtype]}_{order}_{self.rows}x{self.n}")
+
+    @property
+    def width(self) -> int:
+        """The length of an output row."""
+        return len(self.take) or self.first or self.n
 
     @property
     def key_dtype(self) -> DType:
@@ -704,7 +717,7 @@ class Sort:
         """The sort without its name: the structural key caches compile by."""
         order = "descending" if self.descending else "ascending"
         kind = "stable sort" if self.values else "stable argsort"
-        at = f"[{', '.join(map(str, self.take))}]" if self.take else ""
+        at = f"[{', '.join(map(str, self.take))}]" if self.take else f"[:{self.first}]" if self.first else ""
         return f"{_signature(self.buffers, self.params)}\n  b0[r, :] = ({kind} {order} of b1[r, :]){at}, " \
                f"for r < {self.rows}, each of {self.n}"
 

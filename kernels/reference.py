@@ -406,7 +406,7 @@ def argsort(sort: Sort, slots: Sequence[np.ndarray]) -> None:
     """A sort: each row's positions in NumPy's stable order (NaN after every number, -0.0 equal to 0.0);
     descending, the stable ascending order of the reversed row, reversed and mapped back, which keeps equal
     keys in their order and puts NaN first. With `values`, the keys read in that order (at the positions `take` only, where it names
-    any)."""
+    any); with `first`, each row's first `first` only."""
     keys = _storage(slots[1], sort.buffers[1], 1).reshape(sort.rows, sort.n)
     if sort.descending:
         order = sort.n - 1 - np.argsort(keys[:, ::-1], axis=-1, kind="stable")[:, ::-1]
@@ -415,6 +415,8 @@ def argsort(sort: Sort, slots: Sequence[np.ndarray]) -> None:
     out = np.take_along_axis(keys, order, axis=-1) if sort.values else order
     if sort.take:
         out = out[:, list(sort.take)]
+    elif sort.first:
+        out = out[:, :sort.first]
     _storage(slots[0], sort.buffers[0], 0)[:] = out.reshape(-1)
 
 

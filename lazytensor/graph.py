@@ -70,8 +70,8 @@ class Op(Enum):
     SCATTER = "scatter"        # srcs: (base, index, updates); arg: (axis, ReduceOp or None). base, then each
                                # update u at i written (or folded by the op) at i with i[axis] = index[i]
     SORT = "sort"              # int64 positions of the source's last axis in stable order, or (values) its
-                               # elements in that order, all or those at positions take; arg: (descending,
-                               # values, take)
+                               # elements in that order, all, those at positions take, or the first `first`;
+                               # arg: (descending, values, take, first)
     SCAN = "scan"              # the running fold of the source along an axis; arg: (ReduceOp, the axis counted
                                # from the end, negative)
     LINALG = "linalg"          # a routine of kernels.lapack on each matrix in the sources' last two axes (the other

@@ -453,12 +453,13 @@ class _Lowerer:
         return self.buffer_of(src), src.numel // n, n
 
     def lower_sort(self) -> LoweredKernel:
-        """A SORT's `ir.Sort`: of the positions, or of the keys themselves (`values`), all or those at `take`."""
+        """A SORT's `ir.Sort`: of the positions, or of the keys themselves (`values`), all, those at `take`, or the
+        first `first`."""
         keys, rows, n = self.source_buffer()
-        descending, values, take = self.root.arg
+        descending, values, take, first = self.root.arg
         buffers = (ir.BufferParam(self.root.dtype, self.root.numel, output=True),
                    ir.BufferParam(keys.dtype, keys.numel))
-        return LoweredKernel(ir.Sort("", buffers, rows, n, descending, values=values, take=take), list(self.inputs),
+        return LoweredKernel(ir.Sort("", buffers, rows, n, descending, values=values, take=take, first=first), list(self.inputs),
                              [])
 
     def lower_scan(self) -> LoweredKernel:

@@ -27,6 +27,13 @@ if TYPE_CHECKING:
     from .tensor import Tensor
 
 
+# topk takes a partial sort (a heap of the k best, `ir.Sort.first`) for k up to this, from rows this many times
+# as long as k: its pass costs about a compare per element where a sort costs several passes; where every
+# element enters the heap (a row in the order it wants: ascending for the largest) each costs log2(k) steps.
+PARTIAL_MAX_K = 128
+PARTIAL_MIN_RATIO = 16
+
+
 def _keys(x: Tensor) -> Tensor:
     """x as keys the sort takes, in the same order: bools as uint8, 16-bit floats as float32 (exactly)."""
     if x.dtype == dtypes.bool_:
@@ -52,7 +59,7 @@ class SortingOps:
             return zeros((), dtype=dtypes.int64, device=self.device)
         a = normalize_axis(axis if dim is None else dim, self.ndim, "argsort")
         keys = _keys(self).moveaxis(a, -1)
-        order = Tensor._make(Op.SORT, dtypes.int64, keys.shape, (keys,), (bool(descending), False, ()))
+        order = Tensor._make(Op.SORT, dtypes.int64, keys.shape, (keys,), (bool(descending), False, (), 0))
         return order.moveaxis(-1, a)
 
     def sort(self: Tensor, axis: int | None = -1, descending: bool = False, stable: bool = True, *,
@@ -66,7 +73,7 @@ class SortingOps:
             # the values alone: the kernel sorts the keys themselves, with no positions to carry nor gather by
             a = normalize_axis(axis, self.ndim, "sort")
             keys = self.moveaxis(a, -1)
-            return Tensor._make(Op.SORT, self.dtype, keys.shape, (keys,), (bool(descending), True, ())).moveaxis(-1, a)
+            return Tensor._make(Op.SORT, self.dtype, keys.shape, (keys,), (bool(descending), True, (), 0)).moveaxis(-1, a)
         order = self.argsort(axis, descending, stable, dim=dim)
         values = self if self.ndim == 0 else self._gather(normalize_axis(axis if dim is None else dim, self.ndim,
                                                                          "sort"), order)
@@ -80,7 +87,7 @@ class SortingOps:
         if _keys(self) is not self:
             return self.sort(-1)[..., list(positions)]
         shape = (*self.shape[:-1], len(positions))
-        return Tensor._make(Op.SORT, self.dtype, shape, (self,), (False, True, tuple(positions)))
+        return Tensor._make(Op.SORT, self.dtype, shape, (self,), (False, True, tuple(positions), 0))
 
     def topk(self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Sorted:
         """PyTorch's topk: the `k` largest (`largest=False`: smallest) entries along `dim` and their indices, in
@@ -93,6 +100,13 @@ class SortingOps:
         a = normalize_axis(dim, self.ndim, "topk")
         if not 0 <= k <= self.shape[a]:
             raise ShapeError(f"topk: k={k} is outside [0, {self.shape[a]}] (the size of dim {dim})")
+        keys = _keys(self).moveaxis(a, -1)
+        if 0 < k <= PARTIAL_MAX_K and k * PARTIAL_MIN_RATIO <= self.shape[a]:
+            # a partial sort: the k first of each row's order, no sort of the whole row
+            from .tensor import Tensor
+            order = Tensor._make(Op.SORT, dtypes.int64, (*keys.shape[:-1], k), (keys,), (bool(largest), False, (), k))
+            indices = order.moveaxis(-1, a)
+            return Sorted(self._gather(a, indices), indices)
         values, indices = self.sort(dim=a, descending=largest)
         return Sorted(values.narrow(a, 0, k), indices.narrow(a, 0, k))
 

@@ -174,6 +174,33 @@ def test_rows_either_side_of_the_radix_threshold_shared_among_threads(dtype, mon
         check(lt.argsort(x, descending=True), descending_order(arr, 1).astype(np.int64))
 
 
+@pytest.mark.parametrize("dtype", DTYPES + [lt.uint16, lt.uint64], ids=str)
+def test_topk_of_long_rows_is_the_stable_sorts_first_k(dtype, monkeypatch):
+    """k far below the row's length: the partial sort (`Sort.first`: on the CPU a heap of the k best) gives the
+    stable sort's first k positions, and their values bit for bit: every key dtype, its extremes, NaN, zeros of
+    both signs, ties, and rows already in either order (where every key enters the heap); along either axis,
+    transposed, shared among threads and checked."""
+    monkeypatch.setattr(bounds, "CHECK", True)
+    monkeypatch.setenv("LT_NUM_THREADS", "3")
+    monkeypatch.setattr(runtime, "PARALLEL_MIN_WORK", 1)
+    rows = radix_keys(300, dtype, seed=12)
+    arr = np.concatenate([rows, np.sort(rows, 1), np.sort(rows, 1)[:, ::-1]])
+    x = lt.asarray(arr).cast(dtype)
+    a = as_numpy(x)
+    for k in (1, 5, 18):
+        for largest in (True, False):
+            order = (descending_order(a, 1) if largest else np.argsort(a, axis=1, kind="stable"))[:, :k]
+            got = x.topk(k, largest=largest)
+            assert [item.kernel.first for item in lt.schedule(got.indices) if isinstance(item.kernel, Sort)] == [k]
+            check(got.indices, order.astype(np.int64))
+            if dtype not in HALF_DTYPES:
+                same_bits(got.values, np.take_along_axis(arr, order, 1))
+            column = lt.asarray(np.ascontiguousarray(arr.T)).cast(dtype).topk(k, dim=0, largest=largest)
+            check(column.indices, order.T.astype(np.int64))
+    with pytest.raises(ValueError, match="first"):
+        Sort("", (), 2, 4, False, first=5)
+
+
 @pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32, lt.int64, lt.uint8, lt.float16], ids=str)
 @pytest.mark.parametrize("side", ["left", "right"])
 def test_searchsorted_matches_numpy(side, dtype):

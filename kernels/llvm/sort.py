@@ -32,6 +32,12 @@ radix sort's counts of the top digit say; a short row always may): a pass over t
 before the zeros' run and before the NaNs' run, and, where there are zeros or NaNs, a last pass copies each of
 the row's, in order, to the next place of its run: what a stable sort puts there.
 
+A partial sort (`first`: each row's first k of its order, as a top-k wants) sorts nothing either: one pass keeps
+the k best (mapped key, position) pairs seen so far in a heap whose root is the worst of them, a new key replacing
+the root where it goes before it (a later key that ties goes after: the stable order), then the heap is sorted
+out, worst last. The pass costs a load, a map and a compare per key where few replace the root (random data:
+about k log(n/k) of n), and log2(k) steps where one does, whatever the data.
+
 A selection (`take`: the values at a few positions of each sorted row) sorts nothing: for each position k, an MSD
 radix select. The candidates start as the whole row; for each digit, most significant first, their digit's values
 are counted, the bucket that holds rank k found (k becomes its rank inside it), and the bucket's keys kept, in
@@ -74,6 +80,8 @@ def scratch(sort: Sort) -> list[tuple[DType, int]]:
     (unsigned integers of the keys' width) and, unless the sort is of the values, one of positions, each as
     large as the keys."""
     mapped = UNSIGNED[sort.key_dtype.itemsize]
+    if sort.first:  # a partial sort keeps its heap on the stack
+        return []
     if sort.take:  # a selection's candidates
         return [(mapped, sort.numel)]
     return [(mapped, sort.numel), (mapped, sort.numel), *([] if sort.values else [(int64, sort.numel)])]
@@ -91,6 +99,8 @@ def radix(sort: Sort) -> bool:
 
 def work(sort: Sort) -> int:
     """About the element steps of the sort's function (what the runtime splits threads by)."""
+    if sort.first:  # one pass, and the heap's sort
+        return sort.numel + sort.rows * sort.first * max(1, sort.first.bit_length())
     if sort.take:  # a select's first two passes read the whole row; the rest, most often, a few candidates
         return sort.numel * 2 * len(sort.take)
     passes = digits(sort) + 2 if radix(sort) else max(1, (sort.n - 1).bit_length())
@@ -107,7 +117,9 @@ class _SortRenderer(FunctionBuilder):
         s, b = self.sort, self.b
         bufs, _, start, end = self.fn.args
         buffers = [b.load(b.gep(bufs, [I64(i)], source_etype=PTR), typ=PTR) for i in range(2 + len(scratch(s)))]
-        if s.take:
+        if s.first:
+            self.counted_loop("row", start, end, lambda r: self.partial_row(r, *buffers))
+        elif s.take:
             self.counted_loop("row", start, end, lambda r: self.select_row(r, *buffers))
         else:
             sort_row = self.radix_row if radix(s) else self.merge_row
@@ -320,6 +332,88 @@ class _SortRenderer(FunctionBuilder):
                         self.guard(self.at_i64(positions[1], to), to, positions[2], numel, store=True))
 
         self.counted_loop("move", I64(0), I64(self.sort.n), element)
+
+    # ---- the partial sort ----
+
+    def partial_row(self, r: ir.Value, out: ir.Value, keys: ir.Value) -> None:
+        """Row `r`'s first `first` positions (or keys) of its stable order, through a heap of the best so far
+        (see the module's doc)."""
+        b, s = self.b, self.sort
+        k, key_type = s.first, memory_type(s.key_dtype)
+        row = b.gep(keys, [b.mul(r, I64(s.n))], source_etype=key_type)
+        heap_keys, heap_positions = self.alloca(self.key, k), self.alloca(I64, k)
+
+        def mapped(i: ir.Value) -> ir.Value:
+            return self.ordered(b.load(b.gep(row, [i], source_etype=key_type), typ=key_type))
+
+        def put(j: ir.Value, key: ir.Value, position: ir.Value) -> None:
+            b.store(key, self.at(heap_keys, j))
+            b.store(position, self.at_i64(heap_positions, j))
+
+        def fill(i: ir.Value) -> None:
+            put(i, mapped(i), i)
+
+        self.counted_loop("fill", I64(0), I64(k), fill)
+        self.counted_loop("heapify", I64(0), I64(k // 2),
+                          lambda t: self.sift_down(b.sub(I64(k // 2 - 1), t), I64(k), heap_keys, heap_positions))
+
+        def offer(i: ir.Value) -> None:
+            key = mapped(i)
+            with b.if_then(b.icmp_unsigned("<", key, b.load(self.at(heap_keys, I64(0)), typ=self.key))):
+                put(I64(0), key, i)
+                self.sift_down(I64(0), I64(k), heap_keys, heap_positions)
+
+        self.counted_loop("offer", I64(k), I64(s.n), offer)
+        out_row = b.mul(r, I64(k))
+
+        def take_worst(t: ir.Value) -> None:  # the root, the worst left, goes last among those left
+            last = b.sub(I64(k - 1), t)
+            position = b.load(self.at_i64(heap_positions, I64(0)), typ=I64)
+            if s.values:
+                value = b.load(b.gep(row, [position], source_etype=key_type), typ=key_type)
+                b.store(value, b.gep(out, [b.add(out_row, last)], source_etype=key_type))
+            else:
+                b.store(position, self.at_i64(out, b.add(out_row, last)))
+            put(I64(0), b.load(self.at(heap_keys, last), typ=self.key), b.load(self.at_i64(heap_positions, last), typ=I64))
+            self.sift_down(I64(0), last, heap_keys, heap_positions)
+
+        self.counted_loop("drain", I64(0), I64(k), take_worst)
+
+    def sift_down(self, start: ir.Value, size: ir.Value, heap_keys: ir.Value, heap_positions: ir.Value) -> None:
+        """Move the pair at `start` down the heap of the first `size` pairs until neither child is worse
+        (goes later in the stable order: a larger mapped key, or an equal one at a larger position)."""
+        b, k = self.b, self.sort.first
+        at = self.alloca(I64)
+        b.store(start, at)
+
+        def worse(i: ir.Value, j: ir.Value) -> ir.Value:
+            ki, kj = (b.load(self.at(heap_keys, x), typ=self.key) for x in (i, j))
+            pi, pj = (b.load(self.at_i64(heap_positions, x), typ=I64) for x in (i, j))
+            return b.or_(b.icmp_unsigned(">", ki, kj), b.and_(b.icmp_unsigned("==", ki, kj), b.icmp_signed(">", pi, pj)))
+
+        def level(_: ir.Value) -> None:
+            j = b.load(at, typ=I64)
+            child = b.add(b.mul(j, I64(2)), I64(1))
+            with b.if_then(b.icmp_signed("<", child, size)):
+                right = b.add(child, I64(1))
+                has_right = b.icmp_signed("<", right, size)
+                # the right child is read only where it is in the heap
+                pick_right = self.alloca(I1)
+                b.store(I1(0), pick_right)
+                with b.if_then(has_right):
+                    b.store(worse(right, child), pick_right)
+                c = b.select(b.load(pick_right, typ=I1), right, child)
+                with b.if_then(worse(c, j)):
+                    kc, pc = b.load(self.at(heap_keys, c), typ=self.key), b.load(self.at_i64(heap_positions, c), typ=I64)
+                    b.store(b.load(self.at(heap_keys, j), typ=self.key), self.at(heap_keys, c))
+                    b.store(b.load(self.at_i64(heap_positions, j), typ=I64), self.at_i64(heap_positions, c))
+                    b.store(kc, self.at(heap_keys, j))
+                    b.store(pc, self.at_i64(heap_positions, j))
+                    b.store(c, at)
+
+        # a path from the root to a leaf has at most bit_length(k) - 1 steps; a level past the path's end does
+        # nothing (its `at` has no child in the heap, or is not worse than its children)
+        self.counted_loop("level", I64(0), I64(max(1, k.bit_length())), level)
 
     # ---- the selection ----
 

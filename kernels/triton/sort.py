@@ -80,10 +80,10 @@ def {name}(keys_in, positions_in, keys_out, positions_out, j: tl.int64, k: tl.in
 
 
 def render_final(sort: Sort, name: str) -> TritonSource:
-    """Each row's first n positions (or keys, `values`) of the work buffer into the output, or its keys at the
-    positions `take`."""
+    """Each row's first n (or `first`) positions (or keys, `values`) of the work buffer into the output, or its
+    keys at the positions `take`."""
     p = padded(sort)
-    width = len(sort.take) or sort.n
+    width = sort.width
     col = "col"
     for c, k in enumerate(sort.take):  # the sorted row's position of the output's column
         col = f"tl.where(col == {c}, {k}, {col})"

@@ -713,7 +713,7 @@ def vjp(op: Any, arg: Any, srcs: Sequence[Tensor], out: Tensor, g: Tensor,
         from ..linalg import vjp as linalg_vjp
         grads = linalg_vjp(arg, srcs, out, g)
     elif op is _SORT:  # sorted values (positions are not differentiable): each one's gradient back where it was
-        last, (descending, _, take) = x.ndim - 1, arg
+        last, (descending, _, take, _) = x.ndim - 1, arg
         order = x.argsort(last, descending)
         grads = [_zeros_like(x)._scatter(last, order[..., list(take)], g, ReduceOp.SUM) if take else
                  _zeros_like(x)._scatter(last, order, g, None, distinct=True)]
