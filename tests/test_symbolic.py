@@ -10,7 +10,9 @@ import threading
 
 import numpy as np
 import pytest
+import torch
 
+import conftest
 import lazytensor as lt
 from conftest import random_array
 from lazytensor.kernels import bounds
@@ -20,6 +22,7 @@ from lazytensor.kernels.legalize import legalize
 from lazytensor.kernels.llvm import runtime
 from lazytensor.kernels.llvm.render import NATIVE, render
 from lazytensor.kernels.symbolic import UNBOUNDED, eligible, generic
+from lazytensor.kernels.triton.render import Tiling
 
 schedule = importlib.import_module("lazytensor.schedule")  # the module, which `lt.schedule` the function hides
 
@@ -1065,3 +1068,65 @@ def test_generic_batched_products_stay_inside_each_sizes_buffers(monkeypatch, na
         inputs = {x.size: x for x in (a, b)}
         program([out.ctypes.data, *(inputs[buf.size].ctypes.data for buf in form.buffers[1:])], [])
         np.testing.assert_array_equal(out.reshape(a.shape[0], a.shape[1], b.shape[2]), a @ b)
+
+
+
+
+# ---- the Triton backend's generic kernels (`kernels/triton/runtime.py`: `_generic_program`) ----
+
+TINY = Tiling(max_block=4, max_tile=8, max_xblock=2)  # generic scopes of several blocks, grids of several programs
+TRITON_SIZES = [7, 9, 13, 33, 1, 0]  # none a multiple of a block; 1 is a structure of its own, 0 launches nothing
+
+
+@pytest.fixture(params=[Tiling(), TINY], ids=["default", "tiny"])
+def triton(request, fresh, monkeypatch):
+    """The Triton backend in Triton's interpreter, compiling with the parameter's tiling, with no program compiled
+    before (`forget`)."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    try:
+        lt.asarray([1.0], device="cuda")
+    except lt.DeviceError as e:  # triton was imported for a GPU before: see triton_interpreter.py
+        pytest.skip(str(e))
+    from lazytensor.kernels.triton import runtime as triton_runtime  # imports triton: not at collection
+    for name in ("_programs", "_generic", "_first_sizes"):
+        monkeypatch.setattr(triton_runtime, name, {})
+    compile_kernel = triton_runtime.compile_kernel
+    monkeypatch.setattr(triton_runtime, "compile_kernel",
+                        lambda kernel, target, tiling=request.param, **kw: compile_kernel(kernel, target, tiling, **kw))
+    return triton_runtime
+
+
+def on_triton(a: np.ndarray, transposed: bool = False) -> lt.Tensor:
+    """`a` on the Triton backend, as the transpose of a contiguous array where `transposed`."""
+    return lt.asarray(np.ascontiguousarray(a.T), device="cuda").T if transposed else lt.asarray(a, device="cuda")
+
+
+# name -> the input's shape at size n, and the op (on a lazytensor or a torch tensor, and a (8, 5) matrix)
+TRITON_OPS = {
+    "elementwise": (lambda n: (n,), lambda x, w: (x * 2 + 1).exp()),
+    "rows summed, their count changing": (lambda n: (n, 5), lambda x, w: x.sum(-1)),
+    "softmax, the row count changing": (lambda n: (n, 6), lambda x, w: x.softmax(-1)),
+    "softmax, the row length changing": (lambda n: (3, n), lambda x, w: x.softmax(-1)),
+    "matrix product, m changing": (lambda n: (n, 8), lambda x, w: x @ w),
+}
+
+
+@pytest.mark.parametrize("transposed", [False, True], ids=["contiguous", "transposed"])
+@pytest.mark.parametrize("name", TRITON_OPS)
+def test_triton_compiles_once_for_every_size(triton, name, transposed):
+    """On the Triton backend as on the CPU: the first size specializes, the second (seen to change) compiles the
+    generic kernel, passed its sizes, its grid and masks following them; later sizes, odd, larger, compile nothing,
+    with torch's results (a size of 1 is another structure, a size of 0 launches nothing)."""
+    shape, op = TRITON_OPS[name]
+    w = random_array((8, 5), lt.float32, seed=1)
+    compiled = []
+    for n in TRITON_SIZES:
+        x = random_array(shape(n), lt.float32, seed=n)
+        before = lt.stats().kernels_compiled
+        got = op(on_triton(x, transposed), on_triton(w))
+        conftest.check(got, op(torch.tensor(x), torch.tensor(w)))
+        compiled.append(lt.stats().kernels_compiled - before)
+    assert compiled == [1, 1, 0, 0, 1, 0] and lt.stats().kernels_generic == 1, compiled
+    (template,) = triton._generic.values()
+    assert template.program.source.rows or "row length" in name  # its rows' count a parameter
+
