@@ -1096,37 +1096,67 @@ def triton(request, fresh, monkeypatch):
     return triton_runtime
 
 
-def on_triton(a: np.ndarray, transposed: bool = False) -> lt.Tensor:
-    """`a` on the Triton backend, as the transpose of a contiguous array where `transposed`."""
-    return lt.asarray(np.ascontiguousarray(a.T), device="cuda").T if transposed else lt.asarray(a, device="cuda")
-
-
 # name -> the input's shape at size n, and the op (on a lazytensor or a torch tensor, and a (8, 5) matrix)
 TRITON_OPS = {
     "elementwise": (lambda n: (n,), lambda x, w: (x * 2 + 1).exp()),
     "rows summed, their count changing": (lambda n: (n, 5), lambda x, w: x.sum(-1)),
     "softmax, the row count changing": (lambda n: (n, 6), lambda x, w: x.softmax(-1)),
     "softmax, the row length changing": (lambda n: (3, n), lambda x, w: x.softmax(-1)),
+    "rows summed, their length changing": (lambda n: (4, n), lambda x, w: x.sum(-1)),
     "matrix product, m changing": (lambda n: (n, 8), lambda x, w: x @ w),
 }
 
 
-@pytest.mark.parametrize("transposed", [False, True], ids=["contiguous", "transposed"])
-@pytest.mark.parametrize("name", TRITON_OPS)
-def test_triton_compiles_once_for_every_size(triton, name, transposed):
-    """On the Triton backend as on the CPU: the first size specializes, the second (seen to change) compiles the
-    generic kernel, passed its sizes, its grid and masks following them; later sizes, odd, larger, compile nothing,
-    with torch's results (a size of 1 is another structure, a size of 0 launches nothing)."""
+def triton_compiles(name: str, device: str, strided: bool = False) -> list[int]:
+    """The kernels `TRITON_OPS[name]` compiles on `device` at each of `TRITON_SIZES`, its results torch's; where
+    `strided`, its input every other element of the first axis of a larger array (a stride of twice a size that
+    changes is one too: `symbolic.symbolized`)."""
     shape, op = TRITON_OPS[name]
-    w = random_array((8, 5), lt.float32, seed=1)
+    w = lt.asarray(random_array((8, 5), lt.float32, seed=1), device=device)
     compiled = []
     for n in TRITON_SIZES:
         x = random_array(shape(n), lt.float32, seed=n)
+        t = lt.asarray(np.repeat(x, 2, axis=0) if strided else x, device=device)
         before = lt.stats().kernels_compiled
-        got = op(on_triton(x, transposed), on_triton(w))
-        conftest.check(got, op(torch.tensor(x), torch.tensor(w)))
+        got = op(t[::2] if strided else t, w)
+        conftest.check(got, op(torch.tensor(x), torch.tensor(w.numpy())))
         compiled.append(lt.stats().kernels_compiled - before)
+    return compiled
+
+
+@pytest.mark.parametrize("strided", [False, True], ids=["contiguous", "strided"])
+@pytest.mark.parametrize("name", list(TRITON_OPS)[:4])
+def test_triton_compiles_once_for_every_size(triton, name, strided):
+    """On the Triton backend as on the CPU: the first size specializes, the second (seen to change) compiles the
+    generic kernel, passed its sizes, its grid, masks and loops over blocks following them; later sizes, odd,
+    larger, compile nothing, with torch's results (a size of 1 is another structure, a size of 0 launches
+    nothing). Where only the row length changes, the rows' count stays a constant."""
+    compiled = triton_compiles(name, "cuda", strided)
     assert compiled == [1, 1, 0, 0, 1, 0] and lt.stats().kernels_generic == 1, compiled
     (template,) = triton._generic.values()
-    assert template.program.source.rows or "row length" in name  # its rows' count a parameter
+    assert bool(template.program.source.rows) == ("row length" not in name)
 
+
+def test_triton_row_sums_of_a_changing_length_compile_as_on_the_cpu(triton, monkeypatch):
+    """A row's length that is also its stride (`x.sum(-1)` of `(4, n)`) is in the erased text: each length
+    compiles its own kernel on both backends (generic over the reduction's loop, as the CPU's), with torch's
+    results."""
+    name = "rows summed, their length changing"
+    on_the_cpu = triton_compiles(name, "cpu")
+    forget(monkeypatch)
+    assert triton_compiles(name, "cuda") == on_the_cpu
+
+
+def test_triton_contractions_specialize(triton):
+    """A product whose m changes is a contraction from the second size on (`lowering`: a size that changed
+    counts as large), whose Triton template compiles at each size (`runtime._erased`: not generic there), with
+    torch's results."""
+    assert triton_compiles("matrix product, m changing", "cuda") == [1, 1, 1, 1, 1, 0]
+    assert lt.stats().kernels_generic == 0
+
+
+def test_triton_opt_out_specializes_every_size(triton, monkeypatch):
+    """`LT_SYMBOLIC=0` on the Triton backend: every size compiles its own kernel, with torch's results."""
+    monkeypatch.setenv("LT_SYMBOLIC", "0")
+    assert triton_compiles("softmax, the row count changing", "cuda") == [1, 1, 1, 1, 1, 0]
+    assert lt.stats().kernels_generic == 0 and not triton._generic

@@ -449,7 +449,7 @@ class ValueRenderer:
         for atom, k in e.terms:
             if isinstance(atom, Var):
                 term = self.var_name(atom)
-            elif isinstance(atom, Stride):  # its loops' sizes are the kernel's own: no kernel here is generic
+            elif isinstance(atom, Stride):  # its loops' sizes: numbers, or a generic kernel's parameters
                 term = f"({self.expr(atom.x)} * {product(self.loop_sizes[name] for name in atom.by)})"
             else:
                 # Triton's // and % truncate: floor semantics need a fix-up only if x can be negative

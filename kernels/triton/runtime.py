@@ -50,6 +50,7 @@ from triton.runtime.errors import OutOfResources
 
 from ..claim import claim_scatter
 from ..dtype import DType, bool_, int64
+from ..expr import Var
 from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, Sort, VOp
 from ..legalize import legalize
 from ..split import most_parts, split_reduction
@@ -513,7 +514,7 @@ def _generic_program(kernel: Kernel, erased: tuple[str, Tiling, Target], target:
     return program.sized(kernel, over)
 
 
-def _loops(kernel: Kernel) -> list:
+def _loops(kernel: Kernel) -> list[Var]:
     """A kernel's loops: its output loops, then its reductions'."""
     return [*kernel.loops, *(r for v in kernel.values() if v.op is VOp.REDUCE for r in v.arg[1])]
 
