@@ -117,16 +117,17 @@ class TritonSource:
     num_warps: int
     num_stages: int | None = None        # software pipelining depth of its loops; None: Triton's default
     slots: tuple[int, ...] | None = None  # the buffer slots the function takes, in order; None: all of them
-    # a generic kernel's (`kernels/symbolic.py`): its rows are `grid` times the sizes it is passed in the scalar
-    # parameters at `rows`, `xblock` of them to a program (`programs`)
+    # a generic kernel's (`kernels/symbolic.py`): its grid is `grid` times its rows over `xblock`, its rows
+    # `row_factor` times the sizes it is passed in the scalar parameters at `rows` (`programs`)
     rows: tuple[int, ...] = ()
     xblock: int = 1
+    row_factor: int = 1
 
     def programs(self, params: Sequence[bool | int | float]) -> int:
-        """The launch's grid for these scalar parameters: `grid`, or a generic kernel's rows over `xblock`."""
+        """The launch's grid for these scalar parameters: `grid`, or a generic kernel's, following its rows."""
         if not self.rows:
             return self.grid
-        return -(-self.grid * math.prod(int(params[i]) for i in self.rows) // self.xblock)
+        return self.grid * -(-self.row_factor * math.prod(int(params[i]) for i in self.rows) // self.xblock)
 
 
 def product(factors: Iterable[int | str]) -> int | str:
@@ -705,7 +706,7 @@ class _Renderer(ValueRenderer):
         fixed = math.prod(v.size for v in self.row.loops if v not in self.passed)
         rows = tuple(self.passed[v] for v in self.row.loops if v in self.passed)
         if rows:  # a generic kernel's: the grid follows the rows it is passed
-            return TritonSource(name, source, fixed, num_warps, rows=rows, xblock=self.row.block)
+            return TritonSource(name, source, 1, num_warps, rows=rows, xblock=self.row.block, row_factor=fixed)
         return TritonSource(name, source, self.grid(), num_warps)
 
     def grid(self) -> int:

@@ -54,7 +54,7 @@ from ..expr import Var
 from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, Sort, VOp
 from ..legalize import legalize
 from ..split import most_parts, split_reduction
-from ..symbolic import DYNAMIC, Template, eligible, enabled, generic, sizes, symbolized
+from ..symbolic import DYNAMIC, Template, eligible, enabled, generic, sizes, symbolized, unbounded
 from . import cuda
 from .gemm import GemmConfig, GemmPlan, candidate_configs, input_precision, plan, render_gemm
 from .render import NATIVE, Tiling, TritonSource, identifier, memory_dtype, programs, render
@@ -146,9 +146,12 @@ class Program:
         `kernel`'s."""
         loops = [v for k, v in enumerate(kernel.sized_loops()) if k in over]
         size = {v.name: v.size for v in _loops(kernel)}
+        return self.passing(kernel, ", ".join(v.name for v in loops), tuple(size[v.name] for v in self.kernel.extents))
+
+    def passing(self, kernel: Kernel | Contraction, generic_over: str, sizes: tuple[int, ...]) -> Program:
+        """This generic program as `kernel`'s, passed `sizes` after the parameters."""
         program = copy.copy(self)  # its launchers shared: `_runners` holds one for each grid
-        program.kernel, program.generic_over = kernel, ", ".join(v.name for v in loops)
-        program.sizes = tuple(size[v.name] for v in self.kernel.extents)
+        program.kernel, program.generic_over, program.sizes = kernel, generic_over, sizes
         return program
 
     def _args(self, buffers: Sequence[int], params: Sequence[bool | int | float]) -> list[object]:
@@ -271,6 +274,19 @@ class ContractionProgram(_Composite):
         self.compile_seconds = 0.0
         taken = {slot for step in self.parts() for slot in step.slots}
         self.scratch = [slot for slot, b in enumerate(plan.buffers) if b.scratch and slot in taken]
+        self.generic_over: str | None = None  # a generic template's, as a contraction's (`sized`): its m's name
+
+    def sized(self, c: Contraction, over: frozenset[int]) -> ContractionProgram:
+        """This template, generic over its m (`_generic_contraction`), as `c`'s, a contraction of the erased
+        text it was compiled for: its tl.dot kernels passed `c`'s m (the one timed fastest alone, once timed)."""
+        vm = c.vars[1]
+        program = copy.copy(self)
+        best = _tuned.get(self.tune_key)
+        candidates = {best: self.candidates[best]} if best in self.candidates else self.candidates
+        program.candidates = {config: p.passing(c, vm.name, (vm.size,)) for config, p in candidates.items()}
+        program.gemm = next(iter(program.candidates.values())) if len(program.candidates) == 1 else None
+        program.kernel, program.generic_over = c, vm.name
+        return program
 
     def parts(self) -> list[Program]:
         """The programs a call runs, in order (every candidate tl.dot kernel until one is chosen)."""
@@ -418,7 +434,7 @@ def compile_kernel(kernel: Kernel | Contraction | Scatter | Sort | Scan | Librar
         return hit, False
     t0 = time.perf_counter()
     legal = legalize(kernel, NATIVE)  # once: the kernels a contraction runs are made from its legal values
-    if erased is not None and (made := _generic_program(kernel, erased, target, tiling, changed)) is not None:
+    if erased is not None and (made := _generic_program(kernel, erased, target, changed)) is not None:
         program: AnyProgram = made
     elif isinstance(legal, Contraction):
         program = _contraction_program(legal, target, tiling, precision)
@@ -461,19 +477,25 @@ def _kernel_program(kernel: Kernel, target: Target, tiling: Tiling) -> Program |
 
 # Generic programs (`kernels/symbolic.py`), by the erased text of the kernels they serve, the tiling and the target;
 # and the sized loops' sizes each such text was first compiled at.
-_generic: dict[tuple[str, Tiling, Target], Template] = {}
-_first_sizes: dict[tuple[str, Tiling, Target], tuple[int, ...]] = {}
+_generic: dict[tuple[str, Tiling, Target, str], Template] = {}
+_first_sizes: dict[tuple[str, Tiling, Target, str], tuple[int, ...]] = {}
 
 
 def _erased(kernel: Kernel | Contraction | Scatter | Sort | Scan, target: Target, tiling: Tiling) \
-        -> tuple[str, Tiling, Target] | None:
+        -> tuple[str, Tiling, Target, str] | None:
     """Where a kernel may run generic (`kernels/symbolic.py`), the key of its generic programs: its erased text
-    (`Kernel.erased_text`), the tiling and the target; else None: `LT_SYMBOLIC=0`, kernels not `eligible` (a
-    contraction's template here is specialized), and those that split (`_parts`: decided by the sizes)."""
-    if type(kernel) is not Kernel or not enabled() or not eligible(kernel) \
-            or _parts(kernel, programs(kernel, tiling), target) > 1:
+    (`Kernel.erased_text`), the tiling, the target and a contraction's input precision; else None:
+    `LT_SYMBOLIC=0`, kernels not `eligible`, those that split (`_parts`: decided by the sizes), and contractions
+    of a batch or with an epilogue (`_generic_contraction`)."""
+    if not enabled() or not eligible(kernel):
         return None
-    return kernel.erased_text(), tiling, target
+    if type(kernel) is Contraction:
+        if kernel.vars[0].size != 1 or kernel.epilogue is not None:
+            return None
+        return kernel.erased_text(), tiling, target, input_precision(kernel)
+    if _parts(kernel, programs(kernel, tiling), target) > 1:
+        return None
+    return kernel.erased_text(), tiling, target, ""
 
 
 def _strided(kernel: Kernel | Contraction | Scatter | Sort | Scan, target: Target, tiling: Tiling,
@@ -489,29 +511,60 @@ def _strided(kernel: Kernel | Contraction | Scatter | Sort | Scan, target: Targe
     return kernel
 
 
-def _generic_program(kernel: Kernel, erased: tuple[str, Tiling, Target], target: Target, tiling: Tiling,
-                     changed: frozenset[int]) -> Program | None:
+def _generic_program(kernel: Kernel | Contraction, erased: tuple[str, Tiling, Target, str], target: Target,
+                     changed: frozenset[int]) -> Program | ContractionProgram | None:
     """`kernel` compiled generic, as its own, where its erased text was compiled at other sizes of its sized
     loops: over the loops whose sizes differ, and those its text's generic program was over; the first time its
     text compiles, over its loops of the sizes `changed`, if any (under `symbolic.DYNAMIC` True,
     `lt.jit(fn, dynamic=True)`, over all of them). Kept for every later kernel of the text (`compile_kernel`).
-    None where it is over no loop: the kernel specializes."""
+    None where it is over no loop, or a contraction's loops other than its m: the kernel specializes."""
     now, dynamic = sizes(kernel), DYNAMIC.get()
     first = _first_sizes.setdefault(erased, now)
     before, over = (first, frozenset()) if (kept := _generic.get(erased)) is None else (kept.sizes, kept.over)
     over |= {k for k, (a, b) in enumerate(zip(before, now)) if a != b or dynamic}
     if kept is None and first == now and dynamic is None:
         over |= {k for k, n in enumerate(now) if n in changed}
+    _, tiling, _, precision = erased
     if not over:
         return None
+    if type(kernel) is Contraction:
+        program = _generic_contraction(kernel, over, target, precision)
+        if program is None:
+            return None
+    else:
+        program = _generic_kernel(kernel, over, target, tiling)
+    _generic[erased] = Template(program, over, now)
+    return program.sized(kernel, over)
+
+
+def _generic_kernel(kernel: Kernel, over: frozenset[int], target: Target, tiling: Tiling) -> Program:
+    """`symbolic.generic`'s kernel of `kernel` over the loops at positions `over` of its sized loops, compiled."""
     made = generic(kernel, over)  # before legalizing: the counts it computes are the constants the erased text names
     if made.loops[0] is not kernel.loops[0] and made.loops[0] not in made.extents:
         # its outermost loop's size: a launch here passes the whole size (the grid follows it), not a range
         made = replace(made, params=(*made.params, int64), extents=(*made.extents, made.loops[0]))
     legal = legalize(made, NATIVE)
-    program = _program(legal, render(legal, tiling, target.interpreted), target)
-    _generic[erased] = Template(program, over, now)
-    return program.sized(kernel, over)
+    return _program(legal, render(legal, tiling, target.interpreted), target)
+
+
+def _generic_contraction(c: Contraction, over: frozenset[int], target: Target, precision: str) \
+        -> ContractionProgram | None:
+    """The tl.dot template of a single product without an epilogue (`_erased`) generic over its m, where `over`
+    is its m alone and neither operand is packed (a pack kernel's scratch is m long); else None. Its m ranges
+    over `UNBOUNDED` values (`symbolic.unbounded`) and is passed after the parameters (`gemm.render_gemm`)."""
+    vm = c.vars[1]
+    if over != {k for k, v in enumerate(c.sized_loops()) if v is vm}:
+        return None
+    legal = replace(legalize(unbounded(c, frozenset({vm})), NATIVE), name=c.default_name(generic=(vm,)))
+    p = plan(legal)
+    if p.packs:
+        return None
+    tune_key = (target.key, legal.sizes, legal.dtype, precision)
+    configs = [_tuned[tune_key]] if tune_key in _tuned else candidate_configs(legal, target.interpreted)
+    candidates = {config: _program(legal, render_gemm(p, config, precision, target.interpreted, generic_m=True),
+                                   target, p.buffers, (*legal.params, int64))
+                  for config in configs}
+    return ContractionProgram(p, [], candidates, None, target, tune_key)
 
 
 def _loops(kernel: Kernel) -> list[Var]:
