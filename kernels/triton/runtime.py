@@ -25,6 +25,13 @@ so lazytensor installs a subclass of Triton's CUDA driver that answers from the
 launch in progress (`cuda.launching`) and passes every other question, and
 every launch lazytensor did not make, to Triton's own driver.
 
+Sizes that change compile once (issue 18, `kernels/symbolic.py`), by the CPU backend's rule: the second size
+of a kernel's erased text (or the first, where its sizes changed since its program was last scheduled)
+compiles `symbolic.generic`'s kernel, whose loop sizes are int64 arguments after the scalar parameters and
+whose grid each launch computes from them (`TritonSource.programs`); every later kernel of the text runs it
+(`Program.sized`). The tl.dot template of a single product without an epilogue or a packed operand compiles
+generic over its m the same way (`_generic_contraction`); kernels that split at their size specialize.
+
 A `Contraction` compiles to a `ContractionProgram` (see `gemm.py`): its pack
 kernels, its tl.dot kernel and its epilogue kernel, each a `Program`. The tl.dot
 kernel's tile configuration is timed on the GPU the first time a contraction of its
