@@ -1166,3 +1166,19 @@ def test_triton_opt_out_specializes_every_size(triton, monkeypatch):
     monkeypatch.setenv("LT_SYMBOLIC", "0")
     assert triton_compiles("softmax, the row count changing", "cuda") == [1, 1, 1, 1, 1, 0]
     assert lt.stats().kernels_generic == 0 and not triton._generic
+
+
+@pytest.mark.parametrize("dynamic", [True, False])
+def test_triton_jit_dynamic_compiles_generic_at_once_or_never(triton, monkeypatch, dynamic):
+    """`lt.jit(fn, dynamic=True)` on the Triton backend: fn's kernel compiles generic at its first size, and no
+    later size compiles it again, recorded or replayed; `dynamic=False`: every size compiles its own, whatever
+    `LT_SYMBOLIC` says."""
+    monkeypatch.setenv("LT_SYMBOLIC", "0" if dynamic else "1")
+    jitted = lt.jit(lambda x: (x * 3 - 1).max(-1), dynamic=dynamic)
+    sizes = (5, 9, 6)
+    for n in sizes:
+        for seed in (0, 1):  # recorded, then replayed
+            x = small_integers((n, 7), seed=seed)
+            conftest.check(jitted(lt.asarray(x, device="cuda")), (torch.tensor(x) * 3 - 1).amax(-1))
+    stats = lt.stats()
+    assert (stats.kernels_compiled, stats.kernels_generic) == ((1, 1) if dynamic else (len(sizes), 0))
