@@ -37,9 +37,11 @@ product's panels where the strides the call passes put them (`gemm._batched_pack
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Any
 
 from .dtype import int64
 from .expr import UNBOUNDED, Div, Expr, Mod, Var
@@ -49,6 +51,30 @@ from .ir import Alu, Contraction, Count, Kernel, Store, Value, alu, cast, const,
 # structure compiled; `LT_SYMBOLIC=0` turns that off), True from the first size, False never (each size
 # compiles its own program). `lazytensor.jit(fn, dynamic=...)` sets it for fn's recorded calls.
 DYNAMIC: ContextVar[bool | None] = ContextVar("lazytensor_dynamic", default=None)
+
+
+def enabled() -> bool:
+    """Whether kernels compiled now may run generic: as `DYNAMIC` says where it is set (`lt.jit`'s `dynamic=`),
+    else unless `LT_SYMBOLIC`, read at each compile, is 0. Then a kernel that may run generic over the sizes of
+    its outermost loop and its reductions' loops and is compiled at other sizes of them than its first compiles
+    generic over those that differ (under `dynamic=True`, at once, over all of them), and every later kernel that
+    differs in those only runs that program. Each backend's runtime asks it (`kernels/llvm/runtime.py`,
+    `kernels/triton/runtime.py`)."""
+    dynamic = DYNAMIC.get()
+    return os.environ.get("LT_SYMBOLIC", "").strip() != "0" if dynamic is None else dynamic
+
+
+@dataclass(frozen=True)
+class Template:
+    """A generic program, a backend's: compiled over the loops at positions `over` of its kernels'
+    `sized_loops()`, it serves the kernels of its erased text whose sizes of the others are those of `sizes`."""
+
+    program: Any
+    over: frozenset[int]
+    sizes: tuple[int, ...]
+
+    def serves(self, sizes: tuple[int, ...]) -> bool:
+        return all(k in self.over or a == b for k, (a, b) in enumerate(zip(self.sizes, sizes)))
 
 
 def unbounded(c: Contraction, over: frozenset[Var]) -> Contraction:

@@ -309,8 +309,9 @@ class Device:
         """A copy on this device of a buffer on another one (through host memory)."""
         return self.from_numpy(buffer.numpy(), buffer.dtype)
 
-    def compile(self, kernel: Kernel) -> tuple[Callable, bool]:
-        """The compiled program for `kernel`, and whether this call compiled it (not a cache hit)."""
+    def compile(self, kernel: Kernel, changed: frozenset[int] = frozenset()) -> tuple[Callable, bool]:
+        """The compiled program for `kernel`, and whether this call compiled it (not a cache hit). `changed`: as
+        `compile_all`'s, where it compiles."""
         raise NotImplementedError
 
     def compile_all(self, kernels: Sequence[Kernel], changed: frozenset[int] = frozenset()) -> list[Kernel]:
@@ -318,11 +319,11 @@ class Device:
         backend can; `compile` then finds them. Returns those it compiled (one of each body). A kernel that
         fails is left to `compile` where it runs, whose error names the op it is for. `changed`: sizes seen
         to change since the program was last scheduled (`Schedule.changed`), which a backend that compiles
-        kernels generic over sizes (the CPU's) compiles generic at once."""
+        kernels generic over sizes compiles generic at once."""
         compiled = []
         for kernel in kernels:
             with contextlib.suppress(Exception):
-                if self.compile(kernel)[1]:
+                if self.compile(kernel, changed)[1]:
                     compiled.append(kernel)
         return compiled
 
@@ -390,9 +391,9 @@ class CPUDevice(Device):
         weakref.finalize(owner, release).atexit = False  # at exit the memory goes with the process
         return HostBuffer(self.name, dtype, np.frombuffer(owner, dtype=npd, count=size))
 
-    def compile(self, kernel: Kernel) -> tuple[Callable, bool]:
+    def compile(self, kernel: Kernel, changed: frozenset[int] = frozenset()) -> tuple[Callable, bool]:
         from .kernels.llvm import compile_kernel
-        return compile_kernel(kernel)
+        return compile_kernel(kernel)  # `changed` is `compile_all`'s own here, which compiles side by side
 
     def compile_all(self, kernels: Sequence[Kernel], changed: frozenset[int] = frozenset()) -> list[Kernel]:
         from .kernels.llvm import compile_kernels
@@ -446,9 +447,9 @@ class CUDADevice(Device):
 
         return CUDABuffer(self.name, dtype, size, Allocation(ptr, size * dtype.itemsize, done), self.target)
 
-    def compile(self, kernel: Kernel) -> tuple[Callable, bool]:
+    def compile(self, kernel: Kernel, changed: frozenset[int] = frozenset()) -> tuple[Callable, bool]:
         from .kernels.triton.runtime import compile_kernel
-        return compile_kernel(kernel, self.target)
+        return compile_kernel(kernel, self.target, changed=changed)
 
     def synchronize(self) -> None:
         self.target.synchronize()

@@ -10,7 +10,9 @@ import threading
 
 import numpy as np
 import pytest
+import torch
 
+import conftest
 import lazytensor as lt
 from conftest import random_array
 from lazytensor.kernels import bounds
@@ -20,6 +22,7 @@ from lazytensor.kernels.legalize import legalize
 from lazytensor.kernels.llvm import runtime
 from lazytensor.kernels.llvm.render import NATIVE, render
 from lazytensor.kernels.symbolic import UNBOUNDED, eligible, generic
+from lazytensor.kernels.triton.render import Tiling
 
 schedule = importlib.import_module("lazytensor.schedule")  # the module, which `lt.schedule` the function hides
 
@@ -1065,3 +1068,117 @@ def test_generic_batched_products_stay_inside_each_sizes_buffers(monkeypatch, na
         inputs = {x.size: x for x in (a, b)}
         program([out.ctypes.data, *(inputs[buf.size].ctypes.data for buf in form.buffers[1:])], [])
         np.testing.assert_array_equal(out.reshape(a.shape[0], a.shape[1], b.shape[2]), a @ b)
+
+
+
+
+# ---- the Triton backend's generic kernels (`kernels/triton/runtime.py`: `_generic_program`) ----
+
+TINY = Tiling(max_block=4, max_tile=8, max_xblock=2)  # generic scopes of several blocks, grids of several programs
+TRITON_SIZES = [7, 9, 13, 33, 1, 0]  # none a multiple of a block; 1 is a structure of its own, 0 launches nothing
+
+
+@pytest.fixture(params=[Tiling(), TINY], ids=["default", "tiny"])
+def triton(request, fresh, monkeypatch):
+    """The Triton backend in Triton's interpreter, compiling with the parameter's tiling, with no program compiled
+    before (`forget`)."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    try:
+        lt.asarray([1.0], device="cuda")
+    except lt.DeviceError as e:  # triton was imported for a GPU before: see triton_interpreter.py
+        pytest.skip(str(e))
+    from lazytensor.kernels.triton import runtime as triton_runtime  # imports triton: not at collection
+    for name in ("_programs", "_generic", "_first_sizes"):
+        monkeypatch.setattr(triton_runtime, name, {})
+    compile_kernel = triton_runtime.compile_kernel
+    monkeypatch.setattr(triton_runtime, "compile_kernel",
+                        lambda kernel, target, tiling=request.param, **kw: compile_kernel(kernel, target, tiling, **kw))
+    return triton_runtime
+
+
+# name -> the input's shape at size n, and the op (on a lazytensor or a torch tensor, and a (32, 16) matrix)
+TRITON_OPS = {
+    "elementwise": (lambda n: (n,), lambda x, w: (x * 2 + 1).exp()),
+    "rows summed, their count changing": (lambda n: (n, 5), lambda x, w: x.sum(-1)),
+    "softmax, the row count changing": (lambda n: (n, 6), lambda x, w: x.softmax(-1)),
+    "softmax, the row length changing": (lambda n: (3, n), lambda x, w: x.softmax(-1)),
+    "matrix product, m changing": (lambda n: (n, 32), lambda x, w: x @ w),
+    "rows summed, their length changing": (lambda n: (4, n), lambda x, w: x.sum(-1)),
+    "matrix product turned, m changing": (lambda n: (n, 32), lambda x, w: x @ w[:, :5]),
+}
+
+
+def triton_compiles(name: str, device: str, strided: bool = False) -> list[int]:
+    """The kernels `TRITON_OPS[name]` compiles on `device` at each of `TRITON_SIZES`, its results torch's (of small
+    integers: a product's sums are exact in any order); where `strided`, its input every other element of the
+    first axis of a larger array (a stride of twice a size that changes is one too: `symbolic.symbolized`)."""
+    shape, op = TRITON_OPS[name]
+    w = lt.asarray(small_integers((32, 16), seed=1), device=device)
+    compiled = []
+    for n in TRITON_SIZES:
+        x = small_integers(shape(n), seed=n)
+        t = lt.asarray(np.repeat(x, 2, axis=0) if strided else x, device=device)
+        before = lt.stats().kernels_compiled
+        got = op(t[::2] if strided else t, w)
+        conftest.check(got, op(torch.tensor(x), torch.tensor(w.numpy())))
+        compiled.append(lt.stats().kernels_compiled - before)
+    return compiled
+
+
+@pytest.mark.parametrize("strided", [False, True], ids=["contiguous", "strided"])
+@pytest.mark.parametrize("name", list(TRITON_OPS)[:5])
+def test_triton_compiles_once_for_every_size(triton, name, strided):
+    """On the Triton backend as on the CPU: the first size specializes, the second (seen to change) compiles the
+    generic kernel, passed its sizes, its grid, masks and loops over blocks following them; later sizes, odd,
+    larger, compile nothing, with torch's results (a size of 1 is another structure, a size of 0 launches
+    nothing). Where only the row length changes, the rows' count stays a constant. The product of contiguous rows
+    is a reduction kernel at 7 rows, the tl.dot template from 9 (a size that changed counts as large: `lowering`),
+    generic over its m at once; of strided rows, a reduction kernel."""
+    compiled = triton_compiles(name, "cuda", strided)
+    assert compiled == [1, 1, 0, 0, 1, 0] and lt.stats().kernels_generic == 1, compiled
+    (template,) = triton._generic.values()
+    program = template.program
+    sources = [p.source for p in program.candidates.values()] if isinstance(program, triton.ContractionProgram) \
+        else [program.source]
+    assert all(bool(source.rows) == ("row length" not in name) for source in sources)  # its rows' count passed
+
+
+def test_triton_row_sums_of_a_changing_length_compile_as_on_the_cpu(triton, monkeypatch):
+    """A row's length that is also its stride (`x.sum(-1)` of `(4, n)`) is in the erased text: each length
+    compiles its own kernel on both backends (generic over the reduction's loop, as the CPU's), with torch's
+    results."""
+    name = "rows summed, their length changing"
+    on_the_cpu = triton_compiles(name, "cpu")
+    forget(monkeypatch)
+    assert triton_compiles(name, "cuda") == on_the_cpu
+
+
+def test_triton_contractions_with_an_epilogue_specialize(triton):
+    """A product of 5 columns is turned to run along its rows (`lowering`), its result transposed back by an
+    epilogue: the Triton template of a product with an epilogue specializes each size (`runtime._erased`), with
+    torch's results."""
+    assert triton_compiles("matrix product turned, m changing", "cuda") == [1, 1, 1, 1, 1, 0]
+    assert lt.stats().kernels_generic == 0
+
+
+def test_triton_opt_out_specializes_every_size(triton, monkeypatch):
+    """`LT_SYMBOLIC=0` on the Triton backend: every size compiles its own kernel, with torch's results."""
+    monkeypatch.setenv("LT_SYMBOLIC", "0")
+    assert triton_compiles("softmax, the row count changing", "cuda") == [1, 1, 1, 1, 1, 0]
+    assert lt.stats().kernels_generic == 0 and not triton._generic
+
+
+@pytest.mark.parametrize("dynamic", [True, False])
+def test_triton_jit_dynamic_compiles_generic_at_once_or_never(triton, monkeypatch, dynamic):
+    """`lt.jit(fn, dynamic=True)` on the Triton backend: fn's kernel compiles generic at its first size, and no
+    later size compiles it again, recorded or replayed; `dynamic=False`: every size compiles its own, whatever
+    `LT_SYMBOLIC` says."""
+    monkeypatch.setenv("LT_SYMBOLIC", "0" if dynamic else "1")
+    jitted = lt.jit(lambda x: (x * 3 - 1).max(-1), dynamic=dynamic)
+    sizes = (5, 9, 6)
+    for n in sizes:
+        for seed in (0, 1):  # recorded, then replayed
+            x = small_integers((n, 7), seed=seed)
+            conftest.check(jitted(lt.asarray(x, device="cuda")), (torch.tensor(x) * 3 - 1).amax(-1))
+    stats = lt.stats()
+    assert (stats.kernels_compiled, stats.kernels_generic) == ((1, 1) if dynamic else (len(sizes), 0))

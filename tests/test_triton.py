@@ -66,7 +66,7 @@ def tiling(request, monkeypatch) -> Tiling:
     from lazytensor.kernels.triton import runtime  # imports triton: not at collection
     compile_kernel = runtime.compile_kernel
     monkeypatch.setattr(runtime, "compile_kernel",
-                        lambda kernel, target, tiling=request.param: compile_kernel(kernel, target, tiling))
+                        lambda kernel, target, tiling=request.param, **kw: compile_kernel(kernel, target, tiling, **kw))
     return request.param
 
 

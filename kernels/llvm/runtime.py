@@ -103,7 +103,7 @@ from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, S
 from ..lapack import LibraryError, flops
 from ..legalize import legalize
 from ..split import split_reduction
-from ..symbolic import DYNAMIC, eligible, generic, sizes, symbolized, unbounded
+from ..symbolic import DYNAMIC, Template, eligible, enabled, generic, sizes, symbolized, unbounded
 from . import compiler, disk_cache, library, mathlib
 from .compiler import Machine
 from .gemm import (
@@ -836,38 +836,15 @@ _programs: dict[tuple[str, bool], Program | StagedProgram] = {}  # by body and w
 _gemm_cores: dict[str, tuple[str, str]] = {}  # the GEMM cores in the engine, by symbol: IR, optimized IR
 
 
-@dataclass(frozen=True)
-class _Generic:
-    """A generic program (`symbolic`): compiled over the loops at positions `over` of its kernels'
-    `sized_loops()`, it serves the kernels of its erased text whose sizes of the others are those of `sizes`."""
-
-    program: Program | ContractionProgram
-    over: frozenset[int]
-    sizes: tuple[int, ...]
-
-    def serves(self, sizes: tuple[int, ...]) -> bool:
-        return all(k in self.over or a == b for k, (a, b) in enumerate(zip(self.sizes, sizes)))
-
-
-_generic: dict[str, _Generic] = {}  # generic programs (`symbolic`), by the erased text of the kernels they serve
+_generic: dict[str, Template] = {}  # generic programs (`symbolic`), by the erased text of the kernels they serve
 _first_sizes: dict[str, tuple[int, ...]] = {}  # the sized loops' sizes each erased text was first compiled at
-
-
-def symbolic() -> bool:
-    """Whether kernels compiled now may run generic: as `symbolic.DYNAMIC` says where it is set (`lt.jit`'s
-    `dynamic=`), else unless `LT_SYMBOLIC`, read at each compile, is 0. Then a kernel that may run generic over
-    the sizes of its outermost loop and its reductions' loops (`kernels/symbolic.py`) and is compiled at other
-    sizes of them than its first compiles generic over those that differ (under `dynamic=True`, at once, over
-    all of them), and every later kernel that differs in those only runs that program."""
-    dynamic = DYNAMIC.get()
-    return os.environ.get("LT_SYMBOLIC", "").strip() != "0" if dynamic is None else dynamic
 
 
 def _erased(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall, checked: bool) -> str | None:
     """The erased text (`Kernel.erased_text`) of a kernel that may run generic, or None where it specializes:
     `LT_SYMBOLIC=0`, checked kernels (their tests read buffer sizes), kernels not `symbolic.eligible` and those
     that split (`_partials`: the split, decided at the compile, depends on the sizes)."""
-    if checked or not isinstance(kernel, (Kernel, Contraction)) or not symbolic() or not eligible(kernel) \
+    if checked or not isinstance(kernel, (Kernel, Contraction)) or not enabled() or not eligible(kernel) \
             or isinstance(kernel, Kernel) and _partials(kernel) is not None:
         return None
     return kernel.erased_text()
@@ -1116,7 +1093,7 @@ def _sized_program(kernel: Kernel | Contraction, erased: str, varying: frozenset
         else:
             return (yield from _specialized(kernel))
         over = attempt
-        template = _Generic(made, over, now)
+        template = Template(made, over, now)
         if (kept := _generic.get(erased)) is None or not kept.over >= over:  # kept: a wider one of its batch
             _generic[erased] = template
     return template.program.sized(kernel, template.over)

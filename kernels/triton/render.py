@@ -117,6 +117,27 @@ class TritonSource:
     num_warps: int
     num_stages: int | None = None        # software pipelining depth of its loops; None: Triton's default
     slots: tuple[int, ...] | None = None  # the buffer slots the function takes, in order; None: all of them
+    # a generic kernel's (`kernels/symbolic.py`): its grid is `grid` times its rows over `xblock`, its rows
+    # `row_factor` times the sizes it is passed in the scalar parameters at `rows` (`programs`)
+    rows: tuple[int, ...] = ()
+    xblock: int = 1
+    row_factor: int = 1
+
+    def programs(self, params: Sequence[bool | int | float]) -> int:
+        """The launch's grid for these scalar parameters: `grid`, or a generic kernel's, following its rows."""
+        if not self.rows:
+            return self.grid
+        return self.grid * -(-self.row_factor * math.prod(int(params[i]) for i in self.rows) // self.xblock)
+
+
+def product(factors: Iterable[int | str]) -> int | str:
+    """The product of sizes, each a number or the code of a size a generic kernel is passed: a number where all
+    are, else code."""
+    factors = list(factors)
+    if all(isinstance(f, int) for f in factors):
+        return math.prod(factors)
+    known = math.prod(f for f in factors if isinstance(f, int))
+    return "(" + " * ".join([*(f for f in factors if isinstance(f, str)), *([str(known)] if known != 1 else [])]) + ")"
 
 
 def pow2(n: int) -> int:
@@ -173,6 +194,8 @@ class _Scope:
     parent: _Scope | None
     body: list[Value] = field(default_factory=list)
     block: int = 1
+    # its loops' sizes multiplied: a number, or code where a generic kernel is passed one of them (`Kernel.extents`)
+    extent: int | str = 1
 
     @property
     def size(self) -> int:
@@ -180,11 +203,11 @@ class _Scope:
 
     @property
     def looped(self) -> bool:
-        return self.parent is not None and self.size > self.block
+        return self.parent is not None and (isinstance(self.extent, str) or self.extent > self.block)
 
     @property
     def mask(self) -> str | None:
-        return f"{self.index}mask" if self.size % self.block else None
+        return f"{self.index}mask" if isinstance(self.extent, str) or self.extent % self.block else None
 
     def chain(self) -> list[_Scope]:
         """This scope and its ancestors, rows first."""
@@ -279,7 +302,8 @@ class ValueRenderer:
         self.shapes: dict[int, Shape] = {}  # id(value) -> its tensor shape
         self.helpers: list[str] = []
         self.counter = 0
-        self.loop_sizes: dict[str, int] = {}  # by name: what a `Stride` multiplies by (a subclass's loops)
+        # by name: what a `Stride` multiplies by (a subclass's loops), a number or code (`product`)
+        self.loop_sizes: dict[str, int | str] = {}
         self.wide = False  # index arithmetic in int64 rather than int32
         self.interpreted = interpreted  # for Triton's interpreter rather than a GPU (see the module docstring)
 
@@ -426,8 +450,8 @@ class ValueRenderer:
         for atom, k in e.terms:
             if isinstance(atom, Var):
                 term = self.var_name(atom)
-            elif isinstance(atom, Stride):  # its loops' sizes are the kernel's own: no kernel here is generic
-                term = f"({self.expr(atom.x)} * {math.prod(self.loop_sizes[name] for name in atom.by)})"
+            elif isinstance(atom, Stride):  # its loops' sizes: numbers, or a generic kernel's parameters
+                term = f"({self.expr(atom.x)} * {product(self.loop_sizes[name] for name in atom.by)})"
             else:
                 # Triton's // and % truncate: floor semantics need a fix-up only if x can be negative
                 symbol, fix = ("//", "_idx_floordiv") if isinstance(atom, Div) else ("%", "_idx_mod")
@@ -564,8 +588,10 @@ class _Renderer(ValueRenderer):
     def __init__(self, kernel: Kernel, tiling: Tiling, interpreted: bool):
         super().__init__(interpreted)
         self.kernel, self.tiling = kernel, tiling
-        self.loop_sizes = {v.name: v.size for v in kernel.loops} | \
-            {r.name: r.size for v in kernel.values() if v.op is VOp.REDUCE for r in v.arg[1]}
+        # a generic kernel's loops whose sizes it is passed (`Kernel.extents`), by the parameter holding each
+        self.passed = {v: len(kernel.params) - len(kernel.extents) + k for k, v in enumerate(kernel.extents)}
+        self.loop_sizes = {v.name: self.size_of(v) for v in kernel.loops} | \
+            {r.name: self.size_of(r) for v in kernel.values() if v.op is VOp.REDUCE for r in v.arg[1]}
         self.values, paths = loop_scopes(kernel)
         self._build_scopes(paths)
         self.rank = 1 + max(s.level for s in self.scopes)
@@ -583,6 +609,10 @@ class _Renderer(ValueRenderer):
         self.used_vars |= {v for store in kernel.stores for v in store.index.vars()}
         extents = [b.size for b in kernel.buffers] + [-(-s.size // s.block) * s.block for s in self.scopes]
         self.wide = needs_int64([s.index for s in kernel.stores] + [e for v in self.values for e in v.exprs()], extents)
+
+    def size_of(self, var: Var) -> int | str:
+        """A loop's size: its number, or the parameter a generic kernel is passed it in."""
+        return f"p{self.passed[var]}" if var in self.passed else var.size
 
     # ---- layout ------------------------------------------------------------------------------
 
@@ -620,6 +650,10 @@ class _Renderer(ValueRenderer):
         for v in self.values:
             scope_of(paths[id(v)]).body.append(v)
         t = self.tiling
+        for s in self.scopes:
+            s.extent = product(self.size_of(v) for v in s.loops)
+        # a generic kernel's loop of a size it is passed is `UNBOUNDED` long (`kernels/symbolic.py`): its scope's
+        # block is the largest the tiling allows, which suits large sizes, lanes past a small one masked
         for s in self.scopes[1:]:  # parents come first
             s.block = min(pow2(s.size), t.max_block, max(1, t.max_tile // s.parent.inner_tile()))
         widest = max((s.inner_tile() for s in self.scopes), default=1)
@@ -669,8 +703,15 @@ class _Renderer(ValueRenderer):
                              [f"b{i}" for i in range(len(k.buffers))], k.params)
         tile = self.row.block * max(s.inner_tile() for s in self.scopes)
         num_warps = min(8, pow2(max(1, tile // 256)))
-        grid = -(-self.row.size // self.row.block)
-        return TritonSource(name, source, grid, num_warps)
+        fixed = math.prod(v.size for v in self.row.loops if v not in self.passed)
+        rows = tuple(self.passed[v] for v in self.row.loops if v in self.passed)
+        if rows:  # a generic kernel's: the grid follows the rows it is passed
+            return TritonSource(name, source, 1, num_warps, rows=rows, xblock=self.row.block, row_factor=fixed)
+        return TritonSource(name, source, self.grid(), num_warps)
+
+    def grid(self) -> int:
+        """The programs a launch of the kernel has (one with no size passed)."""
+        return -(-self.row.size // self.row.block)
 
     def open_scope(self, scope: _Scope, offset: str | None = None) -> None:
         """Define the scope's flat index, lane mask and loop variables (if anything reads them)."""
@@ -688,22 +729,28 @@ class _Renderer(ValueRenderer):
             lanes = f"{lanes}.to(tl.int64)" if self.wide else lanes
             self.emit(f"{scope.index} = {offset} + {lanes}" if offset else f"{scope.index} = {lanes}")
         if scope.mask:
-            self.emit(f"{scope.mask} = {scope.index} < {scope.size}")
-        stride = scope.size
+            self.emit(f"{scope.mask} = {scope.index} < {scope.extent}")
         for i, var in enumerate(scope.loops):
-            stride //= var.size
             if var not in self.used_vars:
                 continue
+            stride = self.divisor(product(self.size_of(v) for v in scope.loops[i + 1:]))
             value = scope.index if stride == 1 else f"{scope.index} // {stride}"
             if i > 0 and var.size > 1:  # the outermost variable needs no modulo
-                value = f"{value} % {var.size}" if stride == 1 else f"({value}) % {var.size}"
+                size = self.divisor(self.size_of(var))
+                value = f"{value} % {size}" if stride == 1 else f"({value}) % {size}"
             self.emit(f"{self.var_names[var]} = {value}")
+
+    @staticmethod
+    def divisor(size: int | str) -> int | str:
+        """A size to divide a flat index by: a generic kernel's passed size at least 1, as the lanes of an empty
+        scope, masked, divide too."""
+        return size if isinstance(size, int) else f"tl.maximum({size}, 1)"
 
     def in_scope(self, scope: _Scope, body: Callable[[], None]) -> None:
         """Emit `scope`'s values, then `body()`, in one block or in a loop over blocks."""
         if scope.looped:
             offset = f"{scope.index}off"
-            self.emit(f"for {offset} in range(0, {scope.size}, {scope.block}):")
+            self.emit(f"for {offset} in range(0, {scope.extent}, {scope.block}):")
             self.indent += 1
             self.open_scope(scope, offset)
         else:
@@ -799,5 +846,12 @@ class _Renderer(ValueRenderer):
 
 def render(kernel: Kernel, tiling: Tiling = Tiling(), interpreted: bool = False) -> TritonSource:
     """The Triton module for `kernel`, legalized for `NATIVE` (as `runtime.compile_kernel` does): one
-    `@triton.jit` function (and the helpers it calls), for a GPU or (`interpreted`) Triton's interpreter."""
+    `@triton.jit` function (and the helpers it calls), for a GPU or (`interpreted`) Triton's interpreter.
+    A generic kernel (`kernels/symbolic.py`) reads the sizes of its loops `Kernel.extents` names from its
+    parameters, its grid (`TritonSource.programs`), masks and loops over blocks following them."""
     return _Renderer(kernel, tiling, interpreted).render()
+
+
+def programs(kernel: Kernel, tiling: Tiling = Tiling()) -> int:
+    """The programs a launch of `kernel`, whose sizes are its own, has: its rows over the rows of a program."""
+    return _Renderer(kernel, tiling, False).grid()

@@ -25,6 +25,13 @@ so lazytensor installs a subclass of Triton's CUDA driver that answers from the
 launch in progress (`cuda.launching`) and passes every other question, and
 every launch lazytensor did not make, to Triton's own driver.
 
+Sizes that change compile once (issue 18, `kernels/symbolic.py`), by the CPU backend's rule: the second size
+of a kernel's erased text (or the first, where its sizes changed since its program was last scheduled)
+compiles `symbolic.generic`'s kernel, whose loop sizes are int64 arguments after the scalar parameters and
+whose grid each launch computes from them (`TritonSource.programs`); every later kernel of the text runs it
+(`Program.sized`). The tl.dot template of a single product without an epilogue or a packed operand compiles
+generic over its m the same way (`_generic_contraction`); kernels that split at their size specialize.
+
 A `Contraction` compiles to a `ContractionProgram` (see `gemm.py`): its pack
 kernels, its tl.dot kernel and its epilogue kernel, each a `Program`. The tl.dot
 kernel's tile configuration is timed on the GPU the first time a contraction of its
@@ -35,11 +42,13 @@ compile cache key.
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import importlib.util
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +57,14 @@ from triton.runtime.errors import OutOfResources
 
 from ..claim import claim_scatter
 from ..dtype import DType, bool_, int64
-from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, Sort
+from ..expr import Var
+from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, Sort, VOp
 from ..legalize import legalize
 from ..split import most_parts, split_reduction
+from ..symbolic import DYNAMIC, Template, eligible, enabled, generic, sizes, symbolized, unbounded
 from . import cuda
 from .gemm import GemmConfig, GemmPlan, candidate_configs, input_precision, plan, render_gemm
-from .render import NATIVE, Tiling, TritonSource, identifier, memory_dtype, render
+from .render import NATIVE, Tiling, TritonSource, identifier, memory_dtype, programs, render
 from .scan import render_scan
 from .sort import padded, render_final, render_init, render_step, steps
 from .targets import Target
@@ -90,6 +101,10 @@ class Program:
         self.slots = tuple(range(len(self.buffers))) if source.slots is None else source.slots
         self.compile_seconds = 0.0
         self.compiled: Any = None  # Triton's CompiledKernel, once compiled for a GPU
+        # a generic program's (`kernels/symbolic.py`), as its kernel's (`sized`): the names of the loops whose
+        # sizes it is passed, and those sizes, after the scalar parameters (`Kernel.extents`)
+        self.generic_over: str | None = None
+        self.sizes: tuple[int, ...] = ()
         self._dtypes = [memory_dtype(self.buffers[slot].dtype) for slot in self.slots]
         self._bools = [i for i, d in enumerate(self.params) if d == bool_]
         self._ints = [i for i, d in enumerate(self.params) if not d.is_float]  # bools too: passed as ints
@@ -132,6 +147,20 @@ class Program:
         return out
 
 
+    def sized(self, kernel: Kernel, over: frozenset[int]) -> Program:
+        """This program, generic over the loops at positions `over` of `sized_loops()`, as `kernel`'s, a kernel of
+        the erased text it was compiled for (`kernels/symbolic.py`): the code shared, the sizes passed
+        `kernel`'s."""
+        loops = [v for k, v in enumerate(kernel.sized_loops()) if k in over]
+        size = {v.name: v.size for v in _loops(kernel)}
+        return self.passing(kernel, ", ".join(v.name for v in loops), tuple(size[v.name] for v in self.kernel.extents))
+
+    def passing(self, kernel: Kernel | Contraction, generic_over: str, sizes: tuple[int, ...]) -> Program:
+        """This generic program as `kernel`'s, passed `sizes` after the parameters."""
+        program = copy.copy(self)  # its launchers shared: `_runners` holds one for each grid
+        program.kernel, program.generic_over, program.sizes = kernel, generic_over, sizes
+        return program
+
     def _args(self, buffers: Sequence[int], params: Sequence[bool | int | float]) -> list[object]:
         kernel_arg = self.target.kernel_arg
         args: list[object] = [kernel_arg(ptr, dtype) for ptr, dtype in zip(buffers, self._dtypes)]
@@ -146,9 +175,9 @@ class Program:
         integers by width, divisibility by 16 and being 1 (a constant then); floats are not specialized."""
         return (*(ptr % 16 == 0 for ptr in buffers), *(_int_key(int(params[i])) for i in self._ints))
 
-    def _runner(self, key: tuple, args: list[object]) -> Any:
-        """The launcher of the kernel compiled for `args` (Triton compiles it unless its cache has it)."""
-        grid = self.source.grid
+    def _runner(self, key: tuple, args: list[object], grid: int) -> Any:
+        """The launcher on `grid` programs of the kernel compiled for `args` (Triton compiles it unless its cache
+        has it)."""
         with self.target.launching():
             compiled = self.fn.warmup(*args, grid=(grid,), **self.options)
             runner = self._runners[key] = compiled[(grid, 1, 1)]  # loads the module on the device
@@ -164,14 +193,19 @@ class Program:
         """Launch on the addresses of the buffers in `slots`, in order.
 
         On a GPU, through the launcher of the kernel compiled for the arguments' specialization, as the end
-        of Triton's `JITFunction.run` does, without its per-launch binding of arguments and cache look-ups."""
+        of Triton's `JITFunction.run` does, without its per-launch binding of arguments and cache look-ups.
+        A generic program is passed its sizes after `params`, its grid following them."""
+        params = [*params, *self.sizes]
+        grid = self.source.programs(params)
+        if grid == 0:  # a generic kernel's rows are none: it writes nothing
+            return
         args = self._args(buffers, params)
         if self.compiled is None:  # the interpreter
             with self.target.launching():
-                self.fn[(self.source.grid,)](*args, **self.options)
+                self.fn[(grid,)](*args, **self.options)
             return
-        key = self._specialization(buffers, params)
-        runner = self._runners.get(key) or self._runner(key, args)
+        key = (self._specialization(buffers, params), grid)
+        runner = self._runners.get(key) or self._runner(key, args, grid)
         self.target.activate()
         runner(*args, stream=self.target.stream)
 
@@ -247,6 +281,19 @@ class ContractionProgram(_Composite):
         self.compile_seconds = 0.0
         taken = {slot for step in self.parts() for slot in step.slots}
         self.scratch = [slot for slot, b in enumerate(plan.buffers) if b.scratch and slot in taken]
+        self.generic_over: str | None = None  # a generic template's, as a contraction's (`sized`): its m's name
+
+    def sized(self, c: Contraction, over: frozenset[int]) -> ContractionProgram:
+        """This template, generic over its m (`_generic_contraction`), as `c`'s, a contraction of the erased
+        text it was compiled for: its tl.dot kernels passed `c`'s m (the one timed fastest alone, once timed)."""
+        vm = c.vars[1]
+        program = copy.copy(self)
+        best = _tuned.get(self.tune_key)
+        candidates = {best: self.candidates[best]} if best in self.candidates else self.candidates
+        program.candidates = {config: p.passing(c, vm.name, (vm.size,)) for config, p in candidates.items()}
+        program.gemm = next(iter(program.candidates.values())) if len(program.candidates) == 1 else None
+        program.kernel, program.generic_over = c, vm.name
+        return program
 
     def parts(self) -> list[Program]:
         """The programs a call runs, in order (every candidate tl.dot kernel until one is chosen)."""
@@ -368,9 +415,16 @@ _programs: dict[tuple[str, Tiling, Target, str], AnyProgram] = {}
 
 
 def compile_kernel(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall, target: Target,
-                   tiling: Tiling = Tiling()) -> tuple[AnyProgram, bool]:  # noqa: B008
+                   tiling: Tiling = Tiling(),  # noqa: B008
+                   changed: frozenset[int] = frozenset()) -> tuple[AnyProgram, bool]:
     """Compile `kernel` for `target`, or find the program compiled for the same body (and, for a
     contraction, the same input precision). `tiling` applies to the kernels rendered by `render`.
+
+    A kernel compiled at other sizes of its sized loops than its erased text's first runs a program generic over
+    them (`_generic_program`), which every later kernel of the text that differs there only runs; `changed`, the
+    sizes that changed since its program was last scheduled (`Schedule.changed`), makes a kernel new to the process
+    with loops of those sizes compile generic at once, its strides that are those sizes read at runtime
+    (`_strided`).
 
     Returns the program and whether this call compiled it. A `LibraryCall` has none: the GPU has no LAPACK here
     (the frontend refuses the op on a cuda device, with DeviceError, before it is scheduled)."""
@@ -380,10 +434,17 @@ def compile_kernel(kernel: Kernel | Contraction | Scatter | Sort | Scan | Librar
     key = (kernel.body_text(), tiling, target, precision)
     if (hit := _programs.get(key)) is not None:
         return hit, False
+    kernel = _strided(kernel, target, tiling, changed)
+    erased = _erased(kernel, target, tiling)
+    if erased is not None and (template := _generic.get(erased)) is not None and template.serves(sizes(kernel)):
+        hit = _programs[key] = template.program.sized(kernel, template.over)
+        return hit, False
     t0 = time.perf_counter()
     legal = legalize(kernel, NATIVE)  # once: the kernels a contraction runs are made from its legal values
-    if isinstance(legal, Contraction):
-        program: AnyProgram = _contraction_program(legal, target, tiling, precision)
+    if erased is not None and (made := _generic_program(kernel, erased, target, changed)) is not None:
+        program: AnyProgram = made
+    elif isinstance(legal, Contraction):
+        program = _contraction_program(legal, target, tiling, precision)
     elif isinstance(legal, Sort):
         program = SortProgram(legal, target)
     elif isinstance(legal, Scan):
@@ -397,22 +458,125 @@ def compile_kernel(kernel: Kernel | Contraction | Scatter | Sort | Scan | Librar
     return program, True
 
 
-def _kernel_program(kernel: Kernel, target: Target, tiling: Tiling) -> Program | StepsProgram:
-    """The program of a legalized kernel: split into partial reductions and a combine (`kernels/split.py`)
+def _parts(kernel: Kernel, grid: int, target: Target) -> int:
+    """The partial reductions a kernel launched on `grid` programs splits into (`_kernel_program`): more than one
     where its grid is too small to keep the target's processors busy and its reductions are long enough to
-    share out, else as it is."""
-    source = render(kernel, tiling, target.interpreted)
+    share out."""
     wanted = target.processors * PROGRAMS_PER_PROCESSOR
     # a power of two: the reductions' sizes usually are, and then every chunk is whole blocks with no tail
     # reductions of reductions stay whole here: their levels' kernels are unmeasured on a GPU, and slow
     # under the interpreter
-    parts = 1 << (max(1, min(wanted // max(1, source.grid), most_parts(kernel, SPLIT_MIN_CHUNK, nested=False)))
-                  .bit_length() - 1)
+    return 1 << (max(1, min(wanted // max(1, grid), most_parts(kernel, SPLIT_MIN_CHUNK, nested=False)))
+                 .bit_length() - 1)
+
+
+def _kernel_program(kernel: Kernel, target: Target, tiling: Tiling) -> Program | StepsProgram:
+    """The program of a legalized kernel: split into partial reductions and a combine (`kernels/split.py`)
+    where `_parts` says so, else as it is."""
+    source = render(kernel, tiling, target.interpreted)
+    parts = _parts(kernel, source.grid, target)
     if (split := split_reduction(kernel, parts, nested=False)) is None:
         return _program(kernel, source, target)
     # the split combines partial results with the reduction's own op, which legalization makes core ops
     steps = [_program(k, render(k, tiling, target.interpreted), target) for k in (legalize(k, NATIVE) for k in split)]
     return StepsProgram(kernel, steps, steps[0].buffers[len(kernel.buffers):], target)
+
+
+# Generic programs (`kernels/symbolic.py`), by the erased text of the kernels they serve, the tiling and the target;
+# and the sized loops' sizes each such text was first compiled at.
+_generic: dict[tuple[str, Tiling, Target, str], Template] = {}
+_first_sizes: dict[tuple[str, Tiling, Target, str], tuple[int, ...]] = {}
+
+
+def _erased(kernel: Kernel | Contraction | Scatter | Sort | Scan, target: Target, tiling: Tiling) \
+        -> tuple[str, Tiling, Target, str] | None:
+    """Where a kernel may run generic (`kernels/symbolic.py`), the key of its generic programs: its erased text
+    (`Kernel.erased_text`), the tiling, the target and a contraction's input precision; else None:
+    `LT_SYMBOLIC=0`, kernels not `eligible`, those that split (`_parts`: decided by the sizes), and contractions
+    of a batch or with an epilogue (`_generic_contraction`)."""
+    if not enabled() or not eligible(kernel):
+        return None
+    if type(kernel) is Contraction:
+        if kernel.vars[0].size != 1 or kernel.epilogue is not None:
+            return None
+        return kernel.erased_text(), tiling, target, input_precision(kernel)
+    if _parts(kernel, programs(kernel, tiling), target) > 1:
+        return None
+    return kernel.erased_text(), tiling, target, ""
+
+
+def _strided(kernel: Kernel | Contraction | Scatter | Sort | Scan, target: Target, tiling: Tiling,
+             changed: frozenset[int]) -> Kernel | Contraction | Scatter | Sort | Scan:
+    """`kernel`, where it may run generic and its erased text is new, with its strides that are products of the
+    sizes `changed` written as such (`symbolic.symbolized`): the form whose erased text the kernels of every such
+    size share (a softmax's rows of a changing length). Only where its own text is new (it would compile), which
+    is then taken as seen at its sizes, as the CPU's runtime does."""
+    if changed and (erased := _erased(kernel, target, tiling)) is not None and erased not in _first_sizes \
+            and (form := symbolized(kernel, changed)) is not kernel:
+        _first_sizes[erased] = sizes(kernel)
+        return form
+    return kernel
+
+
+def _generic_program(kernel: Kernel | Contraction, erased: tuple[str, Tiling, Target, str], target: Target,
+                     changed: frozenset[int]) -> Program | ContractionProgram | None:
+    """`kernel` compiled generic, as its own, where its erased text was compiled at other sizes of its sized
+    loops: over the loops whose sizes differ, and those its text's generic program was over; the first time its
+    text compiles, over its loops of the sizes `changed`, if any (under `symbolic.DYNAMIC` True,
+    `lt.jit(fn, dynamic=True)`, over all of them). Kept for every later kernel of the text (`compile_kernel`).
+    None where it is over no loop, or a contraction's loops other than its m: the kernel specializes."""
+    now, dynamic = sizes(kernel), DYNAMIC.get()
+    first = _first_sizes.setdefault(erased, now)
+    before, over = (first, frozenset()) if (kept := _generic.get(erased)) is None else (kept.sizes, kept.over)
+    over |= {k for k, (a, b) in enumerate(zip(before, now)) if a != b or dynamic}
+    if kept is None and first == now and dynamic is None:
+        over |= {k for k, n in enumerate(now) if n in changed}
+    _, tiling, _, precision = erased
+    if not over:
+        return None
+    if type(kernel) is Contraction:
+        program = _generic_contraction(kernel, over, target, precision)
+        if program is None:
+            return None
+    else:
+        program = _generic_kernel(kernel, over, target, tiling)
+    _generic[erased] = Template(program, over, now)
+    return program.sized(kernel, over)
+
+
+def _generic_kernel(kernel: Kernel, over: frozenset[int], target: Target, tiling: Tiling) -> Program:
+    """`symbolic.generic`'s kernel of `kernel` over the loops at positions `over` of its sized loops, compiled."""
+    made = generic(kernel, over)  # before legalizing: the counts it computes are the constants the erased text names
+    if made.loops[0] is not kernel.loops[0] and made.loops[0] not in made.extents:
+        # its outermost loop's size: a launch here passes the whole size (the grid follows it), not a range
+        made = replace(made, params=(*made.params, int64), extents=(*made.extents, made.loops[0]))
+    legal = legalize(made, NATIVE)
+    return _program(legal, render(legal, tiling, target.interpreted), target)
+
+
+def _generic_contraction(c: Contraction, over: frozenset[int], target: Target, precision: str) \
+        -> ContractionProgram | None:
+    """The tl.dot template of a single product without an epilogue (`_erased`) generic over its m, where `over`
+    is its m alone and neither operand is packed (a pack kernel's scratch is m long); else None. Its m ranges
+    over `UNBOUNDED` values (`symbolic.unbounded`) and is passed after the parameters (`gemm.render_gemm`)."""
+    vm = c.vars[1]
+    if over != {k for k, v in enumerate(c.sized_loops()) if v is vm}:
+        return None
+    legal = replace(legalize(unbounded(c, frozenset({vm})), NATIVE), name=c.default_name(generic=(vm,)))
+    p = plan(legal)
+    if p.packs:
+        return None
+    tune_key = (target.key, legal.sizes, legal.dtype, precision)
+    configs = [_tuned[tune_key]] if tune_key in _tuned else candidate_configs(legal, target.interpreted)
+    candidates = {config: _program(legal, render_gemm(p, config, precision, target.interpreted, generic_m=True),
+                                   target, p.buffers, (*legal.params, int64))
+                  for config in configs}
+    return ContractionProgram(p, [], candidates, None, target, tune_key)
+
+
+def _loops(kernel: Kernel) -> list[Var]:
+    """A kernel's loops: its output loops, then its reductions'."""
+    return [*kernel.loops, *(r for v in kernel.values() if v.op is VOp.REDUCE for r in v.arg[1])]
 
 
 def _legal_program(kernel: Kernel, target: Target, tiling: Tiling) -> Program:
