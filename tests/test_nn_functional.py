@@ -262,3 +262,71 @@ def test_deprecated_size_average_and_reduce_read_as_pytorchs(size_average, reduc
         check(got, want.numpy())
     got = lt.nn.SmoothL1Loss(size_average, reduce)(lt.asarray(a), lt.asarray(b))
     check(got, torch.nn.SmoothL1Loss(size_average, reduce)(torch.tensor(a), torch.tensor(b)).numpy())
+
+
+IN_PLACE = [("relu", ()), ("relu6", ()), ("hardtanh", (-0.5, 0.5)), ("leaky_relu", (0.2,)), ("elu", (0.7,)),
+            ("silu", ()), ("hardsigmoid", ()), ("hardswish", ()), ("threshold", (0.1, -2.0)), ("mish", ()),
+            ("selu", ()), ("celu", (1.5,)), ("rrelu", (0.125, 0.3))]
+
+
+@pytest.mark.parametrize(("name", "args"), IN_PLACE, ids=str)
+def test_inplace_writes_the_result_into_the_input_as_torchs(name, args):
+    """`inplace=True` (by keyword, in its place, and through the module) and the `F.<name>_` twins write the
+    result into the input: the same object comes back and holds it, and the gradient flows through it as
+    torch's; a leaf that requires grad refuses, as torch's does."""
+    a = random_array((3, 7), lt.float64, seed=3)
+    want = getattr(TF, name)(torch.tensor(a), *args)
+    spellings = [lambda x: getattr(F, name)(x, *args, inplace=True),
+                 lambda x: getattr(F, name)(x, *args, *([False] * (name == "rrelu")), True)]
+    if hasattr(F, f"{name}_"):
+        spellings.append(lambda x: getattr(F, f"{name}_")(x, *args))
+    for spell in spellings:
+        x = lt.asarray(a)
+        assert spell(x) is x
+        check(x, want)
+    # the gradient through the written input is the out-of-place function's (test_functions_against_torch_with_gradients)
+    w, v = lt.asarray(a).requires_grad_(), lt.asarray(a).requires_grad_()
+    x = w * 2
+    getattr(F, name)(x, *args, inplace=True)
+    (x * x).sum().backward()
+    (getattr(F, name)(v * 2, *args) ** 2).sum().backward()
+    check(w.grad, v.grad.numpy())
+    with pytest.raises(RuntimeError, match="leaf"):
+        getattr(F, name)(lt.asarray(a).requires_grad_(), *args, inplace=True)
+
+
+def test_inplace_modules_and_dropout():
+    a = random_array((4, 6), lt.float64, seed=4)
+    for module, tmodule in ((lt.nn.ReLU(inplace=True), torch.nn.ReLU(inplace=True)),
+                            (lt.nn.LeakyReLU(0.3, inplace=True), torch.nn.LeakyReLU(0.3, inplace=True)),
+                            (lt.nn.ELU(inplace=True), torch.nn.ELU(inplace=True)),
+                            (lt.nn.Hardtanh(-0.2, 0.3, inplace=True), torch.nn.Hardtanh(-0.2, 0.3, inplace=True))):
+        x, t = lt.asarray(a), torch.tensor(a)
+        assert module(x) is x
+        tmodule(t)
+        check(x, t)
+        y = lt.asarray(a)
+        type(module)(*([0.3] if isinstance(module, lt.nn.LeakyReLU) else []))(y)
+        check(y, a)  # not in place: the input keeps its values
+    x = lt.asarray(np.ones((50, 40)))
+    assert F.dropout(x, 0.5, True, True) is x
+    kept = x.numpy()
+    assert set(np.unique(kept)) == {0.0, 2.0} and 0.4 < (kept == 0).mean() < 0.6
+
+
+def test_softmax2d_and_batchnorm3d_match_torch():
+    a = random_array((2, 3, 4, 5), lt.float64, seed=5)
+    check(lt.nn.Softmax2d()(lt.asarray(a)), torch.nn.Softmax2d()(torch.tensor(a)))
+    check(lt.nn.Softmax2d()(lt.asarray(a[0])), torch.nn.Softmax2d()(torch.tensor(a[0])))
+    with pytest.raises(ShapeError, match="3-d or 4-d"):
+        lt.nn.Softmax2d()(lt.asarray(a[0, 0]))
+    b = random_array((2, 3, 4, 5, 6), lt.float64, seed=6)
+    ours, theirs = lt.nn.BatchNorm3d(3, dtype=lt.float64), torch.nn.BatchNorm3d(3, dtype=torch.float64)
+    check(ours(lt.asarray(b)), theirs(torch.tensor(b)).detach())
+    check(ours.running_mean, theirs.running_mean)
+    check(ours.running_var, theirs.running_var)
+    ours.eval()
+    theirs.eval()
+    check(ours(lt.asarray(b)), theirs(torch.tensor(b)).detach())
+    with pytest.raises(ShapeError, match="5-d"):
+        ours(lt.asarray(a))

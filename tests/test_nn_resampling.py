@@ -9,6 +9,7 @@ import torch
 import lazytensor as lt
 from conftest import LAYOUTS, check, inputs, random_array
 from lazytensor import nn
+from lazytensor.errors import ShapeError
 
 F = nn.functional
 TF = torch.nn.functional
@@ -183,3 +184,21 @@ def test_resampling_modules():
              (nn.PixelUnshuffle(1), torch.nn.PixelUnshuffle(1))]
     for m, tm in pairs:
         both(arr, m, tm, lt.float64)
+
+
+PAD_MODULES = [(f"{kind}Pad{d}d", d) for kind in ("Zero", "Constant", "Reflection", "Replication", "Circular")
+               for d in (1, 2, 3)]
+
+
+@pytest.mark.parametrize(("name", "dims"), PAD_MODULES, ids=str)
+def test_padding_modules(name, dims):
+    """nn.*Pad1d/2d/3d against torch's: one amount for every side (batched) and one per side (unbatched),
+    values and gradients; the wrong rank, or the wrong count of amounts, is an error."""
+    args = (lambda p: (p, 2.5)) if name.startswith("Constant") else (lambda p: (p,))
+    for padding, shape in ((2, (2, 3) + (7,) * dims), (tuple(range(1, 2 * dims + 1)), (3,) + (7,) * dims)):
+        ours, theirs = getattr(nn, name)(*args(padding)), getattr(torch.nn, name)(*args(padding))
+        both(random_array(shape, lt.float64, seed=dims), ours, theirs, lt.float64)
+    with pytest.raises(ShapeError, match=f"{dims + 1}-d or {dims + 2}-d"):
+        ours(lt.zeros(*(4,) * (dims + 3)))
+    with pytest.raises(ValueError, match="amounts"):
+        getattr(nn, name)(*args((1,) * (2 * dims + 1)))

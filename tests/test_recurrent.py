@@ -66,3 +66,36 @@ def test_relu_rnn_and_a_zero_length_sequence():
         check(g, w.detach())
     out, h = nn.GRU(4, 5)(lt.zeros((0, 2, 4)))
     assert out.shape == (0, 2, 5) and h.shape == (1, 2, 5) and not np.any(h.numpy())
+
+
+@pytest.mark.parametrize(("kind", "config"), [(kind, config) for kind in ("RNNCell", "LSTMCell", "GRUCell")
+                                               for config in ({}, {"bias": False})] + [("RNNCell", {"nonlinearity": "relu"})],
+                         ids=str)
+def test_cells_match_torch_over_steps_with_gradients(kind, config):
+    """A cell stepped by hand over a sequence (as tutorials write it), from the same state dict: the states at
+    every step and the gradients of inputs and parameters; unbatched input, a given state, a wrong state."""
+    ours = getattr(nn, kind)(4, 5, **config, dtype=lt.float64)
+    theirs = getattr(torch.nn, kind)(4, 5, **config, dtype=torch.float64)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in ours.state_dict().items()})
+    a = random_array((3, 2, 4), lt.float64, 4)
+    x, t = lt.asarray(a).requires_grad_(), torch.tensor(a, requires_grad=True)
+    state, tstate, total, ttotal = None, None, 0, 0
+    for step in range(3):
+        state, tstate = ours(x[step], state), theirs(t[step], tstate)
+        h, th = (state[0], tstate[0]) if kind == "LSTMCell" else (state, tstate)
+        check(h, th.detach())
+        total, ttotal = total + (h * (step + 1)).sum(), ttotal + (th * (step + 1)).sum()
+    total.backward()
+    ttotal.backward()
+    check(x.grad, t.grad)
+    for p, q in zip(ours.parameters(), theirs.parameters()):
+        check(p.grad, q.grad)
+    h0 = random_array((5,), lt.float64, 5)
+    given = (lt.asarray(h0), lt.asarray(h0 * 2)) if kind == "LSTMCell" else lt.asarray(h0)
+    tgiven = (torch.tensor(h0), torch.tensor(h0 * 2)) if kind == "LSTMCell" else torch.tensor(h0)
+    got, want = ours(lt.asarray(a[0, 0]), given), theirs(torch.tensor(a[0, 0]), tgiven)
+    for g, w in zip(got if kind == "LSTMCell" else (got,), want if kind == "LSTMCell" else (want,)):
+        check(g, w.detach())
+    with pytest.raises(ValueError, match="state of shape"):
+        ours(lt.asarray(a[0]), (lt.zeros(3, 5), lt.zeros(3, 5)) if kind == "LSTMCell" else lt.zeros(3, 5))

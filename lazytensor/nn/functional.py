@@ -11,7 +11,10 @@ see `nn/convolution.py`). Attention lives in `nn/attention.py`, padding and resi
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -47,15 +50,45 @@ def _float(x: Tensor) -> Tensor:
     return x if x.dtype.is_float else x.cast(default_float)
 
 
+def _in_place_option(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """`fn` whose `inplace=True` (by keyword or in its place) writes the result into its first argument, as
+    PyTorch's does, and returns that tensor: it is rebound to the result as `x += y` rebinds x (a leaf that
+    requires grad refuses, as in PyTorch)."""
+    at = list(inspect.signature(fn).parameters).index("inplace")
+
+    @functools.wraps(fn)
+    def applied(*args: Any, **kwargs: Any) -> Tensor:
+        if len(args) > at:
+            inplace, args = args[at], args[:at] + args[at + 1:]
+        else:
+            inplace = kwargs.pop("inplace", False)
+        if not inplace:
+            return fn(*args, **kwargs)
+        return args[0]._inplace(lambda a, _: fn(a, *args[1:], **kwargs), None, f"{fn.__name__}_")
+    return applied
+
+
+def _in_place_twin(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """PyTorch's `F.<name>_`: `fn` with `inplace=True`."""
+    def twin(*args: Any, **kwargs: Any) -> Tensor:
+        return fn(*args, inplace=True, **kwargs)
+    twin.__name__ = twin.__qualname__ = f"{fn.__name__}_"
+    twin.__doc__ = f"`{fn.__name__}` written into its input (`inplace=True`)."
+    return twin
+
+
+@_in_place_option
 def relu(x: Tensor, inplace: bool = False) -> Tensor:
     return x.relu()
 
 
+@_in_place_option
 def relu6(x: Tensor, inplace: bool = False) -> Tensor:
     """min(max(x, 0), 6) (`hardtanh(x, 0, 6)`)."""
     return hardtanh(x, 0.0, 6.0)
 
 
+@_in_place_option
 def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
     """x clamped to [min_val, max_val]; the gradient passes strictly inside and at NaN, as PyTorch's."""
     if min_val > max_val:
@@ -63,10 +96,12 @@ def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bo
     return where(x <= min_val, min_val, where(x >= max_val, max_val, x)).cast(x.dtype)
 
 
+@_in_place_option
 def leaky_relu(x: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     return where(x > 0, x, x * negative_slope)
 
 
+@_in_place_option
 def elu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """x above 0, alpha (exp(x) - 1) at or below; a NaN takes the first branch, and its gradient (1), as in
     PyTorch's scalar code (its vectorized code gives NaN, so torch's depends on the element's position)."""
@@ -86,6 +121,7 @@ def tanh(x: Tensor) -> Tensor:
     return x.tanh()
 
 
+@_in_place_option
 def silu(x: Tensor, inplace: bool = False) -> Tensor:
     """x * sigmoid(x) (swish), differentiated as PyTorch's `s (1 + x (1 - s))`: through the product, the
     gradient of a large x times sigmoid's slope of 0 is inf * 0, NaN (the grad fuzzer's seed 940209)."""
@@ -159,12 +195,14 @@ def softmin(x: Tensor, dim: int = -1, dtype: Any = None) -> Tensor:
     return softmax(-x, dim, dtype)
 
 
+@_in_place_option
 def hardsigmoid(x: Tensor, inplace: bool = False) -> Tensor:
     """relu6(x + 3) / 6; the gradient is 1/6 strictly inside (-3, 3)."""
     x = _float(x)
     return where(x <= -3, 0.0, where(x >= 3, 1.0, x / 6 + 0.5))
 
 
+@_in_place_option
 def hardswish(x: Tensor, inplace: bool = False) -> Tensor:
     """x relu6(x + 3) / 6; the gradient is 0 up to -3 and 1 from 3 on, as PyTorch's."""
     x = _float(x)
@@ -193,6 +231,7 @@ def softsign(x: Tensor) -> Tensor:
     return x / (x.abs() + 1)
 
 
+@_in_place_option
 def threshold(x: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """x where x > threshold, `value` elsewhere."""
     return where(x > threshold, x, value).cast(x.dtype)
@@ -203,6 +242,7 @@ def logsigmoid(x: Tensor) -> Tensor:
     return -softplus(-_float(x))
 
 
+@_in_place_option
 def mish(x: Tensor, inplace: bool = False) -> Tensor:
     """x tanh(softplus(x))."""
     x = _float(x)
@@ -212,11 +252,13 @@ def mish(x: Tensor, inplace: bool = False) -> Tensor:
 _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
 
 
+@_in_place_option
 def selu(x: Tensor, inplace: bool = False) -> Tensor:
     """scale * elu(x, alpha) with the self-normalizing constants."""
     return elu(_float(x), _SELU_ALPHA) * _SELU_SCALE
 
 
+@_in_place_option
 def celu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """x above 0, alpha (exp(x / alpha) - 1) at or below."""
     if alpha == 0:
@@ -243,6 +285,7 @@ def prelu(x: Tensor, weight: Tensor) -> Tensor:
     return where(x > 0, x, w * x)
 
 
+@_in_place_option
 def rrelu(x: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
           inplace: bool = False) -> Tensor:
     """leaky_relu with a slope drawn uniformly from [lower, upper] per element when training, their mean
@@ -843,6 +886,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
     return total / member.cast(weight.dtype).sum(1, keepdims=True).maximum(1)
 
 
+@_in_place_option
 def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zero each element with probability p and scale the rest by 1 / (1 - p). The mask is drawn inside
     the kernel that applies it (counter-based random numbers), so a forward pass spends no memory on it.
@@ -880,21 +924,25 @@ def _feature_dropout(x: Tensor, p: float, training: bool, nd: int, name: str) ->
     return where(keep, x * (1.0 / (1.0 - p)), 0.0)
 
 
+@_in_place_option
 def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Channel dropout of (N, C, L) or (C, L)."""
     return _feature_dropout(input, p, training, 1, "dropout1d")
 
 
+@_in_place_option
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Channel dropout of (N, C, H, W) or (C, H, W)."""
     return _feature_dropout(input, p, training, 2, "dropout2d")
 
 
+@_in_place_option
 def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Channel dropout of (N, C, D, H, W) or (C, D, H, W)."""
     return _feature_dropout(input, p, training, 3, "dropout3d")
 
 
+@_in_place_option
 def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
     """SELU's dropout: each element set with probability p to SELU's negative saturation, then an affine map
     that keeps a zero mean and unit variance (PyTorch's constants)."""
@@ -1207,6 +1255,16 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     return nll * (1 - label_smoothing) + smooth * (label_smoothing / c)
 
 
+relu_ = _in_place_twin(relu)
+elu_ = _in_place_twin(elu)
+celu_ = _in_place_twin(celu)
+selu_ = _in_place_twin(selu)
+leaky_relu_ = _in_place_twin(leaky_relu)
+hardtanh_ = _in_place_twin(hardtanh)
+threshold_ = _in_place_twin(threshold)
+rrelu_ = _in_place_twin(rrelu)
+
+
 __all__ = [
     "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
@@ -1223,6 +1281,7 @@ __all__ = [
     "binary_cross_entropy_with_logits",
     "cdist",
     "celu",
+    "celu_",
     "channel_shuffle",
     "conv1d",
     "conv2d",
@@ -1238,6 +1297,7 @@ __all__ = [
     "dropout2d",
     "dropout3d",
     "elu",
+    "elu_",
     "embedding",
     "embedding_bag",
     "fold",
@@ -1250,6 +1310,7 @@ __all__ = [
     "hardsigmoid",
     "hardswish",
     "hardtanh",
+    "hardtanh_",
     "hinge_embedding_loss",
     "huber_loss",
     "instance_norm",
@@ -1258,6 +1319,7 @@ __all__ = [
     "l1_loss",
     "layer_norm",
     "leaky_relu",
+    "leaky_relu_",
     "linear",
     "local_response_norm",
     "log_softmax",
@@ -1287,10 +1349,13 @@ __all__ = [
     "prelu",
     "relu",
     "relu6",
+    "relu_",
     "rms_norm",
     "rrelu",
+    "rrelu_",
     "scaled_dot_product_attention",
     "selu",
+    "selu_",
     "sigmoid",
     "silu",
     "smooth_l1_loss",
@@ -1303,6 +1368,7 @@ __all__ = [
     "tanh",
     "tanhshrink",
     "threshold",
+    "threshold_",
     "triplet_margin_loss",
     "unfold",
 ]

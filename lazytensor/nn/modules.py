@@ -1052,6 +1052,10 @@ class BatchNorm2d(_BatchNorm):
     _expected_ndim = (4,)
 
 
+class BatchNorm3d(_BatchNorm):
+    _expected_ndim = (5,)
+
+
 class Embedding(Module):
     """A lookup table of `num_embeddings` vectors of size `embedding_dim`, initialized N(0, 1) (the
     `padding_idx` row zero, and it gets no gradient)."""
@@ -1085,10 +1089,10 @@ class Dropout(Module):
         super().__init__()
         if not 0 <= p <= 1:
             raise ValueError(f"Dropout: p must be in [0, 1], got {p}")
-        self.p = p
+        self.p, self.inplace = p, inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.dropout(x, self.p, self.training)
+        return F.dropout(x, self.p, self.training, self.inplace)
 
     def extra_repr(self) -> str:
         return f"p={self.p}"
@@ -1199,18 +1203,19 @@ class MultiheadAttention(Module):
 class ReLU(Module):
     def __init__(self, inplace: bool = False):
         super().__init__()
+        self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.relu(x)
+        return F.relu(x, self.inplace)
 
 
 class LeakyReLU(Module):
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
         super().__init__()
-        self.negative_slope = negative_slope
+        self.negative_slope, self.inplace = negative_slope, inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.leaky_relu(x, self.negative_slope)
+        return F.leaky_relu(x, self.negative_slope, self.inplace)
 
 
 class GELU(Module):
@@ -1225,9 +1230,10 @@ class GELU(Module):
 class SiLU(Module):
     def __init__(self, inplace: bool = False):
         super().__init__()
+        self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.silu(x)
+        return F.silu(x, self.inplace)
 
 
 class Sigmoid(Module):
@@ -1247,6 +1253,15 @@ class Softmax(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return F.softmax(x, self.dim)
+
+
+class Softmax2d(Module):
+    """softmax over the channels (axis -3) of a (N, C, H, W) or (C, H, W) input, at every position."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.ndim not in (3, 4):
+            raise ShapeError(f"Softmax2d: expects a 3-d or 4-d input, got shape {x.shape}")
+        return F.softmax(x, -3)
 
 
 class LogSoftmax(Module):
@@ -1329,6 +1344,92 @@ class Upsample(Module):
         return f"{what}, mode={self.mode!r}"
 
 
+class _PadNd(Module):
+    """`F.pad` of the last `_dims` axes by fixed amounts in `_mode` (PyTorch's padding modules): `padding` one
+    amount for every side, or (left, right) per axis from the last, as `F.pad` takes them."""
+    _dims: int = 1
+    _mode: str = "constant"
+
+    def __init__(self, padding: int | Sequence[int], value: float = 0.0):
+        super().__init__()
+        amounts = (padding,) * (2 * self._dims) if isinstance(padding, int) else tuple(padding)
+        if len(amounts) != 2 * self._dims:
+            raise ValueError(f"{type(self).__name__}: padding needs {2 * self._dims} amounts, got {padding}")
+        self.padding, self.value = amounts, value
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.ndim not in (self._dims + 1, self._dims + 2):
+            raise ShapeError(f"{type(self).__name__}: expects a {self._dims + 1}-d or {self._dims + 2}-d input, got "
+                             f"shape {x.shape}")
+        return F.pad(x, self.padding, self._mode, self.value if self._mode == "constant" else None)
+
+    def extra_repr(self) -> str:
+        return f"{self.padding}" + (f", value={self.value}" if self._mode == "constant" else "")
+
+
+class ConstantPad1d(_PadNd):
+    _dims = 1
+
+
+class ConstantPad2d(_PadNd):
+    _dims = 2
+
+
+class ConstantPad3d(_PadNd):
+    _dims = 3
+
+
+class ZeroPad1d(ConstantPad1d):
+    def __init__(self, padding: int | Sequence[int]):
+        super().__init__(padding, 0.0)
+
+
+class ZeroPad2d(ConstantPad2d):
+    def __init__(self, padding: int | Sequence[int]):
+        super().__init__(padding, 0.0)
+
+
+class ZeroPad3d(ConstantPad3d):
+    def __init__(self, padding: int | Sequence[int]):
+        super().__init__(padding, 0.0)
+
+
+class ReflectionPad1d(_PadNd):
+    _dims, _mode = 1, "reflect"
+
+
+class ReflectionPad2d(_PadNd):
+    _dims, _mode = 2, "reflect"
+
+
+class ReflectionPad3d(_PadNd):
+    _dims, _mode = 3, "reflect"
+
+
+class ReplicationPad1d(_PadNd):
+    _dims, _mode = 1, "replicate"
+
+
+class ReplicationPad2d(_PadNd):
+    _dims, _mode = 2, "replicate"
+
+
+class ReplicationPad3d(_PadNd):
+    _dims, _mode = 3, "replicate"
+
+
+class CircularPad1d(_PadNd):
+    _dims, _mode = 1, "circular"
+
+
+class CircularPad2d(_PadNd):
+    _dims, _mode = 2, "circular"
+
+
+class CircularPad3d(_PadNd):
+    _dims, _mode = 3, "circular"
+
+
 class UpsamplingNearest2d(Upsample):
     def __init__(self, size: Any = None, scale_factor: Any = None):
         super().__init__(size, scale_factor, "nearest")
@@ -1367,12 +1468,17 @@ class PixelUnshuffle(Module):
 
 
 class _Applies(Module):
-    """Applies `F.<_function>` to its inputs with the attributes named in `_options` as keywords."""
+    """Applies `F.<_function>` to its inputs with the attributes named in `_options` as keywords (and
+    `inplace=True` where the module was made so: the result written into the input, as PyTorch's)."""
     _function: str = ""
     _options: tuple[str, ...] = ()
+    inplace: bool = False
 
     def forward(self, *inputs: Tensor) -> Tensor:
-        return getattr(F, self._function)(*inputs, **{k: getattr(self, k) for k in self._options})
+        options = {k: getattr(self, k) for k in self._options}
+        if self.inplace:
+            options["inplace"] = True
+        return getattr(F, self._function)(*inputs, **options)
 
     def extra_repr(self) -> str:
         return ", ".join(f"{k}={getattr(self, k)}" for k in self._options)
@@ -1383,6 +1489,7 @@ class ReLU6(_Applies):
 
     def __init__(self, inplace: bool = False):
         super().__init__()
+        self.inplace = inplace
 
 
 class ELU(_Applies):
@@ -1390,7 +1497,7 @@ class ELU(_Applies):
 
     def __init__(self, alpha: float = 1.0, inplace: bool = False):
         super().__init__()
-        self.alpha = alpha
+        self.alpha, self.inplace = alpha, inplace
 
 
 class CELU(ELU):
@@ -1430,7 +1537,7 @@ class Hardtanh(_Applies):
 
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
         super().__init__()
-        self.min_val, self.max_val = min_val, max_val
+        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
 
 class Hardshrink(_Applies):
@@ -1458,7 +1565,7 @@ class Threshold(_Applies):
 
     def __init__(self, threshold: float, value: float, inplace: bool = False):
         super().__init__()
-        self.threshold, self.value = threshold, value
+        self.threshold, self.value, self.inplace = threshold, value, inplace
 
 
 class GLU(_Applies):
@@ -1482,7 +1589,7 @@ class RReLU(_Applies):
 
     def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False):
         super().__init__()
-        self.lower, self.upper = lower, upper
+        self.lower, self.upper, self.inplace = lower, upper, inplace
 
 
 class PReLU(Module):
@@ -1542,7 +1649,7 @@ class _DropoutNd(_Applies):
         super().__init__()
         if not 0 <= p <= 1:
             raise ValueError(f"{type(self).__name__}: p must be in [0, 1], got {p}")
-        self.p = p
+        self.p, self.inplace = p, inplace
 
 
 class Dropout1d(_DropoutNd):
