@@ -648,11 +648,12 @@ def test_a_short_running_fold_is_a_scan_too(n):
 
 
 @pytest.mark.parametrize("dtype", sized([lt.float32, lt.float64, lt.int32, lt.int64], [lt.float32, lt.int64]), ids=str)
-@pytest.mark.parametrize("shape", sized([(19, 300), (8, 2), (3, 300), (19, 1), (19, 0), (0, 5)], [(19, 9), (3, 5), (19, 0)]))
+@pytest.mark.parametrize("shape", sized([(19, 300), (8, 2), (7, 300), (3, 300), (19, 1), (19, 0), (0, 5)],
+                                            [(19, 9), (3, 5), (19, 0)]))
 def test_rows_scanned_side_by_side_match_torch(shape, dtype):
-    """The CPU folds whole rows of a scan 8 at a time, side by side (`kernels/llvm/scan.py`): 19 rows are two blocks
-    and three rows alone, 3 rows no block. Each row still folds in order; a NaN takes over its row's cummax from
-    where it is, and the rows beside it stay as they were."""
+    """The CPU folds whole rows of a scan side by side, 8 at a time, then the rows left in blocks of 4 and 2
+    (`kernels/llvm/scan.py`): 19 rows are blocks of 8, 8 and 2 and a row alone, 7 rows 4, 2 and 1. Each row still
+    folds in order; a NaN takes over its row's cummax from where it is, and the rows beside it stay as they were."""
     for kind, x, t in inputs(shape, dtype, seed=46, low=0.5, high=1.5):
         check(x.cumsum(1), torch.cumsum(t, 1))
         check(x.cumprod(1), torch.cumprod(t, 1))

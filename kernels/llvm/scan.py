@@ -13,8 +13,8 @@ the first and last split across threads:
 - `offsets` (one thread, over the rows): the totals turned into the fold of the chunks before each one;
 - `add`: over the chunks but each row's first, that fold folded into each element of the chunk.
 
-With one chunk the first function is the scan, and folds whole rows ROW_BLOCK at a time, side by side
-(`side_by_side`). Each fold is the IR's op (`FunctionBuilder.alu`), element
+With one chunk the first function is the scan, and folds whole rows side by side, ROW_BLOCK at a time, then the
+rows left in blocks of half as many (`side_by_side`). Each fold is the IR's op (`FunctionBuilder.alu`), element
 after element: a chunked float sum adds in another order than one pass, as `ir.Scan` allows.
 """
 from __future__ import annotations
@@ -94,7 +94,10 @@ class _ScanRenderer(FunctionBuilder):
                     b.store(b.load(at(out, b.sub(last, I64(1))), typ=self.t), at(totals, piece))
 
             if self.pieces == 1 and s.n > 1:
-                start = self.side_by_side(start, end, at)
+                rows = ROW_BLOCK
+                while rows > 1:  # then a block of half as many rows, where that many are left, and so on
+                    start = self.side_by_side(start, end, at, rows)
+                    rows //= 2
             self.counted_loop("chunk", start, end, chunk)
         elif self.stage == "offsets":  # totals[r, k] becomes the fold of totals[r, 0..k-1] (k > 0)
             def row(r: ir.Value) -> None:
@@ -124,24 +127,27 @@ class _ScanRenderer(FunctionBuilder):
         b.ret_void()
         return str(self.module)
 
-    def side_by_side(self, start: ir.Value, end: ir.Value, at: Callable[[ir.Value, ir.Value], ir.Value]) -> ir.Value:
-        """Whole rows [start, end) from `start` on, ROW_BLOCK at a time, each block's rows scanned in one loop that
-        folds each row's element in turn; returns where the blocks end, for the row-by-row loop to finish.
+    def side_by_side(self, start: ir.Value, end: ir.Value, at: Callable[[ir.Value, ir.Value], ir.Value],
+                     rows: int) -> ir.Value:
+        """Whole rows [start, end) from `start` on, `rows` at a time, each block's rows scanned in one loop that
+        folds each row's element in turn; returns where the blocks end, for smaller blocks or the row-by-row loop
+        to finish.
 
         A row's fold is a chain of dependent operations (a float product: one per 3-4 cycles) that one row
         alone cannot overlap: side by side, the rows' independent chains keep the core busy. Each row still
-        folds its elements in order."""
+        folds its elements in order. A thread's share of a few rows (16 rows on 2 threads: 8 chunks of 2) is
+        folded side by side too, in smaller blocks."""
         b, s = self.b, self.scan
         bufs = self.fn.args[0]
         out, src = (b.load(b.gep(bufs, [I64(i)], source_etype=PTR), typ=PTR) for i in range(2))
         acc_t = llvm_type(s.dtype)
-        accs = [self.alloca(acc_t) for _ in range(ROW_BLOCK)]
+        accs = [self.alloca(acc_t) for _ in range(rows)]
         rows_left = b.sub(end, start)
-        blocks = b.sdiv(b.select(b.icmp_signed("<", rows_left, I64(0)), I64(0), rows_left), I64(ROW_BLOCK))
+        blocks = b.sdiv(b.select(b.icmp_signed("<", rows_left, I64(0)), I64(0), rows_left), I64(rows))
 
         def block(i: ir.Value) -> None:
-            first = b.add(start, b.mul(i, I64(ROW_BLOCK)))
-            bases = [b.mul(b.add(first, I64(r)), I64(s.n)) for r in range(ROW_BLOCK)]
+            first = b.add(start, b.mul(i, I64(rows)))
+            bases = [b.mul(b.add(first, I64(r)), I64(s.n)) for r in range(rows)]
             for base, acc in zip(bases, accs):
                 x = b.load(at(src, base), typ=self.t)
                 b.store(x, acc)
@@ -155,8 +161,8 @@ class _ScanRenderer(FunctionBuilder):
 
             self.counted_loop("element", I64(1), I64(s.n), element)
 
-        self.counted_loop("rows", I64(0), blocks, block)
-        return b.add(start, b.mul(blocks, I64(ROW_BLOCK)))
+        self.counted_loop(f"rows{rows}", I64(0), blocks, block)
+        return b.add(start, b.mul(blocks, I64(rows)))
 
     def render_lanes(self) -> str:
         """The fold of rows of lanes: over [start, end) of rows * pieces, a block of each row's lanes, its first
