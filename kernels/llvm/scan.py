@@ -23,11 +23,13 @@ from collections.abc import Callable
 
 from llvmlite import ir
 
-from ..ir import Scan
+from ..ir import ReduceOp, Scan
 from .render import I64, PTR, FunctionBuilder, llvm_type, memory_type
 
 # Whole rows a scan folds side by side (`side_by_side`): a float32 cumprod of 512x2048 on one thread (Zen 5) took
-# 732us one row at a time, 233us 2, 209us 4 and 177us 8 rows at a time (cumsum: 490us, 184us, 161us, 168us).
+# 732us one row at a time, 233us 2, 209us 4 and 177us 8 rows at a time (cumsum: 490us, 184us, 161us, 168us). At 8:
+# float32 cummax 5029us -> 774us, int32 cummax 979us -> 283us, int64 cumprod 760us -> 391us; but an int64 cumsum
+# 397us -> 531us, which folds one row at a time.
 ROW_BLOCK = 8
 
 
@@ -93,7 +95,8 @@ class _ScanRenderer(FunctionBuilder):
                 if self.pieces > 1:
                     b.store(b.load(at(out, b.sub(last, I64(1))), typ=self.t), at(totals, piece))
 
-            if self.pieces == 1 and s.n > 1:
+            # an integer sum adds one cycle per element, which one row's chain already keeps the core busy with
+            if self.pieces == 1 and s.n > 1 and (s.dtype.is_float or s.op is not ReduceOp.SUM):
                 rows = ROW_BLOCK
                 while rows > 1:  # then a block of half as many rows, where that many are left, and so on
                     start = self.side_by_side(start, end, at, rows)
