@@ -354,6 +354,8 @@ class ReduceOps:
         n, identity = self.shape[a], op.identity(self.dtype)
         if self.dtype == bool_:  # folded as bytes (a running any or all): the scans take numbers
             return self.cast(uint8)._scan(op, a).cast(bool_)
+        if (wide := compute_dtype(self.dtype)) != self.dtype:  # a 16-bit float's cummax: exact in float32
+            return self.cast(wide)._scan(op, a).cast(self.dtype)
         if op is not ReduceOp.PROD or not self.requires_grad:
             from .tensor import Tensor
             return Tensor._make(Op.SCAN, self.dtype, self.shape, (self,), (op, a))

@@ -251,6 +251,9 @@ REDUCTIONS = {
     "log_softmax": (lambda x: x.log_softmax(-1), lambda t: t.log_softmax(-1)),
     "logsumexp": (lambda x: x.logsumexp(1), lambda t: t.logsumexp(1)),
     "cumsum": (lambda x: x.cumsum(1), lambda t: t.cumsum(1)),
+    # a running extremum scans in float32 (exact): the CPU's scan cannot fold 16-bit floats itself
+    "cummax": (lambda x: x.cummax(1).values, lambda t: t.cummax(1).values),
+    "cummin_indices": (lambda x: x.cummin(1).indices, lambda t: t.cummin(1).indices),
 }
 
 

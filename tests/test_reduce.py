@@ -647,6 +647,25 @@ def test_a_short_running_fold_is_a_scan_too(n):
     assert all(type(i.kernel) is not ir.Scan for i in lt.schedule(w.cumprod(1)))
 
 
+@pytest.mark.parametrize("dtype", sized([lt.float32, lt.float64, lt.int32, lt.int64], [lt.float32, lt.int64]), ids=str)
+@pytest.mark.parametrize("shape", sized([(19, 300), (8, 2), (7, 300), (3, 300), (19, 1), (19, 0), (0, 5)],
+                                            [(19, 9), (3, 5), (19, 0)]))
+def test_rows_scanned_side_by_side_match_torch(shape, dtype):
+    """The CPU folds whole rows of a scan side by side, 8 at a time, then the rows left in blocks of 4 and 2
+    (`kernels/llvm/scan.py`): 19 rows are blocks of 8, 8 and 2 and a row alone, 7 rows 4, 2 and 1. Each row still
+    folds in order; a NaN takes over its row's cummax from where it is, and the rows beside it stay as they were."""
+    for kind, x, t in inputs(shape, dtype, seed=46, low=0.5, high=1.5):
+        check(x.cumsum(1), torch.cumsum(t, 1))
+        check(x.cumprod(1), torch.cumprod(t, 1))
+        for ours, theirs in (*zip(x.cummax(1), torch.cummax(t, 1)), *zip(x.cummin(1), torch.cummin(t, 1))):
+            check(ours, theirs)
+    if dtype.is_float and shape[0] > 1 and shape[1] > 2:
+        arr = eighths(random_array(shape, dtype, seed=47))  # exact running sums, whatever order torch adds in
+        arr[1, 2] = arr[shape[0] - 1, shape[1] - 1] = np.nan
+        check(lt.asarray(arr).cummax(1)[0], torch.cummax(torch.tensor(arr), 1)[0])
+        check(lt.asarray(arr).cumsum(1), torch.cumsum(torch.tensor(arr), 1))
+
+
 def test_a_fold_along_an_inner_axis_is_one_scan_where_the_tensor_lies():
     """cumsum, cumprod, cummax and cummin along an axis before the last fold each lane of the axes after it where
     the tensor lies: one Scan kernel over the (rows, n, lanes) array, not the axis moved last by a copy, scanned,
