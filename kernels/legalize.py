@@ -683,7 +683,7 @@ def _float_to_int32(r: _Rewriter, x: Value) -> Value:
 def _float32_to_8_bits(dst: DType) -> Rule:
     """The low 8 bits of `_float_to_int32`'s, without its part from 2**31 to 2**63: there a float32 is a multiple of
     2**8 (its 24 significant bits end there), so those bits are 0. What is left converts the values below 2**31
-    with one vector instruction: `(x * 255).astype(uint8)` of 2**22 float32 ran 1.1-1.2x as long with the part kept.
+    with one vector instruction: `(x * 255).astype(uint8)` of 2**22 float32 ran about 1.1x as long with the part kept.
     (A float64 has bits below 2**8 up to 2**52: it converts through int32.)"""
     def rule(r: _Rewriter, x: Value) -> Value:
         small = r.binary(Alu.CMPLT, r(Alu.ABS, x), 2.0**31)  # false for NaN
