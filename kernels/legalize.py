@@ -680,6 +680,19 @@ def _float_to_int32(r: _Rewriter, x: Value) -> Value:
     return r.where(small, near, r.where(middle, far, beyond))
 
 
+def _float32_to_8_bits(dst: DType) -> Rule:
+    """The low 8 bits of `_float_to_int32`'s, without its part from 2**31 to 2**63: there a float32 is a multiple of
+    2**8 (its 24 significant bits end there), so those bits are 0. What is left converts the values below 2**31
+    with one vector instruction: `(x * 255).astype(uint8)` of 2**22 float32 ran about 1.1x as long with the part kept.
+    (A float64 has bits below 2**8 up to 2**52: it converts through int32.)"""
+    def rule(r: _Rewriter, x: Value) -> Value:
+        small = r.binary(Alu.CMPLT, r(Alu.ABS, x), 2.0**31)  # false for NaN
+        near = cast(r.where(small, x, 0.0), int32)  # not `r.cast`: the guarded conversion itself
+        beyond = r.where(r.binary(Alu.CMPLE, 2.0**63, x), const(-1, int32), const(0, int32))  # 2**63 - 1's low bits
+        return r.cast(r.where(small, near, beyond), dst)
+    return rule
+
+
 def _float_to_uint64(r: _Rewriter, x: Value) -> Value:
     """As to int64, then wrapped, but from 2**63 up, where uint64 holds what int64 does not: there x - 2**63
     (exact) converts, saturated to 2**63 - 1 (2**64 and up give 2**64 - 1), and 2**63 is added back."""
@@ -746,7 +759,9 @@ def _cast_rules() -> dict[Key, Rule]:
                 rules[(src, dst)] = _from_bool(dst)
             elif src.is_float and dst.is_int:
                 rules[(src, dst)] = _float_to_int64 if dst == int64 else _float_to_uint64 if dst == uint64 \
-                    else _float_to_int32 if dst == int32 else _through(int32, dst)  # then wrap
+                    else _float_to_int32 if dst == int32 \
+                    else _float32_to_8_bits(dst) if src == float32 and dst.bits == 8 \
+                    else _through(int32, dst)  # then wrap
     rules.update({(bfloat16, float32): _bfloat16_to_float32, (float32, bfloat16): _float32_to_bfloat16,
                   (float16, float32): _float16_to_float32, (float32, float16): _float32_to_float16})
     return rules

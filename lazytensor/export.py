@@ -223,7 +223,8 @@ def _signature(name: str, replay: Any, inputs: list[Tensor]) -> str:
 
 
 def _header(name: str, replay: Any, inputs: list[Tensor]) -> str:
-    lines = [f"/* {name}: exported by lazytensor (lt.export). Buffers are C-contiguous, row-major:"]
+    lines = [f"/* {name}: exported by lazytensor (lt.export). Buffers are C-contiguous, row-major, and an output",
+             "   shares no memory with another buffer (the kernels are compiled assuming so):"]
     lines += [f"   in{k}: {t.dtype.name}{list(t.shape)}" for k, t in enumerate(inputs)]
     lines += [f"   out{k}: {spec[2].name}{list(spec[1])}"
               for k, spec in enumerate(s for s in replay.out_specs if s is not None)]

@@ -648,6 +648,23 @@ def test_nan_to_int_is_zero():
         check(x.astype(dst), np.array([0, 1], dst.name))
 
 
+def test_float32_to_8_bits_past_int32():
+    """float32 to an 8-bit type as the kernel IR defines it, past int32's range too: truncated, saturated to
+    int64's range (NaN 0), wrapped. From 2**31 to 2**63 a float32 is a multiple of 256 (0 in 8 bits)."""
+    big = float(np.nextafter(np.float32(2.0**63), np.float32(0)))
+    values = [2.0**31, -(2.0**31), 2.0**31 - 128, -(2.0**31) - 256, 3e9 + 768, -3e9, 1e15, big, -big, 2.0**63,
+              -(2.0**63), 2.0**64, -(2.0**70), math.inf, -math.inf, math.nan, 255.9, 256.0, -1.5, 127.5, -128.7, 0.0]
+    arr = np.array(values * 3, np.float32)  # long enough for the CPU's vector loop and its remainder
+    x = lt.asarray(arr)
+
+    def defined(v: float) -> int:
+        return 0 if math.isnan(v) else 2**63 - 1 if v >= 2.0**63 else -(2**63) if v <= -(2.0**63) else int(v)
+    ints = np.array([defined(float(v)) for v in arr], np.int64)
+    for dst in (lt.uint8, lt.int8):
+        check(x.astype(dst), ints.astype(dst.name))
+        check(x[::-2].astype(dst), ints[::-2].astype(dst.name))
+
+
 def test_casts_to_bool():
     arr = np.array([0.0, -0.0, 0.1, math.nan, -math.inf], np.float32)
     check(lt.asarray(arr).astype(bool), torch.tensor(arr).bool())

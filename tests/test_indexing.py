@@ -145,6 +145,26 @@ def test_take_matches_numpy(dtype):
         lt.take(lt.asarray(arr), lt.asarray(np.array([4])), axis=1).numpy()
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_long_gathers_match_numpy(dtype):
+    """Gathers long enough that the CPU runs most of them as vector gathers (the output overlaps no input, which
+    the kernel tells LLVM) and the rest one by one: every dtype, negative indexes, every layout of the source,
+    strided and broadcast indexes, indexes of another int dtype, and none."""
+    rng = np.random.default_rng(31)
+    ids = rng.integers(-41, 41, 2 * 53)
+    base = lt.float32 if dtype in HALF_DTYPES else dtype
+    for _, x, _ in inputs((41, 3), base, seed=31):
+        x = x.cast(dtype)
+        a = numpy_of(x)
+        strided = lt.asarray(ids)[::2]
+        check_numpy(x[strided], a[ids[::2]], dtype)
+        check_numpy(x[:, 1][lt.asarray(ids.astype(np.int16))], a[:, 1][ids], dtype)
+        rows = np.broadcast_to(ids[:35, None] % 41, (35, 3))
+        wide = lt.asarray(ids[:35] % 41).reshape(35, 1).broadcast_to((35, 3))
+        check_numpy(lt.take_along_axis(x, wide, axis=0), np.take_along_axis(a, rows, 0), dtype)
+        check_numpy(x[lt.asarray(np.array([], np.int64))], a[np.array([], np.int64)], dtype)
+
+
 @pytest.mark.parametrize("dtype", [lt.float32, lt.int64, lt.bool_, lt.float16], ids=str)
 def test_take_along_axis_matches_numpy(dtype):
     base = lt.float32 if dtype in HALF_DTYPES else dtype

@@ -261,18 +261,9 @@ class _PackRenderer(KernelRenderer):
         self.whole: set[Var] = set()  # loops whose span is known to cover them where they are emitted (`loop`)
 
     def render(self) -> ir.Module:
+        # The panels are scratch memory no operand shares: `scope_written_buffers` says so, which lets LLVM
+        # vectorize the copy across the fully unrolled lane loop, which it otherwise must keep in program order.
         module = super().render()
-        # The panels are scratch memory no operand shares: saying so lets LLVM vectorize the copy
-        # across the fully unrolled lane loop, which it otherwise must keep in program order.
-        text = ir.MetaDataString(module, "panels")
-        scope = module.add_metadata([module.add_metadata([text, module.add_metadata([text])])])
-        panels = {self.bufs[s.buf] for s in self.kernel.stores}
-        for block in self.fn.blocks:
-            for instr in block.instructions:
-                if isinstance(instr, ir.StoreInstr) and _base(instr.operands[1]) in panels:
-                    instr.set_metadata("alias.scope", scope)
-                elif isinstance(instr, ir.LoadInstr) and _base(instr.operands[0]) in self.bufs:
-                    instr.set_metadata("noalias", scope)
         # The loops outside the lane loop are not to be vectorized: once LLVM has unrolled the loops inside
         # (A's 12 lanes), it would vectorize the loop over k instead, with gathers and scatters across
         # rows, 1.3-4x slower than the unrolled lanes' copy. Nor unrolled: copies of the unrolled lanes'
@@ -399,11 +390,6 @@ class Latches(list):
     def set_metadata(self, name: str, node: ir.MDValue) -> None:
         for latch in self:
             latch.set_metadata(name, node)
-
-
-def _base(pointer: ir.Value) -> ir.Value:
-    """The pointer an address is formed from (a kernel's addresses are one GEP from a buffer's pointer)."""
-    return pointer.pointer if isinstance(pointer, ir.GEPInstr) else pointer
 
 
 def pack_kernels(c: Contraction, layout: Layout) -> tuple[Pack, Pack]:

@@ -420,7 +420,35 @@ class KernelRenderer(FunctionBuilder):
             self.keep_nests_rolled()
         if self.vector_width():
             self.vectorize_float32_wide()
+        self.scope_written_buffers()
         return self.module
+
+    def scope_written_buffers(self) -> None:
+        """Tell LLVM that the buffers a kernel writes (its outputs and scratch) overlap no other buffer, which
+        holds because every runtime allocates them afresh for the launch (see `ir.shared_rows`): each such slot's
+        loads and stores get an alias scope of their own, and every load and store of another slot says it
+        aliases none of those. Without it LLVM must assume that a store may change what a later lane reads, so
+        a gather (`x[i]`, `take_along_axis`, an embedding's rows) stays scalar where it could read 8 or 16 lanes
+        with one vector gather. An address made otherwise (a checked access's guard) gets no metadata: LLVM
+        assumes of it what it assumed before."""
+        module, name = self.module, self.fn.name
+        domain = module.add_metadata([ir.MetaDataString(module, f"{name} buffers")])
+        written = {id(self.bufs[i]): module.add_metadata([ir.MetaDataString(module, f"{name} b{i}"), domain])
+                   for i, p in enumerate(self.kernel.buffers) if p.output or p.scratch}
+        if not written:
+            return
+        # by the id of a buffer's pointer: the (alias.scope, noalias) of its accesses
+        tags = {id(ptr): (None, module.add_metadata(list(written.values()))) for ptr in self.bufs}
+        for key, scope in written.items():
+            apart = [s for k, s in written.items() if k != key]
+            tags[key] = (module.add_metadata([scope]), module.add_metadata(apart) if apart else None)
+        for block in self.fn.blocks:
+            for instr in block.instructions:
+                if isinstance(instr, (ir.LoadInstr, ir.StoreInstr)):
+                    pointer = instr.operands[1] if isinstance(instr, ir.StoreInstr) else instr.operands[0]
+                    for kind, tag in zip(("alias.scope", "noalias"), tags.get(id(buffer_base(pointer)), ())):
+                        if tag is not None:
+                            instr.set_metadata(kind, tag)
 
     def vector_width(self) -> list[list[str | ir.Value]]:
         """The hint on the width of the kernel's vector loops: FLOAT32_LANES where it computes a float32
@@ -1199,6 +1227,13 @@ class KernelRenderer(FunctionBuilder):
         val = self.from_memory(b.load(self.gep(buf, index, False, idx, count), typ=memory_type(dtype)), dtype)
         return b.select(ok, val, self.constant(0, dtype)) if ok is not None else val
 
+
+
+def buffer_base(pointer: ir.Value) -> ir.Value:
+    """The pointer an address is formed from: through its GEPs, to a buffer's pointer where it is one."""
+    while isinstance(pointer, ir.GEPInstr):
+        pointer = pointer.pointer
+    return pointer
 
 
 def render(kernel: Kernel, checked: bool = False) -> str:
