@@ -95,17 +95,18 @@ _new_object = object.__new__
 
 
 def _sweep() -> None:
-    """Drop the dead entries of the table (amortized: the threshold doubles the live count). A sweep that races
-    another thread's entry of a key it drops loses that node's sharing only: building the same op again then
-    makes a second node, which computes the same values."""
-    global _sweep_at
+    """Drop the dead entries of the table (amortized: the threshold doubles the live count). The live entries go
+    into a new table, which then replaces the old one: filtering a copy costs a weak reference's call per entry,
+    where deleting the dead entries one by one hashed each one's key twice (a tuple does not keep its hash), four
+    times the cost, and a training step's graph leaves thousands dead. An entry another thread makes between the
+    copy and the swap, or a sweep drops while racing that thread's entry of its key, loses that node's sharing
+    only: building the same op again then makes a second node, which computes the same values."""
+    global _interned, _sweep_at
     if _sweeping.acquire(blocking=False):
         try:
-            # over a copy, made in one C call: building the list of items allocated a tuple per entry, which can
-            # start a garbage collection whose finalizers run Python code, and so let another thread enter a node
-            for k, r in _interned.copy().items():
-                if r() is None and _interned.get(k) is r:
-                    del _interned[k]
+            # the copy is one C call: iterating the table itself could meet another thread's entry (a garbage
+            # collection, started by an allocation here, runs finalizers that may build nodes)
+            _interned = {k: r for k, r in _interned.copy().items() if r() is not None}
             _sweep_at = max(_SWEEP_MIN, 2 * len(_interned))
         finally:
             _sweeping.release()
