@@ -135,12 +135,14 @@ class Node:
             key = None
         else:
             # 0.0 == -0.0 and True == 1: constants are keyed by type and spelling (an elementwise op's arg is an
-            # `Alu`: no isinstance, which looks up `__class__` in Python). The sources' ids of the common arities
-            # spelled out: a tuple made through `map` costs more than the rest of the key
-            n = len(srcs)
-            ids = (id(srcs[0]),) if n == 1 else (id(srcs[0]), id(srcs[1])) if n == 2 else tuple(map(id, srcs))
-            key = (op, dtype, shape, device, ids,
-                   arg if op is _ALU_OP or not isinstance(arg, _SCALARS) else (type(arg), repr(arg)), get_ident())
+            # `Alu`: no isinstance, which looks up `__class__` in Python). The sources' ids last, in the key itself:
+            # a tuple of them apart is one more object for the garbage collector per node (a training step makes
+            # thousands, and collecting them is a fifth of its time), and the common arities spelled out, as a
+            # tuple made through `map` costs more than the rest of the key
+            n, key_arg = len(srcs), arg if op is _ALU_OP or not isinstance(arg, _SCALARS) else (type(arg), repr(arg))
+            key = (op, dtype, shape, device, key_arg, get_ident(), id(srcs[0])) if n == 1 else \
+                (op, dtype, shape, device, key_arg, get_ident(), id(srcs[0]), id(srcs[1])) if n == 2 else \
+                (op, dtype, shape, device, key_arg, get_ident(), *map(id, srcs))
             if (ref := _interned.get(key)) is not None and (hit := ref()) is not None:
                 return hit
         self = _new_object(cls)
