@@ -95,17 +95,18 @@ _new_object = object.__new__
 
 
 def _sweep() -> None:
-    """Drop the dead entries of the table (amortized: the threshold doubles the live count). A sweep that races
-    another thread's entry of a key it drops loses that node's sharing only: building the same op again then
-    makes a second node, which computes the same values."""
-    global _sweep_at
+    """Drop the dead entries of the table (amortized: the threshold doubles the live count). The live entries go
+    into a new table, which then replaces the old one: filtering a copy costs a weak reference's call per entry,
+    where deleting the dead entries one by one hashed each one's key twice (a tuple does not keep its hash), four
+    times the cost, and a training step's graph leaves thousands dead. An entry another thread makes between the
+    copy and the swap, or a sweep drops while racing that thread's entry of its key, loses that node's sharing
+    only: building the same op again then makes a second node, which computes the same values."""
+    global _interned, _sweep_at
     if _sweeping.acquire(blocking=False):
         try:
-            # over a copy, made in one C call: building the list of items allocated a tuple per entry, which can
-            # start a garbage collection whose finalizers run Python code, and so let another thread enter a node
-            for k, r in _interned.copy().items():
-                if r() is None and _interned.get(k) is r:
-                    del _interned[k]
+            # the copy is one C call: iterating the table itself could meet another thread's entry (a garbage
+            # collection, started by an allocation here, runs finalizers that may build nodes)
+            _interned = {k: r for k, r in _interned.copy().items() if r() is not None}
             _sweep_at = max(_SWEEP_MIN, 2 * len(_interned))
         finally:
             _sweeping.release()
@@ -134,12 +135,14 @@ class Node:
             key = None
         else:
             # 0.0 == -0.0 and True == 1: constants are keyed by type and spelling (an elementwise op's arg is an
-            # `Alu`: no isinstance, which looks up `__class__` in Python). The sources' ids of the common arities
-            # spelled out: a tuple made through `map` costs more than the rest of the key
-            n = len(srcs)
-            ids = (id(srcs[0]),) if n == 1 else (id(srcs[0]), id(srcs[1])) if n == 2 else tuple(map(id, srcs))
-            key = (op, dtype, shape, device, ids,
-                   arg if op is _ALU_OP or not isinstance(arg, _SCALARS) else (type(arg), repr(arg)), get_ident())
+            # `Alu`: no isinstance, which looks up `__class__` in Python). The sources' ids last, in the key itself:
+            # a tuple of them apart is one more object for the garbage collector per node (a training step makes
+            # thousands, and collecting them is a fifth of its time), and the common arities spelled out, as a
+            # tuple made through `map` costs more than the rest of the key
+            n, key_arg = len(srcs), arg if op is _ALU_OP or not isinstance(arg, _SCALARS) else (type(arg), repr(arg))
+            key = (op, dtype, shape, device, key_arg, get_ident(), id(srcs[0])) if n == 1 else \
+                (op, dtype, shape, device, key_arg, get_ident(), id(srcs[0]), id(srcs[1])) if n == 2 else \
+                (op, dtype, shape, device, key_arg, get_ident(), *map(id, srcs))
             if (ref := _interned.get(key)) is not None and (hit := ref()) is not None:
                 return hit
         self = _new_object(cls)

@@ -137,7 +137,7 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
         if self.requires_grad and self._ctx is None:
             return self
         handle = self._source
-        if handle is None or handle.node is not self.node or handle._ctx is not self._ctx:
+        if handle is None or handle._node is not self._node or handle._ctx is not self._ctx:
             handle = self._source = _Source(self)
         return handle
 
@@ -1375,7 +1375,7 @@ class _Source(Tensor):
     __slots__ = ()
 
     def __init__(self, of: Tensor):  # its node is set past the setter, which registers a tensor as the user's
-        self._node, self.requires_grad, self.grad, self._ctx, self._source = of.node, of.requires_grad, None, of._ctx, None
+        self._node, self.requires_grad, self.grad, self._ctx, self._source = of._node, of.requires_grad, None, of._ctx, None
 
     def _as_source(self) -> Tensor:
         return self
