@@ -970,7 +970,7 @@ def _generic_contraction(c: Contraction, over: frozenset[int]) -> Generator[Job,
         return None
     legal = legalize(c, NATIVE)
     epilogue = c.epilogue
-    if epilogue is not None and vn in core:
+    if epilogue is not None and vn in core and vb.size == 1:
         if any(v.op is VOp.GATHER and v.arg == c.product for v in epilogue.values()):
             return None
         # the product's row length varies: the epilogue reads it at the n of the geometry the call passes
@@ -978,8 +978,9 @@ def _generic_contraction(c: Contraction, over: frozenset[int]) -> Generator[Job,
         epilogue = replace(c.reading_rows_of(param(len(c.params) + n, int64)),
                            params=(*c.params, *(int64 for _ in range(n + 1))))
     if epilogue is not None and (ends := wide - core):
-        epilogue = generic(epilogue, frozenset(k for k, v in enumerate(epilogue.sized_loops()) if v in ends))
-        if epilogue.extents:
+        epilogue = _generic_epilogue(c, epilogue, frozenset(k for k, v in enumerate(epilogue.sized_loops())
+                                                            if v in ends))
+        if epilogue is None:
             return None
     epilogue = legalize(epilogue, NATIVE) if epilogue is not None else None
     code = Layout.choose(legal, num_threads())
@@ -1001,6 +1002,26 @@ def _generic_contraction(c: Contraction, over: frozenset[int]) -> Generator[Job,
     program = yield from _contraction_program(named, False, layout, packs, epilogue)
     shared = SharedScratch()
     return replace(program, _lock=shared.lock, _shared=shared)
+
+
+def _generic_epilogue(c: Contraction, epilogue: Kernel, over: frozenset[int]) -> Kernel | None:
+    """`epilogue` generic over its loops at positions `over` of its `sized_loops()` (`symbolic.generic`), the sizes
+    it needs passed (`Kernel.extents`: a batch's strides of the product, its rows and columns) read from the
+    geometry the call passes after the parameters (`GEOMETRY`'s m and n, in that order, with no other slot between
+    them); None where they are not those (a size of the batch, or of k)."""
+    made = generic(epilogue, over)
+    if not made.extents:
+        return made
+    size = {v.name: v.size for v in (*epilogue.loops, *(r for v in epilogue.values() if v.op is VOp.REDUCE
+                                                        for r in v.arg[1]))}
+    _, m, n, _ = c.sizes
+    slots = [(["m"] if size[v.name] == m else []) + (["n"] if size[v.name] == n else []) for v in made.extents]
+    for first in ("m", "n"):
+        at = GEOMETRY.index(first)
+        if all(GEOMETRY[at + k] in names for k, names in enumerate(slots)) and at + len(slots) <= len(GEOMETRY):
+            padded = replace(epilogue, params=(*c.params, *(int64 for _ in range(at))))
+            return generic(padded, over)
+    return None
 
 
 def _sort_program(kernel: Sort, checked: bool) -> Generator[Job, Compiled, SortProgram]:
