@@ -69,12 +69,17 @@ def causal_softmax(x: lt.Tensor) -> lt.Tensor:
     return lt.where(keep, x, float("-inf")).softmax(-1)
 
 
-def attention_dq(q: lt.Tensor, k: lt.Tensor, v: lt.Tensor) -> lt.Tensor:
-    """The gradient of `(o * o).sum()` with respect to q, for attention's output `o`: its forward and backward."""
+def attention_grads(q: lt.Tensor, k: lt.Tensor, v: lt.Tensor) -> tuple[lt.Tensor, lt.Tensor, lt.Tensor]:
+    """The gradients of `(o * o).sum()` with respect to q, k and v, for attention's output `o`."""
     q, k, v = (x.requires_grad_() for x in (q, k, v))
     o = (q @ k.transpose(-1, -2)).softmax(-1) @ v
     (o * o).sum().backward()
-    return q.grad
+    return q.grad, k.grad, v.grad
+
+
+def attention_dq(q: lt.Tensor, k: lt.Tensor, v: lt.Tensor) -> lt.Tensor:
+    """`attention_grads`' gradient with respect to q: attention's forward and backward."""
+    return attention_grads(q, k, v)[0]
 
 
 PROGRAMS: dict[str, Callable[[int, np.random.Generator], None]] = {
@@ -86,8 +91,10 @@ PROGRAMS: dict[str, Callable[[int, np.random.Generator], None]] = {
     .realize(),
     "x.mean(), x of batch x 1000": lambda b, rng: lt.asarray(rng.random((b, 1000), dtype=f32)).mean().realize(),
     # the batch is the sequences' length: the attention's softmax, whose indexes hold it as strides, compiles once
-    # (`symbolic.symbolized`); its two batched products still compile at each length
+    # (`symbolic.symbolized`), as do its batched products, with their epilogues (the backward's transposes)
     "GPT block forward (examples/gpt.py), 2 x batch x 64": gpt_block,
+    "attention forward and backward, 2x4xbatchx32": lambda b, rng: lt.realize(
+        *attention_grads(*(lt.asarray(rng.standard_normal((2, 4, b, 32), dtype=f32)) for _ in range(3)))),
 }
 
 # name -> (the inputs at `rows` rows, the idiom); the rows are each idiom's outermost output loop or a reduction's
