@@ -1144,11 +1144,13 @@ def test_triton_compiles_once_for_every_size(triton, name, strided):
 
 
 def test_triton_row_sums_of_a_changing_length_compile_as_on_the_cpu(triton, monkeypatch):
-    """A row's length that is also its stride (`x.sum(-1)` of `(4, n)`) is in the erased text: each length
-    compiles its own kernel on both backends (generic over the reduction's loop, as the CPU's), with torch's
-    results."""
+    """A row's length that is also its stride (`x.sum(-1)` of `(4, n)`, `o0*n + r0`) is read as the reduction's
+    loop's size (`symbolic._rows`): from the second length, one kernel generic over it serves every length on both
+    backends (a length of 1 is another structure; at 0 the CPU fills the rows' zeros), with torch's results.
+    Before, each length compiled its own."""
     name = "rows summed, their length changing"
     on_the_cpu = triton_compiles(name, "cpu")
+    assert on_the_cpu == [1, 1, 0, 0, 1, 1], on_the_cpu
     forget(monkeypatch)
     assert triton_compiles(name, "cuda") == on_the_cpu
 
