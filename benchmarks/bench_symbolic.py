@@ -69,6 +69,19 @@ def causal_softmax(x: lt.Tensor) -> lt.Tensor:
     return lt.where(keep, x, float("-inf")).softmax(-1)
 
 
+def attention_grads(q: lt.Tensor, k: lt.Tensor, v: lt.Tensor) -> tuple[lt.Tensor, lt.Tensor, lt.Tensor]:
+    """The gradients of `(o * o).sum()` with respect to q, k and v, for attention's output `o`."""
+    q, k, v = (x.requires_grad_() for x in (q, k, v))
+    o = (q @ k.transpose(-1, -2)).softmax(-1) @ v
+    (o * o).sum().backward()
+    return q.grad, k.grad, v.grad
+
+
+def attention_dq(q: lt.Tensor, k: lt.Tensor, v: lt.Tensor) -> lt.Tensor:
+    """`attention_grads`' gradient with respect to q: attention's forward and backward."""
+    return attention_grads(q, k, v)[0]
+
+
 PROGRAMS: dict[str, Callable[[int, np.random.Generator], None]] = {
     "(x*2+1).sum(-1), x of batch x 1000": lambda b, rng: (lt.asarray(rng.random((b, 1000), dtype=f32)) * 2 + 1)
     .sum(-1).realize(),
@@ -78,8 +91,10 @@ PROGRAMS: dict[str, Callable[[int, np.random.Generator], None]] = {
     .realize(),
     "x.mean(), x of batch x 1000": lambda b, rng: lt.asarray(rng.random((b, 1000), dtype=f32)).mean().realize(),
     # the batch is the sequences' length: the attention's softmax, whose indexes hold it as strides, compiles once
-    # (`symbolic.symbolized`); its two batched products still compile at each length
+    # (`symbolic.symbolized`), as do its batched products, with their epilogues (the backward's transposes)
     "GPT block forward (examples/gpt.py), 2 x batch x 64": gpt_block,
+    "attention forward and backward, 2x4xbatchx32": lambda b, rng: lt.realize(
+        *attention_grads(*(lt.asarray(rng.standard_normal((2, 4, b, 32), dtype=f32)) for _ in range(3)))),
 }
 
 # name -> (the inputs at `rows` rows, the idiom); the rows are each idiom's outermost output loop or a reduction's
@@ -130,6 +145,19 @@ IDIOMS: dict[str, tuple[Callable[[np.random.Generator, int], list[np.ndarray]], 
     "w @ x.T 64x512 over 256": (
         lambda rng, n: [rng.standard_normal((64, 512), dtype=f32), rng.standard_normal((n, 512), dtype=f32)],
         lambda w, x: w @ x.T, 256),
+    # attention's kernels over a length t: the softmax's max and sum over its 2*4*t rows of t (a reduction's loop
+    # names t), batched products with an epilogue (a multiply and add, a transpose), the whole backward
+    "softmax 2x4xtxt, t = 128": (lambda rng, n: [rng.standard_normal((2, 4, n, n), dtype=f32)],
+                                 lambda x: x.softmax(-1), 128),
+    "(p @ v) * r + 1, 8xtxt @ 8xtx64, t = 128": (
+        lambda rng, n: [rng.standard_normal((8, n, n), dtype=f32), rng.standard_normal((8, n, 64), dtype=f32),
+                        rng.standard_normal((8, n, 64), dtype=f32)],
+        lambda p, v, r: (p @ v) * r + 1, 128),
+    "(g.T @ p).T, 8x64xt @ 8xtxt, t = 128": (
+        lambda rng, n: [rng.standard_normal((8, n, 64), dtype=f32), rng.standard_normal((8, n, n), dtype=f32)],
+        lambda g, p: (g.transpose(-1, -2) @ p).transpose(-1, -2), 128),
+    "attention's dq, 2x4xtx32, t = 128": (
+        lambda rng, n: [rng.standard_normal((2, 4, n, 32), dtype=f32) for _ in range(3)], attention_dq, 128),
 }
 
 

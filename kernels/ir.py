@@ -569,9 +569,10 @@ class Contraction:
 
     def sized_loops(self) -> tuple[Var, ...]:
         """The loops whose sizes `erased_text` leaves out: of a single product (a batch of one), each of m, n and k
-        that no bound of an operand's loads reads, then the epilogue's (`Kernel.sized_loops`); of a batch without
-        an epilogue, each of them that no bound reads of a size an operand's index reads (a `Stride`'s loop's,
-        `kernels/symbolic.py`'s `symbolized`: attention's sequence length, a stride of its batch of heads)."""
+        that no bound of an operand's loads reads, then the epilogue's (`Kernel.sized_loops`); of a batch, each of
+        them that no bound reads of a size an operand's index reads (a `Stride`'s loop's, `kernels/symbolic.py`'s
+        `symbolized`: attention's sequence length, a stride of its batch of heads), then, where there is one, the
+        epilogue's (its indexes `symbolized` too: the product's strides, a transpose's of attention's gradient)."""
         return self._sized_loops
 
     def strides(self) -> frozenset[str]:
@@ -592,10 +593,10 @@ class Contraction:
         vb, *axes = self.vars
         bounded = _bounded(toposort([self.a, self.bv]))
         if vb.size != 1:
-            if self.epilogue is not None:  # its own loops over the batch and the product's strides: it specializes
-                return ()
             strides = {var.size for var in axes if var.name in self.strides()}
-            return tuple(var for var in axes if var.size in strides and var not in bounded)
+            strided = tuple(var for var in axes if var.size in strides and var not in bounded)
+            # an epilogue's loops over the batch and the product's strides: sized where it was `symbolized` too
+            return (*strided, *self.epilogue.sized_loops()) if strided and self.epilogue is not None else strided
         return (*(var for var in axes if var not in bounded),
                 *(self.epilogue.sized_loops() if self.epilogue is not None else ()))
 

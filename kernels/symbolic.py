@@ -26,10 +26,11 @@ bound stay constants (a kernel whose divisor is t specializes). A coefficient eq
 
 A `Contraction` of one product takes part too (`Contraction.sized_loops`: its m, n and k, and its epilogue's sized
 loops): a backend compiles its template generic over the loops whose sizes differ where it can (the CPU's:
-`kernels/llvm/gemm.py`, `generic_pack_kernels`), its epilogue made generic here. So does a batch's product without an
-epilogue (attention's `q @ k.T` and `p @ v` over a batch of heads) whose m, n or k is a changed size: `symbolized`
-writes its operands' strides over those loops, which are then its sized loops, and the CPU's template packs each
-product's panels where the strides the call passes put them (`gemm._batched_pack`).
+`kernels/llvm/gemm.py`, `generic_pack_kernels`), its epilogue made generic here. So does a batch's product
+(attention's `q @ k.T` and `p @ v` over a batch of heads) whose m, n or k is a changed size: `symbolized` writes its
+operands' strides over those loops, which are then its sized loops, and the CPU's template packs each product's
+panels where the strides the call passes put them (`gemm._batched_pack`); its epilogue's indexes (the product's
+strides, a transpose's in attention's gradient) are written so too, the sizes they read the call's m and n.
 
 `eligible` says which kernels take part: a plain `Kernel` whose stores are plain and that has a sized loop, and a
 `Contraction` that has one.
@@ -45,7 +46,7 @@ from typing import Any
 
 from .dtype import int64
 from .expr import UNBOUNDED, Div, Expr, Mod, Var
-from .ir import Alu, Contraction, Count, Kernel, Store, Value, alu, cast, const, param, rewritten, substitute
+from .ir import Alu, Contraction, Count, Kernel, Store, Value, VOp, alu, cast, const, param, rewritten, substitute
 
 # When a kernel compiled in this context runs generic: None, by the rule (from the second size of its
 # structure compiled; `LT_SYMBOLIC=0` turns that off), True from the first size, False never (each size
@@ -97,25 +98,45 @@ def eligible(kernel: object) -> bool:
 def symbolized(kernel: Kernel | Contraction, changed: frozenset[int]) -> Kernel | Contraction:
     """`kernel` with every coefficient of its indexes that is a product of sizes in `changed` times a constant
     written as that constant times a `Stride` over loops of those sizes (see the module docstring): the same kernel
-    where none is, or no output loop inside the outermost has such a size: the outermost's is a launch's range
-    already, a reduction's loop is sized already, and a coefficient that is a multiple of a batch alone (a row's
-    width of 21 at a batch of 7, of a column reduction's batch loop) is a coincidence more often than not.
-    A contraction's loops of such sizes are its m, n and k, of a batch without an epilogue (`Contraction.sized_loops`:
-    attention's products, their batch of heads a constant); its operands' indexes are written so."""
+    where none is, or no output loop inside the outermost nor loop of a reduction over a row (`_rows`) has such a
+    size: the outermost's is a launch's range already, and a coefficient that is a multiple of a batch alone (a
+    row's width of 21 at a batch of 7, of the outermost loop or of a column reduction's batch loop) is a
+    coincidence more often than not. A reduction's loop over a row of t names t where no output loop does (a
+    softmax's max and sum over `(h, t, t)`: its output loop the h*t rows, `o0*t + r0`).
+    A contraction's loops of such sizes are its m, n and k, of a batch (`Contraction.sized_loops`: attention's
+    products, their batch of heads a constant); its operands' indexes are written so, and its epilogue's as a
+    kernel's (the product's strides it reads: a transpose's, of attention's gradient)."""
     if type(kernel) is Contraction:
         vb, *axes = kernel.vars
-        if vb.size == 1 or kernel.epilogue is not None:
+        if vb.size == 1:
             return kernel
         rewrite = _stride_rewrite(_names(axes, changed))
         if rewrite is None:
             return kernel
         a, bv = rewritten([kernel.a, kernel.bv], rewrite)
-        return replace(kernel, a=a, bv=bv)
-    rewrite = _stride_rewrite(_names(kernel.loops[1:], changed))
+        epilogue = symbolized(kernel.epilogue, changed) if kernel.epilogue is not None else None
+        return replace(kernel, a=a, bv=bv, epilogue=epilogue)
+    rewrite = _stride_rewrite(_names([*kernel.loops[1:], *_rows(kernel)], changed))
     if rewrite is None:
         return kernel
     values = rewritten([s.value for s in kernel.stores], rewrite)
     return replace(kernel, stores=tuple(Store(s.buf, rewrite(s.index), v) for s, v in zip(kernel.stores, values)))
+
+
+def _rows(kernel: Kernel) -> list[Var]:
+    """The loops of `kernel`'s reductions that no index multiplies by a multiple of their size: a row's (a
+    softmax's over its rows of t, `o0*t + r0`), not a batch's (a column reduction's, `r0*64 + o0`, whose rows'
+    width is a multiple of the batch by chance)."""
+    scales: dict[Var, set[int]] = {}
+    stack = [e for v in kernel.values() for e in v.exprs()] + [s.index for s in kernel.stores]
+    while stack:
+        for atom, k in stack.pop().terms:
+            if isinstance(atom, Var):
+                scales.setdefault(atom, set()).add(k)
+            else:
+                stack.append(atom.x)
+    return [r for v in kernel.values() if v.op is VOp.REDUCE for r in v.arg[1]
+            if not any(k % r.size == 0 for k in scales.get(r, ()))]
 
 
 def _names(loops: list[Var] | tuple[Var, ...], changed: frozenset[int]) -> dict[int, str]:

@@ -315,7 +315,8 @@ def test_the_recompile_log_says_generic(fresh, monkeypatch, capsys):
     monkeypatch.setenv("LT_LOG", "recompiles")
     for n in (3, 4, 5):
         (cpu(rows(n, 41)).sin() * 2).realize()
-    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("lt: compiled")]
+    # the reasons, without the user's line (whose path may say "generic")
+    lines = [line.split("  <- ")[0] for line in capsys.readouterr().err.splitlines() if line.startswith("lt: compiled")]
     assert len(lines) == 2 and "generic" not in lines[0]
     assert "new shape: " in lines[1] and "compiled generic over o0, which serves every size of it" in lines[1]
 
@@ -468,7 +469,8 @@ def test_the_recompile_log_says_generic_over_a_reduction(fresh, monkeypatch, cap
     monkeypatch.setenv("LT_LOG", "recompiles")
     for n in (3, 4, 5):
         (cpu(rows(n, 41)).sin().sum(0)).realize()
-    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("lt: compiled")]
+    # the reasons, without the user's line (whose path may say "generic")
+    lines = [line.split("  <- ")[0] for line in capsys.readouterr().err.splitlines() if line.startswith("lt: compiled")]
     assert len(lines) == 2 and "generic" not in lines[0]
     assert "compiled generic over r0, which serves every size of it" in lines[1]
 
@@ -1070,8 +1072,6 @@ def test_generic_batched_products_stay_inside_each_sizes_buffers(monkeypatch, na
         np.testing.assert_array_equal(out.reshape(a.shape[0], a.shape[1], b.shape[2]), a @ b)
 
 
-
-
 # ---- the Triton backend's generic kernels (`kernels/triton/runtime.py`: `_generic_program`) ----
 
 TINY = Tiling(max_block=4, max_tile=8, max_xblock=2)  # generic scopes of several blocks, grids of several programs
@@ -1144,11 +1144,13 @@ def test_triton_compiles_once_for_every_size(triton, name, strided):
 
 
 def test_triton_row_sums_of_a_changing_length_compile_as_on_the_cpu(triton, monkeypatch):
-    """A row's length that is also its stride (`x.sum(-1)` of `(4, n)`) is in the erased text: each length
-    compiles its own kernel on both backends (generic over the reduction's loop, as the CPU's), with torch's
-    results."""
+    """A row's length that is also its stride (`x.sum(-1)` of `(4, n)`, `o0*n + r0`) is read as the reduction's
+    loop's size (`symbolic._rows`): from the second length, one kernel generic over it serves every length on both
+    backends (a length of 1 is another structure; at 0 the CPU fills the rows' zeros), with torch's results.
+    Before, each length compiled its own."""
     name = "rows summed, their length changing"
     on_the_cpu = triton_compiles(name, "cpu")
+    assert on_the_cpu == [1, 1, 0, 0, 1, 1], on_the_cpu
     forget(monkeypatch)
     assert triton_compiles(name, "cuda") == on_the_cpu
 
@@ -1182,3 +1184,143 @@ def test_triton_jit_dynamic_compiles_generic_at_once_or_never(triton, monkeypatc
             conftest.check(jitted(lt.asarray(x, device="cuda")), (torch.tensor(x) * 3 - 1).amax(-1))
     stats = lt.stats()
     assert (stats.kernels_compiled, stats.kernels_generic) == ((1, 1) if dynamic else (len(sizes), 0))
+
+
+# Epilogues of a batched product p = a @ b (BATCHED's): a transpose, as attention's gradient's (`p.T` over each head),
+# a multiply and add over p's own layout (its loops merged into one over the batch's products), and a sum over p's
+# rows (a reduction's loop of the size n, and its count, passed to the epilogue).
+EPILOGUES = {"p.T * r + 1": (lambda p, r: p.transpose(-1, -2) * r + 1, lambda p, r: np.swapaxes(p, -1, -2) * r + 1,
+                             lambda a, b: (a.shape[0], b.shape[2], a.shape[1])),
+             "p * r + 1": (lambda p, r: p * r + 1, lambda p, r: p * r + 1,
+                           lambda a, b: (a.shape[0], a.shape[1], b.shape[2])),
+             "(p * r).sum(-1)": (lambda p, r: (p * r).sum(-1), lambda p, r: (p * r).sum(-1),
+                                 lambda a, b: (a.shape[0], a.shape[1], b.shape[2]))}
+
+
+def epilogue_data(name: str, epilogue: str, dtype: lt.DType, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The operands a and b of BATCHED[name]'s product at size n, and the r of EPILOGUES[epilogue]."""
+    shapes, _ = BATCHED[name]
+    a, b = (small_integers(s, dtype, seed=k + n) for k, s in enumerate(shapes(n)))
+    return a, b, small_integers(EPILOGUES[epilogue][2](a, b), dtype, seed=n + 7)
+
+
+def epilogue_program(name: str, epilogue: str, dtype: lt.DType):
+    """`(n) -> (tensor, expected)`: BATCHED[name]'s product at size n through the epilogue EPILOGUES[epilogue]."""
+    program, expected, _ = EPILOGUES[epilogue]
+
+    def made(n: int) -> tuple[lt.Tensor, np.ndarray]:
+        a, b, r = epilogue_data(name, epilogue, dtype, n)
+        return program(cpu(a) @ cpu(b), cpu(r)), expected(a.astype(np.float64) @ b, r)
+
+    return made
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64])
+@pytest.mark.parametrize("epilogue", EPILOGUES)
+@pytest.mark.parametrize("name", BATCHED)
+def test_batched_products_with_an_epilogue_compile_generic_over_a_changed_size(fresh, monkeypatch, dtype, epilogue,
+                                                                                name):
+    """A batched product with an epilogue whose M, N or K changed between two calls: its operands' strides and the
+    epilogue's (the product's it reads, the output's) that are that size read at runtime (`symbolic.symbolized`),
+    the epilogue's sizes passed after the geometry; compiled generic at once, its epilogue's outermost loop (the
+    batch's products, a multiple of the size) too, and no later size compiles anything, with each size's own values
+    (`LT_SYMBOLIC=0`), bit for bit. Before, every size compiled its own."""
+    made = epilogue_program(name, epilogue, dtype)
+    compiled, results, sizes = [], [], [5, 9, 33, 64, 7, 57, 41]
+    for n in sizes:
+        before = lt.stats().kernels_compiled
+        got, expected = made(n)
+        results.append(close(got, expected))
+        compiled.append(lt.stats().kernels_compiled - before)
+    assert compiled == [1, 1, 0, 0, 0, 0, 0] and lt.stats().kernels_generic == 1
+    (item,) = lt.schedule(made(sizes[-1])[0])
+    program_of_last, _ = runtime.compile_kernel(item.kernel)
+    assert isinstance(program_of_last, runtime.ContractionProgram) and item.kernel.epilogue is not None
+    assert program_of_last.generic_over == BATCHED[name][1]
+    as_specialized(monkeypatch, lambda n: made(n)[0], sizes, results)
+
+
+def attention_gradients(q: np.ndarray, k: np.ndarray, v: np.ndarray, device: str | None = "cpu") -> list[np.ndarray]:
+    """The gradients of `(o * o).sum()` for attention's output `o` with respect to q, k and v, realized at once."""
+    leaves = [lt.asarray(x, device=device).requires_grad_() for x in (q, k, v)]
+    o = attention(*leaves)
+    (o * o).sum().backward()
+    lt.realize(*(x.grad for x in leaves))
+    return [x.grad.numpy() for x in leaves]
+
+
+def attention_gradients_expected(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> list[np.ndarray]:
+    import torch
+
+    leaves = [torch.from_numpy(x.astype(np.float64)).requires_grad_() for x in (q, k, v)]
+    o = attention(*leaves)
+    (o * o).sum().backward()
+    return [x.grad.numpy() for x in leaves]
+
+
+def test_attention_gradients_compile_once_over_the_sequence(fresh):
+    """Attention's forward and backward over (2, 3, L, 16) at lengths that change: from the first length whose
+    products run the template (9: 7's are loops, small), every kernel compiles generic over L at once, among them
+    the product with an epilogue that transposes (the gradient's `p.T @ g`), the softmax's max and sum over the
+    2*3*L rows of L (`o0*L + r0`) and the kernels over those rows; no later length compiles anything (before: 3, 2,
+    2 more at 13, 33, 20), with torch's gradients. Lengths of 1
+    (its loops of one vanish) and 0 (nothing to compute) are other structures, with the right values; so is 16,
+    the head's width (a stride a product of it there), and 8 and 2, which divide it."""
+    compiled, lengths = [], [7, 9, 13, 33, 20, 11]
+    data = {n: [random_array((2, 3, n, 16), lt.float32, seed=n + s) for s in range(3)] for n in [*lengths, 16, 1, 0]}
+    for n in lengths:
+        before = lt.stats().kernels_compiled
+        grads = attention_gradients(*data[n])
+        compiled.append(lt.stats().kernels_compiled - before)
+        for got, expected in zip(grads, attention_gradients_expected(*data[n])):
+            np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+    assert compiled == [7, 8, 0, 0, 0, 0], compiled
+    for n in (16, 1, 0):
+        for got, expected in zip(attention_gradients(*data[n]), attention_gradients_expected(*data[n])):
+            np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("length", [1, 7, 9])
+def test_attention_gradients_on_the_default_device_at_each_length(length):
+    """Whatever the backend (`LT_DEVICE`): attention's gradients at lengths that change, torch's."""
+    for n in (length, length + 4):
+        data = [random_array((2, 3, n, 16), lt.float32, seed=n + s) for s in range(3)]
+        for got, expected in zip(attention_gradients(*data, device=None), attention_gradients_expected(*data)):
+            np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("epilogue", ["p.T * r + 1", "p * r + 1"])  # every product a contraction: so is a sum's
+@pytest.mark.parametrize("name", BATCHED)
+def test_generic_batched_epilogues_stay_inside_each_sizes_buffers(monkeypatch, name, epilogue):
+    """The generic template of a batched product with an epilogue compiled checked (`kernels/bounds.py`: its
+    packing, its core, its epilogue, each recording a fault in the slots after the geometry and the epilogue's
+    sizes) against one size's buffers and run at that size: no access outside them, and that size's values; run as
+    the program of a larger size over them, a read past them caught."""
+    from lazytensor.kernels.symbolic import symbolized
+
+    lowering = importlib.import_module("lazytensor.lowering")
+    for threshold in ("M", "N", "K", "PRODUCT", "WORK"):  # every product a contraction
+        monkeypatch.setattr(lowering, f"MIN_CONTRACTION_{threshold}", 0)
+    build = runtime._contraction_program
+    monkeypatch.setattr(runtime, "_contraction_program", lambda c, checked, *rest: build(c, True, *rest))
+    made = epilogue_program(name, epilogue, lt.float32)
+
+    def scheduled(n: int) -> tuple[Contraction, list[float]]:
+        (item,) = lt.schedule(made(n)[0])
+        return symbolized(item.kernel, frozenset({n})), item.params
+
+    for n in (7, 9, 33):
+        _, expected = made(n)
+        form, params = scheduled(n)
+        over = frozenset(range(len(form.sized_loops())))
+        template, _ = runtime._built(runtime._generic_contraction(form, over))
+        program = template.sized(form, over)
+        assert program.checked and program.generic_over and form.epilogue is not None
+        out = np.full(form.buffers[0].size, -1, np.float32)
+        inputs = {x.size: x for x in epilogue_data(name, epilogue, lt.float32, n)}
+        table = [out.ctypes.data, *(inputs[buf.size].ctypes.data for buf in form.buffers[1:] if not buf.scratch)]
+        program(table, params)
+        np.testing.assert_array_equal(out.reshape(expected.shape), expected)
+        wider, _ = scheduled(n + 1)
+        with pytest.raises(bounds.OutOfBounds):
+            template.sized(wider, over)(table, params)

@@ -99,6 +99,7 @@ import numpy as np
 from .. import bounds
 from ..bounds import FAULT_SLOTS, check
 from ..dtype import int64
+from ..expr import Var
 from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, Sort, VOp, loop_scopes, param
 from ..lapack import LibraryError, flops
 from ..legalize import legalize
@@ -690,7 +691,8 @@ class ContractionProgram(StagedProgram):
             core = len(c.sized_loops()) - len(c.epilogue.sized_loops())
             ends = frozenset(k - core for k in over if k >= core)
             stages.append(self.stages[3].sized(c.epilogue, ends) if ends else self.stages[3])
-        return replace(self, kernel=c, stages=stages, layout=layout, sizes=geometry(c, layout),
+        passed = stages[3].sizes if c.epilogue is not None else ()  # after the geometry (`_generic_contraction`)
+        return replace(self, kernel=c, stages=stages, layout=layout, sizes=(*geometry(c, layout), *passed),
                        generic_over=", ".join(v.name for v in c.vars if v in wide), plans={}, _scratch=None,
                        _scratch_pointers=None)
 
@@ -958,8 +960,8 @@ def _generic_contraction(c: Contraction, over: frozenset[int]) -> Generator[Job,
     """`c` compiled generic over the loops at positions `over` of its `sized_loops()` (`kernels/symbolic.py`), or
     None where the template cannot be: over m and n, or k alone, of a single product (a batch's over any of them,
     packed at the geometry's strides, `gemm.generic_pack_kernels`), the packing
-    kernels generic over their outermost loop only, and the epilogue over its loops that differ, with no size
-    passed (the frame's slots after the parameters hold the geometry). The tile is `Layout.choose`'s at this size
+    kernels generic over their outermost loop only, and the epilogue over its loops that differ (the frame's slots
+    after the parameters hold the geometry, then the sizes the epilogue reads, `Kernel.extents`). The tile is `Layout.choose`'s at this size
     but two vectors wide where n varies; where a single product's k varies, the panels are in blocks of KC_TARGET k's
     (`Layout.blocked`)."""
     loops = c.sized_loops()
@@ -970,7 +972,7 @@ def _generic_contraction(c: Contraction, over: frozenset[int]) -> Generator[Job,
         return None
     legal = legalize(c, NATIVE)
     epilogue = c.epilogue
-    if epilogue is not None and vn in core:
+    if epilogue is not None and vn in core and vb.size == 1:
         if any(v.op is VOp.GATHER and v.arg == c.product for v in epilogue.values()):
             return None
         # the product's row length varies: the epilogue reads it at the n of the geometry the call passes
@@ -978,9 +980,9 @@ def _generic_contraction(c: Contraction, over: frozenset[int]) -> Generator[Job,
         epilogue = replace(c.reading_rows_of(param(len(c.params) + n, int64)),
                            params=(*c.params, *(int64 for _ in range(n + 1))))
     if epilogue is not None and (ends := wide - core):
-        epilogue = generic(epilogue, frozenset(k for k, v in enumerate(epilogue.sized_loops()) if v in ends))
-        if epilogue.extents:
-            return None
+        # the sizes it needs passed (`Kernel.extents`: a batch's strides of the product) after the geometry's
+        epilogue = generic(replace(epilogue, params=(*c.params, *(int64 for _ in GEOMETRY))),
+                           frozenset(k for k, v in enumerate(epilogue.sized_loops()) if v in ends))
     epilogue = legalize(epilogue, NATIVE) if epilogue is not None else None
     code = Layout.choose(legal, num_threads())
     code = replace(code, nr=2 * code.lanes) if vn in core and (vb.size > 1 or vk not in core) else code
@@ -995,7 +997,10 @@ def _generic_contraction(c: Contraction, over: frozenset[int]) -> Generator[Job,
                   for pack in generic_pack_kernels(far, layout, far_core))
     # the buffers of this size, not the unbounded ones' (past int64): what a checked compile's tests read
     buffers = named.buffers + layout.packed_buffers(named)
-    packs = tuple(replace(pack, kernel=replace(pack.kernel, buffers=buffers)) for pack in packs)
+    # and the epilogue's sizes in the parameters: a checked kernel records a fault in the slots after them all
+    passed = tuple(int64 for _ in (epilogue.extents if epilogue is not None else ()))
+    packs = tuple(replace(pack, kernel=replace(pack.kernel, buffers=buffers, params=(*pack.kernel.params, *passed)))
+                  for pack in packs)
     if any(pack.kernel.extents for pack in packs):
         return None  # a count of the packing's outer loop would need its size passed
     program = yield from _contraction_program(named, False, layout, packs, epilogue)
@@ -1075,10 +1080,13 @@ def _sized_program(kernel: Kernel | Contraction, erased: str, varying: frozenset
         first = _first_sizes.setdefault(erased, now)
         before, over = (first, frozenset()) if template is None else (template.sizes, template.over)
         over |= {k for k, (a, b) in enumerate(zip(before, now)) if a != b or dynamic}
-        seen = frozenset(k for k, n in enumerate(now) if n in (changed or varying)) \
+        sized, grown = kernel.sized_loops(), changed or varying
+        # the outermost loop of a multiple of such a size too (a batch of heads times the length): a launch's range
+        outer = _outermost(kernel)
+        seen = frozenset(k for k, n in enumerate(now) if n in grown or sized[k] in outer
+                         and any(n % g == 0 for g in grown)) \
             if template is None and first == now and dynamic is None else frozenset()
         attempts = [over | seen, over]
-        sized = kernel.sized_loops()
         if dynamic and isinstance(kernel, Contraction) and kernel.vars[3] in sized \
                 and before[(k := sized.index(kernel.vars[3]))] == now[k]:
             attempts.append(over - {k})  # a template generic over m and n, its k a constant (`_generic_contraction`)
@@ -1097,6 +1105,13 @@ def _sized_program(kernel: Kernel | Contraction, erased: str, varying: frozenset
         if (kept := _generic.get(erased)) is None or not kept.over >= over:  # kept: a wider one of its batch
             _generic[erased] = template
     return template.program.sized(kernel, template.over)
+
+
+def _outermost(kernel: Kernel | Contraction) -> tuple[Var, ...]:
+    """The output loop whose range a launch passes: a kernel's outermost, a contraction's epilogue's; none else."""
+    if isinstance(kernel, Contraction):
+        return kernel.epilogue.loops[:1] if kernel.epilogue is not None else ()
+    return kernel.loops[:1]
 
 
 def _specialized(kernel: Kernel | Contraction) -> Generator[Job, Compiled, Program | ContractionProgram]:
