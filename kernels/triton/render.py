@@ -90,6 +90,11 @@ def memory_dtype(dtype: DType) -> DType:
     return uint8 if dtype == bool_ else dtype
 
 
+# The block of a generic kernel's loop over a size it is passed (see `_build_scopes`): two warps' lanes, so a
+# small size wastes little and a large one loops; the tile's other axes take more rows (up to max_tile)
+GENERIC_BLOCK = 64
+
+
 @dataclass(frozen=True)
 class Tiling:
     """Block-size limits, in elements; each a power of two."""
@@ -652,10 +657,13 @@ class _Renderer(ValueRenderer):
         t = self.tiling
         for s in self.scopes:
             s.extent = product(self.size_of(v) for v in s.loops)
-        # a generic kernel's loop of a size it is passed is `UNBOUNDED` long (`kernels/symbolic.py`): its scope's
-        # block is the largest the tiling allows, which suits large sizes, lanes past a small one masked
+        # a generic kernel's loop of a size it is passed is `UNBOUNDED` long (`kernels/symbolic.py`): its scope
+        # loops over blocks of GENERIC_BLOCK, lanes past the size masked. The largest block the tiling allows would
+        # suit large sizes, but a small size (a column reduction's 37 rows) would then mask out all but a few of
+        # 8192 lanes in every program, one program per output row
         for s in self.scopes[1:]:  # parents come first
-            s.block = min(pow2(s.size), t.max_block, max(1, t.max_tile // s.parent.inner_tile()))
+            extent = GENERIC_BLOCK if any(v in self.passed for v in s.loops) else pow2(s.size)
+            s.block = min(extent, t.max_block, max(1, t.max_tile // s.parent.inner_tile()))
         widest = max((s.inner_tile() for s in self.scopes), default=1)
         self.row.block = max(1, min(pow2(self.row.size), t.max_xblock, t.max_tile // widest))
 
