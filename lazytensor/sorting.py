@@ -100,10 +100,10 @@ class SortingOps:
         a = normalize_axis(dim, self.ndim, "topk")
         if not 0 <= k <= self.shape[a]:
             raise ShapeError(f"topk: k={k} is outside [0, {self.shape[a]}] (the size of dim {dim})")
-        keys = _keys(self).moveaxis(a, -1)
         if 0 < k <= PARTIAL_MAX_K and k * PARTIAL_MIN_RATIO <= self.shape[a]:
             # a partial sort: the k first of each row's order, no sort of the whole row
             from .tensor import Tensor
+            keys = _keys(self).moveaxis(a, -1)
             order = Tensor._make(Op.SORT, dtypes.int64, (*keys.shape[:-1], k), (keys,), (bool(largest), False, (), k))
             indices = order.moveaxis(-1, a)
             return Sorted(self._gather(a, indices), indices)

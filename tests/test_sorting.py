@@ -201,6 +201,16 @@ def test_topk_of_long_rows_is_the_stable_sorts_first_k(dtype, monkeypatch):
         Sort("", (), 2, 4, False, first=5)
 
 
+def test_topk_of_long_rows_differentiates_as_torch():
+    a = random_array((3, 90), lt.float64, seed=13)
+    x, t = lt.asarray(a).requires_grad_(), torch.tensor(a, requires_grad=True)
+    got = x.topk(4)
+    assert [item.kernel.first for item in lt.schedule(got.indices) if isinstance(item.kernel, Sort)] == [4]
+    (got.values * lt.asarray(np.arange(4.0))).sum().backward()
+    (t.topk(4).values * torch.arange(4.0, dtype=torch.float64)).sum().backward()
+    check(x.grad, t.grad)
+
+
 @pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32, lt.int64, lt.uint8, lt.float16], ids=str)
 @pytest.mark.parametrize("side", ["left", "right"])
 def test_searchsorted_matches_numpy(side, dtype):
