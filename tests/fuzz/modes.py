@@ -42,4 +42,5 @@ def tiny_tiling(set_attr: Setter = setattr) -> None:
     from lazytensor.kernels.triton import Tiling, runtime
     compile_kernel = runtime.compile_kernel
     tiny = Tiling(max_block=4, max_tile=8, max_xblock=2)
-    set_attr(runtime, "compile_kernel", lambda kernel, target, tiling=tiny: compile_kernel(kernel, target, tiling))
+    set_attr(runtime, "compile_kernel",
+             lambda kernel, target, tiling=tiny, **kw: compile_kernel(kernel, target, tiling, **kw))
