@@ -139,6 +139,31 @@ CHUNKS_PER_THREAD = 4
 _KernelFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
 
+# Runtime functions LLVM's code generation calls where the target has no instruction: float64 to float16, where it
+# folds the two roundings of a value-preserving float64 -> float32 -> float16 into one. Correctly rounded: to float32
+# rounding to odd (toward zero, the last bit set where inexact), then to float16 to nearest even, which rounds as
+# one rounding would.
+LIBCALLS = """
+declare double @llvm.fabs.f64(double)
+define half @__truncdfhf2(double %x) {
+  %f = fptrunc double %x to float
+  %back = fpext float %f to double
+  %keep = fcmp ueq double %back, %x
+  %bits = bitcast float %f to i32
+  %ax = call double @llvm.fabs.f64(double %x)
+  %aback = call double @llvm.fabs.f64(double %back)
+  %outward = fcmp ogt double %aback, %ax
+  %step = zext i1 %outward to i32
+  %toward = sub i32 %bits, %step
+  %odd = or i32 %toward, 1
+  %pick = select i1 %keep, i32 %bits, i32 %odd
+  %g = bitcast i32 %pick to float
+  %h = fptrunc float %g to half
+  ret half %h
+}
+"""
+
+
 class _Jit:
     """The process-wide target machines and execution engine. Compiled code enters the engine as object
     code, made here or by a compile worker (`compiler.py`), the same either way."""
@@ -146,7 +171,11 @@ class _Jit:
     def __init__(self) -> None:
         self.machine = Machine()
         self.target_machine = self.machine.target_machine
-        self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), self.target_machine)
+        self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(LIBCALLS), self.target_machine)
+        self.engine.finalize_object()
+        # code generation may call these (compiler-rt's, which no loaded library need export): ours, by name
+        for name in ("__truncdfhf2",):
+            llvm.add_symbol(name, self.engine.get_function_address(name))
         self.lock = threading.Lock()
 
     def load(self, obj: bytes, name: str) -> int:
