@@ -72,7 +72,7 @@ _OPS = [
     OpSpec("tan", "{a}.tan()", "{a}.tan()", "tan", MATH),
     OpSpec("tanh", "{a}.tanh()", "{a}.tanh()", "corners", MATH),
     OpSpec("erf", "{a}.erf()", "{a}.erf()", "corners", MATH),
-    OpSpec("sigmoid", "{a}.sigmoid()", "{a}.sigmoid()", "corners", MATH),
+    OpSpec("sigmoid", "{a}.sigmoid()", "sem.sigmoid({a})", "corners", MATH),
     OpSpec("reciprocal", "{a}.reciprocal()", "{a}.reciprocal()", "corners_nonzero", BASIC),
     OpSpec("relu", "{a}.relu()", "{a}.relu()", "corners"),
     OpSpec("square", "{a}.square()", "{a}.square()", "even", BASIC),
