@@ -134,6 +134,9 @@ class _Build:
         self.folder, self.machine = folder, _pic_machine()
         self.objects: dict[str, Path] = {}  # module source -> its object file
         self.names: dict[int, str] = {}  # stand-in function address -> symbol
+        # the runtime functions code generation may call, as the runtime defines them: the system compiler's
+        # library has them from some version on (GCC 12 for float64 -> float16); hidden, not the library's API
+        self.module(runtime.LIBCALLS.replace("define ", "define hidden "), False)
 
     def module(self, source: str, wide: bool) -> None:
         if source not in self.objects:
