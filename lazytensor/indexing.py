@@ -353,7 +353,7 @@ class IndexingOps:
             updates = v.cast(self.dtype).broadcast_to(shape).reshape(-1)
             out = self.reshape(-1)._scatter(0, flat.reshape(-1), updates, None).reshape(self.shape)
             out = out if bad is None else out._checked(bad, "index assignment: an index is out of bounds")
-        self.node, self.requires_grad, self._ctx = out.node, out.requires_grad, out._ctx
+        self._rebind(out)
 
     # ---- data-dependent shapes --------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ in PyTorch), as does assigning to it (`p.data = new`).
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -25,6 +26,12 @@ class Extrema(NamedTuple):
     """`aminmax`'s result."""
     min: Tensor
     max: Tensor
+
+
+class Histogram(NamedTuple):
+    """`Tensor.histogram`'s result."""
+    hist: Tensor
+    bin_edges: Tensor
 
 
 class PyTorchOps:
@@ -120,6 +127,86 @@ class PyTorchOps:
     def type(self: Tensor, dtype: Any = None) -> Any:
         """This tensor cast to `dtype`; with none, its dtype's name (`'lazytensor.float32'`)."""
         return f"lazytensor.{self.dtype.name}" if dtype is None else self.cast(dtype)
+
+    def unique(self: Tensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,
+               dim: int | None = None) -> Any:
+        """The distinct values in ascending order (always sorted), and as asked the index of each element's value
+        among them (this tensor's shape) and each value's count: PyTorch's `unique` of the flattened tensor."""
+        from .sorting import unique
+        if dim is not None:
+            raise ValueError("unique: dim= is not supported; unique values are over the flattened tensor")
+        return unique(self, return_inverse=return_inverse, return_counts=return_counts)
+
+    def cov(self: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
+            aweights: Tensor | None = None) -> Tensor:
+        """The covariance of the variables in the rows (observations in the columns), PyTorch's `cov`."""
+        from .statistics import cov
+        return cov(self, ddof=correction, fweights=fweights, aweights=aweights)
+
+    def diagflat(self: Tensor, offset: int = 0) -> Tensor:
+        """The flattened tensor as the `offset`-th diagonal of a square matrix."""
+        from .creation import diagflat
+        return diagflat(self, offset)
+
+    def vdot(self: Tensor, other: Tensor) -> Tensor:
+        """The dot product of two 1-d tensors."""
+        from .products import vdot
+        return vdot(self, other)
+
+    def histogram(self: Tensor, bins: Any = 100, *, range: tuple[float, float] | None = None,
+                  weight: Tensor | None = None, density: bool = False) -> Any:
+        """(hist, bin_edges) of the flattened tensor, hist in this tensor's dtype: PyTorch's `histogram`
+        (`lt.histogram`'s bins)."""
+        from .statistics import histogram
+        hist, edges = histogram(self, bins, range=range, density=density, weights=weight)
+        return Histogram(hist.cast(self.dtype), edges)
+
+    def angle(self: Tensor) -> Tensor:
+        """The argument of each (real) element: pi where negative, 0 elsewhere, NaN where NaN (PyTorch's)."""
+        from .tensor import where
+        x = self if self.dtype.is_float else self.cast(dtypes.default_float)
+        return where(x.isnan(), x, (x < 0).cast(x.dtype) * math.pi)
+
+    def prelu(self: Tensor, weight: Tensor) -> Tensor:
+        """`nn.functional.prelu`."""
+        from .nn.functional import prelu
+        return prelu(self, weight)
+
+    def hardshrink(self: Tensor, lambd: float = 0.5) -> Tensor:
+        """`nn.functional.hardshrink`."""
+        from .nn.functional import hardshrink
+        return hardshrink(self, lambd)
+
+    def byte(self: Tensor) -> Tensor:
+        return self.cast(dtypes.uint8)
+
+    def char(self: Tensor) -> Tensor:
+        return self.cast(dtypes.int8)
+
+    def short(self: Tensor) -> Tensor:
+        return self.cast(dtypes.int16)
+
+    @property
+    def is_cuda(self: Tensor) -> bool:
+        """Whether this tensor lives on a GPU."""
+        return self.device.startswith("cuda")
+
+    @property
+    def is_cpu(self: Tensor) -> bool:
+        return self.device == "cpu"
+
+    def get_device(self: Tensor) -> int:
+        """The GPU's index of a tensor on a GPU, -1 on the CPU (PyTorch's)."""
+        return int(self.device.partition(":")[2] or 0) if self.is_cuda else -1
+
+    def is_same_size(self: Tensor, other: Tensor) -> bool:
+        return self.shape == other.shape
+
+    def is_nonzero(self: Tensor) -> bool:
+        """The truth of a one-element tensor (reads it); an error for any other size."""
+        if math.prod(self.shape) != 1:
+            raise RuntimeError(f"is_nonzero: needs a tensor of one element, got shape {self.shape}")
+        return bool(self.reshape(()).item())
 
     def cuda(self: Tensor, device: Any = None) -> Tensor:
         """This tensor on a GPU (`cuda`, or `cuda:N` for an int `device`)."""
@@ -658,6 +745,100 @@ class PyTorchOps:
             return s.to(a.device).cast(a.dtype).broadcast_to(a.shape)
         return self._inplace(copied, src, "copy_")
 
+    def squeeze_(self: Tensor, dim: Any = None) -> Tensor:
+        """`squeeze` in place: this tensor rebound to `self.squeeze(dim)` (PyTorch's `squeeze_`)."""
+        return self._reshaped_in_place(self.squeeze(dim), "squeeze_")
+
+    def unsqueeze_(self: Tensor, dim: int) -> Tensor:
+        """`unsqueeze` in place (PyTorch's `unsqueeze_`)."""
+        return self._reshaped_in_place(self.unsqueeze(dim), "unsqueeze_")
+
+    def t_(self: Tensor) -> Tensor:
+        """`t` in place (PyTorch's `t_`)."""
+        return self._reshaped_in_place(self.t(), "t_")
+
+    def transpose_(self: Tensor, dim0: int, dim1: int) -> Tensor:
+        """`transpose(dim0, dim1)` in place (PyTorch's `transpose_`, `swapaxes_`, `swapdims_`)."""
+        return self._reshaped_in_place(self.swapaxes(dim0, dim1), "transpose_")
+
+    swapaxes_ = swapdims_ = transpose_
+
+    def _reshaped_in_place(self: Tensor, result: Tensor, op: str) -> Tensor:
+        """This tensor rebound to `result`, a view of it of another shape (PyTorch's in-place view ops change
+        the tensor's shape; the leaf rule is `_inplace`'s). Under `no_grad` a non-leaf is cut off from its
+        record, which has the old shape."""
+        from .autograd import is_grad_enabled
+        if self.requires_grad and self._ctx is None and is_grad_enabled():
+            raise RuntimeError(f"{op}: a leaf tensor that requires grad cannot be modified in place; "
+                               "use lt.no_grad() or an out-of-place op")
+        if self._ctx is not None and not is_grad_enabled():
+            self.detach_()
+        self._rebind(result)
+        return self
+
+    def detach_(self: Tensor) -> Tensor:
+        """Cut this tensor off from autograd, in place: it becomes a leaf that requires no grad."""
+        self._ctx, self.requires_grad = None, False
+        return self
+
+    # ---- random fills, in place (PyTorch's; the stream is `lt.manual_seed`'s) ---------------------------
+
+    def uniform_(self: Tensor, from_: float = 0.0, to: float = 1.0) -> Tensor:
+        """Values drawn uniformly from [from_, to)."""
+        from .random import uniform
+        return self._drawn(lambda a: uniform(from_, to, a.shape, dtype=a.dtype, device=a.device), "uniform_")
+
+    def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
+        """Values drawn from the normal distribution of `mean` and `std`."""
+        from .random import normal
+        return self._drawn(lambda a: normal(mean, std, a.shape, dtype=a.dtype, device=a.device), "normal_")
+
+    def log_normal_(self: Tensor, mean: float = 1.0, std: float = 2.0) -> Tensor:
+        """`exp` of values drawn from the normal distribution of `mean` and `std`."""
+        from .random import normal
+        return self._drawn(lambda a: normal(mean, std, a.shape, dtype=a.dtype, device=a.device).exp(), "log_normal_")
+
+    def exponential_(self: Tensor, lambd: float = 1.0) -> Tensor:
+        """Values drawn from the exponential distribution of rate `lambd`: `-log(1 - u) / lambd`."""
+        return self._drawn(lambda a: (1 - _unit(a)).log() * (-1 / lambd), "exponential_")
+
+    def cauchy_(self: Tensor, median: float = 0.0, sigma: float = 1.0) -> Tensor:
+        """Values drawn from the Cauchy distribution: `median + sigma * tan(pi * (u - 1/2))`."""
+        return self._drawn(lambda a: ((_unit(a) - 0.5) * math.pi).tan() * sigma + median, "cauchy_")
+
+    def geometric_(self: Tensor, p: float) -> Tensor:
+        """The number of Bernoulli(`p`) trials up to the first success (1, 2, ...): `ceil(log(u) / log(1 - p))`
+        of u in (0, 1]."""
+        if not 0 < p < 1:
+            raise ValueError(f"geometric_: p must be in (0, 1), got {p}")
+        return self._drawn(lambda a: ((1 - _unit(a)).log() / math.log1p(-p)).ceil().clip(1, None), "geometric_")
+
+    def bernoulli_(self: Tensor, p: Any = 0.5) -> Tensor:
+        """1 with probability `p` (a float, or a tensor of probabilities broadcast to this shape), else 0."""
+        return self._drawn(lambda a: _unit(a) < (p.broadcast_to(a.shape) if isinstance(p, type(self)) else p),
+                           "bernoulli_")
+
+    def random_(self: Tensor, from_: int = 0, to: int | None = None) -> Tensor:
+        """Integers drawn uniformly from [from_, to); `random_(n)` from [0, n). Without a bound, from 0 to the
+        largest integer the dtype holds exactly (2**24 for float32, 2**53 for float64, the dtype's largest
+        integer, capped at 2**63 - 2), as PyTorch's."""
+        from .random import randint
+        if to is None and from_ != 0:
+            from_, to = 0, from_
+        if to is None:
+            dt = self.dtype
+            to = (1 << dtypes.finfo(dt).digits) + 1 if dt.is_float else \
+                2 if dt == dtypes.bool_ else min(dtypes.iinfo(dt).max, (1 << 63) - 2) + 1
+
+        def drawn(a: Tensor) -> Tensor:
+            k = randint(from_, to, a.shape, dtype=dtypes.int64, device=a.device)
+            return k != 0 if a.dtype == dtypes.bool_ else k
+        return self._drawn(drawn, "random_")
+
+    def _drawn(self: Tensor, draw: Callable[[Tensor], Tensor], op: str) -> Tensor:
+        """This tensor rebound to `draw(self)` in its dtype, by `_inplace`'s rules."""
+        return self._inplace(lambda a, _: draw(a), None, op)
+
     # ---- autograd hooks ----------------------------------------------------------------------------------
 
     def register_hook(self: Tensor, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
@@ -699,7 +880,19 @@ IN_PLACE_OF = ("abs", "exp", "expm1", "log", "log1p", "log2", "sqrt", "rsqrt", "
                "index_fill", "index_copy", "index_put", "put", "addcmul", "addcdiv", "lerp", "fmod", "remainder",
                "nan_to_num", "tril", "triu", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "hypot",
                "atan2", "copysign", "erf", "exp2", "logit", "xlogy", "cumsum", "cumprod", "lgamma", "digamma",
-               "polygamma", "erfinv", "erfc", "i0", "gcd", "lcm")
+               "polygamma", "erfinv", "erfc", "i0", "gcd", "lcm", "acos", "acosh", "asin", "asinh", "atan", "atanh",
+               "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh", "arctan2", "sinh", "cosh", "log10",
+               "deg2rad", "rad2deg", "sinc", "fix", "ldexp", "heaviside", "nextafter", "negative", "subtract",
+               "multiply", "divide", "true_divide", "floor_divide", "absolute", "sgn", "logical_and", "logical_or",
+               "logical_xor", "bitwise_left_shift", "bitwise_right_shift", "addmm", "addmv", "addbmm", "baddbmm",
+               "addr", "renorm", "eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less",
+               "less_equal", "not_equal")
+
+
+def _unit(like: Tensor) -> Tensor:
+    """Uniform values in [0, 1) of `like`'s shape, device and float dtype."""
+    from .random import rand
+    return rand(like.shape, dtype=like.dtype if like.dtype.is_float else None, device=like.device)
 
 
 def _in_place(name: str) -> Callable[..., Tensor]:

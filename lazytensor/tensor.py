@@ -732,9 +732,16 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
         if result.dtype != self.dtype and (result.dtype.is_float and not self.dtype.is_float
                                            or result.dtype != bool_ and self.dtype == bool_):
             raise DTypeError(f"{op}: result dtype {result.dtype.name} cannot be cast to {self.dtype.name} in place")
-        out = result.cast(self.dtype)
-        self.node, self._ctx, self.requires_grad = out.node, out._ctx, out.requires_grad
+        self._rebind(result.cast(self.dtype))
         return self
+
+    def _rebind(self, out: Tensor) -> None:
+        """This tensor takes `out`'s value (an in-place op), and its autograd record where gradients are recorded.
+        Under `no_grad` it keeps its own: a parameter updated there still requires grad, and a non-leaf's
+        gradient passes the update as PyTorch's does (`with no_grad(): w -= lr * w.grad`)."""
+        self.node = out.node
+        if is_grad_enabled():
+            self._ctx, self.requires_grad = out._ctx, out.requires_grad
 
     def __iadd__(self, other: Any) -> Tensor:
         return self._inplace(operator.add, other, "+=")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from scipy import stats
 from test_linalg import factorization
 
 import lazytensor as lt
@@ -130,6 +131,30 @@ def test_in_place_on_a_leaf_that_requires_grad_needs_no_grad():
     with lt.no_grad():
         p.add_(1)
     np.testing.assert_array_equal(p.numpy(), [2, 2, 2])
+    assert p.requires_grad and p.is_leaf  # PyTorch's: a parameter updated under no_grad is still one
+
+
+def test_the_tutorials_hand_written_sgd_loop_as_pytorchs():
+    """"Learning PyTorch with examples": parameters updated under no_grad (`-=`, an item written), grads reset."""
+    x = np.linspace(-1, 1, 50)
+    y = np.sin(x)
+    ours = [lt.asarray(np.full(2, 0.5)).requires_grad_() for _ in range(2)]
+    theirs = [torch.tensor(np.full(2, 0.5), requires_grad=True) for _ in range(2)]
+    for lib, (a, b), xs, ys in ((lt, ours, lt.asarray(x), lt.asarray(y)),
+                                (torch, theirs, torch.tensor(x), torch.tensor(y))):
+        for step in range(3):
+            loss = ((a[0] + a[1] * xs + b[0] * xs ** 2 + b[1] * xs ** 3 - ys) ** 2).sum()
+            loss.backward()
+            with lib.no_grad():
+                a -= 1e-3 * a.grad
+                b.sub_(1e-3 * b.grad)
+                if step == 1:
+                    b[0] = 0.25
+                a.grad = None
+                b.grad = None
+    for got, want in zip(ours, theirs):
+        assert got.requires_grad and got.is_leaf
+        check(got, want.detach())
 
 
 def test_data_updates_the_tensor_it_came_from():
@@ -483,6 +508,19 @@ def _in_place_arguments(lib):
         "clamp_max": (0.2,), "index_fill": (1, tensor(np.array([0, 2])), 7.0),
         "bitwise_and": (3,), "bitwise_or": (3,), "bitwise_xor": (3,), "polygamma": (1,),
         "gcd": (tensor(np.array([[4, 6, 9], [2, 3, 5]])),), "lcm": (tensor(np.array([[4, 6, 9], [2, 3, 5]])),),
+        **{n: (other,) for n in ("arctan2", "heaviside", "nextafter", "subtract", "multiply", "divide", "true_divide",
+                                 "floor_divide", "logical_and", "logical_or", "logical_xor", "eq", "ne", "lt", "le",
+                                 "gt", "ge", "greater", "greater_equal", "less", "less_equal", "not_equal")},
+        "ldexp": (tensor(np.array([[1, -2, 0], [3, 1, 2]])),), "bitwise_left_shift": (2,),
+        "bitwise_right_shift": (1,), "renorm": (2, 0, 0.8),
+        "addmm": (tensor(np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)), tensor(np.ones((4, 3), np.float32))),
+        "addbmm": (tensor(np.linspace(-1, 1, 40, dtype=np.float32).reshape(5, 2, 4)),
+                   tensor(np.ones((5, 4, 3), np.float32))),
+        "addr": (tensor(np.array([0.5, -1], np.float32)), tensor(np.array([1, 2, 3], np.float32))),
+        "addmv": (tensor(np.linspace(-1, 1, 9, dtype=np.float32).reshape(3, 3)),
+                  tensor(np.array([1, 2, 3], np.float32))),
+        "baddbmm": (tensor(np.linspace(-1, 1, 40, dtype=np.float32).reshape(5, 2, 4)),
+                    tensor(np.ones((5, 4, 3), np.float32))),
     }
 
 
@@ -495,6 +533,9 @@ def test_in_place_twins_rebind_as_pytorchs(name):
     integer = name.startswith("bitwise") or name in ("logical_not", "gcd", "lcm")
     values = np.array([[1, 2, 3], [4, 5, 6]]) if integer else np.array([[0.1, 0.7, 0.2], [0.9, 0.4, 0.5]],
                                                                         np.float32)
+    if name in ("addmv", "baddbmm"):  # a vector, a batch of matrices
+        values = np.linspace(0.1, 0.9, 3 if name == "addmv" else 30, dtype=np.float32).reshape(
+            (3,) if name == "addmv" else (5, 2, 3))
     ours, theirs = lt.asarray(values), torch.tensor(values)
     if name == "logical_not":
         ours, theirs = ours > 2, theirs > 2
@@ -504,6 +545,131 @@ def test_in_place_twins_rebind_as_pytorchs(name):
     assert got is ours
     check(ours, want.numpy())
     check(before, values if name != "logical_not" else values > 2)  # another handle on the old value keeps it
+
+
+@pytest.mark.parametrize("name, args", [("squeeze_", ()), ("squeeze_", (1,)), ("unsqueeze_", (-1,)), ("t_", ()),
+                                        ("transpose_", (0, 2)), ("swapaxes_", (2, 1)), ("swapdims_", (0, 1))])
+def test_in_place_view_ops_change_the_shape_as_pytorchs(name, args):
+    values = random_array((3, 1, 2) if name != "t_" else (3, 2), lt.float64, 1)
+    leaf, tleaf = lt.asarray(values).requires_grad_(), torch.tensor(values, requires_grad=True)
+    ours, theirs = leaf * 2, tleaf * 2
+    got, want = getattr(ours, name)(*args), getattr(theirs, name)(*args)
+    assert got is ours
+    check(ours, want)
+    (ours * lt.arange(ours.size, dtype=lt.float64).reshape(ours.shape)).sum().backward()
+    (theirs * torch.arange(theirs.numel(), dtype=torch.float64).reshape(theirs.shape)).sum().backward()
+    check(leaf.grad, tleaf.grad)
+    with pytest.raises(RuntimeError, match="leaf"):
+        getattr(leaf, name)(*args)
+
+
+def test_detach_in_place_makes_a_leaf_without_grad():
+    x = lt.ones(3).requires_grad_()
+    y = x * 2
+    assert y.detach_() is y and not y.requires_grad and y.is_leaf
+    check(y, np.full(3, 2, np.float32))
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.float16])
+def test_random_fills_follow_their_distributions(dtype):
+    """Each fill of 20000 values against its distribution (Kolmogorov-Smirnov, at a fixed seed), in the tensor's
+    dtype, rebinding the tensor."""
+    n = 20000
+    ours = lt.zeros(n, dtype=dtype)
+    lt.manual_seed(5)
+    cases = [("uniform_", (-2.0, 3.0), stats.uniform(-2, 5)), ("normal_", (1.0, 2.0), stats.norm(1, 2)),
+             ("exponential_", (4.0,), stats.expon(scale=0.25)), ("cauchy_", (1.0, 0.5), stats.cauchy(1, 0.5)),
+             ("log_normal_", (0.5, 0.25), stats.lognorm(0.25, scale=np.exp(0.5)))]
+    for name, args, law in cases:
+        assert getattr(ours, name)(*args) is ours and ours.dtype == dtype
+        values = ours.numpy().astype(np.float64)
+        assert stats.kstest(values, law.cdf).pvalue > 1e-3 if dtype != lt.float16 else \
+            stats.kstest(values, law.cdf).statistic < 0.01, name  # float16 rounds the values by up to 2**-11
+    drawn = ours.geometric_(0.25).numpy()
+    assert drawn.min() >= 1 and np.all(drawn == np.round(drawn))
+    assert abs(drawn.mean() - 4) < 6 * np.sqrt(12 / n)  # mean 1/p, variance (1 - p)/p**2
+    hits = ours.bernoulli_(0.3).numpy()
+    assert set(np.unique(hits)) == {0, 1} and abs(hits.mean() - 0.3) < 6 * np.sqrt(0.21 / n)
+    probabilities = lt.asarray(np.array([0.0, 1.0], np.float32))
+    check(lt.zeros((3, 2), dtype=dtype).bernoulli_(probabilities), np.tile(np.array([0, 1], dtype.name), (3, 1)))
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int8, lt.int64, lt.uint8, lt.bool_])
+def test_random_integers_fill_the_range_asked(dtype):
+    lt.manual_seed(3)
+    x = lt.zeros(5000, dtype=dtype)
+    ranges = [((), (0, {lt.float32: 2 ** 24, lt.float64: 2 ** 53, lt.int8: 127, lt.int64: 2 ** 63 - 2,
+                        lt.uint8: 255, lt.bool_: 1}[dtype])), ((2,), (0, 1)), ((1, 2), (1, 1))]
+    if dtype != lt.bool_:
+        ranges += [((10,), (0, 9)), ((-5, 7) if dtype.is_signed else (5, 17), (-5, 6) if dtype.is_signed else (5, 16))]
+    for args, (low, high) in ranges:
+        values = x.random_(*args).numpy()
+        assert x.dtype == dtype and values.min() >= low and values.max() <= high
+        if high - low < 100:  # every value drawn
+            assert set(np.unique(values).astype(np.int64)) == set(range(low, high + 1))
+        else:
+            assert values.max() > low + (high - low) // 2
+
+
+def test_random_fills_are_seeded_and_keep_the_leaf_rule():
+    lt.manual_seed(11)
+    a = lt.zeros(6).normal_().numpy()
+    lt.manual_seed(11)
+    np.testing.assert_array_equal(lt.zeros(6).normal_().numpy(), a)
+    p = lt.zeros(3).requires_grad_()
+    with pytest.raises(RuntimeError, match="leaf"):
+        p.uniform_()
+    with lt.no_grad():
+        p.uniform_(2, 3)
+    assert np.all(p.numpy() >= 2) and p.requires_grad
+    with pytest.raises(ValueError, match="geometric_"):
+        lt.zeros(2).geometric_(1.5)
+
+
+def test_casts_and_device_queries_as_pytorchs():
+    values = np.array([[-3.7, 0.0, 200.5], [1.5, -129.0, 7.0]], np.float32)
+    for name in ("byte", "char", "short"):
+        check(getattr(lt.asarray(values)[:, :2] * 0 + 5, name)(), getattr(torch.tensor(values)[:, :2] * 0 + 5, name)())
+    x, t = lt.zeros((2, 3)), torch.zeros((2, 3))
+    assert (x.is_cuda, x.is_cpu, x.get_device(), x.is_same_size(lt.ones((2, 3))), x.is_same_size(lt.ones(3))) == \
+        (t.is_cuda, t.is_cpu, t.get_device(), t.is_same_size(torch.ones((2, 3))), t.is_same_size(torch.ones(3)))
+    for v in (0.0, -2.0, float("nan")):
+        assert lt.asarray([[v]]).is_nonzero() == torch.tensor([[v]]).is_nonzero()
+    with pytest.raises(RuntimeError, match="one element"):
+        lt.zeros(2).is_nonzero()
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32, lt.int64])
+@pytest.mark.parametrize("shape", [(), (7,), (3, 4), (0, 3)])
+def test_unique_histogram_angle_and_friends_as_pytorchs(dtype, shape):
+    for _, x, t in inputs(shape, dtype):
+        if dtype.is_float:
+            x, t = x.round(), t.round()  # repeated values
+        for got, want in zip(x.unique(return_inverse=True, return_counts=True),
+                             t.unique(return_inverse=True, return_counts=True)):
+            check(got, want)
+        check(x.unique(), t.unique())
+        check(x.angle(), t.angle())
+        check(x.diagflat(1), t.diagflat(1))
+        if dtype.is_float:
+            check(x.hardshrink(1.5), t.hardshrink(1.5))
+            if len(shape) == 2 and shape[0]:
+                check(x.cov(), t.cov())
+                check(x.cov(correction=0), t.cov(correction=0))
+            if x.size:
+                for bins, lo_hi in ((5, None), (3, (-1.0, 2.0))):
+                    got, want = x.histogram(bins, range=lo_hi), t.histogram(bins, range=lo_hi)
+                    check(got.hist, want.hist)
+                    check(got.bin_edges, want.bin_edges)
+    if len(shape) == 1:
+        a, b = random_array(shape, dtype, 1), random_array(shape, dtype, 2)
+        check(lt.asarray(a).vdot(lt.asarray(b)), torch.tensor(a).vdot(torch.tensor(b)))
+    with pytest.raises(ValueError, match="dim"):
+        lt.zeros(3).unique(dim=0)
+    nan = np.array([np.nan, -1.0, 2.0, -0.0], np.float32)
+    check(lt.asarray(nan).angle(), torch.tensor(nan).angle())
+    w = np.array([0.25], np.float32)
+    check(lt.asarray(nan).prelu(lt.asarray(w)), torch.tensor(nan).prelu(torch.tensor(w)))
 
 
 def test_fill_diagonal_and_max_of_two_tensors_as_pytorchs():
