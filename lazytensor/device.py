@@ -302,6 +302,10 @@ class Device:
     # each with the dtype its operands enter the template in (the product accumulates in float32 or wider)
     contraction_dtypes: ClassVar[Mapping[DType, DType]] = {}
     batches = False  # whether `batch` runs several compiled kernels as one call
+    # whether the contraction template evaluates its operands into panels before it multiplies (the CPU's): an
+    # operand read through a view with a mask (a convolution's padded windows) then costs a mask per element
+    # packed, where Triton's implicit GEMM masks a tile's loads; a convolution pads its input into a buffer first
+    packs_operands = False
     library_calls = False  # whether the backend runs `kernels.ir.LibraryCall` (LAPACK's factorizations)
 
     def alloc(self, dtype: DType, size: int) -> Buffer:
@@ -377,6 +381,7 @@ class CPUDevice(Device):
     contraction_dtypes: ClassVar[Mapping[DType, DType]] = {float32: float32, float64: float64, float16: float32,
                                                            bfloat16: float32}
     batches = True
+    packs_operands = True
     library_calls = True  # NumPy's LAPACK, on the buffers' memory
 
     def __init__(self) -> None:

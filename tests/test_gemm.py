@@ -164,13 +164,14 @@ def test_weight_gradient_is_a_contraction():
 def test_convolution_product_is_its_result(case, dtype):
     """conv2d's contraction takes the images as its batch and the output channels as its rows: its product
     is laid out (N, C, OH, OW) like the result, with no transposing epilogue; with groups, strides and
-    padding (the windows at the edges, which the packing loads under a branch)."""
+    padding (a copy of the padded images, one kernel before it, whose windows the packing reads with no mask)."""
     x_shape, w_shape, stride, padding = case
     groups = x_shape[1] // w_shape[1]
     x, w = (lt.asarray(data(s, dtype, seed=i), device="cpu") for i, s in enumerate((x_shape, w_shape)))
     out = lt.nn.functional.conv2d(x, w, stride=stride, padding=padding, groups=groups)
-    (item,) = lt.schedule(out)
-    assert isinstance(item.kernel, Contraction) and item.kernel.epilogue is None
+    *padded, item = lt.schedule(out)
+    assert len(padded) == (padding > 0) and isinstance(item.kernel, Contraction) and item.kernel.epilogue is None
+    assert "valid" not in str(item.kernel), "the windows of the padded copy are read with no mask"
     assert item.kernel.sizes[0] == x_shape[0] * groups and item.kernel.sizes[1] == w_shape[0] // groups
     want = torch.nn.functional.conv2d(torch.tensor(x.numpy()), torch.tensor(w.numpy()), stride=stride,
                                       padding=padding, groups=groups)
@@ -493,7 +494,7 @@ def test_packing_windows_walks_rows(case, dtype):
     x_shape, w_shape, stride, padding = case
     x, w = (lt.asarray(data(s, dtype, seed=i), device="cpu") for i, s in enumerate((x_shape, w_shape)))
     out = lt.nn.functional.conv2d(x, w, stride=stride, padding=padding)
-    program, _ = compile_kernel(lt.schedule(out)[0].kernel)
+    program, _ = compile_kernel(lt.schedule(out)[-1].kernel)  # after the padded images' copy
     pack_b = program.stages[1]
     rows = stride == 1 and out.shape[3] * 4 >= program.layout.nr
     if stride == 1:  # a stride along ow leaves unit stride only along k: packed in tiles of k instead

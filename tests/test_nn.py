@@ -13,6 +13,7 @@ import torch
 import lazytensor as lt
 from conftest import LAYOUTS, check, graph_lines, inputs, marked_line, random_array
 from lazytensor import nn
+from lazytensor.device import get_device
 from lazytensor.kernels.ir import Contraction, Kernel
 
 F = nn.functional
@@ -153,13 +154,16 @@ def test_conv2d_second_order_gradients(cfg):
 def test_conv2d_gradients_are_contractions():
     """From a realized output gradient, the input gradient is one contraction over C_out that writes its
     columns in place, (C_in * kH * kW) x (N * OH * OW), then one kernel that adds each tap's column where
-    it belongs; the weight gradient one contraction over (N, OH, OW) that writes its output in place, the
-    bias gradient one reduction."""
+    it belongs; the weight gradient one contraction over (N, OH, OW) that writes its output in place, where
+    the template packs its operands (the CPU's) from the padded input in a buffer of its own (one copy, which
+    the packing reads with no mask); the bias gradient one reduction."""
     x = lt.asarray(random_array((4, 16, 6, 6), lt.float32, seed=16)).requires_grad_()
     w = lt.asarray(random_array((32, 16, 3, 3), lt.float32, seed=17)).requires_grad_()
     b = lt.asarray(random_array((32,), lt.float32, seed=18)).requires_grad_()
     F.conv2d(x, w, b, padding=1).backward(lt.asarray(random_array((4, 32, 6, 6), lt.float32, seed=19)))
-    (cols, gx), (gw,) = lt.schedule(x.grad), lt.schedule(w.grad)
+    (cols, gx), (*padded, gw) = lt.schedule(x.grad), lt.schedule(w.grad)
+    assert len(padded) == get_device(x.device).packs_operands
+    assert all(isinstance(p.kernel, Kernel) and p.outputs[0].shape == (4, 16, 8, 8) for p in padded)
     assert isinstance(cols.kernel, Contraction) and cols.kernel.sizes == (1, 16 * 3 * 3, 4 * 6 * 6, 32)
     assert cols.kernel.epilogue is None
     assert isinstance(gx.kernel, Kernel) and gx.outputs == [x.grad.node]
@@ -171,7 +175,8 @@ def test_conv2d_gradients_are_contractions():
 def test_conv_block_gradients_read_the_realized_output_gradient():
     """conv, bias, relu, max pool, conv (odd sizes, a strided input): the second conv's output gradient
     is written once for its input and weight gradients, and its bias gradient sums that buffer instead
-    of computing the relu and max pool backward again; the only copy is the strided input's."""
+    of computing the relu and max pool backward again; the only copy is the strided input's, padded, which the
+    first conv's forward and weight gradient share."""
     (_, x, tx), = [v for v in inputs((3, 2, 9, 7), lt.float32, seed=40) if v[0] == "strided"]
     convs = [nn.Conv2d(2, 5, 3, padding=1), nn.Conv2d(5, 4, 2)]
     tconvs = [torch.nn.Conv2d(2, 5, 3, padding=1), torch.nn.Conv2d(5, 4, 2)]
