@@ -98,8 +98,7 @@ def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None =
                          "(from_numpy and from_dlpack share an array's memory)")
     dev = get_device(device)
     data, dt = _numpy_of(obj, dt)
-    arr = np.array(data, copy=True, order="C")
-    return Tensor(Node.from_buffer(dev.from_numpy(arr, dt), dt, arr.shape, dev.name))
+    return Tensor(Node.from_buffer(dev.copy_of(data, dt), dt, data.shape, dev.name))
 
 
 tensor = asarray

@@ -32,7 +32,7 @@ from . import dtypes
 from .errors import DTypeError, ShapeError
 from .graph import Op
 from .helpers import prod
-from .kernels.ir import ReduceOp
+from .kernels.ir import Alu, ReduceOp
 from .movement import normalize_axis
 
 if TYPE_CHECKING:
@@ -70,9 +70,11 @@ def _scaled(positions: Tensor, stride: int) -> Tensor:
 
 def _wrapped(index: Tensor, n: int) -> Tensor:
     """int64 positions of `index` along an axis of `n`, negative ones counted from the end."""
-    from .tensor import where
+    # its ops made as they are (int64 operands of one shape), not through the operators' and `where`'s promotion
+    # and broadcasting: an embedding's lookup builds this on every call (17 -> 12us of its 80us)
     i = index.cast(dtypes.int64)
-    return where(i < _position(i, 0), i + _position(i, n), i)
+    negative = i._alu(Alu.CMPLT, dtypes.bool_, _position(i, 0))
+    return negative._alu(Alu.WHERE, dtypes.int64, i._alu(Alu.ADD, dtypes.int64, _position(i, n)), i)
 
 
 def _inside(index: Tensor, n: int) -> bool:
@@ -82,14 +84,14 @@ def _inside(index: Tensor, n: int) -> bool:
     return index.node.op is Op.IOTA and index.numel() <= n
 
 
-def _outside(index: Tensor, n: int, negative: bool) -> Tensor:
-    """Where `index` is not a position along an axis of `n` (from -n with `negative`)."""
-    # compared as int64, which holds -n, n and every index but a uint64's (never negative, and n fits it): in the
-    # index's own dtype the bounds may not fit (a uint8 index against -n, an int8 one along an axis of 300)
+def _outside(index: Tensor, positions: Tensor, n: int) -> Tensor:
+    """Where `index` is not a position along an axis of `n`, given its int64 `positions` (`_wrapped`'s, where
+    negative indexes count from the end): one unsigned comparison of the positions, in which a negative one is
+    more than 2**63. A uint64 index is compared as it is: as int64 its top half is negative, which a wrap brings
+    inside."""
     if index.dtype == dtypes.uint64:
         return index >= n
-    i = index.cast(dtypes.int64)
-    return (i < (-n if negative else 0)) | (i >= n)
+    return positions.cast(dtypes.uint64) >= n
 
 
 def _range_message(name: str, n: int, axis: int, negative: bool) -> str:
@@ -133,7 +135,8 @@ class IndexingOps:
         where it is outside the axis (a result that uses them is `_checked` against it)."""
         t = _tensor_index(self, index, name)
         n = self.shape[axis]
-        return (_wrapped(t, n) if negative else t.cast(dtypes.int64)), _outside(t, n, negative)
+        positions = _wrapped(t, n) if negative else t.cast(dtypes.int64)
+        return positions, _outside(t, positions, n)
 
     # ---- NumPy and the array API ------------------------------------------------------------------
 
@@ -149,7 +152,7 @@ class IndexingOps:
         pos, bad = self._positions(indices, a, name, True)
         k = pos.numel()
         spread = (*self.shape[:a], k, *self.shape[a + 1:])
-        index = pos.reshape(-1).reshape(tuple(k if d == a else 1 for d in range(self.ndim))).broadcast_to(spread)
+        index = pos.reshape(tuple(k if d == a else 1 for d in range(self.ndim))).broadcast_to(spread)
         out = self._gather(a, index).reshape((*self.shape[:a], *pos.shape, *self.shape[a + 1:]))
         return out._checked(bad, _range_message(name, self.shape[a], a, True))
 
@@ -587,12 +590,12 @@ def _flat_positions(x: Tensor, items: tuple[Any, ...], name: str) \
         elif kind in ("array", "mask"):  # its axes align with the trailing ones of the broadcast index shape
             lead, tail = len(before) + len(b) - it.ndim, len(dims) - len(before) - len(b)
             known = kind == "mask" or _inside(it, n)  # a mask's positions are inside by construction
-            offset = it if known else _wrapped(it, n)
-            offset = offset.reshape((1,) * lead + tuple(it.shape) + (1,) * tail)
+            wrapped = it if known else _wrapped(it, n)
+            offset = wrapped.reshape((1,) * lead + tuple(it.shape) + (1,) * tail)
             offset = _scaled(offset, strides[a])
             flat = offset if flat is None else flat + offset
             if not known:
-                outside = _outside(it, n, True).any()
+                outside = _outside(it, wrapped, n).any()
                 bad = outside if bad is None else bad | outside
         else:
             start, _, step = it.indices(n)

@@ -202,10 +202,11 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
         return _wrap(Node(_SCALAR, dtype, shape, device, (), value))  # `_make`'s case for an op with no sources
 
     @staticmethod
-    def _const(value: Scalar, dtype: DType, device: str) -> Tensor:
-        """A constant baked into kernels (identities and fixed literals, not user scalars)."""
+    def _const(value: Scalar, dtype: DType, device: str, shape: Shape = ()) -> Tensor:
+        """A constant baked into kernels (identities and fixed literals, not user scalars), of `shape`: one node,
+        as `_scalar`'s, rather than a 0-d one and its broadcast (an index's wrap and range check make four)."""
         value = float(value) if dtype.is_float else bool(value) if dtype == bool_ else int(value)
-        return Tensor._make(Op.CONST, dtype, (), (), value, device=device)
+        return Tensor._make(Op.CONST, dtype, shape, (), value, device=device)
 
     def cast(self, dtype: Any) -> Tensor:
         """This tensor converted to `dtype` (C-style: floats truncate toward zero into ints)."""
@@ -259,7 +260,7 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
         a constant of the kernel."""
         if baked and dtype.is_int:
             dtypes.check_fits(value, dtype, op)
-            return Tensor._const(value, dtype, self.device).broadcast_to(shape)
+            return Tensor._const(value, dtype, self.device, shape)
         return Tensor._scalar(value, dtype, self.device, op, shape)
 
     def _like(self, data: Any) -> Tensor:
@@ -928,7 +929,7 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
     def atan(self) -> Tensor:
         """The inverse tangent, in [-pi/2, pi/2]: atan2(x, 1)."""
         (x,), dtype = self._float_operands((), "atan")
-        return x._alu(Alu.ATAN2, dtype, x._const(1, dtype, x.device).broadcast_to(x.shape))
+        return x._alu(Alu.ATAN2, dtype, x._const(1, dtype, x.device, x.shape))
 
     def asin(self) -> Tensor:
         """The inverse sine, in [-pi/2, pi/2]; NaN outside [-1, 1]."""
