@@ -70,10 +70,6 @@ def getenv(name: str, default: int = 0) -> int:
 
 # file name -> whether it is lazytensor's: every op asks of each frame under it, a dozen deep in a composite op
 _inside: dict[str, bool] = {}
-# Each user line's pair, made once: a node keeps its line, and a pair per node, a loop's op after op, was one more
-# object for the cyclic garbage collector to count and walk (a training step keeps thousands of nodes alive; the
-# collector's passes, set off by that count, were a fifth of a lazy step). Bounded by the lines of code that run.
-_lines: dict[tuple[str, int | None], tuple[str, int | None]] = {}
 
 
 def user_line(depth: int = 1) -> tuple[str, int | None]:
@@ -91,8 +87,7 @@ def user_line(depth: int = 1) -> tuple[str, int | None]:
         except KeyError:
             ours = inside[filename] = filename.startswith(_PACKAGE_DIRS)
         if not ours:
-            line = filename, frame.f_lineno
-            return _lines.setdefault(line, line)
+            return filename, frame.f_lineno
         frame = frame.f_back
     return "<unknown>", None
 
