@@ -24,14 +24,12 @@ it computes it anyway, so reading it later does not compute its history again.
 """
 from __future__ import annotations
 
-import threading
 import weakref
 from _thread import get_ident
 from _weakref import _remove_dead_weakref
 from collections import deque
 from collections.abc import Container, Iterator
 from enum import Enum
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -82,41 +80,43 @@ class Op(Enum):
 _SCALAR_OP, _ALU_OP, _BUFFER_OP = Op.SCALAR, Op.ALU, Op.BUFFER
 MOVEMENT = frozenset({Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.PAD, Op.SHRINK, Op.FLIP})
 
-# key -> a weak reference to the node. Plain references, without a callback each: a dead node's entry stays until
-# a sweep (`_intern`) or until the same key is built again, and a lookup that finds it dead misses. Keys hold the
-# ids of the sources, which a live node keeps alive, so an id in a live node's key is never another node's.
-_interned: dict[tuple, weakref.ref] = {}
-_SWEEP_MIN = 4096
-_sweep_at = _SWEEP_MIN
-_sweeping = threading.Lock()
+class _Entry(weakref.ref):
+    """The table's weak reference to a node, with the node's key: the node's death drops the entry at once."""
+
+    __slots__ = ("key",)
+
+
+def _drop(entry: _Entry) -> None:
+    """A node died: its entry goes, unless its key is a live node's by now (checked and deleted in one C call)."""
+    _remove_dead_weakref(_interned, entry.key)
+
+
+def _key(op: Op, dtype: DType, shape: tuple[int, ...], device: str, arg: Any, thread: int,
+         srcs: tuple[Node, ...]) -> tuple:
+    """What makes two nodes one: 0.0 == -0.0 and True == 1, so constants are keyed by type and spelling (an
+    elementwise op's arg is an `Alu`: no isinstance, which looks up `__class__` in Python); the sources' ids
+    last, and the common arities spelled out, as a tuple made through `map` costs more than the rest."""
+    n, key_arg = len(srcs), arg if op is _ALU_OP or not isinstance(arg, _SCALARS) else (type(arg), repr(arg))
+    return (op, dtype, shape, device, key_arg, thread, id(srcs[0])) if n == 1 else \
+        (op, dtype, shape, device, key_arg, thread, id(srcs[0]), id(srcs[1])) if n == 2 else \
+        (op, dtype, shape, device, key_arg, thread, *map(id, srcs))
+
+
+# hash of a key (`_key`) -> the node's `_Entry`. Dropped as the node dies, not by a later sweep: a training step's
+# graph is dead after its realize, and entries left to die later (a thousand a GPT step) outlived two collections of
+# the cyclic garbage collector and went to its oldest generation. Keys hold the ids of the sources, which a live node
+# keeps alive, so an id in a live node's key is never another node's.
+_interned: dict[int, _Entry] = {}
 _SCALARS = (bool, int, float)
 _ref = weakref.ref
 _new_object = object.__new__
 
 
-def _sweep() -> None:
-    """Drop the dead entries of the table (amortized: the threshold doubles the live count). The live entries go
-    into a new table, which then replaces the old one: filtering a copy costs a weak reference's call per entry,
-    where deleting the dead entries one by one hashed each one's key twice (a tuple does not keep its hash), four
-    times the cost, and a training step's graph leaves thousands dead. An entry another thread makes between the
-    copy and the swap, or a sweep drops while racing that thread's entry of its key, loses that node's sharing
-    only: building the same op again then makes a second node, which computes the same values."""
-    global _interned, _sweep_at
-    if _sweeping.acquire(blocking=False):
-        try:
-            # the copy is one C call: iterating the table itself could meet another thread's entry (a garbage
-            # collection, started by an allocation here, runs finalizers that may build nodes)
-            _interned = {k: r for k, r in _interned.copy().items() if r() is not None}
-            _sweep_at = max(_SWEEP_MIN, 2 * len(_interned))
-        finally:
-            _sweeping.release()
-
-
 class Node:
     """One op in the lazy graph, with its output dtype, shape and device known at once."""
 
-    __slots__ = ("__weakref__", "_key", "arg", "buffer", "device", "dtype", "holders", "line", "op", "shape",
-                 "srcs")
+    __slots__ = ("__weakref__", "_key", "_thread", "arg", "buffer", "device", "dtype", "holders", "line", "op",
+                 "shape", "srcs")
 
     op: Op
     dtype: DType
@@ -132,26 +132,25 @@ class Node:
         """The node of `op` on `srcs` (the one built before where there is one), made at `line`: the user's line,
         found from the caller's frame unless the caller knows it (another node it just made for the same call)."""
         if op is _SCALAR_OP:  # never shared (see the module's docstring)
-            key = None
+            key = thread = None
         else:
-            # 0.0 == -0.0 and True == 1: constants are keyed by type and spelling (an elementwise op's arg is an
-            # `Alu`: no isinstance, which looks up `__class__` in Python). The sources' ids last, in the key itself:
-            # a tuple of them apart is one more object for the garbage collector per node (a training step makes
-            # thousands, and collecting them is a fifth of its time), and the common arities spelled out, as a
-            # tuple made through `map` costs more than the rest of the key
-            n, key_arg = len(srcs), arg if op is _ALU_OP or not isinstance(arg, _SCALARS) else (type(arg), repr(arg))
-            key = (op, dtype, shape, device, key_arg, get_ident(), id(srcs[0])) if n == 1 else \
-                (op, dtype, shape, device, key_arg, get_ident(), id(srcs[0]), id(srcs[1])) if n == 2 else \
-                (op, dtype, shape, device, key_arg, get_ident(), *map(id, srcs))
-            if (ref := _interned.get(key)) is not None and (hit := ref()) is not None:
+            # The table is keyed by the key's hash, an int, and a node found by it is checked against the key: a
+            # key kept as a tuple was one more object per node for the cyclic garbage collector to count and walk
+            # (a training step keeps thousands of nodes alive, and the collector's passes, set off by that count,
+            # were a fifth of its time). Two keys of one hash share an entry: the later node takes it, and the
+            # earlier loses its sharing only.
+            thread = get_ident()
+            key = _key(op, dtype, shape, device, arg, thread, srcs)
+            if (entry := _interned.get(hash_ := hash(key))) is not None and (hit := entry()) is not None and \
+                    _key(hit.op, hit.dtype, hit.shape, hit.device, hit.arg, hit._thread, hit.srcs) == key:
                 return hit
         self = _new_object(cls)
         self.op, self.dtype, self.shape, self.device, self.srcs, self.arg = op, dtype, shape, device, srcs, arg
-        self.line, self.buffer, self.holders, self._key = line or user_line(2), None, None, key
+        self.line, self.buffer, self.holders, self._thread, self._key = line or user_line(2), None, None, thread, None
         if key is not None:
-            _interned[key] = _ref(self)
-            if len(_interned) > _sweep_at:
-                _sweep()
+            self._key = hash_
+            entry = _interned[hash_] = _Entry(self, _drop)
+            entry.key = hash_
         return self
 
     @staticmethod
@@ -159,7 +158,7 @@ class Node:
         """A fresh node for data that already exists (never shared with another buffer)."""
         self = _new_object(Node)
         self.op, self.dtype, self.shape, self.device, self.srcs, self.arg = Op.BUFFER, dtype, shape, device, (), None
-        self.line, self.buffer, self.holders, self._key = user_line(2), buffer, None, None
+        self.line, self.buffer, self.holders, self._key, self._thread = user_line(2), buffer, None, None, None
         return self
 
     @property
@@ -210,14 +209,22 @@ class _Holders(dict):
 
     def add(self, holder: Any) -> None:
         key = id(holder)
-        self[key] = _ref(holder, partial(_forget, self._me, key))
+        ref = self[key] = _Holder(holder, _forget)
+        ref.holders, ref.key = self._me, key
 
 
-def _forget(holders: weakref.ref, key: int, _: weakref.ref) -> None:
+class _Holder(weakref.ref):
+    """A `_Holders` entry: a weak reference to the tensor, with the table (weakly) and the tensor's id, for the
+    callback (one object for the garbage collector to track, where a reference and a `partial` were two)."""
+
+    __slots__ = ("holders", "key")
+
+
+def _forget(ref: _Holder) -> None:
     """A holder died: its entry goes, unless its id is another live tensor's by now (checked and deleted in one
     C call, as WeakValueDictionary does, so a thread adding that tensor meanwhile keeps its entry)."""
-    if (held := holders()) is not None:
-        _remove_dead_weakref(held, key)
+    if (held := ref.holders()) is not None:
+        _remove_dead_weakref(held, ref.key)
 
 
 def hold(holder: Any, node: Node) -> None:
