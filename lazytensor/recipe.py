@@ -30,9 +30,11 @@ RECIPES_MAX = 1024  # structures kept (the oldest goes): a model's parameter sha
 
 _SCALAR = Op.SCALAR
 # the ops a recipe rebuilds: their nodes are functions of their sources and arg only (not of data, a random
-# state, or a user's line in the arg)
+# state, or a user's line in the arg). A CONTIGUOUS node (a convolution's padded input in a buffer of its own) is
+# one too; `contiguous()` of a function's own tensor makes it only where that is not realized yet, and a rebuild
+# on the other kind copies where the recording did not, or not where it did: the same values either way
 _REBUILT = frozenset({Op.ALU, Op.CAST, Op.SCALAR, Op.CONST, Op.IOTA, Op.PHILOX, Op.RESHAPE, Op.EXPAND, Op.PERMUTE,
-                      Op.PAD, Op.SHRINK, Op.FLIP, Op.REDUCE})
+                      Op.PAD, Op.SHRINK, Op.FLIP, Op.REDUCE, Op.CONTIGUOUS})
 _COMPOSED = (Op.RESHAPE, Op.PERMUTE)  # a reshape of a reshape is one node (`Tensor._make`)
 
 Function = Callable[..., tuple[Tensor | None, ...]]
