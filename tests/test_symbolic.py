@@ -1186,6 +1186,38 @@ def test_triton_jit_dynamic_compiles_generic_at_once_or_never(triton, monkeypatc
     assert (stats.kernels_compiled, stats.kernels_generic) == ((1, 1) if dynamic else (len(sizes), 0))
 
 
+def test_triton_launches_of_a_generic_kernel_keep_one_compiled_kernel_for_every_grid(triton, monkeypatch):
+    """On a GPU, a generic kernel's launches over sizes that keep changing each run on their own grid: Triton's
+    kernel for each of the arguments' specializations is compiled (looked up) once and launched on each grid, no launcher
+    kept for each grid seen (before, one for each, without bound). Triton's compiled kernel is a stand-in here
+    (the interpreter compiles none), its launches recorded."""
+    grids, warmups = [], []
+
+    class Compiled:
+        def __getitem__(self, grid):
+            return lambda *args, stream: grids.append(grid)
+
+    class Fn:
+        def warmup(self, *args, grid, **options):
+            warmups.append(grid)
+            return Compiled()
+
+    for n in (7, 9):
+        lt.asarray(small_integers((n, 5), seed=n), device="cuda").sum(-1).numpy()
+    program = list(triton._programs.values())[-1]  # 9's, generic
+    assert program.generic_over and program.sizes == (9,)
+    program.fn, program.compiled = Fn(), Compiled()
+    monkeypatch.setattr(program.target, "activate", lambda: None)
+    monkeypatch.setattr(program.target, "kernel_arg", lambda ptr, dtype: ptr)
+    buffers = [0] * len(program.slots)
+    sizes = range(2, 5000, 3)
+    for n in sizes:
+        program.passing(program.kernel, program.generic_over, (n,))(buffers, [])
+    # Triton's own specializations: a size divisible by 16 or not
+    assert len(warmups) == len(program._kernels) == len({program._specialization(buffers, [n]) for n in sizes}) == 2
+    assert len(set(grids)) > 1 and grids == [(program.source.programs([n]), 1, 1) for n in sizes]
+
+
 # Epilogues of a batched product p = a @ b (BATCHED's): a transpose, as attention's gradient's (`p.T` over each head),
 # a multiply and add over p's own layout (its loops merged into one over the batch's products), and a sum over p's
 # rows (a reduction's loop of the size n, and its count, passed to the epilogue).

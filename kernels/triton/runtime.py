@@ -108,8 +108,10 @@ class Program:
         self._dtypes = [memory_dtype(self.buffers[slot].dtype) for slot in self.slots]
         self._bools = [i for i, d in enumerate(self.params) if d == bool_]
         self._ints = [i for i, d in enumerate(self.params) if not d.is_float]  # bools too: passed as ints
-        # a compiled kernel's launcher for each specialization of the arguments launched with (`_specialization`)
-        self._runners: dict[tuple, Any] = {}
+        # the kernel Triton compiled for each specialization of the arguments launched with (`_specialization`),
+        # launched on each call's grid: keyed by the grid too, a generic program's launches over sizes that keep
+        # changing would keep one launcher for each grid ever seen
+        self._kernels: dict[tuple, Any] = {}
         # Compile options, the same for every launch. No multiply and add contracted into a fused one: a kernel
         # computes what its IR says, rounding each op as the CPU backend does (legalization's double-double
         # arithmetic is exact only so). Stated, not left to the Triton version (3.6 contracts, 3.9 warns
@@ -157,7 +159,7 @@ class Program:
 
     def passing(self, kernel: Kernel | Contraction, generic_over: str, sizes: tuple[int, ...]) -> Program:
         """This generic program as `kernel`'s, passed `sizes` after the parameters."""
-        program = copy.copy(self)  # its launchers shared: `_runners` holds one for each grid
+        program = copy.copy(self)  # its compiled kernels shared (`_kernels`)
         program.kernel, program.generic_over, program.sizes = kernel, generic_over, sizes
         return program
 
@@ -175,13 +177,13 @@ class Program:
         integers by width, divisibility by 16 and being 1 (a constant then); floats are not specialized."""
         return (*(ptr % 16 == 0 for ptr in buffers), *(_int_key(int(params[i])) for i in self._ints))
 
-    def _runner(self, key: tuple, args: list[object], grid: int) -> Any:
-        """The launcher on `grid` programs of the kernel compiled for `args` (Triton compiles it unless its cache
-        has it)."""
+    def _kernel(self, key: tuple, args: list[object], grid: int) -> Any:
+        """The kernel compiled for `args` (Triton compiles it unless its cache has it), its module loaded on the
+        device."""
         with self.target.launching():
-            compiled = self.fn.warmup(*args, grid=(grid,), **self.options)
-            runner = self._runners[key] = compiled[(grid, 1, 1)]  # loads the module on the device
-        return runner
+            compiled = self._kernels[key] = self.fn.warmup(*args, grid=(grid,), **self.options)
+            compiled[(grid, 1, 1)]  # loads the module on the device, under `launching`
+        return compiled
 
     def compile(self) -> None:
         """Compile for the GPU now, with arguments of the launch's types (all pointers are 16-byte aligned)."""
@@ -204,10 +206,10 @@ class Program:
             with self.target.launching():
                 self.fn[(grid,)](*args, **self.options)
             return
-        key = (self._specialization(buffers, params), grid)
-        runner = self._runners.get(key) or self._runner(key, args, grid)
+        key = self._specialization(buffers, params)
+        compiled = self._kernels.get(key) or self._kernel(key, args, grid)
         self.target.activate()
-        runner(*args, stream=self.target.stream)
+        compiled[(grid, 1, 1)](*args, stream=self.target.stream)
 
     def launch(self, table: Sequence[int | None], params: Sequence[bool | int | float]) -> None:
         """Launch on the addresses in `table`, one for each of `buffers` (None for those it does not take)."""
