@@ -21,7 +21,7 @@ from lazytensor.kernels.ir import Contraction, Kernel
 from lazytensor.kernels.legalize import legalize
 from lazytensor.kernels.llvm import runtime
 from lazytensor.kernels.llvm.render import NATIVE, render
-from lazytensor.kernels.symbolic import UNBOUNDED, eligible, generic
+from lazytensor.kernels.symbolic import UNBOUNDED, eligible, generic, symbolized
 from lazytensor.kernels.triton.render import Tiling
 
 schedule = importlib.import_module("lazytensor.schedule")  # the module, which `lt.schedule` the function hides
@@ -35,6 +35,7 @@ def forget(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runtime, "_programs", {})
     monkeypatch.setattr(runtime, "_generic", {})
     monkeypatch.setattr(runtime, "_first_sizes", {})
+    monkeypatch.setattr(runtime, "_previous", {})
     monkeypatch.setattr(schedule, "_cache", {})  # whose schedules keep their programs
     monkeypatch.setattr(schedule, "_templates", {})  # and the templates that find them
     monkeypatch.setattr(schedule, "_shapes_seen", {})  # and the shapes each program was last scheduled at
@@ -1020,8 +1021,8 @@ def attention_expected(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarra
 def test_attention_compiles_its_products_once_over_the_sequence(fresh, monkeypatch, threads):
     """Attention over (2, 3, L, 16) at lengths that change: its two products (`q @ k.T`, L x L of k 16, and `p @ v`,
     L x 16 of k L) compile their templates once, generic over L, from the first length the products run the template
-    at; later lengths, in one panel or over several, not whole tiles, compile none, with torch's values (but for those
-    that divide the head's width, 16, a stride a product of them there: `symbolized`). A length of 1
+    at; later lengths, in one panel or over several, not whole tiles, compile none, with torch's values (those that divide the
+    head's width, 16, too: `test_attention_gradients_at_lengths_that_divide_the_heads_width_compile_nothing`). A length of 1
     (its loops of one vanish) and of 0 (nothing to compute) are other structures, with the right values."""
     monkeypatch.setenv("LT_NUM_THREADS", threads)
     names = contraction_compiles(monkeypatch)
@@ -1088,7 +1089,7 @@ def triton(request, fresh, monkeypatch):
     except lt.DeviceError as e:  # triton was imported for a GPU before: see triton_interpreter.py
         pytest.skip(str(e))
     from lazytensor.kernels.triton import runtime as triton_runtime  # imports triton: not at collection
-    for name in ("_programs", "_generic", "_first_sizes"):
+    for name in ("_programs", "_generic", "_first_sizes", "_previous"):
         monkeypatch.setattr(triton_runtime, name, {})
     compile_kernel = triton_runtime.compile_kernel
     monkeypatch.setattr(triton_runtime, "compile_kernel",
@@ -1297,7 +1298,7 @@ def test_attention_gradients_compile_once_over_the_sequence(fresh):
     2*3*L rows of L (`o0*L + r0`) and the kernels over those rows; no later length compiles anything (before: 3, 2,
     2 more at 13, 33, 20), with torch's gradients. Lengths of 1
     (its loops of one vanish) and 0 (nothing to compute) are other structures, with the right values; so is 16,
-    the head's width (a stride a product of it there), and 8 and 2, which divide it."""
+    the head's width (its loops of one size with the head's there)."""
     compiled, lengths = [], [7, 9, 13, 33, 20, 11]
     data = {n: [random_array((2, 3, n, 16), lt.float32, seed=n + s) for s in range(3)] for n in [*lengths, 16, 1, 0]}
     for n in lengths:
@@ -1356,3 +1357,62 @@ def test_generic_batched_epilogues_stay_inside_each_sizes_buffers(monkeypatch, n
         wider, _ = scheduled(n + 1)
         with pytest.raises(bounds.OutOfBounds):
             template.sized(wider, over)(table, params)
+
+
+# A length that divides a constant of the kernel (the head's width 16 at L = 8, 4, 2: its stride 16 is 2*8 there)
+def transposed(x):
+    return x.transpose(-1, -2) + 1
+
+
+def transposed_kernel(n: int) -> Kernel:
+    return kernel_of(transposed(cpu(random_array((3, n, 16), lt.float32, seed=n))))
+
+
+@pytest.mark.parametrize("n", [8, 4, 2])
+def test_a_stride_that_a_changed_size_divides_by_chance_stays_a_constant(n):
+    """`symbolized` guided by the last kernel of the structure (`previous`): `x.transpose(-1, -2) + 1` of (3, n, 16)
+    reads x's rows at a stride of 16, which is 2*8 at n = 8 (4*4 at 4); the stride that is the same at 13 stays
+    16, and the form at n has the erased text of the form at 13. Without the guide, 16 is written as a product of
+    n, and the texts differ (a compile for each such n)."""
+    at_13 = symbolized(transposed_kernel(13), frozenset({13}), transposed_kernel(9))
+    guided = symbolized(transposed_kernel(n), frozenset({n}), transposed_kernel(13))
+    assert guided.erased_text() == at_13.erased_text()
+    assert symbolized(transposed_kernel(n), frozenset({n})).erased_text() != at_13.erased_text()
+
+
+def divisor_compiles(device: str) -> list[int]:
+    """The kernels `transposed` compiles on `device` at lengths 7, 9, 13, then 8, 4 and 2 (which divide 16, x's row
+    stride) and 32, its values torch's."""
+    compiled = []
+    for n in (7, 9, 13, 8, 4, 2, 32):
+        x = small_integers((3, n, 16), seed=n)
+        before = lt.stats().kernels_compiled
+        conftest.check(transposed(lt.asarray(x, device=device)), transposed(torch.tensor(x)))
+        compiled.append(lt.stats().kernels_compiled - before)
+    return compiled
+
+
+def test_lengths_that_divide_a_stride_compile_nothing(fresh):
+    """From the second length on, one generic kernel serves lengths that divide x's row stride (16) too; before,
+    8, 4 and 2 compiled one each."""
+    assert divisor_compiles("cpu") == [1, 1, 0, 0, 0, 0, 0]
+
+
+def test_triton_lengths_that_divide_a_stride_compile_nothing(triton):
+    """As on the CPU (`test_lengths_that_divide_a_stride_compile_nothing`), on the Triton backend."""
+    assert divisor_compiles("cuda") == [1, 1, 0, 0, 0, 0, 0]
+
+
+def test_attention_gradients_at_lengths_that_divide_the_heads_width_compile_nothing(fresh):
+    """Attention's forward and backward over (2, 3, L, 16) at L = 8, 4 and 2, which divide the head's width (its
+    stride 16 is 2*8 at 8), and 32, after 7, 9 and 13: nothing compiles (before: 6 products each at 8, 4 and 2),
+    with torch's gradients."""
+    compiled = []
+    for n in (7, 9, 13, 8, 4, 2, 32):
+        data = [random_array((2, 3, n, 16), lt.float32, seed=n + s) for s in range(3)]
+        before = lt.stats().kernels_compiled
+        grads = attention_gradients(*data)
+        compiled.append(lt.stats().kernels_compiled - before)
+        for got, expected in zip(grads, attention_gradients_expected(*data)):
+            np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+    assert compiled == [7, 8, 0, 0, 0, 0, 0], compiled

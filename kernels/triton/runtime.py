@@ -61,7 +61,7 @@ from ..expr import Var
 from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, Sort, VOp
 from ..legalize import legalize
 from ..split import most_parts, split_reduction
-from ..symbolic import DYNAMIC, Template, eligible, enabled, generic, sizes, symbolized, unbounded
+from ..symbolic import DYNAMIC, Template, eligible, enabled, generic, sizes, skeleton, symbolized, unbounded
 from . import cuda
 from .gemm import GemmConfig, GemmPlan, candidate_configs, input_precision, plan, render_gemm
 from .render import NATIVE, Tiling, TritonSource, identifier, memory_dtype, programs, render
@@ -488,6 +488,7 @@ def _kernel_program(kernel: Kernel, target: Target, tiling: Tiling) -> Program |
 # and the sized loops' sizes each such text was first compiled at.
 _generic: dict[tuple[str, Tiling, Target, str], Template] = {}
 _first_sizes: dict[tuple[str, Tiling, Target, str], tuple[int, ...]] = {}
+_previous: dict[str, Kernel | Contraction] = {}  # the last kernel compiled of each structure (`symbolic.skeleton`)
 
 
 def _erased(kernel: Kernel | Contraction | Scatter | Sort | Scan, target: Target, tiling: Tiling) \
@@ -513,8 +514,12 @@ def _strided(kernel: Kernel | Contraction | Scatter | Sort | Scan, target: Targe
     sizes `changed` written as such (`symbolic.symbolized`): the form whose erased text the kernels of every such
     size share (a softmax's rows of a changing length). Only where its own text is new (it would compile), which
     is then taken as seen at its sizes, as the CPU's runtime does."""
+    if type(kernel) not in (Kernel, Contraction):
+        return kernel
+    structure = skeleton(kernel)
+    previous, _previous[structure] = _previous.get(structure), kernel
     if changed and (erased := _erased(kernel, target, tiling)) is not None and erased not in _first_sizes \
-            and (form := symbolized(kernel, changed)) is not kernel:
+            and (form := symbolized(kernel, changed, previous)) is not kernel:
         _first_sizes[erased] = sizes(kernel)
         return form
     return kernel
