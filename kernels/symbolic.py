@@ -136,18 +136,21 @@ def symbolized(kernel: Kernel | Contraction, changed: frozenset[int],
         vb, *axes = kernel.vars
         if vb.size == 1:
             return kernel
-        rewrite = _stride_rewrite(_names(axes, changed), _guide(kernel, previous, changed))
+        guide = _guide(kernel, previous, changed)
+        rewrite = _stride_rewrite(_names(axes, changed, guide), guide)
         if rewrite is None:
             return kernel
         a, bv = rewritten([kernel.a, kernel.bv], rewrite)
         epilogue = symbolized(kernel.epilogue, changed, _epilogue(kernel, previous)) \
             if kernel.epilogue is not None else None
-        return replace(kernel, a=a, bv=bv, epilogue=epilogue)
-    rewrite = _stride_rewrite(_names([*kernel.loops[1:], *_rows(kernel)], changed), _guide(kernel, previous, changed))
+        return replace(kernel, a=a, bv=bv, epilogue=epilogue, symbols=_symbols(kernel, changed, guide))
+    guide = _guide(kernel, previous, changed)
+    rewrite = _stride_rewrite(_names([*kernel.loops[1:], *_rows(kernel)], changed, guide), guide)
     if rewrite is None:
         return kernel
     values = rewritten([s.value for s in kernel.stores], rewrite)
-    return replace(kernel, stores=tuple(Store(s.buf, rewrite(s.index), v) for s, v in zip(kernel.stores, values)))
+    return replace(kernel, stores=tuple(Store(s.buf, rewrite(s.index), v) for s, v in zip(kernel.stores, values)),
+                   symbols=_symbols(kernel, changed, guide))
 
 
 def _rows(kernel: Kernel) -> list[Var]:
@@ -166,11 +169,12 @@ def _rows(kernel: Kernel) -> list[Var]:
             if not any(k % r.size == 0 for k in scales.get(r, ()))]
 
 
-def _names(loops: list[Var] | tuple[Var, ...], changed: frozenset[int]) -> dict[int, str]:
-    """Each size in `changed` that one of `loops` has, with the name of the first such loop."""
+def _names(loops: list[Var] | tuple[Var, ...], changed: frozenset[int], guide: _Guide | None) -> dict[int, str]:
+    """Each size in `changed` that one of `loops` has, with the name of the first such loop (of those whose size
+    changed, where a `guide` says)."""
     names: dict[int, str] = {}
     for v in loops:
-        if v.size in changed:
+        if v.size in changed and (guide is None or v.name in guide.loops):
             names.setdefault(v.size, v.name)
     return names
 
@@ -178,10 +182,12 @@ def _names(loops: list[Var] | tuple[Var, ...], changed: frozenset[int]) -> dict[
 @dataclass(frozen=True)
 class _Guide:
     """What `previous` tells `symbolized` (`_guide`): each index expression's counterpart in the previous kernel
-    (None where one expression has two), and each changed size's value there."""
+    (None where one expression has two), each changed size's value there, and the loops whose sizes changed (by
+    name: `Kernel.symbols`)."""
 
     paired: dict[Expr, Expr | None]
     was: dict[int, int]
+    loops: frozenset[str]
 
 
 def skeleton(kernel: Kernel | Contraction) -> str:
@@ -207,6 +213,12 @@ def _loops(kernel: Kernel | Contraction) -> list[Var]:
     return [*kernel.loops, *(r for v in kernel.values() if v.op is VOp.REDUCE for r in v.arg[1])]
 
 
+def _symbols(kernel: Kernel | Contraction, changed: frozenset[int], guide: _Guide | None) -> frozenset[str]:
+    """`kernel`'s loops that `symbolized` takes for sizes that changed (`Kernel.symbols`): those whose sizes changed
+    since the `guide`'s kernel, or without one, those of a size in `changed`."""
+    return guide.loops if guide is not None else frozenset(v.name for v in _loops(kernel) if v.size in changed)
+
+
 def _epilogue(kernel: Contraction, previous: Kernel | Contraction | None) -> Kernel | None:
     return previous.epilogue if type(previous) is Contraction else None
 
@@ -218,15 +230,17 @@ def _guide(kernel: Kernel | Contraction, previous: Kernel | Contraction | None, 
     if previous is None or type(previous) is not type(kernel) or skeleton(previous) != skeleton(kernel):
         return None
     sizes: dict[int, set[int]] = {}
+    loops = set()
     for v, w in zip(_loops(kernel), _loops(previous)):
         if v.size in changed and v.size != w.size:
             sizes.setdefault(v.size, set()).add(w.size)
-    if any(len(was) != 1 for was in sizes.values()):
+            loops.add(v.name)
+    if not sizes or any(len(was) != 1 for was in sizes.values()):
         return None
     paired: dict[Expr, Expr | None] = {}
     for e, p in zip(_exprs(kernel), _exprs(previous)):
         paired[e] = p if paired.get(e, p) == p else None
-    return _Guide(paired, {n: was.pop() for n, was in sizes.items()})
+    return _Guide(paired, {n: was.pop() for n, was in sizes.items()}, frozenset(loops))
 
 
 def _stride_rewrite(names: dict[int, str], guide: _Guide | None = None) -> Callable[[Expr], Expr] | None:
@@ -323,4 +337,4 @@ def generic(kernel: Kernel, over: frozenset[int]) -> Kernel:
     stores = tuple(Store(s.buf, s.index.substitute(mapping), v) for s, v in zip(kernel.stores, values))
     return Kernel(kernel.default_name(generic=tuple(wide)), kernel.buffers,
                   (*kernel.params, *(int64 for _ in extents)), tuple(wide.get(v, v) for v in kernel.loops), stores,
-                  extents)
+                  extents, kernel.symbols)

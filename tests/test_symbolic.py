@@ -1297,8 +1297,8 @@ def test_attention_gradients_compile_once_over_the_sequence(fresh):
     the product with an epilogue that transposes (the gradient's `p.T @ g`), the softmax's max and sum over the
     2*3*L rows of L (`o0*L + r0`) and the kernels over those rows; no later length compiles anything (before: 3, 2,
     2 more at 13, 33, 20), with torch's gradients. Lengths of 1
-    (its loops of one vanish) and 0 (nothing to compute) are other structures, with the right values; so is 16,
-    the head's width (its loops of one size with the head's there)."""
+    (its loops of one vanish) and 0 (nothing to compute) are other structures, with the right values (16, the head's
+    width: `test_attention_gradients_at_lengths_that_equal_or_divide_the_heads_width_compile_nothing`)."""
     compiled, lengths = [], [7, 9, 13, 33, 20, 11]
     data = {n: [random_array((2, 3, n, 16), lt.float32, seed=n + s) for s in range(3)] for n in [*lengths, 16, 1, 0]}
     for n in lengths:
@@ -1359,7 +1359,8 @@ def test_generic_batched_epilogues_stay_inside_each_sizes_buffers(monkeypatch, n
             template.sized(wider, over)(table, params)
 
 
-# A length that divides a constant of the kernel (the head's width 16 at L = 8, 4, 2: its stride 16 is 2*8 there)
+# A length that equals or divides a constant of the kernel (the head's width 16 at L = 16, or 8, 4, 2: its stride
+# 16 is 2*8 there)
 def transposed(x):
     return x.transpose(-1, -2) + 1
 
@@ -1368,23 +1369,24 @@ def transposed_kernel(n: int) -> Kernel:
     return kernel_of(transposed(cpu(random_array((3, n, 16), lt.float32, seed=n))))
 
 
-@pytest.mark.parametrize("n", [8, 4, 2])
-def test_a_stride_that_a_changed_size_divides_by_chance_stays_a_constant(n):
+@pytest.mark.parametrize("n", [16, 8, 4, 2])
+def test_a_stride_that_a_changed_size_equals_or_divides_by_chance_stays_a_constant(n):
     """`symbolized` guided by the last kernel of the structure (`previous`): `x.transpose(-1, -2) + 1` of (3, n, 16)
-    reads x's rows at a stride of 16, which is 2*8 at n = 8 (4*4 at 4); the stride that is the same at 13 stays
-    16, and the form at n has the erased text of the form at 13. Without the guide, 16 is written as a product of
-    n, and the texts differ (a compile for each such n)."""
+    reads x's rows at a stride of 16, which is n at n = 16 and 2*8 at 8 (4*4 at 4); the stride that is the same
+    at 13 stays 16, the loop over x's 16 columns keeps its size (`Kernel.symbols`: at 16 it is not the loop of n),
+    and the form at n has the erased text of the form at 13. Without the guide, 16 is written as a product of n,
+    and the texts differ (a compile for each such n)."""
     at_13 = symbolized(transposed_kernel(13), frozenset({13}), transposed_kernel(9))
     guided = symbolized(transposed_kernel(n), frozenset({n}), transposed_kernel(13))
-    assert guided.erased_text() == at_13.erased_text()
+    assert guided.erased_text() == at_13.erased_text() and guided.symbols == at_13.symbols == {"o2"}
     assert symbolized(transposed_kernel(n), frozenset({n})).erased_text() != at_13.erased_text()
 
 
 def divisor_compiles(device: str) -> list[int]:
-    """The kernels `transposed` compiles on `device` at lengths 7, 9, 13, then 8, 4 and 2 (which divide 16, x's row
-    stride) and 32, its values torch's."""
+    """The kernels `transposed` compiles on `device` at lengths 7, 9, 13, then 16, 8, 4 and 2 (which equal or
+    divide 16, x's row stride) and 32, its values torch's."""
     compiled = []
-    for n in (7, 9, 13, 8, 4, 2, 32):
+    for n in (7, 9, 13, 16, 8, 4, 2, 32):
         x = small_integers((3, n, 16), seed=n)
         before = lt.stats().kernels_compiled
         conftest.check(transposed(lt.asarray(x, device=device)), transposed(torch.tensor(x)))
@@ -1392,27 +1394,45 @@ def divisor_compiles(device: str) -> list[int]:
     return compiled
 
 
-def test_lengths_that_divide_a_stride_compile_nothing(fresh):
-    """From the second length on, one generic kernel serves lengths that divide x's row stride (16) too; before,
-    8, 4 and 2 compiled one each."""
-    assert divisor_compiles("cpu") == [1, 1, 0, 0, 0, 0, 0]
+def test_lengths_that_equal_or_divide_a_stride_compile_nothing(fresh):
+    """From the second length on, one generic kernel serves lengths that equal or divide x's row stride (16) too;
+    before, 16, 8, 4 and 2 compiled one each."""
+    assert divisor_compiles("cpu") == [1, 1, 0, 0, 0, 0, 0, 0]
 
 
-def test_triton_lengths_that_divide_a_stride_compile_nothing(triton):
-    """As on the CPU (`test_lengths_that_divide_a_stride_compile_nothing`), on the Triton backend."""
-    assert divisor_compiles("cuda") == [1, 1, 0, 0, 0, 0, 0]
+def test_triton_lengths_that_equal_or_divide_a_stride_compile_nothing(triton):
+    """As on the CPU (`test_lengths_that_equal_or_divide_a_stride_compile_nothing`), on the Triton backend."""
+    assert divisor_compiles("cuda") == [1, 1, 0, 0, 0, 0, 0, 0]
 
 
-def test_attention_gradients_at_lengths_that_divide_the_heads_width_compile_nothing(fresh):
-    """Attention's forward and backward over (2, 3, L, 16) at L = 8, 4 and 2, which divide the head's width (its
-    stride 16 is 2*8 at 8), and 32, after 7, 9 and 13: nothing compiles (before: 6 products each at 8, 4 and 2),
-    with torch's gradients."""
+def test_attention_gradients_at_lengths_that_equal_or_divide_the_heads_width_compile_nothing(fresh):
+    """Attention's forward and backward over (2, 3, L, 16) at L = 16, the head's width, at 8, 4 and 2, which divide
+    it (its stride 16 is 2*8 at 8), and at 32, after 7, 9 and 13: nothing compiles, with torch's gradients. Before,
+    16 compiled 7 kernels (its products, m, n and k all 16, taken for loops: `lowering.contraction_axes`'s
+    `varying`), 8, 4 and 2 6 each."""
     compiled = []
-    for n in (7, 9, 13, 8, 4, 2, 32):
+    for n in (7, 9, 13, 16, 8, 4, 2, 32):
         data = [random_array((2, 3, n, 16), lt.float32, seed=n + s) for s in range(3)]
         before = lt.stats().kernels_compiled
         grads = attention_gradients(*data)
         compiled.append(lt.stats().kernels_compiled - before)
         for got, expected in zip(grads, attention_gradients_expected(*data)):
             np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
-    assert compiled == [7, 8, 0, 0, 0, 0, 0], compiled
+    assert compiled == [7, 8, 0, 0, 0, 0, 0, 0], compiled
+
+
+def test_a_linear_layer_over_a_batch_equal_to_its_widths_compiles_nothing(fresh):
+    """An MLP block over a batch that changes to 32 and 64, its input's and hidden widths (`x @ w1`, relu, `@ w2`,
+    a residual, a row sum): from the second batch on, nothing compiles, with torch's values."""
+    w1, w2 = small_integers((32, 64), seed=1), small_integers((64, 32), seed=2)
+
+    def block(x, w1, w2):
+        return (x @ w1).relu() @ w2 + x + x.sum(-1, keepdims=True)
+
+    compiled = []
+    for n in (5, 7, 9, 32, 64, 16, 11):
+        x = small_integers((n, 32), seed=n)
+        before = lt.stats().kernels_compiled
+        conftest.check(block(cpu(x), cpu(w1), cpu(w2)), block(*map(torch.tensor, (x, w1, w2))))
+        compiled.append(lt.stats().kernels_compiled - before)
+    assert compiled[2:] == [0, 0, 0, 0, 0], compiled
