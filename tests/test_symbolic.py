@@ -1313,9 +1313,10 @@ def test_attention_gradients_compile_once_over_the_sequence(fresh):
             np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("length", [1, 7, 9])
+@pytest.mark.parametrize("length", [1, 7, 9, 12])
 def test_attention_gradients_on_the_default_device_at_each_length(length):
-    """Whatever the backend (`LT_DEVICE`): attention's gradients at lengths that change, torch's."""
+    """Whatever the backend (`LT_DEVICE`): attention's gradients at lengths that change, torch's (at 16, the head's
+    width, after 12)."""
     for n in (length, length + 4):
         data = [random_array((2, 3, n, 16), lt.float32, seed=n + s) for s in range(3)]
         for got, expected in zip(attention_gradients(*data, device=None), attention_gradients_expected(*data)):
@@ -1384,9 +1385,10 @@ def test_a_stride_that_a_changed_size_equals_or_divides_by_chance_stays_a_consta
 
 def divisor_compiles(device: str) -> list[int]:
     """The kernels `transposed` compiles on `device` at lengths 7, 9, 13, then 16, 8, 4 and 2 (which equal or
-    divide 16, x's row stride) and 32, its values torch's."""
+    divide 16, x's row stride), 32, 1 (its loop of one vanishes: another structure) and 0 (nothing to compute),
+    its values torch's."""
     compiled = []
-    for n in (7, 9, 13, 16, 8, 4, 2, 32):
+    for n in (7, 9, 13, 16, 8, 4, 2, 32, 1, 0):
         x = small_integers((3, n, 16), seed=n)
         before = lt.stats().kernels_compiled
         conftest.check(transposed(lt.asarray(x, device=device)), transposed(torch.tensor(x)))
@@ -1397,12 +1399,12 @@ def divisor_compiles(device: str) -> list[int]:
 def test_lengths_that_equal_or_divide_a_stride_compile_nothing(fresh):
     """From the second length on, one generic kernel serves lengths that equal or divide x's row stride (16) too;
     before, 16, 8, 4 and 2 compiled one each."""
-    assert divisor_compiles("cpu") == [1, 1, 0, 0, 0, 0, 0, 0]
+    assert divisor_compiles("cpu") == [1, 1, 0, 0, 0, 0, 0, 0, 1, 0]
 
 
 def test_triton_lengths_that_equal_or_divide_a_stride_compile_nothing(triton):
     """As on the CPU (`test_lengths_that_equal_or_divide_a_stride_compile_nothing`), on the Triton backend."""
-    assert divisor_compiles("cuda") == [1, 1, 0, 0, 0, 0, 0, 0]
+    assert divisor_compiles("cuda") == [1, 1, 0, 0, 0, 0, 0, 0, 1, 0]
 
 
 def test_attention_gradients_at_lengths_that_equal_or_divide_the_heads_width_compile_nothing(fresh):
