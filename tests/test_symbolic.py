@@ -1106,6 +1106,8 @@ TRITON_OPS = {
     "matrix product, m changing": (lambda n: (n, 32), lambda x, w: x @ w),
     "rows summed, their length changing": (lambda n: (4, n), lambda x, w: x.sum(-1)),
     "matrix product turned, m changing": (lambda n: (n, 32), lambda x, w: x @ w[:, :5]),
+    "matrix product, n changing": (lambda n: (n, 32), lambda x, w: w.T @ x.T),
+    "matrix product, m and n changing": (lambda n: (n, 32), lambda x, w: x @ x.T),
 }
 
 
@@ -1154,6 +1156,30 @@ def test_triton_row_sums_of_a_changing_length_compile_as_on_the_cpu(triton, monk
     assert on_the_cpu == [1, 1, 0, 0, 1, 1], on_the_cpu
     forget(monkeypatch)
     assert triton_compiles(name, "cuda") == on_the_cpu
+
+
+TRITON_PRODUCTS = [("matrix product, n changing", ("cn",)), ("matrix product, m and n changing", ("cm", "cn"))]
+
+
+@pytest.mark.parametrize(("name", "over"), TRITON_PRODUCTS)
+def test_triton_products_whose_n_changes_compile_generic_over_it(triton, name, over):
+    """A single product whose n changes (`w.T @ x.T` of x's n rows, or its m too, `x @ x.T`): on the Triton backend
+    as on the CPU, the second n compiles the tl.dot template generic over its n (and m), its tiles, its columns'
+    masks and its grid following the sizes it is passed (`gemm.render_gemm`); later sizes, in one tile or over
+    several, compile nothing, with torch's results. Before, each n compiled its own."""
+    compiled = triton_compiles(name, "cuda")
+    assert compiled == [1, 1, 0, 0, 1, 0] and lt.stats().kernels_generic == 1, compiled
+    (template,) = triton._generic.values()
+    assert isinstance(template.program, triton.ContractionProgram) and template.program.passed == over
+
+
+@pytest.mark.parametrize(("name", "over"), TRITON_PRODUCTS)
+def test_triton_products_of_strided_rows_whose_n_changes_compile_as_on_the_cpu(triton, monkeypatch, name, over):
+    """Of every other row of a larger x (whose sizes, not n, are those that changed: a reduction kernel whose
+    indexes hold n), as many kernels as on the CPU, with torch's results."""
+    on_the_cpu = triton_compiles(name, "cpu", strided=True)
+    forget(monkeypatch)
+    assert triton_compiles(name, "cuda", strided=True) == on_the_cpu
 
 
 def test_triton_contractions_with_an_epilogue_specialize(triton):

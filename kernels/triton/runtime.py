@@ -30,7 +30,8 @@ of a kernel's erased text (or the first, where its sizes changed since its progr
 compiles `symbolic.generic`'s kernel, whose loop sizes are int64 arguments after the scalar parameters and
 whose grid each launch computes from them (`TritonSource.programs`); every later kernel of the text runs it
 (`Program.sized`). The tl.dot template of a single product without an epilogue or a packed operand compiles
-generic over its m the same way (`_generic_contraction`); kernels that split at their size specialize.
+generic over its m, its n or both the same way (`_generic_contraction`); kernels that split at their size
+specialize.
 
 A `Contraction` compiles to a `ContractionProgram` (see `gemm.py`): its pack
 kernels, its tl.dot kernel and its epilogue kernel, each a `Program`. The tl.dot
@@ -283,18 +284,21 @@ class ContractionProgram(_Composite):
         self.compile_seconds = 0.0
         taken = {slot for step in self.parts() for slot in step.slots}
         self.scratch = [slot for slot, b in enumerate(plan.buffers) if b.scratch and slot in taken]
-        self.generic_over: str | None = None  # a generic template's, as a contraction's (`sized`): its m's name
+        self.generic_over: str | None = None  # a generic template's, as a contraction's (`sized`): its loops' names
+        self.passed: tuple[str, ...] = ()  # a generic template's: the names of its m, n or both, passed in order
 
     def sized(self, c: Contraction, over: frozenset[int]) -> ContractionProgram:
-        """This template, generic over its m (`_generic_contraction`), as `c`'s, a contraction of the erased
-        text it was compiled for: its tl.dot kernels passed `c`'s m (the one timed fastest alone, once timed)."""
-        vm = c.vars[1]
+        """This template, generic over its m, its n or both (`_generic_contraction`), as `c`'s, a contraction of
+        the erased text it was compiled for: its tl.dot kernels passed `c`'s sizes of them (the one timed fastest
+        alone, once timed)."""
+        sizes = tuple(v.size for v in c.vars if v.name in self.passed)
+        generic_over = ", ".join(self.passed)
         program = copy.copy(self)
         best = _tuned.get(self.tune_key)
         candidates = {best: self.candidates[best]} if best in self.candidates else self.candidates
-        program.candidates = {config: p.passing(c, vm.name, (vm.size,)) for config, p in candidates.items()}
+        program.candidates = {config: p.passing(c, generic_over, sizes) for config, p in candidates.items()}
         program.gemm = next(iter(program.candidates.values())) if len(program.candidates) == 1 else None
-        program.kernel, program.generic_over = c, vm.name
+        program.kernel, program.generic_over = c, generic_over
         return program
 
     def parts(self) -> list[Program]:
@@ -531,7 +535,7 @@ def _generic_program(kernel: Kernel | Contraction, erased: tuple[str, Tiling, Ta
     loops: over the loops whose sizes differ, and those its text's generic program was over; the first time its
     text compiles, over its loops of the sizes `changed`, if any (under `symbolic.DYNAMIC` True,
     `lt.jit(fn, dynamic=True)`, over all of them). Kept for every later kernel of the text (`compile_kernel`).
-    None where it is over no loop, or a contraction's loops other than its m: the kernel specializes."""
+    None where it is over no loop, or a contraction's loops other than its m and n: the kernel specializes."""
     now, dynamic = sizes(kernel), DYNAMIC.get()
     first = _first_sizes.setdefault(erased, now)
     before, over = (first, frozenset()) if (kept := _generic.get(erased)) is None else (kept.sizes, kept.over)
@@ -563,22 +567,28 @@ def _generic_kernel(kernel: Kernel, over: frozenset[int], target: Target, tiling
 
 def _generic_contraction(c: Contraction, over: frozenset[int], target: Target, precision: str) \
         -> ContractionProgram | None:
-    """The tl.dot template of a single product without an epilogue (`_erased`) generic over its m, where `over`
-    is its m alone and neither operand is packed (a pack kernel's scratch is m long); else None. Its m ranges
-    over `UNBOUNDED` values (`symbolic.unbounded`) and is passed after the parameters (`gemm.render_gemm`)."""
-    vm = c.vars[1]
-    if over != {k for k, v in enumerate(c.sized_loops()) if v is vm}:
+    """The tl.dot template of a single product without an epilogue (`_erased`) generic over its m, its n or both,
+    where `over` is those and neither operand is packed (a pack kernel's scratch is m or n long); else None. Their
+    variables range over `UNBOUNDED` values (`symbolic.unbounded`) and their sizes are passed after the parameters
+    (`gemm.render_gemm`)."""
+    _, vm, vn, _ = c.vars
+    passed = tuple(v for k, v in enumerate(c.sized_loops()) if k in over)
+    if not passed or any(v is not vm and v is not vn for v in passed):
         return None
-    legal = replace(legalize(unbounded(c, frozenset({vm})), NATIVE), name=c.default_name(generic=(vm,)))
+    passed = tuple(v for v in (vm, vn) if v in passed)  # m first, as `render_gemm` passes them
+    legal = replace(legalize(unbounded(c, frozenset(passed)), NATIVE), name=c.default_name(generic=passed))
     p = plan(legal)
     if p.packs:
         return None
+    generic = "".join("m" if v is vm else "n" for v in passed)
     tune_key = (target.key, legal.sizes, legal.dtype, precision)
     configs = [_tuned[tune_key]] if tune_key in _tuned else candidate_configs(legal, target.interpreted)
-    candidates = {config: _program(legal, render_gemm(p, config, precision, target.interpreted, generic_m=True),
-                                   target, p.buffers, (*legal.params, int64))
+    candidates = {config: _program(legal, render_gemm(p, config, precision, target.interpreted, generic),
+                                   target, p.buffers, (*legal.params, *(int64 for _ in passed)))
                   for config in configs}
-    return ContractionProgram(p, [], candidates, None, target, tune_key)
+    program = ContractionProgram(p, [], candidates, None, target, tune_key)
+    program.passed = tuple(v.name for v in passed)
+    return program
 
 
 def _loops(kernel: Kernel) -> list[Var]:
