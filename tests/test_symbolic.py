@@ -1182,6 +1182,31 @@ def test_triton_products_of_strided_rows_whose_n_changes_compile_as_on_the_cpu(t
     assert triton_compiles(name, "cuda", strided=True) == on_the_cpu
 
 
+def k_compiles(device: str) -> list[int]:
+    """The kernels `x[:, :k] @ w[:k]` compiles on `device` at k = 40, 50, 60, 33, 100 (over blocks of k, none
+    whole), 1 and 0, of fixed x (64, 128) and w (128, 64), its values torch's."""
+    x, w = small_integers((64, 128), seed=1), small_integers((128, 64), seed=2)
+    compiled = []
+    for k in (40, 50, 60, 33, 100, 1, 0):
+        before = lt.stats().kernels_compiled
+        got = lt.asarray(x, device=device)[:, :k] @ lt.asarray(w, device=device)[:k]
+        conftest.check(got, torch.tensor(x)[:, :k] @ torch.tensor(w)[:k])
+        compiled.append(lt.stats().kernels_compiled - before)
+    return compiled
+
+
+def test_triton_products_whose_k_changes_compile_generic_over_it(triton, monkeypatch):
+    """A single product whose k changes (columns of x and rows of w taken up to k): on the Triton backend as on the
+    CPU, the second k compiles the tl.dot template generic over its k (its loop over blocks of k runs to the k it is
+    passed, the last block masked); later k compile nothing (a k of 1 is another structure, of 0 a fill), with
+    torch's results. Before, each k compiled its own."""
+    on_the_cpu = k_compiles("cpu")
+    forget(monkeypatch)
+    assert k_compiles("cuda") == on_the_cpu == [1, 1, 0, 0, 0, 1, 1]
+    (template,) = triton._generic.values()
+    assert isinstance(template.program, triton.ContractionProgram) and template.program.passed == ("ck",)
+
+
 def test_triton_contractions_with_an_epilogue_specialize(triton):
     """A product of 5 columns is turned to run along its rows (`lowering`), its result transposed back by an
     epilogue: the Triton template of a product with an epilogue specializes each size (`runtime._erased`), with

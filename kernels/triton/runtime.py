@@ -30,8 +30,8 @@ of a kernel's erased text (or the first, where its sizes changed since its progr
 compiles `symbolic.generic`'s kernel, whose loop sizes are int64 arguments after the scalar parameters and
 whose grid each launch computes from them (`TritonSource.programs`); every later kernel of the text runs it
 (`Program.sized`). The tl.dot template of a single product without an epilogue or a packed operand compiles
-generic over its m, its n or both the same way (`_generic_contraction`); kernels that split at their size
-specialize.
+generic over its m, n and k, those that change, the same way (`_generic_contraction`); kernels that split at
+their size specialize.
 
 A `Contraction` compiles to a `ContractionProgram` (see `gemm.py`): its pack
 kernels, its tl.dot kernel and its epilogue kernel, each a `Program`. The tl.dot
@@ -285,10 +285,10 @@ class ContractionProgram(_Composite):
         taken = {slot for step in self.parts() for slot in step.slots}
         self.scratch = [slot for slot, b in enumerate(plan.buffers) if b.scratch and slot in taken]
         self.generic_over: str | None = None  # a generic template's, as a contraction's (`sized`): its loops' names
-        self.passed: tuple[str, ...] = ()  # a generic template's: the names of its m, n or both, passed in order
+        self.passed: tuple[str, ...] = ()  # a generic template's: the names of the loops of m, n, k passed, in order
 
     def sized(self, c: Contraction, over: frozenset[int]) -> ContractionProgram:
-        """This template, generic over its m, its n or both (`_generic_contraction`), as `c`'s, a contraction of
+        """This template, generic over some of its m, n and k (`_generic_contraction`), as `c`'s, a contraction of
         the erased text it was compiled for: its tl.dot kernels passed `c`'s sizes of them (the one timed fastest
         alone, once timed)."""
         sizes = tuple(v.size for v in c.vars if v.name in self.passed)
@@ -535,7 +535,7 @@ def _generic_program(kernel: Kernel | Contraction, erased: tuple[str, Tiling, Ta
     loops: over the loops whose sizes differ, and those its text's generic program was over; the first time its
     text compiles, over its loops of the sizes `changed`, if any (under `symbolic.DYNAMIC` True,
     `lt.jit(fn, dynamic=True)`, over all of them). Kept for every later kernel of the text (`compile_kernel`).
-    None where it is over no loop, or a contraction's loops other than its m and n: the kernel specializes."""
+    None where it is over no loop, or a contraction's loops other than its m, n and k: the kernel specializes."""
     now, dynamic = sizes(kernel), DYNAMIC.get()
     first = _first_sizes.setdefault(erased, now)
     before, over = (first, frozenset()) if (kept := _generic.get(erased)) is None else (kept.sizes, kept.over)
@@ -567,20 +567,20 @@ def _generic_kernel(kernel: Kernel, over: frozenset[int], target: Target, tiling
 
 def _generic_contraction(c: Contraction, over: frozenset[int], target: Target, precision: str) \
         -> ContractionProgram | None:
-    """The tl.dot template of a single product without an epilogue (`_erased`) generic over its m, its n or both,
-    where `over` is those and neither operand is packed (a pack kernel's scratch is m or n long); else None. Their
+    """The tl.dot template of a single product without an epilogue (`_erased`) generic over some of its m, n and k,
+    those at `over`, where neither operand is packed (a pack kernel's scratch is of their sizes); else None. Their
     variables range over `UNBOUNDED` values (`symbolic.unbounded`) and their sizes are passed after the parameters
     (`gemm.render_gemm`)."""
-    _, vm, vn, _ = c.vars
+    axes = dict(zip(c.vars[1:], "mnk"))
     passed = tuple(v for k, v in enumerate(c.sized_loops()) if k in over)
-    if not passed or any(v is not vm and v is not vn for v in passed):
+    if not passed or any(v not in axes for v in passed):
         return None
-    passed = tuple(v for v in (vm, vn) if v in passed)  # m first, as `render_gemm` passes them
+    passed = tuple(v for v in axes if v in passed)  # in the order `render_gemm` passes them
     legal = replace(legalize(unbounded(c, frozenset(passed)), NATIVE), name=c.default_name(generic=passed))
     p = plan(legal)
     if p.packs:
         return None
-    generic = "".join("m" if v is vm else "n" for v in passed)
+    generic = "".join(axes[v] for v in passed)
     tune_key = (target.key, legal.sizes, legal.dtype, precision)
     configs = [_tuned[tune_key]] if tune_key in _tuned else candidate_configs(legal, target.interpreted)
     candidates = {config: _program(legal, render_gemm(p, config, precision, target.interpreted, generic),
