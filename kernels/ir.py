@@ -343,6 +343,10 @@ class Kernel:
     # `len(extents)` of `params` (int64s), in this order: its reductions' generic loops, and its outermost
     # loop where a count of it (`counts`) needs the whole size, not only the launch's range
     extents: tuple[Var, ...] = ()
+    # a form `kernels/symbolic.py`'s `symbolized` told apart by the kernel of its structure at other sizes: its
+    # loops whose sizes changed (by name); `sized_loops` and `equal_sizes` then take loops of a size an index reads
+    # among them only, not a loop of a constant size that is the same by chance (a head's width 16 at t = 16)
+    symbols: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -435,7 +439,7 @@ class Kernel:
 
     @cached_property
     def _equal_sizes(self) -> tuple[tuple[Var, ...], ...]:
-        return _grouped_by_size(self.sized_loops()) if self.strides() else ()
+        return _grouped_by_size(self.sized_loops(), self.symbols) if self.strides() else ()
 
     @cached_property
     def _sized_loops(self) -> tuple[Var, ...]:
@@ -445,7 +449,7 @@ class Kernel:
         outer = [v for v in self.loops[:1] if v not in bounded]
         reduced = [r for v in values if v.op is VOp.REDUCE for r in v.arg[1]]
         strides = {v.size for v in (*self.loops, *reduced) if v.name in named}
-        strided = [v for v in self.loops if v.size in strides and v not in bounded]
+        strided = [v for v in self.loops if v.size in strides and v not in bounded and _symbol(v, self.symbols)]
         return tuple(dict.fromkeys([*outer, *reduced, *strided]))
 
     @cached_property
@@ -502,6 +506,7 @@ class Contraction:
     a: Value
     bv: Value
     epilogue: Kernel | None
+    symbols: frozenset[str] | None = None  # of its m, n and k, as `Kernel.symbols`
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -582,7 +587,7 @@ class Contraction:
     def equal_sizes(self) -> tuple[tuple[Var, ...], ...]:
         """The sized loops grouped by size, where the operands' indexes read a loop's size, as `Kernel.equal_sizes`:
         generic code reads one size for the loops of one group (an L x L product's m and n)."""
-        return _grouped_by_size(self.sized_loops()) if self.strides() else ()
+        return _grouped_by_size(self.sized_loops(), self.symbols) if self.strides() else ()
 
     @cached_property
     def _strides(self) -> frozenset[str]:
@@ -594,7 +599,7 @@ class Contraction:
         bounded = _bounded(toposort([self.a, self.bv]))
         if vb.size != 1:
             strides = {var.size for var in axes if var.name in self.strides()}
-            strided = tuple(var for var in axes if var.size in strides and var not in bounded)
+            strided = tuple(var for var in axes if var.size in strides and var not in bounded and _symbol(var, self.symbols))
             # an epilogue's loops over the batch and the product's strides: sized where it was `symbolized` too
             return (*strided, *self.epilogue.sized_loops()) if strided and self.epilogue is not None else strided
         return (*(var for var in axes if var not in bounded),
@@ -807,12 +812,18 @@ class LibraryCall:
         return f"library call {self.name}{self.body_text()}"
 
 
-def _grouped_by_size(loops: tuple[Var, ...]) -> tuple[tuple[Var, ...], ...]:
-    """`loops` grouped by size, in order (`Kernel.equal_sizes`)."""
-    groups: dict[int, list[Var]] = {}
+def _grouped_by_size(loops: tuple[Var, ...], symbols: frozenset[str] | None) -> tuple[tuple[Var, ...], ...]:
+    """`loops` grouped by size, in order (`Kernel.equal_sizes`); those not among `symbols`, where it is given, each
+    a group of its own."""
+    groups: dict[int | Var, list[Var]] = {}
     for v in loops:
-        groups.setdefault(v.size, []).append(v)
+        groups.setdefault(v.size if _symbol(v, symbols) else v, []).append(v)
     return tuple(tuple(group) for group in groups.values())
+
+
+def _symbol(loop: Var, symbols: frozenset[str] | None) -> bool:
+    """Whether `loop` may be of a size that changed: every loop unless `symbols` names some (`Kernel.symbols`)."""
+    return symbols is None or loop.name in symbols
 
 
 def _equal_sizes_line(groups: tuple[tuple[Var, ...], ...]) -> list[str]:

@@ -83,7 +83,7 @@ def legalize(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall,
     if isinstance(kernel, Contraction):
         a, bv = legalize_values([kernel.a, kernel.bv], native)
         epilogue = None if kernel.epilogue is None else legalize(kernel.epilogue, native)
-        return Contraction(kernel.name, kernel.buffers, kernel.params, kernel.vars, a, bv, epilogue)
+        return Contraction(kernel.name, kernel.buffers, kernel.params, kernel.vars, a, bv, epilogue, kernel.symbols)
     if isinstance(kernel, Scatter):
         return Scatter(kernel.name, kernel.buffers, kernel.params, legalize(kernel.base, native),
                        legalize(kernel.updates, native), kernel.distinct)
@@ -93,7 +93,7 @@ def legalize(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall,
                    Store(s.buf, s.index, next(values), next(values), next(values), s.combine) for s in kernel.stores)
     if stores == kernel.stores:
         return kernel
-    return Kernel(kernel.name, kernel.buffers, kernel.params, kernel.loops, stores, kernel.extents)
+    return Kernel(kernel.name, kernel.buffers, kernel.params, kernel.loops, stores, kernel.extents, kernel.symbols)
 
 
 def legalize_values(roots: list[Value], native: frozenset[Key]) -> list[Value]:

@@ -22,7 +22,8 @@ first output loop of each size inside the outermost (see `symbolized`) standing 
 are sized loops too (their sizes erased, `Kernel.sized_loops`), so the kernels of every t share one erased text
 and its generic kernel reads t where a stride or an inner loop needs it. A size in no coefficient, a divisor and a
 bound stay constants (a kernel whose divisor is t specializes). A coefficient equal to such a product by chance
-(a head's width 16 at t = 16) is one there too: at another t it is not, and the texts differ.
+(a head's width 16 at t = 8, 2*t) is told apart by the last kernel of the same structure at other sizes (`skeleton`,
+`symbolized`'s `previous`): what is the same there stays a constant.
 
 A `Contraction` of one product takes part too (`Contraction.sized_loops`: its m, n and k, and its epilogue's sized
 loops): a backend compiles its template generic over the loops whose sizes differ where it can (the CPU's:
@@ -38,7 +39,10 @@ strides, a transpose's in attention's gradient) are written so too, the sizes th
 from __future__ import annotations
 
 import functools
+import itertools
+import math
 import os
+import re
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
@@ -46,7 +50,22 @@ from typing import Any
 
 from .dtype import int64
 from .expr import UNBOUNDED, Div, Expr, Mod, Var
-from .ir import Alu, Contraction, Count, Kernel, Store, Value, VOp, alu, cast, const, param, rewritten, substitute
+from .ir import (
+    Alu,
+    Contraction,
+    Count,
+    Kernel,
+    Store,
+    Value,
+    VOp,
+    alu,
+    cast,
+    const,
+    param,
+    rewritten,
+    substitute,
+    toposort,
+)
 
 # When a kernel compiled in this context runs generic: None, by the rule (from the second size of its
 # structure compiled; `LT_SYMBOLIC=0` turns that off), True from the first size, False never (each size
@@ -95,7 +114,8 @@ def eligible(kernel: object) -> bool:
         and bool(kernel.sized_loops())
 
 
-def symbolized(kernel: Kernel | Contraction, changed: frozenset[int]) -> Kernel | Contraction:
+def symbolized(kernel: Kernel | Contraction, changed: frozenset[int],
+               previous: Kernel | Contraction | None = None) -> Kernel | Contraction:
     """`kernel` with every coefficient of its indexes that is a product of sizes in `changed` times a constant
     written as that constant times a `Stride` over loops of those sizes (see the module docstring): the same kernel
     where none is, or no output loop inside the outermost nor loop of a reduction over a row (`_rows`) has such a
@@ -105,22 +125,32 @@ def symbolized(kernel: Kernel | Contraction, changed: frozenset[int]) -> Kernel 
     softmax's max and sum over `(h, t, t)`: its output loop the h*t rows, `o0*t + r0`).
     A contraction's loops of such sizes are its m, n and k, of a batch (`Contraction.sized_loops`: attention's
     products, their batch of heads a constant); its operands' indexes are written so, and its epilogue's as a
-    kernel's (the product's strides it reads: a transpose's, of attention's gradient)."""
+    kernel's (the product's strides it reads: a transpose's, of attention's gradient).
+
+    `previous`, a kernel of the same structure at other sizes (`skeleton`), the last compiled, tells a coefficient
+    that is a product of a changed size from one that equals such a product by chance (a head's width 16 at t = 16,
+    or at t = 8, 16 = 2*t): each coefficient is written as the constant that is the same at both sizes times a
+    `Stride` (the head's width stays 16), so the kernel's form at t = 16 or 8 is its form at t = 13; a coefficient
+    that no such constant fits is written as without `previous`."""
     if type(kernel) is Contraction:
         vb, *axes = kernel.vars
         if vb.size == 1:
             return kernel
-        rewrite = _stride_rewrite(_names(axes, changed))
+        guide = _guide(kernel, previous, changed)
+        rewrite = _stride_rewrite(_names(axes, changed, guide), guide)
         if rewrite is None:
             return kernel
         a, bv = rewritten([kernel.a, kernel.bv], rewrite)
-        epilogue = symbolized(kernel.epilogue, changed) if kernel.epilogue is not None else None
-        return replace(kernel, a=a, bv=bv, epilogue=epilogue)
-    rewrite = _stride_rewrite(_names([*kernel.loops[1:], *_rows(kernel)], changed))
+        epilogue = symbolized(kernel.epilogue, changed, _epilogue(kernel, previous)) \
+            if kernel.epilogue is not None else None
+        return replace(kernel, a=a, bv=bv, epilogue=epilogue, symbols=_symbols(kernel, changed, guide))
+    guide = _guide(kernel, previous, changed)
+    rewrite = _stride_rewrite(_names([*kernel.loops[1:], *_rows(kernel)], changed, guide), guide)
     if rewrite is None:
         return kernel
     values = rewritten([s.value for s in kernel.stores], rewrite)
-    return replace(kernel, stores=tuple(Store(s.buf, rewrite(s.index), v) for s, v in zip(kernel.stores, values)))
+    return replace(kernel, stores=tuple(Store(s.buf, rewrite(s.index), v) for s, v in zip(kernel.stores, values)),
+                   symbols=_symbols(kernel, changed, guide))
 
 
 def _rows(kernel: Kernel) -> list[Var]:
@@ -139,23 +169,92 @@ def _rows(kernel: Kernel) -> list[Var]:
             if not any(k % r.size == 0 for k in scales.get(r, ()))]
 
 
-def _names(loops: list[Var] | tuple[Var, ...], changed: frozenset[int]) -> dict[int, str]:
-    """Each size in `changed` that one of `loops` has, with the name of the first such loop."""
+def _names(loops: list[Var] | tuple[Var, ...], changed: frozenset[int], guide: _Guide | None) -> dict[int, str]:
+    """Each size in `changed` that one of `loops` has, with the name of the first such loop (of those whose size
+    changed, where a `guide` says)."""
     names: dict[int, str] = {}
     for v in loops:
-        if v.size in changed:
+        if v.size in changed and (guide is None or v.name in guide.loops):
             names.setdefault(v.size, v.name)
     return names
 
 
-def _stride_rewrite(names: dict[int, str]) -> Callable[[Expr], Expr] | None:
+@dataclass(frozen=True)
+class _Guide:
+    """What `previous` tells `symbolized` (`_guide`): each index expression's counterpart in the previous kernel
+    (None where one expression has two), each changed size's value there, and the loops whose sizes changed (by
+    name: `Kernel.symbols`)."""
+
+    paired: dict[Expr, Expr | None]
+    was: dict[int, int]
+    loops: frozenset[str]
+
+
+def skeleton(kernel: Kernel | Contraction) -> str:
+    """`kernel`'s body text with its numbers printed `#`: what the kernels of one structure share at any sizes (a
+    runtime keeps the last compiled of each for `symbolized`'s `previous`)."""
+    return _NUMBER.sub("#", kernel.body_text())
+
+
+_NUMBER = re.compile(r"(?<!\w)\d+")
+
+
+def _exprs(kernel: Kernel | Contraction) -> list[Expr]:
+    """The index expressions of `kernel`'s own body (a contraction's operands'), in the order of its text."""
+    values = toposort([kernel.a, kernel.bv]) if type(kernel) is Contraction else kernel.values()
+    stores = [s.index for s in kernel.stores] if type(kernel) is Kernel else []
+    return [*(e for v in values for e in v.exprs()), *stores]
+
+
+def _loops(kernel: Kernel | Contraction) -> list[Var]:
+    """`kernel`'s loops, its output's and its reductions', in order (a contraction's batch, m, n and k)."""
+    if type(kernel) is Contraction:
+        return list(kernel.vars)
+    return [*kernel.loops, *(r for v in kernel.values() if v.op is VOp.REDUCE for r in v.arg[1])]
+
+
+def _symbols(kernel: Kernel | Contraction, changed: frozenset[int], guide: _Guide | None) -> frozenset[str]:
+    """`kernel`'s loops that `symbolized` takes for sizes that changed (`Kernel.symbols`): those whose sizes changed
+    since the `guide`'s kernel, or without one, those of a size in `changed`."""
+    return guide.loops if guide is not None else frozenset(v.name for v in _loops(kernel) if v.size in changed)
+
+
+def _epilogue(kernel: Contraction, previous: Kernel | Contraction | None) -> Kernel | None:
+    return previous.epilogue if type(previous) is Contraction else None
+
+
+def _guide(kernel: Kernel | Contraction, previous: Kernel | Contraction | None, changed: frozenset[int]) \
+        -> _Guide | None:
+    """`previous` as a guide to `symbolized` for `kernel`, where it is one: a kernel of the same structure
+    (`skeleton`) whose loops of each size in `changed` that `kernel` has had one other size."""
+    if previous is None or type(previous) is not type(kernel) or skeleton(previous) != skeleton(kernel):
+        return None
+    sizes: dict[int, set[int]] = {}
+    loops = set()
+    for v, w in zip(_loops(kernel), _loops(previous)):
+        if v.size in changed and v.size != w.size:
+            sizes.setdefault(v.size, set()).add(w.size)
+            loops.add(v.name)
+    if not sizes or any(len(was) != 1 for was in sizes.values()):
+        return None
+    paired: dict[Expr, Expr | None] = {}
+    for e, p in zip(_exprs(kernel), _exprs(previous)):
+        paired[e] = p if paired.get(e, p) == p else None
+    return _Guide(paired, {n: was.pop() for n, was in sizes.items()}, frozenset(loops))
+
+
+def _stride_rewrite(names: dict[int, str], guide: _Guide | None = None) -> Callable[[Expr], Expr] | None:
     """The rewrite of an index that writes each coefficient that is a product of the sizes `names` holds times a
-    constant as that constant times a `Stride` over the loops named for them (`symbolized`); None where there are
-    none."""
+    constant as that constant times a `Stride` over the loops named for them (`symbolized`); with a `guide`, the
+    constant that is the same in the previous kernel's counterpart of the coefficient, where one is; None where
+    there are none."""
     if not names:
         return None
+    was = guide.was if guide is not None and names.keys() <= guide.was.keys() else None
 
-    def factored(k: int) -> tuple[int, tuple[str, ...]]:
+    def factored(k: int, before: int | None) -> tuple[int, tuple[str, ...]]:
+        if was is not None and before is not None and (fit := _fitted(k, before, names, was)) is not None:
+            return fit
         by: list[str] = []
         for n, name in names.items():
             while k and k % n == 0:
@@ -163,18 +262,45 @@ def _stride_rewrite(names: dict[int, str]) -> Callable[[Expr], Expr] | None:
                 by.append(name)
         return k, tuple(by)
 
-    @functools.cache
-    def rewrite(e: Expr) -> Expr:
-        k, by = factored(e.const)
+    def pair(e: Expr, before: Expr | None) -> Expr:
+        alike = before is not None and len(before.terms) == len(e.terms) \
+            and all(type(a) is type(b) and (a.name == b.name if isinstance(a, Var) else True)
+                    for (a, _), (b, _) in zip(e.terms, before.terms))
+        k, by = factored(e.const, before.const if alike else None)
         out = Expr.of(1).times(by) * k if by else Expr.of(e.const)
-        for atom, coef in e.terms:
+        for n, (atom, coef) in enumerate(e.terms):
+            was_atom, was_coef = before.terms[n] if alike else (None, None)
             if isinstance(atom, (Div, Mod)):  # the divisor stays: made directly, not simplified again
-                atom = type(atom)(rewrite(atom.x), atom.c)
-            k, by = factored(coef)
+                atom = type(atom)(pair(atom.x, was_atom.x if alike else None), atom.c)
+            k, by = factored(coef, was_coef)
             out = out + Expr.of(atom).times(by) * k
         return out
 
+    @functools.cache
+    def rewrite(e: Expr) -> Expr:
+        return pair(e, guide.paired.get(e) if guide is not None else None)
+
     return rewrite
+
+
+def _fitted(k: int, before: int, names: dict[int, str], was: dict[int, int]) -> tuple[int, tuple[str, ...]] | None:
+    """`k` as a constant times powers of the sizes `names` holds where the same constant times the same powers of
+    their previous sizes (`was`) is `before`: the most factors first; None where none fits."""
+    if k == before:
+        return k, ()
+    most = []
+    for n in names:
+        e, rest = 0, k
+        while rest and rest % n == 0:
+            rest //= n
+            e += 1
+        most.append(range(e, -1, -1))
+    for powers in sorted(itertools.product(*most), key=lambda p: -sum(p)):
+        now = math.prod(n ** e for n, e in zip(names, powers))
+        then = math.prod(was[n] ** e for n, e in zip(names, powers))
+        if k % now == 0 and (k // now) * then == before:
+            return k // now, tuple(name for name, e in zip(names.values(), powers) for _ in range(e))
+    return None
 
 
 def sizes(kernel: Kernel | Contraction) -> tuple[int, ...]:
@@ -211,4 +337,4 @@ def generic(kernel: Kernel, over: frozenset[int]) -> Kernel:
     stores = tuple(Store(s.buf, s.index.substitute(mapping), v) for s, v in zip(kernel.stores, values))
     return Kernel(kernel.default_name(generic=tuple(wide)), kernel.buffers,
                   (*kernel.params, *(int64 for _ in extents)), tuple(wide.get(v, v) for v in kernel.loops), stores,
-                  extents)
+                  extents, kernel.symbols)

@@ -131,14 +131,16 @@ def _in_output_order(axes: Axes, shape: tuple[int, ...]) -> Axes | None:
     return None
 
 
-def contraction_axes(red: Node, operand_deps: Sequence[Collection[int]], changed: Collection[int] = ()) \
-        -> Axes | None:
+def contraction_axes(red: Node, operand_deps: Sequence[Collection[int]], changed: Collection[int] = (),
+                     varying: Collection[int] | None = None) -> Axes | None:
     """The (batch, m, n, k) view of `red`, a sum over a product (`red.srcs[0]`, a multiply fused into the
     sum's kernel), whose two operands depend on the product's axes `operand_deps`, if it is a contraction
     worth a template. An axis of a size in `changed` (sizes that changed since the graph was last scheduled,
     a training step's batch) counts as large where one of m, n and k has none: the next size may make the
     product worth the template, and a choice that flips with the size is a new kernel on each side of the
-    threshold; a product whose every side changed is judged by its sizes."""
+    threshold; a product whose every side changed is judged by its sizes. `varying`, where given, says which of
+    the product's axes changed: an axis of a size in `changed` that did not is a constant of that size by chance
+    (a head's width 16 at a length of 16)."""
     reduced = red.arg[1]
     product = red.srcs[0]
     shape = product.shape
@@ -150,7 +152,8 @@ def contraction_axes(red: Node, operand_deps: Sequence[Collection[int]], changed
         (rows if in_a and not in_b and n > 1 else cols if in_b and not in_a and n > 1 else batch).append(i)
     axes = Axes(tuple(batch), tuple(rows), tuple(cols), tuple(reduced), *product.srcs)
     # in the result's order where that still makes products worth the template (each one smaller)
-    sized = tuple(MIN_CONTRACTION_WORK if n in changed else n for n in shape)
+    sized = tuple(MIN_CONTRACTION_WORK if n in changed and (varying is None or i in varying) else n
+                  for i, n in enumerate(shape))
     if all(a != b for a, b in zip(axes.sizes(sized)[1:], axes.sizes(shape)[1:])):
         sized = shape
     return _worth_a_template(_in_output_order(axes, shape), sized) or _worth_a_template(axes, sized)

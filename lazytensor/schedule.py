@@ -92,7 +92,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, NamedTuple
 
 from .device import get_device
 from .graph import MOVEMENT, Node, Op, is_held
@@ -306,11 +306,20 @@ class _CachedSchedule:
 # structure key -> its plan
 _cache: dict[tuple, _CachedSchedule] = {}
 # the ranks and dtypes of a graph's buffers and targets and its arithmetic (`_changed_sizes`) -> its buffers' shapes
-# when last scheduled
-_shapes_seen: dict[tuple, tuple] = {}
+# when last scheduled, and its nodes' ops and shapes
+_shapes_seen: dict[tuple, tuple[tuple, tuple]] = {}
 
 
-def _changed_sizes(structure: list[tuple], key: tuple) -> frozenset[int]:
+class _Changed(NamedTuple):
+    """What changed since a graph was last scheduled (`_changed_sizes`): the sizes, and where the two graphs' nodes
+    are alike but for their shapes, each node's axes whose sizes changed (by position), which tell a changed size
+    from a constant that equals it by chance (a head's width 16 at a length of 16)."""
+
+    sizes: frozenset[int]
+    axes: tuple[frozenset[int], ...] | None = None
+
+
+def _changed_sizes(structure: list[tuple], key: tuple) -> _Changed:
     """The sizes of this graph's buffers (its inputs) where they differ from those of the last graph scheduled from
     buffers and into targets of the same ranks and dtypes through the same arithmetic: a training step's batch when
     it changes. A kernel new to the process with a loop of such a size compiles generic over it at once
@@ -318,20 +327,26 @@ def _changed_sizes(structure: list[tuple], key: tuple) -> frozenset[int]:
     that a batch of two has; from some size on a product runs the template), and the next size would compile it
     again. Not the whole structure: the graph of a batch of one has fewer reductions and broadcasts. Not the sizes
     0 and 1, whose kernels no other size shares (a loop of one is none)."""
+    nodes = tuple((s[0], s[2]) for s in structure)
     buffers = [s for s in structure if len(s) == 4]
     shapeless = (tuple((s[1], len(s[2]), s[3]) for s in buffers),
                  tuple((structure[t][0], structure[t][1], len(structure[t][2])) for t in key[1]),
                  tuple(s[5] for s in structure if s[0] is Op.ALU))
     shapes = tuple(s[2] for s in buffers)
     if any(0 in shape for shape in shapes):  # an empty array's graph keeps fewer views: not compared, nor kept
-        return frozenset()
+        return _Changed(frozenset())
     before = _shapes_seen.pop(shapeless, None)
-    _shapes_seen[shapeless] = shapes  # the latest last: the oldest goes first
+    _shapes_seen[shapeless] = shapes, nodes  # the latest last: the oldest goes first
     if len(_shapes_seen) > SCHEDULE_CACHE_SIZE:
         del _shapes_seen[next(iter(_shapes_seen))]
     if before is None:
-        return frozenset()
-    return frozenset(n for now, was in zip(shapes, before) for n, m in zip(now, was) if n != m and n > 1)
+        return _Changed(frozenset())
+    sizes = frozenset(n for now, was in zip(shapes, before[0]) for n, m in zip(now, was) if n != m and n > 1)
+    if len(nodes) != len(before[1]) or any(op != was_op or len(shape) != len(was_shape)
+                                           for (op, shape), (was_op, was_shape) in zip(nodes, before[1])):
+        return _Changed(sizes)
+    return _Changed(sizes, tuple(frozenset(i for i, (n, m) in enumerate(zip(shape, was_shape)) if n != m and n > 1)
+                                 for (_, shape), (_, was_shape) in zip(nodes, before[1])))
 
 
 def _walk(roots: list[Node]) -> tuple[list[Node], dict[Node, int], list[tuple], list[tuple[Node, str]], list[Node]]:
@@ -444,7 +459,9 @@ def plan(*roots: Node, trace: Trace | None = None) -> Planned:
         made, cached = _schedule(nodes, targets, live, trace), None
     else:
         if (cached := _cache.get(key)) is None:
-            made = _schedule(nodes, targets, live, changed=_changed_sizes(structure, key))
+            changed = _changed_sizes(structure, key)
+            made = _schedule(nodes, targets, live, changed=changed.sizes,
+                             varying=dict(zip(nodes, changed.axes)) if changed.axes is not None else None)
             cached = _cache[key] = _CachedSchedule(
                 [(it.kernel, [pos[n] for n in it.outputs], [pos[n] for n in it.inputs], [pos[n] for n in it.scalars])
                  for it in made], [(pos[a], pos[b]) for a, b in made.aliases])
@@ -637,7 +654,7 @@ class Trace:
 
 
 def _schedule(nodes: list[Node], targets: list[Node], live: list[Node], trace: Trace | None = None,
-              changed: frozenset[int] = frozenset()) -> Schedule:
+              changed: frozenset[int] = frozenset(), varying: dict[Node, frozenset[int]] | None = None) -> Schedule:
     reasons = trace.reasons if trace is not None else {}
     readers: dict[int, list[Node]] = {}
     for n in nodes:
@@ -661,7 +678,7 @@ def _schedule(nodes: list[Node], targets: list[Node], live: list[Node], trace: T
         for n in chosen:
             reasons.setdefault(n, reason)
     points, costs = _realize_points(nodes, targets, barriers | kept | own, reasons)
-    plan = _Planner(nodes, points, readers, costs, reasons, changed).plan()
+    plan = _Planner(nodes, points, readers, costs, reasons, changed, varying).plan()
     groups = _groups(plan.order, plan.regions, barriers)
     t0 = time.perf_counter()
     items = Schedule()
@@ -821,9 +838,10 @@ class _Planner:
     a point of its own."""
 
     def __init__(self, nodes: list[Node], points: set[Node], readers: dict[int, list[Node]], costs: _Costs,
-                 reasons: dict[Node, Reason], changed: frozenset[int]):
+                 reasons: dict[Node, Reason], changed: frozenset[int], varying: dict[Node, frozenset[int]] | None):
         self.nodes = nodes
         self.changed = changed  # the sizes that changed since the graph was last scheduled (`_changed_sizes`)
+        self.varying = varying  # each node's axes whose sizes changed, where that is known (`_Changed.axes`)
         self.points = points
         self.reasons = reasons  # why each point the plan adds is one
         self.readers = readers
@@ -945,7 +963,8 @@ class _Planner:
         if product.op is not Op.ALU or product.arg is not Alu.MUL or product.realized or product in self.points:
             return None
         return contraction_axes(node, [self.deps[id(s)] if s not in self.points else _all_axes(s)
-                                       for s in product.srcs], self.changed)
+                                       for s in product.srcs], self.changed,
+                                 self.varying.get(product) if self.varying is not None else None)
 
     def contraction(self, node: Node) -> tuple[Node, Axes] | None:
         axes = self.contraction_axes(node)

@@ -21,7 +21,7 @@ from lazytensor.kernels.ir import Contraction, Kernel
 from lazytensor.kernels.legalize import legalize
 from lazytensor.kernels.llvm import runtime
 from lazytensor.kernels.llvm.render import NATIVE, render
-from lazytensor.kernels.symbolic import UNBOUNDED, eligible, generic
+from lazytensor.kernels.symbolic import UNBOUNDED, eligible, generic, symbolized
 from lazytensor.kernels.triton.render import Tiling
 
 schedule = importlib.import_module("lazytensor.schedule")  # the module, which `lt.schedule` the function hides
@@ -35,6 +35,7 @@ def forget(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runtime, "_programs", {})
     monkeypatch.setattr(runtime, "_generic", {})
     monkeypatch.setattr(runtime, "_first_sizes", {})
+    monkeypatch.setattr(runtime, "_previous", {})
     monkeypatch.setattr(schedule, "_cache", {})  # whose schedules keep their programs
     monkeypatch.setattr(schedule, "_templates", {})  # and the templates that find them
     monkeypatch.setattr(schedule, "_shapes_seen", {})  # and the shapes each program was last scheduled at
@@ -1020,8 +1021,8 @@ def attention_expected(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarra
 def test_attention_compiles_its_products_once_over_the_sequence(fresh, monkeypatch, threads):
     """Attention over (2, 3, L, 16) at lengths that change: its two products (`q @ k.T`, L x L of k 16, and `p @ v`,
     L x 16 of k L) compile their templates once, generic over L, from the first length the products run the template
-    at; later lengths, in one panel or over several, not whole tiles, compile none, with torch's values (but for those
-    that divide the head's width, 16, a stride a product of them there: `symbolized`). A length of 1
+    at; later lengths, in one panel or over several, not whole tiles, compile none, with torch's values (those that divide the
+    head's width, 16, too: `test_attention_gradients_at_lengths_that_divide_the_heads_width_compile_nothing`). A length of 1
     (its loops of one vanish) and of 0 (nothing to compute) are other structures, with the right values."""
     monkeypatch.setenv("LT_NUM_THREADS", threads)
     names = contraction_compiles(monkeypatch)
@@ -1088,7 +1089,7 @@ def triton(request, fresh, monkeypatch):
     except lt.DeviceError as e:  # triton was imported for a GPU before: see triton_interpreter.py
         pytest.skip(str(e))
     from lazytensor.kernels.triton import runtime as triton_runtime  # imports triton: not at collection
-    for name in ("_programs", "_generic", "_first_sizes"):
+    for name in ("_programs", "_generic", "_first_sizes", "_previous"):
         monkeypatch.setattr(triton_runtime, name, {})
     compile_kernel = triton_runtime.compile_kernel
     monkeypatch.setattr(triton_runtime, "compile_kernel",
@@ -1105,6 +1106,8 @@ TRITON_OPS = {
     "matrix product, m changing": (lambda n: (n, 32), lambda x, w: x @ w),
     "rows summed, their length changing": (lambda n: (4, n), lambda x, w: x.sum(-1)),
     "matrix product turned, m changing": (lambda n: (n, 32), lambda x, w: x @ w[:, :5]),
+    "matrix product, n changing": (lambda n: (n, 32), lambda x, w: w.T @ x.T),
+    "matrix product, m and n changing": (lambda n: (n, 32), lambda x, w: x @ x.T),
 }
 
 
@@ -1155,6 +1158,55 @@ def test_triton_row_sums_of_a_changing_length_compile_as_on_the_cpu(triton, monk
     assert triton_compiles(name, "cuda") == on_the_cpu
 
 
+TRITON_PRODUCTS = [("matrix product, n changing", ("cn",)), ("matrix product, m and n changing", ("cm", "cn"))]
+
+
+@pytest.mark.parametrize(("name", "over"), TRITON_PRODUCTS)
+def test_triton_products_whose_n_changes_compile_generic_over_it(triton, name, over):
+    """A single product whose n changes (`w.T @ x.T` of x's n rows, or its m too, `x @ x.T`): on the Triton backend
+    as on the CPU, the second n compiles the tl.dot template generic over its n (and m), its tiles, its columns'
+    masks and its grid following the sizes it is passed (`gemm.render_gemm`); later sizes, in one tile or over
+    several, compile nothing, with torch's results. Before, each n compiled its own."""
+    compiled = triton_compiles(name, "cuda")
+    assert compiled == [1, 1, 0, 0, 1, 0] and lt.stats().kernels_generic == 1, compiled
+    (template,) = triton._generic.values()
+    assert isinstance(template.program, triton.ContractionProgram) and template.program.passed == over
+
+
+@pytest.mark.parametrize(("name", "over"), TRITON_PRODUCTS)
+def test_triton_products_of_strided_rows_whose_n_changes_compile_as_on_the_cpu(triton, monkeypatch, name, over):
+    """Of every other row of a larger x (whose sizes, not n, are those that changed: a reduction kernel whose
+    indexes hold n), as many kernels as on the CPU, with torch's results."""
+    on_the_cpu = triton_compiles(name, "cpu", strided=True)
+    forget(monkeypatch)
+    assert triton_compiles(name, "cuda", strided=True) == on_the_cpu
+
+
+def k_compiles(device: str) -> list[int]:
+    """The kernels `x[:, :k] @ w[:k]` compiles on `device` at k = 40, 50, 60, 33, 100 (over blocks of k, none
+    whole), 1 and 0, of fixed x (64, 128) and w (128, 64), its values torch's."""
+    x, w = small_integers((64, 128), seed=1), small_integers((128, 64), seed=2)
+    compiled = []
+    for k in (40, 50, 60, 33, 100, 1, 0):
+        before = lt.stats().kernels_compiled
+        got = lt.asarray(x, device=device)[:, :k] @ lt.asarray(w, device=device)[:k]
+        conftest.check(got, torch.tensor(x)[:, :k] @ torch.tensor(w)[:k])
+        compiled.append(lt.stats().kernels_compiled - before)
+    return compiled
+
+
+def test_triton_products_whose_k_changes_compile_generic_over_it(triton, monkeypatch):
+    """A single product whose k changes (columns of x and rows of w taken up to k): on the Triton backend as on the
+    CPU, the second k compiles the tl.dot template generic over its k (its loop over blocks of k runs to the k it is
+    passed, the last block masked); later k compile nothing (a k of 1 is another structure, of 0 a fill), with
+    torch's results. Before, each k compiled its own."""
+    on_the_cpu = k_compiles("cpu")
+    forget(monkeypatch)
+    assert k_compiles("cuda") == on_the_cpu == [1, 1, 0, 0, 0, 1, 1]
+    (template,) = triton._generic.values()
+    assert isinstance(template.program, triton.ContractionProgram) and template.program.passed == ("ck",)
+
+
 def test_triton_contractions_with_an_epilogue_specialize(triton):
     """A product of 5 columns is turned to run along its rows (`lowering`), its result transposed back by an
     epilogue: the Triton template of a product with an epilogue specializes each size (`runtime._erased`), with
@@ -1184,6 +1236,38 @@ def test_triton_jit_dynamic_compiles_generic_at_once_or_never(triton, monkeypatc
             conftest.check(jitted(lt.asarray(x, device="cuda")), (torch.tensor(x) * 3 - 1).amax(-1))
     stats = lt.stats()
     assert (stats.kernels_compiled, stats.kernels_generic) == ((1, 1) if dynamic else (len(sizes), 0))
+
+
+def test_triton_launches_of_a_generic_kernel_keep_one_compiled_kernel_for_every_grid(triton, monkeypatch):
+    """On a GPU, a generic kernel's launches over sizes that keep changing each run on their own grid: Triton's
+    kernel for each of the arguments' specializations is compiled (looked up) once and launched on each grid, no launcher
+    kept for each grid seen (before, one for each, without bound). Triton's compiled kernel is a stand-in here
+    (the interpreter compiles none), its launches recorded."""
+    grids, warmups = [], []
+
+    class Compiled:
+        def __getitem__(self, grid):
+            return lambda *args, stream: grids.append(grid)
+
+    class Fn:
+        def warmup(self, *args, grid, **options):
+            warmups.append(grid)
+            return Compiled()
+
+    for n in (7, 9):
+        lt.asarray(small_integers((n, 5), seed=n), device="cuda").sum(-1).numpy()
+    program = list(triton._programs.values())[-1]  # 9's, generic
+    assert program.generic_over and program.sizes == (9,)
+    program.fn, program.compiled = Fn(), Compiled()
+    monkeypatch.setattr(program.target, "activate", lambda: None)
+    monkeypatch.setattr(program.target, "kernel_arg", lambda ptr, dtype: ptr)
+    buffers = [0] * len(program.slots)
+    sizes = range(2, 5000, 3)
+    for n in sizes:
+        program.passing(program.kernel, program.generic_over, (n,))(buffers, [])
+    # Triton's own specializations: a size divisible by 16 or not
+    assert len(warmups) == len(program._kernels) == len({program._specialization(buffers, [n]) for n in sizes}) == 2
+    assert len(set(grids)) > 1 and grids == [(program.source.programs([n]), 1, 1) for n in sizes]
 
 
 # Epilogues of a batched product p = a @ b (BATCHED's): a transpose, as attention's gradient's (`p.T` over each head),
@@ -1264,8 +1348,8 @@ def test_attention_gradients_compile_once_over_the_sequence(fresh):
     the product with an epilogue that transposes (the gradient's `p.T @ g`), the softmax's max and sum over the
     2*3*L rows of L (`o0*L + r0`) and the kernels over those rows; no later length compiles anything (before: 3, 2,
     2 more at 13, 33, 20), with torch's gradients. Lengths of 1
-    (its loops of one vanish) and 0 (nothing to compute) are other structures, with the right values; so is 16,
-    the head's width (a stride a product of it there), and 8 and 2, which divide it."""
+    (its loops of one vanish) and 0 (nothing to compute) are other structures, with the right values (16, the head's
+    width: `test_attention_gradients_at_lengths_that_equal_or_divide_the_heads_width_compile_nothing`)."""
     compiled, lengths = [], [7, 9, 13, 33, 20, 11]
     data = {n: [random_array((2, 3, n, 16), lt.float32, seed=n + s) for s in range(3)] for n in [*lengths, 16, 1, 0]}
     for n in lengths:
@@ -1280,9 +1364,10 @@ def test_attention_gradients_compile_once_over_the_sequence(fresh):
             np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("length", [1, 7, 9])
+@pytest.mark.parametrize("length", [1, 7, 9, 12])
 def test_attention_gradients_on_the_default_device_at_each_length(length):
-    """Whatever the backend (`LT_DEVICE`): attention's gradients at lengths that change, torch's."""
+    """Whatever the backend (`LT_DEVICE`): attention's gradients at lengths that change, torch's (at 16, the head's
+    width, after 12)."""
     for n in (length, length + 4):
         data = [random_array((2, 3, n, 16), lt.float32, seed=n + s) for s in range(3)]
         for got, expected in zip(attention_gradients(*data, device=None), attention_gradients_expected(*data)):
@@ -1324,3 +1409,83 @@ def test_generic_batched_epilogues_stay_inside_each_sizes_buffers(monkeypatch, n
         wider, _ = scheduled(n + 1)
         with pytest.raises(bounds.OutOfBounds):
             template.sized(wider, over)(table, params)
+
+
+# A length that equals or divides a constant of the kernel (the head's width 16 at L = 16, or 8, 4, 2: its stride
+# 16 is 2*8 there)
+def transposed(x):
+    return x.transpose(-1, -2) + 1
+
+
+def transposed_kernel(n: int) -> Kernel:
+    return kernel_of(transposed(cpu(random_array((3, n, 16), lt.float32, seed=n))))
+
+
+@pytest.mark.parametrize("n", [16, 8, 4, 2])
+def test_a_stride_that_a_changed_size_equals_or_divides_by_chance_stays_a_constant(n):
+    """`symbolized` guided by the last kernel of the structure (`previous`): `x.transpose(-1, -2) + 1` of (3, n, 16)
+    reads x's rows at a stride of 16, which is n at n = 16 and 2*8 at 8 (4*4 at 4); the stride that is the same
+    at 13 stays 16, the loop over x's 16 columns keeps its size (`Kernel.symbols`: at 16 it is not the loop of n),
+    and the form at n has the erased text of the form at 13. Without the guide, 16 is written as a product of n,
+    and the texts differ (a compile for each such n)."""
+    at_13 = symbolized(transposed_kernel(13), frozenset({13}), transposed_kernel(9))
+    guided = symbolized(transposed_kernel(n), frozenset({n}), transposed_kernel(13))
+    assert guided.erased_text() == at_13.erased_text() and guided.symbols == at_13.symbols == {"o2"}
+    assert symbolized(transposed_kernel(n), frozenset({n})).erased_text() != at_13.erased_text()
+
+
+def divisor_compiles(device: str) -> list[int]:
+    """The kernels `transposed` compiles on `device` at lengths 7, 9, 13, then 16, 8, 4 and 2 (which equal or
+    divide 16, x's row stride), 32, 1 (its loop of one vanishes: another structure) and 0 (nothing to compute),
+    its values torch's."""
+    compiled = []
+    for n in (7, 9, 13, 16, 8, 4, 2, 32, 1, 0):
+        x = small_integers((3, n, 16), seed=n)
+        before = lt.stats().kernels_compiled
+        conftest.check(transposed(lt.asarray(x, device=device)), transposed(torch.tensor(x)))
+        compiled.append(lt.stats().kernels_compiled - before)
+    return compiled
+
+
+def test_lengths_that_equal_or_divide_a_stride_compile_nothing(fresh):
+    """From the second length on, one generic kernel serves lengths that equal or divide x's row stride (16) too;
+    before, 16, 8, 4 and 2 compiled one each."""
+    assert divisor_compiles("cpu") == [1, 1, 0, 0, 0, 0, 0, 0, 1, 0]
+
+
+def test_triton_lengths_that_equal_or_divide_a_stride_compile_nothing(triton):
+    """As on the CPU (`test_lengths_that_equal_or_divide_a_stride_compile_nothing`), on the Triton backend."""
+    assert divisor_compiles("cuda") == [1, 1, 0, 0, 0, 0, 0, 0, 1, 0]
+
+
+def test_attention_gradients_at_lengths_that_equal_or_divide_the_heads_width_compile_nothing(fresh):
+    """Attention's forward and backward over (2, 3, L, 16) at L = 16, the head's width, at 8, 4 and 2, which divide
+    it (its stride 16 is 2*8 at 8), and at 32, after 7, 9 and 13: nothing compiles, with torch's gradients. Before,
+    16 compiled 7 kernels (its products, m, n and k all 16, taken for loops: `lowering.contraction_axes`'s
+    `varying`), 8, 4 and 2 6 each."""
+    compiled = []
+    for n in (7, 9, 13, 16, 8, 4, 2, 32):
+        data = [random_array((2, 3, n, 16), lt.float32, seed=n + s) for s in range(3)]
+        before = lt.stats().kernels_compiled
+        grads = attention_gradients(*data)
+        compiled.append(lt.stats().kernels_compiled - before)
+        for got, expected in zip(grads, attention_gradients_expected(*data)):
+            np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+    assert compiled == [7, 8, 0, 0, 0, 0, 0, 0], compiled
+
+
+def test_a_linear_layer_over_a_batch_equal_to_its_widths_compiles_nothing(fresh):
+    """An MLP block over a batch that changes to 32 and 64, its input's and hidden widths (`x @ w1`, relu, `@ w2`,
+    a residual, a row sum): from the second batch on, nothing compiles, with torch's values."""
+    w1, w2 = small_integers((32, 64), seed=1), small_integers((64, 32), seed=2)
+
+    def block(x, w1, w2):
+        return (x @ w1).relu() @ w2 + x + x.sum(-1, keepdims=True)
+
+    compiled = []
+    for n in (5, 7, 9, 32, 64, 16, 11):
+        x = small_integers((n, 32), seed=n)
+        before = lt.stats().kernels_compiled
+        conftest.check(block(cpu(x), cpu(w1), cpu(w2)), block(*map(torch.tensor, (x, w1, w2))))
+        compiled.append(lt.stats().kernels_compiled - before)
+    assert compiled[2:] == [0, 0, 0, 0, 0], compiled

@@ -104,7 +104,7 @@ from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, S
 from ..lapack import LibraryError, flops
 from ..legalize import legalize
 from ..split import split_reduction
-from ..symbolic import DYNAMIC, Template, eligible, enabled, generic, sizes, symbolized, unbounded
+from ..symbolic import DYNAMIC, Template, eligible, enabled, generic, sizes, skeleton, symbolized, unbounded
 from . import compiler, disk_cache, library, mathlib
 from .compiler import Machine
 from .gemm import (
@@ -869,6 +869,7 @@ _gemm_cores: dict[str, tuple[str, str]] = {}  # the GEMM cores in the engine, by
 
 _generic: dict[str, Template] = {}  # generic programs (`symbolic`), by the erased text of the kernels they serve
 _first_sizes: dict[str, tuple[int, ...]] = {}  # the sized loops' sizes each erased text was first compiled at
+_previous: dict[str, Kernel | Contraction] = {}  # the last kernel compiled of each structure (`symbolic.skeleton`)
 
 
 def _erased(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall, checked: bool) -> str | None:
@@ -889,12 +890,16 @@ def _strided(kernel: Kernel | Contraction | Scatter | Sort | Scan | LibraryCall,
     coefficient that is such a product by chance (a row of 21 at a batch of 7) costs no compile that its own
     text would not. A batched contraction has no sized loop before (`Contraction.sized_loops`): its form where
     that may run generic."""
+    if type(kernel) not in (Kernel, Contraction):
+        return kernel
+    structure = skeleton(kernel)
+    previous, _previous[structure] = _previous.get(structure), kernel
     if changed and type(kernel) is Kernel and (erased := _erased(kernel, bounds.CHECK)) is not None \
-            and erased not in _first_sizes and (form := symbolized(kernel, changed)) is not kernel:
+            and erased not in _first_sizes and (form := symbolized(kernel, changed, previous)) is not kernel:
         _first_sizes[erased] = sizes(kernel)
         return form
     if changed and type(kernel) is Contraction and not kernel.sized_loops() \
-            and _erased(form := symbolized(kernel, changed), bounds.CHECK) is not None:
+            and _erased(form := symbolized(kernel, changed, previous), bounds.CHECK) is not None:
         return form
     return kernel
 

@@ -123,16 +123,21 @@ class TritonSource:
     num_stages: int | None = None        # software pipelining depth of its loops; None: Triton's default
     slots: tuple[int, ...] | None = None  # the buffer slots the function takes, in order; None: all of them
     # a generic kernel's (`kernels/symbolic.py`): its grid is `grid` times its rows over `xblock`, its rows
-    # `row_factor` times the sizes it is passed in the scalar parameters at `rows` (`programs`)
+    # `row_factor` times the sizes it is passed in the scalar parameters at `rows` (`programs`); a generic tl.dot
+    # kernel's, times its columns too, the size at `cols`, over `yblock`
     rows: tuple[int, ...] = ()
     xblock: int = 1
     row_factor: int = 1
+    cols: tuple[int, ...] = ()
+    yblock: int = 1
 
     def programs(self, params: Sequence[bool | int | float]) -> int:
-        """The launch's grid for these scalar parameters: `grid`, or a generic kernel's, following its rows."""
-        if not self.rows:
+        """The launch's grid for these scalar parameters: `grid`, or a generic kernel's, following its rows (and
+        columns)."""
+        if not self.rows and not self.cols:
             return self.grid
-        return self.grid * -(-self.row_factor * math.prod(int(params[i]) for i in self.rows) // self.xblock)
+        rows = -(-self.row_factor * math.prod(int(params[i]) for i in self.rows) // self.xblock) if self.rows else 1
+        return self.grid * rows * -(-math.prod(int(params[i]) for i in self.cols) // self.yblock)
 
 
 def product(factors: Iterable[int | str]) -> int | str:

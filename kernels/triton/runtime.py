@@ -30,7 +30,8 @@ of a kernel's erased text (or the first, where its sizes changed since its progr
 compiles `symbolic.generic`'s kernel, whose loop sizes are int64 arguments after the scalar parameters and
 whose grid each launch computes from them (`TritonSource.programs`); every later kernel of the text runs it
 (`Program.sized`). The tl.dot template of a single product without an epilogue or a packed operand compiles
-generic over its m the same way (`_generic_contraction`); kernels that split at their size specialize.
+generic over its m, n and k, those that change, the same way (`_generic_contraction`); kernels that split at
+their size specialize.
 
 A `Contraction` compiles to a `ContractionProgram` (see `gemm.py`): its pack
 kernels, its tl.dot kernel and its epilogue kernel, each a `Program`. The tl.dot
@@ -61,7 +62,7 @@ from ..expr import Var
 from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, Sort, VOp
 from ..legalize import legalize
 from ..split import most_parts, split_reduction
-from ..symbolic import DYNAMIC, Template, eligible, enabled, generic, sizes, symbolized, unbounded
+from ..symbolic import DYNAMIC, Template, eligible, enabled, generic, sizes, skeleton, symbolized, unbounded
 from . import cuda
 from .gemm import GemmConfig, GemmPlan, candidate_configs, input_precision, plan, render_gemm
 from .render import NATIVE, Tiling, TritonSource, identifier, memory_dtype, programs, render
@@ -108,8 +109,10 @@ class Program:
         self._dtypes = [memory_dtype(self.buffers[slot].dtype) for slot in self.slots]
         self._bools = [i for i, d in enumerate(self.params) if d == bool_]
         self._ints = [i for i, d in enumerate(self.params) if not d.is_float]  # bools too: passed as ints
-        # a compiled kernel's launcher for each specialization of the arguments launched with (`_specialization`)
-        self._runners: dict[tuple, Any] = {}
+        # the kernel Triton compiled for each specialization of the arguments launched with (`_specialization`),
+        # launched on each call's grid: keyed by the grid too, a generic program's launches over sizes that keep
+        # changing would keep one launcher for each grid ever seen
+        self._kernels: dict[tuple, Any] = {}
         # Compile options, the same for every launch. No multiply and add contracted into a fused one: a kernel
         # computes what its IR says, rounding each op as the CPU backend does (legalization's double-double
         # arithmetic is exact only so). Stated, not left to the Triton version (3.6 contracts, 3.9 warns
@@ -157,7 +160,7 @@ class Program:
 
     def passing(self, kernel: Kernel | Contraction, generic_over: str, sizes: tuple[int, ...]) -> Program:
         """This generic program as `kernel`'s, passed `sizes` after the parameters."""
-        program = copy.copy(self)  # its launchers shared: `_runners` holds one for each grid
+        program = copy.copy(self)  # its compiled kernels shared (`_kernels`)
         program.kernel, program.generic_over, program.sizes = kernel, generic_over, sizes
         return program
 
@@ -175,13 +178,13 @@ class Program:
         integers by width, divisibility by 16 and being 1 (a constant then); floats are not specialized."""
         return (*(ptr % 16 == 0 for ptr in buffers), *(_int_key(int(params[i])) for i in self._ints))
 
-    def _runner(self, key: tuple, args: list[object], grid: int) -> Any:
-        """The launcher on `grid` programs of the kernel compiled for `args` (Triton compiles it unless its cache
-        has it)."""
+    def _kernel(self, key: tuple, args: list[object], grid: int) -> Any:
+        """The kernel compiled for `args` (Triton compiles it unless its cache has it), its module loaded on the
+        device."""
         with self.target.launching():
-            compiled = self.fn.warmup(*args, grid=(grid,), **self.options)
-            runner = self._runners[key] = compiled[(grid, 1, 1)]  # loads the module on the device
-        return runner
+            compiled = self._kernels[key] = self.fn.warmup(*args, grid=(grid,), **self.options)
+            compiled[(grid, 1, 1)]  # loads the module on the device, under `launching`
+        return compiled
 
     def compile(self) -> None:
         """Compile for the GPU now, with arguments of the launch's types (all pointers are 16-byte aligned)."""
@@ -204,10 +207,10 @@ class Program:
             with self.target.launching():
                 self.fn[(grid,)](*args, **self.options)
             return
-        key = (self._specialization(buffers, params), grid)
-        runner = self._runners.get(key) or self._runner(key, args, grid)
+        key = self._specialization(buffers, params)
+        compiled = self._kernels.get(key) or self._kernel(key, args, grid)
         self.target.activate()
-        runner(*args, stream=self.target.stream)
+        compiled[(grid, 1, 1)](*args, stream=self.target.stream)
 
     def launch(self, table: Sequence[int | None], params: Sequence[bool | int | float]) -> None:
         """Launch on the addresses in `table`, one for each of `buffers` (None for those it does not take)."""
@@ -281,18 +284,21 @@ class ContractionProgram(_Composite):
         self.compile_seconds = 0.0
         taken = {slot for step in self.parts() for slot in step.slots}
         self.scratch = [slot for slot, b in enumerate(plan.buffers) if b.scratch and slot in taken]
-        self.generic_over: str | None = None  # a generic template's, as a contraction's (`sized`): its m's name
+        self.generic_over: str | None = None  # a generic template's, as a contraction's (`sized`): its loops' names
+        self.passed: tuple[str, ...] = ()  # a generic template's: the names of the loops of m, n, k passed, in order
 
     def sized(self, c: Contraction, over: frozenset[int]) -> ContractionProgram:
-        """This template, generic over its m (`_generic_contraction`), as `c`'s, a contraction of the erased
-        text it was compiled for: its tl.dot kernels passed `c`'s m (the one timed fastest alone, once timed)."""
-        vm = c.vars[1]
+        """This template, generic over some of its m, n and k (`_generic_contraction`), as `c`'s, a contraction of
+        the erased text it was compiled for: its tl.dot kernels passed `c`'s sizes of them (the one timed fastest
+        alone, once timed)."""
+        sizes = tuple(v.size for v in c.vars if v.name in self.passed)
+        generic_over = ", ".join(self.passed)
         program = copy.copy(self)
         best = _tuned.get(self.tune_key)
         candidates = {best: self.candidates[best]} if best in self.candidates else self.candidates
-        program.candidates = {config: p.passing(c, vm.name, (vm.size,)) for config, p in candidates.items()}
+        program.candidates = {config: p.passing(c, generic_over, sizes) for config, p in candidates.items()}
         program.gemm = next(iter(program.candidates.values())) if len(program.candidates) == 1 else None
-        program.kernel, program.generic_over = c, vm.name
+        program.kernel, program.generic_over = c, generic_over
         return program
 
     def parts(self) -> list[Program]:
@@ -486,6 +492,7 @@ def _kernel_program(kernel: Kernel, target: Target, tiling: Tiling) -> Program |
 # and the sized loops' sizes each such text was first compiled at.
 _generic: dict[tuple[str, Tiling, Target, str], Template] = {}
 _first_sizes: dict[tuple[str, Tiling, Target, str], tuple[int, ...]] = {}
+_previous: dict[str, Kernel | Contraction] = {}  # the last kernel compiled of each structure (`symbolic.skeleton`)
 
 
 def _erased(kernel: Kernel | Contraction | Scatter | Sort | Scan, target: Target, tiling: Tiling) \
@@ -511,8 +518,12 @@ def _strided(kernel: Kernel | Contraction | Scatter | Sort | Scan, target: Targe
     sizes `changed` written as such (`symbolic.symbolized`): the form whose erased text the kernels of every such
     size share (a softmax's rows of a changing length). Only where its own text is new (it would compile), which
     is then taken as seen at its sizes, as the CPU's runtime does."""
+    if type(kernel) not in (Kernel, Contraction):
+        return kernel
+    structure = skeleton(kernel)
+    previous, _previous[structure] = _previous.get(structure), kernel
     if changed and (erased := _erased(kernel, target, tiling)) is not None and erased not in _first_sizes \
-            and (form := symbolized(kernel, changed)) is not kernel:
+            and (form := symbolized(kernel, changed, previous)) is not kernel:
         _first_sizes[erased] = sizes(kernel)
         return form
     return kernel
@@ -524,7 +535,7 @@ def _generic_program(kernel: Kernel | Contraction, erased: tuple[str, Tiling, Ta
     loops: over the loops whose sizes differ, and those its text's generic program was over; the first time its
     text compiles, over its loops of the sizes `changed`, if any (under `symbolic.DYNAMIC` True,
     `lt.jit(fn, dynamic=True)`, over all of them). Kept for every later kernel of the text (`compile_kernel`).
-    None where it is over no loop, or a contraction's loops other than its m: the kernel specializes."""
+    None where it is over no loop, or a contraction's loops other than its m, n and k: the kernel specializes."""
     now, dynamic = sizes(kernel), DYNAMIC.get()
     first = _first_sizes.setdefault(erased, now)
     before, over = (first, frozenset()) if (kept := _generic.get(erased)) is None else (kept.sizes, kept.over)
@@ -556,22 +567,28 @@ def _generic_kernel(kernel: Kernel, over: frozenset[int], target: Target, tiling
 
 def _generic_contraction(c: Contraction, over: frozenset[int], target: Target, precision: str) \
         -> ContractionProgram | None:
-    """The tl.dot template of a single product without an epilogue (`_erased`) generic over its m, where `over`
-    is its m alone and neither operand is packed (a pack kernel's scratch is m long); else None. Its m ranges
-    over `UNBOUNDED` values (`symbolic.unbounded`) and is passed after the parameters (`gemm.render_gemm`)."""
-    vm = c.vars[1]
-    if over != {k for k, v in enumerate(c.sized_loops()) if v is vm}:
+    """The tl.dot template of a single product without an epilogue (`_erased`) generic over some of its m, n and k,
+    those at `over`, where neither operand is packed (a pack kernel's scratch is of their sizes); else None. Their
+    variables range over `UNBOUNDED` values (`symbolic.unbounded`) and their sizes are passed after the parameters
+    (`gemm.render_gemm`)."""
+    axes = dict(zip(c.vars[1:], "mnk"))
+    passed = tuple(v for k, v in enumerate(c.sized_loops()) if k in over)
+    if not passed or any(v not in axes for v in passed):
         return None
-    legal = replace(legalize(unbounded(c, frozenset({vm})), NATIVE), name=c.default_name(generic=(vm,)))
+    passed = tuple(v for v in axes if v in passed)  # in the order `render_gemm` passes them
+    legal = replace(legalize(unbounded(c, frozenset(passed)), NATIVE), name=c.default_name(generic=passed))
     p = plan(legal)
     if p.packs:
         return None
+    generic = "".join(axes[v] for v in passed)
     tune_key = (target.key, legal.sizes, legal.dtype, precision)
     configs = [_tuned[tune_key]] if tune_key in _tuned else candidate_configs(legal, target.interpreted)
-    candidates = {config: _program(legal, render_gemm(p, config, precision, target.interpreted, generic_m=True),
-                                   target, p.buffers, (*legal.params, int64))
+    candidates = {config: _program(legal, render_gemm(p, config, precision, target.interpreted, generic),
+                                   target, p.buffers, (*legal.params, *(int64 for _ in passed)))
                   for config in configs}
-    return ContractionProgram(p, [], candidates, None, target, tune_key)
+    program = ContractionProgram(p, [], candidates, None, target, tune_key)
+    program.passed = tuple(v.name for v in passed)
+    return program
 
 
 def _loops(kernel: Kernel) -> list[Var]:
