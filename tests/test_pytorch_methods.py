@@ -630,9 +630,11 @@ def test_casts_and_device_queries_as_pytorchs():
     values = np.array([[-3.7, 0.0, 200.5], [1.5, -129.0, 7.0]], np.float32)
     for name in ("byte", "char", "short"):
         check(getattr(lt.asarray(values)[:, :2] * 0 + 5, name)(), getattr(torch.tensor(values)[:, :2] * 0 + 5, name)())
-    x, t = lt.zeros((2, 3)), torch.zeros((2, 3))
+    x, t = lt.zeros((2, 3), device="cpu"), torch.zeros((2, 3))
     assert (x.is_cuda, x.is_cpu, x.get_device(), x.is_same_size(lt.ones((2, 3))), x.is_same_size(lt.ones(3))) == \
         (t.is_cuda, t.is_cpu, t.get_device(), t.is_same_size(torch.ones((2, 3))), t.is_same_size(torch.ones(3)))
+    if lt.zeros(1).device.startswith("cuda"):  # the tests' default device a GPU
+        assert (lt.zeros(1).is_cuda, lt.zeros(1).is_cpu, lt.zeros(1, device="cuda:0").get_device()) == (True, False, 0)
     for v in (0.0, -2.0, float("nan")):
         assert lt.asarray([[v]]).is_nonzero() == torch.tensor([[v]]).is_nonzero()
     with pytest.raises(RuntimeError, match="one element"):
