@@ -144,7 +144,7 @@ _OPS = [
     # ---- reductions ----
     OpSpec("sum", "{a}.sum(axis={axis}, keepdims={keep})", "{a}.sum(dim={axis}, keepdim={keep})", "sum"),
     OpSpec("prod", "{a}.prod(axis={axis}, keepdims={keep})", "{a}.prod(dim={axis}, keepdim={keep})", "prod"),
-    OpSpec("prod_all", "{a}.prod()", "{a}.prod()", "prod"),
+    OpSpec("prod_all", "{a}.prod()", "sem.prod_all({a})", "prod"),
     OpSpec("mean", "{a}.mean(axis={axis}, keepdims={keep})", "sem.as_float({a}).mean(dim={axis}, keepdim={keep})",
            "mean"),
     OpSpec("max", "{a}.max(axis={axis}, keepdims={keep})", "sem.amax({a}, dim={axis}, keepdim={keep})", "extremum"),
