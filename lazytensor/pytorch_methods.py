@@ -768,9 +768,7 @@ class PyTorchOps:
         the tensor's shape; the leaf rule is `_inplace`'s). Under `no_grad` a non-leaf is cut off from its
         record, which has the old shape."""
         from .autograd import is_grad_enabled
-        if self.requires_grad and self._ctx is None and is_grad_enabled():
-            raise RuntimeError(f"{op}: a leaf tensor that requires grad cannot be modified in place; "
-                               "use lt.no_grad() or an out-of-place op")
+        self._check_modifiable(op)
         if self._ctx is not None and not is_grad_enabled():
             self.detach_()
         self._rebind(result)

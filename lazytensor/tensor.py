@@ -723,9 +723,7 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
         The op reads a handle on what x was (`_as_source`), so x's autograd record points at that, not at
         x itself.
         """
-        if self.requires_grad and self._ctx is None and is_grad_enabled():
-            raise RuntimeError(f"{op}: a leaf tensor that requires grad cannot be modified in place; "
-                               "use lt.no_grad() or an out-of-place op")
+        self._check_modifiable(op)
         result = fn(self._as_source(), other)
         if result.shape != self.shape:
             raise ShapeError(f"{op}: the result has shape {result.shape}, which cannot be written into "
@@ -735,6 +733,12 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
             raise DTypeError(f"{op}: result dtype {result.dtype.name} cannot be cast to {self.dtype.name} in place")
         self._rebind(result.cast(self.dtype))
         return self
+
+    def _check_modifiable(self, op: str) -> None:
+        """PyTorch's rule for in-place ops: not on a leaf that requires grad while gradients are recorded."""
+        if self.requires_grad and self._ctx is None and is_grad_enabled():
+            raise RuntimeError(f"{op}: a leaf tensor that requires grad cannot be modified in place; "
+                               "use lt.no_grad() or an out-of-place op")
 
     def _rebind(self, out: Tensor) -> None:
         """This tensor takes `out`'s value (an in-place op), and its autograd record where gradients are recorded.

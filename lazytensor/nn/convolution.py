@@ -105,9 +105,7 @@ def _convnd(x: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, padding
         pads = _conv_padding(padding, kernel, dilation_, stride_, name)
         # the input in a buffer of its own, which the forward and the weight gradient both read; or its padded
         # copy (`_grouped_windows`), which a copy of the input would only precede
-        copied = any(p != (0, 0) for p in pads) and get_device(x.device).packs_operands
-        source = x if copied else x.contiguous()
-        out = _conv(source, weight, stride_, pads, dilation_, groups)
+        out = _conv(x if _pads_into_a_copy(x, pads) else x.contiguous(), weight, stride_, pads, dilation_, groups)
         return out if bias is None else out + bias.reshape(cout, *[1] * nd)
 
     return _batched(batched, x, nd, name)
@@ -145,10 +143,13 @@ def _grouped_windows(x: Tensor, kernel: Sequence[int], stride: Sequence[int], pa
     1.4 times as long, and its backward, whose weight gradient reads the windows too, 1.4 times)."""
     n, c = x.shape[:2]
     padded = x.pad([(0, 0), (0, 0), *pads])
-    if padded is not x and get_device(x.device).packs_operands:
-        padded = padded.contiguous()
-    win = _windows(padded, kernel, stride, dilation)
+    win = _windows(padded.contiguous() if _pads_into_a_copy(x, pads) else padded, kernel, stride, dilation)
     return win.reshape(n, groups, 1, c // groups, *win.shape[2:])
+
+
+def _pads_into_a_copy(x: Tensor, pads: Sequence[tuple[int, int]]) -> bool:
+    """Whether the convolution of `x` reads it padded into a buffer of its own (`_grouped_windows`)."""
+    return any(p != (0, 0) for p in pads) and get_device(x.device).packs_operands
 
 
 def _conv_forward(x: Tensor, weight: Tensor, stride: Sequence[int], pads: Sequence[tuple[int, int]],
