@@ -888,9 +888,11 @@ IN_PLACE_OF = ("abs", "exp", "expm1", "log", "log1p", "log2", "sqrt", "rsqrt", "
 
 
 def _unit(like: Tensor) -> Tensor:
-    """Uniform values in [0, 1) of `like`'s shape, device and float dtype."""
+    """Uniform values in [0, 1) of `like`'s shape and device: float64 for a float64 tensor, else float32, since a
+    16-bit float's steps of 2**-11 near 1 would cut the tails of the laws drawn from u (randn's rule)."""
     from .random import rand
-    return rand(like.shape, dtype=like.dtype if like.dtype.is_float else None, device=like.device)
+    return rand(like.shape, dtype=dtypes.float64 if like.dtype == dtypes.float64 else dtypes.float32,
+                device=like.device)
 
 
 def _in_place(name: str) -> Callable[..., Tensor]:
