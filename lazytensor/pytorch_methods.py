@@ -18,7 +18,7 @@ from .errors import DTypeError, ShapeError
 from .movement import normalize_axis
 
 if TYPE_CHECKING:
-    from .autograd import RemovableHandle
+    from .autograd import GradFn, RemovableHandle
     from .tensor import Tensor
 
 
@@ -850,6 +850,13 @@ class PyTorchOps:
         """Keep this non-leaf tensor's gradient in `.grad` when `backward` computes it (a leaf's is kept)."""
         from .autograd import retain_grad
         retain_grad(self)
+
+    @property
+    def grad_fn(self: Tensor) -> GradFn | None:
+        """The autograd record that made this tensor (PyTorch's `grad_fn`: `MulBackward`, ...), None for a
+        leaf or a tensor made with no grad recorded."""
+        from .autograd import GradFn
+        return None if self._ctx is None else GradFn(self._ctx)
 
     @property
     def is_leaf(self: Tensor) -> bool:

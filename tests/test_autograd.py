@@ -798,6 +798,25 @@ def test_hooks_on_a_root_and_in_a_gradients_call():
     assert x.is_leaf and not y.is_leaf and lt.ones(2).is_leaf
 
 
+def test_grad_fn_names_the_op_and_walks_to_the_leaves_as_torch():
+    a = random_array((3, 4), lt.float32, 5)
+    x, tx = lt.asarray(a).requires_grad_(), torch.tensor(a, requires_grad=True)
+    for f in (lambda t: t * 2, lambda t: t.exp(), lambda t: t.cumsum(0), lambda t: t.softmax(-1)):
+        ours, theirs = f(x).grad_fn, f(tx).grad_fn
+        assert ours.name() == theirs.name().rstrip("0123456789"), theirs.name()
+        (leaf, _), = [n for n in ours.next_functions if n[0] is not None]
+        assert leaf.name() == "AccumulateGrad" and leaf.variable is x and leaf.next_functions == ()
+    y = (x * 2).sum(0)
+    assert repr(y.grad_fn) == "<ReshapeBackward object>"  # the reduction keeps its axis, then drops it
+    total = y.grad_fn.next_functions[0][0]
+    assert total.name() == "SumBackward" and total.next_functions[0][0].name() == "MulBackward"
+    assert (x * 2).grad_fn.next_functions[1] == (None, 0)  # the constant 2 requires no grad
+    assert y.grad_fn == y.grad_fn and len({y.grad_fn, y.grad_fn}) == 1
+    assert x.grad_fn is None and y.detach().grad_fn is None and lt.ones(2).grad_fn is None
+    with lt.no_grad():
+        assert (x * 2).grad_fn is None
+
+
 def test_retain_grad_accumulates_and_a_wrong_hook_shape_raises():
     a = random_array((2, 3), lt.float32, 4)
     grads = []

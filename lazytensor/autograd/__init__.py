@@ -239,6 +239,70 @@ def joint(tensors: Sequence[Tensor], fire: JointFire) -> list[Tensor]:
 # ---- the walk ------------------------------------------------------------------------------
 
 
+class GradFn:
+    """What `Tensor.grad_fn` shows of the autograd record that made a tensor (PyTorch's autograd node): `name()`
+    spelled as PyTorch's (`MulBackward`, `SumBackward`, `SoftmaxBackward` for a composite with its own backward)
+    and `next_functions`, one `(GradFn or AccumulateGrad or None, 0)` per source of the op. Records are of the
+    graph's primitive ops, so a composite without a backward of its own shows the last primitive it recorded
+    (a reduction without `keepdims` shows the `ReshapeBackward` that drops its axes). For reading only: backward runs from the records themselves."""
+
+    __slots__ = ("_record",)
+
+    def __init__(self, record: tuple) -> None:
+        self._record = record
+
+    def name(self) -> str:
+        op, arg, _ = self._record
+        if op is _ALU:
+            what = arg.name
+        elif op is _REDUCE:
+            what = arg[0].name
+        elif op is _SCAN:
+            what = f"cum{arg[0].name}"
+        elif op is _CUSTOM_VJP:
+            what = getattr(arg[0], "__qualname__", "custom").split(".<locals>")[0].rsplit(".", 1)[-1]
+        else:
+            what = op.name
+        return f"{what.title().replace('_', '')}Backward"
+
+    @property
+    def next_functions(self) -> tuple[tuple[GradFn | AccumulateGrad | None, int], ...]:
+        return tuple((_grad_fn_of(s), 0) for s in self._record[2])
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, GradFn) and other._record is self._record
+
+    def __hash__(self) -> int:
+        return id(self._record)
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object>"
+
+
+class AccumulateGrad:
+    """The `next_functions` entry of a leaf that requires grad: its gradient accumulates into `variable.grad`."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable: Tensor) -> None:
+        self.variable = variable
+
+    def name(self) -> str:
+        return "AccumulateGrad"
+
+    next_functions: tuple = ()
+
+    def __repr__(self) -> str:
+        return "<AccumulateGrad object>"
+
+
+def _grad_fn_of(t: Tensor) -> GradFn | AccumulateGrad | None:
+    """A source's entry of `next_functions`: its record, or where a leaf's gradient goes, or None (no grad)."""
+    if t._ctx is not None:
+        return GradFn(t._ctx)
+    return AccumulateGrad(t) if t.requires_grad else None
+
+
 def _graph(roots: Sequence[Tensor]) -> list[Tensor]:
     """Tensors that require grad reachable from `roots` through `_ctx`, each after its sources."""
     return toposort(list(roots), lambda t: [s for s in t._ctx[2] if s.requires_grad] if t._ctx else [])
@@ -755,7 +819,9 @@ __all__ = [
     "ALU_VJP",
     "NOT_DIFFERENTIABLE",
     "REDUCE_VJP",
+    "AccumulateGrad",
     "Custom",
+    "GradFn",
     "RemovableHandle",
     "backward",
     "custom_vjp",
