@@ -270,15 +270,29 @@ def schedule(*tensors: Tensor) -> Schedule:
 def _function(method: Callable) -> Callable:
     """`lt.exp(x)` for `x.exp()`: the first argument may be anything asarray takes. A Python scalar before a
     tensor is weak, as the array API (2024.12) has it for binary functions: `lt.atan2(1, x)` takes x's dtype
-    and device, as `x.atan2(1)` would."""
+    and device, as `x.atan2(1)` would. `out=t` (PyTorch's and NumPy's; NumPy's one-tensor tuple too) rebinds
+    t to the result, by the rules of an in-place op: the same shape and device, a dtype t can hold."""
     @functools.wraps(method)
-    def function(x: Any, *args: Any, **kwargs: Any) -> Any:
+    def function(x: Any, *args: Any, out: Tensor | tuple[Tensor] | None = None, **kwargs: Any) -> Any:
         if not isinstance(x, Tensor):
             other = args[0] if args else None
             x = Tensor._scalar(x, weak_result_type(other.dtype, x), other.device, method.__name__) \
                 if _is_scalar(x) and isinstance(other, Tensor) else asarray(x)
-        return method(x, *args, **kwargs)
+        result = method(x, *args, **kwargs)
+        return result if out is None else _written_into(out, result, method.__name__)
     return function
+
+
+def _written_into(out: Any, result: Any, name: str) -> Tensor:
+    """`out` rebound to `result`, the value of `lt.<name>(..., out=out)`."""
+    if isinstance(out, tuple) and len(out) == 1:
+        out = out[0]
+    if not isinstance(out, Tensor) or not isinstance(result, Tensor):
+        raise TypeError(f"{name}: out= takes one tensor for a function of one tensor result, got "
+                        f"{type(out).__name__}")
+    if out.device != result.device:
+        raise DeviceError(f"{name}: out= is on {out.device}, the result on {result.device}")
+    return out._inplace(lambda _, r: r, result, f"{name}(out=)")
 
 
 # NumPy-style functions of the Tensor methods: `lt.exp(x)` is `x.exp()`, for anything `asarray` takes.
