@@ -272,6 +272,21 @@ class PyTorchOps:
         """Whether the dtype holds negative numbers (the floats and the signed integers)."""
         return self.dtype.is_float or self.dtype.is_signed
 
+    def is_contiguous(self: Tensor, memory_format: Any = None) -> bool:
+        """True: a tensor's values read as row-major whatever view made it (`view`, `reshape` and every op take
+        any tensor; where a view's values are laid out is the scheduler's choice, see `contiguous`), so code that
+        asks before calling `view` or `contiguous` goes the direct way."""
+        return True
+
+    def stride(self: Tensor, dim: int | None = None) -> tuple[int, ...] | int:
+        """The row-major strides of this shape, in elements (what `is_contiguous` promises), or one axis's."""
+        strides, step = [], 1
+        for n in reversed(self.shape):
+            strides.append(step)
+            step *= max(n, 1)
+        strides.reverse()
+        return tuple(strides) if dim is None else strides[normalize_axis(dim, self.ndim, "stride")]
+
     def element_size(self: Tensor) -> int:
         """Bytes per element."""
         return self.dtype.itemsize

@@ -589,9 +589,11 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
         """The same data, cut off from autograd."""
         return Tensor(self.node)
 
-    def backward(self, gradient: Tensor | None = None) -> None:
-        """Accumulate d(self)/d(leaf) into `.grad` of every leaf that requires grad."""
-        backward(self, gradient)
+    def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None, create_graph: bool = False,
+                 inputs: Tensor | Sequence[Tensor] | None = None) -> None:
+        """Accumulate d(self)/d(leaf) into `.grad` of every leaf that requires grad (of `inputs` where given), as
+        PyTorch's; see `lt.autograd.backward`."""
+        backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
 
     def contiguous(self) -> Tensor:
         """A tensor that is computed into its own buffer when realized: a fusion barrier."""

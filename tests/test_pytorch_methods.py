@@ -990,3 +990,13 @@ def test_adjoint_and_chain_matmul_are_torchs():
     check(lt.chain_matmul(lt.asarray(mats[0])), torch.chain_matmul(torch.tensor(mats[0])))
     with pytest.raises(ShapeError):
         lt.chain_matmul(lt.zeros((2, 3, 3)), lt.zeros((3, 3)))
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4), (), (0, 3), (3, 0, 2), (5,)])
+def test_stride_is_row_major_as_torch_of_a_contiguous_tensor(shape):
+    ours, theirs = lt.zeros(shape), torch.zeros(shape)
+    assert ours.stride() == theirs.stride() and ours.is_contiguous()
+    assert [ours.stride(d) for d in range(-len(shape), len(shape))] == \
+        [theirs.stride(d) for d in range(-len(shape), len(shape))]
+    # any view reads as row-major: code that checks before `view` takes the direct way
+    assert ours.mT.is_contiguous() if len(shape) >= 2 else ours.flip(0).is_contiguous() if shape else True

@@ -392,27 +392,35 @@ def _seed(t: Tensor, gradient: Any, name: str) -> Tensor:
     return g.cast(t.dtype) if is_grad_enabled() else Tensor(g.node).cast(t.dtype)
 
 
-def backward(tensor: Tensor, gradient: Any = None, *, create_graph: bool = False) -> None:
-    """Accumulate d(tensor)/d(leaf) into `.grad` of every leaf that requires grad.
+def backward(tensor: Tensor, gradient: Any = None, *, retain_graph: bool | None = None, create_graph: bool = False,
+             inputs: Tensor | Sequence[Tensor] | None = None) -> None:
+    """Accumulate d(tensor)/d(leaf) into `.grad` of every leaf that requires grad, or of each of `inputs` (leaves
+    or not) where given, as PyTorch's.
 
     `gradient` (the vector of the vector-Jacobian product) is needed when `tensor` is not a scalar.
     The gradients are lazy tensors: they are computed with whatever is realized next. The graph is
-    kept, so `backward` may be called again on it."""
+    always kept, so `backward` may be called again on it (`retain_graph` is accepted for PyTorch's calls);
+    `create_graph=True` records the gradients' own ops, for higher derivatives."""
     if not tensor.requires_grad:
         raise RuntimeError("backward: the tensor does not require grad: no input of the ops that made it "
                            "requires grad (call requires_grad_() on the inputs first), or it was made under "
                            "no_grad()")
     from ..tensor import Tensor
+    chosen = None if inputs is None else [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    if chosen is not None and not all(isinstance(t, Tensor) and t.requires_grad for t in chosen):
+        raise RuntimeError("backward: every tensor of inputs= must be a tensor that requires grad")
     with set_grad_enabled(create_graph):
         seed = _seed(tensor, gradient, "backward")
-        reached = _propagate([tensor._as_source()], [seed], retain=True)
+        sources = None if chosen is None else [t._as_source() for t in chosen]
+        reached = _propagate([tensor._as_source()], [seed], None if sources is None else {id(s) for s in sources},
+                             retain=True)
         if not reached:
             raise RuntimeError("backward: no gradient reaches a tensor that requires grad: the output depends on "
                                "them only through ops that are not differentiable (comparisons, casts from bool "
                                "or integers, argmax, sign, ...)")
-        for leaf, g in reached.values():
-            if not leaf.requires_grad:
-                continue
+        targets = [(leaf, g) for leaf, g in reached.values() if leaf.requires_grad] if chosen is None else \
+            [(t, reached[id(s)][1]) for t, s in zip(chosen, sources) if id(s) in reached]
+        for leaf, g in targets:
             g = g if create_graph else Tensor(g.node)
             leaf.grad = g if leaf.grad is None else leaf.grad + g
 
