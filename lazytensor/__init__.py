@@ -73,12 +73,12 @@ from .dtypes import (
     bfloat16,
     bool_,
     can_cast,
-    default_float,
     default_int,
     finfo,
     float16,
     float32,
     float64,
+    get_default_dtype,
     iinfo,
     int8,
     int16,
@@ -87,6 +87,7 @@ from .dtypes import (
     isdtype,
     promote,
     result_type,
+    set_default_dtype,
     uint8,
     uint16,
     uint32,
@@ -247,6 +248,12 @@ concatenate = concat
 matrix_transpose = linalg.matrix_transpose
 cross = linalg.cross  # NumPy's np.cross of 3-vectors, PyTorch's torch.cross along `axis`
 cdist = nn.functional.cdist
+
+
+def __getattr__(name: str) -> Any:
+    if name == "default_float":  # the default float dtype at the time it is read (`set_default_dtype`)
+        return get_default_dtype()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def set_cache(enabled: bool) -> None:
@@ -646,6 +653,7 @@ __all__ = [
     "full",
     "full_like",
     "ge",
+    "get_default_dtype",
     "gt",
     "half",
     "int8",
@@ -674,6 +682,7 @@ __all__ = [
     "save",
     "schedule",
     "set_cache",
+    "set_default_dtype",
     "split",
     "stack",
     "stats",

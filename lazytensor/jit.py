@@ -63,6 +63,7 @@ from typing import Any
 
 from . import profiling, random, recompiles
 from .device import Buffer, get_device
+from .dtypes import get_default_dtype
 from .errors import JitError
 from .graph import Node
 from .helpers import getenv, user_call
@@ -450,7 +451,7 @@ class Jit:
         leaves: list[Any] = []
         structure = flatten((args, kwargs), leaves)
         with self._lock:
-            signature = (structure, tuple(_spec(x) for x in leaves))
+            signature = (structure, tuple(_spec(x) for x in leaves), get_default_dtype())
             entry = self.entries.setdefault(signature, _Entry())
             inputs = [x for x in leaves if isinstance(x, Tensor)]
             # the inputs, and state that code outside left pending, are computed outside the recording

@@ -72,7 +72,7 @@ def unwrap(p: Any, discont: float | None = None, axis: int = -1, *, period: floa
     removed). Integers give the default float."""
     from .tensor import where
     x = asarray(p)
-    x = x if x.dtype.is_float else x.cast(dtypes.default_float)
+    x = x if x.dtype.is_float else x.cast(dtypes.get_default_dtype())
     a = normalize_axis(axis, x.ndim, "unwrap")
     step = _along(x, a, 1, None) - _along(x, a, None, -1)
     high = period / 2
@@ -89,7 +89,7 @@ def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> An
     default float (NumPy's float64)."""
     t = asarray(f)
     if not t.dtype.is_float:
-        t = t.cast(dtypes.default_float)
+        t = t.cast(dtypes.get_default_dtype())
     axes = tuple(range(t.ndim)) if axis is None else \
         tuple(normalize_axis(a, t.ndim, "gradient") for a in ((axis,) if isinstance(axis, int) else axis))
     if len(varargs) == 0:
@@ -122,7 +122,7 @@ def _gradient_along(t: Tensor, a: int, h: Any, edge_order: int) -> Tensor:
         x = asarray(h)
         if x.shape[0] != n:
             raise ShapeError(f"gradient: the coordinates hold {x.shape[0]} values along an axis of {n}")
-        x = x if x.dtype.is_float else x.cast(dtypes.default_float)
+        x = x if x.dtype.is_float else x.cast(dtypes.get_default_dtype())
         steps = x[1:] - x[:-1]
         d1, d2 = shaped(steps[:-1]), shaped(steps[1:])  # the steps before and after each inner point
         inner = (-d2 / (d1 * (d1 + d2)) * part(None, -2) + (d2 - d1) / (d1 * d2) * part(1, -1)

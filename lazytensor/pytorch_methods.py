@@ -164,7 +164,7 @@ class PyTorchOps:
     def angle(self: Tensor) -> Tensor:
         """The argument of each (real) element: pi where negative, 0 elsewhere, NaN where NaN (PyTorch's)."""
         from .tensor import where
-        x = self if self.dtype.is_float else self.cast(dtypes.default_float)
+        x = self if self.dtype.is_float else self.cast(dtypes.get_default_dtype())
         return where(x.isnan(), x, (x < 0).cast(x.dtype) * math.pi)
 
     def prelu(self: Tensor, weight: Tensor) -> Tensor:
@@ -471,7 +471,7 @@ class PyTorchOps:
         nuclear norm of the matrices in two axes `dim`."""
         from .linalg import matrix_norm, vector_norm
         x = self if dtype is None else self.cast(dtype)
-        x = x if x.dtype.is_float else x.cast(dtypes.default_float)
+        x = x if x.dtype.is_float else x.cast(dtypes.get_default_dtype())
         if p == "nuc":
             axes = (-2, -1) if dim is None else tuple(dim)
             out = matrix_norm(x.moveaxis(axes, (-2, -1)), ord="nuc", keepdims=keepdim)

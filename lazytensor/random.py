@@ -34,7 +34,7 @@ from typing import Any
 from . import dtypes, recipe
 from .creation import _iota, factory
 from .device import get_device
-from .dtypes import DType, default_float, default_int
+from .dtypes import DType, default_int
 from .errors import DTypeError, ShapeError
 from .graph import Op
 from .helpers import prod
@@ -148,7 +148,7 @@ def _int_op(op: Alu, t: Any, value: int) -> Any:
 
 
 def _float_dtype(dtype: Any) -> DType:
-    dt = dtypes.to_dtype(dtype) if dtype is not None else default_float
+    dt = dtypes.dtype_or_default(dtype)
     if not dt.is_float:
         raise TypeError(f"random: a floating-point dtype is needed here, got {dt.name}")
     return dt

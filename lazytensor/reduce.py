@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from .dtypes import DType, bool_, default_float, default_int, float32, float64, to_dtype, uint8, uint64
+from .dtypes import DType, bool_, default_int, float32, float64, get_default_dtype, to_dtype, uint8, uint64
 from .errors import AxisError, ShapeError
 from .graph import Op
 from .helpers import prod
@@ -103,7 +103,7 @@ class ReduceOps:
         steps (mean, var, softmax, ...) compute in the first and round once to the second, at the end: a
         16-bit intermediate would be rounded wherever the scheduler writes it to memory (a mean's sum of
         30000 float16 values overflows before its division)."""
-        x = self if self.dtype.is_float else self.cast(default_float)
+        x = self if self.dtype.is_float else self.cast(get_default_dtype())
         return x.cast(compute_dtype(x.dtype)), x.dtype
 
     def _accumulate_dtype(self: Tensor, dtype: Any) -> Tensor:
@@ -389,7 +389,7 @@ class ReduceOps:
         a = _pick(axis, dim)
         if a is None:
             raise TypeError("logcumsumexp: missing the axis (dim=)")
-        x = self if self.dtype.is_float else self.cast(default_float)
+        x = self if self.dtype.is_float else self.cast(get_default_dtype())
         if x.ndim == 0:
             normalize_axis(a, 1, "logcumsumexp")
             return x

@@ -23,7 +23,7 @@ from . import array_api, dlpack, dtypes
 from .autograd import _zeros_like, backward, custom_vjp, is_grad_enabled
 from .contraction import ContractionOps
 from .device import Device, canonical, get_device
-from .dtypes import DType, bfloat16, bool_, default_float, float16, float32, float64, int16, int32, int64
+from .dtypes import DType, bfloat16, bool_, float16, float32, float64, get_default_dtype, int16, int32, int64
 from .errors import DeviceError, DTypeError, ShapeError
 from .graph import Node, Op, hold
 from .helpers import prod
@@ -299,7 +299,7 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
         if op in _SHIFTS and not dtype.is_int:
             raise DTypeError(f"{name}: shifts need integer tensors, got {dtype.name}")
         if op in _FLOAT_RESULTS and not dtype.is_float:
-            a, b, dtype = a.cast(default_float), b.cast(default_float), default_float
+            a, b, dtype = a.cast(get_default_dtype()), b.cast(get_default_dtype()), get_default_dtype()
         return Tensor._make(_ALU, bool_ if op in _COMPARISONS else dtype, a._node.shape, (a, b), op)
 
     def _float_unary(self, op: Alu) -> Tensor:
@@ -311,7 +311,7 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
         float: the operands of a float function (`name`, for errors)."""
         xs, dtype = self._operands(others, name) if others else ([self], self.dtype)
         if not dtype.is_float:
-            xs, dtype = [x.cast(default_float) for x in xs], default_float
+            xs, dtype = [x.cast(get_default_dtype()) for x in xs], get_default_dtype()
         return xs, dtype
 
     def _composite(self, compute: Callable[..., Tensor], backward: Callable[..., list[Tensor | None]],
@@ -1023,7 +1023,7 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
 
     def sigmoid(self) -> Tensor:
         """`1 / (1 + exp(-x))`, from `exp(-|x|)` so neither the value nor its gradient overflows."""
-        x = self if self.dtype.is_float else self.cast(default_float)
+        x = self if self.dtype.is_float else self.cast(get_default_dtype())
         e = where(x >= 0, -x, x).exp()
         s = (e + 1).reciprocal()
         return where(x >= 0, s, e * s)
@@ -1089,7 +1089,7 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
         (infinities included, whose difference is NaN) give `x + log(2)`."""
         (a, b), dtype = self._operands([other], "logaddexp")
         if not dtype.is_float:
-            a, b = a.cast(default_float), b.cast(default_float)
+            a, b = a.cast(get_default_dtype()), b.cast(get_default_dtype())
         spread = a.maximum(b) + (-(a - b).abs()).exp().log1p()
         return where(a == b, a + math.log(2), spread)
 
