@@ -158,6 +158,9 @@ from .products import inner, kron, trace, vdot
 from .profiling import Profile, profile
 from .pytorch_methods import add_pytorch_methods
 from .random import (
+    Generator,
+    get_rng_state,
+    initial_seed,
     manual_seed,
     multinomial,
     normal,
@@ -168,6 +171,7 @@ from .random import (
     randn,
     randn_like,
     randperm,
+    set_rng_state,
 )
 from .realize import Stats, reset_stats, stats
 from .realize import realizing as _realizing
@@ -613,6 +617,7 @@ __all__ = [
     "Device",
     "DeviceError",
     "FInfo",
+    "Generator",
     "KernelError",
     "LinAlgError",
     "Profile",
@@ -654,8 +659,10 @@ __all__ = [
     "full_like",
     "ge",
     "get_default_dtype",
+    "get_rng_state",
     "gt",
     "half",
+    "initial_seed",
     "int8",
     "int16",
     "int32",
@@ -683,6 +690,7 @@ __all__ = [
     "schedule",
     "set_cache",
     "set_default_dtype",
+    "set_rng_state",
     "split",
     "stack",
     "stats",

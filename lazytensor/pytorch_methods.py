@@ -19,6 +19,7 @@ from .movement import normalize_axis
 
 if TYPE_CHECKING:
     from .autograd import GradFn, RemovableHandle
+    from .random import Generator
     from .tensor import Tensor
 
 
@@ -362,18 +363,19 @@ class PyTorchOps:
         p = p if eps is None else p.clip(eps, 1 - eps)
         return (p / (1 - p)).log()
 
-    def bernoulli(self: Tensor, p: float | None = None) -> Tensor:
+    def bernoulli(self: Tensor, p: float | None = None, *, generator: Generator | None = None) -> Tensor:
         """PyTorch's bernoulli: 1 with probability `p` (each element's own value where p is None), else 0, in
         this tensor's dtype."""
         from .random import rand
         probability = self if p is None else float(p)
         dtype = self.dtype if self.dtype.is_float else None
-        return (rand(self.shape, dtype=dtype, device=self.device) < probability).cast(self.dtype)
+        return (rand(self.shape, dtype=dtype, device=self.device, generator=generator) < probability).cast(self.dtype)
 
-    def multinomial(self: Tensor, num_samples: int, replacement: bool = False) -> Tensor:
+    def multinomial(self: Tensor, num_samples: int, replacement: bool = False, *,
+                    generator: Generator | None = None) -> Tensor:
         """`lt.multinomial(self, num_samples, replacement)`."""
         from .random import multinomial
-        return multinomial(self, num_samples, replacement)
+        return multinomial(self, num_samples, replacement, generator=generator)
 
     def polygamma(self: Tensor, n: int) -> Tensor:
         """`lt.polygamma(n, self)`: the n-th derivative of digamma (PyTorch's argument order)."""
@@ -796,42 +798,48 @@ class PyTorchOps:
 
     # ---- random fills, in place (PyTorch's; the stream is `lt.manual_seed`'s) ---------------------------
 
-    def uniform_(self: Tensor, from_: float = 0.0, to: float = 1.0) -> Tensor:
+    def uniform_(self: Tensor, from_: float = 0.0, to: float = 1.0, *, generator: Generator | None = None) -> Tensor:
         """Values drawn uniformly from [from_, to)."""
         from .random import uniform
-        return self._drawn(lambda a: uniform(from_, to, a.shape, dtype=a.dtype, device=a.device), "uniform_")
+        return self._drawn(lambda a: uniform(from_, to, a.shape, dtype=a.dtype, device=a.device, generator=generator),
+                           "uniform_")
 
-    def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
+    def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Generator | None = None) -> Tensor:
         """Values drawn from the normal distribution of `mean` and `std`."""
         from .random import normal
-        return self._drawn(lambda a: normal(mean, std, a.shape, dtype=a.dtype, device=a.device), "normal_")
+        return self._drawn(lambda a: normal(mean, std, a.shape, dtype=a.dtype, device=a.device, generator=generator),
+                           "normal_")
 
-    def log_normal_(self: Tensor, mean: float = 1.0, std: float = 2.0) -> Tensor:
+    def log_normal_(self: Tensor, mean: float = 1.0, std: float = 2.0, *,
+                    generator: Generator | None = None) -> Tensor:
         """`exp` of values drawn from the normal distribution of `mean` and `std`."""
         from .random import normal
-        return self._drawn(lambda a: normal(mean, std, a.shape, dtype=a.dtype, device=a.device).exp(), "log_normal_")
+        return self._drawn(lambda a: normal(mean, std, a.shape, dtype=a.dtype, device=a.device,
+                                            generator=generator).exp(), "log_normal_")
 
-    def exponential_(self: Tensor, lambd: float = 1.0) -> Tensor:
+    def exponential_(self: Tensor, lambd: float = 1.0, *, generator: Generator | None = None) -> Tensor:
         """Values drawn from the exponential distribution of rate `lambd`: `-log(1 - u) / lambd`."""
-        return self._drawn(lambda a: (1 - _unit(a)).log() * (-1 / lambd), "exponential_")
+        return self._drawn(lambda a: (1 - _unit(a, generator)).log() * (-1 / lambd), "exponential_")
 
-    def cauchy_(self: Tensor, median: float = 0.0, sigma: float = 1.0) -> Tensor:
+    def cauchy_(self: Tensor, median: float = 0.0, sigma: float = 1.0, *,
+                generator: Generator | None = None) -> Tensor:
         """Values drawn from the Cauchy distribution: `median + sigma * tan(pi * (u - 1/2))`."""
-        return self._drawn(lambda a: ((_unit(a) - 0.5) * math.pi).tan() * sigma + median, "cauchy_")
+        return self._drawn(lambda a: ((_unit(a, generator) - 0.5) * math.pi).tan() * sigma + median, "cauchy_")
 
-    def geometric_(self: Tensor, p: float) -> Tensor:
+    def geometric_(self: Tensor, p: float, *, generator: Generator | None = None) -> Tensor:
         """The number of Bernoulli(`p`) trials up to the first success (1, 2, ...): `ceil(log(u) / log(1 - p))`
         of u in (0, 1]."""
         if not 0 < p < 1:
             raise ValueError(f"geometric_: p must be in (0, 1), got {p}")
-        return self._drawn(lambda a: ((1 - _unit(a)).log() / math.log1p(-p)).ceil().clip(1, None), "geometric_")
+        return self._drawn(lambda a: ((1 - _unit(a, generator)).log() / math.log1p(-p)).ceil().clip(1, None),
+                           "geometric_")
 
-    def bernoulli_(self: Tensor, p: Any = 0.5) -> Tensor:
+    def bernoulli_(self: Tensor, p: Any = 0.5, *, generator: Generator | None = None) -> Tensor:
         """1 with probability `p` (a float, or a tensor of probabilities broadcast to this shape), else 0."""
-        return self._drawn(lambda a: _unit(a) < (p.broadcast_to(a.shape) if isinstance(p, type(self)) else p),
-                           "bernoulli_")
+        return self._drawn(lambda a: _unit(a, generator) < (p.broadcast_to(a.shape) if isinstance(p, type(self))
+                                                            else p), "bernoulli_")
 
-    def random_(self: Tensor, from_: int = 0, to: int | None = None) -> Tensor:
+    def random_(self: Tensor, from_: int = 0, to: int | None = None, *, generator: Generator | None = None) -> Tensor:
         """Integers drawn uniformly from [from_, to); `random_(n)` from [0, n). Without a bound, from 0 to the
         largest integer the dtype holds exactly (2**24 for float32, 2**53 for float64, the dtype's largest
         integer, capped at 2**63 - 2), as PyTorch's."""
@@ -844,7 +852,7 @@ class PyTorchOps:
                 2 if dt == dtypes.bool_ else min(dtypes.iinfo(dt).max, (1 << 63) - 2) + 1
 
         def drawn(a: Tensor) -> Tensor:
-            k = randint(from_, to, a.shape, dtype=dtypes.int64, device=a.device)
+            k = randint(from_, to, a.shape, dtype=dtypes.int64, device=a.device, generator=generator)
             return k != 0 if a.dtype == dtypes.bool_ else k
         return self._drawn(drawn, "random_")
 
@@ -909,12 +917,12 @@ IN_PLACE_OF = ("abs", "exp", "expm1", "log", "log1p", "log2", "sqrt", "rsqrt", "
                "less_equal", "not_equal")
 
 
-def _unit(like: Tensor) -> Tensor:
+def _unit(like: Tensor, generator: Generator | None) -> Tensor:
     """Uniform values in [0, 1) of `like`'s shape and device: float64 for a float64 tensor, else float32, since a
     16-bit float's steps of 2**-11 near 1 would cut the tails of the laws drawn from u (randn's rule)."""
     from .random import rand
     return rand(like.shape, dtype=dtypes.float64 if like.dtype == dtypes.float64 else dtypes.float32,
-                device=like.device)
+                device=like.device, generator=generator)
 
 
 def _in_place(name: str) -> Callable[..., Tensor]:
