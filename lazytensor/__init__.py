@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import (
+    cuda,
     einops_backend,  # noqa: F401  (defines einops' backend where einops is installed)
     linalg,
     nn,
@@ -902,6 +903,7 @@ __all__ += [
     "Jit",
     "JitError",
     "VmapError",
+    "cuda",
     "custom_vjp",
     "enable_grad",
     "grad",
