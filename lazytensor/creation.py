@@ -289,16 +289,16 @@ def _triangle(x: Tensor, k: int, lower: bool, op: str) -> Tensor:
     return where(keep, x, zeros_like(x))
 
 
-def tril(x: Tensor, /, *, k: int = 0) -> Tensor:
+def tril(x: Tensor, /, k: int = 0, *, diagonal: int | None = None) -> Tensor:
     """The lower triangle of the matrices in the last two axes: elements on or below the k-th diagonal
-    (k > 0 above the main one), zeros above it."""
-    return _triangle(x, k, True, "tril")
+    (k > 0 above the main one), zeros above it. `k` as NumPy's, `diagonal=` as PyTorch's."""
+    return _triangle(x, k if diagonal is None else diagonal, True, "tril")
 
 
-def triu(x: Tensor, /, *, k: int = 0) -> Tensor:
+def triu(x: Tensor, /, k: int = 0, *, diagonal: int | None = None) -> Tensor:
     """The upper triangle of the matrices in the last two axes: elements on or above the k-th diagonal
-    (k > 0 above the main one), zeros below it."""
-    return _triangle(x, k, False, "triu")
+    (k > 0 above the main one), zeros below it. `k` as NumPy's, `diagonal=` as PyTorch's."""
+    return _triangle(x, k if diagonal is None else diagonal, False, "triu")
 
 
 def meshgrid(*arrays: Tensor, indexing: str = "xy") -> list[Tensor]:

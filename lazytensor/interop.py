@@ -227,7 +227,7 @@ ROWS: dict[str, Row] = {
     "broadcast_arrays": row(lt.broadcast_arrays, "*args"),
     "tile": row(lt.tile, "A reps"),
     "repeat": row(lt.repeat, "a repeats axis="),
-    "pad": row(lt.pad, "array pad_width constant_values=value"),
+    "pad": row(lt.pad, "array pad_width mode constant_values=value"),
     "tril": row(lt.tril, "m k="),
     "triu": row(lt.triu, "m k="),
     "atleast_1d": row(lt.atleast_1d, "*arys"),

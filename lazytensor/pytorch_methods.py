@@ -74,9 +74,10 @@ class PyTorchOps:
             raise ShapeError(f"diagonal: dim1 and dim2 are the same axis ({dim1}, {dim2})")
         return diagonal(self.moveaxis((a, b), (-2, -1)), offset=offset)
 
-    def diag(self: Tensor, diagonal: int = 0) -> Tensor:
+    def diag(self: Tensor, diagonal: int = 0, *, k: int | None = None) -> Tensor:
         """A 1-d tensor as the `diagonal`-th diagonal of a square matrix (zeros elsewhere); the `diagonal`-th
-        diagonal of a 2-d tensor (PyTorch's and NumPy's `diag`)."""
+        diagonal of a 2-d tensor (PyTorch's and NumPy's `diag`, whose name for `diagonal` is `k`)."""
+        diagonal = diagonal if k is None else k
         from .creation import arange
         from .tensor import where
         if self.ndim == 2:
