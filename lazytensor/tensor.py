@@ -26,7 +26,7 @@ from .device import Device, canonical, get_device
 from .dtypes import DType, bfloat16, bool_, float16, float32, float64, get_default_dtype, int16, int32, int64
 from .errors import DeviceError, DTypeError, ShapeError
 from .graph import Node, Op, hold
-from .helpers import prod
+from .helpers import prod, user_line
 from .indexing import IndexingOps
 from .kernels.dtype import bfloat16_to_float32
 from .kernels.ir import Alu
@@ -165,11 +165,13 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
             if nodes[0].shape == shape and (op is _RESHAPE or node_arg == tuple(range(len(shape)))):
                 out = _wrap(nodes[0])
             else:
-                out = _wrap(Node(op, dtype, shape, device, nodes, node_arg))
+                out = _wrap(Node(op, dtype, shape, device, nodes, node_arg, user_line(3)))
+        # The user's line is found from the frame under this private method's caller (lazytensor's, as this one):
+        # two frame objects fewer for the walk to make
         elif len(srcs) == 2:  # spelled out for the common arity: a tuple made through `map` costs more
-            out = _wrap(Node(op, dtype, shape, device, (srcs[0]._node, srcs[1]._node), arg))
+            out = _wrap(Node(op, dtype, shape, device, (srcs[0]._node, srcs[1]._node), arg, user_line(3)))
         else:
-            out = _wrap(Node(op, dtype, shape, device, tuple(map(_node_of, srcs)), arg))
+            out = _wrap(Node(op, dtype, shape, device, tuple(map(_node_of, srcs)), arg, user_line(3)))
         for s in srcs:
             if s.requires_grad:
                 _record(out, op, arg, srcs)
@@ -199,7 +201,8 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
             value = bool(value) if dtype is bool_ else int(value)
         if 0 in shape:  # no elements: `_make` gives it a buffer of none
             return Tensor._make(_SCALAR, dtype, shape, (), value, device=device)
-        return _wrap(Node(_SCALAR, dtype, shape, device, (), value))  # `_make`'s case for an op with no sources
+        # `_make`'s case for an op with no sources, and its line likewise from under this private method's caller
+        return _wrap(Node(_SCALAR, dtype, shape, device, (), value, user_line(3)))
 
     @staticmethod
     def _const(value: Scalar, dtype: DType, device: str, shape: Shape = ()) -> Tensor:
@@ -277,7 +280,9 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
             dtype, device = node.dtype, node.device
             result = bool_ if op in _COMPARISONS else dtype
             if type(other) is float or type(other) is int:
-                scalar = Node(_SCALAR, dtype, shape, device, (), float(other))
+                # the user's line found from the frame under this private method's caller (lazytensor's, as this
+                # one): two frame objects fewer for the walk to make, of the three of `x * 0.5` (and of `x * y`)
+                scalar = Node(_SCALAR, dtype, shape, device, (), float(other), user_line(3))
                 out = _wrap(Node(_ALU, result, shape, device, (scalar, node) if reverse else (node, scalar), op,
                                  scalar.line))
                 if self.requires_grad:
@@ -285,7 +290,7 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
                 return out
             if isinstance(other, Tensor) and (o := other._node).dtype is dtype and o.shape == shape \
                     and o.device == device:
-                out = _wrap(Node(_ALU, result, shape, device, (o, node) if reverse else (node, o), op))
+                out = _wrap(Node(_ALU, result, shape, device, (o, node) if reverse else (node, o), op, user_line(3)))
                 if self.requires_grad or other.requires_grad:
                     _record(out, _ALU, op, (other, self) if reverse else (self, other))
                 return out
