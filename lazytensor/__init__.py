@@ -148,6 +148,7 @@ from .numeric import (
     cumulative_trapezoid,
     ediff1d,
     gradient,
+    polyfit,
     polyval,
     ravel_multi_index,
     trapezoid,
@@ -253,6 +254,11 @@ concatenate = concat
 matrix_transpose = linalg.matrix_transpose
 cross = linalg.cross  # NumPy's np.cross of 3-vectors, PyTorch's torch.cross along `axis`
 cdist = nn.functional.cdist
+
+
+def fill_diagonal(a: Tensor, val: Any, wrap: bool = False) -> None:
+    """NumPy's fill_diagonal: `val` on a's main diagonal, in place (a rebound; see `Tensor.fill_diagonal_`)."""
+    a.fill_diagonal_(val, wrap)
 
 
 def __getattr__(name: str) -> Any:
@@ -1023,6 +1029,7 @@ __all__ += [  # NumPy's functions beyond the array API, and PyTorch's special fu
     "erfinv",
     "extract",
     "fabs",
+    "fill_diagonal",
     "flatnonzero",
     "fliplr",
     "flipud",
@@ -1082,6 +1089,7 @@ __all__ += [  # NumPy's functions beyond the array API, and PyTorch's special fu
     "ndim",
     "partition",
     "pdist",
+    "polyfit",
     "polygamma",
     "polyval",
     "power",
