@@ -248,8 +248,11 @@ def normal(mean: float = 0.0, std: float = 1.0, size: Any = (), dtype: Any = Non
 
 def randint(low: int, high: int | None = None, size: Any = (), dtype: Any = None, device: Any = None,
             generator: Generator | None = None) -> Any:
-    """Integers in [low, high) (`randint(high, size)` starts at 0), int64 by default. The range is at most
-    2**63 - 1 wide, inside int64's values, or uint64's for a uint64 `dtype`."""
+    """Integers in [low, high) (`randint(high, size=...)` starts at 0, as does PyTorch's `randint(high, size)`),
+    int64 by default. The range is at most 2**63 - 1 wide, inside int64's values, or uint64's for a uint64
+    `dtype`."""
+    if isinstance(high, (tuple, list)):  # PyTorch's randint(high, size)
+        low, high, size = 0, low, high
     if high is None:
         low, high = 0, low
     low, high = int(low), int(high)

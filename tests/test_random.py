@@ -286,3 +286,12 @@ def test_a_generator_inside_jit_is_an_error():
         return x + lt.rand(x.shape, generator=g)
     with pytest.raises(lt.JitError, match="generator="):
         noisy(lt.zeros(3))
+
+
+def test_randint_takes_pytorchs_high_and_size_form():
+    """`torch.randint(high, size)` (nanoGPT's `randint(len(data) - block, (batch,))`) as randint(0, high, size)."""
+    lt.manual_seed(2)
+    a = lt.randint(10, (500,)).numpy()
+    lt.manual_seed(2)
+    np.testing.assert_array_equal(a, lt.randint(0, 10, (500,)).numpy())
+    assert a.shape == (500,) and a.min() == 0 and a.max() == 9 and lt.randint(5, [2, 3]).shape == (2, 3)
