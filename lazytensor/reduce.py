@@ -129,24 +129,27 @@ class ReduceOps:
         return x._reduce(ReduceOp.PROD, _pick(axis, dim), keepdims or keepdim, "prod")
 
     def max(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
-            keepdim: bool = False) -> Tensor | MinMax:
-        """The largest element over `axis` (values only, as NumPy; NaN wins). With PyTorch's `dim=` instead (one
-        axis), PyTorch's result: `(values, indices)`, the indices those of the first largest (`argmax`). A tensor
-        in place of the axis is PyTorch's `max(input, other)`: the elementwise `maximum`."""
+            keepdim: bool | None = None) -> Tensor | MinMax:
+        """The largest element over `axis` (values only, as NumPy; NaN wins). With PyTorch's spellings, `dim=`
+        instead of the axis or `keepdim=` beside one axis (`output.max(1, keepdim=True)[1]`), PyTorch's result:
+        `(values, indices)`, the indices those of the first largest (`argmax`). A tensor in place of the axis is
+        PyTorch's `max(input, other)`: the elementwise `maximum`."""
         return self._min_max(ReduceOp.MAX, axis, keepdims, dim, keepdim, "max")
 
     def min(self: Tensor, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
-            keepdim: bool = False) -> Tensor | MinMax:
-        """The smallest element over `axis`; with `dim=`, `(values, indices)` (see `max`)."""
+            keepdim: bool | None = None) -> Tensor | MinMax:
+        """The smallest element over `axis`; with `dim=` or `keepdim=`, `(values, indices)` (see `max`)."""
         return self._min_max(ReduceOp.MIN, axis, keepdims, dim, keepdim, "min")
 
-    def _min_max(self: Tensor, op: ReduceOp, axis: Any, keepdims: bool, dim: Any, keepdim: bool,
+    def _min_max(self: Tensor, op: ReduceOp, axis: Any, keepdims: bool, dim: Any, keepdim: bool | None,
                  name: str) -> Tensor | MinMax:
         if isinstance(axis, type(self)):  # PyTorch's max(input, other): the elementwise extremum
             return self.maximum(axis) if op is ReduceOp.MAX else self.minimum(axis)
-        values = self._extremum(op, _pick(axis, dim), keepdims or keepdim, name)
-        if axis is not None or dim is None:
+        values = self._extremum(op, _pick(axis, dim), keepdims or bool(keepdim), name)
+        if dim is None and (keepdim is None or not isinstance(axis, int)):
             return values
+        dim = axis if dim is None else dim
+        keepdim = bool(keepdim)
         if not isinstance(dim, int):
             raise TypeError(f"{name}: dim= (PyTorch's spelling, which returns values and indices) takes one axis, "
                             f"got {dim!r}; use axis= for several")

@@ -1186,6 +1186,17 @@ def test_max_and_min_with_dim_give_values_and_indices_as_pytorch(dtype):
         lt.zeros((2, 3)).max(dim=(0, 1))
 
 
+def test_max_with_an_axis_and_keepdim_is_pytorchs_too():
+    """`output.max(1, keepdim=True)[1]` (PyTorch's MNIST example): keepdim= is PyTorch's spelling, so the result is
+    PyTorch's (values, indices); NumPy's spellings (an axis alone, keepdims=) give the values."""
+    for _, x, t in inputs((4, 5), lt.float32, seed=13):
+        for keep in (False, True):
+            check(x.max(1, keepdim=keep)[1], t.max(1, keepdim=keep)[1])
+            check(x.min(0, keepdim=keep).values, t.min(0, keepdim=keep).values)
+        check(x.max(1), t.amax(1))
+        check(x.max(1, keepdims=True), t.amax(1, keepdim=True))
+
+
 def test_var_and_std_take_pytorchs_unbiased():
     for _, x, t in inputs((4, 6), lt.float64, seed=12):
         check(x.var(unbiased=True), t.var(unbiased=True))
