@@ -1489,3 +1489,32 @@ def test_a_linear_layer_over_a_batch_equal_to_its_widths_compiles_nothing(fresh)
         conftest.check(block(cpu(x), cpu(w1), cpu(w2)), block(*map(torch.tensor, (x, w1, w2))))
         compiled.append(lt.stats().kernels_compiled - before)
     assert compiled[2:] == [0, 0, 0, 0, 0], compiled
+
+
+def row_compiles(device: str) -> list[int]:
+    """The kernels `(x * w[:t, 0]).sum(-1)` compiles on `device` over x of (3, t) at t = 7, 9, 13, then 16, 8, 4
+    and 2 (which divide the stride 16 of its reads of w (64, 16) along the row), 33, 1 (its loop of one vanishes)
+    and 0 (a fill of zeros), its values torch's."""
+    w = small_integers((64, 16), seed=1)
+    compiled = []
+    for t in (7, 9, 13, 16, 8, 4, 2, 33, 1, 0):
+        x = small_integers((3, t), seed=t)
+        before = lt.stats().kernels_compiled
+        got = (lt.asarray(x, device=device) * lt.asarray(w, device=device)[:t, 0]).sum(-1)
+        conftest.check(got, (torch.tensor(x) * torch.tensor(w)[:t, 0]).sum(-1))
+        compiled.append(lt.stats().kernels_compiled - before)
+    return compiled
+
+
+def test_a_row_whose_length_divides_a_stride_along_it_compiles_nothing(fresh):
+    """A reduction over rows of t (`o0*t + r0`) that reads another array along the row at a stride of 16
+    (`w[r0*16]`): at t = 16, 8, 4, 2 that stride is a multiple of t, which `symbolic._rows` took for a batch's loop,
+    so t stayed a constant and each such length compiled its own kernel. The last kernel of the structure tells
+    that r0's size is the one that changed (`symbolized`'s guide): from the second length on nothing compiles
+    (before: 1 at each of 16, 8, 4 and 2)."""
+    assert row_compiles("cpu") == [1, 1, 0, 0, 0, 0, 0, 0, 1, 1]
+
+
+def test_triton_a_row_whose_length_divides_a_stride_along_it_compiles_nothing(triton):
+    """As on the CPU (`test_a_row_whose_length_divides_a_stride_along_it_compiles_nothing`), on the Triton backend."""
+    assert row_compiles("cuda") == [1, 1, 0, 0, 0, 0, 0, 0, 1, 1]
