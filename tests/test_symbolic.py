@@ -1108,6 +1108,8 @@ TRITON_OPS = {
     "matrix product turned, m changing": (lambda n: (n, 32), lambda x, w: x @ w[:, :5]),
     "matrix product, n changing": (lambda n: (n, 32), lambda x, w: w.T @ x.T),
     "matrix product, m and n changing": (lambda n: (n, 32), lambda x, w: x @ x.T),
+    "linear layer, m changing": (lambda n: (n, 32), lambda x, w: (x @ w + w[0]).relu() + x[:, 16:]),
+    "matrix product transposed, m changing": (lambda n: (n, 32), lambda x, w: (x @ w).T + 1),
 }
 
 
@@ -1207,12 +1209,27 @@ def test_triton_products_whose_k_changes_compile_generic_over_it(triton, monkeyp
     assert isinstance(template.program, triton.ContractionProgram) and template.program.passed == ("ck",)
 
 
-def test_triton_contractions_with_an_epilogue_specialize(triton):
-    """A product of 5 columns is turned to run along its rows (`lowering`), its result transposed back by an
-    epilogue: the Triton template of a product with an epilogue specializes each size (`runtime._erased`), with
-    torch's results."""
-    assert triton_compiles("matrix product turned, m changing", "cuda") == [1, 1, 1, 1, 1, 0]
-    assert lt.stats().kernels_generic == 0
+TRITON_EPILOGUES = [("linear layer, m changing", ("cm",)), ("matrix product turned, m changing", ("cn",)),
+                    ("matrix product transposed, m changing", None)]
+
+
+@pytest.mark.parametrize(("name", "over"), TRITON_EPILOGUES)
+def test_triton_products_with_an_epilogue_compile_as_on_the_cpu(triton, monkeypatch, name, over):
+    """A single product with an epilogue fused into the tl.dot kernel whose rows change: a linear layer (a bias, a
+    relu, a residual), a product of 5 columns turned to run along its rows (`lowering`: its n the batch, its
+    epilogue transposing it back), as many compiles as on the CPU, with torch's results: from the second size, the
+    template generic over the batch, its epilogue's loops the tile's rows or columns (`gemm.generic_plan`); a
+    product transposed after (`(x @ w).T`: its epilogue's inner loop is the batch) specializes each size, as on the
+    CPU. Before, every size compiled its own."""
+    on_the_cpu = triton_compiles(name, "cpu")
+    forget(monkeypatch)
+    assert triton_compiles(name, "cuda") == on_the_cpu
+    if over is None:
+        assert on_the_cpu == [1, 1, 1, 1, 1, 0], lt.stats()
+        return
+    (template,) = triton._generic.values()
+    assert on_the_cpu == [1, 1, 0, 0, 1, 0] and template.program.passed == over
+    assert template.program.plan.fuse_epilogue and template.program.epilogue is None
 
 
 def test_triton_opt_out_specializes_every_size(triton, monkeypatch):
@@ -1518,3 +1535,43 @@ def test_a_row_whose_length_divides_a_stride_along_it_compiles_nothing(fresh):
 def test_triton_a_row_whose_length_divides_a_stride_along_it_compiles_nothing(triton):
     """As on the CPU (`test_a_row_whose_length_divides_a_stride_along_it_compiles_nothing`), on the Triton backend."""
     assert row_compiles("cuda") == [1, 1, 0, 0, 0, 0, 0, 0, 1, 1]
+
+
+def batched_compiles(name: str, device: str, epilogue: str | None = None) -> list[int]:
+    """The kernels BATCHED[name]'s product (through EPILOGUES[epilogue] where given) compiles on `device` at sizes
+    5, 9, 33, 7 (inside one tile or over several, not whole ones) and 1 (its loops of one vanish: another
+    structure), its values torch's."""
+    compiled = []
+    for n in (5, 9, 33, 7, 1):
+        a, b, r = epilogue_data(name, epilogue or "p * r + 1", lt.float32, n)
+        op = EPILOGUES[epilogue][0] if epilogue else lambda p, r: p
+        before = lt.stats().kernels_compiled
+        got = op(lt.asarray(a, device=device) @ lt.asarray(b, device=device), lt.asarray(r, device=device))
+        conftest.check(got, op(torch.tensor(a) @ torch.tensor(b), torch.tensor(r)))
+        compiled.append(lt.stats().kernels_compiled - before)
+    return compiled
+
+
+@pytest.mark.parametrize("name", BATCHED)
+def test_triton_batched_products_compile_generic_over_a_changed_size(triton, monkeypatch, name):
+    """A batch's product whose M, N or K changed between two calls, its operands' strides that are that size read at
+    runtime (`symbolic.symbolized`): on the Triton backend as on the CPU, the tl.dot template compiles generic over
+    it at once (the first size a loop nest, the product small), C's strides and the grid following the sizes it is
+    passed; later sizes compile nothing, with torch's results. Before, every size compiled its own."""
+    on_the_cpu = batched_compiles(name, "cpu")
+    forget(monkeypatch)
+    assert batched_compiles(name, "cuda") == on_the_cpu == [1, 1, 0, 0, 1]
+    (template,) = (t for t in triton._generic.values() if isinstance(t.program, triton.ContractionProgram))
+    assert template.program.passed == (BATCHED[name][1],)
+
+
+@pytest.mark.parametrize("epilogue", EPILOGUES)
+def test_triton_batched_products_whose_k_changes_keep_their_epilogue_fused(triton, monkeypatch, epilogue):
+    """A batch's product whose K changes, with an epilogue over the product (`EPILOGUES`): where the epilogue is
+    fused into the tl.dot kernel (elementwise over the product, transposed or not), C's shape is the same at every
+    K, and the template compiles generic over K as on the CPU; an epilogue that sums the product's rows runs apart,
+    its scratch of C's size, and each size compiles its own. Torch's results at each size."""
+    on_the_cpu = batched_compiles("K", "cpu", epilogue)
+    forget(monkeypatch)
+    compiled = batched_compiles("K", "cuda", epilogue)
+    assert compiled == (on_the_cpu if "sum" not in epilogue else [1, 1, 1, 1, 1]), (compiled, on_the_cpu)

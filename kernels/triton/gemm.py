@@ -129,6 +129,8 @@ class GemmPlan:
     # for an epilogue fused into the tl.dot kernel: each of its loop variables that C's index reads, with
     # its stride there (C's index is a transpose of the epilogue's loops); None when the epilogue runs apart
     epilogue_strides: tuple[tuple[Var, int], ...] | None
+    # a generic product's (`generic_plan`): each of those variables with the axis of C, "m" or "n", it runs along
+    epilogue_axes: tuple[tuple[Var, str], ...] | None = None
 
     @property
     def fuse_epilogue(self) -> bool:
@@ -153,6 +155,27 @@ def plan(c: Contraction) -> GemmPlan:
             value = load(slot, c.dtype, index, ())
         reads[name] = value
     return GemmPlan(c, buffers, tuple(packs), reads["a"], reads["b"], _epilogue_strides(c))
+
+
+def generic_plan(p: GemmPlan, c: Contraction, generic: str) -> GemmPlan | None:
+    """`p`, the plan of a product at its sizes, as the plan of `c`, the same product generic over those of its m, n
+    and k that `generic` names (`runtime._generic_contraction`: their variables, and its epilogue's of those sizes,
+    `UNBOUNDED`). Where m or n is among them, a fused epilogue's loops each run along C's rows or its columns
+    (`epilogue_axes`: the digits of C's position are then the tile's rows and columns at every size, where
+    `_epilogue_strides`'s strides are this size's), of a single product. None where an operand is packed (into
+    scratch of this size), the epilogue runs apart (reading C from scratch of this size), or, m or n generic, one of
+    its loops is not a row or a column of C (the rows of C split in two, or a batch's products)."""
+    if p.packs or c.epilogue is not None and not p.fuse_epilogue:
+        return None
+    batch, m, n, _ = p.contraction.sizes
+    loops = {v.name: v for v in c.epilogue.loops} if c.epilogue is not None else {}
+    axes = []
+    for var, stride in (p.epilogue_strides or ()) if "m" in generic or "n" in generic else ():
+        if batch != 1 or (stride, var.size) not in ((n, m), (1, n)):
+            return None
+        axes.append((loops[var.name], "m" if (stride, var.size) == (n, m) else "n"))
+    strides = tuple((loops[var.name], stride) for var, stride in p.epilogue_strides) if p.fuse_epilogue else None
+    return GemmPlan(c, c.buffers, (), c.a, c.bv, strides, tuple(axes) if axes else None)
 
 
 def _epilogue_strides(c: Contraction) -> tuple[tuple[Var, int], ...] | None:
@@ -198,11 +221,17 @@ class _GemmRenderer(ValueRenderer):
         self.widen = interpreted and plan.contraction.dtype == bfloat16
         c = self.c = plan.contraction
         _, m, n, k = c.sizes
-        vb, vm, vn, _ = c.vars
-        self.product = (Expr.of(vb) * m + vm) * n + vn  # where the tile's elements of C go
-        if cols is not None:  # a single product's (`render_gemm`): its rows n apart, n passed
-            self.product = Expr.of(vm).times((vn.name,)) + vn
-            self.loop_sizes = {vn.name: f"p{cols}"}
+        vb, vm, vn, vk = c.vars
+        # the sizes passed, by name: what C's strides and the operands' `Stride`s read (`symbolic.symbolized`: a
+        # batch's product whose m, n or k changed), where they are not the contraction's and its epilogue's own
+        passed = {v.name: f"p{p}" for v, p in zip((vm, vn, vk), (rows, cols, depth)) if p is not None}
+        loops = (*c.vars, *(c.epilogue.loops if plan.fuse_epilogue else ()))
+        self.loop_sizes = {v.name: v.size for v in loops} | passed
+
+        def times(e: Expr, v: Var) -> Expr:
+            return e.times((v.name,)) if v.name in passed else e * v.size
+
+        self.product = times(times(Expr.of(vb), vm) + vm, vn) + vn  # where the tile's elements of C go
         self.epilogue = c.epilogue if plan.fuse_epilogue else None
         values = toposort([plan.a, plan.bv, *([self.epilogue.stores[0].value] if self.epilogue else [])])
         # the buffers the kernel reads (a fused epilogue's loads of C read the accumulator)
@@ -331,9 +360,13 @@ class _GemmRenderer(ValueRenderer):
         bm, bn = self.config.block_m, self.config.block_n
         reads_c = [v for v in e.values() if v.op is VOp.LOAD and v.arg[0] == self.c.product]
         used = store.index.vars() | {var for v in e.values() if v not in reads_c for x in v.exprs() for var in x.vars()}
-        # The epilogue's loop variables at the tile's elements of C: each one's digit of C's position.
+        # The epilogue's loop variables at the tile's elements of C: each one's digit of C's position, a generic
+        # product's the tile's row or column it runs along.
+        axes = dict(self.plan.epilogue_axes or ())
         for var, stride in self.plan.epilogue_strides:
-            if var in used:
+            if var in axes:
+                self.bound[var] = self.bound[self.c.vars[1 if axes[var] == "m" else 2]]
+            elif var in used:
                 name, index = f"o{e.loops.index(var)}", (self.product // stride) % var.size
                 self.emit(f"{name} = {self.expr(index)}")
                 self.bound[var] = (name, self.expr_shape(index), None)
@@ -353,9 +386,9 @@ def render_gemm(plan: GemmPlan, config: GemmConfig, precision: str = "ieee", int
 
     Its function takes the buffers of `plan.buffers` listed in the source's `slots`, then the
     contraction's scalar parameters; the grid is one program per tile of C. Where `generic` names some of "m",
-    "n" and "k" (a single product generic over them, `kernels/symbolic.py`: their variables `UNBOUNDED`), they are
-    passed after the parameters (int64) in that order, and their tiles, masks, the loop over k and the grid
-    follow them."""
+    "n" and "k" (a product generic over them, `kernels/symbolic.py`: their variables `UNBOUNDED`; `generic_plan`),
+    they are passed after the parameters (int64) in that order, and their tiles, masks, the loop over k, C's
+    strides, the operands' `Stride`s over them and the grid follow them."""
     passed = {axis: len(plan.contraction.params) + k for k, axis in enumerate(a for a in "mnk" if a in generic)}
     return _GemmRenderer(plan, config, precision, interpreted, passed.get("m"), passed.get("n"), passed.get("k")) \
         .render()

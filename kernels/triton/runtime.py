@@ -29,9 +29,9 @@ Sizes that change compile once (issue 18, `kernels/symbolic.py`), by the CPU bac
 of a kernel's erased text (or the first, where its sizes changed since its program was last scheduled)
 compiles `symbolic.generic`'s kernel, whose loop sizes are int64 arguments after the scalar parameters and
 whose grid each launch computes from them (`TritonSource.programs`); every later kernel of the text runs it
-(`Program.sized`). The tl.dot template of a single product without an epilogue or a packed operand compiles
-generic over its m, n and k, those that change, the same way (`_generic_contraction`); kernels that split at
-their size specialize.
+(`Program.sized`). The tl.dot template without a packed operand compiles generic over its m, n and k, those
+that change, the same way (`_generic_contraction`), with its fused epilogue, and so does a batch's product over
+a size its strides read (`symbolic.symbolized`, as on the CPU); kernels that split at their size specialize.
 
 A `Contraction` compiles to a `ContractionProgram` (see `gemm.py`): its pack
 kernels, its tl.dot kernel and its epilogue kernel, each a `Program`. The tl.dot
@@ -64,7 +64,7 @@ from ..legalize import legalize
 from ..split import most_parts, split_reduction
 from ..symbolic import DYNAMIC, Template, eligible, enabled, generic, sizes, skeleton, symbolized, unbounded
 from . import cuda
-from .gemm import GemmConfig, GemmPlan, candidate_configs, input_precision, plan, render_gemm
+from .gemm import GemmConfig, GemmPlan, candidate_configs, generic_plan, input_precision, plan, render_gemm
 from .render import NATIVE, Tiling, TritonSource, identifier, memory_dtype, programs, render
 from .scan import render_scan
 from .sort import padded, render_final, render_init, render_step, steps
@@ -499,13 +499,11 @@ def _erased(kernel: Kernel | Contraction | Scatter | Sort | Scan, target: Target
         -> tuple[str, Tiling, Target, str] | None:
     """Where a kernel may run generic (`kernels/symbolic.py`), the key of its generic programs: its erased text
     (`Kernel.erased_text`), the tiling, the target and a contraction's input precision; else None:
-    `LT_SYMBOLIC=0`, kernels not `eligible`, those that split (`_parts`: decided by the sizes), and contractions
-    of a batch or with an epilogue (`_generic_contraction`)."""
+    `LT_SYMBOLIC=0`, kernels not `eligible` (a batch's product whose strides read no size: `symbolic.symbolized`),
+    and those that split (`_parts`: decided by the sizes)."""
     if not enabled() or not eligible(kernel):
         return None
     if type(kernel) is Contraction:
-        if kernel.vars[0].size != 1 or kernel.epilogue is not None:
-            return None
         return kernel.erased_text(), tiling, target, input_precision(kernel)
     if _parts(kernel, programs(kernel, tiling), target) > 1:
         return None
@@ -517,14 +515,18 @@ def _strided(kernel: Kernel | Contraction | Scatter | Sort | Scan, target: Targe
     """`kernel`, where it may run generic and its erased text is new, with its strides that are products of the
     sizes `changed` written as such (`symbolic.symbolized`): the form whose erased text the kernels of every such
     size share (a softmax's rows of a changing length). Only where its own text is new (it would compile), which
-    is then taken as seen at its sizes, as the CPU's runtime does."""
+    is then taken as seen at its sizes, as the CPU's runtime does; a batch's product has no sized loop before
+    (`Contraction.sized_loops`): its form where that may run generic."""
     if type(kernel) not in (Kernel, Contraction):
         return kernel
     structure = skeleton(kernel)
     previous, _previous[structure] = _previous.get(structure), kernel
-    if changed and (erased := _erased(kernel, target, tiling)) is not None and erased not in _first_sizes \
-            and (form := symbolized(kernel, changed, previous)) is not kernel:
+    if changed and type(kernel) is Kernel and (erased := _erased(kernel, target, tiling)) is not None \
+            and erased not in _first_sizes and (form := symbolized(kernel, changed, previous)) is not kernel:
         _first_sizes[erased] = sizes(kernel)
+        return form
+    if changed and type(kernel) is Contraction and not kernel.sized_loops() \
+            and _erased(form := symbolized(kernel, changed, previous), target, tiling) is not None:
         return form
     return kernel
 
@@ -567,23 +569,32 @@ def _generic_kernel(kernel: Kernel, over: frozenset[int], target: Target, tiling
 
 def _generic_contraction(c: Contraction, over: frozenset[int], target: Target, precision: str) \
         -> ContractionProgram | None:
-    """The tl.dot template of a single product without an epilogue (`_erased`) generic over some of its m, n and k,
-    those at `over`, where neither operand is packed (a pack kernel's scratch is of their sizes); else None. Their
-    variables range over `UNBOUNDED` values (`symbolic.unbounded`) and their sizes are passed after the parameters
+    """The tl.dot template of a product generic over some of its m, n and k and its epilogue's loops, those at
+    `over`, where `gemm.generic_plan` can make one (no operand packed, the epilogue fused, its loops C's rows and
+    columns where m or n is among them) and the epilogue is passed no size of its own (`Kernel.extents`, which it
+    has only where a constant counts its rows); else None. Their variables range over `UNBOUNDED` values (`symbolic.unbounded`,
+    `symbolic.generic`: the epilogue's), and the sizes of m, n and k among them are passed after the parameters
     (`gemm.render_gemm`)."""
     axes = dict(zip(c.vars[1:], "mnk"))
-    passed = tuple(v for k, v in enumerate(c.sized_loops()) if k in over)
-    if not passed or any(v not in axes for v in passed):
+    wide = [v for k, v in enumerate(c.sized_loops()) if k in over]
+    passed = tuple(v for v in axes if v in wide)  # in the order `render_gemm` passes them
+    if not passed:
         return None
-    passed = tuple(v for v in axes if v in passed)  # in the order `render_gemm` passes them
-    legal = replace(legalize(unbounded(c, frozenset(passed)), NATIVE), name=c.default_name(generic=passed))
-    p = plan(legal)
-    if p.packs:
+    epilogue = c.epilogue
+    if epilogue is not None:
+        ends = frozenset(k for k, v in enumerate(epilogue.sized_loops()) if v in wide)
+        epilogue = generic(replace(epilogue, params=(*c.params, *(int64 for _ in passed))), ends) if ends else epilogue
+        if epilogue.extents:
+            return None
+    made = replace(unbounded(c, frozenset(passed)), epilogue=epilogue)
+    legal = replace(legalize(made, NATIVE), name=c.default_name(generic=passed))
+    over_axes = "".join(axes[v] for v in passed)
+    p = generic_plan(plan(legalize(c, NATIVE)), legal, over_axes)
+    if p is None:
         return None
-    generic = "".join(axes[v] for v in passed)
     tune_key = (target.key, legal.sizes, legal.dtype, precision)
     configs = [_tuned[tune_key]] if tune_key in _tuned else candidate_configs(legal, target.interpreted)
-    candidates = {config: _program(legal, render_gemm(p, config, precision, target.interpreted, generic),
+    candidates = {config: _program(legal, render_gemm(p, config, precision, target.interpreted, over_axes),
                                    target, p.buffers, (*legal.params, *(int64 for _ in passed)))
                   for config in configs}
     program = ContractionProgram(p, [], candidates, None, target, tune_key)
