@@ -1287,6 +1287,47 @@ def test_triton_launches_of_a_generic_kernel_keep_one_compiled_kernel_for_every_
     assert len(set(grids)) > 1 and grids == [(program.source.programs([n]), 1, 1) for n in sizes]
 
 
+def test_triton_launches_of_a_generic_kernel_on_two_grids_run_one_compiled_kernel(triton, monkeypatch):
+    """The GPU's launch path (`Program.__call__` past its interpreter branch: `_specialization`, `_kernel`, the
+    launcher on the launch's grid) run by the interpreter: a generic row sum compiled at 9 rows, then run at 13 and
+    at more rows than a program takes, two grids of one specialization of the arguments. Triton's compiled kernel
+    is the one stand-in (the interpreter compiles none): its launcher on a grid runs the interpreted kernel on it.
+    One kernel is compiled (looked up) and kept, each launch is on its own grid, and the values are torch's. (Before, the path was run
+    with Triton's interpreted kernel a stand-in too, and no values:
+    `test_triton_launches_of_a_generic_kernel_keep_one_compiled_kernel_for_every_grid`.)"""
+    for n in (7, 9):
+        lt.asarray(small_integers((n, 5), seed=n), device="cuda").sum(-1).numpy()
+    (template,) = triton._generic.values()
+    program, interpreted = template.program, template.program.fn
+    warmups, grids = [], []
+
+    class Compiled:
+        def __init__(self, options):
+            self.options = options
+
+        def __getitem__(self, grid):
+            def launch(*args, stream):
+                grids.append(grid)
+                interpreted[grid[:1]](*args, **self.options)
+
+            return launch
+
+    class Fn:
+        def warmup(self, *args, grid, **options):
+            warmups.append(grid)
+            return Compiled(options)
+
+    # the programs of later sizes are copies of the template's (`Program.passing`), sharing its kernels
+    monkeypatch.setattr(program, "fn", Fn())
+    monkeypatch.setattr(program, "compiled", Compiled(program.options))
+    rows = (13, program.source.xblock + 9)  # and more rows than one program takes
+    for n in rows:
+        x = small_integers((n, 5), seed=n)
+        conftest.check(lt.asarray(x, device="cuda").sum(-1), torch.tensor(x).sum(-1))
+    sizes = [(program.source.programs([n]), 1, 1) for n in rows]
+    assert len(warmups) == len(program._kernels) == 1 and grids == sizes and sizes[0] != sizes[1]
+
+
 # Epilogues of a batched product p = a @ b (BATCHED's): a transpose, as attention's gradient's (`p.T` over each head),
 # a multiply and add over p's own layout (its loops merged into one over the batch's products), and a sum over p's
 # rows (a reduction's loop of the size n, and its count, passed to the epilogue).
