@@ -308,6 +308,22 @@ def _fitted(k: int, before: int, names: dict[int, str], was: dict[int, int]) -> 
     return None
 
 
+def outermost(kernel: Kernel | Contraction) -> tuple[Var, ...]:
+    """The output loop whose range a launch passes: a kernel's outermost, a contraction's epilogue's; none else."""
+    if type(kernel) is Contraction:
+        return kernel.epilogue.loops[:1] if kernel.epilogue is not None else ()
+    return kernel.loops[:1]
+
+
+def multiples(kernel: Kernel | Contraction, changed: frozenset[int]) -> frozenset[int]:
+    """The positions among `kernel`'s `sized_loops()` of the loops of a size in `changed`, and of its `outermost`
+    loop where its size is a multiple of one (a batch of heads times the length): those a kernel new to the
+    process at sizes that changed is compiled generic over at once (each backend's runtime)."""
+    outer = outermost(kernel)
+    return frozenset(k for k, v in enumerate(kernel.sized_loops())
+                     if v.size in changed or v in outer and any(v.size % g == 0 for g in changed))
+
+
 def sizes(kernel: Kernel | Contraction) -> tuple[int, ...]:
     """The sizes of `kernel.sized_loops()`, in order: what tells apart the kernels of an erased text."""
     return tuple(v.size for v in kernel.sized_loops())

@@ -1110,6 +1110,7 @@ TRITON_OPS = {
     "matrix product, m and n changing": (lambda n: (n, 32), lambda x, w: x @ x.T),
     "linear layer, m changing": (lambda n: (n, 32), lambda x, w: (x @ w + w[0]).relu() + x[:, 16:]),
     "matrix product transposed, m changing": (lambda n: (n, 32), lambda x, w: (x @ w).T + 1),
+    "linear layer summed, m changing": (lambda n: (n, 32), lambda x, w: (x @ w + w[0]).relu().sum(-1)),
 }
 
 
@@ -1132,16 +1133,22 @@ def triton_compiles(name: str, device: str, strided: bool = False) -> list[int]:
 
 @pytest.mark.parametrize("strided", [False, True], ids=["contiguous", "strided"])
 @pytest.mark.parametrize("name", list(TRITON_OPS)[:5])
-def test_triton_compiles_once_for_every_size(triton, name, strided):
+def test_triton_compiles_once_for_every_size(triton, monkeypatch, name, strided):
     """On the Triton backend as on the CPU: the first size specializes, the second (seen to change) compiles the
     generic kernel, passed its sizes, its grid, masks and loops over blocks following them; later sizes, odd,
     larger, compile nothing, with torch's results (a size of 1 is another structure, a size of 0 launches
     nothing). Where only the row length changes, the rows' count stays a constant. The product of contiguous rows
     is a reduction kernel at 7 rows, the tl.dot template from 9 (a size that changed counts as large: `lowering`),
-    generic over its m at once; of strided rows, a reduction kernel."""
+    generic over its m at once; of strided rows, a reduction kernel. As many kernels compile generic as on the CPU
+    (`symbolic.multiples`: a row of 6 read from 2 rows where 1 is taken, an outermost loop of a multiple of a size
+    that changed, compiles generic at once)."""
+    on_the_cpu = triton_compiles(name, "cpu", strided)
+    generic_on_the_cpu = lt.stats().kernels_generic
+    forget(monkeypatch)
     compiled = triton_compiles(name, "cuda", strided)
-    assert compiled == [1, 1, 0, 0, 1, 0] and lt.stats().kernels_generic == 1, compiled
-    (template,) = triton._generic.values()
+    assert compiled == on_the_cpu == [1, 1, 0, 0, 1, 0], compiled
+    assert lt.stats().kernels_generic == generic_on_the_cpu >= 1
+    template, *_ = triton._generic.values()  # the second size's
     program = template.program
     sources = [p.source for p in program.candidates.values()] if isinstance(program, triton.ContractionProgram) \
         else [program.source]
@@ -1210,26 +1217,27 @@ def test_triton_products_whose_k_changes_compile_generic_over_it(triton, monkeyp
 
 
 TRITON_EPILOGUES = [("linear layer, m changing", ("cm",)), ("matrix product turned, m changing", ("cn",)),
-                    ("matrix product transposed, m changing", None)]
+                    ("linear layer summed, m changing", ("cm",)), ("matrix product transposed, m changing", None)]
 
 
 @pytest.mark.parametrize(("name", "over"), TRITON_EPILOGUES)
 def test_triton_products_with_an_epilogue_compile_as_on_the_cpu(triton, monkeypatch, name, over):
-    """A single product with an epilogue fused into the tl.dot kernel whose rows change: a linear layer (a bias, a
-    relu, a residual), a product of 5 columns turned to run along its rows (`lowering`: its n the batch, its
-    epilogue transposing it back), as many compiles as on the CPU, with torch's results: from the second size, the
-    template generic over the batch, its epilogue's loops the tile's rows or columns (`gemm.generic_plan`); a
-    product transposed after (`(x @ w).T`: its epilogue's inner loop is the batch) specializes each size, as on the
-    CPU. Before, every size compiled its own."""
+    """A single product with an epilogue whose rows change: a linear layer (a bias, a relu, a residual), a product
+    of 5 columns turned to run along its rows (`lowering`: its n the batch, its epilogue transposing it back), as
+    many compiles as on the CPU, with torch's results: from the second size, the template generic over the batch,
+    its fused epilogue's loops the tile's rows or columns (`gemm.generic_plan`); a linear layer's rows summed, its
+    epilogue a generic kernel apart, over C in scratch of each call's size. A product transposed after
+    (`(x @ w).T`: its epilogue's inner loop is the batch) specializes each size, as on the CPU. Before, every size
+    compiled its own."""
     on_the_cpu = triton_compiles(name, "cpu")
     forget(monkeypatch)
     assert triton_compiles(name, "cuda") == on_the_cpu
     if over is None:
         assert on_the_cpu == [1, 1, 1, 1, 1, 0], lt.stats()
         return
-    (template,) = triton._generic.values()
+    (template,) = (t for t in triton._generic.values() if isinstance(t.program, triton.ContractionProgram))
     assert on_the_cpu == [1, 1, 0, 0, 1, 0] and template.program.passed == over
-    assert template.program.plan.fuse_epilogue and template.program.epilogue is None
+    assert template.program.plan.fuse_epilogue == (template.program.epilogue is None) == ("summed" not in name)
 
 
 def test_triton_opt_out_specializes_every_size(triton, monkeypatch):
@@ -1606,13 +1614,37 @@ def test_triton_batched_products_compile_generic_over_a_changed_size(triton, mon
     assert template.program.passed == (BATCHED[name][1],)
 
 
-@pytest.mark.parametrize("epilogue", EPILOGUES)
-def test_triton_batched_products_whose_k_changes_keep_their_epilogue_fused(triton, monkeypatch, epilogue):
-    """A batch's product whose K changes, with an epilogue over the product (`EPILOGUES`): where the epilogue is
-    fused into the tl.dot kernel (elementwise over the product, transposed or not), C's shape is the same at every
-    K, and the template compiles generic over K as on the CPU; an epilogue that sums the product's rows runs apart,
-    its scratch of C's size, and each size compiles its own. Torch's results at each size."""
-    on_the_cpu = batched_compiles("K", "cpu", epilogue)
+@pytest.mark.parametrize(("name", "epilogue"), [("M", "p * r + 1"), ("N", "p.T * r + 1"), ("K", "p * r + 1"),
+                                               ("M", "(p * r).sum(-1)")])
+def test_triton_batched_products_with_an_epilogue_compile_generic_over_a_changed_size(triton, monkeypatch, name,
+                                                                                      epilogue):
+    """A batch's product with an epilogue (`EPILOGUES`) whose M, N or K changed: on the Triton backend as on the CPU,
+    compiled generic at once, no later size compiling anything, with torch's results. An epilogue fused into the
+    tl.dot kernel binds its loops to the digits of C's position along the axes they run along (`gemm.generic_plan`:
+    `p * r + 1`'s one loop over the batch's products), whatever C's shape; one that runs apart (a sum of the
+    product's rows; `p.T`, which reads C at strides of N) is a generic kernel over C in scratch of each call's size.
+    Before, every size compiled its own."""
+    on_the_cpu = batched_compiles(name, "cpu", epilogue)
     forget(monkeypatch)
-    compiled = batched_compiles("K", "cuda", epilogue)
-    assert compiled == (on_the_cpu if "sum" not in epilogue else [1, 1, 1, 1, 1]), (compiled, on_the_cpu)
+    assert batched_compiles(name, "cuda", epilogue) == on_the_cpu == [1, 1, 0, 0, 1]
+    (template,) = (t for t in triton._generic.values() if isinstance(t.program, triton.ContractionProgram))
+    assert template.program.passed == (BATCHED[name][1],)
+    assert template.program.plan.fuse_epilogue == (epilogue == "p * r + 1")  # the others read C at strides of N
+
+
+@pytest.mark.parametrize("triton", [Tiling()], indirect=True, ids=["default"])  # the tiny tiling's: minutes
+def test_triton_attention_gradients_compile_once_over_the_sequence(triton):
+    """Attention's forward and backward over (2, 3, L, 16) on the Triton backend as on the CPU
+    (`test_attention_gradients_compile_once_over_the_sequence`): from the first length whose products run the
+    template (9), every kernel compiles generic over L at once, among them the batch's products with an epilogue
+    (`p.T @ g`'s transpose); later lengths, 16 (the head's width) and 4 (which divides it), compile nothing, with
+    torch's gradients. Before, 6 to 8 kernels at each length."""
+    compiled = []
+    for n in (7, 9, 16, 4):
+        data = [random_array((2, 3, n, 16), lt.float32, seed=n + s) for s in range(3)]
+        before = lt.stats().kernels_compiled
+        grads = attention_gradients(*data, device="cuda")
+        compiled.append(lt.stats().kernels_compiled - before)
+        for got, expected in zip(grads, attention_gradients_expected(*data)):
+            np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+    assert compiled == [7, 8, 0, 0]
