@@ -109,6 +109,24 @@ def test_index_out_of_bounds_raises_at_the_realize_that_computes_it():
         x[lt.asarray(np.array([0.0]))]
 
 
+def test_one_index_tensor_indexes_as_numpy():
+    """`x[t]` with one tensor (an embedding's rows): integer tensors of any rank and dtype, 0-d and empty, take
+    along axis 0 (negative from the end, out of range an error); a mask selects; float tensors and 0-d tensors
+    refuse as NumPy's."""
+    data = random_array((5, 3), lt.float32, seed=44)
+    x = lt.asarray(data)
+    for index in (np.array([[4, -1], [0, 2]]), np.array(3), np.zeros(0, np.int64), np.array([1, 4], np.uint8)):
+        check(x[lt.asarray(index)], data[index])
+    mask = np.array([True, False, True, True, False])
+    check(x[lt.asarray(mask)], data[mask])
+    with pytest.raises(IndexError, match=r"index: an index is outside \[-5, 5\)"):
+        x[lt.asarray(np.array([5]))].numpy()
+    with pytest.raises(IndexError, match="indices must be integers"):
+        x[lt.asarray(np.array([1.0]))]
+    with pytest.raises(IndexError, match="too many indices"):
+        lt.asarray(np.float32(2))[lt.asarray(np.array([0]))]
+
+
 @pytest.mark.parametrize("index_dtype", ["uint8", "int8", "uint16", "int16", "uint32", "uint64"])
 def test_narrow_and_unsigned_index_arrays_index_as_numpy(index_dtype):
     """An index of any integer dtype is range-checked against bounds that its dtype may not hold (-n for an
