@@ -46,6 +46,7 @@ from ..ir import (
     Store,
     Value,
     VOp,
+    bitcast,
     bounds_of,
     loop_scopes,
     shared_rows,
@@ -1043,7 +1044,10 @@ class KernelRenderer(FunctionBuilder):
                   and any(id(v) in r for r in reads.values())]
         # the arrays in memory as buffers hold them (bools as bytes: a loop vectorized over i1s in
         # memory reads them as packed bits, which the scalar stores did not write)
-        columns_of = [*reductions, *staged]
+        # a float extremum's running extremum of its terms' bits, read as integers (see `emit_extremum`)
+        bits = {id(red): bitcast(red, int32 if red.dtype == float32 else int64)
+                for red in reductions if red.dtype in (float32, float64) and red.arg[0] in (ReduceOp.MAX, ReduceOp.MIN)}
+        columns_of = [*reductions, *staged, *bits.values()]
         width = max(1, COLUMN_BLOCK_BYTES // sum(v.dtype.itemsize for v in columns_of))
         arrays = {id(v): self.alloca(memory_type(v.dtype), width) for v in columns_of}
 
@@ -1083,14 +1087,20 @@ class KernelRenderer(FunctionBuilder):
                 done.update(id(v) for v in new)
 
             def fold(red: Value) -> None:
-                """The block's columns of reduction `red` into its array: its loops outside the block's."""
+                """The block's columns of reduction `red` into its array: its loops outside the block's. A float
+                extremum's fast pass first, as `emit_extremum`'s, each column's running extremum beside its bits'
+                and a flag of NaNs for the block; the block is folded again exactly only where it held a NaN."""
                 (op, ranges), dtype = red.arg, red.dtype
+                fast, maximum = bits.get(id(red)), op is ReduceOp.MAX
+                saw_nan = self.alloca(I1)
 
-                def accumulate(at: Callable[[Value], ir.Value], first: ir.Value | None = None) -> None:
+                def accumulate(at: Callable[[Value], ir.Value], first: ir.Value | None, exact: bool) -> None:
                     """The term of the innermost reduction loop's index into the array, or where `first` is given,
                     its ROW_BLOCK terms from `first` on, in order (one load and store of the accumulator)."""
                     read(at, reads[id(red)])
                     acc = b.load(at(red), typ=memory_type(dtype))
+                    if not exact:
+                        word, nan = b.load(at(fast), typ=llvm_type(fast.dtype)), b.load(saw_nan, typ=I1)
                     for r in range(1 if first is None else ROW_BLOCK):
                         if first is not None:
                             self.vars[ranges[-1]] = b.add(first, I64(r))
@@ -1100,13 +1110,25 @@ class KernelRenderer(FunctionBuilder):
                         x = self.vals[id(red.srcs[0])]
                         # bools: the logic on the bytes: LLVM 22 miscompiles it on i1s here (loop + SLP vectorizers:
                         # `exp(x) > c` all-reduced over 5 rows gave false)
-                        acc = self.alu(op.combine(dtype), uint8, [acc, self.to_memory(x, dtype)]) if dtype == bool_ \
-                            else self.combine(op, dtype, acc, x)
+                        if dtype == bool_:
+                            acc = self.alu(op.combine(dtype), uint8, [acc, self.to_memory(x, dtype)])
+                        elif exact:
+                            acc = self.combine(op, dtype, acc, x)
+                        else:
+                            flags = ("nnan", "nsz")
+                            acc = b.select(b.fcmp_ordered(">" if maximum else "<", acc, x, flags=flags), acc, x,
+                                           flags=flags)
+                            n = b.bitcast(x, word.type)
+                            word = b.select(b.icmp_signed(">" if maximum else "<", word, n), word, n)
+                            nan = b.or_(nan, b.fcmp_unordered("uno", x, x))
                     b.store(acc, at(red))
+                    if not exact:
+                        b.store(word, at(fast))
+                        b.store(nan, saw_nan)
 
-                def level(k: int) -> None:
+                def level(k: int, exact: bool) -> None:
                     if k == len(ranges):
-                        columns(accumulate)
+                        columns(lambda at: accumulate(at, None, exact))
                         return
                     lo = I64(0)
                     if k == len(ranges) - 1 and self.rows_streamed(red, var):
@@ -1114,13 +1136,39 @@ class KernelRenderer(FunctionBuilder):
                         # load and store of each accumulator per block of rows
                         groups = b.sdiv(self.extent(ranges[k]), I64(ROW_BLOCK))
                         self.counted_loop(f"{ranges[k].name}_rows", I64(0), groups, lambda g: columns(
-                            lambda at: accumulate(at, b.mul(g, I64(ROW_BLOCK)))))
+                            lambda at: accumulate(at, b.mul(g, I64(ROW_BLOCK)), exact)))
                         lo = b.mul(groups, I64(ROW_BLOCK))
-                    self.loop(ranges[k], lo, self.extent(ranges[k]), lambda: level(k + 1))
+                    self.loop(ranges[k], lo, self.extent(ranges[k]), lambda: level(k + 1, exact))
 
-                identity = self.to_memory(self.constant(op.identity(dtype), dtype), dtype)
-                columns(lambda at: b.store(identity, at(red)))
-                level(0)
+                def exactly() -> None:
+                    identity = self.to_memory(self.constant(op.identity(dtype), dtype), dtype)
+                    columns(lambda at: b.store(identity, at(red)))
+                    level(0, True)
+
+                if fast is None:
+                    exactly()
+                else:
+                    t, word = llvm_type(dtype), llvm_type(fast.dtype)
+                    sign = ir.Constant(word, -(1 << (word.width - 1)))
+                    winner = ir.Constant(word, 0) if maximum else sign  # the bits of the zero that wins a tie
+
+                    def start(at: Callable[[Value], ir.Value]) -> None:
+                        b.store(self.constant(op.identity(dtype), dtype), at(red))
+                        b.store(sign if maximum else ir.Constant(word, (1 << (word.width - 1)) - 1), at(fast))
+
+                    def zeros(at: Callable[[Value], ir.Value]) -> None:
+                        """A zero extremum the sign of the zero that wins a tie, where the column holds it."""
+                        seen = b.icmp_signed("==", b.load(at(fast), typ=word), winner)
+                        zero = b.bitcast(b.select(seen, winner, b.xor(winner, sign)), t)
+                        a = b.load(at(red), typ=t)  # poison after a NaN, but then only stored and folded again
+                        b.store(b.select(b.fcmp_ordered("==", a, ir.Constant(t, 0.0)), zero, a), at(red))
+
+                    b.store(I1(0), saw_nan)
+                    columns(start)
+                    level(0, False)
+                    columns(zeros)
+                    with b.if_then(b.load(saw_nan, typ=I1), likely=False):
+                        exactly()
                 done.add(id(red))
 
             for red in reductions:
