@@ -41,7 +41,23 @@ import math
 from collections.abc import Iterator
 
 from .expr import Expr, Var, flat_index
-from .ir import BufferParam, Kernel, Store, Value, VOp, alu, free_vars, load, reduce, substitute, toposort
+from .ir import (
+    Alu,
+    BufferParam,
+    Kernel,
+    Scatter,
+    Store,
+    Value,
+    VOp,
+    alu,
+    const,
+    free_vars,
+    index,
+    load,
+    reduce,
+    substitute,
+    toposort,
+)
 
 # An inner reduction (one a later level reads) splits only where its tail, computed again by every chunk of
 # the later levels, is at most this share of its outer range: those recomputations cost at most that much more.
@@ -103,6 +119,50 @@ def split_reduction(kernel: Kernel, parts: int, nested: bool = True) -> list[Ker
     combine = Kernel(f"{kernel.name}_combine{parts}", buffers, kernel.params, kernel.loops,
                      tuple(Store(s.buf, s.index, v) for s, v in zip(kernel.stores, values)))
     return [*partials, combine]
+
+
+def split_scatter(scatter: Scatter, parts: int) -> list[Kernel] | None:
+    """`[clear, partials, combine]`, and `tail` where the updates do not divide into `parts`, for the updates of
+    `scatter` split into `parts` chunks that fold into copies of their own; None where it does not apply.
+
+    It applies to one store that folds integers or bools (a histogram's counts, a bincount): a fold whose
+    order changes nothing, so the chunks need not land one after the other. After the base (`scatter.base`,
+    run first as before): `clear` sets a scratch buffer `[parts, numel]` to the fold's identity; `partials`,
+    over `t < parts` and the updates' loops with their outermost one cut into `parts` chunks of one static
+    size, folds chunk t into row t, its updates in order as before (so the rows may be computed side by side);
+    `combine` folds the rows into the output; `tail` folds the updates past the last chunk (fewer than
+    `parts` of the outermost loop) into the output itself, as the updates did. All take the scatter's buffers
+    and parameters, then the scratch buffer, and run in that order."""
+    updates = scatter.updates
+    if len(updates.stores) != 1 or parts < 2:
+        return None
+    (store,) = updates.stores
+    dtype = store.value.dtype
+    if store.combine is None or store.buf != 0 or dtype.is_float or updates.loops[0].size < parts:
+        return None
+    numel, slot, op = scatter.buffers[0].size, len(scatter.buffers), store.combine
+    buffers = (*scatter.buffers, BufferParam(dtype, parts * numel, scratch=True))
+    fresh = _fresh_names(updates)
+    outer, *inner = updates.loops
+    t, j, row, out = (Var(next(fresh), size) for size in (parts, outer.size // parts, parts, numel))
+    cleared = Var(next(fresh), parts * numel)
+    kernels = [Kernel(f"{scatter.name}_clear{parts}", buffers, scatter.params, (cleared,),
+                      (Store(slot, Expr.of(cleared), const(op.identity(dtype), dtype)),))]
+    roots = [store.value, store.at, store.mask]
+    value, at, mask = substitute(roots, {outer: Expr.of(t) * j.size + Expr.of(j)})
+    at = alu(Alu.ADD, at.dtype, at, index(Expr.of(t) * numel))
+    kernels.append(Kernel(f"{scatter.name}_partials{parts}", buffers, scatter.params, (t, j, *inner),
+                          (Store(slot, store.index, value, at, mask, op),)))
+    rows = reduce(op, load(slot, dtype, Expr.of(row) * numel + Expr.of(out), ()), (row,))
+    total = alu(op.combine(dtype), dtype, load(0, dtype, Expr.of(out), ()), rows)
+    kernels.append(Kernel(f"{scatter.name}_combine{parts}", buffers, scatter.params, (out,),
+                          (Store(0, Expr.of(out), total),)))
+    if tail := outer.size - parts * j.size:
+        k = Var(next(fresh), tail)
+        value, at, mask = substitute(roots, {outer: Expr.of(k) + parts * j.size})
+        kernels.append(Kernel(f"{scatter.name}_tail{parts}", buffers, scatter.params, (k, *inner),
+                              (Store(0, store.index, value, at, mask, op),)))
+    return kernels
 
 
 def most_parts(kernel: Kernel, min_chunk: int = 1, nested: bool = True) -> int:

@@ -303,6 +303,8 @@ class IndexingOps:
         NumPy's rules: the index arrays broadcast together, and their axes take the place of the indexed
         ones where these are next to each other (an int among them counts as one), else come first (PyTorch
         keeps an int's place: `x[1, :, [0, 1]]` is (2, 6) here, (6, 2) there)."""
+        if type(index) is type(self) and index.dtype.is_int and self.ndim:  # `x[i]`, an embedding's rows
+            return self._take(index, 0, "index")
         items = _expanded(self, index)
         if not any(_is_array(it) for it in items):
             return _basic_view(self, items)

@@ -183,7 +183,7 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
         realize that computes it raises `IndexError` saying `what`, at the user's line, where any is true.
         An op that picks by index (an embedding's rows, a loss's classes) never computes quietly on
         an index outside its range; nor does it wait for the data to say so, which a lazy op cannot."""
-        flag = bad.any()
+        flag = bad.any(keepdims=True)  # its shape is no one's: kept, it needs no reshape
         return Tensor._make(Op.CHECK, self.dtype, self.shape, (self, flag), f"{what} (at {flag.node.origin})")
 
     def _derive(self, op: Op, shape: Shape, arg: Any = None, dtype: DType | None = None) -> Tensor:

@@ -665,6 +665,24 @@ def test_float32_to_8_bits_past_int32():
         check(x[::-2].astype(dst), ints[::-2].astype(dst.name))
 
 
+@pytest.mark.parametrize("src", [lt.float32, lt.float64, lt.float16], ids=str)
+def test_floats_to_int64_saturate_in_vector_loops(src):
+    """float to int64 as the kernel IR defines it (truncated, saturated, NaN 0), on arrays long enough for the
+    CPU's vector loop (whose conversions the selects around it saturate) and its remainder, strided too."""
+    values = [2.0**62, -(2.0**62), 2.0**63, -(2.0**63), 2.0**64, -(2.0**70), math.inf, -math.inf, math.nan, 1e30,
+              -1e30, 65504.0, -65504.0, 3.9, -3.9, 0.5, -0.5, 0.0, -0.0, 1e9 + 0.5, -1e9, 12345.75]
+    arr = np.array(values * 7, np.float64).astype(src.name)  # float16: the large ones become inf
+
+    def defined(v: float) -> int:
+        return 0 if math.isnan(v) else 2**63 - 1 if v >= 2.0**63 else -(2**63) if v <= -(2.0**63) else int(v)
+    ints = np.array([defined(float(v)) for v in arr], np.int64)
+    x = lt.asarray(arr)
+    check(x.astype(lt.int64), ints)
+    check(x[::-3].astype(lt.int64), ints[::-3])
+    check(x[:0].astype(lt.int64), ints[:0])
+    check(x[5].astype(lt.int64), ints[5])
+
+
 def test_casts_to_bool():
     arr = np.array([0.0, -0.0, 0.1, math.nan, -math.inf], np.float32)
     check(lt.asarray(arr).astype(bool), torch.tensor(arr).bool())

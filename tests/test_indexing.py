@@ -109,6 +109,24 @@ def test_index_out_of_bounds_raises_at_the_realize_that_computes_it():
         x[lt.asarray(np.array([0.0]))]
 
 
+def test_one_index_tensor_indexes_as_numpy():
+    """`x[t]` with one tensor (an embedding's rows): integer tensors of any rank and dtype, 0-d and empty, take
+    along axis 0 (negative from the end, out of range an error); a mask selects; float tensors and 0-d tensors
+    refuse as NumPy's."""
+    data = random_array((5, 3), lt.float32, seed=44)
+    x = lt.asarray(data)
+    for index in (np.array([[4, -1], [0, 2]]), np.array(3), np.zeros(0, np.int64), np.array([1, 4], np.uint8)):
+        check(x[lt.asarray(index)], data[index])
+    mask = np.array([True, False, True, True, False])
+    check(x[lt.asarray(mask)], data[mask])
+    with pytest.raises(IndexError, match=r"index: an index is outside \[-5, 5\)"):
+        x[lt.asarray(np.array([5]))].numpy()
+    with pytest.raises(IndexError, match="indices must be integers"):
+        x[lt.asarray(np.array([1.0]))]
+    with pytest.raises(IndexError, match="too many indices"):
+        lt.asarray(np.float32(2))[lt.asarray(np.array([0]))]
+
+
 @pytest.mark.parametrize("index_dtype", ["uint8", "int8", "uint16", "int16", "uint32", "uint64"])
 def test_narrow_and_unsigned_index_arrays_index_as_numpy(index_dtype):
     """An index of any integer dtype is range-checked against bounds that its dtype may not hold (-n for an
@@ -341,6 +359,43 @@ def test_scatter_family_matches_torch(dtype):
         check(x.index_add(0, lt.asarray(rows), s, alpha=2.0), t.index_add(0, torch.tensor(rows), ts, alpha=2.0))
     with pytest.raises(IndexError, match="scatter_add: an index is outside"):
         x.scatter_add(0, lt.asarray(idx + 1), s).numpy()
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.float16, lt.int64], ids=str)
+def test_scatters_of_computed_updates_land_in_order(dtype):
+    """Updates that compute in floats or gather, enough of them for the CPU's loop to compute them in blocks
+    before it stores them (then a remainder), onto few elements: a fold lands in the updates' order (float
+    sums bit for bit NumPy's unbuffered `add.at`), a write's last update stays; an index outside still raises."""
+    rng = np.random.default_rng(21)
+    n = 2 * 256 + 45
+    at = rng.integers(0, 7, n)
+    v = (rng.standard_normal(n) * 8).astype(dtype.name)
+    table = (rng.standard_normal(7) * 8).astype(dtype.name)
+    x, i, t = lt.asarray(v), lt.asarray(at), lt.asarray(table)
+    picked = t.take(i - 7, 0)  # counted from the end: a gather after a wrap
+    updates = x * 3 + picked if dtype.is_float else x * 3 + picked + x.cast(lt.float32).cast(dtype)
+    want_updates = v * 3 + table[at] + (0 if dtype.is_float else v.astype(np.float32).astype(dtype.name))
+    if dtype == lt.float16:  # a kernel computes 16-bit floats in float32, rounding what it stores
+        want_updates = (v.astype(np.float32) * 3 + table[at].astype(np.float32)).astype(np.float16)
+    folded = np.zeros(7, dtype.name)
+    np.add.at(folded, at, want_updates)
+    if dtype == lt.float16:  # folded in float32 words, rounded once
+        wide = np.zeros(7, np.float32)
+        np.add.at(wide, at, want_updates.astype(np.float32))
+        folded = wide.astype(np.float16)
+    check(lt.zeros(7, dtype=dtype).index_add(0, i, updates), folded, rtol=0, atol=0)
+    written = np.zeros(7, dtype.name)
+    written[at] = want_updates
+    y = lt.zeros(7, dtype=dtype)
+    y[i] = updates
+    check(y, written, rtol=0, atol=0)
+    for values, positions in ((updates[::-2], at[::-2]), (updates[:1], at[:1])):
+        want = np.zeros(7)
+        np.add.at(want, positions, values.numpy().astype(np.float64))
+        check(lt.zeros(7, dtype=dtype).index_add(0, lt.asarray(positions), values), want.astype(dtype.name),
+              rtol=1e-2 if dtype == lt.float16 else 1e-5, atol=1e-2 if dtype == lt.float16 else 1e-5)
+    with pytest.raises(IndexError, match="index_add: an index is outside"):
+        lt.zeros(7, dtype=dtype).index_add(0, lt.asarray(np.append(at[:-1] % 7, 7)), updates).numpy()
 
 
 @pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32, lt.int64, lt.int8, lt.uint8, lt.float16], ids=str)

@@ -1033,6 +1033,39 @@ def test_column_arg_reductions_of_ties_nans_and_signed_zeros():
             check(x.softmax(axis), t.softmax(axis))
 
 
+def ieee_extremum(arr: np.ndarray, maximum: bool) -> np.ndarray:
+    """IEEE 754's maximum or minimum down the columns (LLVM's `llvm.maximum`, the IR's MAX): NaN wherever a
+    column holds one, and a zero extremum +0.0 for the maximum (-0.0 for the minimum) where the column holds it."""
+    with np.errstate(invalid="ignore"):
+        out = (arr.max(0) if maximum else arr.min(0)).astype(arr.dtype)
+    tie = np.where(maximum, ~np.signbit(arr), np.signbit(arr)) & (arr == 0)
+    out[(out == 0) & tie.any(0)] = 0.0 if maximum else -0.0
+    out[(out == 0) & ~tie.any(0)] = -0.0 if maximum else 0.0
+    out[np.isnan(arr).any(0)] = np.nan
+    return out
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64], ids=str)
+def test_column_max_min_in_blocks_of_columns_keep_nan_and_the_order_of_zeros(dtype):
+    """Down columns, in blocks of columns whose rows fold several at a time: a NaN refolds its block exactly, a
+    zero extremum has the sign of the zero that wins a tie (as `llvm.maximum`), infinities; every block, the
+    rows left over, the columns left over and strided inputs, against IEEE's maximum and minimum."""
+    rng = np.random.default_rng(45)
+    arr = rng.standard_normal((263, 2 * 2048 + 37)).astype(dtype.name)
+    arr[:, 1], arr[:, 2], arr[:, 3] = -0.0, 0.0, -0.0
+    arr[100, 2], arr[262, 3], arr[0, 4097] = -0.0, 0.0, -np.inf
+    arr[:, 5] = np.abs(arr[:, 5]) * -0.0
+    arr[261, 2100], arr[17, 4100], arr[9, 4120] = np.nan, np.inf, np.nan
+    arr[:, 4121] = -np.inf
+    for part in (arr, arr[:, 2040:2050]):
+        for kind in LAYOUTS:
+            x, _ = layout(part, kind, oracle="numpy")
+            for maximum in (True, False):
+                got, want = (x.max(0) if maximum else x.min(0)).numpy(), ieee_extremum(part, maximum)
+                np.testing.assert_array_equal(got, want)
+                np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
 def test_column_statistics_of_float32_accumulate_in_float64():
     """A large common offset: a float32 two-pass variance would lose the small spread to rounding."""
     arr = (1e4 + random_array((3000, 70), lt.float32, seed=41, low=0, high=1e-2)).astype(np.float32)

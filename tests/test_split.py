@@ -19,7 +19,7 @@ from lazytensor.kernels import ir
 from lazytensor.kernels.dtype import float32
 from lazytensor.kernels.expr import Expr, Var
 from lazytensor.kernels.llvm import runtime
-from lazytensor.kernels.split import split_reduction
+from lazytensor.kernels.split import split_reduction, split_scatter
 
 pytestmark = pytest.mark.fast  # the edit-test tier (pyproject.toml)
 
@@ -255,6 +255,73 @@ def test_a_row_of_reductions_of_reductions_splits_where_few_rows(split):
         or not get_device().backend.startswith("llvm")
     check(x.var(1), t.var(1, correction=0))
     check(x.softmax(-1), t.softmax(-1))
+
+
+@pytest.fixture
+def split_scatters(split, monkeypatch):
+    """And every scatter worth splitting, whatever its size."""
+    monkeypatch.setattr(runtime, "SCATTER_SPLIT_MIN", 0)
+    monkeypatch.setattr(runtime, "COLUMN_SPLIT_INPUT_PER_PARTIAL", 1)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_integer_scatters_fold_their_chunks_into_copies(split_scatters, n):
+    """A histogram's counts, a bincount, an integer scatter_add/amax/amin/prod and a bool one: order-free folds
+    whose chunks fold into copies of their own, then into the output (on the CPU), equal to NumPy's."""
+    rng = np.random.default_rng(n)
+    a = rng.standard_normal(n).astype(np.float32)
+    a[[1, n // 2]] = [np.nan, np.inf]
+    check(lt.histogram(lt.asarray(a), 7, (-2.0, 2.0))[0], np.histogram(a, 7, (-2.0, 2.0))[0].astype(np.int64))
+    at = rng.integers(0, 5, n)
+    check(lt.bincount(lt.asarray(at), minlength=6), np.bincount(at, minlength=6).astype(np.int64))
+    v = rng.integers(-9, 9, n).astype(np.int32)
+    base = rng.integers(-3, 3, 5).astype(np.int32)
+    x, t = lt.asarray(base), torch.tensor(base)
+    for reduce in ("sum", "amax", "amin", "prod"):
+        u = v % 3 + 1 if reduce == "prod" else v  # products of 1s, 2s and 3s: wrapping, but exact in any order
+        want = t.scatter_reduce(0, torch.tensor(at), torch.tensor(u), reduce)
+        check(x.scatter_reduce(0, lt.asarray(at), lt.asarray(u), reduce), want)
+    flags = lt.zeros(5, dtype=lt.bool_).scatter_reduce(0, lt.asarray(at), lt.asarray(v > 7), "amax")
+    check(flags, torch.zeros(5, dtype=torch.bool).scatter_reduce(0, torch.tensor(at), torch.tensor(v > 7), "amax"))
+    with pytest.raises(IndexError, match="scatter_add: an index is outside"):
+        x.scatter_add(0, lt.asarray(np.append(at[:-1], 5)), lt.asarray(v)).numpy()
+
+
+def test_a_scatter_splits_into_clear_partials_combine_and_tail(split_scatters, monkeypatch):
+    n = PARTS * 125 + 3
+    at = lt.asarray(np.random.default_rng(4).integers(0, 6, n))
+    (item,) = lt.schedule(lt.bincount(at, minlength=6))
+    scatter = item.kernel
+    clear, partials, combine, tail = split_scatter(scatter, PARTS)
+    scratch = ir.BufferParam(lt.int64, PARTS * 6, scratch=True)
+    assert clear.buffers == partials.buffers == combine.buffers == tail.buffers == (*scatter.buffers, scratch)
+    assert [v.size for v in clear.loops] == [PARTS * 6] and [v.size for v in partials.loops] == [PARTS, 125]
+    assert [v.size for v in combine.loops] == [6] and [v.size for v in tail.loops] == [3]
+    assert split_scatter(lt.schedule(lt.bincount(at[:PARTS * 4], minlength=6))[0].kernel, PARTS)[3:] == []
+    program, _ = runtime.compile_kernel(scatter)
+    assert isinstance(program, runtime.SplitScatterProgram) and program.partials.extent == PARTS
+    assert program.stages[-1].work == 0  # the tail runs on one thread, in order
+    for threads in ("2", "1"):  # one thread takes every chunk
+        monkeypatch.setenv("LT_NUM_THREADS", threads)
+        out = np.full(6, 99, np.int64)
+        for _ in range(2):  # the copies start from nothing again
+            program([out.ctypes.data, item.inputs[0].buffer.ptr], item.params)
+            np.testing.assert_array_equal(out, np.bincount(at.numpy(), minlength=6))
+
+
+def test_folds_in_order_and_small_outputs_are_not_split(split, monkeypatch):
+    """A float sum lands in the updates' order (one thread); an integer scatter splits only where its updates are
+    many beside its output."""
+    at = lt.asarray(np.random.default_rng(5).integers(0, 6, 4096))
+    floats = lt.zeros(6).index_add(0, at, lt.ones(4096) * 0.1)
+    (item,) = [i for i in lt.schedule(floats) if isinstance(i.kernel, ir.Scatter)]
+    assert split_scatter(item.kernel, PARTS) is None
+    counts = lt.schedule(lt.bincount(at, minlength=6))[0].kernel
+    monkeypatch.setattr(runtime, "SCATTER_SPLIT_MIN", 4097)
+    assert runtime._split_scatter(counts) is None
+    monkeypatch.setattr(runtime, "SCATTER_SPLIT_MIN", 0)
+    assert runtime._split_scatter(counts) is not None
+    assert runtime._split_scatter(lt.schedule(lt.bincount(at, minlength=4096 // 4 // PARTS + 1))[0].kernel) is None
 
 
 def test_too_small_to_split():

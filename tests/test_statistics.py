@@ -162,6 +162,22 @@ def test_histogram_equal_bins_match_numpy_edge_for_edge(case):
         check(lt.histogram(lt.asarray(b), 20)[0], np.histogram(b, 20)[0].astype(np.int64))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int64"])
+def test_histogram_of_many_values_matches_numpy(dtype):
+    """Enough values for the CPU's scatter loop to compute the bins in blocks, then a remainder; NaN and infinities
+    (off every range) among them, a strided input, one value."""
+    rng = np.random.default_rng(12)
+    a = (rng.standard_normal(3 * 256 + 37) * 50).astype(dtype)
+    if a.dtype.kind == "f":
+        a[[3, 300, 700]] = [np.nan, np.inf, -np.inf]
+    for b in (a, a[::-2], a[:1]):
+        for bins, rng_ in [(100, (-60.0, 80.0)), (7, (-10.0, 10.0))] + ([(100, None)] if b.dtype.kind != "f" else []):
+            check(lt.histogram(lt.asarray(b), bins, rng_)[0], np.histogram(b, bins, rng_)[0].astype(np.int64))
+        w = rng.random(b.shape)
+        check(lt.histogram(lt.asarray(b), 9, (-40.0, 40.0), weights=lt.asarray(w))[0],
+              np.histogram(b, 9, (-40.0, 40.0), weights=w)[0])
+
+
 def test_histogram_refuses_bins_narrower_than_the_dtype_resolves():
     a = (1e6 + np.arange(5)).astype(np.float32)
     with pytest.raises(ValueError, match="Too many bins"):

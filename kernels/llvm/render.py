@@ -43,8 +43,10 @@ from ..ir import (
     Kernel,
     ReduceOp,
     SharedRow,
+    Store,
     Value,
     VOp,
+    bitcast,
     bounds_of,
     loop_scopes,
     shared_rows,
@@ -103,6 +105,7 @@ MAX_PIECES = 16  # copies of a loop nest's body at most that cutting loops into 
 # a core streams four rows from memory at once 1.4-1.6x faster than one (Zen 3, a 64 MiB matrix times a vector).
 ROW_BLOCK = 4
 ROW_BLOCK_MIN_TERMS = 256
+SCATTER_BLOCK = 256  # points whose scatter stores a loop computes before it stores them (`emit_scatter_blocks`)
 
 
 def symbol(name: str, checked: bool) -> str:
@@ -298,9 +301,13 @@ class FunctionBuilder:
                 return b.fptosi(x, t)
             if dst != int64:
                 raise NotImplementedError(f"a cast of {src} to {dst} (not legalized?)")
-            name = f"llvm.fptosi.sat.i64.{'f32' if src == float32 else 'f64'}"
-            fn = self.module.globals.get(name) or ir.Function(self.module, ir.FunctionType(I64, [x.type]), name)
-            return b.call(fn, [x])
+            # Saturated by selects around the plain conversion (poison out of range, which they never pick), not
+            # `llvm.fptosi.sat`: x86 has no vector form of that, and LLVM converts its vectors one lane at a time
+            # around branches (a histogram's bins, 2**20 float64s: 2.1x the time).
+            limit = ir.Constant(x.type, float(2**63))  # exact in both types; -2**63 is the least int64
+            inside = b.select(b.fcmp_ordered(">=", x, limit), I64(2**63 - 1), b.fptosi(x, t))
+            inside = b.select(b.fcmp_ordered("<", x, ir.Constant(x.type, -float(2**63))), I64(-2**63), inside)
+            return b.select(b.fcmp_unordered("uno", x, x), I64(0), inside)
         if dst.bits < src.bits:
             return b.trunc(x, t)
         if dst.bits > src.bits:
@@ -505,16 +512,74 @@ class KernelRenderer(FunctionBuilder):
             val = self.vals[id(s.value)]
             if s.at is None:
                 self.b.store(self.to_memory(val, s.value.dtype), self.gep(s.buf, s.index, True))
-                continue
-            # A scatter's store (see `ir.Store`). Where its mask is off it goes to a slot of its own rather than
-            # around a branch: a compaction's mask (`x[x > 0]`) is as unpredictable as the data.
-            mask, t = self.vals[id(s.mask)], memory_type(s.value.dtype)
-            count = self.b.zext(mask, I64) if self.fault_slot is not None else 1  # off: no access (see `guard`)
-            address = self.b.select(mask, self.gep(s.buf, None, True, self.vals[id(s.at)], count), self.spill(t))
-            if s.combine is not None:
-                old = self.from_memory(self.b.load(address, typ=t), s.value.dtype)
-                val = self.alu(s.combine.combine(s.value.dtype), s.value.dtype, [old, val])
-            self.b.store(self.to_memory(val, s.value.dtype), address)
+            else:
+                self.emit_scatter_store(s, self.vals[id(s.at)], self.vals[id(s.mask)], val)
+
+    def emit_scatter_store(self, s: Store, at: ir.Value, mask: ir.Value, val: ir.Value) -> None:
+        """A scatter's store (see `ir.Store`) of `val` at `at` where `mask` holds. Where its mask is off it goes
+        to a slot of its own rather than around a branch: a compaction's mask (`x[x > 0]`) is as unpredictable
+        as the data."""
+        t = memory_type(s.value.dtype)
+        count = self.b.zext(mask, I64) if self.fault_slot is not None else 1  # off: no access (see `guard`)
+        address = self.b.select(mask, self.gep(s.buf, None, True, at, count), self.spill(t))
+        if s.combine is not None:
+            old = self.from_memory(self.b.load(address, typ=t), s.value.dtype)
+            val = self.alu(s.combine.combine(s.value.dtype), s.value.dtype, [old, val])
+        self.b.store(self.to_memory(val, s.value.dtype), address)
+
+    def scatters_in_blocks(self, scope: tuple[Var, ...]) -> bool:
+        """Whether the innermost output loop (`scope` ends with it) computes its scatter stores' positions,
+        masks and values a block at a time before it stores them (`emit_scatter_blocks`): a kernel whose
+        stores all scatter, unchecked (a checked store's guard reads its mask where it stores), whose innermost
+        loop reduces nothing and computes enough to pay for the arrays: it gathers, or computes in floats (a
+        histogram's bins). A bincount's positions are its loads: staged, 2**20 of them took 1.3x the time."""
+        values = self.by_scope.get(scope, ())
+        return self.fault_slot is None and scope[-1].size >= SCATTER_BLOCK \
+            and all(s.at is not None for s in self.kernel.stores) and not any(v.op is VOp.REDUCE for v in values) \
+            and any(v.op is VOp.GATHER or v.op is VOp.ALU and v.srcs[-1].dtype.is_float for v in values)
+
+    def emit_scatter_blocks(self, scope: tuple[Var, ...], lo: ir.Value, hi: ir.Value) -> ir.Value:
+        """The innermost output loop over [lo, hi) from `lo` on in blocks of SCATTER_BLOCK points: a vectorized
+        loop computes each point's positions, masks and values into arrays, then a scalar loop stores them in
+        the points' order. The stores (a read-modify-write where they fold: a histogram's counts) keep any loop
+        that holds them scalar, as they may land on one element; apart from them, the positions (a histogram's
+        bins, two gathers of its edges and the arithmetic between) compute 8 or 16 lanes at a time. Returns
+        where the blocks end: the caller's loop does the rest, one point at a time."""
+        b, var, stores = self.b, scope[-1], self.kernel.stores
+        arrays = [{id(v): self.alloca(memory_type(v.dtype), SCATTER_BLOCK) for v in (s.at, s.mask, s.value)}
+                  for s in stores]
+        points = b.sub(hi, lo)
+        blocks = b.sdiv(b.select(b.icmp_signed("<", points, I64(0)), I64(0), points), I64(SCATTER_BLOCK))
+
+        def element(array: ir.Value, dtype: DType, j: ir.Value) -> ir.Value:
+            return b.gep(array, [j], source_etype=memory_type(dtype), inbounds=True)
+
+        def block(i: ir.Value) -> None:
+            first = b.add(lo, b.mul(i, I64(SCATTER_BLOCK)))
+
+            def compute() -> None:
+                self.emit_scope(scope)
+                j = b.sub(self.vars[var], first)
+                for s, held in zip(stores, arrays):
+                    for v in (s.at, s.mask, s.value):
+                        b.store(self.to_memory(self.vals[id(v)], v.dtype), element(held[id(v)], v.dtype, j))
+
+            def store(j: ir.Value) -> None:
+                for s, held in zip(stores, arrays):
+                    at, mask, val = (self.from_memory(b.load(element(held[id(v)], v.dtype, j),
+                                                             typ=memory_type(v.dtype)), v.dtype)
+                                     for v in (s.at, s.mask, s.value))
+                    self.emit_scatter_store(s, at, mask, val)
+
+            # a block's constant trip count would have LLVM's unroller copy the loop whole before its vectorizer
+            # saw it
+            self.loop(var, first, b.add(first, I64(SCATTER_BLOCK)), compute).set_metadata(
+                "llvm.loop", self.loop_id(["llvm.loop.unroll.disable"], *self.vector_width()))
+            self.counted_loop(f"{var.name}_stores", I64(0), I64(SCATTER_BLOCK), store).set_metadata(
+                "llvm.loop", self.loop_id(["llvm.loop.vectorize.enable", I1(0)]))
+
+        self.counted_loop(f"{var.name}_blocks", I64(0), blocks, block)
+        return b.add(lo, b.mul(blocks, I64(SCATTER_BLOCK)))
 
     def spill(self, t: ir.Type) -> ir.Value:
         """A stack slot for the stores that a mask turns off. LLVM would turn a store to a slot it sees all the
@@ -552,6 +617,8 @@ class KernelRenderer(FunctionBuilder):
             return
         if depth == len(loops) - 1 and (blocked := self.row_blocked(path + (var,))):
             lo = self.emit_row_blocks(path + (var,), blocked, lo, hi)
+        elif depth == len(loops) - 1 and self.scatters_in_blocks(path + (var,)):
+            lo = self.emit_scatter_blocks(path + (var,), lo, hi)
         self.loop(var, lo, hi, lambda: self.emit_output_level(path + (var,), start, end))
 
     def row_blocked(self, scope: tuple[Var, ...]) -> list[Value]:
@@ -977,7 +1044,10 @@ class KernelRenderer(FunctionBuilder):
                   and any(id(v) in r for r in reads.values())]
         # the arrays in memory as buffers hold them (bools as bytes: a loop vectorized over i1s in
         # memory reads them as packed bits, which the scalar stores did not write)
-        columns_of = [*reductions, *staged]
+        # a float extremum's running extremum of its terms' bits, read as integers (see `emit_extremum`)
+        bits = {id(red): bitcast(red, int32 if red.dtype == float32 else int64)
+                for red in reductions if red.dtype in (float32, float64) and red.arg[0] in (ReduceOp.MAX, ReduceOp.MIN)}
+        columns_of = [*reductions, *staged, *bits.values()]
         width = max(1, COLUMN_BLOCK_BYTES // sum(v.dtype.itemsize for v in columns_of))
         arrays = {id(v): self.alloca(memory_type(v.dtype), width) for v in columns_of}
 
@@ -1017,14 +1087,20 @@ class KernelRenderer(FunctionBuilder):
                 done.update(id(v) for v in new)
 
             def fold(red: Value) -> None:
-                """The block's columns of reduction `red` into its array: its loops outside the block's."""
+                """The block's columns of reduction `red` into its array: its loops outside the block's. A float
+                extremum's fast pass first, as `emit_extremum`'s, each column's running extremum beside its bits'
+                and a flag of NaNs for the block; the block is folded again exactly only where it held a NaN."""
                 (op, ranges), dtype = red.arg, red.dtype
+                fast, maximum = bits.get(id(red)), op is ReduceOp.MAX
+                saw_nan = self.alloca(I1)
 
-                def accumulate(at: Callable[[Value], ir.Value], first: ir.Value | None = None) -> None:
+                def accumulate(at: Callable[[Value], ir.Value], first: ir.Value | None, exact: bool) -> None:
                     """The term of the innermost reduction loop's index into the array, or where `first` is given,
                     its ROW_BLOCK terms from `first` on, in order (one load and store of the accumulator)."""
                     read(at, reads[id(red)])
                     acc = b.load(at(red), typ=memory_type(dtype))
+                    if not exact:
+                        word, nan = b.load(at(fast), typ=llvm_type(fast.dtype)), b.load(saw_nan, typ=I1)
                     for r in range(1 if first is None else ROW_BLOCK):
                         if first is not None:
                             self.vars[ranges[-1]] = b.add(first, I64(r))
@@ -1034,13 +1110,25 @@ class KernelRenderer(FunctionBuilder):
                         x = self.vals[id(red.srcs[0])]
                         # bools: the logic on the bytes: LLVM 22 miscompiles it on i1s here (loop + SLP vectorizers:
                         # `exp(x) > c` all-reduced over 5 rows gave false)
-                        acc = self.alu(op.combine(dtype), uint8, [acc, self.to_memory(x, dtype)]) if dtype == bool_ \
-                            else self.combine(op, dtype, acc, x)
+                        if dtype == bool_:
+                            acc = self.alu(op.combine(dtype), uint8, [acc, self.to_memory(x, dtype)])
+                        elif exact:
+                            acc = self.combine(op, dtype, acc, x)
+                        else:
+                            flags = ("nnan", "nsz")
+                            acc = b.select(b.fcmp_ordered(">" if maximum else "<", acc, x, flags=flags), acc, x,
+                                           flags=flags)
+                            n = b.bitcast(x, word.type)
+                            word = b.select(b.icmp_signed(">" if maximum else "<", word, n), word, n)
+                            nan = b.or_(nan, b.fcmp_unordered("uno", x, x))
                     b.store(acc, at(red))
+                    if not exact:
+                        b.store(word, at(fast))
+                        b.store(nan, saw_nan)
 
-                def level(k: int) -> None:
+                def level(k: int, exact: bool) -> None:
                     if k == len(ranges):
-                        columns(accumulate)
+                        columns(lambda at: accumulate(at, None, exact))
                         return
                     lo = I64(0)
                     if k == len(ranges) - 1 and self.rows_streamed(red, var):
@@ -1048,13 +1136,39 @@ class KernelRenderer(FunctionBuilder):
                         # load and store of each accumulator per block of rows
                         groups = b.sdiv(self.extent(ranges[k]), I64(ROW_BLOCK))
                         self.counted_loop(f"{ranges[k].name}_rows", I64(0), groups, lambda g: columns(
-                            lambda at: accumulate(at, b.mul(g, I64(ROW_BLOCK)))))
+                            lambda at: accumulate(at, b.mul(g, I64(ROW_BLOCK)), exact)))
                         lo = b.mul(groups, I64(ROW_BLOCK))
-                    self.loop(ranges[k], lo, self.extent(ranges[k]), lambda: level(k + 1))
+                    self.loop(ranges[k], lo, self.extent(ranges[k]), lambda: level(k + 1, exact))
 
-                identity = self.to_memory(self.constant(op.identity(dtype), dtype), dtype)
-                columns(lambda at: b.store(identity, at(red)))
-                level(0)
+                def exactly() -> None:
+                    identity = self.to_memory(self.constant(op.identity(dtype), dtype), dtype)
+                    columns(lambda at: b.store(identity, at(red)))
+                    level(0, True)
+
+                if fast is None:
+                    exactly()
+                else:
+                    t, word = llvm_type(dtype), llvm_type(fast.dtype)
+                    sign = ir.Constant(word, -(1 << (word.width - 1)))
+                    winner = ir.Constant(word, 0) if maximum else sign  # the bits of the zero that wins a tie
+
+                    def start(at: Callable[[Value], ir.Value]) -> None:
+                        b.store(self.constant(op.identity(dtype), dtype), at(red))
+                        b.store(sign if maximum else ir.Constant(word, (1 << (word.width - 1)) - 1), at(fast))
+
+                    def zeros(at: Callable[[Value], ir.Value]) -> None:
+                        """A zero extremum the sign of the zero that wins a tie, where the column holds it."""
+                        seen = b.icmp_signed("==", b.load(at(fast), typ=word), winner)
+                        zero = b.bitcast(b.select(seen, winner, b.xor(winner, sign)), t)
+                        a = b.load(at(red), typ=t)  # poison after a NaN, but then only stored and folded again
+                        b.store(b.select(b.fcmp_ordered("==", a, ir.Constant(t, 0.0)), zero, a), at(red))
+
+                    b.store(I1(0), saw_nan)
+                    columns(start)
+                    level(0, False)
+                    columns(zeros)
+                    with b.if_then(b.load(saw_nan, typ=I1), likely=False):
+                        exactly()
                 done.add(id(red))
 
             for red in reductions:

@@ -102,7 +102,7 @@ from ..dtype import int64
 from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, Sort, VOp, loop_scopes, param
 from ..lapack import LibraryError, flops
 from ..legalize import legalize
-from ..split import split_reduction
+from ..split import split_reduction, split_scatter
 from ..symbolic import DYNAMIC, Template, eligible, enabled, generic, multiples, sizes, skeleton, symbolized, unbounded
 from . import compiler, disk_cache, library, mathlib
 from .compiler import Machine
@@ -129,6 +129,9 @@ PARALLEL_MIN_WORK = 1 << 16
 SPLIT_MIN_WORK = 1 << 21  # measured on 2 cores: below it, splitting `x.sum()` is no faster than one thread
 # a column reduction splits along its rows where its input is at least this many times the partial results
 COLUMN_SPLIT_INPUT_PER_PARTIAL = 4
+# a scatter whose updates fold order-free splits them across threads from this many updates on, where the output
+# is at most COLUMN_SPLIT_INPUT_PER_PARTIAL times smaller than them per copy (each chunk folds into one of its own)
+SCATTER_SPLIT_MIN = 1 << 16
 SCAN_SPLIT_MIN = 1 << 16  # a scan cuts rows shorter than this into no chunks
 SCAN_BLOCK_MIN = 64  # a scan of rows of lanes cuts them into blocks of no fewer lanes
 # More chunks than threads, taken one at a time: on a shared machine a thread that another process
@@ -931,7 +934,26 @@ def _program(kernel: Kernel, pack: Pack | None = None, checked: bool = False, se
                    kernel.loops[0].size, 0 if serial else work(kernel), checked)
 
 
+@dataclass
+class SplitScatterProgram(SplitReductionProgram):
+    """A `Scatter` split by `split_scatter`: the base and clearing the copies on the pool, the chunks of the
+    updates on the pool (each folding into its copy, in order), the copies folded into the output, then the
+    tail on one thread."""
+
+    @property
+    def partials(self) -> Program:
+        return self.stages[2]
+
+
 def _scatter_program(kernel: Scatter, checked: bool) -> Generator[Job, Compiled, ScatterProgram]:
+    if (split := _split_scatter(kernel)) is not None:
+        clear, partials, combine, *tail = split
+        stages = []
+        for k in (kernel.base, clear, partials, combine):
+            stages.append((yield from _program(k, checked=checked)))
+        for k in tail:  # on one thread, in order, as the updates it takes over
+            stages.append((yield from _program(k, checked=checked, serial=True)))
+        return SplitScatterProgram(kernel, stages, sum(p.compile_seconds for p in stages), checked)
     base = yield from _program(kernel.base, checked=checked)
     # on one thread unless distinct: its stores land in the order the IR gives them, and two never race for
     # one element
@@ -945,6 +967,17 @@ def _split_reduction_program(kernel: Kernel, split: list[Kernel], checked: bool)
     for k in split:
         programs.append((yield from _program(k, checked=checked)))
     return SplitReductionProgram(kernel, programs, sum(p.compile_seconds for p in programs), checked)
+
+
+def _split_scatter(kernel: Scatter) -> list[Kernel] | None:
+    """The scatter's updates split into chunks that fold into copies of the output of their own (`split_scatter`)
+    where they are many beside the output and the pool has threads to share them; else None."""
+    threads, updates = num_threads(), kernel.updates.numel
+    parts = threads * CHUNKS_PER_THREAD
+    if threads < 2 or updates < SCATTER_SPLIT_MIN \
+            or kernel.buffers[0].size * parts * COLUMN_SPLIT_INPUT_PER_PARTIAL > updates:
+        return None
+    return split_scatter(kernel, parts)
 
 
 def _partials(kernel: Kernel) -> list[Kernel] | None:
