@@ -290,7 +290,7 @@ def _programs(items: Schedule) -> list[tuple[Any, bool]]:
     if (known := items.programs.get(key)) is not None and known[0] == kernels:  # the same objects: no deep compare
         return [(p, False) for p in known[1]]
     _compile_new(items)
-    programs = [_compiled(get_device(item.device), item) for item in items]
+    programs = [_compiled(get_device(item.device), item, items.changed) for item in items]
     items.programs[key] = (kernels, [p for p, _ in programs])
     return programs
 
@@ -325,10 +325,12 @@ def _report_compile(item: ScheduleItem, program: Any, start: float | None = None
         profiling.record("compile", item.kernel, item.device, item.origin, program.compile_seconds, start)
 
 
-def _compiled(device: Any, item: ScheduleItem) -> tuple[Any, bool]:
-    """The item's program, and whether it was compiled now (counted in the stats)."""
+def _compiled(device: Any, item: ScheduleItem, changed: frozenset[int]) -> tuple[Any, bool]:
+    """The item's program, and whether it was compiled now (counted in the stats). `changed` as `_compile_new`
+    gave it: a kernel whose compile failed there fails here the same way, naming its ops, rather than compiling
+    as something else (a generic kernel's failure would otherwise come back as a program for one size)."""
     try:
-        program, compiled = device.compile(item.kernel)
+        program, compiled = device.compile(item.kernel, changed)
     except Exception as e:  # the backend's error, restated in the user's terms
         lines = sorted({n.origin for out in item.outputs for n in region(out, set(item.inputs))})
         folder = dump.kernel_folder(item.kernel.name) or dump.failed_kernel(item)

@@ -1240,6 +1240,21 @@ def test_triton_products_with_an_epilogue_compile_as_on_the_cpu(triton, monkeypa
     assert template.program.plan.fuse_epilogue == (template.program.epilogue is None) == ("summed" not in name)
 
 
+def test_triton_a_generic_compile_that_fails_is_an_error_naming_the_op(triton, monkeypatch):
+    """A kernel whose generic program fails to compile (before the schedule runs, side by side, where failures are
+    left to the launch) fails the same way where it launches, with the sizes seen to change, a KernelError naming
+    the op, rather than compiling there for its one size: a bug in the generic templates must not pass as a
+    compile per size."""
+    def failing(*args, **kwargs):
+        raise RuntimeError("generic template broken")
+    monkeypatch.setattr(triton, "_generic_kernel", failing)
+    w = lt.asarray(small_integers((32, 16), seed=1), device="cuda")
+    (lt.asarray(small_integers((5, 32), seed=2), device="cuda") * 2 + 1).exp().realize()
+    with pytest.raises(lt.KernelError, match="generic template broken"):
+        (lt.asarray(small_integers((9, 32), seed=3), device="cuda") * 2 + 1).exp().realize()
+    assert w.shape == (32, 16)
+
+
 def test_triton_opt_out_specializes_every_size(triton, monkeypatch):
     """`LT_SYMBOLIC=0` on the Triton backend: every size compiles its own kernel, with torch's results."""
     monkeypatch.setenv("LT_SYMBOLIC", "0")
