@@ -29,7 +29,7 @@ def _common(a: Tensor, b: Tensor, op: str) -> tuple[Tensor, Tensor]:
     return a.cast(dtype), b.cast(dtype)
 
 
-class ContractionOps:
+class ContractionOps:  # every Tensor is one (and only tensors): `isinstance(x, ContractionOps)` asks for a tensor of any subclass
     """Mixed into Tensor."""
 
     __slots__ = ()
@@ -92,7 +92,7 @@ class ContractionOps:
         """NumPy's `dot`: the inner product of two 1-d tensors (PyTorch's `dot`), the matrix product of 2-d ones,
         a product with a 0-d one, else the sum over the last axis of `self` and the second-to-last of `other`
         (the last where it is 1-d): `dot(a, b)[i, j, k, m] = sum(a[i, j, :] * b[k, :, m])`."""
-        other = other if isinstance(other, type(self)) else self._like(other)
+        other = other if isinstance(other, ContractionOps) else self._like(other)
         if self.ndim == 0 or other.ndim == 0:
             return self * other
         if self.ndim == 1 and other.ndim == 1 and self.shape != other.shape:

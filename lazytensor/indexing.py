@@ -18,7 +18,8 @@ the positions; inside `lt.jit` that read is a JitError.
 Writing. A tensor's data is never changed in place: `x[i] = v` makes `x` hold a new tensor that equals the
 old one but at `i`. So every name bound to that Python object sees the write, as in NumPy and PyTorch, but a
 tensor taken from `x` before (a slice `x[1:]`, a view, `x.T`) keeps the values it had, on every device
-(in NumPy and PyTorch a view shares the memory and sees the write).
+(in NumPy and PyTorch a view shares the memory and sees the write). The other way does reach: a basic index's
+result written in place (`x[0][1] = v`, `row = x[0]; row += 1`) writes into x too (`data_view.IndexView`).
 """
 from __future__ import annotations
 
@@ -99,7 +100,7 @@ def _range_message(name: str, n: int, axis: int, negative: bool) -> str:
     return f"{name}: an index is outside [{low}, {n}) (axis {axis} of size {n})"
 
 
-class IndexingOps:
+class IndexingOps:  # every Tensor is one (and only tensors): `isinstance(x, IndexingOps)` asks for a tensor of any subclass
     """The Tensor's methods that index by data (mixed into `Tensor`)."""
 
     # ---- the two primitives ------------------------------------------------------------------------
@@ -303,11 +304,12 @@ class IndexingOps:
         NumPy's rules: the index arrays broadcast together, and their axes take the place of the indexed
         ones where these are next to each other (an int among them counts as one), else come first (PyTorch
         keeps an int's place: `x[1, :, [0, 1]]` is (2, 6) here, (6, 2) there)."""
-        if type(index) is type(self) and index.dtype.is_int and self.ndim:  # `x[i]`, an embedding's rows
+        if isinstance(index, IndexingOps) and index.dtype.is_int and self.ndim:  # `x[i]`, an embedding's rows
             return self._take(index, 0, "index")
         items = _expanded(self, index)
         if not any(_is_array(it) for it in items):
-            return _basic_view(self, items)
+            from .data_view import index_view  # it subclasses Tensor, whose module imports this one
+            return index_view(_basic_view(self, items), self, items)
         if all(it.ndim == 0 and it.dtype == dtypes.bool_ for it in items if _is_array(it)):
             return _scalar_masked(self, items)
         arrays = [a for a, it in enumerate(items) if _is_array(it)]

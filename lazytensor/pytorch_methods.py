@@ -35,7 +35,7 @@ class Histogram(NamedTuple):
     bin_edges: Tensor
 
 
-class PyTorchOps:
+class PyTorchOps:  # every Tensor is one (and only tensors): `isinstance(x, PyTorchOps)` asks for a tensor of any subclass
     """The methods of the module docstring, mixed into Tensor."""
 
     def t(self: Tensor) -> Tensor:
@@ -96,13 +96,13 @@ class PyTorchOps:
     def masked_fill(self: Tensor, mask: Any, value: Any) -> Tensor:
         """`value` where `mask` holds, this tensor elsewhere (mask broadcast to this tensor's shape)."""
         from .tensor import broadcast_shapes, where
-        mask = mask if isinstance(mask, type(self)) else self._like(mask)
+        mask = mask if isinstance(mask, PyTorchOps) else self._like(mask)
         if mask.dtype != dtypes.bool_:
             raise TypeError(f"masked_fill: the mask must be bool, got {mask.dtype.name}")
         if mask.ndim > self.ndim or broadcast_shapes(mask.shape, self.shape, op="masked_fill") != self.shape:
             raise ShapeError(f"masked_fill: a mask of shape {mask.shape} does not broadcast to {self.shape}")
-        fill = value.cast(self.dtype) if isinstance(value, type(self)) else value
-        if isinstance(fill, type(self)) and fill.ndim:
+        fill = value.cast(self.dtype) if isinstance(value, PyTorchOps) else value
+        if isinstance(fill, PyTorchOps) and fill.ndim:
             raise ShapeError(f"masked_fill: the value must be a scalar or 0-d tensor, got shape {fill.shape}")
         return where(mask, fill, self).cast(self.dtype)
 
@@ -122,7 +122,7 @@ class PyTorchOps:
         """The entries where `mask` (broadcast with this tensor) holds, as a 1-d tensor (its length depends on
         the data, which is read)."""
         from .tensor import broadcast_shapes
-        mask = mask if isinstance(mask, type(self)) else self._like(mask)
+        mask = mask if isinstance(mask, PyTorchOps) else self._like(mask)
         shape = broadcast_shapes(self.shape, mask.shape, op="masked_select")
         return self.broadcast_to(shape)[mask.broadcast_to(shape)]
 
@@ -335,7 +335,7 @@ class PyTorchOps:
                    requires_grad: bool = False) -> Tensor:
         """A copy of `data`, of this tensor's dtype and device unless given (PyTorch's `new_tensor`)."""
         from .creation import asarray
-        source = data.detach() if isinstance(data, type(self)) else data
+        source = data.detach() if isinstance(data, PyTorchOps) else data
         return asarray(source, dtype=self.dtype if dtype is None else dtype,
                        device=self.device if device is None else device, copy=True, requires_grad=requires_grad)
 
@@ -354,7 +354,7 @@ class PyTorchOps:
         weight 1)."""
         from .tensor import where
         diff = end - self
-        if not isinstance(weight, type(self)):
+        if not isinstance(weight, PyTorchOps):
             return self + diff * weight if abs(weight) < 0.5 else end - diff * (1 - weight)
         return where(weight.abs() < 0.5, self + diff * weight, end - diff * (1 - weight))
 
@@ -420,7 +420,7 @@ class PyTorchOps:
             return self // other
         if rounding_mode == "trunc":
             out = (self / other).trunc()
-            kind = dtypes.promote(self.dtype, other.dtype) if isinstance(other, type(self)) else self.dtype
+            kind = dtypes.promote(self.dtype, other.dtype) if isinstance(other, PyTorchOps) else self.dtype
             return out if out.dtype.is_float and kind.is_float else out.cast(kind)
         raise ValueError(f"divide: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
 
@@ -555,17 +555,17 @@ class PyTorchOps:
         """`value` in the slices along `dim` that `index` (a 0-d or 1-d integer tensor) names."""
         from .creation import arange
         from .tensor import where
-        index = index if isinstance(index, type(self)) else self._like(index)
+        index = index if isinstance(index, PyTorchOps) else self._like(index)
         a = normalize_axis(dim, self.ndim, "index_fill") if self.ndim else 0
         n = self.shape[a] if self.ndim else 1
         hit = (arange(n, device=self.device).reshape(n, 1) == index.reshape(1, -1) % max(n, 1)).any(1)
         mask = hit.reshape((n,) + (1,) * (self.ndim - a - 1)) if self.ndim else hit.reshape(())
-        fill = value.cast(self.dtype) if isinstance(value, type(self)) else value
+        fill = value.cast(self.dtype) if isinstance(value, PyTorchOps) else value
         return where(mask, fill, self).cast(self.dtype)
 
     def index_copy(self: Tensor, dim: int, index: Any, source: Tensor) -> Tensor:
         """This tensor with the slices along `dim` that `index` names replaced by `source`'s slices."""
-        index = index if isinstance(index, type(self)) else self._like(index)
+        index = index if isinstance(index, PyTorchOps) else self._like(index)
         a = normalize_axis(dim, self.ndim, "index_copy")
         shape = (1,) * a + (index.numel(),) + (1,) * (self.ndim - a - 1)
         return self.scatter(a, index.reshape(shape).broadcast_to(source.shape), source.cast(self.dtype))
@@ -582,7 +582,7 @@ class PyTorchOps:
     def addcdiv(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
         """`self + value * tensor1 / tensor2` (PyTorch's, a true division: integer tensor1 and tensor2 are an
         error, as PyTorch's)."""
-        if all(isinstance(t, type(self)) and not t.dtype.is_float for t in (tensor1, tensor2)):
+        if all(isinstance(t, PyTorchOps) and not t.dtype.is_float for t in (tensor1, tensor2)):
             raise DTypeError(f"addcdiv: integer division of {tensor1.dtype.name} by {tensor2.dtype.name} is not "
                              "supported (use true division of float tensors)")
         return self + value * tensor1 / tensor2
@@ -592,10 +592,10 @@ class PyTorchOps:
         the k-th true element takes source's k-th (source read as 1-d; a realize raises IndexError where the mask
         is true more often than source has elements)."""
         from .tensor import where
-        mask = (mask if isinstance(mask, type(self)) else self._like(mask)).broadcast_to(self.shape).reshape(-1)
+        mask = (mask if isinstance(mask, PyTorchOps) else self._like(mask)).broadcast_to(self.shape).reshape(-1)
         if mask.dtype != dtypes.bool_:
             raise DTypeError(f"masked_scatter: the mask must be bool, got {mask.dtype.name}")
-        flat = (source if isinstance(source, type(self)) else self._like(source)).reshape(-1).cast(self.dtype)
+        flat = (source if isinstance(source, PyTorchOps) else self._like(source)).reshape(-1).cast(self.dtype)
         n = flat.shape[0]
         if n == 0:
             return self._checked(mask.any(), "masked_scatter: the mask is true where source has no elements")
@@ -631,7 +631,7 @@ class PyTorchOps:
         """A copy of this tensor with `src` written at `index`, whose shape it must have (the `*_scatter` ops)."""
         out = self.copy()
         target = out[index].shape
-        shape = src.shape if isinstance(src, type(self)) else self._like(src).shape
+        shape = src.shape if isinstance(src, PyTorchOps) else self._like(src).shape
         if shape != target:
             raise ShapeError(f"expected src of shape {target}, got {shape}")
         out[index] = src
@@ -732,7 +732,7 @@ class PyTorchOps:
 
     def fill_(self: Tensor, value: Any) -> Tensor:
         from .creation import full_like
-        return self._inplace(lambda a, v: v.cast(a.dtype).broadcast_to(a.shape) if isinstance(v, type(self))
+        return self._inplace(lambda a, v: v.cast(a.dtype).broadcast_to(a.shape) if isinstance(v, PyTorchOps)
                              else full_like(a, v), value, "fill_")
 
     def zero_(self: Tensor) -> Tensor:
@@ -759,7 +759,7 @@ class PyTorchOps:
     def copy_(self: Tensor, src: Any) -> Tensor:
         """Take `src`'s values (broadcast to this tensor's shape, cast to its dtype, moved to its device)."""
         def copied(a: Tensor, s: Any) -> Tensor:
-            s = s if isinstance(s, type(self)) else a._like(s)
+            s = s if isinstance(s, PyTorchOps) else a._like(s)
             return s.to(a.device).cast(a.dtype).broadcast_to(a.shape)
         return self._inplace(copied, src, "copy_")
 
@@ -837,7 +837,7 @@ class PyTorchOps:
 
     def bernoulli_(self: Tensor, p: Any = 0.5, *, generator: Generator | None = None) -> Tensor:
         """1 with probability `p` (a float, or a tensor of probabilities broadcast to this shape), else 0."""
-        return self._drawn(lambda a: _unit(a, generator) < (p.broadcast_to(a.shape) if isinstance(p, type(self))
+        return self._drawn(lambda a: _unit(a, generator) < (p.broadcast_to(a.shape) if isinstance(p, PyTorchOps)
                                                             else p), "bernoulli_")
 
     def random_(self: Tensor, from_: int = 0, to: int | None = None, *, generator: Generator | None = None) -> Tensor:

@@ -62,7 +62,7 @@ class MinMax(NamedTuple):
     indices: Tensor
 
 
-class ReduceOps:
+class ReduceOps:  # every Tensor is one (and only tensors): `isinstance(x, ReduceOps)` asks for a tensor of any subclass
     """Mixed into Tensor."""
 
     __slots__ = ()
@@ -143,7 +143,7 @@ class ReduceOps:
 
     def _min_max(self: Tensor, op: ReduceOp, axis: Any, keepdims: bool, dim: Any, keepdim: bool | None,
                  name: str) -> Tensor | MinMax:
-        if isinstance(axis, type(self)):  # PyTorch's max(input, other): the elementwise extremum
+        if isinstance(axis, ReduceOps):  # PyTorch's max(input, other): the elementwise extremum
             return self.maximum(axis) if op is ReduceOp.MAX else self.minimum(axis)
         values = self._extremum(op, _pick(axis, dim), keepdims or bool(keepdim), name)
         if dim is None and (keepdim is None or not isinstance(axis, int)):

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import lazytensor as lt
-from conftest import ALL_DTYPES, HALF_DTYPES, LAYOUTS, TORCH_DTYPES, check, inputs, layout, random_array
+from conftest import ALL_DTYPES, HALF_DTYPES, LAYOUTS, TORCH_DTYPES, check, inputs, layout, random_array, to_torch_dtype
 from lazytensor.kernels import bounds, ir
 from lazytensor.kernels.ir import Scatter
 from lazytensor.kernels.llvm import compile_kernel
@@ -695,3 +695,38 @@ def test_a_range_indexes_as_an_integer_array_as_torch(dtype):
     x[range(2), [0, 1]] = -1
     t[range(2), [0, 1]] = -1
     check(x, t)
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.int64, lt.bool_])
+def test_a_basic_index_written_in_place_writes_into_its_tensor_as_torchs_view(dtype):
+    """PyTorch's name-classification tutorial writes `tensor[li][0][letterToIndex(letter)] = 1` and
+    `confusion[i][j] += 1`: the view `tensor[li]` written in place writes into tensor (before, the writes were lost
+    silently); also a row bound to a name, rows of a loop, a view of a view, a slice's in-place method."""
+    arr = random_array((3, 4, 5), dtype, 4)
+    ours, theirs = lt.asarray(arr), torch.tensor(arr)
+    for t in (ours, theirs):
+        one = True if dtype == lt.bool_ else 1
+        t[0][1][2] = one
+        t[1][:, 3] = one
+        row = t[2]
+        row[0] = one
+        for plane in t:
+            plane[-1, -1] = one
+        t[0:2][1][0].fill_(one)
+    check(ours, theirs)
+    if dtype != lt.bool_:
+        counts, tcounts = lt.zeros((3, 3), dtype=dtype), torch.zeros((3, 3), dtype=to_torch_dtype(dtype))
+        for i, j in ((0, 1), (2, 2), (0, 1)):
+            counts[i][j] += 1
+            tcounts[i][j] += 1
+        check(counts, tcounts)
+
+
+def test_a_view_of_a_leaf_that_requires_grad_is_not_written():
+    x = lt.zeros(3).requires_grad_()
+    with pytest.raises(RuntimeError, match="leaf"):
+        x[0:2].add_(1)
+    with lt.no_grad():
+        x[0:2].add_(1)
+    check(x, np.array([1, 1, 0], np.float32))
+    assert x.requires_grad and x.is_leaf
