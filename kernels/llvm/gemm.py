@@ -125,7 +125,9 @@ class Layout:
             # tiles one vector wide: two would multiply zeros half the time.
             mr = min(TILE_ROWS_512, key=lambda r: -(-m // r) * r) if vector_bits == 512 else 6
             nr = lanes if n <= lanes else 2 * lanes
-            code = Layout(lanes, mr, nr, 0, 0, 0, a_rows=_runs_along_k(c, c.a, c.vars[1], mr, -(-m // mr)))
+            # A's runs are A_RUN k's long: a stride of one within runs of A_RUN is enough (a convolution's
+            # windows as A, k over 56-wide rows)
+            code = Layout(lanes, mr, nr, 0, 0, 0, a_rows=_runs_along_k(c, c.a, c.vars[1], mr, -(-m // mr), A_RUN))
             b_row = _b_in_place(c, mr, nr)
         mp, np_ = -(-m // code.mr), -(-n // code.nr)
         kc = code.kc if code.blocked else -(-k // -(-k // KC_TARGET))
@@ -528,11 +530,11 @@ def _b_in_place(c: Contraction, mr: int, nr: int) -> int:
     return index[c.vars[3]]
 
 
-def _runs_along_k(c: Contraction, operand: Value, lane: Var, width: int, panels: int) -> bool:
+def _runs_along_k(c: Contraction, operand: Value, lane: Var, width: int, panels: int, tile: int = TILE_K) -> bool:
     """Whether the operand steps through memory along k and not along its lane axis (see `_pack`). A load
     the same for every k (a softmax's row sums, in attention's second product) does not count: it is read
-    once per lane, outside the loop over k."""
-    _, lane_var, _, kt, _, value = _k_tiles(c, operand, lane, width, panels)
+    once per lane, outside the loop over k. Unit stride is asked of runs of `tile` k's."""
+    _, lane_var, _, kt, _, value = _k_tiles(c, operand, lane, width, panels, tile)
     # Unit stride along k may show only once k is cut into tiles: k running over whole rows of an image
     # (a convolution's weight gradient) reads `(k // 16)*plane + k % 16`, which the tile makes `kt`.
     along_lane = any(v.op is VOp.LOAD and (lane_var, 1) in v.arg[1].terms and kt in v.arg[1].vars()

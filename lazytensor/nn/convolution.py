@@ -166,13 +166,26 @@ def _conv_forward(x: Tensor, weight: Tensor, stride: Sequence[int], pads: Sequen
 def _conv_weight_grad(x: Tensor, g: Tensor, kernel: Sequence[int], stride: Sequence[int],
                       pads: Sequence[tuple[int, int]], dilation: Sequence[int], groups: int) -> Tensor:
     """The gradient of the convolution's weight (C_out, C_in / groups, *kernel) from its input x and the
-    gradient g of its output: the windows of x times g, summed over the batch and the output positions."""
+    gradient g of its output: the windows of x times g, summed over the batch and the output positions.
+
+    Where the sum runs over more terms than there are output channels per group (a convolution over a large
+    image), the windows are the product's left operand, (C_in / groups, *kernel) its rows, and the gradient
+    is transposed after: the template packs a left operand that runs along k in runs of each row
+    (`Layout.a_rows`), a copy along the image's rows, where the windows as the right operand are gathered a
+    panel's 32 taps at a time per term (16x64x56x56 k3: packing 29 -> 11 ms, one thread). Few terms (a
+    strided convolution of a small image) leave the product no smaller than the windows: its transposing
+    copy would cost more than the packing saves."""
     n, cout, *out = g.shape
     nd = len(kernel)
-    rows = g.reshape(n, groups, cout // groups, 1, *out, *[1] * nd)
     win = _grouped_windows(x, kernel, stride, pads, dilation, groups)
-    gw = (rows * win)._reduce(ReduceOp.SUM, (0, *range(4, 4 + nd)), False, "conv")
-    return gw.reshape(cout, x.shape[1] // groups, *kernel)
+    if n * math.prod(out) < cout // groups:
+        rows = g.reshape(n, groups, cout // groups, 1, *out, *[1] * nd)
+        gw = (rows * win)._reduce(ReduceOp.SUM, (0, *range(4, 4 + nd)), False, "conv")
+        return gw.reshape(cout, x.shape[1] // groups, *kernel)
+    rows = g.reshape(n, groups, 1, *[1] * nd, cout // groups, *out)
+    win = win.squeeze(2).permute(0, 1, 2, *range(3 + nd, 3 + 2 * nd), *range(3, 3 + nd)).unsqueeze(3 + nd)
+    gw = (win * rows)._reduce(ReduceOp.SUM, (0, *range(4 + nd, 4 + 2 * nd)), False, "conv")
+    return gw.permute(0, 2 + nd, 1, *range(2, 2 + nd)).reshape(cout, x.shape[1] // groups, *kernel)
 
 
 def _conv(x: Tensor, weight: Tensor, stride: Sequence[int], pads: Sequence[tuple[int, int]],
