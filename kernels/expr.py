@@ -334,8 +334,6 @@ def _floordiv(e: Expr, c: int) -> Expr:
         if isinstance(atom, Mod) and atom.c % c == 0:
             return quotient + (atom.x // c) % (atom.c // c)
     best = Expr.of(Div(rest, c))
-    # On a tie the split wins: the variables it leaves outside the modulo read with unit stride, as
-    # `(4*run + r) % 56` read as `(run % 14)*4 + r` (a convolution's k in runs of A_RUN, `kernels/llvm/gemm.py`)
     for d in _partial_divisors(rest, c):
         best = min(best, (rest // d) // (c // d), key=_complexity)
     return quotient + best
