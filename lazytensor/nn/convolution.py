@@ -16,9 +16,11 @@ from typing import Any
 
 from .. import recipe
 from ..autograd import custom_vjp
+from ..creation import zeros
 from ..device import get_device
 from ..errors import ShapeError
 from ..kernels.ir import ReduceOp
+from ..movement import stack
 from ..tensor import Tensor
 
 
@@ -256,11 +258,41 @@ def _conv_input_grad(g: Tensor, weight: Tensor, size: Sequence[int], stride: Seq
 def _place_taps(column: Callable[[tuple[int, ...]], Tensor], kernel: Sequence[int], stride: Sequence[int],
                 dilation: Sequence[int], pads: Sequence[tuple[int, int]], size: Sequence[int]) -> Tensor:
     """The sum over the kernel's taps of `column(tap)` (N, C, *out) placed where the tap's terms belong in an
-    (N, C, *size) result: output o of tap k at o * stride + k * dilation - pad_before."""
+    (N, C, *size) result: output o of tap k at o * stride + k * dilation - pad_before.
+
+    With a stride, each tap reaches one phase of the result (its elements i with i % stride the same) and each
+    phase sums its own taps' columns, shifted: a kernel of its own over 1 / stride of the elements per axis,
+    each element with the terms it takes instead of every tap's (8x3x224x224 input of a 7x7 kernel at stride
+    2: 13 taps, not 49). The phases are then interleaved."""
+    taps = list(itertools.product(*(range(k) for k in kernel)))
+    if all(s == 1 for s in stride):
+        return _summed(column, taps, [[k * d - before for k, d, (before, _) in zip(tap, dilation, pads)]
+                                      for tap in taps], size)
+    units = [-(-n // s) for n, s in zip(size, stride)]
+    phases = []
+    for phase in itertools.product(*(range(s) for s in stride)):
+        # tap k reaches i = s*u + r from output o = u + (r + pad_before - k*d) / s, where that divides
+        mine = [tap for tap in taps if all((r + before - k * d) % s == 0
+                                           for r, k, d, s, (before, _) in zip(phase, tap, dilation, stride, pads))]
+        shifts = [[-((r + before - k * d) // s) for r, k, d, s, (before, _) in zip(phase, tap, dilation, stride, pads)]
+                  for tap in mine]
+        some = column(taps[0])
+        phases.append(_summed(column, mine, shifts, units).contiguous() if mine else
+                      zeros((*some.shape[:2], *units), dtype=some.dtype, device=some.device))
+    nd = len(kernel)
+    woven = stack(phases).reshape(*stride, *phases[0].shape)
+    woven = woven.permute(nd, nd + 1, *[a for i in range(nd) for a in (nd + 2 + i, i)])
+    woven = woven.reshape(*woven.shape[:2], *[u * s for u, s in zip(units, stride)])
+    return woven._shrink([(0, woven.shape[0], 1), (0, woven.shape[1], 1), *[(0, n, 1) for n in size]])
+
+
+def _summed(column: Callable[[tuple[int, ...]], Tensor], taps: Sequence[tuple[int, ...]],
+            offsets: Sequence[Sequence[int]], size: Sequence[int]) -> Tensor:
+    """The sum over `taps` of `column(tap)` (N, C, *out), output o of each at o + its `offsets`, in an (N, C,
+    *size) result."""
     total = None
-    for tap in itertools.product(*(range(k) for k in kernel)):
-        offsets = [k * d - before for k, d, (before, _) in zip(tap, dilation, pads)]
-        placed = _spread(column(tap), stride, offsets, size)
+    for tap, offset in zip(taps, offsets):
+        placed = _spread(column(tap), [1] * len(size), offset, size)
         total = placed if total is None else total + placed
     assert total is not None, "a kernel has at least one tap"
     return total
