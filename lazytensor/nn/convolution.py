@@ -236,7 +236,7 @@ def _conv_input_grad(g: Tensor, weight: Tensor, size: Sequence[int], stride: Seq
 
     The columns first, a contraction: for every input channel and tap, the output gradient times that tap's
     weights, summed over the output channels. Then each tap's column is placed at the input elements its
-    terms belong to (spread out by the stride, shifted by the tap's offset) and the taps are summed. An
+    terms belong to (shifted by the tap's offset, in its phase of the stride: `_place_taps`) and the taps are summed. An
     input element that a tap reaches through no output (past an edge, or between strided windows) gets no
     term from it: a transposed convolution over zeros around and between g's elements would add zero times
     the weight, NaN where the weight is infinite (torch sums only the terms that exist)."""
@@ -263,7 +263,7 @@ def _place_taps(column: Callable[[tuple[int, ...]], Tensor], kernel: Sequence[in
     With a stride, each tap reaches one phase of the result (its elements i with i % stride the same) and each
     phase sums its own taps' columns, shifted: a kernel of its own over 1 / stride of the elements per axis,
     each element with the terms it takes instead of every tap's (8x3x224x224 input of a 7x7 kernel at stride
-    2: 13 taps, not 49). The phases are then interleaved."""
+    2: 9 to 16 taps, not 49). The phases are then interleaved."""
     taps = list(itertools.product(*(range(k) for k in kernel)))
     if all(s == 1 for s in stride):
         return _summed(column, taps, [[k * d - before for k, d, (before, _) in zip(tap, dilation, pads)]
@@ -292,21 +292,18 @@ def _summed(column: Callable[[tuple[int, ...]], Tensor], taps: Sequence[tuple[in
     *size) result."""
     total = None
     for tap, offset in zip(taps, offsets):
-        placed = _spread(column(tap), [1] * len(size), offset, size)
+        placed = _shifted(column(tap), offset, size)
         total = placed if total is None else total + placed
     assert total is not None, "a kernel has at least one tap"
     return total
 
 
-def _spread(t: Tensor, stride: Sequence[int], offsets: Sequence[int], size: Sequence[int]) -> Tensor:
-    """`t` (N, C, *out) spread over (N, C, *size): element o at o * stride + offset along each spatial axis,
-    zeros between; what falls outside `size` is cut."""
+def _shifted(t: Tensor, offsets: Sequence[int], size: Sequence[int]) -> Tensor:
+    """`t` (N, C, *out) in an (N, C, *size) result, element o at o + offset along each spatial axis, zeros
+    elsewhere; what falls outside `size` is cut."""
     n, c, *out = t.shape
-    wide = t.reshape(n, c, *[v for o in out for v in (o, 1)])
-    wide = wide.pad([(0, 0), (0, 0), *[p for s in stride for p in ((0, 0), (0, s - 1))]])
-    wide = wide.reshape(n, c, *[o * s for o, s in zip(out, stride)])
-    edges = [(off, length - off - m) for off, length, m in zip(offsets, size, wide.shape[2:])]
-    wide = wide.pad([(0, 0), (0, 0), *[(max(b, 0), max(a, 0)) for b, a in edges]])
+    edges = [(off, length - off - m) for off, length, m in zip(offsets, size, out)]
+    wide = t.pad([(0, 0), (0, 0), *[(max(b, 0), max(a, 0)) for b, a in edges]])
     return wide._shrink([(0, n, 1), (0, c, 1), *[(max(-b, 0), m - max(-a, 0), 1)
                                                  for (b, a), m in zip(edges, wide.shape[2:])]])
 
