@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import (
+    cuda,
     einops_backend,  # noqa: F401  (defines einops' backend where einops is installed)
     linalg,
     nn,
@@ -73,12 +74,12 @@ from .dtypes import (
     bfloat16,
     bool_,
     can_cast,
-    default_float,
     default_int,
     finfo,
     float16,
     float32,
     float64,
+    get_default_dtype,
     iinfo,
     int8,
     int16,
@@ -87,6 +88,7 @@ from .dtypes import (
     isdtype,
     promote,
     result_type,
+    set_default_dtype,
     uint8,
     uint16,
     uint32,
@@ -146,6 +148,7 @@ from .numeric import (
     cumulative_trapezoid,
     ediff1d,
     gradient,
+    polyfit,
     polyval,
     ravel_multi_index,
     trapezoid,
@@ -157,6 +160,9 @@ from .products import inner, kron, trace, vdot
 from .profiling import Profile, profile
 from .pytorch_methods import add_pytorch_methods
 from .random import (
+    Generator,
+    get_rng_state,
+    initial_seed,
     manual_seed,
     multinomial,
     normal,
@@ -167,6 +173,7 @@ from .random import (
     randn,
     randn_like,
     randperm,
+    set_rng_state,
 )
 from .realize import Stats, reset_stats, stats
 from .realize import realizing as _realizing
@@ -249,6 +256,17 @@ cross = linalg.cross  # NumPy's np.cross of 3-vectors, PyTorch's torch.cross alo
 cdist = nn.functional.cdist
 
 
+def fill_diagonal(a: Tensor, val: Any, wrap: bool = False) -> None:
+    """NumPy's fill_diagonal: `val` on a's main diagonal, in place (a rebound; see `Tensor.fill_diagonal_`)."""
+    a.fill_diagonal_(val, wrap)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "default_float":  # the default float dtype at the time it is read (`set_default_dtype`)
+        return get_default_dtype()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def set_cache(enabled: bool) -> None:
     """Turn the persistent compile cache on or off for this process: compiled CPU kernels kept on disk under
     `$LT_CACHE_DIR/llvm` (`~/.cache/lazytensor/llvm` by default; `LT_CACHE_DIR=` empty turns it off too), so a
@@ -270,15 +288,29 @@ def schedule(*tensors: Tensor) -> Schedule:
 def _function(method: Callable) -> Callable:
     """`lt.exp(x)` for `x.exp()`: the first argument may be anything asarray takes. A Python scalar before a
     tensor is weak, as the array API (2024.12) has it for binary functions: `lt.atan2(1, x)` takes x's dtype
-    and device, as `x.atan2(1)` would."""
+    and device, as `x.atan2(1)` would. `out=t` (PyTorch's and NumPy's; NumPy's one-tensor tuple too) rebinds
+    t to the result, by the rules of an in-place op: the same shape and device, a dtype t can hold."""
     @functools.wraps(method)
-    def function(x: Any, *args: Any, **kwargs: Any) -> Any:
+    def function(x: Any, *args: Any, out: Tensor | tuple[Tensor] | None = None, **kwargs: Any) -> Any:
         if not isinstance(x, Tensor):
             other = args[0] if args else None
             x = Tensor._scalar(x, weak_result_type(other.dtype, x), other.device, method.__name__) \
                 if _is_scalar(x) and isinstance(other, Tensor) else asarray(x)
-        return method(x, *args, **kwargs)
+        result = method(x, *args, **kwargs)
+        return result if out is None else _written_into(out, result, method.__name__)
     return function
+
+
+def _written_into(out: Any, result: Any, name: str) -> Tensor:
+    """`out` rebound to `result`, the value of `lt.<name>(..., out=out)`."""
+    if isinstance(out, tuple) and len(out) == 1:
+        out = out[0]
+    if not isinstance(out, Tensor) or not isinstance(result, Tensor):
+        raise TypeError(f"{name}: out= takes one tensor for a function of one tensor result, got "
+                        f"{type(out).__name__}")
+    if out.device != result.device:
+        raise DeviceError(f"{name}: out= is on {out.device}, the result on {result.device}")
+    return out._inplace(lambda _, r: r, result, f"{name}(out=)")
 
 
 # NumPy-style functions of the Tensor methods: `lt.exp(x)` is `x.exp()`, for anything `asarray` takes.
@@ -592,6 +624,7 @@ __all__ = [
     "Device",
     "DeviceError",
     "FInfo",
+    "Generator",
     "KernelError",
     "LinAlgError",
     "Profile",
@@ -632,8 +665,11 @@ __all__ = [
     "full",
     "full_like",
     "ge",
+    "get_default_dtype",
+    "get_rng_state",
     "gt",
     "half",
+    "initial_seed",
     "int8",
     "int16",
     "int32",
@@ -660,6 +696,8 @@ __all__ = [
     "save",
     "schedule",
     "set_cache",
+    "set_default_dtype",
+    "set_rng_state",
     "split",
     "stack",
     "stats",
@@ -871,6 +909,7 @@ __all__ += [
     "Jit",
     "JitError",
     "VmapError",
+    "cuda",
     "custom_vjp",
     "enable_grad",
     "grad",
@@ -990,6 +1029,7 @@ __all__ += [  # NumPy's functions beyond the array API, and PyTorch's special fu
     "erfinv",
     "extract",
     "fabs",
+    "fill_diagonal",
     "flatnonzero",
     "fliplr",
     "flipud",
@@ -1049,6 +1089,7 @@ __all__ += [  # NumPy's functions beyond the array API, and PyTorch's special fu
     "ndim",
     "partition",
     "pdist",
+    "polyfit",
     "polygamma",
     "polyval",
     "power",

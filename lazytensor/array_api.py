@@ -12,10 +12,10 @@ from .device import devices, get_device
 from .dtypes import (
     DType,
     bool_,
-    default_float,
     default_int,
     float32,
     float64,
+    get_default_dtype,
     int8,
     int16,
     int32,
@@ -63,7 +63,7 @@ class Info:
     def default_dtypes(self, *, device: str | None = None) -> dict[str, DType]:
         """The dtypes of Python floats and ints as tensors, and of indices."""
         get_device(device)  # an unknown or unavailable device raises DeviceError
-        return {"real floating": default_float, "integral": default_int, "indexing": default_int}
+        return {"real floating": get_default_dtype(), "integral": default_int, "indexing": default_int}
 
     def devices(self) -> list[str]:
         """The names of the devices available in this process."""

@@ -88,13 +88,18 @@ class ContractionOps:
         rhs = b.permute(ax_b + free_b).reshape(k, n)
         return lhs.matmul(rhs).reshape(*(a.shape[i] for i in free_a), *(b.shape[i] for i in free_b))
 
-    def dot(self: Tensor, other: Tensor) -> Tensor:
-        """Inner product of two 1-d tensors."""
-        if self.ndim != 1 or other.ndim != 1:
-            raise ShapeError(f"dot: needs two 1-d tensors, got shapes {self.shape} and {other.shape}")
-        if self.shape != other.shape:
+    def dot(self: Tensor, other: Any) -> Tensor:
+        """NumPy's `dot`: the inner product of two 1-d tensors (PyTorch's `dot`), the matrix product of 2-d ones,
+        a product with a 0-d one, else the sum over the last axis of `self` and the second-to-last of `other`
+        (the last where it is 1-d): `dot(a, b)[i, j, k, m] = sum(a[i, j, :] * b[k, :, m])`."""
+        other = other if isinstance(other, type(self)) else self._like(other)
+        if self.ndim == 0 or other.ndim == 0:
+            return self * other
+        if self.ndim == 1 and other.ndim == 1 and self.shape != other.shape:
             raise ShapeError(f"dot: sizes differ: {self.shape[0]} and {other.shape[0]}")
-        return self.matmul(other)
+        if self.ndim <= 2 and other.ndim <= 2:
+            return self.matmul(other)
+        return self.tensordot(other, ([-1], [-1 if other.ndim == 1 else -2]))
 
     def vecdot(self: Tensor, other: Tensor, axis: int = -1) -> Tensor:
         """Dot products along `axis`, broadcasting the other axes (array API). The vectors themselves must have

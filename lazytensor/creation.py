@@ -12,7 +12,7 @@ import numpy as np
 
 from . import dlpack, dtypes
 from .device import canonical, get_device
-from .dtypes import DType, default_float, default_int, float64
+from .dtypes import DType, default_int, float64, get_default_dtype
 from .errors import DTypeError, ShapeError
 from .graph import Node, Op
 from .kernels.dtype import bfloat16_to_float32
@@ -72,7 +72,7 @@ def _numpy_of(obj: Any, dtype: DType | None) -> tuple[np.ndarray, DType]:
             raise DTypeError(f"asarray: cannot make a tensor from data of NumPy dtype {arr.dtype}")
         if dtype is None:
             # Python data: floats default to float32 and ints to int64, as in PyTorch
-            dtype = default_float if arr.dtype.kind == "f" else default_int if arr.dtype.kind in "iu" else dtypes.bool_
+            dtype = get_default_dtype() if arr.dtype.kind == "f" else default_int if arr.dtype.kind in "iu" else dtypes.bool_
     return dtypes.storage_array(arr, dtype), dtype
 
 
@@ -138,7 +138,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, device: Any = None) -> 
 
 def _constant(shape: Any, value: int, dtype: Any, device: Any, op: str) -> Tensor:
     shape = _shape(shape, op)
-    dt = dtypes.to_dtype(dtype) if dtype is not None else default_float
+    dt = dtypes.dtype_or_default(dtype)
     return Tensor._const(value, dt, get_device(device).name).broadcast_to(shape)
 
 
@@ -200,7 +200,7 @@ def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any 
     if step == 0:
         raise ValueError("arange: step must not be zero")
     all_int = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (start, stop, step))
-    dt = dtypes.to_dtype(dtype) if dtype is not None else default_int if all_int else default_float
+    dt = dtypes.to_dtype(dtype) if dtype is not None else default_int if all_int else get_default_dtype()
     n = max(0, math.ceil((stop - start) / step))
     dev = get_device(device).name
     if all_int and not dt.is_float:
@@ -225,7 +225,7 @@ def linspace(start: float, stop: float, num: int = 50, endpoint: bool = True, dt
         num = steps
     if num < 0:
         raise ValueError(f"linspace: num must be non-negative, got {num}")
-    dt = dtypes.to_dtype(dtype) if dtype is not None else default_float
+    dt = dtypes.dtype_or_default(dtype)
     dev = get_device(device).name
     # without the endpoint, the first num of the num + 1 points with it, bit for bit (as the array API asks)
     points = num if endpoint else num + 1
@@ -243,7 +243,7 @@ def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = None, device: Any
     """Ones on the k-th diagonal of an n x m matrix, zeros elsewhere."""
     m = n if m is None else m
     dev = get_device(device).name
-    dt = dtypes.to_dtype(dtype) if dtype is not None else default_float
+    dt = dtypes.dtype_or_default(dtype)
     k = max(-n, min(m, k))  # a diagonal outside the matrix is no diagonal: k fits int64 whatever its size
     return (_iota(n, dev).reshape(n, 1) + k == _iota(m, dev).reshape(1, m)).cast(dt)
 
@@ -289,16 +289,16 @@ def _triangle(x: Tensor, k: int, lower: bool, op: str) -> Tensor:
     return where(keep, x, zeros_like(x))
 
 
-def tril(x: Tensor, /, *, k: int = 0) -> Tensor:
+def tril(x: Tensor, /, k: int = 0, *, diagonal: int | None = None) -> Tensor:
     """The lower triangle of the matrices in the last two axes: elements on or below the k-th diagonal
-    (k > 0 above the main one), zeros above it."""
-    return _triangle(x, k, True, "tril")
+    (k > 0 above the main one), zeros above it. `k` as NumPy's, `diagonal=` as PyTorch's."""
+    return _triangle(x, k if diagonal is None else diagonal, True, "tril")
 
 
-def triu(x: Tensor, /, *, k: int = 0) -> Tensor:
+def triu(x: Tensor, /, k: int = 0, *, diagonal: int | None = None) -> Tensor:
     """The upper triangle of the matrices in the last two axes: elements on or above the k-th diagonal
-    (k > 0 above the main one), zeros below it."""
-    return _triangle(x, k, False, "triu")
+    (k > 0 above the main one), zeros below it. `k` as NumPy's, `diagonal=` as PyTorch's."""
+    return _triangle(x, k if diagonal is None else diagonal, False, "triu")
 
 
 def meshgrid(*arrays: Tensor, indexing: str = "xy") -> list[Tensor]:
@@ -357,7 +357,7 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None, device: Any
     """NumPy's tri: an N x M matrix of ones on and below the k-th diagonal, zeros above (the default float)."""
     M = N if M is None else M
     dev = get_device(device).name
-    dt = dtypes.to_dtype(dtype) if dtype is not None else default_float
+    dt = dtypes.dtype_or_default(dtype)
     return (_iota(M, dev).reshape(1, M) - _iota(N, dev).reshape(N, 1) <= k).cast(dt)
 
 
@@ -408,7 +408,7 @@ def logspace(start: float, stop: float, num: int = 50, endpoint: bool = True, ba
     unless `dtype`). NumPy's takes arrays for start and stop; lazytensor's numbers."""
     if axis != 0:
         raise ValueError(f"logspace: numbers give one axis: axis must be 0, got {axis}")
-    dt = dtypes.to_dtype(dtype) if dtype is not None else default_float
+    dt = dtypes.dtype_or_default(dtype)
     exponents = linspace(start, stop, num, endpoint, dtype=float64, device=device)
     return Tensor._scalar(float(base), float64, exponents.device, "logspace").pow(exponents).cast(dt)
 
@@ -425,7 +425,7 @@ def geomspace(start: float, stop: float, num: int = 50, endpoint: bool = True, d
     if (start < 0) != (stop < 0):
         raise ValueError("geomspace: start and stop must have the same sign (no real logarithm between them)")
     sign = -1.0 if start < 0 else 1.0
-    dt = dtypes.to_dtype(dtype) if dtype is not None else default_float
+    dt = dtypes.dtype_or_default(dtype)
     lo, hi = math.log10(abs(start)), math.log10(abs(stop))
     values = logspace(lo, hi, num, endpoint, dtype=float64, device=device)
     i = _iota(num, values.device)

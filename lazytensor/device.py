@@ -25,6 +25,7 @@ import os
 import re
 import sys
 import threading
+import types
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache, partial
@@ -377,6 +378,16 @@ class Device:
     def __repr__(self) -> str:
         return self.describe()
 
+    @property
+    def type(self) -> str:
+        """'cpu' or 'cuda' (PyTorch's `torch.device.type`)."""
+        return self.name.partition(":")[0]
+
+    @property
+    def index(self) -> int | None:
+        """The GPU's number; None for the CPU (PyTorch's `torch.device.index`)."""
+        return int(self.name.partition(":")[2]) if ":" in self.name else None
+
 
 class CPUDevice(Device):
     name = "cpu"
@@ -563,3 +574,14 @@ def synchronize(device: str | Device | None = None) -> None:
     reading the clock, as with `torch.cuda.synchronize()`. Reading data (`numpy()`, `item()`) waits by
     itself. On the CPU kernels run before `realize()` returns, so this returns at once."""
     get_device(device).synchronize()
+
+
+class _CallableModule(types.ModuleType):
+    """This module, which `lt.device` names, called as PyTorch's `torch.device`: `lt.device("cuda")`,
+    `lt.device("cuda", 1)`, `lt.device("cpu")` are those devices, which `to` and every `device=` take."""
+
+    def __call__(self, type: str | Device, index: int | None = None) -> Device:
+        return get_device(type if index is None else f"{type}:{index}")
+
+
+sys.modules[__name__].__class__ = _CallableModule

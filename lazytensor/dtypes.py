@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -59,12 +60,13 @@ __all__ = [
     "bfloat16",
     "bool_",
     "can_cast",
-    "default_float",
     "default_int",
+    "dtype_or_default",
     "finfo",
     "float16",
     "float32",
     "float64",
+    "get_default_dtype",
     "iinfo",
     "int8",
     "int16",
@@ -75,6 +77,7 @@ __all__ = [
     "promote",
     "result_type",
     "scalar_dtype",
+    "set_default_dtype",
     "to_dtype",
     "to_numpy_dtype",
     "uint8",
@@ -85,8 +88,36 @@ __all__ = [
     "wide_int",
 ]
 
-default_float = float32
 default_int = int64
+_default_float = float32  # set_default_dtype's: process-wide, as PyTorch's
+
+
+def get_default_dtype() -> DType:
+    """The float dtype of Python floats, of float factories without a dtype (`zeros`, `rand`, `linspace`, ...) and
+    of integer inputs to float functions (`mean`, `exp`, `/`): float32 unless `set_default_dtype` changed it."""
+    return _default_float
+
+
+def set_default_dtype(dtype: Any) -> None:
+    """Make `dtype` (a float dtype) the default float dtype of the process, as PyTorch's
+    `torch.set_default_dtype` (`lt.set_default_dtype(lt.float64)` for scientific code). Tensors already made keep
+    their dtypes; `lt.jit` functions record again for the new default."""
+    global _default_float
+    dt = to_dtype(dtype)
+    if not dt.is_float:
+        raise DTypeError(f"set_default_dtype: the default must be a float dtype, got {dt.name}")
+    _default_float = dt
+
+
+def dtype_or_default(dtype: Any) -> DType:
+    """`dtype` as a DType; the default float dtype where it is None (factories' and layers' `dtype=`)."""
+    return to_dtype(dtype) if dtype is not None else _default_float
+
+
+def __getattr__(name: str) -> Any:
+    if name == "default_float":  # the default float dtype at the time it is read
+        return _default_float
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 _NP_TO_DTYPE = {np.dtype(d.np_name): d for d in ALL_DTYPES if d != bfloat16}
 
@@ -96,7 +127,7 @@ def to_dtype(x: object) -> DType:
     if isinstance(x, DType):
         return x
     if x is float:
-        return default_float
+        return _default_float
     if x is int:
         return default_int
     if x is bool:
@@ -185,7 +216,7 @@ def scalar_dtype(value: object) -> DType:
     if isinstance(value, int):
         return default_int
     if isinstance(value, float):
-        return default_float
+        return _default_float
     raise DTypeError(f"cannot use a {type(value).__name__} as a tensor scalar")
 
 
@@ -234,7 +265,7 @@ def dtype_of(x: object) -> DType:
 
 def finfo(type: object = None) -> FInfo:
     """Machine limits of a float dtype, or of a tensor's (default: the default float): `lt.finfo(lt.float16).eps`."""
-    dt = dtype_of(type) if type is not None else default_float
+    dt = dtype_of(type) if type is not None else _default_float
     if not dt.is_float:
         raise DTypeError(f"finfo: {dt.name} is not a floating-point dtype")
     digits, max_exponent = _FLOAT_FORMATS[dt]

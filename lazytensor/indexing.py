@@ -394,7 +394,7 @@ def _is_array(it: Any) -> bool:
 
 def _expanded(x: Tensor, index: Any) -> tuple[Any, ...]:
     """The items of `index` with `...` replaced by the full slices it stands for, the missing trailing ones
-    added, lists and NumPy arrays as tensors, and each item checked."""
+    added, lists, ranges and NumPy arrays as tensors, and each item checked."""
     from .tensor import Tensor
     items = index if isinstance(index, tuple) else (index,)
     out = []
@@ -404,6 +404,9 @@ def _expanded(x: Tensor, index: Any) -> tuple[Any, ...]:
             it = _tensor_list(x, it)
         elif isinstance(it, (bool, np.bool_)):
             it = _tensor_list(x, np.array(bool(it)))
+        elif isinstance(it, range):  # an integer array, as NumPy's and torch's: `logp[range(n), y]`
+            from .creation import arange
+            it = arange(it.start, it.stop, it.step, dtype=dtypes.int64, device=x.device)
         elif not (it is None or it is Ellipsis or isinstance(it, (slice, Tensor)) or hasattr(it, "__index__")):
             raise TypeError(f"invalid index {it!r}: use ints, slices, None, ..., integer arrays or boolean masks")
         if isinstance(it, Tensor) and it.dtype.is_float:

@@ -57,12 +57,13 @@ import functools
 import threading
 import warnings
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import profiling, random, recompiles
 from .device import Buffer, get_device
+from .dtypes import get_default_dtype
 from .errors import JitError
 from .graph import Node
 from .helpers import getenv, user_call
@@ -90,15 +91,20 @@ SLOT, ARG, STATE, CONST = "slot", "arg", "state", "const"
 STALE = object()  # what a replay that cannot run returns (None is a function's result like any other)
 
 
-def jit(fn: Callable, *, dynamic: bool | None = None) -> Jit:
+def jit(fn: Callable, *, dynamic: bool | None = None, static_argnums: int | Sequence[int] = (),
+        static_argnames: str | Sequence[str] = ()) -> Jit:
     """`fn` recorded once per input signature and replayed afterwards (see the module docstring).
 
     `dynamic` says how the kernels compiled for its calls treat sizes (README, "Shapes, caches and compile
     time"): by default, a kernel compiled at other sizes of its loops than its first (a new batch size)
     compiles generic over those loops, a program for every size; `True` compiles such kernels generic over
     all their loops at once, for a function known to see many sizes (one compile per kernel rather than two);
-    `False` compiles each size's own programs."""
-    return Jit(fn, dynamic)
+    `False` compiles each size's own programs.
+
+    Every argument that is not a tensor is static already (its value is part of the signature); JAX's
+    `static_argnums`/`static_argnames` are accepted and say the same of those arguments, and a tensor passed
+    there is a JitError (as JAX refuses an array there: a static argument is a value, not data)."""
+    return Jit(fn, dynamic, static_argnums, static_argnames)
 
 
 class _Mismatch(Exception):
@@ -429,8 +435,11 @@ class _Entry:
 class Jit:
     """A function recorded once per input signature and replayed afterwards: see `lazytensor.jit`."""
 
-    def __init__(self, fn: Callable, dynamic: bool | None = None):
+    def __init__(self, fn: Callable, dynamic: bool | None = None, static_argnums: int | Sequence[int] = (),
+                 static_argnames: str | Sequence[str] = ()):
         self.fn, self.dynamic = fn, dynamic
+        self.static_argnums = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums)
+        self.static_argnames = {static_argnames} if isinstance(static_argnames, str) else set(static_argnames)
         self.entries: dict[Any, _Entry] = {}
         self.last_signature: tuple | None = None  # of the last call recorded (for the recompile log)
         self.reasons: list[str] = []  # why each call recorded was, in order
@@ -440,6 +449,15 @@ class Jit:
         self._lock = threading.RLock()
         functools.update_wrapper(self, fn)
 
+    def _check_static(self, args: tuple, kwargs: dict[str, Any]) -> None:
+        given = [(f"argument {i}", args[i if i >= 0 else len(args) + i]) for i in self.static_argnums
+                 if -len(args) <= i < len(args)]
+        given += [(f"argument {name!r}", kwargs[name]) for name in self.static_argnames if name in kwargs]
+        for where, value in given:
+            if isinstance(value, Tensor):
+                raise JitError(f"lt.jit: {where} is static (static_argnums/static_argnames) but is a tensor: a "
+                               "static argument is a hashable value, part of the signature")
+
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
         """A jitted method: the instance is a static argument, so each object has its own replays."""
         return self if instance is None else functools.partial(self, instance)
@@ -447,10 +465,12 @@ class Jit:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if is_recording():  # inside another jitted function's recording: its recorder sees our kernels
             return self.fn(*args, **kwargs)
+        if self.static_argnums or self.static_argnames:
+            self._check_static(args, kwargs)
         leaves: list[Any] = []
         structure = flatten((args, kwargs), leaves)
         with self._lock:
-            signature = (structure, tuple(_spec(x) for x in leaves))
+            signature = (structure, tuple(_spec(x) for x in leaves), get_default_dtype())
             entry = self.entries.setdefault(signature, _Entry())
             inputs = [x for x in leaves if isinstance(x, Tensor)]
             # the inputs, and state that code outside left pending, are computed outside the recording

@@ -10,6 +10,8 @@ import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from .dtypes import bool_, int64, promote
 from .errors import AxisError, DeviceError, ShapeError
 from .graph import Op
@@ -221,11 +223,31 @@ class MovementOps:
         axes = tuple(a for a in axes if self.shape[a] > 1)
         return self._derive(Op.FLIP, self.shape, axes) if axes else self
 
-    def pad(self: Tensor, pad_width: Any, value: Any = 0) -> Tensor:
-        """Constant padding, NumPy style: `pad_width` is an int, a (before, after) pair, or one pair per axis."""
+    def pad(self: Tensor, pad_width: Any, mode: str = "constant", value: Any = 0, *,
+            constant_values: Any = None) -> Tensor:
+        """NumPy's `pad`: `pad_width` is an int, a (before, after) pair, or one pair per axis. Modes 'constant'
+        (`value`, or NumPy's `constant_values`, a scalar), 'edge' (the edge element repeated), 'reflect'
+        (mirrored about the edge element), 'symmetric' (mirrored, the edge element included) and 'wrap'
+        (periodic); the last three take any amount, reflecting again as NumPy does. Every mode but 'constant'
+        reads each element through a precomputed position (a view, or one gather per axis)."""
         pads = _pad_pairs(pad_width, self.ndim)
+        if mode not in ("constant", "edge", "reflect", "symmetric", "wrap"):
+            raise ValueError(f"pad: mode must be 'constant', 'edge', 'reflect', 'symmetric' or 'wrap', got {mode!r}")
+        if constant_values is not None:
+            if mode != "constant" or not isinstance(constant_values, (int, float, bool)):
+                raise ValueError("pad: constant_values takes one scalar, with mode='constant'")
+            value = constant_values
         if all(p == (0, 0) for p in pads):
             return self
+        if mode != "constant":
+            x = self
+            for axis, (before, after) in enumerate(pads):
+                if before or after:
+                    if x.shape[axis] == 0:
+                        raise ShapeError(f"pad: {mode} padding of axis {axis} needs a non-empty axis (shape "
+                                         f"{self.shape})")
+                    x = padded_along(x, axis, before, after, mode)
+            return x
         shape = tuple(n + b + a for n, (b, a) in zip(self.shape, pads))
         padded = self._derive(Op.PAD, shape, pads)
         if isinstance(value, (int, float)) and value == 0 and not isinstance(value, bool):
@@ -336,6 +358,45 @@ class MovementOps:
         if len(reps) < self.ndim:
             raise ShapeError(f"repeat: {len(reps)} repeats given for a tensor of dimension {self.ndim}")
         return self.tile(reps)
+
+
+def padded_along(x: Tensor, axis: int, before: int, after: int, mode: str) -> Tensor:
+    """`x` with `before` and `after` elements added along `axis` (non-empty) in NumPy's `mode` 'edge', 'reflect',
+    'symmetric' or 'wrap': each output reads the input at a position computed here, one load per element (a
+    concatenation of edge slices would load each of them under a mask, several times slower)."""
+    n = x.shape[axis]
+    j = np.arange(-before, n + after)
+    if mode == "edge":
+        j = np.clip(j, 0, n - 1)
+    elif mode == "wrap":
+        j = j % n
+    elif mode == "reflect":  # period 2(n - 1), the edge element once
+        j = j % (2 * n - 2) if n > 1 else np.zeros_like(j)
+        j = np.where(j < n, j, 2 * n - 2 - j)
+    else:  # symmetric: period 2n, the edge element twice
+        j = j % (2 * n)
+        j = np.where(j < n, j, 2 * n - 1 - j)
+    return take_positions(x, axis, j)
+
+
+def take_positions(x: Tensor, axis: int, idx: np.ndarray) -> Tensor:
+    """The elements at positions `idx` (computed on the host) along `axis`: a view where they are a repetition
+    (each position k times in a row) or a stride, a gather otherwise."""
+    n_out, n_in = len(idx), x.shape[axis]
+    lead = [(0, m, 1) for m in x.shape]
+    if n_out % n_in == 0 and np.array_equal(idx, np.arange(n_out) // (n_out // n_in)):
+        k = n_out // n_in
+        wide = x.unsqueeze(axis + 1).broadcast_to(*x.shape[:axis + 1], k, *x.shape[axis + 1:])
+        return wide.reshape(*x.shape[:axis], n_out, *x.shape[axis + 1:])
+    step = int(idx[1] - idx[0]) if n_out > 1 else 1
+    if step > 0 and np.array_equal(idx, idx[0] + step * np.arange(n_out)):
+        lead[axis] = (int(idx[0]), int(idx[0]) + step * (n_out - 1) + 1, step)
+        return x._shrink(lead)
+    from .creation import asarray
+    shape = [1] * x.ndim
+    shape[axis] = n_out
+    index = asarray(idx, device=x.device).reshape(shape)
+    return x._gather(axis, index.broadcast_to(*x.shape[:axis], n_out, *x.shape[axis + 1:]))
 
 
 def _pad_pairs(pad_width: Any, ndim: int) -> tuple[tuple[int, int], ...]:

@@ -1,5 +1,5 @@
 """NumPy's numerical routines of differences, sums of products and index arithmetic: `ediff1d`, `gradient`,
-`trapezoid`, `convolve`, `correlate`, `polyval`, `unravel_index`, `ravel_multi_index`. Compositions of slices,
+`trapezoid`, `convolve`, `correlate`, `polyval`, `polyfit`, `unravel_index`, `ravel_multi_index`. Compositions of slices,
 gathers and elementwise ops (differentiable where those are), with NumPy's results and lazytensor's dtypes."""
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def unwrap(p: Any, discont: float | None = None, axis: int = -1, *, period: floa
     removed). Integers give the default float."""
     from .tensor import where
     x = asarray(p)
-    x = x if x.dtype.is_float else x.cast(dtypes.default_float)
+    x = x if x.dtype.is_float else x.cast(dtypes.get_default_dtype())
     a = normalize_axis(axis, x.ndim, "unwrap")
     step = _along(x, a, 1, None) - _along(x, a, None, -1)
     high = period / 2
@@ -89,7 +89,7 @@ def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> An
     default float (NumPy's float64)."""
     t = asarray(f)
     if not t.dtype.is_float:
-        t = t.cast(dtypes.default_float)
+        t = t.cast(dtypes.get_default_dtype())
     axes = tuple(range(t.ndim)) if axis is None else \
         tuple(normalize_axis(a, t.ndim, "gradient") for a in ((axis,) if isinstance(axis, int) else axis))
     if len(varargs) == 0:
@@ -122,7 +122,7 @@ def _gradient_along(t: Tensor, a: int, h: Any, edge_order: int) -> Tensor:
         x = asarray(h)
         if x.shape[0] != n:
             raise ShapeError(f"gradient: the coordinates hold {x.shape[0]} values along an axis of {n}")
-        x = x if x.dtype.is_float else x.cast(dtypes.default_float)
+        x = x if x.dtype.is_float else x.cast(dtypes.get_default_dtype())
         steps = x[1:] - x[:-1]
         d1, d2 = shaped(steps[:-1]), shaped(steps[1:])  # the steps before and after each inner point
         inner = (-d2 / (d1 * (d1 + d2)) * part(None, -2) + (d2 - d1) / (d1 * d2) * part(1, -1)
@@ -191,6 +191,44 @@ def polyval(p: Any, x: Any) -> Tensor:
     for k in range(coefficients.shape[0]):
         y = y * t + coefficients[k]
     return y
+
+
+def polyfit(x: Any, y: Any, deg: int, rcond: float | None = None, full: bool = False, w: Any = None,
+            cov: bool = False) -> Any:
+    """NumPy's polyfit: the coefficients (highest power first) of the degree-`deg` polynomial nearest to the
+    points (x, y) in least squares, for a 1-d y or for each column of a 2-d one; weights `w` multiply the
+    residuals. As NumPy computes it: the Vandermonde matrix's columns scaled to unit norm, then `linalg.lstsq`
+    (so LAPACK's, on the CPU). `full=True` also gives the residuals, the rank, the singular values and rcond.
+    NumPy's warning for a rank-deficient fit would read the rank from the data: none is given (compare the rank
+    from `full=True`); `cov=True` is not supported."""
+    from .creation import vander
+    from .linalg import lstsq
+    if cov:
+        raise TypeError("polyfit: cov=True is not supported")
+    order = int(deg) + 1
+    if order < 1:
+        raise ValueError(f"polyfit: the degree must be non-negative, got {deg}")
+    xs, ys = asarray(x), asarray(y)
+    dt = dtypes.promote(xs.dtype, ys.dtype)
+    dt = dt if dt.is_float else dtypes.get_default_dtype()
+    xs, ys = xs.cast(dt), ys.cast(dt)
+    if xs.ndim != 1 or xs.shape[0] == 0:
+        raise ShapeError(f"polyfit: x must be a non-empty 1-d tensor, got shape {xs.shape}")
+    if ys.ndim not in (1, 2) or ys.shape[0] != xs.shape[0]:
+        raise ShapeError(f"polyfit: y must be 1-d or 2-d with x's {xs.shape[0]} rows, got shape {ys.shape}")
+    if rcond is None:
+        rcond = xs.shape[0] * dtypes.finfo(dt).eps
+    lhs, rhs = vander(xs, order), ys
+    if w is not None:
+        weights = asarray(w).cast(dt)
+        if weights.shape != xs.shape:
+            raise ShapeError(f"polyfit: w must have x's shape {xs.shape}, got {weights.shape}")
+        lhs = lhs * weights[:, None]
+        rhs = rhs * (weights if rhs.ndim == 1 else weights[:, None])
+    scale = (lhs * lhs).sum(0).sqrt()
+    c, residuals, rank, singular = lstsq(lhs / scale, rhs, rcond)
+    c = c / (scale if c.ndim == 1 else scale[:, None])
+    return (c, residuals, rank, singular, rcond) if full else c
 
 
 def unravel_index(indices: Any, shape: Sequence[int]) -> tuple[Tensor, ...]:

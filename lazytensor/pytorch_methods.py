@@ -18,7 +18,8 @@ from .errors import DTypeError, ShapeError
 from .movement import normalize_axis
 
 if TYPE_CHECKING:
-    from .autograd import RemovableHandle
+    from .autograd import GradFn, RemovableHandle
+    from .random import Generator
     from .tensor import Tensor
 
 
@@ -73,9 +74,10 @@ class PyTorchOps:
             raise ShapeError(f"diagonal: dim1 and dim2 are the same axis ({dim1}, {dim2})")
         return diagonal(self.moveaxis((a, b), (-2, -1)), offset=offset)
 
-    def diag(self: Tensor, diagonal: int = 0) -> Tensor:
+    def diag(self: Tensor, diagonal: int = 0, *, k: int | None = None) -> Tensor:
         """A 1-d tensor as the `diagonal`-th diagonal of a square matrix (zeros elsewhere); the `diagonal`-th
-        diagonal of a 2-d tensor (PyTorch's and NumPy's `diag`)."""
+        diagonal of a 2-d tensor (PyTorch's and NumPy's `diag`, whose name for `diagonal` is `k`)."""
+        diagonal = diagonal if k is None else k
         from .creation import arange
         from .tensor import where
         if self.ndim == 2:
@@ -164,7 +166,7 @@ class PyTorchOps:
     def angle(self: Tensor) -> Tensor:
         """The argument of each (real) element: pi where negative, 0 elsewhere, NaN where NaN (PyTorch's)."""
         from .tensor import where
-        x = self if self.dtype.is_float else self.cast(dtypes.default_float)
+        x = self if self.dtype.is_float else self.cast(dtypes.get_default_dtype())
         return where(x.isnan(), x, (x < 0).cast(x.dtype) * math.pi)
 
     def prelu(self: Tensor, weight: Tensor) -> Tensor:
@@ -272,6 +274,21 @@ class PyTorchOps:
         """Whether the dtype holds negative numbers (the floats and the signed integers)."""
         return self.dtype.is_float or self.dtype.is_signed
 
+    def is_contiguous(self: Tensor, memory_format: Any = None) -> bool:
+        """True: a tensor's values read as row-major whatever view made it (`view`, `reshape` and every op take
+        any tensor; where a view's values are laid out is the scheduler's choice, see `contiguous`), so code that
+        asks before calling `view` or `contiguous` goes the direct way."""
+        return True
+
+    def stride(self: Tensor, dim: int | None = None) -> tuple[int, ...] | int:
+        """The row-major strides of this shape, in elements (what `is_contiguous` promises), or one axis's."""
+        strides, step = [], 1
+        for n in reversed(self.shape):
+            strides.append(step)
+            step *= max(n, 1)
+        strides.reverse()
+        return tuple(strides) if dim is None else strides[normalize_axis(dim, self.ndim, "stride")]
+
     def element_size(self: Tensor) -> int:
         """Bytes per element."""
         return self.dtype.itemsize
@@ -347,18 +364,19 @@ class PyTorchOps:
         p = p if eps is None else p.clip(eps, 1 - eps)
         return (p / (1 - p)).log()
 
-    def bernoulli(self: Tensor, p: float | None = None) -> Tensor:
+    def bernoulli(self: Tensor, p: float | None = None, *, generator: Generator | None = None) -> Tensor:
         """PyTorch's bernoulli: 1 with probability `p` (each element's own value where p is None), else 0, in
         this tensor's dtype."""
         from .random import rand
         probability = self if p is None else float(p)
         dtype = self.dtype if self.dtype.is_float else None
-        return (rand(self.shape, dtype=dtype, device=self.device) < probability).cast(self.dtype)
+        return (rand(self.shape, dtype=dtype, device=self.device, generator=generator) < probability).cast(self.dtype)
 
-    def multinomial(self: Tensor, num_samples: int, replacement: bool = False) -> Tensor:
+    def multinomial(self: Tensor, num_samples: int, replacement: bool = False, *,
+                    generator: Generator | None = None) -> Tensor:
         """`lt.multinomial(self, num_samples, replacement)`."""
         from .random import multinomial
-        return multinomial(self, num_samples, replacement)
+        return multinomial(self, num_samples, replacement, generator=generator)
 
     def polygamma(self: Tensor, n: int) -> Tensor:
         """`lt.polygamma(n, self)`: the n-th derivative of digamma (PyTorch's argument order)."""
@@ -456,7 +474,7 @@ class PyTorchOps:
         nuclear norm of the matrices in two axes `dim`."""
         from .linalg import matrix_norm, vector_norm
         x = self if dtype is None else self.cast(dtype)
-        x = x if x.dtype.is_float else x.cast(dtypes.default_float)
+        x = x if x.dtype.is_float else x.cast(dtypes.get_default_dtype())
         if p == "nuc":
             axes = (-2, -1) if dim is None else tuple(dim)
             out = matrix_norm(x.moveaxis(axes, (-2, -1)), ord="nuc", keepdims=keepdim)
@@ -781,42 +799,48 @@ class PyTorchOps:
 
     # ---- random fills, in place (PyTorch's; the stream is `lt.manual_seed`'s) ---------------------------
 
-    def uniform_(self: Tensor, from_: float = 0.0, to: float = 1.0) -> Tensor:
+    def uniform_(self: Tensor, from_: float = 0.0, to: float = 1.0, *, generator: Generator | None = None) -> Tensor:
         """Values drawn uniformly from [from_, to)."""
         from .random import uniform
-        return self._drawn(lambda a: uniform(from_, to, a.shape, dtype=a.dtype, device=a.device), "uniform_")
+        return self._drawn(lambda a: uniform(from_, to, a.shape, dtype=a.dtype, device=a.device, generator=generator),
+                           "uniform_")
 
-    def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
+    def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Generator | None = None) -> Tensor:
         """Values drawn from the normal distribution of `mean` and `std`."""
         from .random import normal
-        return self._drawn(lambda a: normal(mean, std, a.shape, dtype=a.dtype, device=a.device), "normal_")
+        return self._drawn(lambda a: normal(mean, std, a.shape, dtype=a.dtype, device=a.device, generator=generator),
+                           "normal_")
 
-    def log_normal_(self: Tensor, mean: float = 1.0, std: float = 2.0) -> Tensor:
+    def log_normal_(self: Tensor, mean: float = 1.0, std: float = 2.0, *,
+                    generator: Generator | None = None) -> Tensor:
         """`exp` of values drawn from the normal distribution of `mean` and `std`."""
         from .random import normal
-        return self._drawn(lambda a: normal(mean, std, a.shape, dtype=a.dtype, device=a.device).exp(), "log_normal_")
+        return self._drawn(lambda a: normal(mean, std, a.shape, dtype=a.dtype, device=a.device,
+                                            generator=generator).exp(), "log_normal_")
 
-    def exponential_(self: Tensor, lambd: float = 1.0) -> Tensor:
+    def exponential_(self: Tensor, lambd: float = 1.0, *, generator: Generator | None = None) -> Tensor:
         """Values drawn from the exponential distribution of rate `lambd`: `-log(1 - u) / lambd`."""
-        return self._drawn(lambda a: (1 - _unit(a)).log() * (-1 / lambd), "exponential_")
+        return self._drawn(lambda a: (1 - _unit(a, generator)).log() * (-1 / lambd), "exponential_")
 
-    def cauchy_(self: Tensor, median: float = 0.0, sigma: float = 1.0) -> Tensor:
+    def cauchy_(self: Tensor, median: float = 0.0, sigma: float = 1.0, *,
+                generator: Generator | None = None) -> Tensor:
         """Values drawn from the Cauchy distribution: `median + sigma * tan(pi * (u - 1/2))`."""
-        return self._drawn(lambda a: ((_unit(a) - 0.5) * math.pi).tan() * sigma + median, "cauchy_")
+        return self._drawn(lambda a: ((_unit(a, generator) - 0.5) * math.pi).tan() * sigma + median, "cauchy_")
 
-    def geometric_(self: Tensor, p: float) -> Tensor:
+    def geometric_(self: Tensor, p: float, *, generator: Generator | None = None) -> Tensor:
         """The number of Bernoulli(`p`) trials up to the first success (1, 2, ...): `ceil(log(u) / log(1 - p))`
         of u in (0, 1]."""
         if not 0 < p < 1:
             raise ValueError(f"geometric_: p must be in (0, 1), got {p}")
-        return self._drawn(lambda a: ((1 - _unit(a)).log() / math.log1p(-p)).ceil().clip(1, None), "geometric_")
+        return self._drawn(lambda a: ((1 - _unit(a, generator)).log() / math.log1p(-p)).ceil().clip(1, None),
+                           "geometric_")
 
-    def bernoulli_(self: Tensor, p: Any = 0.5) -> Tensor:
+    def bernoulli_(self: Tensor, p: Any = 0.5, *, generator: Generator | None = None) -> Tensor:
         """1 with probability `p` (a float, or a tensor of probabilities broadcast to this shape), else 0."""
-        return self._drawn(lambda a: _unit(a) < (p.broadcast_to(a.shape) if isinstance(p, type(self)) else p),
-                           "bernoulli_")
+        return self._drawn(lambda a: _unit(a, generator) < (p.broadcast_to(a.shape) if isinstance(p, type(self))
+                                                            else p), "bernoulli_")
 
-    def random_(self: Tensor, from_: int = 0, to: int | None = None) -> Tensor:
+    def random_(self: Tensor, from_: int = 0, to: int | None = None, *, generator: Generator | None = None) -> Tensor:
         """Integers drawn uniformly from [from_, to); `random_(n)` from [0, n). Without a bound, from 0 to the
         largest integer the dtype holds exactly (2**24 for float32, 2**53 for float64, the dtype's largest
         integer, capped at 2**63 - 2), as PyTorch's."""
@@ -829,7 +853,7 @@ class PyTorchOps:
                 2 if dt == dtypes.bool_ else min(dtypes.iinfo(dt).max, (1 << 63) - 2) + 1
 
         def drawn(a: Tensor) -> Tensor:
-            k = randint(from_, to, a.shape, dtype=dtypes.int64, device=a.device)
+            k = randint(from_, to, a.shape, dtype=dtypes.int64, device=a.device, generator=generator)
             return k != 0 if a.dtype == dtypes.bool_ else k
         return self._drawn(drawn, "random_")
 
@@ -850,6 +874,13 @@ class PyTorchOps:
         """Keep this non-leaf tensor's gradient in `.grad` when `backward` computes it (a leaf's is kept)."""
         from .autograd import retain_grad
         retain_grad(self)
+
+    @property
+    def grad_fn(self: Tensor) -> GradFn | None:
+        """The autograd record that made this tensor (PyTorch's `grad_fn`: `MulBackward`, ...), None for a
+        leaf or a tensor made with no grad recorded."""
+        from .autograd import GradFn
+        return None if self._ctx is None else GradFn(self._ctx)
 
     @property
     def is_leaf(self: Tensor) -> bool:
@@ -887,10 +918,12 @@ IN_PLACE_OF = ("abs", "exp", "expm1", "log", "log1p", "log2", "sqrt", "rsqrt", "
                "less_equal", "not_equal")
 
 
-def _unit(like: Tensor) -> Tensor:
-    """Uniform values in [0, 1) of `like`'s shape, device and float dtype."""
+def _unit(like: Tensor, generator: Generator | None) -> Tensor:
+    """Uniform values in [0, 1) of `like`'s shape and device: float64 for a float64 tensor, else float32, since a
+    16-bit float's steps of 2**-11 near 1 would cut the tails of the laws drawn from u (randn's rule)."""
     from .random import rand
-    return rand(like.shape, dtype=like.dtype if like.dtype.is_float else None, device=like.device)
+    return rand(like.shape, dtype=dtypes.float64 if like.dtype == dtypes.float64 else dtypes.float32,
+                device=like.device, generator=generator)
 
 
 def _in_place(name: str) -> Callable[..., Tensor]:

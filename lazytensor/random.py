@@ -28,57 +28,93 @@ the next offset, so a program makes the same draws after the same seed.
 from __future__ import annotations
 
 import math
+import os
 import threading
 from typing import Any
 
 from . import dtypes, recipe
 from .creation import _iota, factory
 from .device import get_device
-from .dtypes import DType, default_float, default_int
-from .errors import DTypeError, ShapeError
+from .dtypes import DType, default_int
+from .errors import DTypeError, JitError, ShapeError
 from .graph import Op
 from .helpers import prod
 from .kernels.ir import Alu
 from .kernels.philox import M32
 from .movement import shape_arg
+from .realize import is_recording
 from .tensor import Tensor, broadcast_shapes
 
 OFFSET_BIAS = 1 << 62
 DEFAULT_SEED = 67280421310721  # PyTorch's default, as a reminder that an unseeded run is still repeatable
 
 
-class _Generator(threading.local):
+class Generator:
+    """A stream of random draws of its own (PyTorch's `torch.Generator`): a seed and the number of draws taken.
+    Functions that draw take it as `generator=` (`lt.randn(3, generator=g)`, `t.normal_(generator=g)`,
+    `random_split(..., generator=g)`); without one they draw from the default stream that `manual_seed` seeds
+    (one per thread). Two generators of one seed give the same draws; a generator is not shared between threads
+    safely (as NumPy's), nor drawn from inside `lt.jit` (a replay would not advance it: a JitError)."""
+
+    def __init__(self, device: Any = None) -> None:
+        self.device = get_device(device).name
+        self._seed, self.offset = DEFAULT_SEED, 0
+
+    def manual_seed(self, seed: int) -> Generator:
+        """Seed this generator (63 bits are used); returns it, as PyTorch's: `Generator().manual_seed(42)`."""
+        seed = int(seed)
+        if not -(1 << 63) <= seed < (1 << 64):
+            raise ValueError(f"manual_seed: the seed must fit in 64 bits, got {seed}")
+        self._seed, self.offset = seed & ((1 << 64) - 1), 0
+        return self
+
+    def seed(self) -> int:
+        """Seed this generator from the operating system's entropy; returns the seed."""
+        self.manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
+        return self._seed
+
+    def initial_seed(self) -> int:
+        return self._seed
+
+    def get_state(self) -> tuple[int, int]:
+        """(seed, offset): `set_state` of it repeats the draws that follow."""
+        return self._seed, self.offset
+
+    def set_state(self, state: tuple[int, int]) -> Generator:
+        self._seed, self.offset = int(state[0]), int(state[1])
+        return self
+
+
+class _DefaultGenerator(threading.local, Generator):
+    """The default stream, one per thread: a thread's draws do not depend on what other threads draw."""
+
     def __init__(self) -> None:
-        self.seed = DEFAULT_SEED
-        self.offset = 0
+        Generator.__init__(self, "cpu")
 
 
-_gen = _Generator()
+_gen = _DefaultGenerator()
 
 
-def manual_seed(seed: int) -> None:
-    """Seed the generator: the draws that follow are the same in every run and on every backend.
-    (63 bits of the seed are used: s and s + 2**63 give the same numbers.)"""
-    seed = int(seed)
-    if not -(1 << 63) <= seed < (1 << 64):
-        raise ValueError(f"manual_seed: the seed must fit in 64 bits, got {seed}")
-    _gen.seed, _gen.offset = seed & ((1 << 64) - 1), 0
+def manual_seed(seed: int) -> Generator:
+    """Seed the default generator: the draws that follow are the same in every run and on every backend.
+    (63 bits of the seed are used: s and s + 2**63 give the same numbers.) Returns the generator, as PyTorch's."""
+    return _gen.manual_seed(seed)
 
 
 seed = manual_seed
 
 
 def initial_seed() -> int:
-    return _gen.seed
+    return _gen.initial_seed()
 
 
 def get_rng_state() -> tuple[int, int]:
     """(seed, offset): pass it to `set_rng_state` to repeat the draws that follow."""
-    return _gen.seed, _gen.offset
+    return _gen.get_state()
 
 
 def set_rng_state(state: tuple[int, int]) -> None:
-    _gen.seed, _gen.offset = int(state[0]), int(state[1])
+    _gen.set_state(state)
 
 
 def offset_parameter(offset: int) -> int:
@@ -90,12 +126,6 @@ def parameter_offset(value: Any) -> int | None:
     """The draw number a kernel parameter carries, or None for a parameter that carries none. `lt.jit`
     uses it to give a replayed kernel the draws that follow, as running the function again would."""
     return -OFFSET_BIAS - value if type(value) is int and value <= -OFFSET_BIAS else None
-
-
-def _next_offset() -> int:
-    offset = _gen.offset
-    _gen.offset += 1
-    return offset
 
 
 # ---- Philox-4x32-10 on int64 tensors ------------------------------------------------------------
@@ -110,16 +140,23 @@ def philox(counter: tuple[Any, Any, Any, Any], key: tuple[Any, Any]) -> tuple[An
     return tuple(Tensor._make(Op.PHILOX, dtypes.int64, shape, srcs, word) for word in range(4))
 
 
-def _words(shape: tuple[int, ...], device: str, n_words: int) -> list[Any]:
-    """`n_words` independent random 32-bit words (int64 tensors of `shape`) for the next call.
+def _words(shape: tuple[int, ...], device: str, n_words: int, generator: Generator | None = None) -> list[Any]:
+    """`n_words` independent random 32-bit words (int64 tensors of `shape`) for the next draw of `generator`
+    (the default stream if None).
 
     The counter is (index low, index high, offset low, offset high) and the key (seed low, seed high).
     The seed and the offset reach the kernel as two int64 parameters, `seed` (>= 0) and
     `-2**62 - offset`. Graph nodes of equal scalars are one node, which changes a kernel's structure
     (and so compiles it again): the offset, which changes at every call, is kept far from the seed
     and from the scalars programs use, so every draw runs the same kernel."""
-    offset = _next_offset()
-    scalars = (_gen.seed & ((1 << 63) - 1), offset_parameter(offset))
+    if generator is None:
+        generator = _gen
+    elif is_recording():
+        raise JitError("random: a draw from a Generator passed as generator= inside lt.jit: a replay would not "
+                       "advance it; draw from the default stream (lt.manual_seed) inside jitted functions")
+    offset = generator.offset
+    generator.offset += 1
+    scalars = (generator._seed & ((1 << 63) - 1), offset_parameter(offset))
     return list(recipe.apply(_philox_words, (shape, get_device(device).name, n_words), scalars, ()))
 
 
@@ -148,7 +185,7 @@ def _int_op(op: Alu, t: Any, value: int) -> Any:
 
 
 def _float_dtype(dtype: Any) -> DType:
-    dt = dtypes.to_dtype(dtype) if dtype is not None else default_float
+    dt = dtypes.dtype_or_default(dtype)
     if not dt.is_float:
         raise TypeError(f"random: a floating-point dtype is needed here, got {dt.name}")
     return dt
@@ -172,27 +209,30 @@ def _shape(args: tuple[Any, ...], size: Any, name: str) -> tuple[int, ...]:
 
 
 @factory
-def rand(*shape: Any, size: Any = None, dtype: Any = None, device: Any = None) -> Any:
+def rand(*shape: Any, size: Any = None, dtype: Any = None, device: Any = None,
+         generator: Generator | None = None) -> Any:
     """Uniform floats in [0, 1): `rand(2, 3)` or `rand((2, 3))`."""
     shape = _shape(shape, size, "rand")
     dt = _float_dtype(dtype)
-    return _uniform01(_words(shape, device, 2 if dt == dtypes.float64 else 1), dt)
+    return _uniform01(_words(shape, device, 2 if dt == dtypes.float64 else 1, generator), dt)
 
 
 @factory
-def uniform(low: float = 0.0, high: float = 1.0, size: Any = (), dtype: Any = None, device: Any = None) -> Any:
+def uniform(low: float = 0.0, high: float = 1.0, size: Any = (), dtype: Any = None, device: Any = None,
+            generator: Generator | None = None) -> Any:
     """Uniform floats in [low, high)."""
     shape = _shape((), size, "uniform")
-    return rand(shape, dtype=dtype, device=device) * (high - low) + low
+    return rand(shape, dtype=dtype, device=device, generator=generator) * (high - low) + low
 
 
 @factory
-def randn(*shape: Any, size: Any = None, dtype: Any = None, device: Any = None) -> Any:
+def randn(*shape: Any, size: Any = None, dtype: Any = None, device: Any = None,
+          generator: Generator | None = None) -> Any:
     """Standard normal floats (Box-Muller: sqrt(-2 ln(1 - u1)) * cos(2 pi u2))."""
     shape = _shape(shape, size, "randn")
     dt = _float_dtype(dtype)
     compute = dtypes.float64 if dt == dtypes.float64 else dtypes.float32
-    words = _words(shape, device, 4 if dt == dtypes.float64 else 2)
+    words = _words(shape, device, 4 if dt == dtypes.float64 else 2, generator)
     u1 = _uniform01(words[0:2] if dt == dtypes.float64 else words[0:1], compute)
     u2 = _uniform01(words[2:4] if dt == dtypes.float64 else words[1:2], compute)
     radius = ((1 - u1).log() * -2.0).sqrt()  # 1 - u1 is in (0, 1]: no log(0)
@@ -200,14 +240,19 @@ def randn(*shape: Any, size: Any = None, dtype: Any = None, device: Any = None) 
 
 
 @factory
-def normal(mean: float = 0.0, std: float = 1.0, size: Any = (), dtype: Any = None, device: Any = None) -> Any:
+def normal(mean: float = 0.0, std: float = 1.0, size: Any = (), dtype: Any = None, device: Any = None,
+           generator: Generator | None = None) -> Any:
     shape = _shape((), size, "normal")
-    return randn(shape, dtype=dtype, device=device) * std + mean
+    return randn(shape, dtype=dtype, device=device, generator=generator) * std + mean
 
 
-def randint(low: int, high: int | None = None, size: Any = (), dtype: Any = None, device: Any = None) -> Any:
-    """Integers in [low, high) (`randint(high, size)` starts at 0), int64 by default. The range is at most
-    2**63 - 1 wide, inside int64's values, or uint64's for a uint64 `dtype`."""
+def randint(low: int, high: int | None = None, size: Any = (), dtype: Any = None, device: Any = None,
+            generator: Generator | None = None) -> Any:
+    """Integers in [low, high) (`randint(high, size=...)` starts at 0, as does PyTorch's `randint(high, size)`),
+    int64 by default. The range is at most 2**63 - 1 wide, inside int64's values, or uint64's for a uint64
+    `dtype`."""
+    if isinstance(high, (tuple, list)):  # PyTorch's randint(high, size)
+        low, high, size = 0, low, high
     if high is None:
         low, high = 0, low
     low, high = int(low), int(high)
@@ -218,7 +263,7 @@ def randint(low: int, high: int | None = None, size: Any = (), dtype: Any = None
     span = high - low
     if span > (1 << 63) - 1:
         raise ValueError(f"randint: the range [{low}, {high}) is wider than 2**63 - 1")
-    words = _words(shape, device, 2)
+    words = _words(shape, device, 2, generator)
     if span <= 1 << 31:
         k = _int_op(Alu.FLOORDIV, words[0] * span, 1 << 32)  # multiply-high: < 2**63, no overflow
     else:
@@ -226,14 +271,15 @@ def randint(low: int, high: int | None = None, size: Any = (), dtype: Any = None
     return (k.cast(dtypes.wide_int(dt)) + low).cast(dt)  # uint64's own: its low may pass int64's range
 
 
-def bernoulli(p: Any, shape: Any = None, device: Any = None) -> Any:
+def bernoulli(p: Any, shape: Any = None, device: Any = None, generator: Generator | None = None) -> Any:
     """bool tensor, True with probability `p` (a float or a tensor of probabilities)."""
     if isinstance(p, Tensor):
-        return rand(p.shape, dtype=p.dtype if p.dtype.is_float else None, device=p.device) < p
-    return rand(shape if shape is not None else (), device=device) < float(p)
+        return rand(p.shape, dtype=p.dtype if p.dtype.is_float else None, device=p.device, generator=generator) < p
+    return rand(shape if shape is not None else (), device=device, generator=generator) < float(p)
 
 
-def multinomial(input: Tensor, num_samples: int, replacement: bool = False) -> Tensor:
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
+                generator: Generator | None = None) -> Tensor:
     """PyTorch's multinomial: `num_samples` indices of categories drawn from each row of weights `input` (1-d or
     2-d, non-negative, not necessarily summing to 1), int64. With replacement by the inverse of the running sum
     (a category of weight 0 is never drawn); without, the `num_samples` largest of log(w) plus Gumbel noise,
@@ -253,11 +299,11 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False) -> T
     if replacement:
         running = w.cumsum(-1)
         cdf = running / running[:, -1:]  # the last exactly 1: a draw below it never passes the last category
-        u = rand((rows, num_samples, 1), dtype=dtypes.float64, device=input.device)
+        u = rand((rows, num_samples, 1), dtype=dtypes.float64, device=input.device, generator=generator)
         out = (cdf.reshape(rows, 1, k) <= u).cast(default_int).sum(-1)
         message = "multinomial: the weights of a row must be finite, non-negative and not all zero"
     else:
-        gumbel = -(-rand((rows, k), dtype=dtypes.float64, device=input.device).log()).log()
+        gumbel = -(-rand((rows, k), dtype=dtypes.float64, device=input.device, generator=generator).log()).log()
         out = (w.log() + gumbel).topk(num_samples, -1).indices
         bad = bad | ((w > 0).cast(default_int).sum(-1) < num_samples)
         message = (f"multinomial: the weights of a row must be finite, non-negative, and {num_samples} of them "
@@ -280,14 +326,15 @@ def randint_like(x: Any, low: int, high: int | None = None, dtype: Any = None) -
     return randint(low, high, x.shape, dtype=dtype or x.dtype, device=x.device)
 
 
-def randperm(n: int, dtype: Any = None, device: Any = None) -> Any:
+def randperm(n: int, dtype: Any = None, device: Any = None, generator: Generator | None = None) -> Any:
     """A random permutation of 0..n-1: the positions of n random keys in sorted order (ties broken by
     position)."""
-    out = randint(0, 1 << 62, (n,), device=device).argsort(stable=True)
+    out = randint(0, 1 << 62, (n,), device=device, generator=generator).argsort(stable=True)
     return out.cast(dtypes.to_dtype(dtype) if dtype is not None else default_int)
 
 
 __all__ = [
+    "Generator",
     "bernoulli",
     "get_rng_state",
     "initial_seed",

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .autograd import is_grad_enabled
+from .dtypes import get_default_dtype
 from .graph import Node, Op
 from .helpers import user_line
 from .tensor import Tensor
@@ -64,7 +65,7 @@ def apply(fn: Function, flags: tuple, scalars: tuple[Any, ...], tensors: tuple[T
     # which tensors are one node: a recipe places each node once (Adam's v and its maximum, after a first step)
     first = {id(t._node): k for k, t in reversed(list(enumerate(tensors))) if t is not None}
     shared = tuple(None if t is None else first[id(t._node)] for t in tensors)
-    key = (fn, flags, tuple(map(_signature, tensors)), shared)
+    key = (fn, flags, tuple(map(_signature, tensors)), shared, get_default_dtype())  # the default may decide dtypes
     try:
         recipe = _recipes[key]
     except KeyError:

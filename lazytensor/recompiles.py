@@ -79,13 +79,16 @@ def _spec_text(spec: Any, other: Any) -> str:
 
 
 def jit_reason(signature: tuple, last: tuple | None, reason: str) -> str:
-    """Why a jitted function records a call: for a new `signature` (the structure of its arguments and the spec of
+    """Why a jitted function records a call: for a new `signature` (the structure of its arguments, the spec of
     each tensor or static value in it, as `lt.jit` keys its recordings; arguments counted in that order, inside
-    tuples, lists and dicts), the difference from the `last` one it recorded; else `reason`."""
+    tuples, lists and dicts; and the default float dtype), the difference from the `last` one it recorded; else
+    `reason`."""
     if last is None or signature == last:
         return reason
     if len(signature[1]) != len(last[1]) or signature[0] != last[0]:
         return "new signature: the arguments' structure changed"
+    if signature[2] != last[2]:
+        return f"new signature: the default float dtype is {signature[2].name}, was {last[2].name}"
     changed = [f"argument {k}: {_spec_text(s, s0)} was {_spec_text(s0, s)}"
                for k, (s0, s) in enumerate(zip(last[1], signature[1])) if s0 != s]
     return "new signature: " + ", ".join(changed)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from .dtypes import DType, bool_, default_float, default_int, float32, float64, to_dtype, uint8, uint64
+from .dtypes import DType, bool_, default_int, float32, float64, get_default_dtype, to_dtype, uint8, uint64
 from .errors import AxisError, ShapeError
 from .graph import Op
 from .helpers import prod
@@ -103,7 +103,7 @@ class ReduceOps:
         steps (mean, var, softmax, ...) compute in the first and round once to the second, at the end: a
         16-bit intermediate would be rounded wherever the scheduler writes it to memory (a mean's sum of
         30000 float16 values overflows before its division)."""
-        x = self if self.dtype.is_float else self.cast(default_float)
+        x = self if self.dtype.is_float else self.cast(get_default_dtype())
         return x.cast(compute_dtype(x.dtype)), x.dtype
 
     def _accumulate_dtype(self: Tensor, dtype: Any) -> Tensor:
@@ -373,12 +373,12 @@ class ReduceOps:
         block = math.isqrt(n - 1) + 1
         blocks = -(-n // block)
         pad = [(0, 0)] * (self.ndim - 1) + [(0, blocks * block - n)]
-        tiles = self.pad(pad, identity).reshape(*self.shape[:-1], blocks, block)
+        tiles = self.pad(pad, value=identity).reshape(*self.shape[:-1], blocks, block)
         inner = tiles._scan(op)
         totals = inner[..., -1]
         # Each block starts from the product of the blocks before it, computed as such: not as the running total
         # divided by the block's own, which a zero in the block makes NaN.
-        before = totals[..., :-1]._scan(op).pad([(0, 0)] * (self.ndim - 1) + [(1, 0)], identity)
+        before = totals[..., :-1]._scan(op).pad([(0, 0)] * (self.ndim - 1) + [(1, 0)], value=identity)
         return (inner * before.unsqueeze(-1)).reshape(*self.shape[:-1], blocks * block)[..., :n]
 
     def logcumsumexp(self: Tensor, dim: int | None = None, *, axis: int | None = None) -> Tensor:
@@ -389,7 +389,7 @@ class ReduceOps:
         a = _pick(axis, dim)
         if a is None:
             raise TypeError("logcumsumexp: missing the axis (dim=)")
-        x = self if self.dtype.is_float else self.cast(default_float)
+        x = self if self.dtype.is_float else self.cast(get_default_dtype())
         if x.ndim == 0:
             normalize_axis(a, 1, "logcumsumexp")
             return x
@@ -405,9 +405,9 @@ class ReduceOps:
             return where(below, self.reshape(*self.shape[:-1], 1, n), -math.inf).logsumexp(-1)
         block = math.isqrt(n - 1) + 1
         blocks = -(-n // block)
-        tiles = self.pad([(0, 0)] * (self.ndim - 1) + [(0, blocks * block - n)], -math.inf)
+        tiles = self.pad([(0, 0)] * (self.ndim - 1) + [(0, blocks * block - n)], value=-math.inf)
         inner = tiles.reshape(*self.shape[:-1], blocks, block)._logcumsumexp_last()
-        before = inner[..., :-1, -1]._logcumsumexp_last().pad([(0, 0)] * (self.ndim - 1) + [(1, 0)], -math.inf)
+        before = inner[..., :-1, -1]._logcumsumexp_last().pad([(0, 0)] * (self.ndim - 1) + [(1, 0)], value=-math.inf)
         out = inner.logaddexp(before.unsqueeze(-1))
         return out.reshape(*self.shape[:-1], blocks * block)[..., :n]
 
@@ -462,7 +462,7 @@ class ReduceOps:
             return out
         pads = [(0, 0)] * self.ndim
         pads[a] = (1, 0)
-        return out.pad(pads, op.identity(out.dtype))
+        return out.pad(pads, value=op.identity(out.dtype))
 
     def count_nonzero(self: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
         """The number of elements that are not zero (nor False) over `axis`, as int64 (NaN counts)."""

@@ -190,7 +190,7 @@ def average(x: Any, axis: Any = None, weights: Any = None, returned: bool = Fals
     one), laid along them. Integers and bools give the default float, as `mean`. With `returned`, also the sum
     of the weights (the count without them), of the result's shape. A sum of weights of 0 gives the division's
     inf or NaN (NumPy raises ZeroDivisionError, which a lazy result cannot without reading the weights)."""
-    from .dtypes import default_float, promote
+    from .dtypes import get_default_dtype, promote
     t = _tensor(x)
     if weights is None:
         avg = t.mean(axis, keepdims=keepdims)
@@ -209,7 +209,7 @@ def average(x: Any, axis: Any = None, weights: Any = None, returned: bool = Fals
         order = sorted(range(len(given)), key=lambda i: given[i] % t.ndim)
         w = w.permute(order).reshape(tuple(n if a in axes else 1 for a, n in enumerate(t.shape)))
     dt = promote(t.dtype, w.dtype)
-    dt = dt if dt.is_float else default_float
+    dt = dt if dt.is_float else get_default_dtype()
     t, w = t.cast(dt), w.cast(dt)
     total = w.broadcast_to(t.shape).sum(axis, keepdims=keepdims)
     avg = (t * w).sum(axis, keepdims=keepdims) / total
@@ -485,7 +485,7 @@ def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: in
     x = _tensor(m)
     if x.ndim > 2:
         raise ShapeError(f"cov: m has more than 2 dimensions, shape {x.shape}")
-    dt = dtypes.to_dtype(dtype) if dtype is not None else x.dtype if x.dtype.is_float else dtypes.default_float
+    dt = dtypes.to_dtype(dtype) if dtype is not None else x.dtype if x.dtype.is_float else dtypes.get_default_dtype()
     x = x.reshape(1, -1) if x.ndim < 2 else x if rowvar else x.T
     if y is not None:
         other = _tensor(y)
@@ -560,7 +560,7 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None) -> Any
     if xs.shape[0] == 0:
         raise ValueError("interp: xp and fp are empty")
     floats = [u.dtype for u in (t, xs, ys) if u.dtype.is_float]
-    dt = functools.reduce(dtypes.promote, floats) if floats else dtypes.default_float
+    dt = functools.reduce(dtypes.promote, floats) if floats else dtypes.get_default_dtype()
     t, xs, ys = t.cast(dt), xs.cast(dt), ys.cast(dt)
     n = xs.shape[0]
     j = (searchsorted(xs, t, side="right") - 1).clip(0, max(n - 2, 0))

@@ -23,10 +23,10 @@ from . import array_api, dlpack, dtypes
 from .autograd import _zeros_like, backward, custom_vjp, is_grad_enabled
 from .contraction import ContractionOps
 from .device import Device, canonical, get_device
-from .dtypes import DType, bfloat16, bool_, default_float, float16, float32, float64, int16, int32, int64
+from .dtypes import DType, bfloat16, bool_, float16, float32, float64, get_default_dtype, int16, int32, int64
 from .errors import DeviceError, DTypeError, ShapeError
 from .graph import Node, Op, hold
-from .helpers import prod
+from .helpers import prod, user_line
 from .indexing import IndexingOps
 from .kernels.dtype import bfloat16_to_float32
 from .kernels.ir import Alu
@@ -165,11 +165,13 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
             if nodes[0].shape == shape and (op is _RESHAPE or node_arg == tuple(range(len(shape)))):
                 out = _wrap(nodes[0])
             else:
-                out = _wrap(Node(op, dtype, shape, device, nodes, node_arg))
+                out = _wrap(Node(op, dtype, shape, device, nodes, node_arg, user_line(3)))
+        # The user's line is found from the frame under this private method's caller (lazytensor's, as this one):
+        # two frame objects fewer for the walk to make
         elif len(srcs) == 2:  # spelled out for the common arity: a tuple made through `map` costs more
-            out = _wrap(Node(op, dtype, shape, device, (srcs[0]._node, srcs[1]._node), arg))
+            out = _wrap(Node(op, dtype, shape, device, (srcs[0]._node, srcs[1]._node), arg, user_line(3)))
         else:
-            out = _wrap(Node(op, dtype, shape, device, tuple(map(_node_of, srcs)), arg))
+            out = _wrap(Node(op, dtype, shape, device, tuple(map(_node_of, srcs)), arg, user_line(3)))
         for s in srcs:
             if s.requires_grad:
                 _record(out, op, arg, srcs)
@@ -199,7 +201,8 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
             value = bool(value) if dtype is bool_ else int(value)
         if 0 in shape:  # no elements: `_make` gives it a buffer of none
             return Tensor._make(_SCALAR, dtype, shape, (), value, device=device)
-        return _wrap(Node(_SCALAR, dtype, shape, device, (), value))  # `_make`'s case for an op with no sources
+        # `_make`'s case for an op with no sources, and its line likewise from under this private method's caller
+        return _wrap(Node(_SCALAR, dtype, shape, device, (), value, user_line(3)))
 
     @staticmethod
     def _const(value: Scalar, dtype: DType, device: str, shape: Shape = ()) -> Tensor:
@@ -277,7 +280,9 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
             dtype, device = node.dtype, node.device
             result = bool_ if op in _COMPARISONS else dtype
             if type(other) is float or type(other) is int:
-                scalar = Node(_SCALAR, dtype, shape, device, (), float(other))
+                # the user's line found from the frame under this private method's caller (lazytensor's, as this
+                # one): two frame objects fewer for the walk to make, of the three of `x * 0.5` (and of `x * y`)
+                scalar = Node(_SCALAR, dtype, shape, device, (), float(other), user_line(3))
                 out = _wrap(Node(_ALU, result, shape, device, (scalar, node) if reverse else (node, scalar), op,
                                  scalar.line))
                 if self.requires_grad:
@@ -285,7 +290,7 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
                 return out
             if isinstance(other, Tensor) and (o := other._node).dtype is dtype and o.shape == shape \
                     and o.device == device:
-                out = _wrap(Node(_ALU, result, shape, device, (o, node) if reverse else (node, o), op))
+                out = _wrap(Node(_ALU, result, shape, device, (o, node) if reverse else (node, o), op, user_line(3)))
                 if self.requires_grad or other.requires_grad:
                     _record(out, _ALU, op, (other, self) if reverse else (self, other))
                 return out
@@ -299,7 +304,7 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
         if op in _SHIFTS and not dtype.is_int:
             raise DTypeError(f"{name}: shifts need integer tensors, got {dtype.name}")
         if op in _FLOAT_RESULTS and not dtype.is_float:
-            a, b, dtype = a.cast(default_float), b.cast(default_float), default_float
+            a, b, dtype = a.cast(get_default_dtype()), b.cast(get_default_dtype()), get_default_dtype()
         return Tensor._make(_ALU, bool_ if op in _COMPARISONS else dtype, a._node.shape, (a, b), op)
 
     def _float_unary(self, op: Alu) -> Tensor:
@@ -311,7 +316,7 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
         float: the operands of a float function (`name`, for errors)."""
         xs, dtype = self._operands(others, name) if others else ([self], self.dtype)
         if not dtype.is_float:
-            xs, dtype = [x.cast(default_float) for x in xs], default_float
+            xs, dtype = [x.cast(get_default_dtype()) for x in xs], get_default_dtype()
         return xs, dtype
 
     def _composite(self, compute: Callable[..., Tensor], backward: Callable[..., list[Tensor | None]],
@@ -589,9 +594,11 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
         """The same data, cut off from autograd."""
         return Tensor(self.node)
 
-    def backward(self, gradient: Tensor | None = None) -> None:
-        """Accumulate d(self)/d(leaf) into `.grad` of every leaf that requires grad."""
-        backward(self, gradient)
+    def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None, create_graph: bool = False,
+                 inputs: Tensor | Sequence[Tensor] | None = None) -> None:
+        """Accumulate d(self)/d(leaf) into `.grad` of every leaf that requires grad (of `inputs` where given), as
+        PyTorch's; see `lt.autograd.backward`."""
+        backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
 
     def contiguous(self) -> Tensor:
         """A tensor that is computed into its own buffer when realized: a fusion barrier."""
@@ -1021,7 +1028,7 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
 
     def sigmoid(self) -> Tensor:
         """`1 / (1 + exp(-x))`, from `exp(-|x|)` so neither the value nor its gradient overflows."""
-        x = self if self.dtype.is_float else self.cast(default_float)
+        x = self if self.dtype.is_float else self.cast(get_default_dtype())
         e = where(x >= 0, -x, x).exp()
         s = (e + 1).reciprocal()
         return where(x >= 0, s, e * s)
@@ -1087,7 +1094,7 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
         (infinities included, whose difference is NaN) give `x + log(2)`."""
         (a, b), dtype = self._operands([other], "logaddexp")
         if not dtype.is_float:
-            a, b = a.cast(default_float), b.cast(default_float)
+            a, b = a.cast(get_default_dtype()), b.cast(get_default_dtype())
         spread = a.maximum(b) + (-(a - b).abs()).exp().log1p()
         return where(a == b, a + math.log(2), spread)
 

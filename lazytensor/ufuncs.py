@@ -32,7 +32,7 @@ def _pair(x1: Any, x2: Any, name: str, floats: bool = False) -> tuple[Tensor, Te
 
 def _float(x: Any) -> Tensor:
     t = asarray(x)
-    return t if t.dtype.is_float else t.cast(dtypes.default_float)
+    return t if t.dtype.is_float else t.cast(dtypes.get_default_dtype())
 
 
 def fmax(x1: Any, x2: Any, /) -> Tensor:

@@ -798,6 +798,64 @@ def test_hooks_on_a_root_and_in_a_gradients_call():
     assert x.is_leaf and not y.is_leaf and lt.ones(2).is_leaf
 
 
+def test_grad_fn_names_the_op_and_walks_to_the_leaves_as_torch():
+    a = random_array((3, 4), lt.float32, 5)
+    x, tx = lt.asarray(a).requires_grad_(), torch.tensor(a, requires_grad=True)
+    for f in (lambda t: t * 2, lambda t: t.exp(), lambda t: t.cumsum(0), lambda t: t.softmax(-1)):
+        ours, theirs = f(x).grad_fn, f(tx).grad_fn
+        assert ours.name() == theirs.name().rstrip("0123456789"), theirs.name()
+        (leaf, _), = [n for n in ours.next_functions if n[0] is not None]
+        assert leaf.name() == "AccumulateGrad" and leaf.variable is x and leaf.next_functions == ()
+    y = (x * 2).sum(0)
+    assert repr(y.grad_fn) == "<ReshapeBackward object>"  # the reduction keeps its axis, then drops it
+    total = y.grad_fn.next_functions[0][0]
+    assert total.name() == "SumBackward" and total.next_functions[0][0].name() == "MulBackward"
+    assert (x * 2).grad_fn.next_functions[1] == (None, 0)  # the constant 2 requires no grad
+    assert y.grad_fn == y.grad_fn and len({y.grad_fn, y.grad_fn}) == 1
+    assert x.grad_fn is None and y.detach().grad_fn is None and lt.ones(2).grad_fn is None
+    with lt.no_grad():
+        assert (x * 2).grad_fn is None
+
+
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph")  # torch's, about its own memory
+def test_backward_takes_torchs_arguments_as_the_autograd_tutorial_calls_it():
+    """`out.backward(torch.ones_like(out), retain_graph=True)` twice accumulates, `grad.zero_()` resets;
+    `inputs=` fills only the tensors named (a non-leaf too); `create_graph=True` gives a differentiable gradient."""
+    a = np.eye(4, 5, dtype=np.float32)
+    results = []
+    for lib, inp in ((lt, lt.asarray(a).requires_grad_()), (torch, torch.tensor(a, requires_grad=True))):
+        out = (inp + 1).pow(2).t()
+        grads = []
+        for zero_first in (False, False, True):
+            if zero_first:
+                inp.grad.zero_()
+            out.backward(lib.ones_like(out), retain_graph=True)
+            grads.append(inp.grad.clone())
+        results.append(grads)
+    for ours, theirs in zip(*results):
+        check(ours, theirs)
+    x0, w0 = random_array((3,), lt.float32, 1), random_array((3,), lt.float32, 2)
+    results = []
+    for lib, make in ((lt, lambda v: lt.asarray(v).requires_grad_()),
+                      (torch, lambda v: torch.tensor(v, requires_grad=True))):
+        x, w = make(x0), make(w0)
+        h = x * w
+        (h.exp().sum()).backward(inputs=[w, h])
+        results.append((x.grad, w.grad, h.grad))
+        y = (x ** 3).sum()
+        y.backward(create_graph=True, inputs=x)
+        g = x.grad
+        x.grad = None
+        g.sum().backward(inputs=[x])
+        results.append((x.grad,))
+    assert results[0][0] is None and results[2][0] is None  # x was not named
+    check(results[0][1], results[2][1])
+    check(results[0][2], results[2][2])
+    check(results[1][0], results[3][0])  # 6x: the second derivative through the recorded gradient
+    with pytest.raises(RuntimeError, match="inputs="):
+        (lt.ones(2).requires_grad_() * 2).sum().backward(inputs=[lt.ones(2)])
+
+
 def test_retain_grad_accumulates_and_a_wrong_hook_shape_raises():
     a = random_array((2, 3), lt.float32, 4)
     grads = []

@@ -71,6 +71,45 @@ def test_a_damaged_file_is_a_value_error(tmp_path, damage):
         lt.load(path)
 
 
-def test_only_tensors_and_state_dicts(tmp_path):
-    with pytest.raises(TypeError, match="state dict"):
-        lt.save({"x": 1}, tmp_path / "x.safetensors")
+def test_a_general_checkpoint_round_trips_as_the_pytorch_tutorial_writes_it(tmp_path):
+    """torch.save({"epoch", "model_state_dict", "optimizer_state_dict", "loss"}) of PyTorch's "saving and loading a
+    general checkpoint", as lt.save: the structure comes back, and training resumes where it stopped."""
+    x = random_array((8, 5), lt.float32, 2)
+    model = lt.nn.Sequential(lt.nn.Linear(5, 7), lt.nn.ReLU(), lt.nn.Linear(7, 3))
+    optimizer = lt.optim.Adam(model.parameters(), lr=0.01)
+
+    def step(m, o):
+        o.zero_grad()
+        loss = m(lt.asarray(x)).square().mean()
+        loss.backward()
+        o.step()
+        return loss.item()
+    loss = step(model, optimizer)
+    checkpoint = {"epoch": 5, "model_state_dict": model.state_dict(), "optimizer_state_dict": optimizer.state_dict(),
+                  "loss": loss, "notes": ("adam", None, True, [1.5, float("inf")], {2: "two", None: np.float64(0.25)})}
+    lt.save(checkpoint, tmp_path / "ckpt.safetensors")
+    back = lt.load(tmp_path / "ckpt.safetensors", weights_only=True, map_location="cpu")
+    assert back["epoch"] == 5 and back["loss"] == loss
+    assert back["notes"] == ("adam", None, True, [1.5, float("inf")], {2: "two", None: 0.25})
+    assert back["optimizer_state_dict"]["param_groups"] == optimizer.state_dict()["param_groups"]
+    assert set(safetensors_torch.load_file(str(tmp_path / "ckpt.safetensors"))) >= {
+        "model_state_dict.0.weight", "optimizer_state_dict.state.0.exp_avg"}  # other readers see the tensors
+    resumed = lt.nn.Sequential(lt.nn.Linear(5, 7), lt.nn.ReLU(), lt.nn.Linear(7, 3))
+    resumed_optimizer = lt.optim.Adam(resumed.parameters(), lr=0.01)
+    resumed.load_state_dict(back["model_state_dict"])
+    resumed_optimizer.load_state_dict(back["optimizer_state_dict"])
+    assert step(resumed, resumed_optimizer) == step(model, optimizer)
+    for mine, theirs in zip(resumed.parameters(), model.parameters()):
+        np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
+
+
+def test_only_tensors_and_plain_values(tmp_path):
+    with pytest.raises(TypeError, match="model is a Linear"):
+        lt.save({"model": lt.nn.Linear(2, 2)}, tmp_path / "x.safetensors")
+    with pytest.raises(TypeError, match="keys"):
+        lt.save({(1, 2): lt.ones(2)}, tmp_path / "x.safetensors")
+    lt.save({"x": lt.ones(2)}, tmp_path / "x.safetensors", metadata={"lazytensor.tree": '{"tensor": "y"}'})
+    with pytest.raises(ValueError, match="malformed checkpoint"):
+        lt.load(tmp_path / "x.safetensors")
+    with pytest.raises(TypeError, match="device or map_location"):
+        lt.load(tmp_path / "x.safetensors", "cpu", map_location="cpu")

@@ -226,7 +226,17 @@ def test_dot():
     with pytest.raises(lt.ShapeError):
         lt.asarray(data((3,))).dot(lt.asarray(data((4,))))
     with pytest.raises(lt.ShapeError):
-        lt.asarray(data((3, 3))).dot(lt.asarray(data((3,))))
+        lt.asarray(data((3, 4))).dot(lt.asarray(data((3,))))
+
+
+@pytest.mark.parametrize("shapes", [((3, 4), (4,)), ((4,), (4, 5)), ((3, 4), (4, 5)), ((2, 3, 4), (4,)),
+                                    ((2, 3, 4), (5, 4, 6)), ((4,), (2, 4, 3)), ((), (3, 2)), ((3, 2), ())], ids=str)
+def test_dot_of_any_ranks_as_numpy(shapes):
+    """NumPy's `dot` beyond 1-d (PyTorch's takes 1-d only): matrix products, and the sum over a's last axis and
+    b's second-to-last for more dimensions."""
+    a, b = data(shapes[0], lt.float64, 3), data(shapes[1], lt.float64, 4)
+    check(lt.dot(lt.asarray(a), lt.asarray(b)), np.dot(a, b))
+    check(lt.asarray(a).dot(b), a.dot(b))
 
 
 @pytest.mark.parametrize("shapes,axis", [(((5,), (5,)), -1), (((3, 5), (5,)), -1), (((3, 5), (2, 1, 5)), -1),

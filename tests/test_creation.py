@@ -811,6 +811,18 @@ def test_tril_triu(dtype, shape, k):
         lt.tril(lt.zeros(3))
 
 
+def test_tril_triu_diag_take_numpys_and_torchs_spellings():
+    arr = random_array((4, 5), lt.float32, 9)
+    x, t = lt.asarray(arr), torch.tensor(arr)
+    check(lt.triu(x, 1), np.triu(arr, 1))
+    check(lt.tril(x, -1), torch.tril(t, -1))
+    check(lt.triu(x, diagonal=2), torch.triu(t, diagonal=2))
+    check(lt.tril(x, diagonal=-2), torch.tril(t, diagonal=-2))
+    check(lt.diag(x, k=1), np.diag(arr, k=1))
+    check(lt.diag(lt.asarray(arr[0]), k=-1), np.diag(arr[0], k=-1))
+    check(lt.diag(x, diagonal=-1), torch.diag(t, diagonal=-1))
+
+
 def test_tril_gradient():
     x = lt.asarray(random_array((3, 3), lt.float64, seed=87)).requires_grad_()
     lt.triu(x, k=1).sum().backward()

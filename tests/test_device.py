@@ -317,3 +317,24 @@ def test_a_host_buffer_has_its_arrays_address():
     for size in (0, 1, 1 << 16):
         buffer = cpu.alloc(lt.float32, size)
         assert buffer.ptr == buffer.numpy().ctypes.data and buffer.size == size
+
+
+def test_device_and_cuda_answer_as_pytorchs_tutorials_ask():
+    """`device = lt.device("cuda" if lt.cuda.is_available() else "cpu")`, then `.to(device)` and `device=`: the
+    same answers as `lt.devices()` gives, on the CPU and under Triton's interpreter."""
+    gpus = [d for d in lt.devices() if d.type == "cuda"]
+    assert lt.cuda.is_available() == bool(gpus) and lt.cuda.device_count() == len(gpus)
+    device = lt.device("cuda" if lt.cuda.is_available() else "cpu")
+    assert device is get_device("cuda:0" if gpus else "cpu")
+    assert lt.ones(2).to(device).device == device.name == lt.zeros(2, device=device).device
+    assert (lt.device("cpu").type, lt.device("cpu").index) == ("cpu", None)
+    if gpus:
+        assert lt.device("cuda", 0) is gpus[0] and (gpus[0].type, gpus[0].index) == ("cuda", 0)
+        assert lt.cuda.get_device_name(0) == gpus[0].target.describe() and lt.cuda.current_device() == 0
+        lt.cuda.synchronize()
+    lt.cuda.manual_seed(4)
+    first = lt.rand(3).numpy()
+    lt.manual_seed(4)
+    np.testing.assert_array_equal(lt.rand(3).numpy(), first)
+    with pytest.raises(lt.DeviceError, match="unknown device"):
+        lt.device("tpu")

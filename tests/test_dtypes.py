@@ -238,6 +238,54 @@ def test_default_dtypes_of_creation_and_results():
     assert (lt.asarray([True]) + 1).dtype == lt.default_int
 
 
+@pytest.fixture
+def default_dtype_restored():
+    yield
+    lt.set_default_dtype(lt.float32)
+    torch.set_default_dtype(torch.float32)
+
+
+@pytest.mark.parametrize("dtype", [lt.float64, lt.float16, lt.bfloat16])
+def test_set_default_dtype_as_torch(default_dtype_restored, dtype):
+    """Every place the default float decides a dtype follows `set_default_dtype`, as torch's does; tensors made
+    before keep theirs; lt.jit records again, saying why; an integer default is an error."""
+    before = lt.zeros(2)
+    lt.set_default_dtype(dtype)
+    torch.set_default_dtype(to_torch_dtype(dtype))
+    assert lt.get_default_dtype() == dtype == lt.default_float and before.dtype == lt.float32
+    made = {"zeros": (lt.zeros(2), torch.zeros(2)), "rand": (lt.rand(2), torch.rand(2)),
+            "randn": (lt.randn(2), torch.randn(2)), "linspace": (lt.linspace(0, 1, 3), torch.linspace(0, 1, 3)),
+            "tensor of floats": (lt.tensor([1.5]), torch.tensor([1.5])),
+            "int / int": (lt.arange(3) / 2, torch.arange(3) / 2), "int * float": (lt.arange(3) * 0.5,
+                                                                                  torch.arange(3) * 0.5),
+            "exp of ints": (lt.arange(3).exp(), torch.arange(3).exp()),
+            "Linear": (lt.nn.Linear(2, 2).weight, torch.nn.Linear(2, 2).weight),
+            "LSTM": (lt.nn.LSTM(2, 3).weight_ih_l0, torch.nn.LSTM(2, 3).weight_ih_l0),
+            "Parameter()": (lt.nn.Parameter(), torch.nn.Parameter())}
+    for what, (ours, theirs) in made.items():
+        assert ours.dtype == dtype and theirs.dtype == to_torch_dtype(dtype), what
+    assert lt.finfo().eps == lt.finfo(dtype).eps
+    assert lt.__array_namespace_info__().default_dtypes()["real floating"] == dtype
+    check(lt.arange(5) / 3, torch.arange(5) / 3)
+    with pytest.raises(lt.DTypeError, match="float dtype"):
+        lt.set_default_dtype(lt.int32)
+
+
+def test_jit_records_again_for_a_new_default_dtype(default_dtype_restored):
+    @lt.jit
+    def scaled(x):
+        return x / 2 + lt.ones(x.shape)
+    x = lt.arange(4)
+    for _ in range(3):
+        assert scaled(x).dtype == lt.float32
+    lt.set_default_dtype(lt.float64)
+    for _ in range(3):
+        got = scaled(x)
+        assert got.dtype == lt.float64
+    check(got, torch.arange(4, dtype=torch.float64) / 2 + 1)
+    assert "new signature: the default float dtype is float64, was float32" in scaled.reasons
+
+
 def test_dtypes_pickle_and_copy_as_the_same_constant():
     """A dtype's equality is identity: a pickled or copied dtype must be the module's constant itself."""
     for dt in EVERY_DTYPE:

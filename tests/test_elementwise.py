@@ -519,6 +519,33 @@ def test_module_functions_take_lists():
     check(lt.maximum([1, 5], lt.asarray([3, 2])), torch.maximum(torch.tensor([1, 5]), torch.tensor([3, 2])))
 
 
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int32])
+def test_module_functions_write_into_out_as_torch(dtype):
+    """`lt.f(..., out=t)` rebinds t to the result, as torch's `out=` writes it (a wider or same-kind dtype holds it,
+    a float result does not go into integers, the shape must match) and NumPy's one-tensor tuple."""
+    a, b = random_array((3, 4), dtype, 6), random_array((4,), dtype, 7)
+    ta, tb = torch.tensor(a), torch.tensor(b)
+    for name in ("mul", "add", "maximum", "matmul", "abs"):
+        args, targs = ((a, b.reshape(4, 1)), (ta, tb.reshape(4, 1))) if name == "matmul" else \
+            (((a,), (ta,)) if name == "abs" else ((a, b), (ta, tb)))
+        out = lt.zeros((3, 1) if name == "matmul" else (3, 4), dtype=lt.float64)
+        handle = out
+        got = getattr(lt, name)(*[lt.asarray(v) for v in args], out=out)
+        assert got is handle and out.dtype == lt.float64
+        check(out, getattr(torch, name)(*targs).double())  # torch's out= of another dtype: computed, then cast
+    out = lt.zeros((3, 4), dtype=dtype)
+    assert lt.multiply(lt.asarray(a), 2, out=(out,)) is out
+    check(out, ta * 2)
+    if dtype == lt.int32:
+        with pytest.raises(lt.DTypeError, match="out="):
+            lt.sqrt(lt.asarray(a), out=out)  # torch: "result type Float can't be cast to the desired output type Int"
+    with pytest.raises(lt.ShapeError, match="out="):
+        lt.add(lt.asarray(a), lt.asarray(b), out=lt.zeros(4, dtype=dtype))
+    leaf = lt.zeros((3, 4), dtype=lt.float32).requires_grad_()
+    with pytest.raises(RuntimeError, match="leaf"):
+        lt.exp(lt.ones((3, 4)), out=leaf)
+
+
 SAME_DTYPE_UNARY = {  # name: (lazytensor, torch)
     "neg": (operator.neg, operator.neg), "abs": (abs, abs), "square": (lambda x: x.square(), torch.square),
     # NaN's sign is NaN, as NumPy and the array API (torch.sign gives 0)

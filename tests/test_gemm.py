@@ -370,7 +370,7 @@ def test_packing_a_weight_gradient_copies_lanes():
                                     ((3, 40, 9), (3, 9, 480)), ((2, 1, 20, 50), (4, 50, 33))], ids=str)
 @pytest.mark.parametrize("rhs", LAYOUTS)
 def test_packing_a_in_runs_of_its_rows(k_blocks, shapes, dtype, rhs):
-    """A left operand that runs along k in memory is packed in runs of A_RUN k's of each row: k not a multiple
+    """A left operand that runs along k in memory is packed in runs of `Layout.a_run` k's of each row: k not a multiple
     of the run nor of the k block (in blocks of at most 256, 301 takes blocks of 152, rounded up to whole
     runs; 514 of 172), fewer k's than a tile of packing (9), batched and broadcast, and a slice of wider rows;
     checked kernels keep every access inside the panels."""
@@ -380,7 +380,7 @@ def test_packing_a_in_runs_of_its_rows(k_blocks, shapes, dtype, rhs):
     sliced = wide[..., 5:5 + shapes[0][-1]]
     for a, ta in ((x, t), (sliced, torch.tensor(sliced.numpy()))):
         program, _ = compile_kernel(lt.schedule(a.to("cpu") @ y.to("cpu"))[0].kernel)
-        assert program.layout.a_rows and program.layout.kc % gemm.A_RUN == 0
+        assert program.layout.a_rows and program.layout.kc % program.layout.a_run == 0
         check(a @ y, ta @ u)
         check((a @ y * 2).relu(), torch.relu(ta @ u * 2))
 
@@ -388,16 +388,20 @@ def test_packing_a_in_runs_of_its_rows(k_blocks, shapes, dtype, rhs):
 @unchecked_only
 def test_packing_a_softmax_copies_runs_of_its_rows():
     """Attention's second product, `softmax(s) @ v`: A runs along k in s, and reads its rows' max and sum,
-    which are the same for every k; A is packed in runs of its rows, computed as vectors, with no gathers
-    nor scatters."""
+    which are the same for every k; A is packed in runs of its rows, each run one vector's lanes, so its exps
+    are computed as whole vectors, with no gathers nor scatters. A plain product's runs stay UNROLL_K long."""
     s, v = lt.asarray(data((2, 64, 100)), device="cpu"), lt.asarray(data((2, 100, 40), seed=2), device="cpu")
     out = s.softmax(-1) @ v
     contraction = next(item.kernel for item in lt.schedule(out) if isinstance(item.kernel, Contraction))
     program, _ = compile_kernel(contraction)
-    assert program.layout.a_rows
+    layout = program.layout
+    assert layout.a_rows and layout.a_run == layout.lanes and layout.kc % layout.lanes == 0
     pack_a = program.stages[0].optimized_ir
-    assert "llvm.masked.gather" not in pack_a and "scatter" not in pack_a and re.search(r"store <\d+ x float>", pack_a)
+    assert "llvm.masked.gather" not in pack_a and "scatter" not in pack_a
+    assert re.search(rf"store <{layout.lanes} x float>", pack_a)
     check(out, torch.softmax(torch.tensor(s.numpy()), -1) @ torch.tensor(v.numpy()))
+    plain, _ = compile_kernel(lt.schedule(s @ v)[0].kernel)
+    assert plain.layout.a_rows and plain.layout.a_run == gemm.UNROLL_K
 
 
 def test_packing_a_along_its_lanes_keeps_runs_of_k():

@@ -625,3 +625,18 @@ def test_numpys_trim_zeros_ix_and_put_along_axis(dtype):
         y = lt.zeros((2, 3))
         lt.put_along_axis(y, lt.asarray([[3], [0]]), 1.0, 1)
         y.numpy()
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.int64])
+def test_a_range_indexes_as_an_integer_array_as_torch(dtype):
+    """`logp[range(n), y]` (PyTorch's "what is torch.nn really" tutorial's nll) and ranges anywhere an integer
+    array goes, reading and writing."""
+    a = random_array((4, 6), dtype, 3)
+    y = np.array([1, 5, 0, 2])
+    x, t = lt.asarray(a), torch.tensor(a)
+    for index in [(range(4), y), (range(1, 4, 2),), (slice(None), range(5, 0, -2)), (range(0),), (range(-1, -5, -1),)]:
+        theirs = t[tuple(torch.tensor(i) if isinstance(i, np.ndarray) else i for i in index)]
+        check(x[index], theirs)
+    x[range(2), [0, 1]] = -1
+    t[range(2), [0, 1]] = -1
+    check(x, t)

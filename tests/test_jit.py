@@ -4,6 +4,8 @@ a new input signature records again, a replay schedules and compiles nothing, an
 is an error naming the user's line."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 import torch
@@ -365,3 +367,18 @@ def test_a_replay_checks_the_indexes_that_come_from_data():
     with pytest.raises(IndexError, match="cross_entropy: a target is outside"):
         jstep(lt.asarray(x), lt.asarray(np.where(np.arange(16) == 3, 5, y)))
     assert lt.stats().replays == before + 2
+
+
+def test_static_argnums_and_argnames_as_jax_takes_them():
+    """JAX's spelling: `partial(lt.jit, static_argnums=1)`; non-tensor arguments are static anyway (a new value
+    records again), and a tensor where a static argument goes is an error."""
+    @functools.partial(lt.jit, static_argnums=1, static_argnames="scale")
+    def power(a, n, scale=1.0):
+        return a ** n * scale
+    x = lt.asarray(np.array([1.0, 2.0, 3.0], np.float32))
+    for n in (2, 3, 2):
+        check(power(x, n, scale=0.5), np.array([1.0, 2.0, 3.0], np.float32) ** n * 0.5)
+    with pytest.raises(lt.JitError, match="argument 1 is static"):
+        power(x, lt.asarray(2))
+    with pytest.raises(lt.JitError, match="argument 'scale' is static"):
+        power(x, 2, scale=lt.asarray(2.0))

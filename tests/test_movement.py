@@ -250,7 +250,7 @@ def test_pad_dtypes_and_values(dtype):
         x, t = layout(arr, kind)
         check(x.pad(((1, 0), (2, 1))), np.pad(t.numpy(), ((1, 0), (2, 1))))
         check(x.pad(1, value=value), np.pad(t.numpy(), 1, constant_values=value))
-        check(lt.pad(x, (0, 2), value), np.pad(t.numpy(), (0, 2), constant_values=value))
+        check(lt.pad(x, (0, 2), constant_values=value), np.pad(t.numpy(), (0, 2), constant_values=value))
 
 
 def test_pad_keeps_the_dtype():
@@ -272,6 +272,33 @@ def test_pad_0d_1d_and_empty():
         x.pad(-1)
     with pytest.raises(ValueError):
         x.pad([(0, 1), (-1, 0)])
+
+
+@pytest.mark.parametrize("mode", ["edge", "reflect", "symmetric", "wrap"])
+@pytest.mark.parametrize("dtype", [lt.float32, lt.int64, lt.float16, lt.bool_], ids=str)
+def test_pad_modes_as_numpy(mode, dtype):
+    """NumPy's modes, amounts past the axis's size included (NumPy reflects and wraps again), every layout, and
+    through np.pad of a tensor; a size-1 axis, 1-d and 0-d."""
+    arr = random_array((3, 4), dtype, 2)
+    for kind in LAYOUTS:
+        x, t = layout(arr, kind, oracle="numpy")
+        for width in (1, ((1, 2), (0, 5)), ((4, 0), (9, 2)), ((7, 7), (0, 0))):
+            check(x.pad(width, mode), np.pad(t, width, mode))
+    check(np.pad(lt.asarray(arr), 2, mode=mode), np.pad(arr, 2, mode=mode))
+    check(lt.pad(lt.asarray(arr[:1, :1]), ((3, 2), (1, 4)), mode=mode), np.pad(arr[:1, :1], ((3, 2), (1, 4)), mode))
+    check(lt.asarray(arr[0]).pad((5, 6), mode), np.pad(arr[0], (5, 6), mode))
+    check(lt.asarray(arr[0, 0]).pad(1, mode), np.pad(arr[0, 0], 1, mode))
+    with pytest.raises(lt.ShapeError, match="non-empty"):
+        lt.zeros((0, 2)).pad(1, mode)
+
+
+def test_pad_mode_errors():
+    x = lt.ones((2, 2))
+    with pytest.raises(ValueError, match="mode"):
+        x.pad(1, "linear_ramp")
+    with pytest.raises(ValueError, match="constant_values"):
+        x.pad(1, "edge", constant_values=3)
+    check(x.pad(1, constant_values=3), np.pad(np.ones((2, 2), np.float32), 1, constant_values=3))
 
 
 def test_pad_then_slice_and_reduce():

@@ -108,3 +108,44 @@ def test_unwrap_is_numpys(dtype):
     check(lt.unwrap(lt.asarray(degrees), period=360.0), np.unwrap(degrees, period=360.0))
     for edge in (wrapped[:, :1], wrapped[:, :0]):
         check(lt.unwrap(lt.asarray(edge)), np.unwrap(edge))
+
+
+@pytest.mark.parametrize("dtype", [lt.float64, lt.float32, lt.int64], ids=str)
+def test_polyfit_matches_numpy(dtype):
+    """NumPy's polyfit: 1-d and 2-d y, weights, `full=True`'s residuals, rank and singular values; a float32 fit
+    stays float32 (NumPy's gives float64); the CPU only (lstsq is LAPACK's)."""
+    if lt.device.get_device().type != "cpu":
+        with pytest.raises(lt.DeviceError):
+            lt.polyfit(lt.arange(5.0), lt.arange(5.0), 1).numpy()
+        return
+    x = np.linspace(-2, 3, 20) if dtype.is_float else np.arange(-8, 12)
+    y = (3 * x ** 2 - x + 1 + random_array((20,), lt.float64, 5)).astype(np.float64)
+    x, y = x.astype(dtype.name), (y if dtype.is_float else np.round(y)).astype(dtype.name)
+    tolerance = {} if dtype == lt.float64 else {"rtol": 1e-4, "atol": 1e-4}  # ints fit in the default float
+    for deg in (0, 1, 2, 5):
+        got = lt.polyfit(lt.asarray(x), lt.asarray(y), deg)
+        np.testing.assert_allclose(got.numpy(), np.polyfit(x, y, deg), **tolerance)
+        assert got.dtype == (dtype if dtype.is_float else lt.float32)
+    two = np.stack([y, 2 * y - 1], 1)
+    w = np.linspace(0.5, 1.5, 20).astype(x.dtype if dtype.is_float else np.float64)
+    np.testing.assert_allclose(lt.polyfit(x, two, 3, w=w).numpy(), np.polyfit(x, two, 3, w=w), **tolerance)
+    ours, theirs = lt.polyfit(x, y, 1, full=True), np.polyfit(x, y, 1, full=True)
+    for a, b in zip(ours[1:4], theirs[1:4]):
+        np.testing.assert_allclose(np.asarray(a.numpy() if isinstance(a, lt.Tensor) else a), b, rtol=1e-3)
+    with pytest.raises(lt.ShapeError, match="x must be"):
+        lt.polyfit(lt.zeros((2, 2)), lt.zeros(2), 1)
+    with pytest.raises(TypeError, match="cov"):
+        lt.polyfit(x, y, 1, cov=True)
+
+
+def test_fill_diagonal_in_place_as_numpy():
+    for shape, wrap in (((4, 4), False), ((7, 3), False), ((7, 3), True), ((3, 7), True), ((3, 3, 3), False)):
+        a = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+        x = lt.asarray(a)
+        assert lt.fill_diagonal(x, -1, wrap=wrap) is None
+        np.fill_diagonal(a, -1, wrap=wrap)
+        check(x, a)
+        y, b = lt.zeros(shape), np.zeros(shape, np.float32)
+        np.fill_diagonal(y, 5, wrap=wrap)  # NumPy's own call, on a tensor
+        np.fill_diagonal(b, 5, wrap=wrap)
+        check(y, b)

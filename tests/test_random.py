@@ -229,3 +229,69 @@ def test_bernoulli_as_pytorchs_draws_zeros_and_ones_in_the_inputs_dtype():
     assert np.all(np.abs(values.mean(0) - np.linspace(0, 1, 5)) < 0.04)
     half = lt.zeros(1000, dtype=lt.float64).bernoulli(0.25).numpy()
     assert abs(half.mean() - 0.25) < 0.06
+
+
+def _draws(generator):
+    """One draw of every function that takes `generator=`, as NumPy arrays."""
+    t = lt.zeros(6)
+    weights = lt.asarray(np.array([[1.0, 2.0, 3.0, 0.0]]))
+    return [lt.rand(4, generator=generator), lt.randn(4, dtype=lt.float64, generator=generator),
+            lt.randint(0, 100, (4,), generator=generator), lt.randperm(7, generator=generator),
+            lt.normal(1.0, 2.0, (3,), generator=generator), lt.random.uniform(-1.0, 1.0, (3,), generator=generator),
+            lt.random.bernoulli(0.5, (5,), generator=generator), lt.multinomial(weights, 2, generator=generator),
+            lt.ones(3).bernoulli(0.5, generator=generator), t.uniform_(generator=generator) * 1,
+            t.normal_(generator=generator) * 1, t.exponential_(generator=generator) * 1,
+            t.random_(10, generator=generator) * 1, t.bernoulli_(0.5, generator=generator) * 1,
+            lt.nn.init.kaiming_uniform_(lt.zeros(3, 4), generator=generator) * 1,
+            lt.nn.init.orthogonal_(lt.zeros(3, 3), generator=generator) * 1]
+
+
+def test_a_generator_is_a_stream_of_its_own():
+    """Two generators of one seed draw the same numbers, and drawing from one leaves the default stream alone
+    (PyTorch's `torch.Generator`); `manual_seed` returns the generator, `get_state`/`set_state` repeat draws."""
+    lt.manual_seed(3)
+    default_only = lt.rand(5).numpy()
+    g = lt.Generator().manual_seed(42)
+    lt.manual_seed(3)
+    ours = [d.numpy() for d in _draws(g)]
+    np.testing.assert_array_equal(lt.rand(5).numpy(), default_only)
+    again = [d.numpy() for d in _draws(lt.Generator().manual_seed(42))]
+    for a, b in zip(ours, again):
+        np.testing.assert_array_equal(a, b)
+    other = [d.numpy() for d in _draws(lt.Generator().manual_seed(43))]
+    assert not np.array_equal(ours[0], other[0]) and not np.array_equal(ours[1], other[1])
+    state = g.get_state()
+    first = lt.randn(3, generator=g).numpy()
+    np.testing.assert_array_equal(lt.randn(3, generator=g.set_state(state)).numpy(), first)
+    assert g.initial_seed() == 42 and isinstance(lt.manual_seed(5), lt.Generator) and lt.initial_seed() == 5
+    assert isinstance(lt.Generator().seed(), int)
+
+
+def test_data_utilities_take_a_generator_as_pytorchs_tutorials_pass_one():
+    data = lt.utils.data.TensorDataset(lt.arange(10))
+    splits = [lt.utils.data.random_split(data, [0.8, 0.2], generator=lt.Generator().manual_seed(42))
+              for _ in range(2)]
+    assert splits[0][0].indices == splits[1][0].indices and len(splits[0][1]) == 2
+    orders = [[int(b[0][0]) for b in lt.utils.data.DataLoader(data, batch_size=1, shuffle=True,
+                                                              generator=lt.Generator().manual_seed(7))]
+              for _ in range(2)]
+    assert orders[0] == orders[1] and sorted(orders[0]) == list(range(10))
+
+
+def test_a_generator_inside_jit_is_an_error():
+    g = lt.Generator().manual_seed(1)
+
+    @lt.jit
+    def noisy(x):
+        return x + lt.rand(x.shape, generator=g)
+    with pytest.raises(lt.JitError, match="generator="):
+        noisy(lt.zeros(3))
+
+
+def test_randint_takes_pytorchs_high_and_size_form():
+    """`torch.randint(high, size)` (nanoGPT's `randint(len(data) - block, (batch,))`) as randint(0, high, size)."""
+    lt.manual_seed(2)
+    a = lt.randint(10, (500,)).numpy()
+    lt.manual_seed(2)
+    np.testing.assert_array_equal(a, lt.randint(0, 10, (500,)).numpy())
+    assert a.shape == (500,) and a.min() == 0 and a.max() == 9 and lt.randint(5, [2, 3]).shape == (2, 3)

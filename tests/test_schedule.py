@@ -671,6 +671,10 @@ def test_a_training_step_seen_before_is_found_without_a_walk(monkeypatch, matchi
         step_both(m, lt.nn.functional.mse_loss(m(lt.asarray(a)), lt.asarray(b)), opt,
                   tm, torch.nn.functional.mse_loss(tm(torch.tensor(a)), torch.tensor(b)), topt)
     assert lt.stats().kernels_compiled == 0 and lt.stats().realizes == 3
+    # the steady step's graph, of more nodes than a loop's, is checked through its written-out code too
+    steps = [t for ts in importlib.import_module("lazytensor.schedule")._templates.values() for t in ts
+             if len(t.entries) > 64 and t.matches]
+    assert len(steps) == 1 and (steps[0].match != steps[0].walk) == matching
 
 
 def test_a_template_of_several_roots_reuses_no_plan_of_another_structure(monkeypatch, matching):

@@ -5,12 +5,13 @@ A `kernels.ir.Contraction` runs in four steps, all compiled from LLVM IR:
 1. `pack_a` evaluates the left operand (with its prologue: casts, scaling,
    transposes) into panels of MR rows: `Ap[b][ip][k][r] = a[b, ip*MR + r, k]`,
    or, where the operand runs along k in memory (`Layout.a_rows`: the rows of
-   a row-major `x` in `x @ w`), in runs of A_RUN k's of each row,
-   `Ap[b][ip][k // A_RUN][r][k % A_RUN]`: copies of whole runs rather than a
-   transpose of single elements (computed as vectors where the operand is
-   computed: a softmax), and the micro-kernel, unrolled by A_RUN, reads the
-   MR * A_RUN elements of a run per step of its loop (longer runs, with a
-   longer unrolling, make LLVM's scheduler hoist and spill the broadcasts);
+   a row-major `x` in `x @ w`), in runs of R k's of each row (`Layout.a_run`),
+   `Ap[b][ip][k // R][r][k % R]`: copies of whole runs rather than a transpose
+   of single elements, and the micro-kernel reads the MR * R elements of a run
+   over R steps of its loop. R is its unrolling, UNROLL_K, or where the operand
+   computes a function of `mathlib` (attention's softmax), a vector's lanes:
+   the packing computes whole vectors (in runs of 4, LLVM computed its exps 4
+   lanes at a time, 2.5x the time);
    where a panel's lanes flatten a pair of axes (a convolution's output
    pixels, `(oh, ow)`), it is copied row by row of the inner axis: each row's
    run of the panel in vectors, with no division per lane (`_rows`);
@@ -83,7 +84,6 @@ TILE_ROWS_512 = (8, 12)  # the heights of AVX-512 tiles (see `Layout.choose`), i
 UNROLL_K = 4
 TASKS_PER_THREAD = 4
 TILE_K = 16  # k per block where packing transposes: a 64-byte line of float32 per lane
-A_RUN = UNROLL_K  # k's of a row together in A's panels, where they hold runs of rows: one unrolled step each
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,10 @@ class Layout:
     row_panels: int     # panels of A per task
     col_panels: int     # panels of B per task
     fused: bool = False  # each task is one product of a batch, and packs its own panels
-    a_rows: bool = False  # A's panels hold runs of A_RUN k's of each row (kc is then a multiple of A_RUN)
+    a_rows: bool = False  # A's panels hold runs of `a_run` k's of each row (kc is then a multiple of it)
+    # UNROLL_K, or a vector's lanes where A computes a function of `mathlib` (see the module's docstring): runs of
+    # 16 float32 made a plain product's micro-kernel 5% slower (1024 x 1024 x 1024, one thread of Zen 5)
+    a_run: int = UNROLL_K
     # The panels are cut into blocks of kc k's, block after block (`Ap[kb][b][ip][k % kc][r]`), rather than each
     # panel holding all of k: where a generic contraction's k is a run-time size (`generic_pack_kernels`), the
     # packing's addresses are then affine in k with constant strides.
@@ -125,14 +128,17 @@ class Layout:
             # tiles one vector wide: two would multiply zeros half the time.
             mr = min(TILE_ROWS_512, key=lambda r: -(-m // r) * r) if vector_bits == 512 else 6
             nr = lanes if n <= lanes else 2 * lanes
-            # A's runs are A_RUN k's long: a stride of one within runs of A_RUN is enough (a convolution's
-            # windows as A, k over 56-wide rows)
-            code = Layout(lanes, mr, nr, 0, 0, 0, a_rows=_runs_along_k(c, c.a, c.vars[1], mr, -(-m // mr), A_RUN))
+            # a stride of one within each of A's runs is enough (a convolution's windows as A, k over 56-wide rows):
+            # runs of UNROLL_K k's, or of a vector's where A computes a mathlib function
+            computed = any(v.op is VOp.ALU and mathlib.supports(v.arg, v.dtype) for v in toposort([c.a]))
+            run = lanes if computed else UNROLL_K
+            a_rows = _runs_along_k(c, c.a, c.vars[1], mr, -(-m // mr), run)
+            code = Layout(lanes, mr, nr, 0, 0, 0, a_rows=a_rows, a_run=run if a_rows else UNROLL_K)
             b_row = _b_in_place(c, mr, nr)
         mp, np_ = -(-m // code.mr), -(-n // code.nr)
         kc = code.kc if code.blocked else -(-k // -(-k // KC_TARGET))
         if code.a_rows:  # blocks of k start at a run
-            kc = -(-kc // A_RUN) * A_RUN
+            kc = -(-kc // code.a_run) * code.a_run
         row_panels, col_panels = _blocks(mp * code.mr, np_ * code.nr, mp, np_, -(-TASKS_PER_THREAD * threads // batch),
                                          max(1, min(mp, L2_BLOCK_BYTES // (code.mr * min(kc, k) * c.dtype.itemsize))))
         fused = batch > 1 and row_panels == mp and col_panels == np_
@@ -154,7 +160,11 @@ class Layout:
         """The k's of A's panels (of a block of them where `blocked`): k, rounded up to whole runs where they
         hold runs of rows (`a_rows`)."""
         k = self.kc if self.blocked else c.sizes[3]
-        return -(-k // A_RUN) * A_RUN if self.a_rows else k
+        return -(-k // self.a_run) * self.a_run if self.a_rows else k
+
+    def a_runs(self, c: Contraction) -> tuple[int, int] | None:
+        """Where A's panels hold runs of rows (`a_rows`), the k's of a panel (`a_depth`) and of a run (`a_run`)."""
+        return (self.a_depth(c), self.a_run) if self.a_rows else None
 
     def strides(self, c: Contraction) -> tuple[int, int, int, int, int, int]:
         """Where a panel's block of k starts in A's and in B's panel buffer: the elements from one product of
@@ -400,7 +410,7 @@ def pack_kernels(c: Contraction, layout: Layout) -> tuple[Pack, Pack]:
     mp, np_ = layout.panels(c)
     buffers = c.buffers + layout.packed_buffers(c)
     a = _pack(c, buffers, f"{c.name}_pack_a", len(c.buffers), c.a, vm, layout.mr, mp, layout.fused,
-              layout.a_depth(c) if layout.a_rows else None)
+              layout.a_runs(c))
     if layout.b_row:  # B read in place: its packing stage copies nothing, one iteration that stores nothing
         unit = Var(f"{vn.name}_in_place", 1)
         return a, Pack(Kernel(f"{c.name}_pack_b", buffers, c.params, (unit,), ()), (), unit)
@@ -434,7 +444,7 @@ def generic_pack_kernels(c: Contraction, layout: Layout, over: frozenset[Var]) -
             at = GEOMETRY.index("m" if lane is vm else "n")
             size = Var(f"{lane.name}_size", UNBOUNDED)
             pack = _pack(c, buffers, name, slot, operand, lane, width, panels, False,
-                         layout.a_depth(c) if runs else None, Expr.of(size))
+                         layout.a_runs(c) if runs else None, Expr.of(size))
             params = (*c.params, *(int64 for _ in range(at + 1)))
             packs[side] = replace(pack, kernel=replace(pack.kernel, params=params), covers=lane,
                                   sizes=((size, len(c.params) + at),))
@@ -455,7 +465,7 @@ def _batched_pack(c: Contraction, layout: Layout, buffers: tuple[BufferParam, ..
     p = Var(f"{lane.name}_panel", layout.panels(c)[0 if side == "a" else 1])
     start = Expr.of(vb).times((f"{side}_batch",)) + Expr.of(p).times((f"{side}_panel",))
     pack = _pack(c, buffers, name, len(c.buffers) + (side == "b"), operand, lane, width, p.size, True,
-                 layout.a_depth(c) if side == "a" and layout.a_rows else None,
+                 layout.a_runs(c) if side == "a" else None,
                  Expr.of(lanes) if lane in over else None, _Batched(start, Expr.of(depth) if vk in over else None,
                                                                    Expr.of(panels)))
     strides = tuple((v.name, at[key]) for v, key in zip((vm, vn, vk), "mnk")) + \
@@ -483,7 +493,8 @@ def _blocked_pack(c: Contraction, layout: Layout, buffers: tuple[BufferParam, ..
     p, lane_var = Var(f"{lane.name}_panel", panels), Var(f"{lane.name}_lane", width)
     at = Expr.of(vk) % layout.kc
     start = Expr.of(vk) // layout.kc * block + Expr.of(p) * panel
-    index = start + (at // A_RUN * (width * A_RUN) + Expr.of(lane_var) * A_RUN + at % A_RUN if runs
+    run = layout.a_run
+    index = start + (at // run * (width * run) + Expr.of(lane_var) * run + at % run if runs
                      else at * width + lane_var)
     (value,) = substitute([operand], {lane: Expr.of(p) * width + lane_var})
     return Pack(Kernel(name, buffers, c.params, (vk, p, lane_var), (Store(slot, index, value),)),
@@ -543,7 +554,7 @@ def _runs_along_k(c: Contraction, operand: Value, lane: Var, width: int, panels:
 
 
 def _pack(c: Contraction, buffers: tuple[BufferParam, ...], name: str, slot: int, operand: Value, lane: Var,
-          width: int, panels: int, by_batch: bool, a_depth: int | None = None, lanes: Expr | None = None,
+          width: int, panels: int, by_batch: bool, a_runs: tuple[int, int] | None = None, lanes: Expr | None = None,
           batched: _Batched | None = None) -> Pack:
     """`panel[b][p][k][l] = operand(b, lane=p*width + l, k)`, with explicit loops over panel p, k and lane l,
     so that store addresses are affine and the innermost loop steps through both memories in order.
@@ -554,7 +565,7 @@ def _pack(c: Contraction, buffers: tuple[BufferParam, ...], name: str, slot: int
     lane reads a run of TILE_K elements, and the block of TILE_K x width elements written stays in the L1
     cache until it is complete.
 
-    Where `a_depth` is given (A's panels in runs of rows, `Layout.a_rows`, of that many k's), each lane's
+    Where `a_runs` is given (A's panels in runs of rows, `Layout.a_runs`: the k's of a panel and of a run), each lane's
     row is copied in order, a run at a time: the innermost loop, the one that vectorizes, steps through
     both memories (a tile of several runs would store through scatters).
 
@@ -583,11 +594,12 @@ def _pack(c: Contraction, buffers: tuple[BufferParam, ...], name: str, slot: int
 
     if batched is not None:
         spans.append(Span(p, (), (batched.panels,)))
-    if a_depth is not None:
-        _, _, run, kr, mapping, value = _k_tiles(c, operand, lane, width, panels, A_RUN)
-        index = at(a_depth) + (Expr.of(run) * width + lane_var) * A_RUN + kr
+    if a_runs is not None:
+        depth, length = a_runs
+        _, _, run, kr, mapping, value = _k_tiles(c, operand, lane, width, panels, length)
+        index = at(depth) + (Expr.of(run) * width + lane_var) * length + kr
         return Pack(Kernel(name, buffers, c.params, (*outer, lane_var, run, kr), (Store(slot, index, value),)),
-                    (*spans, *counted(run, (k + A_RUN - 1) // A_RUN), Span(kr, (), (k - Expr.of(run) * A_RUN,))), kr)
+                    (*spans, *counted(run, (k + length - 1) // length), Span(kr, (), (k - Expr.of(run) * length,))), kr)
     if _runs_along_k(c, operand, lane, width, panels):
         mapping = {**mapping, vk: Expr.of(kb) * kt.size + kt}
         spans += [*counted(kb, (k + kt.size - 1) // kt.size), Span(kt, (), (k - Expr.of(kb) * kt.size,))]
@@ -650,7 +662,8 @@ GEOMETRY = ("m", "n", "k", "row_panels_total", "col_panels_total", "row_blocks",
 
 def core_name(c: Contraction, layout: Layout) -> str:
     """The GEMM core a contraction runs: one per dtype and tile, shared by every contraction of them."""
-    return (f"lt_gemm_{c.dtype.name}_{layout.lanes}x{layout.mr}x{layout.nr}{'_a_rows' if layout.a_rows else ''}"
+    return (f"lt_gemm_{c.dtype.name}_{layout.lanes}x{layout.mr}x{layout.nr}"
+            f"{f'_a_runs{layout.a_run}' if layout.a_rows else ''}"
             f"{'_b_in_place' if layout.b_row else ''}")
 
 
@@ -826,28 +839,43 @@ class _GemmRenderer(FunctionBuilder):
         # B's rows: a panel's, NR apart and aligned, or B's own where read in place (`Layout.b_row`)
         b_row, b_align = (self.geometry["b_row"], c.dtype.itemsize) if lay.b_row else (I64(lay.nr), align)
 
-        def step(kk: ir.Value) -> None:
+        def step(kk: ir.Value, in_run: tuple[ir.Value, ir.Value] | None = None) -> None:
+            """The k `kk`: where A's panels hold runs of rows, `in_run` is its run and its offset in the run, if
+            known, else computed from `kk`."""
             bvec = [b.load(b.gep(bp, [b.add(b.mul(kk, b_row), I64(v * lay.lanes))], source_etype=self.t),
                            typ=self.vt, align=b_align) for v in range(nv)]
+            if lay.a_rows and in_run is None:
+                in_run = b.udiv(kk, I64(lay.a_run)), b.urem(kk, I64(lay.a_run))
             for r in range(lay.mr):
                 at = b.add(b.mul(kk, I64(lay.mr)), I64(r))
-                if lay.a_rows:  # in its run of A_RUN k's
-                    run, offset = b.udiv(kk, I64(A_RUN)), b.urem(kk, I64(A_RUN))
-                    at = b.add(b.mul(run, I64(lay.mr * A_RUN)), b.add(I64(r * A_RUN), offset))
+                if in_run is not None:
+                    run, offset = in_run
+                    at = b.add(b.mul(run, I64(lay.mr * lay.a_run)), b.add(I64(r * lay.a_run), offset))
                 x = b.load(b.gep(ap, [at], source_etype=self.t), typ=self.t)
                 xv = self.splat(x)
                 for v in range(nv):
                     acc = accs[r][v]
                     b.store(b.call(fma, [xv, bvec[v], b.load(acc, typ=self.vt)]), acc)
 
-        # Unrolled by UNROLL_K: the loop's own counting would otherwise take issue slots from the FMAs.
-        def unrolled_steps(kq: ir.Value) -> None:
+        # Unrolled by UNROLL_K: the loop's own counting would otherwise take issue slots from the FMAs. Where A's
+        # panels hold runs of rows, a loop over whole runs holds the unrolled loop, each step's place in A's run
+        # then a constant offset from the run's start (from k alone, LLVM computed each with integer ops).
+        def unrolled_steps(kq: ir.Value, run: ir.Value | None = None) -> None:
             for u in range(UNROLL_K):
-                step(b.add(b.mul(kq, I64(UNROLL_K)), I64(u)))
+                offset = b.add(b.mul(kq, I64(UNROLL_K)), I64(u))
+                if run is None:
+                    step(offset)
+                else:
+                    step(b.add(b.mul(run, I64(lay.a_run)), offset), (run, offset))
 
-        whole = b.mul(b.udiv(depth, I64(UNROLL_K)), I64(UNROLL_K))
-        self.counted_loop("k_unrolled", I64(0), b.udiv(depth, I64(UNROLL_K)), unrolled_steps)
-        self.counted_loop("k", whole, depth, step)
+        if lay.a_rows:
+            runs = b.udiv(depth, I64(lay.a_run))
+            self.counted_loop("k_run", I64(0), runs, lambda run: self.counted_loop(
+                "k_unrolled", I64(0), I64(lay.a_run // UNROLL_K), lambda kq: unrolled_steps(kq, run)))
+            self.counted_loop("k", b.mul(runs, I64(lay.a_run)), depth, step)
+        else:
+            self.counted_loop("k_unrolled", I64(0), b.udiv(depth, I64(UNROLL_K)), unrolled_steps)
+            self.counted_loop("k", b.mul(b.udiv(depth, I64(UNROLL_K)), I64(UNROLL_K)), depth, step)
 
         def store_full() -> None:
             for r in range(lay.mr):

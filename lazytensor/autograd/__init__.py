@@ -239,6 +239,70 @@ def joint(tensors: Sequence[Tensor], fire: JointFire) -> list[Tensor]:
 # ---- the walk ------------------------------------------------------------------------------
 
 
+class GradFn:
+    """What `Tensor.grad_fn` shows of the autograd record that made a tensor (PyTorch's autograd node): `name()`
+    spelled as PyTorch's (`MulBackward`, `SumBackward`, `SoftmaxBackward` for a composite with its own backward)
+    and `next_functions`, one `(GradFn or AccumulateGrad or None, 0)` per source of the op. Records are of the
+    graph's primitive ops, so a composite without a backward of its own shows the last primitive it recorded
+    (a reduction without `keepdims` shows the `ReshapeBackward` that drops its axes). For reading only: backward runs from the records themselves."""
+
+    __slots__ = ("_record",)
+
+    def __init__(self, record: tuple) -> None:
+        self._record = record
+
+    def name(self) -> str:
+        op, arg, _ = self._record
+        if op is _ALU:
+            what = arg.name
+        elif op is _REDUCE:
+            what = arg[0].name
+        elif op is _SCAN:
+            what = f"cum{arg[0].name}"
+        elif op is _CUSTOM_VJP:
+            what = getattr(arg[0], "__qualname__", "custom").split(".<locals>")[0].rsplit(".", 1)[-1]
+        else:
+            what = op.name
+        return f"{what.title().replace('_', '')}Backward"
+
+    @property
+    def next_functions(self) -> tuple[tuple[GradFn | AccumulateGrad | None, int], ...]:
+        return tuple((_grad_fn_of(s), 0) for s in self._record[2])
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, GradFn) and other._record is self._record
+
+    def __hash__(self) -> int:
+        return id(self._record)
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object>"
+
+
+class AccumulateGrad:
+    """The `next_functions` entry of a leaf that requires grad: its gradient accumulates into `variable.grad`."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable: Tensor) -> None:
+        self.variable = variable
+
+    def name(self) -> str:
+        return "AccumulateGrad"
+
+    next_functions: tuple = ()
+
+    def __repr__(self) -> str:
+        return "<AccumulateGrad object>"
+
+
+def _grad_fn_of(t: Tensor) -> GradFn | AccumulateGrad | None:
+    """A source's entry of `next_functions`: its record, or where a leaf's gradient goes, or None (no grad)."""
+    if t._ctx is not None:
+        return GradFn(t._ctx)
+    return AccumulateGrad(t) if t.requires_grad else None
+
+
 def _graph(roots: Sequence[Tensor]) -> list[Tensor]:
     """Tensors that require grad reachable from `roots` through `_ctx`, each after its sources."""
     return toposort(list(roots), lambda t: [s for s in t._ctx[2] if s.requires_grad] if t._ctx else [])
@@ -328,27 +392,35 @@ def _seed(t: Tensor, gradient: Any, name: str) -> Tensor:
     return g.cast(t.dtype) if is_grad_enabled() else Tensor(g.node).cast(t.dtype)
 
 
-def backward(tensor: Tensor, gradient: Any = None, *, create_graph: bool = False) -> None:
-    """Accumulate d(tensor)/d(leaf) into `.grad` of every leaf that requires grad.
+def backward(tensor: Tensor, gradient: Any = None, *, retain_graph: bool | None = None, create_graph: bool = False,
+             inputs: Tensor | Sequence[Tensor] | None = None) -> None:
+    """Accumulate d(tensor)/d(leaf) into `.grad` of every leaf that requires grad, or of each of `inputs` (leaves
+    or not) where given, as PyTorch's.
 
     `gradient` (the vector of the vector-Jacobian product) is needed when `tensor` is not a scalar.
     The gradients are lazy tensors: they are computed with whatever is realized next. The graph is
-    kept, so `backward` may be called again on it."""
+    always kept, so `backward` may be called again on it (`retain_graph` is accepted for PyTorch's calls);
+    `create_graph=True` records the gradients' own ops, for higher derivatives."""
     if not tensor.requires_grad:
         raise RuntimeError("backward: the tensor does not require grad: no input of the ops that made it "
                            "requires grad (call requires_grad_() on the inputs first), or it was made under "
                            "no_grad()")
     from ..tensor import Tensor
+    chosen = None if inputs is None else [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    if chosen is not None and not all(isinstance(t, Tensor) and t.requires_grad for t in chosen):
+        raise RuntimeError("backward: every tensor of inputs= must be a tensor that requires grad")
     with set_grad_enabled(create_graph):
         seed = _seed(tensor, gradient, "backward")
-        reached = _propagate([tensor._as_source()], [seed], retain=True)
+        sources = None if chosen is None else [t._as_source() for t in chosen]
+        reached = _propagate([tensor._as_source()], [seed], None if sources is None else {id(s) for s in sources},
+                             retain=True)
         if not reached:
             raise RuntimeError("backward: no gradient reaches a tensor that requires grad: the output depends on "
                                "them only through ops that are not differentiable (comparisons, casts from bool "
                                "or integers, argmax, sign, ...)")
-        for leaf, g in reached.values():
-            if not leaf.requires_grad:
-                continue
+        targets = [(leaf, g) for leaf, g in reached.values() if leaf.requires_grad] if chosen is None else \
+            [(t, reached[id(s)][1]) for t, s in zip(chosen, sources) if id(s) in reached]
+        for leaf, g in targets:
             g = g if create_graph else Tensor(g.node)
             leaf.grad = g if leaf.grad is None else leaf.grad + g
 
@@ -755,7 +827,9 @@ __all__ = [
     "ALU_VJP",
     "NOT_DIFFERENTIABLE",
     "REDUCE_VJP",
+    "AccumulateGrad",
     "Custom",
+    "GradFn",
     "RemovableHandle",
     "backward",
     "custom_vjp",

@@ -22,7 +22,7 @@ import numpy as np
 from .. import dtypes
 from ..autograd import custom_vjp, is_grad_enabled, no_grad
 from ..creation import arange, asarray
-from ..dtypes import default_float
+from ..dtypes import get_default_dtype
 from ..errors import DTypeError, ShapeError
 from ..kernels.dtype import compute_dtype
 from ..random import rand
@@ -47,7 +47,7 @@ from .resampling import interpolate, pad, pixel_shuffle, pixel_unshuffle
 
 
 def _float(x: Tensor) -> Tensor:
-    return x if x.dtype.is_float else x.cast(default_float)
+    return x if x.dtype.is_float else x.cast(get_default_dtype())
 
 
 def _in_place_option(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
@@ -683,7 +683,7 @@ def _statistics(x: Tensor, axes: tuple[int, ...]) -> tuple[Tensor, Tensor, Tenso
 
 def _norm_dtype(x: Tensor, *others: Tensor | None) -> dtypes.DType:
     """A normalization's result dtype: the input's (float32 for integers) with its weight's and bias's."""
-    out = x.dtype if x.dtype.is_float else default_float
+    out = x.dtype if x.dtype.is_float else get_default_dtype()
     for t in others:
         out = out if t is None else dtypes.promote(out, t.dtype)
     return out

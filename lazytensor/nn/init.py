@@ -12,7 +12,7 @@ import math
 from ..autograd import no_grad
 from ..creation import arange, eye
 from ..linalg import diagonal, qr
-from ..random import rand, randn
+from ..random import Generator, rand, randn
 from ..special import erfinv
 from ..tensor import Tensor
 
@@ -55,12 +55,12 @@ def _fan(t: Tensor, mode: str) -> int:
     return fan_in if mode == "fan_in" else fan_out
 
 
-def uniform_(t: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
-    return _set(t, rand(t.shape, dtype=t.dtype, device=t.device) * (b - a) + a)
+def uniform_(t: Tensor, a: float = 0.0, b: float = 1.0, generator: Generator | None = None) -> Tensor:
+    return _set(t, rand(t.shape, dtype=t.dtype, device=t.device, generator=generator) * (b - a) + a)
 
 
-def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
-    return _set(t, randn(t.shape, dtype=t.dtype, device=t.device) * std + mean)
+def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, generator: Generator | None = None) -> Tensor:
+    return _set(t, randn(t.shape, dtype=t.dtype, device=t.device, generator=generator) * std + mean)
 
 
 def constant_(t: Tensor, val: float) -> Tensor:
@@ -75,34 +75,37 @@ def ones_(t: Tensor) -> Tensor:
     return constant_(t, 1.0)
 
 
-def xavier_uniform_(t: Tensor, gain: float = 1.0) -> Tensor:
+def xavier_uniform_(t: Tensor, gain: float = 1.0, generator: Generator | None = None) -> Tensor:
     fan_in, fan_out = _calculate_fan_in_and_fan_out(t)
     bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
-    return uniform_(t, -bound, bound)
+    return uniform_(t, -bound, bound, generator)
 
 
-def xavier_normal_(t: Tensor, gain: float = 1.0) -> Tensor:
+def xavier_normal_(t: Tensor, gain: float = 1.0, generator: Generator | None = None) -> Tensor:
     fan_in, fan_out = _calculate_fan_in_and_fan_out(t)
-    return normal_(t, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)))
+    return normal_(t, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)), generator)
 
 
-def kaiming_uniform_(t: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu") -> Tensor:
+def kaiming_uniform_(t: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
+                     generator: Generator | None = None) -> Tensor:
     bound = calculate_gain(nonlinearity, a) * math.sqrt(3.0 / _fan(t, mode))
-    return uniform_(t, -bound, bound)
+    return uniform_(t, -bound, bound, generator)
 
 
-def kaiming_normal_(t: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu") -> Tensor:
-    return normal_(t, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(_fan(t, mode)))
+def kaiming_normal_(t: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
+                    generator: Generator | None = None) -> Tensor:
+    return normal_(t, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(_fan(t, mode)), generator)
 
 
-def trunc_normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0) -> Tensor:
+def trunc_normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
+                  generator: Generator | None = None) -> Tensor:
     """Normal(mean, std) truncated to [a, b], by the inverse CDF of a uniform draw (as PyTorch)."""
 
     def cdf(x: float) -> float:
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
     lo, hi = cdf((a - mean) / std), cdf((b - mean) / std)
-    u = rand(t.shape, dtype=t.dtype, device=t.device) * (2 * hi - 2 * lo) + (2 * lo - 1)
+    u = rand(t.shape, dtype=t.dtype, device=t.device, generator=generator) * (2 * hi - 2 * lo) + (2 * lo - 1)
     x = erfinv(u) * math.sqrt(2)  # the normal quantile of (u + 1) / 2
     return _set(t, (x * std + mean).clip(a, b))
 
@@ -132,7 +135,7 @@ def dirac_(t: Tensor, groups: int = 1) -> Tensor:
     return _set(t, delta)
 
 
-def orthogonal_(t: Tensor, gain: float = 1.0) -> Tensor:
+def orthogonal_(t: Tensor, gain: float = 1.0, generator: Generator | None = None) -> Tensor:
     """A (semi-)orthogonal matrix times `gain`, as PyTorch's: the Q of the QR of a normal draw, its columns' signs
     those of R's diagonal (uniform over the orthogonal matrices); a tensor of more than 2 dimensions is its
     (shape[0], rest) flattening. Its rows are orthonormal where they are fewer, else its columns. The QR is
@@ -143,7 +146,7 @@ def orthogonal_(t: Tensor, gain: float = 1.0) -> Tensor:
         return t
     rows = t.shape[0]
     cols = t.numel() // rows
-    draw = randn((rows, cols), dtype=t.dtype, device="cpu")
+    draw = randn((rows, cols), dtype=t.dtype, device="cpu", generator=generator)
     q, r = qr(draw.T if rows < cols else draw)
     q = q * diagonal(r).sign()
     return _set(t, ((q.T if rows < cols else q).reshape(t.shape) * gain).to(t.device))

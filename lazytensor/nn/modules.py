@@ -28,7 +28,7 @@ class Parameter(Tensor):
 
     def __init__(self, data: Any = None, requires_grad: bool = True):
         if data is None:
-            data = Tensor([], dtype=dtypes.float32)
+            data = Tensor([], dtype=dtypes.get_default_dtype())
         super().__init__(data.node if isinstance(data, Tensor) else data, requires_grad=requires_grad)
 
     def __repr__(self) -> str:
@@ -664,7 +664,7 @@ class Linear(Module):
     def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype: Any = None):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
-        dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+        dt = dtypes.dtype_or_default(dtype)
         self.weight = _parameter((out_features, in_features), dt)
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if bias:
@@ -713,7 +713,7 @@ class _ConvNd(Module):
         self.padding = padding if isinstance(padding, str) else F._pair(padding, nd, name)
         self.output_padding = (0,) * nd
         self.padding_mode = padding_mode
-        dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+        dt = dtypes.dtype_or_default(dtype)
         shape = (in_channels, out_channels // groups) if self._transposed else (out_channels, in_channels // groups)
         self.weight = _parameter((*shape, *self.kernel_size), dt)
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
@@ -930,7 +930,7 @@ class LayerNorm(Module):
         super().__init__()
         self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
-        dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+        dt = dtypes.dtype_or_default(dtype)
         if elementwise_affine:
             self.weight = _filled(self.normalized_shape, 1.0, dt)
             if bias:
@@ -959,7 +959,7 @@ class GroupNorm(Module):
             raise ValueError(f"GroupNorm: num_channels ({num_channels}) must be divisible by num_groups "
                              f"({num_groups})")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
-        dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+        dt = dtypes.dtype_or_default(dtype)
         if affine:
             self.weight = _filled((num_channels,), 1.0, dt)
             self.bias = _filled((num_channels,), 0.0, dt)
@@ -986,7 +986,7 @@ class RMSNorm(Module):
         super().__init__()
         self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
-        dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+        dt = dtypes.dtype_or_default(dtype)
         if elementwise_affine:
             self.weight = _filled(self.normalized_shape, 1.0, dt)
         else:
@@ -1013,7 +1013,7 @@ class _BatchNorm(Module):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+        dt = dtypes.dtype_or_default(dtype)
         if affine:
             self.weight = _filled((num_features,), 1.0, dt)
             self.bias = _filled((num_features,), 0.0, dt)
@@ -1068,7 +1068,7 @@ class Embedding(Module):
                 raise ValueError(f"Embedding: padding_idx {padding_idx} is out of range")
             padding_idx %= num_embeddings
         self.padding_idx = padding_idx
-        dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+        dt = dtypes.dtype_or_default(dtype)
         self.weight = _parameter((num_embeddings, embedding_dim), dt)
         init.normal_(self.weight)
         if padding_idx is not None:
@@ -1128,7 +1128,7 @@ class MultiheadAttention(Module):
         self.vdim = embed_dim if vdim is None else vdim
         self.head_dim = embed_dim // num_heads
         self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
-        dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+        dt = dtypes.dtype_or_default(dtype)
         if self._qkv_same_embed_dim:
             self.in_proj_weight = _parameter((3 * embed_dim, embed_dim), dt)
             init.xavier_uniform_(self.in_proj_weight)
@@ -1598,7 +1598,7 @@ class PReLU(Module):
     def __init__(self, num_parameters: int = 1, init: float = 0.25, dtype: Any = None):
         super().__init__()
         self.num_parameters = num_parameters
-        self.weight = _filled((num_parameters,), init, dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32)
+        self.weight = _filled((num_parameters,), init, dtypes.dtype_or_default(dtype))
 
     def forward(self, x: Tensor) -> Tensor:
         return F.prelu(x, self.weight)
@@ -1747,7 +1747,7 @@ class Bilinear(Module):
                  dtype: Any = None):
         super().__init__()
         self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
-        dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+        dt = dtypes.dtype_or_default(dtype)
         bound = 1 / math.sqrt(in1_features)
         self.weight = _parameter((out_features, in1_features, in2_features), dt)
         init.uniform_(self.weight, -bound, bound)

@@ -69,7 +69,7 @@ class _RNNBase(Module):
             raise ValueError(f"{mode}: dropout must be in [0, 1], got {dropout}")
         self.mode, self.input_size, self.hidden_size, self.num_layers = mode, input_size, hidden_size, num_layers
         self.bias, self.batch_first, self.dropout, self.bidirectional = bias, batch_first, dropout, bidirectional
-        dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+        dt = dtypes.dtype_or_default(dtype)
         directions = 2 if bidirectional else 1
         for layer in range(num_layers):
             for suffix in ("", "_reverse")[:directions]:
@@ -180,7 +180,7 @@ class _CellBase(Module):
         super().__init__()
         self.mode, self.input_size, self.hidden_size, self.bias = mode, input_size, hidden_size, bias
         _add_weights(self, mode, input_size, hidden_size, bias,
-                     dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32, "")
+                     dtypes.dtype_or_default(dtype), "")
 
     def _state(self, x: Tensor, hx: Tensor | None, batched: bool) -> Tensor:
         if hx is None:

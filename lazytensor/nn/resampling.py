@@ -12,6 +12,7 @@ import numpy as np
 
 from ..creation import asarray
 from ..errors import DTypeError, ShapeError
+from ..movement import padded_along, take_positions
 from ..tensor import Tensor
 
 # ---- pad ----------------------------------------------------------------------------------------------------
@@ -44,28 +45,16 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
         return x.pad(grow, value=0 if value is None else value)
     for axis, (before, after) in enumerate(grow):
         if before or after:
-            x = _pad_axis(x, axis, before, after, mode)
+            n = x.shape[axis]
+            if mode == "replicate" and n == 0 or max(before, after) > (n - 1 if mode == "reflect" else n):
+                raise ShapeError(f"pad: {mode} padding of {(before, after)} along axis {axis} of size {n} needs "
+                                 + ("a non-empty axis" if mode == "replicate" else
+                                    f"amounts {'below' if mode == 'reflect' else 'at most'} the size"))
+            x = padded_along(x, axis, before, after, _NUMPY_MODE[mode])
     return x
 
 
-def _pad_axis(x: Tensor, axis: int, before: int, after: int, mode: str) -> Tensor:
-    """`x` with `before` and `after` elements added along `axis` in `mode`: a gather of precomputed positions
-    (mirrored, clamped or wrapped), one load per element (a concatenation of the edge slices would load
-    from each of them under a mask, several times slower)."""
-    n = x.shape[axis]
-    limit = n - 1 if mode == "reflect" else n
-    if mode == "replicate" and n == 0 or max(before, after) > limit:
-        raise ShapeError(f"pad: {mode} padding of {(before, after)} along axis {axis} of size {n} needs "
-                         + ("a non-empty axis" if mode == "replicate" else
-                            f"amounts {'below' if mode == 'reflect' else 'at most'} the size"))
-    j = np.arange(-before, n + after)
-    if mode == "reflect":
-        j = (n - 1) - np.abs((n - 1) - np.abs(j))
-    elif mode == "replicate":
-        j = np.clip(j, 0, n - 1)
-    else:
-        j = j % n
-    return _take(x, axis, j)
+_NUMPY_MODE = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}  # PyTorch's names, NumPy's
 
 
 # ---- interpolate ----------------------------------------------------------------------------------------------
@@ -135,11 +124,11 @@ def _resample_axis(x: Tensor, axis: int, n_out: int, scale: float | None, mode: 
     dst = np.arange(n_out, dtype=opmath)
     if mode.startswith("nearest"):
         if mode == "nearest" and n_out in (n_in, 2 * n_in):  # PyTorch's shortcuts, whatever the scale
-            return _take(x, axis, np.arange(n_out) * n_in // n_out)
+            return take_positions(x, axis, np.arange(n_out) * n_in // n_out)
         ratio = np.float32(1.0 / scale) if scale is not None and scale > 0 else np.float32(n_in) / np.float32(n_out)
         offset = np.float32(0.5 if mode == "nearest-exact" else 0.0)
         src = np.floor((np.arange(n_out, dtype=np.float32) + offset) * ratio).astype(np.int64)
-        return _take(x, axis, np.minimum(src, n_in - 1))
+        return take_positions(x, axis, np.minimum(src, n_in - 1))
     ratio = _ratio(n_in, n_out, scale, align_corners, opmath)
     real = ratio * dst if align_corners else ratio * (dst + opmath(0.5)) - opmath(0.5)
     if mode == "bicubic":
@@ -165,28 +154,9 @@ def _resample_axis(x: Tensor, axis: int, n_out: int, scale: float | None, mode: 
     for w, idx in zip(weights, taps):
         shape = [1] * x.ndim
         shape[axis] = n_out
-        term = _take(x, axis, idx) * asarray(w.astype(x.dtype.name), device=x.device).reshape(shape)
+        term = take_positions(x, axis, idx) * asarray(w.astype(x.dtype.name), device=x.device).reshape(shape)
         total = term if total is None else total + term
     return total
-
-
-def _take(x: Tensor, axis: int, idx: np.ndarray) -> Tensor:
-    """The elements at positions `idx` along `axis`: a view where they are a repetition (each position k
-    times in a row) or a stride, a gather otherwise."""
-    n_out, n_in = len(idx), x.shape[axis]
-    lead = [(0, m, 1) for m in x.shape]
-    if n_out % n_in == 0 and np.array_equal(idx, np.arange(n_out) // (n_out // n_in)):
-        k = n_out // n_in
-        wide = x.unsqueeze(axis + 1).broadcast_to(*x.shape[:axis + 1], k, *x.shape[axis + 1:])
-        return wide.reshape(*x.shape[:axis], n_out, *x.shape[axis + 1:])
-    step = int(idx[1] - idx[0]) if n_out > 1 else 1
-    if step > 0 and np.array_equal(idx, idx[0] + step * np.arange(n_out)):
-        lead[axis] = (int(idx[0]), int(idx[0]) + step * (n_out - 1) + 1, step)
-        return x._shrink(lead)
-    shape = [1] * x.ndim
-    shape[axis] = n_out
-    index = asarray(idx, device=x.device).reshape(shape)
-    return x._gather(axis, index.broadcast_to(*x.shape[:axis], n_out, *x.shape[axis + 1:]))
 
 
 # ---- pixel shuffle ----------------------------------------------------------------------------------------------

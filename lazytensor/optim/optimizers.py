@@ -126,8 +126,10 @@ class Optimizer:
         self.state = {}
         for i, s in state_dict["state"].items():
             p = params[int(i)]
+            # on the parameter's device and in its dtype, as PyTorch's (a checkpoint may be loaded elsewhere)
             self.state[id(p)] = {n: (asarray(v if isinstance(v, Tensor) else v.numpy() if hasattr(v, "numpy") else v,
-                                             dtype=p.dtype) if n != "step" else _step_count(float(v), p.device))
+                                             dtype=p.dtype, device=p.device)
+                                     if n != "step" else _step_count(float(v), p.device))
                                  for n, v in s.items()}
 
 

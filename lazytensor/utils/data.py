@@ -11,8 +11,9 @@ sample by sample and the samples are stacked by `default_collate`, as PyTorch's.
 loop's own thread, when the loop asks for them: the work of a lazy batch runs with the step, so worker
 processes would have nothing to do (`num_workers` is accepted, and changes nothing).
 
-Shuffles draw from lazytensor's generator (`lt.manual_seed` makes them repeat), or from a NumPy
-`np.random.Generator` passed as `generator`.
+Shuffles draw from lazytensor's default stream (`lt.manual_seed` makes them repeat), or from the generator
+passed as `generator`: an `lt.Generator` (PyTorch's `generator=torch.Generator().manual_seed(42)`) or a NumPy
+`np.random.Generator`.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ import numpy as np
 
 from ..creation import asarray
 from ..movement import stack
-from ..random import randperm
+from ..random import Generator, randperm
 from ..tensor import Tensor
 
 
@@ -112,15 +113,15 @@ class ConcatDataset(Dataset):
         return self.datasets[which][index - start]
 
 
-def _permutation(n: int, generator: np.random.Generator | None) -> list[int]:
-    """A random order of 0..n-1, from `generator` or else lazytensor's generator."""
-    if generator is not None:
+def _permutation(n: int, generator: np.random.Generator | Generator | None) -> list[int]:
+    """A random order of 0..n-1, from `generator` (NumPy's or lazytensor's) or else lazytensor's default stream."""
+    if isinstance(generator, np.random.Generator):
         return generator.permutation(n).tolist()
-    return randperm(n).numpy().tolist() if n else []
+    return randperm(n, generator=generator).numpy().tolist() if n else []
 
 
 def random_split(dataset: Any, lengths: Sequence[int | float],
-                 generator: np.random.Generator | None = None) -> list[Subset]:
+                 generator: np.random.Generator | Generator | None = None) -> list[Subset]:
     """`dataset` cut at random into subsets of `lengths` samples; lengths that are fractions summing to 1 are
     floor(fraction * len), the samples left over given one each to the first subsets in turn (PyTorch's rule)."""
     n = len(dataset)
@@ -155,7 +156,7 @@ class RandomSampler:
     """A new random order of the samples at every pass (with `replacement`, `num_samples` draws of any sample)."""
 
     def __init__(self, data_source: Any, replacement: bool = False, num_samples: int | None = None,
-                 generator: np.random.Generator | None = None):
+                 generator: np.random.Generator | Generator | None = None):
         self.data_source, self.replacement, self.generator = data_source, replacement, generator
         self._num_samples = num_samples
         if num_samples is not None and not replacement and num_samples > len(data_source):
@@ -169,9 +170,9 @@ class RandomSampler:
         n, k = len(self.data_source), self.num_samples
         if self.replacement:
             from ..random import randint
-            if self.generator is not None:
+            if isinstance(self.generator, np.random.Generator):
                 return iter(self.generator.integers(0, n, k).tolist())
-            return iter(randint(0, n, (k,)).numpy().tolist() if k else [])
+            return iter(randint(0, n, (k,), generator=self.generator).numpy().tolist() if k else [])
         return iter(_permutation(n, self.generator)[:k])
 
     def __len__(self) -> int:
@@ -242,7 +243,7 @@ class DataLoader:
                  sampler: Iterable[int] | None = None, batch_sampler: Iterable[list[int]] | None = None,
                  num_workers: int = 0, collate_fn: Callable[[list[Any]], Any] | None = None,
                  pin_memory: bool = False, drop_last: bool = False,
-                 generator: np.random.Generator | None = None):
+                 generator: np.random.Generator | Generator | None = None):
         if num_workers < 0:
             raise ValueError(f"num_workers must be 0 or more, got {num_workers}")
         if sampler is not None and shuffle:
