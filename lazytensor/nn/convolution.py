@@ -170,17 +170,20 @@ def _conv_weight_grad(x: Tensor, g: Tensor, kernel: Sequence[int], stride: Seque
     """The gradient of the convolution's weight (C_out, C_in / groups, *kernel) from its input x and the
     gradient g of its output: the windows of x times g, summed over the batch and the output positions.
 
-    Where the sum runs over more terms than there are output channels per group (a convolution over a large
-    image), the windows are the product's left operand, (C_in / groups, *kernel) its rows, and the gradient
-    is transposed after: the template packs a left operand that runs along k in runs of each row
-    (`Layout.a_rows`), a copy along the image's rows, where the windows as the right operand are gathered a
-    panel's 32 taps at a time per term (16x64x56x56 k3: packing 29 -> 11 ms, one thread). Few terms (a
-    strided convolution of a small image) leave the product no smaller than the windows: its transposing
-    copy would cost more than the packing saves."""
+    Where the windows span several taps of an image of two or more axes and the sum runs over more terms than
+    there are output channels per group (a convolution over a large image), the windows are the product's
+    left operand, (C_in / groups, *kernel) its rows, and the gradient is transposed after: the template packs a
+    left operand that runs along k in runs of each row (`Layout.a_rows`), a copy along the image's rows,
+    where the windows as the right operand are gathered a panel's 32 taps at a time per term, each term's
+    place in the image found by a division per axis (16x64x56x56 k3: packing 29 -> 11 ms, one thread). Few
+    terms (a strided convolution of a small image) leave the product no smaller than the windows: its
+    transposing copy would cost more than the packing saves; the windows of one axis (conv1d) or one tap (a
+    1x1 kernel) are gathered at little cost, and were slower packed in runs (10.0 -> 11.1 ms forward+backward
+    at 16x64x56x56 k1, 10.9 -> 11.5 ms for conv1d 16x64x1024 k5)."""
     n, cout, *out = g.shape
     nd = len(kernel)
     win = _grouped_windows(x, kernel, stride, pads, dilation, groups)
-    if n * math.prod(out) < cout // groups:
+    if nd < 2 or math.prod(kernel) == 1 or n * math.prod(out) < cout // groups:
         rows = g.reshape(n, groups, cout // groups, 1, *out, *[1] * nd)
         gw = (rows * win)._reduce(ReduceOp.SUM, (0, *range(4, 4 + nd)), False, "conv")
         return gw.reshape(cout, x.shape[1] // groups, *kernel)
