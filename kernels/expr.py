@@ -361,8 +361,10 @@ def _mod(e: Expr, c: int) -> Expr:
         if isinstance(atom, Mod) and atom.c % c == 0:
             return atom.x % c
     best = Expr.of(Mod(rest, c))
+    # On a tie the split wins: the variables it leaves outside the modulo read with unit stride, as
+    # `(4*run + r) % 56` read as `(run % 14)*4 + r` (a convolution's k in A's runs, `kernels/llvm/gemm.py`)
     for d in _partial_divisors(rest, c):
-        best = min(best, ((rest // d) % (c // d)) * d + rest % d, key=_complexity)
+        best = min(((rest // d) % (c // d)) * d + rest % d, best, key=_complexity)
     return best
 
 

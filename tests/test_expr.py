@@ -112,6 +112,13 @@ def test_coefficients_wrap_modulo_the_divisor():
     assert (o + r * 9) // 8 == r
 
 
+def test_a_modulo_keeps_a_run_outside_where_a_partial_divisor_splits_it():
+    """k in runs of 4 over rows of 56 (a convolution's weight gradient): the run's offset stays a plain term,
+    of unit stride, which the template's packing copies in runs (`kernels/llvm/gemm.py`, `Layout.a_rows`)."""
+    run, r = Expr.of(Var("run", 12544)), Expr.of(Var("r", 4))
+    assert (run * 4 + r) % 56 == (run % 14) * 4 + r
+
+
 def evaluate_strided(e: Expr, env: dict[Var, int], sizes: dict[str, int]) -> int:
     """`e`'s value where its `Stride`s read the loop sizes `sizes` (by name)."""
     total = e.const

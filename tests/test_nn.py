@@ -154,9 +154,10 @@ def test_conv2d_second_order_gradients(cfg):
 def test_conv2d_gradients_are_contractions():
     """From a realized output gradient, the input gradient is one contraction over C_out that writes its
     columns in place, (C_in * kH * kW) x (N * OH * OW), then one kernel that adds each tap's column where
-    it belongs; the weight gradient one contraction over (N, OH, OW) that writes its output in place, where
-    the template packs its operands (the CPU's) from the padded input in a buffer of its own (one copy, which
-    the packing reads with no mask); the bias gradient one reduction."""
+    it belongs; the weight gradient one contraction over (N, OH, OW), the windows its rows (C_in * kH * kW)
+    and C_out its columns, whose epilogue writes it transposed as the weight's gradient, where the template
+    packs its operands (the CPU's) from the padded input in a buffer of its own (one copy, which the packing
+    reads with no mask); the bias gradient one reduction."""
     x = lt.asarray(random_array((4, 16, 6, 6), lt.float32, seed=16)).requires_grad_()
     w = lt.asarray(random_array((32, 16, 3, 3), lt.float32, seed=17)).requires_grad_()
     b = lt.asarray(random_array((32,), lt.float32, seed=18)).requires_grad_()
@@ -167,8 +168,8 @@ def test_conv2d_gradients_are_contractions():
     assert isinstance(cols.kernel, Contraction) and cols.kernel.sizes == (1, 16 * 3 * 3, 4 * 6 * 6, 32)
     assert cols.kernel.epilogue is None
     assert isinstance(gx.kernel, Kernel) and gx.outputs == [x.grad.node]
-    assert isinstance(gw.kernel, Contraction) and gw.kernel.sizes == (1, 32, 16 * 3 * 3, 4 * 6 * 6)
-    assert gw.kernel.epilogue is None
+    assert isinstance(gw.kernel, Contraction) and gw.kernel.sizes == (1, 16 * 3 * 3, 32, 4 * 6 * 6)
+    assert gw.kernel.epilogue is not None and gw.outputs[0].shape[-4:] == (32, 16, 3, 3)
     assert len(lt.schedule(b.grad)) == 1
 
 

@@ -128,9 +128,16 @@ class Layout:
             # tiles one vector wide: two would multiply zeros half the time.
             mr = min(TILE_ROWS_512, key=lambda r: -(-m // r) * r) if vector_bits == 512 else 6
             nr = lanes if n <= lanes else 2 * lanes
-            a_rows = _runs_along_k(c, c.a, c.vars[1], mr, -(-m // mr))
+            # Runs of UNROLL_K k's, or of a vector's where A computes a mathlib function. Where A's rows are found
+            # by divisions (a convolution's windows as A, rows over (channel, tap)), a stride of one within each
+            # run is enough (k over 56-wide rows): packed one element at a time, each would divide (16x64x56x56
+            # k3's weight gradient: packing 29 -> 11 ms); a plain A is packed so at little cost, faster than in
+            # runs of 4 (a 1x1 convolution's weight gradient: 11.3 -> 10.2 ms forward+backward).
             computed = any(v.op is VOp.ALU and mathlib.supports(v.arg, v.dtype) for v in toposort([c.a]))
-            code = Layout(lanes, mr, nr, 0, 0, 0, a_rows=a_rows, a_run=lanes if a_rows and computed else UNROLL_K)
+            run = lanes if computed else UNROLL_K
+            divided = any(c.vars[1] in d.x.vars() for v in toposort([c.a]) for e in v.exprs() for d in _divisions(e))
+            a_rows = _runs_along_k(c, c.a, c.vars[1], mr, -(-m // mr), run if divided else TILE_K)
+            code = Layout(lanes, mr, nr, 0, 0, 0, a_rows=a_rows, a_run=run if a_rows else UNROLL_K)
             b_row = _b_in_place(c, mr, nr)
         mp, np_ = -(-m // code.mr), -(-n // code.nr)
         kc = code.kc if code.blocked else -(-k // -(-k // KC_TARGET))
@@ -538,11 +545,11 @@ def _b_in_place(c: Contraction, mr: int, nr: int) -> int:
     return index[c.vars[3]]
 
 
-def _runs_along_k(c: Contraction, operand: Value, lane: Var, width: int, panels: int) -> bool:
+def _runs_along_k(c: Contraction, operand: Value, lane: Var, width: int, panels: int, tile: int = TILE_K) -> bool:
     """Whether the operand steps through memory along k and not along its lane axis (see `_pack`). A load
     the same for every k (a softmax's row sums, in attention's second product) does not count: it is read
-    once per lane, outside the loop over k."""
-    _, lane_var, _, kt, _, value = _k_tiles(c, operand, lane, width, panels)
+    once per lane, outside the loop over k. Unit stride is asked of runs of `tile` k's."""
+    _, lane_var, _, kt, _, value = _k_tiles(c, operand, lane, width, panels, tile)
     # Unit stride along k may show only once k is cut into tiles: k running over whole rows of an image
     # (a convolution's weight gradient) reads `(k // 16)*plane + k % 16`, which the tile makes `kt`.
     along_lane = any(v.op is VOp.LOAD and (lane_var, 1) in v.arg[1].terms and kt in v.arg[1].vars()

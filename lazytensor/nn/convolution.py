@@ -16,9 +16,11 @@ from typing import Any
 
 from .. import recipe
 from ..autograd import custom_vjp
+from ..creation import zeros
 from ..device import get_device
 from ..errors import ShapeError
 from ..kernels.ir import ReduceOp
+from ..movement import stack
 from ..tensor import Tensor
 
 
@@ -166,13 +168,29 @@ def _conv_forward(x: Tensor, weight: Tensor, stride: Sequence[int], pads: Sequen
 def _conv_weight_grad(x: Tensor, g: Tensor, kernel: Sequence[int], stride: Sequence[int],
                       pads: Sequence[tuple[int, int]], dilation: Sequence[int], groups: int) -> Tensor:
     """The gradient of the convolution's weight (C_out, C_in / groups, *kernel) from its input x and the
-    gradient g of its output: the windows of x times g, summed over the batch and the output positions."""
+    gradient g of its output: the windows of x times g, summed over the batch and the output positions.
+
+    Where the windows span several taps of an image of two or more axes and the sum runs over more terms than
+    there are output channels per group (a convolution over a large image), the windows are the product's
+    left operand, (C_in / groups, *kernel) its rows, and the gradient is transposed after: the template packs a
+    left operand that runs along k in runs of each row (`Layout.a_rows`), a copy along the image's rows,
+    where the windows as the right operand are gathered a panel's 32 taps at a time per term, each term's
+    place in the image found by a division per axis (16x64x56x56 k3: packing 29 -> 11 ms, one thread). Few
+    terms (a strided convolution of a small image) leave the product no smaller than the windows: its
+    transposing copy would cost more than the packing saves; the windows of one axis (conv1d) or one tap (a
+    1x1 kernel) are gathered at little cost, and were slower packed in runs (10.0 -> 11.1 ms forward+backward
+    at 16x64x56x56 k1, 10.9 -> 11.5 ms for conv1d 16x64x1024 k5)."""
     n, cout, *out = g.shape
     nd = len(kernel)
-    rows = g.reshape(n, groups, cout // groups, 1, *out, *[1] * nd)
     win = _grouped_windows(x, kernel, stride, pads, dilation, groups)
-    gw = (rows * win)._reduce(ReduceOp.SUM, (0, *range(4, 4 + nd)), False, "conv")
-    return gw.reshape(cout, x.shape[1] // groups, *kernel)
+    if nd < 2 or math.prod(kernel) == 1 or n * math.prod(out) < cout // groups:
+        rows = g.reshape(n, groups, cout // groups, 1, *out, *[1] * nd)
+        gw = (rows * win)._reduce(ReduceOp.SUM, (0, *range(4, 4 + nd)), False, "conv")
+        return gw.reshape(cout, x.shape[1] // groups, *kernel)
+    rows = g.reshape(n, groups, 1, *[1] * nd, cout // groups, *out)
+    win = win.squeeze(2).permute(0, 1, 2, *range(3 + nd, 3 + 2 * nd), *range(3, 3 + nd)).unsqueeze(3 + nd)
+    gw = (win * rows)._reduce(ReduceOp.SUM, (0, *range(4 + nd, 4 + 2 * nd)), False, "conv")
+    return gw.permute(0, 2 + nd, 1, *range(2, 2 + nd)).reshape(cout, x.shape[1] // groups, *kernel)
 
 
 def _conv(x: Tensor, weight: Tensor, stride: Sequence[int], pads: Sequence[tuple[int, int]],
@@ -221,7 +239,7 @@ def _conv_input_grad(g: Tensor, weight: Tensor, size: Sequence[int], stride: Seq
 
     The columns first, a contraction: for every input channel and tap, the output gradient times that tap's
     weights, summed over the output channels. Then each tap's column is placed at the input elements its
-    terms belong to (spread out by the stride, shifted by the tap's offset) and the taps are summed. An
+    terms belong to (shifted by the tap's offset, in its phase of the stride: `_place_taps`) and the taps are summed. An
     input element that a tap reaches through no output (past an edge, or between strided windows) gets no
     term from it: a transposed convolution over zeros around and between g's elements would add zero times
     the weight, NaN where the weight is infinite (torch sums only the terms that exist)."""
@@ -243,25 +261,52 @@ def _conv_input_grad(g: Tensor, weight: Tensor, size: Sequence[int], stride: Seq
 def _place_taps(column: Callable[[tuple[int, ...]], Tensor], kernel: Sequence[int], stride: Sequence[int],
                 dilation: Sequence[int], pads: Sequence[tuple[int, int]], size: Sequence[int]) -> Tensor:
     """The sum over the kernel's taps of `column(tap)` (N, C, *out) placed where the tap's terms belong in an
-    (N, C, *size) result: output o of tap k at o * stride + k * dilation - pad_before."""
+    (N, C, *size) result: output o of tap k at o * stride + k * dilation - pad_before.
+
+    With a stride, each tap reaches one phase of the result (its elements i with i % stride the same) and each
+    phase sums its own taps' columns, shifted: a kernel of its own over 1 / stride of the elements per axis,
+    each element with the terms it takes instead of every tap's (8x3x224x224 input of a 7x7 kernel at stride
+    2: 9 to 16 taps, not 49). The phases are then interleaved."""
+    taps = list(itertools.product(*(range(k) for k in kernel)))
+    if all(s == 1 for s in stride):
+        return _summed(column, taps, [[k * d - before for k, d, (before, _) in zip(tap, dilation, pads)]
+                                      for tap in taps], size)
+    units = [-(-n // s) for n, s in zip(size, stride)]
+    phases = []
+    for phase in itertools.product(*(range(s) for s in stride)):
+        # tap k reaches i = s*u + r from output o = u + (r + pad_before - k*d) / s, where that divides
+        mine = [tap for tap in taps if all((r + before - k * d) % s == 0
+                                           for r, k, d, s, (before, _) in zip(phase, tap, dilation, stride, pads))]
+        shifts = [[-((r + before - k * d) // s) for r, k, d, s, (before, _) in zip(phase, tap, dilation, stride, pads)]
+                  for tap in mine]
+        some = column(taps[0])
+        phases.append(_summed(column, mine, shifts, units).contiguous() if mine else
+                      zeros((*some.shape[:2], *units), dtype=some.dtype, device=some.device))
+    nd = len(kernel)
+    woven = stack(phases).reshape(*stride, *phases[0].shape)
+    woven = woven.permute(nd, nd + 1, *[a for i in range(nd) for a in (nd + 2 + i, i)])
+    woven = woven.reshape(*woven.shape[:2], *[u * s for u, s in zip(units, stride)])
+    return woven._shrink([(0, woven.shape[0], 1), (0, woven.shape[1], 1), *[(0, n, 1) for n in size]])
+
+
+def _summed(column: Callable[[tuple[int, ...]], Tensor], taps: Sequence[tuple[int, ...]],
+            offsets: Sequence[Sequence[int]], size: Sequence[int]) -> Tensor:
+    """The sum over `taps` of `column(tap)` (N, C, *out), output o of each at o + its `offsets`, in an (N, C,
+    *size) result."""
     total = None
-    for tap in itertools.product(*(range(k) for k in kernel)):
-        offsets = [k * d - before for k, d, (before, _) in zip(tap, dilation, pads)]
-        placed = _spread(column(tap), stride, offsets, size)
+    for tap, offset in zip(taps, offsets):
+        placed = _shifted(column(tap), offset, size)
         total = placed if total is None else total + placed
     assert total is not None, "a kernel has at least one tap"
     return total
 
 
-def _spread(t: Tensor, stride: Sequence[int], offsets: Sequence[int], size: Sequence[int]) -> Tensor:
-    """`t` (N, C, *out) spread over (N, C, *size): element o at o * stride + offset along each spatial axis,
-    zeros between; what falls outside `size` is cut."""
+def _shifted(t: Tensor, offsets: Sequence[int], size: Sequence[int]) -> Tensor:
+    """`t` (N, C, *out) in an (N, C, *size) result, element o at o + offset along each spatial axis, zeros
+    elsewhere; what falls outside `size` is cut."""
     n, c, *out = t.shape
-    wide = t.reshape(n, c, *[v for o in out for v in (o, 1)])
-    wide = wide.pad([(0, 0), (0, 0), *[p for s in stride for p in ((0, 0), (0, s - 1))]])
-    wide = wide.reshape(n, c, *[o * s for o, s in zip(out, stride)])
-    edges = [(off, length - off - m) for off, length, m in zip(offsets, size, wide.shape[2:])]
-    wide = wide.pad([(0, 0), (0, 0), *[(max(b, 0), max(a, 0)) for b, a in edges]])
+    edges = [(off, length - off - m) for off, length, m in zip(offsets, size, out)]
+    wide = t.pad([(0, 0), (0, 0), *[(max(b, 0), max(a, 0)) for b, a in edges]])
     return wide._shrink([(0, n, 1), (0, c, 1), *[(max(-b, 0), m - max(-a, 0), 1)
                                                  for (b, a), m in zip(edges, wide.shape[2:])]])
 
