@@ -150,8 +150,8 @@ def corrupting(device, monkeypatch):
         def __getattr__(self, name):  # its files, for a dump
             return getattr(self.program, name)
 
-    def compile(self, kernel):
-        return Wrong(compile_(self, kernel)[0]), False  # (counted as found: compiled or not, the test's aside)
+    def compile(self, kernel, changed=frozenset()):
+        return Wrong(compile_(self, kernel, changed)[0]), False  # (counted as found: compiled or not, the test's aside)
 
     monkeypatch.setattr(type(device), "compile", compile)
     monkeypatch.setattr(type(device), "compile_all", lambda self, kernels, changed=frozenset(): [])
@@ -174,7 +174,7 @@ def test_validate_catches_a_kernel_that_disagrees_with_the_reference(tmp_path, m
 def test_a_kernel_that_fails_to_compile_leaves_its_dump(tmp_path, monkeypatch):
     device = get_device(None)
 
-    def broken(self, kernel):
+    def broken(self, kernel, changed=frozenset()):
         raise RuntimeError("the backend broke")
 
     monkeypatch.setattr(type(device), "compile", broken)
@@ -190,7 +190,7 @@ def test_a_kernel_that_fails_to_compile_leaves_its_dump(tmp_path, monkeypatch):
 def test_a_kernel_that_fails_to_compile_is_dumped_for_a_bug_report_anyway(monkeypatch):
     device = get_device(None)
 
-    def broken(self, kernel):
+    def broken(self, kernel, changed=frozenset()):
         raise RuntimeError("the backend broke")
 
     monkeypatch.setattr(type(device), "compile", broken)

@@ -315,7 +315,7 @@ MOVEMENT = {  # name: (lazytensor, NumPy), on a (4, 6) array
     "transpose": (lambda x: x.T, lambda a: a.T), "reshape": (lambda x: x.reshape(3, 8), lambda a: a.reshape(3, 8)),
     "flip": (lambda x: x.flip(0), lambda a: a[::-1]), "slice": (lambda x: x[1:, ::-2], lambda a: a[1:, ::-2]),
     "broadcast": (lambda x: x[:, None, :].broadcast_to((4, 2, 6)), lambda a: np.broadcast_to(a[:, None], (4, 2, 6))),
-    "pad": (lambda x: x.pad(((1, 0), (0, 2)), 2**x.dtype.bits - 1),
+    "pad": (lambda x: x.pad(((1, 0), (0, 2)), value=2**x.dtype.bits - 1),
             lambda a: np.pad(a, ((1, 0), (0, 2)), constant_values=np.iinfo(a.dtype).max)),
     "concat": (lambda x: lt.concat([x, x[::-1]], axis=1), lambda a: np.concatenate([a, a[::-1]], axis=1)),
     "stack": (lambda x: lt.stack([x, x.T.T]), lambda a: np.stack([a, a])),
