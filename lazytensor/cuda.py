@@ -25,13 +25,17 @@ def current_device() -> int:
 
 def get_device_name(device: int | str | _device.Device | None = None) -> str:
     """What the cuda device is (the GPU's name and architecture, or Triton's interpreter)."""
-    dev = _device.get_device(f"cuda:{device}" if isinstance(device, int) else device or f"cuda:{current_device()}")
-    return dev.target.describe()
+    return _cuda(device).target.describe()
 
 
 def synchronize(device: int | str | _device.Device | None = None) -> None:
     """Wait for the kernels queued on the cuda device (`lt.synchronize`)."""
-    _device.synchronize(f"cuda:{device}" if isinstance(device, int) else device or f"cuda:{current_device()}")
+    _cuda(device).synchronize()
+
+
+def _cuda(device: int | str | _device.Device | None) -> _device.Device:
+    """The cuda device PyTorch's functions mean: by number, by name, or the current one."""
+    return _device.get_device(f"cuda:{device}" if isinstance(device, int) else device or f"cuda:{current_device()}")
 
 
 def empty_cache() -> None:

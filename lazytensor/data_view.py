@@ -15,8 +15,6 @@ from typing import Any
 from .graph import hold
 from .tensor import Tensor
 
-_new_object = object.__new__
-
 
 class _View(Tensor):
     """A tensor whose in-place changes reach another; pickled or copied, a plain tensor of its value."""
@@ -69,7 +67,7 @@ class IndexView(_View):
 
 def index_view(view: Tensor, base: Tensor, index: tuple[Any, ...]) -> IndexView:
     """`view` (`base[index]`, just made) as an IndexView of base."""
-    made = _new_object(IndexView)
+    made = IndexView.__new__(IndexView)
     made._node, made.requires_grad, made.grad, made._ctx, made._source = \
         view._node, view.requires_grad, None, view._ctx, None
     made._base, made._index = base, index
