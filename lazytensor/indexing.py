@@ -19,12 +19,13 @@ Writing. A tensor's data is never changed in place: `x[i] = v` makes `x` hold a 
 old one but at `i`. So every name bound to that Python object sees the write, as in NumPy and PyTorch, but a
 tensor taken from `x` before (a slice `x[1:]`, a view, `x.T`) keeps the values it had, on every device
 (in NumPy and PyTorch a view shares the memory and sees the write). The other way does reach: a basic index's
-result written in place (`x[0][1] = v`, `row = x[0]; row += 1`) writes into x too (`data_view.IndexView`).
+result written in place (`x[0][1] = v`, `row = x[0]; row += 1`) writes into x too (`Tensor._rebind`).
 """
 from __future__ import annotations
 
 import functools
 import operator
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -308,8 +309,13 @@ class IndexingOps:  # every Tensor is one (and only tensors): `isinstance(x, Ind
             return self._take(index, 0, "index")
         items = _expanded(self, index)
         if not any(_is_array(it) for it in items):
-            from .data_view import index_view  # it subclasses Tensor, whose module imports this one
-            return index_view(_basic_view(self, items), self, items)
+            view = _basic_view(self, items)
+            if view is not self:  # written in place, it writes self (`Tensor._rebind`); a plain tensor it only
+                # refers to, so that holding the view does not make the scheduler write self; a view or `t.data`
+                # it keeps, a temporary that a chained write (`t[0][1][2] = v`) goes through
+                keep = getattr(self, "_view", None) is not None or type(self) is not type(view)
+                view._view = (self if keep else weakref.ref(self), items)
+            return view
         if all(it.ndim == 0 and it.dtype == dtypes.bool_ for it in items if _is_array(it)):
             return _scalar_masked(self, items)
         arrays = [a for a, it in enumerate(items) if _is_array(it)]

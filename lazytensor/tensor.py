@@ -104,7 +104,8 @@ _INT_ONLY = _BITWISE | _SHIFTS  # refused for float tensors (`_binary` says why)
 class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, PyTorchOps):
     """An n-dimensional array whose value is computed lazily. See the README's "Lazy evaluation"."""
 
-    __slots__ = ("__weakref__", "_ctx", "_node", "_source", "grad", "requires_grad")
+    # `_view` is set on a basic index's result only (`indexing`): (what it views, the index); read where it is written
+    __slots__ = ("__weakref__", "_ctx", "_node", "_source", "_view", "grad", "requires_grad")
 
     def __init__(self, data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False):
         if isinstance(data, Node):
@@ -750,10 +751,21 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
     def _rebind(self, out: Tensor) -> None:
         """This tensor takes `out`'s value (an in-place op), and its autograd record where gradients are recorded.
         Under `no_grad` it keeps its own: a parameter updated there still requires grad, and a non-leaf's
-        gradient passes the update as PyTorch's does (`with no_grad(): w -= lr * w.grad`)."""
+        gradient passes the update as PyTorch's does (`with no_grad(): w -= lr * w.grad`). A basic index's result
+        (`x[i]`, NumPy's and PyTorch's view) writes its new value into what it views too: `x[i][j] = v` writes x.
+        An in-place view op (`squeeze_`) changes its shape, not its values, and ends that."""
+        view = getattr(self, "_view", None)
+        if view is not None:
+            base = view[0]() if type(view[0]) is weakref.ReferenceType else view[0]
+            if base is None or out.shape != self.shape:
+                self._view = view = None
+            else:
+                base._check_modifiable("an in-place write to a view")
         self.node = out.node
         if is_grad_enabled():
             self._ctx, self.requires_grad = out._ctx, out.requires_grad
+        if view is not None:
+            base[view[1]] = self
 
     def __iadd__(self, other: Any) -> Tensor:
         return self._inplace(operator.add, other, "+=")
