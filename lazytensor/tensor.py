@@ -305,7 +305,8 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
         if op in _SHIFTS and not dtype.is_int:
             raise DTypeError(f"{name}: shifts need integer tensors, got {dtype.name}")
         if op in _FLOAT_RESULTS and not dtype.is_float:
-            a, b, dtype = a.cast(get_default_dtype()), b.cast(get_default_dtype()), get_default_dtype()
+            dtype = get_default_dtype()
+            a, b = a.cast(dtype), b.cast(dtype)
         return Tensor._make(_ALU, bool_ if op in _COMPARISONS else dtype, a._node.shape, (a, b), op)
 
     def _float_unary(self, op: Alu) -> Tensor:
@@ -317,7 +318,8 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
         float: the operands of a float function (`name`, for errors)."""
         xs, dtype = self._operands(others, name) if others else ([self], self.dtype)
         if not dtype.is_float:
-            xs, dtype = [x.cast(get_default_dtype()) for x in xs], get_default_dtype()
+            dtype = get_default_dtype()
+            xs = [x.cast(dtype) for x in xs]
         return xs, dtype
 
     def _composite(self, compute: Callable[..., Tensor], backward: Callable[..., list[Tensor | None]],

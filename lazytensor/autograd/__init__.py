@@ -244,7 +244,8 @@ class GradFn:
     spelled as PyTorch's (`MulBackward`, `SumBackward`, `SoftmaxBackward` for a composite with its own backward)
     and `next_functions`, one `(GradFn or AccumulateGrad or None, 0)` per source of the op. Records are of the
     graph's primitive ops, so a composite without a backward of its own shows the last primitive it recorded
-    (a reduction without `keepdims` shows the `ReshapeBackward` that drops its axes). For reading only: backward runs from the records themselves."""
+    (a reduction without `keepdims` shows the `ReshapeBackward` that drops its axes). For reading only: backward
+    runs from the records themselves."""
 
     __slots__ = ("_record",)
 
