@@ -16,10 +16,10 @@ update that reads it.
   `f`'s scalar result with respect to its arguments (JAX's `grad`);
   `gradients(outputs, inputs)` is PyTorch's `torch.autograd.grad`.
 - `no_grad()` / `enable_grad()` switch recording off and on.
-- `custom_vjp(srcs, forward, backward)` records an op with its own backward (PyTorch's
-  `torch.autograd.Function`, JAX's `custom_vjp`): for a composite whose derivative through its
-  primitives lowers badly (conv2d's input gradient is a contraction over the output channels
-  in the layout that its placement reads, not the derivative of the sliding-window view).
+- `custom_vjp(srcs, forward, backward)` records an op with its own backward (JAX's `custom_vjp`): for a
+  composite whose derivative through its primitives lowers badly (conv2d's input gradient is a contraction
+  over the output channels in the layout that its placement reads, not the derivative of the sliding-window
+  view). `Function` (function.py) is PyTorch's `torch.autograd.Function`, for the user's own ops.
 
 Hooks, as PyTorch's: `t.register_hook(fn)` runs `fn(gradient)` when the walk has t's whole gradient (what
 it returns, if not None, replaces the gradient); `t.retain_grad()` keeps a non-leaf's gradient in `.grad`.
@@ -91,8 +91,8 @@ def enable_grad() -> contextlib.AbstractContextManager:
 
 class Custom(enum.Enum):
     """The ops of autograd records of no graph op: `VJP` (made by `custom_vjp`: its argument is the backward
-    function and whether it takes the result) and `JOINT` (made by `joint`: its argument is the joint and the
-    member's position)."""
+    function and whether it takes the result) and `JOINT` (made by `joint`: its argument is the joint, the
+    member's position and the number of members)."""
     VJP = "custom_vjp"
     JOINT = "joint"
 
@@ -221,17 +221,19 @@ def _hooked(t: Tensor, g: Tensor, retain: bool, create_graph: bool) -> Tensor:
 JointFire = Callable[[list["Tensor | None"]], Sequence["Tensor | None"]]
 
 
-def joint(tensors: Sequence[Tensor], fire: JointFire) -> list[Tensor]:
-    """Each of `tensors` as a tensor of its value whose gradient the backward walk holds back until all of
-    theirs are in (PyTorch's multi-output autograd nodes): then `fire(gradients)` (None for one that got no
-    gradient) returns the gradients to pass on to `tensors` (None: none). A module's backward hooks use it
-    to see the gradients of all its inputs or outputs at once. `tensors` must all require grad."""
+def joint(tensors: Sequence[Tensor], fire: JointFire, values: Sequence[Tensor] | None = None) -> list[Tensor]:
+    """Each of `tensors` (or of `values`, computed from them) as a tensor of its value whose gradient the
+    backward walk holds back until all of theirs are in (PyTorch's multi-output autograd nodes): then
+    `fire(gradients)` (None for one that got no gradient) returns the gradients to pass on to `tensors` (None:
+    none). A module's backward hooks use it to see the gradients of all its inputs or outputs at once, an
+    `autograd.Function` to run its backward once for all its outputs. `tensors` must all require grad."""
     from ..tensor import Tensor
     srcs = tuple(t._as_source() for t in tensors)
     out = []
-    for i, t in enumerate(tensors):
+    members = tensors if values is None else values
+    for i, t in enumerate(members):
         member = Tensor(t.node, requires_grad=True)
-        member._ctx = (Custom.JOINT, (fire, i), srcs)
+        member._ctx = (Custom.JOINT, (fire, i, len(members)), srcs)
         out.append(member)
     return out
 
@@ -262,6 +264,8 @@ class GradFn:
             what = f"cum{arg[0].name}"
         elif op is _CUSTOM_VJP:
             what = getattr(arg[0], "__qualname__", "custom").split(".<locals>")[0].rsplit(".", 1)[-1]
+        elif op is _JOINT and isinstance(arg[0], FunctionCtx):  # named by its Function's class, as PyTorch's
+            return type(arg[0]).__name__
         else:
             what = op.name
         return f"{what.title().replace('_', '')}Backward"
@@ -347,12 +351,12 @@ def _walk(order: list[Tensor], roots: Sequence[Tensor], seeds: Sequence[Tensor],
             continue
         op, arg, srcs = t._ctx
         if op is _JOINT:
-            fire, i = arg
-            grads = arrived.setdefault(id(srcs), [None] * len(srcs))
+            fire, i, n = arg
+            grads = arrived.setdefault(id(srcs), [None] * n)
             grads[i] = g
             waiting[id(srcs)] -= 1
             if waiting[id(srcs)] == 0 and any(x is not None for x in grads):
-                with KnownUserLine(None):  # a module's hooks: the user's code
+                with KnownUserLine(None):  # a module's hooks, a Function's backward: the user's code
                     fired = fire(grads)
                 for s, gs in zip(srcs, fired):
                     if gs is not None and s.dtype.is_float:
@@ -846,3 +850,7 @@ __all__ = [
     "value_and_grad",
     "vjp",
 ]
+
+from .function import Function, FunctionCtx  # last: it builds on joint and no_grad above
+
+__all__ += ["Function", "FunctionCtx"]
