@@ -26,7 +26,7 @@ class DataView(Tensor):
 
     def _rebind_owner(self) -> None:
         if (owner := self._owner()) is not None:
-            owner.node = self.node
+            owner._assign(self.node)
 
     def _inplace(self, fn: Callable[[Tensor, Any], Tensor], other: Any, op: str) -> Tensor:
         super()._inplace(fn, other, op)

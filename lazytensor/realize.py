@@ -36,7 +36,7 @@ from .helpers import any_set, getenv
 from .kernels import bounds, reference
 from .kernels.bounds import OutOfBounds
 from .kernels.lapack import LibraryError
-from .schedule import SCHEDULE_CACHE_SIZE, Planned, Schedule, ScheduleItem, forget_pending, plan
+from .schedule import SCHEDULE_CACHE_SIZE, Planned, Schedule, ScheduleItem, forget_pending, is_pending, plan
 
 BATCH_MAX_BYTES = 64 << 20
 _BUFFER = Op.BUFFER  # read for every node a realize binds: an enum's member costs a call into Python on 3.11
@@ -563,6 +563,16 @@ def realize_nodes(*nodes: Node) -> None:
             if recorder is not None:
                 recorder.check(flag.buffer, message)
             raise_if(flag.buffer, message)
+
+
+def compute_stale(*tensors: Any) -> None:
+    """Called before state (parameters, optimizer state, running statistics) is updated again: if one of
+    `tensors` still holds a pending value (`schedule.realize_with_next`) that no schedule has computed since
+    its last update, compute this thread's pending state now. A training loop that reads no result every
+    step would otherwise build each step's graph on the last one's, without bound, and meet kernels of a new
+    structure at each realize; so a step's update waits for one step at most."""
+    if any(is_pending(t) for t in tensors):
+        realize_nodes()
 
 
 def raise_if(flag: Any, message: str) -> None:

@@ -204,9 +204,15 @@ def realize_with_next(*tensors: Any) -> None:
     """Compute these tensors (their nodes at that time) in the next schedule this thread runs, whatever it
     is for. An optimizer step and a batch norm's running statistics update state lazily; realizing that
     state with what is realized next (the parameters, the loss) fuses the update into that schedule
-    and keeps the state's graph from growing step after step."""
+    and keeps the state's graph from growing step after step. Before updating such state again, its
+    updater calls `realize.compute_stale`."""
     for t in tensors:
         _pending.tensors[id(t)] = weakref.ref(t)
+
+
+def is_pending(t: Any) -> bool:
+    """Whether `t`'s value rides on this thread's next schedule and is not computed yet."""
+    return (ref := _pending.tensors.get(id(t))) is not None and ref() is t and not t.node.realized
 
 
 def forget_pending(nodes: list[Node]) -> None:

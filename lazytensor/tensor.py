@@ -32,8 +32,9 @@ from .kernels.dtype import bfloat16_to_float32
 from .kernels.ir import Alu
 from .movement import MovementOps
 from .pytorch_methods import PyTorchOps
-from .realize import check_read, realize_nodes
+from .realize import check_read, compute_stale, realize_nodes
 from .reduce import ReduceOps
+from .schedule import realize_with_next
 from .sorting import SortingOps
 from .views import element_source
 
@@ -72,6 +73,19 @@ def broadcast_shapes(*shapes: Shape, op: str = "broadcast") -> Shape:
             raise ShapeError(f"{op}: shapes {shown} are not broadcastable (axis {axis}: sizes {sorted(sizes)})")
         out.append(sizes.pop() if sizes else 1)
     return tuple(out)
+
+
+def to_arguments(args: Sequence[Any], device: Any, dtype: Any) -> tuple[Any, Any]:
+    """The device and dtype of a call of `to` (a tensor's or a module's), PyTorch's spellings: each positional
+    argument a device (a Device, a name), a dtype, or a tensor (its device and dtype)."""
+    for a in args:
+        if isinstance(a, Tensor):
+            device, dtype = a.device, a.dtype
+        elif isinstance(a, Device) or isinstance(a, str) and a.strip().lower() not in dtypes.BY_NAME:
+            device = a
+        else:
+            dtype = a
+    return device, dtype
 
 
 def _is_scalar(x: object) -> bool:
@@ -415,6 +429,14 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
         bits = self._host_bits()
         return bfloat16_to_float32(bits) if self.dtype == dtypes.bfloat16 else bits
 
+    def __getattr__(self, name: str) -> Any:
+        """Only for names a tensor lacks: PyTorch's `x.max(1).indices` meets NumPy's `x.max(1)` (values only)."""
+        if name in ("values", "indices"):
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}': a min or max over a "
+                                 f"positional axis (x.max(1)) is NumPy's, values only; PyTorch's (values, indices) "
+                                 f"is x.max(dim=1) or x.max(1, keepdim=False)", name=name, obj=self)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'", name=name, obj=self)
+
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickling and `copy` save the data (computed now), never the graph that computes it: the tensor
         that comes back holds a copy of it (one copy for the tensors that shared it), on the same device,
@@ -533,16 +555,15 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
     __str__ = __repr__
     __hash__ = object.__hash__
 
-    def to(self, *args: Any, device: Any = None, dtype: Any = None) -> Tensor:
-        """Another device and/or dtype: `t.to('cpu')`, `t.to(lt.float64)`, `t.to(device=..., dtype=...)`."""
-        for a in args:
-            if isinstance(a, Device) or isinstance(a, str) and not a.strip().lower() in dtypes.BY_NAME:
-                device = a
-            else:
-                dtype = a
+    def to(self, *args: Any, device: Any = None, dtype: Any = None, non_blocking: bool = False,
+           copy: bool = False) -> Tensor:
+        """Another device and/or dtype: `t.to('cpu')`, `t.to(lt.float64)`, `t.to(device=..., dtype=...)`,
+        `t.to(other)` (other's device and dtype). `non_blocking` is accepted (a copy between devices is done
+        when it is read anyway); with `copy`, a new tensor even where nothing changes."""
+        device, dtype = to_arguments(args, device, dtype)
         out = self.cast(dtype) if dtype is not None else self
         if device is None or canonical(device) == self.device:
-            return out
+            return Tensor(out.node) if copy and out is self else out
         target = get_device(device)  # DeviceError if it is not available here, before computing anything
         source = out.realize().node.buffer
         return Tensor(Node.from_buffer(target.copy_from(source), out.dtype, out.shape, target.name))
@@ -750,6 +771,18 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
             raise RuntimeError(f"{op}: a leaf tensor that requires grad cannot be modified in place; "
                                "use lt.no_grad() or an out-of-place op")
 
+    def _assign(self, node: Node) -> None:
+        """`self.node = node`, for an in-place op. A leaf that requires grad updated so (under no_grad: a
+        parameter updated by hand, `w -= lr * w.grad`, `w.data.add_(...)`) is updated as an optimizer's step
+        updates it: the new value rides on the next schedule (`schedule.realize_with_next`), the last one
+        computed first if no schedule ran since (`realize.compute_stale`)."""
+        if self.requires_grad and self._ctx is None:
+            compute_stale(self)
+            self.node = node
+            realize_with_next(self)
+        else:
+            self.node = node
+
     def _rebind(self, out: Tensor) -> None:
         """This tensor takes `out`'s value (an in-place op), and its autograd record where gradients are recorded.
         Under `no_grad` it keeps its own: a parameter updated there still requires grad, and a non-leaf's
@@ -763,7 +796,7 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
                 self._view = view = None
             else:
                 base._check_modifiable("an in-place write to a view")
-        self.node = out.node
+        self._assign(out.node)
         if is_grad_enabled():
             self._ctx, self.requires_grad = out._ctx, out.requires_grad
         if view is not None:

@@ -369,6 +369,23 @@ def test_batch_norm_running_stats_realize_with_the_next_schedule():
     assert m.running_mean.is_realized and m.running_var.is_realized and m.num_batches_tracked.is_realized
 
 
+def test_batch_norm_running_stats_of_passes_that_read_nothing():
+    """Forward passes in training mode whose outputs are never read (a warm-up of the statistics): each pass
+    computes the last one's update of the running statistics, so they never grow a graph over every pass;
+    torch's values."""
+    m, tm = nn.BatchNorm2d(2, dtype=F64), torch.nn.BatchNorm2d(2, dtype=torch.float64)
+    for step in range(5):
+        if step == 2:
+            lt.reset_stats()
+        arr = random_array((4, 2, 3, 3), F64, seed=30 + step)
+        m(lt.asarray(arr))
+        tm(torch.tensor(arr))
+    assert lt.stats().realizes == 3 and not m.running_mean.is_realized
+    check(m.running_mean, tm.running_mean)
+    check(m.running_var, tm.running_var)
+    check(m.num_batches_tracked, tm.num_batches_tracked)
+
+
 def test_embedding():
     torch.manual_seed(4)
     tm = torch.nn.Embedding(7, 3, dtype=torch.float64)

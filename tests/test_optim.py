@@ -137,6 +137,59 @@ def test_state_does_not_grow_a_graph_across_steps():
     assert lt.stats().kernels_compiled == 0  # same structure every step: nothing recompiles
 
 
+def _update_by_hand(how: str):
+    """`with no_grad():` each parameter updated in place from its gradient, as the tutorials write SGD."""
+    def update(params, lr):
+        for p in params:
+            if how == "in place":
+                p -= lr * p.grad
+            elif how == ".data":
+                p.data.add_(p.grad, alpha=-lr)
+            else:
+                p.data[...] = p.data - lr * p.grad
+            p.grad = None
+    return update
+
+
+@pytest.mark.parametrize("how", ["optimizer", "in place", ".data", "data write"])
+def test_a_loop_that_reads_nothing_computes_each_step_at_the_next(how):
+    """A training loop that reads no result (PyTorch's tutorials print the loss every hundred steps): each
+    step's update is computed when the next step updates the parameters again, in one schedule of one
+    structure, never a graph built over every step whose kernels are new at each read; torch's values."""
+    m, tm = models()
+    opt, topt = optim.SGD(m.parameters(), lr=0.05, momentum=0.9), torch.optim.SGD(tm.parameters(), lr=0.05,
+                                                                                  momentum=0.9)
+    x, y, tx, ty = lt.asarray(X), lt.asarray(Y), torch.tensor(X), torch.tensor(Y)
+    for step in range(6):
+        if step == 3:
+            lt.reset_stats()
+        loss = nn.functional.mse_loss(m(x), y)
+        if how == "optimizer":
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        else:
+            loss.backward()
+            with lt.no_grad():
+                _update_by_hand(how)(m.parameters(), 0.05)
+        tloss = torch.nn.functional.mse_loss(tm(tx), ty)
+        topt.zero_grad()
+        tloss.backward()
+        if how == "optimizer":
+            topt.step()
+        else:
+            with torch.no_grad():
+                for p in tm.parameters():
+                    p -= 0.05 * p.grad
+    # steps 3, 4 and 5 each computed the one before it; the last is pending, computed with what is read next
+    stats = lt.stats()
+    assert (stats.realizes, stats.kernels_compiled) == (3, 0)
+    assert not any(p.is_realized for p in m.parameters())
+    check(loss, tloss)
+    for p, tp in zip(m.parameters(), tm.parameters()):
+        check(p, tp)
+
+
 ADAMS = {
     "adam": lambda p: optim.Adam(p, lr=0.01),
     "adam_wd_amsgrad_maximize": lambda p: optim.Adam(p, lr=0.02, betas=(0.8, 0.99), weight_decay=0.1, amsgrad=True,

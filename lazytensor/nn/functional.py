@@ -26,6 +26,7 @@ from ..dtypes import get_default_dtype
 from ..errors import DTypeError, ShapeError
 from ..kernels.dtype import compute_dtype
 from ..random import rand
+from ..realize import compute_stale
 from ..schedule import realize_with_next
 from ..tensor import Tensor, where
 from .attention import scaled_dot_product_attention
@@ -709,6 +710,7 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
         centered, mean, var = _statistics(x, axes)
         if training and running_mean is not None and running_var is not None:
             with no_grad():
+                compute_stale(running_mean, running_var)
                 if num_batches_tracked is not None:
                     num_batches_tracked.node = (num_batches_tracked + 1).node
                 factor: Any = momentum
@@ -781,6 +783,7 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var
     centered, mean, var = _statistics(input, axes)
     if running_mean is not None and running_var is not None:
         with no_grad():
+            compute_stale(running_mean, running_var)
             m = Tensor(mean.node).reshape(input.shape[:2]).mean(0)
             unbiased = Tensor(var.node).reshape(input.shape[:2]).mean(0) * (count / max(count - 1, 1))
             running_mean.node = (running_mean * (1 - momentum) + m * momentum).cast(running_mean.dtype).node

@@ -11,7 +11,7 @@ from ..autograd import RemovableHandle, is_grad_enabled, joint, no_grad
 from ..creation import arange, asarray, full, zeros
 from ..errors import ShapeError
 from ..helpers import KnownUserLine, user_line
-from ..tensor import Tensor, where
+from ..tensor import Tensor, to_arguments, where
 from . import functional as F
 from . import init
 from .attention import multi_head_attention
@@ -301,13 +301,10 @@ class Module:
             else:
                 p.grad = p.grad * 0.0
 
-    def to(self, *args: Any, dtype: Any = None, device: Any = None) -> Module:
-        """Cast floating-point parameters and buffers to a dtype (`model.to(lt.float64)`)."""
-        for a in args:
-            if isinstance(a, str) and a.strip().lower() not in dtypes.BY_NAME:
-                device = a
-            else:
-                dtype = a
+    def to(self, *args: Any, dtype: Any = None, device: Any = None, non_blocking: bool = False) -> Module:
+        """Cast floating-point parameters and buffers to a dtype (`model.to(lt.float64)`) and/or move them, and
+        their gradients, to a device (`model.to("cuda")`, `model.to(lt.device("cuda"))`), in place."""
+        device, dtype = to_arguments(args, device, dtype)
         if dtype is not None:
             dt = dtypes.to_dtype(dtype)
             with no_grad():

@@ -32,6 +32,7 @@ from ..autograd import no_grad
 from ..creation import asarray, full
 from ..dtypes import float64
 from ..helpers import KnownUserLine, is_ours, user_line
+from ..realize import compute_stale
 from ..schedule import realize_with_next
 from ..tensor import Tensor
 
@@ -80,6 +81,7 @@ class Optimizer:
         # a built-in update runs none of the user's code: its ops are all made at the user's call of step
         line = user_line() if is_ours(type(self)._update) else None
         with no_grad(), KnownUserLine(line):
+            compute_stale(*(p for group in self.param_groups for p in group["params"]))
             pending: list[Tensor] = []
             for group in self.param_groups:
                 for p in group["params"]:
