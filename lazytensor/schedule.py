@@ -86,6 +86,7 @@ structure.
 """
 from __future__ import annotations
 
+import heapq
 import threading
 import time
 import weakref
@@ -1122,55 +1123,112 @@ def _waste(lk: LoweredKernel) -> set[Node]:
 def _groups(order: list[Node], regions: dict[Node, _Region], barriers: set[Node]) -> list[list[Node]]:
     """The realize points in kernel order, grouped into multi-output kernels (rule 7). A point that
     `contiguous()` realizes (in `barriers`) is an explicit fusion barrier: it may share a kernel with
-    points computed beside it, never with one that reads it. Contractions keep their template's kernel."""
+    points computed beside it, never with one that reads it. Contractions keep their template's kernel.
+    Each point joins the latest group of its shape it may join: one that overlaps it, within MAX_FUSED_OPS,
+    and that none of the point's inputs depends on (else that kernel would run both before and after them)."""
     reads = {p: regions[p].reads for p in order}
     shared = {p: regions[p].shared for p in order}
+    barrier_ids = {id(b) for b in barriers}
     group_of: dict[Node, int] = {}
     point_group: dict[int, int] = {}  # id(point) -> its group
     groups: list[list[Node]] = []
-    before: list[set[int]] = []  # per group, the groups whose outputs it reads
+    dag = _GroupDag()
     alike: dict[tuple, list[int]] = {}  # (shape, device) -> the groups of plain kernels of that shape
     footprints: list[set[int]] = []  # per group, the nodes of more than one element it reads and computes
     for p in order:
         read_groups = {point_group[r] for r in reads[p] if r in point_group}
+        fenced = {point_group[r] for r in reads[p] if r in barrier_ids and r in point_group}
         placed = None
         plain = regions[p].contraction is None and p.op not in _OWN_KERNEL
         candidates = alike.setdefault((p.shape, p.device), []) if plain else []
+        upstream = None  # the groups p's inputs depend on, searched as far as the candidates need
         for g in reversed(candidates):
-            members = groups[g]
-            if not any(shared[p] & shared[m] or id(m) in reads[p] for m in members) \
-                    or any(id(m) in reads[p] for m in members if m in barriers) \
-                    or _reaches(read_groups - {g}, g, before):  # g would run both before and after p's inputs
+            footprint = footprints[g]
+            if g not in read_groups and shared[p].isdisjoint(footprint) or g in fenced \
+                    or len(footprint) + len(shared[p] - footprint) > MAX_FUSED_OPS:
                 continue
-            if len(footprints[g] | shared[p]) > MAX_FUSED_OPS:
+            if upstream is None:
+                upstream = _Upstream(dag, read_groups)
+            if upstream.reaches(g):
                 continue
             placed = g
             break
         if placed is None:
-            placed = len(groups)
+            placed = dag.add()
             groups.append([])
-            before.append(set())
             footprints.append(set())
             if plain:
                 candidates.append(placed)
         groups[placed].append(p)
         footprints[placed] |= shared[p]
         group_of[p] = point_group[id(p)] = placed
-        before[placed] |= read_groups - {placed}
+        dag.read(placed, read_groups - {placed})
     return [groups[g] for g in _group_order(order, reads, group_of, len(groups))]
 
 
-def _reaches(starts: set[int], target: int, before: list[set[int]]) -> bool:
-    """Whether `target` is among `starts` or the groups they read, directly or not."""
-    seen, stack = set(starts), list(starts)
-    while stack:
-        g = stack.pop()
-        if g == target:
-            return True
-        for h in before[g] - seen:
-            seen.add(h)
-            stack.append(h)
-    return False
+class _GroupDag:
+    """The groups of `_groups` so far, each with the groups whose outputs it reads (`before`), the groups that read
+    its own (`after`), and a level above the level of every group it reads, kept so as groups take on new
+    inputs: a path down to a group passes only through groups of higher levels, so a search for it stops there."""
+
+    __slots__ = ("after", "before", "level")
+
+    def __init__(self) -> None:
+        self.before: list[set[int]] = []
+        self.after: list[set[int]] = []
+        self.level: list[int] = []
+
+    def add(self) -> int:
+        """A new group, reading nothing yet."""
+        self.before.append(set())
+        self.after.append(set())
+        self.level.append(0)
+        return len(self.level) - 1
+
+    def read(self, g: int, inputs: set[int]) -> None:
+        """Group `g` reads the outputs of `inputs` (none of which depends on `g`): it, and the groups that read it,
+        rise above them where they are not."""
+        level, after = self.level, self.after
+        self.before[g] |= inputs
+        for h in inputs:
+            after[h].add(g)
+        top = max((level[h] for h in inputs), default=-1)
+        if top < level[g]:
+            return
+        level[g] = top + 1
+        stack = [g]
+        while stack:
+            h = stack.pop()
+            for k in after[h]:
+                if level[k] <= level[h]:
+                    level[k] = level[h] + 1
+                    stack.append(k)
+
+
+class _Upstream:
+    """The groups that some of `starts` depend on, directly or not: searched from the highest level down, and only as
+    far down as the groups asked about, so the search for one point's candidates walks each group once."""
+
+    __slots__ = ("dag", "found", "frontier", "seen")
+
+    def __init__(self, dag: _GroupDag, starts: set[int]):
+        self.dag = dag
+        self.frontier = [(-dag.level[g], g) for g in starts]  # a heap: the highest level first
+        heapq.heapify(self.frontier)
+        self.seen = set(starts)
+        self.found: set[int] = set()
+
+    def reaches(self, target: int) -> bool:
+        """Whether a group of `starts` depends on `target`."""
+        level, before, frontier, seen = self.dag.level, self.dag.before, self.frontier, self.seen
+        floor = level[target]
+        while frontier and -frontier[0][0] > floor:
+            for h in before[heapq.heappop(frontier)[1]]:
+                self.found.add(h)
+                if h not in seen:
+                    seen.add(h)
+                    heapq.heappush(frontier, (-level[h], h))
+        return target in self.found
 
 
 def _group_edges(order: list[Node], reads: dict[Node, set[int]], group_of: dict[Node, int]) -> dict[int, set[int]]:
@@ -1190,14 +1248,13 @@ def _group_order(order: list[Node], reads: dict[Node, set[int]], group_of: dict[
     for targets in edges.values():
         for g in targets:
             indegree[g] += 1
-    ready = [g for g in range(n) if indegree[g] == 0]
+    ready = [g for g in range(n) if indegree[g] == 0]  # a heap: the first group first
     out = []
     while ready:
-        ready.sort()
-        g = ready.pop(0)
+        g = heapq.heappop(ready)
         out.append(g)
         for h in edges.get(g, ()):
             indegree[h] -= 1
             if indegree[h] == 0:
-                ready.append(h)
+                heapq.heappush(ready, h)
     return out
