@@ -49,7 +49,10 @@ Fusion rules (each one is a kernel-count test in tests/test_schedule.py):
    that another reads is used in registers, not reloaded. A group stays
    within MAX_FUSED_OPS of the nodes its kernels read and compute, so that
    rule 6's cap holds for it too (a long chain cut by rule 6 is not merged
-   back into one kernel, with a parameter for every scalar in it).
+   back into one kernel, with a parameter for every scalar in it). A node
+   looks for its kernel among the latest of its shape, passing over at most
+   MAX_UPSTREAM_GROUPS that what it reads depends on, so that grouping a
+   loop unrolled over many steps stays linear in their number.
 8. A node that a live tensor holds (a variable of the user's program, a
    parameter, a gradient, optimizer state) and that the schedule computes
    anyway is written to memory, so that reading it later, or building on it,
@@ -107,6 +110,7 @@ from .views import source_index
 MAX_FUSED_OPS = 512
 MIN_SHARED_LOADS = 4    # rule 4: an elementwise node several kernels read is written where it loads this many
 MIN_RECOMPUTED_OPS = 8  # rule 9: an elementwise result this costly is written rather than computed again
+MAX_UPSTREAM_GROUPS = 16  # rule 7: the groups a point passes over, as its inputs depend on them, before it takes its own
 SCHEDULE_CACHE_SIZE = 4096
 
 
@@ -1125,7 +1129,11 @@ def _groups(order: list[Node], regions: dict[Node, _Region], barriers: set[Node]
     `contiguous()` realizes (in `barriers`) is an explicit fusion barrier: it may share a kernel with
     points computed beside it, never with one that reads it. Contractions keep their template's kernel.
     Each point joins the latest group of its shape it may join: one that overlaps it, within MAX_FUSED_OPS,
-    and that none of the point's inputs depends on (else that kernel would run both before and after them)."""
+    and that none of the point's inputs depends on (else that kernel would run both before and after them).
+    It gives up after MAX_UPSTREAM_GROUPS groups that overlap it but feed its inputs: in a deep graph (a loop
+    unrolled over many steps, each reading the same data) every earlier step's groups do, and looking through
+    all of them for every point would make grouping quadratic in the depth. Giving up only leaves the point a
+    kernel of its own, so the groups stay acyclic."""
     reads = {p: regions[p].reads for p in order}
     shared = {p: regions[p].shared for p in order}
     barrier_ids = {id(b) for b in barriers}
@@ -1142,6 +1150,7 @@ def _groups(order: list[Node], regions: dict[Node, _Region], barriers: set[Node]
         plain = regions[p].contraction is None and p.op not in _OWN_KERNEL
         candidates = alike.setdefault((p.shape, p.device), []) if plain else []
         upstream = None  # the groups p's inputs depend on, searched as far as the candidates need
+        passed = 0  # candidates passed over since p's inputs depend on them
         for g in reversed(candidates):
             footprint = footprints[g]
             if g not in read_groups and shared[p].isdisjoint(footprint) or g in fenced \
@@ -1149,10 +1158,12 @@ def _groups(order: list[Node], regions: dict[Node, _Region], barriers: set[Node]
                 continue
             if upstream is None:
                 upstream = _Upstream(dag, read_groups)
-            if upstream.reaches(g):
-                continue
-            placed = g
-            break
+            if not upstream.reaches(g):
+                placed = g
+                break
+            passed += 1
+            if passed == MAX_UPSTREAM_GROUPS:
+                break
         if placed is None:
             placed = dag.add()
             groups.append([])
