@@ -89,11 +89,12 @@ structure.
 """
 from __future__ import annotations
 
+import bisect
 import heapq
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, NamedTuple
@@ -1141,40 +1142,56 @@ def _groups(order: list[Node], regions: dict[Node, _Region], barriers: set[Node]
     point_group: dict[int, int] = {}  # id(point) -> its group
     groups: list[list[Node]] = []
     dag = _GroupDag()
-    alike: dict[tuple, list[int]] = {}  # (shape, device) -> the groups of plain kernels of that shape
+    kinds: list[tuple | None] = []  # per group, (shape, device) where it is a plain kernel's, else None
     footprints: list[set[int]] = []  # per group, the nodes of more than one element it reads and computes
+    # (shape, device) -> node id -> the plain groups of that shape whose footprint holds the node, in order:
+    # a point looks only at the groups it overlaps, not at every group of its shape
+    holders: dict[tuple, dict[int, list[int]]] = {}
     for p in order:
         read_groups = {point_group[r] for r in reads[p] if r in point_group}
         fenced = {point_group[r] for r in reads[p] if r in barrier_ids and r in point_group}
         placed = None
-        plain = regions[p].contraction is None and p.op not in _OWN_KERNEL
-        candidates = alike.setdefault((p.shape, p.device), []) if plain else []
-        upstream = None  # the groups p's inputs depend on, searched as far as the candidates need
-        passed = 0  # candidates passed over since p's inputs depend on them
-        for g in reversed(candidates):
-            footprint = footprints[g]
-            if g not in read_groups and shared[p].isdisjoint(footprint) or g in fenced \
-                    or len(footprint) + len(shared[p] - footprint) > MAX_FUSED_OPS:
-                continue
-            if upstream is None:
-                upstream = _Upstream(dag, read_groups)
-            if not upstream.reaches(g):
-                placed = g
-                break
-            passed += 1
-            if passed == MAX_UPSTREAM_GROUPS:
-                break
+        kind = (p.shape, p.device) if regions[p].contraction is None and p.op not in _OWN_KERNEL else None
+        if kind is not None:
+            held = holders.setdefault(kind, {})
+            overlapping = [held[s] for s in shared[p] if s in held]
+            overlapping.append(sorted(g for g in read_groups if kinds[g] == kind))
+            upstream = None  # the groups p's inputs depend on, searched as far as the candidates need
+            passed = 0  # candidates passed over since p's inputs depend on them
+            for g in _latest_first(overlapping):
+                footprint = footprints[g]
+                if g in fenced or len(footprint) + len(shared[p] - footprint) > MAX_FUSED_OPS:
+                    continue
+                if upstream is None:
+                    upstream = _Upstream(dag, read_groups)
+                if not upstream.reaches(g):
+                    placed = g
+                    break
+                passed += 1
+                if passed == MAX_UPSTREAM_GROUPS:
+                    break
         if placed is None:
             placed = dag.add()
             groups.append([])
             footprints.append(set())
-            if plain:
-                candidates.append(placed)
+            kinds.append(kind)
         groups[placed].append(p)
+        if kind is not None:
+            for s in shared[p] - footprints[placed]:
+                bisect.insort(held.setdefault(s, []), placed)
         footprints[placed] |= shared[p]
         group_of[p] = point_group[id(p)] = placed
         dag.read(placed, read_groups - {placed})
     return [groups[g] for g in _group_order(order, reads, group_of, len(groups))]
+
+
+def _latest_first(groups: list[list[int]]) -> Iterator[int]:
+    """The groups of these lists (each in ascending order), each once, the latest first."""
+    last = None
+    for g in heapq.merge(*map(reversed, groups), reverse=True):
+        if g != last:
+            yield g
+            last = g
 
 
 class _GroupDag:
