@@ -692,7 +692,8 @@ def _schedule(nodes: list[Node], targets: list[Node], live: list[Node], trace: T
     t0 = time.perf_counter()
     items = Schedule()
     for group in groups:
-        merged = lower(group, points - set(group)) if len(group) > 1 else None
+        # the group's own points are its roots, which lowering computes rather than loads
+        merged = lower(group, points) if len(group) > 1 else None
         if merged is None or _waste(merged):
             if trace is not None and len(group) > 1:
                 trace.split.append(group)
