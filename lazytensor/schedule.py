@@ -49,7 +49,10 @@ Fusion rules (each one is a kernel-count test in tests/test_schedule.py):
    that another reads is used in registers, not reloaded. A group stays
    within MAX_FUSED_OPS of the nodes its kernels read and compute, so that
    rule 6's cap holds for it too (a long chain cut by rule 6 is not merged
-   back into one kernel, with a parameter for every scalar in it).
+   back into one kernel, with a parameter for every scalar in it). A node
+   looks for its kernel among the latest of its shape, passing over at most
+   MAX_UPSTREAM_GROUPS that what it reads depends on, so that grouping a
+   loop unrolled over many steps stays linear in their number.
 8. A node that a live tensor holds (a variable of the user's program, a
    parameter, a gradient, optimizer state) and that the schedule computes
    anyway is written to memory, so that reading it later, or building on it,
@@ -86,10 +89,12 @@ structure.
 """
 from __future__ import annotations
 
+import bisect
+import heapq
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, NamedTuple
@@ -106,6 +111,7 @@ from .views import source_index
 MAX_FUSED_OPS = 512
 MIN_SHARED_LOADS = 4    # rule 4: an elementwise node several kernels read is written where it loads this many
 MIN_RECOMPUTED_OPS = 8  # rule 9: an elementwise result this costly is written rather than computed again
+MAX_UPSTREAM_GROUPS = 16  # rule 7: the groups a point passes over, as its inputs depend on them, before it takes its own
 SCHEDULE_CACHE_SIZE = 4096
 
 
@@ -692,7 +698,8 @@ def _schedule(nodes: list[Node], targets: list[Node], live: list[Node], trace: T
     t0 = time.perf_counter()
     items = Schedule()
     for group in groups:
-        merged = lower(group, points - set(group)) if len(group) > 1 else None
+        # the group's own points are its roots, which lowering computes rather than loads
+        merged = lower(group, points) if len(group) > 1 else None
         if merged is None or _waste(merged):
             if trace is not None and len(group) > 1:
                 trace.split.append(group)
@@ -1128,55 +1135,135 @@ def _waste(lk: LoweredKernel) -> set[Node]:
 def _groups(order: list[Node], regions: dict[Node, _Region], barriers: set[Node]) -> list[list[Node]]:
     """The realize points in kernel order, grouped into multi-output kernels (rule 7). A point that
     `contiguous()` realizes (in `barriers`) is an explicit fusion barrier: it may share a kernel with
-    points computed beside it, never with one that reads it. Contractions keep their template's kernel."""
+    points computed beside it, never with one that reads it. Contractions keep their template's kernel.
+    Each point joins the latest group of its shape it may join: one that overlaps it, within MAX_FUSED_OPS,
+    and that none of the point's inputs depends on (else that kernel would run both before and after them).
+    It gives up after MAX_UPSTREAM_GROUPS groups that overlap it but feed its inputs: in a deep graph (a loop
+    unrolled over many steps, each reading the same data) every earlier step's groups do, and looking through
+    all of them for every point would make grouping quadratic in the depth. Giving up only leaves the point a
+    kernel of its own, so the groups stay acyclic."""
     reads = {p: regions[p].reads for p in order}
     shared = {p: regions[p].shared for p in order}
+    barrier_ids = {id(b) for b in barriers}
     group_of: dict[Node, int] = {}
     point_group: dict[int, int] = {}  # id(point) -> its group
     groups: list[list[Node]] = []
-    before: list[set[int]] = []  # per group, the groups whose outputs it reads
-    alike: dict[tuple, list[int]] = {}  # (shape, device) -> the groups of plain kernels of that shape
+    dag = _GroupDag()
+    kinds: list[tuple | None] = []  # per group, (shape, device) where it is a plain kernel's, else None
     footprints: list[set[int]] = []  # per group, the nodes of more than one element it reads and computes
+    # (shape, device) -> node id -> the plain groups of that shape whose footprint holds the node, in order:
+    # a point looks only at the groups it overlaps, not at every group of its shape
+    holders: dict[tuple, dict[int, list[int]]] = {}
     for p in order:
         read_groups = {point_group[r] for r in reads[p] if r in point_group}
+        fenced = {point_group[r] for r in reads[p] if r in barrier_ids and r in point_group}
         placed = None
-        plain = regions[p].contraction is None and p.op not in _OWN_KERNEL
-        candidates = alike.setdefault((p.shape, p.device), []) if plain else []
-        for g in reversed(candidates):
-            members = groups[g]
-            if not any(shared[p] & shared[m] or id(m) in reads[p] for m in members) \
-                    or any(id(m) in reads[p] for m in members if m in barriers) \
-                    or _reaches(read_groups - {g}, g, before):  # g would run both before and after p's inputs
-                continue
-            if len(footprints[g] | shared[p]) > MAX_FUSED_OPS:
-                continue
-            placed = g
-            break
+        kind = (p.shape, p.device) if regions[p].contraction is None and p.op not in _OWN_KERNEL else None
+        if kind is not None:
+            held = holders.setdefault(kind, {})
+            overlapping = [held[s] for s in shared[p] if s in held]
+            overlapping.append(sorted(g for g in read_groups if kinds[g] == kind))
+            upstream = None  # the groups p's inputs depend on, searched as far as the candidates need
+            passed = 0  # candidates passed over since p's inputs depend on them
+            for g in _latest_first(overlapping):
+                footprint = footprints[g]
+                if g in fenced or len(footprint) + len(shared[p] - footprint) > MAX_FUSED_OPS:
+                    continue
+                if upstream is None:
+                    upstream = _Upstream(dag, read_groups)
+                if not upstream.reaches(g):
+                    placed = g
+                    break
+                passed += 1
+                if passed == MAX_UPSTREAM_GROUPS:
+                    break
         if placed is None:
-            placed = len(groups)
+            placed = dag.add()
             groups.append([])
-            before.append(set())
             footprints.append(set())
-            if plain:
-                candidates.append(placed)
+            kinds.append(kind)
         groups[placed].append(p)
+        if kind is not None:
+            for s in shared[p] - footprints[placed]:
+                bisect.insort(held.setdefault(s, []), placed)
         footprints[placed] |= shared[p]
         group_of[p] = point_group[id(p)] = placed
-        before[placed] |= read_groups - {placed}
+        dag.read(placed, read_groups - {placed})
     return [groups[g] for g in _group_order(order, reads, group_of, len(groups))]
 
 
-def _reaches(starts: set[int], target: int, before: list[set[int]]) -> bool:
-    """Whether `target` is among `starts` or the groups they read, directly or not."""
-    seen, stack = set(starts), list(starts)
-    while stack:
-        g = stack.pop()
-        if g == target:
-            return True
-        for h in before[g] - seen:
-            seen.add(h)
-            stack.append(h)
-    return False
+def _latest_first(groups: list[list[int]]) -> Iterator[int]:
+    """The groups of these lists (each in ascending order), each once, the latest first."""
+    last = None
+    for g in heapq.merge(*map(reversed, groups), reverse=True):
+        if g != last:
+            yield g
+            last = g
+
+
+class _GroupDag:
+    """The groups of `_groups` so far, each with the groups whose outputs it reads (`before`), the groups that read
+    its own (`after`), and a level above the level of every group it reads, kept so as groups take on new
+    inputs: a path down to a group passes only through groups of higher levels, so a search for it stops there."""
+
+    __slots__ = ("after", "before", "level")
+
+    def __init__(self) -> None:
+        self.before: list[set[int]] = []
+        self.after: list[set[int]] = []
+        self.level: list[int] = []
+
+    def add(self) -> int:
+        """A new group, reading nothing yet."""
+        self.before.append(set())
+        self.after.append(set())
+        self.level.append(0)
+        return len(self.level) - 1
+
+    def read(self, g: int, inputs: set[int]) -> None:
+        """Group `g` reads the outputs of `inputs` (none of which depends on `g`): it, and the groups that read it,
+        rise above them where they are not."""
+        level, after = self.level, self.after
+        self.before[g] |= inputs
+        for h in inputs:
+            after[h].add(g)
+        top = max((level[h] for h in inputs), default=-1)
+        if top < level[g]:
+            return
+        level[g] = top + 1
+        stack = [g]
+        while stack:
+            h = stack.pop()
+            for k in after[h]:
+                if level[k] <= level[h]:
+                    level[k] = level[h] + 1
+                    stack.append(k)
+
+
+class _Upstream:
+    """The groups that some of `starts` depend on, directly or not: searched from the highest level down, and only as
+    far down as the groups asked about, so the search for one point's candidates walks each group once."""
+
+    __slots__ = ("dag", "found", "frontier", "seen")
+
+    def __init__(self, dag: _GroupDag, starts: set[int]):
+        self.dag = dag
+        self.frontier = [(-dag.level[g], g) for g in starts]  # a heap: the highest level first
+        heapq.heapify(self.frontier)
+        self.seen = set(starts)
+        self.found: set[int] = set()
+
+    def reaches(self, target: int) -> bool:
+        """Whether a group of `starts` depends on `target`."""
+        level, before, frontier, seen = self.dag.level, self.dag.before, self.frontier, self.seen
+        floor = level[target]
+        while frontier and -frontier[0][0] > floor:
+            for h in before[heapq.heappop(frontier)[1]]:
+                self.found.add(h)
+                if h not in seen:
+                    seen.add(h)
+                    heapq.heappush(frontier, (-level[h], h))
+        return target in self.found
 
 
 def _group_edges(order: list[Node], reads: dict[Node, set[int]], group_of: dict[Node, int]) -> dict[int, set[int]]:
@@ -1196,14 +1283,13 @@ def _group_order(order: list[Node], reads: dict[Node, set[int]], group_of: dict[
     for targets in edges.values():
         for g in targets:
             indegree[g] += 1
-    ready = [g for g in range(n) if indegree[g] == 0]
+    ready = [g for g in range(n) if indegree[g] == 0]  # a heap: the first group first
     out = []
     while ready:
-        ready.sort()
-        g = ready.pop(0)
+        g = heapq.heappop(ready)
         out.append(g)
         for h in edges.get(g, ()):
             indegree[h] -= 1
             if indegree[h] == 0:
-                ready.append(h)
+                heapq.heappush(ready, h)
     return out
