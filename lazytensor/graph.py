@@ -39,7 +39,7 @@ from .helpers import prod, user_line
 from .kernels.dtype import DType
 from .kernels.ir import toposort
 
-__all__ = ["MOVEMENT", "Node", "Op", "hold", "is_held", "region", "toposort"]
+__all__ = ["MOVEMENT", "Node", "Op", "hold", "is_held", "region", "toposort", "uniform_axes"]
 
 
 class Op(Enum):
@@ -270,3 +270,29 @@ def region(root: Node, boundaries: Container[Node]) -> Iterator[Node]:
             if id(src) not in seen and not src.realized and src not in boundaries:
                 seen.add(id(src))
                 queue.append(src)
+
+
+_UNIFORM_DEPTH = 6  # elementwise ops looked through: autograd's products are one or two deep
+
+
+def uniform_axes(node: Node, depth: int = _UNIFORM_DEPTH) -> frozenset[int]:
+    """The axes (longer than 1) along which every element of `node` is the same, as its structure says: each
+    axis of a broadcast of one value (movement ops over one element, no padding's zeros among them: the
+    gradient of a sum or a mean), the axes an expand broadcasts, those that all sources of an elementwise op
+    share (looked for `depth` ops deep); no others (a buffer's data is not read)."""
+    base = node
+    while base.op in MOVEMENT and base.op is not Op.PAD:
+        base = base.srcs[0]
+    if base.numel == 1:
+        return frozenset(i for i, n in enumerate(node.shape) if n > 1)
+    if node.op is Op.EXPAND:
+        src = node.srcs[0]
+        return uniform_axes(src, depth) | {i for i, (a, b) in enumerate(zip(src.shape, node.shape)) if a < b}
+    if node.op not in (Op.ALU, Op.CAST) or depth == 0:
+        return frozenset()
+    shared = uniform_axes(node.srcs[0], depth - 1)
+    for src in node.srcs[1:]:
+        if not shared:
+            break
+        shared &= uniform_axes(src, depth - 1)
+    return shared

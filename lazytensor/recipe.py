@@ -23,7 +23,7 @@ from typing import Any
 
 from .autograd import is_grad_enabled
 from .dtypes import get_default_dtype
-from .graph import Node, Op
+from .graph import Node, Op, uniform_axes
 from .helpers import user_line
 from .tensor import Tensor
 
@@ -49,10 +49,13 @@ _keeping = threading.Lock()
 
 
 def _signature(t: Tensor | None) -> tuple | None:
+    """What of `t` its function's nodes may depend on: its dtype, shape, device, whether it is a reshape or a permute,
+    and the axes along which its elements are the same by structure (a reduction over a tensor uniform along an axis
+    it keeps reduces one slice, `ReduceOps._reduce`)."""
     if t is None:
         return None
     node = t._node
-    return node.dtype, node.shape, node.device, node.op if node.op in _COMPOSED else None
+    return node.dtype, node.shape, node.device, node.op if node.op in _COMPOSED else None, uniform_axes(node)
 
 
 def apply(fn: Function, flags: tuple, scalars: tuple[Any, ...], tensors: tuple[Tensor | None, ...]) \

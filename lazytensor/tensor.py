@@ -25,7 +25,7 @@ from .contraction import ContractionOps
 from .device import Device, canonical, get_device
 from .dtypes import DType, bfloat16, bool_, float16, float32, float64, get_default_dtype, int16, int32, int64
 from .errors import DeviceError, DTypeError, ShapeError
-from .graph import Node, Op, hold
+from .graph import MOVEMENT, Node, Op, hold
 from .helpers import prod, user_line
 from .indexing import IndexingOps
 from .kernels.dtype import bfloat16_to_float32
@@ -625,8 +625,17 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
         backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
 
     def contiguous(self) -> Tensor:
-        """A tensor that is computed into its own buffer when realized: a fusion barrier."""
-        return self if self.node.realized else self._derive(Op.CONTIGUOUS, self.shape)
+        """A tensor that is computed into its own buffer when realized: a fusion barrier. A broadcast of one
+        value (the gradient of a sum or a mean) stays what it is: its buffer would hold that value over and over,
+        and a kernel reading it would load every element where it reads one number (a convolution's weight
+        gradient then sums the windows times it once per output channel: 16x64x56x56 k3, 7 s instead of 17 ms)."""
+        node = self.node
+        base = node
+        while base.op in MOVEMENT:
+            base = base.srcs[0]
+        if node.realized or (base is not node and base.numel == 1):
+            return self
+        return self._derive(Op.CONTIGUOUS, self.shape)
 
     def clone(self) -> Tensor:
         return self._derive(Op.CONTIGUOUS, self.shape)

@@ -569,14 +569,18 @@ def test_backward_fuses():
 
 
 def test_grad_of_a_matmul_is_one_kernel_per_operand():
-    """The relu mask needs the product, computed once; then one reduction per operand's gradient."""
+    """The relu mask needs the product, computed once; then one reduction per operand's gradient. Without the
+    relu the output's gradient is one value: each operand's gradient is the other's sums along the contracted
+    axis (b's row sums, a's column sums), reduced once at their own size and broadcast by a second kernel."""
     a = lt.asarray(random_array((8, 16), lt.float32, seed=81)).requires_grad_()
     b = lt.asarray(random_array((16, 4), lt.float32, seed=82)).requires_grad_()
     (a @ b).relu().sum().backward()
     assert len(lt.schedule(a.grad, b.grad)) == 3
     a.grad = b.grad = None
     (a @ b).sum().backward()
-    assert len(lt.schedule(a.grad)) == 1 and len(lt.schedule(b.grad)) == 1
+    for grad in (a.grad, b.grad):
+        sums, broadcast = lt.schedule(grad)
+        assert sums.outputs[0].numel == 16 and broadcast.outputs[0].numel == grad.node.numel
 
 
 def test_in_place_ops_keep_the_gradient():

@@ -111,6 +111,26 @@ def test_reduce_axes_float32(name, axis, keepdims):
         check(fn(x, axis, keepdims), expected_reduce(name, t, axis, keepdims))
 
 
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("name", ["sum", "max", "prod"])
+def test_reduction_of_a_tensor_uniform_along_a_kept_axis_reduces_one_slice(name, keepdims):
+    """A reduction over a tensor whose elements are the same along an axis it keeps (an operand expanded along
+    it, times ones) reduces one slice and broadcasts it: its kernel writes 5 values, not 5 x 6. Against NumPy."""
+    a = random_array((5, 1, 7), lt.float32, seed=3)
+    x = lt.asarray(a) * lt.ones((5, 6, 7))
+    got = getattr(x, name)(axis=2, keepdims=keepdims)
+    (red,) = [item for item in lt.schedule(got) if name in str(item.kernel)]
+    assert red.outputs[0].numel == 5
+    check(got, getattr(np.broadcast_to(a, (5, 6, 7)), name)(axis=2, keepdims=keepdims))
+
+
+def test_reduction_of_padded_ones_is_not_taken_as_uniform():
+    """A padding's zeros make a broadcast of one value differ along the padded axis (avg_pool2d's counts of the
+    elements in each window, with count_include_pad=False)."""
+    x = lt.ones((3, 4)).pad(((1, 2), (0, 0)))
+    check(x.sum(1), np.pad(np.ones((3, 4), np.float32), ((1, 2), (0, 0))).sum(1))
+
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 @pytest.mark.parametrize("name", ["sum", "prod", "max", "min", "mean", "any", "all"])
 def test_reduce_dtypes(name, dtype):
