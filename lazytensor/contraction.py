@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from . import recipe
 from .dtypes import bool_, promote
 from .errors import DeviceError, DTypeError, ShapeError
 from .helpers import prod
@@ -29,6 +30,23 @@ def _common(a: Tensor, b: Tensor, op: str) -> tuple[Tensor, Tensor]:
     return a.cast(dtype), b.cast(dtype)
 
 
+def _matmul(flags: tuple[tuple[int, ...]], scalars: tuple, a: Tensor, b: Tensor) -> tuple[Tensor]:
+    """The matrix product of `a` and `b` (checked, of one dtype) over the broadcast `batch` of `flags`, as
+    `recipe.apply_differentiable` takes it: a broadcast product summed over k."""
+    batch, = flags
+    a2 = a.reshape(1, *a.shape) if a.ndim == 1 else a
+    b2 = b.reshape(*b.shape, 1) if b.ndim == 1 else b
+    n, k, m = a2.shape[-2], a2.shape[-1], b2.shape[-1]
+    lhs = a2.reshape(*a2.shape, 1).broadcast_to(*batch, n, k, m)
+    rhs = b2.reshape(*b2.shape[:-2], 1, k, m).broadcast_to(*batch, n, k, m)
+    out = (lhs * rhs)._reduce(ReduceOp.SUM, -2, False, "matmul")
+    if a.ndim == 1:
+        out = out.squeeze(-2)
+    if b.ndim == 1:
+        out = out.squeeze(-1)
+    return (out,)
+
+
 class ContractionOps:  # every Tensor is one (and only tensors): `isinstance(x, ContractionOps)` asks for a tensor of any subclass
     """Mixed into Tensor."""
 
@@ -43,24 +61,17 @@ class ContractionOps:  # every Tensor is one (and only tensors): `isinstance(x, 
             raise ShapeError(f"matmul: operands must have at least one dimension, got shapes {self.shape} "
                              f"and {other.shape}")
         a, b = _common(self, other, "matmul")
-        a2 = a.reshape(1, *a.shape) if a.ndim == 1 else a
-        b2 = b.reshape(*b.shape, 1) if b.ndim == 1 else b
-        if a2.shape[-1] != b2.shape[-2]:
+        a_shape = (1, *a.shape) if a.ndim == 1 else a.shape
+        b_shape = (*b.shape, 1) if b.ndim == 1 else b.shape
+        if a_shape[-1] != b_shape[-2]:
             raise ShapeError(f"matmul: inner dimensions do not match: {self.shape} @ {other.shape} "
-                             f"({a2.shape[-1]} != {b2.shape[-2]})")
+                             f"({a_shape[-1]} != {b_shape[-2]})")
         try:
-            batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2], op="matmul")
+            batch = broadcast_shapes(a_shape[:-2], b_shape[:-2], op="matmul")
         except ShapeError:  # name the operands the user passed, not their batch parts
             raise ShapeError(f"matmul: batch dimensions do not broadcast: {self.shape} @ {other.shape}") from None
-        n, k, m = a2.shape[-2], a2.shape[-1], b2.shape[-1]
-        lhs = a2.reshape(*a2.shape, 1).broadcast_to(*batch, n, k, m)
-        rhs = b2.reshape(*b2.shape[:-2], 1, k, m).broadcast_to(*batch, n, k, m)
-        out = (lhs * rhs)._reduce(ReduceOp.SUM, -2, False, "matmul")
-        if self.ndim == 1:
-            out = out.squeeze(-2)
-        if other.ndim == 1:
-            out = out.squeeze(-1)
-        return out
+        # a training step makes a dozen: one autograd record each, the graphs rebuilt (see `recipe`)
+        return recipe.apply_differentiable(_matmul, (batch,), (a, b))
 
     __matmul__ = matmul
 

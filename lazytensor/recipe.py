@@ -2,18 +2,19 @@
 
 A function such as a built-in optimizer's update of one parameter, the random words of a draw or a
 convolution's gradients is pure: the nodes it records depend on nothing but the dtypes, shapes and devices of its
-tensors (and, as a reshape or permute composes with its source's, whether one is a reshape or a permute), its
-flags (hashable: sizes, options) and which of its Python scalars (hyperparameters, a seed: each a kernel
+tensors (and, as a reshape or permute of a reshape or permute composes with it into one of its source, which one it
+is, with its source's shape), its flags (hashable: sizes, options) and which of its Python scalars (hyperparameters, a seed: each a kernel
 parameter) each node holds. Recorded through the tensor ops, a node costs several microseconds of Python
 (operand checks, broadcasting, a tensor per op); `apply` keeps a function's first recording as a list of the
 nodes it made, each with its sources' places, and rebuilds those nodes on later calls' tensors and scalars
 through `Node` alone: the same graph, hash-consed alike (a node the graph holds already is found, not made
 again), at the same user's line, for a fraction of the cost.
 
-Only a graph that the list can say is kept: nodes of the ops below, whose sources are the function's tensors or
-nodes it made, and whose scalars are the scalars given (told apart by identity: a scalar the function made
+Only a graph that the list can say is kept: nodes of the ops below, whose sources are the function's tensors (or
+the source of one that is a reshape or permute) or nodes it made, and whose scalars are the scalars given (told apart by identity: a scalar the function made
 itself has no place, and its function is recorded through the tensor ops at every call). A call that autograd
-records (grad enabled, a tensor that requires grad) is always recorded through the ops.
+records (grad enabled, a tensor that requires grad) is always recorded through the ops; `apply_differentiable`
+makes such a call one record of its own, its gradients a recipe too.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .autograd import is_grad_enabled
+from .autograd import custom_vjp, is_grad_enabled, set_grad_enabled
 from .dtypes import get_default_dtype
 from .graph import Node, Op, uniform_axes
 from .helpers import user_line
@@ -49,13 +50,22 @@ _keeping = threading.Lock()
 
 
 def _signature(t: Tensor | None) -> tuple | None:
-    """What of `t` its function's nodes may depend on: its dtype, shape, device, whether it is a reshape or a permute,
+    """What of `t` its function's nodes may depend on: its dtype, shape, device, which reshape or permute of what it is,
     and the axes along which its elements are the same by structure (a reduction over a tensor uniform along an axis
     it keeps reduces one slice, `ReduceOps._reduce`)."""
     if t is None:
         return None
     node = t._node
-    return node.dtype, node.shape, node.device, node.op if node.op in _COMPOSED else None, uniform_axes(node)
+    if node.op in _COMPOSED:  # a reshape or permute of it composes with it: the nodes made depend on what it is
+        return node.dtype, node.shape, node.device, node.op, node.arg, node.srcs[0].shape, uniform_axes(node)
+    return node.dtype, node.shape, node.device, uniform_axes(node)
+
+
+def _inputs(tensors: tuple[Tensor | None, ...]) -> list[Node | None]:
+    """The nodes a recipe's nodes are made from: the tensors', then the source of each that is a reshape or a
+    permute, which the function's own reshape or permute of it composes with (`Tensor._make`) and so reads."""
+    nodes = [None if t is None else t._node for t in tensors]
+    return nodes + [n.srcs[0] for n in nodes if n is not None and n.op in _COMPOSED]
 
 
 def apply(fn: Function, flags: tuple, scalars: tuple[Any, ...], tensors: tuple[Tensor | None, ...]) \
@@ -65,15 +75,16 @@ def apply(fn: Function, flags: tuple, scalars: tuple[Any, ...], tensors: tuple[T
     if is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors) \
             or len(set(map(id, scalars))) < len(scalars):  # a scalar given twice would have no one place
         return fn(flags, scalars, *tensors)
-    # which tensors are one node: a recipe places each node once (Adam's v and its maximum, after a first step)
-    first = {id(t._node): k for k, t in reversed(list(enumerate(tensors))) if t is not None}
-    shared = tuple(None if t is None else first[id(t._node)] for t in tensors)
+    # which inputs are one node: a recipe places each node once (Adam's v and its maximum, after a first step)
+    first: dict[int, int] = {}
+    inputs = _inputs(tensors)
+    shared = tuple(None if n is None else first.setdefault(id(n), k) for k, n in enumerate(inputs))
     key = (fn, flags, tuple(map(_signature, tensors)), shared, get_default_dtype())  # the default may decide dtypes
     try:
         recipe = _recipes[key]
     except KeyError:
         outputs = fn(flags, scalars, *tensors)
-        recipe = _record(tensors, scalars, outputs)
+        recipe = _record(inputs, scalars, outputs)
         with _keeping:  # another thread's eviction would change the table under `iter`
             if len(_recipes) >= RECIPES_MAX:
                 _recipes.pop(next(iter(_recipes)), None)
@@ -81,13 +92,73 @@ def apply(fn: Function, flags: tuple, scalars: tuple[Any, ...], tensors: tuple[T
         return outputs
     if recipe is None:
         return fn(flags, scalars, *tensors)
-    return _rebuild(recipe, tensors, scalars, user_line(2))
+    return _rebuild(recipe, tensors, inputs, scalars, user_line(2))
 
 
-def _record(tensors: tuple[Tensor | None, ...], scalars: tuple[Any, ...],
+def apply_differentiable(fn: Function, flags: tuple, tensors: tuple[Tensor | None, ...]) -> Tensor:
+    """`fn(flags, (), *tensors)[0]`, of a pure function that takes no scalars (see the module), differentiated as
+    autograd differentiates its ops, each graph rebuilt from a recipe: where autograd records, the result is one
+    record (`custom_vjp`) instead of one per op of fn, and its backward the graph autograd's own rules make for
+    fn's ops (the same nodes), rebuilt too. A scalar would be a node of its own in each graph, where the backward's
+    rules need the forward's: fn takes none."""
+    given = tuple(t for t in tensors if t is not None)
+    if not (is_grad_enabled() and any(t.requires_grad for t in given)):
+        return apply(fn, flags, (), tensors)[0]
+    needs = tuple(t is not None and t.requires_grad for t in tensors)
+    # autograd's handles, not the tensors: a tensor of the user's program that the record kept alive would be data
+    # the user can read, which the schedule then writes (`graph.hold`)
+    handles = tuple(None if t is None else t._as_source() for t in tensors)
+
+    def backward(g: Tensor) -> tuple[Tensor | None, ...]:
+        grads = apply(_gradients, (fn, flags, needs), (), (g, *handles))
+        return tuple(grad for grad, t in zip(grads, handles) if t is not None)
+
+    backward.__qualname__ = fn.__qualname__  # the record's name (`Tensor.grad_fn`) is fn's
+    return custom_vjp(given, lambda: apply(fn, flags, (), tensors)[0], backward)
+
+
+def _gradients(flags: tuple, scalars: tuple, g: Tensor, *tensors: Tensor | None) -> tuple[Tensor | None, ...]:
+    """The gradients of `fn(fn_flags, (), *tensors)[0]` for the tensors `needs` names (None for the others), given
+    its gradient `g`, as autograd's rules make them: fn recorded again on a leaf in each tensor's place, each
+    place's gradient fn's alone (a tensor given twice, or given with a view of it, gets one per place). Where the
+    gradients are not recorded themselves, a leaf is a handle on the tensor's node (fn's nodes are then found,
+    hash-consed, not made again); where they are (`create_graph`), an identity record on the tensor, so that they
+    chain to its record."""
+    from .autograd import _propagate
+    from .tensor import _Source
+    fn, fn_flags, needs = flags
+    recorded = is_grad_enabled()
+    leaves: list[Tensor | None] = []
+    for t, need in zip(tensors, needs):
+        if t is None or not need:
+            leaves.append(t)
+        elif recorded:
+            leaves.append(custom_vjp((t,), lambda t=t: t, _passed_on))
+        else:
+            leaves.append(leaf := _Source(t))
+            leaf._ctx = None
+    with set_grad_enabled(True):
+        out = fn(fn_flags, (), *leaves)[0]
+    # as fn's records hold them (a leaf that is not one of autograd's handles, a proxy, by its handle)
+    held = [t._as_source() if need else None for t, need in zip(leaves, needs)]
+    with set_grad_enabled(recorded):
+        found = _propagate([out], [g], {id(t) for t in held if t is not None})
+    return tuple(None if t is None or id(t) not in found else found[id(t)][1] for t in held)
+
+
+def _passed_on(g: Tensor) -> tuple[Tensor]:
+    """An identity's backward (`_gradients`' leaves that chain to their tensors)."""
+    return (g,)
+
+
+def _record(inputs: list[Node | None], scalars: tuple[Any, ...],
             outputs: tuple[Tensor | None, ...]) -> _Recipe | None:
-    """The recipe of the graph from `tensors` to `outputs`, or None where it cannot say it (see the module)."""
-    place = {id(t._node): k for k, t in reversed(list(enumerate(tensors))) if t is not None}  # the first of one node
+    """The recipe of the graph from `inputs` (`_inputs`) to `outputs`, or None where it cannot say it (see the
+    module)."""
+    place: dict[int, int] = {}
+    for k, n in enumerate(inputs):
+        if n is not None:
+            place.setdefault(id(n), k)  # the first of one node
     slots = {id(s): k for k, s in enumerate(scalars)}
     entries: list[_Entry] = []
     # the nodes made, sources first: an explicit stack (the graph may be deep), each node placed once
@@ -109,17 +180,18 @@ def _record(tensors: tuple[Tensor | None, ...], scalars: tuple[Any, ...],
             arg = node.arg
         try:
             srcs = tuple(place[id(s)] for s in node.srcs)
-        except KeyError:  # a source from outside (a reshape of a tensor's own source): not the function's
+        except KeyError:  # a source from outside, not the function's tensors nor made from them
             return None
-        place[id(node)] = len(tensors) + len(entries)
+        place[id(node)] = len(inputs) + len(entries)
         entries.append((node.op, node.dtype, node.shape, node.device, srcs, arg))
     return entries, tuple(None if t is None else place[id(t._node)] for t in outputs)
 
 
-def _rebuild(recipe: _Recipe, tensors: tuple[Tensor | None, ...], scalars: tuple[Any, ...],
+def _rebuild(recipe: _Recipe, tensors: tuple[Tensor | None, ...], nodes: list[Any], scalars: tuple[Any, ...],
              line: tuple[str, int | None]) -> tuple[Tensor | None, ...]:
+    """The recipe's nodes made on `tensors`, whose `_inputs` are `nodes` (a list of its own, which this extends),
+    and `scalars`, at `line`."""
     entries, outputs = recipe
-    nodes: list[Any] = [None if t is None else t._node for t in tensors]
     new, scalar = Node, _SCALAR
     for op, dtype, shape, device, srcs, arg in entries:
         if op is scalar:

@@ -93,3 +93,60 @@ def test_norm_errors():
         nn.GroupNorm(2, 6)(lt.ones((2, 4, 3)))
     with pytest.raises(lt.ShapeError):
         F.rms_norm(lt.ones((2, 4)), (3,))
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("cfg", [(6, (4, 3, 6), {}), ((3, 4), (2, 3, 4), {"eps": 1e-3}), (6, (1, 6), {}),
+                                 (5, (2, 5), {"elementwise_affine": False}), (5, (3, 5), {"bias": False}),
+                                 (4, (4,), {}), (4, (0, 4), {})], ids=str)
+def test_layer_norm_module(cfg, dtype):
+    shape_, shape, kw = cfg
+    m, tm = module_pair("LayerNorm", shape_, dtype=dtype, **kw)
+    run(m, tm, random_array(shape, dtype, seed=8), dtype)
+
+
+@pytest.mark.parametrize("kind", LAYOUTS)
+def test_layer_norm_of_views_and_of_a_weight_without_a_bias(kind):
+    (_, x, t), = [v for v in inputs((2, 4, 6), lt.float64, seed=9) if v[0] == kind]
+    w, b = random_array((6,), lt.float64, seed=10), random_array((6,), lt.float64, seed=11)
+    lw, tw = lt.asarray(w).requires_grad_(), torch.tensor(w, requires_grad=True)
+    lb, tb = lt.asarray(b), torch.tensor(b)  # a bias that needs no gradient
+    x, t = x.requires_grad_(), t.requires_grad_()
+    out = F.layer_norm(x, (6,), lw, lb) * F.layer_norm(x, (6,), lw)
+    tout = TF.layer_norm(t, (6,), tw, tb) * TF.layer_norm(t, (6,), tw)
+    check(out, tout)
+    up = random_array((2, 4, 6), lt.float64, seed=12)
+    out.backward(lt.asarray(up))
+    tout.backward(torch.tensor(up))
+    check(x.grad, t.grad)
+    check(lw.grad, tw.grad)
+    assert lb.grad is None
+
+
+def test_layer_norm_second_order_gradients():
+    """The backward's ops are recorded under create_graph: the gradient's own gradient, for x and the weight."""
+    arr, w = random_array((3, 5), lt.float64, seed=13), random_array((5,), lt.float64, seed=14)
+    x, lw = lt.asarray(arr).requires_grad_(), lt.asarray(w).requires_grad_()
+    t, tw = torch.tensor(arr, requires_grad=True), torch.tensor(w, requires_grad=True)
+    gx, = lt.autograd.gradients((F.layer_norm(x, 5, lw) ** 3).sum(), [x], create_graph=True)
+    tgx, = torch.autograd.grad((TF.layer_norm(t, (5,), tw) ** 3).sum(), [t], create_graph=True)
+    check(gx, tgx)
+    (gx * gx).sum().backward()
+    (tgx * tgx).sum().backward()
+    check(x.grad, t.grad)
+    check(lw.grad, tw.grad)
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES, ids=str)
+def test_layer_norm_gradients_of_16_bit_floats(dtype):
+    """Computed in float32 and rounded once to the input's dtype: against float64's, rounded (torch's own 16-bit
+    gradients round on the way and are further off)."""
+    arr, w = random_array((4, 16), lt.float32, seed=15), random_array((16,), lt.float32, seed=16)
+    tdtype = TORCH_DTYPES[dtype]
+    t, tw = (torch.tensor(a).to(tdtype).double().requires_grad_() for a in (arr, w))
+    x, lw = (lt.asarray(a).cast(dtype).requires_grad_() for a in (arr, w))
+    up = random_array((4, 16), lt.float32, seed=17)
+    F.layer_norm(x, 16, lw).backward(lt.asarray(up).cast(dtype))
+    TF.layer_norm(t, (16,), tw).backward(torch.tensor(up).to(tdtype).double())
+    check(x.grad, t.grad.to(tdtype))
+    check(lw.grad, tw.grad.to(tdtype))

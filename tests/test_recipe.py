@@ -139,3 +139,101 @@ def test_forwards_of_ops_with_their_own_backward_rebuilt_are_the_forwards_record
         recorded(patch)
         expected = forward_calls(name)
     assert rebuilt == expected
+
+
+def _plain_matmul(a: lt.Tensor, b: lt.Tensor) -> lt.Tensor:
+    """The matrix product recorded op by op, as autograd records it (no recipe, one record per op)."""
+    from lazytensor import contraction
+    a_shape = (1, *a.shape) if a.ndim == 1 else a.shape
+    b_shape = (*b.shape, 1) if b.ndim == 1 else b.shape
+    return contraction._matmul((lt.broadcast_shapes(a_shape[:-2], b_shape[:-2]),), (), a, b)[0]
+
+
+def matmul_steps(mm, shapes: tuple, needs: tuple[bool, ...], same: bool, theirs_mm=torch.matmul) -> list:
+    """Three backward passes of one matrix product's structure through `mm` on new data (the same tensor twice
+    where `same`): the gradients' graphs (without the users' lines: `mm` is called from two places), then the
+    product and the gradients checked against torch's (`theirs_mm`)."""
+    graphs = []
+    for seed in range(3):
+        arrays = [random_array(s, lt.float64, seed=seed * 2 + k) for k, s in enumerate(shapes)]
+        ours = [lt.asarray(a).requires_grad_(n) for a, n in zip(arrays, needs)]
+        theirs = [torch.tensor(a, requires_grad=n) for a, n in zip(arrays, needs)]
+        if same:
+            ours[1], theirs[1] = ours[0], theirs[0]
+        out, tout = mm(*ours), theirs_mm(*theirs)
+        (out * out).sum().backward()
+        (tout * tout).sum().backward()
+        grads = [x.grad for x in ours[:len(ours) - same] if x.requires_grad]
+        graphs.append([(op, dtype, shape, arg, srcs) for op, dtype, shape, arg, _, srcs in graph_structure(grads)])
+        check(out, tout)
+        for x, t in zip(ours[:len(ours) - same], theirs):
+            if t.requires_grad:
+                check(x.grad, t.grad)
+    return graphs
+
+
+@pytest.mark.parametrize("case", [((4, 3), (3, 5), (True, True), False), ((3,), (3, 5), (True, True), False),
+                                  ((2, 4, 3), (3,), (False, True), False), ((2, 1, 4, 3), (3, 3, 5), (True, False), False),
+                                  ((3,), (3,), (True, True), False), ((4, 4), (4, 4), (True, True), True)], ids=str)
+def test_matmul_gradients_rebuilt_are_the_gradients_autograd_records_op_by_op(case):
+    """A matrix product is one autograd record whose forward and backward are rebuilt (`recipe.apply_differentiable`):
+    its gradients' graph is the one autograd's rules make for its ops recorded one by one, node for node (a tensor
+    times itself: the same nodes, its two places' gradients built in the other order, so only checked against
+    torch)."""
+    a, b, needs, same = case
+    rebuilt = matmul_steps(lt.matmul, (a, b), needs, same)
+    expected = matmul_steps(_plain_matmul, (a, b), needs, same)
+    assert rebuilt == expected or same
+    x = lt.asarray(random_array(a, lt.float64)).requires_grad_()
+    assert (x @ lt.asarray(random_array(b, lt.float64))).grad_fn.name() == "MatmulBackward"
+
+
+@pytest.mark.parametrize("needs", [(True, True, True), (True, False, True), (False, True, False)], ids=str)
+def test_linear_gradients_rebuilt_are_the_gradients_autograd_records_op_by_op(needs):
+    """`F.linear` likewise: one record (its matrix product inside it another), the same graph as its ops'."""
+    from lazytensor.nn.functional import _linear
+    shapes = ((2, 4, 5), (3, 5), (3,))
+    rebuilt = matmul_steps(F.linear, shapes, needs, False, torch.nn.functional.linear)
+    assert rebuilt == matmul_steps(lambda *t: _linear((), (), *t)[0], shapes, needs, False,
+                                   torch.nn.functional.linear)
+
+
+def test_matmul_second_order_gradients_chain_to_the_operands():
+    """Under create_graph the gradients are recorded through the ops, on the operands' records: differentiating
+    them again reaches the leaves (here through a product of a tensor with itself and through a transpose)."""
+    arr = random_array((3, 4), lt.float64)
+    x, t = lt.asarray(arr).requires_grad_(), torch.tensor(arr, requires_grad=True)
+    for _ in range(2):
+        x.grad, t.grad = None, None
+        y = x * 2
+        gx, = lt.autograd.gradients(((y @ y.T) ** 2).sum(), [x], create_graph=True)
+        ty = t * 2
+        tgx, = torch.autograd.grad(((ty @ ty.T) ** 2).sum(), [t], create_graph=True)
+        check(gx, tgx)
+        (gx * gx).sum().backward()
+        (tgx * tgx).sum().backward()
+        check(x.grad, t.grad)
+
+
+def _swapped(flags: tuple, scalars: tuple, x: lt.Tensor) -> tuple[lt.Tensor]:
+    return (x.permute(1, 0, 2),)
+
+
+def _as_4x6(flags: tuple, scalars: tuple, x: lt.Tensor) -> tuple[lt.Tensor]:
+    return (x.reshape(4, 6) * x.reshape(4, 6),)
+
+
+def test_a_reshape_or_permute_given_is_rebuilt_on_what_it_views():
+    """The function's own permute or reshape of a given permute or reshape composes with it into one of its source
+    (or into the source itself): the recipe reads that source, and tells such inputs apart by their permutation
+    and their source's shape (a cube permuted two ways has one shape; a reshape back to its source's shape is
+    no node)."""
+    cube = random_array((4, 4, 4), lt.float64, seed=1)
+    flat = random_array((24,), lt.float64, seed=2)
+    for _ in range(2):
+        for order in ((1, 0, 2), (2, 0, 1), (0, 2, 1), (1, 0, 2)):
+            got, = recipe.apply(_swapped, (), (), (lt.asarray(cube).permute(order),))
+            check(got, torch.tensor(cube).permute(order).permute(1, 0, 2))
+        for shape in ((4, 6), (2, 12), (24,), (4, 6)):
+            got, = recipe.apply(_as_4x6, (), (), (lt.asarray(flat.reshape(shape)).reshape(24),))
+            check(got, torch.tensor(flat).reshape(4, 6) ** 2)
