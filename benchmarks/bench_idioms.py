@@ -14,6 +14,14 @@ under the idiom's row, and lazytensor's counts as a failure. Prints each contest
 time over NumPy's and over the best peer's (below 1 is faster), and a flag where lazytensor is slower than
 NumPy or takes more than 1.25x the best peer's time. Torch's threads are set to lazytensor's; jax runs with
 float64 enabled. `--no-compile` skips torch.compile, which takes seconds to compile each idiom.
+
+`--fifo` runs the process at real-time priority (SCHED_FIFO 1, which root or CAP_SYS_NICE may set; its threads and
+processes inherit it): on a machine that other work keeps busy, every contestant's worker threads then get the
+cores when it runs, as on a quiet machine. Without it, on this 2-core VM under a load of 5-6, lazytensor's pool
+thread often got no core in time (it ran for 1% of 2000 launches of `x + 1` on 2**20 float32: their chunks fell to
+the calling thread), and torch's and jax's threads were held up alike: two-thread ratios were those of whichever got
+a core. Other processes get what the kernel's
+real-time limit leaves them (5% of the cores by default) while it runs: keep such runs short (`--only`).
 """
 from __future__ import annotations
 
@@ -404,9 +412,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="LT_NUM_THREADS and torch's threads")
     parser.add_argument("--only", default="", help="run the idioms whose name contains this")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    parser.add_argument("--fifo", action="store_true", help="run at real-time priority (see the docstring)")
     args = parser.parse_args()
     if args.threads:
         os.environ["LT_NUM_THREADS"] = str(args.threads)
+    if args.fifo:  # before any thread starts: each inherits it
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
     import jax
     import torch
 
