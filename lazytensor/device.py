@@ -291,6 +291,10 @@ class CUDABuffer(Buffer):
         return out
 
 
+def _hold(buffer: Buffer) -> None:
+    """The release of a window's memory (`Device.window`): nothing to give back, but the call holds `buffer`."""
+
+
 class Device:
     """A place tensors live and kernels run: allocation, transfers and the kernel compiler."""
 
@@ -329,6 +333,12 @@ class Device:
     def wrap(self, ptr: int, dtype: DType, size: int, release: Callable[[], None]) -> Buffer:
         """A buffer over `size` elements at `ptr` that lazytensor did not allocate (DLPack's import, which shares
         another library's memory); `release()` runs once no buffer or array uses the memory any more."""
+        raise NotImplementedError
+
+    def window(self, buffer: Buffer, offset: int, size: int) -> Buffer:
+        """A buffer of `size` elements of `buffer` from element `offset` on, sharing its memory (a slice of a
+        realized tensor: a slice taken at another offset is then the same graph, not another kernel); it keeps
+        `buffer` alive."""
         raise NotImplementedError
 
     def copy_from(self, buffer: Buffer) -> Buffer:
@@ -436,6 +446,9 @@ class CPUDevice(Device):
         weakref.finalize(owner, release).atexit = False  # at exit the memory goes with the process
         return HostBuffer(self.name, dtype, np.frombuffer(owner, dtype=npd, count=size))
 
+    def window(self, buffer: Buffer, offset: int, size: int) -> Buffer:
+        return HostBuffer(self.name, buffer.dtype, buffer.numpy()[offset:offset + size])  # a view holds its base
+
     def compile(self, kernel: Kernel, changed: frozenset[int] = frozenset()) -> tuple[Callable, bool]:
         from .kernels.llvm import compile_kernel
         return compile_kernel(kernel)  # `changed` is `compile_all`'s own here, which compiles side by side
@@ -494,6 +507,13 @@ class CUDADevice(Device):
             release()
 
         return CUDABuffer(self.name, dtype, size, Allocation(ptr, size * dtype.itemsize, done), self.target)
+
+    def window(self, buffer: Buffer, offset: int, size: int) -> Buffer:
+        # no synchronization when it goes, unlike `wrap`'s: the memory is `buffer`'s, kept until then, and reused
+        # only by kernels queued after every reader of the window on the one stream
+        itemsize = buffer.dtype.itemsize
+        allocation = self.target.window(buffer.allocation, offset * itemsize, size * itemsize, partial(_hold, buffer))
+        return CUDABuffer(self.name, buffer.dtype, size, allocation, self.target)
 
     def compile(self, kernel: Kernel, changed: frozenset[int] = frozenset()) -> tuple[Callable, bool]:
         from .kernels.triton.runtime import compile_kernel

@@ -12,10 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .autograd import is_grad_enabled
+from .device import get_device
 from .dtypes import bool_, int64, promote
 from .errors import AxisError, DeviceError, ShapeError
-from .graph import Op
+from .graph import Node, Op
 from .helpers import prod
+from .realize import is_recording
 
 # Read by every reshape, permute and broadcast: an enum's member, read on its class, costs a call into Python on 3.11
 _RESHAPE, _PERMUTE, _EXPAND = Op.RESHAPE, Op.PERMUTE, Op.EXPAND
@@ -273,7 +276,17 @@ class MovementOps:
         ranges = tuple(ranges)
         if all(r == (0, n, 1) for r, n in zip(ranges, self.shape)):
             return self
-        return self._derive(Op.SHRINK, tuple(len(range(*r)) for r in ranges), ranges)
+        shape = tuple(len(range(*r)) for r in ranges)
+        if self._node.op is Op.BUFFER and not (self.requires_grad and is_grad_enabled()) and not is_recording() \
+                and (offset := _contiguous_range(self.shape, ranges)) is not None and 0 not in shape:
+            # a range of realized rows (a minibatch `x[i:i + n]`): a window on the buffer, so every offset is the
+            # same graph (a shrink's offsets are its structure: each would be a kernel of its own). Not where
+            # lt.jit or vmap records: their graph must read the argument, not a buffer of this call's
+            from .tensor import Tensor
+            node = self._node
+            window = get_device(node.device).window(node.buffer, offset, prod(shape))
+            return Tensor(Node.from_buffer(window, node.dtype, shape, node.device))
+        return self._derive(Op.SHRINK, shape, ranges)
 
     def split(self: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
         """PyTorch's split: pieces of `split_size` along `dim` (the last may be shorter), or of the
@@ -415,6 +428,23 @@ def _pad_pairs(pad_width: Any, ndim: int) -> tuple[tuple[int, int], ...]:
     if any(int(b) < 0 or int(a) < 0 for b, a in pairs):
         raise ValueError(f"pad: pad widths must be non-negative, got {pad_width!r}")
     return tuple((int(b), int(a)) for b, a in pairs)
+
+
+def _contiguous_range(shape: tuple[int, ...], ranges: tuple[tuple[int, int, int], ...]) -> int | None:
+    """Where `ranges` (a shrink's) keep one run of a row-major buffer of `shape`: the run's first element, else
+    None. The axes before the one cut keep one index each, those after it all of theirs."""
+    offset, stride, cut = 0, 1, False
+    for (start, stop, step), n in zip(reversed(ranges), reversed(shape)):
+        length = len(range(start, stop, step))
+        if cut and length != 1:
+            return None
+        if length != n:
+            if step != 1 and length != 1:
+                return None
+            cut = True
+        offset += start * stride
+        stride *= n
+    return offset
 
 
 def _pieces(x: Tensor, bounds: Sequence[tuple[int, int]], axis: int) -> tuple[Tensor, ...]:

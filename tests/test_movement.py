@@ -383,6 +383,56 @@ def test_getitem_size0_results():
         e[0]
 
 
+WINDOWS = [(slice(2, 5),), (3,), (1, slice(1, 3)), (2, 3), (slice(1, 2), slice(0, 4), slice(2, 4)), (Ellipsis, 1),
+           (slice(None), slice(1, 3)), (slice(0, 4, 2),)]
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int64, lt.uint8, lt.bool_, lt.float16])
+def test_slices_of_realized_data_share_its_memory(dtype):
+    """A run of a realized tensor's rows (`x[i:i + n]`, `x[i]`, `x[i, a:b]`) is a window on its buffer: the same
+    values as torch's slices, at every offset one graph (nothing compiles again: a minibatch loop), and a slice
+    that is no run (`x[:, 1:3]`, a step) the slice op as before; the window keeps its base's memory alive."""
+    arr = random_array((6, 4, 5), dtype, seed=7)
+    x, t = lt.asarray(arr).realize(), torch.tensor(arr)
+    for index in WINDOWS:
+        check(x[index], t[index])
+        check((x[index] + 1) * 2, (t[index] + 1) * 2)
+    lt.reset_stats()
+    for i in range(4):
+        check(x[i:i + 2] == x[i + 1:i + 3], t[i:i + 2] == t[i + 1:i + 3])
+    assert lt.stats().kernels_compiled <= 1
+    rows = x[1:3]
+    del x
+    import gc
+    gc.collect()
+    lt.asarray(random_array((6, 4, 5), dtype, seed=8)).realize()  # memory a freed base would be reused for
+    check(rows, t[1:3])
+
+
+def test_slices_inside_jit_and_vmap_read_their_argument():
+    """Where lt.jit or vmap records, a slice of an argument is the slice op on it (a window would be a buffer of the
+    recording call's): each call's values, replayed."""
+    f = lt.jit(lambda x, i: x[i:i + 2] * 2)
+    for k in range(4):
+        arr = arange(4, 3, dtype=np.int64) + k
+        check(f(lt.asarray(arr), 1), arr[1:3] * 2)
+    arr = arange(2, 4, 3, dtype=np.int64)
+    check(lt.vmap(lambda x: x[1:3].sum())(lt.asarray(arr)), arr[:, 1:3].sum((1, 2)))
+
+
+def test_slices_of_a_parameter_record_their_gradient():
+    """A slice of a realized tensor that requires grad is recorded (its gradient reaches the rows it took); under
+    no_grad it is a window that requires none."""
+    arr = random_array((5, 3), lt.float64, seed=9)
+    w, tw = lt.asarray(arr).requires_grad_(), torch.tensor(arr, requires_grad=True)
+    (w[1:3] * w[2:4]).sum().backward()
+    (tw[1:3] * tw[2:4]).sum().backward()
+    check(w.grad, tw.grad)
+    with lt.no_grad():
+        assert not w[1:3].requires_grad
+        check(w[1:3], tw[1:3])
+
+
 def test_iteration_and_len():
     x, t = layout(arange(3, 2), "transposed")
     assert len(x) == 3

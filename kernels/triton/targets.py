@@ -105,6 +105,10 @@ class Target(ABC):
     def launching(self) -> AbstractContextManager[None]:
         """The context a launch (or a compile ahead of one) runs in."""
 
+    def window(self, allocation: Allocation, offset: int, nbytes: int, release: Callable[[], None]) -> Allocation:
+        """`nbytes` of `allocation`'s memory from byte `offset` on; `release()` runs when the window goes."""
+        return Allocation(allocation.ptr + offset, nbytes, release)
+
     def empty_cache(self) -> None:
         """Give memory kept for reuse back to the driver; a target that keeps none has nothing to do."""
 
@@ -180,6 +184,7 @@ class InterpreterTarget(Target):
     def __init__(self, provider: StorageProvider):
         self.provider = provider
         self.storage: dict[int, Any] = {}  # address -> the storage object the interpreter needs
+        self.windows: dict[int, int] = {}  # address inside a storage -> how many windows start there
 
     def describe(self) -> str:
         return "triton interpreter, on the CPU"
@@ -193,6 +198,21 @@ class InterpreterTarget(Target):
         ptr = storage.data_ptr()
         self.storage[ptr] = storage
         return Allocation(ptr, nbytes, lambda: self.storage.pop(ptr))
+
+    def window(self, allocation: Allocation, offset: int, nbytes: int, release: Callable[[], None]) -> Allocation:
+        ptr = allocation.ptr + offset
+        if ptr in self.storage and ptr not in self.windows:  # a storage's own start: the interpreter reads that
+            return Allocation(ptr, nbytes, release)
+        self.storage.setdefault(ptr, self.storage[allocation.ptr][offset:])  # the storage's view from there on
+        self.windows[ptr] = self.windows.get(ptr, 0) + 1
+
+        def done() -> None:
+            if (left := self.windows.pop(ptr) - 1) > 0:
+                self.windows[ptr] = left
+            else:
+                del self.storage[ptr]
+            release()
+        return Allocation(ptr, nbytes, done)
 
     def upload(self, dst: Allocation, src: np.ndarray) -> None:
         ctypes.memmove(dst.ptr, src.ctypes.data, src.nbytes)
