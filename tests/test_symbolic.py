@@ -1216,6 +1216,59 @@ def test_triton_products_whose_k_changes_compile_generic_over_it(triton, monkeyp
     assert isinstance(template.program, triton.ContractionProgram) and template.program.passed == ("ck",)
 
 
+GUARD = 1 << 14  # bytes either side of each buffer of `guarded` memory: more than a tile of C reaches past one
+
+
+@pytest.fixture
+def guarded(triton, monkeypatch):
+    """The interpreter's memory for the test (`InterpreterTarget.provider`) with GUARD bytes of 0xA5 either side of
+    each buffer; returns an assertion that every guard is as it was: no launch wrote outside its buffers."""
+    target = importlib.import_module("lazytensor.device").get_device("cuda").target
+    blocks = []
+
+    def provider(nbytes: int) -> torch.Tensor:
+        block = torch.full((nbytes + 2 * GUARD,), 0xA5, dtype=torch.uint8)
+        blocks.append((block, nbytes))
+        return block[GUARD:GUARD + nbytes]
+
+    def untouched() -> None:
+        for block, nbytes in blocks:
+            assert bool((block[:GUARD] == 0xA5).all() and (block[GUARD + nbytes:] == 0xA5).all()), \
+                f"a launch wrote outside a buffer of {nbytes} bytes"
+
+    monkeypatch.setattr(target, "provider", provider)
+    return untouched
+
+
+def turned_k_compiles(device: str) -> list[int]:
+    """The kernels `g.T @ x` compiles on `device` over g (k, 20) and x (k, 5) at k = 3, 2, 4, 5 (each of which 20 is a
+    multiple of but 3), 7 and 33 (over blocks of k, none whole), its values, each element, torch's."""
+    compiled = []
+    for k in (3, 2, 4, 5, 7, 33):
+        g, x = small_integers((k, 20), seed=k), small_integers((k, 5), seed=k + 1)
+        before = lt.stats().kernels_compiled
+        got = lt.asarray(g, device=device).T @ lt.asarray(x, device=device)
+        np.testing.assert_array_equal(got.numpy(), (torch.tensor(g).T @ torch.tensor(x)).numpy())
+        compiled.append(lt.stats().kernels_compiled - before)
+    return compiled
+
+
+def test_triton_a_turned_product_whose_k_changes_writes_only_its_output(triton, guarded, monkeypatch):
+    """A product turned to run along its longer side (`g.T @ x`, its n the 20 columns of g, its fused epilogue
+    transposing C back) whose k changes from 3 to 2, of which its n is a multiple: the template compiles generic over
+    k as on the CPU, its epilogue's loops kept at their sizes (`symbolic.multiples` takes its outermost, of n's size,
+    as a multiple of k; nothing passed would size it), every element torch's and no byte either side of a buffer
+    written. Before, that loop ranged over unbounded values, the tile's digit of C along it C's whole position: the
+    stores ran up to 5 times past the output (the heap corruption of an LSTM's weight gradient under the
+    interpreter, test_recurrent)."""
+    on_the_cpu = turned_k_compiles("cpu")
+    forget(monkeypatch)
+    assert turned_k_compiles("cuda") == on_the_cpu == [1, 1, 0, 0, 0, 0]
+    guarded()
+    (template,) = triton._generic.values()
+    assert template.program.passed == ("ck",) and template.program.plan.fuse_epilogue
+
+
 TRITON_EPILOGUES = [("linear layer, m changing", ("cm",)), ("matrix product turned, m changing", ("cn",)),
                     ("linear layer summed, m changing", ("cm",)), ("matrix product transposed, m changing", None)]
 

@@ -137,6 +137,25 @@ class GemmPlan:
     def fuse_epilogue(self) -> bool:
         return self.epilogue_strides is not None
 
+    def runs_along(self) -> dict[Var, tuple[Var, ...]] | None:
+        """Each of a fused epilogue's loops (those of `epilogue_strides`) with the contraction's variables of the axes
+        of C it runs along, innermost first (n, m and the batch, or some of them in a row: a single product's rows or
+        columns, a batch's products merged into one loop); None where one runs along part of an axis (the rows of C
+        split in two)."""
+        batch, m, n, _ = self.contraction.sizes
+        vb, vm, vn, _ = self.contraction.vars
+        order, k, runs = ((vn, n), (vm, m), (vb, batch)), 0, {}
+        for var, _ in self.epilogue_strides or ():  # the innermost first
+            along, size = [], 1
+            while k < len(order) and size < var.size:
+                along.append(order[k][0])
+                size *= order[k][1]
+                k += 1
+            if size != var.size:
+                return None
+            runs[var] = tuple(along)
+        return runs
+
 
 def plan(c: Contraction) -> GemmPlan:
     """Decide which operands to pack and whether to fuse the epilogue (see the module docstring)."""
@@ -160,29 +179,21 @@ def plan(c: Contraction) -> GemmPlan:
 
 def generic_plan(p: GemmPlan, c: Contraction, generic: str) -> GemmPlan | None:
     """`p`, the plan of a product at its sizes, as the plan of `c`, the same product generic over those of its m, n
-    and k that `generic` names (`runtime._generic_contraction`: their variables, and its epilogue's of those sizes,
-    `UNBOUNDED`). Where m or n is among them, each of a fused epilogue's loops runs along some of C's axes in a row
-    (`epilogue_axes`: a single product's rows or columns, a batch's products merged into one loop), whose
-    positions at every size its digit of C's position is (where `_epilogue_strides`'s strides are this size's).
-    None where an operand is packed (into scratch of this size), or, m or n generic, one of a fused epilogue's loops
-    runs along part of an axis (the rows of C split in two)."""
+    and k that `generic` names (`runtime._generic_contraction`: their variables, and its epilogue's that run along
+    them, `UNBOUNDED`). Where m or n is among them, each of a fused epilogue's loops runs along some of C's axes in a
+    row (`epilogue_axes`, `GemmPlan.runs_along`), whose positions at every size its digit of C's position is (where
+    `_epilogue_strides`'s strides are this size's). None where an operand is packed (into scratch of this size), or,
+    m or n generic, one of a fused epilogue's loops runs along part of an axis."""
     if p.packs:
         return None
-    batch, m, n, _ = p.contraction.sizes
-    vb, vm, vn, _ = c.vars
+    runs = p.runs_along() if "m" in generic or "n" in generic else {}
+    if runs is None:
+        return None
+    axes = {v.name: v for v in c.vars}
     loops = {v.name: v for v in c.epilogue.loops} if c.epilogue is not None else {}
-    order, k, axes = ((vn, n), (vm, m), (vb, batch)), 0, []
-    for var, _ in (p.epilogue_strides or ()) if "m" in generic or "n" in generic else ():  # the innermost first
-        along, size = [], 1
-        while k < len(order) and size < var.size:
-            along.append(order[k][0])
-            size *= order[k][1]
-            k += 1
-        if size != var.size:
-            return None
-        axes.append((loops[var.name], tuple(along)))
+    along = tuple((loops[var.name], tuple(axes[v.name] for v in vs)) for var, vs in runs.items())
     strides = tuple((loops[var.name], stride) for var, stride in p.epilogue_strides) if p.fuse_epilogue else None
-    return GemmPlan(c, c.buffers, (), c.a, c.bv, strides, tuple(axes) if axes else None)
+    return GemmPlan(c, c.buffers, (), c.a, c.bv, strides, along or None)
 
 
 def _epilogue_strides(c: Contraction) -> tuple[tuple[Var, int], ...] | None:

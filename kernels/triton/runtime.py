@@ -578,12 +578,12 @@ def _generic_contraction(c: Contraction, over: frozenset[int], target: Target, t
         -> ContractionProgram | None:
     """The tl.dot template of a product generic over some of its m, n and k and its epilogue's loops, those at
     `over`, where `gemm.generic_plan` can make one (no operand packed; a fused epilogue's loops C's rows and columns
-    where m or n is among them, and passed no size of its own, `Kernel.extents`, which it has only where a constant
-    counts its rows); else None. Their variables range over `UNBOUNDED` values (`symbolic.unbounded`,
-    `symbolic.generic`: the epilogue's), and the sizes of m, n and k among them are passed after the parameters
-    (`gemm.render_gemm`). An epilogue that runs apart is a generic kernel (`_generic_kernel`) passed them too, then
-    its own (`Kernel.extents`); where a single product's n varies, it reads C's rows at the n passed
-    (`Contraction.reading_rows_of`), as on the CPU."""
+    where m or n is among them, generic only along those, and passed no size of its own, `Kernel.extents`, which it
+    has only where a constant counts its rows); else None. Their variables range over `UNBOUNDED` values
+    (`symbolic.unbounded`, `symbolic.generic`: the epilogue's), and the sizes of m, n and k among them are passed
+    after the parameters (`gemm.render_gemm`). An epilogue that runs apart is a generic kernel (`_generic_kernel`)
+    passed them too, then its own (`Kernel.extents`); where a single product's n varies, it reads C's rows at the n
+    passed (`Contraction.reading_rows_of`), as on the CPU."""
     axes = dict(zip(c.vars[1:], "mnk"))
     wide = [v for k, v in enumerate(c.sized_loops()) if k in over]
     passed = tuple(v for v in axes if v in wide)  # in the order `render_gemm` passes them
@@ -596,6 +596,11 @@ def _generic_contraction(c: Contraction, over: frozenset[int], target: Target, t
         ends = frozenset(k for k, v in enumerate(epilogue.sized_loops()) if v in wide)
         params = (*c.params, *(int64 for _ in passed))
         if specialized.fuse_epilogue:
+            # its loops are digits of C's position: generic only along an m or n passed, whose sizes they take;
+            # one of another size among `over` (a multiple of k's, `symbolic.multiples`) keeps its own, which no
+            # size passed would give it (the tile's digit of C taken modulo it)
+            runs, loops = specialized.runs_along() or {}, epilogue.sized_loops()
+            ends = frozenset(k for k in ends if any(v in passed for v in runs.get(loops[k], ())))
             epilogue = generic(replace(epilogue, params=params), ends) if ends else epilogue
             if epilogue.extents:
                 return None
