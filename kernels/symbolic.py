@@ -131,7 +131,9 @@ def symbolized(kernel: Kernel | Contraction, changed: frozenset[int],
     that is a product of a changed size from one that equals such a product by chance (a head's width 16 at t = 16,
     or at t = 8, 16 = 2*t): each coefficient is written as the constant that is the same at both sizes times a
     `Stride` (the head's width stays 16), so the kernel's form at t = 16 or 8 is its form at t = 13; a coefficient
-    that no such constant fits is written as without `previous`."""
+    that no such constant fits is written as without `previous`. It tells the loops of a reduction whose sizes
+    changed too (`_Guide.loops`), which then name their sizes, whatever their coefficients (where `_rows` guesses
+    from those: `w[r0*16]` beside rows of t would make r0 a batch's loop at t = 8)."""
     if type(kernel) is Contraction:
         vb, *axes = kernel.vars
         if vb.size == 1:
@@ -145,7 +147,8 @@ def symbolized(kernel: Kernel | Contraction, changed: frozenset[int],
             if kernel.epilogue is not None else None
         return replace(kernel, a=a, bv=bv, epilogue=epilogue, symbols=_symbols(kernel, changed, guide))
     guide = _guide(kernel, previous, changed)
-    rewrite = _stride_rewrite(_names([*kernel.loops[1:], *_rows(kernel)], changed, guide), guide)
+    reduced = _loops(kernel)[len(kernel.loops):] if guide is not None else _rows(kernel)
+    rewrite = _stride_rewrite(_names([*kernel.loops[1:], *reduced], changed, guide), guide)
     if rewrite is None:
         return kernel
     values = rewritten([s.value for s in kernel.stores], rewrite)
@@ -156,7 +159,9 @@ def symbolized(kernel: Kernel | Contraction, changed: frozenset[int],
 def _rows(kernel: Kernel) -> list[Var]:
     """The loops of `kernel`'s reductions that no index multiplies by a multiple of their size: a row's (a
     softmax's over its rows of t, `o0*t + r0`), not a batch's (a column reduction's, `r0*64 + o0`, whose rows'
-    width is a multiple of the batch by chance)."""
+    width is a multiple of the batch by chance). A guess from the sizes, which `symbolized` makes only where no
+    kernel of the structure at other sizes tells which loops changed: a row of t that reads another array at
+    a stride t divides by chance (`w[r0*16]` at t = 8) would be taken for a batch."""
     scales: dict[Var, set[int]] = {}
     stack = [e for v in kernel.values() for e in v.exprs()] + [s.index for s in kernel.stores]
     while stack:
@@ -301,6 +306,22 @@ def _fitted(k: int, before: int, names: dict[int, str], was: dict[int, int]) -> 
         if k % now == 0 and (k // now) * then == before:
             return k // now, tuple(name for name, e in zip(names.values(), powers) for _ in range(e))
     return None
+
+
+def outermost(kernel: Kernel | Contraction) -> tuple[Var, ...]:
+    """The output loop whose range a launch passes: a kernel's outermost, a contraction's epilogue's; none else."""
+    if type(kernel) is Contraction:
+        return kernel.epilogue.loops[:1] if kernel.epilogue is not None else ()
+    return kernel.loops[:1]
+
+
+def multiples(kernel: Kernel | Contraction, changed: frozenset[int]) -> frozenset[int]:
+    """The positions among `kernel`'s `sized_loops()` of the loops of a size in `changed`, and of its `outermost`
+    loop where its size is a multiple of one (a batch of heads times the length): those a kernel new to the
+    process at sizes that changed is compiled generic over at once (each backend's runtime)."""
+    outer = outermost(kernel)
+    return frozenset(k for k, v in enumerate(kernel.sized_loops())
+                     if v.size in changed or v in outer and any(v.size % g == 0 for g in changed))
 
 
 def sizes(kernel: Kernel | Contraction) -> tuple[int, ...]:

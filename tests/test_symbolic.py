@@ -1108,6 +1108,9 @@ TRITON_OPS = {
     "matrix product turned, m changing": (lambda n: (n, 32), lambda x, w: x @ w[:, :5]),
     "matrix product, n changing": (lambda n: (n, 32), lambda x, w: w.T @ x.T),
     "matrix product, m and n changing": (lambda n: (n, 32), lambda x, w: x @ x.T),
+    "linear layer, m changing": (lambda n: (n, 32), lambda x, w: (x @ w + w[0]).relu() + x[:, 16:]),
+    "matrix product transposed, m changing": (lambda n: (n, 32), lambda x, w: (x @ w).T + 1),
+    "linear layer summed, m changing": (lambda n: (n, 32), lambda x, w: (x @ w + w[0]).relu().sum(-1)),
 }
 
 
@@ -1130,16 +1133,22 @@ def triton_compiles(name: str, device: str, strided: bool = False) -> list[int]:
 
 @pytest.mark.parametrize("strided", [False, True], ids=["contiguous", "strided"])
 @pytest.mark.parametrize("name", list(TRITON_OPS)[:5])
-def test_triton_compiles_once_for_every_size(triton, name, strided):
+def test_triton_compiles_once_for_every_size(triton, monkeypatch, name, strided):
     """On the Triton backend as on the CPU: the first size specializes, the second (seen to change) compiles the
     generic kernel, passed its sizes, its grid, masks and loops over blocks following them; later sizes, odd,
     larger, compile nothing, with torch's results (a size of 1 is another structure, a size of 0 launches
     nothing). Where only the row length changes, the rows' count stays a constant. The product of contiguous rows
     is a reduction kernel at 7 rows, the tl.dot template from 9 (a size that changed counts as large: `lowering`),
-    generic over its m at once; of strided rows, a reduction kernel."""
+    generic over its m at once; of strided rows, a reduction kernel. As many kernels compile generic as on the CPU
+    (`symbolic.multiples`: a row of 6 read from 2 rows where 1 is taken, an outermost loop of a multiple of a size
+    that changed, compiles generic at once)."""
+    on_the_cpu = triton_compiles(name, "cpu", strided)
+    generic_on_the_cpu = lt.stats().kernels_generic
+    forget(monkeypatch)
     compiled = triton_compiles(name, "cuda", strided)
-    assert compiled == [1, 1, 0, 0, 1, 0] and lt.stats().kernels_generic == 1, compiled
-    (template,) = triton._generic.values()
+    assert compiled == on_the_cpu == [1, 1, 0, 0, 1, 0], compiled
+    assert lt.stats().kernels_generic == generic_on_the_cpu >= 1
+    template, *_ = triton._generic.values()  # the second size's
     program = template.program
     sources = [p.source for p in program.candidates.values()] if isinstance(program, triton.ContractionProgram) \
         else [program.source]
@@ -1207,12 +1216,81 @@ def test_triton_products_whose_k_changes_compile_generic_over_it(triton, monkeyp
     assert isinstance(template.program, triton.ContractionProgram) and template.program.passed == ("ck",)
 
 
-def test_triton_contractions_with_an_epilogue_specialize(triton):
-    """A product of 5 columns is turned to run along its rows (`lowering`), its result transposed back by an
-    epilogue: the Triton template of a product with an epilogue specializes each size (`runtime._erased`), with
-    torch's results."""
-    assert triton_compiles("matrix product turned, m changing", "cuda") == [1, 1, 1, 1, 1, 0]
-    assert lt.stats().kernels_generic == 0
+GUARD = 1 << 14  # bytes either side of each buffer of `guarded` memory: more than a tile of C reaches past one
+
+
+@pytest.fixture
+def guarded(triton, monkeypatch):
+    """The interpreter's memory for the test (`InterpreterTarget.provider`) with GUARD bytes of 0xA5 either side of
+    each buffer; returns an assertion that every guard is as it was: no launch wrote outside its buffers."""
+    target = importlib.import_module("lazytensor.device").get_device("cuda").target
+    blocks = []
+
+    def provider(nbytes: int) -> torch.Tensor:
+        block = torch.full((nbytes + 2 * GUARD,), 0xA5, dtype=torch.uint8)
+        blocks.append((block, nbytes))
+        return block[GUARD:GUARD + nbytes]
+
+    def untouched() -> None:
+        for block, nbytes in blocks:
+            assert bool((block[:GUARD] == 0xA5).all() and (block[GUARD + nbytes:] == 0xA5).all()), \
+                f"a launch wrote outside a buffer of {nbytes} bytes"
+
+    monkeypatch.setattr(target, "provider", provider)
+    return untouched
+
+
+def turned_k_compiles(device: str) -> list[int]:
+    """The kernels `g.T @ x` compiles on `device` over g (k, 20) and x (k, 5) at k = 3, 2, 4, 5 (each of which 20 is a
+    multiple of but 3), 7 and 33 (over blocks of k, none whole), its values, each element, torch's."""
+    compiled = []
+    for k in (3, 2, 4, 5, 7, 33):
+        g, x = small_integers((k, 20), seed=k), small_integers((k, 5), seed=k + 1)
+        before = lt.stats().kernels_compiled
+        got = lt.asarray(g, device=device).T @ lt.asarray(x, device=device)
+        np.testing.assert_array_equal(got.numpy(), (torch.tensor(g).T @ torch.tensor(x)).numpy())
+        compiled.append(lt.stats().kernels_compiled - before)
+    return compiled
+
+
+def test_triton_a_turned_product_whose_k_changes_writes_only_its_output(triton, guarded, monkeypatch):
+    """A product turned to run along its longer side (`g.T @ x`, its n the 20 columns of g, its fused epilogue
+    transposing C back) whose k changes from 3 to 2, of which its n is a multiple: the template compiles generic over
+    k as on the CPU, its epilogue's loops kept at their sizes (`symbolic.multiples` takes its outermost, of n's size,
+    as a multiple of k; nothing passed would size it), every element torch's and no byte either side of a buffer
+    written. Before, that loop ranged over unbounded values, the tile's digit of C along it C's whole position: the
+    stores ran up to 5 times past the output (the heap corruption of an LSTM's weight gradient under the
+    interpreter, test_recurrent)."""
+    on_the_cpu = turned_k_compiles("cpu")
+    forget(monkeypatch)
+    assert turned_k_compiles("cuda") == on_the_cpu == [1, 1, 0, 0, 0, 0]
+    guarded()
+    (template,) = triton._generic.values()
+    assert template.program.passed == ("ck",) and template.program.plan.fuse_epilogue
+
+
+TRITON_EPILOGUES = [("linear layer, m changing", ("cm",)), ("matrix product turned, m changing", ("cn",)),
+                    ("linear layer summed, m changing", ("cm",)), ("matrix product transposed, m changing", None)]
+
+
+@pytest.mark.parametrize(("name", "over"), TRITON_EPILOGUES)
+def test_triton_products_with_an_epilogue_compile_as_on_the_cpu(triton, monkeypatch, name, over):
+    """A single product with an epilogue whose rows change: a linear layer (a bias, a relu, a residual), a product
+    of 5 columns turned to run along its rows (`lowering`: its n the batch, its epilogue transposing it back), as
+    many compiles as on the CPU, with torch's results: from the second size, the template generic over the batch,
+    its fused epilogue's loops the tile's rows or columns (`gemm.generic_plan`); a linear layer's rows summed, its
+    epilogue a generic kernel apart, over C in scratch of each call's size. A product transposed after
+    (`(x @ w).T`: its epilogue's inner loop is the batch) specializes each size, as on the CPU. Before, every size
+    compiled its own."""
+    on_the_cpu = triton_compiles(name, "cpu")
+    forget(monkeypatch)
+    assert triton_compiles(name, "cuda") == on_the_cpu
+    if over is None:
+        assert on_the_cpu == [1, 1, 1, 1, 1, 0], lt.stats()
+        return
+    (template,) = (t for t in triton._generic.values() if isinstance(t.program, triton.ContractionProgram))
+    assert on_the_cpu == [1, 1, 0, 0, 1, 0] and template.program.passed == over
+    assert template.program.plan.fuse_epilogue == (template.program.epilogue is None) == ("summed" not in name)
 
 
 def test_triton_a_generic_compile_that_fails_is_an_error_naming_the_op(triton, monkeypatch):
@@ -1283,6 +1361,47 @@ def test_triton_launches_of_a_generic_kernel_keep_one_compiled_kernel_for_every_
     # Triton's own specializations: a size divisible by 16 or not
     assert len(warmups) == len(program._kernels) == len({program._specialization(buffers, [n]) for n in sizes}) == 2
     assert len(set(grids)) > 1 and grids == [(program.source.programs([n]), 1, 1) for n in sizes]
+
+
+def test_triton_launches_of_a_generic_kernel_on_two_grids_run_one_compiled_kernel(triton, monkeypatch):
+    """The GPU's launch path (`Program.__call__` past its interpreter branch: `_specialization`, `_kernel`, the
+    launcher on the launch's grid) run by the interpreter: a generic row sum compiled at 9 rows, then run at 13 and
+    at more rows than a program takes, two grids of one specialization of the arguments. Triton's compiled kernel
+    is the one stand-in (the interpreter compiles none): its launcher on a grid runs the interpreted kernel on it.
+    One kernel is compiled (looked up) and kept, each launch is on its own grid, and the values are torch's. (Before, the path was run
+    with Triton's interpreted kernel a stand-in too, and no values:
+    `test_triton_launches_of_a_generic_kernel_keep_one_compiled_kernel_for_every_grid`.)"""
+    for n in (7, 9):
+        lt.asarray(small_integers((n, 5), seed=n), device="cuda").sum(-1).numpy()
+    (template,) = triton._generic.values()
+    program, interpreted = template.program, template.program.fn
+    warmups, grids = [], []
+
+    class Compiled:
+        def __init__(self, options):
+            self.options = options
+
+        def __getitem__(self, grid):
+            def launch(*args, stream):
+                grids.append(grid)
+                interpreted[grid[:1]](*args, **self.options)
+
+            return launch
+
+    class Fn:
+        def warmup(self, *args, grid, **options):
+            warmups.append(grid)
+            return Compiled(options)
+
+    # the programs of later sizes are copies of the template's (`Program.passing`), sharing its kernels
+    monkeypatch.setattr(program, "fn", Fn())
+    monkeypatch.setattr(program, "compiled", Compiled(program.options))
+    rows = (13, program.source.xblock + 9)  # and more rows than one program takes
+    for n in rows:
+        x = small_integers((n, 5), seed=n)
+        conftest.check(lt.asarray(x, device="cuda").sum(-1), torch.tensor(x).sum(-1))
+    sizes = [(program.source.programs([n]), 1, 1) for n in rows]
+    assert len(warmups) == len(program._kernels) == 1 and grids == sizes and sizes[0] != sizes[1]
 
 
 # Epilogues of a batched product p = a @ b (BATCHED's): a transpose, as attention's gradient's (`p.T` over each head),
@@ -1504,3 +1623,96 @@ def test_a_linear_layer_over_a_batch_equal_to_its_widths_compiles_nothing(fresh)
         conftest.check(block(cpu(x), cpu(w1), cpu(w2)), block(*map(torch.tensor, (x, w1, w2))))
         compiled.append(lt.stats().kernels_compiled - before)
     assert compiled[2:] == [0, 0, 0, 0, 0], compiled
+
+
+def row_compiles(device: str) -> list[int]:
+    """The kernels `(x * w[:t, 0]).sum(-1)` compiles on `device` over x of (3, t) at t = 7, 9, 13, then 16, 8, 4
+    and 2 (which divide the stride 16 of its reads of w (64, 16) along the row), 33, 1 (its loop of one vanishes)
+    and 0 (a fill of zeros), its values torch's."""
+    w = small_integers((64, 16), seed=1)
+    compiled = []
+    for t in (7, 9, 13, 16, 8, 4, 2, 33, 1, 0):
+        x = small_integers((3, t), seed=t)
+        before = lt.stats().kernels_compiled
+        got = (lt.asarray(x, device=device) * lt.asarray(w, device=device)[:t, 0]).sum(-1)
+        conftest.check(got, (torch.tensor(x) * torch.tensor(w)[:t, 0]).sum(-1))
+        compiled.append(lt.stats().kernels_compiled - before)
+    return compiled
+
+
+def test_a_row_whose_length_divides_a_stride_along_it_compiles_nothing(fresh):
+    """A reduction over rows of t (`o0*t + r0`) that reads another array along the row at a stride of 16
+    (`w[r0*16]`): at t = 16, 8, 4, 2 that stride is a multiple of t, which `symbolic._rows` took for a batch's loop,
+    so t stayed a constant and each such length compiled its own kernel. The last kernel of the structure tells
+    that r0's size is the one that changed (`symbolized`'s guide): from the second length on nothing compiles
+    (before: 1 at each of 16, 8, 4 and 2)."""
+    assert row_compiles("cpu") == [1, 1, 0, 0, 0, 0, 0, 0, 1, 1]
+
+
+def test_triton_a_row_whose_length_divides_a_stride_along_it_compiles_nothing(triton):
+    """As on the CPU (`test_a_row_whose_length_divides_a_stride_along_it_compiles_nothing`), on the Triton backend."""
+    assert row_compiles("cuda") == [1, 1, 0, 0, 0, 0, 0, 0, 1, 1]
+
+
+def batched_compiles(name: str, device: str, epilogue: str | None = None) -> list[int]:
+    """The kernels BATCHED[name]'s product (through EPILOGUES[epilogue] where given) compiles on `device` at sizes
+    5, 9, 33, 7 (inside one tile or over several, not whole ones) and 1 (its loops of one vanish: another
+    structure), its values torch's."""
+    compiled = []
+    for n in (5, 9, 33, 7, 1):
+        a, b, r = epilogue_data(name, epilogue or "p * r + 1", lt.float32, n)
+        op = EPILOGUES[epilogue][0] if epilogue else lambda p, r: p
+        before = lt.stats().kernels_compiled
+        got = op(lt.asarray(a, device=device) @ lt.asarray(b, device=device), lt.asarray(r, device=device))
+        conftest.check(got, op(torch.tensor(a) @ torch.tensor(b), torch.tensor(r)))
+        compiled.append(lt.stats().kernels_compiled - before)
+    return compiled
+
+
+@pytest.mark.parametrize("name", BATCHED)
+def test_triton_batched_products_compile_generic_over_a_changed_size(triton, monkeypatch, name):
+    """A batch's product whose M, N or K changed between two calls, its operands' strides that are that size read at
+    runtime (`symbolic.symbolized`): on the Triton backend as on the CPU, the tl.dot template compiles generic over
+    it at once (the first size a loop nest, the product small), C's strides and the grid following the sizes it is
+    passed; later sizes compile nothing, with torch's results. Before, every size compiled its own."""
+    on_the_cpu = batched_compiles(name, "cpu")
+    forget(monkeypatch)
+    assert batched_compiles(name, "cuda") == on_the_cpu == [1, 1, 0, 0, 1]
+    (template,) = (t for t in triton._generic.values() if isinstance(t.program, triton.ContractionProgram))
+    assert template.program.passed == (BATCHED[name][1],)
+
+
+@pytest.mark.parametrize(("name", "epilogue"), [("M", "p * r + 1"), ("N", "p.T * r + 1"), ("K", "p * r + 1"),
+                                               ("M", "(p * r).sum(-1)")])
+def test_triton_batched_products_with_an_epilogue_compile_generic_over_a_changed_size(triton, monkeypatch, name,
+                                                                                      epilogue):
+    """A batch's product with an epilogue (`EPILOGUES`) whose M, N or K changed: on the Triton backend as on the CPU,
+    compiled generic at once, no later size compiling anything, with torch's results. An epilogue fused into the
+    tl.dot kernel binds its loops to the digits of C's position along the axes they run along (`gemm.generic_plan`:
+    `p * r + 1`'s one loop over the batch's products), whatever C's shape; one that runs apart (a sum of the
+    product's rows; `p.T`, which reads C at strides of N) is a generic kernel over C in scratch of each call's size.
+    Before, every size compiled its own."""
+    on_the_cpu = batched_compiles(name, "cpu", epilogue)
+    forget(monkeypatch)
+    assert batched_compiles(name, "cuda", epilogue) == on_the_cpu == [1, 1, 0, 0, 1]
+    (template,) = (t for t in triton._generic.values() if isinstance(t.program, triton.ContractionProgram))
+    assert template.program.passed == (BATCHED[name][1],)
+    assert template.program.plan.fuse_epilogue == (epilogue == "p * r + 1")  # the others read C at strides of N
+
+
+@pytest.mark.parametrize("triton", [Tiling()], indirect=True, ids=["default"])  # the tiny tiling's: minutes
+def test_triton_attention_gradients_compile_once_over_the_sequence(triton):
+    """Attention's forward and backward over (2, 3, L, 16) on the Triton backend as on the CPU
+    (`test_attention_gradients_compile_once_over_the_sequence`): from the first length whose products run the
+    template (9), every kernel compiles generic over L at once, among them the batch's products with an epilogue
+    (`p.T @ g`'s transpose); later lengths, 16 (the head's width) and 4 (which divides it), compile nothing, with
+    torch's gradients. Before, 6 to 8 kernels at each length."""
+    compiled = []
+    for n in (7, 9, 16, 4):
+        data = [random_array((2, 3, n, 16), lt.float32, seed=n + s) for s in range(3)]
+        before = lt.stats().kernels_compiled
+        grads = attention_gradients(*data, device="cuda")
+        compiled.append(lt.stats().kernels_compiled - before)
+        for got, expected in zip(grads, attention_gradients_expected(*data)):
+            np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+    assert compiled == [7, 8, 0, 0]

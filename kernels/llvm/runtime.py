@@ -99,12 +99,11 @@ import numpy as np
 from .. import bounds
 from ..bounds import FAULT_SLOTS, check
 from ..dtype import int64
-from ..expr import Var
 from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, Sort, VOp, loop_scopes, param
 from ..lapack import LibraryError, flops
 from ..legalize import legalize
 from ..split import split_reduction, split_scatter
-from ..symbolic import DYNAMIC, Template, eligible, enabled, generic, sizes, skeleton, symbolized, unbounded
+from ..symbolic import DYNAMIC, Template, eligible, enabled, generic, multiples, sizes, skeleton, symbolized, unbounded
 from . import compiler, disk_cache, library, mathlib
 from .compiler import Machine
 from .gemm import (
@@ -1147,12 +1146,9 @@ def _sized_program(kernel: Kernel | Contraction, erased: str, varying: frozenset
         first = _first_sizes.setdefault(erased, now)
         before, over = (first, frozenset()) if template is None else (template.sizes, template.over)
         over |= {k for k, (a, b) in enumerate(zip(before, now)) if a != b or dynamic}
-        sized, grown = kernel.sized_loops(), changed or varying
-        # the outermost loop of a multiple of such a size too (a batch of heads times the length): a launch's range
-        outer = _outermost(kernel)
-        seen = frozenset(k for k, n in enumerate(now) if n in grown or sized[k] in outer
-                         and any(n % g == 0 for g in grown)) \
-            if template is None and first == now and dynamic is None else frozenset()
+        sized = kernel.sized_loops()
+        seen = multiples(kernel, changed or varying) if template is None and first == now and dynamic is None \
+            else frozenset()
         attempts = [over | seen, over]
         if dynamic and isinstance(kernel, Contraction) and kernel.vars[3] in sized \
                 and before[(k := sized.index(kernel.vars[3]))] == now[k]:
@@ -1172,13 +1168,6 @@ def _sized_program(kernel: Kernel | Contraction, erased: str, varying: frozenset
         if (kept := _generic.get(erased)) is None or not kept.over >= over:  # kept: a wider one of its batch
             _generic[erased] = template
     return template.program.sized(kernel, template.over)
-
-
-def _outermost(kernel: Kernel | Contraction) -> tuple[Var, ...]:
-    """The output loop whose range a launch passes: a kernel's outermost, a contraction's epilogue's; none else."""
-    if isinstance(kernel, Contraction):
-        return kernel.epilogue.loops[:1] if kernel.epilogue is not None else ()
-    return kernel.loops[:1]
 
 
 def _specialized(kernel: Kernel | Contraction) -> Generator[Job, Compiled, Program | ContractionProgram]:

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from ..dtype import bfloat16, compute_dtype, float32, int64
 from ..expr import Expr, Var, flat_index
 from ..ir import BufferParam, Contraction, Kernel, Store, Value, VOp, cast, load, toposort
-from .render import TL_TYPES, Shape, TritonSource, ValueRenderer, identifier, needs_int64, pow2, stand_in
+from .render import TL_TYPES, Shape, TritonSource, ValueRenderer, identifier, needs_int64, pow2, product, stand_in
 
 GROUP_M = 8
 
@@ -129,10 +129,32 @@ class GemmPlan:
     # for an epilogue fused into the tl.dot kernel: each of its loop variables that C's index reads, with
     # its stride there (C's index is a transpose of the epilogue's loops); None when the epilogue runs apart
     epilogue_strides: tuple[tuple[Var, int], ...] | None
+    # a generic product's (`generic_plan`): each of those variables with the contraction's variables of the axes of
+    # C it runs along, innermost first (n, m and the batch, or some of them in a row)
+    epilogue_axes: tuple[tuple[Var, tuple[Var, ...]], ...] | None = None
 
     @property
     def fuse_epilogue(self) -> bool:
         return self.epilogue_strides is not None
+
+    def runs_along(self) -> dict[Var, tuple[Var, ...]] | None:
+        """Each of a fused epilogue's loops (those of `epilogue_strides`) with the contraction's variables of the axes
+        of C it runs along, innermost first (n, m and the batch, or some of them in a row: a single product's rows or
+        columns, a batch's products merged into one loop); None where one runs along part of an axis (the rows of C
+        split in two)."""
+        batch, m, n, _ = self.contraction.sizes
+        vb, vm, vn, _ = self.contraction.vars
+        order, k, runs = ((vn, n), (vm, m), (vb, batch)), 0, {}
+        for var, _ in self.epilogue_strides or ():  # the innermost first
+            along, size = [], 1
+            while k < len(order) and size < var.size:
+                along.append(order[k][0])
+                size *= order[k][1]
+                k += 1
+            if size != var.size:
+                return None
+            runs[var] = tuple(along)
+        return runs
 
 
 def plan(c: Contraction) -> GemmPlan:
@@ -153,6 +175,25 @@ def plan(c: Contraction) -> GemmPlan:
             value = load(slot, c.dtype, index, ())
         reads[name] = value
     return GemmPlan(c, buffers, tuple(packs), reads["a"], reads["b"], _epilogue_strides(c))
+
+
+def generic_plan(p: GemmPlan, c: Contraction, generic: str) -> GemmPlan | None:
+    """`p`, the plan of a product at its sizes, as the plan of `c`, the same product generic over those of its m, n
+    and k that `generic` names (`runtime._generic_contraction`: their variables, and its epilogue's that run along
+    them, `UNBOUNDED`). Where m or n is among them, each of a fused epilogue's loops runs along some of C's axes in a
+    row (`epilogue_axes`, `GemmPlan.runs_along`), whose positions at every size its digit of C's position is (where
+    `_epilogue_strides`'s strides are this size's). None where an operand is packed (into scratch of this size), or,
+    m or n generic, one of a fused epilogue's loops runs along part of an axis."""
+    if p.packs:
+        return None
+    runs = p.runs_along() if "m" in generic or "n" in generic else {}
+    if runs is None:
+        return None
+    axes = {v.name: v for v in c.vars}
+    loops = {v.name: v for v in c.epilogue.loops} if c.epilogue is not None else {}
+    along = tuple((loops[var.name], tuple(axes[v.name] for v in vs)) for var, vs in runs.items())
+    strides = tuple((loops[var.name], stride) for var, stride in p.epilogue_strides) if p.fuse_epilogue else None
+    return GemmPlan(c, c.buffers, (), c.a, c.bv, strides, along or None)
 
 
 def _epilogue_strides(c: Contraction) -> tuple[tuple[Var, int], ...] | None:
@@ -198,11 +239,17 @@ class _GemmRenderer(ValueRenderer):
         self.widen = interpreted and plan.contraction.dtype == bfloat16
         c = self.c = plan.contraction
         _, m, n, k = c.sizes
-        vb, vm, vn, _ = c.vars
-        self.product = (Expr.of(vb) * m + vm) * n + vn  # where the tile's elements of C go
-        if cols is not None:  # a single product's (`render_gemm`): its rows n apart, n passed
-            self.product = Expr.of(vm).times((vn.name,)) + vn
-            self.loop_sizes = {vn.name: f"p{cols}"}
+        vb, vm, vn, vk = c.vars
+        # the sizes passed, by name: what C's strides and the operands' `Stride`s read (`symbolic.symbolized`: a
+        # batch's product whose m, n or k changed), where they are not the contraction's and its epilogue's own
+        self.passed = {v.name: f"p{p}" for v, p in zip((vm, vn, vk), (rows, cols, depth)) if p is not None}
+        loops = (*c.vars, *(c.epilogue.loops if plan.fuse_epilogue else ()))
+        self.loop_sizes = {v.name: v.size for v in loops} | self.passed
+        # a fused epilogue's loops along C's axes, of the sizes of those (`generic_plan`)
+        self.axes = dict(plan.epilogue_axes or ())
+        for var, along in self.axes.items():
+            self.loop_sizes[var.name] = product(self.loop_sizes[v.name] for v in along)
+        self.product = self.position((vn, vm, vb))  # where the tile's elements of C go
         self.epilogue = c.epilogue if plan.fuse_epilogue else None
         values = toposort([plan.a, plan.bv, *([self.epilogue.stores[0].value] if self.epilogue else [])])
         # the buffers the kernel reads (a fused epilogue's loads of C read the accumulator)
@@ -213,6 +260,14 @@ class _GemmRenderer(ValueRenderer):
                                 [b.size for b in plan.buffers] + padded)
         # The current tile's loop variables: the name of each one's index tensor, its shape, its lane mask.
         self.bound: dict[Var, tuple[str, Shape, str | None]] = {}
+
+    def position(self, along: tuple[Var, ...]) -> Expr:
+        """The position along the axes of C of the variables `along`, innermost first: their digits of C's
+        position, the sizes of those passed read where they are (`Stride`)."""
+        position = Expr.of(0)
+        for v in reversed(along):
+            position = (position.times((v.name,)) if v.name in self.passed else position * v.size) + v
+        return position
 
     def var_name(self, var: Var) -> str:
         return self.bound[var][0]
@@ -331,9 +386,16 @@ class _GemmRenderer(ValueRenderer):
         bm, bn = self.config.block_m, self.config.block_n
         reads_c = [v for v in e.values() if v.op is VOp.LOAD and v.arg[0] == self.c.product]
         used = store.index.vars() | {var for v in e.values() if v not in reads_c for x in v.exprs() for var in x.vars()}
-        # The epilogue's loop variables at the tile's elements of C: each one's digit of C's position.
+        # The epilogue's loop variables at the tile's elements of C: each one's digit of C's position, a generic
+        # product's the tile's row or column it runs along.
         for var, stride in self.plan.epilogue_strides:
-            if var in used:
+            if var in self.axes and len(self.axes[var]) == 1:
+                self.bound[var] = self.bound[self.axes[var][0]]
+            elif var in self.axes:
+                name, index = f"o{e.loops.index(var)}", self.position(self.axes[var])
+                self.emit(f"{name} = {self.expr(index)}")
+                self.bound[var] = (name, self.expr_shape(index), None)
+            elif var in used:
                 name, index = f"o{e.loops.index(var)}", (self.product // stride) % var.size
                 self.emit(f"{name} = {self.expr(index)}")
                 self.bound[var] = (name, self.expr_shape(index), None)
@@ -353,9 +415,9 @@ def render_gemm(plan: GemmPlan, config: GemmConfig, precision: str = "ieee", int
 
     Its function takes the buffers of `plan.buffers` listed in the source's `slots`, then the
     contraction's scalar parameters; the grid is one program per tile of C. Where `generic` names some of "m",
-    "n" and "k" (a single product generic over them, `kernels/symbolic.py`: their variables `UNBOUNDED`), they are
-    passed after the parameters (int64) in that order, and their tiles, masks, the loop over k and the grid
-    follow them."""
+    "n" and "k" (a product generic over them, `kernels/symbolic.py`: their variables `UNBOUNDED`; `generic_plan`),
+    they are passed after the parameters (int64) in that order, and their tiles, masks, the loop over k, C's
+    strides, the operands' `Stride`s over them and the grid follow them."""
     passed = {axis: len(plan.contraction.params) + k for k, axis in enumerate(a for a in "mnk" if a in generic)}
     return _GemmRenderer(plan, config, precision, interpreted, passed.get("m"), passed.get("n"), passed.get("k")) \
         .render()

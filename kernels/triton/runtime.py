@@ -29,9 +29,10 @@ Sizes that change compile once (issue 18, `kernels/symbolic.py`), by the CPU bac
 of a kernel's erased text (or the first, where its sizes changed since its program was last scheduled)
 compiles `symbolic.generic`'s kernel, whose loop sizes are int64 arguments after the scalar parameters and
 whose grid each launch computes from them (`TritonSource.programs`); every later kernel of the text runs it
-(`Program.sized`). The tl.dot template of a single product without an epilogue or a packed operand compiles
-generic over its m, n and k, those that change, the same way (`_generic_contraction`); kernels that split at
-their size specialize.
+(`Program.sized`). The tl.dot template without a packed operand compiles generic over its m, n and k, those
+that change, the same way (`_generic_contraction`), its epilogue generic too (fused, or a kernel apart over C in
+scratch of each call's size), and so does a batch's product over a size its strides read (`symbolic.symbolized`,
+as on the CPU); kernels that split at their size specialize.
 
 A `Contraction` compiles to a `ContractionProgram` (see `gemm.py`): its pack
 kernels, its tl.dot kernel and its epilogue kernel, each a `Program`. The tl.dot
@@ -59,12 +60,12 @@ from triton.runtime.errors import OutOfResources
 from ..claim import claim_scatter
 from ..dtype import DType, bool_, int64
 from ..expr import Var
-from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, Sort, VOp
+from ..ir import BufferParam, Contraction, Kernel, LibraryCall, Scan, Scatter, Sort, VOp, param
 from ..legalize import legalize
 from ..split import most_parts, split_reduction
-from ..symbolic import DYNAMIC, Template, eligible, enabled, generic, sizes, skeleton, symbolized, unbounded
+from ..symbolic import DYNAMIC, Template, eligible, enabled, generic, multiples, sizes, skeleton, symbolized, unbounded
 from . import cuda
-from .gemm import GemmConfig, GemmPlan, candidate_configs, input_precision, plan, render_gemm
+from .gemm import GemmConfig, GemmPlan, candidate_configs, generic_plan, input_precision, plan, render_gemm
 from .render import NATIVE, Tiling, TritonSource, identifier, memory_dtype, programs, render
 from .scan import render_scan
 from .sort import padded, render_final, render_init, render_step, steps
@@ -294,6 +295,11 @@ class ContractionProgram(_Composite):
         sizes = tuple(v.size for v in c.vars if v.name in self.passed)
         generic_over = ", ".join(self.passed)
         program = copy.copy(self)
+        if self.epilogue is not None:  # run apart, generic: passed m, n and k, then its own sizes; C of c's size
+            size = {v.name: v.size for v in _loops(c.epilogue)}
+            ends = tuple(size[v.name] for v in self.epilogue.kernel.extents)
+            program.epilogue = self.epilogue.passing(c.epilogue, generic_over, (*sizes, *ends))
+            program.plan = replace(self.plan, buffers=c.buffers)
         best = _tuned.get(self.tune_key)
         candidates = {best: self.candidates[best]} if best in self.candidates else self.candidates
         program.candidates = {config: p.passing(c, generic_over, sizes) for config, p in candidates.items()}
@@ -499,13 +505,11 @@ def _erased(kernel: Kernel | Contraction | Scatter | Sort | Scan, target: Target
         -> tuple[str, Tiling, Target, str] | None:
     """Where a kernel may run generic (`kernels/symbolic.py`), the key of its generic programs: its erased text
     (`Kernel.erased_text`), the tiling, the target and a contraction's input precision; else None:
-    `LT_SYMBOLIC=0`, kernels not `eligible`, those that split (`_parts`: decided by the sizes), and contractions
-    of a batch or with an epilogue (`_generic_contraction`)."""
+    `LT_SYMBOLIC=0`, kernels not `eligible` (a batch's product whose strides read no size: `symbolic.symbolized`),
+    and those that split (`_parts`: decided by the sizes)."""
     if not enabled() or not eligible(kernel):
         return None
     if type(kernel) is Contraction:
-        if kernel.vars[0].size != 1 or kernel.epilogue is not None:
-            return None
         return kernel.erased_text(), tiling, target, input_precision(kernel)
     if _parts(kernel, programs(kernel, tiling), target) > 1:
         return None
@@ -517,14 +521,18 @@ def _strided(kernel: Kernel | Contraction | Scatter | Sort | Scan, target: Targe
     """`kernel`, where it may run generic and its erased text is new, with its strides that are products of the
     sizes `changed` written as such (`symbolic.symbolized`): the form whose erased text the kernels of every such
     size share (a softmax's rows of a changing length). Only where its own text is new (it would compile), which
-    is then taken as seen at its sizes, as the CPU's runtime does."""
+    is then taken as seen at its sizes, as the CPU's runtime does; a batch's product has no sized loop before
+    (`Contraction.sized_loops`): its form where that may run generic."""
     if type(kernel) not in (Kernel, Contraction):
         return kernel
     structure = skeleton(kernel)
     previous, _previous[structure] = _previous.get(structure), kernel
-    if changed and (erased := _erased(kernel, target, tiling)) is not None and erased not in _first_sizes \
-            and (form := symbolized(kernel, changed, previous)) is not kernel:
+    if changed and type(kernel) is Kernel and (erased := _erased(kernel, target, tiling)) is not None \
+            and erased not in _first_sizes and (form := symbolized(kernel, changed, previous)) is not kernel:
         _first_sizes[erased] = sizes(kernel)
+        return form
+    if changed and type(kernel) is Contraction and not kernel.sized_loops() \
+            and _erased(form := symbolized(kernel, changed, previous), target, tiling) is not None:
         return form
     return kernel
 
@@ -533,7 +541,8 @@ def _generic_program(kernel: Kernel | Contraction, erased: tuple[str, Tiling, Ta
                      changed: frozenset[int]) -> Program | ContractionProgram | None:
     """`kernel` compiled generic, as its own, where its erased text was compiled at other sizes of its sized
     loops: over the loops whose sizes differ, and those its text's generic program was over; the first time its
-    text compiles, over its loops of the sizes `changed`, if any (under `symbolic.DYNAMIC` True,
+    text compiles, over its loops of the sizes `changed` and its outermost of a multiple of one
+    (`symbolic.multiples`), if any (under `symbolic.DYNAMIC` True,
     `lt.jit(fn, dynamic=True)`, over all of them). Kept for every later kernel of the text (`compile_kernel`).
     None where it is over no loop, or a contraction's loops other than its m, n and k: the kernel specializes."""
     now, dynamic = sizes(kernel), DYNAMIC.get()
@@ -541,12 +550,12 @@ def _generic_program(kernel: Kernel | Contraction, erased: tuple[str, Tiling, Ta
     before, over = (first, frozenset()) if (kept := _generic.get(erased)) is None else (kept.sizes, kept.over)
     over |= {k for k, (a, b) in enumerate(zip(before, now)) if a != b or dynamic}
     if kept is None and first == now and dynamic is None:
-        over |= {k for k, n in enumerate(now) if n in changed}
+        over |= multiples(kernel, changed)
     _, tiling, _, precision = erased
     if not over:
         return None
     if type(kernel) is Contraction:
-        program = _generic_contraction(kernel, over, target, precision)
+        program = _generic_contraction(kernel, over, target, tiling, precision)
         if program is None:
             return None
     else:
@@ -565,28 +574,53 @@ def _generic_kernel(kernel: Kernel, over: frozenset[int], target: Target, tiling
     return _program(legal, render(legal, tiling, target.interpreted), target)
 
 
-def _generic_contraction(c: Contraction, over: frozenset[int], target: Target, precision: str) \
+def _generic_contraction(c: Contraction, over: frozenset[int], target: Target, tiling: Tiling, precision: str) \
         -> ContractionProgram | None:
-    """The tl.dot template of a single product without an epilogue (`_erased`) generic over some of its m, n and k,
-    those at `over`, where neither operand is packed (a pack kernel's scratch is of their sizes); else None. Their
-    variables range over `UNBOUNDED` values (`symbolic.unbounded`) and their sizes are passed after the parameters
-    (`gemm.render_gemm`)."""
+    """The tl.dot template of a product generic over some of its m, n and k and its epilogue's loops, those at
+    `over`, where `gemm.generic_plan` can make one (no operand packed; a fused epilogue's loops C's rows and columns
+    where m or n is among them, generic only along those, and passed no size of its own, `Kernel.extents`, which it
+    has only where a constant counts its rows); else None. Their variables range over `UNBOUNDED` values
+    (`symbolic.unbounded`, `symbolic.generic`: the epilogue's), and the sizes of m, n and k among them are passed
+    after the parameters (`gemm.render_gemm`). An epilogue that runs apart is a generic kernel (`_generic_kernel`)
+    passed them too, then its own (`Kernel.extents`); where a single product's n varies, it reads C's rows at the n
+    passed (`Contraction.reading_rows_of`), as on the CPU."""
     axes = dict(zip(c.vars[1:], "mnk"))
-    passed = tuple(v for k, v in enumerate(c.sized_loops()) if k in over)
-    if not passed or any(v not in axes for v in passed):
+    wide = [v for k, v in enumerate(c.sized_loops()) if k in over]
+    passed = tuple(v for v in axes if v in wide)  # in the order `render_gemm` passes them
+    if not passed:
         return None
-    passed = tuple(v for v in axes if v in passed)  # in the order `render_gemm` passes them
-    legal = replace(legalize(unbounded(c, frozenset(passed)), NATIVE), name=c.default_name(generic=passed))
-    p = plan(legal)
-    if p.packs:
+    over_axes = "".join(axes[v] for v in passed)
+    specialized = plan(legalize(c, NATIVE))
+    epilogue, apart = c.epilogue, None
+    if epilogue is not None:
+        ends = frozenset(k for k, v in enumerate(epilogue.sized_loops()) if v in wide)
+        params = (*c.params, *(int64 for _ in passed))
+        if specialized.fuse_epilogue:
+            # its loops are digits of C's position: generic only along an m or n passed, whose sizes they take;
+            # one of another size among `over` (a multiple of k's, `symbolic.multiples`) keeps its own, which no
+            # size passed would give it (the tile's digit of C taken modulo it)
+            runs, loops = specialized.runs_along() or {}, epilogue.sized_loops()
+            ends = frozenset(k for k in ends if any(v in passed for v in runs.get(loops[k], ())))
+            epilogue = generic(replace(epilogue, params=params), ends) if ends else epilogue
+            if epilogue.extents:
+                return None
+        else:
+            if c.vars[0].size == 1 and c.vars[2] in passed:
+                if any(v.op is VOp.GATHER and v.arg == c.product for v in epilogue.values()):
+                    return None
+                epilogue = c.reading_rows_of(param(len(c.params) + passed.index(c.vars[2]), int64))
+            apart = _generic_kernel(replace(epilogue, params=params), ends, target, tiling)
+    made = replace(unbounded(c, frozenset(passed)), epilogue=epilogue)
+    legal = replace(legalize(made, NATIVE), name=c.default_name(generic=passed))
+    p = generic_plan(specialized, legal, over_axes)
+    if p is None:
         return None
-    generic = "".join(axes[v] for v in passed)
     tune_key = (target.key, legal.sizes, legal.dtype, precision)
     configs = [_tuned[tune_key]] if tune_key in _tuned else candidate_configs(legal, target.interpreted)
-    candidates = {config: _program(legal, render_gemm(p, config, precision, target.interpreted, generic),
+    candidates = {config: _program(legal, render_gemm(p, config, precision, target.interpreted, over_axes),
                                    target, p.buffers, (*legal.params, *(int64 for _ in passed)))
                   for config in configs}
-    program = ContractionProgram(p, [], candidates, None, target, tune_key)
+    program = ContractionProgram(p, [], candidates, apart, target, tune_key)
     program.passed = tuple(v.name for v in passed)
     return program
 
