@@ -95,6 +95,18 @@ def check(got: lt.Tensor, expected, rtol: float | None = None, atol: float | Non
         np.testing.assert_array_equal(arr, exp)
 
 
+def check_two_orders(y: lt.Tensor, ty: torch.Tensor, x: lt.Tensor, tx: torch.Tensor) -> None:
+    """`y = f(x)` against torch's `ty = f(tx)` (x and tx require grad): the values, the gradient of
+    `sum(y * sin(y))` recorded (create_graph), and the gradient of that gradient's squared sum (second order)."""
+    check(y, ty)
+    gx, = lt.autograd.gradients((y * y.sin()).sum(), x, create_graph=True)
+    tgx, = torch.autograd.grad((ty * ty.sin()).sum(), tx, create_graph=True)
+    check(gx, tgx)
+    (gx ** 2).sum().backward()
+    (tgx ** 2).sum().backward()
+    check(x.grad, tx.grad)
+
+
 def classifier_step(model: lt.nn.Module, opt: lt.optim.Optimizer):
     """The usual training step of a classifier, `step(x, labels)`: cross-entropy, backward, the optimizer's
     step, the loss and the parameters realized; returns the loss."""

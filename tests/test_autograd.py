@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import lazytensor as lt
-from conftest import LAYOUTS, check, graph_lines, marked_line, random_array, to_torch_dtype
+from conftest import LAYOUTS, check, check_two_orders, graph_lines, marked_line, random_array, to_torch_dtype
 from lazytensor.graph import Node
 
 F64 = lt.float64
@@ -647,14 +647,7 @@ def test_custom_vjp_first_and_second_order(case):
     ours, theirs = CUSTOM[case]
     arr = random_array((3, 4), F64, seed=1)
     x, tx = lt.asarray(arr).requires_grad_(), torch.tensor(arr, requires_grad=True)
-    y, ty = ours(x), theirs(tx)
-    check(y, ty)
-    gx, = lt.autograd.gradients((y * y.sin()).sum(), x, create_graph=True)
-    tgx, = torch.autograd.grad((ty * ty.sin()).sum(), tx, create_graph=True)
-    check(gx, tgx)
-    (gx ** 2).sum().backward()
-    (tgx ** 2).sum().backward()
-    check(x.grad, tx.grad)
+    check_two_orders(ours(x), theirs(tx), x, tx)
 
 
 def test_custom_vjp_uses_its_backward_and_skips_sources():

@@ -1,18 +1,16 @@
 """PyTorch's `torch.autograd.Function`: an op written by the user with its own backward.
 
-    class Exp(lt.autograd.Function):
+    class RoundStraightThrough(lt.autograd.Function):
         @staticmethod
-        def forward(ctx, x):
-            y = x.exp()
-            ctx.save_for_backward(y)
-            return y
+        def forward(ctx, x, scale):
+            ctx.scale = scale
+            return (x * scale).round() / scale
 
         @staticmethod
         def backward(ctx, g):
-            y, = ctx.saved_tensors
-            return g * y
+            return g, None  # the rounding passes the gradient on; the scale is no tensor
 
-    y = Exp.apply(x)
+    q = RoundStraightThrough.apply(w, 16.0)
 
 `forward` runs without recording; its outputs (a tensor or a tuple of them) pass through one joint
 (`autograd.joint`), so the backward walk calls `backward(ctx, *grad_outputs)` once, with the gradients of all
