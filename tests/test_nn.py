@@ -1179,9 +1179,12 @@ def test_modules_with_class_targets_random_draws_and_defaults():
           torch.nn.CosineEmbeddingLoss(0.1)(torch.tensor(x), torch.tensor(x[::-1].copy()), torch.tensor(signs)))
     check(nn.MarginRankingLoss(0.2)(lt.asarray(x[0]), lt.asarray(x[1]), lt.asarray(np.sign(x[2]))),
           torch.nn.MarginRankingLoss(0.2)(torch.tensor(x[0]), torch.tensor(x[1]), torch.tensor(np.sign(x[2]))))
-    bag, tbag = nn.EmbeddingBag(5, 3, mode="sum"), torch.nn.EmbeddingBag(5, 3, mode="sum")
+    bag, tbag = nn.EmbeddingBag(5, 3, mode="sum", sparse=False), torch.nn.EmbeddingBag(5, 3, mode="sum", sparse=False)
     copy_weights(bag, tbag)
     check(bag(lt.asarray([1, 2, 4, 4]), lt.asarray([0, 1])), tbag(torch.tensor([1, 2, 4, 4]), torch.tensor([0, 1])))
+    for module in (nn.Embedding, nn.EmbeddingBag):
+        with pytest.raises(NotImplementedError, match="sparse gradients are not supported"):
+            module(5, 3, sparse=True)
     prelu = nn.PReLU()
     assert prelu.weight.shape == (1,) and float(prelu.weight.numpy()[0]) == 0.25
     for module, shape in ((nn.Dropout1d(0.3), (2, 3, 2)), (nn.Dropout2d(), (3, 2, 2)), (nn.Dropout3d(), (2, 3, 2, 2, 2)),

@@ -1055,10 +1055,15 @@ class BatchNorm3d(_BatchNorm):
 
 class Embedding(Module):
     """A lookup table of `num_embeddings` vectors of size `embedding_dim`, initialized N(0, 1) (the
-    `padding_idx` row zero, and it gets no gradient)."""
+    `padding_idx` row zero, and it gets no gradient). Its gradient is dense: `sparse=True` (PyTorch's sparse
+    gradient) is refused."""
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None, dtype: Any = None):
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None, dtype: Any = None,
+                 *, sparse: bool = False):
         super().__init__()
+        if sparse:
+            raise NotImplementedError(f"{type(self).__name__}: sparse gradients are not supported (sparse=False "
+                                      "gives the same values, as a dense gradient)")
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
@@ -1766,8 +1771,8 @@ class EmbeddingBag(Embedding):
     """A lookup table whose bags of rows are summed, averaged or maxed (`F.embedding_bag`)."""
 
     def __init__(self, num_embeddings: int, embedding_dim: int, mode: str = "mean", include_last_offset: bool = False,
-                 padding_idx: int | None = None, dtype: Any = None):
-        super().__init__(num_embeddings, embedding_dim, padding_idx, dtype)
+                 padding_idx: int | None = None, dtype: Any = None, *, sparse: bool = False):
+        super().__init__(num_embeddings, embedding_dim, padding_idx, dtype, sparse=sparse)
         self.mode, self.include_last_offset = mode, include_last_offset
 
     def forward(self, input: Tensor, offsets: Tensor | None = None,
