@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from .autograd import is_grad_enabled
 from .dtypes import DType, bool_, default_int, float32, float64, get_default_dtype, to_dtype, uint8, uint64
 from .errors import AxisError, ShapeError
 from .graph import Op, uniform_axes
@@ -69,12 +70,15 @@ class ReduceOps:  # every Tensor is one (and only tensors): `isinstance(x, Reduc
 
     def _reduce(self: Tensor, op: ReduceOp, axis: Any, keepdims: bool, name: str) -> Tensor:
         """Reduce over `axis`; an axis of size 0 gives the op's identity (0 for sums, False for any, ...). Along
-        the axes it keeps where every element is the same (`graph.uniform_axes`) one slice is reduced."""
+        the axes it keeps where every element is the same (`graph.uniform_axes`) one slice is reduced, unless a
+        gradient is recorded through it."""
         axes = normalize_axes(axis, self.ndim, name)
         if not axes:
             return self
         kept = tuple(1 if i in axes else n for i, n in enumerate(self.shape))
-        if flat := uniform_axes(self._node).difference(axes):
+        # only where no gradient is recorded through it: a leaf that requires grad and holds one value everywhere
+        # (jvp's zero cotangent) has elements that vary apart, and one slice would take its whole gradient
+        if not (self.requires_grad and is_grad_enabled()) and (flat := uniform_axes(self._node).difference(axes)):
             # the same result all along these axes: one slice reduced, broadcast (a gradient of ones times an
             # expanded operand, `(x @ w).sum()`'s, was reduced again for every row of x: 347 -> 1 ms at 4096x1024 @
             # 1024x1024), written by a kernel of its own (read through the broadcast, it was computed in the

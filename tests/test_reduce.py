@@ -124,6 +124,22 @@ def test_reduction_of_a_tensor_uniform_along_a_kept_axis_reduces_one_slice(name,
     check(got, getattr(np.broadcast_to(a, (5, 6, 7)), name)(axis=2, keepdims=keepdims))
 
 
+def test_gradient_through_a_reduction_of_a_uniform_leaf_reaches_every_element():
+    """A leaf that requires grad and holds one value everywhere (jvp's zero cotangent) is reduced whole where the
+    gradient is recorded: its elements vary apart, so each gets its own gradient. Against torch."""
+    w = random_array((4,), lt.float64, seed=4)
+    u, tu = lt.zeros((3, 4), dtype=lt.float64).requires_grad_(), torch.zeros(3, 4, dtype=torch.float64,
+                                                                            requires_grad=True)
+    (u.sum(0) * lt.asarray(w)).sum().backward()
+    ((tu.sum(0) * torch.tensor(w)).sum()).backward()
+    check(u.grad, tu.grad)
+    x, tx = lt.ones((3, 4), dtype=lt.float64).requires_grad_(), torch.ones(3, 4, dtype=torch.float64,
+                                                                          requires_grad=True)
+    gx, = lt.autograd.gradients((x * x).sum(1).sum(), x, create_graph=True)
+    tgx, = torch.autograd.grad((tx * tx).sum(1).sum(), tx, create_graph=True)
+    check(gx, tgx)
+
+
 def test_reduction_of_padded_ones_is_not_taken_as_uniform():
     """A padding's zeros make a broadcast of one value differ along the padded axis (avg_pool2d's counts of the
     elements in each window, with count_include_pad=False)."""

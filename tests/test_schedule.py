@@ -853,7 +853,7 @@ def test_a_launch_from_a_plan_binds_each_realize_its_own_values(monkeypatch, lau
     assert len({got.node.buffer.ptr for got, _ in results}) == len(results)
     s = lt.stats()
     assert s.kernels_compiled == 0 and s.realizes == 3 * 6 and s.kernels_launched == 3 * 6
-    assert (_written_launchers() == 6) == launching
+    assert (_written_launchers() == 5) == launching  # the slices at two offsets are windows: one plan
 
 
 def test_a_written_launch_of_a_small_kernel_goes_to_the_pool_where_its_work_is_shared(monkeypatch, launching):

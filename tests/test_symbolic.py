@@ -140,7 +140,8 @@ def test_generic_code_stays_inside_each_sizes_buffers(monkeypatch, op, over):
                                                             g.extents), checked=True))
         expected = program(cpu(x)).numpy().reshape(-1)
         out = np.full(k.buffers[0].size, -1, expected.dtype)
-        checked.sized(k, positions)([out.ctypes.data, x.ctypes.data], item.params)  # raises OutOfBounds at a fault
+        inputs = [n.buffer.ptr for n in item.inputs]  # x, or a window on it (x[:, 1:6] of one row)
+        checked.sized(k, positions)([out.ctypes.data, *inputs], item.params)  # raises OutOfBounds at a fault
         np.testing.assert_allclose(out, expected, rtol=1e-6)
 
 
