@@ -670,64 +670,11 @@ def layer_norm(x: Tensor, normalized_shape: Any, weight: Tensor | None = None, b
         raise ShapeError(f"layer_norm: normalized_shape {shape} does not match the end of the input shape "
                          f"{x.shape}")
     axes = tuple(range(x.ndim - len(shape), x.ndim))
-    out_dtype = _norm_dtype(x, weight, bias)
-    # eps as one node that the backward's recomputed statistics share with the forward's (a scalar given to a
-    # recipe would be a node of its own each time, and so would the statistics built on it)
-    stats = tuple(1 if i in axes else n for i, n in enumerate(x.shape))
-    eps_t = Tensor._scalar(eps, compute_dtype(x.dtype if x.dtype.is_float else get_default_dtype()), x.device,
-                           "layer_norm", stats)
-    srcs = tuple(t for t in (x, weight, bias) if t is not None)
-    flags = (axes, out_dtype, weight is not None, bias is not None)
-    needs = tuple(s.requires_grad for s in srcs)
-    # autograd's handles, not the tensors: a tensor of the user's program that the record kept alive would be data
-    # the user can read, which the schedule then writes (`graph.hold`)
-    handles = tuple(None if t is None else t._as_source() for t in (x, weight, bias, eps_t))
-
-    def backward(g: Tensor) -> tuple[Tensor | None, ...]:
-        return recipe.apply(_layer_norm_backward, (*flags, needs), (), (g, *handles))[:len(needs)]
-
-    return custom_vjp(srcs, lambda: recipe.apply(_layer_norm_forward, flags, (), (x, weight, bias, eps_t))[0],
-                      backward)
-
-
-def _layer_norm_forward(flags: tuple, scalars: tuple, x: Tensor, weight: Tensor | None, bias: Tensor | None,
-                        eps: Tensor) -> tuple[Tensor]:
-    """`layer_norm`'s forward graph of (axes, result dtype, weight?, bias?) `flags`, as `recipe.apply` takes it
-    (recorded once per structure): x normalized over `axes` by its biased variance, then scaled and shifted."""
-    axes, out_dtype, _, _ = flags
     centered, _, var = _statistics(x, axes)
     out = centered * (var + eps).rsqrt()
     if weight is not None:
         out = out * weight
-    return ((out if bias is None else out + bias).cast(out_dtype),)
-
-
-def _layer_norm_backward(flags: tuple, scalars: tuple, g: Tensor, x: Tensor, weight: Tensor | None,
-                         bias: Tensor | None, eps: Tensor) -> tuple[Tensor | None, ...]:
-    """The gradients of `layer_norm` for x, then weight and bias where given (None where `needs` says none is
-    needed), from the result's gradient `g`, as `recipe.apply` takes it: d(xhat) = g w, and
-    dx = rstd (d(xhat) - mean(d(xhat)) - xhat mean(d(xhat) xhat)). The statistics are built again by the forward's
-    ops, which finds the forward's nodes (hash-consing) where it records through them."""
-    axes, _, _, _, needs = flags
-    centered, _, var = _statistics(x, axes)
-    rstd = (var + eps).rsqrt()
-    xhat = centered * rstd
-    z = xhat if weight is None else xhat * weight
-    gz = g.cast(z.dtype if bias is None else dtypes.promote(z.dtype, bias.dtype))
-    batch = tuple(range(x.ndim - len(axes)))
-    grads: list[Tensor | None] = []
-    if x.dtype.is_float and needs[0]:
-        gx = (gz if weight is None else gz * weight).cast(xhat.dtype)
-        dx = rstd * (gx - gx.mean(axes, keepdims=True) - xhat * (gx * xhat).mean(axes, keepdims=True))
-        grads.append(dx.cast(x.dtype))
-    else:
-        grads.append(None)
-    rest = iter(needs[1:])
-    if weight is not None:
-        grads.append((gz * xhat).sum(batch).cast(weight.dtype) if next(rest) else None)
-    if bias is not None:
-        grads.append(gz.sum(batch).cast(bias.dtype) if next(rest) else None)
-    return tuple(grads)
+    return (out if bias is None else out + bias).cast(_norm_dtype(x, weight, bias))
 
 
 def _statistics(x: Tensor, axes: tuple[int, ...]) -> tuple[Tensor, Tensor, Tensor]:
