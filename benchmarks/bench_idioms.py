@@ -116,6 +116,33 @@ def looped(body: Callable[[object], object], steps: int) -> dict[str, Prepare]:
             "jax.jit": jitted}
 
 
+def minibatches(batch: int) -> dict[str, Prepare]:
+    """A pass over x's rows in minibatches `x[i:i + batch]`, each batch's `relu(xb @ w).sum()` read on the host, as
+    a training loop reads its loss: the slices at every offset are one program, not one each."""
+    import torch
+
+    def loop(convert: Callable[[np.ndarray], object], step: Callable[[object, object], float]) -> Prepare:
+        def prepare(arrays: list[np.ndarray]) -> Callable[[], object]:
+            x, w = (convert(a) for a in arrays)
+            return lambda: [step(x[i:i + batch], w) for i in range(0, x.shape[0], batch)]
+        return prepare
+
+    def jitted(arrays: list[np.ndarray]) -> Callable[[], object]:
+        import jax
+        import jax.numpy as jnp
+        j = jax.jit(lambda xb, w: jnp.maximum(xb @ w, 0).sum())
+        return loop(jnp.asarray, lambda xb, w: float(j(xb, w)))(arrays)
+
+    def compiled(arrays: list[np.ndarray]) -> Callable[[], object]:
+        c = torch.compile(lambda xb, w: (xb @ w).relu().sum(), dynamic=False)
+        return loop(torch.from_numpy, lambda xb, w: c(xb, w).item())(arrays)
+
+    return {"lazytensor": loop(lt.asarray, lambda xb, w: (xb @ w).relu().sum().item()),
+            "numpy": loop(np.asarray, lambda xb, w: float(np.maximum(xb @ w, 0).sum())),
+            "torch": loop(torch.from_numpy, lambda xb, w: (xb @ w).relu().sum().item()),
+            "torch.compile": compiled, "jax.jit": jitted}
+
+
 def training_step() -> dict[str, Prepare]:
     """One SGD step (lr 0.1) of an MLP 784-256-10 with ReLU and cross-entropy, written as each library's
     tutorials write it, from the same initial weights; the result is the last layer's updated weight."""
@@ -338,6 +365,8 @@ def idioms(scale: int = 1) -> list[Idiom]:
               written(lambda xp, x: x.softmax(-1), numpy=lambda xp, x: numpy_softmax(x),
                       torch=lambda xp, x: x.softmax(-1), jax=lambda xp, x: jax.nn.softmax(x))),
         Idiom("loop: 100x realize (x * 0.99 + 1) of 1000", normal((small,)), looped(lambda x: x * 0.99 + 1, 100)),
+        Idiom("minibatch loop: relu(x[i:i + 64] @ w).sum() read, 4096x256 @ 256x64",
+              normal((d(4096), d(256)), (d(256), d(64))), minibatches(d(64))),
         Idiom("relu(x @ w + b) 256x1024x1024", normal((d(256), d(1024)), (d(1024), d(1024)), (d(1024),)),
               written(lambda xp, x, w, b: xp.maximum(x @ w + b, 0), torch=lambda xp, x, w, b: xp.relu(x @ w + b))),
         Idiom("batched a @ b 64x128x128", normal(*[(d(64), d(128), d(128))] * 2), written(lambda xp, a, b: a @ b)),
