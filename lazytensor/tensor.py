@@ -88,6 +88,14 @@ def to_arguments(args: Sequence[Any], device: Any, dtype: Any) -> tuple[Any, Any
     return device, dtype
 
 
+def _no_min_max_result(t: Tensor, name: str) -> AttributeError:
+    """The error for `.values`/`.indices` of a tensor: properties, not a `__getattr__`, so that an attribute a
+    tensor lacks (`getattr(x, "_view", None)` on every basic index) costs no call into Python."""
+    return AttributeError(f"'{type(t).__name__}' object has no attribute '{name}': a min or max over a positional "
+                          f"axis (x.max(1)) is NumPy's, values only; PyTorch's (values, indices) is x.max(dim=1) or "
+                          f"x.max(1, keepdim=False)", name=name, obj=t)
+
+
 def _is_scalar(x: object) -> bool:
     return isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
 
@@ -429,13 +437,15 @@ class Tensor(ReduceOps, MovementOps, IndexingOps, SortingOps, ContractionOps, Py
         bits = self._host_bits()
         return bfloat16_to_float32(bits) if self.dtype == dtypes.bfloat16 else bits
 
-    def __getattr__(self, name: str) -> Any:
-        """Only for names a tensor lacks: PyTorch's `x.max(1).indices` meets NumPy's `x.max(1)` (values only)."""
-        if name in ("values", "indices"):
-            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}': a min or max over a "
-                                 f"positional axis (x.max(1)) is NumPy's, values only; PyTorch's (values, indices) "
-                                 f"is x.max(dim=1) or x.max(1, keepdim=False)", name=name, obj=self)
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'", name=name, obj=self)
+    @property
+    def values(self) -> Tensor:
+        """No attribute of a tensor: PyTorch's `x.max(1).values` meets NumPy's `x.max(1)` (values only), the error says."""
+        raise _no_min_max_result(self, "values")
+
+    @property
+    def indices(self) -> Tensor:
+        """No attribute of a tensor: see `values`."""
+        raise _no_min_max_result(self, "indices")
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickling and `copy` save the data (computed now), never the graph that computes it: the tensor

@@ -24,6 +24,7 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from ..errors import ShapeError
 from . import Custom, is_grad_enabled, joint, no_grad
 
 if TYPE_CHECKING:
@@ -104,7 +105,6 @@ class FunctionCtx:
 
     def __call__(self, grads: list[Tensor | None]) -> list[Tensor | None]:
         from ..creation import zeros
-        from ..tensor import broadcast_shapes
         given_out = iter(grads)  # one gradient per output of forward, as PyTorch's: the non-differentiable ones' too
         grads = [next(given_out) if differentiable else None for differentiable, _ in self._every_output]
         if self.materialize_grads:
@@ -122,12 +122,11 @@ class FunctionCtx:
                 continue
             shape, dtype = arg
             if g is not None:
-                if g.shape != shape:
-                    if broadcast_shapes(shape, g.shape, op=name) != g.shape:
-                        raise RuntimeError(f"{name} returned a gradient of shape {g.shape} for argument {i} of "
-                                           f"shape {shape}")
-                    g = g.sum_to_size(shape)
-                g = g.cast(dtype)
+                try:  # a gradient of a shape the argument broadcasts to is summed back (sum_to_size checks which)
+                    g = g.sum_to_size(shape).cast(dtype)
+                except ShapeError:
+                    raise RuntimeError(f"{name} returned a gradient of shape {g.shape} for argument {i} of shape "
+                                       f"{shape}") from None
             out.append(g)
         return out
 
