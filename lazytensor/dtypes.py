@@ -113,12 +113,6 @@ def dtype_or_default(dtype: Any) -> DType:
     """`dtype` as a DType; the default float dtype where it is None (factories' and layers' `dtype=`)."""
     return to_dtype(dtype) if dtype is not None else _default_float
 
-
-def __getattr__(name: str) -> Any:
-    if name == "default_float":  # the default float dtype at the time it is read
-        return _default_float
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 _NP_TO_DTYPE = {np.dtype(d.np_name): d for d in ALL_DTYPES if d != bfloat16}
 
 
