@@ -741,19 +741,25 @@ class PyTorchOps:  # every Tensor is one (and only tensors): `isinstance(x, PyTo
     def fill_diagonal_(self: Tensor, fill_value: Any, wrap: bool = False) -> Tensor:
         """`fill_value` on the main diagonal (the elements whose indices are all equal) of a 2-d tensor or
         one whose sides are all equal; with `wrap`, a tall matrix's diagonal restarts every `columns + 1` rows, as
-        PyTorch's and NumPy's."""
-        from .creation import arange
+        PyTorch's and NumPy's. `fill_value` may also be an array (NumPy's `fill_diagonal`): its values, flattened,
+        go along the diagonal in turn, repeated where they run out."""
+        from .creation import arange, asarray
         from .tensor import where
         if self.ndim < 2 or self.ndim > 2 and len(set(self.shape)) != 1:
             raise ShapeError(f"fill_diagonal_: needs a 2-d tensor or one whose sides are all equal, got shape "
                              f"{self.shape}")
-        rows, cols = self.shape[0], self.shape[1]
-        i = arange(rows, device=self.device).reshape(rows, *([1] * (self.ndim - 1)))
-        if wrap and self.ndim == 2:
-            i = i % (cols + 1)
-        on = i == arange(cols, device=self.device).reshape(cols, *([1] * (self.ndim - 2)))
-        for axis in range(2, self.ndim):
-            on = on & (i == arange(self.shape[axis], device=self.device).reshape(-1, *([1] * (self.ndim - 1 - axis))))
+        # NumPy's definition: the diagonal is every `step`-th element of the flattened tensor, `step` the sum of
+        # its strides; without `wrap` a tall matrix's stops after its last column
+        cols = self.shape[1]
+        step = sum(cols ** axis for axis in range(self.ndim))
+        end = self.size if wrap or self.ndim > 2 else min(self.size, cols * cols)
+        flat = arange(self.size, device=self.device).reshape(self.shape)
+        on = (flat % step == 0) & (flat < end)
+        if not isinstance(fill_value, (bool, int, float, complex)):
+            values = asarray(fill_value, device=self.device).reshape(-1)
+            if values.size == 0:
+                return self
+            fill_value = values.take(flat // step % values.size)
         return self._inplace(lambda a, _: where(on, fill_value, a).cast(a.dtype), None, "fill_diagonal_")
 
     def copy_(self: Tensor, src: Any) -> Tensor:

@@ -149,3 +149,19 @@ def test_fill_diagonal_in_place_as_numpy():
         np.fill_diagonal(y, 5, wrap=wrap)  # NumPy's own call, on a tensor
         np.fill_diagonal(b, 5, wrap=wrap)
         check(y, b)
+        for values in ([1.5, 2.5], np.arange(5.0), [[1, 2], [3, 4]], np.array(7.0), []):
+            c = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+            z = lt.asarray(c)
+            lt.fill_diagonal(z, values, wrap=wrap)  # an array's values go along the diagonal in turn, repeated
+            np.fill_diagonal(c, values, wrap=wrap)
+            check(z, c)
+
+
+def test_fill_diagonal_of_a_view_writes_its_base_as_numpy():
+    # the SVD tutorial's `for j in range(3): np.fill_diagonal(Sigma[j, :, :], s[j])`
+    s = np.arange(12.0).reshape(3, 4)
+    sigma, expected = lt.zeros((3, 4, 5), dtype=lt.float64), np.zeros((3, 4, 5))
+    for j in range(3):
+        lt.fill_diagonal(sigma[j, :, :], lt.asarray(s[j]))
+        np.fill_diagonal(expected[j, :, :], s[j])
+    check(sigma, expected)
