@@ -117,11 +117,13 @@ _NP_TO_DTYPE = {np.dtype(d.np_name): d for d in ALL_DTYPES if d != bfloat16}
 
 
 def to_dtype(x: object) -> DType:
-    """A DType from a DType, a name ('float32'), a NumPy dtype or a Python type (float, int, bool)."""
+    """A DType from a DType, a name ('float32'), a NumPy dtype or a Python type (float, int, bool). The type
+    `float` is float64, as in NumPy and PyTorch (`x.astype(float)`, `cumsum(x, dtype=float)`), whatever the default
+    float dtype, which is that of Python float *values*."""
     if isinstance(x, DType):
         return x
     if x is float:
-        return _default_float
+        return float64
     if x is int:
         return default_int
     if x is bool:

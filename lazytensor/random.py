@@ -32,6 +32,8 @@ import os
 import threading
 from typing import Any
 
+import numpy as np
+
 from . import dtypes, recipe
 from .creation import _iota, factory
 from .device import get_device
@@ -333,8 +335,135 @@ def randperm(n: int, dtype: Any = None, device: Any = None, generator: Generator
     return out.cast(dtypes.to_dtype(dtype) if dtype is not None else default_int)
 
 
+class NumPyGenerator:
+    """NumPy's `np.random.Generator` API (`lt.random.default_rng(seed)`, as `np.random.default_rng`) over a stream
+    of lazytensor's: `random`, `integers`, `standard_normal`, `normal`, `uniform`, `exponential`, `choice`,
+    `permutation`, `shuffle`. NumPy's dtypes: floats are float64 and integers int64 unless `dtype=` says
+    otherwise. The numbers are lazytensor's (Philox), not NumPy's PCG64 stream: the same seed repeats lazytensor's
+    draws, not NumPy's. `size=None` gives a 0-d tensor where NumPy gives a scalar."""
+
+    def __init__(self, generator: Generator | None) -> None:
+        self.generator = generator  # None: the default stream (`lt.manual_seed`'s), as np.random's functions
+
+    @property
+    def _device(self) -> str | None:
+        return self.generator.device if self.generator is not None else None
+
+    def random(self, size: Any = None, dtype: Any = dtypes.float64) -> Tensor:
+        """Uniform floats in [0, 1)."""
+        return rand(size=() if size is None else size, dtype=dtype, device=self._device, generator=self.generator)
+
+    def integers(self, low: int, high: int | None = None, size: Any = None, dtype: Any = dtypes.int64,
+                 endpoint: bool = False) -> Tensor:
+        """Integers in [low, high), or [low, high] with `endpoint`; `integers(high)` starts at 0."""
+        if high is None:
+            low, high = 0, low
+        if not all(isinstance(b, (int, np.integer)) for b in (low, high)):
+            raise TypeError("integers: low and high must be integers here (arrays of bounds are not supported)")
+        return randint(int(low), int(high) + bool(endpoint), () if size is None else size, dtype, self._device,
+                       self.generator)
+
+    def standard_normal(self, size: Any = None, dtype: Any = dtypes.float64) -> Tensor:
+        return randn(size=() if size is None else size, dtype=dtype, device=self._device, generator=self.generator)
+
+    def _drawn(self, draw: Any, size: Any, params: tuple[Any, ...], name: str) -> tuple[Tensor, tuple[Tensor, ...]]:
+        """A draw of `size` (by default the parameters' broadcast shape, NumPy's rule), and the parameters as
+        tensors."""
+        from .creation import asarray
+        tensors = tuple(asarray(p, device=self._device) if not isinstance(p, (int, float)) else p for p in params)
+        shape = broadcast_shapes(*(t.shape for t in tensors if isinstance(t, Tensor)), op=name)
+        if size is not None:
+            shape = _shape((), size, name)
+        return draw(size=shape, dtype=dtypes.float64, device=self._device, generator=self.generator), tensors
+
+    def normal(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> Tensor:
+        z, (loc, scale) = self._drawn(randn, size, (loc, scale), "normal")
+        return z * scale + loc
+
+    def uniform(self, low: Any = 0.0, high: Any = 1.0, size: Any = None) -> Tensor:
+        u, (low, high) = self._drawn(rand, size, (low, high), "uniform")
+        return low + u * (high - low)
+
+    def exponential(self, scale: Any = 1.0, size: Any = None) -> Tensor:
+        u, (scale,) = self._drawn(rand, size, (scale,), "exponential")
+        return -(1 - u).log() * scale  # 1 - u is in (0, 1]: no log(0)
+
+    def permutation(self, x: Any, axis: int = 0) -> Tensor:
+        """A shuffled copy of x along `axis`, or of `arange(x)` for an int x."""
+        from .creation import asarray
+        if isinstance(x, (int, np.integer)):
+            return randperm(int(x), device=self._device, generator=self.generator)
+        x = asarray(x, device=self._device)
+        if x.ndim == 0:
+            raise ShapeError("permutation: x must be an int or have at least one axis")
+        axis = axis + x.ndim if axis < 0 else axis
+        order = randperm(x.shape[axis], device=x.device, generator=self.generator)
+        return x.take(order, axis)
+
+    def shuffle(self, x: Tensor, axis: int = 0) -> None:
+        """Shuffle x along `axis` in place."""
+        x.copy_(self.permutation(x, axis))
+
+    def choice(self, a: Any, size: Any = None, replace: bool = True, p: Any = None, axis: int = 0,
+               shuffle: bool = True) -> Tensor:
+        """Elements of `a` along `axis` (or of `arange(a)` for an int), drawn with or without replacement,
+        uniformly or with probabilities `p`."""
+        from .creation import arange, asarray
+        pool = arange(int(a), device=self._device) if isinstance(a, (int, np.integer)) else \
+            asarray(a, device=self._device)
+        if pool.ndim == 0:
+            raise ShapeError("choice: a must be an int or have at least one axis")
+        n = pool.shape[axis]
+        shape = () if size is None else _shape((), size, "choice")
+        count = prod(shape)
+        if p is None and replace:
+            if n == 0 and count:
+                raise ValueError("choice: cannot draw from an empty population")
+            picks = randint(0, max(n, 1), shape, device=self._device, generator=self.generator)
+        elif p is None:
+            if count > n:
+                raise ValueError(f"choice: cannot draw {count} of {n} without replacement")
+            picks = randperm(n, device=self._device, generator=self.generator)[:count].reshape(shape)
+        else:
+            weights = asarray(p, dtype=dtypes.float64, device=self._device)
+            if weights.shape != (n,):
+                raise ShapeError(f"choice: p must have the population's length {n}, got shape {weights.shape}")
+            if count == 0:
+                picks = arange(0, device=self._device).reshape(shape)
+            else:
+                picks = multinomial(weights, count, replace, generator=self.generator).reshape(shape)
+        return pool.take(picks, axis)
+
+
+def default_rng(seed: Any = None, device: Any = None) -> NumPyGenerator:
+    """NumPy's `np.random.default_rng`: a generator of its own seeded with `seed` (an int; None seeds it from the
+    operating system's entropy; a NumPyGenerator is returned as is). See `NumPyGenerator`."""
+    if isinstance(seed, NumPyGenerator):
+        return seed
+    generator = Generator(device)
+    if seed is None:
+        generator.seed()
+    else:
+        generator.manual_seed(int(seed))
+    return NumPyGenerator(generator)
+
+
+_numpy_default = NumPyGenerator(None)
+# np.random's module functions, drawing from the default stream (`lt.manual_seed`, NumPy's `np.random.seed`)
+random = _numpy_default.random
+choice = _numpy_default.choice
+permutation = _numpy_default.permutation
+shuffle = _numpy_default.shuffle
+
+
 __all__ = [
     "Generator",
+    "NumPyGenerator",
+    "choice",
+    "default_rng",
+    "permutation",
+    "random",
+    "shuffle",
     "bernoulli",
     "get_rng_state",
     "initial_seed",

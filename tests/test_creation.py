@@ -625,8 +625,9 @@ def test_astype_every_pair(src):
 def test_astype_spellings():
     arr = np.array([1.7, -1.7, 0.0, 2.5], np.float32)
     x, t = lt.asarray(arr), torch.tensor(arr)
+    # Python types as torch reads them (float is float64, as in NumPy)
     for spec, td in (("int32", torch.int32), (np.int16, torch.int16), (np.dtype("float64"), torch.float64),
-                     (lt.int8, torch.int8), (int, torch.int64), (float, torch.float32), (bool, torch.bool)):
+                     (lt.int8, torch.int8), (int, int), (float, float), (bool, bool)):
         check(x.astype(spec), t.to(td))
         check(lt.astype(arr, spec), t.to(td))
     # to its own dtype: a new tensor by default (array API and NumPy: copy=True), itself with copy=False

@@ -122,7 +122,7 @@ def test_binary_op_result_dtypes_match_torch(a):
     ("u8", lt.uint64), ("Q", lt.uint64), (np.uint16, lt.uint16), (np.uint32, lt.uint32), (np.uint64, lt.uint64),
     (np.uintc, lt.uint32), (np.ulonglong, lt.uint64), (np.dtype("uint64"), lt.uint64),
     (np.dtype("float32"), lt.float32), (np.dtype("int64"), lt.int64), (np.dtype("bool"), lt.bool_),
-    (float, lt.float32), (int, lt.int64), (bool, lt.bool_),
+    (float, lt.float64), (int, lt.int64), (bool, lt.bool_),
 ], ids=str)
 def test_to_dtype(x, expected):
     assert dtypes.to_dtype(x) == expected

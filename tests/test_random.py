@@ -295,3 +295,71 @@ def test_randint_takes_pytorchs_high_and_size_form():
     lt.manual_seed(2)
     np.testing.assert_array_equal(a, lt.randint(0, 10, (500,)).numpy())
     assert a.shape == (500,) and a.min() == 0 and a.max() == 9 and lt.randint(5, [2, 3]).shape == (2, 3)
+
+
+def test_default_rng_is_numpys_generator_api_with_numpys_dtypes():
+    """`rng = np.random.default_rng(seed)` written with lt (the NumPy tutorials' style): NumPy's methods, dtypes and
+    shapes; the numbers are lazytensor's, repeated by the seed."""
+    rng, ref = lt.random.default_rng(0), np.random.default_rng(0)
+    for ours, theirs in ((rng.random(3), ref.random(3)), (rng.random((2, 2), dtype=np.float32),
+                                                          ref.random((2, 2), dtype=np.float32)),
+                         (rng.integers(5, size=4), ref.integers(5, size=4)),
+                         (rng.integers(0, 256, (2, 3), dtype=np.uint8), ref.integers(0, 256, (2, 3), dtype=np.uint8)),
+                         (rng.standard_normal((3,)), ref.standard_normal((3,))),
+                         (rng.normal([0.0, 10.0], 2.0), ref.normal([0.0, 10.0], 2.0)),
+                         (rng.uniform(-1, 1, (2, 0)), ref.uniform(-1, 1, (2, 0))),
+                         (rng.exponential(2.0, 4), ref.exponential(2.0, 4)),
+                         (rng.random(), np.asarray(ref.random())),
+                         (rng.choice(5, (2, 3)), ref.choice(5, (2, 3))),
+                         (rng.permutation(np.ones((4, 2), np.float32)), ref.permutation(np.ones((4, 2), np.float32)))):
+        assert ours.shape == theirs.shape and ours.dtype == lt.dtypes.to_dtype(theirs.dtype), (ours, theirs)
+    assert np.array_equal(lt.random.default_rng(7).random(5).numpy(), lt.random.default_rng(7).random(5).numpy())
+    assert not np.array_equal(lt.random.default_rng(7).random(5).numpy(), lt.random.default_rng(8).random(5).numpy())
+    assert lt.random.default_rng(rng) is rng
+
+
+def test_default_rng_draws_in_range_and_in_distribution():
+    rng = lt.random.default_rng(3)
+    k = rng.integers(-2, 2, size=40_000, endpoint=True).numpy()
+    assert k.min() == -2 and k.max() == 2 and np.all(np.abs(np.bincount(k + 2) / k.size - 0.2) < 0.01)
+    u = rng.uniform(2.0, 5.0, 100_000).numpy()
+    assert u.min() >= 2.0 and u.max() < 5.0 and abs(u.mean() - 3.5) < 0.02
+    z = rng.normal(lt.asarray([-3.0, 4.0]), lt.asarray([0.5, 2.0]), size=(50_000, 2)).numpy()
+    np.testing.assert_allclose(z.mean(0), [-3.0, 4.0], atol=0.03)
+    np.testing.assert_allclose(z.std(0), [0.5, 2.0], rtol=0.02)
+    e = rng.exponential(3.0, 100_000).numpy()
+    assert e.min() >= 0 and abs(e.mean() - 3.0) < 0.05
+    counts = np.bincount(rng.choice(3, 30_000, p=[0.2, 0.0, 0.8]).numpy(), minlength=3) / 30_000
+    assert counts[1] == 0 and abs(counts[0] - 0.2) < 0.015
+
+
+def test_default_rng_permutes_shuffles_and_chooses_without_replacement():
+    rng = lt.random.default_rng(4)
+    assert sorted(rng.permutation(20).tolist()) == list(range(20))
+    rows = np.arange(12).reshape(6, 2)
+    permuted = rng.permutation(rows).numpy()
+    assert sorted(map(tuple, permuted)) == sorted(map(tuple, rows)) and permuted.shape == (6, 2)
+    cols = rng.permutation(rows, axis=1).numpy()
+    assert all(sorted(c) == sorted(r) for c, r in zip(cols.tolist(), rows.tolist()))
+    assert rng.permutation(lt.zeros((0, 3))).shape == (0, 3)
+    x = lt.arange(10.0)
+    view = x[2:]
+    rng.shuffle(view)  # in place, through a view, as NumPy's shuffle of a slice
+    assert x[:2].tolist() == [0.0, 1.0] and sorted(x.tolist()) == list(range(10))
+    picked = rng.choice(lt.arange(30) * 10, 30, replace=False).numpy()
+    assert sorted(picked.tolist()) == list(range(0, 300, 10))
+    weighted = rng.choice(4, 2, replace=False, p=[0.5, 0.5, 0.0, 0.0]).numpy()
+    assert sorted(weighted.tolist()) == [0, 1]
+    assert rng.choice(np.arange(6).reshape(3, 2), 4, axis=1).shape == (3, 4)
+    with pytest.raises(ValueError, match="without replacement"):
+        rng.choice(3, 4, replace=False)
+    with pytest.raises(lt.ShapeError, match="length 3"):
+        rng.choice(3, p=[0.5, 0.5])
+
+
+def test_numpys_module_functions_draw_from_the_default_stream():
+    lt.manual_seed(9)
+    a = (lt.random.random(4).numpy(), lt.random.permutation(5).numpy(), lt.random.choice(7, 3).numpy())
+    lt.random.seed(9)  # NumPy's np.random.seed
+    b = (lt.random.random(4).numpy(), lt.random.permutation(5).numpy(), lt.random.choice(7, 3).numpy())
+    assert all(np.array_equal(p, q) for p, q in zip(a, b)) and a[0].dtype == np.float64
