@@ -106,8 +106,9 @@ def _convnd(x: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, padding
         stride_, dilation_ = _pair(stride, nd, name), _pair(dilation, nd, name)
         pads = _conv_padding(padding, kernel, dilation_, stride_, name)
         # the input in a buffer of its own, which the forward and the weight gradient both read; or its padded
-        # copy (`_grouped_windows`), which a copy of the input would only precede
-        out = _conv(x if _pads_into_a_copy(x, pads) else x.contiguous(), weight, stride_, pads, dilation_, groups)
+        # copy (`_grouped_windows`, `_rows_copy`), which a copy of the input would only precede
+        copied = _pads_into_a_copy(x, pads) or _reads_rows_in_place(x, kernel, stride_, pads, dilation_)
+        out = _conv(x if copied else x.contiguous(), weight, stride_, pads, dilation_, groups)
         return out if bias is None else out + bias.reshape(cout, *[1] * nd)
 
     return _batched(batched, x, nd, name)
@@ -142,10 +143,17 @@ def _grouped_windows(x: Tensor, kernel: Sequence[int], stride: Sequence[int], pa
     Where the device's template packs its operands (`Device.packs_operands`), the padded input is a buffer of
     its own, one copy: the packing then reads the windows, nine times the input for a 3x3 kernel, with no mask
     (a view of the padding takes one per element and per tap: a 3x3 convolution of 64 channels at 56x56 took
-    1.4 times as long, and its backward, whose weight gradient reads the windows too, 1.4 times)."""
+    1.4 times as long, and its backward, whose weight gradient reads the windows too, 1.4 times). Where the
+    forward reads the rows of a copy with rows more (`_conv_of_rows`), the windows are of that copy, the same
+    buffer, less those rows."""
     n, c = x.shape[:2]
-    padded = x.pad([(0, 0), (0, 0), *pads])
-    win = _windows(padded.contiguous() if _pads_into_a_copy(x, pads) else padded, kernel, stride, dilation)
+    if _reads_rows_in_place(x, kernel, stride, pads, dilation):
+        rows, extra = _rows_copy(x, kernel, pads, dilation)
+        padded = rows._shrink([(0, m - (a == 2) * extra, 1) for a, m in enumerate(rows.shape)])
+    else:
+        padded = x.pad([(0, 0), (0, 0), *pads])
+        padded = padded.contiguous() if _pads_into_a_copy(x, pads) else padded
+    win = _windows(padded, kernel, stride, dilation)
     return win.reshape(n, groups, 1, c // groups, *win.shape[2:])
 
 
@@ -201,17 +209,14 @@ def _conv_of_rows(x: Tensor, weight: Tensor, pads: Sequence[tuple[int, int]], di
     the output's rows (the padding's width) are computed too, and dropped: the product's epilogue copies the rest
     (16x64x56x56 k3: 3248 columns for 3136).
 
-    Each image is padded with rows enough at its end that every tap's run, and the template's last panel past it
-    (`ROWS_READ_PAST`), lies inside it."""
+    Each image is padded with rows more (`_rows_copy`)."""
     n, c, *size = x.shape
     cout, cg, *kernel = weight.shape
     nd = len(kernel)
     spatial = [m + before + after for m, (before, after) in zip(size, pads)]
     steps = [math.prod(spatial[i + 1:]) for i in range(nd)]  # the padded image's strides
     out = [m - d * (k - 1) for m, k, d in zip(spatial, kernel, dilation)]
-    past = sum(d * (k - 1) * step for k, d, step in zip(kernel[1:], dilation[1:], steps[1:])) + ROWS_READ_PAST
-    extra = -(-past // steps[0])
-    padded = x.pad([(0, 0), (0, 0), (pads[0][0], pads[0][1] + extra), *pads[1:]]).contiguous()
+    padded, extra = _rows_copy(x, kernel, pads, dilation)
     rows = padded.reshape(n, c, (spatial[0] + extra) * steps[0])
     for k, d, step in zip(kernel, dilation, steps):  # each axis's taps before the row: (N, C, *kernel, row)
         rows = _windows(rows, [k], [1], [d * step])
@@ -223,6 +228,18 @@ def _conv_of_rows(x: Tensor, weight: Tensor, pads: Sequence[tuple[int, int]], di
     product = (lhs * rhs)._reduce(ReduceOp.SUM, tuple(range(3, 4 + nd)), False, "conv")
     product = product.reshape(n, cout, out[0], *spatial[1:])
     return product._shrink([(0, n, 1), (0, cout, 1), *[(0, m, 1) for m in out]])
+
+
+def _rows_copy(x: Tensor, kernel: Sequence[int], pads: Sequence[tuple[int, int]],
+               dilation: Sequence[int]) -> tuple[Tensor, int]:
+    """The padded copy of x whose rows `_conv_of_rows` reads, and the rows it has past the padding: each image has
+    rows enough at its end that every tap's run, and the template's last panel past it (`ROWS_READ_PAST`), lies
+    inside it. The weight gradient's windows are of the same copy (`_grouped_windows`)."""
+    spatial = [m + before + after for m, (before, after) in zip(x.shape[2:], pads)]
+    steps = [math.prod(spatial[i + 1:]) for i in range(len(kernel))]
+    past = sum(d * (k - 1) * step for k, d, step in zip(kernel[1:], dilation[1:], steps[1:])) + ROWS_READ_PAST
+    extra = -(-past // steps[0])
+    return x.pad([(0, 0), (0, 0), (pads[0][0], pads[0][1] + extra), *pads[1:]]).contiguous(), extra
 
 
 def _conv_weight_grad(x: Tensor, g: Tensor, kernel: Sequence[int], stride: Sequence[int],
