@@ -546,6 +546,16 @@ def test_convolution_reads_rows_of_padded_images(case, dtype):
     check(w.grad, tw.grad)
 
 
+def test_rows_that_do_not_overlap_are_packed():
+    """B's rows found by divisions along k but no two of them overlapping (a product by a permuted reshape, rows
+    768 elements apart) are packed, contiguous, not read in place as a convolution's windows are (`gemm._b_taps`)."""
+    a, b = (lt.asarray(data(s, seed=i), device="cpu") for i, s in enumerate(((40, 64), (4, 16, 48))))
+    got = a @ b.permute(1, 0, 2).reshape(64, 48)
+    c = lt.schedule(got)[-1].kernel
+    assert "//" in str(c.bv.arg[1]) and not gemm.Layout.choose(c, 1).b_taps
+    check(got, torch.tensor(a.numpy()) @ torch.tensor(b.numpy()).permute(1, 0, 2).reshape(64, 48))
+
+
 @pytest.mark.parametrize("kind", LAYOUTS[1:])
 def test_packing_windows_of_non_contiguous_images(kind):
     """The windows of a transposed, strided or flipped batch of images, packed row by row."""

@@ -52,6 +52,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from itertools import pairwise
 from typing import NamedTuple
 
 import llvmlite.binding as llvm
@@ -559,18 +560,21 @@ def _b_taps(c: Contraction, nr: int) -> tuple[int, tuple[int, ...]] | None:
     a row of the image flattened, `nn/convolution.py`): the elements from one product of the batch to the next
     and each k's row, its first element's index; else None. Its panels, NR columns from each k's row, are then
     read in place, as a packed panel's would be (`Layout.b_taps`): packing them copied the windows, nine times the
-    images for a 3x3 kernel, which took half as long as the product. Every column of the last panel must lie in
-    the buffer (the product's columns past n only reach elements never stored)."""
+    images for a 3x3 kernel, which took half as long as the product. Only where some k's row overlaps the next's
+    within a panel (a kernel's taps along the image's row), so that the packing would copy elements several times:
+    rows that do not overlap are read faster packed, contiguous (1024 rows 4 KiB apart, a product by a permuted
+    reshape: 5.8 ms packed, 8.1 ms in place). Every column of the last panel must lie in the buffer (the product's
+    columns past n only reach elements never stored)."""
     vb, _, vn, vk = c.vars
     load = c.bv
     if load.op is not VOp.LOAD or load.dtype != c.dtype or load.arg[2] or _b_index(c) is not None:
         return None
-    return _tap_rows(load.arg[1], vb, vn, vk, c.buffers[load.arg[0]].size, -(-vn.size // nr) * nr)
+    return _tap_rows(load.arg[1], vb, vn, vk, c.buffers[load.arg[0]].size, nr)
 
 
 @lru_cache(maxsize=256)
-def _tap_rows(index: Expr, vb: Var, vn: Var, vk: Var, size: int, columns: int) -> tuple[int, tuple[int, ...]] | None:
-    """`_b_taps` of B's `index` in a buffer of `size` elements, `columns` read per row."""
+def _tap_rows(index: Expr, vb: Var, vn: Var, vk: Var, size: int, nr: int) -> tuple[int, tuple[int, ...]] | None:
+    """`_b_taps` of B's `index` in a buffer of `size` elements, read in panels of `nr` columns."""
     terms = dict(index.terms)
     if terms.pop(vn, 0) != 1 or (batch := terms.pop(vb, 0)) < 0 or not terms:
         return None
@@ -578,9 +582,9 @@ def _tap_rows(index: Expr, vb: Var, vn: Var, vk: Var, size: int, columns: int) -
         return None
     along_k = Expr.make(index.const, terms)
     rows = tuple(along_k.substitute({vk: Expr.of(k)}).const for k in range(vk.size))
-    if min(rows) < 0 or batch * (vb.size - 1) + max(rows) + columns > size:
+    if min(rows) < 0 or batch * (vb.size - 1) + max(rows) + -(-vn.size // nr) * nr > size:
         return None
-    return batch, rows
+    return (batch, rows) if any(0 < abs(after - before) < nr for before, after in pairwise(rows)) else None
 
 
 def _runs_along_k(c: Contraction, operand: Value, lane: Var, width: int, panels: int, tile: int = TILE_K) -> bool:
