@@ -15,7 +15,10 @@ A `kernels.ir.Contraction` runs in four steps, all compiled from LLVM IR:
    where a panel's lanes flatten a pair of axes (a convolution's output
    pixels, `(oh, ow)`), it is copied row by row of the inner axis: each row's
    run of the panel in vectors, with no division per lane (`_rows`);
-2. `pack_b` does the same for the right operand with panels of NR columns.
+2. `pack_b` does the same for the right operand with panels of NR columns,
+   or nothing where B is read where it lies: a product of few rows
+   (`Layout.b_row`), or a convolution's windows as runs of its padded images'
+   rows, each k's row found in a table after the geometry (`Layout.b_taps`);
    Where each task is one product of a batch (`Layout.fused`), the task packs
    its own product's panels just before multiplying them, so they are still
    in the cache when read; otherwise both run as a phase of their own, before

@@ -6,7 +6,10 @@ that reads it) times the weights, summed: one contraction. Its backward is its o
 gradient is a reduction of the same windows times the output gradient, a contraction; the input gradient a
 contraction of the output gradient with each tap's weights, whose columns are then added where they belong
 (`_conv_input_grad`). A transposed convolution is that input gradient, and its own gradients are a
-convolution and a weight gradient with the roles exchanged; `fold` is its placement step alone."""
+convolution and a weight gradient with the roles exchanged; `fold` is its placement step alone.
+
+On the CPU a stride-1 2-d convolution reads its windows as runs of its padded images' rows instead
+(`_conv_of_rows`), which the contraction template reads in place rather than packing them."""
 from __future__ import annotations
 
 import itertools
