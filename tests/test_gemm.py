@@ -159,12 +159,12 @@ def test_weight_gradient_is_a_contraction():
 
 
 @pytest.mark.parametrize("dtype", [lt.float32, lt.float64], ids=str)
-@pytest.mark.parametrize("case", [((4, 16, 20, 20), (24, 16, 3, 3), 1, 1), ((3, 8, 30, 17), (40, 8, 3, 3), 2, 0),
-                                  ((2, 12, 18, 18), (32, 6, 3, 3), 1, 1)], ids=str)
+@pytest.mark.parametrize("case", [((4, 16, 20, 20), (24, 16, 3, 3), 2, 1), ((3, 8, 30, 17), (40, 8, 3, 3), 2, 0),
+                                  ((2, 12, 18, 18), (32, 6, 3, 3), 2, 1)], ids=str)
 def test_convolution_product_is_its_result(case, dtype):
-    """conv2d's contraction takes the images as its batch and the output channels as its rows: its product
-    is laid out (N, C, OH, OW) like the result, with no transposing epilogue; with groups, strides and
-    padding (a copy of the padded images, one kernel before it, whose windows the packing reads with no mask)."""
+    """A strided conv2d's contraction takes the images as its batch and the output channels as its rows: its
+    product is laid out (N, C, OH, OW) like the result, with no transposing epilogue; with groups and padding (a
+    copy of the padded images, one kernel before it, whose windows the packing reads with no mask)."""
     x_shape, w_shape, stride, padding = case
     groups = x_shape[1] // w_shape[1]
     x, w = (lt.asarray(data(s, dtype, seed=i), device="cpu") for i, s in enumerate((x_shape, w_shape)))
@@ -491,16 +491,20 @@ def test_packing_finds_unit_stride_in_tiles_of_k():
                                   ((1, 6, 23, 45), (17, 6, 5, 3), 2, 1), ((2, 8, 7, 7), (24, 8, 3, 3), 1, 1)],
                          ids=str)
 def test_packing_windows_walks_rows(case, dtype):
-    """A convolution's windows, whose lane axis is the flattened (oh, ow): a panel is packed row by row of ow
-    (the panel's loops end with the row, k and the row's run), so no lane divides its index: rows wider
-    than a panel, narrower (a panel then spans several), a last panel cut short (13 x 20 =
-    260 pixels), odd filters, a stride; rows of 7, shorter than a quarter of a panel, stay flat."""
+    """A convolution's windows as unfold's view, whose lane axis is the flattened (oh, ow) (conv2d's own at a
+    stride, or where its padding is wide, `nn/convolution.py`): a panel is packed row by row of ow (the panel's
+    loops end with the row, k and the row's run), so no lane divides its index: rows wider than a panel, narrower
+    (a panel then spans several), a last panel cut short (13 x 20 = 260 pixels), odd filters, a stride; rows of
+    7, shorter than a quarter of a panel, stay flat."""
     x_shape, w_shape, stride, padding = case
     x, w = (lt.asarray(data(s, dtype, seed=i), device="cpu") for i, s in enumerate((x_shape, w_shape)))
-    out = lt.nn.functional.conv2d(x, w, stride=stride, padding=padding)
+    padded = x.pad([(0, 0), (0, 0), (padding, padding), (padding, padding)]).contiguous()
+    windows = lt.nn.functional.unfold(padded, w_shape[2:], stride=stride)
+    out = w.reshape(w_shape[0], -1) @ windows
     program, _ = compile_kernel(lt.schedule(out)[-1].kernel)  # after the padded images' copy
     pack_b = program.stages[1]
-    rows = stride == 1 and out.shape[3] * 4 >= program.layout.nr
+    width = (x_shape[3] + 2 * padding - w_shape[3]) // stride + 1  # the output's row
+    rows = stride == 1 and width * 4 >= program.layout.nr
     if stride == 1:  # a stride along ow leaves unit stride only along k: packed in tiles of k instead
         loops = [v.name for v in pack_b.kernel.loops]
         assert loops[-3:] == ["cn_row", "ck", "cn_col"] if rows else loops[-2:] == ["ck", "cn_lane"]
@@ -509,7 +513,47 @@ def test_packing_windows_walks_rows(case, dtype):
         assert re.search(r"store <\d+ x (float|double)>", pack_b.optimized_ir), pack_b.optimized_ir
     want = torch.nn.functional.conv2d(torch.tensor(x.numpy()), torch.tensor(w.numpy()), stride=stride,
                                       padding=padding)
-    check(out, want)
+    check(out, want.reshape(out.shape))
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64], ids=str)
+@pytest.mark.parametrize("case", [
+    ((2, 5, 40, 40), (20, 5, 3, 3), 1, 1, 1),          # 42 columns a row for 40: a last panel past n
+    ((1, 4, 13, 20), (18, 2, 3, 3), 2, (2, 1), 2),     # groups, dilation, padding wider along one axis
+    ((3, 1, 9, 30), (16, 1, 2, 4), 0, 1, 1),           # one channel in, no padding, even filters
+], ids=str)
+def test_convolution_reads_rows_of_padded_images(case, dtype):
+    """A stride-1 conv2d is an implicit GEMM (`nn/convolution.py`, `_conv_of_rows`):
+    its windows are runs of its padded images' rows, the product's B read where it lies, by a table of each k's row
+    (`Layout.b_taps`), with no packing of B; its product has the padding's columns of each row, which the epilogue
+    drops. Its input and weight gradients against torch too."""
+    x_shape, w_shape, padding, dilation, groups = case
+    conv, tconv = lt.nn.functional.conv2d, torch.nn.functional.conv2d
+    x, w = (lt.asarray(data(s, dtype, seed=i), device="cpu") for i, s in enumerate((x_shape, w_shape)))
+    out = conv(x, w, padding=padding, dilation=dilation, groups=groups)
+    item = lt.schedule(out)[-1]
+    program, _ = compile_kernel(item.kernel)
+    assert program.layout.b_taps and program.layout.packed_buffers(item.kernel)[1].size == 0
+    assert item.kernel.epilogue is not None and item.kernel.sizes[2] > np.prod(out.shape[2:])
+    tx, tw = (torch.tensor(a.numpy(), requires_grad=True) for a in (x, w))
+    want = tconv(tx, tw, padding=padding, dilation=dilation, groups=groups)
+    check(out, want.detach())
+    x.requires_grad_(), w.requires_grad_()
+    up = data(tuple(want.shape), dtype, seed=7)
+    conv(x, w, padding=padding, dilation=dilation, groups=groups).backward(lt.asarray(up, device="cpu"))
+    want.backward(torch.tensor(up))
+    check(x.grad, tx.grad)
+    check(w.grad, tw.grad)
+
+
+def test_rows_that_do_not_overlap_are_packed():
+    """B's rows found by divisions along k but no two of them overlapping (a product by a permuted reshape, rows
+    768 elements apart) are packed, contiguous, not read in place as a convolution's windows are (`gemm._b_taps`)."""
+    a, b = (lt.asarray(data(s, seed=i), device="cpu") for i, s in enumerate(((40, 64), (4, 16, 48))))
+    got = a @ b.permute(1, 0, 2).reshape(64, 48)
+    c = lt.schedule(got)[-1].kernel
+    assert "//" in str(c.bv.arg[1]) and not gemm.Layout.choose(c, 1).b_taps
+    check(got, torch.tensor(a.numpy()) @ torch.tensor(b.numpy()).permute(1, 0, 2).reshape(64, 48))
 
 
 @pytest.mark.parametrize("kind", LAYOUTS[1:])

@@ -6,7 +6,10 @@ that reads it) times the weights, summed: one contraction. Its backward is its o
 gradient is a reduction of the same windows times the output gradient, a contraction; the input gradient a
 contraction of the output gradient with each tap's weights, whose columns are then added where they belong
 (`_conv_input_grad`). A transposed convolution is that input gradient, and its own gradients are a
-convolution and a weight gradient with the roles exchanged; `fold` is its placement step alone."""
+convolution and a weight gradient with the roles exchanged; `fold` is its placement step alone.
+
+On the CPU a stride-1 2-d convolution reads its windows as runs of its padded images' rows instead
+(`_conv_of_rows`), which the contraction template reads in place rather than packing them."""
 from __future__ import annotations
 
 import itertools
@@ -106,8 +109,9 @@ def _convnd(x: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, padding
         stride_, dilation_ = _pair(stride, nd, name), _pair(dilation, nd, name)
         pads = _conv_padding(padding, kernel, dilation_, stride_, name)
         # the input in a buffer of its own, which the forward and the weight gradient both read; or its padded
-        # copy (`_grouped_windows`), which a copy of the input would only precede
-        out = _conv(x if _pads_into_a_copy(x, pads) else x.contiguous(), weight, stride_, pads, dilation_, groups)
+        # copy (`_grouped_windows`, `_rows_copy`), which a copy of the input would only precede
+        copied = _pads_into_a_copy(x, pads) or _reads_rows_in_place(x, kernel, stride_, pads, dilation_)
+        out = _conv(x if copied else x.contiguous(), weight, stride_, pads, dilation_, groups)
         return out if bias is None else out + bias.reshape(cout, *[1] * nd)
 
     return _batched(batched, x, nd, name)
@@ -142,10 +146,17 @@ def _grouped_windows(x: Tensor, kernel: Sequence[int], stride: Sequence[int], pa
     Where the device's template packs its operands (`Device.packs_operands`), the padded input is a buffer of
     its own, one copy: the packing then reads the windows, nine times the input for a 3x3 kernel, with no mask
     (a view of the padding takes one per element and per tap: a 3x3 convolution of 64 channels at 56x56 took
-    1.4 times as long, and its backward, whose weight gradient reads the windows too, 1.4 times)."""
+    1.4 times as long, and its backward, whose weight gradient reads the windows too, 1.4 times). Where the
+    forward reads the rows of a copy with rows more (`_conv_of_rows`), the windows are of that copy, the same
+    buffer, less those rows."""
     n, c = x.shape[:2]
-    padded = x.pad([(0, 0), (0, 0), *pads])
-    win = _windows(padded.contiguous() if _pads_into_a_copy(x, pads) else padded, kernel, stride, dilation)
+    if _reads_rows_in_place(x, kernel, stride, pads, dilation):
+        rows, extra = _rows_copy(x, kernel, pads, dilation)
+        padded = rows._shrink([(0, m - (a == 2) * extra, 1) for a, m in enumerate(rows.shape)])
+    else:
+        padded = x.pad([(0, 0), (0, 0), *pads])
+        padded = padded.contiguous() if _pads_into_a_copy(x, pads) else padded
+    win = _windows(padded, kernel, stride, dilation)
     return win.reshape(n, groups, 1, c // groups, *win.shape[2:])
 
 
@@ -159,10 +170,79 @@ def _conv_forward(x: Tensor, weight: Tensor, stride: Sequence[int], pads: Sequen
     """The convolution of (N, C_in, *spatial) x, without the bias, as ordinary ops."""
     cout, cg, *kernel = weight.shape
     nd = len(kernel)
+    if _reads_rows_in_place(x, kernel, stride, pads, dilation):
+        return _conv_of_rows(x, weight, pads, dilation, groups)
     lhs = _grouped_windows(x, kernel, stride, pads, dilation, groups)
     rhs = weight.reshape(1, groups, cout // groups, cg, *[1] * nd, *kernel)
     axes = (3, *range(4 + nd, 4 + 2 * nd))
     return (lhs * rhs)._reduce(ReduceOp.SUM, axes, False, "conv").reshape(x.shape[0], cout, *lhs.shape[4:4 + nd])
+
+
+# The elements a padded copy of images has past each image's windows (`_conv_of_rows`): the template's last panel of
+# a product reads that many columns at most past its last (a panel of two vectors of 32 float16)
+ROWS_READ_PAST = 64
+# The most a convolution read by rows (`_conv_of_rows`) may compute of columns that its output drops, over its output
+JUNK_COLUMNS = 1.25
+
+
+def _reads_rows_in_place(x: Tensor, kernel: Sequence[int], stride: Sequence[int], pads: Sequence[tuple[int, int]],
+                         dilation: Sequence[int]) -> bool:
+    """Whether the convolution reads its windows as rows of its padded images (`_conv_of_rows`): where the device's
+    template packs its operands, of a kernel of several taps at stride 1 over two axes, whose dropped columns are few.
+    The windows of one axis are such rows already (`_grouped_windows`), which the template reads in place where its
+    last panel stays inside the buffer: padded for that too, 16x64x1024 k5 took 4.5 ms for 4.3 (one thread of Zen
+    5). Three axes' rows come out of the movement ops with their divisions unsimplified, which the template cannot
+    read in place: their windows stay as they were."""
+    if not get_device(x.device).packs_operands or len(kernel) != 2 or any(s != 1 for s in stride) \
+            or math.prod(kernel) == 1:
+        return False
+    spatial = [n + before + after for n, (before, after) in zip(x.shape[2:], pads)]
+    out = [n - d * (k - 1) for n, k, d in zip(spatial, kernel, dilation)]
+    return min(out) > 0 and out[0] * math.prod(spatial[1:]) <= JUNK_COLUMNS * math.prod(out)
+
+
+def _conv_of_rows(x: Tensor, weight: Tensor, pads: Sequence[tuple[int, int]], dilation: Sequence[int],
+                  groups: int) -> Tensor:
+    """The stride-1 convolution of (N, C_in, *spatial) x, without the bias, read from the rows of its padded images,
+    an implicit GEMM: each image padded, flattened, is one row per channel, and the output at flattened position j
+    (of the padded image's row length along every axis but the first) takes from tap t the element j + offset(t)
+    of its channel's row, offset(t) = sum of t_i * dilation_i * (the padded image's stride along axis i). So the
+    windows are, per (channel, tap), a run of the row, which the template reads where it lies, a row of the
+    product's right operand (`kernels/llvm/gemm.py`, `_b_taps`), with no copy of the windows. The columns between
+    the output's rows (the padding's width) are computed too, and dropped: the product's epilogue copies the rest
+    (16x64x56x56 k3: 3248 columns for 3136).
+
+    Each image is padded with rows more (`_rows_copy`)."""
+    n, c, *size = x.shape
+    cout, cg, *kernel = weight.shape
+    nd = len(kernel)
+    spatial = [m + before + after for m, (before, after) in zip(size, pads)]
+    steps = [math.prod(spatial[i + 1:]) for i in range(nd)]  # the padded image's strides
+    out = [m - d * (k - 1) for m, k, d in zip(spatial, kernel, dilation)]
+    padded, extra = _rows_copy(x, kernel, pads, dilation)
+    rows = padded.reshape(n, c, (spatial[0] + extra) * steps[0])
+    for k, d, step in zip(kernel, dilation, steps):  # each axis's taps before the row: (N, C, *kernel, row)
+        rows = _windows(rows, [k], [1], [d * step])
+        rows = rows.permute(*range(rows.ndim - 2), rows.ndim - 1, rows.ndim - 2)
+    columns = out[0] * steps[0]
+    rows = rows._shrink([*[(0, m, 1) for m in rows.shape[:-1]], (0, columns, 1)])
+    lhs = rows.reshape(n, groups, 1, c // groups, *kernel, columns)
+    rhs = weight.reshape(1, groups, cout // groups, cg, *kernel, 1)
+    product = (lhs * rhs)._reduce(ReduceOp.SUM, tuple(range(3, 4 + nd)), False, "conv")
+    product = product.reshape(n, cout, out[0], *spatial[1:])
+    return product._shrink([(0, n, 1), (0, cout, 1), *[(0, m, 1) for m in out]])
+
+
+def _rows_copy(x: Tensor, kernel: Sequence[int], pads: Sequence[tuple[int, int]],
+               dilation: Sequence[int]) -> tuple[Tensor, int]:
+    """The padded copy of x whose rows `_conv_of_rows` reads, and the rows it has past the padding: each image has
+    rows enough at its end that every tap's run, and the template's last panel past it (`ROWS_READ_PAST`), lies
+    inside it. The weight gradient's windows are of the same copy (`_grouped_windows`)."""
+    spatial = [m + before + after for m, (before, after) in zip(x.shape[2:], pads)]
+    steps = [math.prod(spatial[i + 1:]) for i in range(len(kernel))]
+    past = sum(d * (k - 1) * step for k, d, step in zip(kernel[1:], dilation[1:], steps[1:])) + ROWS_READ_PAST
+    extra = -(-past // steps[0])
+    return x.pad([(0, 0), (0, 0), (pads[0][0], pads[0][1] + extra), *pads[1:]]).contiguous(), extra
 
 
 def _conv_weight_grad(x: Tensor, g: Tensor, kernel: Sequence[int], stride: Sequence[int],
