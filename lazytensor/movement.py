@@ -433,19 +433,21 @@ def _window_view(x: Tensor, ranges: tuple[tuple[int, int, int], ...], shape: Sha
     keep to the last, seen through views whose arguments depend on `shape`, the steps and x's shape alone: the
     window padded at its end to whole rows of the first axis that keeps more than one index, reshaped to those
     rows and shrunk from 0 by the steps. The padding is never read (the last element kept is the window's last),
-    so the kernel's index bounds drop it: no mask. A run of rows needs no padding, one element no view."""
+    so the kernel's index bounds drop it: no mask. Rows read whole (a run of them, every other one) need no
+    padding: the window is those rows."""
     from .tensor import Tensor
     node = x._node
     strides = [prod(x.shape[a + 1:]) for a in range(len(shape))]
     first = sum(start * stride for (start, _, _), stride in zip(ranges, strides))
     span = 1 + sum((n - 1) * step * stride for n, (_, _, step), stride in zip(shape, ranges, strides))
-    window = Tensor(Node.from_buffer(get_device(node.device).window(node.buffer, first, span), node.dtype, (span,),
-                                     node.device))
     outer = next((a for a, n in enumerate(shape) if n != 1), len(shape) - 1)
-    rows = (shape[outer] - 1) * ranges[outer][2] + 1
-    if span < rows * strides[outer]:
-        window = window._derive(Op.PAD, (rows * strides[outer],), ((0, rows * strides[outer] - span),))
-    view = window.reshape(rows, *x.shape[outer + 1:])
+    rows = ((shape[outer] - 1) * ranges[outer][2] + 1, *x.shape[outer + 1:])
+    window = get_device(node.device).window(node.buffer, first, span)
+    if span == prod(rows):
+        view = Tensor(Node.from_buffer(window, node.dtype, rows, node.device))
+    else:
+        view = Tensor(Node.from_buffer(window, node.dtype, (span,), node.device))
+        view = view._derive(Op.PAD, (prod(rows),), ((0, prod(rows) - span),)).reshape(rows)
     inner = tuple((0, (n - 1) * step + 1, step) for n, (_, _, step) in zip(shape[outer:], ranges[outer:]))
     if view.shape != shape[outer:]:
         view = view._derive(Op.SHRINK, shape[outer:], inner)
