@@ -7,7 +7,9 @@ Shapes are given as tuples, lists or separate ints, as in NumPy and PyTorch.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,6 +29,21 @@ if TYPE_CHECKING:
     from .tensor import Tensor
 
 Shape = tuple[int, ...]
+
+# Whether a slice of a realized tensor may be a window on its buffer (`MovementOps._shrink`): not while a recipe
+# records (`slice_ops`)
+_WINDOWS: ContextVar[bool] = ContextVar("lazytensor_windows", default=True)
+
+
+@contextmanager
+def slice_ops() -> Iterator[None]:
+    """Within it, a slice of a realized tensor is the slice op, not a window on its buffer: for a graph that must be a
+    function of its tensors' structure alone (`recipe`: a window is data, which a recipe cannot rebuild)."""
+    token = _WINDOWS.set(False)
+    try:
+        yield
+    finally:
+        _WINDOWS.reset(token)
 
 
 def shape_arg(args: Sequence[Any], op: str) -> Shape:
@@ -278,11 +295,11 @@ class MovementOps:
             return self
         shape = tuple(len(range(*r)) for r in ranges)
         if self._node.op is Op.BUFFER and not (self.requires_grad and is_grad_enabled()) and not is_recording() \
-                and 0 not in shape:
+                and 0 not in shape and _WINDOWS.get():
             # a slice of realized data (a minibatch `x[i:i + n]`, a column `x[:, t]`, a tile): a window on the
             # buffer and views with no offsets in them, so every offset is the same graph (a shrink's offsets are
             # its structure: each would be a kernel of its own). Not where lt.jit or vmap records: their graph
-            # must read the argument, not a buffer of this call's
+            # must read the argument, not a buffer of this call's; nor where a recipe records (`slice_ops`)
             return _window_view(self, ranges, shape)
         return self._derive(Op.SHRINK, shape, ranges)
 
