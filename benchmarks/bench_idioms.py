@@ -116,15 +116,15 @@ def looped(body: Callable[[object], object], steps: int) -> dict[str, Prepare]:
             "jax.jit": jitted}
 
 
-def minibatches(batch: int) -> dict[str, Prepare]:
-    """A pass over x's rows in minibatches `x[i:i + batch]`, each batch's `relu(xb @ w).sum()` read on the host, as
-    a training loop reads its loss: the slices at every offset are one program, not one each."""
+def sliced_loop(indexes: Callable[[tuple[int, ...]], list[tuple[slice, ...]]]) -> dict[str, Prepare]:
+    """`relu(x[index] @ w).sum()` read on the host for each index of `indexes(x.shape)`, as a training loop reads
+    its loss: the slices at every offset are one program, not one each."""
     import torch
 
     def loop(convert: Callable[[np.ndarray], object], step: Callable[[object, object], float]) -> Prepare:
         def prepare(arrays: list[np.ndarray]) -> Callable[[], object]:
             x, w = (convert(a) for a in arrays)
-            return lambda: [step(x[i:i + batch], w) for i in range(0, x.shape[0], batch)]
+            return lambda: [step(x[index], w) for index in indexes(x.shape)]
         return prepare
 
     def jitted(arrays: list[np.ndarray]) -> Callable[[], object]:
@@ -141,6 +141,17 @@ def minibatches(batch: int) -> dict[str, Prepare]:
             "numpy": loop(np.asarray, lambda xb, w: float(np.maximum(xb @ w, 0).sum())),
             "torch": loop(torch.from_numpy, lambda xb, w: (xb @ w).relu().sum().item()),
             "torch.compile": compiled, "jax.jit": jitted}
+
+
+def minibatches(batch: int) -> dict[str, Prepare]:
+    """A pass over x's rows in minibatches `x[i:i + batch]` (`sliced_loop`)."""
+    return sliced_loop(lambda shape: [np.s_[i:i + batch] for i in range(0, shape[0], batch)])
+
+
+def column_windows(width: int) -> dict[str, Prepare]:
+    """A window of `width` columns sliding over x's columns one at a time, `x[:, i:i + width]` (`sliced_loop`): a
+    convolution over time written as a loop, a crop at every offset."""
+    return sliced_loop(lambda shape: [np.s_[:, i:i + width] for i in range(shape[1] - width + 1)])
 
 
 def training_step() -> dict[str, Prepare]:
@@ -367,6 +378,8 @@ def idioms(scale: int = 1) -> list[Idiom]:
         Idiom("loop: 100x realize (x * 0.99 + 1) of 1000", normal((small,)), looped(lambda x: x * 0.99 + 1, 100)),
         Idiom("minibatch loop: relu(x[i:i + 64] @ w).sum() read, 4096x256 @ 256x64",
               normal((d(4096), d(256)), (d(256), d(64))), minibatches(d(64))),
+        Idiom("column window loop: relu(x[:, i:i + 64] @ w).sum() read, 1024x127 @ 64x64",
+              normal((d(1024), d(64) + d(63)), (d(64), d(64))), column_windows(d(64))),
         Idiom("relu(x @ w + b) 256x1024x1024", normal((d(256), d(1024)), (d(1024), d(1024)), (d(1024),)),
               written(lambda xp, x, w, b: xp.maximum(x @ w + b, 0), torch=lambda xp, x, w, b: xp.relu(x @ w + b))),
         Idiom("batched a @ b 64x128x128", normal(*[(d(64), d(128), d(128))] * 2), written(lambda xp, a, b: a @ b)),

@@ -455,14 +455,16 @@ def _consumed(it: Any) -> int:
 
 
 def _basic_view(x: Tensor, items: tuple[Any, ...]) -> Tensor:
-    """Ints, slices and None as a view: a flip for the negative steps, a strided shrink, a reshape."""
+    """Ints, slices and None as a view: a strided shrink, a flip for the negative steps, a reshape. The shrink
+    first, on x itself: a realized x's is then a window on its buffer (`MovementOps._shrink`)."""
     flips, ranges, shape = _basic_ranges(x, items)
-    return (x.flip(flips) if flips else x)._shrink(ranges).reshape(tuple(shape))
+    view = x._shrink(ranges)
+    return (view.flip(flips) if flips else view).reshape(tuple(shape))
 
 
 def _basic_ranges(x: Tensor, items: tuple[Any, ...]) -> tuple[list[int], list[tuple[int, int, int]], list[int]]:
     """For ints, slices and None (one per axis but the None): the axes to flip (negative steps), the
-    (start, stop, step) of each axis after the flips, and the shape of the view."""
+    (start, stop, step) of the elements each axis keeps, in x's order (step > 0), and the shape of the view."""
     ranges, flips, shape = [], [], []
     axis = 0
     for it in items:
@@ -475,7 +477,7 @@ def _basic_ranges(x: Tensor, items: tuple[Any, ...]) -> tuple[list[int], list[tu
             length = len(range(start, stop, step))
             if step < 0:
                 flips.append(axis)
-                start, step = n - 1 - start, -step
+                start, step = (start + (length - 1) * step if length else 0), -step
             ranges.append((start, start + (length - 1) * step + 1 if length else start, step))
             shape.append(length)
         else:
@@ -503,10 +505,10 @@ def _basic_written(x: Tensor, items: tuple[Any, ...], v: Tensor) -> Tensor:
         raise ShapeError(f"index assignment: cannot broadcast a value of shape {v.shape} to {tuple(shape)}")
     region = tuple((stop - start + step - 1) // step if stop > start else 0 for start, stop, step in ranges)
     placed = v.cast(x.dtype).broadcast_to(tuple(shape)).reshape(region)
+    if flips:
+        placed = placed.flip(flips)
     inside = ones(region, dtype=dtypes.bool_, device=x.device)
     placed, inside = (unshrink(t, x.shape, ranges) for t in (placed, inside))
-    if flips:
-        placed, inside = placed.flip(flips), inside.flip(flips)
     return where(inside, placed, x)
 
 

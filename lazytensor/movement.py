@@ -7,7 +7,9 @@ Shapes are given as tuples, lists or separate ints, as in NumPy and PyTorch.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,6 +29,21 @@ if TYPE_CHECKING:
     from .tensor import Tensor
 
 Shape = tuple[int, ...]
+
+# Whether a slice of a realized tensor may be a window on its buffer (`MovementOps._shrink`): not while a recipe
+# records (`slice_ops`)
+_WINDOWS: ContextVar[bool] = ContextVar("lazytensor_windows", default=True)
+
+
+@contextmanager
+def slice_ops() -> Iterator[None]:
+    """Within it, a slice of a realized tensor is the slice op, not a window on its buffer: for a graph that must be a
+    function of its tensors' structure alone (`recipe`: a window is data, which a recipe cannot rebuild)."""
+    token = _WINDOWS.set(False)
+    try:
+        yield
+    finally:
+        _WINDOWS.reset(token)
 
 
 def shape_arg(args: Sequence[Any], op: str) -> Shape:
@@ -278,14 +295,12 @@ class MovementOps:
             return self
         shape = tuple(len(range(*r)) for r in ranges)
         if self._node.op is Op.BUFFER and not (self.requires_grad and is_grad_enabled()) and not is_recording() \
-                and (offset := _contiguous_range(self.shape, ranges)) is not None and 0 not in shape:
-            # a range of realized rows (a minibatch `x[i:i + n]`): a window on the buffer, so every offset is the
-            # same graph (a shrink's offsets are its structure: each would be a kernel of its own). Not where
-            # lt.jit or vmap records: their graph must read the argument, not a buffer of this call's
-            from .tensor import Tensor
-            node = self._node
-            window = get_device(node.device).window(node.buffer, offset, prod(shape))
-            return Tensor(Node.from_buffer(window, node.dtype, shape, node.device))
+                and 0 not in shape and _WINDOWS.get():
+            # a slice of realized data (a minibatch `x[i:i + n]`, a column `x[:, t]`, a tile): a window on the
+            # buffer and views with no offsets in them, so every offset is the same graph (a shrink's offsets are
+            # its structure: each would be a kernel of its own). Not where lt.jit or vmap records: their graph
+            # must read the argument, not a buffer of this call's; nor where a recipe records (`slice_ops`)
+            return _window_view(self, ranges, shape)
         return self._derive(Op.SHRINK, shape, ranges)
 
     def split(self: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
@@ -430,21 +445,30 @@ def _pad_pairs(pad_width: Any, ndim: int) -> tuple[tuple[int, int], ...]:
     return tuple((int(b), int(a)) for b, a in pairs)
 
 
-def _contiguous_range(shape: tuple[int, ...], ranges: tuple[tuple[int, int, int], ...]) -> int | None:
-    """Where `ranges` (a shrink's) keep one run of a row-major buffer of `shape`: the run's first element, else
-    None. The axes before the one cut keep one index each, those after it all of theirs."""
-    offset, stride, cut = 0, 1, False
-    for (start, stop, step), n in zip(reversed(ranges), reversed(shape)):
-        length = len(range(start, stop, step))
-        if cut and length != 1:
-            return None
-        if length != n:
-            if step != 1 and length != 1:
-                return None
-            cut = True
-        offset += start * stride
-        stride *= n
-    return offset
+def _window_view(x: Tensor, ranges: tuple[tuple[int, int, int], ...], shape: Shape) -> Tensor:
+    """`ranges` (a shrink's, none empty) of realized `x` as a window on its buffer from the first element they
+    keep to the last, seen through views whose arguments depend on `shape`, the steps and x's shape alone: the
+    window padded at its end to whole rows of the first axis that keeps more than one index, reshaped to those
+    rows and shrunk from 0 by the steps. The padding is never read (the last element kept is the window's last),
+    so the kernel's index bounds drop it: no mask. Rows read whole (a run of them, every other one) need no
+    padding: the window is those rows."""
+    from .tensor import Tensor
+    node = x._node
+    strides = [prod(x.shape[a + 1:]) for a in range(len(shape))]
+    first = sum(start * stride for (start, _, _), stride in zip(ranges, strides))
+    span = 1 + sum((n - 1) * step * stride for n, (_, _, step), stride in zip(shape, ranges, strides))
+    outer = next((a for a, n in enumerate(shape) if n != 1), len(shape) - 1)
+    rows = ((shape[outer] - 1) * ranges[outer][2] + 1, *x.shape[outer + 1:])
+    window = get_device(node.device).window(node.buffer, first, span)
+    if span == prod(rows):
+        view = Tensor(Node.from_buffer(window, node.dtype, rows, node.device))
+    else:
+        view = Tensor(Node.from_buffer(window, node.dtype, (span,), node.device))
+        view = view._derive(Op.PAD, (prod(rows),), ((0, prod(rows) - span),)).reshape(rows)
+    inner = tuple((0, (n - 1) * step + 1, step) for n, (_, _, step) in zip(shape[outer:], ranges[outer:]))
+    if view.shape != shape[outer:]:
+        view = view._derive(Op.SHRINK, shape[outer:], inner)
+    return view.reshape(shape)
 
 
 def _pieces(x: Tensor, bounds: Sequence[tuple[int, int]], axis: int) -> tuple[Tensor, ...]:

@@ -26,6 +26,7 @@ from .autograd import custom_vjp, is_grad_enabled, set_grad_enabled
 from .dtypes import get_default_dtype
 from .graph import Node, Op, uniform_axes
 from .helpers import user_line
+from .movement import slice_ops
 from .tensor import Tensor
 
 RECIPES_MAX = 1024  # structures kept (the oldest goes): a model's parameter shapes times its flags, its draws
@@ -83,7 +84,8 @@ def apply(fn: Function, flags: tuple, scalars: tuple[Any, ...], tensors: tuple[T
     try:
         recipe = _recipes[key]
     except KeyError:
-        outputs = fn(flags, scalars, *tensors)
+        with slice_ops():  # its slices of realized tensors rebuilt on any tensor of their structure
+            outputs = fn(flags, scalars, *tensors)
         recipe = _record(inputs, scalars, outputs)
         with _keeping:  # another thread's eviction would change the table under `iter`
             if len(_recipes) >= RECIPES_MAX:

@@ -344,7 +344,7 @@ def _changed_sizes(structure: list[tuple], key: tuple) -> _Changed:
     shapeless = (tuple((s[1], len(s[2]), s[3]) for s in buffers),
                  tuple((structure[t][0], structure[t][1], len(structure[t][2])) for t in key[1]),
                  tuple(s[5] for s in structure if s[0] is Op.ALU))
-    shapes = tuple(s[2] for s in buffers)
+    shapes = _input_shapes(structure)
     if any(0 in shape for shape in shapes):  # an empty array's graph keeps fewer views: not compared, nor kept
         return _Changed(frozenset())
     before = _shapes_seen.pop(shapeless, None)
@@ -359,6 +359,16 @@ def _changed_sizes(structure: list[tuple], key: tuple) -> _Changed:
         return _Changed(sizes)
     return _Changed(sizes, tuple(frozenset(i for i, (n, m) in enumerate(zip(shape, was_shape)) if n != m and n > 1)
                                  for (_, shape), (_, was_shape) in zip(nodes, before[1])))
+
+
+def _input_shapes(structure: list[tuple]) -> tuple[tuple[int, ...], ...]:
+    """The shapes of a graph's buffers; of one padded and reshaped (a window on a slice's span padded to whole rows,
+    `movement._window_view`), the rows': its own size is a span of the sizes of the data it is a window on."""
+    shapes = {at: s[2] for at, s in enumerate(structure) if len(s) == 4}
+    for s in structure:
+        if s[0] is Op.RESHAPE and (pad := structure[s[4][0]])[0] is Op.PAD and pad[4][0] in shapes:
+            shapes[pad[4][0]] = s[2]
+    return tuple(shapes.values())
 
 
 def _walk(roots: list[Node]) -> tuple[list[Node], dict[Node, int], list[tuple], list[tuple[Node, str]], list[Node]]:

@@ -384,29 +384,69 @@ def test_getitem_size0_results():
 
 
 WINDOWS = [(slice(2, 5),), (3,), (1, slice(1, 3)), (2, 3), (slice(1, 2), slice(0, 4), slice(2, 4)), (Ellipsis, 1),
-           (slice(None), slice(1, 3)), (slice(0, 4, 2),)]
+           (slice(None), slice(1, 3)), (slice(0, 4, 2),), (slice(None), 2), (slice(1, 4), slice(1, 3), slice(2, 5)),
+           (slice(1, None, 2), slice(None, None, 3), slice(1, 4, 2)), (-1, slice(-3, -1), -2), (2, 3, 4),
+           (slice(None), slice(2, 2)), (Ellipsis, slice(None, None, -2)), (slice(4, 0, -3), 1, slice(None, 1, -1)),
+           (Ellipsis, slice(3, 4)), (None, slice(None), -1, None, slice(1, None, 3))]
+
+
+def has_negative_step(index: tuple) -> bool:
+    return any(isinstance(i, slice) and (i.step or 1) < 0 for i in index)
 
 
 @pytest.mark.parametrize("dtype", [lt.float32, lt.float64, lt.int64, lt.uint8, lt.bool_, lt.float16])
 def test_slices_of_realized_data_share_its_memory(dtype):
-    """A run of a realized tensor's rows (`x[i:i + n]`, `x[i]`, `x[i, a:b]`) is a window on its buffer: the same
-    values as torch's slices, at every offset one graph (nothing compiles again: a minibatch loop), and a slice
-    that is no run (`x[:, 1:3]`, a step) the slice op as before; the window keeps its base's memory alive."""
+    """Any basic slice of a realized tensor (a run of rows `x[i:i + n]`, a column `x[:, t]`, a tile, a step, a
+    negative step) is a window on its buffer seen through views with no offset in them: the same values as torch's
+    slices (NumPy's for a negative step, which torch lacks), at every offset one graph (nothing compiles again: a
+    minibatch loop, a sliding window over time); the window keeps its base's memory alive."""
     arr = random_array((6, 4, 5), dtype, seed=7)
     x, t = lt.asarray(arr).realize(), torch.tensor(arr)
     for index in WINDOWS:
-        check(x[index], t[index])
-        check((x[index] + 1) * 2, (t[index] + 1) * 2)
-    lt.reset_stats()
-    for i in range(4):
-        check(x[i:i + 2] == x[i + 1:i + 3], t[i:i + 2] == t[i + 1:i + 3])
-    assert lt.stats().kernels_compiled <= 1
-    rows = x[1:3]
+        want = arr[index] if has_negative_step(index) else t[index]
+        check(x[index], want)
+        check((x[index] + 1) * 2, (want + 1) * 2)
+    slices = [lambda i: np.s_[i:i + 2], lambda i: np.s_[:, i % 3:i % 3 + 2], lambda i: np.s_[..., i],
+              lambda i: np.s_[i:i + 2, 1, i % 3:i % 3 + 2:2], lambda i: np.s_[i % 2::2, ::3, i]]
+    for at in slices:
+        lt.reset_stats()
+        for i in range(4):
+            check(x[at(i)] == x[at(i + 1)], t[at(i)] == t[at(i + 1)])
+        assert lt.stats().kernels_compiled <= 1, at(0)
+    rows, columns = x[1:3], x[:, 1:3, ::2]
     del x
     import gc
     gc.collect()
     lt.asarray(random_array((6, 4, 5), dtype, seed=8)).realize()  # memory a freed base would be reused for
     check(rows, t[1:3])
+    check(columns, t[:, 1:3, ::2])
+
+
+def test_a_strided_window_reads_no_mask():
+    """A slice that is no run (a column, a tile with steps) reads its window through a padding to whole rows that
+    nothing reads: the kernel's loads have no bounds to check, as a shrink's had none."""
+    x = lt.asarray(arange(6, 4, 5)).realize()
+    for view in (x[:, 1], x[1:5:2, 1:3, 2:5:2], x[..., 3:4]):
+        (item,) = lt.schedule(view * 2)
+        assert "valid" not in str(item.kernel), str(item.kernel)
+
+
+def test_writes_and_a_window():
+    """A write to a tensor does not reach a window taken from it before (as a row's, and as its slice op's did);
+    a window written in place writes the tensor it was taken from (NumPy's and PyTorch's views)."""
+    arr = arange(4, 5)
+    x = lt.asarray(arr).realize()
+    column = x[:, 1]
+    x[:, 1] = 5
+    check(column, arr[:, 1])
+    want = arr.copy()
+    want[:, 1] = 5
+    check(x, want)
+    tile = x[1:3, ::2]
+    tile += 1
+    want[1:3, ::2] += 1
+    check(x, want)
+    check(tile, want[1:3, ::2])
 
 
 def test_slices_inside_jit_and_vmap_read_their_argument():
@@ -418,6 +458,11 @@ def test_slices_inside_jit_and_vmap_read_their_argument():
         check(f(lt.asarray(arr), 1), arr[1:3] * 2)
     arr = arange(2, 4, 3, dtype=np.int64)
     check(lt.vmap(lambda x: x[1:3].sum())(lt.asarray(arr)), arr[:, 1:3].sum((1, 2)))
+    check(lt.vmap(lambda x: x[:, 1:3].sum())(lt.asarray(arr)), arr[:, :, 1:3].sum((1, 2)))
+    f = lt.jit(lambda x, i: x[:, i, ::2] * 2)
+    for k in range(4):
+        arr = arange(3, 4, 5, dtype=np.int64) + k
+        check(f(lt.asarray(arr), 1), arr[:, 1, ::2] * 2)
 
 
 def test_slices_of_a_parameter_record_their_gradient():
@@ -431,6 +476,22 @@ def test_slices_of_a_parameter_record_their_gradient():
     with lt.no_grad():
         assert not w[1:3].requires_grad
         check(w[1:3], tw[1:3])
+    w.grad = tw.grad = None
+    (w[:, 1:3] * w[:, ::2]).sum().backward()
+    (tw[:, 1:3] * tw[:, ::2]).sum().backward()
+    check(w.grad, tw.grad)
+
+
+def test_gradients_through_windows_of_data():
+    """Windows of data that requires no gradient (a sliding window over a realized sequence) pass a weight's
+    gradient as torch's slices do, at every offset one graph."""
+    arr, warr = random_array((4, 9, 3), lt.float64, seed=10), random_array((3, 2), lt.float64, seed=11)
+    x, t = lt.asarray(arr).realize(), torch.tensor(arr)
+    w, tw = lt.asarray(warr).requires_grad_(), torch.tensor(warr, requires_grad=True)
+    for i in range(3):
+        (x[:, i] @ w + x[:, i + 1:i + 3].sum(1) @ w).tanh().sum().backward()
+        (t[:, i] @ tw + t[:, i + 1:i + 3].sum(1) @ tw).tanh().sum().backward()
+        check(w.grad, tw.grad)
 
 
 def test_iteration_and_len():

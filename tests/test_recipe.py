@@ -82,6 +82,20 @@ def test_a_structure_is_recorded_once(monkeypatch):
     assert len(calls) == 1
 
 
+def test_a_recipe_slices_a_realized_tensor_by_the_slice_op(monkeypatch):
+    """A convolution whose windows cut a realized input (kernel = stride = 2 over 7 columns) records its recipe with
+    the slice op, which any input of its structure rebuilds: a window on the recording call's buffer would be data,
+    and no recipe would be kept (every later call recorded through the ops)."""
+    monkeypatch.setattr(recipe, "_recipes", {})
+    w = random_array((4, 3, 2, 2), lt.float32, seed=1)
+    for seed in range(3):
+        x = random_array((2, 3, 7, 7), lt.float32, seed=seed)
+        with lt.no_grad():
+            got = F.conv2d(lt.asarray(x).realize(), lt.asarray(w), stride=2)
+        check(got, torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), stride=2))
+    assert list(recipe._recipes.values()) and all(recipe._recipes.values())
+
+
 def test_second_order_gradients_are_recorded_through_the_ops():
     """A backward that builds a graph autograd records (create_graph) takes the ops: a rebuilt graph would
     have no gradient of its own."""
