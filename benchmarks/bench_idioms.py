@@ -154,6 +154,48 @@ def column_windows(width: int) -> dict[str, Prepare]:
     return sliced_loop(lambda shape: [np.s_[:, i:i + width] for i in range(shape[1] - width + 1)])
 
 
+def per_sample_sgd() -> dict[str, Prepare]:
+    """The numpy-tutorials' "deep learning on MNIST from scratch" loop: one sample at a time through a 784-100-10
+    ReLU network, its hit read on the host, the weights updated by hand-written backpropagation (without the
+    tutorial's dropout, whose draws differ between libraries). The result is the last layer's weights."""
+    import torch
+
+    def step(xp: object, outer: Callable, image: object, label: object, w1: object, w2: object) -> tuple:
+        """One sample's forward and update: the new weights and the hit."""
+        pre = image @ w1
+        hidden = (pre >= 0) * pre  # the tutorial's relu
+        out = hidden @ w2
+        delta = label - out
+        hit = xp.argmax(out) == xp.argmax(label)
+        return w1 + 0.005 * outer(image, (w2 @ delta) * (hidden > 0)), w2 + 0.005 * outer(hidden, delta), hit
+
+    def loop(convert: Callable[[np.ndarray], object], fn: Callable[..., tuple]) -> Prepare:
+        def prepare(arrays: list[np.ndarray]) -> Callable[[], object]:
+            images, labels, w1_0, w2_0 = (convert(a) for a in arrays)
+
+            def run() -> object:
+                w1, w2, hits = w1_0, w2_0, 0
+                for i in range(images.shape[0]):
+                    w1, w2, hit = fn(images[i], labels[i], w1, w2)
+                    hits += int(hit)
+                return w2
+            return run
+        return prepare
+
+    def jitted(arrays: list[np.ndarray]) -> Callable[[], object]:
+        import jax
+        import jax.numpy as jnp
+        return loop(jnp.asarray, jax.jit(partial(step, jnp, jnp.outer)))(arrays)
+
+    def compiled(arrays: list[np.ndarray]) -> Callable[[], object]:
+        return loop(torch.from_numpy, torch.compile(partial(step, torch, torch.outer), dynamic=False))(arrays)
+
+    return {"lazytensor": loop(lt.asarray, partial(step, lt, lt.outer)),
+            "numpy": loop(np.asarray, partial(step, np, np.outer)),
+            "torch": loop(torch.from_numpy, partial(step, torch, torch.outer)),
+            "torch.compile": compiled, "jax.jit": jitted}
+
+
 def training_step() -> dict[str, Prepare]:
     """One SGD step (lr 0.1) of an MLP 784-256-10 with ReLU and cross-entropy, written as each library's
     tutorials write it, from the same initial weights; the result is the last layer's updated weight."""
@@ -380,6 +422,10 @@ def idioms(scale: int = 1) -> list[Idiom]:
               normal((d(4096), d(256)), (d(256), d(64))), minibatches(d(64))),
         Idiom("column window loop: relu(x[:, i:i + 64] @ w).sum() read, 1024x127 @ 64x64",
               normal((d(1024), d(64) + d(63)), (d(64), d(64))), column_windows(d(64))),
+        Idiom("per-sample SGD loop (numpy-tutorials MNIST), 64 samples, 784-100-10, float64",
+              lambda rng: [rng.random((d(64), 784)), np.eye(10)[rng.integers(0, 10, d(64))],
+                           0.2 * rng.random((784, 100)) - 0.1, 0.2 * rng.random((100, 10)) - 0.1],
+              per_sample_sgd()),
         Idiom("relu(x @ w + b) 256x1024x1024", normal((d(256), d(1024)), (d(1024), d(1024)), (d(1024),)),
               written(lambda xp, x, w, b: xp.maximum(x @ w + b, 0), torch=lambda xp, x, w, b: xp.relu(x @ w + b))),
         Idiom("batched a @ b 64x128x128", normal(*[(d(64), d(128), d(128))] * 2), written(lambda xp, a, b: a @ b)),
