@@ -4,7 +4,7 @@ Nodes are hash-consed: building the same op on the same inputs twice returns
 the same node, so common subexpressions are shared for free. Each node records
 the user's line that created it (`origin`), which errors raised later name.
 A Python scalar's node (`Op.SCALAR`, a kernel parameter) is the exception: each
-is a node of its own, as its value is data, not structure. Sharing it by value
+is a node of its own, as its value is data, not structure (but within `sharing_scalars`). Sharing it by value
 would make the graph's structure, which keys the cached schedules and the
 kernels, depend on which scalars happen to be equal: `(x + 1.0) * v` had one
 kernel for v = 1.0 (one parameter, read twice) and another for any other v,
@@ -24,11 +24,12 @@ it computes it anyway, so reading it later does not compute its history again.
 """
 from __future__ import annotations
 
+import threading
 import weakref
 from _thread import get_ident
 from _weakref import _remove_dead_weakref
 from collections import deque
-from collections.abc import Container, Iterator
+from collections.abc import Callable, Container, Iterator
 from enum import Enum
 from typing import Any
 
@@ -39,7 +40,7 @@ from .helpers import prod, user_line
 from .kernels.dtype import DType
 from .kernels.ir import toposort
 
-__all__ = ["MOVEMENT", "Node", "Op", "hold", "is_held", "region", "toposort", "uniform_axes"]
+__all__ = ["MOVEMENT", "Node", "Op", "hold", "is_held", "region", "sharing_scalars", "toposort", "uniform_axes"]
 
 
 class Op(Enum):
@@ -131,9 +132,13 @@ class Node:
                 srcs: tuple[Node, ...] = (), arg: Any = None, line: tuple[str, int | None] | None = None) -> Node:
         """The node of `op` on `srcs` (the one built before where there is one), made at `line`: the user's line,
         found from the caller's frame unless the caller knows it (another node it just made for the same call)."""
-        if op is _SCALAR_OP:  # never shared (see the module's docstring)
+        if op is _SCALAR_OP:  # never shared (see the module's docstring), but inside `sharing_scalars`
             key = thread = None
+            if (shared := _sharing.scalars) is not None and \
+                    (hit := shared.get(scalar_key := (id(arg), dtype, shape, device))) is not None:
+                return hit
         else:
+            shared = None
             # The table is keyed by the key's hash, an int, and a node found by it is checked against the key: a
             # key kept as a tuple was one more object per node for the cyclic garbage collector to count and walk
             # (a training step keeps thousands of nodes alive, and the collector's passes, set off by that count,
@@ -151,6 +156,8 @@ class Node:
             self._key = hash_
             entry = _interned[hash_] = _Entry(self, _drop)
             entry.key = hash_
+        elif shared is not None:
+            shared[scalar_key] = self  # it holds the value: the value's id is no other object's while it lives
         return self
 
     @staticmethod
@@ -190,6 +197,27 @@ class Node:
 
     def __repr__(self) -> str:
         return f"<Node {self.op.value} {self.dtype.name}{list(self.shape)} at {self.origin}>"
+
+
+class _Sharing(threading.local):
+    """This thread's table of shared scalar nodes (`sharing_scalars`), where one is in use."""
+
+    scalars: dict[tuple, Node] | None = None
+
+
+_sharing = _Sharing()
+
+
+def sharing_scalars(table: dict[tuple, Node], call: Callable[..., Any], *args: Any) -> Any:
+    """`call(*args)`, its scalar nodes one per value (the same object), dtype, shape and device, kept in `table`:
+    graphs built in several calls with one table share them, and so the nodes built on them (hash-consing).
+    `recipe.apply_differentiable`'s forward and backward are such calls: the backward records the forward's ops
+    again, which must find the forward's nodes, not a copy of those that read a scalar."""
+    saved, _sharing.scalars = _sharing.scalars, table
+    try:
+        return call(*args)
+    finally:
+        _sharing.scalars = saved
 
 
 class _Holders(dict):
