@@ -301,6 +301,10 @@ def region(root: Node, boundaries: Container[Node]) -> Iterator[Node]:
 
 
 _UNIFORM_DEPTH = 6  # elementwise ops looked through: autograd's products are one or two deep
+# the ops whose result may be uniform along an axis: movement ops but a padding (over one element, or an expand),
+# and elementwise ops; of any other op's, a result of one element has no axis longer than 1 either
+_MAY_BE_UNIFORM = frozenset({Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.SHRINK, Op.FLIP, Op.ALU, Op.CAST})
+_NONE: frozenset[int] = frozenset()
 
 
 def uniform_axes(node: Node, depth: int = _UNIFORM_DEPTH) -> frozenset[int]:
@@ -308,6 +312,8 @@ def uniform_axes(node: Node, depth: int = _UNIFORM_DEPTH) -> frozenset[int]:
     axis of a broadcast of one value (movement ops over one element, no padding's zeros among them: the
     gradient of a sum or a mean), the axes an expand broadcasts, those that all sources of an elementwise op
     share (looked for `depth` ops deep); no others (a buffer's data is not read)."""
+    if node.op not in _MAY_BE_UNIFORM:  # a buffer, a reduction, a padding...: asked of every tensor a recipe takes
+        return _NONE
     base = node
     while base.op in MOVEMENT and base.op is not Op.PAD:
         base = base.srcs[0]
