@@ -4,11 +4,13 @@ Nodes are hash-consed: building the same op on the same inputs twice returns
 the same node, so common subexpressions are shared for free. Each node records
 the user's line that created it (`origin`), which errors raised later name.
 A Python scalar's node (`Op.SCALAR`, a kernel parameter) is the exception: each
-is a node of its own, as its value is data, not structure (but within `sharing_scalars`). Sharing it by value
+is a node of its own, as its value is data, not structure. Sharing it by value
 would make the graph's structure, which keys the cached schedules and the
 kernels, depend on which scalars happen to be equal: `(x + 1.0) * v` had one
 kernel for v = 1.0 (one parameter, read twice) and another for any other v,
 each compiled, a loop's step that met an equal value by chance included.
+(`sharing_scalars` shares them by the value's identity, in graphs that must
+meet: a differentiable recipe's forward and backward.)
 Hash-consing is per thread: two threads that build the same expression get
 nodes of their own, so that one thread realizing (or an `lt.jit` replay
 rebinding) a node it built never changes another thread's graph. A tensor one
