@@ -136,9 +136,12 @@ class Node:
         found from the caller's frame unless the caller knows it (another node it just made for the same call)."""
         if op is _SCALAR_OP:  # never shared (see the module's docstring), but inside `sharing_scalars`
             key = thread = None
-            if (shared := _sharing.scalars) is not None and \
-                    (hit := shared.get(scalar_key := (id(arg), dtype, shape, device))) is not None:
-                return hit
+            if (shared := _sharing.scalars) is not None:
+                made, seen = shared
+                nth = seen.get(scalar_key := (id(arg), dtype, shape, device), 0)
+                seen[scalar_key] = nth + 1
+                if nth < len(earlier := made.setdefault(scalar_key, [])):
+                    return earlier[nth]
         else:
             shared = None
             # The table is keyed by the key's hash, an int, and a node found by it is checked against the key: a
@@ -159,7 +162,7 @@ class Node:
             entry = _interned[hash_] = _Entry(self, _drop)
             entry.key = hash_
         elif shared is not None:
-            shared[scalar_key] = self  # it holds the value: the value's id is no other object's while it lives
+            earlier.append(self)  # it holds the value: the value's id is no other object's while it lives
         return self
 
     @staticmethod
@@ -204,18 +207,20 @@ class Node:
 class _Sharing(threading.local):
     """This thread's table of shared scalar nodes (`sharing_scalars`), where one is in use."""
 
-    scalars: dict[tuple, Node] | None = None
+    scalars: tuple[dict[tuple, list[Node]], dict[tuple, int]] | None = None
 
 
 _sharing = _Sharing()
 
 
-def sharing_scalars(table: dict[tuple, Node], call: Callable[..., Any], *args: Any) -> Any:
-    """`call(*args)`, its scalar nodes one per value (the same object), dtype, shape and device, kept in `table`:
-    graphs built in several calls with one table share them, and so the nodes built on them (hash-consing).
-    `recipe.apply_differentiable`'s forward and backward are such calls: the backward records the forward's ops
-    again, which must find the forward's nodes, not a copy of those that read a scalar."""
-    saved, _sharing.scalars = _sharing.scalars, table
+def sharing_scalars(table: dict[tuple, list[Node]], call: Callable[..., Any], *args: Any) -> Any:
+    """`call(*args)`, the scalar nodes it makes kept in `table` by value (the same object), dtype, shape and
+    device, in the order made: the nth such node of a call is the nth of an earlier call with the same table, made
+    anew where there is none (within one call, two are two nodes, as outside). Graphs built in calls that make the
+    same scalars in the same order thus share them, and so the nodes built on them (hash-consing):
+    `recipe.apply_differentiable`'s forward and backward are such calls, the backward recording the forward's ops
+    again to find the forward's nodes, not a copy of those that read a scalar."""
+    saved, _sharing.scalars = _sharing.scalars, (table, {})
     try:
         return call(*args)
     finally:

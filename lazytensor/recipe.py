@@ -111,7 +111,7 @@ def apply_differentiable(fn: Function, flags: tuple, scalars: tuple[Any, ...], t
     (the same nodes), rebuilt too. The backward records fn's ops again, on the tensors' nodes, to find the forward's
     nodes by hash-consing; a scalar's node, never shared, would be a new one, and every node built on it a copy:
     both graphs share their scalars' nodes (`graph.sharing_scalars`)."""
-    shared: dict[tuple, Node] = {}
+    shared: dict[tuple, list[Node]] = {}
     given = tuple(t for t in tensors if t is not None)
     if not (is_grad_enabled() and any(t.requires_grad for t in given)):
         return sharing_scalars(shared, apply, fn, flags, scalars, tensors)[0]

@@ -252,13 +252,14 @@ def _plain_max_pool(x: lt.Tensor) -> lt.Tensor:
                        x)[0]
 
 
-def op_steps(op, theirs_op, shapes: tuple, needs: tuple[bool, ...]) -> list:
-    """Three backward passes of one op's structure on new data (NaN and inf among x's): the gradients' graphs
-    without the users' lines, the result and the gradients checked against torch."""
+def op_steps(op, theirs_op, shapes: tuple, needs: tuple[bool, ...], specials: bool = True) -> list:
+    """Three backward passes of one op's structure on new data (with `specials`, NaN and inf among x's): the
+    gradients' graphs without the users' lines, the result and the gradients checked against torch."""
     graphs = []
     for seed in range(3):
         arrays = [random_array(s, lt.float64, seed=seed * 3 + k) for k, s in enumerate(shapes)]
-        arrays[0].flat[[1, 7, 8]] = np.nan, np.inf, -np.inf
+        if specials:
+            arrays[0].flat[[1, 7, 8]] = np.nan, np.inf, -np.inf
         ours = [lt.asarray(a).requires_grad_(n) for a, n in zip(arrays, needs)]
         theirs = [torch.tensor(a, requires_grad=n) for a, n in zip(arrays, needs)]
         out, tout = op(*ours), theirs_op(*theirs)
@@ -297,6 +298,39 @@ def test_max_pool_gradients_rebuilt_are_the_gradients_autograd_records_op_by_op(
     assert [key[0].__name__ for key, kept in recipe._recipes.items() if kept] == ["_max_picked", "_gradients"]
     assert rebuilt == op_steps(_plain_max_pool, lambda x: torch.nn.functional.max_pool2d(x, 3, 2, 1),
                                ((2, 3, 9, 8),), (True,))
+
+
+ATTENTION_MASKS = {"causal": None, "none": None, "bool": np.tril(np.ones((5, 6), bool), 1),
+                   "float": np.linspace(-1, 1, 30).reshape(5, 6)}
+
+
+@pytest.mark.parametrize("mask", sorted(ATTENTION_MASKS))
+def test_attention_gradients_rebuilt_are_the_gradients_autograd_records_op_by_op(mask, monkeypatch):
+    """`F.scaled_dot_product_attention` without dropout is one record, its scale and its masks' -inf given as
+    scalars, with softmax's own (a scalar a function does not take has no place in its recipe), each used in two
+    places: two nodes, as op by op (the forward and backward share them in order, `graph.sharing_scalars`)."""
+    from lazytensor.nn.attention import attention
+    monkeypatch.setattr(recipe, "_recipes", {})
+    causal = mask == "causal"
+    m = ATTENTION_MASKS[mask]
+
+    def ours(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, None if m is None else lt.asarray(m), is_causal=causal)
+
+    def plain(q, k, v):
+        masks = [lt.arange(5).reshape(5, 1) >= lt.arange(6) if causal else None if m is None else lt.asarray(m)]
+        return attention(q, k, v, masks, 0.5, 0.0)[0]
+
+    def theirs(q, k, v):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, None if m is None else torch.tensor(m),
+                                                                is_causal=causal)
+
+    shapes = ((2, 3, 5, 4), (2, 3, 6, 4), (2, 3, 6, 4))
+    rebuilt = op_steps(ours, theirs, shapes, (True, True, True), False)
+    assert {"_attention", "_gradients"} <= {key[0].__name__ for key, kept in recipe._recipes.items() if kept}
+    with monkeypatch.context() as patch:
+        recorded(patch)
+        assert rebuilt == op_steps(plain, theirs, shapes, (True, True, True), False)
 
 
 def _scaled_twice(flags: tuple, scalars: tuple, x: lt.Tensor) -> tuple[lt.Tensor]:
