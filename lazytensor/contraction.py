@@ -71,7 +71,7 @@ class ContractionOps:  # every Tensor is one (and only tensors): `isinstance(x, 
         except ShapeError:  # name the operands the user passed, not their batch parts
             raise ShapeError(f"matmul: batch dimensions do not broadcast: {self.shape} @ {other.shape}") from None
         # a training step makes a dozen: one autograd record each, the graphs rebuilt (see `recipe`)
-        return recipe.apply_differentiable(_matmul, (batch,), (a, b))
+        return recipe.apply_differentiable(_matmul, (batch,), (), (a, b))
 
     __matmul__ = matmul
 

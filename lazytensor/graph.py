@@ -9,6 +9,8 @@ would make the graph's structure, which keys the cached schedules and the
 kernels, depend on which scalars happen to be equal: `(x + 1.0) * v` had one
 kernel for v = 1.0 (one parameter, read twice) and another for any other v,
 each compiled, a loop's step that met an equal value by chance included.
+(`sharing_scalars` shares them by the value's identity, in graphs that must
+meet: a differentiable recipe's forward and backward.)
 Hash-consing is per thread: two threads that build the same expression get
 nodes of their own, so that one thread realizing (or an `lt.jit` replay
 rebinding) a node it built never changes another thread's graph. A tensor one
@@ -24,11 +26,12 @@ it computes it anyway, so reading it later does not compute its history again.
 """
 from __future__ import annotations
 
+import threading
 import weakref
 from _thread import get_ident
 from _weakref import _remove_dead_weakref
 from collections import deque
-from collections.abc import Container, Iterator
+from collections.abc import Callable, Container, Iterator
 from enum import Enum
 from typing import Any
 
@@ -39,7 +42,7 @@ from .helpers import prod, user_line
 from .kernels.dtype import DType
 from .kernels.ir import toposort
 
-__all__ = ["MOVEMENT", "Node", "Op", "hold", "is_held", "region", "toposort", "uniform_axes"]
+__all__ = ["MOVEMENT", "Node", "Op", "hold", "is_held", "region", "sharing_scalars", "toposort", "uniform_axes"]
 
 
 class Op(Enum):
@@ -131,9 +134,16 @@ class Node:
                 srcs: tuple[Node, ...] = (), arg: Any = None, line: tuple[str, int | None] | None = None) -> Node:
         """The node of `op` on `srcs` (the one built before where there is one), made at `line`: the user's line,
         found from the caller's frame unless the caller knows it (another node it just made for the same call)."""
-        if op is _SCALAR_OP:  # never shared (see the module's docstring)
+        if op is _SCALAR_OP:  # never shared (see the module's docstring), but inside `sharing_scalars`
             key = thread = None
+            if (shared := _sharing.scalars) is not None:
+                made, seen = shared
+                nth = seen.get(scalar_key := (id(arg), dtype, shape, device), 0)
+                seen[scalar_key] = nth + 1
+                if nth < len(earlier := made.setdefault(scalar_key, [])):
+                    return earlier[nth]
         else:
+            shared = None
             # The table is keyed by the key's hash, an int, and a node found by it is checked against the key: a
             # key kept as a tuple was one more object per node for the cyclic garbage collector to count and walk
             # (a training step keeps thousands of nodes alive, and the collector's passes, set off by that count,
@@ -151,6 +161,8 @@ class Node:
             self._key = hash_
             entry = _interned[hash_] = _Entry(self, _drop)
             entry.key = hash_
+        elif shared is not None:
+            earlier.append(self)  # it holds the value: the value's id is no other object's while it lives
         return self
 
     @staticmethod
@@ -190,6 +202,29 @@ class Node:
 
     def __repr__(self) -> str:
         return f"<Node {self.op.value} {self.dtype.name}{list(self.shape)} at {self.origin}>"
+
+
+class _Sharing(threading.local):
+    """This thread's table of shared scalar nodes (`sharing_scalars`), where one is in use."""
+
+    scalars: tuple[dict[tuple, list[Node]], dict[tuple, int]] | None = None
+
+
+_sharing = _Sharing()
+
+
+def sharing_scalars(table: dict[tuple, list[Node]], call: Callable[..., Any], *args: Any) -> Any:
+    """`call(*args)`, the scalar nodes it makes kept in `table` by value (the same object), dtype, shape and
+    device, in the order made: the nth such node of a call is the nth of an earlier call with the same table, made
+    anew where there is none (within one call, two are two nodes, as outside). Graphs built in calls that make the
+    same scalars in the same order thus share them, and so the nodes built on them (hash-consing):
+    `recipe.apply_differentiable`'s forward and backward are such calls, the backward recording the forward's ops
+    again to find the forward's nodes, not a copy of those that read a scalar."""
+    saved, _sharing.scalars = _sharing.scalars, (table, {})
+    try:
+        return call(*args)
+    finally:
+        _sharing.scalars = saved
 
 
 class _Holders(dict):
@@ -273,6 +308,10 @@ def region(root: Node, boundaries: Container[Node]) -> Iterator[Node]:
 
 
 _UNIFORM_DEPTH = 6  # elementwise ops looked through: autograd's products are one or two deep
+# the ops whose result may be uniform along an axis: movement ops but a padding (over one element, or an expand),
+# and elementwise ops; of any other op's, a result of one element has no axis longer than 1 either
+_MAY_BE_UNIFORM = frozenset({Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.SHRINK, Op.FLIP, Op.ALU, Op.CAST})
+_NONE: frozenset[int] = frozenset()
 
 
 def uniform_axes(node: Node, depth: int = _UNIFORM_DEPTH) -> frozenset[int]:
@@ -280,6 +319,8 @@ def uniform_axes(node: Node, depth: int = _UNIFORM_DEPTH) -> frozenset[int]:
     axis of a broadcast of one value (movement ops over one element, no padding's zeros among them: the
     gradient of a sum or a mean), the axes an expand broadcasts, those that all sources of an elementwise op
     share (looked for `depth` ops deep); no others (a buffer's data is not read)."""
+    if node.op not in _MAY_BE_UNIFORM:  # a buffer, a reduction, a padding...: asked of every tensor a recipe takes
+        return _NONE
     base = node
     while base.op in MOVEMENT and base.op is not Op.PAD:
         base = base.srcs[0]

@@ -14,7 +14,7 @@ Only a graph that the list can say is kept: nodes of the ops below, whose source
 the source of one that is a reshape or permute) or nodes it made, and whose scalars are the scalars given (told apart by identity: a scalar the function made
 itself has no place, and its function is recorded through the tensor ops at every call). A call that autograd
 records (grad enabled, a tensor that requires grad) is always recorded through the ops; `apply_differentiable`
-makes such a call one record of its own, its gradients a recipe too.
+makes such a call one record of its own, its gradients a recipe too (its scalars' nodes shared by both graphs).
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from typing import Any
 
 from .autograd import custom_vjp, is_grad_enabled, set_grad_enabled
 from .dtypes import get_default_dtype
-from .graph import Node, Op, uniform_axes
+from .graph import Node, Op, sharing_scalars, uniform_axes
 from .helpers import user_line
 from .movement import slice_ops
 from .tensor import Tensor
@@ -44,7 +44,8 @@ Function = Callable[..., tuple[Tensor | None, ...]]
 # per node made: op, dtype, shape, device, its sources' places (the tensors', then the nodes made, in order),
 # and its arg, or for a scalar the place of its value among the scalars
 _Entry = tuple[Op, Any, tuple[int, ...], str, tuple[int, ...], Any]
-_Recipe = tuple[list[_Entry], tuple[int | None, ...]]
+# and the values of its fixed scalars (`_record`), placed after the scalars given
+_Recipe = tuple[list[_Entry], tuple[int | None, ...], tuple[Any, ...]]
 
 _recipes: dict[tuple, _Recipe | None] = {}
 _keeping = threading.Lock()
@@ -73,9 +74,16 @@ def apply(fn: Function, flags: tuple, scalars: tuple[Any, ...], tensors: tuple[T
         -> tuple[Tensor | None, ...]:
     """`fn(flags, scalars, *tensors)`, a pure function (see the module): the nodes of its structure's recipe
     rebuilt on `tensors` and `scalars` at the user's line, or where there is none yet, recorded through its ops."""
+    return _apply(fn, flags, scalars, tensors, False)[0]
+
+
+def _apply(fn: Function, flags: tuple, scalars: tuple[Any, ...], tensors: tuple[Tensor | None, ...],
+           fixed: bool) -> tuple[tuple[Tensor | None, ...], bool]:
+    """`apply`, and whether its structure has a recipe. With `fixed`, the scalars fn makes itself are fixed values
+    of the structure (see `_record`)."""
     if is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors) \
             or len(set(map(id, scalars))) < len(scalars):  # a scalar given twice would have no one place
-        return fn(flags, scalars, *tensors)
+        return fn(flags, scalars, *tensors), False
     # which inputs are one node: a recipe places each node once (Adam's v and its maximum, after a first step)
     first: dict[int, int] = {}
     inputs = _inputs(tensors)
@@ -86,42 +94,53 @@ def apply(fn: Function, flags: tuple, scalars: tuple[Any, ...], tensors: tuple[T
     except KeyError:
         with slice_ops():  # its slices of realized tensors rebuilt on any tensor of their structure
             outputs = fn(flags, scalars, *tensors)
-        recipe = _record(inputs, scalars, outputs)
+        recipe = _record(inputs, scalars, outputs, fixed)
         with _keeping:  # another thread's eviction would change the table under `iter`
             if len(_recipes) >= RECIPES_MAX:
                 _recipes.pop(next(iter(_recipes)), None)
             _recipes[key] = recipe
-        return outputs
+        return outputs, recipe is not None
     if recipe is None:
-        return fn(flags, scalars, *tensors)
-    return _rebuild(recipe, tensors, inputs, scalars, user_line(2))
+        return fn(flags, scalars, *tensors), False
+    return _rebuild(recipe, tensors, inputs, scalars, user_line(3)), True
 
 
-def apply_differentiable(fn: Function, flags: tuple, tensors: tuple[Tensor | None, ...]) -> Tensor:
-    """`fn(flags, (), *tensors)[0]`, of a pure function that takes no scalars (see the module), differentiated as
-    autograd differentiates its ops, each graph rebuilt from a recipe: where autograd records, the result is one
-    record (`custom_vjp`) instead of one per op of fn, and its backward the graph autograd's own rules make for
-    fn's ops (the same nodes), rebuilt too. A scalar would be a node of its own in each graph, where the backward's
-    rules need the forward's: fn takes none."""
+def apply_differentiable(fn: Function, flags: tuple, scalars: tuple[Any, ...], tensors: tuple[Tensor | None, ...]) \
+        -> Tensor:
+    """`fn(flags, scalars, *tensors)[0]`, of a pure function (see the module), differentiated as autograd
+    differentiates its ops, each graph rebuilt from a recipe: where autograd records, the result is one record
+    (`custom_vjp`) instead of one per op of fn, and its backward the graph autograd's own rules make for fn's ops
+    (the same nodes), rebuilt too. The backward records fn's ops again, on the tensors' nodes, to find the forward's
+    nodes by hash-consing; a scalar's node, never shared, would be a new one, and every node built on it a copy:
+    both graphs share their scalars' nodes (`graph.sharing_scalars`)."""
+    shared: dict[tuple, list[Node]] = {}
     given = tuple(t for t in tensors if t is not None)
     if not (is_grad_enabled() and any(t.requires_grad for t in given)):
-        return apply(fn, flags, (), tensors)[0]
+        return sharing_scalars(shared, apply, fn, flags, scalars, tensors)[0]
     needs = tuple(t is not None and t.requires_grad for t in tensors)
     # autograd's handles, not the tensors: a tensor of the user's program that the record kept alive would be data
     # the user can read, which the schedule then writes (`graph.hold`)
     handles = tuple(None if t is None else t._as_source() for t in tensors)
+    kept: list[bool] = []
+
+    def forward() -> Tensor:
+        out, has_recipe = sharing_scalars(shared, _apply, fn, flags, scalars, tensors, False)
+        kept.append(has_recipe)
+        return out[0]
 
     def backward(g: Tensor) -> tuple[Tensor | None, ...]:
-        grads = apply(_gradients, (fn, flags, needs), (), (g, *handles))
+        # fn's forward has a recipe: fn makes no scalar of its own, so every scalar the backward makes that is not
+        # one given is a rule's, a literal or a size (rules never read a scalar's value): kept fixed
+        grads, _ = sharing_scalars(shared, _apply, _gradients, (fn, flags, needs), scalars, (g, *handles), kept[0])
         return tuple(grad for grad, t in zip(grads, handles) if t is not None)
 
     backward.__qualname__ = fn.__qualname__  # the record's name (`Tensor.grad_fn`) is fn's
-    return custom_vjp(given, lambda: apply(fn, flags, (), tensors)[0], backward)
+    return custom_vjp(given, forward, backward)
 
 
 def _gradients(flags: tuple, scalars: tuple, g: Tensor, *tensors: Tensor | None) -> tuple[Tensor | None, ...]:
-    """The gradients of `fn(fn_flags, (), *tensors)[0]` for the tensors `needs` names (None for the others), given
-    its gradient `g`, as autograd's rules make them: fn recorded again on a leaf in each tensor's place, each
+    """The gradients of `fn(fn_flags, scalars, *tensors)[0]` for the tensors `needs` names (None for the others),
+    given its gradient `g`, as autograd's rules make them: fn recorded again on a leaf in each tensor's place, each
     place's gradient fn's alone (a tensor given twice, or given with a view of it, gets one per place). Where the
     gradients are not recorded themselves, a leaf is a handle on the tensor's node (fn's nodes are then found,
     hash-consed, not made again); where they are (`create_graph`), an identity record on the tensor, so that they
@@ -140,7 +159,7 @@ def _gradients(flags: tuple, scalars: tuple, g: Tensor, *tensors: Tensor | None)
             leaves.append(leaf := _Source(t))
             leaf._ctx = None
     with set_grad_enabled(True):
-        out = fn(fn_flags, (), *leaves)[0]
+        out = fn(fn_flags, scalars, *leaves)[0]
     # as fn's records hold them (a leaf that is not one of autograd's handles, a proxy, by its handle)
     held = [t._as_source() if need else None for t, need in zip(leaves, needs)]
     with set_grad_enabled(recorded):
@@ -153,10 +172,12 @@ def _passed_on(g: Tensor) -> tuple[Tensor]:
     return (g,)
 
 
-def _record(inputs: list[Node | None], scalars: tuple[Any, ...],
-            outputs: tuple[Tensor | None, ...]) -> _Recipe | None:
+def _record(inputs: list[Node | None], scalars: tuple[Any, ...], outputs: tuple[Tensor | None, ...],
+            fixed: bool) -> _Recipe | None:
     """The recipe of the graph from `inputs` (`_inputs`) to `outputs`, or None where it cannot say it (see the
-    module)."""
+    module). With `fixed`, a scalar that is not one of `scalars` is kept as a value of the structure: the caller
+    knows that every such scalar is one (the literals and sizes of autograd's rules, `apply_differentiable`)."""
+    values: list[Any] = []
     place: dict[int, int] = {}
     for k, n in enumerate(inputs):
         if n is not None:
@@ -177,7 +198,10 @@ def _record(inputs: list[Node | None], scalars: tuple[Any, ...],
             continue
         if node.op is _SCALAR:
             if (arg := slots.get(id(node.arg))) is None:
-                return None
+                if not fixed:
+                    return None
+                arg = slots[id(node.arg)] = len(scalars) + len(values)
+                values.append(node.arg)
         else:
             arg = node.arg
         try:
@@ -186,14 +210,16 @@ def _record(inputs: list[Node | None], scalars: tuple[Any, ...],
             return None
         place[id(node)] = len(inputs) + len(entries)
         entries.append((node.op, node.dtype, node.shape, node.device, srcs, arg))
-    return entries, tuple(None if t is None else place[id(t._node)] for t in outputs)
+    return entries, tuple(None if t is None else place[id(t._node)] for t in outputs), tuple(values)
 
 
 def _rebuild(recipe: _Recipe, tensors: tuple[Tensor | None, ...], nodes: list[Any], scalars: tuple[Any, ...],
              line: tuple[str, int | None]) -> tuple[Tensor | None, ...]:
     """The recipe's nodes made on `tensors`, whose `_inputs` are `nodes` (a list of its own, which this extends),
     and `scalars`, at `line`."""
-    entries, outputs = recipe
+    entries, outputs, fixed = recipe
+    if fixed:
+        scalars = (*scalars, *fixed)
     new, scalar = Node, _SCALAR
     for op, dtype, shape, device, srcs, arg in entries:
         if op is scalar:

@@ -15,7 +15,7 @@ from lazytensor.nn import functional as F
 def recorded(monkeypatch) -> None:
     """From here on, every graph is recorded through the ops, none rebuilt (no recipe kept)."""
     monkeypatch.setattr(recipe, "_recipes", {})
-    monkeypatch.setattr(recipe, "_record", lambda tensors, scalars, outputs: None)
+    monkeypatch.setattr(recipe, "_record", lambda *args: None)
 
 
 def draws() -> list[tuple[list, np.ndarray]]:
@@ -251,3 +251,117 @@ def test_a_reshape_or_permute_given_is_rebuilt_on_what_it_views():
         for shape in ((4, 6), (2, 12), (24,), (4, 6)):
             got, = recipe.apply(_as_4x6, (), (), (lt.asarray(flat.reshape(shape)).reshape(24),))
             check(got, torch.tensor(flat).reshape(4, 6) ** 2)
+
+
+def _plain_layer_norm(x: lt.Tensor, w: lt.Tensor | None, b: lt.Tensor | None) -> lt.Tensor:
+    """`F.layer_norm` over the last axis recorded op by op, as autograd records it (no recipe)."""
+    from lazytensor.nn.functional import _layer_norm
+    return _layer_norm(((x.ndim - 1,), x.dtype), (1e-5,), x, w, b)[0]
+
+
+def _plain_max_pool(x: lt.Tensor) -> lt.Tensor:
+    """`F.max_pool2d(x, 3, 2, 1)` recorded op by op, as autograd records it (no recipe)."""
+    from lazytensor.nn.functional import _MAX_POOL_SCALARS, _max_picked
+    return _max_picked((((0, 0), (0, 0), (1, 1), (1, 1)), (3, 3), (2, 2), (1, 1)), (-np.inf, *_MAX_POOL_SCALARS),
+                       x)[0]
+
+
+def op_steps(op, theirs_op, shapes: tuple, needs: tuple[bool, ...], specials: bool = True) -> list:
+    """Three backward passes of one op's structure on new data (with `specials`, NaN and inf among x's): the
+    gradients' graphs without the users' lines, the result and the gradients checked against torch."""
+    graphs = []
+    for seed in range(3):
+        arrays = [random_array(s, lt.float64, seed=seed * 3 + k) for k, s in enumerate(shapes)]
+        if specials:
+            arrays[0].flat[[1, 7, 8]] = np.nan, np.inf, -np.inf
+        ours = [lt.asarray(a).requires_grad_(n) for a, n in zip(arrays, needs)]
+        theirs = [torch.tensor(a, requires_grad=n) for a, n in zip(arrays, needs)]
+        out, tout = op(*ours), theirs_op(*theirs)
+        (out * out).sum().backward()
+        (tout * tout).sum().backward()
+        graphs.append([(op, dtype, shape, arg, srcs)
+                       for op, dtype, shape, arg, _, srcs in graph_structure([x.grad for x in ours if x.requires_grad])])
+        check(out, tout)
+        for x, t in zip(ours, theirs):
+            if t.requires_grad:
+                check(x.grad, t.grad)
+    return graphs
+
+
+@pytest.mark.parametrize("needs", [(True, True, True), (True, False, True), (False, True, False)], ids=str)
+def test_layer_norm_gradients_rebuilt_are_the_gradients_autograd_records_op_by_op(needs, monkeypatch):
+    """`F.layer_norm` is one record (`recipe.apply_differentiable`, eps a scalar): its gradients' graph is the one
+    autograd's rules make for its ops recorded one by one, node for node. The backward records the forward's ops
+    again, which find the forward's nodes, eps's scalar node shared; the rules' own scalars (sqrt's 2) are fixed
+    values of the recipe."""
+    monkeypatch.setattr(recipe, "_recipes", {})
+    shapes = ((2, 3, 8), (8,), (8,))
+    rebuilt = op_steps(lambda x, w, b: F.layer_norm(x, (8,), w, b), lambda x, w, b: torch.nn.functional.layer_norm(
+        x, (8,), w, b), shapes, needs)
+    assert [key[0].__name__ for key, kept in recipe._recipes.items() if kept] == ["_layer_norm", "_gradients"]
+    assert rebuilt == op_steps(_plain_layer_norm, lambda x, w, b: torch.nn.functional.layer_norm(x, (8,), w, b),
+                               shapes, needs)
+
+
+def test_max_pool_gradients_rebuilt_are_the_gradients_autograd_records_op_by_op(monkeypatch):
+    """`F.max_pool2d` likewise: one record, its padding's value and its comparisons' scalars given, the gradient
+    of each window going to the element PyTorch picks (NaN and inf among the inputs)."""
+    monkeypatch.setattr(recipe, "_recipes", {})
+    rebuilt = op_steps(lambda x: F.max_pool2d(x, 3, 2, 1), lambda x: torch.nn.functional.max_pool2d(x, 3, 2, 1),
+                       ((2, 3, 9, 8),), (True,))
+    assert [key[0].__name__ for key, kept in recipe._recipes.items() if kept] == ["_max_picked", "_gradients"]
+    assert rebuilt == op_steps(_plain_max_pool, lambda x: torch.nn.functional.max_pool2d(x, 3, 2, 1),
+                               ((2, 3, 9, 8),), (True,))
+
+
+ATTENTION_MASKS = {"causal": None, "none": None, "bool": np.tril(np.ones((5, 6), bool), 1),
+                   "float": np.linspace(-1, 1, 30).reshape(5, 6)}
+
+
+@pytest.mark.parametrize("mask", sorted(ATTENTION_MASKS))
+def test_attention_gradients_rebuilt_are_the_gradients_autograd_records_op_by_op(mask, monkeypatch):
+    """`F.scaled_dot_product_attention` without dropout is one record, its scale and its masks' -inf given as
+    scalars, with softmax's own (a scalar a function does not take has no place in its recipe), each used in two
+    places: two nodes, as op by op (the forward and backward share them in order, `graph.sharing_scalars`)."""
+    from lazytensor.nn.attention import attention
+    monkeypatch.setattr(recipe, "_recipes", {})
+    causal = mask == "causal"
+    m = ATTENTION_MASKS[mask]
+
+    def ours(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, None if m is None else lt.asarray(m), is_causal=causal)
+
+    def plain(q, k, v):
+        masks = [lt.arange(5).reshape(5, 1) >= lt.arange(6) if causal else None if m is None else lt.asarray(m)]
+        return attention(q, k, v, masks, 0.5, 0.0)[0]
+
+    def theirs(q, k, v):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, None if m is None else torch.tensor(m),
+                                                                is_causal=causal)
+
+    shapes = ((2, 3, 5, 4), (2, 3, 6, 4), (2, 3, 6, 4))
+    rebuilt = op_steps(ours, theirs, shapes, (True, True, True), False)
+    assert {"_attention", "_gradients"} <= {key[0].__name__ for key, kept in recipe._recipes.items() if kept}
+    with monkeypatch.context() as patch:
+        recorded(patch)
+        assert rebuilt == op_steps(plain, theirs, shapes, (True, True, True), False)
+
+
+def _scaled_twice(flags: tuple, scalars: tuple, x: lt.Tensor) -> tuple[lt.Tensor]:
+    """x * s * (s + 1), the second factor a scalar of the function's own, made from the scalar given."""
+    s, = scalars
+    return ((x * s).exp() * (s + 1),)
+
+
+def test_a_differentiable_function_that_makes_scalars_is_recorded_each_call():
+    """A function whose scalar is made from a scalar given (`s + 1`) has no recipe: its forward and its backward
+    are recorded through the ops at every call, never rebuilt with the first call's value."""
+    arr = random_array((5,), lt.float64)
+    for s in (0.5, 2.0, -3.0):
+        x, t = lt.asarray(arr).requires_grad_(), torch.tensor(arr, requires_grad=True)
+        out = recipe.apply_differentiable(_scaled_twice, (), (s,), (x,))
+        out.sum().backward()
+        ((t * s).exp() * (s + 1)).sum().backward()
+        check(x.grad, t.grad)
+    assert not any(kept for key, kept in recipe._recipes.items()
+                   if key[0] is _scaled_twice or key[0] is recipe._gradients and key[1][0] is _scaled_twice)

@@ -39,14 +39,14 @@ def _safe_softmax_forward(flags: tuple, scalars: tuple[float, float, float], x: 
     return (e / where(total == zero, one, total),)
 
 
-def _apply_masks(scores: Tensor, masks: Sequence[Tensor | None]) -> Tensor:
-    """Each mask in turn: a boolean one keeps the scores where it is True (-inf elsewhere), a float one is
+def _apply_masks(scores: Tensor, masks: Sequence[Tensor | None], minus_inf: float = -math.inf) -> Tensor:
+    """Each mask in turn: a boolean one keeps the scores where it is True (`minus_inf` elsewhere), a float one is
     added, as PyTorch's `attn_mask`."""
     for mask in masks:
         if mask is None:
             continue
         if mask.dtype == dtypes.bool_:
-            scores = where(mask, scores, -math.inf)
+            scores = where(mask, scores, minus_inf)
         elif mask.dtype.is_float:
             scores = scores + mask.cast(scores.dtype)
         else:
@@ -55,11 +55,11 @@ def _apply_masks(scores: Tensor, masks: Sequence[Tensor | None]) -> Tensor:
 
 
 def attention(q: Tensor, k: Tensor, v: Tensor, masks: Sequence[Tensor | None], scale: float,
-              dropout_p: float) -> tuple[Tensor, Tensor]:
+              dropout_p: float, minus_inf: float = -math.inf) -> tuple[Tensor, Tensor]:
     """softmax(q k^T * scale + masks) (dropped out with `dropout_p`) @ v over the last two axes, and the
-    attention weights."""
+    attention weights (`minus_inf`: what a boolean mask puts in the scores it drops)."""
     from .functional import dropout
-    scores = _apply_masks(q.matmul(k.swapaxes(-1, -2)) * scale, masks)
+    scores = _apply_masks(q.matmul(k.swapaxes(-1, -2)) * scale, masks, minus_inf)
     weights = _safe_softmax(scores)
     if dropout_p > 0:
         weights = dropout(weights, dropout_p)
@@ -104,10 +104,24 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         if mask is not None and mask.ndim >= 3:
             full = mask.broadcast_to(*mask.shape[:-3], hq, *mask.shape[-2:])
             mask = full.reshape(*mask.shape[:-3], hk, groups, *mask.shape[-2:])
-    out, _ = attention(q, k, v, [mask], scale_, dropout_p)
+    if dropout_p > 0:
+        out, _ = attention(q, k, v, [mask], scale_, dropout_p)
+    else:  # one autograd record, the graphs rebuilt (see `recipe`): a transformer attends in every block at every step
+        out = recipe.apply_differentiable(_attention, (), (float(scale_), *_ATTENTION_SCALARS), (q, k, v, mask))
     if groups > 1:
         out = out.reshape(*out.shape[:-4], out.shape[-4] * groups, *out.shape[-2:])
     return out
+
+
+# what `_attention` puts in the scores a boolean mask drops, then `_safe_softmax`'s scalars (the recipe's, given
+# to `_attention` too: a scalar that a function does not take has no place in its recipe): distinct objects
+_ATTENTION_SCALARS = (-math.inf, *_SAFE_SOFTMAX_SCALARS)
+
+
+def _attention(flags: tuple, scalars: tuple, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> tuple[Tensor]:
+    """`attention` without dropout, as `recipe.apply_differentiable` takes it (`scalars`: the scale, then
+    `_ATTENTION_SCALARS`)."""
+    return (attention(q, k, v, [mask], scalars[0], 0.0, scalars[1])[0],)
 
 
 def multi_head_attention(query: Tensor, key: Tensor, value: Tensor, num_heads: int,

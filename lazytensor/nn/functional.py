@@ -304,7 +304,7 @@ def rrelu(x: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: b
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight.T + bias (weight is (out_features, in_features), as PyTorch)."""
     # one autograd record, the graphs rebuilt (see `recipe`): a model's layers make it again at every step
-    return recipe.apply_differentiable(_linear, (), (x, weight, bias))
+    return recipe.apply_differentiable(_linear, (), (), (x, weight, bias))
 
 
 def _linear(flags: tuple, scalars: tuple, x: Tensor, weight: Tensor, bias: Tensor | None) -> tuple[Tensor]:
@@ -417,31 +417,18 @@ def _max_pool(x: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: 
     goes to its first maximum, or to its last NaN, as PyTorch's (whose loop takes a larger value or any NaN);
     the indices (int64, flat over each input plane) name that element too."""
     k, s, p, d, extra = _pool_geometry(x, kernel_size, stride, padding, dilation, ceil_mode, nd, name)
-    lead = [(0, 0)] * (x.ndim - nd)
     low = -math.inf if x.dtype.is_float else False if x.dtype == dtypes.bool_ else \
         int(np.iinfo(dtypes.to_numpy_dtype(x.dtype)).min)
-    pads = lead + [(pi, pi + e) for pi, e in zip(p, extra)]
-    padded = any(a or b for a, b in pads)
-    win = _windows(x.pad(pads, value=low) if padded else x, k, s, d)
-    taps = math.prod(k)
-    win = win.reshape(*win.shape[:-nd], taps)
-    if not (return_indices or is_grad_enabled() and x.requires_grad):
-        return win.max(-1)
-    with no_grad():
-        positions = arange(taps, device=x.device)
-        last_nan = where(win.isnan(), positions, -1).max(-1, keepdims=True) if x.dtype.is_float else None
-        first_max = win == win.max(-1, keepdims=True)
-        if padded:  # a window whose inputs all equal the padding's value picks its first input, as PyTorch's
-            inside = x._const(True, dtypes.bool_, x.device).broadcast_to(x.shape[-nd:]).pad(pads[-nd:])
-            first_max = first_max & _windows(inside, k, s, d).reshape(*win.shape[-nd - 1:-1], taps)
-        pos = first_max.argmax(-1, keepdims=True)
-        if last_nan is not None:
-            pos = where(last_nan >= 0, last_nan, pos)
-    # The element PyTorch picks alone, so that the gradient of the window's sum goes to it: -0.0 elsewhere
-    # adds nothing to any value (nor turns a -0.0 maximum into +0.0), and the sum is the maximum exactly.
-    out = where(pos == positions, win, -0.0).sum(-1) if is_grad_enabled() and x.requires_grad else win.max(-1)
+    flags = ((0, 0),) * (x.ndim - nd) + tuple((pi, pi + e) for pi, e in zip(p, extra)), k, s, d
+    grad = is_grad_enabled() and x.requires_grad
     if not return_indices:
-        return out
+        # one autograd record, the graphs rebuilt (see `recipe`): a CNN pools at every step
+        return recipe.apply_differentiable(_max_picked, flags, (low, *_MAX_POOL_SCALARS), (x,)) if grad else \
+            recipe.apply(_max_of_windows, flags, (low,), (x,))[0]
+    win = _pooled_windows(flags, low, x)
+    with no_grad():
+        pos = _picked_place(flags, _MAX_POOL_SCALARS[0], x, win)
+    out = _picked(win, pos, _MAX_POOL_SCALARS[1]) if grad else win.max(-1)
     with no_grad():
         tap, flat, plane = pos.squeeze(-1), None, 1
         for i in reversed(range(nd)):
@@ -451,6 +438,57 @@ def _max_pool(x: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: 
             flat = coord * plane if flat is None else flat + coord * plane
             plane *= x.shape[x.ndim - nd + i]
     return out, flat
+
+
+# what `_max_picked` compares with and fills with: distinct objects, each the recipe's scalar of its place
+_MAX_POOL_SCALARS = (-1, -0.0)
+
+
+def _pooled_windows(flags: tuple, low: Any, x: Tensor) -> Tensor:
+    """The windows of (pads, kernel, stride, dilation) `flags` over `x` padded with `low`: (..., *out, taps)."""
+    pads, k, s, d = flags
+    nd = len(k)
+    win = _windows(x.pad(pads, value=low) if any(a or b for a, b in pads) else x, k, s, d)
+    return win.reshape(*win.shape[:-nd], math.prod(k))
+
+
+def _picked_place(flags: tuple, none: int, x: Tensor, win: Tensor) -> Tensor:
+    """Where in each of the windows `win` of `x` (`_pooled_windows`) the element PyTorch picks is: its first
+    maximum, or its last NaN (keeping the axis). `none` is -1, a scalar of the caller's."""
+    pads, k, s, d = flags
+    nd, taps = len(k), win.shape[-1]
+    positions = _iota(taps, x.device)
+    first_max = win == win.max(-1, keepdims=True)
+    if any(a or b for a, b in pads):  # a window whose inputs all equal the padding's value picks its first input
+        inside = x._const(True, dtypes.bool_, x.device).broadcast_to(x.shape[-nd:]).pad(pads[-nd:])
+        first_max = first_max & _windows(inside, k, s, d).reshape(*win.shape[-nd - 1:-1], taps)
+    pos = where(first_max, positions, x._const(taps, positions.dtype, x.device)).min(-1, keepdims=True)
+    if not x.dtype.is_float:
+        return pos
+    last_nan = where(win.isnan(), positions, none).max(-1, keepdims=True)
+    return where(last_nan > none, last_nan, pos)
+
+
+def _picked(win: Tensor, pos: Tensor, zero: float) -> Tensor:
+    """The element of each window at `pos` alone, so that the gradient of the window's sum goes to it: `zero` (-0.0)
+    elsewhere adds nothing to any value (nor turns a -0.0 maximum into +0.0), and the sum is the maximum exactly."""
+    return where(pos == _iota(win.shape[-1], win.device), win, zero).sum(-1)
+
+
+def _max_of_windows(flags: tuple, scalars: tuple, x: Tensor) -> tuple[Tensor]:
+    """Max pooling's result where no gradient is recorded, as `recipe.apply` takes it (`scalars`: the padding's
+    value)."""
+    return (_pooled_windows(flags, scalars[0], x).max(-1),)
+
+
+def _max_picked(flags: tuple, scalars: tuple, x: Tensor) -> tuple[Tensor]:
+    """Max pooling's result as the sum of the element PyTorch picks in each window (`_picked`), as
+    `recipe.apply_differentiable` takes it (`scalars`: the padding's value, then `_MAX_POOL_SCALARS`)."""
+    low, none, zero = scalars
+    win = _pooled_windows(flags, low, x)
+    with no_grad():
+        pos = _picked_place(flags, none, x, win)
+    return (_picked(win, pos, zero),)
 
 
 def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
@@ -670,11 +708,22 @@ def layer_norm(x: Tensor, normalized_shape: Any, weight: Tensor | None = None, b
         raise ShapeError(f"layer_norm: normalized_shape {shape} does not match the end of the input shape "
                          f"{x.shape}")
     axes = tuple(range(x.ndim - len(shape), x.ndim))
+    # one autograd record, the graphs rebuilt (see `recipe`): a transformer normalizes twice a block at every step
+    return recipe.apply_differentiable(_layer_norm, (axes, _norm_dtype(x, weight, bias)), (float(eps),),
+                                       (x, weight, bias))
+
+
+def _layer_norm(flags: tuple, scalars: tuple, x: Tensor, weight: Tensor | None, bias: Tensor | None) \
+        -> tuple[Tensor]:
+    """`layer_norm` over (axes, result dtype) `flags` with (eps,) `scalars`, as `recipe.apply_differentiable` takes
+    it: its backward is the one autograd's rules make for these ops."""
+    axes, out_dtype = flags
+    eps, = scalars
     centered, _, var = _statistics(x, axes)
     out = centered * (var + eps).rsqrt()
     if weight is not None:
         out = out * weight
-    return (out if bias is None else out + bias).cast(_norm_dtype(x, weight, bias))
+    return ((out if bias is None else out + bias).cast(out_dtype),)
 
 
 def _statistics(x: Tensor, axes: tuple[int, ...]) -> tuple[Tensor, Tensor, Tensor]:
