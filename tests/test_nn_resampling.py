@@ -295,3 +295,14 @@ def test_affine_grid(size, dtype, align_corners):
     arr = random_array((size[0], nd, nd + 1), dtype, seed=15)
     both(arr, lambda th: F.affine_grid(th, size, align_corners=align_corners),
          lambda th: TF.affine_grid(th, size, align_corners=align_corners), dtype)
+
+
+def test_affine_grid_of_the_identity_is_torchs_to_the_bit():
+    """Its positions are whole pixels, where bilinear's gradient w.r.t. the grid steps: a rounding apart, a
+    spatial transformer's first step (at the identity, as PyTorch's tutorial starts) would differ."""
+    for n in (5, 7, 20, 64):
+        for align_corners in (False, True):
+            theta = np.array([[[1, 0, 0], [0, 1, 0]]], np.float32)
+            got = F.affine_grid(lt.asarray(theta), (1, 1, n, n + 1), align_corners=align_corners).numpy()
+            want = TF.affine_grid(torch.tensor(theta), (1, 1, n, n + 1), align_corners=align_corners).numpy()
+            np.testing.assert_array_equal(got, want)

@@ -185,13 +185,23 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
     if min(size[2:]) <= 0:
         raise ShapeError(f"affine_grid: the spatial size {size[2:]} must be positive")
     dtype = np.float64 if theta.dtype.name == "float64" else np.float32
-    axes = []
-    for n in reversed(size[2:]):  # x runs along the last axis
-        steps = np.linspace(-1, 1, n, dtype=dtype) if n > 1 else np.zeros(1, dtype)
-        axes.append(steps if align_corners else steps * dtype((n - 1) / n))
+    axes = [_steps_from_neg_one(n, bool(align_corners), dtype) for n in reversed(size[2:])]  # x: the last axis
     base = np.stack([*np.meshgrid(*axes[::-1], indexing="ij")[::-1], np.ones(size[2:], dtype)], axis=-1)
     base = asarray(base.reshape(1, -1, nd + 1).astype(theta.dtype.name), device=theta.device)
     return (base @ theta.mT).reshape(size[0], *size[2:], nd)
+
+
+def _steps_from_neg_one(n: int, align_corners: bool, dtype: type) -> np.ndarray:
+    """PyTorch's `linspace_from_neg_one`, rounded as its CPU linspace rounds (from -1 up to the middle, from 1
+    down after it, each a fused multiply-add of a step rounded to `dtype`), then scaled in to the pixels'
+    centres: a float32 identity map's positions are then PyTorch's to the bit (whole pixels where they should
+    be, where bilinear's gradient w.r.t. the grid steps)."""
+    if n <= 1:
+        return np.zeros(1, dtype)
+    i = np.arange(n, dtype=np.float64)
+    step = np.float64(dtype(2) / dtype(n - 1))  # a float32 step times i is exact in float64: one rounding
+    steps = np.where(i < n // 2, -1 + step * i, 1 - step * (n - 1 - i)).astype(dtype)
+    return steps if align_corners else (steps * dtype(n - 1) / dtype(n)).astype(dtype)
 
 
 _GRID_MODES = ("bilinear", "nearest", "bicubic")
