@@ -15,7 +15,7 @@ import numpy as np
 from ..creation import asarray
 from ..dtypes import int64
 from ..errors import DTypeError, ShapeError
-from ..movement import padded_along, take_positions
+from ..movement import padded_along, stack, take_positions
 from ..tensor import Tensor, where
 
 # ---- pad ----------------------------------------------------------------------------------------------------
@@ -232,7 +232,6 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
                          f"{grid.dtype.name}")
     if min(input.shape[2:]) <= 0:
         raise ShapeError(f"grid_sample: the input's spatial size {input.shape[2:]} must be positive")
-    from ..movement import stack
     n, c, *spatial = input.shape
     out = grid.shape[1:-1]
     align = bool(align_corners)
