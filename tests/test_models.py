@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -99,3 +100,59 @@ def test_each_node_is_planned_once_and_each_kernel_lowered_once(monkeypatch):
     assert {id(n) for n in planned} <= nodes and replanned <= len(sched)
     merged = sum(len(item.outputs) > 1 for item in sched)
     assert len(lowered) <= len(sched) + merged
+
+
+def spatial_transformer(lib: Any) -> Any:
+    """PyTorch's Spatial Transformer Networks tutorial's model, smaller (20x20 images, fewer channels, no
+    dropout, whose draws differ between the libraries), built with `lib` (lazytensor or torch): a localisation
+    net predicts an affine map, initialised to the identity, whose grid resamples the input for a small CNN."""
+    nn, F = lib.nn, lib.nn.functional
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv1, self.conv2 = nn.Conv2d(1, 6, 5), nn.Conv2d(6, 8, 3)
+            self.fc = nn.Linear(8 * 3 * 3, 10)
+            self.localization = nn.Sequential(nn.Conv2d(1, 4, 5), nn.MaxPool2d(2), nn.ReLU(True),
+                                              nn.Conv2d(4, 6, 3), nn.MaxPool2d(2), nn.ReLU(True))
+            self.fc_loc = nn.Sequential(nn.Linear(6 * 3 * 3, 16), nn.ReLU(True), nn.Linear(16, 3 * 2))
+
+        def stn(self, x: Any) -> Any:
+            theta = self.fc_loc(self.localization(x).reshape(-1, 6 * 3 * 3)).reshape(-1, 2, 3)
+            return F.grid_sample(x, F.affine_grid(theta, x.shape, align_corners=False), align_corners=False)
+
+        def forward(self, x: Any) -> Any:
+            x = self.stn(x)
+            x = F.relu(F.max_pool2d(self.conv1(x), 2))
+            x = F.relu(F.max_pool2d(self.conv2(x), 2))
+            return F.log_softmax(self.fc(x.reshape(-1, 8 * 3 * 3)), dim=1)
+
+    return Net()
+
+
+def test_a_spatial_transformer_trains_step_for_step_as_torch():
+    torch.manual_seed(1)
+    tmodel = spatial_transformer(torch)
+    with torch.no_grad():  # the tutorial's start: the identity map
+        tmodel.fc_loc[2].weight.zero_()
+        tmodel.fc_loc[2].bias.copy_(torch.tensor([1, 0, 0, 0, 1, 0], dtype=torch.float32))
+    model = spatial_transformer(lt)
+    model.load_state_dict({k: v.detach().numpy() for k, v in tmodel.state_dict().items()})
+    opt = lt.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    topt = torch.optim.SGD(tmodel.parameters(), lr=0.05, momentum=0.9)
+    rng = np.random.default_rng(2)
+    for _ in range(3):
+        images = rng.standard_normal((4, 1, 20, 20)).astype(np.float32)
+        labels = rng.integers(0, 10, (4,))
+        losses = []
+        for lib, net, optimizer in ((lt, model, opt), (torch, tmodel, topt)):
+            optimizer.zero_grad()
+            loss = lib.nn.functional.nll_loss(net(lib.asarray(images)), lib.asarray(labels))
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        np.testing.assert_allclose(losses[0], losses[1], rtol=1e-5)
+        for (name, p), tp in zip(model.named_parameters(), tmodel.parameters()):
+            largest = np.abs(tp.grad.numpy()).max()  # float32 sums are exact to their largest term's rounding
+            np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-4, atol=1e-5 * largest, err_msg=name)
+            np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=1e-4, atol=1e-5, err_msg=name)

@@ -202,3 +202,107 @@ def test_padding_modules(name, dims):
         ours(lt.zeros(*(4,) * (dims + 3)))
     with pytest.raises(ValueError, match="amounts"):
         getattr(nn, name)(*args((1,) * (2 * dims + 1)))
+
+
+# ---- affine_grid, grid_sample ---------------------------------------------------------------------------------
+
+def sample_both(x, t, grid_arr, dtype, seed=40, **kw):
+    """grid_sample of the same input and grid in both libraries: values, then the gradients w.r.t. the input
+    and the grid from one random upstream gradient. x, t: the input (any layout), not yet requiring grad."""
+    x, t = x.requires_grad_(), t.requires_grad_()
+    g = lt.asarray(grid_arr).requires_grad_()
+    tg = torch.tensor(grid_arr, requires_grad=True)
+    out, tout = F.grid_sample(x, g, **kw), TF.grid_sample(t, tg, **kw)
+    check(out, tout, **TOL[dtype])
+    if tout.numel():
+        up = random_array(tuple(tout.shape), dtype, seed=seed)
+        out.backward(lt.asarray(up))
+        tout.backward(torch.tensor(up))
+        check(x.grad, t.grad, **TOL[dtype])
+        if kw.get("mode") == "nearest":  # no path from the grid to the output: torch's gradient is zeros
+            assert g.grad is None and not tg.grad.any()
+        else:
+            # a sum of taps' differences that cancel: float32 is good to eps times the largest (torch's own
+            # float32 grid gradient is 3.7e-5 from its float64 one where the largest is 52)
+            tol = {"rtol": 1e-5, "atol": 1e-5 + 2e-6 * float(tg.grad.abs().max())} if dtype == lt.float32 else {}
+            check(g.grad, tg.grad, **tol)
+
+
+def random_grid(n, out, dtype, seed):
+    """Normalized coordinates, about a third of them outside [-1, 1]."""
+    return random_array((n, *out, 2 if len(out) == 2 else 3), dtype, seed=seed, low=-1.5, high=1.5)
+
+
+SAMPLES_2D = [((2, 3, 5, 6), (4, 7)), ((1, 1, 4, 3), (6, 8)), ((3, 2, 7, 8), (2, 3))]  # (input, output size)
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+def test_grid_sample_2d(mode, padding_mode, align_corners):
+    # the shapes and dtypes rotate through the cases, so each meets every one without multiplying them
+    case = ["bilinear", "nearest", "bicubic"].index(mode) + 3 * ["zeros", "border", "reflection"].index(padding_mode)
+    shape, out = SAMPLES_2D[case % 3]
+    dtype = FLOATS[(case + align_corners) % 2]
+    arr = random_array(shape, dtype, seed=case)
+    sample_both(lt.asarray(arr), torch.tensor(arr), random_grid(shape[0], out, dtype, 50 + case), dtype, mode=mode,
+                padding_mode=padding_mode, align_corners=align_corners)
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+def test_grid_sample_3d(mode, padding_mode, align_corners):
+    dtype = FLOATS[align_corners]
+    arr = random_array((2, 2, 3, 4, 5), dtype, seed=9)
+    sample_both(lt.asarray(arr), torch.tensor(arr), random_grid(2, (2, 3, 4), dtype, 11), dtype, mode=mode,
+                padding_mode=padding_mode, align_corners=align_corners)
+
+
+@pytest.mark.parametrize("kind", LAYOUTS)
+def test_grid_sample_of_views(kind):
+    (_, x, t), = [v for v in inputs((2, 3, 5, 6), lt.float64, seed=12) if v[0] == kind]
+    sample_both(x, t, random_grid(2, (3, 4), lt.float64, 13), lt.float64, align_corners=False)
+    grid = random_grid(2, (4, 3), lt.float64, 14)  # a transposed grid
+    g, tg = lt.asarray(grid).permute(0, 2, 1, 3), torch.tensor(grid).permute(0, 2, 1, 3)
+    check(F.grid_sample(lt.asarray(x.numpy()), g, padding_mode="border", align_corners=True),
+          TF.grid_sample(torch.tensor(x.numpy()), tg, padding_mode="border", align_corners=True))
+
+
+def test_grid_sample_empty_batch_non_finite_grid_and_errors():
+    sample_both(lt.zeros((0, 2, 4, 5)), torch.zeros((0, 2, 4, 5)), np.zeros((0, 3, 3, 2), np.float32), lt.float32,
+                align_corners=False)
+    # a NaN or infinite coordinate reads nothing: no position outside the input is gathered
+    x = lt.asarray(np.arange(1, 13, dtype=np.float32).reshape(1, 1, 3, 4))
+    grid = lt.asarray(np.array([[[[np.nan, 0.2], [0.1, np.inf], [-np.inf, 0.3], [0.5, 0.5]]]], np.float32))
+    for mode in ("bilinear", "nearest", "bicubic"):
+        for padding_mode in ("zeros", "reflection"):
+            got = F.grid_sample(x, grid, mode, padding_mode, align_corners=False).numpy().ravel()
+            assert (got[:3] == 0).all() and np.isfinite(got[3]), (mode, padding_mode, got)
+    with pytest.raises(ValueError, match="bicubic"):
+        F.grid_sample(lt.zeros((1, 1, 2, 2, 2)), lt.zeros((1, 1, 1, 1, 3)), mode="bicubic")
+    with pytest.raises(ShapeError):
+        F.grid_sample(lt.zeros((1, 1, 2, 2)), lt.zeros((1, 2, 2, 3)))
+    with pytest.raises(ValueError, match="padding_mode"):
+        F.grid_sample(lt.zeros((1, 1, 2, 2)), lt.zeros((1, 2, 2, 2)), padding_mode="circular")
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("size", [(2, 3, 4, 5), (1, 1, 1, 6), (2, 1, 3, 2, 4)], ids=str)
+def test_affine_grid(size, dtype, align_corners):
+    nd = len(size) - 2
+    arr = random_array((size[0], nd, nd + 1), dtype, seed=15)
+    both(arr, lambda th: F.affine_grid(th, size, align_corners=align_corners),
+         lambda th: TF.affine_grid(th, size, align_corners=align_corners), dtype)
+
+
+def test_affine_grid_of_the_identity_is_torchs_to_the_bit():
+    """Its positions are whole pixels, where bilinear's gradient w.r.t. the grid steps: a rounding apart, a
+    spatial transformer's first step (at the identity, as PyTorch's tutorial starts) would differ."""
+    for n in (5, 7, 20, 64):
+        for align_corners in (False, True):
+            theta = np.array([[[1, 0, 0], [0, 1, 0]]], np.float32)
+            got = F.affine_grid(lt.asarray(theta), (1, 1, n, n + 1), align_corners=align_corners).numpy()
+            want = TF.affine_grid(torch.tensor(theta), (1, 1, n, n + 1), align_corners=align_corners).numpy()
+            np.testing.assert_array_equal(got, want)

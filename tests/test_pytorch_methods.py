@@ -9,7 +9,7 @@ from scipy import stats
 from test_linalg import factorization
 
 import lazytensor as lt
-from conftest import ALL_DTYPES, FLOAT_DTYPES, TORCH_DTYPES, check, inputs, layout, random_array
+from conftest import ALL_DTYPES, FLOAT_DTYPES, LAYOUTS, TORCH_DTYPES, check, inputs, layout, random_array
 from lazytensor import pytorch_methods
 from lazytensor.errors import ShapeError
 
@@ -203,6 +203,40 @@ def test_clip_grad_norm_and_value(norm_type):
     torch.nn.utils.clip_grad_value_(ts, 0.1)
     for p, t in zip(ps, ts):
         check(p.grad, t.grad)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize("lengths,trailing", [((3, 1, 4), (2,)), ((2, 0, 5), ()), ((1,), (2, 3))], ids=str)
+def test_pad_sequence(lengths, trailing, dtype):
+    # the sequences' layouts rotate, so some are views
+    seqs = [layout(random_array((n, *trailing), dtype, seed=n), LAYOUTS[k % len(LAYOUTS)])
+            for k, n in enumerate(lengths)]
+    grads = dtype.is_float
+    xs = [x.requires_grad_(grads) for x, _ in seqs]
+    ts = [t.detach().requires_grad_(grads) for _, t in seqs]
+    for batch_first in (False, True):
+        for side in ("right", "left"):
+            out = lt.nn.utils.rnn.pad_sequence(xs, batch_first, padding_value=7, padding_side=side)
+            tout = torch.nn.utils.rnn.pad_sequence(ts, batch_first, padding_value=7, padding_side=side)
+            check(out, tout)
+            if grads:
+                up = random_array(tuple(tout.shape), dtype, seed=5)
+                out.backward(lt.asarray(up))
+                tout.backward(torch.tensor(up))
+                for x, t in zip(xs, ts):
+                    check(x.grad, t.grad)
+                    x.grad, t.grad = None, None
+    stacked = random_array((3, 4), dtype, seed=6)  # a tensor: its rows are the sequences
+    check(lt.nn.utils.rnn.pad_sequence(lt.asarray(stacked)), torch.nn.utils.rnn.pad_sequence(torch.tensor(stacked)))
+
+
+def test_pad_sequence_errors():
+    with pytest.raises(ValueError, match="padding_side"):
+        lt.nn.utils.rnn.pad_sequence([lt.zeros(2)], padding_side="middle")
+    with pytest.raises(ShapeError, match="trailing"):
+        lt.nn.utils.rnn.pad_sequence([lt.zeros((2, 3)), lt.zeros((2, 4))])
+    with pytest.raises(ValueError, match="at least one"):
+        lt.nn.utils.rnn.pad_sequence([])
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES)

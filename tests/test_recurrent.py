@@ -47,6 +47,53 @@ def test_matches_torch_with_gradients(kind, config, dtype):
 
 
 @pytest.mark.parametrize("kind", ["RNN", "LSTM", "GRU"])
+@pytest.mark.parametrize("config", [{"num_layers": 2, "bidirectional": True}, {"batch_first": True}], ids=str)
+def test_packed_sequences_match_torch_with_gradients(kind, config):
+    """Outputs zero past each length, h_n at each sequence's last step (the reverse direction starts there),
+    the batch unsorted (enforce_sorted=False) and an initial state in its order; gradients through the packing."""
+    ours, theirs = pair(kind, config, lt.float64)
+    first = config.get("batch_first", False)
+    lengths = [2, 4, 1]
+    a = random_array((3, 4, 4) if first else (4, 3, 4), lt.float64, 4)
+    h = random_array((ours.num_layers * (2 if ours.bidirectional else 1), 3, 5), lt.float64, 5)
+    hx, thx = ((lt.asarray(h), lt.asarray(h * 0.5)), (torch.tensor(h), torch.tensor(h * 0.5))) if kind == "LSTM" \
+        else (lt.asarray(h), torch.tensor(h))
+    x, t = lt.asarray(a).requires_grad_(), torch.tensor(a, requires_grad=True)
+    rnn, trnn = nn.utils.rnn, torch.nn.utils.rnn
+    packed = rnn.pack_padded_sequence(x, lengths, batch_first=first, enforce_sorted=False)
+    tpacked = trnn.pack_padded_sequence(t, torch.tensor(lengths), batch_first=first, enforce_sorted=False)
+    check(packed.data, tpacked.data.detach())
+    for mine, torchs in zip(packed[1:], tpacked[1:]):
+        np.testing.assert_array_equal(mine, torchs.numpy())
+    out, state = ours(packed, hx)
+    tout, tstate = theirs(tpacked, thx)
+    (padded, lens), (tpadded, tlens) = (rnn.pad_packed_sequence(out, first, -1.0, 5),
+                                        trnn.pad_packed_sequence(tout, first, -1.0, 5))
+    check(lens, tlens)
+    got, want = [padded, *flat((None, state))[1:]], [tpadded, *flat((None, tstate))[1:]]
+    for g, w in zip(got, want):
+        check(g, w.detach())
+    sum(((g * (k + 1)) ** 2).sum() for k, g in enumerate(got)).backward()
+    sum(((w * (k + 1)) ** 2).sum() for k, w in enumerate(want)).backward()
+    check(x.grad, t.grad)
+    for p, q in zip(ours.parameters(), theirs.parameters()):
+        check(p.grad, q.grad)
+
+
+def test_packing_sorted_and_errors():
+    a = random_array((3, 2, 2), lt.float32, 6)
+    packed = nn.utils.rnn.pack_padded_sequence(lt.asarray(a), [3, 1])
+    tpacked = torch.nn.utils.rnn.pack_padded_sequence(torch.tensor(a), torch.tensor([3, 1]))
+    check(packed.data, tpacked.data)
+    assert packed.sorted_indices is None and tpacked.sorted_indices is None
+    check(nn.utils.rnn.pad_packed_sequence(packed)[0], torch.nn.utils.rnn.pad_packed_sequence(tpacked)[0])
+    with pytest.raises(ValueError, match="decreasing"):
+        nn.utils.rnn.pack_padded_sequence(lt.asarray(a), [1, 3])
+    with pytest.raises(ValueError, match="lengths in"):
+        nn.utils.rnn.pack_padded_sequence(lt.asarray(a), [4, 1])
+
+
+@pytest.mark.parametrize("kind", ["RNN", "LSTM", "GRU"])
 def test_unbatched_input_and_initial_states(kind):
     ours, theirs = pair(kind, {"num_layers": 2}, lt.float64)
     a = random_array((3, 4), lt.float64, 2)

@@ -42,7 +42,7 @@ from .convolution import (
     fold,
     unfold,
 )
-from .resampling import interpolate, pad, pixel_shuffle, pixel_unshuffle
+from .resampling import affine_grid, grid_sample, interpolate, pad, pixel_shuffle, pixel_unshuffle
 
 # ---- activations --------------------------------------------------------------------------------
 
@@ -1329,6 +1329,7 @@ __all__ = [
     "adaptive_avg_pool3d",
     "adaptive_max_pool1d",
     "adaptive_max_pool2d",
+    "affine_grid",
     "alpha_dropout",
     "avg_pool1d",
     "avg_pool2d",
@@ -1362,6 +1363,7 @@ __all__ = [
     "gaussian_nll_loss",
     "gelu",
     "glu",
+    "grid_sample",
     "group_norm",
     "gumbel_softmax",
     "hardshrink",

@@ -12,13 +12,16 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from .. import dtypes
-from ..creation import zeros
+from ..creation import asarray, zeros
 from ..movement import concat, stack
-from ..tensor import Tensor
+from ..tensor import Tensor, where
 from . import functional as F
 from . import init
 from .modules import Module, Parameter
+from .utils.rnn import PackedSequence, _packed_rows, pad_packed_sequence
 
 GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
@@ -81,7 +84,17 @@ class _RNNBase(Module):
         w_ih, w_hh, b_ih, b_hh = (getattr(self, f"{name}_l{layer}{suffix}", None) for name in names)
         return w_ih, w_hh, b_ih, b_hh
 
-    def forward(self, x: Tensor, hx: Any = None) -> tuple[Tensor, Any]:
+    def forward(self, x: Tensor | PackedSequence, hx: Any = None) -> tuple[Any, Any]:
+        if isinstance(x, PackedSequence):
+            # the padded batch in its own order, each sequence's steps past its length leaving the state as it
+            # was: h_n is each one's state at its last step, and the reverse direction starts at that step
+            padded, lengths = pad_packed_sequence(x, self.batch_first)
+            out, state = self._run(padded, hx, lengths.numpy())
+            out = out.swapaxes(0, 1) if self.batch_first else out
+            return x._replace(data=_packed_rows(out, x.batch_sizes, x.sorted_indices)), state
+        return self._run(x, hx, None)
+
+    def _run(self, x: Tensor, hx: Any, lengths: np.ndarray | None) -> tuple[Tensor, Any]:
         batched = x.ndim == 3
         if x.ndim not in (2, 3):
             raise ValueError(f"{type(self).__name__}: expects a 2-d (unbatched) or 3-d input, got shape {x.shape}")
@@ -103,8 +116,14 @@ class _RNNBase(Module):
                 order = range(steps) if d == 0 else range(steps - 1, -1, -1)
                 per_step: list[Tensor] = [None] * steps  # type: ignore[list-item]
                 for t in order:
-                    h, c = _step(self.mode, gi[t], h, c, w_hh, b_hh)
-                    per_step[t] = h
+                    h_t, c_t = _step(self.mode, gi[t], h, c, w_hh, b_hh)
+                    if lengths is not None and (lengths <= t).any():
+                        running = asarray((lengths > t)[:, None], device=seq.device)
+                        h_t, c_t = where(running, h_t, h), (where(running, c_t, c) if c is not None else None)
+                        per_step[t] = where(running, h_t, 0)
+                    else:
+                        per_step[t] = h_t
+                    h, c = h_t, c_t
                 outputs.append(stack(per_step) if steps else zeros(0, batch, self.hidden_size, dtype=seq.dtype,
                                                                    device=seq.device))
                 h_n.append(h)

@@ -1,4 +1,5 @@
-"""Gradient clipping, with PyTorch's names: `nn.utils.clip_grad_norm_` and `clip_grad_value_`.
+"""Gradient clipping, with PyTorch's names: `nn.utils.clip_grad_norm_` and `clip_grad_value_`; sequence padding
+in `nn.utils.rnn`.
 
 Both are lazy: the total norm and the scaled gradients are graph nodes, fused into the optimizer update that reads
 them, and nothing is read back to the host (PyTorch's `error_if_nonfinite` would read the norm: here it is refused).
@@ -8,7 +9,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from ..tensor import Tensor
+from ...tensor import Tensor
+from . import rnn
 
 
 def _with_grads(parameters: Tensor | Iterable[Tensor]) -> list[Tensor]:
@@ -24,11 +26,11 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, norm
     if error_if_nonfinite:
         raise NotImplementedError("clip_grad_norm_: error_if_nonfinite would read the norm back (a lazy "
                                   "computation cannot raise on its value); check the returned norm instead")
-    from ..linalg import vector_norm
-    from ..movement import stack
+    from ...linalg import vector_norm
+    from ...movement import stack
     grads = _with_grads(parameters)
     if not grads:
-        from ..creation import zeros
+        from ...creation import zeros
         return zeros(())
     norms = stack([vector_norm(p.grad, ord=norm_type) for p in grads])
     total = vector_norm(norms, ord=norm_type) if not math.isinf(norm_type) else norms.max()
@@ -44,4 +46,4 @@ def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float, f
         p.grad = p.grad.clip(-clip_value, clip_value)
 
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_"]
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "rnn"]
