@@ -222,6 +222,13 @@ def gather(buf: int, dtype: DType, index: Value, valid: Value) -> Value:
     return Value(VOp.GATHER, dtype, (index, valid), buf)
 
 
+def read_slot(v: Value) -> int | None:
+    """The buffer slot that `v` reads (a load's or a gather's), or None for a value that reads no buffer."""
+    if v.op is VOp.LOAD:
+        return v.arg[0]
+    return v.arg if v.op is VOp.GATHER else None
+
+
 def const(value: bool | float, dtype: DType) -> Value:
     return Value(VOp.CONST, dtype, (), value)
 

@@ -289,3 +289,14 @@ def test_outer():
     i, j = random_array((3,), lt.int32, 19), random_array((2,), lt.int8, 20)
     check(lt.asarray(i).outer(lt.asarray(j)), torch.outer(torch.tensor(i), torch.tensor(j)))
     check(lt.asarray(np.zeros(0, np.float32)).outer(lt.asarray(data((3,)))), torch.zeros(0, 3))
+
+
+@pytest.mark.parametrize("dtype", [lt.float32, lt.float64])
+def test_a_product_of_gathered_rows_reads_the_gathered_buffer(dtype):
+    """An operand gathered by index inside the product (`t[i].T @ w`: the rows that a packed sequence's or an
+    embedding's gradient picks): the Triton template passed the kernel only the buffers its loads read, not its
+    gathers' (a NameError in the generated source), at any n, generic or not."""
+    t, i = data((7, 4), dtype), np.array([3, -1, 0, 6, -7, 2, 2, 5, 1, -3, 4, 0])
+    for n in (20, 36):
+        w = data((12, n), dtype, seed=n)
+        check(lt.asarray(t)[lt.asarray(i)].T @ lt.asarray(w), torch.tensor(t)[torch.tensor(i)].T @ torch.tensor(w))

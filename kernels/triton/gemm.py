@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from ..dtype import bfloat16, compute_dtype, float32, int64
 from ..expr import Expr, Var, flat_index
-from ..ir import BufferParam, Contraction, Kernel, Store, Value, VOp, cast, load, toposort
+from ..ir import BufferParam, Contraction, Kernel, Store, Value, VOp, cast, load, read_slot, toposort
 from .render import TL_TYPES, Shape, TritonSource, ValueRenderer, identifier, needs_int64, pow2, product, stand_in
 
 GROUP_M = 8
@@ -252,8 +252,9 @@ class _GemmRenderer(ValueRenderer):
         self.product = self.position((vn, vm, vb))  # where the tile's elements of C go
         self.epilogue = c.epilogue if plan.fuse_epilogue else None
         values = toposort([plan.a, plan.bv, *([self.epilogue.stores[0].value] if self.epilogue else [])])
-        # the buffers the kernel reads (a fused epilogue's loads of C read the accumulator)
-        self.inputs = {v.arg[0] for v in values if v.op is VOp.LOAD and not (self.epilogue and v.arg[0] == c.product)}
+        # the buffers the kernel reads, by loads and gathers (a fused epilogue's loads of C read the accumulator)
+        self.inputs = {slot for v in values if (slot := read_slot(v)) is not None
+                       and not (self.epilogue and v.op is VOp.LOAD and slot == c.product)}
         padded = [-(-size // block) * block for size, block in ((m, config.block_m), (n, config.block_n),
                                                                (k, config.block_k))]
         self.wide = needs_int64([self.product, *(e for v in values for e in v.exprs())],

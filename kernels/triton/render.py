@@ -70,7 +70,7 @@ from ..dtype import (
     uint64,
 )
 from ..expr import Bounds, Div, Expr, Mod, Stride, Var
-from ..ir import Alu, Kernel, ReduceOp, Store, Value, VOp, alu, free_vars, loop_scopes, toposort
+from ..ir import Alu, Kernel, ReduceOp, Store, Value, VOp, alu, free_vars, loop_scopes, read_slot, toposort
 from ..legalize import Key, legalize_values
 
 TL_TYPES: dict[DType, str] = {
@@ -703,7 +703,7 @@ class _Renderer(ValueRenderer):
         # Without a column scope a store is emitted as soon as its value is computed: Triton 3.6's layout
         # pass (RemoveLayoutConversions) can fail to compile a reduction's result that is stored after
         # another reduction reads it. Not for a buffer the kernel also reads, which must not see the store.
-        read = {v.arg[0] if v.op is VOp.LOAD else v.arg for v in self.values if v.op in (VOp.LOAD, VOp.GATHER)}
+        read = {slot for v in self.values if (slot := read_slot(v)) is not None}
         self.early_stores = [] if self.col is not None else [s for s in k.stores if s.buf not in read]
         late = [s for s in k.stores if all(s is not e for e in self.early_stores)]
         self.emit_body(self.row)
