@@ -48,8 +48,19 @@ class PackedSequence(NamedTuple):
     def lengths(self) -> np.ndarray:
         """Each sequence's length, in the batch's own order."""
         sizes = np.asarray(self.batch_sizes)
-        by_rank = (sizes[None, :] > np.arange(int(sizes[0]) if sizes.size else 0)[:, None]).sum(1)
+        by_rank = _counts_above(sizes, int(sizes[0]) if sizes.size else 0)
         return by_rank if self.unsorted_indices is None else by_rank[np.asarray(self.unsorted_indices)]
+
+
+def _counts_above(values: np.ndarray, n: int) -> np.ndarray:
+    """For each i < n, how many of `values` exceed i: the batch sizes of sequences of lengths `values`, and the
+    lengths of a packed batch of batch sizes `values` (sorted)."""
+    return (values[None, :] > np.arange(n)[:, None]).sum(1)
+
+
+def _ranked(sorted_indices: np.ndarray | None, batch: int) -> np.ndarray:
+    """The batch's sequences by decreasing length (`PackedSequence.sorted_indices`, or the batch's own order)."""
+    return np.arange(batch) if sorted_indices is None else np.asarray(sorted_indices)
 
 
 def _host_lengths(lengths: Any) -> np.ndarray:
@@ -68,7 +79,7 @@ def pack_padded_sequence(input: Tensor, lengths: Any, batch_first: bool = False,
     if enforce_sorted and (np.diff(lens) > 0).any():
         raise ValueError("pack_padded_sequence: lengths must be in decreasing order (or enforce_sorted=False)")
     order = None if enforce_sorted else np.argsort(-lens, kind="stable")
-    sizes = (lens[None, :] > np.arange(int(lens.max()) if batch else 0)[:, None]).sum(1)
+    sizes = _counts_above(lens, int(lens.max()) if batch else 0)
     return PackedSequence(_packed_rows(seq, sizes, order), sizes, order, None if order is None else np.argsort(order))
 
 
@@ -76,7 +87,7 @@ def _packed_rows(seq: Tensor, batch_sizes: np.ndarray, sorted_indices: np.ndarra
     """The rows of the padded batch `seq` (T, B, *) that a PackedSequence of these `batch_sizes` and
     `sorted_indices` holds, in its order: one gather."""
     batch = seq.shape[1]
-    ranked = np.arange(batch) if sorted_indices is None else np.asarray(sorted_indices)
+    ranked = _ranked(sorted_indices, batch)
     rows = [t * batch + ranked[:n] for t, n in enumerate(np.asarray(batch_sizes))]
     index = np.concatenate(rows) if rows else np.zeros(0, np.int64)
     return seq.reshape(-1, *seq.shape[2:])[asarray(index, device=seq.device)]
@@ -92,7 +103,7 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, pad
     if steps < len(sizes):
         raise ValueError(f"pad_packed_sequence: total_length {steps} is below the longest length {len(sizes)}")
     batch = int(sizes[0]) if sizes.size else 0
-    ranked = np.arange(batch) if sequence.sorted_indices is None else np.asarray(sequence.sorted_indices)
+    ranked = _ranked(sequence.sorted_indices, batch)
     where_row = np.full((steps, batch), data.shape[0])  # the padding row, after the data
     starts = np.concatenate([[0], np.cumsum(sizes)])
     for t, n in enumerate(sizes):
