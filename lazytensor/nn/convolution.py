@@ -196,7 +196,7 @@ def _reads_rows_in_place(x: Tensor, kernel: Sequence[int], stride: Sequence[int]
     if not get_device(x.device).packs_operands or len(kernel) != 2 or any(s != 1 for s in stride) \
             or math.prod(kernel) == 1:
         return False
-    spatial = [n + before + after for n, (before, after) in zip(x.shape[2:], pads)]
+    spatial, _ = _padded_images(x, pads)
     out = [n - d * (k - 1) for n, k, d in zip(spatial, kernel, dilation)]
     return min(out) > 0 and out[0] * math.prod(spatial[1:]) <= JUNK_COLUMNS * math.prod(out)
 
@@ -213,11 +213,10 @@ def _conv_of_rows(x: Tensor, weight: Tensor, pads: Sequence[tuple[int, int]], di
     (16x64x56x56 k3: 3248 columns for 3136).
 
     Each image is padded with rows more (`_rows_copy`)."""
-    n, c, *size = x.shape
+    n, c = x.shape[:2]
     cout, cg, *kernel = weight.shape
     nd = len(kernel)
-    spatial = [m + before + after for m, (before, after) in zip(size, pads)]
-    steps = [math.prod(spatial[i + 1:]) for i in range(nd)]  # the padded image's strides
+    spatial, steps = _padded_images(x, pads)
     out = [m - d * (k - 1) for m, k, d in zip(spatial, kernel, dilation)]
     padded, extra = _rows_copy(x, kernel, pads, dilation)
     rows = padded.reshape(n, c, (spatial[0] + extra) * steps[0])
@@ -233,13 +232,18 @@ def _conv_of_rows(x: Tensor, weight: Tensor, pads: Sequence[tuple[int, int]], di
     return product._shrink([(0, n, 1), (0, cout, 1), *[(0, m, 1) for m in out]])
 
 
+def _padded_images(x: Tensor, pads: Sequence[tuple[int, int]]) -> tuple[list[int], list[int]]:
+    """The spatial sizes of (N, C, *spatial) x padded by `pads`, and the padded image's strides along them."""
+    spatial = [m + before + after for m, (before, after) in zip(x.shape[2:], pads)]
+    return spatial, [math.prod(spatial[i + 1:]) for i in range(len(spatial))]
+
+
 def _rows_copy(x: Tensor, kernel: Sequence[int], pads: Sequence[tuple[int, int]],
                dilation: Sequence[int]) -> tuple[Tensor, int]:
     """The padded copy of x whose rows `_conv_of_rows` reads, and the rows it has past the padding: each image has
     rows enough at its end that every tap's run, and the template's last panel past it (`ROWS_READ_PAST`), lies
     inside it. The weight gradient's windows are of the same copy (`_grouped_windows`)."""
-    spatial = [m + before + after for m, (before, after) in zip(x.shape[2:], pads)]
-    steps = [math.prod(spatial[i + 1:]) for i in range(len(kernel))]
+    _, steps = _padded_images(x, pads)
     past = sum(d * (k - 1) * step for k, d, step in zip(kernel[1:], dilation[1:], steps[1:])) + ROWS_READ_PAST
     extra = -(-past // steps[0])
     return x.pad([(0, 0), (0, 0), (pads[0][0], pads[0][1] + extra), *pads[1:]]).contiguous(), extra
